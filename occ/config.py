@@ -1,0 +1,167 @@
+"""Settings: every knob of occ, read once from the environment (and an optional YAML file).
+
+The only module that reads ``os.environ``; everything else receives a ``Settings``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from occ import errors
+
+_DIGITS = re.compile(r"[0-9]{1,15}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Frozen configuration of one occ process."""
+
+    database_url: str = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
+    """SQLAlchemy URL the API and workers use (role ``occ_app``). Env: OCC_DATABASE_URL."""
+
+    migration_database_url: str | None = None
+    """Owner connection for migrations; falls back to database_url. Env: OCC_MIGRATION_DATABASE_URL."""
+
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    """Celery broker. Env: OCC_BROKER_URL."""
+
+    environment: str = "development"
+    """``development`` or ``production``. Env: OCC_ENV."""
+
+    lease_ms: int = 15_000
+    """Run lease of a started claim; renewed every third. Env: OCC_WORKER_LEASE_DURATION_MS."""
+
+    dispatch_lease_ms: int = 30_000
+    """Lease of a claim that was dispatched but not yet started. Env: OCC_DISPATCH_LEASE_MS."""
+
+    max_attempts: int = 5
+    """Claims an item may consume before it fails. Env: OCC_WORKER_MAX_ATTEMPTS."""
+
+    convergence_timeout_ms: int = 900_000
+    """Age after which pending work fails. Env: OCC_WORKER_CONVERGENCE_TIMEOUT_MS."""
+
+    claim_interval_ms: int = 2_000
+    """Beat period of ``occ.claim``. Env: OCC_CLAIM_INTERVAL_MS."""
+
+    recovery_interval_ms: int = 5_000
+    """Beat period of ``occ.recover_stale``. Env: OCC_RECOVERY_INTERVAL_MS."""
+
+    max_in_flight: int = 64
+    """Most items claimed at once across the fleet. Env: OCC_MAX_IN_FLIGHT."""
+
+    unready_recheck_ms: int = 500
+    """Delay before an unready revision is checked again. Env: OCC_UNREADY_RECHECK_MS."""
+
+    database_timeout_ms: int = 60_000
+    """Client-side statement timeout of worker connections. Env: OCC_WORKER_DATABASE_TIMEOUT_MS."""
+
+    api_key_pepper: str = field(default="development-pepper", repr=False)
+    """Server secret keying API-key hashes. Env: OCC_API_KEY_PEPPER."""
+
+    secret_key: str = field(default="development-secret-key", repr=False)
+    """Key protecting stored Secret values. Env: OCC_SECRET_KEY."""
+
+    compute_driver: str = "local"
+    """Compute Driver of this installation. Env: OCC_COMPUTE_DRIVER."""
+
+    local_root: str = ".occ/local"
+    """State directory of the local Compute Driver. Env: OCC_LOCAL_ROOT."""
+
+    worker_readiness_path: str | None = None
+    """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
+
+    @property
+    def owner_database_url(self) -> str:
+        """The URL migrations run with."""
+        return self.migration_database_url or self.database_url
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``OCC_*`` variables, after the YAML file in ``OCC_CONFIG_PATH``."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        config_path = env.get("OCC_CONFIG_PATH")
+        if config_path:
+            values.update(_load_yaml(Path(config_path)))
+        for name, (variable, kind) in _ENVIRONMENT.items():
+            raw = env.get(variable)
+            if raw is None or raw == "":
+                continue
+            values[name] = _parse(variable, raw, kind)
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some fields changed."""
+        settings = dataclasses.replace(self, **changes)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Reject settings that cannot work together."""
+        if self.environment not in ("development", "production"):
+            raise errors.InvalidInput.at("/environment", "must be development or production")
+        for name in ("lease_ms", "dispatch_lease_ms", "max_attempts", "convergence_timeout_ms",
+                     "claim_interval_ms", "recovery_interval_ms", "max_in_flight",
+                     "unready_recheck_ms", "database_timeout_ms"):
+            if getattr(self, name) <= 0:
+                raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+        if not self.database_url.startswith(("postgresql", "postgres")):
+            raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
+        if self.environment == "production":
+            for name in ("api_key_pepper", "secret_key"):
+                if getattr(self, name).startswith("development-"):
+                    raise errors.InvalidInput.at(f"/{name}", "must be set in production")
+
+
+_ENVIRONMENT: dict[str, tuple[str, type]] = {
+    "database_url": ("OCC_DATABASE_URL", str),
+    "migration_database_url": ("OCC_MIGRATION_DATABASE_URL", str),
+    "broker_url": ("OCC_BROKER_URL", str),
+    "environment": ("OCC_ENV", str),
+    "lease_ms": ("OCC_WORKER_LEASE_DURATION_MS", int),
+    "dispatch_lease_ms": ("OCC_DISPATCH_LEASE_MS", int),
+    "max_attempts": ("OCC_WORKER_MAX_ATTEMPTS", int),
+    "convergence_timeout_ms": ("OCC_WORKER_CONVERGENCE_TIMEOUT_MS", int),
+    "claim_interval_ms": ("OCC_CLAIM_INTERVAL_MS", int),
+    "recovery_interval_ms": ("OCC_RECOVERY_INTERVAL_MS", int),
+    "max_in_flight": ("OCC_MAX_IN_FLIGHT", int),
+    "unready_recheck_ms": ("OCC_UNREADY_RECHECK_MS", int),
+    "database_timeout_ms": ("OCC_WORKER_DATABASE_TIMEOUT_MS", int),
+    "api_key_pepper": ("OCC_API_KEY_PEPPER", str),
+    "secret_key": ("OCC_SECRET_KEY", str),
+    "compute_driver": ("OCC_COMPUTE_DRIVER", str),
+    "local_root": ("OCC_LOCAL_ROOT", str),
+    "worker_readiness_path": ("OCC_WORKER_READINESS_PATH", str),
+}
+
+
+def _parse(variable: str, raw: str, kind: type) -> Any:
+    if kind is int:
+        if not _DIGITS.fullmatch(raw) or int(raw) <= 0:
+            raise errors.InvalidInput.at(f"/{variable}", "must be a positive integer written as digits")
+        return int(raw)
+    return raw
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise errors.InvalidInput.at("/OCC_CONFIG_PATH", f"cannot read settings file: {exc}") from None
+    if not isinstance(document, dict):
+        raise errors.InvalidInput.at("/OCC_CONFIG_PATH", "settings file must hold a mapping")
+    known = {f.name for f in dataclasses.fields(Settings)}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise errors.InvalidInput.at(f"/{unknown[0]}", "unknown setting")
+    return document

@@ -1,0 +1,125 @@
+"""The one exception tree of occ; domain errors, nothing about HTTP.
+
+    OccError
+    ├── InvalidInput            bad input; carries JSON-Pointer paths
+    ├── NotFound                the resource does not exist (or may not be seen)
+    ├── Forbidden               authorization denied; carries the decision
+    ├── Conflict                the request contradicts current state
+    │   ├── NamespaceNotReady
+    │   ├── NamespaceNotEmpty
+    │   ├── AgentDeleting
+    │   └── IdempotencyConflict a work key already belongs to another owner
+    ├── ClaimLost               a claim-fenced write found no live claim
+    ├── UnknownOutcome          a COMMIT may or may not have happened
+    └── DependencyUnavailable   the database or another dependency failed
+
+Web maps this tree to problem+json once; workers map it to reason codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One invalid field: a JSON-Pointer into the request and a message."""
+
+    pointer: str
+    message: str
+
+
+class OccError(Exception):
+    """Something went wrong in occ."""
+
+    code: ClassVar[str] = "INTERNAL_ERROR"
+
+    def __init__(self, detail: str | None = None) -> None:
+        self.detail = detail or (self.__doc__ or self.code).strip()
+        super().__init__(self.detail)
+
+
+class InvalidInput(OccError):
+    """The request is not valid."""
+
+    code = "INVALID_REQUEST"
+
+    def __init__(self, detail: str | None = None, errors: Sequence[FieldError] = ()) -> None:
+        super().__init__(detail)
+        self.errors = tuple(errors)
+
+    @classmethod
+    def at(cls, pointer: str, message: str) -> InvalidInput:
+        """An error about one field."""
+        return cls(message, [FieldError(pointer, message)])
+
+
+class NotFound(OccError):
+    """The resource does not exist."""
+
+    code = "NOT_FOUND"
+
+
+class Forbidden(OccError):
+    """The caller may not do this."""
+
+    code = "FORBIDDEN"
+
+    def __init__(self, detail: str | None = None, decision: Any = None) -> None:
+        super().__init__(detail)
+        self.decision = decision
+
+
+class Conflict(OccError):
+    """The request conflicts with the current state of the resource."""
+
+    code = "RESOURCE_CONFLICT"
+
+
+class NamespaceNotReady(Conflict):
+    """The Namespace is not ready."""
+
+    code = "NAMESPACE_NOT_READY"
+
+
+class NamespaceNotEmpty(Conflict):
+    """The Namespace still holds resources."""
+
+    code = "NAMESPACE_NOT_EMPTY"
+
+
+class AgentDeleting(Conflict):
+    """The Agent is being deleted."""
+
+    code = "AGENT_DELETING"
+
+
+class IdempotencyConflict(Conflict):
+    """The work key already belongs to another owner, actor or target."""
+
+    code = "RESOURCE_CONFLICT"
+
+
+class ClaimLost(OccError):
+    """The claim is no longer live: another worker owns the item, or the lease ran out."""
+
+    code = "CLAIM_LOST"
+
+    def __init__(self, work_id: str, detail: str | None = None) -> None:
+        super().__init__(detail)
+        self.work_id = work_id
+
+
+class UnknownOutcome(OccError):
+    """The database may or may not have committed the change; do not blindly replay it."""
+
+    code = "UNKNOWN_OUTCOME"
+
+
+class DependencyUnavailable(OccError):
+    """A dependency of occ is unavailable."""
+
+    code = "DEPENDENCY_UNAVAILABLE"
+

@@ -1,0 +1,299 @@
+"""SQLAlchemy tables of the ``occ`` schema; no behaviour.
+
+The migration in ``alembic/versions`` is the authority for CHECK constraints, triggers,
+grants and functions; these declarations mirror its tables, keys and indexes so that
+``alembic check`` stays clean.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
+
+Timestamp = sa.DateTime(timezone=True)
+Name = sa.Text(collation="C")
+NOW = sa.text("clock_timestamp()")
+
+
+class Base(orm.DeclarativeBase):
+    metadata = sa.MetaData(schema="occ")
+
+
+class Installation(Base):
+    __tablename__ = "installation"
+    __table_args__ = (sa.UniqueConstraint("singleton", name="installation_singleton"),)
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(Name)
+    singleton: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, server_default=sa.true())
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
+class Namespace(Base):
+    __tablename__ = "namespaces"
+    __table_args__ = (
+        sa.Index(
+            "namespaces_existing_namespace_live", "existing_namespace", unique=True,
+            postgresql_where=sa.text("existing_namespace IS NOT NULL AND deleted_at IS NULL"),
+        ),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(Name, unique=True)
+    existing_namespace: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    status: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="provisioning")
+    created_by: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    deleted_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+
+
+class Principal(Base):
+    __tablename__ = "principals"
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(Name)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    agent_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.ForeignKey("agents.id", deferrable=True, initially="DEFERRED",
+                      name="principals_agent_id_fkey", use_alter=True),
+        unique=True,
+    )
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    disabled_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    __table_args__ = (sa.Index("api_keys_principal", "principal_id"),)
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
+    secret_hash: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    revoked_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    last_used_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+
+
+class Role(Base):
+    __tablename__ = "roles"
+    __table_args__ = (
+        sa.Index("roles_installation_name", "name", unique=True,
+                 postgresql_where=sa.text("namespace_id IS NULL AND deleted_at IS NULL")),
+        sa.Index("roles_namespace_name", "namespace_id", "name", unique=True,
+                 postgresql_where=sa.text("namespace_id IS NOT NULL AND deleted_at IS NULL")),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(Name)
+    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    permissions: orm.Mapped[list[str]] = orm.mapped_column(pg.ARRAY(sa.Text))
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    deleted_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+
+
+class AccessBinding(Base):
+    __tablename__ = "access_bindings"
+    __table_args__ = (
+        sa.Index("access_bindings_principal", "principal_id"),
+        sa.Index("access_bindings_resource", "resource_id"),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    role_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("roles.id"))
+    principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
+    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    resource_kind: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    resource_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_by: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    revoked_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+
+
+class Restriction(Base):
+    __tablename__ = "restrictions"
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    permission: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    principal_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("principals.id"))
+    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    resource_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_by: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
+class Configuration(Base):
+    __tablename__ = "configurations"
+    __table_args__ = (
+        sa.UniqueConstraint("namespace_id", "name"),
+        sa.UniqueConstraint("namespace_id", "id"),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    name: orm.Mapped[str] = orm.mapped_column(Name)
+    document: orm.Mapped[dict[str, Any]] = orm.mapped_column(pg.JSONB)
+    generation: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, server_default="1")
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
+class Secret(Base):
+    __tablename__ = "secrets"
+    __table_args__ = (
+        sa.UniqueConstraint("namespace_id", "name"),
+        sa.UniqueConstraint("namespace_id", "id"),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    name: orm.Mapped[str] = orm.mapped_column(Name)
+    value_ciphertext: orm.Mapped[bytes] = orm.mapped_column(sa.LargeBinary)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+    __table_args__ = (
+        sa.UniqueConstraint("namespace_id", "name"),
+        sa.UniqueConstraint("namespace_id", "id"),
+        sa.ForeignKeyConstraint(
+            ["namespace_id", "configuration_id"],
+            ["configurations.namespace_id", "configurations.id"],
+            name="agents_configuration_fkey",
+        ),
+        sa.ForeignKeyConstraint(
+            ["namespace_id", "harness_auth_secret_id"], ["secrets.namespace_id", "secrets.id"],
+            name="agents_harness_auth_secret_fkey",
+        ),
+        sa.ForeignKeyConstraint(
+            ["id", "active_revision_id"], ["agent_revisions.agent_id", "agent_revisions.id"],
+            name="agents_active_revision_fkey", deferrable=True, initially="DEFERRED",
+            use_alter=True,
+        ),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    name: orm.Mapped[str] = orm.mapped_column(Name)
+    configuration_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    harness_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    harness_version: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    execution_mode: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    harness_auth_secret_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    compute_driver: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    service_principal_id: orm.Mapped[str] = orm.mapped_column(
+        sa.ForeignKey("principals.id", deferrable=True, initially="DEFERRED")
+    )
+    status: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="active")
+    desired_runtime_state: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="stopped")
+    active_revision_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
+class AgentRevision(Base):
+    __tablename__ = "agent_revisions"
+    __table_args__ = (
+        sa.UniqueConstraint("agent_id", "revision_number"),
+        sa.UniqueConstraint("agent_id", "id"),
+        sa.ForeignKeyConstraint(
+            ["namespace_id", "agent_id"], ["agents.namespace_id", "agents.id"],
+            name="agent_revisions_agent_fkey",
+        ),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    agent_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    revision_number: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    actor_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    configuration_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    configuration_generation: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    configuration_document: orm.Mapped[dict[str, Any]] = orm.mapped_column(pg.JSONB)
+    harness_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    harness_version: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    harness_mode: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    compute_driver: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    harness_auth: orm.Mapped[dict[str, Any]] = orm.mapped_column(pg.JSONB)
+    service_principal_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
+class ControllerWork(Base):
+    __tablename__ = "controller_work"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["namespace_id", "agent_id"], ["agents.namespace_id", "agents.id"],
+            name="controller_work_agent_fkey", deferrable=True, initially="DEFERRED",
+        ),
+        sa.ForeignKeyConstraint(
+            ["agent_id", "revision_id"], ["agent_revisions.agent_id", "agent_revisions.id"],
+            name="controller_work_revision_fkey", deferrable=True, initially="DEFERRED",
+        ),
+        sa.Index("controller_work_ready", "available_at", "created_at", "id",
+                 postgresql_where=sa.text("state = 'queued'")),
+        sa.Index("controller_work_expired", "lease_expires_at", "id",
+                 postgresql_where=sa.text("state = 'claimed'")),
+        sa.Index("controller_work_one_claim_per_lane", "lane", unique=True,
+                 postgresql_where=sa.text("state = 'claimed'")),
+        sa.Index("controller_work_agent", "agent_id"),
+        sa.Index("controller_work_revision", "revision_id"),
+        sa.Index("controller_work_namespace", "namespace_id"),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    agent_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    revision_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    actor_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    namespace_target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    agent_target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    lane: orm.Mapped[str] = orm.mapped_column(
+        sa.Text, sa.Computed("COALESCE(agent_id, namespace_id)", persisted=True)
+    )
+    state: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="queued")
+    attempt_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, server_default="0")
+    available_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp)
+    claim_token: orm.Mapped[uuid.UUID | None] = orm.mapped_column(pg.UUID(as_uuid=True))
+    claimed_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    started_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    lease_expires_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    completed_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    reason_code: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    result_data: orm.Mapped[dict[str, Any] | None] = orm.mapped_column(pg.JSONB)
+    last_progress_code: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    last_progress_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp)
+    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp)
+
+
+class AuditEvent(Base):
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        sa.Index("audit_events_namespace", "namespace_id", "sequence"),
+        sa.Index("audit_events_resource", "resource_id", "sequence"),
+        sa.Index("audit_events_work", "work_id", "sequence"),
+    )
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    sequence: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, sa.Identity(always=True), unique=True)
+    occurred_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    action: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    actor_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    resource_kind: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    resource_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    work_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    outcome: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    details: orm.Mapped[dict[str, Any]] = orm.mapped_column(
+        pg.JSONB, server_default=sa.text("'{}'::jsonb")
+    )

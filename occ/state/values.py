@@ -1,0 +1,97 @@
+"""Frozen values the state package hands out: work items, claims, queue policy and reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+class WorkState(enum.StrEnum):
+    QUEUED = "queued"
+    CLAIMED = "claimed"
+    SUCCEEDED = "succeeded"
+    FAILED_PERMANENT = "failed_permanent"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QueuePolicy:
+    """The numbers the queue runs with (from ``Settings``)."""
+
+    lease_ms: int = 15_000
+    dispatch_lease_ms: int = 30_000
+    max_attempts: int = 5
+    convergence_timeout_ms: int = 900_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkOwner:
+    """Who and what a work item is for; frozen at enqueue."""
+
+    namespace_id: str
+    actor_id: str
+    agent_id: str | None = None
+    revision_id: str | None = None
+    namespace_target: str | None = None
+    agent_target: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkItem:
+    """A row of ``controller_work`` as read at one moment."""
+
+    id: str
+    owner: WorkOwner
+    state: WorkState
+    attempt_count: int
+    available_at: dt.datetime
+    claimed: bool
+    started: bool
+    lease_expires_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    reason_code: str | None
+    result_data: dict[str, Any] | None
+    last_progress_code: str | None
+    last_progress_at: dt.datetime | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Claim:
+    """A live claim on one item: the token every fenced write must present.
+
+    ``claim()`` hands out dispatch claims; ``start()`` exchanges one for a run claim.
+    """
+
+    work_id: str
+    token: uuid.UUID
+    owner: WorkOwner
+    attempt_count: int
+    lease_expires_at: dt.datetime
+    created_at: dt.datetime
+    running: bool
+
+
+@dataclass(frozen=True)
+class DeferResult:
+    """What ``defer`` did: requeued the item, or failed it at its convergence deadline."""
+
+    deadline_exceeded: bool
+    available_at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    """What one ``recover_stale`` pass changed."""
+
+    requeued: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    exhausted: tuple[str, ...] = ()
+    failed_namespaces: tuple[str, ...] = ()
+
+    @property
+    def recovered(self) -> int:
+        return len(self.requeued) + len(self.failed)

@@ -1,0 +1,56 @@
+"""Test fixtures: one migrated PostgreSQL database per run, emptied before each test.
+
+Tests connect as ``occ_app`` (the role the API and workers use); the owner connection only
+creates, migrates and empties the database. ``OCC_TEST_DATABASE_URL`` names the server (the
+Makefile finds or starts one).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+for _name in [name for name in os.environ if name.startswith("OCC_") and not name.startswith("OCC_TEST_")]:
+    del os.environ[_name]
+
+from occ.db import Database  # noqa: E402
+from occ.state import values  # noqa: E402
+from tests.support import databases  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def database_urls() -> Iterator[databases.DatabaseUrls]:
+    urls = databases.create_test_database(f"occ_test_{os.getpid()}")
+    try:
+        yield urls
+    finally:
+        databases.drop_database(urls)
+
+
+@pytest.fixture
+def db(database_urls: databases.DatabaseUrls) -> Iterator[Database]:
+    """The application's view of an empty database (role occ_app)."""
+    databases.empty(database_urls)
+    database = Database(database_urls.app, pool_size=20)
+    try:
+        yield database
+    finally:
+        database.dispose()
+
+
+@pytest.fixture
+def owner_db(database_urls: databases.DatabaseUrls) -> Iterator[Database]:
+    """The owner's connection, for inspecting what the application may not touch."""
+    database = Database(database_urls.owner, pool_size=2)
+    try:
+        yield database
+    finally:
+        database.dispose()
+
+
+@pytest.fixture
+def policy() -> values.QueuePolicy:
+    return values.QueuePolicy(lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5,
+                              convergence_timeout_ms=900_000)

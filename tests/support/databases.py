@@ -1,0 +1,87 @@
+"""Create, migrate, empty and drop throwaway PostgreSQL databases for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from occ import db, schema
+
+APP_ROLE = "occ_app"
+APP_PASSWORD = "occ-test-only"  # noqa: S105 - a throwaway test database role
+DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@dataclass(frozen=True)
+class DatabaseUrls:
+    owner: str
+    app: str
+    name: str
+    server: str
+
+
+def server_url() -> str:
+    return db.normalize_url(os.environ.get("OCC_TEST_DATABASE_URL") or DEFAULT_SERVER)
+
+
+def _admin_engine(url: str) -> sa.Engine:
+    return sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+
+
+def urls_for(name: str) -> DatabaseUrls:
+    server = server_url()
+    owner = make_url(server).set(database=name)
+    app = owner.set(username=APP_ROLE, password=APP_PASSWORD)
+    return DatabaseUrls(
+        owner=owner.render_as_string(hide_password=False),
+        app=app.render_as_string(hide_password=False),
+        name=name,
+        server=server,
+    )
+
+
+def create_test_database(name: str) -> DatabaseUrls:
+    """A fresh database ``name`` on the test server, migrated, with occ_app able to log in."""
+    urls = urls_for(name)
+    engine = _admin_engine(urls.server)
+    with engine.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    migrate(urls)
+    return urls
+
+
+def migrate(urls: DatabaseUrls) -> None:
+    schema.upgrade(urls.owner)
+    engine = _admin_engine(urls.owner)
+    with engine.connect() as connection:
+        connection.execute(sa.text(f"ALTER ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'"))
+    engine.dispose()
+
+
+TABLES = (
+    "audit_events", "controller_work", "agent_revisions", "agents", "secrets", "configurations",
+    "restrictions", "access_bindings", "roles", "api_keys", "principals", "namespaces",
+    "installation",
+)
+
+
+def empty(urls: DatabaseUrls) -> None:
+    """Remove every row (as the owner; TRUNCATE skips the row triggers)."""
+    engine = _admin_engine(urls.owner)
+    with engine.connect() as connection:
+        connection.execute(sa.text(
+            "TRUNCATE " + ", ".join(f"occ.{table}" for table in TABLES) + " CASCADE"
+        ))
+    engine.dispose()
+
+
+def drop_database(urls: DatabaseUrls) -> None:
+    engine = _admin_engine(urls.server)
+    with engine.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{urls.name}" WITH (FORCE)'))
+    engine.dispose()

@@ -1,0 +1,52 @@
+"""Insert the rows a queue or IAM test stands on (as occ_app, through the ORM models)."""
+
+from __future__ import annotations
+
+from sqlalchemy import orm
+
+from occ import ids
+from occ.state import models, values
+
+
+def principal(session: orm.Session, *, name: str = "someone", kind: str = "human",
+              namespace_id: str | None = None) -> str:
+    principal_id = ids.new("principal")
+    session.add(models.Principal(id=principal_id, name=name, kind=kind, namespace_id=namespace_id))
+    session.flush()
+    return principal_id
+
+
+def namespace(session: orm.Session, *, created_by: str, name: str | None = None,
+              status: str = "provisioning") -> str:
+    namespace_id = ids.new("namespace")
+    session.add(models.Namespace(id=namespace_id, name=name or namespace_id, status=status,
+                                 created_by=created_by))
+    session.flush()
+    return namespace_id
+
+
+def agent(session: orm.Session, *, namespace_id: str, name: str = "agent") -> str:
+    """An Agent with its configuration and service principal."""
+    agent_id = ids.new("agent")
+    configuration_id = ids.new("configuration")
+    service_principal_id = ids.new("principal")
+    session.add(models.Configuration(id=configuration_id, namespace_id=namespace_id,
+                                     name=f"{name}-config", document={}))
+    session.flush()
+    session.add(models.Principal(id=service_principal_id, name=f"{name}-principal",
+                                 kind="service", namespace_id=namespace_id, agent_id=agent_id))
+    session.add(models.Agent(
+        id=agent_id, namespace_id=namespace_id, name=name, configuration_id=configuration_id,
+        harness_id="openclaw", harness_version="1.0.0", execution_mode="embedded",
+        compute_driver="local", service_principal_id=service_principal_id,
+    ))
+    session.flush()
+    return agent_id
+
+
+def namespace_work(namespace_id: str, actor_id: str,
+                   target: str = "ready") -> tuple[str, values.WorkOwner]:
+    return (
+        f"namespace:{namespace_id}:reconcile:{target}",
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
+    )
