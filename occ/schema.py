@@ -29,3 +29,8 @@ def upgrade(url: str, revision: str = "head") -> None:
 def check(url: str) -> None:
     """Fail if the models and the migrated database disagree (``alembic check``)."""
     command.check(_config(url))
+
+
+def downgrade(url: str, revision: str) -> None:
+    """Migrate the database at ``url`` down to ``revision`` (``base`` removes the schema)."""
+    command.downgrade(_config(url), revision)

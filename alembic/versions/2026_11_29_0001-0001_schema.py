@@ -598,4 +598,15 @@ def downgrade() -> None:
         "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA occ FROM occ_app; "
         "REVOKE ALL ON SCHEMA occ FROM occ_app; END IF; END $r$"
     )
-    _sql("DROP SCHEMA occ CASCADE")
+    # the schema itself stays: it holds Alembic's version table
+    _sql(
+        "DROP TABLE occ.audit_events, occ.controller_work, occ.agent_revisions, occ.agents, "
+        "occ.secrets, occ.configurations, occ.restrictions, occ.access_bindings, occ.roles, "
+        "occ.api_keys, occ.principals, occ.namespaces, occ.installation CASCADE"
+    )
+    _sql(
+        "DROP FUNCTION occ.finalize_agent_deletion(text, uuid), "
+        "occ.retry_failed_deletion(text, text), occ.reject_row_mutation(), "
+        "occ.work_result_is_valid(text, text, jsonb), occ.permissions_are_valid(text[]), "
+        "occ.name_is_valid(text)"
+    )

@@ -70,6 +70,7 @@ class Claim:
     token: uuid.UUID
     owner: WorkOwner
     attempt_count: int
+    claimed_at: dt.datetime
     lease_expires_at: dt.datetime
     created_at: dt.datetime
     running: bool

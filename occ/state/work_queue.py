@@ -41,7 +41,8 @@ _CLEAR_CLAIM = "claim_token = NULL, claimed_at = NULL, started_at = NULL, lease_
 
 _RETURNING = """
     w.id, w.namespace_id, w.agent_id, w.revision_id, w.actor_id, w.namespace_target,
-    w.agent_target, w.state, w.attempt_count, w.available_at, w.claim_token, w.started_at,
+    w.agent_target, w.state, w.attempt_count, w.available_at, w.claim_token, w.claimed_at,
+    w.started_at,
     w.lease_expires_at, w.completed_at, w.reason_code, w.result_data, w.last_progress_code,
     w.last_progress_at, w.created_at, w.updated_at"""
 
@@ -482,6 +483,7 @@ def _claim(row: sa.RowMapping) -> values.Claim:
         token=token if isinstance(token, uuid.UUID) else uuid.UUID(str(token)),
         owner=_owner(row),
         attempt_count=row["attempt_count"],
+        claimed_at=row["claimed_at"],
         lease_expires_at=row["lease_expires_at"],
         created_at=row["created_at"],
         running=row["started_at"] is not None,

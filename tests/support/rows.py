@@ -50,3 +50,39 @@ def namespace_work(namespace_id: str, actor_id: str,
         f"namespace:{namespace_id}:reconcile:{target}",
         values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
     )
+
+
+def revision(session: orm.Session, *, namespace_id: str, agent_id: str, actor_id: str,
+             number: int) -> str:
+    """An AgentRevision of ``agent_id`` (snapshot of the agent's configuration)."""
+    agent_row = session.get(models.Agent, agent_id)
+    assert agent_row is not None
+    revision_id = ids.new("agent_revision")
+    session.add(models.AgentRevision(
+        id=revision_id, namespace_id=namespace_id, agent_id=agent_id, revision_number=number,
+        actor_id=actor_id, configuration_id=agent_row.configuration_id,
+        configuration_generation=1, configuration_document={}, harness_id="openclaw",
+        harness_version="1.0.0", harness_mode="embedded", compute_driver="local",
+        harness_auth={"kind": "secret", "secretId": ids.new("secret")},
+        service_principal_id=agent_row.service_principal_id,
+    ))
+    session.flush()
+    return revision_id
+
+
+def revision_work(namespace_id: str, agent_id: str, revision_id: str,
+                  actor_id: str) -> tuple[str, values.WorkOwner]:
+    return (
+        f"agent_revision:{revision_id}:reconcile",
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id,
+                         revision_id=revision_id),
+    )
+
+
+def agent_delete_work(namespace_id: str, agent_id: str,
+                      actor_id: str) -> tuple[str, values.WorkOwner]:
+    return (
+        f"agent:{agent_id}:reconcile:deleted",
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id,
+                         agent_target="deleted"),
+    )

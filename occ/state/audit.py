@@ -1,0 +1,136 @@
+"""Audit events: append one in the caller's transaction, list recent ones.
+
+Append-only (a trigger rejects UPDATE and DELETE); never commits. Details are data for
+operators, not logs: never put secrets, secret values, API keys or tokens in them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ import ids
+from occ.state import models
+
+KINDS: Final = frozenset({"bootstrap", "mutation", "access", "authorization_denial"})
+OUTCOMES: Final = frozenset({"success", "denied", "failure"})
+MAX_LIMIT: Final = 1000
+
+_ACTION: Final = re.compile(r"[a-z][a-z0-9_.:-]{0,127}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEvent:
+    """One audit event as stored."""
+
+    id: str
+    sequence: int
+    occurred_at: dt.datetime
+    kind: str
+    action: str
+    actor_id: str
+    outcome: str
+    namespace_id: str | None
+    resource_kind: str | None
+    resource_id: str | None
+    work_id: str | None
+    details: Mapping[str, Any]
+
+
+def append(
+    session: orm.Session,
+    *,
+    kind: str,
+    action: str,
+    actor_id: str,
+    outcome: str,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+    work_id: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> str:
+    """Record one event in the caller's transaction and return its ``aud_`` id.
+
+    ``kind`` is bootstrap, mutation, access or authorization_denial; ``outcome`` is success,
+    denied or failure; ``action`` a dotted name such as ``namespaces.create``. ``details`` is a
+    JSON object of plain facts (ids, names, reason codes, decisions) and must never carry a
+    secret: no secret values, API keys, tokens, passwords or credentials of any kind.
+
+    Raises:
+        ValueError: an unknown kind or outcome, or a malformed action.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown audit kind {kind!r}")
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown audit outcome {outcome!r}")
+    if not _ACTION.fullmatch(action):
+        raise ValueError(f"malformed audit action {action!r}")
+    event_id = ids.new("audit_event")
+    session.execute(sa.insert(models.AuditEvent).values(
+        id=event_id,
+        kind=kind,
+        action=action,
+        actor_id=actor_id,
+        outcome=outcome,
+        namespace_id=namespace_id,
+        resource_kind=resource_kind,
+        resource_id=resource_id,
+        work_id=work_id,
+        details=dict(details or {}),
+    ))
+    return event_id
+
+
+def list_events(
+    session: orm.Session,
+    *,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+    work_id: str | None = None,
+    kind: str | None = None,
+    before_sequence: int | None = None,
+    limit: int = 100,
+) -> list[AuditEvent]:
+    """Events matching every given filter, newest first, at most ``limit`` (capped at 1000).
+
+    ``before_sequence`` pages backwards: only events older than that sequence number.
+    """
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    event = models.AuditEvent
+    query = sa.select(event).order_by(event.sequence.desc()).limit(min(limit, MAX_LIMIT))
+    if namespace_id is not None:
+        query = query.where(event.namespace_id == namespace_id)
+    if resource_id is not None:
+        query = query.where(event.resource_id == resource_id)
+    if work_id is not None:
+        query = query.where(event.work_id == work_id)
+    if kind is not None:
+        query = query.where(event.kind == kind)
+    if before_sequence is not None:
+        query = query.where(event.sequence < before_sequence)
+    return [_event(row) for row in session.scalars(query)]
+
+
+def _event(row: models.AuditEvent) -> AuditEvent:
+    return AuditEvent(
+        id=row.id,
+        sequence=row.sequence,
+        occurred_at=row.occurred_at,
+        kind=row.kind,
+        action=row.action,
+        actor_id=row.actor_id,
+        outcome=row.outcome,
+        namespace_id=row.namespace_id,
+        resource_kind=row.resource_kind,
+        resource_id=row.resource_id,
+        work_id=row.work_id,
+        details=dict(row.details),
+    )

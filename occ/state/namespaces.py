@@ -1,0 +1,147 @@
+"""Namespace rows: insert, read, lock, contents, and the status moves admission makes.
+
+Takes the caller's session and never commits; workers' status moves (ready, failed,
+tombstone) live with the reconcilers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
+
+from occ import errors, ids
+from occ.state import models
+
+_NOW = sa.func.clock_timestamp()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Namespace:
+    """A Namespace row; ``deleted_at`` marks a tombstone (hidden from public reads)."""
+
+    id: str
+    name: str
+    existing_namespace: str | None
+    status: str
+    created_by: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    deleted_at: dt.datetime | None
+
+    @property
+    def live(self) -> bool:
+        return self.deleted_at is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Contents:
+    """How many resources a Namespace still holds."""
+
+    agents: int
+    configurations: int
+    secrets: int
+
+    @property
+    def empty(self) -> bool:
+        return self.agents == 0 and self.configurations == 0 and self.secrets == 0
+
+
+def insert(session: orm.Session, *, name: str, created_by: str,
+           existing_namespace: str | None = None) -> Namespace:
+    """A new Namespace, status ``provisioning``.
+
+    Raises:
+        Conflict: the name is taken (tombstones keep theirs), or the existing Kubernetes
+            namespace is already adopted by a live Namespace.
+    """
+    statement = (
+        pg.insert(models.Namespace)
+        .values(id=ids.new("namespace"), name=name, created_by=created_by,
+                existing_namespace=existing_namespace, status="provisioning")
+        .on_conflict_do_nothing()
+        .returning(models.Namespace)
+    )
+    row = session.scalars(statement).first()
+    if row is not None:
+        return _namespace(row)
+    taken = session.scalar(sa.select(sa.exists().where(models.Namespace.name == name)))
+    if taken:
+        raise errors.Conflict("a Namespace with this name already exists")
+    raise errors.Conflict("the existing namespace is already adopted by another Namespace")
+
+
+def get(session: orm.Session, namespace_id: str, *, lock: bool = False) -> Namespace | None:
+    """The Namespace (tombstoned or not), or ``None``; ``lock`` takes its row lock."""
+    query = (
+        sa.select(models.Namespace)
+        .where(models.Namespace.id == namespace_id)
+        .execution_options(populate_existing=True)
+    )
+    if lock:
+        query = query.with_for_update()
+    row = session.scalars(query).first()
+    return None if row is None else _namespace(row)
+
+
+def list_live(session: orm.Session) -> list[Namespace]:
+    """Every Namespace that is not tombstoned, in creation order."""
+    query = (
+        sa.select(models.Namespace)
+        .where(models.Namespace.deleted_at.is_(None))
+        .order_by(models.Namespace.created_at, models.Namespace.id)
+        .execution_options(populate_existing=True)
+    )
+    return [_namespace(row) for row in session.scalars(query)]
+
+
+def contents(session: orm.Session, namespace_id: str) -> Contents:
+    """Counts of the Agents, Configurations and Secrets left in the Namespace."""
+    def count(
+        model: type[models.Agent | models.Configuration | models.Secret],
+    ) -> sa.ScalarSelect[int]:
+        return (sa.select(sa.func.count()).select_from(model)
+                .where(model.namespace_id == namespace_id).scalar_subquery())
+
+    row = session.execute(sa.select(
+        count(models.Agent), count(models.Configuration), count(models.Secret)
+    )).one()
+    return Contents(agents=row[0], configurations=row[1], secrets=row[2])
+
+
+def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
+    """Move a live Namespace to ``deleting``; ``None`` if it is missing or tombstoned."""
+    session.execute(
+        sa.update(models.Namespace)
+        .where(models.Namespace.id == namespace_id, models.Namespace.deleted_at.is_(None))
+        .values(status="deleting", updated_at=_NOW)
+        .execution_options(synchronize_session=False)
+    )
+    namespace = get(session, namespace_id)
+    return namespace if namespace is not None and namespace.live else None
+
+
+_RETRY_FAILED_DELETION = sa.text("SELECT occ.retry_failed_deletion(:work_id, :actor_id)")
+
+
+def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
+    """Requeue a permanently failed deletion for ``actor_id`` (the definer function).
+
+    The item keeps its ``created_at`` (and so its convergence deadline), restarts its attempt
+    count and takes the new actor. False unless the item is ``failed_permanent`` and its
+    Namespace is still deleting.
+    """
+    return bool(session.execute(
+        _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
+    ).scalar_one())
+
+
+def _namespace(row: models.Namespace) -> Namespace:
+    return Namespace(
+        id=row.id, name=row.name, existing_namespace=row.existing_namespace, status=row.status,
+        created_by=row.created_by, created_at=row.created_at, updated_at=row.updated_at,
+        deleted_at=row.deleted_at,
+    )

@@ -1,0 +1,460 @@
+"""The work queue against a real PostgreSQL, connected as occ_app: fencing, attempts, recovery."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from occ import errors
+from occ.db import Database
+from occ.state import finalizers, models, values, work_queue
+from tests.support import rows
+
+
+@pytest.fixture
+def actor(db: Database) -> str:
+    with db.transaction() as session:
+        return rows.principal(session)
+
+
+@pytest.fixture
+def namespace_id(db: Database, actor: str) -> str:
+    with db.transaction() as session:
+        return rows.namespace(session, created_by=actor)
+
+
+def _enqueue_namespace(db: Database, namespace_id: str, actor: str,
+                       target: str = "ready") -> str:
+    work_id, owner = rows.namespace_work(namespace_id, actor, target)
+    with db.transaction() as session:
+        work_queue.enqueue(session, work_id, owner)
+    return work_id
+
+
+def _claim_one(db: Database, policy: values.QueuePolicy) -> values.Claim:
+    with db.transaction() as session:
+        claims = work_queue.claim(session, policy, limit=1)
+    assert len(claims) == 1
+    return claims[0]
+
+
+def _run_one(db: Database, policy: values.QueuePolicy) -> values.Claim:
+    dispatch = _claim_one(db, policy)
+    with db.transaction() as session:
+        run = work_queue.start(session, policy, dispatch)
+    assert run is not None
+    return run
+
+
+def _item(db: Database, work_id: str) -> values.WorkItem:
+    with db.transaction() as session:
+        item = work_queue.get(session, work_id)
+    assert item is not None
+    return item
+
+
+def _expire(owner_db: Database, work_id: str) -> None:
+    """Move a lease into the past, as if the worker had stalled for longer than its lease."""
+    with owner_db.transaction() as session:
+        session.execute(sa.text(
+            "UPDATE occ.controller_work SET lease_expires_at = clock_timestamp() - interval '1 s' "
+            "WHERE id = :id"), {"id": work_id})
+
+
+def _make_available(owner_db: Database, work_id: str) -> None:
+    with owner_db.transaction() as session:
+        session.execute(sa.text(
+            "UPDATE occ.controller_work SET available_at = clock_timestamp() WHERE id = :id"),
+            {"id": work_id})
+
+
+def _evidence_codes(db: Database, work_id: str) -> list[str]:
+    with db.transaction() as session:
+        return list(session.execute(
+            sa.select(models.AuditEvent.details["reasonCode"].astext)
+            .where(models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile")
+            .order_by(models.AuditEvent.sequence)
+        ).scalars())
+
+
+# -- enqueue ------------------------------------------------------------------------------------
+
+def test_enqueue_is_idempotent_and_conflicts_on_another_actor(db: Database, namespace_id: str,
+                                                            actor: str) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    again = _enqueue_namespace(db, namespace_id, actor)
+    assert again == work_id
+    with db.transaction() as session:
+        other = rows.principal(session, name="other")
+    _, owner = rows.namespace_work(namespace_id, actor)
+    with pytest.raises(errors.IdempotencyConflict), db.transaction() as session:
+        work_queue.enqueue(session, work_id, dataclasses.replace(owner, actor_id=other))
+    with db.transaction() as session:
+        count = session.execute(sa.select(sa.func.count()).select_from(models.ControllerWork))
+        assert count.scalar_one() == 1
+
+
+def test_enqueue_joins_the_callers_transaction(db: Database, namespace_id: str,
+                                               actor: str) -> None:
+    work_id, owner = rows.namespace_work(namespace_id, actor)
+    with pytest.raises(RuntimeError), db.transaction() as session:
+        work_queue.enqueue(session, work_id, owner)
+        raise RuntimeError("the caller's transaction fails")
+    with db.transaction() as session:
+        assert work_queue.get(session, work_id) is None
+
+
+def test_enqueue_of_a_terminal_key_returns_the_old_outcome(db: Database, policy: values.QueuePolicy,
+                                                          namespace_id: str, actor: str) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    with db.transaction() as session:
+        work_queue.complete(session, run, code="NAMESPACE_READY")
+    _enqueue_namespace(db, namespace_id, actor)
+    item = _item(db, work_id)
+    assert item.state == values.WorkState.SUCCEEDED
+    assert item.reason_code == "NAMESPACE_READY"
+
+
+# -- fencing ------------------------------------------------------------------------------------
+
+def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str,
+) -> None:
+    with db.transaction() as session:
+        namespace_id = rows.namespace(session, created_by=actor, status="ready")
+        agent_id = rows.agent(session, namespace_id=namespace_id)
+        session.execute(sa.update(models.Agent).where(models.Agent.id == agent_id)
+                        .values(status="deleting"))
+        work_id, owner = rows.agent_delete_work(namespace_id, agent_id, actor)
+        work_queue.enqueue(session, work_id, owner)
+    first = _run_one(db, policy)
+    _expire(owner_db, work_id)
+    with db.transaction() as session:
+        report = work_queue.recover_stale(session, policy)
+    assert report.requeued == (work_id,)
+    _make_available(owner_db, work_id)
+    second = _run_one(db, policy)
+    assert second.token != first.token
+    assert second.attempt_count == 2
+    before = _item(db, work_id)
+    evidence_before = _evidence_codes(db, work_id)
+
+    stale_writes = {
+        "renew": lambda s: work_queue.renew(s, policy, first),
+        "complete": lambda s: work_queue.complete(s, first, code="AGENT_DELETED"),
+        "defer": lambda s: work_queue.defer(s, policy, first, code="REVISION_INCOMPLETE"),
+        "retry": lambda s: work_queue.retry(s, policy, first, code="DEPENDENCY_UNAVAILABLE"),
+        "fail": lambda s: work_queue.fail(s, first, code="INVALID_TARGET"),
+        "release": lambda s: work_queue.release(s, first),
+        "finalizer": lambda s: finalizers.finalize_agent_deletion(s, first),
+    }
+    for name, write in stale_writes.items():
+        with pytest.raises(errors.ClaimLost), db.transaction() as session:
+            write(session)
+        assert _item(db, work_id) == before, name
+    assert _evidence_codes(db, work_id) == evidence_before
+    with db.transaction() as session:
+        assert session.get(models.Agent, agent_id) is not None
+
+    with db.transaction() as session:
+        work_queue.renew(session, policy, second)
+        finalizers.finalize_agent_deletion(session, second)
+    with db.transaction() as session:
+        assert session.get(models.Agent, agent_id) is None
+        assert work_queue.get(session, work_id) is None
+
+
+def test_an_expired_lease_cannot_be_renewed_even_before_recovery(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    _expire(owner_db, work_id)
+    with pytest.raises(errors.ClaimLost), db.transaction() as session:
+        work_queue.renew(session, policy, run)
+    with pytest.raises(errors.ClaimLost), db.transaction() as session:
+        work_queue.complete(session, run, code="NAMESPACE_READY")
+    assert _item(db, work_id).state == values.WorkState.CLAIMED
+
+
+def test_a_dispatch_token_starts_one_run_only(db: Database, policy: values.QueuePolicy,
+                                              namespace_id: str, actor: str) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    dispatch = _claim_one(db, policy)
+    with db.transaction() as session:
+        run = work_queue.start(session, policy, dispatch)
+    with db.transaction() as session:
+        redelivered = work_queue.start(session, policy, dispatch)
+    assert run is not None
+    assert redelivered is None
+    assert run.token != dispatch.token
+    assert run.running and not dispatch.running
+    # the dispatch token was never a run token: it cannot write
+    with pytest.raises(errors.ClaimLost), db.transaction() as session:
+        work_queue.complete(session, dispatch, code="NAMESPACE_READY")
+    with db.transaction() as session:
+        work_queue.complete(session, run, code="NAMESPACE_READY")
+    assert _item(db, work_id).state == values.WorkState.SUCCEEDED
+    assert _evidence_codes(db, work_id) == ["NAMESPACE_READY"]
+
+
+def test_a_forged_token_is_refused(db: Database, policy: values.QueuePolicy, namespace_id: str,
+                                   actor: str) -> None:
+    _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    forged = dataclasses.replace(run, token=uuid.uuid4())
+    with pytest.raises(errors.ClaimLost), db.transaction() as session:
+        work_queue.complete(session, forged, code="NAMESPACE_READY")
+
+
+# -- attempts -----------------------------------------------------------------------------------
+
+def test_claim_counts_an_attempt_and_defer_refunds_it(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    for _ in range(policy.max_attempts + 3):
+        run = _run_one(db, policy)
+        assert run.attempt_count == 1
+        with db.transaction() as session:
+            result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE",
+                                      delay_ms=0)
+        assert not result.deadline_exceeded
+        item = _item(db, work_id)
+        assert item.attempt_count == 0
+        assert item.state == values.WorkState.QUEUED
+        assert item.last_progress_code == "NAMESPACE_INCOMPLETE"
+
+
+def test_defer_without_delay_waits_the_backoff(db: Database, policy: values.QueuePolicy,
+                                               namespace_id: str, actor: str) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    with db.transaction() as session:
+        result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE")
+        now = session.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
+    assert result.available_at is not None
+    waited = (result.available_at - now).total_seconds()
+    assert 0.4 < waited <= 1.0  # 1 s cap for one attempt, equal jitter: never below half
+    with db.transaction() as session:
+        assert work_queue.claim(session, policy, limit=1) == []
+    assert _item(db, work_id).attempt_count == 0
+
+
+def test_retry_keeps_the_attempt_and_fails_at_the_limit(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    for attempt in range(1, policy.max_attempts + 1):
+        run = _run_one(db, policy)
+        assert run.attempt_count == attempt
+        with db.transaction() as session:
+            item = work_queue.retry(session, policy, run, code="DEPENDENCY_UNAVAILABLE")
+        if attempt < policy.max_attempts:
+            assert item.state == values.WorkState.QUEUED
+            assert item.attempt_count == attempt
+            assert item.reason_code is None
+            _make_available(owner_db, work_id)
+    final = _item(db, work_id)
+    assert final.state == values.WorkState.FAILED_PERMANENT
+    assert final.reason_code == "DEPENDENCY_UNAVAILABLE"
+    assert final.attempt_count == policy.max_attempts
+    codes = _evidence_codes(db, work_id)
+    assert codes == ["DEPENDENCY_UNAVAILABLE"] * policy.max_attempts
+
+
+def test_retry_backoff_grows_with_equal_jitter(db: Database, owner_db: Database,
+                                               policy: values.QueuePolicy, namespace_id: str,
+                                               actor: str) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    for attempt in range(1, 4):
+        run = _run_one(db, policy)
+        with db.transaction() as session:
+            item = work_queue.retry(session, policy, run, code="DEPENDENCY_UNAVAILABLE")
+            now = session.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
+        cap = min(300.0, 2 ** (attempt - 1))
+        waited = (item.available_at - now).total_seconds()
+        assert cap / 2 - 0.05 <= waited <= cap + 0.05, (attempt, waited)
+        _make_available(owner_db, work_id)
+
+
+def test_release_requeues_at_once_with_the_attempt_refunded(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    with db.transaction() as session:
+        work_queue.release(session, run)
+    item = _item(db, work_id)
+    assert item.state == values.WorkState.QUEUED
+    assert item.attempt_count == 0
+    assert item.last_progress_code == "CLAIM_RELEASED"
+    again = _run_one(db, policy)
+    assert again.work_id == work_id and again.attempt_count == 1
+
+
+def test_recovery_requeues_below_the_limit_and_fails_at_it(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    for attempt in range(1, policy.max_attempts + 1):
+        _run_one(db, policy)
+        _expire(owner_db, work_id)
+        with db.transaction() as session:
+            report = work_queue.recover_stale(session, policy)
+        item = _item(db, work_id)
+        assert item.attempt_count == attempt
+        if attempt < policy.max_attempts:
+            assert report.requeued == (work_id,)
+            assert item.state == values.WorkState.QUEUED
+            assert item.last_progress_code == "LEASE_EXPIRED"
+            _make_available(owner_db, work_id)
+        else:
+            assert report.failed == (work_id,)
+            assert item.state == values.WorkState.FAILED_PERMANENT
+            assert item.reason_code == "LEASE_EXPIRED"
+
+
+def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    dispatch = _claim_one(db, policy)
+    _expire(owner_db, work_id)
+    with db.transaction() as session:
+        report = work_queue.recover_stale(session, policy)
+    assert report.requeued == (work_id,)
+    item = _item(db, work_id)
+    assert (item.state, item.attempt_count, item.last_progress_code) == (
+        values.WorkState.QUEUED, 0, "DISPATCH_EXPIRED")
+    with db.transaction() as session:
+        assert work_queue.start(session, policy, dispatch) is None
+    assert _claim_one(db, policy).work_id == work_id
+
+
+def test_recovery_fails_a_provisioning_namespace_in_the_same_statement(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    one_attempt = dataclasses.replace(policy, max_attempts=1)
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    _run_one(db, one_attempt)
+    _expire(owner_db, work_id)
+    with db.transaction() as session:
+        report = work_queue.recover_stale(session, one_attempt)
+        namespace = session.get(models.Namespace, namespace_id)
+        assert namespace is not None
+        assert namespace.status == "failed"
+        audits = session.execute(sa.select(models.AuditEvent.action, models.AuditEvent.outcome)
+                                 .where(models.AuditEvent.namespace_id == namespace_id)).all()
+    assert report.failed == (work_id,)
+    assert report.failed_namespaces == (namespace_id,)
+    assert ("namespaces.lifecycle.ensure", "failure") in audits
+    assert ("reconcile", "failure") in audits
+
+
+def test_recovery_fails_exhausted_queued_items(db: Database, owner_db: Database,
+                                               policy: values.QueuePolicy, namespace_id: str,
+                                               actor: str) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    with db.transaction() as session:
+        work_queue.retry(session, policy, run, code="DEPENDENCY_UNAVAILABLE")
+    lowered = dataclasses.replace(policy, max_attempts=1)  # an operator lowered the limit
+    with db.transaction() as session:
+        report = work_queue.recover_stale(session, lowered)
+    assert report.exhausted == (work_id,)
+    item = _item(db, work_id)
+    assert (item.state, item.reason_code) == (values.WorkState.FAILED_PERMANENT,
+                                              "MAX_ATTEMPTS_EXHAUSTED")
+    with db.transaction() as session:
+        namespace = session.get(models.Namespace, namespace_id)
+        assert namespace is not None and namespace.status == "failed"
+
+
+def test_defer_past_the_deadline_fails_with_timeout_ms(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+) -> None:
+    work_id = _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    with db.transaction() as session:
+        assert not work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE",
+                                    delay_ms=0).deadline_exceeded
+    run = _run_one(db, policy)
+    # the deadline is measured from created_at on the database clock
+    with owner_db.transaction() as session:
+        session.execute(sa.text(
+            "UPDATE occ.controller_work SET created_at = clock_timestamp() - interval '16 min' "
+            "WHERE id = :id"), {"id": work_id})
+    with db.transaction() as session:
+        result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE")
+    assert result.deadline_exceeded
+    item = _item(db, work_id)
+    assert item.state == values.WorkState.FAILED_PERMANENT
+    assert item.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
+    assert item.result_data == {"timeoutMs": policy.convergence_timeout_ms}
+    assert _evidence_codes(db, work_id)[-1] == "CONVERGENCE_DEADLINE_EXCEEDED"
+
+
+def test_complete_keeps_the_specific_code_and_warnings(
+    db: Database, policy: values.QueuePolicy, actor: str,
+) -> None:
+    with db.transaction() as session:
+        namespace_id = rows.namespace(session, created_by=actor, status="ready")
+        agent_id = rows.agent(session, namespace_id=namespace_id)
+        revision_id = rows.revision(session, namespace_id=namespace_id, agent_id=agent_id,
+                                    actor_id=actor, number=1)
+        work_id, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
+        work_queue.enqueue(session, work_id, owner)
+    run = _run_one(db, policy)
+    warnings = {"warnings": [{"code": "PLUGIN_INSTALL_FAILED", "detail": "plugin-a"}]}
+    with db.transaction() as session:
+        work_queue.complete(session, run, code="REVISION_ACTIVATED", result_data=warnings)
+    item = _item(db, work_id)
+    assert (item.reason_code, item.result_data) == ("REVISION_ACTIVATED", warnings)
+
+
+def test_codes_are_checked_against_the_registry(db: Database, policy: values.QueuePolicy,
+                                                namespace_id: str, actor: str) -> None:
+    _enqueue_namespace(db, namespace_id, actor)
+    run = _run_one(db, policy)
+    with pytest.raises(ValueError, match="unregistered"), db.transaction() as session:
+        work_queue.fail(session, run, code="SOMETHING_MADE_UP")
+    with pytest.raises(ValueError, match="expected"), db.transaction() as session:
+        work_queue.complete(session, run, code="DEPENDENCY_UNAVAILABLE")
+
+
+# -- lanes --------------------------------------------------------------------------------------
+
+def test_one_live_claim_per_lane_and_lanes_are_independent(
+    db: Database, policy: values.QueuePolicy, actor: str,
+) -> None:
+    with db.transaction() as session:
+        namespace_id = rows.namespace(session, created_by=actor, status="ready")
+        agent_a = rows.agent(session, namespace_id=namespace_id, name="a")
+        agent_b = rows.agent(session, namespace_id=namespace_id, name="b")
+        for agent_id in (agent_a, agent_b):
+            for number in (1, 2, 3):
+                revision_id = rows.revision(session, namespace_id=namespace_id,
+                                            agent_id=agent_id, actor_id=actor, number=number)
+                work_queue.enqueue(session, *rows.revision_work(namespace_id, agent_id,
+                                                                revision_id, actor))
+        work_queue.enqueue(session, *rows.namespace_work(namespace_id, actor))
+    with db.transaction() as session:
+        first = work_queue.claim(session, policy, limit=10)
+    # one head per Agent lane, and Namespace work is its own lane
+    assert sorted(c.owner.agent_id or c.owner.namespace_id for c in first) == sorted(
+        [agent_a, agent_b, namespace_id])
+    with db.transaction() as session:
+        assert work_queue.claim(session, policy, limit=10) == []
+        assert work_queue.live_claims(session) == 3
+    # heads are taken in admission order within a lane
+    with db.transaction() as session:
+        numbers = {
+            c.owner.agent_id: session.get(models.AgentRevision, c.owner.revision_id).revision_number  # type: ignore[union-attr]
+            for c in first if c.owner.revision_id
+        }
+    assert set(numbers.values()) == {1}
