@@ -523,7 +523,9 @@ BEGIN
   UPDATE occ.controller_work
      SET state = 'queued', attempt_count = 0, actor_id = p_actor_id,
          available_at = clock_timestamp(), completed_at = NULL, reason_code = NULL,
-         result_data = NULL, updated_at = clock_timestamp()
+         result_data = NULL, updated_at = clock_timestamp(),
+         -- a retry is a new admission: its convergence deadline starts now
+         created_at = clock_timestamp()
    WHERE id = p_work_id;
   RETURN true;
 END

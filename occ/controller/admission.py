@@ -1,0 +1,94 @@
+"""Shared machinery of the admission use cases: guarded transactions, authorization, names.
+
+A use case opens its transaction with ``guarded``; ``require`` raises ``Denied`` inside it, and
+``guarded`` audits the denial in its own short transaction after the rollback, then raises
+``NotFound`` (the caller may not even read the resource) or ``Forbidden``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import unicodedata
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from sqlalchemy import orm
+
+from occ import errors, iam
+from occ.db import Database
+from occ.state import audit
+
+NAME_MAX: Final = 200
+
+
+class Denied(Exception):
+    """An authorization denial inside an admission transaction (turned into an error outside)."""
+
+    def __init__(self, *, action: str, permission: str, resource: iam.Resource,
+                 decision: iam.Decision, hidden: bool, request: Mapping[str, Any] | None):
+        super().__init__(action)
+        self.action = action
+        self.permission = permission
+        self.resource = resource
+        self.decision = decision
+        self.hidden = hidden
+        self.request = request
+
+
+@contextlib.contextmanager
+def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator[orm.Session]:
+    """A use case's transaction; a denial inside it is audited once it rolled back."""
+    try:
+        with db.snapshot() if read_only else db.transaction() as session:
+            yield session
+    except Denied as denied:
+        details: dict[str, Any] = {
+            "permission": denied.permission,
+            "reason": str(denied.decision.reason),
+            "authorization": denied.decision.evidence.as_details(),
+        }
+        if denied.request is not None:
+            details["request"] = present(denied.request)
+        with db.transaction() as session:
+            audit.append(
+                session, kind="authorization_denial", action=denied.action, actor_id=actor_id,
+                outcome="denied", namespace_id=denied.resource.namespace_id,
+                resource_kind=denied.resource.kind, resource_id=denied.resource.id,
+                details=details,
+            )
+        if denied.hidden:
+            raise errors.NotFound(f"the {denied.resource.kind} does not exist") from None
+        raise errors.Forbidden(decision=denied.decision) from None
+
+
+def require(session: orm.Session, actor_id: str, action: str, permission: str,
+             resource: iam.Resource, *, hide_unless_readable: bool = False,
+             request: Mapping[str, Any] | None = None) -> iam.Decision:
+    """The allowing decision, or ``Denied``; hidden (404) when the caller may not even read."""
+    decision = iam.authorize(session, actor_id, permission, resource)
+    if decision.allowed:
+        return decision
+    hidden = hide_unless_readable and (
+        permission == f"{resource.kind}:read"
+        or not iam.authorize(session, actor_id, f"{resource.kind}:read", resource).allowed
+    )
+    raise Denied(action=action, permission=permission, resource=resource, decision=decision,
+                  hidden=hidden, request=request)
+
+
+
+def present(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def name(value: object, pointer: str) -> str:
+    """A resource name: 1..200 characters, no surrounding whitespace, no control characters."""
+    if not isinstance(value, str):
+        raise errors.InvalidInput.at(pointer, "must be a string")
+    if not 1 <= len(value) <= NAME_MAX:
+        raise errors.InvalidInput.at(pointer, f"must be 1 to {NAME_MAX} characters long")
+    if value != value.strip():
+        raise errors.InvalidInput.at(pointer, "must not start or end with whitespace")
+    if any(unicodedata.category(character) == "Cc" for character in value):
+        raise errors.InvalidInput.at(pointer, "must not contain control characters")
+    return value

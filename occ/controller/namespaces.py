@@ -1,0 +1,198 @@
+"""Namespace use cases: create, delete (with retry and audited takeover), read and list."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import orm
+
+from occ import errors, iam, ids
+from occ.controller import admission, installation
+from occ.db import Database
+from occ.state import audit, namespaces, values, work_queue
+
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamespaceView:
+    """A live Namespace as callers see it."""
+
+    id: str
+    name: str
+    status: str
+    existing_namespace: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def create_namespace(db: Database, *, actor_id: str, name: str,
+                     existing_namespace: str | None = None) -> NamespaceView:
+    """Admit a Namespace: row ``provisioning`` + audit + work ``namespace:<id>:reconcile:ready``.
+
+    Needs ``namespace:create`` on the Installation; adopting ``existing_namespace`` (a
+    Kubernetes namespace, DNS-1123 label) also needs ``installation:administer``.
+
+    Raises:
+        InvalidInput: a bad ``/name`` or ``/existingNamespace``.
+        Forbidden: the caller may not create (audited; nothing else written).
+        Conflict: the name is taken, or the existing namespace is already adopted.
+    """
+    name = admission.name(name, "/name")
+    if existing_namespace is not None and not (
+        isinstance(existing_namespace, str) and _DNS_LABEL.fullmatch(existing_namespace)
+    ):
+        raise errors.InvalidInput.at("/existingNamespace",
+                                     "must be a DNS-1123 label (lowercase, 1 to 63 characters)")
+    request = {"name": name, "existingNamespace": existing_namespace}
+    with admission.guarded(db, actor_id) as session:
+        parent = iam.Resource.installation(installation.current(session).id)
+        decision = admission.require(session, actor_id, "namespaces.create", "namespace:create",
+                                     parent, request=request)
+        if existing_namespace is not None:
+            admission.require(session, actor_id, "namespaces.create", "installation:administer",
+                     parent, request=request)
+        namespace = namespaces.insert(session, name=name, created_by=actor_id,
+                                      existing_namespace=existing_namespace)
+        work_id, owner = work_for(namespace.id, actor_id, "ready")
+        work_queue.enqueue(session, work_id, owner)
+        audit.append(
+            session, kind="mutation", action="namespaces.create", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="namespace",
+            resource_id=namespace.id, work_id=work_id,
+            details={**admission.present(request), "status": namespace.status,
+                     "authorization": decision.evidence.as_details()},
+        )
+        return view(namespace)
+
+
+def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> NamespaceView:
+    """Admit a Namespace deletion: status ``deleting`` + audit + work ``...:reconcile:deleted``.
+
+    Needs ``namespace:delete`` on the Namespace. Repeating it while the deletion work is
+    queued or claimed changes nothing. Once that work failed permanently, a repeat requeues
+    it for the caller; a caller other than the original actor takes it over (audited with the
+    previous actor).
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may not read it.
+        Forbidden: the caller may read but not delete it (audited).
+        NamespaceNotEmpty: Agents, Configurations or Secrets remain.
+    """
+    with admission.guarded(db, actor_id) as session:
+        namespace = live(session, namespace_id, lock=True)
+        resource = iam.Resource.namespace(namespace.id)
+        decision = admission.require(session, actor_id, "namespaces.delete", "namespace:delete",
+                            resource, hide_unless_readable=True)
+        remaining = namespaces.contents(session, namespace.id)
+        if not remaining.empty:
+            raise errors.NamespaceNotEmpty(
+                f"the Namespace still holds {remaining.agents} agent(s), "
+                f"{remaining.configurations} configuration(s) and {remaining.secrets} secret(s)"
+            )
+        work_id, owner = work_for(namespace.id, actor_id, "deleted")
+        authorization = decision.evidence.as_details()
+        if namespace.status != "deleting":
+            deleting = namespaces.mark_deleting(session, namespace.id)
+            assert deleting is not None  # the row is locked and live
+            work_queue.enqueue(session, work_id, owner)
+            audit.append(
+                session, kind="mutation", action="namespaces.delete", actor_id=actor_id,
+                outcome="success", namespace_id=namespace.id, resource_kind="namespace",
+                resource_id=namespace.id, work_id=work_id,
+                details={"status": "deleting", "previousStatus": namespace.status,
+                         "authorization": authorization},
+            )
+            return view(deleting)
+        work = work_queue.get(session, work_id)
+        if work is None:
+            # deleting without its work (an operator's repair): admit the work again
+            work_queue.enqueue(session, work_id, owner)
+            audit.append(
+                session, kind="mutation", action="namespaces.delete", actor_id=actor_id,
+                outcome="success", namespace_id=namespace.id, resource_kind="namespace",
+                resource_id=namespace.id, work_id=work_id,
+                details={"status": "deleting", "previousStatus": "deleting",
+                         "authorization": authorization},
+            )
+        elif work.state == values.WorkState.FAILED_PERMANENT:
+            _requeue_deletion(session, namespace, work, actor_id, authorization)
+        return view(namespace)
+
+
+def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> NamespaceView:
+    """A live Namespace (``namespace:read``).
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may not read it (audited).
+    """
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = live(session, namespace_id)
+        admission.require(session, actor_id, "namespaces.read", "namespace:read",
+                 iam.Resource.namespace(namespace.id), hide_unless_readable=True)
+        return view(namespace)
+
+
+def list_namespaces(db: Database, *, actor_id: str) -> list[NamespaceView]:
+    """The live Namespaces the caller may read (``namespace:read`` per Namespace)."""
+    with db.snapshot() as session:
+        candidates = namespaces.list_live(session)
+        decisions = iam.authorize_each(
+            session, actor_id, "namespace:read",
+            [iam.Resource.namespace(namespace.id) for namespace in candidates],
+        )
+        return [view(namespace)
+                for namespace, decision in zip(candidates, decisions, strict=True)
+                if decision.allowed]
+
+
+def _requeue_deletion(session: orm.Session, namespace: namespaces.Namespace,
+                      work: values.WorkItem, actor_id: str,
+                      authorization: Mapping[str, Any]) -> None:
+    previous_actor = work.owner.actor_id
+    if not namespaces.requeue_deletion(session, work.id, actor_id):
+        raise errors.Conflict("the deletion could not be requeued; read the Namespace and retry")
+    takeover = previous_actor != actor_id
+    details: dict[str, Any] = {
+        "status": "deleting", "requeued": True, "takeover": takeover,
+        "previousReasonCode": work.reason_code, "authorization": dict(authorization),
+    }
+    if takeover:
+        details["previousActorId"] = previous_actor
+    audit.append(
+        session, kind="mutation", action="namespaces.delete", actor_id=actor_id,
+        outcome="success", namespace_id=namespace.id, resource_kind="namespace",
+        resource_id=namespace.id, work_id=work.id, details=details,
+    )
+
+
+def live(session: orm.Session, namespace_id: str, *,
+                    lock: bool = False) -> namespaces.Namespace:
+    namespace = (namespaces.get(session, namespace_id, lock=lock)
+                 if ids.is_valid("namespace", namespace_id) else None)
+    if namespace is None or not namespace.live:
+        raise errors.NotFound("the namespace does not exist")
+    return namespace
+
+
+
+def work_for(namespace_id: str, actor_id: str,
+                    target: str) -> tuple[str, values.WorkOwner]:
+    return (
+        f"namespace:{namespace_id}:reconcile:{target}",
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
+    )
+
+
+def view(namespace: namespaces.Namespace) -> NamespaceView:
+    return NamespaceView(
+        id=namespace.id, name=namespace.name, status=namespace.status,
+        existing_namespace=namespace.existing_namespace, created_at=namespace.created_at,
+        updated_at=namespace.updated_at,
+    )
+
+
