@@ -28,7 +28,7 @@ class Settings:
     """SQLAlchemy URL the API and workers use (role ``occ_app``). Env: OCC_DATABASE_URL."""
 
     migration_database_url: str | None = None
-    """Owner connection for migrations; falls back to database_url. Env: OCC_MIGRATION_DATABASE_URL."""
+    """Owner connection for migrations (else database_url). Env: OCC_MIGRATION_DATABASE_URL."""
 
     broker_url: str = "redis://127.0.0.1:6379/0"
     """Celery broker. Env: OCC_BROKER_URL."""
@@ -148,7 +148,8 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
 def _parse(variable: str, raw: str, kind: type) -> Any:
     if kind is int:
         if not _DIGITS.fullmatch(raw) or int(raw) <= 0:
-            raise errors.InvalidInput.at(f"/{variable}", "must be a positive integer written as digits")
+            raise errors.InvalidInput.at(f"/{variable}",
+                                         "must be a positive integer written as digits")
         return int(raw)
     return raw
 
@@ -157,7 +158,8 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise errors.InvalidInput.at("/OCC_CONFIG_PATH", f"cannot read settings file: {exc}") from None
+        raise errors.InvalidInput.at("/OCC_CONFIG_PATH",
+                                     f"cannot read settings file: {exc}") from None
     if not isinstance(document, dict):
         raise errors.InvalidInput.at("/OCC_CONFIG_PATH", "settings file must hold a mapping")
     known = {f.name for f in dataclasses.fields(Settings)}

@@ -83,7 +83,8 @@ class Database:
         session = self._sessions()
         try:
             with session.begin():
-                session.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+                session.execute(
+                    sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
                 yield session
         except sa_exc.OperationalError as exc:
             raise errors.DependencyUnavailable("the database is unavailable") from exc

@@ -2,6 +2,7 @@
 
     OccError
     ├── InvalidInput            bad input; carries JSON-Pointer paths
+    ├── Unauthenticated         no valid credentials
     ├── NotFound                the resource does not exist (or may not be seen)
     ├── Forbidden               authorization denied; carries the decision
     ├── Conflict                the request contradicts current state
@@ -54,6 +55,12 @@ class InvalidInput(OccError):
     def at(cls, pointer: str, message: str) -> InvalidInput:
         """An error about one field."""
         return cls(message, [FieldError(pointer, message)])
+
+
+class Unauthenticated(OccError):
+    """A valid API key is required."""
+
+    code = "UNAUTHENTICATED"
 
 
 class NotFound(OccError):

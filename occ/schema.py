@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
 from alembic.config import Config
+
+from alembic import command
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-for _name in [name for name in os.environ if name.startswith("OCC_") and not name.startswith("OCC_TEST_")]:
+for _name in [name for name in os.environ
+              if name.startswith("OCC_") and not name.startswith("OCC_TEST_")]:
     del os.environ[_name]
 
 from occ.db import Database  # noqa: E402

@@ -284,7 +284,8 @@ class AuditEvent(Base):
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    sequence: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, sa.Identity(always=True), unique=True)
+    sequence: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, sa.Identity(always=True),
+                                                  unique=True)
     occurred_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
     kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
     action: orm.Mapped[str] = orm.mapped_column(sa.Text)

@@ -28,7 +28,7 @@ _MS = "* interval '1 millisecond'"
 
 
 def _backoff(attempts: str) -> str:
-    """SQL for the retry delay after ``attempts`` claims: min(300 s, 1 s * 2^(a-1)), equal jitter."""
+    """SQL for the delay after ``attempts`` claims: min(300 s, 1 s * 2^(a-1)), equal jitter."""
     cap = f"least(300000, 1000 * power(2, least(greatest({attempts} - 1, 0), 30)))"
     return f"(({cap}) * (0.5 + random() / 2)) {_MS}"
 

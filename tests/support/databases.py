@@ -11,7 +11,7 @@ from sqlalchemy.engine import make_url
 from occ import db, schema
 
 APP_ROLE = "occ_app"
-APP_PASSWORD = "occ-test-only"  # noqa: S105 - a throwaway test database role
+APP_PASSWORD = "occ-test-only"  # a throwaway test database role
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import itertools
 import random
 import threading
 import time
@@ -74,7 +75,7 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
                         completed.append(run.work_id)
                         intervals[lanes[run.work_id]].append(
                             (dispatch.claimed_at, item.completed_at, run.work_id))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+        except BaseException as exc:  # reported by the test thread
             with lock:
                 failures.append(exc)
 
@@ -90,7 +91,7 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
 
     for lane, spans in intervals.items():
         spans.sort()
-        for (_, end, before), (start, _, after) in zip(spans, spans[1:], strict=False):
+        for (_, end, before), (start, _, after) in itertools.pairwise(spans):
             assert end < start, f"lane {lane}: {before} and {after} overlap"
 
     with db.transaction() as session:

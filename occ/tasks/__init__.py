@@ -1,0 +1,1 @@
+"""Celery entry points: the app, the beat schedule and the nudge; task bodies call the core."""

@@ -1,0 +1,100 @@
+"""The Celery app, built from ``Settings`` (never from Flask), with occ's queues and beat.
+
+The broker carries only nudges and dispatches; PostgreSQL is the source of truth, so the
+settings favour losing a message over running one twice: early ack, no prefetch, no result
+backend, a visibility timeout far above the hard time limit. ``celery -A occ.tasks.app``
+finds ``app`` here (built lazily from the environment on first use).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Final
+
+from celery import Celery
+
+from occ.config import Settings
+
+CONTROL_QUEUE: Final = "occ.control"
+DRIVER_QUEUE: Final = "occ.drivers"
+
+CLAIM: Final = "occ.claim"
+RECOVER_STALE: Final = "occ.recover_stale"
+RUN_WORK: Final = "occ.run_work"
+
+RUN_WORK_SOFT_LIMIT_S: Final = 600
+RUN_WORK_HARD_LIMIT_S: Final = 660
+CONTROL_SOFT_LIMIT_S: Final = 30
+CONTROL_HARD_LIMIT_S: Final = 45
+VISIBILITY_TIMEOUT_S: Final = 4 * RUN_WORK_HARD_LIMIT_S
+PUBLISH_TIMEOUT_S: Final = 1.0
+
+
+def create(settings: Settings) -> Celery:
+    """A configured Celery app for ``settings``."""
+    app = Celery("occ", set_as_current=False)
+    app.conf.update(_configuration(settings))
+    return app
+
+
+def _configuration(settings: Settings) -> dict[str, Any]:
+    claim_every = dt.timedelta(milliseconds=settings.claim_interval_ms)
+    recover_every = dt.timedelta(milliseconds=settings.recovery_interval_ms)
+    return {
+        "broker_url": settings.broker_url,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_timeout": PUBLISH_TIMEOUT_S,
+        "broker_transport_options": {
+            "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "socket_connect_timeout": PUBLISH_TIMEOUT_S,
+            "socket_timeout": 5.0,
+        },
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "result_backend": None,
+        "task_ignore_result": True,
+        "task_acks_late": False,
+        "task_reject_on_worker_lost": False,
+        "worker_prefetch_multiplier": 1,
+        "worker_disable_prefetch": True,
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        "worker_hijack_root_logger": False,
+        "task_default_queue": CONTROL_QUEUE,
+        "task_create_missing_queues": True,
+        "task_routes": {
+            CLAIM: {"queue": CONTROL_QUEUE},
+            RECOVER_STALE: {"queue": CONTROL_QUEUE},
+            RUN_WORK: {"queue": DRIVER_QUEUE},
+        },
+        "task_annotations": {
+            RUN_WORK: {"soft_time_limit": RUN_WORK_SOFT_LIMIT_S,
+                       "time_limit": RUN_WORK_HARD_LIMIT_S},
+            CLAIM: {"soft_time_limit": CONTROL_SOFT_LIMIT_S, "time_limit": CONTROL_HARD_LIMIT_S},
+            RECOVER_STALE: {"soft_time_limit": CONTROL_SOFT_LIMIT_S,
+                            "time_limit": CONTROL_HARD_LIMIT_S},
+        },
+        "beat_schedule": {
+            CLAIM: {
+                "task": CLAIM, "schedule": claim_every,
+                "options": {"queue": CONTROL_QUEUE,
+                            "expires": claim_every.total_seconds()},
+            },
+            RECOVER_STALE: {
+                "task": RECOVER_STALE, "schedule": recover_every,
+                "options": {"queue": CONTROL_QUEUE,
+                            "expires": recover_every.total_seconds()},
+            },
+        },
+    }
+
+
+_lazy: dict[str, Celery] = {}
+
+
+def __getattr__(name: str) -> Celery:
+    # ``celery -A occ.tasks.app`` reads ``app``; build it from the environment on first use
+    if name == "app":
+        if "app" not in _lazy:
+            _lazy["app"] = create(Settings.from_env())
+        return _lazy["app"]
+    raise AttributeError(name)

@@ -1,0 +1,65 @@
+"""The nudge: after an admission commits, ask the fleet to claim now instead of at the next beat.
+
+Fire and forget from a background thread, so a request never waits on the broker; bursts
+coalesce into one ``occ.claim`` message. A broker failure is logged as ``api.nudge-failed``
+and never reaches the caller: beat claims the work anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from celery import Celery
+
+from occ import observability
+from occ.tasks import app as tasks_app
+
+
+class Nudger:
+    """Sends ``occ.claim`` to the control queue, at most one in flight per process."""
+
+    def __init__(self, celery: Celery) -> None:
+        self._celery = celery
+        self._wanted = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+        self.sent = 0
+        self.failed = 0
+
+    def nudge(self) -> None:
+        """Ask for a claim soon; returns at once."""
+        self._ensure_thread()
+        self._wanted.set()
+
+    def send_now(self) -> bool:
+        """Publish one ``occ.claim`` in the caller's thread; False (and logged) on failure."""
+        try:
+            self._celery.send_task(tasks_app.CLAIM, queue=tasks_app.CONTROL_QUEUE, retry=False,
+                                   ignore_result=True)
+        except Exception as exc:
+            self.failed += 1
+            observability.log("api.nudge-failed", level=logging.WARNING,
+                              error=type(exc).__name__)
+            return False
+        self.sent += 1
+        return True
+
+    def _ensure_thread(self) -> None:
+        # a forked worker (gunicorn) inherits no threads: start one per process
+        if self._thread is not None and self._pid == os.getpid() and self._thread.is_alive():
+            return
+        with self._lock:
+            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+                self._pid = os.getpid()
+                self._wanted = threading.Event()
+                self._thread = threading.Thread(target=self._run, name="occ-nudge", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            self.send_now()

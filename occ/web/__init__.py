@@ -1,0 +1,1 @@
+"""The HTTP API: authenticate, declare the permission, call an admission use case, render."""

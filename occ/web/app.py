@@ -1,0 +1,101 @@
+"""The Flask application factory: blueprints, strict input, problem+json, request ids, logs.
+
+``gunicorn "occ.web.app:create_app()"`` builds one app per worker process from the
+environment; tests pass ``Settings``. There is no module-level app.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Final
+
+import flask
+import flask_smorest
+
+from occ import observability, runtime
+from occ.config import Settings
+from occ.tasks import app as tasks_app
+from occ.tasks import nudge
+from occ.web import access, problems
+from occ.web.routes import ROUTE_MODULES
+
+MAX_BODY_BYTES: Final = 256 * 1024
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@dataclass(frozen=True)
+class WebContext:
+    """What views need, stored in ``app.extensions["occ"]``."""
+
+    runtime: runtime.Runtime
+    nudger: nudge.Nudger
+
+
+def create_app(settings: Settings | None = None, *,
+               nudger: nudge.Nudger | None = None) -> flask.Flask:
+    """Build the API for ``settings`` (from the environment when not given)."""
+    built = runtime.build(settings, pool_size=10, application_name="occ-api")
+    observability.configure("occ-api")
+    app = flask.Flask("occ")
+    app.config.update(
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        JSON_SORT_KEYS=False,
+        API_TITLE="occ",
+        API_VERSION="v1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/v1",
+        OPENAPI_JSON_PATH="openapi.json",
+    )
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.extensions["occ"] = WebContext(
+        runtime=built,
+        nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
+    )
+    api = flask_smorest.Api(app, spec_kwargs={
+        "info": {"description": "OpenClaw Control Plane: admits intent; workers reconcile it."},
+    })
+    api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    api.spec.options["security"] = [{"bearer": []}]
+    for module in ROUTE_MODULES:
+        api.register_blueprint(module.blueprint)
+    _make_public(app, "api-docs.openapi_json")
+    problems.register(app)
+    app.before_request(_begin)
+    app.before_request(access.authenticate_request)
+    app.after_request(_finish)
+    return app
+
+
+def _make_public(app: flask.Flask, endpoint: str) -> None:
+    view = app.view_functions[endpoint]
+
+    @access.public
+    def public_view(*args: Any, **kwargs: Any) -> Any:
+        return view(*args, **kwargs)
+
+    app.view_functions[endpoint] = public_view
+
+
+def _begin() -> None:
+    flask.g.started = time.perf_counter()
+    incoming = flask.request.headers.get("X-Request-Id", "")
+    flask.g.request_id = incoming if _REQUEST_ID.fullmatch(incoming) else f"req_{uuid.uuid4()}"
+
+
+def _finish(response: flask.Response) -> flask.Response:
+    response.headers["X-Request-Id"] = flask.g.get("request_id", "")
+    rule = flask.request.url_rule
+    started = flask.g.get("started", time.perf_counter())
+    fields: dict[str, Any] = {
+        "requestId": flask.g.get("request_id"),
+        "method": flask.request.method,
+        "route": rule.rule if rule is not None else None,
+        "status": response.status_code,
+        "durationMs": round((time.perf_counter() - started) * 1000, 2),
+        "principalId": flask.g.get("principal_id"),
+    }
+    observability.log("http.completed", **fields)
+    return response

@@ -1,0 +1,124 @@
+"""Strict JSON request bodies and the webargs parser that uses them.
+
+Only ``application/json`` (an empty body counts as ``{}``); UTF-8; an object at the top;
+no duplicate keys, NaN/Infinity, lone surrogates or NUL characters; bounded nesting depth.
+Schema errors become ``InvalidInput`` with JSON-Pointer paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn
+
+import flask
+import marshmallow
+from webargs import flaskparser
+
+from occ import errors
+from occ.web import problems
+
+MAX_DEPTH: Final = 32
+
+
+class _Rejected(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Rejected(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _constant(name: str) -> NoReturn:
+    raise _Rejected(f"{name} is not valid JSON")
+
+
+def _check(value: Any, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise _Rejected(f"nesting deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        _check_text(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key)
+            _check(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check(item, depth + 1)
+
+
+def _check_text(text: str) -> None:
+    if "\x00" in text:
+        raise _Rejected("strings must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Rejected("strings must not contain lone surrogates") from None
+
+
+def load(request: flask.Request) -> dict[str, Any]:
+    """The request body as a JSON object, or ``InvalidInput`` / 415."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        return {}
+    if not request.is_json:
+        raise problems.UnsupportedMediaType("the request body must be application/json")
+    try:
+        text = raw.decode("utf-8")
+        document = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        _check(document)
+    except UnicodeDecodeError:
+        raise errors.InvalidInput.at("", "the body is not valid UTF-8") from None
+    except _Rejected as rejected:
+        raise errors.InvalidInput.at("", str(rejected)) from None
+    except json.JSONDecodeError as exc:
+        raise errors.InvalidInput.at("", f"the body is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise errors.InvalidInput.at("", f"nesting deeper than {MAX_DEPTH} levels") from None
+    if not isinstance(document, dict):
+        raise errors.InvalidInput.at("", "the body must be a JSON object")
+    return document
+
+
+def pointers(messages: Any, prefix: str = "") -> list[errors.FieldError]:
+    """JSON-Pointer field errors from marshmallow's nested messages."""
+    if isinstance(messages, Mapping):
+        found: list[errors.FieldError] = []
+        for key, value in messages.items():
+            if key == "_schema":
+                found.extend(pointers(value, prefix))
+                continue
+            token = str(key).replace("~", "~0").replace("/", "~1")
+            found.extend(pointers(value, f"{prefix}/{token}"))
+        return found
+    if isinstance(messages, list | tuple) and all(isinstance(m, str) for m in messages):
+        return [errors.FieldError(prefix, message) for message in messages]
+    if isinstance(messages, list | tuple):
+        return [e for item in messages for e in pointers(item, prefix)]
+    return [errors.FieldError(prefix, str(messages))]
+
+
+class Parser(flaskparser.FlaskParser):
+    """webargs with occ's strict JSON and problem+json validation errors."""
+
+    DEFAULT_VALIDATION_STATUS = 400
+
+    def _raw_load_json(self, req: flask.Request) -> Any:
+        return load(req)
+
+    def handle_error(self, error: marshmallow.ValidationError, req: flask.Request,
+                     schema: marshmallow.Schema, *, error_status_code: int | None,
+                     error_headers: Mapping[str, str] | None) -> NoReturn:
+        messages = error.messages
+        # webargs files messages under their location ("json", "query"): pointers start below
+        if isinstance(messages, Mapping) and set(messages) <= {"json", "query", "path"}:
+            messages = {k: v for part in messages.values() for k, v in part.items()}
+        raise errors.InvalidInput("the request is invalid", pointers(messages))
+
+
+parser: Final = Parser()

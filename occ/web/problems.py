@@ -1,0 +1,113 @@
+"""Every error answered as ``application/problem+json``, mapped once from the error tree.
+
+``status``, ``title``, ``detail``, a stable ``code``, the ``requestId`` and, for invalid input,
+``errors[]`` with JSON-Pointer paths. Unexpected exceptions answer 500 without details.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+import flask
+from werkzeug import exceptions as http
+
+from occ import errors, observability
+
+CONTENT_TYPE: Final = "application/problem+json"
+
+_STATUS: Final[dict[type[errors.OccError], int]] = {
+    errors.InvalidInput: 400,
+    errors.Unauthenticated: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.ClaimLost: 409,
+    errors.UnknownOutcome: 503,
+    errors.DependencyUnavailable: 503,
+}
+
+_HTTP_CODES: Final = {
+    400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED", 409: "RESOURCE_CONFLICT", 413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE", 503: "DEPENDENCY_UNAVAILABLE",
+}
+
+_TITLES: Final = {
+    400: "Invalid request", 401: "Unauthenticated", 403: "Forbidden", 404: "Not found",
+    405: "Method not allowed", 409: "Conflict", 413: "Payload too large",
+    415: "Unsupported media type", 500: "Internal error", 503: "Service unavailable",
+}
+
+
+class UnsupportedMediaType(errors.InvalidInput):
+    """The request body must be JSON (application/json)."""
+
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+def status_of(error: errors.OccError) -> int:
+    for kind in type(error).__mro__:
+        if kind in _STATUS:
+            return _STATUS[kind]
+    return 500
+
+
+def problem(status: int, code: str, detail: str,
+            field_errors: list[dict[str, str]] | None = None) -> flask.Response:
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "requestId": flask.g.get("request_id"),
+    }
+    if field_errors is not None:
+        body["errors"] = field_errors
+    response = flask.jsonify(body)
+    response.status_code = status
+    response.content_type = CONTENT_TYPE
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="occ"'
+    return response
+
+
+def _occ_error(error: errors.OccError) -> flask.Response:
+    status = 415 if isinstance(error, UnsupportedMediaType) else status_of(error)
+    field_errors = None
+    if isinstance(error, errors.InvalidInput):
+        field_errors = [{"pointer": e.pointer, "message": e.message} for e in error.errors]
+    if status == 500:
+        return _unexpected(error)
+    return problem(status, error.code, error.detail, field_errors)
+
+
+def _http_error(error: http.HTTPException) -> flask.Response:
+    status = error.code or 500
+    if status >= 500:
+        return _unexpected(error)
+    code = _HTTP_CODES.get(status, "INVALID_REQUEST")
+    detail = {
+        404: "the resource does not exist",
+        405: "the method is not allowed on this resource",
+        413: "the request body is too large",
+    }.get(status, error.description or _TITLES.get(status, "Error"))
+    response = problem(status, code, detail)
+    if status == 405 and isinstance(error, http.MethodNotAllowed) and error.valid_methods:
+        response.headers["Allow"] = ", ".join(sorted(error.valid_methods))
+    return response
+
+
+def _unexpected(error: BaseException) -> flask.Response:
+    observability.log("http.error", level=logging.ERROR, requestId=flask.g.get("request_id"),
+                      error=type(error).__name__, path=flask.request.path)
+    flask.current_app.logger.exception("unexpected error", exc_info=error)
+    return problem(500, "INTERNAL_ERROR", "an unexpected error occurred")
+
+
+def register(app: flask.Flask) -> None:
+    """Install the handlers on ``app``."""
+    app.register_error_handler(errors.OccError, _occ_error)
+    app.register_error_handler(http.HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)

@@ -1,0 +1,36 @@
+"""Liveness and readiness probes (no credentials)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flask
+import sqlalchemy as sa
+
+from occ import errors
+from occ.web import access, routing
+
+blueprint = routing.Blueprint("health", __name__, url_prefix="",
+                                    description="Probes for load balancers and orchestrators.")
+
+
+@blueprint.route("/healthz", methods=["GET"])
+@blueprint.doc(security=[])
+@access.public
+def healthz() -> dict[str, Any]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@blueprint.route("/readyz", methods=["GET"])
+@blueprint.doc(security=[])
+@access.public
+def readyz() -> dict[str, Any]:
+    """Readiness: the database answers."""
+    database = flask.current_app.extensions["occ"].runtime.database
+    try:
+        with database.snapshot() as session:
+            session.execute(sa.text("SELECT 1"))
+    except errors.DependencyUnavailable:
+        raise errors.DependencyUnavailable("the database is unavailable") from None
+    return {"status": "ready"}

@@ -1,0 +1,1 @@
+"""marshmallow schemas of the API: closed request bodies, camelCase representations."""

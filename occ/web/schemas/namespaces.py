@@ -1,0 +1,28 @@
+"""Namespace and Installation representations and request bodies."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields
+
+from occ.web.schemas import common
+
+
+class NamespaceCreate(common.Request):
+    name = fields.String(required=True)
+    existing_namespace = fields.String(data_key="existingNamespace", load_default=None)
+
+
+class Namespace(ma.Schema):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    status = fields.String(required=True)
+    existing_namespace = fields.String(data_key="existingNamespace", allow_none=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    updated_at = fields.DateTime(data_key="updatedAt", required=True)
+
+
+class Installation(ma.Schema):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)

@@ -1,0 +1,70 @@
+"""Fixtures for the HTTP API: an app on the test database, a client, an administrator's key."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import flask
+import pytest
+from flask.testing import FlaskClient
+
+from occ.config import Settings
+from occ.controller import installation
+from occ.db import Database
+from occ.state import api_keys
+from occ.tasks import app as tasks_app
+from occ.tasks import nudge
+from occ.web.app import create_app
+from tests.support import databases
+
+PEPPER = "test-pepper"
+
+
+@pytest.fixture
+def settings(database_urls: databases.DatabaseUrls) -> Settings:
+    return Settings(
+        database_url=database_urls.app,
+        broker_url=os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        api_key_pepper=PEPPER,
+        secret_key="test-secret-key",
+    )
+
+
+@pytest.fixture
+def app(db: Database, settings: Settings) -> Iterator[flask.Flask]:
+    application = create_app(settings)
+    application.testing = True
+    yield application
+    application.extensions["occ"].runtime.database.dispose()
+
+
+@pytest.fixture
+def client(app: flask.Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@dataclass(frozen=True)
+class Caller:
+    principal_id: str
+    key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@pytest.fixture
+def admin(db: Database) -> Caller:
+    boot = installation.bootstrap_installation(db, name="test", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    with db.transaction() as session:
+        minted = api_keys.mint(session, principal_id=boot.admin_principal_id, pepper=PEPPER)
+    return Caller(boot.admin_principal_id, minted.plaintext)
+
+
+@pytest.fixture
+def unreachable_broker_nudger() -> nudge.Nudger:
+    """A nudger whose broker refuses connections (nothing listens on port 1)."""
+    return nudge.Nudger(tasks_app.create(Settings(broker_url="redis://127.0.0.1:1/0")))
