@@ -4,6 +4,22 @@ from __future__ import annotations
 
 from typing import Final
 
-from occ.web.routes import health, installation, namespaces
+from occ.web.routes import (
+    access_bindings,
+    agents,
+    audit_events,
+    configurations,
+    health,
+    installation,
+    namespaces,
+    principals,
+    restrictions,
+    roles,
+    secrets,
+    work,
+)
 
-ROUTE_MODULES: Final = (health, installation, namespaces)
+ROUTE_MODULES: Final = (
+    health, installation, namespaces, principals, roles, access_bindings, restrictions,
+    configurations, secrets, agents, work, audit_events,
+)
