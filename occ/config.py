@@ -75,6 +75,10 @@ class Settings:
     local_root: str = ".occ/local"
     """State directory of the local Compute Driver. Env: OCC_LOCAL_ROOT."""
 
+    local_effect_delay_ms: int = 0
+    """Simulated duration of each local Compute effect (demos, fault drills).
+    Env: OCC_LOCAL_EFFECT_DELAY_MS."""
+
     worker_readiness_path: str | None = None
     """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
 
@@ -141,6 +145,7 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
     "secret_key": ("OCC_SECRET_KEY", str),
     "compute_driver": ("OCC_COMPUTE_DRIVER", str),
     "local_root": ("OCC_LOCAL_ROOT", str),
+    "local_effect_delay_ms": ("OCC_LOCAL_EFFECT_DELAY_MS", int),
     "worker_readiness_path": ("OCC_WORKER_READINESS_PATH", str),
 }
 

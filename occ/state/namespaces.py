@@ -1,7 +1,7 @@
 """Namespace rows: insert, read, lock, contents, and the status moves admission makes.
 
-Takes the caller's session and never commits; workers' status moves (ready, failed,
-tombstone) live with the reconcilers.
+Takes the caller's session and never commits. Workers move status with compare-and-set
+(``transition``) and finish a deletion with ``tombstone``.
 """
 
 from __future__ import annotations
@@ -124,15 +124,53 @@ def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
     return namespace if namespace is not None and namespace.live else None
 
 
+def transition(session: orm.Session, namespace_id: str, *, expected: str,
+               status: str) -> bool:
+    """Compare-and-set the status of a live Namespace; False when it moved on."""
+    result = session.execute(
+        sa.update(models.Namespace)
+        .where(models.Namespace.id == namespace_id, models.Namespace.deleted_at.is_(None),
+               models.Namespace.status == expected)
+        .values(status=status, updated_at=_NOW)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def tombstone(session: orm.Session, namespace_id: str) -> bool:
+    """Finish a deletion: the row stays (its name stays reserved) but reads hide it, and the
+    Namespace's Roles and access bindings stop granting anything."""
+    result = session.execute(
+        sa.update(models.Namespace)
+        .where(models.Namespace.id == namespace_id, models.Namespace.deleted_at.is_(None),
+               models.Namespace.status == "deleting")
+        .values(deleted_at=_NOW, updated_at=_NOW)
+        .execution_options(synchronize_session=False)
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        return False
+    session.execute(
+        sa.update(models.AccessBinding)
+        .where(models.AccessBinding.namespace_id == namespace_id,
+               models.AccessBinding.revoked_at.is_(None))
+        .values(revoked_at=_NOW).execution_options(synchronize_session=False)
+    )
+    session.execute(
+        sa.update(models.Role)
+        .where(models.Role.namespace_id == namespace_id, models.Role.deleted_at.is_(None))
+        .values(deleted_at=_NOW).execution_options(synchronize_session=False)
+    )
+    return True
+
+
 _RETRY_FAILED_DELETION = sa.text("SELECT occ.retry_failed_deletion(:work_id, :actor_id)")
 
 
 def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
     """Requeue a permanently failed deletion for ``actor_id`` (the definer function).
 
-    The item keeps its ``created_at`` (and so its convergence deadline), restarts its attempt
-    count and takes the new actor. False unless the item is ``failed_permanent`` and its
-    Namespace is still deleting.
+    The item restarts its convergence deadline and attempt count and takes the new actor.
+    False unless the item is ``failed_permanent`` and its Namespace is still deleting.
     """
     return bool(session.execute(
         _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}

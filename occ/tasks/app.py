@@ -14,13 +14,13 @@ from typing import Any, Final
 from celery import Celery
 
 from occ.config import Settings
+from occ.tasks import names, work
 
-CONTROL_QUEUE: Final = "occ.control"
-DRIVER_QUEUE: Final = "occ.drivers"
-
-CLAIM: Final = "occ.claim"
-RECOVER_STALE: Final = "occ.recover_stale"
-RUN_WORK: Final = "occ.run_work"
+CONTROL_QUEUE: Final = names.CONTROL_QUEUE
+DRIVER_QUEUE: Final = names.DRIVER_QUEUE
+CLAIM: Final = names.CLAIM
+RECOVER_STALE: Final = names.RECOVER_STALE
+RUN_WORK: Final = names.RUN_WORK
 
 RUN_WORK_SOFT_LIMIT_S: Final = 600
 RUN_WORK_HARD_LIMIT_S: Final = 660
@@ -31,9 +31,11 @@ PUBLISH_TIMEOUT_S: Final = 1.0
 
 
 def create(settings: Settings) -> Celery:
-    """A configured Celery app for ``settings``."""
+    """A configured Celery app for ``settings``, with occ's tasks."""
     app = Celery("occ", set_as_current=False)
     app.conf.update(_configuration(settings))
+    app.conf["occ_settings"] = settings
+    work.register(app)
     return app
 
 
@@ -59,6 +61,7 @@ def _configuration(settings: Settings) -> dict[str, Any]:
         "worker_disable_prefetch": True,
         "worker_cancel_long_running_tasks_on_connection_loss": True,
         "worker_hijack_root_logger": False,
+        "worker_redirect_stdouts": False,
         "task_default_queue": CONTROL_QUEUE,
         "task_create_missing_queues": True,
         "task_routes": {
@@ -96,5 +99,6 @@ def __getattr__(name: str) -> Celery:
     if name == "app":
         if "app" not in _lazy:
             _lazy["app"] = create(Settings.from_env())
+            work.connect_signals(_lazy["app"])
         return _lazy["app"]
     raise AttributeError(name)

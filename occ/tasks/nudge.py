@@ -14,7 +14,7 @@ import threading
 from celery import Celery
 
 from occ import observability
-from occ.tasks import app as tasks_app
+from occ.tasks import names
 
 
 class Nudger:
@@ -37,7 +37,7 @@ class Nudger:
     def send_now(self) -> bool:
         """Publish one ``occ.claim`` in the caller's thread; False (and logged) on failure."""
         try:
-            self._celery.send_task(tasks_app.CLAIM, queue=tasks_app.CONTROL_QUEUE, retry=False,
+            self._celery.send_task(names.CLAIM, queue=names.CONTROL_QUEUE, retry=False,
                                    ignore_result=True)
         except Exception as exc:
             self.failed += 1

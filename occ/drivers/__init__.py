@@ -1,0 +1,1 @@
+"""Drivers: pluggable infrastructure behind stable contracts (compute today)."""

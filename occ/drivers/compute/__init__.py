@@ -1,0 +1,26 @@
+"""Compute Drivers and ``load(name, settings)``, which imports one lazily by name."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Final
+
+from occ import errors
+from occ.config import Settings
+from occ.drivers.compute import base
+
+_DRIVERS: Final = {
+    "local": "occ.drivers.compute.local:LocalComputeDriver",
+}
+
+
+def load(name: str, settings: Settings) -> base.ComputeDriver:
+    """The Compute Driver called ``name``, built from ``settings``."""
+    target = _DRIVERS.get(name)
+    if target is None:
+        raise errors.InvalidInput.at("/compute_driver",
+                                     f"unknown compute driver; known: {sorted(_DRIVERS)}")
+    module_name, _, class_name = target.partition(":")
+    driver_class = getattr(importlib.import_module(module_name), class_name)
+    driver: base.ComputeDriver = driver_class.from_settings(settings)
+    return driver

@@ -1,0 +1,121 @@
+"""The Compute Driver contract: operations, capabilities, observations and error classes.
+
+A driver creates real infrastructure for Namespaces and Agent revisions. Every call gets an
+``Operation`` carrying the claim's abort event; a driver checks it between steps and stops
+with ``Aborted`` once it is set. Observations are values (``Ready``, ``Pending``, ``Failed``);
+exceptions are classified as ``TransientDriverError`` (retry) or ``PermanentDriverError``.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class DriverError(Exception):
+    """A driver could not do what was asked."""
+
+    def __init__(self, code: str, reason: str = "") -> None:
+        super().__init__(f"{code}: {reason}" if reason else code)
+        self.code = code
+        self.reason = reason
+
+
+class TransientDriverError(DriverError):
+    """Worth retrying: a dependency was unreachable, timed out or is busy."""
+
+
+class PermanentDriverError(DriverError):
+    """Retrying cannot help: the request or the environment is invalid."""
+
+
+class Aborted(Exception):
+    """The claim was lost or the worker is shutting down: the effect stopped midway."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The target state is reached."""
+
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Progressing; check again later."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The driver observed a failure (``permanent`` or worth a retry)."""
+
+    code: str
+    permanent: bool
+    reason: str = ""
+
+
+Observation = Ready | Pending | Failed
+
+
+class ActivationOrder(enum.StrEnum):
+    """Whether Compute activation happens before or after the pointer moves in the database."""
+
+    BEFORE_COMMIT = "before_commit"
+    AFTER_COMMIT = "after_commit"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    activation_order: ActivationOrder = ActivationOrder.AFTER_COMMIT
+    requires_stopped_predecessors: bool = False
+    maintenance_interval_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One driver call under a claim: who asks, and the event that cancels it."""
+
+    work_id: str
+    claim_token: str
+    abort: threading.Event
+
+    def check(self) -> None:
+        """Raise ``Aborted`` once the claim is lost or the worker shuts down."""
+        if self.abort.is_set():
+            raise Aborted(self.work_id)
+
+    def wait(self, seconds: float) -> None:
+        """Sleep up to ``seconds``; raise ``Aborted`` as soon as the abort event is set."""
+        if self.abort.wait(seconds):
+            raise Aborted(self.work_id)
+
+
+@dataclass(frozen=True)
+class NamespaceSpec:
+    """What a driver needs to know about a Namespace."""
+
+    id: str
+    name: str
+    existing_namespace: str | None = None
+
+
+@runtime_checkable
+class ComputeDriver(Protocol):
+    """What every Compute Driver implements (revision operations come with Agent deployment)."""
+
+    name: str
+    capabilities: Capabilities
+
+    def preflight(self) -> None:
+        """Check the driver can work here; raise ``DriverError`` when it cannot."""
+
+    def ensure_namespace(self, operation: Operation, namespace: NamespaceSpec) -> Observation:
+        """Create or adopt the Namespace's infrastructure (idempotent)."""
+
+    def delete_namespace(self, operation: Operation, namespace: NamespaceSpec) -> Observation:
+        """Remove the Namespace's infrastructure (idempotent; gone is ``Ready``)."""

@@ -1,0 +1,153 @@
+"""The worker-side use cases: claim a batch, recover stale claims, run one claimed item.
+
+``run`` exchanges the dispatch token first (a redelivered message ends here with no effect),
+then runs the reconciler of the item's kind inside a ``ClaimContext``. A lost claim publishes
+nothing; a worker shutting down releases the claim with the attempt refunded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from occ import codes, errors, observability
+from occ.db import Database
+from occ.drivers.compute import base
+from occ.reconcile import namespace, outcome
+from occ.reconcile.context import ClaimContext
+from occ.state import values, work_queue
+
+CLAIM_LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(3276, 1)")
+"""Serializes claim batches, so the in-flight budget holds across control workers."""
+
+Reconciler = Callable[[Database, values.QueuePolicy, base.ComputeDriver, ClaimContext],
+                      outcome.PassResult]
+
+
+@dataclass(frozen=True)
+class Worker:
+    """What a worker process runs with."""
+
+    database: Database
+    policy: values.QueuePolicy
+    driver: base.ComputeDriver
+    shutdown: threading.Event
+
+
+def claim_batch(database: Database, policy: values.QueuePolicy, *,
+                max_in_flight: int) -> list[values.Claim]:
+    """Claim at most ``max_in_flight`` minus the live claims (so nothing outlives its lease
+    waiting in the broker)."""
+    with database.transaction() as session:
+        session.execute(CLAIM_LOCK)
+        room = max_in_flight - work_queue.live_claims(session)
+        return work_queue.claim(session, policy, limit=room) if room > 0 else []
+
+
+def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
+    """Give back dispatch claims whose messages could not be sent (attempts refunded)."""
+    for claim in claims:
+        try:
+            with database.transaction() as session:
+                work_queue.release(session, claim)
+        except errors.ClaimLost:
+            continue
+
+
+def recover(database: Database, policy: values.QueuePolicy) -> values.RecoveryReport:
+    with database.transaction() as session:
+        return work_queue.recover_stale(session, policy)
+
+
+def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult | None:
+    """Run one dispatched item; ``None`` when the message was stale (nothing happened)."""
+    started = time.perf_counter()
+    try:
+        token = uuid.UUID(dispatch_token)
+    except ValueError:
+        return None
+    with worker.database.transaction() as session:
+        claim = work_queue.start_token(session, worker.policy, work_id, token)
+    if claim is None:
+        return None
+    reconciler = _reconciler_for(claim.owner)
+    fields = _log_fields(claim)
+    with ClaimContext(worker.database, worker.policy, claim,
+                      shutdown=worker.shutdown) as context:
+        try:
+            result = reconciler(worker.database, worker.policy, worker.driver, context)
+        except (base.Aborted, errors.ClaimLost):
+            return _stopped(worker, context, fields)
+        except errors.DependencyUnavailable as exc:
+            observability.log("worker.error", level=logging.ERROR, code="WORKER_UNAVAILABLE",
+                              error=exc.code, **fields)
+            return None
+        except Exception as exc:  # any surprise is a retry, never a crash
+            observability.log("worker.error", level=logging.ERROR,
+                              code="DEPENDENCY_UNAVAILABLE", error=type(exc).__name__, **fields)
+            retried = _retry_after_surprise(worker, context)
+            if retried is None:
+                return None
+            result = retried
+    observability.log("worker.completed", outcome=str(result.outcome), code=result.code,
+                      durationMs=round((time.perf_counter() - started) * 1000, 1), **fields)
+    return result
+
+
+def _reconciler_for(owner: values.WorkOwner) -> Reconciler:
+    if owner.agent_id is None:
+        return namespace.reconcile
+    return _unsupported
+
+
+def _unsupported(database: Database, policy: values.QueuePolicy, driver: base.ComputeDriver,
+                 context: ClaimContext) -> outcome.PassResult:
+    # Agent and revision work arrive with Agent reconciliation; until then fail them clearly
+    with database.transaction() as session:
+        work_queue.fail(session, context.claim, code="INVALID_TARGET")
+    return outcome.permanent("INVALID_TARGET")
+
+
+def _stopped(worker: Worker, context: ClaimContext,
+             fields: dict[str, Any]) -> outcome.PassResult | None:
+    if context.interrupted and not context.lost:
+        try:
+            with worker.database.transaction() as session:
+                work_queue.release(session, context.claim)
+        except errors.ClaimLost:
+            pass
+        else:
+            observability.log("worker.pass-interrupted", level=logging.WARNING,
+                              code="CLAIM_RELEASED", **fields)
+            return outcome.PassResult(codes.Outcome.PENDING, "CLAIM_RELEASED", 0)
+    observability.log("worker.error", level=logging.WARNING, code="CLAIM_LOST", **fields)
+    return None
+
+
+def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.PassResult | None:
+    try:
+        with worker.database.transaction() as session:
+            item = work_queue.retry(session, worker.policy, context.claim,
+                                    code="DEPENDENCY_UNAVAILABLE")
+    except errors.OccError:
+        return None
+    if item.state == values.WorkState.FAILED_PERMANENT:
+        return outcome.permanent("DEPENDENCY_UNAVAILABLE")
+    return outcome.PassResult(codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE")
+
+
+def _log_fields(claim: values.Claim) -> dict[str, Any]:
+    owner = claim.owner
+    operation = (f"namespace.{owner.namespace_target}" if owner.agent_id is None
+                 else f"agent.{owner.agent_target}" if owner.revision_id is None
+                 else "agent_revision.reconcile")
+    return {"workId": claim.work_id, "attempt": claim.attempt_count, "operation": operation,
+            "namespaceId": owner.namespace_id, "agentId": owner.agent_id,
+            "revisionId": owner.revision_id}
