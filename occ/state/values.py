@@ -92,6 +92,8 @@ class RecoveryReport:
     failed: tuple[str, ...] = ()
     exhausted: tuple[str, ...] = ()
     failed_namespaces: tuple[str, ...] = ()
+    next_available_in_ms: int | None = None
+    """How soon the earliest requeued item becomes claimable (None when nothing was requeued)."""
 
     @property
     def recovered(self) -> int:

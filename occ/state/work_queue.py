@@ -407,6 +407,11 @@ _RECOVER_EXHAUSTED = sa.text(f"""
       FROM moved m""")
 
 
+_NEXT_AVAILABLE_IN_MS = sa.text(f"""
+    SELECT greatest(0, ceil(extract(epoch FROM min(available_at) - {_NOW}) * 1000))
+      FROM occ.controller_work WHERE id = ANY(:ids)""")
+
+
 def recover_stale(session: orm.Session, policy: values.QueuePolicy, *,
                   limit: int = 100) -> values.RecoveryReport:
     """Requeue or fail expired claims, and fail exhausted queued items.
@@ -425,8 +430,14 @@ def recover_stale(session: orm.Session, policy: values.QueuePolicy, *,
         for row in (*expired, *exhausted)
         for namespace_id in (row["failed_namespaces"] or ())
     }
+    requeued = tuple(r["id"] for r in expired if r["state"] == values.WorkState.QUEUED)
+    next_available_in_ms = None
+    if requeued:
+        next_available_in_ms = int(session.execute(_NEXT_AVAILABLE_IN_MS,
+                                                   {"ids": list(requeued)}).scalar_one())
     return values.RecoveryReport(
-        requeued=tuple(r["id"] for r in expired if r["state"] == values.WorkState.QUEUED),
+        requeued=requeued,
+        next_available_in_ms=next_available_in_ms,
         failed=tuple(r["id"] for r in expired if r["state"] == values.WorkState.FAILED_PERMANENT),
         exhausted=tuple(r["id"] for r in exhausted),
         failed_namespaces=tuple(sorted(failed_namespaces)),

@@ -63,6 +63,9 @@ def register(app: Celery) -> None:
         report = executor.recover(worker.database, worker.policy)
         if report.requeued:
             _nudge(app)
+            later = report.next_available_in_ms
+            if later and later <= SHORT_DEFERRAL_MS:
+                _nudge(app, countdown_s=later / 1000 + 0.05)
         return report.recovered + len(report.exhausted)
 
     @app.task(name=names.RUN_WORK, ignore_result=True)

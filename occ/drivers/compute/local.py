@@ -1,8 +1,9 @@
 """The ``local`` Compute Driver: infrastructure as directories and processes on this machine.
 
 State lives on disk under ``OCC_LOCAL_ROOT`` (never only in memory), so a restarted worker
-finds everything again. Each effect is appended to ``effects.jsonl`` with the claim token
-that made it: the record fault tests read to prove no item ran twice at once.
+finds everything again. Each effect appends a ``started`` and an ``ended`` line to
+``effects.jsonl`` with the claim token that made it: the record fault tests read to prove
+no item ran twice at once.
 """
 
 from __future__ import annotations
@@ -94,18 +95,21 @@ class _Effect:
                  fields: dict[str, Any]) -> None:
         self.driver, self.operation, self.op, self.fields = driver, operation, op, fields
 
+    def _entry(self, phase: str, **more: Any) -> dict[str, Any]:
+        return {"phase": phase, "op": self.op, "workId": self.operation.work_id,
+                "token": self.operation.claim_token, "pid": os.getpid(),
+                "startedAt": self.started, **self.fields, **more}
+
     def __enter__(self) -> None:
         self.operation.check()
         self.started = time.time()
+        self.driver.record(self._entry("started"))
         if self.driver.effect_delay_s:
             self.operation.wait(self.driver.effect_delay_s)
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self.driver.record({
-            "op": self.op, "workId": self.operation.work_id, "token": self.operation.claim_token,
-            "pid": os.getpid(), "startedAt": self.started, "endedAt": time.time(),
-            "outcome": "done" if kind is None else kind.__name__, **self.fields,
-        })
+        self.driver.record(self._entry("ended", endedAt=time.time(),
+                                       outcome="done" if kind is None else kind.__name__))
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:

@@ -1,0 +1,311 @@
+"""The worker fleet for real: Celery workers and beat as processes, PostgreSQL, Redis.
+
+Every test admits Namespaces and watches the database, the local driver's effect journal and
+the processes' JSON logs. Leases are short (2 s) so faults resolve within seconds.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from occ.config import Settings
+from occ.controller import installation, namespaces
+from occ.db import Database
+from occ.drivers.compute.local import LocalComputeDriver
+from occ.reconcile import executor
+from occ.runtime import queue_policy
+from occ.state import models
+from occ.tasks import app as tasks_app
+from occ.tasks import nudge
+from occ.web.app import create_app
+from tests.support import databases, processes
+from tests.support.processes import wait_for
+
+LEASE_MS = 2_000
+
+
+@pytest.fixture
+def broker_url() -> Iterator[str]:
+    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    url = base.rsplit("/", 1)[0] + "/13"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def local_root(tmp_path: Path) -> Path:
+    return tmp_path / "local"
+
+
+@pytest.fixture
+def env(database_urls: databases.DatabaseUrls, broker_url: str, local_root: Path,
+        db: Database) -> dict[str, str]:
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+    variables.update({
+        "OCC_DATABASE_URL": database_urls.app,
+        "OCC_BROKER_URL": broker_url,
+        "OCC_LOCAL_ROOT": str(local_root),
+        "OCC_WORKER_LEASE_DURATION_MS": str(LEASE_MS),
+        "OCC_DISPATCH_LEASE_MS": "3000",
+        "OCC_CLAIM_INTERVAL_MS": "60000",
+        "OCC_RECOVERY_INTERVAL_MS": "500",
+        "OCC_API_KEY_PEPPER": "test-pepper",
+        "OCC_SECRET_KEY": "test-secret",
+    })
+    return variables
+
+
+@pytest.fixture
+def fleet(env: dict[str, str], tmp_path: Path) -> Iterator[processes.Fleet]:
+    yield from processes.fleet(env, tmp_path)
+
+
+@pytest.fixture
+def admin(db: Database) -> str:
+    boot = installation.bootstrap_installation(db, name="runtime", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    return boot.admin_principal_id
+
+
+def _settings(env: dict[str, str]) -> Settings:
+    return Settings.from_env(env)
+
+
+def _admit(db: Database, admin: str, count: int) -> list[str]:
+    return [namespaces.create_namespace(db, actor_id=admin, name=f"ns-{uuid.uuid4().hex[:8]}").id
+            for _ in range(count)]
+
+
+def _nudge(env: dict[str, str]) -> None:
+    nudge.Nudger(tasks_app.create(_settings(env))).send_now()
+
+
+def _statuses(db: Database, namespace_ids: list[str]) -> dict[str, str]:
+    with db.transaction() as session:
+        rows = session.execute(sa.select(models.Namespace.id, models.Namespace.status)
+                               .where(models.Namespace.id.in_(namespace_ids))).all()
+    return {row.id: row.status for row in rows}
+
+
+def _all_ready(db: Database, namespace_ids: list[str]) -> bool:
+    return set(_statuses(db, namespace_ids).values()) == {"ready"}
+
+
+def _lifecycle_audits(db: Database, namespace_id: str) -> list[str]:
+    with db.transaction() as session:
+        return list(session.execute(
+            sa.select(models.AuditEvent.outcome).where(
+                models.AuditEvent.namespace_id == namespace_id,
+                models.AuditEvent.action == "namespaces.lifecycle.ensure")).scalars())
+
+
+def _completions(db: Database, namespace_id: str) -> int:
+    work_id = f"namespace:{namespace_id}:reconcile:ready"
+    with db.transaction() as session:
+        return int(session.execute(
+            sa.select(sa.func.count()).select_from(models.AuditEvent).where(
+                models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile",
+                models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
+            )).scalar_one())
+
+
+def _assert_exactly_once(db: Database, namespace_ids: list[str]) -> None:
+    for namespace_id in namespace_ids:
+        assert _lifecycle_audits(db, namespace_id) == ["success"], namespace_id
+        assert _completions(db, namespace_id) == 1, namespace_id
+
+
+def _effects_do_not_overlap(local_root: Path) -> dict[str, list[dict[str, object]]]:
+    by_work: dict[str, list[dict[str, object]]] = collections.defaultdict(list)
+    for effect in _ended(local_root):
+        by_work[str(effect["workId"])].append(effect)
+    for work_id, effects in by_work.items():
+        effects.sort(key=lambda e: float(e["startedAt"]))  # type: ignore[arg-type]
+        for before, after in itertools.pairwise(effects):
+            assert float(before["endedAt"]) <= float(after["startedAt"]), (  # type: ignore[arg-type]
+                f"{work_id}: effects by {before['token']} and {after['token']} overlap")
+    return by_work
+
+
+def _ended(local_root: Path) -> list[dict[str, object]]:
+    return [e for e in LocalComputeDriver(local_root).effects() if e["phase"] == "ended"]
+
+
+def _json_events(process: processes.Process, event: str) -> list[str]:
+    return [line for line in process.text().splitlines() if f'"event":"{event}"' in line]
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet,
+) -> None:
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.worker("drivers")
+    fleet.beat()  # claims only every 60 s: readiness within seconds proves the nudge
+    settings = _settings(env)
+    app = create_app(settings)
+    client = app.test_client()
+    with db.transaction() as session:
+        from occ.state import api_keys
+        key = api_keys.mint(session, principal_id=admin, pepper=settings.api_key_pepper)
+    response = client.post("/v1/namespaces", json={"name": "nudged"},
+                           headers={"Authorization": f"Bearer {key.plaintext}"})
+    assert response.status_code == 201
+    namespace_id = response.json["data"]["id"]
+    wait_for(lambda: _all_ready(db, [namespace_id]), timeout=15,
+             message="the namespace to become ready")
+    _assert_exactly_once(db, [namespace_id])
+    app.extensions["occ"].runtime.database.dispose()
+
+
+def test_a_redelivered_run_work_message_runs_the_effect_once(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+) -> None:
+    fleet.worker("drivers", concurrency=2)
+    [namespace_id] = _admit(db, admin, 1)
+    settings = _settings(env)
+    claims = executor.claim_batch(db, queue_policy(settings), max_in_flight=10)
+    assert [c.owner.namespace_id for c in claims] == [namespace_id]
+    celery = tasks_app.create(settings)
+    for _ in range(2):  # the broker delivers the same message twice
+        celery.send_task(tasks_app.RUN_WORK, args=[claims[0].work_id, str(claims[0].token)],
+                         queue=tasks_app.DRIVER_QUEUE)
+    wait_for(lambda: _all_ready(db, [namespace_id]), timeout=15, message="ready")
+    wait_for(lambda: len(_ended(local_root)) >= 1, timeout=5, message="the effect journal")
+    assert len(LocalComputeDriver(local_root).effects()) == 2  # one effect: started, ended
+    assert len(_ended(local_root)) == 1
+    _assert_exactly_once(db, [namespace_id])
+
+
+def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, broker_url: str,
+    local_root: Path,
+) -> None:
+    env["OCC_CLAIM_INTERVAL_MS"] = "500"
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "400"
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.worker("drivers", concurrency=2)
+    namespace_ids = _admit(db, admin, 12)
+    _nudge(env)
+    wait_for(lambda: len(LocalComputeDriver(local_root).effects()) >= 1, timeout=15,
+             message="the first effects")
+    redis.Redis.from_url(broker_url).flushdb()  # queued dispatches and nudges are gone
+    fleet.beat()
+    wait_for(lambda: _all_ready(db, namespace_ids), timeout=60,
+             message="every namespace to become ready after the broker lost its messages")
+    _assert_exactly_once(db, namespace_ids)
+    _effects_do_not_overlap(local_root)
+
+
+def test_two_beats_and_four_workers_never_reconcile_one_item_twice_at_once(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+) -> None:
+    env["OCC_CLAIM_INTERVAL_MS"] = "300"
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "200"
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    for number in range(4):
+        fleet.worker(f"drivers{number}")
+    fleet.beat("beat1")
+    fleet.beat("beat2")
+    namespace_ids = _admit(db, admin, 16)
+    wait_for(lambda: _all_ready(db, namespace_ids), timeout=90, message="all ready")
+    _assert_exactly_once(db, namespace_ids)
+    by_work = _effects_do_not_overlap(local_root)
+    assert set(by_work) == {f"namespace:{n}:reconcile:ready" for n in namespace_ids}
+
+
+def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+) -> None:
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "5000"
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    doomed = fleet.worker("doomed")
+    [namespace_id] = _admit(db, admin, 1)
+    _nudge(env)
+    work_id = f"namespace:{namespace_id}:reconcile:ready"
+    wait_for(lambda: _effect_started(local_root, work_id), timeout=15,
+             message="the effect to start")
+    doomed.kill_group()  # kill -9 of the worker and its pool process mid-effect
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "100"
+    fleet.worker("rescuer")
+    fleet.beat()
+    wait_for(lambda: _all_ready(db, [namespace_id]), timeout=30, message="ready after takeover")
+    _assert_exactly_once(db, [namespace_id])
+    effects = LocalComputeDriver(local_root).effects()
+    started = {e["token"] for e in effects if e["phase"] == "started"}
+    ended = {e["token"] for e in effects if e["phase"] == "ended"}
+    assert len(started) == 2 and len(ended) == 1  # the killed effect never finished
+    assert ended < started
+
+
+def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+) -> None:
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    frozen = fleet.worker("frozen")
+    [namespace_id] = _admit(db, admin, 1)
+    _nudge(env)
+    work_id = f"namespace:{namespace_id}:reconcile:ready"
+    wait_for(lambda: _effect_started(local_root, work_id), timeout=15,
+             message="the effect to start")
+    os.killpg(frozen.pid, signal.SIGSTOP)
+    try:
+        fleet.worker("successor")
+        fleet.beat()
+        wait_for(lambda: _all_ready(db, [namespace_id]), timeout=30,
+                 message="the successor to finish")
+    finally:
+        os.killpg(frozen.pid, signal.SIGCONT)
+    wait_for(lambda: _json_events(frozen, "worker.error"), timeout=20,
+             message="the resumed worker to notice its lost claim")
+    assert any('"code":"CLAIM_LOST"' in line for line in _json_events(frozen, "worker.error"))
+    assert not _json_events(frozen, "worker.completed")
+    _assert_exactly_once(db, [namespace_id])
+
+
+def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+) -> None:
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "30000"
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    leaving = fleet.worker("leaving")
+    [namespace_id] = _admit(db, admin, 1)
+    _nudge(env)
+    work_id = f"namespace:{namespace_id}:reconcile:ready"
+    wait_for(lambda: _effect_started(local_root, work_id), timeout=15,
+             message="the effect to start")
+    leaving.signal(signal.SIGTERM)  # warm shutdown of the worker's main process
+    wait_for(lambda: _state(db, work_id)[0] == "queued", timeout=15,
+             message="the claim to be released")
+    with db.transaction() as session:
+        row = session.get(models.ControllerWork, work_id)
+        assert row is not None
+        assert (row.attempt_count, row.last_progress_code) == (0, "CLAIM_RELEASED")
+    assert leaving.popen.wait(20) == 0
+    assert _json_events(leaving, "worker.pass-interrupted")
+
+
+def _effect_started(local_root: Path, work_id: str) -> bool:
+    return any(e["workId"] == work_id and e["phase"] == "started"
+               for e in LocalComputeDriver(local_root).effects())
+
+
+def _state(db: Database, work_id: str) -> tuple[str, bool]:
+    with db.transaction() as session:
+        row = session.get(models.ControllerWork, work_id)
+        return ("missing", False) if row is None else (row.state, row.started_at is not None)
