@@ -7,7 +7,11 @@ one line on stderr and exit code 2; nothing prints a traceback or a connection U
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -15,8 +19,11 @@ from alembic.util import CommandError
 from sqlalchemy import exc as sa_exc
 
 import occ
-from occ import errors, schema
+from occ import dev as dev_runner
+from occ import errors, runtime, schema
 from occ.config import Settings
+from occ.controller import installation, principals
+from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
 
 EXIT_OCC_ERROR = 2
 """Exit code of a command that failed with an ``OccError``."""
@@ -24,10 +31,10 @@ EXIT_OCC_ERROR = 2
 EXIT_CHECK_FAILED = 1
 """Exit code of ``occ db check`` when the models and the database disagree."""
 
-DEV_NOT_BUILT = (
-    "occ dev: the runtime (API, workers, beat) is not built yet; nothing to run. "
-    "Use `make test` to run the checks."
-)
+CELERY_APP = "occ.tasks.app"
+"""What ``celery -A`` loads: the lazily built app of ``occ.tasks.app``."""
+
+COMPUTE_DRIVERS = ("local", "docker", "kubernetes")
 
 
 class OccCommandError(click.ClickException):
@@ -116,9 +123,176 @@ def db_check() -> None:
 
 
 @cli.command()
-def dev() -> None:
-    """Run occ on this machine (not built yet)."""
-    click.echo(DEV_NOT_BUILT)
+@click.option("--if-missing", is_flag=True,
+              help="Succeed without changes when the Installation already exists.")
+@click.option("--key-file", type=click.Path(dir_okay=False, writable=True),
+              help="Write the administrator's key to this new file (mode 0600) instead of "
+                   "printing it.")
+@click.option("--name", default="occ", show_default=True, help="Name of the Installation.")
+@click.option("--admin-name", default="administrator", show_default=True,
+              help="Name of the first administrator principal.")
+def bootstrap(if_missing: bool, key_file: str | None, name: str, admin_name: str) -> None:
+    """Create the Installation, its administrator Role and principal, and a first API key.
+
+    Prints one JSON line with the key, shown this once (or, with --key-file, the file it was
+    written to). Connects with OCC_DATABASE_URL and keys the hash with OCC_API_KEY_PEPPER.
+    """
+    built = runtime.build(Settings.from_env(), pool_size=1, application_name="occ-bootstrap")
+    try:
+        _bootstrap(built, if_missing=if_missing, key_file=key_file, name=name,
+                   admin_name=admin_name)
+    finally:
+        built.database.dispose()
+
+
+def _bootstrap(built: runtime.Runtime, *, if_missing: bool, key_file: str | None, name: str,
+               admin_name: str) -> None:
+    if key_file is not None and os.path.lexists(key_file):
+        existing = _existing_installation(built)
+        if existing is not None and if_missing:
+            _print_line({"installationId": existing, "created": False})
+            return
+        _fail(f"the key file {key_file} already exists; refusing to overwrite it",
+              EXIT_OCC_ERROR)
+    descriptor = None if key_file is None else _create_key_file(key_file)
+    written = False
+    try:
+        result = installation.bootstrap_installation(built.database, name=name,
+                                                     admin_name=admin_name)
+        minted = None if result.admin_principal_id is None else principals.issue_first_key(
+            built.database, principal_id=result.admin_principal_id,
+            pepper=built.settings.api_key_pepper)
+        if minted is None:
+            if not if_missing:
+                raise errors.Conflict("the installation already exists "
+                                      "(use --if-missing to accept that)")
+            _print_line({"installationId": result.installation_id, "created": False})
+            return
+        line: dict[str, Any] = {"installationId": result.installation_id,
+                                "principalId": minted.principal_id, "keyId": minted.id}
+        if descriptor is not None:
+            os.write(descriptor, (minted.key + "\n").encode())
+            os.fsync(descriptor)
+            written = True
+            line["keyFile"] = key_file
+        else:
+            line["key"] = minted.key
+        line["created"] = result.created
+        _print_line(line)
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
+            if not written and key_file is not None:
+                os.unlink(key_file)
+
+
+def _existing_installation(built: runtime.Runtime) -> str | None:
+    with built.database.snapshot() as session:
+        try:
+            return installation.current(session).id
+        except errors.NotFound:
+            return None
+
+
+def _create_key_file(path: str) -> int:
+    try:
+        return os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        _fail(f"the key file {path} already exists; refusing to overwrite it", EXIT_OCC_ERROR)
+    except OSError as exc:
+        _fail(f"cannot create the key file {path}: {exc.strerror}", EXIT_OCC_ERROR)
+
+
+def _print_line(document: dict[str, Any]) -> None:
+    click.echo(json.dumps(document, separators=(",", ":")))
+
+
+@cli.command()
+@click.option("--home", default=".occ", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="State directory: database, logs, admin key, secrets.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="API port on 127.0.0.1 (0: any free port).")
+@click.option("--compute", type=click.Choice(COMPUTE_DRIVERS), default=None,
+              help="Compute Driver (default: OCC_COMPUTE_DRIVER, else local).")
+@click.option("--ready-timeout", default=120.0, show_default=True,
+              type=click.FloatRange(min=1), help="Seconds to wait for every process.")
+def dev(home: Path, port: int, compute: str | None, ready_timeout: float) -> None:
+    """Run the API, both workers and beat on this machine, with embedded services.
+
+    PostgreSQL comes from pgserver unless OCC_DATABASE_URL is set, Redis is started on a free
+    port unless OCC_BROKER_URL is set. Prints one JSON line (event dev.ready, apiUrl,
+    adminKeyFile) when everything is ready; logs go to HOME/logs. Ctrl-C stops it all.
+    """
+    code = dev_runner.run(dev_runner.DevOptions(home=home, port=port, compute=compute,
+                                                ready_timeout=ready_timeout))
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+_PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.option("--bind", default="127.0.0.1:8000", show_default=True,
+              help="Address to listen on (HOST:PORT, unix:PATH or fd://FD).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: gunicorn's, which reads WEB_CONCURRENCY).")
+@click.argument("gunicorn_args", nargs=-1, type=click.UNPROCESSED)
+def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
+    """Run the HTTP API under gunicorn (further arguments go to gunicorn)."""
+    Settings.from_env()  # fail here, in one line, rather than in every gunicorn worker
+    argv = ["gunicorn", "occ.web.app:create_app()", "--bind", bind]
+    if workers is not None:
+        argv += ["--workers", str(workers)]
+    _exec_python_module([*argv, *gunicorn_args])
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.option("--queues", "-Q", default=f"{CONTROL_QUEUE},{DRIVER_QUEUE}", show_default=True,
+              help="Comma-separated queues to consume.")
+@click.option("--pool", "-P", type=click.Choice(["prefork", "threads"]), default="prefork",
+              show_default=True, help="Execution pool (never solo: see DESIGN §6).")
+@click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
+              help="Pool size (default: Celery's, the number of CPUs).")
+@click.option("--name", "-n", default=None,
+              help="Node name (default: control@%h, drivers@%h or worker@%h by queues).")
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
+def worker(*, queues: str, pool: str, concurrency: int | None, name: str | None,
+           loglevel: str, celery_args: tuple[str, ...]) -> None:
+    """Run a Celery worker (further arguments, such as -E or setting=value, go to Celery)."""
+    Settings.from_env()
+    names = [queue.strip() for queue in queues.split(",") if queue.strip()]
+    if not names:
+        raise click.BadParameter("name at least one queue", param_hint="--queues")
+    if name is None:
+        prefixes: dict[tuple[str, ...], str] = {(CONTROL_QUEUE,): "control",
+                                                 (DRIVER_QUEUE,): "drivers"}
+        prefix = prefixes.get(tuple(names), "worker")
+        name = f"{prefix}@%h"
+    argv = ["celery", "-A", CELERY_APP, "worker", "-Q", ",".join(names), "-P", pool,
+            "-n", name, "-l", loglevel]
+    if concurrency is not None:
+        argv += ["-c", str(concurrency)]
+    _exec_python_module([*argv, *celery_args])
+
+
+@cli.command(context_settings=_PASS_THROUGH)
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
+def beat(loglevel: str, celery_args: tuple[str, ...]) -> None:
+    """Run Celery beat with the in-memory scheduler (one is enough; two are harmless)."""
+    Settings.from_env()
+    _exec_python_module(["celery", "-A", CELERY_APP, "beat", "-S", "celery.beat:Scheduler",
+                         "-l", loglevel, *celery_args])
+
+
+def _exec_python_module(argv: list[str]) -> NoReturn:
+    """Replace this process with ``python -m <argv[0]> <argv[1:]>`` (same interpreter)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", *argv])  # noqa: S606 - our own argv
 
 
 @cli.command()

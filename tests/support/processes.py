@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -59,10 +60,8 @@ class Process:
         return self.popen.returncode
 
     def kill_group(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.popen.wait(10)
 
 
@@ -78,7 +77,7 @@ class Fleet:
                extra_env: dict[str, str] | None = None) -> Process:
         log = self.directory / f"{name}.log"
         handle = log.open("wb")
-        popen = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
+        popen = subprocess.Popen(
             [*CELERY, *arguments], env={**self.env, **(extra_env or {})}, stdout=handle, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

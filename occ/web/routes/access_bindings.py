@@ -1,7 +1,61 @@
-"""``/v1/access-bindings``."""
+"""``/v1/access-bindings``: Roles granted to principals at a scope (deleting one revokes it)."""
 
 from __future__ import annotations
 
-from occ.web import routing
+from typing import Any
 
-blueprint = routing.Blueprint("access_bindings", __name__, url_prefix="/v1/access-bindings")
+import flask
+
+from occ.controller import policy
+from occ.web import access, routing
+from occ.web.schemas import common
+from occ.web.schemas import iam as schemas
+
+blueprint = routing.Blueprint(
+    "access_bindings", __name__, url_prefix="/v1/access-bindings",
+    description="A Role granted to a principal Installation-wide, in a Namespace, or on one "
+                "resource.",
+)
+
+
+def _database() -> Any:
+    return flask.current_app.extensions["occ"].runtime.database
+
+
+@blueprint.route("", methods=["POST"])
+@blueprint.arguments(schemas.AccessBindingCreate)
+@blueprint.response(201, common.envelope(schemas.AccessBinding))
+@access.requires("installation:administer")
+def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
+    """Bind a Role to a principal; ``resource`` limits it to that exact resource."""
+    return common.wrap(policy.create_binding(
+        _database(), actor_id=access.principal_id(), role_id=body["role_id"],
+        principal_id=body["principal_id"], namespace_id=body["namespace_id"],
+        resource=body["resource"],
+    ))
+
+
+@blueprint.route("", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.AccessBinding, many=True))
+@access.requires("installation:administer")
+def list_access_bindings() -> dict[str, Any]:
+    """The live (unrevoked) bindings."""
+    return common.wrap(policy.list_bindings(_database(), actor_id=access.principal_id()))
+
+
+@blueprint.route("/<binding_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.AccessBinding))
+@access.requires("installation:administer")
+def get_access_binding(binding_id: str) -> dict[str, Any]:
+    """A binding; a revoked one shows ``revokedAt``."""
+    return common.wrap(policy.get_binding(_database(), actor_id=access.principal_id(),
+                                          binding_id=binding_id))
+
+
+@blueprint.route("/<binding_id>", methods=["DELETE"])
+@blueprint.response(200, common.envelope(schemas.AccessBinding))
+@access.requires("installation:administer")
+def revoke_access_binding(binding_id: str) -> dict[str, Any]:
+    """Revoke a binding. A repeat answers the same."""
+    return common.wrap(policy.revoke_binding(_database(), actor_id=access.principal_id(),
+                                             binding_id=binding_id))

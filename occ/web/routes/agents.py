@@ -1,7 +1,138 @@
-"""``/v1/namespaces/<namespace_id>/agents``."""
+"""``/v1/namespaces/<namespace_id>/agents``: drafts, deploy, stop, delete, revisions and
+deployment status."""
 
 from __future__ import annotations
 
-from occ.web import routing
+from typing import Any
 
-blueprint = routing.Blueprint("agents", __name__, url_prefix="/v1/namespaces/<namespace_id>/agents")
+import flask
+
+from occ.controller import agent_lifecycle, agents, deployments
+from occ.web import access, routing
+from occ.web.schemas import agents as schemas
+from occ.web.schemas import common
+
+blueprint = routing.Blueprint("agents", __name__, url_prefix="/v1/namespaces/<namespace_id>/agents",
+                              description="Agents, their revisions and deployments.")
+
+
+def _context() -> Any:
+    return flask.current_app.extensions["occ"]
+
+
+@blueprint.route("", methods=["POST"])
+@blueprint.arguments(schemas.AgentCreate)
+@blueprint.response(201, common.envelope(schemas.Agent))
+@access.requires("agent:create")
+def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
+    """Create a draft Agent (desired ``stopped``) and its service principal; nothing runs."""
+    context = _context()
+    return common.wrap(agents.create_agent(
+        context.runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
+        name=body["name"], configuration_id=body["configuration_id"], harness=body["harness"],
+        execution_mode=body["execution_mode"], harness_auth=body["harness_auth"],
+        compute_driver=context.runtime.settings.compute_driver,
+    ))
+
+
+@blueprint.route("", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Agent, many=True))
+@access.requires("agent:read")
+def list_agents(namespace_id: str) -> dict[str, Any]:
+    """The Namespace's Agents the caller may read."""
+    return common.wrap(agents.list_agents(_context().runtime.database,
+                                          actor_id=access.principal_id(),
+                                          namespace_id=namespace_id))
+
+
+@blueprint.route("/<agent_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Agent))
+@access.requires("agent:read")
+def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
+    return common.wrap(agents.get_agent(_context().runtime.database,
+                                        actor_id=access.principal_id(),
+                                        namespace_id=namespace_id, agent_id=agent_id))
+
+
+@blueprint.route("/<agent_id>", methods=["PATCH"])
+@blueprint.arguments(schemas.AgentUpdate)
+@blueprint.response(200, common.envelope(schemas.Agent))
+@access.requires("agent:update")
+def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """Edit the draft; deployed revisions keep what they pinned."""
+    return common.wrap(agents.update_agent(_context().runtime.database,
+                                           actor_id=access.principal_id(),
+                                           namespace_id=namespace_id, agent_id=agent_id,
+                                           changes=body))
+
+
+@blueprint.route("/<agent_id>", methods=["DELETE"])
+@blueprint.response(202, common.envelope(schemas.Agent))
+@access.requires("agent:delete")
+def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """Admit the deletion; repeat after a failure to retry (or take it over)."""
+    context = _context()
+    view = agent_lifecycle.delete_agent(context.runtime.database,
+                                        actor_id=access.principal_id(),
+                                        namespace_id=namespace_id, agent_id=agent_id)
+    context.nudger.nudge()
+    return common.wrap(view)
+
+
+@blueprint.route("/<agent_id>/deploy", methods=["POST"])
+@blueprint.arguments(schemas.AgentActionBody, required=False)
+@blueprint.response(202, common.envelope(schemas.DeployAccepted))
+@access.requires("agent:deploy", "configuration:read", "secret:operate")
+def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
+    context = _context()
+    accepted = deployments.deploy_agent(context.runtime.database,
+                                        actor_id=access.principal_id(),
+                                        namespace_id=namespace_id, agent_id=agent_id)
+    context.nudger.nudge()
+    return common.wrap(accepted)
+
+
+@blueprint.route("/<agent_id>/stop", methods=["POST"])
+@blueprint.arguments(schemas.AgentActionBody, required=False)
+@blueprint.response(202, common.envelope(schemas.Agent))
+@access.requires("agent:operate")
+def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """Admit a stop: desired ``stopped``; a worker stops the runtime."""
+    context = _context()
+    view = agent_lifecycle.stop_agent(context.runtime.database,
+                                      actor_id=access.principal_id(),
+                                      namespace_id=namespace_id, agent_id=agent_id)
+    context.nudger.nudge()
+    return common.wrap(view)
+
+
+@blueprint.route("/<agent_id>/revisions", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.AgentRevision, many=True))
+@access.requires("agent_revision:read")
+def list_revisions(namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """The Agent's revisions the caller may read, newest first."""
+    return common.wrap(deployments.list_revisions(_context().runtime.database,
+                                                  actor_id=access.principal_id(),
+                                                  namespace_id=namespace_id, agent_id=agent_id))
+
+
+@blueprint.route("/<agent_id>/revisions/<revision_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.AgentRevision))
+@access.requires("agent_revision:read")
+def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str, Any]:
+    return common.wrap(deployments.get_revision(_context().runtime.database,
+                                                actor_id=access.principal_id(),
+                                                namespace_id=namespace_id, agent_id=agent_id,
+                                                revision_id=revision_id))
+
+
+@blueprint.route("/<agent_id>/deployments/<deployment_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Deployment))
+@access.requires("agent_revision:read")
+def get_deployment(namespace_id: str, agent_id: str, deployment_id: str) -> dict[str, Any]:
+    """A deployment's status: pending, active, superseded, stopped or failed."""
+    return common.wrap(deployments.get_deployment(_context().runtime.database,
+                                                  actor_id=access.principal_id(),
+                                                  namespace_id=namespace_id, agent_id=agent_id,
+                                                  deployment_id=deployment_id))

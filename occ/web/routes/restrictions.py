@@ -1,7 +1,60 @@
-"""``/v1/restrictions``."""
+"""``/v1/restrictions``: deny rules that beat every grant."""
 
 from __future__ import annotations
 
-from occ.web import routing
+from typing import Any
 
-blueprint = routing.Blueprint("restrictions", __name__, url_prefix="/v1/restrictions")
+import flask
+
+from occ.controller import policy
+from occ.web import access, routing
+from occ.web.schemas import common
+from occ.web.schemas import iam as schemas
+
+blueprint = routing.Blueprint(
+    "restrictions", __name__, url_prefix="/v1/restrictions",
+    description="Deny rules for one permission, optionally narrowed to a principal, a "
+                "Namespace or one resource.",
+)
+
+
+def _database() -> Any:
+    return flask.current_app.extensions["occ"].runtime.database
+
+
+@blueprint.route("", methods=["POST"])
+@blueprint.arguments(schemas.RestrictionCreate)
+@blueprint.response(201, common.envelope(schemas.Restriction))
+@access.requires("installation:administer")
+def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
+    """Deny ``permission``; each optional field narrows the rule (unset: everything)."""
+    return common.wrap(policy.create_restriction(
+        _database(), actor_id=access.principal_id(), permission=body["permission"],
+        principal_id=body["principal_id"], namespace_id=body["namespace_id"],
+        resource_id=body["resource_id"],
+    ))
+
+
+@blueprint.route("", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Restriction, many=True))
+@access.requires("installation:administer")
+def list_restrictions() -> dict[str, Any]:
+    """Every restriction."""
+    return common.wrap(policy.list_restrictions(_database(), actor_id=access.principal_id()))
+
+
+@blueprint.route("/<restriction_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Restriction))
+@access.requires("installation:administer")
+def get_restriction(restriction_id: str) -> dict[str, Any]:
+    return common.wrap(policy.get_restriction(_database(), actor_id=access.principal_id(),
+                                              restriction_id=restriction_id))
+
+
+@blueprint.route("/<restriction_id>", methods=["DELETE"])
+@blueprint.response(200, common.envelope(schemas.Restriction))
+@access.requires("installation:administer")
+def delete_restriction(restriction_id: str) -> dict[str, Any]:
+    """Remove a restriction; the response is what it was."""
+    return common.wrap(policy.delete_restriction(_database(), actor_id=access.principal_id(),
+                                                 restriction_id=restriction_id))

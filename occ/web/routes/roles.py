@@ -1,7 +1,57 @@
-"""``/v1/roles``."""
+"""``/v1/roles``: named sets of permissions (deleting one is a soft delete)."""
 
 from __future__ import annotations
 
-from occ.web import routing
+from typing import Any
 
-blueprint = routing.Blueprint("roles", __name__, url_prefix="/v1/roles")
+import flask
+
+from occ.controller import policy
+from occ.web import access, routing
+from occ.web.schemas import common
+from occ.web.schemas import iam as schemas
+
+blueprint = routing.Blueprint("roles", __name__, url_prefix="/v1/roles",
+                              description="Roles: named sets of kind:action permissions.")
+
+
+def _database() -> Any:
+    return flask.current_app.extensions["occ"].runtime.database
+
+
+@blueprint.route("", methods=["POST"])
+@blueprint.arguments(schemas.RoleCreate)
+@blueprint.response(201, common.envelope(schemas.Role))
+@access.requires("installation:administer")
+def create_role(body: dict[str, Any]) -> dict[str, Any]:
+    """Create a Role (Installation-wide, or of one Namespace with ``namespaceId``)."""
+    return common.wrap(policy.create_role(
+        _database(), actor_id=access.principal_id(), name=body["name"],
+        permissions=body["permissions"], namespace_id=body["namespace_id"],
+    ))
+
+
+@blueprint.route("", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Role, many=True))
+@access.requires("installation:administer")
+def list_roles() -> dict[str, Any]:
+    """The live Roles."""
+    return common.wrap(policy.list_roles(_database(), actor_id=access.principal_id()))
+
+
+@blueprint.route("/<role_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Role))
+@access.requires("installation:administer")
+def get_role(role_id: str) -> dict[str, Any]:
+    """A Role; a deleted one shows ``deletedAt``."""
+    return common.wrap(policy.get_role(_database(), actor_id=access.principal_id(),
+                                       role_id=role_id))
+
+
+@blueprint.route("/<role_id>", methods=["DELETE"])
+@blueprint.response(200, common.envelope(schemas.Role))
+@access.requires("installation:administer")
+def delete_role(role_id: str) -> dict[str, Any]:
+    """Delete a Role (soft): its bindings stop granting. A repeat answers the same."""
+    return common.wrap(policy.delete_role(_database(), actor_id=access.principal_id(),
+                                          role_id=role_id))

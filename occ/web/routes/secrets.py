@@ -1,7 +1,71 @@
-"""``/v1/namespaces/<namespace_id>/secrets``."""
+"""``/v1/namespaces/<namespace_id>/secrets``: create, list, read metadata, delete.
+
+The value is accepted on create and never returned; it is sealed by ``occ.secret_store``.
+"""
 
 from __future__ import annotations
 
-from occ.web import routing
+from typing import Any
 
-blueprint = routing.Blueprint("secrets", __name__, url_prefix="/v1/namespaces/<namespace_id>/secrets")
+import flask
+
+from occ import secret_store
+from occ.controller import secrets
+from occ.web import access, routing
+from occ.web.schemas import common
+from occ.web.schemas import secrets as schemas
+
+blueprint = routing.Blueprint(
+    "secrets", __name__, url_prefix="/v1/namespaces/<namespace_id>/secrets",
+    description="Write-only secret values; reads return metadata only.",
+)
+
+
+def _context() -> Any:
+    return flask.current_app.extensions["occ"]
+
+
+@blueprint.route("", methods=["POST"])
+@blueprint.arguments(schemas.SecretCreate)
+@blueprint.response(201, common.envelope(schemas.Secret))
+@access.requires("secret:create")
+def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
+    """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
+    context = _context()
+    return common.wrap(secrets.create_secret(
+        context.runtime.database, store=secret_store.SecretStore.from_settings(
+            context.runtime.settings),
+        actor_id=access.principal_id(), namespace_id=namespace_id, name=body["name"],
+        value=body["value"],
+    ))
+
+
+@blueprint.route("", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Secret, many=True))
+@access.requires("secret:read")
+def list_secrets(namespace_id: str) -> dict[str, Any]:
+    """The Namespace's Secrets the caller may read (metadata)."""
+    return common.wrap(secrets.list_secrets(
+        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
+    ))
+
+
+@blueprint.route("/<secret_id>", methods=["GET"])
+@blueprint.response(200, common.envelope(schemas.Secret))
+@access.requires("secret:read")
+def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
+    return common.wrap(secrets.get_secret(
+        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
+        secret_id=secret_id,
+    ))
+
+
+@blueprint.route("/<secret_id>", methods=["DELETE"])
+@blueprint.response(204)
+@access.requires("secret:delete")
+def delete_secret(namespace_id: str, secret_id: str) -> None:
+    """Delete a Secret no Agent's harness authentication uses (409 otherwise)."""
+    secrets.delete_secret(
+        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
+        secret_id=secret_id,
+    )

@@ -24,7 +24,7 @@ from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.runtime import queue_policy
-from occ.state import models
+from occ.state import api_keys, models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
@@ -160,7 +160,6 @@ def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
     app = create_app(settings)
     client = app.test_client()
     with db.transaction() as session:
-        from occ.state import api_keys
         key = api_keys.mint(session, principal_id=admin, pepper=settings.api_key_pepper)
     response = client.post("/v1/namespaces", json={"name": "nudged"},
                            headers={"Authorization": f"Bearer {key.plaintext}"})
