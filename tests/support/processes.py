@@ -78,8 +78,8 @@ class Fleet:
         log = self.directory / f"{name}.log"
         handle = log.open("wb")
         popen = subprocess.Popen(
-            [*CELERY, *arguments], env={**self.env, **(extra_env or {})}, stdout=handle, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            [*CELERY, *arguments], env={**self.env, **(extra_env or {})}, stdout=handle,
+            stderr=subprocess.STDOUT, start_new_session=True,
         )
         handle.close()
         process = Process(name, popen, log)
