@@ -125,7 +125,7 @@ def db_check() -> None:
 @cli.command()
 @click.option("--if-missing", is_flag=True,
               help="Succeed without changes when the Installation already exists.")
-@click.option("--key-file", type=click.Path(dir_okay=False, writable=True),
+@click.option("--key-file", type=click.Path(),
               help="Write the administrator's key to this new file (mode 0600) instead of "
                    "printing it.")
 @click.option("--name", default="occ", show_default=True, help="Name of the Installation.")
@@ -135,7 +135,8 @@ def bootstrap(if_missing: bool, key_file: str | None, name: str, admin_name: str
     """Create the Installation, its administrator Role and principal, and a first API key.
 
     Prints one JSON line with the key, shown this once (or, with --key-file, the file it was
-    written to). Connects with OCC_DATABASE_URL and keys the hash with OCC_API_KEY_PEPPER.
+    written to). A bootstrap interrupted before its key was minted gets the key on the next
+    run. Connects with OCC_DATABASE_URL and keys the hash with OCC_API_KEY_PEPPER.
     """
     built = runtime.build(Settings.from_env(), pool_size=1, application_name="occ-bootstrap")
     try:
@@ -171,8 +172,12 @@ def _bootstrap(built: runtime.Runtime, *, if_missing: bool, key_file: str | None
         line: dict[str, Any] = {"installationId": result.installation_id,
                                 "principalId": minted.principal_id, "keyId": minted.id}
         if descriptor is not None:
-            os.write(descriptor, (minted.key + "\n").encode())
-            os.fsync(descriptor)
+            try:
+                os.write(descriptor, (minted.key + "\n").encode())
+                os.fsync(descriptor)
+            except OSError as exc:
+                _fail(f"cannot write the key file {key_file}: {exc.strerror}; key {minted.id} "
+                      "was minted but not delivered: revoke it", EXIT_OCC_ERROR)
             written = True
             line["keyFile"] = key_file
         else:

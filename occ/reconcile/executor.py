@@ -8,11 +8,9 @@ nothing; a worker shutting down releases the claim with the attempt refunded.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -20,25 +18,15 @@ import sqlalchemy as sa
 from occ import codes, errors, observability
 from occ.db import Database
 from occ.drivers.compute import base
-from occ.reconcile import namespace, outcome
+from occ.reconcile import agent_delete, agent_stop, environment, namespace, outcome, revision
 from occ.reconcile.context import ClaimContext
 from occ.state import values, work_queue
 
 CLAIM_LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(3276, 1)")
 """Serializes claim batches, so the in-flight budget holds across control workers."""
 
-Reconciler = Callable[[Database, values.QueuePolicy, base.ComputeDriver, ClaimContext],
-                      outcome.PassResult]
-
-
-@dataclass(frozen=True)
-class Worker:
-    """What a worker process runs with."""
-
-    database: Database
-    policy: values.QueuePolicy
-    driver: base.ComputeDriver
-    shutdown: threading.Event
+Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
+Worker = environment.Worker
 
 
 def claim_batch(database: Database, policy: values.QueuePolicy, *,
@@ -82,7 +70,7 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
     with ClaimContext(worker.database, worker.policy, claim,
                       shutdown=worker.shutdown) as context:
         try:
-            result = reconciler(worker.database, worker.policy, worker.driver, context)
+            result = reconciler(worker, context)
         except (base.Aborted, errors.ClaimLost):
             return _stopped(worker, context, fields)
         except errors.DependencyUnavailable as exc:
@@ -104,13 +92,17 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
 def _reconciler_for(owner: values.WorkOwner) -> Reconciler:
     if owner.agent_id is None:
         return namespace.reconcile
-    return _unsupported
+    if owner.revision_id is not None:
+        return revision.reconcile
+    if owner.agent_target == "stopped":
+        return agent_stop.reconcile
+    if owner.agent_target == "deleted":
+        return agent_delete.reconcile
+    return _invalid_target
 
 
-def _unsupported(database: Database, policy: values.QueuePolicy, driver: base.ComputeDriver,
-                 context: ClaimContext) -> outcome.PassResult:
-    # Agent and revision work arrive with Agent reconciliation; until then fail them clearly
-    with database.transaction() as session:
+def _invalid_target(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
+    with worker.database.transaction() as session:
         work_queue.fail(session, context.claim, code="INVALID_TARGET")
     return outcome.permanent("INVALID_TARGET")
 

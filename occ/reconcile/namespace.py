@@ -13,9 +13,8 @@ from typing import Any
 from sqlalchemy import orm
 
 from occ import codes, errors, iam
-from occ.db import Database
 from occ.drivers.compute import base
-from occ.reconcile import outcome
+from occ.reconcile import environment, outcome
 from occ.reconcile.context import ClaimContext
 from occ.state import audit, installation, namespaces, values, work_queue
 
@@ -26,9 +25,9 @@ _ADMISSION_ACTION = {"ready": "namespaces.create", "deleted": "namespaces.delete
 _DONE_CODE = {"ready": "NAMESPACE_READY", "deleted": "NAMESPACE_DELETED"}
 
 
-def reconcile(database: Database, policy: values.QueuePolicy, driver: base.ComputeDriver,
-              context: ClaimContext) -> outcome.PassResult:
+def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
     """One pass over a Namespace work item."""
+    database, policy, driver = worker.database, worker.policy, worker.driver
     owner = context.claim.owner
     target = owner.namespace_target or ""
     if target not in _EXPECTED_STATUS:

@@ -197,6 +197,7 @@ class Agent(Base):
     active_revision_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
     updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    endpoint: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class AgentRevision(Base):

@@ -94,6 +94,7 @@ def _worker(app: Celery) -> executor.Worker:
         _process.update(pid=os.getpid(), worker=executor.Worker(
             database=built.database, policy=built.policy,
             driver=compute.load(settings.compute_driver, settings), shutdown=_shutdown,
+            settings=settings,
         ))
     worker: executor.Worker = _process["worker"]
     return worker

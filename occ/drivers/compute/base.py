@@ -104,9 +104,39 @@ class NamespaceSpec:
     existing_namespace: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class RevisionSpec:
+    """An immutable AgentRevision as a driver sees it (secret values never travel here)."""
+
+    namespace_id: str
+    agent_id: str
+    revision_id: str
+    revision_number: int
+    configuration_generation: int
+    configuration_document: Mapping[str, Any]
+    harness_id: str
+    harness_version: str
+    harness_mode: str
+    service_principal_id: str
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An activated revision: where the Agent's stable endpoint now points."""
+
+    endpoint: str | None = None
+
+
 @runtime_checkable
 class ComputeDriver(Protocol):
-    """What every Compute Driver implements (revision operations come with Agent deployment)."""
+    """What every Compute Driver implements.
+
+    Every operation is idempotent: a pass may be repeated by another worker after a lost
+    claim. ``prepare_revision`` starts (or finds) the revision's runtime and reports its
+    readiness without moving traffic; ``activate_revision`` points the Agent's stable
+    endpoint at it; ``stop_revision`` stops it but keeps its files; ``retire_revision``
+    stops it and removes what it owns.
+    """
 
     name: str
     capabilities: Capabilities
@@ -119,3 +149,19 @@ class ComputeDriver(Protocol):
 
     def delete_namespace(self, operation: Operation, namespace: NamespaceSpec) -> Observation:
         """Remove the Namespace's infrastructure (idempotent; gone is ``Ready``)."""
+
+    def prepare_revision(self, operation: Operation, revision: RevisionSpec) -> Observation:
+        """Start or find the revision's runtime; ``Ready`` once it is healthy."""
+
+    def activate_revision(self, operation: Operation, revision: RevisionSpec) -> Activation:
+        """Make the revision serve the Agent's stable endpoint (idempotent)."""
+
+    def stop_revision(self, operation: Operation, revision: RevisionSpec) -> None:
+        """Stop the revision's runtime; keep its snapshot and data (idempotent)."""
+
+    def retire_revision(self, operation: Operation, revision: RevisionSpec) -> None:
+        """Stop the revision and remove everything it owns (idempotent)."""
+
+    def delete_agent_credentials(self, operation: Operation, namespace_id: str,
+                                 agent_id: str) -> None:
+        """Remove credentials and data the Agent's runtime owned (after every retirement)."""

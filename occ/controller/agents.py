@@ -1,0 +1,333 @@
+"""Agent drafts: create, read, list and edit; the lookups and views other Agent use cases share.
+
+Stop and delete are in ``occ.controller.agent_lifecycle``; deploy, revisions and deployment
+status in ``occ.controller.deployments``. Every mutation locks the Namespace row (shared) and
+then the Agent row, and writes the state change and its audit event in one transaction; a
+draft creates no work.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import orm
+
+from occ import errors, iam, ids
+from occ.controller import admission
+from occ.db import Database
+from occ.state import agents, audit, iam_policy, namespaces
+
+HARNESS_MODES: Final = {"openclaw": "embedded", "codex": "dedicated"}
+"""Each harness and the only execution mode it runs in."""
+
+EXECUTION_MODES: Final = frozenset(HARNESS_MODES.values())
+_VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_FIELDS: Final = ("name", "configuration_id", "harness", "execution_mode", "harness_auth")
+
+
+@dataclass(frozen=True)
+class Harness:
+    id: str
+    version: str
+
+
+@dataclass(frozen=True)
+class HarnessAuth:
+    """How the harness authenticates: a Secret of the Namespace, referenced by id."""
+
+    kind: str
+    secret_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentView:
+    """An Agent as callers see it."""
+
+    id: str
+    namespace_id: str
+    name: str
+    configuration_id: str
+    harness: Harness
+    execution_mode: str
+    harness_auth: HarnessAuth | None
+    compute_driver: str
+    service_principal_id: str
+    status: str
+    desired_runtime_state: str
+    active_revision_id: str | None
+    endpoint: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def create_agent(db: Database, *, actor_id: str, namespace_id: str, name: object,
+                 configuration_id: object, harness: object, execution_mode: object,
+                 harness_auth: object, compute_driver: str) -> AgentView:
+    """Admit a draft Agent (desired ``stopped``) and its Namespace-scoped service principal.
+
+    ``harness`` is ``{"id", "version"}``; ``harness_auth`` is ``{"kind": "secret",
+    "secret_id"}``. Needs ``agent:create`` on the Namespace. No work: nothing runs until a
+    deploy.
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may not read it.
+        InvalidInput: a bad field, or a configuration / secret not in this Namespace.
+        Forbidden: the caller may read the Namespace but not create Agents (audited).
+        NamespaceNotReady: the Namespace is being deleted.
+        Conflict: the name is taken in the Namespace.
+    """
+    require_id("namespace", namespace_id)
+    columns = parse_draft({"name": name, "configuration_id": configuration_id,
+                           "harness": harness, "execution_mode": execution_mode,
+                           "harness_auth": harness_auth}, complete=True)
+    check_execution_mode(columns, current=None)
+    request = describe(columns)
+    with admission.guarded(db, actor_id) as session:
+        namespace = lock_namespace(session, namespace_id)
+        decision = admission.require(
+            session, actor_id, "agents.create", "agent:create",
+            iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
+        if namespace.status == "deleting":
+            raise errors.NamespaceNotReady("the Namespace is being deleted")
+        check_references(session, namespace.id, columns)
+        agent_id = ids.new("agent")
+        principal = iam_policy.create_principal(
+            session, name=f"agent {agent_id}", kind="service", namespace_id=namespace.id,
+            agent_id=agent_id)
+        agent = agents.insert(
+            session, agent_id=agent_id, namespace_id=namespace.id,
+            compute_driver=compute_driver, service_principal_id=principal.id, **columns)
+        audit.append(
+            session, kind="mutation", action="agents.create", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="agent",
+            resource_id=agent.id,
+            details={**request, "servicePrincipalId": principal.id,
+                     "computeDriver": compute_driver, "status": agent.status,
+                     "desiredRuntimeState": agent.desired_runtime_state,
+                     "authorization": decision.evidence.as_details()},
+        )
+        return view(agent)
+
+
+def update_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str,
+                 changes: Mapping[str, Any]) -> AgentView:
+    """Edit the draft (``agent:update``); deployed revisions keep what they pinned.
+
+    ``changes`` holds any of name, configuration_id, harness, execution_mode, harness_auth.
+
+    Raises:
+        NotFound: no such Agent in this live Namespace, or the caller may not read it.
+        InvalidInput: no field, a bad field, or a reference outside this Namespace.
+        Forbidden: the caller may read but not update the Agent (audited).
+        AgentDeleting: the Agent is being deleted.
+        Conflict: the new name is taken.
+    """
+    require_id("namespace", namespace_id)
+    require_id("agent", agent_id)
+    unknown = sorted(set(changes) - set(_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown draft fields {unknown}")
+    if not changes:
+        raise errors.InvalidInput.at("", "give at least one field to change")
+    columns = parse_draft(changes, complete=False)
+    request = describe(columns)
+    with admission.guarded(db, actor_id) as session:
+        namespace = lock_namespace(session, namespace_id)
+        agent = find(session, namespace.id, agent_id, lock=True)
+        decision = admission.require(session, actor_id, "agents.update", "agent:update",
+                                     resource(agent), hide_unless_readable=True,
+                                     request=request)
+        if agent.deleting:
+            raise errors.AgentDeleting("the Agent is being deleted")
+        check_execution_mode(columns, current=agent)
+        check_references(session, namespace.id, columns)
+        updated = agents.update_draft(session, agent.id, columns)
+        audit.append(
+            session, kind="mutation", action="agents.update", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="agent",
+            resource_id=agent.id,
+            details={"changes": request, "authorization": decision.evidence.as_details()},
+        )
+        return view(updated)
+
+
+def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> AgentView:
+    """One Agent (``agent:read``).
+
+    Raises:
+        NotFound: no such Agent in this live Namespace, or the caller may not read it.
+    """
+    require_id("namespace", namespace_id)
+    require_id("agent", agent_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        agent = find(session, live_namespace(session, namespace_id).id, agent_id)
+        admission.require(session, actor_id, "agents.read", "agent:read", resource(agent),
+                          hide_unless_readable=True)
+        return view(agent)
+
+
+def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[AgentView]:
+    """The Namespace's Agents the caller may read (``agent:read`` per Agent).
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may read neither it nor any Agent in it.
+    """
+    require_id("namespace", namespace_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = live_namespace(session, namespace_id)
+        candidates = agents.list_in(session, namespace.id)
+        decisions = iam.authorize_each(session, actor_id, "agent:read",
+                                       [resource(agent) for agent in candidates])
+        visible = [view(agent) for agent, decision in zip(candidates, decisions, strict=True)
+                   if decision.allowed]
+        if not visible:
+            admission.require(session, actor_id, "agents.list", "namespace:read",
+                              iam.Resource.namespace(namespace.id), hide_unless_readable=True)
+        return visible
+
+
+# -- input --------------------------------------------------------------------------------------
+
+def parse_draft(fields: Mapping[str, Any], *, complete: bool) -> dict[str, Any]:
+    """Draft columns from API fields, each checked on its own (``InvalidInput`` with pointer).
+
+    ``complete`` requires every field (creation); otherwise only the given ones are parsed.
+    """
+    columns: dict[str, Any] = {}
+    for field in _FIELDS:
+        if field not in fields or (complete and fields[field] is None):
+            if complete:
+                raise errors.InvalidInput.at(_POINTERS[field], "is required")
+            continue
+        value = fields[field]
+        if field == "name":
+            columns["name"] = admission.name(value, "/name")
+        elif field == "configuration_id":
+            columns["configuration_id"] = ids.require("configuration", value, "/configurationId")
+        elif field == "execution_mode":
+            if value not in EXECUTION_MODES:
+                raise errors.InvalidInput.at("/executionMode",
+                                             "must be one of: dedicated, embedded")
+            columns["execution_mode"] = value
+        elif field == "harness":
+            columns.update(_harness(value))
+        else:
+            columns["harness_auth_secret_id"] = _harness_auth(value)
+    return columns
+
+
+_POINTERS: Final = {"name": "/name", "configuration_id": "/configurationId",
+                    "harness": "/harness", "execution_mode": "/executionMode",
+                    "harness_auth": "/harnessAuth"}
+
+
+def _harness(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise errors.InvalidInput.at("/harness", "must be an object")
+    harness_id, version = value.get("id"), value.get("version")
+    if harness_id not in HARNESS_MODES:
+        raise errors.InvalidInput.at("/harness/id", "must be one of: codex, openclaw")
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        raise errors.InvalidInput.at("/harness/version",
+                                     "must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
+    return {"harness_id": str(harness_id), "harness_version": version}
+
+
+def _harness_auth(value: object) -> str:
+    if not isinstance(value, Mapping):
+        raise errors.InvalidInput.at("/harnessAuth", "must be an object")
+    if value.get("kind") != "secret":
+        raise errors.InvalidInput.at("/harnessAuth/kind", "must be secret")
+    return ids.require("secret", value.get("secret_id"), "/harnessAuth/secretId")
+
+
+def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | None) -> None:
+    """The execution mode must be the harness's own (openclaw embedded, codex dedicated)."""
+    harness_id = columns.get("harness_id", current.harness_id if current else None)
+    mode = columns.get("execution_mode", current.execution_mode if current else None)
+    if harness_id is not None and HARNESS_MODES[harness_id] != mode:
+        raise errors.InvalidInput.at(
+            "/executionMode", f"must be {HARNESS_MODES[harness_id]} for harness {harness_id}")
+
+
+def check_references(session: orm.Session, namespace_id: str,
+                     columns: Mapping[str, Any]) -> None:
+    """The referenced Configuration and Secret must exist in the Namespace."""
+    configuration_id = columns.get("configuration_id")
+    if configuration_id is not None and not agents.configuration_exists(
+            session, namespace_id, configuration_id):
+        raise errors.InvalidInput.at("/configurationId",
+                                     "no such configuration in this Namespace")
+    secret_id = columns.get("harness_auth_secret_id")
+    if secret_id is not None and not agents.secret_exists(session, namespace_id, secret_id):
+        raise errors.InvalidInput.at("/harnessAuth/secretId", "no such secret in this Namespace")
+
+
+def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
+    """Parsed draft columns as audit details (camelCase, ids only)."""
+    details: dict[str, Any] = {}
+    for key, name in (("name", "name"), ("configuration_id", "configurationId"),
+                      ("execution_mode", "executionMode")):
+        if key in columns:
+            details[name] = columns[key]
+    if "harness_id" in columns:
+        details["harness"] = {"id": columns["harness_id"], "version": columns["harness_version"]}
+    if "harness_auth_secret_id" in columns:
+        details["harnessAuth"] = {"kind": "secret", "secretId": columns["harness_auth_secret_id"]}
+    return details
+
+
+# -- shared with occ.controller.agent_lifecycle and occ.controller.deployments --------------
+
+def require_id(kind: str, value: str) -> None:
+    """A malformed path id answers ``NotFound`` before any query."""
+    if not ids.is_valid(kind, value):
+        raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")
+
+
+def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace:
+    """The live Namespace under its shared lock, or ``NotFound``."""
+    namespace = agents.lock_namespace(session, namespace_id)
+    if namespace is None or not namespace.live:
+        raise errors.NotFound("the namespace does not exist")
+    return namespace
+
+
+def live_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace:
+    """The live Namespace (no lock), or ``NotFound``."""
+    namespace = namespaces.get(session, namespace_id)
+    if namespace is None or not namespace.live:
+        raise errors.NotFound("the namespace does not exist")
+    return namespace
+
+
+def find(session: orm.Session, namespace_id: str, agent_id: str, *,
+         lock: bool = False) -> agents.Agent:
+    """The Namespace's Agent, or ``NotFound``."""
+    agent = agents.get(session, namespace_id, agent_id, lock=lock)
+    if agent is None:
+        raise errors.NotFound("the agent does not exist")
+    return agent
+
+
+def resource(agent: agents.Agent) -> iam.Resource:
+    return iam.Resource("agent", agent.id, agent.namespace_id)
+
+
+def view(agent: agents.Agent) -> AgentView:
+    return AgentView(
+        id=agent.id, namespace_id=agent.namespace_id, name=agent.name,
+        configuration_id=agent.configuration_id,
+        harness=Harness(agent.harness_id, agent.harness_version),
+        execution_mode=agent.execution_mode,
+        harness_auth=(None if agent.harness_auth_secret_id is None
+                      else HarnessAuth("secret", agent.harness_auth_secret_id)),
+        compute_driver=agent.compute_driver, service_principal_id=agent.service_principal_id,
+        status=agent.status, desired_runtime_state=agent.desired_runtime_state,
+        active_revision_id=agent.active_revision_id, endpoint=agent.endpoint,
+        created_at=agent.created_at, updated_at=agent.updated_at,
+    )

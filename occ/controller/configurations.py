@@ -1,0 +1,274 @@
+"""Configuration use cases: create, read, list, update (bumping ``generation``), delete.
+
+Every mutation is one transaction: lock the Namespace row, authorize, lock and change the
+Configuration row, audit. Configurations need no infrastructure, so no work is enqueued.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+from occ import errors, iam, ids
+from occ.controller import admission, namespaces
+from occ.db import Database
+from occ.state import audit
+from occ.state import configurations as state
+
+MAX_DOCUMENT_BYTES: Final = 64 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigurationView:
+    """A Configuration as callers see it."""
+
+    id: str
+    namespace_id: str
+    name: str
+    document: dict[str, Any]
+    generation: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def create_configuration(db: Database, *, actor_id: str, namespace_id: str, name: str,
+                         document: dict[str, Any]) -> ConfigurationView:
+    """Admit a Configuration at generation 1 (``configuration:create`` on the Namespace).
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may not read it (audited).
+        InvalidInput: a bad ``/name`` or ``/document``.
+        Forbidden: the caller may read the Namespace but not create here (audited).
+        NamespaceNotReady: the Namespace is not ``ready``.
+        Conflict: the name is taken in the Namespace.
+    """
+    _require_namespace_id(namespace_id)
+    name = admission.name(name, "/name")
+    size = check_document(document, "/document")
+    request = {"name": name}
+    with admission.guarded(db, actor_id) as session:
+        namespace = namespaces.live(session, namespace_id, lock=True)
+        decision = admission.require(
+            session, actor_id, "configurations.create", "configuration:create",
+            iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
+        _require_ready(namespace.status)
+        configuration = state.insert(session, namespace_id=namespace.id, name=name,
+                                     document=document)
+        audit.append(
+            session, kind="mutation", action="configurations.create", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="configuration",
+            resource_id=configuration.id,
+            details={"name": name, "generation": configuration.generation,
+                     "documentBytes": size,
+                     "authorization": decision.evidence.as_details()},
+        )
+        return view(configuration)
+
+
+def get_configuration(db: Database, *, actor_id: str, namespace_id: str,
+                      configuration_id: str) -> ConfigurationView:
+    """A Configuration (``configuration:read``).
+
+    Raises:
+        NotFound: no such Configuration in this live Namespace, or the caller may not read it
+            (audited).
+    """
+    _require_ids(namespace_id, configuration_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = namespaces.live(session, namespace_id)
+        configuration = _existing(state.get(session, namespace.id, configuration_id))
+        admission.require(session, actor_id, "configurations.read", "configuration:read",
+                          _resource(configuration), hide_unless_readable=True)
+        return view(configuration)
+
+
+def list_configurations(db: Database, *, actor_id: str,
+                        namespace_id: str) -> list[ConfigurationView]:
+    """The Namespace's Configurations the caller may read (``configuration:read`` per item).
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
+            Configurations in it, nor any of its Configurations (audited).
+    """
+    _require_namespace_id(namespace_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = namespaces.live(session, namespace_id)
+        candidates = state.list_in(session, namespace.id)
+        decisions = iam.authorize_each(session, actor_id, "configuration:read",
+                                       [_resource(item) for item in candidates])
+        visible = [view(item) for item, decision in zip(candidates, decisions, strict=True)
+                   if decision.allowed]
+        if not visible:
+            parent = iam.Resource.namespace(namespace.id)
+            if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
+                admission.require(session, actor_id, "configurations.list",
+                                  "configuration:read", parent, hide_unless_readable=True)
+        return visible
+
+
+def update_configuration(db: Database, *, actor_id: str, namespace_id: str,
+                         configuration_id: str, name: str | None = None,
+                         document: dict[str, Any] | None = None) -> ConfigurationView:
+    """Change the name and/or document; ``generation`` moves by exactly one.
+
+    ``None`` leaves a field as it is; at least one must be given. Needs
+    ``configuration:update`` on the Configuration.
+
+    Raises:
+        InvalidInput: nothing to change, or a bad ``/name`` or ``/document``.
+        NotFound: no such Configuration in this live Namespace, or the caller may not read it
+            (audited).
+        Forbidden: the caller may read but not update it (audited).
+        NamespaceNotReady: the Namespace is not ``ready``.
+        Conflict: the new name is taken in the Namespace.
+    """
+    _require_ids(namespace_id, configuration_id)
+    if name is None and document is None:
+        raise errors.InvalidInput.at("", "give at least one of name and document")
+    if name is not None:
+        name = admission.name(name, "/name")
+    size = None if document is None else check_document(document, "/document")
+    request = admission.present({"name": name})
+    with admission.guarded(db, actor_id) as session:
+        namespace = namespaces.live(session, namespace_id, lock=True)
+        current = _existing(state.get(session, namespace.id, configuration_id, lock=True))
+        decision = admission.require(
+            session, actor_id, "configurations.update", "configuration:update",
+            _resource(current), hide_unless_readable=True, request=request)
+        _require_ready(namespace.status)
+        updated = state.update(session, namespace_id=namespace.id,
+                               configuration_id=current.id,
+                               expected_generation=current.generation, name=name,
+                               document=document)
+        if updated is None:  # the row lock makes this a backstop
+            raise errors.Conflict("the Configuration changed concurrently; read it and retry")
+        details: dict[str, Any] = {
+            "name": updated.name, "generation": updated.generation,
+            "previousGeneration": current.generation,
+            "changed": [field for field, value in (("name", name), ("document", document))
+                        if value is not None],
+            "authorization": decision.evidence.as_details(),
+        }
+        if updated.name != current.name:
+            details["previousName"] = current.name
+        if size is not None:
+            details["documentBytes"] = size
+        audit.append(
+            session, kind="mutation", action="configurations.update", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="configuration",
+            resource_id=updated.id, details=details,
+        )
+        return view(updated)
+
+
+def delete_configuration(db: Database, *, actor_id: str, namespace_id: str,
+                         configuration_id: str) -> ConfigurationView:
+    """Remove a Configuration no Agent references (``configuration:delete``); the removed one.
+
+    Allowed whatever the Namespace's status, so a Namespace can always be emptied.
+
+    Raises:
+        NotFound: no such Configuration in this live Namespace, or the caller may not read it
+            (audited).
+        Forbidden: the caller may read but not delete it (audited).
+        Conflict: an Agent references it.
+    """
+    _require_ids(namespace_id, configuration_id)
+    with admission.guarded(db, actor_id) as session:
+        namespace = namespaces.live(session, namespace_id, lock=True)
+        current = _existing(state.get(session, namespace.id, configuration_id, lock=True))
+        decision = admission.require(
+            session, actor_id, "configurations.delete", "configuration:delete",
+            _resource(current), hide_unless_readable=True)
+        agents = state.referencing_agents(session, namespace.id, current.id)
+        if agents:
+            raise errors.Conflict(
+                f"the Configuration is used by agent(s) {', '.join(agents)}")
+        if not state.delete(session, namespace.id, current.id):
+            raise errors.NotFound("the configuration does not exist")
+        audit.append(
+            session, kind="mutation", action="configurations.delete", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="configuration",
+            resource_id=current.id,
+            details={"name": current.name, "generation": current.generation,
+                     "authorization": decision.evidence.as_details()},
+        )
+        return view(current)
+
+
+def check_document(document: object, pointer: str) -> int:
+    """The size of a Configuration document serialized as compact UTF-8 JSON, or
+    ``InvalidInput`` at ``pointer``: a JSON object of at most 64 KiB with string keys, finite
+    numbers and no NUL characters or lone surrogates (what the web layer already ensures;
+    checked again for other callers)."""
+    if not isinstance(document, dict):
+        raise errors.InvalidInput.at(pointer, "must be a JSON object")
+    try:
+        # rejects NaN/Infinity, cycles, non-JSON values and lone surrogates (UnicodeError)
+        encoded = json.dumps(document, ensure_ascii=False, allow_nan=False,
+                             separators=(",", ":")).encode("utf-8")
+    except (TypeError, ValueError, RecursionError):
+        raise errors.InvalidInput.at(
+            pointer, "must be plain JSON (finite numbers, valid Unicode text)") from None
+    if len(encoded) > MAX_DOCUMENT_BYTES:
+        raise errors.InvalidInput.at(
+            pointer, f"must be at most {MAX_DOCUMENT_BYTES} bytes serialized as JSON")
+    _check_value(document, pointer)
+    return len(encoded)
+
+
+def _check_value(value: object, pointer: str) -> None:
+    stack: list[object] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, member in item.items():
+                if not isinstance(key, str):
+                    raise errors.InvalidInput.at(pointer, "object keys must be strings")
+                _check_text(key, pointer)
+                stack.append(member)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            _check_text(item, pointer)
+
+
+def _check_text(text: str, pointer: str) -> None:
+    if "\x00" in text:  # PostgreSQL's jsonb cannot hold it
+        raise errors.InvalidInput.at(pointer, "strings must not contain NUL characters")
+
+
+def _require_namespace_id(namespace_id: str) -> None:
+    if not ids.is_valid("namespace", namespace_id):
+        raise errors.NotFound("the namespace does not exist")
+
+
+def _require_ids(namespace_id: str, configuration_id: str) -> None:
+    _require_namespace_id(namespace_id)
+    if not ids.is_valid("configuration", configuration_id):
+        raise errors.NotFound("the configuration does not exist")
+
+
+def _require_ready(status: str) -> None:
+    if status != "ready":
+        raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
+
+
+def _existing(configuration: state.Configuration | None) -> state.Configuration:
+    if configuration is None:
+        raise errors.NotFound("the configuration does not exist")
+    return configuration
+
+
+def _resource(configuration: state.Configuration) -> iam.Resource:
+    return iam.Resource("configuration", configuration.id, configuration.namespace_id)
+
+
+def view(configuration: state.Configuration) -> ConfigurationView:
+    return ConfigurationView(
+        id=configuration.id, namespace_id=configuration.namespace_id, name=configuration.name,
+        document=configuration.document, generation=configuration.generation,
+        created_at=configuration.created_at, updated_at=configuration.updated_at,
+    )

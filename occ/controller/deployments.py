@@ -1,0 +1,337 @@
+"""Deployments: deploy an Agent (an immutable AgentRevision + its work), read revisions, and
+project a deployment's status from its ``agent_revision:<rev>:reconcile`` work row.
+
+The deployment id is the revision id. ``project`` is pure: the status of a deployment is a
+function of its work item and the Agent's current active revision, with fixed public messages
+from ``occ.codes`` (never driver text).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import orm
+
+from occ import codes, errors, iam
+from occ.controller import admission
+from occ.controller import agents as agent_use_cases
+from occ.db import Database
+from occ.state import agents, audit, values, work_queue
+
+ACTIVATED: Final = codes.SUCCESS_WITH_RESULT
+"""Success codes of a revision that became (or already was) the active one."""
+
+
+@dataclass(frozen=True)
+class RevisionHarness:
+    id: str
+    version: str
+    mode: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevisionView:
+    """An AgentRevision as callers see it: what a deploy pinned (secrets only by id)."""
+
+    id: str
+    namespace_id: str
+    agent_id: str
+    revision_number: int
+    configuration_id: str
+    configuration_generation: int
+    configuration_document: Mapping[str, Any]
+    harness: RevisionHarness
+    harness_auth: agent_use_cases.HarnessAuth
+    compute_driver: str
+    service_principal_id: str
+    actor_id: str
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployAccepted:
+    """What a deploy admitted: the deployment (= revision) id and the revision."""
+
+    deployment_id: str
+    revision: RevisionView
+
+
+@dataclass(frozen=True)
+class DeploymentError:
+    code: str
+    message: str
+    data: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a pending deployment stands: the worker's last progress code and the next try."""
+
+    code: str | None
+    at: dt.datetime | None
+    next_attempt_at: dt.datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentView:
+    """A deployment's status: pending, active, superseded, stopped or failed."""
+
+    deployment_id: str
+    revision_id: str
+    namespace_id: str
+    agent_id: str
+    state: str
+    reason_code: str | None
+    error: DeploymentError | None
+    warnings: tuple[Mapping[str, Any], ...]
+    progress: Progress | None
+
+
+def deploy_agent(db: Database, *, actor_id: str, namespace_id: str,
+                 agent_id: str) -> DeployAccepted:
+    """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
+
+    Needs ``agent:deploy`` on the Agent, and ``configuration:read`` on its Configuration and
+    ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
+    principal. Under the Agent row lock the revision gets the next number and pins the
+    Configuration's generation and document, the harness, the compute driver and the
+    harness-auth reference; work ``agent_revision:<rev>:reconcile`` is enqueued.
+
+    Raises:
+        NotFound: no such Agent in this live Namespace, or the caller may not read it.
+        Forbidden: any of the permissions is missing (audited; nothing else written).
+        AgentDeleting: the Agent is being deleted.
+        NamespaceNotReady: the Namespace is not ``ready``.
+        Conflict: the Agent has no harness authentication.
+    """
+    agent_use_cases.require_id("namespace", namespace_id)
+    agent_use_cases.require_id("agent", agent_id)
+    with admission.guarded(db, actor_id) as session:
+        namespace = agent_use_cases.lock_namespace(session, namespace_id)
+        agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
+        decision = admission.require(session, actor_id, "agents.deploy", "agent:deploy",
+                                     agent_use_cases.resource(agent), hide_unless_readable=True)
+        if agent.deleting:
+            raise errors.AgentDeleting("the Agent is being deleted")
+        if namespace.status != "ready":
+            raise errors.NamespaceNotReady(f"the Namespace is {namespace.status}, not ready")
+        secret_id = agent.harness_auth_secret_id
+        if secret_id is None:
+            raise errors.Conflict("the Agent has no harness authentication; set harnessAuth")
+        evidence = _authorize_references(session, actor_id, agent, secret_id)
+        configuration = agents.pinned_configuration(session, namespace.id,
+                                                    agent.configuration_id)
+        assert configuration is not None  # the Agent's foreign key keeps it
+        revision = agents.insert_revision(session, agents.RevisionSnapshot(
+            namespace_id=namespace.id, agent_id=agent.id,
+            revision_number=agents.next_revision_number(session, agent.id), actor_id=actor_id,
+            configuration_id=configuration.id, configuration_generation=configuration.generation,
+            configuration_document=configuration.document, harness_id=agent.harness_id,
+            harness_version=agent.harness_version, harness_mode=agent.execution_mode,
+            compute_driver=agent.compute_driver,
+            harness_auth={"kind": "secret", "secretId": secret_id},
+            service_principal_id=agent.service_principal_id,
+        ))
+        agents.set_desired_state(session, agent.id, "running")
+        work_id = f"agent_revision:{revision.id}:reconcile"
+        work_queue.enqueue(session, work_id, values.WorkOwner(
+            namespace_id=namespace.id, actor_id=actor_id, agent_id=agent.id,
+            revision_id=revision.id))
+        audit.append(
+            session, kind="mutation", action="agents.deploy", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="agent",
+            resource_id=agent.id, work_id=work_id,
+            details={
+                "revisionId": revision.id, "revisionNumber": revision.revision_number,
+                "configurationId": configuration.id,
+                "configurationGeneration": configuration.generation,
+                "harness": {"id": revision.harness_id, "version": revision.harness_version,
+                            "mode": revision.harness_mode},
+                "computeDriver": revision.compute_driver,
+                "harnessAuth": dict(revision.harness_auth),
+                "desiredRuntimeState": "running",
+                "previousDesiredRuntimeState": agent.desired_runtime_state,
+                "authorization": {"agent": decision.evidence.as_details(), **evidence},
+            },
+        )
+        return DeployAccepted(deployment_id=revision.id, revision=revision_view(revision))
+
+
+def _authorize_references(session: orm.Session, actor_id: str, agent: agents.Agent,
+                          secret_id: str) -> dict[str, Any]:
+    """``configuration:read`` and ``secret:operate`` for the caller and the service principal.
+
+    A denial is hidden (404) when the caller may not read the Agent, else 403.
+    """
+    targets = (
+        ("configuration:read",
+         iam.Resource("configuration", agent.configuration_id, agent.namespace_id)),
+        ("secret:operate", iam.Resource("secret", secret_id, agent.namespace_id)),
+    )
+    evidence: dict[str, Any] = {}
+    for role, principal_id in (("caller", actor_id),
+                               ("servicePrincipal", agent.service_principal_id)):
+        for permission, target in targets:
+            decision = iam.authorize(session, principal_id, permission, target)
+            if not decision.allowed:
+                hidden = not iam.authorize(session, actor_id, "agent:read",
+                                           agent_use_cases.resource(agent)).allowed
+                raise admission.Denied(
+                    action="agents.deploy", permission=permission, resource=target,
+                    decision=decision, hidden=hidden,
+                    request={"agentId": agent.id, "principalId": principal_id,
+                             "principalRole": role})
+            evidence[f"{role}:{permission}"] = decision.evidence.as_details()
+    return evidence
+
+
+def list_revisions(db: Database, *, actor_id: str, namespace_id: str,
+                   agent_id: str) -> list[RevisionView]:
+    """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first.
+
+    Raises:
+        NotFound: no such Agent, or the caller may read neither it nor any of its revisions.
+    """
+    agent_use_cases.require_id("namespace", namespace_id)
+    agent_use_cases.require_id("agent", agent_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = agent_use_cases.live_namespace(session, namespace_id)
+        agent = agent_use_cases.find(session, namespace.id, agent_id)
+        candidates = agents.list_revisions(session, agent.id)
+        decisions = iam.authorize_each(session, actor_id, "agent_revision:read",
+                                       [_resource(revision) for revision in candidates])
+        visible = [revision_view(revision)
+                   for revision, decision in zip(candidates, decisions, strict=True)
+                   if decision.allowed]
+        if not visible:
+            admission.require(session, actor_id, "agents.revisions.list", "agent:read",
+                              agent_use_cases.resource(agent), hide_unless_readable=True)
+        return visible
+
+
+def get_revision(db: Database, *, actor_id: str, namespace_id: str, agent_id: str,
+                 revision_id: str) -> RevisionView:
+    """One revision of the Agent (``agent_revision:read``).
+
+    Raises:
+        NotFound: no such revision of this Agent, or the caller may not read it.
+    """
+    _require_ids(namespace_id, agent_id, revision_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        revision = _readable_revision(session, actor_id, namespace_id, agent_id, revision_id,
+                                      action="agents.revisions.read")
+        return revision_view(revision)
+
+
+def get_deployment(db: Database, *, actor_id: str, namespace_id: str, agent_id: str,
+                   deployment_id: str) -> DeploymentView:
+    """The status of a deployment (``agent_revision:read`` on its revision).
+
+    Raises:
+        NotFound: no such deployment of this Agent, or the caller may not read it.
+    """
+    _require_ids(namespace_id, agent_id, deployment_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        revision = _readable_revision(session, actor_id, namespace_id, agent_id, deployment_id,
+                                      action="agents.deployments.read")
+        agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
+        work = work_queue.get(session, f"agent_revision:{revision.id}:reconcile")
+        if work is None:
+            raise errors.NotFound("the deployment does not exist")
+        return project(work, agent)
+
+
+def _require_ids(namespace_id: str, agent_id: str, revision_id: str) -> None:
+    agent_use_cases.require_id("namespace", namespace_id)
+    agent_use_cases.require_id("agent", agent_id)
+    agent_use_cases.require_id("agent_revision", revision_id)
+
+
+def _readable_revision(session: orm.Session, actor_id: str, namespace_id: str, agent_id: str,
+                       revision_id: str, *, action: str) -> agents.Revision:
+    namespace = agent_use_cases.live_namespace(session, namespace_id)
+    agent = agent_use_cases.find(session, namespace.id, agent_id)
+    revision = agents.get_revision(session, agent.id, revision_id)
+    if revision is None:
+        raise errors.NotFound("the agent revision does not exist")
+    admission.require(session, actor_id, action, "agent_revision:read", _resource(revision),
+                      hide_unless_readable=True)
+    return revision
+
+
+# -- the status projection ----------------------------------------------------------------------
+
+def project(work: values.WorkItem, agent: agents.Agent) -> DeploymentView:
+    """The status of the deployment whose ``agent_revision:<rev>:reconcile`` item is ``work``.
+
+    * queued or claimed: ``pending``, with progress (last progress code and time; the next
+      attempt time while queued);
+    * succeeded with ``REVISION_ACTIVATED`` / ``REVISION_ALREADY_ACTIVE``: ``active`` while it
+      is the Agent's active revision; afterwards ``stopped`` if the Agent has no active
+      revision and is desired stopped, else ``superseded``;
+    * succeeded with ``REVISION_SUPERSEDED``: ``superseded``; with ``REVISION_STOPPED``:
+      ``stopped``; with any other code: ``failed``;
+    * failed_permanent: ``failed``.
+
+    ``error`` is set only when failed: the code, its fixed public message and the row's
+    ``result_data``. ``warnings`` come from the result of a succeeded row.
+    """
+    revision_id = work.owner.revision_id
+    if revision_id is None or work.owner.agent_id != agent.id:
+        raise ValueError(f"{work.id} is not a deployment of agent {agent.id}")
+    state, error, warnings, progress = _status(work, agent, revision_id)
+    return DeploymentView(
+        deployment_id=revision_id, revision_id=revision_id, namespace_id=work.owner.namespace_id,
+        agent_id=agent.id, state=state, reason_code=work.reason_code, error=error,
+        warnings=warnings, progress=progress,
+    )
+
+
+def _status(work: values.WorkItem, agent: agents.Agent, revision_id: str) -> tuple[
+        str, DeploymentError | None, tuple[Mapping[str, Any], ...], Progress | None]:
+    if work.state in (values.WorkState.QUEUED, values.WorkState.CLAIMED):
+        next_attempt = work.available_at if work.state == values.WorkState.QUEUED else None
+        return "pending", None, (), Progress(work.last_progress_code, work.last_progress_at,
+                                             next_attempt)
+    code = work.reason_code or "UNKNOWN_FAILURE"
+    if work.state == values.WorkState.FAILED_PERMANENT:
+        return "failed", DeploymentError(code, codes.message(code), work.result_data), (), None
+    warnings = tuple((work.result_data or {}).get("warnings", ()))
+    if code in ACTIVATED:
+        if agent.active_revision_id == revision_id:
+            state = "active"
+        elif agent.active_revision_id is None and agent.desired_runtime_state == "stopped":
+            state = "stopped"
+        else:
+            state = "superseded"
+        return state, None, warnings, None
+    if code == "REVISION_SUPERSEDED":
+        return "superseded", None, warnings, None
+    if code == "REVISION_STOPPED":
+        return "stopped", None, warnings, None
+    return "failed", DeploymentError(code, codes.message(code), work.result_data), (), None
+
+
+# -- views --------------------------------------------------------------------------------------
+
+def _resource(revision: agents.Revision) -> iam.Resource:
+    return iam.Resource("agent_revision", revision.id, revision.namespace_id)
+
+
+def revision_view(revision: agents.Revision) -> RevisionView:
+    return RevisionView(
+        id=revision.id, namespace_id=revision.namespace_id, agent_id=revision.agent_id,
+        revision_number=revision.revision_number, configuration_id=revision.configuration_id,
+        configuration_generation=revision.configuration_generation,
+        configuration_document=revision.configuration_document,
+        harness=RevisionHarness(revision.harness_id, revision.harness_version,
+                                revision.harness_mode),
+        harness_auth=agent_use_cases.HarnessAuth(str(revision.harness_auth["kind"]),
+                                                 str(revision.harness_auth["secretId"])),
+        compute_driver=revision.compute_driver,
+        service_principal_id=revision.service_principal_id, actor_id=revision.actor_id,
+        created_at=revision.created_at,
+    )

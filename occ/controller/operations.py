@@ -1,0 +1,231 @@
+"""Operator read use cases: the work queue (``installation:administer``) and the audit ledger
+(``installation:read``), both checked on the Installation.
+
+Read-only snapshots; filters are validated before any query; pages are keyset pages (newest
+first) with an opaque cursor for work items and a sequence number for audit events. A work
+item's claim token is never part of its view.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ import errors, iam, ids
+from occ.controller import admission, installation
+from occ.db import Database
+from occ.state import audit, models, values
+
+MAX_LIMIT: Final = 500
+DEFAULT_LIMIT: Final = 100
+WORK_ID_MAX: Final = 200
+SEQUENCE_MAX: Final = 2**63 - 1
+
+WORK_ID_PATTERN: Final = r"^[a-z][a-z_]*:[A-Za-z0-9_:.-]{1,190}$"
+"""The shape of every work key (``namespace:<ns>:reconcile:ready``,
+``agent_revision:<rev>:reconcile``, ...)."""
+
+RESOURCE_ID_PATTERN: Final = (
+    f"^(?:{'|'.join(sorted(set(ids.PREFIXES.values())))})_{ids.UUID4_PATTERN}$"
+)
+"""Any prefixed occ id."""
+
+_WORK_ID: Final = re.compile(WORK_ID_PATTERN)
+_RESOURCE_ID: Final = re.compile(RESOURCE_ID_PATTERN)
+_CURSOR_MAX: Final = 512
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkView:
+    """A work item as operators see it (never its claim token)."""
+
+    id: str
+    namespace_id: str
+    agent_id: str | None
+    revision_id: str | None
+    actor_id: str
+    namespace_target: str | None
+    agent_target: str | None
+    state: str
+    attempt_count: int
+    available_at: dt.datetime
+    lease_expires_at: dt.datetime | None
+    completed_at: dt.datetime | None
+    reason_code: str | None
+    result_data: Mapping[str, Any] | None
+    last_progress_code: str | None
+    last_progress_at: dt.datetime | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkPage:
+    """One page of work items, newest first; ``next_cursor`` fetches the next (older) page."""
+
+    items: list[WorkView]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditPage:
+    """One page of audit events, newest first; ``next_before`` fetches the next (older) page."""
+
+    items: list[audit.AuditEvent]
+    next_before: int | None
+
+
+def list_work(db: Database, *, actor_id: str, state: str | None = None,
+              namespace_id: str | None = None, agent_id: str | None = None,
+              limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> WorkPage:
+    """Work items matching every given filter, newest first (``installation:administer``).
+
+    Raises:
+        InvalidInput: a bad ``/state``, ``/namespaceId``, ``/agentId``, ``/limit`` or
+            ``/cursor`` (before any query).
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    if state is not None and state not in {s.value for s in values.WorkState}:
+        raise errors.InvalidInput.at("/state", "must be one of "
+                                     + ", ".join(s.value for s in values.WorkState))
+    if namespace_id is not None:
+        ids.require("namespace", namespace_id, "/namespaceId")
+    if agent_id is not None:
+        ids.require("agent", agent_id, "/agentId")
+    limit = _limit(limit)
+    position = None if cursor is None else _decode_cursor(cursor)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        _require_installation(session, actor_id, "work.list", "installation:administer")
+        work = models.ControllerWork
+        query = (sa.select(work).order_by(work.created_at.desc(), work.id.desc())
+                 .limit(limit + 1))
+        if state is not None:
+            query = query.where(work.state == state)
+        if namespace_id is not None:
+            query = query.where(work.namespace_id == namespace_id)
+        if agent_id is not None:
+            query = query.where(work.agent_id == agent_id)
+        if position is not None:
+            query = query.where(sa.tuple_(work.created_at, work.id) < position)
+        rows = list(session.scalars(query))
+        items = [_work_view(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return WorkPage(items=items,
+                        next_cursor=_encode_cursor(items[-1]) if more and items else None)
+
+
+def get_work(db: Database, *, actor_id: str, work_id: str) -> WorkView:
+    """One work item (``installation:administer``).
+
+    Authorization comes before the lookup, so a denial says nothing about existence.
+
+    Raises:
+        NotFound: no such item (or a malformed id), or the caller may not even read the
+            Installation (audited).
+        Forbidden: the caller may read but not administer the Installation (audited).
+    """
+    if not valid_work_id(work_id):
+        raise errors.NotFound("the work item does not exist")
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        _require_installation(session, actor_id, "work.read", "installation:administer",
+                              hide=True)
+        row = session.get(models.ControllerWork, work_id)
+        if row is None:
+            raise errors.NotFound("the work item does not exist")
+        return _work_view(row)
+
+
+def list_audit_events(db: Database, *, actor_id: str, namespace_id: str | None = None,
+                      resource_id: str | None = None, work_id: str | None = None,
+                      kind: str | None = None, before: int | None = None,
+                      limit: int = DEFAULT_LIMIT) -> AuditPage:
+    """Audit events matching every given filter, newest first (``installation:read``).
+
+    ``before`` pages backwards: only events with a smaller sequence number.
+
+    Raises:
+        InvalidInput: a bad ``/namespaceId``, ``/resourceId``, ``/workId``, ``/kind``,
+            ``/before`` or ``/limit`` (before any query).
+        Forbidden: the caller may not read the Installation (audited).
+    """
+    if namespace_id is not None:
+        ids.require("namespace", namespace_id, "/namespaceId")
+    if resource_id is not None and not _RESOURCE_ID.fullmatch(resource_id):
+        raise errors.InvalidInput.at("/resourceId", "must be an occ id (<prefix>_<uuid4>)")
+    if work_id is not None and not valid_work_id(work_id):
+        raise errors.InvalidInput.at("/workId", "must be a work id")
+    if kind is not None and kind not in audit.KINDS:
+        raise errors.InvalidInput.at("/kind", "must be one of " + ", ".join(sorted(audit.KINDS)))
+    if before is not None and (isinstance(before, bool) or not 1 <= before <= SEQUENCE_MAX):
+        raise errors.InvalidInput.at("/before", "must be a positive sequence number")
+    limit = _limit(limit)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        _require_installation(session, actor_id, "audit_events.list", "installation:read")
+        events = audit.list_events(session, namespace_id=namespace_id, resource_id=resource_id,
+                                   work_id=work_id, kind=kind, before_sequence=before,
+                                   limit=limit + 1)
+        items = events[:limit]
+        more = len(events) > limit
+        return AuditPage(items=items, next_before=items[-1].sequence if more and items else None)
+
+
+def valid_work_id(value: object) -> bool:
+    """Whether ``value`` has the shape of a work key."""
+    return (isinstance(value, str) and len(value) <= WORK_ID_MAX
+            and _WORK_ID.fullmatch(value) is not None)
+
+
+def _require_installation(session: orm.Session, actor_id: str, action: str, permission: str,
+                          *, hide: bool = False) -> None:
+    resource = iam.Resource.installation(installation.current(session).id)
+    admission.require(session, actor_id, action, permission, resource,
+                      hide_unless_readable=hide)
+
+
+def _limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise errors.InvalidInput.at("/limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    return limit
+
+
+def _encode_cursor(item: WorkView) -> str:
+    raw = json.dumps([item.created_at.isoformat(), item.id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    invalid = errors.InvalidInput.at("/cursor", "is not a cursor this API returned")
+    if not isinstance(cursor, str) or not 1 <= len(cursor) <= _CURSOR_MAX:
+        raise invalid
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, work_id = json.loads(raw.decode("utf-8"))
+        created_at = dt.datetime.fromisoformat(created)
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+        raise invalid from None
+    if created_at.tzinfo is None or not valid_work_id(work_id):
+        raise invalid
+    return created_at, work_id
+
+
+def _work_view(row: models.ControllerWork) -> WorkView:
+    return WorkView(
+        id=row.id, namespace_id=row.namespace_id, agent_id=row.agent_id,
+        revision_id=row.revision_id, actor_id=row.actor_id,
+        namespace_target=row.namespace_target, agent_target=row.agent_target, state=row.state,
+        attempt_count=row.attempt_count, available_at=row.available_at,
+        lease_expires_at=row.lease_expires_at, completed_at=row.completed_at,
+        reason_code=row.reason_code,
+        result_data=None if row.result_data is None else dict(row.result_data),
+        last_progress_code=row.last_progress_code, last_progress_at=row.last_progress_at,
+        created_at=row.created_at, updated_at=row.updated_at,
+    )

@@ -1,0 +1,180 @@
+"""Secret use cases: create (value sealed by the Secret store), read and list metadata, delete.
+
+The value is write-only: it is sealed before the transaction opens and never returned,
+logged, audited or put in an error message. Every mutation is one transaction: lock the
+Namespace row, authorize, change the Secret row, audit. No work is enqueued.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Final
+
+from occ import errors, iam, ids, secret_store
+from occ.controller import admission, namespaces
+from occ.db import Database
+from occ.state import audit
+from occ.state import secrets as state
+
+MAX_VALUE_BYTES: Final = 64 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecretView:
+    """A Secret's metadata as callers see it (there is no way to see its value)."""
+
+    id: str
+    namespace_id: str
+    name: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def create_secret(db: Database, *, store: secret_store.SecretStore, actor_id: str,
+                  namespace_id: str, name: str, value: str) -> SecretView:
+    """Admit a Secret (``secret:create`` on the Namespace); its value is stored sealed.
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may not read it (audited).
+        InvalidInput: a bad ``/name`` or ``/value`` (the message never repeats the value).
+        Forbidden: the caller may read the Namespace but not create here (audited).
+        NamespaceNotReady: the Namespace is not ``ready``.
+        Conflict: the name is taken in the Namespace.
+    """
+    _require_namespace_id(namespace_id)
+    name = admission.name(name, "/name")
+    check_value(value, "/value")
+    secret_id = ids.new("secret")
+    sealed = store.encrypt(secret_id, value)
+    request = {"name": name}
+    with admission.guarded(db, actor_id) as session:
+        namespace = namespaces.live(session, namespace_id, lock=True)
+        decision = admission.require(
+            session, actor_id, "secrets.create", "secret:create",
+            iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
+        _require_ready(namespace.status)
+        secret = state.insert(session, secret_id=secret_id, namespace_id=namespace.id,
+                              name=name, value_ciphertext=sealed)
+        audit.append(
+            session, kind="mutation", action="secrets.create", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="secret",
+            resource_id=secret.id,
+            details={"name": name, "authorization": decision.evidence.as_details()},
+        )
+        return view(secret)
+
+
+def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str) -> SecretView:
+    """A Secret's metadata (``secret:read``).
+
+    Raises:
+        NotFound: no such Secret in this live Namespace, or the caller may not read it
+            (audited).
+    """
+    _require_ids(namespace_id, secret_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = namespaces.live(session, namespace_id)
+        secret = _existing(state.get(session, namespace.id, secret_id))
+        admission.require(session, actor_id, "secrets.read", "secret:read", _resource(secret),
+                          hide_unless_readable=True)
+        return view(secret)
+
+
+def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[SecretView]:
+    """The Namespace's Secrets the caller may read (``secret:read`` per item), metadata only.
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
+            Secrets in it, nor any of its Secrets (audited).
+    """
+    _require_namespace_id(namespace_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        namespace = namespaces.live(session, namespace_id)
+        candidates = state.list_in(session, namespace.id)
+        decisions = iam.authorize_each(session, actor_id, "secret:read",
+                                       [_resource(item) for item in candidates])
+        visible = [view(item) for item, decision in zip(candidates, decisions, strict=True)
+                   if decision.allowed]
+        if not visible:
+            parent = iam.Resource.namespace(namespace.id)
+            if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
+                admission.require(session, actor_id, "secrets.list", "secret:read", parent,
+                                  hide_unless_readable=True)
+        return visible
+
+
+def delete_secret(db: Database, *, actor_id: str, namespace_id: str,
+                  secret_id: str) -> SecretView:
+    """Remove a Secret no Agent references (``secret:delete``); the removed one's metadata.
+
+    Allowed whatever the Namespace's status, so a Namespace can always be emptied.
+
+    Raises:
+        NotFound: no such Secret in this live Namespace, or the caller may not read it
+            (audited).
+        Forbidden: the caller may read but not delete it (audited).
+        Conflict: an Agent's harness authentication references it.
+    """
+    _require_ids(namespace_id, secret_id)
+    with admission.guarded(db, actor_id) as session:
+        namespace = namespaces.live(session, namespace_id, lock=True)
+        current = _existing(state.get(session, namespace.id, secret_id, lock=True))
+        decision = admission.require(session, actor_id, "secrets.delete", "secret:delete",
+                                     _resource(current), hide_unless_readable=True)
+        agents = state.referencing_agents(session, namespace.id, current.id)
+        if agents:
+            raise errors.Conflict(f"the Secret is used by agent(s) {', '.join(agents)}")
+        if not state.delete(session, namespace.id, current.id):
+            raise errors.NotFound("the secret does not exist")
+        audit.append(
+            session, kind="mutation", action="secrets.delete", actor_id=actor_id,
+            outcome="success", namespace_id=namespace.id, resource_kind="secret",
+            resource_id=current.id,
+            details={"name": current.name, "authorization": decision.evidence.as_details()},
+        )
+        return view(current)
+
+
+def check_value(value: object, pointer: str) -> None:
+    """A Secret value is a string of 1 to 64 KiB (UTF-8); errors never repeat it."""
+    if not isinstance(value, str):
+        raise errors.InvalidInput.at(pointer, "must be a string")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise errors.InvalidInput.at(pointer, "must be valid Unicode text") from None
+    if not 1 <= size <= MAX_VALUE_BYTES:
+        raise errors.InvalidInput.at(pointer,
+                                     f"must be 1 to {MAX_VALUE_BYTES} bytes long (UTF-8)")
+
+
+def _require_namespace_id(namespace_id: str) -> None:
+    if not ids.is_valid("namespace", namespace_id):
+        raise errors.NotFound("the namespace does not exist")
+
+
+def _require_ids(namespace_id: str, secret_id: str) -> None:
+    _require_namespace_id(namespace_id)
+    if not ids.is_valid("secret", secret_id):
+        raise errors.NotFound("the secret does not exist")
+
+
+def _require_ready(status: str) -> None:
+    if status != "ready":
+        raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
+
+
+def _existing(secret: state.Secret | None) -> state.Secret:
+    if secret is None:
+        raise errors.NotFound("the secret does not exist")
+    return secret
+
+
+def _resource(secret: state.Secret) -> iam.Resource:
+    return iam.Resource("secret", secret.id, secret.namespace_id)
+
+
+def view(secret: state.Secret) -> SecretView:
+    return SecretView(id=secret.id, namespace_id=secret.namespace_id, name=secret.name,
+                      created_at=secret.created_at, updated_at=secret.updated_at)

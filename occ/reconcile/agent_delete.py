@@ -1,0 +1,56 @@
+"""Agent delete work: retire every revision, delete runtime credentials, then finalize.
+
+Re-checks ``agent:delete`` for the original actor. The rows go through the ``SECURITY
+DEFINER`` finalizer, which removes the Agent, its revisions, service principal, keys, exact
+IAM references and work rows only under this live claim (and writes the success audit).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import orm
+
+from occ import iam
+from occ.reconcile import authority, environment, outcome
+from occ.reconcile.context import ClaimContext
+from occ.reconcile.revision import spec_of
+from occ.state import agents, audit, finalizers, work_queue
+
+
+def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
+    """One pass over an ``agent:<id>:reconcile:deleted`` item."""
+    owner, claim = context.claim.owner, context.claim
+    with worker.database.transaction() as session:
+        agent = agents.get(session, owner.namespace_id, owner.agent_id or "")
+        if agent is None:
+            work_queue.fail(session, claim, code="INVALID_AGENT_OWNER")
+            return outcome.permanent("INVALID_AGENT_OWNER")
+        if agent.status != "deleting" or agent.desired_runtime_state != "stopped":
+            return _fail(session, context, agent, "INVALID_AGENT_STATE")
+        resource = iam.Resource("agent", agent.id, agent.namespace_id)
+        denial = authority.first_denial(session, [(owner.actor_id, "agent:delete", resource)])
+        if denial is not None:
+            return authority.refuse(session, context, action="agents.delete",
+                                    resource=resource, decision=denial)
+        revisions = agents.list_revisions(session, agent.id)
+        if any(r.compute_driver != worker.driver.name for r in revisions):
+            return _fail(session, context, agent, "COMPUTE_DRIVER_MISMATCH")
+    for revision in sorted(revisions, key=lambda r: r.revision_number, reverse=True):
+        context.renew_now()
+        worker.driver.retire_revision(context.operation(), spec_of(revision))
+    context.renew_now()
+    worker.driver.delete_agent_credentials(context.operation(), agent.namespace_id, agent.id)
+    with worker.database.transaction() as session:
+        finalizers.finalize_agent_deletion(session, claim)
+    return outcome.success("AGENT_DELETED")
+
+
+def _fail(session: orm.Session, context: ClaimContext, agent: agents.Agent,
+          code: str) -> outcome.PassResult:
+    work_queue.fail(session, context.claim, code=code)
+    audit.append(
+        session, kind="mutation", action="agents.lifecycle.delete",
+        actor_id=context.claim.owner.actor_id, outcome="failure",
+        namespace_id=agent.namespace_id, resource_kind="agent", resource_id=agent.id,
+        work_id=context.claim.work_id, details={"reasonCode": code},
+    )
+    return outcome.permanent(code)

@@ -1,0 +1,171 @@
+"""Configuration rows: insert, read, lock, compare-and-set update, delete, and references.
+
+Takes the caller's session and never commits. A Configuration is a named native JSON document
+in one Namespace; ``generation`` starts at 1 and moves by one on every update.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
+
+from occ import errors, ids
+from occ.state import models
+
+_NOW = sa.func.clock_timestamp()
+_NAME_KEY: Final = "configurations_namespace_id_name_key"
+_NAME_VALID: Final = "configurations_name_valid"
+_REFERENCE_LIMIT: Final = 10
+_Result = TypeVar("_Result")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Configuration:
+    """A Configuration row."""
+
+    id: str
+    namespace_id: str
+    name: str
+    document: dict[str, Any]
+    generation: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def insert(session: orm.Session, *, namespace_id: str, name: str,
+           document: dict[str, Any]) -> Configuration:
+    """A new Configuration at generation 1.
+
+    Raises:
+        Conflict: the Namespace already holds a Configuration with this name.
+        InvalidInput: the database refused the name.
+    """
+    statement = (
+        pg.insert(models.Configuration)
+        .values(id=ids.new("configuration"), namespace_id=namespace_id, name=name,
+                document=document, generation=1)
+        .on_conflict_do_nothing(constraint=_NAME_KEY)
+        .returning(models.Configuration)
+    )
+    row = _guarded_write(session, lambda: session.scalars(statement).first())
+    if row is None:
+        raise errors.Conflict("a Configuration with this name already exists in the Namespace")
+    return _configuration(row)
+
+
+def get(session: orm.Session, namespace_id: str, configuration_id: str, *,
+        lock: bool = False) -> Configuration | None:
+    """The Configuration of this Namespace, or ``None``; ``lock`` takes its row lock."""
+    query = (
+        sa.select(models.Configuration)
+        .where(models.Configuration.id == configuration_id,
+               models.Configuration.namespace_id == namespace_id)
+        .execution_options(populate_existing=True)
+    )
+    if lock:
+        query = query.with_for_update()
+    row = session.scalars(query).first()
+    return None if row is None else _configuration(row)
+
+
+def list_in(session: orm.Session, namespace_id: str) -> list[Configuration]:
+    """The Namespace's Configurations in creation order."""
+    query = (
+        sa.select(models.Configuration)
+        .where(models.Configuration.namespace_id == namespace_id)
+        .order_by(models.Configuration.created_at, models.Configuration.id)
+        .execution_options(populate_existing=True)
+    )
+    return [_configuration(row) for row in session.scalars(query)]
+
+
+def update(session: orm.Session, *, namespace_id: str, configuration_id: str,
+           expected_generation: int, name: str | None = None,
+           document: dict[str, Any] | None = None) -> Configuration | None:
+    """Compare-and-set: change the given fields and bump ``generation`` by one.
+
+    ``None`` when the row is gone or no longer at ``expected_generation``.
+
+    Raises:
+        Conflict: another Configuration of the Namespace has the new name.
+        InvalidInput: the database refused the name.
+    """
+    changes: dict[str, Any] = {
+        "generation": models.Configuration.generation + 1,
+        "updated_at": _NOW,
+    }
+    if name is not None:
+        changes["name"] = name
+    if document is not None:
+        changes["document"] = document
+    statement = (
+        sa.update(models.Configuration)
+        .where(models.Configuration.id == configuration_id,
+               models.Configuration.namespace_id == namespace_id,
+               models.Configuration.generation == expected_generation)
+        .values(**changes)
+        .returning(models.Configuration)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    )
+    row = _guarded_write(session, lambda: session.scalars(statement).first())
+    return None if row is None else _configuration(row)
+
+
+def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
+    """Remove the Configuration; whether it existed.
+
+    Raises:
+        Conflict: an Agent still references it.
+    """
+    statement = (
+        sa.delete(models.Configuration)
+        .where(models.Configuration.id == configuration_id,
+               models.Configuration.namespace_id == namespace_id)
+        .returning(models.Configuration.id)
+        .execution_options(synchronize_session=False)
+    )
+    return _guarded_write(session, lambda: session.execute(statement).first()) is not None
+
+
+def referencing_agents(session: orm.Session, namespace_id: str,
+                       configuration_id: str) -> list[str]:
+    """Ids of (up to ten) Agents whose ``configuration_id`` is this Configuration."""
+    query = (
+        sa.select(models.Agent.id)
+        .where(models.Agent.namespace_id == namespace_id,
+               models.Agent.configuration_id == configuration_id)
+        .order_by(models.Agent.id)
+        .limit(_REFERENCE_LIMIT)
+    )
+    return list(session.scalars(query))
+
+
+def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:
+    """Run ``write`` in a savepoint and turn constraint violations into occ errors."""
+    try:
+        with session.begin_nested():
+            return write()
+    except sa_exc.IntegrityError as exc:
+        constraint = getattr(getattr(exc.orig, "diag", None), "constraint_name", None)
+        if constraint == _NAME_KEY:
+            raise errors.Conflict(
+                "a Configuration with this name already exists in the Namespace") from None
+        if constraint == _NAME_VALID:
+            raise errors.InvalidInput.at("/name", "is not a valid name") from None
+        if constraint == "agents_configuration_fkey":
+            raise errors.Conflict("an Agent references this Configuration") from None
+        raise
+
+
+def _configuration(row: models.Configuration) -> Configuration:
+    return Configuration(
+        id=row.id, namespace_id=row.namespace_id, name=row.name, document=dict(row.document),
+        generation=row.generation, created_at=row.created_at, updated_at=row.updated_at,
+    )

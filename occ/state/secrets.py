@@ -1,0 +1,145 @@
+"""Secret rows: insert, read metadata, read the sealed value, delete, and references.
+
+Takes the caller's session and never commits. The row holds metadata and the value sealed by
+``occ.secret_store``; this module never sees a plaintext value. ``Secret`` (metadata) is what
+reads return; only ``sealed_value`` returns the ciphertext, for the runtime that decrypts it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
+
+from occ import errors
+from occ.state import models
+
+_NAME_KEY: Final = "secrets_namespace_id_name_key"
+_NAME_VALID: Final = "secrets_name_valid"
+_REFERENCE_LIMIT: Final = 10
+_Result = TypeVar("_Result")
+
+_METADATA: Final = (
+    models.Secret.id, models.Secret.namespace_id, models.Secret.name, models.Secret.created_at,
+    models.Secret.updated_at,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Secret:
+    """A Secret's metadata (never its value)."""
+
+    id: str
+    namespace_id: str
+    name: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+def insert(session: orm.Session, *, secret_id: str, namespace_id: str, name: str,
+           value_ciphertext: bytes) -> Secret:
+    """A new Secret whose value was sealed for ``secret_id`` beforehand.
+
+    Raises:
+        Conflict: the Namespace already holds a Secret with this name.
+        InvalidInput: the database refused the name.
+    """
+    statement = (
+        pg.insert(models.Secret)
+        .values(id=secret_id, namespace_id=namespace_id, name=name,
+                value_ciphertext=value_ciphertext)
+        .on_conflict_do_nothing(constraint=_NAME_KEY)
+        .returning(*_METADATA)
+    )
+    row = _guarded_write(session, lambda: session.execute(statement).mappings().first())
+    if row is None:
+        raise errors.Conflict("a Secret with this name already exists in the Namespace")
+    return _secret(row)
+
+
+def get(session: orm.Session, namespace_id: str, secret_id: str, *,
+        lock: bool = False) -> Secret | None:
+    """The Secret's metadata, or ``None``; ``lock`` takes its row lock."""
+    query = sa.select(*_METADATA).where(models.Secret.id == secret_id,
+                                        models.Secret.namespace_id == namespace_id)
+    if lock:
+        query = query.with_for_update()
+    row = session.execute(query).mappings().first()
+    return None if row is None else _secret(row)
+
+
+def list_in(session: orm.Session, namespace_id: str) -> list[Secret]:
+    """The Namespace's Secrets (metadata) in creation order."""
+    query = (
+        sa.select(*_METADATA)
+        .where(models.Secret.namespace_id == namespace_id)
+        .order_by(models.Secret.created_at, models.Secret.id)
+    )
+    return [_secret(row) for row in session.execute(query).mappings()]
+
+
+def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
+    """The stored ciphertext of the Secret's value (``occ.secret_store`` opens it), or ``None``."""
+    value = session.scalar(
+        sa.select(models.Secret.value_ciphertext)
+        .where(models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id)
+    )
+    return None if value is None else bytes(value)
+
+
+def delete(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
+    """Remove the Secret; whether it existed.
+
+    Raises:
+        Conflict: an Agent still references it.
+    """
+    statement = (
+        sa.delete(models.Secret)
+        .where(models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id)
+        .returning(models.Secret.id)
+        .execution_options(synchronize_session=False)
+    )
+    return _guarded_write(session, lambda: session.execute(statement).first()) is not None
+
+
+def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) -> list[str]:
+    """Ids of (up to ten) Agents whose harness authentication uses this Secret."""
+    query = (
+        sa.select(models.Agent.id)
+        .where(models.Agent.namespace_id == namespace_id,
+               models.Agent.harness_auth_secret_id == secret_id)
+        .order_by(models.Agent.id)
+        .limit(_REFERENCE_LIMIT)
+    )
+    return list(session.scalars(query))
+
+
+def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:
+    """Run ``write`` in a savepoint and turn constraint violations into occ errors.
+
+    The original exception is dropped (``from None``): its parameters hold the ciphertext.
+    """
+    try:
+        with session.begin_nested():
+            return write()
+    except sa_exc.IntegrityError as exc:
+        constraint = getattr(getattr(exc.orig, "diag", None), "constraint_name", None)
+        if constraint == _NAME_KEY:
+            raise errors.Conflict(
+                "a Secret with this name already exists in the Namespace") from None
+        if constraint == _NAME_VALID:
+            raise errors.InvalidInput.at("/name", "is not a valid name") from None
+        if constraint == "agents_harness_auth_secret_fkey":
+            raise errors.Conflict("an Agent references this Secret") from None
+        raise
+
+
+def _secret(row: sa.RowMapping) -> Secret:
+    return Secret(id=row["id"], namespace_id=row["namespace_id"], name=row["name"],
+                  created_at=row["created_at"], updated_at=row["updated_at"])

@@ -1,0 +1,143 @@
+"""Agent, AgentRevision and deployment-status representations and request bodies.
+
+Request bodies are closed; the admission use cases re-check every field (harness version
+format, execution mode of the harness, references in the Namespace) with JSON pointers.
+"""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from occ.web.schemas import common
+
+HARNESSES = ("openclaw", "codex")
+EXECUTION_MODES = ("embedded", "dedicated")
+DEPLOYMENT_STATES = ("pending", "active", "superseded", "stopped", "failed")
+
+_VERSION_HELP = "1 to 64 characters of A-Z a-z 0-9 . _ -"
+
+
+# -- request bodies -----------------------------------------------------------------------------
+
+class AgentHarnessInput(common.Request):
+    id = fields.String(required=True, validate=validate.OneOf(HARNESSES))
+    version = fields.String(required=True, metadata={"description": _VERSION_HELP})
+
+
+class AgentHarnessAuthInput(common.Request):
+    kind = fields.String(required=True, validate=validate.OneOf(("secret",)))
+    secret_id = fields.String(data_key="secretId", required=True)
+
+
+class AgentCreate(common.Request):
+    name = fields.String(required=True)
+    configuration_id = fields.String(data_key="configurationId", required=True)
+    harness = fields.Nested(AgentHarnessInput, required=True)
+    execution_mode = fields.String(
+        data_key="executionMode", required=True, validate=validate.OneOf(EXECUTION_MODES),
+        metadata={"description": "openclaw runs embedded, codex dedicated"})
+    harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth", required=True)
+
+
+class AgentUpdate(common.Request):
+    """A draft edit: any of the creation fields, at least one."""
+
+    name = fields.String()
+    configuration_id = fields.String(data_key="configurationId")
+    harness = fields.Nested(AgentHarnessInput)
+    execution_mode = fields.String(data_key="executionMode",
+                                   validate=validate.OneOf(EXECUTION_MODES))
+    harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth")
+
+
+class AgentActionBody(common.Request):
+    """No body (an empty JSON object is accepted too)."""
+
+
+# -- representations ----------------------------------------------------------------------------
+
+class AgentHarness(ma.Schema):
+    id = fields.String(required=True)
+    version = fields.String(required=True)
+
+
+class AgentHarnessAuth(ma.Schema):
+    kind = fields.String(required=True)
+    secret_id = fields.String(data_key="secretId", required=True)
+
+
+class Agent(ma.Schema):
+    id = fields.String(required=True)
+    namespace_id = fields.String(data_key="namespaceId", required=True)
+    name = fields.String(required=True)
+    configuration_id = fields.String(data_key="configurationId", required=True)
+    harness = fields.Nested(AgentHarness, required=True)
+    execution_mode = fields.String(data_key="executionMode", required=True)
+    harness_auth = fields.Nested(AgentHarnessAuth, data_key="harnessAuth", allow_none=True)
+    compute_driver = fields.String(data_key="computeDriver", required=True)
+    service_principal_id = fields.String(data_key="servicePrincipalId", required=True)
+    status = fields.String(required=True)
+    desired_runtime_state = fields.String(data_key="desiredRuntimeState", required=True)
+    active_revision_id = fields.String(data_key="activeRevisionId", allow_none=True)
+    endpoint = fields.String(allow_none=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    updated_at = fields.DateTime(data_key="updatedAt", required=True)
+
+
+class AgentRevisionHarness(ma.Schema):
+    id = fields.String(required=True)
+    version = fields.String(required=True)
+    mode = fields.String(required=True)
+
+
+class AgentRevision(ma.Schema):
+    id = fields.String(required=True)
+    namespace_id = fields.String(data_key="namespaceId", required=True)
+    agent_id = fields.String(data_key="agentId", required=True)
+    revision_number = fields.Integer(data_key="revisionNumber", required=True)
+    configuration_id = fields.String(data_key="configurationId", required=True)
+    configuration_generation = fields.Integer(data_key="configurationGeneration", required=True)
+    configuration_document = fields.Dict(
+        data_key="configurationDocument", required=True,
+        metadata={"description": "the pinned native document; secrets appear only by id"})
+    harness = fields.Nested(AgentRevisionHarness, required=True)
+    harness_auth = fields.Nested(AgentHarnessAuth, data_key="harnessAuth", required=True)
+    compute_driver = fields.String(data_key="computeDriver", required=True)
+    service_principal_id = fields.String(data_key="servicePrincipalId", required=True)
+    actor_id = fields.String(data_key="actorId", required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+
+
+class DeployAccepted(ma.Schema):
+    deployment_id = fields.String(data_key="deploymentId", required=True)
+    revision = fields.Nested(AgentRevision, required=True)
+
+
+class DeploymentError(ma.Schema):
+    code = fields.String(required=True)
+    message = fields.String(required=True)
+    data = fields.Dict(allow_none=True)
+
+
+class DeploymentWarning(ma.Schema):
+    code = fields.String(required=True)
+    detail = fields.String(required=True)
+
+
+class DeploymentProgress(ma.Schema):
+    code = fields.String(allow_none=True)
+    at = fields.DateTime(allow_none=True)
+    next_attempt_at = fields.DateTime(data_key="nextAttemptAt", allow_none=True)
+
+
+class Deployment(ma.Schema):
+    deployment_id = fields.String(data_key="deploymentId", required=True)
+    revision_id = fields.String(data_key="revisionId", required=True)
+    namespace_id = fields.String(data_key="namespaceId", required=True)
+    agent_id = fields.String(data_key="agentId", required=True)
+    state = fields.String(required=True, metadata={"enum": list(DEPLOYMENT_STATES)})
+    reason_code = fields.String(data_key="reasonCode", allow_none=True)
+    error = fields.Nested(DeploymentError, allow_none=True)
+    warnings = fields.List(fields.Nested(DeploymentWarning), required=True)
+    progress = fields.Nested(DeploymentProgress, allow_none=True)

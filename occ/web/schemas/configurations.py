@@ -1,0 +1,31 @@
+"""Configuration representations and request bodies."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields
+
+from occ.web.schemas import common
+
+
+class ConfigurationCreate(common.Request):
+    name = fields.String(required=True)
+    document = fields.Dict(required=True, metadata={
+        "description": "A JSON object, at most 64 KiB serialized."})
+
+
+class ConfigurationUpdate(common.Request):
+    """Give at least one field; every successful update bumps ``generation`` by one."""
+
+    name = fields.String()
+    document = fields.Dict(metadata={"description": "Replaces the whole document."})
+
+
+class Configuration(ma.Schema):
+    id = fields.String(required=True)
+    namespace_id = fields.String(data_key="namespaceId", required=True)
+    name = fields.String(required=True)
+    document = fields.Dict(required=True)
+    generation = fields.Integer(required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    updated_at = fields.DateTime(data_key="updatedAt", required=True)

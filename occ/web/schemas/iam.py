@@ -1,0 +1,107 @@
+"""IAM representations and request bodies: principals, API keys, Roles, bindings, restrictions."""
+
+from __future__ import annotations
+
+import marshmallow as ma
+from marshmallow import fields, validate
+
+from occ.web.schemas import common
+
+# -- principals and API keys --------------------------------------------------------------------
+
+
+class PrincipalCreate(common.Request):
+    name = fields.String(required=True)
+    kind = fields.String(required=True, validate=validate.OneOf(["human", "service"]))
+    namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
+
+
+class Principal(ma.Schema):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    kind = fields.String(required=True)
+    namespace_id = fields.String(data_key="namespaceId", allow_none=True)
+    agent_id = fields.String(data_key="agentId", allow_none=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    disabled_at = fields.DateTime(data_key="disabledAt", allow_none=True)
+
+
+class ApiKeyCreate(common.Request):
+    """An empty object: the key takes nothing from the caller."""
+
+
+class ApiKey(ma.Schema):
+    id = fields.String(required=True)
+    principal_id = fields.String(data_key="principalId", required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    revoked_at = fields.DateTime(data_key="revokedAt", allow_none=True)
+    last_used_at = fields.DateTime(data_key="lastUsedAt", allow_none=True)
+
+
+class NewApiKey(ma.Schema):
+    """A new key: ``key`` (``occ_<keyId>_<secret>``) is shown this once and never again."""
+
+    id = fields.String(required=True)
+    key = fields.String(required=True)
+    principal_id = fields.String(data_key="principalId", required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+
+
+# -- roles, access bindings, restrictions -------------------------------------------------------
+
+
+class RoleCreate(common.Request):
+    name = fields.String(required=True)
+    permissions = fields.List(fields.String(), required=True)
+    namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
+
+
+class Role(ma.Schema):
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    namespace_id = fields.String(data_key="namespaceId", allow_none=True)
+    permissions = fields.List(fields.String(), required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    deleted_at = fields.DateTime(data_key="deletedAt", allow_none=True)
+
+
+class ResourceRef(common.Request):
+    """One exact resource: ``{kind, id}``."""
+
+    kind = fields.String(required=True)
+    id = fields.String(required=True)
+
+
+class AccessBindingCreate(common.Request):
+    role_id = fields.String(data_key="roleId", required=True)
+    principal_id = fields.String(data_key="principalId", required=True)
+    namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
+    resource = fields.Nested(ResourceRef, load_default=None, allow_none=True)
+
+
+class AccessBinding(ma.Schema):
+    id = fields.String(required=True)
+    role_id = fields.String(data_key="roleId", required=True)
+    principal_id = fields.String(data_key="principalId", required=True)
+    namespace_id = fields.String(data_key="namespaceId", allow_none=True)
+    resource = fields.Nested(ResourceRef, allow_none=True)
+    created_by = fields.String(data_key="createdBy", required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+    revoked_at = fields.DateTime(data_key="revokedAt", allow_none=True)
+
+
+class RestrictionCreate(common.Request):
+    permission = fields.String(required=True)
+    principal_id = fields.String(data_key="principalId", load_default=None, allow_none=True)
+    namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
+    resource_id = fields.String(data_key="resourceId", load_default=None, allow_none=True)
+
+
+class Restriction(ma.Schema):
+    id = fields.String(required=True)
+    permission = fields.String(required=True)
+    principal_id = fields.String(data_key="principalId", allow_none=True)
+    namespace_id = fields.String(data_key="namespaceId", allow_none=True)
+    resource_id = fields.String(data_key="resourceId", allow_none=True)
+    created_by = fields.String(data_key="createdBy", required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)

@@ -1,0 +1,247 @@
+"""``/v1/namespaces/{ns}/configurations`` over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from flask.testing import FlaskClient
+
+from occ import ids
+from occ.db import Database
+from occ.state import api_keys, audit, models
+from tests.integration.web.conftest import PEPPER, Caller
+from tests.support import grants, rows
+
+ALL = ("configuration:create", "configuration:read", "configuration:update",
+       "configuration:delete")
+
+
+def namespace(client: FlaskClient, owner_db: Database, admin: Caller, name: str, *,
+              ready: bool = True) -> str:
+    created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
+    assert created.status_code == 201, created.json
+    namespace_id = str(created.json["data"]["id"])
+    if ready:
+        with owner_db.transaction() as session:
+            session.execute(sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
+                            {"id": namespace_id})
+    return namespace_id
+
+
+def caller(db: Database, permissions: Sequence[str], *,
+           namespace_id: str | None = None) -> Caller:
+    with db.transaction() as session:
+        principal_id = rows.principal(session)
+        if permissions:
+            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
+        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
+    return Caller(principal_id, minted.plaintext)
+
+
+def base(namespace_id: str) -> str:
+    return f"/v1/namespaces/{namespace_id}/configurations"
+
+
+def create(client: FlaskClient, who: Caller, namespace_id: str, name: str = "base",
+           document: Any = None) -> Any:
+    return client.post(base(namespace_id), headers=who.headers,
+                       json={"name": name, "document": document or {"model": "gpt"}})
+
+
+def assert_problem(response: Any, status: int, code: str) -> None:
+    assert response.status_code == status, response.json
+    assert response.content_type == "application/problem+json"
+    assert response.json["code"] == code
+    assert response.json["requestId"] == response.headers["X-Request-Id"]
+
+
+@pytest.fixture
+def ns(client: FlaskClient, owner_db: Database, admin: Caller) -> str:
+    return namespace(client, owner_db, admin, "team-a")
+
+
+def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: str) -> None:
+    created = create(client, admin, ns, document={"model": "gpt", "tools": ["search"]})
+    assert created.status_code == 201, created.json
+    data = created.json["data"]
+    assert set(data) == {"id", "namespaceId", "name", "document", "generation", "createdAt",
+                         "updatedAt"}
+    assert (data["namespaceId"], data["name"], data["generation"]) == (ns, "base", 1)
+    assert data["document"] == {"model": "gpt", "tools": ["search"]}
+    assert created.json["meta"]["requestId"] == created.headers["X-Request-Id"]
+    item = f"{base(ns)}/{data['id']}"
+
+    read = client.get(item, headers=admin.headers)
+    assert read.status_code == 200 and read.json["data"] == data
+    listed = client.get(base(ns), headers=admin.headers)
+    assert listed.status_code == 200 and listed.json["data"] == [data]
+
+    renamed = client.patch(item, json={"name": "renamed"}, headers=admin.headers)
+    assert renamed.status_code == 200, renamed.json
+    assert (renamed.json["data"]["name"], renamed.json["data"]["generation"]) == ("renamed", 2)
+    replaced = client.patch(item, json={"document": {"model": "other"}}, headers=admin.headers)
+    assert replaced.json["data"]["document"] == {"model": "other"}
+    assert replaced.json["data"]["generation"] == 3
+
+    deleted = client.delete(item, headers=admin.headers)
+    assert deleted.status_code == 204 and deleted.data == b""
+    assert_problem(client.get(item, headers=admin.headers), 404, "NOT_FOUND")
+    assert client.get(base(ns), headers=admin.headers).json["data"] == []
+
+
+@pytest.mark.parametrize(("body", "pointer"), [
+    ({"name": " padded", "document": {}}, "/name"),
+    ({"name": "", "document": {}}, "/name"),
+    ({"name": 5, "document": {}}, "/name"),
+    ({"document": {}}, "/name"),
+    ({"name": "n"}, "/document"),
+    ({"name": "n", "document": [1]}, "/document"),
+    ({"name": "n", "document": "text"}, "/document"),
+    ({"name": "n", "document": None}, "/document"),
+    ({"name": "n", "document": {"big": "x" * (64 * 1024)}}, "/document"),
+    ({"name": "n", "document": {}, "colour": "red"}, "/colour"),
+])
+def test_create_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: Caller, ns: str,
+                                                   body: dict[str, Any], pointer: str) -> None:
+    response = client.post(base(ns), json=body, headers=admin.headers)
+    assert_problem(response, 400, "INVALID_REQUEST")
+    assert pointer in [error["pointer"] for error in response.json["errors"]]
+    assert client.get(base(ns), headers=admin.headers).json["data"] == []
+
+
+def test_create_rejects_non_finite_numbers(client: FlaskClient, admin: Caller, ns: str) -> None:
+    response = client.post(base(ns), data='{"name": "n", "document": {"x": 1e999}}',
+                           content_type="application/json", headers=admin.headers)
+    assert_problem(response, 400, "INVALID_REQUEST")
+    # the body parser may refuse the literal itself (""); else the document check does
+    assert response.json["errors"][0]["pointer"] in {"", "/document"}
+
+
+@pytest.mark.parametrize(("body", "pointer"), [
+    ({}, ""),
+    ({"name": None}, "/name"),
+    ({"name": "bad\tname"}, "/name"),
+    ({"document": []}, "/document"),
+    ({"generation": 7}, "/generation"),
+])
+def test_update_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: Caller, ns: str,
+                                                   body: dict[str, Any], pointer: str) -> None:
+    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    response = client.patch(item, json=body, headers=admin.headers)
+    assert_problem(response, 400, "INVALID_REQUEST")
+    assert pointer in [error["pointer"] for error in response.json["errors"]]
+    assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
+
+
+def test_every_route_needs_a_valid_key(client: FlaskClient, db: Database, admin: Caller,
+                                       ns: str) -> None:
+    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    revoked = caller(db, ALL)
+    parsed = api_keys.parse(revoked.key)
+    assert parsed is not None
+    with db.transaction() as session:
+        api_keys.revoke(session, parsed[0])
+    requests = [("POST", base(ns), {"name": "x", "document": {}}), ("GET", base(ns), None),
+                ("GET", item, None), ("PATCH", item, {"name": "y"}), ("DELETE", item, None)]
+    for headers in ({}, revoked.headers, {"Authorization": "Bearer occ_nonsense"}):
+        for method, path, body in requests:
+            response = client.open(path, method=method, json=body, headers=headers)
+            assert_problem(response, 401, "UNAUTHENTICATED")
+    assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
+
+
+def test_another_namespaces_configurations_are_not_found(
+        client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str) -> None:
+    other = namespace(client, owner_db, admin, "team-b")
+    theirs = create(client, admin, other, name="theirs").json["data"]
+    ours = create(client, admin, ns, name="ours").json["data"]
+    member = caller(db, (*ALL, "namespace:read"), namespace_id=ns)
+
+    their_item = f"{base(other)}/{theirs['id']}"
+    for method, path, body in [
+        ("GET", their_item, None), ("PATCH", their_item, {"name": "mine"}),
+        ("DELETE", their_item, None), ("GET", base(other), None),
+        ("POST", base(other), {"name": "intruder", "document": {}}),
+        # B's Configuration through A's path
+        ("GET", f"{base(ns)}/{theirs['id']}", None),
+        ("PATCH", f"{base(ns)}/{theirs['id']}", {"name": "mine"}),
+        ("DELETE", f"{base(ns)}/{theirs['id']}", None),
+    ]:
+        response = client.open(path, method=method, json=body, headers=member.headers)
+        assert_problem(response, 404, "NOT_FOUND")
+
+    assert client.get(base(ns), headers=member.headers).json["data"] == [ours]
+    assert client.get(their_item, headers=admin.headers).json["data"] == theirs
+    with db.transaction() as session:
+        denials = audit.list_events(session, kind="authorization_denial")
+    assert {event.namespace_id for event in denials} == {other}
+    assert {event.actor_id for event in denials} == {member.principal_id}
+
+
+def test_malformed_and_unknown_ids_are_not_found(client: FlaskClient, admin: Caller,
+                                                 ns: str) -> None:
+    for path in [f"{base(ns)}/nope", f"{base(ns)}/{ids.new('configuration')}",
+                 f"{base(ns)}/{ids.new('secret')}", f"{base('ns_bad')}/{ids.new('configuration')}",
+                 f"{base(ids.new('namespace'))}/{ids.new('configuration')}"]:
+        assert_problem(client.get(path, headers=admin.headers), 404, "NOT_FOUND")
+        assert_problem(client.patch(path, json={"name": "n"}, headers=admin.headers), 404,
+                       "NOT_FOUND")
+        assert_problem(client.delete(path, headers=admin.headers), 404, "NOT_FOUND")
+    for namespace_path in (base("ns_bad"), base(ids.new("namespace"))):
+        assert_problem(client.get(namespace_path, headers=admin.headers), 404, "NOT_FOUND")
+        assert_problem(create(client, admin, namespace_path.split("/")[3]), 404, "NOT_FOUND")
+
+
+def test_a_reader_is_forbidden_to_write(client: FlaskClient, db: Database, admin: Caller,
+                                        ns: str) -> None:
+    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    reader = caller(db, ("configuration:read", "namespace:read"), namespace_id=ns)
+    assert client.get(item, headers=reader.headers).status_code == 200
+    assert_problem(client.patch(item, json={"name": "x"}, headers=reader.headers), 403,
+                   "FORBIDDEN")
+    assert_problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
+    assert_problem(create(client, reader, ns, name="new"), 403, "FORBIDDEN")
+
+
+def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -> None:
+    create(client, admin, ns, name="taken")
+    assert_problem(create(client, admin, ns, name="taken"), 409, "RESOURCE_CONFLICT")
+    mine = create(client, admin, ns, name="mine").json["data"]
+    item = f"{base(ns)}/{mine['id']}"
+    assert_problem(client.patch(item, json={"name": "taken"}, headers=admin.headers), 409,
+                   "RESOURCE_CONFLICT")
+    assert client.get(item, headers=admin.headers).json["data"] == mine
+
+
+def test_a_configuration_used_by_an_agent_cannot_be_deleted(
+        client: FlaskClient, db: Database, admin: Caller, ns: str) -> None:
+    with db.transaction() as session:
+        agent_id = rows.agent(session, namespace_id=ns)
+        configuration_id = session.scalar(
+            sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id))
+    response = client.delete(f"{base(ns)}/{configuration_id}", headers=admin.headers)
+    assert_problem(response, 409, "RESOURCE_CONFLICT")
+    assert agent_id in response.json["detail"]
+    assert client.get(f"{base(ns)}/{configuration_id}", headers=admin.headers).status_code == 200
+
+
+def test_a_namespace_that_is_not_ready_refuses_configurations(
+        client: FlaskClient, owner_db: Database, admin: Caller) -> None:
+    young = namespace(client, owner_db, admin, "young", ready=False)
+    assert_problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
+    assert client.get(base(young), headers=admin.headers).json["data"] == []
+
+    ready = namespace(client, owner_db, admin, "ready")
+    assert client.delete(f"/v1/namespaces/{ready}", headers=admin.headers).status_code == 202
+    assert_problem(create(client, admin, ready), 409, "NAMESPACE_NOT_READY")
+
+
+def test_openapi_documents_the_routes(client: FlaskClient) -> None:
+    spec = client.get("/v1/openapi.json").json
+    paths = spec["paths"]
+    assert set(paths["/v1/namespaces/{namespace_id}/configurations"]) >= {"get", "post"}
+    assert set(paths["/v1/namespaces/{namespace_id}/configurations/{configuration_id}"]) >= {
+        "get", "patch", "delete"}
