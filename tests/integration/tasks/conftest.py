@@ -1,0 +1,54 @@
+"""Fixtures for runtime tests: a clean Redis database, short leases, real worker processes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from occ.db import Database
+from tests.support import databases, processes
+
+LEASE_MS = 2_000
+
+
+@pytest.fixture
+def broker_url() -> Iterator[str]:
+    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    url = base.rsplit("/", 1)[0] + "/13"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def local_root(tmp_path: Path) -> Path:
+    return tmp_path / "local"
+
+
+@pytest.fixture
+def env(database_urls: databases.DatabaseUrls, broker_url: str, local_root: Path,
+        db: Database) -> dict[str, str]:
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+    variables.update({
+        "OCC_DATABASE_URL": database_urls.app,
+        "OCC_BROKER_URL": broker_url,
+        "OCC_LOCAL_ROOT": str(local_root),
+        "OCC_WORKER_LEASE_DURATION_MS": str(LEASE_MS),
+        "OCC_DISPATCH_LEASE_MS": "3000",
+        "OCC_CLAIM_INTERVAL_MS": "60000",
+        "OCC_RECOVERY_INTERVAL_MS": "500",
+        "OCC_API_KEY_PEPPER": "test-pepper",
+        "OCC_SECRET_KEY": "test-secret",
+    })
+    return variables
+
+
+@pytest.fixture
+def fleet(env: dict[str, str], tmp_path: Path) -> Iterator[processes.Fleet]:
+    yield from processes.fleet(env, tmp_path)
