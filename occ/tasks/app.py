@@ -50,6 +50,7 @@ def _configuration(settings: Settings) -> dict[str, Any]:
             "visibility_timeout": VISIBILITY_TIMEOUT_S,
             "socket_connect_timeout": PUBLISH_TIMEOUT_S,
             "socket_timeout": 5.0,
+            "max_retries": 0,
         },
         "task_serializer": "json",
         "accept_content": ["json"],

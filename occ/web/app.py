@@ -6,6 +6,7 @@ environment; tests pass ``Settings``. There is no module-level app.
 
 from __future__ import annotations
 
+import http
 import re
 import time
 import uuid
@@ -14,6 +15,7 @@ from typing import Any, Final
 
 import flask
 import flask_smorest
+import flask_smorest.utils
 
 from occ import observability, runtime
 from occ.config import Settings
@@ -21,6 +23,7 @@ from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web import access, problems
 from occ.web.routes import ROUTE_MODULES
+from occ.web.schemas import common
 
 MAX_BODY_BYTES: Final = 256 * 1024
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -54,7 +57,7 @@ def create_app(settings: Settings | None = None, *,
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
     )
-    api = flask_smorest.Api(app, spec_kwargs={
+    api = _Api(app, spec_kwargs={
         "info": {"description": "OpenClaw Control Plane: admits intent; workers reconcile it."},
     })
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
@@ -67,6 +70,23 @@ def create_app(settings: Settings | None = None, *,
     app.before_request(access.authenticate_request)
     app.after_request(_finish)
     return app
+
+
+class _Api(flask_smorest.Api):  # type: ignore[misc]
+    """flask-smorest documenting errors as the API answers them: problem+json."""
+
+    ERROR_SCHEMA = common.Problem
+
+    def _register_responses(self) -> None:
+        for status in http.HTTPStatus:
+            response: dict[str, Any] = {"description": status.phrase}
+            if not 100 <= status < 200 and status not in (204, 304):
+                response["schema"] = self.ERROR_SCHEMA
+            flask_smorest.utils.prepare_response(response, self.spec, problems.CONTENT_TYPE)
+            self.spec.components.response(status.name, response, lazy=True)
+        response = {"description": "Default error response", "schema": self.ERROR_SCHEMA}
+        flask_smorest.utils.prepare_response(response, self.spec, problems.CONTENT_TYPE)
+        self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
 
 
 def _make_public(app: flask.Flask, endpoint: str) -> None:

@@ -8,6 +8,7 @@ Schema errors become ``InvalidInput`` with JSON-Pointer paths.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Final, NoReturn
 
@@ -36,6 +37,22 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _constant(name: str) -> NoReturn:
     raise _Rejected(f"{name} is not valid JSON")
+
+
+MAX_INTEGER_DIGITS: Final = 1000
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Rejected("numbers must be finite")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _Rejected(f"integers must have at most {MAX_INTEGER_DIGITS} digits")
+    return int(text)
 
 
 def _check(value: Any, depth: int = 0) -> None:
@@ -70,7 +87,8 @@ def load(request: flask.Request) -> dict[str, Any]:
         raise problems.UnsupportedMediaType("the request body must be application/json")
     try:
         text = raw.decode("utf-8")
-        document = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        document = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
+                              parse_float=_float, parse_int=_int)
         _check(document)
     except UnicodeDecodeError:
         raise errors.InvalidInput.at("", "the body is not valid UTF-8") from None

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import flask
+import marshmallow as ma
 import sqlalchemy as sa
+from marshmallow import fields
 
 from occ import errors
 from occ.web import access, routing
@@ -14,7 +16,12 @@ blueprint = routing.Blueprint("health", __name__, url_prefix="",
                                     description="Probes for load balancers and orchestrators.")
 
 
+class Status(ma.Schema):
+    status = fields.String(required=True)
+
+
 @blueprint.route("/healthz", methods=["GET"])
+@blueprint.response(200, Status)
 @blueprint.doc(security=[])
 @access.public
 def healthz() -> dict[str, Any]:
@@ -23,6 +30,7 @@ def healthz() -> dict[str, Any]:
 
 
 @blueprint.route("/readyz", methods=["GET"])
+@blueprint.response(200, Status)
 @blueprint.doc(security=[])
 @access.public
 def readyz() -> dict[str, Any]:
