@@ -42,7 +42,7 @@ def create_app(settings: Settings | None = None, *,
     """Build the API for ``settings`` (from the environment when not given)."""
     built = runtime.build(settings, pool_size=10, application_name="occ-api")
     observability.configure("occ-api")
-    app = flask.Flask("occ")
+    app = flask.Flask("occ", static_folder=None)
     app.config.update(
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         JSON_SORT_KEYS=False,
