@@ -29,8 +29,7 @@ DOCUMENT = "/v1/openapi.json"
 DOCS_ENDPOINT_PREFIX = "api-docs."
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 UNDOCUMENTED_METHODS = {"HEAD", "OPTIONS"}  # Flask adds them to every rule
-FUZZED_PATHS = (r"^/v1/(namespaces(/\{namespace_id\})?|installation|work(/\{work_id\})?"
-                r"|audit-events)$")
+FUZZED_PATHS = r"^/v1/(?!openapi\.json)"
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
@@ -159,7 +158,7 @@ def test_operator_views_document_their_query_parameters(document: dict[str, Any]
 # ``from_fixture(...).parametrize()`` fails on pytest 9 ('Function' object has no attribute
 # '_nodeid'). Every operation gets positive and negative cases.
 
-EXAMPLES_PER_MODE = 10
+EXAMPLES_PER_MODE = 6
 
 
 def problem_details(ctx: Any, response: Any, case: Any) -> bool | None:
@@ -200,5 +199,5 @@ def test_the_api_keeps_to_its_document(app: flask.Flask, admin: Caller) -> None:
                 run()
             except Exception as exc:  # one operation's failure must not hide the others'
                 failures.append(f"{operation.label} [{mode.value}]: {exc}")
-    assert operations == 8
+    assert operations >= 45  # every /v1 operation of the document
     assert not failures, "\n\n".join(failures)
