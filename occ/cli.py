@@ -21,6 +21,7 @@ from sqlalchemy import exc as sa_exc
 import occ
 from occ import dev as dev_runner
 from occ import errors, runtime, schema
+from occ import gateway as gateway_server
 from occ.config import Settings
 from occ.controller import installation, principals
 from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
@@ -298,6 +299,32 @@ def _exec_python_module(argv: list[str]) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, "-m", *argv])  # noqa: S606 - our own argv
+
+
+@cli.command()
+@click.option("--port", required=True, type=click.IntRange(1, 65535), help="Port to listen on.")
+@click.option("--revision-id", required=True, help="AgentRevision this gateway serves.")
+@click.option("--agent-id", required=True, help="Agent the revision belongs to.")
+@click.option("--generation", required=True, type=click.IntRange(min=0),
+              help="Configuration generation of the revision's snapshot.")
+@click.option("--config", "config_path", required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="The revision's JSON configuration snapshot.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--unhealthy", is_flag=True,
+              help="Answer /healthz with 503 forever (a runtime that never becomes ready).")
+def gateway(*, port: int, revision_id: str, agent_id: str, generation: int, config_path: Path,
+            host: str, unhealthy: bool) -> None:
+    """Run the stand-in gateway of one revision (what the local Compute Driver starts).
+
+    Serves GET /healthz (status, revisionId, agentId, configurationGeneration) and GET /config
+    (the snapshot) until SIGTERM. Needs no settings and writes nothing secret.
+    """
+    code = gateway_server.serve(port=port, revision_id=revision_id, agent_id=agent_id,
+                                generation=generation, config=config_path, host=host,
+                                unhealthy=unhealthy)
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 @cli.command()

@@ -1,0 +1,156 @@
+"""The stand-in gateway: a small HTTP server in place of the OpenClaw harness, stdlib only.
+
+The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.gateway`` or
+``occ gateway``). It serves
+
+* ``GET /healthz``: 200 ``{"status": "ok", "revisionId", "agentId",
+  "configurationGeneration"}``; with ``--unhealthy``, or a configuration snapshot holding
+  ``{"standIn": {"healthy": false}}``, 503 ``{"status": "unhealthy", ...}`` forever (a
+  runtime that never becomes ready);
+* ``GET /config``: the JSON configuration snapshot it was started with.
+
+It binds ``--host`` (127.0.0.1 by default), logs one JSON line on start and one on stop (no
+request logs, nothing secret), and exits with status 0 on SIGTERM or SIGINT. Importing this
+module imports only the standard library, so a gateway starts in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+"""Exit status when the arguments or the configuration file are unusable."""
+
+
+class GatewayServer(http.server.ThreadingHTTPServer):
+    """The HTTP server, carrying what the handler answers with."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], *, health: dict[str, Any], healthy: bool,
+                 configuration: bytes) -> None:
+        super().__init__(address, _Handler)
+        self.health = health
+        self.healthy = healthy
+        self.configuration = configuration
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: GatewayServer
+
+    def version_string(self) -> str:
+        return "occ-gateway"
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/healthz":
+            if self.server.healthy:
+                self._send(200, json.dumps({"status": "ok", **self.server.health}).encode())
+            else:
+                self._send(503, json.dumps({"status": "unhealthy",
+                                            **self.server.health}).encode())
+        elif path == "/config":
+            self._send(200, self.server.configuration)
+        else:
+            self._send(404, b'{"status": "not_found"}')
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No request logs: a readiness probe every half second would fill the log."""
+
+
+def serve(*, port: int, revision_id: str, agent_id: str, generation: int, config: Path,
+          host: str = "127.0.0.1", unhealthy: bool = False) -> int:
+    """Serve until SIGTERM or SIGINT; the exit status (0, or 2 for unusable input)."""
+    try:
+        document = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        _event("gateway.failed", revisionId=revision_id, reason=type(exc).__name__,
+               detail="cannot read the configuration snapshot")
+        return EXIT_USAGE
+    health = {"revisionId": revision_id, "agentId": agent_id,
+              "configurationGeneration": generation}
+    stand_in = document.get("standIn") if isinstance(document, dict) else None
+    if isinstance(stand_in, dict) and stand_in.get("healthy") is False:
+        unhealthy = True
+    try:
+        server = GatewayServer((host, port), health=health, healthy=not unhealthy,
+                               configuration=json.dumps(document).encode())
+    except OSError as exc:
+        _event("gateway.failed", revisionId=revision_id, port=port,
+               reason=type(exc).__name__, detail=exc.strerror or "cannot listen")
+        return EXIT_USAGE
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.set()
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM,
+                                                                    signal.SIGINT)}
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
+                              name="gateway", daemon=True)
+    thread.start()
+    _event("gateway.started", revisionId=revision_id, agentId=agent_id, port=port,
+           configurationGeneration=generation, healthy=not unhealthy)
+    try:
+        while not stopping.wait(1.0):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    _event("gateway.stopped", revisionId=revision_id, port=port)
+    return 0
+
+
+def _event(event: str, **fields: Any) -> None:
+    line = {"event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **fields}
+    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m occ.gateway`` (the same options as ``occ gateway``)."""
+    arguments = argparse.ArgumentParser(prog="occ-gateway", description=__doc__.splitlines()[0]
+                                        if __doc__ else None)
+    arguments.add_argument("--port", type=int, required=True)
+    arguments.add_argument("--revision-id", required=True)
+    arguments.add_argument("--agent-id", required=True)
+    arguments.add_argument("--generation", type=int, required=True)
+    arguments.add_argument("--config", type=Path, required=True)
+    arguments.add_argument("--host", default="127.0.0.1")
+    arguments.add_argument("--unhealthy", action="store_true")
+    return arguments
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m occ.gateway``."""
+    options = parser().parse_args(argv)
+    if not 0 < options.port < 65536:
+        parser().error("--port must be between 1 and 65535")
+    return serve(port=options.port, revision_id=options.revision_id,
+                 agent_id=options.agent_id, generation=options.generation,
+                 config=options.config, host=options.host, unhealthy=options.unhealthy)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
