@@ -119,6 +119,8 @@ class Settings:
                      "unready_recheck_ms", "database_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+        if self.local_effect_delay_ms < 0:
+            raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
             raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
         if self.environment == "production":
@@ -152,9 +154,8 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
 
 def _parse(variable: str, raw: str, kind: type) -> Any:
     if kind is int:
-        if not _DIGITS.fullmatch(raw) or int(raw) <= 0:
-            raise errors.InvalidInput.at(f"/{variable}",
-                                         "must be a positive integer written as digits")
+        if not _DIGITS.fullmatch(raw):
+            raise errors.InvalidInput.at(f"/{variable}", "must be an integer written as digits")
         return int(raw)
     return raw
 

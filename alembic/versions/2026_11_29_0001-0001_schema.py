@@ -265,6 +265,7 @@ CREATE TABLE occ.agents (
   active_revision_id text,
   created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  endpoint text,
   CONSTRAINT agents_pkey PRIMARY KEY (id),
   CONSTRAINT agents_namespace_id_name_key UNIQUE (namespace_id, name),
   CONSTRAINT agents_namespace_id_id_key UNIQUE (namespace_id, id),
@@ -286,7 +287,9 @@ CREATE TABLE occ.agents (
   CONSTRAINT agents_desired_runtime_state_valid
     CHECK (desired_runtime_state IN ('running', 'stopped')),
   CONSTRAINT agents_deleting_is_stopped
-    CHECK (status = 'active' OR desired_runtime_state = 'stopped')
+    CHECK (status = 'active' OR desired_runtime_state = 'stopped'),
+  CONSTRAINT agents_endpoint_requires_active_revision
+    CHECK (endpoint IS NULL OR active_revision_id IS NOT NULL)
 );
 
 ALTER TABLE occ.principals ADD CONSTRAINT principals_agent_id_fkey FOREIGN KEY (agent_id)
@@ -481,7 +484,7 @@ BEGIN
                              'workId', work.id));
   SELECT coalesce(array_agg(id), '{}') INTO revision_ids
     FROM occ.agent_revisions WHERE agent_id = agent.id;
-  UPDATE occ.agents SET active_revision_id = NULL WHERE id = agent.id;
+  UPDATE occ.agents SET active_revision_id = NULL, endpoint = NULL WHERE id = agent.id;
   DELETE FROM occ.access_bindings
    WHERE principal_id = agent.service_principal_id
       OR (resource_kind = 'agent' AND resource_id = agent.id)
@@ -563,8 +566,8 @@ GRANT UPDATE (revoked_at, last_used_at) ON occ.api_keys TO occ_app;
 GRANT UPDATE (name, permissions, deleted_at) ON occ.roles TO occ_app;
 GRANT UPDATE (revoked_at) ON occ.access_bindings TO occ_app;
 GRANT UPDATE (name, configuration_id, harness_id, harness_version, execution_mode,
-  harness_auth_secret_id, status, desired_runtime_state, active_revision_id, updated_at)
-  ON occ.agents TO occ_app;
+  harness_auth_secret_id, status, desired_runtime_state, active_revision_id, endpoint,
+  updated_at) ON occ.agents TO occ_app;
 GRANT UPDATE (state, attempt_count, available_at, claim_token, claimed_at, started_at,
   lease_expires_at, completed_at, reason_code, result_data, last_progress_code,
   last_progress_at, updated_at) ON occ.controller_work TO occ_app;

@@ -77,6 +77,10 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
             observability.log("worker.error", level=logging.ERROR, code="WORKER_UNAVAILABLE",
                               error=exc.code, **fields)
             return None
+        except (SystemExit, KeyboardInterrupt):
+            # the worker is being torn down (e.g. the end of a soft shutdown): give the claim back
+            _release(worker, context)
+            raise
         except Exception as exc:  # any surprise is a retry, never a crash
             observability.log("worker.error", level=logging.ERROR,
                               code="DEPENDENCY_UNAVAILABLE", error=type(exc).__name__, **fields)
@@ -121,6 +125,14 @@ def _stopped(worker: Worker, context: ClaimContext,
             return outcome.PassResult(codes.Outcome.PENDING, "CLAIM_RELEASED", 0)
     observability.log("worker.error", level=logging.WARNING, code="CLAIM_LOST", **fields)
     return None
+
+
+def _release(worker: Worker, context: ClaimContext) -> None:
+    try:
+        with worker.database.transaction() as session:
+            work_queue.release(session, context.claim)
+    except errors.OccError:
+        return
 
 
 def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.PassResult | None:

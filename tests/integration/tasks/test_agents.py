@@ -32,6 +32,7 @@ from occ.controller import (
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import iam_policy, models
+from occ.state import namespaces as namespace_rows
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from tests.support import processes
@@ -63,9 +64,8 @@ def _make_world(db: Database, env: dict[str, str], *,
     admin = boot.admin_principal_id
     assert admin is not None
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    _nudge(env)
-    wait_for(lambda: _namespace_status(db, namespace_id) == "ready", timeout=20,
-             message="the namespace to become ready")
+    with db.transaction() as session:  # Namespace reconciliation is shown elsewhere
+        namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
     configuration = configurations.create_configuration(
         db, actor_id=admin, namespace_id=namespace_id, name="config",
         document=document or {"model": "stand-in"})
@@ -87,12 +87,6 @@ def _make_world(db: Database, env: dict[str, str], *,
                  agent.service_principal_id)
 
 
-def _namespace_status(db: Database, namespace_id: str) -> str | None:
-    with db.transaction() as session:
-        row = session.get(models.Namespace, namespace_id)
-        return None if row is None else row.status
-
-
 def _deploy(db: Database, world: World) -> str:
     accepted = deployments.deploy_agent(db, actor_id=world.admin,
                                         namespace_id=world.namespace_id,
@@ -102,7 +96,7 @@ def _deploy(db: Database, world: World) -> str:
 
 def _deployment(db: Database, world: World, revision_id: str) -> deployments.DeploymentView:
     return deployments.get_deployment(db, actor_id=world.admin, namespace_id=world.namespace_id,
-                                      agent_id=world.agent_id, revision_id=revision_id)
+                                      agent_id=world.agent_id, deployment_id=revision_id)
 
 
 def _state_is(db: Database, world: World, revision_id: str, *states: str) -> bool:
@@ -199,12 +193,14 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
     fleet.worker("drivers", concurrency=2)
     _nudge(env)
     wait_for(lambda: _state_is(db, world, newer, "active"), timeout=30, message="newer active")
+    env["OCC_CLAIM_INTERVAL_MS"] = "500"
     fleet.beat()
     wait_for(lambda: _deployment(db, world, older).reason_code == "REVISION_SUPERSEDED",
              timeout=30, message="the older deployment to be superseded")
     assert _deployment(db, world, older).state == "superseded"
+    # the older item itself made no Compute call (the newer one retired it as a predecessor)
     assert [e for e in LocalComputeDriver(local_root).effects()
-            if e.get("revisionId") == older] == []
+            if e["workId"] == f"agent_revision:{older}:reconcile"] == []
 
 
 def test_revoking_deploy_before_processing_denies_without_starting_anything(

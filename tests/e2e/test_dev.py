@@ -1,0 +1,314 @@
+"""``occ dev`` from a clean home: ready line, a Namespace to ``ready``, a clean stop, a restart.
+
+Runs the real command as a subprocess with no ``OCC_*`` variables, so it takes the fresh-machine
+path: embedded PostgreSQL (pgserver), a Redis process, migrations, bootstrap, gunicorn, two
+Celery workers and beat. After Ctrl-C nothing it started may still run and no work item may be
+left ``claimed`` (checked by starting the embedded PostgreSQL again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import sqlalchemy as sa
+
+from occ import devservices
+
+pytestmark = pytest.mark.timeout(420)
+
+READY_DEADLINE_S = 120.0
+NAMESPACE_DEADLINE_S = 30.0
+STOP_DEADLINE_S = 60.0
+
+
+@dataclass
+class DevProcess:
+    """A running ``occ dev`` with its output collected on background threads."""
+
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str] = field(default_factory=queue.Queue)
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+    def start_readers(self) -> None:
+        assert self.process.stdout is not None and self.process.stderr is not None
+
+        def read_stdout() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                self.stdout.append(line)
+                self.lines.put(line)
+
+        def read_stderr() -> None:
+            assert self.process.stderr is not None
+            for line in self.process.stderr:
+                self.stderr.append(line)
+
+        for target in (read_stdout, read_stderr):
+            threading.Thread(target=target, daemon=True).start()
+
+    def wait_ready(self, deadline_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    break
+                continue
+            return json.loads(line)  # type: ignore[no-any-return]
+        raise AssertionError(f"no dev.ready line within {deadline_s} s "
+                             f"(exit code {self.process.poll()}); stderr: {''.join(self.stderr)}")
+
+    def stop(self, sig: signal.Signals, deadline_s: float) -> int:
+        self.process.send_signal(sig)
+        try:
+            return self.process.wait(deadline_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(
+                f"occ dev did not stop within {deadline_s} s after {sig.name}") from None
+
+
+def _environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A fresh home outside pytest's private temporary root.
+
+    Run as root, pgserver starts PostgreSQL as the user ``pgserver`` and opens the parents of
+    the data directory to it; a concurrent pytest session resets its temporary root to 0700,
+    which would lock that user out again.
+    """
+    parent = Path(tempfile.mkdtemp(prefix="occ-dev-e2e-"))
+    yield parent / "home"
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture
+def run_dev(home: Path) -> Iterator[Any]:
+    started: list[DevProcess] = []
+
+    def run(home: Path) -> DevProcess:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from occ.cli import main; main()", "dev",
+             "--home", str(home), "--port", "0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env=_environment(), start_new_session=True,
+        )
+        dev = DevProcess(process)
+        dev.start_readers()
+        started.append(dev)
+        return dev
+
+    yield run
+    for dev in started:  # a failed test still leaves nothing running
+        if dev.process.poll() is None:
+            dev.process.send_signal(signal.SIGINT)
+            try:
+                dev.process.wait(STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                dev.process.kill()
+                dev.process.wait()
+
+
+def _request(method: str, url: str, key: str, body: dict[str, Any] | None = None
+             ) -> tuple[int, dict[str, Any]]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def _wait_for_status(api_url: str, key: str, namespace_id: str, wanted: str) -> None:
+    deadline = time.monotonic() + NAMESPACE_DEADLINE_S
+    status = None
+    while time.monotonic() < deadline:
+        code, document = _request("GET", f"{api_url}/v1/namespaces/{namespace_id}", key)
+        assert code == 200, document
+        status = document["data"]["status"]
+        if status == wanted:
+            return
+        assert status == "provisioning", document
+        time.sleep(0.2)
+    raise AssertionError(f"namespace {namespace_id} is {status!r}, not {wanted!r}, "
+                         f"after {NAMESPACE_DEADLINE_S} s")
+
+
+def _processes_started_by(pids: dict[str, int]) -> list[psutil.Process]:
+    """occ dev, everything below it, and the postgres server with its backends."""
+    found: list[psutil.Process] = []
+    for name, pid in pids.items():
+        try:
+            process = psutil.Process(pid)
+            found.append(process)
+            if name in ("dev", "postgres"):
+                found.extend(process.children(recursive=True))
+        except psutil.NoSuchProcess:
+            pytest.fail(f"{name} (pid {pid}) listed in dev.pids is not running")
+    return found
+
+
+def _still_running(processes: list[psutil.Process]) -> list[str]:
+    left = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {' '.join(process.cmdline())}")
+        except psutil.NoSuchProcess:
+            continue
+    return left
+
+
+def _group_members(groups: set[int]) -> list[str]:
+    left = []
+    for process in psutil.process_iter(["pid", "status", "cmdline"]):
+        try:
+            if os.getpgid(process.pid) in groups and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {' '.join(process.info['cmdline'] or [])}")
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            continue
+    return left
+
+
+def _work_states(pgdata: Path) -> dict[str, int]:
+    """Count work rows per state, with the embedded PostgreSQL started again for the check."""
+    server = devservices.EmbeddedPostgres(pgdata)
+    server.start()
+    try:
+        engine = sa.create_engine(server.url("occ"), poolclass=sa.pool.NullPool)
+        try:
+            with engine.connect() as connection:
+                rows = connection.execute(sa.text(
+                    "SELECT state, count(*) FROM occ.controller_work GROUP BY state")).all()
+        finally:
+            engine.dispose()
+    finally:
+        assert server.stop()
+    return {state: count for state, count in rows}
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) -> None:
+
+    # -- a fresh home reaches dev.ready ---------------------------------------------------------
+    started = time.monotonic()
+    dev = run_dev(home)
+    ready = dev.wait_ready(READY_DEADLINE_S)
+    startup_s = time.monotonic() - started
+    assert set(ready) == {"event", "apiUrl", "adminKeyFile"}
+    assert ready["event"] == "dev.ready"
+    assert ready["apiUrl"].startswith("http://127.0.0.1:")
+    key_file = Path(ready["adminKeyFile"])
+    assert key_file == home.resolve() / "admin.key"
+    assert _mode(key_file) == 0o600
+    assert _mode(home / "secrets.env") == 0o600
+    key = key_file.read_text().strip()
+    assert key.startswith("occ_")
+    assert key not in "".join(dev.stdout) + "".join(dev.stderr)
+
+    pids = json.loads((home / "run" / "dev.pids").read_text())
+    assert set(pids) == {"dev", "postgres", "redis", "api", "control", "drivers", "beat"}
+    assert pids["dev"] == dev.process.pid
+    started_processes = _processes_started_by(pids)
+    groups = {pids[name] for name in ("redis", "api", "control", "drivers", "beat")}
+
+    # -- a Namespace goes to ready through the API, the workers and beat ------------------------
+    api_url = ready["apiUrl"]
+    code, document = _request("POST", f"{api_url}/v1/namespaces", key, {"name": "e2e"})
+    assert code == 201, document
+    assert document["data"]["status"] == "provisioning"
+    namespace_id = document["data"]["id"]
+    _wait_for_status(api_url, key, namespace_id, "ready")
+
+    # work in flight at Ctrl-C: the shutdown must not leave its claim behind
+    code, document = _request("POST", f"{api_url}/v1/namespaces", key, {"name": "e2e-late"})
+    assert code == 201, document
+
+    # -- Ctrl-C: exit 0, nothing left running ---------------------------------------------------
+    started_processes += _live_descendants(pids)
+    assert dev.stop(signal.SIGINT, STOP_DEADLINE_S) == 0, "".join(dev.stderr)
+    assert _still_running(started_processes) == []
+    assert _group_members(groups) == []
+    assert [line for line in dev.stdout if line.strip()] == [json.dumps(ready) + "\n"]
+    assert "occ: error" not in "".join(dev.stderr)
+    assert not (home / "run" / "dev.pids").exists()
+    assert list((home / "run").glob("*.ready")) == []
+
+    states = _work_states(home / "pg")
+    assert states.get("claimed", 0) == 0, states
+    assert states.get("succeeded", 0) >= 1, states
+
+    # -- a restart reuses the database, the key and the secrets; SIGTERM stops it too ----------
+    secrets_before = (home / "secrets.env").read_text()
+    again = run_dev(home)
+    ready_again = again.wait_ready(READY_DEADLINE_S)
+    assert ready_again["adminKeyFile"] == str(key_file)
+    assert key_file.read_text().strip() == key
+    assert (home / "secrets.env").read_text() == secrets_before
+    code, document = _request("GET", f"{ready_again['apiUrl']}/v1/namespaces/{namespace_id}",
+                              key)
+    assert code == 200 and document["data"]["status"] == "ready", document
+    pids_again = json.loads((home / "run" / "dev.pids").read_text())
+    processes_again = _processes_started_by(pids_again)
+    processes_again += _live_descendants(pids_again)
+    assert again.stop(signal.SIGTERM, STOP_DEADLINE_S) == 0, "".join(again.stderr)
+    assert _still_running(processes_again) == []
+    assert _work_states(home / "pg").get("claimed", 0) == 0
+
+    print(f"occ dev from a clean home: ready in {startup_s:.1f} s")
+
+
+def _live_descendants(pids: dict[str, int]) -> list[psutil.Process]:
+    """Everything below occ dev and postgres now (gunicorn and prefork children, backends)."""
+    found: list[psutil.Process] = []
+    for pid in (pids["dev"], pids["postgres"]):
+        try:
+            found += psutil.Process(pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def test_occ_dev_stops_everything_when_a_child_dies(run_dev: Any, home: Path) -> None:
+    dev = run_dev(home)
+    dev.wait_ready(READY_DEADLINE_S)
+    pids = json.loads((home / "run" / "dev.pids").read_text())
+    processes = _processes_started_by(pids) + _live_descendants(pids)
+
+    os.kill(pids["drivers"], signal.SIGKILL)
+
+    assert dev.process.wait(STOP_DEADLINE_S) == 1
+    stderr = "".join(dev.stderr)
+    assert "occ: error: the drivers process was killed by SIGKILL" in stderr, stderr
+    assert str(home.resolve() / "logs" / "drivers.log") in stderr
+    assert _still_running(processes) == []
+    assert _group_members({pids[name] for name in ("redis", "api", "control", "beat")}) == []

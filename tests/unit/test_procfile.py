@@ -1,0 +1,296 @@
+"""The deployment files keep the process shapes of DESIGN §2 (no Docker engine needed).
+
+Parses ``Procfile``, ``docker-compose.yml`` and ``Dockerfile`` and checks the commands, the
+Heroku shutdown settings, the compose dependencies and the thin ``occ`` wrappers.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from occ import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+HEROKU_GRACE_S = 30
+APP_SERVICES = ("api", "control", "worker", "beat", "flower")
+
+
+def _procfile() -> dict[str, list[str]]:
+    processes: dict[str, list[str]] = {}
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, sep, command = line.partition(":")
+        assert sep and re.fullmatch(r"[a-z][a-z0-9_-]*", name), line
+        assert name not in processes, f"process type {name} twice"
+        processes[name] = shlex.split(command)
+    return processes
+
+
+def _compose() -> dict[str, Any]:
+    document = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def _option(argv: list[str], *names: str) -> str | None:
+    """The value of an option given as ``-X value``, ``--x value`` or ``--x=value``."""
+    for index, arg in enumerate(argv):
+        for name in names:
+            if arg == name and index + 1 < len(argv):
+                return argv[index + 1]
+            if arg.startswith(f"{name}="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def _celery(argv: list[str], subcommand: str) -> list[str]:
+    """``argv`` from ``celery`` on, checked to load occ's app and run ``subcommand``."""
+    start = argv.index("celery")
+    assert argv[start:start + 3] == ["celery", "-A", "occ.tasks.app"], argv
+    assert argv[start + 3] == subcommand, argv
+    return argv[start:]
+
+
+def _soft_shutdown(argv: list[str]) -> float | None:
+    for arg in argv:
+        if arg.startswith("worker_soft_shutdown_timeout="):
+            return float(arg.split("=", 1)[1])
+    return None
+
+
+# -- Procfile -----------------------------------------------------------------------------------
+
+def test_procfile_has_the_process_types_of_the_design() -> None:
+    assert set(_procfile()) == {"release", "web", "control", "worker", "beat", "flower"}
+
+
+def test_release_migrates_then_bootstraps_if_missing() -> None:
+    command = " ".join(_procfile()["release"])
+    first, _, second = command.partition(" && ")
+    assert first == "occ db upgrade"
+    assert shlex.split(second)[:3] == ["occ", "bootstrap", "--if-missing"]
+
+
+def test_web_serves_the_app_factory_on_port() -> None:
+    argv = _procfile()["web"]
+    assert argv[:2] == ["gunicorn", "occ.web.app:create_app()"]
+    assert _option(argv, "--bind", "-b") == "0.0.0.0:$PORT"
+    graceful = _option(argv, "--graceful-timeout")
+    assert graceful is not None and float(graceful) < HEROKU_GRACE_S
+
+
+def test_control_runs_threads_on_the_control_queue_with_warm_shutdown() -> None:
+    argv = _celery(_procfile()["control"], "worker")
+    assert _option(argv, "-Q", "--queues") == "occ.control"
+    assert _option(argv, "-P", "--pool") == "threads"
+    assert (_option(argv, "-n", "--hostname") or "").startswith("control@")
+    # one process: Heroku's SIGTERM reaches only the main process, warm shutdown is right
+    assert not any(arg.startswith("REMAP_SIGTERM=") for arg in _procfile()["control"])
+
+
+def test_worker_runs_prefork_on_the_driver_queue_with_heroku_shutdown() -> None:
+    full = _procfile()["worker"]
+    assert full[0] == "REMAP_SIGTERM=SIGQUIT", "Heroku signals every process of the dyno"
+    argv = _celery(full, "worker")
+    assert _option(argv, "-Q", "--queues") == "occ.drivers"
+    assert _option(argv, "-P", "--pool") == "prefork"
+    assert (_option(argv, "-n", "--hostname") or "").startswith("drivers@")
+    assert "-E" in argv or "--task-events" in argv, "Flower needs task events"
+    window = _soft_shutdown(argv)
+    assert window is not None and 0 < window <= HEROKU_GRACE_S - 5, (
+        "a soft-shutdown window that ends before Heroku's SIGKILL")
+
+
+def test_no_process_uses_the_solo_pool() -> None:
+    for name, argv in _procfile().items():
+        assert _option(argv, "-P", "--pool") != "solo", name
+
+
+def test_beat_uses_the_in_memory_scheduler() -> None:
+    argv = _celery(_procfile()["beat"], "beat")
+    assert _option(argv, "-S", "--scheduler") == "celery.beat:Scheduler"
+
+
+def test_flower_binds_port_read_only() -> None:
+    argv = _celery(_procfile()["flower"], "flower")
+    assert _option(argv, "--port") == "$PORT"
+    assert "--read-only" in argv
+
+
+# -- docker-compose.yml -------------------------------------------------------------------------
+
+def _services() -> dict[str, Any]:
+    services = _compose()["services"]
+    assert isinstance(services, dict)
+    return services
+
+
+def _command(service: dict[str, Any]) -> list[str]:
+    command = service["command"]
+    return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+def test_compose_has_the_production_services() -> None:
+    assert set(_services()) >= {"postgres", "redis", "migrate", *APP_SERVICES}
+
+
+def test_compose_databases_have_healthchecks() -> None:
+    services = _services()
+    assert services["postgres"]["image"].startswith("postgres:16")
+    assert services["redis"]["image"].startswith("redis:7")
+    for name in ("postgres", "redis"):
+        assert services[name]["healthcheck"]["test"], name
+    assert "pg_isready" in " ".join(services["postgres"]["healthcheck"]["test"])
+    assert "ping" in services["redis"]["healthcheck"]["test"]
+
+
+def test_compose_migrate_is_a_one_shot_upgrade_and_bootstrap() -> None:
+    migrate = _services()["migrate"]
+    script = _command(migrate)
+    assert script[:2] == ["sh", "-c"]
+    assert script[2] == ("occ db upgrade && occ bootstrap --if-missing "
+                         "--key-file /run/occ/admin.key")
+    assert migrate["restart"] == "no"
+    assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
+    mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in migrate["volumes"]}
+    assert mounts["/run/occ"] in _compose()["volumes"], "the admin key lives in a named volume"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_compose_app_services_wait_for_healthy_services_and_migrate(name: str) -> None:
+    service = _services()[name]
+    depends = service["depends_on"]
+    assert depends["postgres"]["condition"] == "service_healthy"
+    assert depends["redis"]["condition"] == "service_healthy"
+    assert depends["migrate"]["condition"] == "service_completed_successfully"
+
+
+@pytest.mark.parametrize("name", ["migrate", *APP_SERVICES])
+def test_compose_occ_services_use_the_image_and_both_database_roles(name: str) -> None:
+    services = _services()
+    service = services[name]
+    assert service["image"] == services["migrate"]["image"]
+    assert service["build"]["context"] == "."
+    environment = service["environment"]
+    assert environment["OCC_DATABASE_URL"].startswith("postgresql+psycopg://occ_app:")
+    owner = environment["OCC_MIGRATION_DATABASE_URL"]
+    assert owner.startswith("postgresql+psycopg://") and "occ_app" not in owner
+    assert environment["OCC_BROKER_URL"].startswith("redis://redis:")
+    for secret in ("OCC_API_KEY_PEPPER", "OCC_SECRET_KEY"):
+        assert re.fullmatch(r"\$\{" + secret + r":\?[^}]+\}", environment[secret]), secret
+
+
+def test_compose_process_commands_match_the_procfile() -> None:
+    services, procfile = _services(), _procfile()
+    api = _command(services["api"])
+    assert api[:2] == procfile["web"][:2]
+    for service, process in (("control", "control"), ("worker", "worker")):
+        compose_argv = _celery(_command(services[service]), "worker")
+        heroku_argv = _celery(procfile[process], "worker")
+        for option in (("-Q", "--queues"), ("-P", "--pool"), ("-n", "--hostname")):
+            assert _option(compose_argv, *option) == _option(heroku_argv, *option), option
+    beat = _celery(_command(services["beat"]), "beat")
+    assert _option(beat, "-S", "--scheduler") == "celery.beat:Scheduler"
+    assert services["beat"]["deploy"]["replicas"] == 1
+    # Docker signals only the main process: warm shutdown, within the grace period
+    for name in ("control", "worker"):
+        assert "REMAP_SIGTERM" not in services[name]["environment"], name
+        assert services[name]["stop_grace_period"] == "30s"
+
+
+def test_compose_keeps_published_ports_on_loopback() -> None:
+    for name, service in _services().items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+
+
+# -- Dockerfile ---------------------------------------------------------------------------------
+
+def _dockerfile() -> list[tuple[str, str]]:
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    instructions = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            keyword, _, rest = line.strip().partition(" ")
+            instructions.append((keyword.upper(), rest.strip()))
+    return instructions
+
+
+def test_dockerfile_installs_the_source_tree_and_runs_unprivileged() -> None:
+    instructions = _dockerfile()
+    assert instructions[0] == ("FROM", "python:3.11-slim")
+    users = [rest for keyword, rest in instructions if keyword == "USER"]
+    assert users and users[-1] not in ("root", "0")
+    copies = [rest for keyword, rest in instructions if keyword == "COPY"]
+    assert ". ." in copies, "alembic/ and alembic.ini must be in the image"
+    assert any("pip install" in rest and "-e ." in rest
+               for keyword, rest in instructions if keyword == "RUN")
+    cmd = [rest for keyword, rest in instructions if keyword == "CMD"][-1]
+    assert cmd.startswith('["gunicorn", "occ.web.app:create_app()"')
+    ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.lstrip().startswith("#")]
+    for needed in ("occ", "alembic", "alembic.ini", "pyproject.toml", "README.md"):
+        assert needed not in ignored, needed
+
+
+# -- the thin wrappers --------------------------------------------------------------------------
+
+@pytest.fixture
+def exec_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+
+    def fake_execv(path: str, argv: list[str]) -> None:
+        calls.append(list(argv))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli.os, "execv", fake_execv)
+    return calls
+
+
+def _run(arguments: list[str], calls: list[list[str]]) -> list[str]:
+    result = CliRunner().invoke(cli.cli, arguments)
+    assert result.exit_code == 0, result.output
+    assert calls and calls[-1][:2] == [sys.executable, "-m"]
+    return calls[-1][2:]
+
+
+def test_occ_worker_runs_the_procfile_worker(exec_calls: list[list[str]]) -> None:
+    argv = _run(["worker", "--queues", "occ.drivers", "--pool", "prefork", "--concurrency", "4",
+                 "--", "-E", "worker_soft_shutdown_timeout=20"], exec_calls)
+    celery = _celery(argv, "worker")
+    heroku = _celery(_procfile()["worker"], "worker")
+    for option in (("-Q", "--queues"), ("-P", "--pool"), ("-n", "--hostname"), ("-c",)):
+        assert _option(celery, *option) == _option(heroku, *option), option
+    assert argv[-2:] == ["-E", "worker_soft_shutdown_timeout=20"]
+
+
+def test_occ_worker_names_the_node_after_its_queues(exec_calls: list[list[str]]) -> None:
+    assert _option(_run(["worker", "-Q", "occ.control", "-P", "threads"], exec_calls),
+                   "-n") == "control@%h"
+    assert _option(_run(["worker"], exec_calls), "-n") == "worker@%h"
+
+
+def test_occ_api_and_beat_run_the_procfile_commands(exec_calls: list[list[str]]) -> None:
+    api = _run(["api", "--bind", "0.0.0.0:9000", "--workers", "3"], exec_calls)
+    assert api[:2] == _procfile()["web"][:2]
+    assert _option(api, "--bind") == "0.0.0.0:9000"
+    assert _option(api, "--workers") == "3"
+    beat = _celery(_run(["beat"], exec_calls), "beat")
+    assert _option(beat, "-S") == "celery.beat:Scheduler"
+
+
+def test_wrappers_check_the_settings_before_exec(exec_calls: list[list[str]],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCC_WORKER_LEASE_DURATION_MS", "soon")
+    result = CliRunner().invoke(cli.cli, ["worker"])
+    assert result.exit_code == cli.EXIT_OCC_ERROR
+    assert exec_calls == []
