@@ -1,0 +1,30 @@
+# occ: one image for every process (API, workers, beat, Flower, migrations); docs/running.md.
+# The API is the default command; docker-compose.yml sets the others.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+RUN groupadd --system occ \
+    && useradd --system --gid occ --create-home --home-dir /home/occ --shell /usr/sbin/nologin occ
+
+WORKDIR /app
+
+# dependencies first, in a layer of their own (rebuilt only when pyproject.toml changes)
+COPY pyproject.toml README.md ./
+RUN mkdir occ && touch occ/__init__.py && pip install -e . && rm -rf occ
+
+# the source tree: the package and the Alembic migrations (alembic.ini, alembic/) it runs
+COPY . .
+RUN pip install --no-deps -e . \
+    && mkdir -p /run/occ /var/lib/occ/local \
+    && chown occ:occ /run/occ /var/lib/occ /var/lib/occ/local
+
+USER occ
+
+EXPOSE 8000
+
+CMD ["gunicorn", "occ.web.app:create_app()", "--bind", "0.0.0.0:8000", "--workers", "2", \
+     "--timeout", "30", "--graceful-timeout", "20"]
