@@ -19,6 +19,7 @@ it reads it only to build theirs (``Settings.from_env`` of that environment vali
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -40,6 +41,7 @@ from occ import devservices, schema
 from occ.config import Settings
 from occ.controller import installation, principals
 from occ.db import Database
+from occ.drivers.compute import local
 from occ.state import api_keys
 
 logger = logging.getLogger("occ.dev")
@@ -434,6 +436,7 @@ class _Runner:
             for name in self.children:
                 if name != "control":
                     clean &= self._wait_for(name, deadline)
+        clean &= self._stop_gateways()
         if self.redis is not None:
             clean &= self.redis.stop()
         if self.postgres is not None:
@@ -444,6 +447,23 @@ class _Runner:
         if not clean:
             _warn(f"some processes did not stop in time and were killed; see {self.logs}")
         return clean
+
+    def _stop_gateways(self) -> bool:
+        """Stop the local gateway processes the workers started (they run in sessions of their
+        own, so they would outlive ``occ dev``); a later deploy starts them again."""
+        driver = local.LocalComputeDriver(self.home / "local")
+        pids = driver.gateway_processes()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and driver.gateway_processes():
+            time.sleep(0.1)
+        left = driver.gateway_processes()
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return not left
 
     def _terminate(self, *names: str) -> None:
         for name in names:
