@@ -79,6 +79,10 @@ class Settings:
     """Simulated duration of each local Compute effect (demos, fault drills).
     Env: OCC_LOCAL_EFFECT_DELAY_MS."""
 
+    metrics_port: int | None = None
+    """Loopback port of a worker's private Prometheus listener (off when unset).
+    Env: OCC_METRICS_PORT."""
+
     worker_readiness_path: str | None = None
     """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
 
@@ -148,6 +152,7 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
     "compute_driver": ("OCC_COMPUTE_DRIVER", str),
     "local_root": ("OCC_LOCAL_ROOT", str),
     "local_effect_delay_ms": ("OCC_LOCAL_EFFECT_DELAY_MS", int),
+    "metrics_port": ("OCC_METRICS_PORT", int),
     "worker_readiness_path": ("OCC_WORKER_READINESS_PATH", str),
 }
 

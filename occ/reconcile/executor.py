@@ -7,6 +7,7 @@ nothing; a worker shutting down releases the claim with the attempt refunded.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 import uuid
@@ -15,7 +16,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from occ import codes, errors, observability
+from occ import codes, errors, metrics, observability
 from occ.db import Database
 from occ.drivers.compute import base
 from occ.reconcile import agent_delete, agent_stop, environment, namespace, outcome, revision
@@ -36,7 +37,10 @@ def claim_batch(database: Database, policy: values.QueuePolicy, *,
     with database.transaction() as session:
         session.execute(CLAIM_LOCK)
         room = max_in_flight - work_queue.live_claims(session)
-        return work_queue.claim(session, policy, limit=room) if room > 0 else []
+        if room <= 0:
+            return []
+        with metrics.CLAIM_DURATION.time():
+            return work_queue.claim(session, policy, limit=room)
 
 
 def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
@@ -51,7 +55,10 @@ def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
 
 def recover(database: Database, policy: values.QueuePolicy) -> values.RecoveryReport:
     with database.transaction() as session:
-        return work_queue.recover_stale(session, policy)
+        report = work_queue.recover_stale(session, policy)
+    metrics.RECOVERED.labels("requeued").inc(len(report.requeued))
+    metrics.RECOVERED.labels("failed").inc(len(report.failed) + len(report.exhausted))
+    return report
 
 
 def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult | None:
@@ -88,6 +95,7 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
             if retried is None:
                 return None
             result = retried
+    _measure(claim, result, time.perf_counter() - started)
     observability.log("worker.completed", outcome=str(result.outcome), code=result.code,
                       durationMs=round((time.perf_counter() - started) * 1000, 1), **fields)
     return result
@@ -123,6 +131,7 @@ def _stopped(worker: Worker, context: ClaimContext,
             observability.log("worker.pass-interrupted", level=logging.WARNING,
                               code="CLAIM_RELEASED", **fields)
             return outcome.PassResult(codes.Outcome.PENDING, "CLAIM_RELEASED", 0)
+    metrics.CLAIMS_LOST.inc()
     observability.log("worker.error", level=logging.WARNING, code="CLAIM_LOST", **fields)
     return None
 
@@ -145,6 +154,27 @@ def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.Pass
     if item.state == values.WorkState.FAILED_PERMANENT:
         return outcome.permanent("DEPENDENCY_UNAVAILABLE")
     return outcome.PassResult(codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE")
+
+
+_AGENT_OPERATIONS: Final = {"REVISION_ACTIVATED": "deploy", "AGENT_STOPPED": "stop",
+                             "AGENT_DELETED": "delete"}
+
+
+def _work_kind(owner: values.WorkOwner) -> str:
+    if owner.agent_id is None:
+        return "namespace"
+    return "agent" if owner.revision_id is None else "agent_revision"
+
+
+def _measure(claim: values.Claim, result: outcome.PassResult, seconds: float) -> None:
+    kind = _work_kind(claim.owner)
+    metrics.RECONCILIATION_ATTEMPTS.labels(kind, str(result.outcome)).inc()
+    metrics.RECONCILIATION_DURATION.labels(kind).observe(seconds)
+    operation = _AGENT_OPERATIONS.get(result.code)
+    if operation is not None and ":maintenance:" not in claim.work_id:
+        since_admission = dt.datetime.now(dt.UTC) - claim.created_at
+        metrics.AGENT_OPERATION_DURATION.labels(operation).observe(
+            max(since_admission.total_seconds(), 0.0))
 
 
 def _log_fields(claim: values.Claim) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from celery import Celery, signals
 
-from occ import errors, observability, runtime
+from occ import errors, metrics, observability, runtime
 from occ.config import Settings
 from occ.drivers import compute
 from occ.reconcile import executor
@@ -141,6 +141,8 @@ def connect_signals(app: Celery) -> None:
         settings = _settings(app)
         observability.log("worker.started", pid=os.getpid(),
                           computeDriver=settings.compute_driver)
+        if settings.metrics_port:
+            metrics.serve(settings.metrics_port, _worker(app).database)
         path = _readiness_path(app)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

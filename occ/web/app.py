@@ -17,7 +17,7 @@ import flask
 import flask_smorest
 import flask_smorest.utils
 
-from occ import observability, runtime
+from occ import metrics, observability, runtime
 from occ.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
@@ -118,4 +118,8 @@ def _finish(response: flask.Response) -> flask.Response:
         "principalId": flask.g.get("principal_id"),
     }
     observability.log("http.completed", **fields)
+    route = fields["route"] or "unmatched"
+    metrics.HTTP_REQUESTS.labels(flask.request.method, route, str(response.status_code)).inc()
+    metrics.HTTP_DURATION.labels(flask.request.method, route).observe(
+        time.perf_counter() - started)
     return response

@@ -11,6 +11,7 @@ from occ.web.routes import (
     configurations,
     health,
     installation,
+    metrics,
     namespaces,
     principals,
     restrictions,
@@ -21,5 +22,5 @@ from occ.web.routes import (
 
 ROUTE_MODULES: Final = (
     health, installation, namespaces, principals, roles, access_bindings, restrictions,
-    configurations, secrets, agents, work, audit_events,
+    configurations, secrets, agents, work, audit_events, metrics,
 )

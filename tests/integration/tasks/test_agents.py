@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,6 +109,13 @@ def _agent(db: Database, world: World) -> agents.AgentView:
                             agent_id=world.agent_id)
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
 def _health(endpoint: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{endpoint}/healthz", timeout=2) as response:
         body: dict[str, Any] = json.loads(response.read())
@@ -151,8 +159,12 @@ def cleanup_gateways(local_root: Path) -> Iterator[None]:
 
 def test_deploy_redeploy_and_one_activation_audit_per_revision(
     db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None,
+    control: processes.Process, local_root: Path, cleanup_gateways: None, tmp_path: Path,
 ) -> None:
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    port = _free_port()
+    env.update(OCC_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     fleet.worker("drivers", concurrency=2)
     world = _make_world(db, env)
     first = _deploy(db, world)
@@ -175,6 +187,12 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     wait_for(lambda: not _alive(first_pid), timeout=10, message="the old gateway to stop")
     assert _deployment(db, world, first).state == "superseded"
     assert (_activation_audits(db, first), _activation_audits(db, second)) == (1, 1)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        exposition = response.read().decode()
+    assert 'occ_agent_operation_duration_seconds_count{operation="deploy"} 2.0' in exposition
+    assert ('occ_reconciliation_attempts_total{outcome="success",work_kind="agent_revision"}'
+            in exposition)
+    assert "occ_work_pending 0.0" in exposition
 
 
 def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
@@ -229,8 +247,12 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
 
 def test_stop_then_deploy_again_then_delete_removes_everything(
     db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None,
+    control: processes.Process, local_root: Path, cleanup_gateways: None, tmp_path: Path,
 ) -> None:
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    port = _free_port()
+    env.update(OCC_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     fleet.worker("drivers", concurrency=2)
     world = _make_world(db, env)
     first = _deploy(db, world)

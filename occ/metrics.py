@@ -1,0 +1,122 @@
+"""Prometheus metrics of the API and the workers (no tenant ids as labels).
+
+Counters and histograms are recorded where things happen; the queue gauges (pending work,
+oldest pending age, Agents per lifecycle state) are read from the database when scraped.
+Processes that fork (gunicorn, the prefork pool) aggregate through prometheus-client's
+multiprocess mode when ``PROMETHEUS_MULTIPROC_DIR`` is set.
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from typing import Final
+
+import prometheus_client
+import sqlalchemy as sa
+from prometheus_client import multiprocess
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from occ import errors, observability
+from occ.db import Database
+
+_SLOW_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
+
+HTTP_REQUESTS: Final = prometheus_client.Counter(
+    "occ_http_requests_total", "HTTP requests answered.", ["method", "route", "status"])
+HTTP_DURATION: Final = prometheus_client.Histogram(
+    "occ_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"])
+RECONCILIATION_ATTEMPTS: Final = prometheus_client.Counter(
+    "occ_reconciliation_attempts_total", "Reconciliation passes by work kind and outcome.",
+    ["work_kind", "outcome"])
+RECONCILIATION_DURATION: Final = prometheus_client.Histogram(
+    "occ_reconciliation_attempt_duration_seconds", "Duration of one reconciliation pass.",
+    ["work_kind"], buckets=_SLOW_BUCKETS)
+AGENT_OPERATION_DURATION: Final = prometheus_client.Histogram(
+    "occ_agent_operation_duration_seconds",
+    "Admission to completion of an Agent operation (deploy, stop, delete).", ["operation"],
+    buckets=_SLOW_BUCKETS)
+CLAIM_DURATION: Final = prometheus_client.Histogram(
+    "occ_claim_duration_seconds", "Time of one claim statement.")
+CLAIMS_LOST: Final = prometheus_client.Counter(
+    "occ_claims_lost_total", "Passes that found their claim gone and published nothing.")
+RECOVERED: Final = prometheus_client.Counter(
+    "occ_work_recovered_total", "Items recovery requeued or failed.", ["result"])
+
+_QUEUE_SNAPSHOT = sa.text("""
+    SELECT (SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed'))
+             AS pending,
+           (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)
+              FROM occ.controller_work WHERE state IN ('queued', 'claimed')) AS oldest""")
+_AGENTS_SNAPSHOT = sa.text("SELECT status, count(*) AS n FROM occ.agents GROUP BY status")
+
+
+class QueueCollector(Collector):
+    """The database-backed gauges, read on every scrape."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        pending = GaugeMetricFamily("occ_work_pending", "Work items queued or claimed.")
+        oldest = GaugeMetricFamily("occ_work_oldest_pending_age_seconds",
+                                   "Age of the oldest queued or claimed work item.")
+        agents = GaugeMetricFamily("occ_agents", "Agents by lifecycle state.",
+                                   labels=["lifecycle_state"])
+        try:
+            with self.database.snapshot() as session:
+                row = session.execute(_QUEUE_SNAPSHOT).one()
+                counts = {r.status: r.n for r in session.execute(_AGENTS_SNAPSHOT)}
+        except errors.OccError as exc:
+            observability.log("worker.error", level=logging.WARNING,
+                              code="METRICS_DATABASE_UNAVAILABLE", error=exc.code)
+            return
+        pending.add_metric([], float(row.pending))
+        oldest.add_metric([], float(row.oldest))
+        for state in ("active", "deleting"):
+            agents.add_metric([state], float(counts.get(state, 0)))
+        yield from (pending, oldest, agents)
+
+
+def _process_registry() -> prometheus_client.CollectorRegistry:
+    """This process's metrics, or every process's in multiprocess mode."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        combined = prometheus_client.CollectorRegistry()
+        multiprocess.MultiProcessCollector(combined)  # type: ignore[no-untyped-call]
+        return combined
+    return prometheus_client.REGISTRY
+
+
+def render(database: Database | None = None) -> tuple[bytes, str]:
+    """The exposition text (process metrics, plus the queue gauges when a database is given)
+    and its content type."""
+    text = prometheus_client.generate_latest(_process_registry())
+    if database is not None:
+        queue = prometheus_client.CollectorRegistry(auto_describe=False)
+        queue.register(QueueCollector(database))
+        text += prometheus_client.generate_latest(queue)
+    return text, prometheus_client.CONTENT_TYPE_LATEST
+
+
+def serve(port: int, database: Database | None = None) -> None:
+    """Expose metrics on a private loopback listener (workers have no HTTP API)."""
+    database_for_scrapes = database
+
+    class _Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body, content_type = render(database_for_scrapes)
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+    threading.Thread(target=server.serve_forever, name="occ-metrics", daemon=True).start()

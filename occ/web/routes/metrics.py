@@ -1,0 +1,24 @@
+"""``/metrics``: Prometheus exposition for scrapers holding a key with ``installation:read``."""
+
+from __future__ import annotations
+
+import flask
+
+from occ import metrics
+from occ.controller import installation
+from occ.web import access, routing
+
+blueprint = routing.Blueprint("metrics", __name__, url_prefix="",
+                              description="Prometheus metrics (authenticated).")
+
+
+@blueprint.route("/metrics", methods=["GET"])
+@blueprint.doc(responses={"200": {"description": "Prometheus text exposition",
+                                  "content": {"text/plain": {"schema": {"type": "string"}}}}})
+@access.requires("installation:read")
+def get_metrics() -> flask.Response:
+    """HTTP and queue metrics of this API process (all processes in multiprocess mode)."""
+    database = flask.current_app.extensions["occ"].runtime.database
+    installation.get_installation(database, actor_id=access.principal_id())  # authorizes
+    body, content_type = metrics.render(database)
+    return flask.Response(body, content_type=content_type)
