@@ -42,7 +42,10 @@ class Database:
             normalize_url(url),
             pool_size=pool_size,
             max_overflow=pool_size,
-            pool_pre_ping=True,
+            # no pre-ping (a round trip per transaction): a connection found dead is
+            # invalidated by SQLAlchemy and the caller sees DependencyUnavailable once
+            pool_pre_ping=False,
+            pool_recycle=1800,
             connect_args={
                 "options": options,
                 "keepalives": 1,

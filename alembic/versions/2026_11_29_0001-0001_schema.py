@@ -406,7 +406,7 @@ CREATE TABLE occ.controller_work (
     (last_progress_code IS NULL) = (last_progress_at IS NULL)
     AND last_progress_code ~ '^[A-Z][A-Z0-9_]{{0,63}}$'),
   CONSTRAINT controller_work_result_data_state
-    CHECK (occ.work_result_is_valid(state, reason_code, result_data))
+    CHECK (result_data IS NULL OR occ.work_result_is_valid(state, reason_code, result_data))
 );
 CREATE INDEX controller_work_ready ON occ.controller_work (available_at, created_at, id)
   WHERE state = 'queued';

@@ -54,6 +54,10 @@ class ClaimContext:
         """Renew before an effect; raise ``ClaimLost`` (and abort) when the claim is gone."""
         if self.abort.is_set():
             raise errors.ClaimLost(self._claim.work_id, "the pass was aborted")
+        with self._lock:
+            fresh = time.monotonic() - self._confirmed_at < self._policy.lease_ms / 10000
+        if fresh and progress_code is None:
+            return  # confirmed a moment ago (e.g. the start): the lease is nearly full
         try:
             with self._database.transaction() as session:
                 renewed = work_queue.renew(session, self._policy, self.claim,

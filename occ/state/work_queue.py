@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ import codes, errors
@@ -127,7 +128,7 @@ _CLAIM = sa.text(f"""
        ORDER BY available_at, created_at, id
        LIMIT :window
     ), heads AS (
-      SELECT id FROM (
+      SELECT id, available_at, created_at FROM (
         SELECT c.id, c.available_at, c.created_at,
                row_number() OVER (PARTITION BY c.lane
                                   ORDER BY c.available_at, c.created_at, c.id) AS position
@@ -136,12 +137,16 @@ _CLAIM = sa.text(f"""
                                WHERE busy.state = 'claimed')
       ) ranked
        WHERE position = 1
-       ORDER BY available_at, created_at, id
-       LIMIT :limit
     ), locked AS (
+      -- the limit applies after SKIP LOCKED, so a racing claimer that holds some heads does
+      -- not leave this one empty-handed; the state, time and attempt conditions are repeated
+      -- here because a row changed since the snapshot is re-checked against these only
       SELECT w.id FROM occ.controller_work w JOIN heads h ON h.id = w.id
-       WHERE w.state = 'queued'
+       WHERE w.state = 'queued' AND w.available_at <= {_NOW}
+         AND w.attempt_count < :max_attempts
          AND pg_try_advisory_xact_lock({LANE_LOCK_CLASS}, hashtext(w.lane))
+       ORDER BY h.available_at, h.created_at, h.id
+       LIMIT :limit
          FOR UPDATE OF w SKIP LOCKED
     )
     UPDATE occ.controller_work w
@@ -159,6 +164,8 @@ _START = sa.text(f"""
      WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
        AND w.started_at IS NULL AND w.lease_expires_at > {_NOW}
     RETURNING {_RETURNING}""")
+
+_CLAIM_RACE_RETRIES: Final = 3
 
 _LIVE_CLAIMS = sa.text("SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'")
 
@@ -179,8 +186,18 @@ def claim(session: orm.Session, policy: values.QueuePolicy, *, limit: int,
         "max_attempts": policy.max_attempts,
         "dispatch_lease_ms": policy.dispatch_lease_ms,
     }
-    rows = session.execute(_CLAIM, params).mappings().all()
-    return [_claim(row) for row in sorted(rows, key=lambda r: (r["available_at"], r["id"]))]
+    for attempt in range(_CLAIM_RACE_RETRIES):
+        try:
+            # a savepoint: a lane collision (the unique index backstop) costs one retry, not
+            # the caller's transaction
+            with session.begin_nested():
+                rows = session.execute(_CLAIM, params).mappings().all()
+            break
+        except sa_exc.IntegrityError:
+            if attempt == _CLAIM_RACE_RETRIES - 1:
+                raise
+    return [_claim(row) for row in sorted(
+        rows, key=lambda r: (r["available_at"], r["created_at"], r["id"]))]
 
 
 def start(session: orm.Session, policy: values.QueuePolicy,

@@ -125,6 +125,12 @@ def connect_signals(app: Celery) -> None:
         if sender is not None and getattr(sender, "app", app) is not app:
             return
         observability.configure("occ-worker")
+        pool = getattr(sender, "pool_cls", "")
+        pool_name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
+        if "thread" in pool_name:
+            # a threads pool never wakes the consumer when a task ends: with prefetch disabled
+            # it would sleep out the broker poll (1 s) between short control tasks
+            app.conf.worker_disable_prefetch = False
         path = _readiness_path(app)
         if path is not None:
             path.unlink(missing_ok=True)

@@ -85,7 +85,7 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
     for thread in threads:
         thread.join()
 
-    assert failures == []
+    assert [(repr(f), repr(f.__cause__)) for f in failures] == []
     assert len(completed) == ITEMS
     assert sorted(completed) == sorted(lanes)  # every item exactly once
 

@@ -1,0 +1,418 @@
+"""Benchmark of the HTTP API under gunicorn: prints ``name=value`` figures.
+
+Not a test: it asserts nothing, it measures. It creates a fresh database on the server named by
+``OCC_TEST_DATABASE_URL`` (``tests.support.databases``: created, migrated, role ``occ_app``),
+bootstraps the Installation and an administrator key, and starts
+``gunicorn "occ.web.app:create_app()"`` (2 gthread workers) on a free 127.0.0.1 port with
+``OCC_DATABASE_URL`` (role ``occ_app``), a per-run API-key pepper and secret key, and
+``OCC_BROKER_URL`` on the local Redis (``OCC_BENCH_REDIS_URL``, else an empty database nobody
+is connected to on ``OCC_TEST_REDIS_URL``'s server; flushed at the end) so every admission's
+nudge is really published. Through the
+API it then creates a Namespace (made ``ready`` with one UPDATE as the database owner, standing
+in for a worker), a Configuration, a Secret and an Agent, and binds the Agent's service
+principal to a Role with ``configuration:read`` + ``secret:operate`` (what a deploy checks).
+
+Each phase runs ``--threads`` client threads (default 4), each with its own keep-alive
+``http.client`` connection, for ``--duration`` seconds (after ``--warmup`` seconds that are not
+counted). stdout gets exactly::
+
+    deploy_per_s           POST /v1/namespaces/{ns}/agents/{id}/deploy admissions/s (202s)
+    deploy_p50_ms          its latency percentiles, client side
+    deploy_p99_ms
+    get_namespace_per_s    GET /v1/namespaces/{ns} requests/s (200s)
+    get_namespace_p50_ms
+    get_namespace_p99_ms
+
+A deploy is a full admission: Agent row lock, four authorization decisions, a new immutable
+revision, the desired state, a work row and an audit event in one transaction, then the nudge.
+By default every thread deploys the same Agent, so admissions queue on its row lock (the
+contended case); ``--agents N`` spreads the threads over N Agents. stderr gets the settings,
+error counts, ``baseline_healthz_per_s`` (the same loop against ``/healthz``: no database, no
+authentication) and the figures as ratios of it, so runs on different machines compare.
+
+    OCC_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres \\
+        .venv/bin/python bench/api_bench.py [--duration 10] [--agents 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import redis
+import sqlalchemy as sa
+
+from occ.controller import installation
+from occ.db import Database
+from occ.state import api_keys
+from tests.support import databases
+
+WORKERS = 2
+WORKER_THREADS = 4
+REDIS_CANDIDATE_DBS = tuple(range(12, 0, -1))
+"""Redis databases the benchmark may take for its broker when ``OCC_BENCH_REDIS_URL`` is not
+set: the first that is empty and has no client connected (other suites pick fixed numbers)."""
+
+READY_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Tally:
+    """One client thread's measurements."""
+
+    latencies: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def error(self, what: str) -> None:
+        self.errors[what] = self.errors.get(what, 0) + 1
+
+
+@dataclass(frozen=True)
+class Figures:
+    per_s: float
+    p50_ms: float
+    p99_ms: float
+    count: int
+    errors: dict[str, int]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    if not ordered:
+        return math.nan
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def redis_url() -> str:
+    """The broker of this run: ``OCC_BENCH_REDIS_URL``, else a free database on the server of
+    ``OCC_TEST_REDIS_URL`` (default the local Redis). The benchmark flushes it at start and end.
+    """
+    chosen = os.environ.get("OCC_BENCH_REDIS_URL")
+    if chosen:
+        return chosen
+    base = urlsplit(os.environ.get("OCC_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0")
+
+    def url(number: int) -> str:
+        return urlunsplit((base.scheme, base.netloc, f"/{number}", "", ""))
+
+    with redis.Redis.from_url(url(0), socket_timeout=5) as probe:
+        busy = {int(client["db"]) for client in probe.client_list()}
+    for number in REDIS_CANDIDATE_DBS:
+        if number in busy:
+            continue
+        with redis.Redis.from_url(url(number), socket_timeout=5) as candidate:
+            if candidate.dbsize() == 0:
+                return url(number)
+    raise RuntimeError("no free Redis database; set OCC_BENCH_REDIS_URL")
+
+
+# -- the client -------------------------------------------------------------------------------
+
+class Client:
+    """One keep-alive connection; reconnects once if the server closed it."""
+
+    def __init__(self, port: int, key: str) -> None:
+        self.port = port
+        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        self.connection = self._connect()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT_S)
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        headers = dict(self.headers)
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        for attempt in (1, 2):
+            try:
+                self.connection.request(method, path, body=payload, headers=headers)
+                response = self.connection.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.connection.close()
+                self.connection = self._connect()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def json(self, method: str, path: str, body: Any = None, *, expect: int) -> Any:
+        status, raw = self.request(method, path, body)
+        if status != expect:
+            raise RuntimeError(f"{method} {path} answered {status}: {raw[:500]!r}")
+        return json.loads(raw)["data"]
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def measure(port: int, key: str, *, threads: int, warmup_s: float, duration_s: float,
+            request: Callable[[Client, int], tuple[str, str]], expect: int) -> Figures:
+    """``threads`` threads loop ``request`` (method, path for thread i) for the duration."""
+    tallies = [Tally() for _ in range(threads)]
+    start = threading.Barrier(threads + 1)
+    clock: dict[str, float] = {}
+
+    def loop(index: int) -> None:
+        client = Client(port, key)
+        tally = tallies[index]
+        start.wait()
+        try:
+            while time.perf_counter() < clock["end"]:
+                method, path = request(client, index)
+                began = time.perf_counter()
+                try:
+                    status, _ = client.request(method, path)
+                except OSError as exc:
+                    tally.error(type(exc).__name__)
+                    continue
+                finished = time.perf_counter()
+                if status != expect:
+                    tally.error(str(status))
+                elif began >= clock["measure"]:
+                    tally.latencies.append(finished - began)
+        finally:
+            client.close()
+
+    workers = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    now = time.perf_counter()
+    clock["measure"] = now + warmup_s
+    clock["end"] = clock["measure"] + duration_s
+    start.wait()
+    for worker in workers:
+        worker.join()
+    latencies = sorted(value for tally in tallies for value in tally.latencies)
+    errors: dict[str, int] = {}
+    for tally in tallies:
+        for what, count in tally.errors.items():
+            errors[what] = errors.get(what, 0) + count
+    return Figures(per_s=len(latencies) / duration_s,
+                   p50_ms=percentile(latencies, 0.50) * 1000,
+                   p99_ms=percentile(latencies, 0.99) * 1000,
+                   count=len(latencies), errors=errors)
+
+
+# -- the server -------------------------------------------------------------------------------
+
+def start_server(urls: databases.DatabaseUrls, port: int, pepper: str, broker_url: str,
+                 log_file: Any) -> subprocess.Popen[bytes]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
+    env.update({
+        "OCC_DATABASE_URL": urls.app,
+        "OCC_MIGRATION_DATABASE_URL": urls.owner,
+        "OCC_BROKER_URL": broker_url,
+        "OCC_API_KEY_PEPPER": pepper,
+        "OCC_SECRET_KEY": secrets.token_hex(32),
+        "PYTHONUNBUFFERED": "1",
+    })
+    command = [
+        sys.executable, "-m", "gunicorn", "occ.web.app:create_app()",
+        "--bind", f"127.0.0.1:{port}", "--workers", str(WORKERS),
+        "--worker-class", "gthread", "--threads", str(WORKER_THREADS),
+        "--keep-alive", "30", "--graceful-timeout", "5", "--timeout", "60",
+    ]
+    return subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+
+
+def wait_ready(server: subprocess.Popen[bytes], port: int, log_path: str) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {server.returncode}:\n{tail(log_path)}")
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200:
+                connection.close()
+                return
+            connection.close()
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"gunicorn was not ready in {READY_TIMEOUT_S} s:\n{tail(log_path)}")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is not None:
+        return
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=15)
+
+
+def tail(path: str, lines: int = 40) -> str:
+    return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+
+
+# -- the world --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class World:
+    namespace_id: str
+    agent_ids: list[str]
+
+
+def bootstrap(urls: databases.DatabaseUrls, pepper: str) -> str:
+    database = Database(urls.app, pool_size=1)
+    try:
+        boot = installation.bootstrap_installation(database, name="api-bench",
+                                                   admin_name="bench-admin")
+        assert boot.admin_principal_id is not None
+        with database.transaction() as session:
+            minted = api_keys.mint(session, principal_id=boot.admin_principal_id, pepper=pepper)
+        return minted.plaintext
+    finally:
+        database.dispose()
+
+
+def build_world(client: Client, urls: databases.DatabaseUrls, agents: int) -> World:
+    namespace = client.json("POST", "/v1/namespaces", {"name": "bench"}, expect=201)
+    namespace_id = namespace["id"]
+    owner = sa.create_engine(urls.owner, poolclass=sa.pool.NullPool)
+    try:
+        with owner.begin() as connection:  # a worker would do this; there is none here
+            connection.execute(sa.text("UPDATE occ.namespaces SET status = 'ready' "
+                                       "WHERE id = :id"), {"id": namespace_id})
+    finally:
+        owner.dispose()
+    base = f"/v1/namespaces/{namespace_id}"
+    configuration = client.json("POST", f"{base}/configurations", {
+        "name": "bench-config", "document": {"model": "bench", "tools": ["shell", "web"]},
+    }, expect=201)
+    secret = client.json("POST", f"{base}/secrets",
+                         {"name": "bench-token", "value": secrets.token_hex(16)}, expect=201)
+    role = client.json("POST", "/v1/roles", {
+        "name": "bench deployer", "permissions": ["configuration:read", "secret:operate"],
+    }, expect=201)
+    agent_ids = []
+    for n in range(agents):
+        agent = client.json("POST", f"{base}/agents", {
+            "name": f"bench-agent-{n}", "configurationId": configuration["id"],
+            "harness": {"id": "openclaw", "version": "1.0.0"}, "executionMode": "embedded",
+            "harnessAuth": {"kind": "secret", "secretId": secret["id"]},
+        }, expect=201)
+        client.json("POST", "/v1/access-bindings", {
+            "roleId": role["id"], "principalId": agent["servicePrincipalId"],
+            "namespaceId": namespace_id,
+        }, expect=201)
+        agent_ids.append(agent["id"])
+    first = client.json("POST", f"{base}/agents/{agent_ids[0]}/deploy", expect=202)
+    assert first["deploymentId"], first
+    return World(namespace_id, agent_ids)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0,
+                        help="measured seconds per phase (default 10)")
+    parser.add_argument("--warmup", type=float, default=2.0,
+                        help="unmeasured seconds before each phase (default 2)")
+    parser.add_argument("--threads", type=int, default=4, help="client threads (default 4)")
+    parser.add_argument("--agents", type=int, default=1,
+                        help="Agents the deploy threads spread over (default 1: one Agent)")
+    args = parser.parse_args(argv)
+    if not os.environ.get("OCC_TEST_DATABASE_URL"):
+        log("set OCC_TEST_DATABASE_URL to a PostgreSQL server the benchmark may create a "
+            "database on")
+        return 2
+
+    broker_url = redis_url()
+    broker = redis.Redis.from_url(broker_url, socket_timeout=5)
+    broker.flushdb()
+    urls = databases.create_test_database(f"occ_api_bench_{os.getpid()}")
+    pepper = secrets.token_hex(32)
+    port = free_port()
+    server = None
+    with tempfile.NamedTemporaryFile(prefix="occ-api-bench-", suffix=".log") as server_log:
+        try:
+            key = bootstrap(urls, pepper)
+            server = start_server(urls, port, pepper, broker_url, server_log)
+            wait_ready(server, port, server_log.name)
+            setup = Client(port, key)
+            world = build_world(setup, urls, max(1, args.agents))
+            setup.close()
+            log(f"gunicorn: {WORKERS} gthread workers x {WORKER_THREADS} threads on "
+                f"127.0.0.1:{port}; {args.threads} client threads, {args.warmup:g} s warm-up + "
+                f"{args.duration:g} s per phase; deploys over {len(world.agent_ids)} Agent(s); "
+                f"broker database {urlsplit(broker_url).path}")
+
+            def run(request: Callable[[Client, int], tuple[str, str]], expect: int) -> Figures:
+                return measure(port, key, threads=args.threads, warmup_s=args.warmup,
+                               duration_s=args.duration, request=request, expect=expect)
+
+            base = f"/v1/namespaces/{world.namespace_id}"
+
+            def deploy(_client: Client, index: int) -> tuple[str, str]:
+                agent_id = world.agent_ids[index % len(world.agent_ids)]
+                return "POST", f"{base}/agents/{agent_id}/deploy"
+
+            deploys = run(deploy, 202)
+            print(f"deploy_per_s={deploys.per_s:.1f}", flush=True)
+            print(f"deploy_p50_ms={deploys.p50_ms:.2f}", flush=True)
+            print(f"deploy_p99_ms={deploys.p99_ms:.2f}", flush=True)
+
+            reads = run(lambda _client, _index: ("GET", base), 200)
+            print(f"get_namespace_per_s={reads.per_s:.1f}", flush=True)
+            print(f"get_namespace_p50_ms={reads.p50_ms:.2f}", flush=True)
+            print(f"get_namespace_p99_ms={reads.p99_ms:.2f}", flush=True)
+
+            healthz = run(lambda _client, _index: ("GET", "/healthz"), 200)
+            log(f"baseline_healthz_per_s={healthz.per_s:.1f}")
+            log(f"baseline_healthz_p50_ms={healthz.p50_ms:.2f}")
+            log(f"baseline_healthz_p99_ms={healthz.p99_ms:.2f}")
+            log(f"deploy / healthz = {deploys.per_s / healthz.per_s:.3f}; "
+                f"get_namespace / healthz = {reads.per_s / healthz.per_s:.3f}")
+            log(f"requests: deploy {deploys.count}, get_namespace {reads.count}, "
+                f"healthz {healthz.count}; errors: deploy {deploys.errors or 0}, "
+                f"get_namespace {reads.errors or 0}, healthz {healthz.errors or 0}")
+            log(f"nudges waiting in occ.control: {broker.llen('occ.control')}")
+        finally:
+            if server is not None:
+                stop_server(server)
+            broker.flushdb()
+            broker.close()
+            databases.drop_database(urls)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,622 @@
+"""End-to-end benchmark of the worker fleet: Celery worker and beat processes, PostgreSQL, Redis.
+
+Not a test: it asserts nothing, it measures. stdout gets exactly these lines::
+
+    occ_items_per_s       no-op Namespace work items/s: claim -> run_work -> complete
+    celery_tasks_per_s    plain Celery no-op tasks/s, same broker and worker settings
+    pickup_p50_ms_nudge   admission commit -> effect start, API nudge after each admission
+    pickup_p99_ms_nudge
+    pickup_p50_ms_poll    the same without the nudge: beat claims every 250 ms
+    pickup_p99_ms_poll
+
+stderr gets a human summary (occ/celery ratio, nudge/poll ratios, the targets) and, with
+``-v``, progress lines.
+
+Set-up: ``OCC_TEST_DATABASE_URL`` names a PostgreSQL *server*; the benchmark creates its own
+fresh, migrated database there (``tests.support.databases``), bootstraps an Installation and
+drops the database at the end. The broker is database 12 of the Redis named by
+``OCC_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``), flushed before and after.
+Processes are started the way the runtime tests start them (``python -m celery``, one session
+each, a readiness marker per worker) and all stopped at the end (their process groups killed
+on failure).
+
+Throughput: one control worker (``-Q occ.control -P threads -c 2``) and two driver worker
+processes (``-Q occ.drivers -P prefork -c 1``, twice), no beat. N Namespaces are admitted
+through ``occ.controller.namespaces.create_namespace`` (the local Compute Driver's ensure is a
+mkdir: effectively a no-op), then one nudge (``occ.claim``) is sent and the clock runs until
+all N are ``ready`` (the database is polled every 20 ms). The items are the Namespaces' work
+rows ``namespace:<id>:reconcile:ready``: each is claimed, dispatched as ``occ.run_work``,
+started (dispatch token for run token), reconciled under a ``ClaimContext`` and completed with
+its audit row; every finished ``run_work`` nudges the next claim. A warm-up batch runs first.
+
+Baseline: ``bench/noop_app.py`` is a plain Celery app built with the same
+``occ.tasks.app._configuration(settings)`` and one no-op task on its own queue, run by two
+prefork worker processes with ``-c 1`` and the same flags. Each task INCRs a Redis counter
+(there is no result backend); the clock runs from the first publish until the counter reaches
+N. Target: ``occ_items_per_s`` at least half of ``celery_tasks_per_s``.
+
+Pickup latency: the time from an admission's commit (``time.time()`` taken in this process
+right after ``create_namespace`` returns) to the ``started`` line of its effect in the local
+driver's journal (``<OCC_LOCAL_ROOT>/effects.jsonl``, ``startedAt`` in epoch seconds, written
+by the driver worker on the same machine). Samples are admitted one by one, 20 to 50 ms
+apart. With the nudge: ``Nudger.send_now()`` after each commit (what the API does), beat
+claiming only every 60 s. Without it: beat claims every 250 ms (the reference system's poll).
+The fleet's own nudges stay on in both runs: a finished ``run_work`` still nudges a claim, so
+an admission that lands while another item runs can be picked up before the next beat tick.
+Target with the nudge: p99 under 100 ms. Before each pickup run the ``occ.claim`` messages
+still queued from the previous phase are dropped (every Namespace is ready by then, so they
+could claim nothing) and the fleet is left to become idle; ``-v`` says how many there were.
+
+``--control-pool prefork`` runs the control worker with the prefork pool instead of threads
+(a comparison: the threads pool with ``worker_disable_prefetch`` stops fetching once both
+threads are busy and resumes only at the worker's next event-loop wake-up, up to 1 s later).
+``-v`` also prints, per phase, the CPU time each role spent per item (worker processes and
+their pool children, the workers' PostgreSQL backends, Redis, this process; from /proc) and
+the driver processes' busy share from their ``worker.completed`` events.
+
+A run with the defaults (``--items 500 --samples 200``) takes about a minute on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, TypeVar
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as ``python bench/e2e_bench.py``
+    sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+import sqlalchemy as sa  # noqa: E402
+
+from bench import noop_app  # noqa: E402
+from occ.config import Settings  # noqa: E402
+from occ.controller import installation, namespaces  # noqa: E402
+from occ.db import Database  # noqa: E402
+from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
+from occ.tasks import app as tasks_app  # noqa: E402
+from occ.tasks import nudge  # noqa: E402
+from tests.support import databases  # noqa: E402
+
+T = TypeVar("T")
+
+BROKER_DB: Final = 12
+POLL_S: Final = 0.02
+WARMUP_ITEMS: Final = 20
+NUDGE_BEAT_MS: Final = 60_000
+POLL_BEAT_MS: Final = 250
+SPACING_S: Final = (0.02, 0.05)
+READY_TIMEOUT_S: Final = 60.0
+
+TARGET_RATIO: Final = 0.5
+TARGET_NUDGE_P99_MS: Final = 100.0
+
+OCC_APP: Final = "occ.tasks.app"
+NOOP_APP: Final = "bench.noop_app"
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not measure (a process died, something never finished)."""
+
+
+def log(verbose: bool, message: str) -> None:
+    if verbose:
+        print(f"# {message}", file=sys.stderr, flush=True)
+
+
+def wait_for(condition: Callable[[], T], *, timeout: float, interval: float = POLL_S,
+             message: str) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise BenchError(f"timed out after {timeout:.0f} s waiting for {message}")
+        time.sleep(interval)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
+
+
+# -- processes --------------------------------------------------------------------------------
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, characters: int = 2_000) -> str:
+        if not self.log.exists():
+            return ""
+        return self.log.read_text(encoding="utf-8", errors="replace")[-characters:]
+
+    def stop(self, timeout: float = 20) -> None:
+        if self.alive():
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(10)
+
+
+@dataclass
+class Fleet:
+    """Celery worker and beat processes sharing one environment."""
+
+    env: dict[str, str]
+    directory: Path
+    processes: list[Process] = field(default_factory=list)
+
+    def _start(self, name: str, arguments: list[str], extra: dict[str, str]) -> Process:
+        log_path = self.directory / f"{name}.log"
+        with log_path.open("wb") as handle:
+            popen = subprocess.Popen(
+                [sys.executable, "-m", "celery", *arguments], cwd=ROOT,
+                env={**self.env, **extra}, stdout=handle, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        process = Process(name, popen, log_path)
+        self.processes.append(process)
+        return process
+
+    def worker(self, name: str, *, app: str, queues: str, pool: str,
+               concurrency: int) -> Process:
+        readiness = self.directory / f"{name}.ready"
+        process = self._start(name, [
+            "-A", app, "worker", "-Q", queues, "-P", pool, "-c", str(concurrency),
+            "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
+            "-l", "WARNING",
+        ], {"OCC_WORKER_READINESS_PATH": str(readiness)})
+        wait_for(lambda: readiness.exists() or not process.alive(), timeout=60,
+                 interval=0.05, message=f"worker {name} to become ready")
+        if not process.alive():
+            raise BenchError(f"worker {name} exited:\n{process.tail()}")
+        return process
+
+    def beat(self, name: str, claim_interval_ms: int) -> Process:
+        return self._start(name, [
+            "-A", OCC_APP, "beat", "-S", "celery.beat:Scheduler",
+            "--schedule", str(self.directory / f"{name}-schedule"), "-l", "WARNING",
+        ], {"OCC_CLAIM_INTERVAL_MS": str(claim_interval_ms)})
+
+    def check(self) -> None:
+        for process in self.processes:
+            if not process.alive():
+                raise BenchError(f"{process.name} exited:\n{process.tail()}")
+
+    def stop(self, process: Process) -> None:
+        process.stop()
+        self.processes.remove(process)
+
+    def stop_all(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.kill_all()
+
+    def kill_all(self) -> None:
+        for process in self.processes:
+            if process.alive():
+                process.kill()
+
+
+# -- CPU accounting (Linux /proc; diagnostics for -v) ------------------------------------------
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process (0 when it is gone or /proc is missing)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _family(pid: int) -> list[int]:
+    """``pid`` and its descendants (a worker and its pool processes)."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    stat = (entry / "stat").read_text(encoding="utf-8")
+                    parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    family, frontier = [pid], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        family.extend(frontier)
+    return family
+
+
+def cpu_groups(fleet: Fleet, occ: Occ | None, broker: redis.Redis) -> dict[str, list[int]]:
+    """The processes whose CPU a phase spends, by role."""
+    groups: dict[str, list[int]] = {}
+    for process in fleet.processes:
+        role = process.name.rsplit("-", 1)[0]
+        groups.setdefault(role, []).extend(_family(process.popen.pid))
+    if occ is not None:
+        with occ.database.engine.connect() as connection:
+            groups["postgres"] = [int(pid) for pid in connection.execute(sa.text(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'occ-worker'")).scalars()]
+    with contextlib.suppress(redis.RedisError, KeyError, ValueError):
+        groups["redis"] = [int(broker.info("server")["process_id"])]
+    groups["bench"] = [os.getpid()]
+    return groups
+
+
+def cpu_snapshot(groups: dict[str, list[int]]) -> dict[str, float]:
+    return {role: sum(_cpu_s(pid) for pid in pids) for role, pids in groups.items()}
+
+
+def cpu_report(before: dict[str, float], after: dict[str, float], count: int,
+               elapsed: float) -> str:
+    spent = {role: (after[role] - before.get(role, 0.0)) * 1000 / count for role in after}
+    capacity = (os.cpu_count() or 1) * elapsed * 1000 / count
+    parts = ", ".join(f"{role} {value:.2f}" for role, value in spent.items())
+    return (f"CPU ms per item: {parts}; total {sum(spent.values()):.2f} of "
+            f"{capacity:.2f} available")
+
+
+# -- the occ side ----------------------------------------------------------------------------
+
+def work_id(namespace_id: str) -> str:
+    return f"namespace:{namespace_id}:reconcile:ready"
+
+
+@dataclass
+class Occ:
+    """This process's view of the installation: admissions, nudges and status counts."""
+
+    database: Database
+    admin_id: str
+    nudger: nudge.Nudger
+    sequence: int = 0
+
+    def admit(self) -> str:
+        self.sequence += 1
+        view = namespaces.create_namespace(self.database, actor_id=self.admin_id,
+                                           name=f"bench-{self.sequence}")
+        return view.id
+
+    def live_claims(self) -> int:
+        with self.database.engine.connect() as connection:
+            return int(connection.execute(sa.text(
+                "SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'")).scalar_one())
+
+    def counts(self) -> dict[str, int]:
+        with self.database.engine.connect() as connection:
+            rows = connection.execute(sa.text(
+                "SELECT status, count(*) FROM occ.namespaces GROUP BY status")).all()
+        return {str(status): int(count) for status, count in rows}
+
+    def wait_ready(self, total: int, *, timeout: float, fleet: Fleet) -> float:
+        """Poll every 20 ms until ``total`` Namespaces are ready; the monotonic time then."""
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = self.counts()
+            now = time.monotonic()
+            if counts.get("ready", 0) >= total:
+                return now
+            if counts.get("failed", 0):
+                raise BenchError(f"{counts['failed']} Namespaces failed: {counts}")
+            if now > deadline:
+                raise BenchError(f"timed out waiting for {total} ready Namespaces: {counts}")
+            fleet.check()
+            time.sleep(POLL_S)
+
+
+def settle(occ: Occ, broker: redis.Redis) -> None:
+    """Wait until no claim is live and no message waits in the broker: the fleet is idle."""
+    def idle() -> bool:
+        waiting = sum(int(broker.llen(key)) for key in broker.scan_iter(_type="LIST"))
+        return waiting == 0 and occ.live_claims() == 0
+    for _ in range(2):  # idle twice, a quarter second apart
+        wait_for(idle, timeout=READY_TIMEOUT_S, message="the fleet to become idle")
+        time.sleep(0.25)
+
+
+def quiesce(occ: Occ, broker: redis.Redis, verbose: bool, before: str) -> None:
+    """Drop nudges still queued for the control worker, then wait until the fleet is idle.
+
+    Runs between phases once every Namespace is ready: a left-over ``occ.claim`` can only
+    claim nothing, but it would sit in front of the next phase's nudges.
+    """
+    stale = 0
+    for key in broker.scan_iter(match=f"{tasks_app.CONTROL_QUEUE}*", _type="LIST"):
+        stale += int(broker.llen(key))
+        broker.delete(key)
+    settle(occ, broker)
+    log(verbose, f"{stale} stale occ.claim messages were still queued before {before}: dropped")
+
+
+def driver_durations(fleet: Fleet, work_ids: set[str]) -> list[float]:
+    """``durationMs`` of the driver workers' ``worker.completed`` events for ``work_ids``."""
+    durations = []
+    for process in fleet.processes:
+        if not process.name.startswith("drivers-"):
+            continue
+        for line in process.log.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"event":"worker.completed"' not in line:
+                continue
+            event = json.loads(line)
+            if event.get("workId") in work_ids:
+                durations.append(float(event["durationMs"]))
+    return durations
+
+
+def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int,
+                   verbose: bool) -> float:
+    warm = [occ.admit() for _ in range(WARMUP_ITEMS)]
+    occ.nudger.send_now()
+    occ.wait_ready(len(warm), timeout=READY_TIMEOUT_S, fleet=fleet)
+    log(verbose, f"occ warm-up: {len(warm)} items ready")
+    quiesce(occ, broker, verbose, "the throughput run")
+
+    started = time.perf_counter()
+    ids = [occ.admit() for _ in range(items)]
+    admitted_in = time.perf_counter() - started
+    before = occ.counts().get("ready", 0) - len(warm)
+    log(verbose, f"admitted {items} Namespaces in {admitted_in:.2f} s "
+                 f"({items / admitted_in:.0f}/s); ready before the nudge: {before}")
+
+    groups = cpu_groups(fleet, occ, broker)
+    cpu_before = cpu_snapshot(groups)
+    begin = time.monotonic()
+    occ.nudger.send_now()
+    end = occ.wait_ready(len(warm) + items, timeout=max(READY_TIMEOUT_S, items / 5),
+                         fleet=fleet)
+    elapsed = end - begin
+    cpu_after = cpu_snapshot(groups)
+    log(verbose, f"occ: {items} items ready {elapsed:.2f} s after the nudge")
+    log(verbose, f"occ: {cpu_report(cpu_before, cpu_after, items, elapsed)}")
+    durations = driver_durations(fleet, {work_id(i) for i in ids})
+    if durations:
+        log(verbose, f"occ: run_work (executor.run) mean {statistics.fmean(durations):.1f} ms, "
+                     f"p50 {percentile(durations, 0.5):.1f} ms over {len(durations)} items; "
+                     f"driver processes busy {sum(durations) / 1000 / (2 * elapsed):.0%} "
+                     f"of the measured time")
+    return items / elapsed
+
+
+def pickup_latencies(occ: Occ, fleet: Fleet, broker: redis.Redis, local_root: Path, *,
+                     samples: int, with_nudge: bool, verbose: bool) -> list[float]:
+    """Milliseconds from each admission's commit to the start of its effect."""
+    label = "nudge" if with_nudge else "poll"
+    quiesce(occ, broker, verbose, f"the pickup run ({label})")
+    beat = fleet.beat(f"beat-{label}", NUDGE_BEAT_MS if with_nudge else POLL_BEAT_MS)
+    total = occ.counts().get("ready", 0)
+    # warm-up: one admission picked up by the nudge, or (without it) by a running beat
+    occ.admit()
+    if with_nudge:
+        occ.nudger.send_now()
+    total += 1
+    occ.wait_ready(total, timeout=READY_TIMEOUT_S, fleet=fleet)
+
+    spacing = random.Random(4)
+    admitted: dict[str, float] = {}
+    for _ in range(samples):
+        namespace_id = occ.admit()
+        admitted[work_id(namespace_id)] = time.time()
+        if with_nudge:
+            occ.nudger.send_now()
+        time.sleep(spacing.uniform(*SPACING_S))
+    occ.wait_ready(total + samples, timeout=READY_TIMEOUT_S, fleet=fleet)
+    fleet.stop(beat)
+
+    first_start: dict[str, float] = {}
+    for effect in LocalComputeDriver(local_root).effects():
+        if effect["phase"] == "started":
+            first_start.setdefault(str(effect["workId"]), float(effect["startedAt"]))
+    missing = [w for w in admitted if w not in first_start]
+    if missing:
+        raise BenchError(f"{len(missing)} admitted items have no effect in the journal")
+    latencies = [(first_start[w] - t) * 1000 for w, t in admitted.items()]
+    log(verbose, f"pickup ({label}): {samples} samples, min {min(latencies):.1f} ms, "
+                 f"max {max(latencies):.1f} ms")
+    return latencies
+
+
+# -- the plain Celery side -------------------------------------------------------------------
+
+def celery_throughput(env: dict[str, str], fleet: Fleet, counter: redis.Redis, tasks: int,
+                      verbose: bool) -> float:
+    workers = [fleet.worker(f"noop-{i}", app=NOOP_APP, queues=noop_app.QUEUE, pool="prefork",
+                            concurrency=1) for i in (1, 2)]
+    app = noop_app.create(Settings.from_env(env))
+
+    def run(count: int) -> float:
+        counter.set(noop_app.COUNTER, 0)
+        cpu_before = cpu_snapshot(groups)
+        begin = time.monotonic()
+        for _ in range(count):
+            app.send_task(noop_app.NOOP, queue=noop_app.QUEUE)
+        while int(counter.get(noop_app.COUNTER) or 0) < count:
+            if time.monotonic() - begin > READY_TIMEOUT_S + count / 50:
+                done = int(counter.get(noop_app.COUNTER) or 0)
+                raise BenchError(f"plain Celery: only {done} of {count} tasks completed")
+            fleet.check()
+            time.sleep(POLL_S)
+        elapsed = time.monotonic() - begin
+        cpu[:] = [cpu_report(cpu_before, cpu_snapshot(groups), count, elapsed)]
+        return elapsed
+
+    groups = {role: pids for role, pids in cpu_groups(fleet, None, counter).items()
+              if role in ("noop", "redis", "bench")}
+    cpu: list[str] = []
+    run(WARMUP_ITEMS)
+    elapsed = run(tasks)
+    log(verbose, f"plain Celery: {tasks} tasks done in {elapsed:.2f} s")
+    log(verbose, f"plain Celery: {cpu[0]}")
+    for worker in workers:
+        fleet.stop(worker)
+    app.close()
+    return tasks / elapsed
+
+
+# -- main -------------------------------------------------------------------------------------
+
+def broker_url() -> str:
+    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    return base.rsplit("/", 1)[0] + f"/{BROKER_DB}"
+
+
+def fleet_env(urls: databases.DatabaseUrls, broker: str, local_root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+    pythonpath = [str(ROOT), *filter(None, [env.get("PYTHONPATH")])]
+    env.update({
+        "PYTHONPATH": os.pathsep.join(pythonpath),
+        "OCC_DATABASE_URL": urls.app,
+        "OCC_BROKER_URL": broker,
+        "OCC_LOCAL_ROOT": str(local_root),
+        "OCC_WORKER_LEASE_DURATION_MS": "15000",
+        "OCC_CLAIM_INTERVAL_MS": str(NUDGE_BEAT_MS),
+        "OCC_RECOVERY_INTERVAL_MS": "5000",
+    })
+    return env
+
+
+def summary(figures: dict[str, float]) -> list[str]:
+    ratio = figures["occ_items_per_s"] / figures["celery_tasks_per_s"]
+    p50 = figures["pickup_p50_ms_nudge"] / figures["pickup_p50_ms_poll"]
+    p99 = figures["pickup_p99_ms_nudge"] / figures["pickup_p99_ms_poll"]
+    met = {True: "met", False: "MISSED"}
+    return [
+        f"occ / plain Celery throughput: {ratio:.2f} "
+        f"(target >= {TARGET_RATIO}: {met[ratio >= TARGET_RATIO]})",
+        f"pickup with the nudge: p50 {figures['pickup_p50_ms_nudge']:.1f} ms, "
+        f"p99 {figures['pickup_p99_ms_nudge']:.1f} ms "
+        f"(target p99 < {TARGET_NUDGE_P99_MS:.0f} ms: "
+        f"{met[figures['pickup_p99_ms_nudge'] < TARGET_NUDGE_P99_MS]})",
+        f"pickup polling every {POLL_BEAT_MS} ms: p50 {figures['pickup_p50_ms_poll']:.1f} ms, "
+        f"p99 {figures['pickup_p99_ms_poll']:.1f} ms",
+        f"nudge / poll: p50 {p50:.2f}, p99 {p99:.2f}",
+    ]
+
+
+def measure(args: argparse.Namespace, urls: databases.DatabaseUrls, broker: str,
+            directory: Path, fleet: Fleet) -> dict[str, float]:
+    verbose = args.verbose
+    env = fleet.env
+    settings = Settings.from_env(env)
+    database = Database(urls.app, pool_size=2, application_name="occ-e2e-bench")
+    celery = tasks_app.create(settings)
+    counter = redis.Redis.from_url(broker)
+    try:
+        boot = installation.bootstrap_installation(database, name="bench", admin_name="admin")
+        assert boot.admin_principal_id is not None
+        occ = Occ(database, boot.admin_principal_id, nudge.Nudger(celery))
+
+        fleet.worker("control", app=OCC_APP, queues=tasks_app.CONTROL_QUEUE,
+                     pool=args.control_pool, concurrency=2)
+        for i in (1, 2):
+            fleet.worker(f"drivers-{i}", app=OCC_APP, queues=tasks_app.DRIVER_QUEUE,
+                         pool="prefork", concurrency=1)
+        log(verbose, "occ workers ready")
+
+        figures: dict[str, float] = {}
+        figures["occ_items_per_s"] = occ_throughput(occ, fleet, counter, args.items,
+                                                    verbose)
+        figures["celery_tasks_per_s"] = celery_throughput(env, fleet, counter, args.items,
+                                                          verbose)
+        local_root = Path(settings.local_root)
+        for with_nudge, label in ((True, "nudge"), (False, "poll")):
+            latencies = pickup_latencies(occ, fleet, counter, local_root,
+                                         samples=args.samples, with_nudge=with_nudge,
+                                         verbose=verbose)
+            figures[f"pickup_p50_ms_{label}"] = percentile(latencies, 0.50)
+            figures[f"pickup_p99_ms_{label}"] = percentile(latencies, 0.99)
+            if not with_nudge:
+                early = sum(1 for value in latencies if value < 50)
+                log(verbose, f"poll: {early} of {len(latencies)} samples picked up within "
+                             f"50 ms (a finished run_work's nudge, not beat)")
+        return figures
+    finally:
+        counter.close()
+        celery.close()
+        database.dispose()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=500,
+                        help="work items (and plain Celery tasks) of the throughput runs")
+    parser.add_argument("--samples", type=int, default=200,
+                        help="admissions timed in each pickup-latency run")
+    parser.add_argument("--control-pool", choices=("threads", "prefork"), default="threads",
+                        help="pool of the control worker (threads, as deployed, by default)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    args = parser.parse_args(argv)
+    if args.items < 1 or args.samples < 1:
+        parser.error("--items and --samples must be positive")
+
+    def terminated(number: int, frame: object) -> None:
+        raise SystemExit(128 + number)  # clean up (stop the fleet, drop the database) on SIGTERM
+
+    signal.signal(signal.SIGTERM, terminated)
+    broker = broker_url()
+    broker_client = redis.Redis.from_url(broker)
+    broker_client.flushdb()
+    directory = Path(tempfile.mkdtemp(prefix="occ-e2e-bench-"))
+    urls = databases.urls_for(f"occ_e2e_bench_{os.getpid()}")
+    fleet = Fleet(fleet_env(urls, broker, directory / "local"), directory)
+    started = time.monotonic()
+    load_before = os.getloadavg()[0]
+    try:
+        databases.create_test_database(urls.name)
+        log(args.verbose, f"database {urls.name} created and migrated")
+        figures = measure(args, urls, broker, directory, fleet)
+        fleet.stop_all()
+    except BaseException as exc:
+        fleet.kill_all()
+        if not isinstance(exc, SystemExit | KeyboardInterrupt):
+            for process in fleet.processes:
+                print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
+        raise
+    finally:
+        fleet.kill_all()
+        with contextlib.suppress(Exception):
+            databases.drop_database(urls)
+        broker_client.flushdb()
+        broker_client.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    for name, value in figures.items():
+        print(f"{name}={value:.1f}")
+    for line in summary(figures):
+        print(line, file=sys.stderr)
+    print(f"({time.monotonic() - started:.0f} s in all; control pool {args.control_pool}; "
+          f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+          f"on {os.cpu_count()} CPUs)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
