@@ -21,7 +21,7 @@ from occ.db import Database
 from occ.drivers.compute import base
 from occ.reconcile import agent_delete, agent_stop, environment, namespace, outcome, revision
 from occ.reconcile.context import ClaimContext
-from occ.state import values, work_queue
+from occ.state import namespaces, values, work_queue
 
 CLAIM_LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(3276, 1)")
 """Serializes claim batches, so the in-flight budget holds across control workers."""
@@ -149,6 +149,12 @@ def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.Pass
         with worker.database.transaction() as session:
             item = work_queue.retry(session, worker.policy, context.claim,
                                     code="DEPENDENCY_UNAVAILABLE")
+            owner = context.claim.owner
+            if (item.state == values.WorkState.FAILED_PERMANENT
+                    and owner.namespace_target == "ready"):
+                # a Namespace whose provisioning failed for good must not stay provisioning
+                namespaces.transition(session, owner.namespace_id, expected="provisioning",
+                                      status="failed")
     except errors.OccError:
         return None
     if item.state == values.WorkState.FAILED_PERMANENT:
