@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from sqlalchemy import orm
 
-from occ import errors, iam
+from occ import errors, iam, ids
 from occ.db import Database
 from occ.state import audit
 
@@ -92,3 +92,15 @@ def name(value: object, pointer: str) -> str:
     if any(unicodedata.category(character) == "Cc" for character in value):
         raise errors.InvalidInput.at(pointer, "must not contain control characters")
     return value
+
+
+def require_id(kind: str, value: str) -> None:
+    """A malformed path id answers ``NotFound`` before any query."""
+    if not ids.is_valid(kind, value):
+        raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")
+
+
+def require_ready(status: str) -> None:
+    """New content needs a ``ready`` Namespace."""
+    if status != "ready":
+        raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")

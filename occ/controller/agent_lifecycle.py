@@ -33,8 +33,8 @@ def stop_agent(db: Database, *, actor_id: str, namespace_id: str,
         Forbidden: the caller may read but not operate the Agent (audited).
         AgentDeleting: the Agent is being deleted.
     """
-    agent_use_cases.require_id("namespace", namespace_id)
-    agent_use_cases.require_id("agent", agent_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
@@ -69,8 +69,8 @@ def delete_agent(db: Database, *, actor_id: str, namespace_id: str,
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
         Forbidden: the caller may read but not delete the Agent (audited).
     """
-    agent_use_cases.require_id("namespace", namespace_id)
-    agent_use_cases.require_id("agent", agent_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)

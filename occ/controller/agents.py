@@ -80,7 +80,7 @@ def create_agent(db: Database, *, actor_id: str, namespace_id: str, name: object
         NamespaceNotReady: the Namespace is being deleted.
         Conflict: the name is taken in the Namespace.
     """
-    require_id("namespace", namespace_id)
+    admission.require_id("namespace", namespace_id)
     columns = parse_draft({"name": name, "configuration_id": configuration_id,
                            "harness": harness, "execution_mode": execution_mode,
                            "harness_auth": harness_auth}, complete=True)
@@ -126,8 +126,8 @@ def update_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: st
         AgentDeleting: the Agent is being deleted.
         Conflict: the new name is taken.
     """
-    require_id("namespace", namespace_id)
-    require_id("agent", agent_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
     unknown = sorted(set(changes) - set(_FIELDS))
     if unknown:
         raise ValueError(f"unknown draft fields {unknown}")
@@ -161,8 +161,8 @@ def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) 
     Raises:
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
     """
-    require_id("namespace", namespace_id)
-    require_id("agent", agent_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         agent = find(session, live_namespace(session, namespace_id).id, agent_id)
         admission.require(session, actor_id, "agents.read", "agent:read", resource(agent),
@@ -176,7 +176,7 @@ def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[Agent
     Raises:
         NotFound: no such live Namespace, or the caller may read neither it nor any Agent in it.
     """
-    require_id("namespace", namespace_id)
+    admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
         candidates = agents.list_in(session, namespace.id)
@@ -282,12 +282,6 @@ def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- shared with occ.controller.agent_lifecycle and occ.controller.deployments --------------
-
-def require_id(kind: str, value: str) -> None:
-    """A malformed path id answers ``NotFound`` before any query."""
-    if not ids.is_valid(kind, value):
-        raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")
-
 
 def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace:
     """The live Namespace under its shared lock, or ``NotFound``."""

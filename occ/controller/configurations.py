@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ import errors, iam, ids
+from occ import errors, iam
 from occ.controller import admission, namespaces
 from occ.db import Database
 from occ.state import audit
@@ -44,7 +44,7 @@ def create_configuration(db: Database, *, actor_id: str, namespace_id: str, name
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the name is taken in the Namespace.
     """
-    _require_namespace_id(namespace_id)
+    admission.require_id("namespace", namespace_id)
     name = admission.name(name, "/name")
     size = check_document(document, "/document")
     request = {"name": name}
@@ -53,7 +53,7 @@ def create_configuration(db: Database, *, actor_id: str, namespace_id: str, name
         decision = admission.require(
             session, actor_id, "configurations.create", "configuration:create",
             iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
-        _require_ready(namespace.status)
+        admission.require_ready(namespace.status)
         configuration = state.insert(session, namespace_id=namespace.id, name=name,
                                      document=document)
         audit.append(
@@ -92,7 +92,7 @@ def list_configurations(db: Database, *, actor_id: str,
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Configurations in it, nor any of its Configurations (audited).
     """
-    _require_namespace_id(namespace_id)
+    admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
@@ -137,7 +137,7 @@ def update_configuration(db: Database, *, actor_id: str, namespace_id: str,
         decision = admission.require(
             session, actor_id, "configurations.update", "configuration:update",
             _resource(current), hide_unless_readable=True, request=request)
-        _require_ready(namespace.status)
+        admission.require_ready(namespace.status)
         updated = state.update(session, namespace_id=namespace.id,
                                configuration_id=current.id,
                                expected_generation=current.generation, name=name,
@@ -240,20 +240,9 @@ def _check_text(text: str, pointer: str) -> None:
         raise errors.InvalidInput.at(pointer, "strings must not contain NUL characters")
 
 
-def _require_namespace_id(namespace_id: str) -> None:
-    if not ids.is_valid("namespace", namespace_id):
-        raise errors.NotFound("the namespace does not exist")
-
-
 def _require_ids(namespace_id: str, configuration_id: str) -> None:
-    _require_namespace_id(namespace_id)
-    if not ids.is_valid("configuration", configuration_id):
-        raise errors.NotFound("the configuration does not exist")
-
-
-def _require_ready(status: str) -> None:
-    if status != "ready":
-        raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("configuration", configuration_id)
 
 
 def _existing(configuration: state.Configuration | None) -> state.Configuration:

@@ -107,8 +107,8 @@ def deploy_agent(db: Database, *, actor_id: str, namespace_id: str,
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the Agent has no harness authentication.
     """
-    agent_use_cases.require_id("namespace", namespace_id)
-    agent_use_cases.require_id("agent", agent_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
@@ -195,8 +195,8 @@ def list_revisions(db: Database, *, actor_id: str, namespace_id: str,
     Raises:
         NotFound: no such Agent, or the caller may read neither it nor any of its revisions.
     """
-    agent_use_cases.require_id("namespace", namespace_id)
-    agent_use_cases.require_id("agent", agent_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
@@ -245,9 +245,9 @@ def get_deployment(db: Database, *, actor_id: str, namespace_id: str, agent_id: 
 
 
 def _require_ids(namespace_id: str, agent_id: str, revision_id: str) -> None:
-    agent_use_cases.require_id("namespace", namespace_id)
-    agent_use_cases.require_id("agent", agent_id)
-    agent_use_cases.require_id("agent_revision", revision_id)
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
+    admission.require_id("agent_revision", revision_id)
 
 
 def _readable_revision(session: orm.Session, actor_id: str, namespace_id: str, agent_id: str,

@@ -42,7 +42,7 @@ def create_secret(db: Database, *, store: secret_store.SecretStore, actor_id: st
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the name is taken in the Namespace.
     """
-    _require_namespace_id(namespace_id)
+    admission.require_id("namespace", namespace_id)
     name = admission.name(name, "/name")
     check_value(value, "/value")
     secret_id = ids.new("secret")
@@ -53,7 +53,7 @@ def create_secret(db: Database, *, store: secret_store.SecretStore, actor_id: st
         decision = admission.require(
             session, actor_id, "secrets.create", "secret:create",
             iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
-        _require_ready(namespace.status)
+        admission.require_ready(namespace.status)
         secret = state.insert(session, secret_id=secret_id, namespace_id=namespace.id,
                               name=name, value_ciphertext=sealed)
         audit.append(
@@ -88,7 +88,7 @@ def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[Secr
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Secrets in it, nor any of its Secrets (audited).
     """
-    _require_namespace_id(namespace_id)
+    admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
@@ -149,20 +149,9 @@ def check_value(value: object, pointer: str) -> None:
                                      f"must be 1 to {MAX_VALUE_BYTES} bytes long (UTF-8)")
 
 
-def _require_namespace_id(namespace_id: str) -> None:
-    if not ids.is_valid("namespace", namespace_id):
-        raise errors.NotFound("the namespace does not exist")
-
-
 def _require_ids(namespace_id: str, secret_id: str) -> None:
-    _require_namespace_id(namespace_id)
-    if not ids.is_valid("secret", secret_id):
-        raise errors.NotFound("the secret does not exist")
-
-
-def _require_ready(status: str) -> None:
-    if status != "ready":
-        raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("secret", secret_id)
 
 
 def _existing(secret: state.Secret | None) -> state.Secret:
