@@ -224,6 +224,14 @@ def database_now(session: orm.Session) -> dt.datetime:
     return now
 
 
+_PENDING = sa.text("SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed')")
+
+
+def pending(session: orm.Session) -> int:
+    """How many items are queued or claimed (delayed ones included)."""
+    return int(session.execute(_PENDING).scalar_one())
+
+
 def live_claims(session: orm.Session) -> int:
     """How many items are claimed right now (dispatched or running)."""
     return int(session.execute(_LIVE_CLAIMS).scalar_one())

@@ -21,7 +21,7 @@ from occ import errors, metrics, observability, runtime
 from occ.config import Settings
 from occ.drivers import compute
 from occ.reconcile import executor
-from occ.state import installation
+from occ.state import installation, work_queue
 from occ.tasks import names
 
 SHORT_DEFERRAL_MS: Final = 30_000
@@ -153,6 +153,8 @@ def connect_signals(app: Celery) -> None:
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(str(os.getpid()), encoding="utf-8")
+        threading.Thread(target=_report_health, args=(app,), name="occ-health",
+                         daemon=True).start()
 
     @signals.worker_process_init.connect(weak=False)
     def child_started(**_: Any) -> None:
@@ -175,6 +177,22 @@ def connect_signals(app: Celery) -> None:
         if path is not None:
             path.unlink(missing_ok=True)
         observability.log("worker.stopped", pid=os.getpid())
+
+
+HEALTH_INTERVAL_S: Final = 60.0
+
+
+def _report_health(app: Celery) -> None:
+    """``worker.health`` every minute: this worker is alive and how much work is pending."""
+    while not _shutdown.wait(HEALTH_INTERVAL_S):
+        try:
+            with _worker(app).database.snapshot() as session:
+                pending = work_queue.pending(session)
+        except errors.OccError as exc:
+            observability.log("worker.error", level=logging.WARNING,
+                              code="HEALTH_UNAVAILABLE", error=exc.code)
+            continue
+        observability.log("worker.health", pid=os.getpid(), count=pending)
 
 
 def _interrupt(number: int, frame: Any) -> None:
