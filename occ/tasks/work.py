@@ -20,9 +20,13 @@ from celery import Celery, signals
 from occ import errors, metrics, observability, runtime
 from occ.config import Settings
 from occ.drivers import compute
+from occ.drivers.compute import base
 from occ.reconcile import executor
 from occ.state import installation, work_queue
 from occ.tasks import names
+
+EXIT_NOT_READY: Final = 3
+"""Exit status of a worker whose start-up checks failed (settings, bootstrap, preflight)."""
 
 SHORT_DEFERRAL_MS: Final = 30_000
 """A requeue due within this long sends its own delayed nudge (beat stays the backstop)."""
@@ -134,13 +138,21 @@ def connect_signals(app: Celery) -> None:
         path = _readiness_path(app)
         if path is not None:
             path.unlink(missing_ok=True)
-        worker = _worker(app)
-        with worker.database.snapshot() as session:
-            if installation.current(session) is None:
-                raise errors.DependencyUnavailable(
-                    "the installation is not bootstrapped: run `occ bootstrap` first")
-        worker.driver.preflight()
-        _process.clear()  # connections are not shared with forked pool processes
+        try:
+            worker = _worker(app)
+            with worker.database.snapshot() as session:
+                if installation.current(session) is None:
+                    raise errors.DependencyUnavailable(
+                        "the installation is not bootstrapped: run `occ bootstrap` first")
+            worker.driver.preflight()
+        except (errors.OccError, base.DriverError) as exc:
+            # Celery logs and swallows exceptions from signal handlers: exit explicitly
+            detail = exc.detail if isinstance(exc, errors.OccError) else str(exc)
+            observability.log("worker.error", level=logging.ERROR, code="WORKER_UNAVAILABLE",
+                              error=type(exc).__name__, reason=detail)
+            raise SystemExit(EXIT_NOT_READY) from None
+        finally:
+            _process.clear()  # connections are not shared with forked pool processes
 
     @signals.worker_ready.connect(weak=False)
     def announce(sender: Any = None, **_: Any) -> None:

@@ -51,7 +51,13 @@ class World:
 
 
 @pytest.fixture
-def control(fleet: processes.Fleet) -> processes.Process:
+def installed(db: Database) -> None:
+    """Workers refuse to start before bootstrap."""
+    installation.bootstrap_installation(db, name="agents", admin_name="admin")
+
+
+@pytest.fixture
+def control(fleet: processes.Fleet, installed: None) -> processes.Process:
     return fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
 
 

@@ -273,3 +273,13 @@ def _state(db: Database, work_id: str) -> tuple[str, bool]:
     with db.transaction() as session:
         row = session.get(models.ControllerWork, work_id)
         return ("missing", False) if row is None else (row.state, row.started_at is not None)
+
+
+def test_a_worker_refuses_to_start_before_bootstrap(
+    db: Database, env: dict[str, str], fleet: processes.Fleet, tmp_path: Path,
+) -> None:
+    # no Installation in the database: start-up must fail and never report ready
+    worker = fleet.worker("early", ready=False)
+    assert worker.popen.wait(60) != 0
+    assert not (tmp_path / "early.ready").exists()
+    assert "not bootstrapped" in worker.text()
