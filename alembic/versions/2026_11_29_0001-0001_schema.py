@@ -414,8 +414,9 @@ CREATE INDEX controller_work_expired ON occ.controller_work (lease_expires_at, i
   WHERE state = 'claimed';
 CREATE UNIQUE INDEX controller_work_one_claim_per_lane ON occ.controller_work (lane)
   WHERE state = 'claimed';
-CREATE INDEX controller_work_agent ON occ.controller_work (agent_id);
-CREATE INDEX controller_work_revision ON occ.controller_work (revision_id);
+-- one index serves both foreign keys (agents and agent_revisions): every update of a work row
+-- is non-HOT, so each index costs an insert per transition
+CREATE INDEX controller_work_agent ON occ.controller_work (agent_id, revision_id);
 CREATE INDEX controller_work_namespace ON occ.controller_work (namespace_id);
 
 CREATE TABLE occ.audit_events (

@@ -245,8 +245,7 @@ class ControllerWork(Base):
                  postgresql_where=sa.text("state = 'claimed'")),
         sa.Index("controller_work_one_claim_per_lane", "lane", unique=True,
                  postgresql_where=sa.text("state = 'claimed'")),
-        sa.Index("controller_work_agent", "agent_id"),
-        sa.Index("controller_work_revision", "revision_id"),
+        sa.Index("controller_work_agent", "agent_id", "revision_id"),
         sa.Index("controller_work_namespace", "namespace_id"),
     )
 
