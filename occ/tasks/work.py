@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -79,8 +80,26 @@ def register(app: Celery) -> None:
             return None
         if result.retry_in_ms is not None and 0 < result.retry_in_ms <= SHORT_DEFERRAL_MS:
             _nudge(app, countdown_s=result.retry_in_ms / 1000)
-        _nudge(app)
+        _nudge_after_completion(app)
         return result.code
+
+
+COMPLETION_NUDGE_GAP_S: Final = 0.1
+"""A pool process sends at most one completion nudge per gap (a later one is delayed to the end
+of the gap), so a draining backlog runs batch claims instead of one claim per item."""
+
+_completion_nudges = {"sent": 0.0, "delayed_until": 0.0}
+
+
+def _nudge_after_completion(app: Celery) -> None:
+    now = time.monotonic()
+    if now - _completion_nudges["sent"] >= COMPLETION_NUDGE_GAP_S:
+        _completion_nudges["sent"] = now
+        _nudge(app)
+    elif _completion_nudges["delayed_until"] <= now:
+        due = _completion_nudges["sent"] + COMPLETION_NUDGE_GAP_S
+        _completion_nudges["delayed_until"] = due
+        _nudge(app, countdown_s=max(due - now, 0.0))
 
 
 def _settings(app: Celery) -> Settings:
