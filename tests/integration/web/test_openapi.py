@@ -29,12 +29,13 @@ DOCUMENT = "/v1/openapi.json"
 DOCS_ENDPOINT_PREFIX = "api-docs."
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 UNDOCUMENTED_METHODS = {"HEAD", "OPTIONS"}  # Flask adds them to every rule
+WORK = "/v1/work"
 FUZZED_PATHS = r"^/v1/(?!openapi\.json)"
 _CONVERTER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
 def openapi_path(rule: str) -> str:
-    """``/v1/work/<path:work_id>`` -> ``/v1/work/{work_id}``."""
+    """A Flask rule's converters as OpenAPI path templates (``<path:x>`` -> ``{x}``)."""
     return _CONVERTER.sub(r"{\1}", rule)
 
 
@@ -125,7 +126,7 @@ def test_the_document_lists_every_route_with_its_methods(app: flask.Flask,
         for path, item in document["paths"].items() if path.startswith("/v1/")
     }
     assert documented == expected
-    for path in ("/v1/work", "/v1/work/{work_id}", "/v1/audit-events", "/v1/namespaces",
+    for path in (WORK, WORK + "/{work_id}", "/v1/audit-events", "/v1/namespaces",
                  "/v1/installation"):
         assert "get" in documented[path], path
 

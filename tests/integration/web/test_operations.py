@@ -1,4 +1,5 @@
-"""The operator views over HTTP: ``GET /v1/work``, ``GET /v1/work/{id}``, ``GET /v1/audit-events``.
+"""The operator views over HTTP: the work list and its items (``GET /v1/work``), and
+``GET /v1/audit-events``.
 
 Representations, filters, cursors, 400 pointers, 401, and what a principal without the
 permission sees (403 on the lists, 404 on a work item it may not even read), audited.
@@ -18,6 +19,8 @@ from occ.db import Database
 from occ.state import api_keys, models, values, work_queue
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.support import grants, rows
+
+WORK = "/v1/work"
 
 WORK_FIELDS = {
     "id", "namespaceId", "agentId", "revisionId", "actorId", "namespaceTarget", "agentTarget",
@@ -102,7 +105,7 @@ def test_work_item_by_id_with_colons(client: FlaskClient, admin: Caller, db: Dat
         assert run is not None
         work_queue.fail(session, run, code="CONVERGENCE_DEADLINE_EXCEEDED",
                         result_data={"timeoutMs": 900_000})
-    for path in (f"/v1/work/{work_id}", f"/v1/work/{quote(work_id, safe='')}"):
+    for path in (f"{WORK}/{work_id}", f"{WORK}/{quote(work_id, safe='')}"):
         response = get(client, path, admin)
         assert response.status_code == 200, response.json
         item = response.json["data"]
@@ -116,9 +119,9 @@ def test_work_item_by_id_with_colons(client: FlaskClient, admin: Caller, db: Dat
 
 def test_work_item_that_does_not_exist(client: FlaskClient, admin: Caller) -> None:
     missing = f"namespace:{ids.new('namespace')}:reconcile:ready"
-    problem(get(client, f"/v1/work/{missing}", admin), 404, "NOT_FOUND")
-    problem(get(client, "/v1/work/not a work id", admin), 404, "NOT_FOUND")
-    problem(get(client, "/v1/work/" + "a" * 300, admin), 404, "NOT_FOUND")
+    problem(get(client, f"{WORK}/{missing}", admin), 404, "NOT_FOUND")
+    problem(get(client, WORK + "/not a work id", admin), 404, "NOT_FOUND")
+    problem(get(client, WORK + "/" + "a" * 300, admin), 404, "NOT_FOUND")
 
 
 def test_work_filters(client: FlaskClient, admin: Caller, db: Database,
@@ -288,7 +291,7 @@ ROUTES = ("/v1/work", "/v1/audit-events")
 def test_without_or_with_a_revoked_key(client: FlaskClient, admin: Caller,
                                        db: Database) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
-    item = f"/v1/work/namespace:{namespace_id}:reconcile:ready"
+    item = f"{WORK}/namespace:{namespace_id}:reconcile:ready"
     operator = caller(db, "installation:read", "installation:administer")
     for path in (*ROUTES, item):
         assert get(client, path, operator).status_code == 200
@@ -315,8 +318,8 @@ def test_a_namespace_reader_sees_nothing_and_is_audited(client: FlaskClient, adm
 
     problem(get(client, "/v1/work", reader), 403, "FORBIDDEN")
     problem(get(client, "/v1/work", reader, namespaceId=namespace_id), 403, "FORBIDDEN")
-    hidden = problem(get(client, f"/v1/work/{work_id}", reader), 404, "NOT_FOUND")
-    missing = problem(get(client, f"/v1/work/namespace:{ids.new('namespace')}:reconcile:ready",
+    hidden = problem(get(client, f"{WORK}/{work_id}", reader), 404, "NOT_FOUND")
+    missing = problem(get(client, f"{WORK}/namespace:{ids.new('namespace')}:reconcile:ready",
                           reader), 404, "NOT_FOUND")
     assert hidden["detail"] == missing["detail"]  # existence is not revealed
     problem(get(client, "/v1/audit-events", reader), 403, "FORBIDDEN")
@@ -342,9 +345,9 @@ def test_an_installation_reader_reads_audit_events_but_not_work(
     problem(get(client, "/v1/work", auditor), 403, "FORBIDDEN")
     # it may read the Installation, so the work item is forbidden rather than hidden; the
     # answer is the same whether the item exists or not
-    problem(get(client, f"/v1/work/namespace:{namespace_id}:reconcile:ready", auditor), 403,
+    problem(get(client, f"{WORK}/namespace:{namespace_id}:reconcile:ready", auditor), 403,
             "FORBIDDEN")
-    problem(get(client, f"/v1/work/namespace:{ids.new('namespace')}:reconcile:ready", auditor),
+    problem(get(client, f"{WORK}/namespace:{ids.new('namespace')}:reconcile:ready", auditor),
             403, "FORBIDDEN")
 
 
