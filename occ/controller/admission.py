@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import unicodedata
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import orm
 
@@ -19,6 +19,8 @@ from occ.db import Database
 from occ.state import audit
 
 NAME_MAX: Final = 200
+
+T = TypeVar("T")
 
 
 class Denied(Exception):
@@ -104,3 +106,11 @@ def require_ready(status: str) -> None:
     """New content needs a ``ready`` Namespace."""
     if status != "ready":
         raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
+
+
+def readable(session: orm.Session, actor_id: str, permission: str, items: Sequence[T],
+             resource_of: Callable[[T], iam.Resource]) -> list[T]:
+    """The items the caller holds ``permission`` on (one policy load for the whole list)."""
+    decisions = iam.authorize_each(session, actor_id, permission,
+                                   [resource_of(item) for item in items])
+    return [item for item, decision in zip(items, decisions, strict=True) if decision.allowed]

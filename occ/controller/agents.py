@@ -180,10 +180,8 @@ def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[Agent
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
         candidates = agents.list_in(session, namespace.id)
-        decisions = iam.authorize_each(session, actor_id, "agent:read",
-                                       [resource(agent) for agent in candidates])
-        visible = [view(agent) for agent, decision in zip(candidates, decisions, strict=True)
-                   if decision.allowed]
+        visible = [view(agent) for agent in admission.readable(
+            session, actor_id, "agent:read", candidates, resource)]
         if not visible:
             admission.require(session, actor_id, "agents.list", "namespace:read",
                               iam.Resource.namespace(namespace.id), hide_unless_readable=True)

@@ -96,10 +96,8 @@ def list_configurations(db: Database, *, actor_id: str,
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
-        decisions = iam.authorize_each(session, actor_id, "configuration:read",
-                                       [_resource(item) for item in candidates])
-        visible = [view(item) for item, decision in zip(candidates, decisions, strict=True)
-                   if decision.allowed]
+        visible = [view(item) for item in admission.readable(
+            session, actor_id, "configuration:read", candidates, _resource)]
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:

@@ -201,11 +201,8 @@ def list_revisions(db: Database, *, actor_id: str, namespace_id: str,
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
         candidates = agents.list_revisions(session, agent.id)
-        decisions = iam.authorize_each(session, actor_id, "agent_revision:read",
-                                       [_resource(revision) for revision in candidates])
-        visible = [revision_view(revision)
-                   for revision, decision in zip(candidates, decisions, strict=True)
-                   if decision.allowed]
+        visible = [revision_view(revision) for revision in admission.readable(
+            session, actor_id, "agent_revision:read", candidates, _resource)]
         if not visible:
             admission.require(session, actor_id, "agents.revisions.list", "agent:read",
                               agent_use_cases.resource(agent), hide_unless_readable=True)

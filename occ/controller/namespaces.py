@@ -141,13 +141,9 @@ def list_namespaces(db: Database, *, actor_id: str) -> list[NamespaceView]:
     """The live Namespaces the caller may read (``namespace:read`` per Namespace)."""
     with db.snapshot() as session:
         candidates = namespaces.list_live(session)
-        decisions = iam.authorize_each(
-            session, actor_id, "namespace:read",
-            [iam.Resource.namespace(namespace.id) for namespace in candidates],
-        )
-        return [view(namespace)
-                for namespace, decision in zip(candidates, decisions, strict=True)
-                if decision.allowed]
+        return [view(namespace) for namespace in admission.readable(
+            session, actor_id, "namespace:read", candidates,
+            lambda namespace: iam.Resource.namespace(namespace.id))]
 
 
 def _requeue_deletion(session: orm.Session, namespace: namespaces.Namespace,
