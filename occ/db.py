@@ -97,3 +97,8 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+def violated_constraint(error: sa_exc.IntegrityError) -> str | None:
+    """The name of the constraint PostgreSQL reported, if any."""
+    return getattr(getattr(error.orig, "diag", None), "constraint_name", None)

@@ -18,7 +18,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-from occ import errors, ids
+from occ import db, errors, ids
 from occ.state import models, namespaces
 
 _NOW = sa.func.clock_timestamp()
@@ -213,7 +213,7 @@ def update_draft(session: orm.Session, agent_id: str, changes: Mapping[str, Any]
     try:
         return _update(session, agent_id, **changes)
     except sa_exc.IntegrityError as exc:
-        if _constraint(exc) == _NAME_KEY:
+        if db.violated_constraint(exc) == _NAME_KEY:
             raise errors.Conflict(
                 "an Agent with this name already exists in the Namespace") from None
         raise
@@ -341,11 +341,6 @@ def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
         .returning(*_AGENTS.c)
     )
     return _agent(session.execute(statement).mappings().one())
-
-
-def _constraint(exc: sa_exc.IntegrityError) -> str | None:
-    diag = getattr(exc.orig, "diag", None)
-    return getattr(diag, "constraint_name", None)
 
 
 def _agent(row: sa.RowMapping) -> Agent:

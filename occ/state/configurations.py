@@ -16,7 +16,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-from occ import errors, ids
+from occ import db, errors, ids
 from occ.state import models
 
 _NOW = sa.func.clock_timestamp()
@@ -153,7 +153,7 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
         with session.begin_nested():
             return write()
     except sa_exc.IntegrityError as exc:
-        constraint = getattr(getattr(exc.orig, "diag", None), "constraint_name", None)
+        constraint = db.violated_constraint(exc)
         if constraint == _NAME_KEY:
             raise errors.Conflict(
                 "a Configuration with this name already exists in the Namespace") from None

@@ -17,7 +17,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-from occ import errors
+from occ import db, errors
 from occ.state import models
 
 _NAME_KEY: Final = "secrets_namespace_id_name_key"
@@ -129,7 +129,7 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
         with session.begin_nested():
             return write()
     except sa_exc.IntegrityError as exc:
-        constraint = getattr(getattr(exc.orig, "diag", None), "constraint_name", None)
+        constraint = db.violated_constraint(exc)
         if constraint == _NAME_KEY:
             raise errors.Conflict(
                 "a Secret with this name already exists in the Namespace") from None
