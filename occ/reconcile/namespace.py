@@ -7,14 +7,13 @@ is the fenced queue transition: a stale worker's publication rolls back whole.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from sqlalchemy import orm
 
 from occ import codes, errors, iam
 from occ.drivers.compute import base
-from occ.reconcile import environment, outcome
+from occ.reconcile import authority, environment, outcome
 from occ.reconcile.context import ClaimContext
 from occ.state import audit, installation, namespaces, values, work_queue
 
@@ -41,9 +40,14 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
                 or namespace.status != _EXPECTED_STATUS[target]):
             work_queue.complete(session, context.claim, code="SUPERSEDED_TARGET")
             return outcome.success("SUPERSEDED_TARGET")
-        decision = _authorize(session, owner.actor_id, target, namespace)
-        if not decision.allowed:
-            return _deny(session, context, target, namespace, decision)
+        denial = _denial(session, owner.actor_id, target, namespace)
+        if denial is not None:
+            if target == "ready":
+                namespaces.transition(session, namespace.id, expected="provisioning",
+                                      status="failed")
+            return authority.refuse(session, context, action=_ADMISSION_ACTION[target],
+                                    resource=iam.Resource.namespace(namespace.id),
+                                    decision=denial)
 
     spec = base.NamespaceSpec(id=namespace.id, name=namespace.name,
                               existing_namespace=namespace.existing_namespace)
@@ -65,35 +69,20 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
                         observation=observation, driver_name=driver.name)
 
 
-def _authorize(session: orm.Session, actor_id: str, target: str,
-               namespace: namespaces.Namespace) -> iam.Decision:
+def _denial(session: orm.Session, actor_id: str, target: str,
+            namespace: namespaces.Namespace) -> iam.Decision | None:
+    """The refusal of the original actor under current IAM, or ``None``."""
     if target == "deleted":
-        return iam.authorize(session, actor_id, "namespace:delete",
-                             iam.Resource.namespace(namespace.id))
+        return authority.first_denial(
+            session, [(actor_id, "namespace:delete", iam.Resource.namespace(namespace.id))])
     current = installation.current(session)
     if current is None:
         raise errors.DependencyUnavailable("the installation is not bootstrapped")
     parent = iam.Resource.installation(current.id)
-    decision = iam.authorize(session, actor_id, "namespace:create", parent)
-    if decision.allowed and namespace.existing_namespace is not None:
-        decision = iam.authorize(session, actor_id, "installation:administer", parent)
-    return decision
-
-
-def _deny(session: orm.Session, context: ClaimContext, target: str,
-          namespace: namespaces.Namespace, decision: iam.Decision) -> outcome.PassResult:
-    code = "ACTOR_REVOKED" if decision.actor_revoked else "AUTHORIZATION_DENIED"
-    work_queue.fail(session, context.claim, code=code)
-    if target == "ready":
-        namespaces.transition(session, namespace.id, expected="provisioning", status="failed")
-    audit.append(
-        session, kind="authorization_denial", action=_ADMISSION_ACTION[target],
-        actor_id=context.claim.owner.actor_id, outcome="denied", namespace_id=namespace.id,
-        resource_kind="namespace", resource_id=namespace.id, work_id=context.claim.work_id,
-        details={"reasonCode": code, "reason": str(decision.reason),
-                 "authorization": decision.evidence.as_details()},
-    )
-    return outcome.permanent(code)
+    checks = [(actor_id, "namespace:create", parent)]
+    if namespace.existing_namespace is not None:
+        checks.append((actor_id, "installation:administer", parent))
+    return authority.first_denial(session, checks)
 
 
 def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimContext, *,
@@ -120,8 +109,8 @@ def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimCon
             result, audit_outcome = (outcome.permanent("CONVERGENCE_DEADLINE_EXCEEDED"),
                                      "failure")
         else:
-            result = outcome.PassResult(codes.Outcome.PENDING, "NAMESPACE_INCOMPLETE",
-                                        _delay_ms(deferred.available_at, session))
+            result = outcome.requeued(session, codes.Outcome.PENDING, "NAMESPACE_INCOMPLETE",
+                                      deferred.available_at)
             audit_outcome = "success"
     elif observation.permanent:
         work_queue.fail(session, claim, code="NAMESPACE_FAILED")
@@ -136,8 +125,8 @@ def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimCon
             failed_namespace = True
             result = outcome.permanent("DEPENDENCY_UNAVAILABLE")
         else:
-            result = outcome.PassResult(codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE",
-                                        _delay_ms(item.available_at, session))
+            result = outcome.requeued(session, codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE",
+                                      item.available_at)
     if failed_namespace and target == "ready":
         namespaces.transition(session, namespace.id, expected="provisioning", status="failed")
     details["reasonCode"] = result.code
@@ -148,10 +137,3 @@ def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimCon
         details=details,
     )
     return result
-
-
-def _delay_ms(available_at: dt.datetime | None, session: orm.Session) -> int | None:
-    if available_at is None:
-        return None
-    now = work_queue.database_now(session)
-    return max(int((available_at - now).total_seconds() * 1000), 0)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
+from sqlalchemy import orm
+
 from occ import codes
+from occ.state import work_queue
 
 
 @dataclass(frozen=True)
@@ -22,3 +26,13 @@ def success(code: str) -> PassResult:
 
 def permanent(code: str) -> PassResult:
     return PassResult(codes.Outcome.PERMANENT, code)
+
+
+def requeued(session: orm.Session, outcome: codes.Outcome, code: str,
+             available_at: dt.datetime | None) -> PassResult:
+    """A pass that put its item back: ``retry_in_ms`` is how soon it is due again, measured
+    on the database clock (the follow-up nudge waits that long)."""
+    if available_at is None:
+        return PassResult(outcome, code)
+    now = work_queue.database_now(session)
+    return PassResult(outcome, code, max(int((available_at - now).total_seconds() * 1000), 0))

@@ -306,11 +306,7 @@ def _pending(worker: environment.Worker, context: ClaimContext, code: str, *,
                                     delay_ms=delay_ms)
         if deferred.deadline_exceeded:
             return outcome.permanent("CONVERGENCE_DEADLINE_EXCEEDED")
-        now = work_queue.database_now(session)
-    wait_ms = None
-    if deferred.available_at is not None:
-        wait_ms = max(int((deferred.available_at - now).total_seconds() * 1000), 0)
-    return outcome.PassResult(codes.Outcome.PENDING, code, wait_ms)
+        return outcome.requeued(session, codes.Outcome.PENDING, code, deferred.available_at)
 
 
 def _failed(worker: environment.Worker, context: ClaimContext,
