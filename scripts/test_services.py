@@ -176,26 +176,9 @@ def stop_embedded_postgres() -> None:
 
 
 def find_postgres() -> str:
-    if not force_embedded():
-        given = os.environ.get("OCC_TEST_DATABASE_URL")
-        if given:
-            problem = postgres_problem(given)
-            if problem is not None:
-                raise ServiceError(f"OCC_TEST_DATABASE_URL={redact(given)}: {problem}")
-            say(f"PostgreSQL from OCC_TEST_DATABASE_URL: {redact(given)}")
-            return given
-        problem = postgres_problem(LOCAL_POSTGRES)
-        if problem is None:
-            say(f"PostgreSQL: local server {LOCAL_POSTGRES}")
-            return LOCAL_POSTGRES
-        say(f"no usable local PostgreSQL ({problem})")
-        url = start_debian_cluster()
-        if url is not None:
-            say(f"PostgreSQL: system cluster {url}")
-            return url
-    url = start_embedded_postgres()
-    say(f"PostgreSQL: embedded {url}")
-    return url
+    return _find("PostgreSQL", variable="OCC_TEST_DATABASE_URL", problem_of=postgres_problem,
+                 local=LOCAL_POSTGRES, start_system=start_debian_cluster,
+                 start_embedded=start_embedded_postgres, system="system cluster")
 
 
 # -- Redis --------------------------------------------------------------------------------------
@@ -300,25 +283,34 @@ def stop_embedded_redis() -> None:
 
 
 def find_redis() -> str:
+    return _find("Redis", variable="OCC_TEST_REDIS_URL", problem_of=redis_problem,
+                 local=LOCAL_REDIS, start_system=start_system_redis,
+                 start_embedded=start_embedded_redis, system="system server")
+
+
+def _find(service: str, *, variable: str, problem_of: Callable[[str], str | None],
+          local: str, start_system: Callable[[], str | None],
+          start_embedded: Callable[[], str], system: str) -> str:
+    """The given server, else the local one, else the system one started, else embedded."""
     if not force_embedded():
-        given = os.environ.get("OCC_TEST_REDIS_URL")
+        given = os.environ.get(variable)
         if given:
-            problem = redis_problem(given)
+            problem = problem_of(given)
             if problem is not None:
-                raise ServiceError(f"OCC_TEST_REDIS_URL={redact(given)}: {problem}")
-            say(f"Redis from OCC_TEST_REDIS_URL: {redact(given)}")
+                raise ServiceError(f"{variable}={redact(given)}: {problem}")
+            say(f"{service} from {variable}: {redact(given)}")
             return given
-        problem = redis_problem(LOCAL_REDIS)
+        problem = problem_of(local)
         if problem is None:
-            say(f"Redis: local server {LOCAL_REDIS}")
-            return LOCAL_REDIS
-        say(f"no local Redis ({problem})")
-        url = start_system_redis()
+            say(f"{service}: local server {local}")
+            return local
+        say(f"no usable local {service} ({problem})")
+        url = start_system()
         if url is not None:
-            say(f"Redis: system server {url}")
+            say(f"{service}: {system} {url}")
             return url
-    url = start_embedded_redis()
-    say(f"Redis: embedded {url}")
+    url = start_embedded()
+    say(f"{service}: embedded {url}")
     return url
 
 
