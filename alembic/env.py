@@ -15,7 +15,9 @@ from occ.state import models
 config = context.config
 
 
-def _include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+def _include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
     # the version table lives in the occ schema but is not part of the model
     return not (type_ == "table" and name == "alembic_version")
 

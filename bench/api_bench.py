@@ -139,6 +139,7 @@ def redis_url() -> str:
 
 # -- the client -------------------------------------------------------------------------------
 
+
 class Client:
     """One keep-alive connection; reconnects once if the server closed it."""
 
@@ -178,8 +179,16 @@ class Client:
         self.connection.close()
 
 
-def measure(port: int, key: str, *, threads: int, warmup_s: float, duration_s: float,
-            request: Callable[[Client, int], tuple[str, str]], expect: int) -> Figures:
+def measure(
+    port: int,
+    key: str,
+    *,
+    threads: int,
+    warmup_s: float,
+    duration_s: float,
+    request: Callable[[Client, int], tuple[str, str]],
+    expect: int,
+) -> Figures:
     """``threads`` threads loop ``request`` (method, path for thread i) for the duration."""
     tallies = [Tally() for _ in range(threads)]
     start = threading.Barrier(threads + 1)
@@ -220,30 +229,51 @@ def measure(port: int, key: str, *, threads: int, warmup_s: float, duration_s: f
     for tally in tallies:
         for what, count in tally.errors.items():
             errors[what] = errors.get(what, 0) + count
-    return Figures(per_s=len(latencies) / duration_s,
-                   p50_ms=percentile(latencies, 0.50) * 1000,
-                   p99_ms=percentile(latencies, 0.99) * 1000,
-                   count=len(latencies), errors=errors)
+    return Figures(
+        per_s=len(latencies) / duration_s,
+        p50_ms=percentile(latencies, 0.50) * 1000,
+        p99_ms=percentile(latencies, 0.99) * 1000,
+        count=len(latencies),
+        errors=errors,
+    )
 
 
 # -- the server -------------------------------------------------------------------------------
 
-def start_server(urls: databases.DatabaseUrls, port: int, pepper: str, broker_url: str,
-                 log_file: Any) -> subprocess.Popen[bytes]:
+
+def start_server(
+    urls: databases.DatabaseUrls, port: int, pepper: str, broker_url: str, log_file: Any
+) -> subprocess.Popen[bytes]:
     env = {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
-    env.update({
-        "OCC_DATABASE_URL": urls.app,
-        "OCC_MIGRATION_DATABASE_URL": urls.owner,
-        "OCC_BROKER_URL": broker_url,
-        "OCC_API_KEY_PEPPER": pepper,
-        "OCC_SECRET_KEY": secrets.token_hex(32),
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "OCC_DATABASE_URL": urls.app,
+            "OCC_MIGRATION_DATABASE_URL": urls.owner,
+            "OCC_BROKER_URL": broker_url,
+            "OCC_API_KEY_PEPPER": pepper,
+            "OCC_SECRET_KEY": secrets.token_hex(32),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     command = [
-        sys.executable, "-m", "gunicorn", "occ.web.app:create_app()",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(WORKERS),
-        "--worker-class", "gthread", "--threads", str(WORKER_THREADS),
-        "--keep-alive", "30", "--graceful-timeout", "5", "--timeout", "60",
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "occ.web.app:create_app()",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(WORKERS),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(WORKER_THREADS),
+        "--keep-alive",
+        "30",
+        "--graceful-timeout",
+        "5",
+        "--timeout",
+        "60",
     ]
     return subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
 
@@ -283,6 +313,7 @@ def tail(path: str, lines: int = 40) -> str:
 
 # -- the world --------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class World:
     namespace_id: str
@@ -292,8 +323,9 @@ class World:
 def bootstrap(urls: databases.DatabaseUrls, pepper: str) -> str:
     database = Database(urls.app, pool_size=1)
     try:
-        boot = installation.bootstrap_installation(database, name="api-bench",
-                                                   admin_name="bench-admin")
+        boot = installation.bootstrap_installation(
+            database, name="api-bench", admin_name="bench-admin"
+        )
         assert boot.admin_principal_id is not None
         with database.transaction() as session:
             minted = api_keys.mint(session, principal_id=boot.admin_principal_id, pepper=pepper)
@@ -308,30 +340,61 @@ def build_world(client: Client, urls: databases.DatabaseUrls, agents: int) -> Wo
     owner = sa.create_engine(urls.owner, poolclass=sa.pool.NullPool)
     try:
         with owner.begin() as connection:  # a worker would do this; there is none here
-            connection.execute(sa.text("UPDATE occ.namespaces SET status = 'ready' "
-                                       "WHERE id = :id"), {"id": namespace_id})
+            connection.execute(
+                sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
+                {"id": namespace_id},
+            )
     finally:
         owner.dispose()
     base = f"/v1/namespaces/{namespace_id}"
-    configuration = client.json("POST", f"{base}/configurations", {
-        "name": "bench-config", "document": {"model": "bench", "tools": ["shell", "web"]},
-    }, expect=201)
-    secret = client.json("POST", f"{base}/secrets",
-                         {"name": "bench-token", "value": secrets.token_hex(16)}, expect=201)
-    role = client.json("POST", "/v1/roles", {
-        "name": "bench deployer", "permissions": ["configuration:read", "secret:operate"],
-    }, expect=201)
+    configuration = client.json(
+        "POST",
+        f"{base}/configurations",
+        {
+            "name": "bench-config",
+            "document": {"model": "bench", "tools": ["shell", "web"]},
+        },
+        expect=201,
+    )
+    secret = client.json(
+        "POST",
+        f"{base}/secrets",
+        {"name": "bench-token", "value": secrets.token_hex(16)},
+        expect=201,
+    )
+    role = client.json(
+        "POST",
+        "/v1/roles",
+        {
+            "name": "bench deployer",
+            "permissions": ["configuration:read", "secret:operate"],
+        },
+        expect=201,
+    )
     agent_ids = []
     for n in range(agents):
-        agent = client.json("POST", f"{base}/agents", {
-            "name": f"bench-agent-{n}", "configurationId": configuration["id"],
-            "harness": {"id": "openclaw", "version": "1.0.0"}, "executionMode": "embedded",
-            "harnessAuth": {"kind": "secret", "secretId": secret["id"]},
-        }, expect=201)
-        client.json("POST", "/v1/access-bindings", {
-            "roleId": role["id"], "principalId": agent["servicePrincipalId"],
-            "namespaceId": namespace_id,
-        }, expect=201)
+        agent = client.json(
+            "POST",
+            f"{base}/agents",
+            {
+                "name": f"bench-agent-{n}",
+                "configurationId": configuration["id"],
+                "harness": {"id": "openclaw", "version": "1.0.0"},
+                "executionMode": "embedded",
+                "harnessAuth": {"kind": "secret", "secretId": secret["id"]},
+            },
+            expect=201,
+        )
+        client.json(
+            "POST",
+            "/v1/access-bindings",
+            {
+                "roleId": role["id"],
+                "principalId": agent["servicePrincipalId"],
+                "namespaceId": namespace_id,
+            },
+            expect=201,
+        )
         agent_ids.append(agent["id"])
     first = client.json("POST", f"{base}/agents/{agent_ids[0]}/deploy", expect=202)
     assert first["deploymentId"], first
@@ -340,19 +403,28 @@ def build_world(client: Client, urls: databases.DatabaseUrls, agents: int) -> Wo
 
 # -- main -------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=10.0,
-                        help="measured seconds per phase (default 10)")
-    parser.add_argument("--warmup", type=float, default=2.0,
-                        help="unmeasured seconds before each phase (default 2)")
+    parser.add_argument(
+        "--duration", type=float, default=10.0, help="measured seconds per phase (default 10)"
+    )
+    parser.add_argument(
+        "--warmup", type=float, default=2.0, help="unmeasured seconds before each phase (default 2)"
+    )
     parser.add_argument("--threads", type=int, default=4, help="client threads (default 4)")
-    parser.add_argument("--agents", type=int, default=1,
-                        help="Agents the deploy threads spread over (default 1: one Agent)")
+    parser.add_argument(
+        "--agents",
+        type=int,
+        default=1,
+        help="Agents the deploy threads spread over (default 1: one Agent)",
+    )
     args = parser.parse_args(argv)
     if not os.environ.get("OCC_TEST_DATABASE_URL"):
-        log("set OCC_TEST_DATABASE_URL to a PostgreSQL server the benchmark may create a "
-            "database on")
+        log(
+            "set OCC_TEST_DATABASE_URL to a PostgreSQL server the benchmark may create a "
+            "database on"
+        )
         return 2
 
     broker_url = redis_url()
@@ -370,14 +442,23 @@ def main(argv: list[str] | None = None) -> int:
             setup = Client(port, key)
             world = build_world(setup, urls, max(1, args.agents))
             setup.close()
-            log(f"gunicorn: {WORKERS} gthread workers x {WORKER_THREADS} threads on "
+            log(
+                f"gunicorn: {WORKERS} gthread workers x {WORKER_THREADS} threads on "
                 f"127.0.0.1:{port}; {args.threads} client threads, {args.warmup:g} s warm-up + "
                 f"{args.duration:g} s per phase; deploys over {len(world.agent_ids)} Agent(s); "
-                f"broker database {urlsplit(broker_url).path}")
+                f"broker database {urlsplit(broker_url).path}"
+            )
 
             def run(request: Callable[[Client, int], tuple[str, str]], expect: int) -> Figures:
-                return measure(port, key, threads=args.threads, warmup_s=args.warmup,
-                               duration_s=args.duration, request=request, expect=expect)
+                return measure(
+                    port,
+                    key,
+                    threads=args.threads,
+                    warmup_s=args.warmup,
+                    duration_s=args.duration,
+                    request=request,
+                    expect=expect,
+                )
 
             base = f"/v1/namespaces/{world.namespace_id}"
 
@@ -399,11 +480,15 @@ def main(argv: list[str] | None = None) -> int:
             log(f"baseline_healthz_per_s={healthz.per_s:.1f}")
             log(f"baseline_healthz_p50_ms={healthz.p50_ms:.2f}")
             log(f"baseline_healthz_p99_ms={healthz.p99_ms:.2f}")
-            log(f"deploy / healthz = {deploys.per_s / healthz.per_s:.3f}; "
-                f"get_namespace / healthz = {reads.per_s / healthz.per_s:.3f}")
-            log(f"requests: deploy {deploys.count}, get_namespace {reads.count}, "
+            log(
+                f"deploy / healthz = {deploys.per_s / healthz.per_s:.3f}; "
+                f"get_namespace / healthz = {reads.per_s / healthz.per_s:.3f}"
+            )
+            log(
+                f"requests: deploy {deploys.count}, get_namespace {reads.count}, "
                 f"healthz {healthz.count}; errors: deploy {deploys.errors or 0}, "
-                f"get_namespace {reads.errors or 0}, healthz {healthz.errors or 0}")
+                f"get_namespace {reads.errors or 0}, healthz {healthz.errors or 0}"
+            )
             log(f"nudges waiting in occ.control: {broker.llen('occ.control')}")
         finally:
             if server is not None:

@@ -119,8 +119,9 @@ def log(verbose: bool, message: str) -> None:
         print(f"# {message}", file=sys.stderr, flush=True)
 
 
-def wait_for(condition: Callable[[], T], *, timeout: float, interval: float = POLL_S,
-             message: str) -> T:
+def wait_for(
+    condition: Callable[[], T], *, timeout: float, interval: float = POLL_S, message: str
+) -> T:
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -138,6 +139,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 # -- processes --------------------------------------------------------------------------------
+
 
 @dataclass
 class Process:
@@ -180,33 +182,67 @@ class Fleet:
         log_path = self.directory / f"{name}.log"
         with log_path.open("wb") as handle:
             popen = subprocess.Popen(
-                [sys.executable, "-m", "celery", *arguments], cwd=ROOT,
-                env={**self.env, **extra}, stdout=handle, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "celery", *arguments],
+                cwd=ROOT,
+                env={**self.env, **extra},
+                stdout=handle,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         process = Process(name, popen, log_path)
         self.processes.append(process)
         return process
 
-    def worker(self, name: str, *, app: str, queues: str, pool: str,
-               concurrency: int) -> Process:
+    def worker(self, name: str, *, app: str, queues: str, pool: str, concurrency: int) -> Process:
         readiness = self.directory / f"{name}.ready"
-        process = self._start(name, [
-            "-A", app, "worker", "-Q", queues, "-P", pool, "-c", str(concurrency),
-            "-n", f"{name}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle",
-            "-l", "WARNING",
-        ], {"OCC_WORKER_READINESS_PATH": str(readiness)})
-        wait_for(lambda: readiness.exists() or not process.alive(), timeout=60,
-                 interval=0.05, message=f"worker {name} to become ready")
+        process = self._start(
+            name,
+            [
+                "-A",
+                app,
+                "worker",
+                "-Q",
+                queues,
+                "-P",
+                pool,
+                "-c",
+                str(concurrency),
+                "-n",
+                f"{name}@%h",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "WARNING",
+            ],
+            {"OCC_WORKER_READINESS_PATH": str(readiness)},
+        )
+        wait_for(
+            lambda: readiness.exists() or not process.alive(),
+            timeout=60,
+            interval=0.05,
+            message=f"worker {name} to become ready",
+        )
         if not process.alive():
             raise BenchError(f"worker {name} exited:\n{process.tail()}")
         return process
 
     def beat(self, name: str, claim_interval_ms: int) -> Process:
-        return self._start(name, [
-            "-A", OCC_APP, "beat", "-S", "celery.beat:Scheduler",
-            "--schedule", str(self.directory / f"{name}-schedule"), "-l", "WARNING",
-        ], {"OCC_CLAIM_INTERVAL_MS": str(claim_interval_ms)})
+        return self._start(
+            name,
+            [
+                "-A",
+                OCC_APP,
+                "beat",
+                "-S",
+                "celery.beat:Scheduler",
+                "--schedule",
+                str(self.directory / f"{name}-schedule"),
+                "-l",
+                "WARNING",
+            ],
+            {"OCC_CLAIM_INTERVAL_MS": str(claim_interval_ms)},
+        )
 
     def check(self) -> None:
         for process in self.processes:
@@ -229,6 +265,7 @@ class Fleet:
 
 
 # -- CPU accounting (Linux /proc; diagnostics for -v) ------------------------------------------
+
 
 def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of one process (0 when it is gone or /proc is missing)."""
@@ -263,9 +300,15 @@ def cpu_groups(fleet: Fleet, occ: Occ | None, broker: redis.Redis) -> dict[str, 
         groups.setdefault(role, []).extend(_family(process.popen.pid))
     if occ is not None:
         with occ.database.engine.connect() as connection:
-            groups["postgres"] = [int(pid) for pid in connection.execute(sa.text(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND application_name = 'occ-worker'")).scalars()]
+            groups["postgres"] = [
+                int(pid)
+                for pid in connection.execute(
+                    sa.text(
+                        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND application_name = 'occ-worker'"
+                    )
+                ).scalars()
+            ]
     with contextlib.suppress(redis.RedisError, KeyError, ValueError):
         groups["redis"] = [int(broker.info("server")["process_id"])]
     groups["bench"] = [os.getpid()]
@@ -276,16 +319,17 @@ def cpu_snapshot(groups: dict[str, list[int]]) -> dict[str, float]:
     return {role: sum(_cpu_s(pid) for pid in pids) for role, pids in groups.items()}
 
 
-def cpu_report(before: dict[str, float], after: dict[str, float], count: int,
-               elapsed: float) -> str:
+def cpu_report(
+    before: dict[str, float], after: dict[str, float], count: int, elapsed: float
+) -> str:
     spent = {role: (after[role] - before.get(role, 0.0)) * 1000 / count for role in after}
     capacity = (os.cpu_count() or 1) * elapsed * 1000 / count
     parts = ", ".join(f"{role} {value:.2f}" for role, value in spent.items())
-    return (f"CPU ms per item: {parts}; total {sum(spent.values()):.2f} of "
-            f"{capacity:.2f} available")
+    return f"CPU ms per item: {parts}; total {sum(spent.values()):.2f} of {capacity:.2f} available"
 
 
 # -- the occ side ----------------------------------------------------------------------------
+
 
 def work_id(namespace_id: str) -> str:
     return f"namespace:{namespace_id}:reconcile:ready"
@@ -302,19 +346,24 @@ class Occ:
 
     def admit(self) -> str:
         self.sequence += 1
-        view = namespaces.create_namespace(self.database, actor_id=self.admin_id,
-                                           name=f"bench-{self.sequence}")
+        view = namespaces.create_namespace(
+            self.database, actor_id=self.admin_id, name=f"bench-{self.sequence}"
+        )
         return view.id
 
     def live_claims(self) -> int:
         with self.database.engine.connect() as connection:
-            return int(connection.execute(sa.text(
-                "SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'")).scalar_one())
+            return int(
+                connection.execute(
+                    sa.text("SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'")
+                ).scalar_one()
+            )
 
     def counts(self) -> dict[str, int]:
         with self.database.engine.connect() as connection:
-            rows = connection.execute(sa.text(
-                "SELECT status, count(*) FROM occ.namespaces GROUP BY status")).all()
+            rows = connection.execute(
+                sa.text("SELECT status, count(*) FROM occ.namespaces GROUP BY status")
+            ).all()
         return {str(status): int(count) for status, count in rows}
 
     def wait_ready(self, total: int, *, timeout: float, fleet: Fleet) -> float:
@@ -335,9 +384,11 @@ class Occ:
 
 def settle(occ: Occ, broker: redis.Redis) -> None:
     """Wait until no claim is live and no message waits in the broker: the fleet is idle."""
+
     def idle() -> bool:
         waiting = sum(int(broker.llen(key)) for key in broker.scan_iter(_type="LIST"))
         return waiting == 0 and occ.live_claims() == 0
+
     for _ in range(2):  # idle twice, a quarter second apart
         wait_for(idle, timeout=READY_TIMEOUT_S, message="the fleet to become idle")
         time.sleep(0.25)
@@ -372,8 +423,7 @@ def driver_durations(fleet: Fleet, work_ids: set[str]) -> list[float]:
     return durations
 
 
-def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int,
-                   verbose: bool) -> float:
+def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int, verbose: bool) -> float:
     warm = [occ.admit() for _ in range(WARMUP_ITEMS)]
     occ.nudger.send_now()
     occ.wait_ready(len(warm), timeout=READY_TIMEOUT_S, fleet=fleet)
@@ -384,30 +434,43 @@ def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int,
     ids = [occ.admit() for _ in range(items)]
     admitted_in = time.perf_counter() - started
     before = occ.counts().get("ready", 0) - len(warm)
-    log(verbose, f"admitted {items} Namespaces in {admitted_in:.2f} s "
-                 f"({items / admitted_in:.0f}/s); ready before the nudge: {before}")
+    log(
+        verbose,
+        f"admitted {items} Namespaces in {admitted_in:.2f} s "
+        f"({items / admitted_in:.0f}/s); ready before the nudge: {before}",
+    )
 
     groups = cpu_groups(fleet, occ, broker)
     cpu_before = cpu_snapshot(groups)
     begin = time.monotonic()
     occ.nudger.send_now()
-    end = occ.wait_ready(len(warm) + items, timeout=max(READY_TIMEOUT_S, items / 5),
-                         fleet=fleet)
+    end = occ.wait_ready(len(warm) + items, timeout=max(READY_TIMEOUT_S, items / 5), fleet=fleet)
     elapsed = end - begin
     cpu_after = cpu_snapshot(groups)
     log(verbose, f"occ: {items} items ready {elapsed:.2f} s after the nudge")
     log(verbose, f"occ: {cpu_report(cpu_before, cpu_after, items, elapsed)}")
     durations = driver_durations(fleet, {work_id(i) for i in ids})
     if durations:
-        log(verbose, f"occ: run_work (executor.run) mean {statistics.fmean(durations):.1f} ms, "
-                     f"p50 {percentile(durations, 0.5):.1f} ms over {len(durations)} items; "
-                     f"driver processes busy {sum(durations) / 1000 / (2 * elapsed):.0%} "
-                     f"of the measured time")
+        log(
+            verbose,
+            f"occ: run_work (executor.run) mean {statistics.fmean(durations):.1f} ms, "
+            f"p50 {percentile(durations, 0.5):.1f} ms over {len(durations)} items; "
+            f"driver processes busy {sum(durations) / 1000 / (2 * elapsed):.0%} "
+            f"of the measured time",
+        )
     return items / elapsed
 
 
-def pickup_latencies(occ: Occ, fleet: Fleet, broker: redis.Redis, local_root: Path, *,
-                     samples: int, with_nudge: bool, verbose: bool) -> list[float]:
+def pickup_latencies(
+    occ: Occ,
+    fleet: Fleet,
+    broker: redis.Redis,
+    local_root: Path,
+    *,
+    samples: int,
+    with_nudge: bool,
+    verbose: bool,
+) -> list[float]:
     """Milliseconds from each admission's commit to the start of its effect."""
     label = "nudge" if with_nudge else "poll"
     quiesce(occ, broker, verbose, f"the pickup run ({label})")
@@ -439,17 +502,26 @@ def pickup_latencies(occ: Occ, fleet: Fleet, broker: redis.Redis, local_root: Pa
     if missing:
         raise BenchError(f"{len(missing)} admitted items have no effect in the journal")
     latencies = [(first_start[w] - t) * 1000 for w, t in admitted.items()]
-    log(verbose, f"pickup ({label}): {samples} samples, min {min(latencies):.1f} ms, "
-                 f"max {max(latencies):.1f} ms")
+    log(
+        verbose,
+        f"pickup ({label}): {samples} samples, min {min(latencies):.1f} ms, "
+        f"max {max(latencies):.1f} ms",
+    )
     return latencies
 
 
 # -- the plain Celery side -------------------------------------------------------------------
 
-def celery_throughput(env: dict[str, str], fleet: Fleet, counter: redis.Redis, tasks: int,
-                      verbose: bool) -> float:
-    workers = [fleet.worker(f"noop-{i}", app=NOOP_APP, queues=noop_app.QUEUE, pool="prefork",
-                            concurrency=1) for i in (1, 2)]
+
+def celery_throughput(
+    env: dict[str, str], fleet: Fleet, counter: redis.Redis, tasks: int, verbose: bool
+) -> float:
+    workers = [
+        fleet.worker(
+            f"noop-{i}", app=NOOP_APP, queues=noop_app.QUEUE, pool="prefork", concurrency=1
+        )
+        for i in (1, 2)
+    ]
     app = noop_app.create(Settings.from_env(env))
 
     def run(count: int) -> float:
@@ -468,8 +540,11 @@ def celery_throughput(env: dict[str, str], fleet: Fleet, counter: redis.Redis, t
         cpu[:] = [cpu_report(cpu_before, cpu_snapshot(groups), count, elapsed)]
         return elapsed
 
-    groups = {role: pids for role, pids in cpu_groups(fleet, None, counter).items()
-              if role in ("noop", "redis", "bench")}
+    groups = {
+        role: pids
+        for role, pids in cpu_groups(fleet, None, counter).items()
+        if role in ("noop", "redis", "bench")
+    }
     cpu: list[str] = []
     run(WARMUP_ITEMS)
     elapsed = run(tasks)
@@ -483,6 +558,7 @@ def celery_throughput(env: dict[str, str], fleet: Fleet, counter: redis.Redis, t
 
 # -- main -------------------------------------------------------------------------------------
 
+
 def broker_url() -> str:
     base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
     return base.rsplit("/", 1)[0] + f"/{BROKER_DB}"
@@ -491,15 +567,17 @@ def broker_url() -> str:
 def fleet_env(urls: databases.DatabaseUrls, broker: str, local_root: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
     pythonpath = [str(ROOT), *filter(None, [env.get("PYTHONPATH")])]
-    env.update({
-        "PYTHONPATH": os.pathsep.join(pythonpath),
-        "OCC_DATABASE_URL": urls.app,
-        "OCC_BROKER_URL": broker,
-        "OCC_LOCAL_ROOT": str(local_root),
-        "OCC_WORKER_LEASE_DURATION_MS": "15000",
-        "OCC_CLAIM_INTERVAL_MS": str(NUDGE_BEAT_MS),
-        "OCC_RECOVERY_INTERVAL_MS": "5000",
-    })
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(pythonpath),
+            "OCC_DATABASE_URL": urls.app,
+            "OCC_BROKER_URL": broker,
+            "OCC_LOCAL_ROOT": str(local_root),
+            "OCC_WORKER_LEASE_DURATION_MS": "15000",
+            "OCC_CLAIM_INTERVAL_MS": str(NUDGE_BEAT_MS),
+            "OCC_RECOVERY_INTERVAL_MS": "5000",
+        }
+    )
     return env
 
 
@@ -521,8 +599,13 @@ def summary(figures: dict[str, float]) -> list[str]:
     ]
 
 
-def measure(args: argparse.Namespace, urls: databases.DatabaseUrls, broker: str,
-            directory: Path, fleet: Fleet) -> dict[str, float]:
+def measure(
+    args: argparse.Namespace,
+    urls: databases.DatabaseUrls,
+    broker: str,
+    directory: Path,
+    fleet: Fleet,
+) -> dict[str, float]:
     verbose = args.verbose
     env = fleet.env
     settings = Settings.from_env(env)
@@ -534,29 +617,46 @@ def measure(args: argparse.Namespace, urls: databases.DatabaseUrls, broker: str,
         assert boot.admin_principal_id is not None
         occ = Occ(database, boot.admin_principal_id, nudge.Nudger(celery))
 
-        fleet.worker("control", app=OCC_APP, queues=tasks_app.CONTROL_QUEUE,
-                     pool=args.control_pool, concurrency=2)
+        fleet.worker(
+            "control",
+            app=OCC_APP,
+            queues=tasks_app.CONTROL_QUEUE,
+            pool=args.control_pool,
+            concurrency=2,
+        )
         for i in (1, 2):
-            fleet.worker(f"drivers-{i}", app=OCC_APP, queues=tasks_app.DRIVER_QUEUE,
-                         pool="prefork", concurrency=1)
+            fleet.worker(
+                f"drivers-{i}",
+                app=OCC_APP,
+                queues=tasks_app.DRIVER_QUEUE,
+                pool="prefork",
+                concurrency=1,
+            )
         log(verbose, "occ workers ready")
 
         figures: dict[str, float] = {}
-        figures["occ_items_per_s"] = occ_throughput(occ, fleet, counter, args.items,
-                                                    verbose)
-        figures["celery_tasks_per_s"] = celery_throughput(env, fleet, counter, args.items,
-                                                          verbose)
+        figures["occ_items_per_s"] = occ_throughput(occ, fleet, counter, args.items, verbose)
+        figures["celery_tasks_per_s"] = celery_throughput(env, fleet, counter, args.items, verbose)
         local_root = Path(settings.local_root)
         for with_nudge, label in ((True, "nudge"), (False, "poll")):
-            latencies = pickup_latencies(occ, fleet, counter, local_root,
-                                         samples=args.samples, with_nudge=with_nudge,
-                                         verbose=verbose)
+            latencies = pickup_latencies(
+                occ,
+                fleet,
+                counter,
+                local_root,
+                samples=args.samples,
+                with_nudge=with_nudge,
+                verbose=verbose,
+            )
             figures[f"pickup_p50_ms_{label}"] = percentile(latencies, 0.50)
             figures[f"pickup_p99_ms_{label}"] = percentile(latencies, 0.99)
             if not with_nudge:
                 early = sum(1 for value in latencies if value < 50)
-                log(verbose, f"poll: {early} of {len(latencies)} samples picked up within "
-                             f"50 ms (a finished run_work's nudge, not beat)")
+                log(
+                    verbose,
+                    f"poll: {early} of {len(latencies)} samples picked up within "
+                    f"50 ms (a finished run_work's nudge, not beat)",
+                )
         return figures
     finally:
         counter.close()
@@ -566,12 +666,21 @@ def measure(args: argparse.Namespace, urls: databases.DatabaseUrls, broker: str,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=500,
-                        help="work items (and plain Celery tasks) of the throughput runs")
-    parser.add_argument("--samples", type=int, default=200,
-                        help="admissions timed in each pickup-latency run")
-    parser.add_argument("--control-pool", choices=("threads", "prefork"), default="threads",
-                        help="pool of the control worker (threads, as deployed, by default)")
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=500,
+        help="work items (and plain Celery tasks) of the throughput runs",
+    )
+    parser.add_argument(
+        "--samples", type=int, default=200, help="admissions timed in each pickup-latency run"
+    )
+    parser.add_argument(
+        "--control-pool",
+        choices=("threads", "prefork"),
+        default="threads",
+        help="pool of the control worker (threads, as deployed, by default)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     args = parser.parse_args(argv)
     if args.items < 1 or args.samples < 1:
@@ -612,9 +721,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}={value:.1f}")
     for line in summary(figures):
         print(line, file=sys.stderr)
-    print(f"({time.monotonic() - started:.0f} s in all; control pool {args.control_pool}; "
-          f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
-          f"on {os.cpu_count()} CPUs)", file=sys.stderr)
+    print(
+        f"({time.monotonic() - started:.0f} s in all; control pool {args.control_pool}; "
+        f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+        f"on {os.cpu_count()} CPUs)",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -34,8 +34,10 @@ def create(settings: Settings) -> Celery:
     configuration["task_routes"] = {NOOP: {"queue": QUEUE}}
     configuration["task_default_queue"] = QUEUE
     configuration["task_annotations"] = {
-        NOOP: {"soft_time_limit": occ_app.RUN_WORK_SOFT_LIMIT_S,
-               "time_limit": occ_app.RUN_WORK_HARD_LIMIT_S},
+        NOOP: {
+            "soft_time_limit": occ_app.RUN_WORK_SOFT_LIMIT_S,
+            "time_limit": occ_app.RUN_WORK_HARD_LIMIT_S,
+        },
     }
     configuration["beat_schedule"] = {}
     app.conf.update(configuration)

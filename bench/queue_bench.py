@@ -96,10 +96,26 @@ class Plan:
     million: bool
 
 
-FULL = Plan(warmup_s=2.0, measure_s=10.0, batch1_items=12_000, batch50_items=30_000,
-            latency_samples=2_000, latency_warmup=200, baseline_s=1.5, million=True)
-QUICK = Plan(warmup_s=1.0, measure_s=4.0, batch1_items=6_000, batch50_items=15_000,
-             latency_samples=600, latency_warmup=100, baseline_s=1.0, million=False)
+FULL = Plan(
+    warmup_s=2.0,
+    measure_s=10.0,
+    batch1_items=12_000,
+    batch50_items=30_000,
+    latency_samples=2_000,
+    latency_warmup=200,
+    baseline_s=1.5,
+    million=True,
+)
+QUICK = Plan(
+    warmup_s=1.0,
+    measure_s=4.0,
+    batch1_items=6_000,
+    batch50_items=15_000,
+    latency_samples=600,
+    latency_warmup=100,
+    baseline_s=1.0,
+    million=False,
+)
 
 
 def log(verbose: bool, message: str) -> None:
@@ -109,9 +125,11 @@ def log(verbose: bool, message: str) -> None:
 
 # -- database setup (as the URL's user) -------------------------------------------------------
 
+
 def admin_engine(url: str) -> sa.Engine:
-    return sa.create_engine(db.normalize_url(url), isolation_level="AUTOCOMMIT",
-                            poolclass=sa.pool.NullPool)
+    return sa.create_engine(
+        db.normalize_url(url), isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool
+    )
 
 
 def ensure_database(url: str, *, recreate: bool = False) -> None:
@@ -151,13 +169,19 @@ def ensure_database(url: str, *, recreate: bool = False) -> None:
 def empty(engine: sa.Engine) -> None:
     """TRUNCATE every occ table but Alembic's version table."""
     with engine.connect() as connection:
-        tables = connection.execute(sa.text(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'occ'"
-            " AND tablename <> 'alembic_version' ORDER BY tablename"
-        )).scalars().all()
-        connection.execute(sa.text(
-            "TRUNCATE " + ", ".join(f"occ.{table}" for table in tables) + " CASCADE"
-        ))
+        tables = (
+            connection.execute(
+                sa.text(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'occ'"
+                    " AND tablename <> 'alembic_version' ORDER BY tablename"
+                )
+            )
+            .scalars()
+            .all()
+        )
+        connection.execute(
+            sa.text("TRUNCATE " + ", ".join(f"occ.{table}" for table in tables) + " CASCADE")
+        )
 
 
 def settle(engine: sa.Engine) -> None:
@@ -166,10 +190,12 @@ def settle(engine: sa.Engine) -> None:
     The checkpoint keeps the setup's dirty pages from being written out during measurement.
     """
     with engine.connect() as connection:
-        connection.execute(sa.text(
-            "VACUUM (ANALYZE) occ.controller_work, occ.agent_revisions, occ.agents,"
-            " occ.principals, occ.namespaces, occ.configurations, occ.audit_events"
-        ))
+        connection.execute(
+            sa.text(
+                "VACUUM (ANALYZE) occ.controller_work, occ.agent_revisions, occ.agents,"
+                " occ.principals, occ.namespaces, occ.configurations, occ.audit_events"
+            )
+        )
         with contextlib.suppress(sa_exc.DBAPIError):  # needs superuser or pg_checkpoint
             connection.execute(sa.text("CHECKPOINT"))
 
@@ -259,9 +285,14 @@ def populate(engine: sa.Engine, *, agents: int, revisions: int, terminal: int = 
     namespaces = max(1, min(100, agents))
     with engine.begin() as connection:
         actor = connection.exec_driver_sql(_ACTOR).scalar_one()
-        params = {"actor": actor, "namespaces": namespaces, "agents": agents,
-                  "revisions": revisions, "rows": terminal,
-                  "per_agent": max(1, math.ceil(terminal / agents))}
+        params = {
+            "actor": actor,
+            "namespaces": namespaces,
+            "agents": agents,
+            "revisions": revisions,
+            "rows": terminal,
+            "per_agent": max(1, math.ceil(terminal / agents)),
+        }
         for statement in (_NAMESPACES, _CONFIGURATIONS, _AGENTS, _REVISIONS, _QUEUED):
             connection.exec_driver_sql(statement, params)
         if terminal:
@@ -270,6 +301,7 @@ def populate(engine: sa.Engine, *, agents: int, revisions: int, terminal: int = 
 
 
 # -- baseline ---------------------------------------------------------------------------------
+
 
 class Baseline:
     """One client committing a plain single-row UPDATE, one transaction each, same stack.
@@ -284,13 +316,15 @@ class Baseline:
         self.seconds = seconds
         self.samples: list[float] = []
         with engine.connect() as connection:
-            connection.execute(sa.text(
-                f"CREATE TABLE IF NOT EXISTS {self.TABLE}"
-                " (id integer PRIMARY KEY, n bigint NOT NULL)"
-            ))
-            connection.execute(sa.text(
-                f"INSERT INTO {self.TABLE} VALUES (1, 0) ON CONFLICT DO NOTHING"
-            ))
+            connection.execute(
+                sa.text(
+                    f"CREATE TABLE IF NOT EXISTS {self.TABLE}"
+                    " (id integer PRIMARY KEY, n bigint NOT NULL)"
+                )
+            )
+            connection.execute(
+                sa.text(f"INSERT INTO {self.TABLE} VALUES (1, 0) ON CONFLICT DO NOTHING")
+            )
         self.database = db.Database(url, pool_size=1, application_name="occ-bench")
         self.update = sa.text(f"UPDATE {self.TABLE} SET n = n + 1 WHERE id = 1")
 
@@ -318,6 +352,7 @@ class Baseline:
 
 
 # -- throughput -------------------------------------------------------------------------------
+
 
 @dataclass
 class Counters:
@@ -350,13 +385,16 @@ class Throughput:
     def __add__(self, other: Throughput) -> Throughput:
         seconds = self.seconds + other.seconds
         return Throughput(
-            self.items + other.items, seconds, self.counters + other.counters,
+            self.items + other.items,
+            seconds,
+            self.counters + other.counters,
             (self.baseline * self.seconds + other.baseline * other.seconds) / seconds,
         )
 
 
-def _worker(database: db.Database, batch: int, stop: Any, counters: Counters,
-            failures: list[BaseException]) -> None:
+def _worker(
+    database: db.Database, batch: int, stop: Any, counters: Counters, failures: list[BaseException]
+) -> None:
     """claim tx (batch) ; per item: start tx ; complete tx. No work between start and complete."""
     try:
         while not stop.is_set():
@@ -396,16 +434,19 @@ def _process_main(url: str, batch: int, stop: Any, results: Any) -> None:
     results.put((astuple(counters), repr(failures[0]) if failures else None))
 
 
-def measure_throughput(url: str, *, batch: int, total: int, warmup_s: float,
-                       measure_s: float) -> tuple[int, float, Counters]:
+def measure_throughput(
+    url: str, *, batch: int, total: int, warmup_s: float, measure_s: float
+) -> tuple[int, float, Counters]:
     """Items completed by ``WORKERS`` worker processes after a warm-up, over ``measure_s``.
 
     The window ends early if 90 % of the queue is done, so the queue never runs dry inside it.
     """
     context = multiprocessing.get_context("fork")
     stop, results = context.Event(), context.Queue()
-    processes = [context.Process(target=_process_main, args=(url, batch, stop, results),
-                                 daemon=True) for _ in range(WORKERS)]
+    processes = [
+        context.Process(target=_process_main, args=(url, batch, stop, results), daemon=True)
+        for _ in range(WORKERS)
+    ]
     engine = sa.create_engine(db.normalize_url(url), poolclass=sa.pool.NullPool)
     count = sa.text("SELECT count(*) FROM occ.controller_work WHERE state = 'succeeded'")
 
@@ -437,9 +478,18 @@ def measure_throughput(url: str, *, batch: int, total: int, warmup_s: float,
     return done_after - done_before, ended - started, totals
 
 
-def throughput_phase(url: str, engine: sa.Engine, baseline: Baseline, plan: Plan, *,
-                     lanes: int, items: int, batch: int, measure_s: float,
-                     verbose: bool) -> Throughput:
+def throughput_phase(
+    url: str,
+    engine: sa.Engine,
+    baseline: Baseline,
+    plan: Plan,
+    *,
+    lanes: int,
+    items: int,
+    batch: int,
+    measure_s: float,
+    verbose: bool,
+) -> Throughput:
     """Empty the tables, queue ``items`` over ``lanes`` lanes, measure claims of ``batch``."""
     empty(engine)
     started = time.perf_counter()
@@ -447,15 +497,20 @@ def throughput_phase(url: str, engine: sa.Engine, baseline: Baseline, plan: Plan
     settle(engine)
     log(verbose, f"set up {total} items in {lanes} lanes in {time.perf_counter() - started:.1f} s")
     local = baseline.sample()
-    done, seconds, counters = measure_throughput(url, batch=batch, total=total,
-                                                 warmup_s=plan.warmup_s, measure_s=measure_s)
+    done, seconds, counters = measure_throughput(
+        url, batch=batch, total=total, warmup_s=plan.warmup_s, measure_s=measure_s
+    )
     result = Throughput(done, seconds, counters, local)
-    log(verbose, f"batch {batch}, {lanes} lanes: {result.items_per_s:.0f} items/s over "
-                 f"{seconds:.1f} s (baseline {local:.0f} commits/s), {counters}")
+    log(
+        verbose,
+        f"batch {batch}, {lanes} lanes: {result.items_per_s:.0f} items/s over "
+        f"{seconds:.1f} s (baseline {local:.0f} commits/s), {counters}",
+    )
     return result
 
 
 # -- claim latency ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -472,8 +527,9 @@ class Latency:
         return cls(percentile(0.50), percentile(0.99))
 
 
-def latency_phase(url: str, engine: sa.Engine, plan: Plan, *, terminal: int, samples: int,
-                  verbose: bool) -> list[float]:
+def latency_phase(
+    url: str, engine: sa.Engine, plan: Plan, *, terminal: int, samples: int, verbose: bool
+) -> list[float]:
     """Time one claim statement (limit 10) ``samples`` times beside ``terminal`` succeeded rows.
 
     The queue holds ``LATENCY_QUEUED`` queued items over ``LATENCY_LANES`` lanes and
@@ -483,8 +539,9 @@ def latency_phase(url: str, engine: sa.Engine, plan: Plan, *, terminal: int, sam
     """
     empty(engine)
     started = time.perf_counter()
-    populate(engine, agents=LATENCY_LANES, revisions=LATENCY_QUEUED // LATENCY_LANES,
-             terminal=terminal)
+    populate(
+        engine, agents=LATENCY_LANES, revisions=LATENCY_QUEUED // LATENCY_LANES, terminal=terminal
+    )
     settle(engine)
     log(verbose, f"set up {terminal} terminal rows in {time.perf_counter() - started:.1f} s")
     database = db.Database(url, pool_size=2, application_name="occ-bench")
@@ -510,13 +567,18 @@ def latency_phase(url: str, engine: sa.Engine, plan: Plan, *, terminal: int, sam
 
 # -- main -------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="shorter phases, no million-row phase (no _1m lines)")
+    parser.add_argument(
+        "--quick", action="store_true", help="shorter phases, no million-row phase (no _1m lines)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
-    parser.add_argument("--recreate", action="store_true",
-                        help="drop and create the database first (after a migration was edited)")
+    parser.add_argument(
+        "--recreate",
+        action="store_true",
+        help="drop and create the database first (after a migration was edited)",
+    )
     args = parser.parse_args(argv)
     url = os.environ.get("OCC_TEST_DATABASE_URL")
     if not url:
@@ -535,18 +597,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}={value:.{digits}f}", flush=True)
 
     def throughput(*, lanes: int, items: int, batch: int, measure_s: float) -> Throughput:
-        return throughput_phase(url, engine, baseline, plan, lanes=lanes, items=items,
-                                batch=batch, measure_s=measure_s, verbose=verbose)
+        return throughput_phase(
+            url,
+            engine,
+            baseline,
+            plan,
+            lanes=lanes,
+            items=items,
+            batch=batch,
+            measure_s=measure_s,
+            verbose=verbose,
+        )
 
     def latency(terminal: int, samples: int) -> list[float]:
-        return latency_phase(url, engine, plan, terminal=terminal, samples=samples,
-                             verbose=verbose)
+        return latency_phase(url, engine, plan, terminal=terminal, samples=samples, verbose=verbose)
 
-    batch1 = throughput(lanes=BATCH_LANES, items=plan.batch1_items, batch=1,
-                        measure_s=plan.measure_s)
+    batch1 = throughput(
+        lanes=BATCH_LANES, items=plan.batch1_items, batch=1, measure_s=plan.measure_s
+    )
     emit("batch1_items_per_s", batch1.items_per_s, 0)
-    batch50 = throughput(lanes=BATCH_LANES, items=plan.batch50_items, batch=50,
-                         measure_s=plan.measure_s)
+    batch50 = throughput(
+        lanes=BATCH_LANES, items=plan.batch50_items, batch=50, measure_s=plan.measure_s
+    )
     emit("batch50_items_per_s", batch50.items_per_s, 0)
 
     # 1k, 1m, 1k again: the two 1k halves bracket the 1m phase, so a drift in the machine's
@@ -566,14 +638,14 @@ def main(argv: list[str] | None = None) -> int:
 
     # own, shared, shared, own: the same bracketing for their ratio.
     slice_s = plan.measure_s
-    own = throughput(lanes=plan.batch50_items, items=plan.batch50_items, batch=50,
-                     measure_s=slice_s)
-    shared = throughput(lanes=SHARED_LANES, items=plan.batch50_items, batch=50,
-                        measure_s=slice_s)
-    shared += throughput(lanes=SHARED_LANES, items=plan.batch50_items, batch=50,
-                         measure_s=slice_s)
-    own += throughput(lanes=plan.batch50_items, items=plan.batch50_items, batch=50,
-                      measure_s=slice_s)
+    own = throughput(
+        lanes=plan.batch50_items, items=plan.batch50_items, batch=50, measure_s=slice_s
+    )
+    shared = throughput(lanes=SHARED_LANES, items=plan.batch50_items, batch=50, measure_s=slice_s)
+    shared += throughput(lanes=SHARED_LANES, items=plan.batch50_items, batch=50, measure_s=slice_s)
+    own += throughput(
+        lanes=plan.batch50_items, items=plan.batch50_items, batch=50, measure_s=slice_s
+    )
     emit("own_lane_items_per_s", own.items_per_s, 0)
     emit("shared_lanes_items_per_s", shared.items_per_s, 0)
     baseline.sample()

@@ -46,8 +46,9 @@ class OccCommandError(click.ClickException):
     def __init__(self, error: errors.OccError) -> None:
         detail = _one_line(error.detail)
         if isinstance(error, errors.InvalidInput) and error.errors:
-            detail = "; ".join(f"{field.pointer}: {_one_line(field.message)}"
-                               for field in error.errors)
+            detail = "; ".join(
+                f"{field.pointer}: {_one_line(field.message)}" for field in error.errors
+            )
         super().__init__(f"{error.code}: {detail}")
 
     def show(self, file: Any = None) -> None:
@@ -78,8 +79,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 @click.group(name="occ", cls=_OccGroup)
-@click.version_option(occ.__version__, "--version", prog_name="occ",
-                      message="%(prog)s %(version)s")
+@click.version_option(occ.__version__, "--version", prog_name="occ", message="%(prog)s %(version)s")
 def cli() -> None:
     """OpenClaw Control Plane."""
 
@@ -124,14 +124,23 @@ def db_check() -> None:
 
 
 @cli.command()
-@click.option("--if-missing", is_flag=True,
-              help="Succeed without changes when the Installation already exists.")
-@click.option("--key-file", type=click.Path(),
-              help="Write the administrator's key to this new file (mode 0600) instead of "
-                   "printing it.")
+@click.option(
+    "--if-missing",
+    is_flag=True,
+    help="Succeed without changes when the Installation already exists.",
+)
+@click.option(
+    "--key-file",
+    type=click.Path(),
+    help="Write the administrator's key to this new file (mode 0600) instead of printing it.",
+)
 @click.option("--name", default="occ", show_default=True, help="Name of the Installation.")
-@click.option("--admin-name", default="administrator", show_default=True,
-              help="Name of the first administrator principal.")
+@click.option(
+    "--admin-name",
+    default="administrator",
+    show_default=True,
+    help="Name of the first administrator principal.",
+)
 def bootstrap(if_missing: bool, key_file: str | None, name: str, admin_name: str) -> None:
     """Create the Installation, its administrator Role and principal, and a first API key.
 
@@ -141,44 +150,59 @@ def bootstrap(if_missing: bool, key_file: str | None, name: str, admin_name: str
     """
     built = runtime.build(Settings.from_env(), pool_size=1, application_name="occ-bootstrap")
     try:
-        _bootstrap(built, if_missing=if_missing, key_file=key_file, name=name,
-                   admin_name=admin_name)
+        _bootstrap(
+            built, if_missing=if_missing, key_file=key_file, name=name, admin_name=admin_name
+        )
     finally:
         built.database.dispose()
 
 
-def _bootstrap(built: runtime.Runtime, *, if_missing: bool, key_file: str | None, name: str,
-               admin_name: str) -> None:
+def _bootstrap(
+    built: runtime.Runtime, *, if_missing: bool, key_file: str | None, name: str, admin_name: str
+) -> None:
     if key_file is not None and os.path.lexists(key_file):
         existing = _existing_installation(built)
         if existing is not None and if_missing:
             _print_line({"installationId": existing, "created": False})
             return
-        _fail(f"the key file {key_file} already exists; refusing to overwrite it",
-              EXIT_OCC_ERROR)
+        _fail(f"the key file {key_file} already exists; refusing to overwrite it", EXIT_OCC_ERROR)
     descriptor = None if key_file is None else _create_key_file(key_file)
     written = False
     try:
-        result = installation.bootstrap_installation(built.database, name=name,
-                                                     admin_name=admin_name)
-        minted = None if result.admin_principal_id is None else principals.issue_first_key(
-            built.database, principal_id=result.admin_principal_id,
-            pepper=built.settings.api_key_pepper)
+        result = installation.bootstrap_installation(
+            built.database, name=name, admin_name=admin_name
+        )
+        minted = (
+            None
+            if result.admin_principal_id is None
+            else principals.issue_first_key(
+                built.database,
+                principal_id=result.admin_principal_id,
+                pepper=built.settings.api_key_pepper,
+            )
+        )
         if minted is None:
             if not if_missing:
-                raise errors.Conflict("the installation already exists "
-                                      "(use --if-missing to accept that)")
+                raise errors.Conflict(
+                    "the installation already exists (use --if-missing to accept that)"
+                )
             _print_line({"installationId": result.installation_id, "created": False})
             return
-        line: dict[str, Any] = {"installationId": result.installation_id,
-                                "principalId": minted.principal_id, "keyId": minted.id}
+        line: dict[str, Any] = {
+            "installationId": result.installation_id,
+            "principalId": minted.principal_id,
+            "keyId": minted.id,
+        }
         if descriptor is not None:
             try:
                 os.write(descriptor, (minted.key + "\n").encode())
                 os.fsync(descriptor)
             except OSError as exc:
-                _fail(f"cannot write the key file {key_file}: {exc.strerror}; key {minted.id} "
-                      "was minted but not delivered: revoke it", EXIT_OCC_ERROR)
+                _fail(
+                    f"cannot write the key file {key_file}: {exc.strerror}; key {minted.id} "
+                    "was minted but not delivered: revoke it",
+                    EXIT_OCC_ERROR,
+                )
             written = True
             line["keyFile"] = key_file
         else:
@@ -214,15 +238,33 @@ def _print_line(document: dict[str, Any]) -> None:
 
 
 @cli.command()
-@click.option("--home", default=".occ", show_default=True,
-              type=click.Path(file_okay=False, path_type=Path),
-              help="State directory: database, logs, admin key, secrets.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
-              help="API port on 127.0.0.1 (0: any free port).")
-@click.option("--compute", type=click.Choice(COMPUTE_DRIVERS), default=None,
-              help="Compute Driver (default: OCC_COMPUTE_DRIVER, else local).")
-@click.option("--ready-timeout", default=120.0, show_default=True,
-              type=click.FloatRange(min=1), help="Seconds to wait for every process.")
+@click.option(
+    "--home",
+    default=".occ",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="State directory: database, logs, admin key, secrets.",
+)
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="API port on 127.0.0.1 (0: any free port).",
+)
+@click.option(
+    "--compute",
+    type=click.Choice(COMPUTE_DRIVERS),
+    default=None,
+    help="Compute Driver (default: OCC_COMPUTE_DRIVER, else local).",
+)
+@click.option(
+    "--ready-timeout",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    help="Seconds to wait for every process.",
+)
 def dev(home: Path, port: int, compute: str | None, ready_timeout: float) -> None:
     """Run the API, both workers and beat on this machine, with embedded services.
 
@@ -230,8 +272,9 @@ def dev(home: Path, port: int, compute: str | None, ready_timeout: float) -> Non
     port unless OCC_BROKER_URL is set. Prints one JSON line (event dev.ready, apiUrl,
     adminKeyFile) when everything is ready; logs go to HOME/logs. Ctrl-C stops it all.
     """
-    code = dev_runner.run(dev_runner.DevOptions(home=home, port=port, compute=compute,
-                                                ready_timeout=ready_timeout))
+    code = dev_runner.run(
+        dev_runner.DevOptions(home=home, port=port, compute=compute, ready_timeout=ready_timeout)
+    )
     if code:
         raise click.exceptions.Exit(code)
 
@@ -240,10 +283,18 @@ _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
 
 
 @cli.command(context_settings=_PASS_THROUGH)
-@click.option("--bind", default="127.0.0.1:8000", show_default=True,
-              help="Address to listen on (HOST:PORT, unix:PATH or fd://FD).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Worker processes (default: gunicorn's, which reads WEB_CONCURRENCY).")
+@click.option(
+    "--bind",
+    default="127.0.0.1:8000",
+    show_default=True,
+    help="Address to listen on (HOST:PORT, unix:PATH or fd://FD).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: gunicorn's, which reads WEB_CONCURRENCY).",
+)
 @click.argument("gunicorn_args", nargs=-1, type=click.UNPROCESSED)
 def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     """Run the HTTP API under gunicorn (further arguments go to gunicorn)."""
@@ -255,30 +306,71 @@ def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
 
 
 @cli.command(context_settings=_PASS_THROUGH)
-@click.option("--queues", "-Q", default=f"{CONTROL_QUEUE},{DRIVER_QUEUE}", show_default=True,
-              help="Comma-separated queues to consume.")
-@click.option("--pool", "-P", type=click.Choice(["prefork", "threads"]), default="prefork",
-              show_default=True, help="Execution pool (never solo: see DESIGN §6).")
-@click.option("--concurrency", "-c", type=click.IntRange(min=1), default=None,
-              help="Pool size (default: Celery's, the number of CPUs).")
-@click.option("--name", "-n", default=None,
-              help="Node name (default: control@%h, drivers@%h or worker@%h by queues).")
+@click.option(
+    "--queues",
+    "-Q",
+    default=f"{CONTROL_QUEUE},{DRIVER_QUEUE}",
+    show_default=True,
+    help="Comma-separated queues to consume.",
+)
+@click.option(
+    "--pool",
+    "-P",
+    type=click.Choice(["prefork", "threads"]),
+    default="prefork",
+    show_default=True,
+    help="Execution pool (never solo: see DESIGN §6).",
+)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Pool size (default: Celery's, the number of CPUs).",
+)
+@click.option(
+    "--name",
+    "-n",
+    default=None,
+    help="Node name (default: control@%h, drivers@%h or worker@%h by queues).",
+)
 @click.option("--loglevel", "-l", default="INFO", show_default=True)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
-def worker(*, queues: str, pool: str, concurrency: int | None, name: str | None,
-           loglevel: str, celery_args: tuple[str, ...]) -> None:
+def worker(
+    *,
+    queues: str,
+    pool: str,
+    concurrency: int | None,
+    name: str | None,
+    loglevel: str,
+    celery_args: tuple[str, ...],
+) -> None:
     """Run a Celery worker (further arguments, such as -E or setting=value, go to Celery)."""
     Settings.from_env()
     names = [queue.strip() for queue in queues.split(",") if queue.strip()]
     if not names:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     if name is None:
-        prefixes: dict[tuple[str, ...], str] = {(CONTROL_QUEUE,): "control",
-                                                 (DRIVER_QUEUE,): "drivers"}
+        prefixes: dict[tuple[str, ...], str] = {
+            (CONTROL_QUEUE,): "control",
+            (DRIVER_QUEUE,): "drivers",
+        }
         prefix = prefixes.get(tuple(names), "worker")
         name = f"{prefix}@%h"
-    argv = ["celery", "-A", CELERY_APP, "worker", "-Q", ",".join(names), "-P", pool,
-            "-n", name, "-l", loglevel]
+    argv = [
+        "celery",
+        "-A",
+        CELERY_APP,
+        "worker",
+        "-Q",
+        ",".join(names),
+        "-P",
+        pool,
+        "-n",
+        name,
+        "-l",
+        loglevel,
+    ]
     if concurrency is not None:
         argv += ["-c", str(concurrency)]
     _exec_python_module([*argv, *celery_args])
@@ -290,8 +382,19 @@ def worker(*, queues: str, pool: str, concurrency: int | None, name: str | None,
 def beat(loglevel: str, celery_args: tuple[str, ...]) -> None:
     """Run Celery beat with the in-memory scheduler (one is enough; two are harmless)."""
     Settings.from_env()
-    _exec_python_module(["celery", "-A", CELERY_APP, "beat", "-S", "celery.beat:Scheduler",
-                         "-l", loglevel, *celery_args])
+    _exec_python_module(
+        [
+            "celery",
+            "-A",
+            CELERY_APP,
+            "beat",
+            "-S",
+            "celery.beat:Scheduler",
+            "-l",
+            loglevel,
+            *celery_args,
+        ]
+    )
 
 
 def _exec_python_module(argv: list[str]) -> NoReturn:
@@ -305,24 +408,49 @@ def _exec_python_module(argv: list[str]) -> NoReturn:
 @click.option("--port", required=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--revision-id", required=True, help="AgentRevision this gateway serves.")
 @click.option("--agent-id", required=True, help="Agent the revision belongs to.")
-@click.option("--generation", required=True, type=click.IntRange(min=0),
-              help="Configuration generation of the revision's snapshot.")
-@click.option("--config", "config_path", required=True,
-              type=click.Path(dir_okay=False, path_type=Path),
-              help="The revision's JSON configuration snapshot.")
+@click.option(
+    "--generation",
+    required=True,
+    type=click.IntRange(min=0),
+    help="Configuration generation of the revision's snapshot.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The revision's JSON configuration snapshot.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--unhealthy", is_flag=True,
-              help="Answer /healthz with 503 forever (a runtime that never becomes ready).")
-def gateway(*, port: int, revision_id: str, agent_id: str, generation: int, config_path: Path,
-            host: str, unhealthy: bool) -> None:
+@click.option(
+    "--unhealthy",
+    is_flag=True,
+    help="Answer /healthz with 503 forever (a runtime that never becomes ready).",
+)
+def gateway(
+    *,
+    port: int,
+    revision_id: str,
+    agent_id: str,
+    generation: int,
+    config_path: Path,
+    host: str,
+    unhealthy: bool,
+) -> None:
     """Run the stand-in gateway of one revision (what the local Compute Driver starts).
 
     Serves GET /healthz (status, revisionId, agentId, configurationGeneration) and GET /config
     (the snapshot) until SIGTERM. Needs no settings and writes nothing secret.
     """
-    code = gateway_server.serve(port=port, revision_id=revision_id, agent_id=agent_id,
-                                generation=generation, config=config_path, host=host,
-                                unhealthy=unhealthy)
+    code = gateway_server.serve(
+        port=port,
+        revision_id=revision_id,
+        agent_id=agent_id,
+        generation=generation,
+        config=config_path,
+        host=host,
+        unhealthy=unhealthy,
+    )
     if code:
         raise click.exceptions.Exit(code)
 

@@ -101,7 +101,6 @@ def require(code: str, *allowed: Outcome) -> str:
     return code
 
 
-
 def message(code: str) -> str:
     """The fixed public message of a code (a generic one for an unknown code)."""
     entry = REGISTRY.get(code)

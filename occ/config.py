@@ -118,9 +118,17 @@ class Settings:
         """Reject settings that cannot work together."""
         if self.environment not in ("development", "production"):
             raise errors.InvalidInput.at("/environment", "must be development or production")
-        for name in ("lease_ms", "dispatch_lease_ms", "max_attempts", "convergence_timeout_ms",
-                     "claim_interval_ms", "recovery_interval_ms", "max_in_flight",
-                     "unready_recheck_ms", "database_timeout_ms"):
+        for name in (
+            "lease_ms",
+            "dispatch_lease_ms",
+            "max_attempts",
+            "convergence_timeout_ms",
+            "claim_interval_ms",
+            "recovery_interval_ms",
+            "max_in_flight",
+            "unready_recheck_ms",
+            "database_timeout_ms",
+        ):
             if getattr(self, name) <= 0:
                 raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
         if self.local_effect_delay_ms < 0:
@@ -169,8 +177,9 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise errors.InvalidInput.at("/OCC_CONFIG_PATH",
-                                     f"cannot read settings file: {exc}") from None
+        raise errors.InvalidInput.at(
+            "/OCC_CONFIG_PATH", f"cannot read settings file: {exc}"
+        ) from None
     if not isinstance(document, dict):
         raise errors.InvalidInput.at("/OCC_CONFIG_PATH", "settings file must hold a mapping")
     known = {f.name for f in dataclasses.fields(Settings)}

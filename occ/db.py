@@ -20,7 +20,7 @@ def normalize_url(url: str) -> str:
     """A SQLAlchemy URL that uses psycopg 3 whatever scheme the operator wrote."""
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -87,7 +87,8 @@ class Database:
         try:
             with session.begin():
                 session.execute(
-                    sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+                    sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                )
                 yield session
         except sa_exc.OperationalError as exc:
             raise errors.DependencyUnavailable("the database is unavailable") from exc

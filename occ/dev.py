@@ -108,8 +108,9 @@ class _Runner:
             _error(str(exc))
             return 1
         log_handler = self._log_to_file()
-        previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
         code = 0
         try:
             self._start()
@@ -188,8 +189,7 @@ class _Runner:
         for name, value in self._secrets().items():
             env.setdefault(name, value)
         env["OCC_LOCAL_ROOT"] = str(self.home / "local")
-        env["OCC_COMPUTE_DRIVER"] = (self.options.compute
-                                     or env.get("OCC_COMPUTE_DRIVER") or "local")
+        env["OCC_COMPUTE_DRIVER"] = self.options.compute or env.get("OCC_COMPUTE_DRIVER") or "local"
         if env.get("OCC_CONFIG_PATH"):
             env["OCC_CONFIG_PATH"] = str(Path(env["OCC_CONFIG_PATH"]).resolve())
         env["PYTHONUNBUFFERED"] = "1"
@@ -235,8 +235,9 @@ class _Runner:
             return
         binary = None if given else devservices.redis_server_binary()
         if binary is not None:
-            self.redis = devservices.RedisProcess(binary, self.home / "redis",
-                                                  self.logs / "redis.log")
+            self.redis = devservices.RedisProcess(
+                binary, self.home / "redis", self.logs / "redis.log"
+            )
             try:
                 self.redis.start()
             except devservices.ServiceError as exc:
@@ -244,8 +245,10 @@ class _Runner:
             env["OCC_BROKER_URL"] = self.redis.url
             return
         if not given:
-            _warn(f"no redis-server found: using kombu's filesystem:// broker under "
-                  f"{self.home / 'broker'} (polls every second: slower than Redis)")
+            _warn(
+                f"no redis-server found: using kombu's filesystem:// broker under "
+                f"{self.home / 'broker'} (polls every second: slower than Redis)"
+            )
         env["OCC_BROKER_URL"] = given or "filesystem://"
         self.cwd = self._filesystem_broker()
 
@@ -269,8 +272,9 @@ class _Runner:
         database = Database(settings.database_url, pool_size=1, application_name="occ-dev")
         pepper = settings.api_key_pepper
         try:
-            result = installation.bootstrap_installation(database, name="occ",
-                                                         admin_name="administrator")
+            result = installation.bootstrap_installation(
+                database, name="occ", admin_name="administrator"
+            )
             admin = result.admin_principal_id
             if admin is None:
                 raise DevError("the installation has no administrator to mint a key for")
@@ -279,10 +283,13 @@ class _Runner:
                 if self.key_file.exists() and self._key_works(database, pepper):
                     logger.info("installation exists; reusing %s", self.key_file)
                     return
-                _warn(f"{self.key_file} holds no live key of this installation: "
-                      "minting a new administrator key")
-                minted = principals.mint_api_key(database, actor_id=admin, principal_id=admin,
-                                                 pepper=pepper)
+                _warn(
+                    f"{self.key_file} holds no live key of this installation: "
+                    "minting a new administrator key"
+                )
+                minted = principals.mint_api_key(
+                    database, actor_id=admin, principal_id=admin, pepper=pepper
+                )
             devservices.write_private(self.key_file, minted.key + "\n", replace=True)
             logger.info("administrator key %s written to %s", minted.id, self.key_file)
         except DevError:
@@ -305,8 +312,9 @@ class _Runner:
             sock.bind(("127.0.0.1", self.options.port))
         except OSError as exc:
             sock.close()
-            raise DevError(f"cannot listen on 127.0.0.1:{self.options.port}: "
-                           f"{exc.strerror}") from exc
+            raise DevError(
+                f"cannot listen on 127.0.0.1:{self.options.port}: {exc.strerror}"
+            ) from exc
         sock.listen(128)
         self.port = int(sock.getsockname()[1])
         return sock
@@ -317,27 +325,70 @@ class _Runner:
         python = sys.executable
         celery = [python, "-m", "celery", "-A", "occ.tasks.app"]
         fd = listener.fileno()
-        gunicorn = [python, "-m", "gunicorn", "occ.web.app:create_app()", "--bind", f"fd://{fd}",
-                    "--workers", "2", "--graceful-timeout", "10"]
+        gunicorn = [
+            python,
+            "-m",
+            "gunicorn",
+            "occ.web.app:create_app()",
+            "--bind",
+            f"fd://{fd}",
+            "--workers",
+            "2",
+            "--graceful-timeout",
+            "10",
+        ]
         if devservices.package_version("gunicorn") >= (25, 1):
             gunicorn.append("--no-control-socket")  # else one shared socket under $HOME
         self._spawn("api", gunicorn, env, pass_fds=(fd,))
         # prefork on kombu's polling transports (filesystem) hangs at shutdown in billiard's
         # pool teardown; threads are the other pool the driver tasks support
         drivers_pool = "threads" if env["OCC_BROKER_URL"].startswith("filesystem:") else "prefork"
-        for name, queue, pool in (("control", "occ.control", "threads"),
-                                  ("drivers", "occ.drivers", drivers_pool)):
+        for name, queue, pool in (
+            ("control", "occ.control", "threads"),
+            ("drivers", "occ.drivers", drivers_pool),
+        ):
             worker_env = dict(env, OCC_WORKER_READINESS_PATH=str(self._marker(name)))
-            self._spawn(name, [*celery, "worker", "-Q", queue, "-P", pool, "-c", "2",
-                               "-n", f"{name}@%h", "-l", "INFO",
-                               "--without-gossip", "--without-mingle"], worker_env)
-        self._spawn("beat", [*celery, "beat", "-S", "celery.beat:Scheduler",
-                             "--schedule", str(self.home / "beat-schedule"), "-l", "INFO"], env)
+            self._spawn(
+                name,
+                [
+                    *celery,
+                    "worker",
+                    "-Q",
+                    queue,
+                    "-P",
+                    pool,
+                    "-c",
+                    "2",
+                    "-n",
+                    f"{name}@%h",
+                    "-l",
+                    "INFO",
+                    "--without-gossip",
+                    "--without-mingle",
+                ],
+                worker_env,
+            )
+        self._spawn(
+            "beat",
+            [
+                *celery,
+                "beat",
+                "-S",
+                "celery.beat:Scheduler",
+                "--schedule",
+                str(self.home / "beat-schedule"),
+                "-l",
+                "INFO",
+            ],
+            env,
+        )
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str],
-               pass_fds: tuple[int, ...] = ()) -> None:
-        child = devservices.ChildProcess(name, argv, log=self.logs / f"{name}.log", env=env,
-                                         cwd=self.cwd, pass_fds=pass_fds)
+    def _spawn(
+        self, name: str, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()
+    ) -> None:
+        child = devservices.ChildProcess(
+            name, argv, log=self.logs / f"{name}.log", env=env, cwd=self.cwd, pass_fds=pass_fds
+        )
         self.children[name] = child
         logger.info("started %s (pid %s)", name, child.pid)
 
@@ -351,8 +402,9 @@ class _Runner:
         if self.redis is not None and self.redis.child is not None:
             pids["redis"] = self.redis.child.pid
         pids.update({name: child.pid for name, child in self.children.items()})
-        devservices.write_private(self.run_dir / "dev.pids",
-                                  json.dumps(pids, indent=2) + "\n", replace=True)
+        devservices.write_private(
+            self.run_dir / "dev.pids", json.dumps(pids, indent=2) + "\n", replace=True
+        )
 
     # -- readiness and watching ----------------------------------------------------------------
 
@@ -372,8 +424,10 @@ class _Runner:
                     if self._marker(name).exists():
                         waiting.discard(name)
                     elif name in pinged and time.monotonic() - pinged[name] > MARKER_GRACE_S:
-                        logger.warning("%s answers ping but wrote no readiness marker; "
-                                       "accepting the ping", name)
+                        logger.warning(
+                            "%s answers ping but wrote no readiness marker; accepting the ping",
+                            name,
+                        )
                         waiting.discard(name)
                 missing = [name for name in WORKERS if name in waiting and name not in pinged]
                 if missing:
@@ -381,9 +435,11 @@ class _Runner:
                     for node in pinger.answering():
                         pinged.setdefault(node, now)
                 if time.monotonic() > deadline:
-                    raise DevError(f"not ready after {self.options.ready_timeout:.0f} s "
-                                   f"(waiting for {', '.join(sorted(waiting))}); "
-                                   f"see {self.logs}")
+                    raise DevError(
+                        f"not ready after {self.options.ready_timeout:.0f} s "
+                        f"(waiting for {', '.join(sorted(waiting))}); "
+                        f"see {self.logs}"
+                    )
                 time.sleep(0.2)
         finally:
             pinger.close()
@@ -392,7 +448,8 @@ class _Runner:
     def _api_ready(self) -> bool:
         try:
             with urllib.request.urlopen(  # noqa: S310 - our own loopback URL
-                    f"{self.api_url}/readyz", timeout=2) as response:
+                f"{self.api_url}/readyz", timeout=2
+            ) as response:
                 return int(response.status) == 200
         except (urllib.error.URLError, OSError):
             return False
@@ -416,8 +473,10 @@ class _Runner:
         for child in self.children.values():
             code = child.poll()
             if code is not None:
-                raise DevError(f"the {child.name} process {devservices.describe_exit(code)} "
-                               f"{when}; see {child.log}")
+                raise DevError(
+                    f"the {child.name} process {devservices.describe_exit(code)} "
+                    f"{when}; see {child.log}"
+                )
 
     # -- shutdown ------------------------------------------------------------------------------
 
@@ -485,8 +544,11 @@ class _Runner:
         """Give the driver worker a moment to take run_work messages already dispatched."""
         broker = self.settings.broker_url if self.settings is not None else ""
         drivers = self.children.get("drivers")
-        if not broker.startswith(("redis://", "rediss://")) or drivers is None \
-                or drivers.poll() is not None:
+        if (
+            not broker.startswith(("redis://", "rediss://"))
+            or drivers is None
+            or drivers.poll() is not None
+        ):
             return
         import redis  # noqa: PLC0415
 
@@ -511,8 +573,9 @@ def _celery_app(settings: Settings, cwd: Path) -> Any:
     if settings.broker_url.startswith("filesystem://"):
         options = dict(app.conf.broker_transport_options or {})
         folder = str(cwd / "data_in")
-        options.update(data_folder_in=folder, data_folder_out=folder,
-                       control_folder=str(cwd / "control"))
+        options.update(
+            data_folder_in=folder, data_folder_out=folder, control_folder=str(cwd / "control")
+        )
         app.conf.broker_transport_options = options
     return app
 

@@ -140,15 +140,28 @@ class ChildProcess:
     chooses; on Linux a child also gets SIGTERM when the parent dies.
     """
 
-    def __init__(self, name: str, argv: Sequence[str], *, log: Path,
-                 env: dict[str, str] | None = None, cwd: Path | None = None,
-                 pass_fds: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        log: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> None:
         self.name = name
         self.log = log
         with log.open("wb") as output:
             self.process = subprocess.Popen(  # noqa: S603 - the caller's own argv
-                list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output,
-                stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds), start_new_session=True,
+                list(argv),
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds),
+                start_new_session=True,
                 preexec_fn=die_with_parent,  # noqa: PLW1509 - prctl only, no locks taken
             )
 
@@ -246,7 +259,8 @@ class EmbeddedPostgres:
             except (OSError, subprocess.SubprocessError, AssertionError) as exc:
                 raise ServiceError(
                     f"the embedded PostgreSQL did not start ({type(exc).__name__}: {exc}); "
-                    f"see {self.pgdata / 'log'}") from exc
+                    f"see {self.pgdata / 'log'}"
+                ) from exc
         if info.socket_dir is None:
             raise ServiceError("the embedded PostgreSQL listens on no unix socket")
         self.socket_dir = Path(info.socket_dir)
@@ -261,8 +275,9 @@ class EmbeddedPostgres:
 
     def ensure_database(self, name: str) -> None:
         """Create database ``name`` (owned by the superuser) unless it exists."""
-        engine = sa.create_engine(self.url("postgres"), isolation_level="AUTOCOMMIT",
-                                  poolclass=sa.pool.NullPool)
+        engine = sa.create_engine(
+            self.url("postgres"), isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool
+        )
         try:
             with engine.connect() as connection:
                 exists = connection.execute(
@@ -278,8 +293,7 @@ class EmbeddedPostgres:
         pid = self.pid
         if pid is None:
             return True
-        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGQUIT, 5.0),
-                          (signal.SIGKILL, 5.0)):
+        for sig, wait in ((signal.SIGINT, timeout), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0)):
             if not pid_alive(pid):
                 break
             with contextlib.suppress(ProcessLookupError):
@@ -331,9 +345,24 @@ class RedisProcess:
         for _ in range(attempts):
             port = free_port()
             child = ChildProcess(
-                "redis", [self.binary, "--bind", "127.0.0.1", "--port", str(port),
-                          "--save", "", "--appendonly", "no", "--dir", str(self.directory),
-                          "--daemonize", "no"], log=self.log)
+                "redis",
+                [
+                    self.binary,
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.directory),
+                    "--daemonize",
+                    "no",
+                ],
+                log=self.log,
+            )
             if self._answers(port, child, wait):
                 self.port, self.child = port, child
                 return
@@ -349,8 +378,9 @@ class RedisProcess:
         while time.monotonic() < deadline:
             if child.poll() is not None:
                 return False
-            client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=0.5,
-                                 socket_timeout=0.5)
+            client = redis.Redis(
+                host="127.0.0.1", port=port, socket_connect_timeout=0.5, socket_timeout=0.5
+            )
             try:
                 if client.ping():
                     return True

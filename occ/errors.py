@@ -129,4 +129,3 @@ class DependencyUnavailable(OccError):
     """A dependency of occ is unavailable."""
 
     code = "DEPENDENCY_UNAVAILABLE"
-

@@ -36,8 +36,14 @@ class GatewayServer(http.server.ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], *, health: dict[str, Any], healthy: bool,
-                 configuration: bytes) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        health: dict[str, Any],
+        healthy: bool,
+        configuration: bytes,
+    ) -> None:
         super().__init__(address, _Handler)
         self.health = health
         self.healthy = healthy
@@ -56,8 +62,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if self.server.healthy:
                 self._send(200, json.dumps({"status": "ok", **self.server.health}).encode())
             else:
-                self._send(503, json.dumps({"status": "unhealthy",
-                                            **self.server.health}).encode())
+                self._send(503, json.dumps({"status": "unhealthy", **self.server.health}).encode())
         elif path == "/config":
             self._send(200, self.server.configuration)
         else:
@@ -75,39 +80,65 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         """No request logs: a readiness probe every half second would fill the log."""
 
 
-def serve(*, port: int, revision_id: str, agent_id: str, generation: int, config: Path,
-          host: str = "127.0.0.1", unhealthy: bool = False) -> int:
+def serve(
+    *,
+    port: int,
+    revision_id: str,
+    agent_id: str,
+    generation: int,
+    config: Path,
+    host: str = "127.0.0.1",
+    unhealthy: bool = False,
+) -> int:
     """Serve until SIGTERM or SIGINT; the exit status (0, or 2 for unusable input)."""
     try:
         document = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        _event("gateway.failed", revisionId=revision_id, reason=type(exc).__name__,
-               detail="cannot read the configuration snapshot")
+        _event(
+            "gateway.failed",
+            revisionId=revision_id,
+            reason=type(exc).__name__,
+            detail="cannot read the configuration snapshot",
+        )
         return EXIT_USAGE
-    health = {"revisionId": revision_id, "agentId": agent_id,
-              "configurationGeneration": generation}
+    health = {"revisionId": revision_id, "agentId": agent_id, "configurationGeneration": generation}
     stand_in = document.get("standIn") if isinstance(document, dict) else None
     if isinstance(stand_in, dict) and stand_in.get("healthy") is False:
         unhealthy = True
     try:
-        server = GatewayServer((host, port), health=health, healthy=not unhealthy,
-                               configuration=json.dumps(document).encode())
+        server = GatewayServer(
+            (host, port),
+            health=health,
+            healthy=not unhealthy,
+            configuration=json.dumps(document).encode(),
+        )
     except OSError as exc:
-        _event("gateway.failed", revisionId=revision_id, port=port,
-               reason=type(exc).__name__, detail=exc.strerror or "cannot listen")
+        _event(
+            "gateway.failed",
+            revisionId=revision_id,
+            port=port,
+            reason=type(exc).__name__,
+            detail=exc.strerror or "cannot listen",
+        )
         return EXIT_USAGE
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:
         stopping.set()
 
-    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM,
-                                                                    signal.SIGINT)}
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                              name="gateway", daemon=True)
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="gateway", daemon=True
+    )
     thread.start()
-    _event("gateway.started", revisionId=revision_id, agentId=agent_id, port=port,
-           configurationGeneration=generation, healthy=not unhealthy)
+    _event(
+        "gateway.started",
+        revisionId=revision_id,
+        agentId=agent_id,
+        port=port,
+        configurationGeneration=generation,
+        healthy=not unhealthy,
+    )
     try:
         while not stopping.wait(1.0):
             pass
@@ -122,16 +153,16 @@ def serve(*, port: int, revision_id: str, agent_id: str, generation: int, config
 
 
 def _event(event: str, **fields: Any) -> None:
-    line = {"event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            **fields}
+    line = {"event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields}
     sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line of ``python -m occ.gateway`` (the same options as ``occ gateway``)."""
-    arguments = argparse.ArgumentParser(prog="occ-gateway", description=__doc__.splitlines()[0]
-                                        if __doc__ else None)
+    arguments = argparse.ArgumentParser(
+        prog="occ-gateway", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     arguments.add_argument("--port", type=int, required=True)
     arguments.add_argument("--revision-id", required=True)
     arguments.add_argument("--agent-id", required=True)
@@ -147,9 +178,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser().parse_args(argv)
     if not 0 < options.port < 65536:
         parser().error("--port must be between 1 and 65535")
-    return serve(port=options.port, revision_id=options.revision_id,
-                 agent_id=options.agent_id, generation=options.generation,
-                 config=options.config, host=options.host, unhealthy=options.unhealthy)
+    return serve(
+        port=options.port,
+        revision_id=options.revision_id,
+        agent_id=options.agent_id,
+        generation=options.generation,
+        config=options.config,
+        host=options.host,
+        unhealthy=options.unhealthy,
+    )
 
 
 if __name__ == "__main__":

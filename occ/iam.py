@@ -25,8 +25,17 @@ PERMISSION_TABLE: Final[Mapping[str, tuple[str, ...]]] = {
     "namespace": ("create", "read", "delete"),
     "configuration": ("create", "read", "update", "delete"),
     "secret": ("create", "read", "update", "delete", "operate"),
-    "agent": ("create", "read", "update", "delete", "deploy", "operate", "administer",
-              "read_logs", "use"),
+    "agent": (
+        "create",
+        "read",
+        "update",
+        "delete",
+        "deploy",
+        "operate",
+        "administer",
+        "read_logs",
+        "use",
+    ),
     "agent_revision": ("read",),
 }
 """Resource kind -> actions some operation checks; the migration's CHECK allows exactly these."""
@@ -134,8 +143,9 @@ def is_permission(value: object) -> bool:
     return isinstance(value, str) and value in _PERMISSION_SET
 
 
-def check_permissions(values: Sequence[object], *, namespace_scoped: bool = False,
-                      pointer: str = "/permissions") -> tuple[str, ...]:
+def check_permissions(
+    values: Sequence[object], *, namespace_scoped: bool = False, pointer: str = "/permissions"
+) -> tuple[str, ...]:
     """The permissions of a new Role, sorted and unique, or ``InvalidInput`` at ``pointer``.
 
     A Namespace-scoped Role may not hold Installation permissions nor create or delete
@@ -147,38 +157,44 @@ def check_permissions(values: Sequence[object], *, namespace_scoped: bool = Fals
         if not is_permission(value):
             raise errors.InvalidInput.at(f"{pointer}/{index}", "is not a known permission")
         if namespace_scoped and value in _NAMESPACE_ROLE_FORBIDDEN:
-            raise errors.InvalidInput.at(f"{pointer}/{index}",
-                                         "a Namespace role may not hold this permission")
+            raise errors.InvalidInput.at(
+                f"{pointer}/{index}", "a Namespace role may not hold this permission"
+            )
     return tuple(sorted({str(value) for value in values}))
 
 
-def authorize(session: orm.Session, principal_id: str, permission: str,
-              resource: Resource) -> Decision:
+def authorize(
+    session: orm.Session, principal_id: str, permission: str, resource: Resource
+) -> Decision:
     """Decide whether the principal may use ``permission`` on ``resource`` under current policy."""
     if not is_permission(permission):
         return Decision(False, Reason.UNKNOWN_PERMISSION)
     policy = iam_policy.load_policy(
-        session, principal_id, permission=permission, namespace_id=resource.namespace_id,
+        session,
+        principal_id,
+        permission=permission,
+        namespace_id=resource.namespace_id,
         resource_id=resource.id,
     )
     return evaluate(policy, permission, resource)
 
 
-def authorize_each(session: orm.Session, principal_id: str, permission: str,
-                   resources: Iterable[Resource]) -> list[Decision]:
+def authorize_each(
+    session: orm.Session, principal_id: str, permission: str, resources: Iterable[Resource]
+) -> list[Decision]:
     """One decision per resource, in order, from a single policy read (to filter lists)."""
     candidates = list(resources)
     if not is_permission(permission):
         return [Decision(False, Reason.UNKNOWN_PERMISSION) for _ in candidates]
     if not candidates:
         return []
-    policy = iam_policy.load_policy(session, principal_id, permission=permission,
-                                    everywhere=True)
+    policy = iam_policy.load_policy(session, principal_id, permission=permission, everywhere=True)
     return [evaluate(policy, permission, resource) for resource in candidates]
 
 
-def require(session: orm.Session, principal_id: str, permission: str,
-            resource: Resource) -> Decision:
+def require(
+    session: orm.Session, principal_id: str, permission: str, resource: Resource
+) -> Decision:
     """The allowing decision, or ``Forbidden`` carrying the denying one."""
     decision = authorize(session, principal_id, permission, resource)
     if not decision.allowed:
@@ -198,8 +214,9 @@ def evaluate(policy: iam_policy.Policy | None, permission: str, resource: Resour
     if principal.namespace_id is not None and principal.namespace_id != resource.namespace_id:
         return Decision(False, Reason.OUTSIDE_PRINCIPAL_NAMESPACE, Evidence(principal.id))
     grants = [grant for grant in policy.grants if _grants(grant, permission, resource)]
-    restrictions = [rule for rule in policy.restrictions
-                    if _restricts(rule, principal.id, permission, resource)]
+    restrictions = [
+        rule for rule in policy.restrictions if _restricts(rule, principal.id, permission, resource)
+    ]
     evidence = Evidence(
         principal.id,
         tuple(sorted({grant.binding_id for grant in grants})),
@@ -218,13 +235,16 @@ def _grants(grant: iam_policy.Grant, permission: str, resource: Resource) -> boo
         permission in grant.permissions
         and grant.role_namespace_id in (None, resource.namespace_id)
         and grant.namespace_id in (None, resource.namespace_id)
-        and (grant.resource_kind is None
-             or (grant.resource_kind, grant.resource_id) == (resource.kind, resource.id))
+        and (
+            grant.resource_kind is None
+            or (grant.resource_kind, grant.resource_id) == (resource.kind, resource.id)
+        )
     )
 
 
-def _restricts(rule: iam_policy.Restriction, principal_id: str, permission: str,
-               resource: Resource) -> bool:
+def _restricts(
+    rule: iam_policy.Restriction, principal_id: str, permission: str, resource: Resource
+) -> bool:
     return (
         rule.permission == permission
         and rule.principal_id in (None, principal_id)

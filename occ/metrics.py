@@ -27,25 +27,37 @@ from occ.db import Database
 _SLOW_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
 HTTP_REQUESTS: Final = prometheus_client.Counter(
-    "occ_http_requests_total", "HTTP requests answered.", ["method", "route", "status"])
+    "occ_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]
+)
 HTTP_DURATION: Final = prometheus_client.Histogram(
-    "occ_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"])
+    "occ_http_request_duration_seconds", "Time to answer an HTTP request.", ["method", "route"]
+)
 RECONCILIATION_ATTEMPTS: Final = prometheus_client.Counter(
-    "occ_reconciliation_attempts_total", "Reconciliation passes by work kind and outcome.",
-    ["work_kind", "outcome"])
+    "occ_reconciliation_attempts_total",
+    "Reconciliation passes by work kind and outcome.",
+    ["work_kind", "outcome"],
+)
 RECONCILIATION_DURATION: Final = prometheus_client.Histogram(
-    "occ_reconciliation_attempt_duration_seconds", "Duration of one reconciliation pass.",
-    ["work_kind"], buckets=_SLOW_BUCKETS)
+    "occ_reconciliation_attempt_duration_seconds",
+    "Duration of one reconciliation pass.",
+    ["work_kind"],
+    buckets=_SLOW_BUCKETS,
+)
 AGENT_OPERATION_DURATION: Final = prometheus_client.Histogram(
     "occ_agent_operation_duration_seconds",
-    "Admission to completion of an Agent operation (deploy, stop, delete).", ["operation"],
-    buckets=_SLOW_BUCKETS)
+    "Admission to completion of an Agent operation (deploy, stop, delete).",
+    ["operation"],
+    buckets=_SLOW_BUCKETS,
+)
 CLAIM_DURATION: Final = prometheus_client.Histogram(
-    "occ_claim_duration_seconds", "Time of one claim statement.")
+    "occ_claim_duration_seconds", "Time of one claim statement."
+)
 CLAIMS_LOST: Final = prometheus_client.Counter(
-    "occ_claims_lost_total", "Passes that found their claim gone and published nothing.")
+    "occ_claims_lost_total", "Passes that found their claim gone and published nothing."
+)
 RECOVERED: Final = prometheus_client.Counter(
-    "occ_work_recovered_total", "Items recovery requeued or failed.", ["result"])
+    "occ_work_recovered_total", "Items recovery requeued or failed.", ["result"]
+)
 
 _QUEUE_SNAPSHOT = sa.text("""
     SELECT (SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed'))
@@ -63,17 +75,23 @@ class QueueCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         pending = GaugeMetricFamily("occ_work_pending", "Work items queued or claimed.")
-        oldest = GaugeMetricFamily("occ_work_oldest_pending_age_seconds",
-                                   "Age of the oldest queued or claimed work item.")
-        agents = GaugeMetricFamily("occ_agents", "Agents by lifecycle state.",
-                                   labels=["lifecycle_state"])
+        oldest = GaugeMetricFamily(
+            "occ_work_oldest_pending_age_seconds", "Age of the oldest queued or claimed work item."
+        )
+        agents = GaugeMetricFamily(
+            "occ_agents", "Agents by lifecycle state.", labels=["lifecycle_state"]
+        )
         try:
             with self.database.snapshot() as session:
                 row = session.execute(_QUEUE_SNAPSHOT).one()
                 counts = {r.status: r.n for r in session.execute(_AGENTS_SNAPSHOT)}
         except errors.OccError as exc:
-            observability.log("worker.error", level=logging.WARNING,
-                              code="METRICS_DATABASE_UNAVAILABLE", error=exc.code)
+            observability.log(
+                "worker.error",
+                level=logging.WARNING,
+                code="METRICS_DATABASE_UNAVAILABLE",
+                error=exc.code,
+            )
             return
         pending.add_metric([], float(row.pending))
         oldest.add_metric([], float(row.oldest))

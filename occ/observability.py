@@ -13,12 +13,38 @@ import logging
 import sys
 from typing import Any, Final
 
-ALLOWED_FIELDS: Final = frozenset({
-    "requestId", "method", "path", "route", "status", "durationMs", "principalId", "code",
-    "error", "workId", "attempt", "operation", "namespaceId", "agentId", "revisionId",
-    "outcome", "count", "queue", "task", "worker", "pid", "reason", "url", "port",
-    "apiUrl", "adminKeyFile", "computeDriver", "brokerUrl",
-})
+ALLOWED_FIELDS: Final = frozenset(
+    {
+        "requestId",
+        "method",
+        "path",
+        "route",
+        "status",
+        "durationMs",
+        "principalId",
+        "code",
+        "error",
+        "workId",
+        "attempt",
+        "operation",
+        "namespaceId",
+        "agentId",
+        "revisionId",
+        "outcome",
+        "count",
+        "queue",
+        "task",
+        "worker",
+        "pid",
+        "reason",
+        "url",
+        "port",
+        "apiUrl",
+        "adminKeyFile",
+        "computeDriver",
+        "brokerUrl",
+    }
+)
 
 _logger = logging.getLogger("occ")
 

@@ -31,11 +31,19 @@ def queue_policy(settings: Settings) -> values.QueuePolicy:
     )
 
 
-def build(settings: Settings | None = None, *, pool_size: int = 5,
-          application_name: str = "occ", statement_timeout_ms: int | None = None) -> Runtime:
+def build(
+    settings: Settings | None = None,
+    *,
+    pool_size: int = 5,
+    application_name: str = "occ",
+    statement_timeout_ms: int | None = None,
+) -> Runtime:
     """Build the runtime of one process (settings from the environment when not given)."""
     settings = settings or Settings.from_env()
-    database = Database(settings.database_url, pool_size=pool_size,
-                        application_name=application_name,
-                        statement_timeout_ms=statement_timeout_ms)
+    database = Database(
+        settings.database_url,
+        pool_size=pool_size,
+        application_name=application_name,
+        statement_timeout_ms=statement_timeout_ms,
+    )
     return Runtime(settings=settings, database=database)

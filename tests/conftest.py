@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-for _name in [name for name in os.environ
-              if name.startswith("OCC_") and not name.startswith("OCC_TEST_")]:
+for _name in [
+    name for name in os.environ if name.startswith("OCC_") and not name.startswith("OCC_TEST_")
+]:
     del os.environ[_name]
 
 from occ.db import Database  # noqa: E402
@@ -53,5 +54,6 @@ def owner_db(database_urls: databases.DatabaseUrls) -> Iterator[Database]:
 
 @pytest.fixture
 def policy() -> values.QueuePolicy:
-    return values.QueuePolicy(lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5,
-                              convergence_timeout_ms=900_000)
+    return values.QueuePolicy(
+        lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
+    )

@@ -22,13 +22,31 @@ def _id(prefix: str, column: str = "id") -> str:
 
 
 PERMISSIONS = [
-    "installation:read", "installation:administer",
-    "namespace:create", "namespace:read", "namespace:delete",
-    *(f"{kind}:{action}" for kind in ("configuration",)
-      for action in ("create", "read", "update", "delete")),
+    "installation:read",
+    "installation:administer",
+    "namespace:create",
+    "namespace:read",
+    "namespace:delete",
+    *(
+        f"{kind}:{action}"
+        for kind in ("configuration",)
+        for action in ("create", "read", "update", "delete")
+    ),
     *(f"secret:{action}" for action in ("create", "read", "update", "delete", "operate")),
-    *(f"agent:{action}" for action in ("create", "read", "update", "delete", "deploy", "operate",
-                                       "administer", "read_logs", "use")),
+    *(
+        f"agent:{action}"
+        for action in (
+            "create",
+            "read",
+            "update",
+            "delete",
+            "deploy",
+            "operate",
+            "administer",
+            "read_logs",
+            "use",
+        )
+    ),
     "agent_revision:read",
 ]
 RESOURCE_KINDS = ["installation", "namespace", "configuration", "secret", "agent", "agent_revision"]

@@ -26,8 +26,16 @@ T = TypeVar("T")
 class Denied(Exception):
     """An authorization denial inside an admission transaction (turned into an error outside)."""
 
-    def __init__(self, *, action: str, permission: str, resource: iam.Resource,
-                 decision: iam.Decision, hidden: bool, request: Mapping[str, Any] | None):
+    def __init__(
+        self,
+        *,
+        action: str,
+        permission: str,
+        resource: iam.Resource,
+        decision: iam.Decision,
+        hidden: bool,
+        request: Mapping[str, Any] | None,
+    ):
         super().__init__(action)
         self.action = action
         self.permission = permission
@@ -53,9 +61,14 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
             details["request"] = present(denied.request)
         with db.transaction() as session:
             audit.append(
-                session, kind="authorization_denial", action=denied.action, actor_id=actor_id,
-                outcome="denied", namespace_id=denied.resource.namespace_id,
-                resource_kind=denied.resource.kind, resource_id=denied.resource.id,
+                session,
+                kind="authorization_denial",
+                action=denied.action,
+                actor_id=actor_id,
+                outcome="denied",
+                namespace_id=denied.resource.namespace_id,
+                resource_kind=denied.resource.kind,
+                resource_id=denied.resource.id,
                 details=details,
             )
         if denied.hidden:
@@ -63,9 +76,16 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
         raise errors.Forbidden(decision=denied.decision) from None
 
 
-def require(session: orm.Session, actor_id: str, action: str, permission: str,
-             resource: iam.Resource, *, hide_unless_readable: bool = False,
-             request: Mapping[str, Any] | None = None) -> iam.Decision:
+def require(
+    session: orm.Session,
+    actor_id: str,
+    action: str,
+    permission: str,
+    resource: iam.Resource,
+    *,
+    hide_unless_readable: bool = False,
+    request: Mapping[str, Any] | None = None,
+) -> iam.Decision:
     """The allowing decision, or ``Denied``; hidden (404) when the caller may not even read."""
     decision = iam.authorize(session, actor_id, permission, resource)
     if decision.allowed:
@@ -74,9 +94,14 @@ def require(session: orm.Session, actor_id: str, action: str, permission: str,
         permission == f"{resource.kind}:read"
         or not iam.authorize(session, actor_id, f"{resource.kind}:read", resource).allowed
     )
-    raise Denied(action=action, permission=permission, resource=resource, decision=decision,
-                  hidden=hidden, request=request)
-
+    raise Denied(
+        action=action,
+        permission=permission,
+        resource=resource,
+        decision=decision,
+        hidden=hidden,
+        request=request,
+    )
 
 
 def present(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,9 +133,15 @@ def require_ready(status: str) -> None:
         raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
 
 
-def readable(session: orm.Session, actor_id: str, permission: str, items: Sequence[T],
-             resource_of: Callable[[T], iam.Resource]) -> list[T]:
+def readable(
+    session: orm.Session,
+    actor_id: str,
+    permission: str,
+    items: Sequence[T],
+    resource_of: Callable[[T], iam.Resource],
+) -> list[T]:
     """The items the caller holds ``permission`` on (one policy load for the whole list)."""
-    decisions = iam.authorize_each(session, actor_id, permission,
-                                   [resource_of(item) for item in items])
+    decisions = iam.authorize_each(
+        session, actor_id, permission, [resource_of(item) for item in items]
+    )
     return [item for item, decision in zip(items, decisions, strict=True) if decision.allowed]

@@ -22,8 +22,9 @@ from occ.db import Database
 from occ.state import agents, audit, values, work_queue
 
 
-def stop_agent(db: Database, *, actor_id: str, namespace_id: str,
-               agent_id: str) -> agent_use_cases.AgentView:
+def stop_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> agent_use_cases.AgentView:
     """Admit a stop (``agent:operate``): desired ``stopped`` + audit + its own stop work item.
 
     Every request gets a fresh ``agent:<id>:reconcile:stopped:<uuid4>`` item.
@@ -38,26 +39,41 @@ def stop_agent(db: Database, *, actor_id: str, namespace_id: str,
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(session, actor_id, "agents.stop", "agent:operate",
-                                     agent_use_cases.resource(agent), hide_unless_readable=True)
+        decision = admission.require(
+            session,
+            actor_id,
+            "agents.stop",
+            "agent:operate",
+            agent_use_cases.resource(agent),
+            hide_unless_readable=True,
+        )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         stopped = agents.set_desired_state(session, agent.id, "stopped")
         work_id = f"agent:{agent.id}:reconcile:stopped:{uuid.uuid4()}"
         work_queue.enqueue(session, work_id, _work_owner(agent, actor_id, "stopped"))
         audit.append(
-            session, kind="mutation", action="agents.stop", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="agent",
-            resource_id=agent.id, work_id=work_id,
-            details={"desiredRuntimeState": "stopped",
-                     "previousDesiredRuntimeState": agent.desired_runtime_state,
-                     "authorization": decision.evidence.as_details()},
+            session,
+            kind="mutation",
+            action="agents.stop",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="agent",
+            resource_id=agent.id,
+            work_id=work_id,
+            details={
+                "desiredRuntimeState": "stopped",
+                "previousDesiredRuntimeState": agent.desired_runtime_state,
+                "authorization": decision.evidence.as_details(),
+            },
         )
         return agent_use_cases.view(stopped)
 
 
-def delete_agent(db: Database, *, actor_id: str, namespace_id: str,
-                 agent_id: str) -> agent_use_cases.AgentView:
+def delete_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> agent_use_cases.AgentView:
     """Admit an Agent deletion (``agent:delete``): ``deleting`` + desired ``stopped`` + audit +
     work ``agent:<id>:reconcile:deleted``.
 
@@ -74,55 +90,98 @@ def delete_agent(db: Database, *, actor_id: str, namespace_id: str,
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(session, actor_id, "agents.delete", "agent:delete",
-                                     agent_use_cases.resource(agent), hide_unless_readable=True)
+        decision = admission.require(
+            session,
+            actor_id,
+            "agents.delete",
+            "agent:delete",
+            agent_use_cases.resource(agent),
+            hide_unless_readable=True,
+        )
         work_id = f"agent:{agent.id}:reconcile:deleted"
         owner = _work_owner(agent, actor_id, "deleted")
         authorization = decision.evidence.as_details()
         if not agent.deleting:
             deleting = agents.mark_deleting(session, agent.id)
             work_queue.enqueue(session, work_id, owner)
-            _audit_delete(session, agent, actor_id, work_id, {
-                "status": "deleting", "previousStatus": agent.status,
-                "previousDesiredRuntimeState": agent.desired_runtime_state,
-                "authorization": authorization})
+            _audit_delete(
+                session,
+                agent,
+                actor_id,
+                work_id,
+                {
+                    "status": "deleting",
+                    "previousStatus": agent.status,
+                    "previousDesiredRuntimeState": agent.desired_runtime_state,
+                    "authorization": authorization,
+                },
+            )
             return agent_use_cases.view(deleting)
         work = work_queue.get(session, work_id)
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
             work_queue.enqueue(session, work_id, owner)
-            _audit_delete(session, agent, actor_id, work_id, {
-                "status": "deleting", "previousStatus": "deleting",
-                "authorization": authorization})
+            _audit_delete(
+                session,
+                agent,
+                actor_id,
+                work_id,
+                {
+                    "status": "deleting",
+                    "previousStatus": "deleting",
+                    "authorization": authorization,
+                },
+            )
         elif work.state == values.WorkState.FAILED_PERMANENT:
             _requeue_deletion(session, agent, work, actor_id, authorization)
         return agent_use_cases.view(agent)
 
 
-def _requeue_deletion(session: orm.Session, agent: agents.Agent, work: values.WorkItem,
-                      actor_id: str, authorization: Mapping[str, Any]) -> None:
+def _requeue_deletion(
+    session: orm.Session,
+    agent: agents.Agent,
+    work: values.WorkItem,
+    actor_id: str,
+    authorization: Mapping[str, Any],
+) -> None:
     previous_actor = work.owner.actor_id
     if not agents.requeue_deletion(session, work.id, actor_id):
         raise errors.Conflict("the deletion could not be requeued; read the Agent and retry")
     takeover = previous_actor != actor_id
     details: dict[str, Any] = {
-        "status": "deleting", "requeued": True, "takeover": takeover,
-        "previousReasonCode": work.reason_code, "authorization": dict(authorization),
+        "status": "deleting",
+        "requeued": True,
+        "takeover": takeover,
+        "previousReasonCode": work.reason_code,
+        "authorization": dict(authorization),
     }
     if takeover:
         details["previousActorId"] = previous_actor
     _audit_delete(session, agent, actor_id, work.id, details)
 
 
-def _audit_delete(session: orm.Session, agent: agents.Agent, actor_id: str, work_id: str,
-                  details: Mapping[str, Any]) -> None:
+def _audit_delete(
+    session: orm.Session,
+    agent: agents.Agent,
+    actor_id: str,
+    work_id: str,
+    details: Mapping[str, Any],
+) -> None:
     audit.append(
-        session, kind="mutation", action="agents.delete", actor_id=actor_id, outcome="success",
-        namespace_id=agent.namespace_id, resource_kind="agent", resource_id=agent.id,
-        work_id=work_id, details=details,
+        session,
+        kind="mutation",
+        action="agents.delete",
+        actor_id=actor_id,
+        outcome="success",
+        namespace_id=agent.namespace_id,
+        resource_kind="agent",
+        resource_id=agent.id,
+        work_id=work_id,
+        details=details,
     )
 
 
 def _work_owner(agent: agents.Agent, actor_id: str, target: str) -> values.WorkOwner:
-    return values.WorkOwner(namespace_id=agent.namespace_id, actor_id=actor_id,
-                            agent_id=agent.id, agent_target=target)
+    return values.WorkOwner(
+        namespace_id=agent.namespace_id, actor_id=actor_id, agent_id=agent.id, agent_target=target
+    )

@@ -64,9 +64,18 @@ class AgentView:
     updated_at: dt.datetime
 
 
-def create_agent(db: Database, *, actor_id: str, namespace_id: str, name: object,
-                 configuration_id: object, harness: object, execution_mode: object,
-                 harness_auth: object, compute_driver: str) -> AgentView:
+def create_agent(
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    name: object,
+    configuration_id: object,
+    harness: object,
+    execution_mode: object,
+    harness_auth: object,
+    compute_driver: str,
+) -> AgentView:
     """Admit a draft Agent (desired ``stopped``) and its Namespace-scoped service principal.
 
     ``harness`` is ``{"id", "version"}``; ``harness_auth`` is ``{"kind": "secret",
@@ -81,40 +90,72 @@ def create_agent(db: Database, *, actor_id: str, namespace_id: str, name: object
         Conflict: the name is taken in the Namespace.
     """
     admission.require_id("namespace", namespace_id)
-    columns = parse_draft({"name": name, "configuration_id": configuration_id,
-                           "harness": harness, "execution_mode": execution_mode,
-                           "harness_auth": harness_auth}, complete=True)
+    columns = parse_draft(
+        {
+            "name": name,
+            "configuration_id": configuration_id,
+            "harness": harness,
+            "execution_mode": execution_mode,
+            "harness_auth": harness_auth,
+        },
+        complete=True,
+    )
     check_execution_mode(columns, current=None)
     request = describe(columns)
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, namespace_id)
         decision = admission.require(
-            session, actor_id, "agents.create", "agent:create",
-            iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
+            session,
+            actor_id,
+            "agents.create",
+            "agent:create",
+            iam.Resource.namespace(namespace.id),
+            hide_unless_readable=True,
+            request=request,
+        )
         if namespace.status == "deleting":
             raise errors.NamespaceNotReady("the Namespace is being deleted")
         check_references(session, namespace.id, columns)
         agent_id = ids.new("agent")
         principal = iam_policy.create_principal(
-            session, name=f"agent {agent_id}", kind="service", namespace_id=namespace.id,
-            agent_id=agent_id)
+            session,
+            name=f"agent {agent_id}",
+            kind="service",
+            namespace_id=namespace.id,
+            agent_id=agent_id,
+        )
         agent = agents.insert(
-            session, agent_id=agent_id, namespace_id=namespace.id,
-            compute_driver=compute_driver, service_principal_id=principal.id, **columns)
+            session,
+            agent_id=agent_id,
+            namespace_id=namespace.id,
+            compute_driver=compute_driver,
+            service_principal_id=principal.id,
+            **columns,
+        )
         audit.append(
-            session, kind="mutation", action="agents.create", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="agent",
+            session,
+            kind="mutation",
+            action="agents.create",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="agent",
             resource_id=agent.id,
-            details={**request, "servicePrincipalId": principal.id,
-                     "computeDriver": compute_driver, "status": agent.status,
-                     "desiredRuntimeState": agent.desired_runtime_state,
-                     "authorization": decision.evidence.as_details()},
+            details={
+                **request,
+                "servicePrincipalId": principal.id,
+                "computeDriver": compute_driver,
+                "status": agent.status,
+                "desiredRuntimeState": agent.desired_runtime_state,
+                "authorization": decision.evidence.as_details(),
+            },
         )
         return view(agent)
 
 
-def update_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str,
-                 changes: Mapping[str, Any]) -> AgentView:
+def update_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, changes: Mapping[str, Any]
+) -> AgentView:
     """Edit the draft (``agent:update``); deployed revisions keep what they pinned.
 
     ``changes`` holds any of name, configuration_id, harness, execution_mode, harness_auth.
@@ -138,17 +179,28 @@ def update_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: st
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, namespace_id)
         agent = find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(session, actor_id, "agents.update", "agent:update",
-                                     resource(agent), hide_unless_readable=True,
-                                     request=request)
+        decision = admission.require(
+            session,
+            actor_id,
+            "agents.update",
+            "agent:update",
+            resource(agent),
+            hide_unless_readable=True,
+            request=request,
+        )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         check_execution_mode(columns, current=agent)
         check_references(session, namespace.id, columns)
         updated = agents.update_draft(session, agent.id, columns)
         audit.append(
-            session, kind="mutation", action="agents.update", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="agent",
+            session,
+            kind="mutation",
+            action="agents.update",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="agent",
             resource_id=agent.id,
             details={"changes": request, "authorization": decision.evidence.as_details()},
         )
@@ -165,8 +217,14 @@ def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) 
     admission.require_id("agent", agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         agent = find(session, live_namespace(session, namespace_id).id, agent_id)
-        admission.require(session, actor_id, "agents.read", "agent:read", resource(agent),
-                          hide_unless_readable=True)
+        admission.require(
+            session,
+            actor_id,
+            "agents.read",
+            "agent:read",
+            resource(agent),
+            hide_unless_readable=True,
+        )
         return view(agent)
 
 
@@ -180,15 +238,24 @@ def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[Agent
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
         candidates = agents.list_in(session, namespace.id)
-        visible = [view(agent) for agent in admission.readable(
-            session, actor_id, "agent:read", candidates, resource)]
+        visible = [
+            view(agent)
+            for agent in admission.readable(session, actor_id, "agent:read", candidates, resource)
+        ]
         if not visible:
-            admission.require(session, actor_id, "agents.list", "namespace:read",
-                              iam.Resource.namespace(namespace.id), hide_unless_readable=True)
+            admission.require(
+                session,
+                actor_id,
+                "agents.list",
+                "namespace:read",
+                iam.Resource.namespace(namespace.id),
+                hide_unless_readable=True,
+            )
         return visible
 
 
 # -- input --------------------------------------------------------------------------------------
+
 
 def parse_draft(fields: Mapping[str, Any], *, complete: bool) -> dict[str, Any]:
     """Draft columns from API fields, each checked on its own (``InvalidInput`` with pointer).
@@ -208,8 +275,9 @@ def parse_draft(fields: Mapping[str, Any], *, complete: bool) -> dict[str, Any]:
             columns["configuration_id"] = ids.require("configuration", value, "/configurationId")
         elif field == "execution_mode":
             if value not in EXECUTION_MODES:
-                raise errors.InvalidInput.at("/executionMode",
-                                             "must be one of: dedicated, embedded")
+                raise errors.InvalidInput.at(
+                    "/executionMode", "must be one of: dedicated, embedded"
+                )
             columns["execution_mode"] = value
         elif field == "harness":
             columns.update(_harness(value))
@@ -218,9 +286,13 @@ def parse_draft(fields: Mapping[str, Any], *, complete: bool) -> dict[str, Any]:
     return columns
 
 
-_POINTERS: Final = {"name": "/name", "configuration_id": "/configurationId",
-                    "harness": "/harness", "execution_mode": "/executionMode",
-                    "harness_auth": "/harnessAuth"}
+_POINTERS: Final = {
+    "name": "/name",
+    "configuration_id": "/configurationId",
+    "harness": "/harness",
+    "execution_mode": "/executionMode",
+    "harness_auth": "/harnessAuth",
+}
 
 
 def _harness(value: object) -> dict[str, str]:
@@ -230,8 +302,9 @@ def _harness(value: object) -> dict[str, str]:
     if harness_id not in HARNESS_MODES:
         raise errors.InvalidInput.at("/harness/id", "must be one of: codex, openclaw")
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
-        raise errors.InvalidInput.at("/harness/version",
-                                     "must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
+        raise errors.InvalidInput.at(
+            "/harness/version", "must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
+        )
     return {"harness_id": str(harness_id), "harness_version": version}
 
 
@@ -249,17 +322,17 @@ def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | 
     mode = columns.get("execution_mode", current.execution_mode if current else None)
     if harness_id is not None and HARNESS_MODES[harness_id] != mode:
         raise errors.InvalidInput.at(
-            "/executionMode", f"must be {HARNESS_MODES[harness_id]} for harness {harness_id}")
+            "/executionMode", f"must be {HARNESS_MODES[harness_id]} for harness {harness_id}"
+        )
 
 
-def check_references(session: orm.Session, namespace_id: str,
-                     columns: Mapping[str, Any]) -> None:
+def check_references(session: orm.Session, namespace_id: str, columns: Mapping[str, Any]) -> None:
     """The referenced Configuration and Secret must exist in the Namespace."""
     configuration_id = columns.get("configuration_id")
     if configuration_id is not None and not agents.configuration_exists(
-            session, namespace_id, configuration_id):
-        raise errors.InvalidInput.at("/configurationId",
-                                     "no such configuration in this Namespace")
+        session, namespace_id, configuration_id
+    ):
+        raise errors.InvalidInput.at("/configurationId", "no such configuration in this Namespace")
     secret_id = columns.get("harness_auth_secret_id")
     if secret_id is not None and not agents.secret_exists(session, namespace_id, secret_id):
         raise errors.InvalidInput.at("/harnessAuth/secretId", "no such secret in this Namespace")
@@ -268,8 +341,11 @@ def check_references(session: orm.Session, namespace_id: str,
 def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
     """Parsed draft columns as audit details (camelCase, ids only)."""
     details: dict[str, Any] = {}
-    for key, name in (("name", "name"), ("configuration_id", "configurationId"),
-                      ("execution_mode", "executionMode")):
+    for key, name in (
+        ("name", "name"),
+        ("configuration_id", "configurationId"),
+        ("execution_mode", "executionMode"),
+    ):
         if key in columns:
             details[name] = columns[key]
     if "harness_id" in columns:
@@ -280,6 +356,7 @@ def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- shared with occ.controller.agent_lifecycle and occ.controller.deployments --------------
+
 
 def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace:
     """The live Namespace under its shared lock, or ``NotFound``."""
@@ -297,8 +374,9 @@ def live_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namesp
     return namespace
 
 
-def find(session: orm.Session, namespace_id: str, agent_id: str, *,
-         lock: bool = False) -> agents.Agent:
+def find(
+    session: orm.Session, namespace_id: str, agent_id: str, *, lock: bool = False
+) -> agents.Agent:
     """The Namespace's Agent, or ``NotFound``."""
     agent = agents.get(session, namespace_id, agent_id, lock=lock)
     if agent is None:
@@ -312,14 +390,23 @@ def resource(agent: agents.Agent) -> iam.Resource:
 
 def view(agent: agents.Agent) -> AgentView:
     return AgentView(
-        id=agent.id, namespace_id=agent.namespace_id, name=agent.name,
+        id=agent.id,
+        namespace_id=agent.namespace_id,
+        name=agent.name,
         configuration_id=agent.configuration_id,
         harness=Harness(agent.harness_id, agent.harness_version),
         execution_mode=agent.execution_mode,
-        harness_auth=(None if agent.harness_auth_secret_id is None
-                      else HarnessAuth("secret", agent.harness_auth_secret_id)),
-        compute_driver=agent.compute_driver, service_principal_id=agent.service_principal_id,
-        status=agent.status, desired_runtime_state=agent.desired_runtime_state,
-        active_revision_id=agent.active_revision_id, endpoint=agent.endpoint,
-        created_at=agent.created_at, updated_at=agent.updated_at,
+        harness_auth=(
+            None
+            if agent.harness_auth_secret_id is None
+            else HarnessAuth("secret", agent.harness_auth_secret_id)
+        ),
+        compute_driver=agent.compute_driver,
+        service_principal_id=agent.service_principal_id,
+        status=agent.status,
+        desired_runtime_state=agent.desired_runtime_state,
+        active_revision_id=agent.active_revision_id,
+        endpoint=agent.endpoint,
+        created_at=agent.created_at,
+        updated_at=agent.updated_at,
     )

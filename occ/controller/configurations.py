@@ -33,8 +33,9 @@ class ConfigurationView:
     updated_at: dt.datetime
 
 
-def create_configuration(db: Database, *, actor_id: str, namespace_id: str, name: str,
-                         document: dict[str, Any]) -> ConfigurationView:
+def create_configuration(
+    db: Database, *, actor_id: str, namespace_id: str, name: str, document: dict[str, Any]
+) -> ConfigurationView:
     """Admit a Configuration at generation 1 (``configuration:create`` on the Namespace).
 
     Raises:
@@ -51,24 +52,40 @@ def create_configuration(db: Database, *, actor_id: str, namespace_id: str, name
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
         decision = admission.require(
-            session, actor_id, "configurations.create", "configuration:create",
-            iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
+            session,
+            actor_id,
+            "configurations.create",
+            "configuration:create",
+            iam.Resource.namespace(namespace.id),
+            hide_unless_readable=True,
+            request=request,
+        )
         admission.require_ready(namespace.status)
-        configuration = state.insert(session, namespace_id=namespace.id, name=name,
-                                     document=document)
+        configuration = state.insert(
+            session, namespace_id=namespace.id, name=name, document=document
+        )
         audit.append(
-            session, kind="mutation", action="configurations.create", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="configuration",
+            session,
+            kind="mutation",
+            action="configurations.create",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="configuration",
             resource_id=configuration.id,
-            details={"name": name, "generation": configuration.generation,
-                     "documentBytes": size,
-                     "authorization": decision.evidence.as_details()},
+            details={
+                "name": name,
+                "generation": configuration.generation,
+                "documentBytes": size,
+                "authorization": decision.evidence.as_details(),
+            },
         )
         return view(configuration)
 
 
-def get_configuration(db: Database, *, actor_id: str, namespace_id: str,
-                      configuration_id: str) -> ConfigurationView:
+def get_configuration(
+    db: Database, *, actor_id: str, namespace_id: str, configuration_id: str
+) -> ConfigurationView:
     """A Configuration (``configuration:read``).
 
     Raises:
@@ -79,13 +96,20 @@ def get_configuration(db: Database, *, actor_id: str, namespace_id: str,
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         configuration = _existing(state.get(session, namespace.id, configuration_id))
-        admission.require(session, actor_id, "configurations.read", "configuration:read",
-                          _resource(configuration), hide_unless_readable=True)
+        admission.require(
+            session,
+            actor_id,
+            "configurations.read",
+            "configuration:read",
+            _resource(configuration),
+            hide_unless_readable=True,
+        )
         return view(configuration)
 
 
-def list_configurations(db: Database, *, actor_id: str,
-                        namespace_id: str) -> list[ConfigurationView]:
+def list_configurations(
+    db: Database, *, actor_id: str, namespace_id: str
+) -> list[ConfigurationView]:
     """The Namespace's Configurations the caller may read (``configuration:read`` per item).
 
     Raises:
@@ -96,19 +120,35 @@ def list_configurations(db: Database, *, actor_id: str,
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
-        visible = [view(item) for item in admission.readable(
-            session, actor_id, "configuration:read", candidates, _resource)]
+        visible = [
+            view(item)
+            for item in admission.readable(
+                session, actor_id, "configuration:read", candidates, _resource
+            )
+        ]
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
-                admission.require(session, actor_id, "configurations.list",
-                                  "configuration:read", parent, hide_unless_readable=True)
+                admission.require(
+                    session,
+                    actor_id,
+                    "configurations.list",
+                    "configuration:read",
+                    parent,
+                    hide_unless_readable=True,
+                )
         return visible
 
 
-def update_configuration(db: Database, *, actor_id: str, namespace_id: str,
-                         configuration_id: str, name: str | None = None,
-                         document: dict[str, Any] | None = None) -> ConfigurationView:
+def update_configuration(
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    configuration_id: str,
+    name: str | None = None,
+    document: dict[str, Any] | None = None,
+) -> ConfigurationView:
     """Change the name and/or document; ``generation`` moves by exactly one.
 
     ``None`` leaves a field as it is; at least one must be given. Needs
@@ -133,20 +173,34 @@ def update_configuration(db: Database, *, actor_id: str, namespace_id: str,
         namespace = namespaces.live(session, namespace_id, lock=True)
         current = _existing(state.get(session, namespace.id, configuration_id, lock=True))
         decision = admission.require(
-            session, actor_id, "configurations.update", "configuration:update",
-            _resource(current), hide_unless_readable=True, request=request)
+            session,
+            actor_id,
+            "configurations.update",
+            "configuration:update",
+            _resource(current),
+            hide_unless_readable=True,
+            request=request,
+        )
         admission.require_ready(namespace.status)
-        updated = state.update(session, namespace_id=namespace.id,
-                               configuration_id=current.id,
-                               expected_generation=current.generation, name=name,
-                               document=document)
+        updated = state.update(
+            session,
+            namespace_id=namespace.id,
+            configuration_id=current.id,
+            expected_generation=current.generation,
+            name=name,
+            document=document,
+        )
         if updated is None:  # the row lock makes this a backstop
             raise errors.Conflict("the Configuration changed concurrently; read it and retry")
         details: dict[str, Any] = {
-            "name": updated.name, "generation": updated.generation,
+            "name": updated.name,
+            "generation": updated.generation,
             "previousGeneration": current.generation,
-            "changed": [field for field, value in (("name", name), ("document", document))
-                        if value is not None],
+            "changed": [
+                field
+                for field, value in (("name", name), ("document", document))
+                if value is not None
+            ],
             "authorization": decision.evidence.as_details(),
         }
         if updated.name != current.name:
@@ -154,15 +208,22 @@ def update_configuration(db: Database, *, actor_id: str, namespace_id: str,
         if size is not None:
             details["documentBytes"] = size
         audit.append(
-            session, kind="mutation", action="configurations.update", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="configuration",
-            resource_id=updated.id, details=details,
+            session,
+            kind="mutation",
+            action="configurations.update",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="configuration",
+            resource_id=updated.id,
+            details=details,
         )
         return view(updated)
 
 
-def delete_configuration(db: Database, *, actor_id: str, namespace_id: str,
-                         configuration_id: str) -> ConfigurationView:
+def delete_configuration(
+    db: Database, *, actor_id: str, namespace_id: str, configuration_id: str
+) -> ConfigurationView:
     """Remove a Configuration no Agent references (``configuration:delete``); the removed one.
 
     Allowed whatever the Namespace's status, so a Namespace can always be emptied.
@@ -178,20 +239,32 @@ def delete_configuration(db: Database, *, actor_id: str, namespace_id: str,
         namespace = namespaces.live(session, namespace_id, lock=True)
         current = _existing(state.get(session, namespace.id, configuration_id, lock=True))
         decision = admission.require(
-            session, actor_id, "configurations.delete", "configuration:delete",
-            _resource(current), hide_unless_readable=True)
+            session,
+            actor_id,
+            "configurations.delete",
+            "configuration:delete",
+            _resource(current),
+            hide_unless_readable=True,
+        )
         agents = state.referencing_agents(session, namespace.id, current.id)
         if agents:
-            raise errors.Conflict(
-                f"the Configuration is used by agent(s) {', '.join(agents)}")
+            raise errors.Conflict(f"the Configuration is used by agent(s) {', '.join(agents)}")
         if not state.delete(session, namespace.id, current.id):
             raise errors.NotFound("the configuration does not exist")
         audit.append(
-            session, kind="mutation", action="configurations.delete", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="configuration",
+            session,
+            kind="mutation",
+            action="configurations.delete",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="configuration",
             resource_id=current.id,
-            details={"name": current.name, "generation": current.generation,
-                     "authorization": decision.evidence.as_details()},
+            details={
+                "name": current.name,
+                "generation": current.generation,
+                "authorization": decision.evidence.as_details(),
+            },
         )
         return view(current)
 
@@ -205,14 +278,17 @@ def check_document(document: object, pointer: str) -> int:
         raise errors.InvalidInput.at(pointer, "must be a JSON object")
     try:
         # rejects NaN/Infinity, cycles, non-JSON values and lone surrogates (UnicodeError)
-        encoded = json.dumps(document, ensure_ascii=False, allow_nan=False,
-                             separators=(",", ":")).encode("utf-8")
+        encoded = json.dumps(
+            document, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode("utf-8")
     except (TypeError, ValueError, RecursionError):
         raise errors.InvalidInput.at(
-            pointer, "must be plain JSON (finite numbers, valid Unicode text)") from None
+            pointer, "must be plain JSON (finite numbers, valid Unicode text)"
+        ) from None
     if len(encoded) > MAX_DOCUMENT_BYTES:
         raise errors.InvalidInput.at(
-            pointer, f"must be at most {MAX_DOCUMENT_BYTES} bytes serialized as JSON")
+            pointer, f"must be at most {MAX_DOCUMENT_BYTES} bytes serialized as JSON"
+        )
     _check_value(document, pointer)
     return len(encoded)
 
@@ -255,7 +331,11 @@ def _resource(configuration: state.Configuration) -> iam.Resource:
 
 def view(configuration: state.Configuration) -> ConfigurationView:
     return ConfigurationView(
-        id=configuration.id, namespace_id=configuration.namespace_id, name=configuration.name,
-        document=configuration.document, generation=configuration.generation,
-        created_at=configuration.created_at, updated_at=configuration.updated_at,
+        id=configuration.id,
+        namespace_id=configuration.namespace_id,
+        name=configuration.name,
+        document=configuration.document,
+        generation=configuration.generation,
+        created_at=configuration.created_at,
+        updated_at=configuration.updated_at,
     )

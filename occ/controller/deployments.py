@@ -90,8 +90,9 @@ class DeploymentView:
     progress: Progress | None
 
 
-def deploy_agent(db: Database, *, actor_id: str, namespace_id: str,
-                 agent_id: str) -> DeployAccepted:
+def deploy_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
     Needs ``agent:deploy`` on the Agent, and ``configuration:read`` on its Configuration and
@@ -112,8 +113,14 @@ def deploy_agent(db: Database, *, actor_id: str, namespace_id: str,
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(session, actor_id, "agents.deploy", "agent:deploy",
-                                     agent_use_cases.resource(agent), hide_unless_readable=True)
+        decision = admission.require(
+            session,
+            actor_id,
+            "agents.deploy",
+            "agent:deploy",
+            agent_use_cases.resource(agent),
+            hide_unless_readable=True,
+        )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         if namespace.status != "ready":
@@ -122,34 +129,58 @@ def deploy_agent(db: Database, *, actor_id: str, namespace_id: str,
         if secret_id is None:
             raise errors.Conflict("the Agent has no harness authentication; set harnessAuth")
         evidence = _authorize_references(session, actor_id, agent, secret_id)
-        configuration = agents.pinned_configuration(session, namespace.id,
-                                                    agent.configuration_id)
+        configuration = agents.pinned_configuration(session, namespace.id, agent.configuration_id)
         assert configuration is not None  # the Agent's foreign key keeps it
-        revision = agents.insert_revision(session, agents.RevisionSnapshot(
-            namespace_id=namespace.id, agent_id=agent.id,
-            revision_number=agents.next_revision_number(session, agent.id), actor_id=actor_id,
-            configuration_id=configuration.id, configuration_generation=configuration.generation,
-            configuration_document=configuration.document, harness_id=agent.harness_id,
-            harness_version=agent.harness_version, harness_mode=agent.execution_mode,
-            compute_driver=agent.compute_driver,
-            harness_auth={"kind": "secret", "secretId": secret_id},
-            service_principal_id=agent.service_principal_id,
-        ))
+        revision = agents.insert_revision(
+            session,
+            agents.RevisionSnapshot(
+                namespace_id=namespace.id,
+                agent_id=agent.id,
+                revision_number=agents.next_revision_number(session, agent.id),
+                actor_id=actor_id,
+                configuration_id=configuration.id,
+                configuration_generation=configuration.generation,
+                configuration_document=configuration.document,
+                harness_id=agent.harness_id,
+                harness_version=agent.harness_version,
+                harness_mode=agent.execution_mode,
+                compute_driver=agent.compute_driver,
+                harness_auth={"kind": "secret", "secretId": secret_id},
+                service_principal_id=agent.service_principal_id,
+            ),
+        )
         agents.set_desired_state(session, agent.id, "running")
         work_id = f"agent_revision:{revision.id}:reconcile"
-        work_queue.enqueue(session, work_id, values.WorkOwner(
-            namespace_id=namespace.id, actor_id=actor_id, agent_id=agent.id,
-            revision_id=revision.id))
+        work_queue.enqueue(
+            session,
+            work_id,
+            values.WorkOwner(
+                namespace_id=namespace.id,
+                actor_id=actor_id,
+                agent_id=agent.id,
+                revision_id=revision.id,
+            ),
+        )
         audit.append(
-            session, kind="mutation", action="agents.deploy", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="agent",
-            resource_id=agent.id, work_id=work_id,
+            session,
+            kind="mutation",
+            action="agents.deploy",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="agent",
+            resource_id=agent.id,
+            work_id=work_id,
             details={
-                "revisionId": revision.id, "revisionNumber": revision.revision_number,
+                "revisionId": revision.id,
+                "revisionNumber": revision.revision_number,
                 "configurationId": configuration.id,
                 "configurationGeneration": configuration.generation,
-                "harness": {"id": revision.harness_id, "version": revision.harness_version,
-                            "mode": revision.harness_mode},
+                "harness": {
+                    "id": revision.harness_id,
+                    "version": revision.harness_version,
+                    "mode": revision.harness_mode,
+                },
                 "computeDriver": revision.compute_driver,
                 "harnessAuth": dict(revision.harness_auth),
                 "desiredRuntimeState": "running",
@@ -160,36 +191,50 @@ def deploy_agent(db: Database, *, actor_id: str, namespace_id: str,
         return DeployAccepted(deployment_id=revision.id, revision=revision_view(revision))
 
 
-def _authorize_references(session: orm.Session, actor_id: str, agent: agents.Agent,
-                          secret_id: str) -> dict[str, Any]:
+def _authorize_references(
+    session: orm.Session, actor_id: str, agent: agents.Agent, secret_id: str
+) -> dict[str, Any]:
     """``configuration:read`` and ``secret:operate`` for the caller and the service principal.
 
     A denial is hidden (404) when the caller may not read the Agent, else 403.
     """
     targets = (
-        ("configuration:read",
-         iam.Resource("configuration", agent.configuration_id, agent.namespace_id)),
+        (
+            "configuration:read",
+            iam.Resource("configuration", agent.configuration_id, agent.namespace_id),
+        ),
         ("secret:operate", iam.Resource("secret", secret_id, agent.namespace_id)),
     )
     evidence: dict[str, Any] = {}
-    for role, principal_id in (("caller", actor_id),
-                               ("servicePrincipal", agent.service_principal_id)):
+    for role, principal_id in (
+        ("caller", actor_id),
+        ("servicePrincipal", agent.service_principal_id),
+    ):
         for permission, target in targets:
             decision = iam.authorize(session, principal_id, permission, target)
             if not decision.allowed:
-                hidden = not iam.authorize(session, actor_id, "agent:read",
-                                           agent_use_cases.resource(agent)).allowed
+                hidden = not iam.authorize(
+                    session, actor_id, "agent:read", agent_use_cases.resource(agent)
+                ).allowed
                 raise admission.Denied(
-                    action="agents.deploy", permission=permission, resource=target,
-                    decision=decision, hidden=hidden,
-                    request={"agentId": agent.id, "principalId": principal_id,
-                             "principalRole": role})
+                    action="agents.deploy",
+                    permission=permission,
+                    resource=target,
+                    decision=decision,
+                    hidden=hidden,
+                    request={
+                        "agentId": agent.id,
+                        "principalId": principal_id,
+                        "principalRole": role,
+                    },
+                )
             evidence[f"{role}:{permission}"] = decision.evidence.as_details()
     return evidence
 
 
-def list_revisions(db: Database, *, actor_id: str, namespace_id: str,
-                   agent_id: str) -> list[RevisionView]:
+def list_revisions(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> list[RevisionView]:
     """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first.
 
     Raises:
@@ -201,16 +246,27 @@ def list_revisions(db: Database, *, actor_id: str, namespace_id: str,
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
         candidates = agents.list_revisions(session, agent.id)
-        visible = [revision_view(revision) for revision in admission.readable(
-            session, actor_id, "agent_revision:read", candidates, _resource)]
+        visible = [
+            revision_view(revision)
+            for revision in admission.readable(
+                session, actor_id, "agent_revision:read", candidates, _resource
+            )
+        ]
         if not visible:
-            admission.require(session, actor_id, "agents.revisions.list", "agent:read",
-                              agent_use_cases.resource(agent), hide_unless_readable=True)
+            admission.require(
+                session,
+                actor_id,
+                "agents.revisions.list",
+                "agent:read",
+                agent_use_cases.resource(agent),
+                hide_unless_readable=True,
+            )
         return visible
 
 
-def get_revision(db: Database, *, actor_id: str, namespace_id: str, agent_id: str,
-                 revision_id: str) -> RevisionView:
+def get_revision(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, revision_id: str
+) -> RevisionView:
     """One revision of the Agent (``agent_revision:read``).
 
     Raises:
@@ -218,13 +274,15 @@ def get_revision(db: Database, *, actor_id: str, namespace_id: str, agent_id: st
     """
     _require_ids(namespace_id, agent_id, revision_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
-        revision = _readable_revision(session, actor_id, namespace_id, agent_id, revision_id,
-                                      action="agents.revisions.read")
+        revision = _readable_revision(
+            session, actor_id, namespace_id, agent_id, revision_id, action="agents.revisions.read"
+        )
         return revision_view(revision)
 
 
-def get_deployment(db: Database, *, actor_id: str, namespace_id: str, agent_id: str,
-                   deployment_id: str) -> DeploymentView:
+def get_deployment(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, deployment_id: str
+) -> DeploymentView:
     """The status of a deployment (``agent_revision:read`` on its revision).
 
     Raises:
@@ -232,8 +290,14 @@ def get_deployment(db: Database, *, actor_id: str, namespace_id: str, agent_id: 
     """
     _require_ids(namespace_id, agent_id, deployment_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
-        revision = _readable_revision(session, actor_id, namespace_id, agent_id, deployment_id,
-                                      action="agents.deployments.read")
+        revision = _readable_revision(
+            session,
+            actor_id,
+            namespace_id,
+            agent_id,
+            deployment_id,
+            action="agents.deployments.read",
+        )
         agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
         work = work_queue.get(session, f"agent_revision:{revision.id}:reconcile")
         if work is None:
@@ -247,19 +311,33 @@ def _require_ids(namespace_id: str, agent_id: str, revision_id: str) -> None:
     admission.require_id("agent_revision", revision_id)
 
 
-def _readable_revision(session: orm.Session, actor_id: str, namespace_id: str, agent_id: str,
-                       revision_id: str, *, action: str) -> agents.Revision:
+def _readable_revision(
+    session: orm.Session,
+    actor_id: str,
+    namespace_id: str,
+    agent_id: str,
+    revision_id: str,
+    *,
+    action: str,
+) -> agents.Revision:
     namespace = agent_use_cases.live_namespace(session, namespace_id)
     agent = agent_use_cases.find(session, namespace.id, agent_id)
     revision = agents.get_revision(session, agent.id, revision_id)
     if revision is None:
         raise errors.NotFound("the agent revision does not exist")
-    admission.require(session, actor_id, action, "agent_revision:read", _resource(revision),
-                      hide_unless_readable=True)
+    admission.require(
+        session,
+        actor_id,
+        action,
+        "agent_revision:read",
+        _resource(revision),
+        hide_unless_readable=True,
+    )
     return revision
 
 
 # -- the status projection ----------------------------------------------------------------------
+
 
 def project(work: values.WorkItem, agent: agents.Agent) -> DeploymentView:
     """The status of the deployment whose ``agent_revision:<rev>:reconcile`` item is ``work``.
@@ -281,18 +359,29 @@ def project(work: values.WorkItem, agent: agents.Agent) -> DeploymentView:
         raise ValueError(f"{work.id} is not a deployment of agent {agent.id}")
     state, error, warnings, progress = _status(work, agent, revision_id)
     return DeploymentView(
-        deployment_id=revision_id, revision_id=revision_id, namespace_id=work.owner.namespace_id,
-        agent_id=agent.id, state=state, reason_code=work.reason_code, error=error,
-        warnings=warnings, progress=progress,
+        deployment_id=revision_id,
+        revision_id=revision_id,
+        namespace_id=work.owner.namespace_id,
+        agent_id=agent.id,
+        state=state,
+        reason_code=work.reason_code,
+        error=error,
+        warnings=warnings,
+        progress=progress,
     )
 
 
-def _status(work: values.WorkItem, agent: agents.Agent, revision_id: str) -> tuple[
-        str, DeploymentError | None, tuple[Mapping[str, Any], ...], Progress | None]:
+def _status(
+    work: values.WorkItem, agent: agents.Agent, revision_id: str
+) -> tuple[str, DeploymentError | None, tuple[Mapping[str, Any], ...], Progress | None]:
     if work.state in (values.WorkState.QUEUED, values.WorkState.CLAIMED):
         next_attempt = work.available_at if work.state == values.WorkState.QUEUED else None
-        return "pending", None, (), Progress(work.last_progress_code, work.last_progress_at,
-                                             next_attempt)
+        return (
+            "pending",
+            None,
+            (),
+            Progress(work.last_progress_code, work.last_progress_at, next_attempt),
+        )
     code = work.reason_code or "UNKNOWN_FAILURE"
     if work.state == values.WorkState.FAILED_PERMANENT:
         return "failed", DeploymentError(code, codes.message(code), work.result_data), (), None
@@ -314,21 +403,28 @@ def _status(work: values.WorkItem, agent: agents.Agent, revision_id: str) -> tup
 
 # -- views --------------------------------------------------------------------------------------
 
+
 def _resource(revision: agents.Revision) -> iam.Resource:
     return iam.Resource("agent_revision", revision.id, revision.namespace_id)
 
 
 def revision_view(revision: agents.Revision) -> RevisionView:
     return RevisionView(
-        id=revision.id, namespace_id=revision.namespace_id, agent_id=revision.agent_id,
-        revision_number=revision.revision_number, configuration_id=revision.configuration_id,
+        id=revision.id,
+        namespace_id=revision.namespace_id,
+        agent_id=revision.agent_id,
+        revision_number=revision.revision_number,
+        configuration_id=revision.configuration_id,
         configuration_generation=revision.configuration_generation,
         configuration_document=revision.configuration_document,
-        harness=RevisionHarness(revision.harness_id, revision.harness_version,
-                                revision.harness_mode),
-        harness_auth=agent_use_cases.HarnessAuth(str(revision.harness_auth["kind"]),
-                                                 str(revision.harness_auth["secretId"])),
+        harness=RevisionHarness(
+            revision.harness_id, revision.harness_version, revision.harness_mode
+        ),
+        harness_auth=agent_use_cases.HarnessAuth(
+            str(revision.harness_auth["kind"]), str(revision.harness_auth["secretId"])
+        ),
         compute_driver=revision.compute_driver,
-        service_principal_id=revision.service_principal_id, actor_id=revision.actor_id,
+        service_principal_id=revision.service_principal_id,
+        actor_id=revision.actor_id,
         created_at=revision.created_at,
     )

@@ -59,19 +59,34 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         if row is None:
             return _existing_bootstrap(session)
         admin = iam_policy.create_principal(session, name=admin_name, kind="human")
-        role = iam_policy.create_role(session, name=ADMINISTRATOR_ROLE,
-                                      permissions=iam.ADMINISTRATOR_PERMISSIONS)
-        binding = iam_policy.bind(session, role_id=role.id, principal_id=admin.id,
-                                  created_by=admin.id)
+        role = iam_policy.create_role(
+            session, name=ADMINISTRATOR_ROLE, permissions=iam.ADMINISTRATOR_PERMISSIONS
+        )
+        binding = iam_policy.bind(
+            session, role_id=role.id, principal_id=admin.id, created_by=admin.id
+        )
         audit.append(
-            session, kind="bootstrap", action="installation.bootstrap", actor_id=admin.id,
-            outcome="success", resource_kind="installation", resource_id=row.id,
-            details={"name": row.name, "adminPrincipalId": admin.id, "roleId": role.id,
-                     "bindingId": binding.id},
+            session,
+            kind="bootstrap",
+            action="installation.bootstrap",
+            actor_id=admin.id,
+            outcome="success",
+            resource_kind="installation",
+            resource_id=row.id,
+            details={
+                "name": row.name,
+                "adminPrincipalId": admin.id,
+                "roleId": role.id,
+                "bindingId": binding.id,
+            },
         )
         return BootstrapResult(
-            installation_id=row.id, installation_name=row.name, created=True,
-            admin_principal_id=admin.id, administrator_role_id=role.id, binding_id=binding.id,
+            installation_id=row.id,
+            installation_name=row.name,
+            created=True,
+            admin_principal_id=admin.id,
+            administrator_role_id=role.id,
+            binding_id=binding.id,
         )
 
 
@@ -84,8 +99,13 @@ def get_installation(db: Database, *, actor_id: str) -> InstallationView:
     """
     with admission.guarded(db, actor_id, read_only=True) as session:
         installation = current(session)
-        admission.require(session, actor_id, "installation.read", "installation:read",
-                 iam.Resource.installation(installation.id))
+        admission.require(
+            session,
+            actor_id,
+            "installation.read",
+            "installation:read",
+            iam.Resource.installation(installation.id),
+        )
         return installation
 
 
@@ -96,20 +116,24 @@ def current(session: orm.Session) -> InstallationView:
     return InstallationView(id=row.id, name=row.name, created_at=row.created_at)
 
 
-
 def _existing_bootstrap(session: orm.Session) -> BootstrapResult:
     installation = current(session)
     role = iam_policy.find_role(session, name=ADMINISTRATOR_ROLE)
-    bindings = [] if role is None else [
-        binding for binding in iam_policy.list_bindings(session, role_id=role.id)
-        if binding.namespace_id is None and binding.resource_kind is None
-    ]
+    bindings = (
+        []
+        if role is None
+        else [
+            binding
+            for binding in iam_policy.list_bindings(session, role_id=role.id)
+            if binding.namespace_id is None and binding.resource_kind is None
+        ]
+    )
     first = bindings[0] if bindings else None
     return BootstrapResult(
-        installation_id=installation.id, installation_name=installation.name, created=False,
+        installation_id=installation.id,
+        installation_name=installation.name,
+        created=False,
         admin_principal_id=None if first is None else first.principal_id,
         administrator_role_id=None if role is None else role.id,
         binding_id=None if first is None else first.id,
     )
-
-

@@ -30,8 +30,9 @@ class NamespaceView:
     updated_at: dt.datetime
 
 
-def create_namespace(db: Database, *, actor_id: str, name: str,
-                     existing_namespace: str | None = None) -> NamespaceView:
+def create_namespace(
+    db: Database, *, actor_id: str, name: str, existing_namespace: str | None = None
+) -> NamespaceView:
     """Admit a Namespace: row ``provisioning`` + audit + work ``namespace:<id>:reconcile:ready``.
 
     Needs ``namespace:create`` on the Installation; adopting ``existing_namespace`` (a
@@ -46,26 +47,44 @@ def create_namespace(db: Database, *, actor_id: str, name: str,
     if existing_namespace is not None and not (
         isinstance(existing_namespace, str) and _DNS_LABEL.fullmatch(existing_namespace)
     ):
-        raise errors.InvalidInput.at("/existingNamespace",
-                                     "must be a DNS-1123 label (lowercase, 1 to 63 characters)")
+        raise errors.InvalidInput.at(
+            "/existingNamespace", "must be a DNS-1123 label (lowercase, 1 to 63 characters)"
+        )
     request = {"name": name, "existingNamespace": existing_namespace}
     with admission.guarded(db, actor_id) as session:
         parent = iam.Resource.installation(installation.current(session).id)
-        decision = admission.require(session, actor_id, "namespaces.create", "namespace:create",
-                                     parent, request=request)
+        decision = admission.require(
+            session, actor_id, "namespaces.create", "namespace:create", parent, request=request
+        )
         if existing_namespace is not None:
-            admission.require(session, actor_id, "namespaces.create", "installation:administer",
-                     parent, request=request)
-        namespace = namespaces.insert(session, name=name, created_by=actor_id,
-                                      existing_namespace=existing_namespace)
+            admission.require(
+                session,
+                actor_id,
+                "namespaces.create",
+                "installation:administer",
+                parent,
+                request=request,
+            )
+        namespace = namespaces.insert(
+            session, name=name, created_by=actor_id, existing_namespace=existing_namespace
+        )
         work_id, owner = work_for(namespace.id, actor_id, "ready")
         work_queue.enqueue(session, work_id, owner)
         audit.append(
-            session, kind="mutation", action="namespaces.create", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="namespace",
-            resource_id=namespace.id, work_id=work_id,
-            details={**admission.present(request), "status": namespace.status,
-                     "authorization": decision.evidence.as_details()},
+            session,
+            kind="mutation",
+            action="namespaces.create",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="namespace",
+            resource_id=namespace.id,
+            work_id=work_id,
+            details={
+                **admission.present(request),
+                "status": namespace.status,
+                "authorization": decision.evidence.as_details(),
+            },
         )
         return view(namespace)
 
@@ -86,8 +105,14 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
     with admission.guarded(db, actor_id) as session:
         namespace = live(session, namespace_id, lock=True)
         resource = iam.Resource.namespace(namespace.id)
-        decision = admission.require(session, actor_id, "namespaces.delete", "namespace:delete",
-                            resource, hide_unless_readable=True)
+        decision = admission.require(
+            session,
+            actor_id,
+            "namespaces.delete",
+            "namespace:delete",
+            resource,
+            hide_unless_readable=True,
+        )
         remaining = namespaces.contents(session, namespace.id)
         if not remaining.empty:
             raise errors.NamespaceNotEmpty(
@@ -101,11 +126,20 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
             assert deleting is not None  # the row is locked and live
             work_queue.enqueue(session, work_id, owner)
             audit.append(
-                session, kind="mutation", action="namespaces.delete", actor_id=actor_id,
-                outcome="success", namespace_id=namespace.id, resource_kind="namespace",
-                resource_id=namespace.id, work_id=work_id,
-                details={"status": "deleting", "previousStatus": namespace.status,
-                         "authorization": authorization},
+                session,
+                kind="mutation",
+                action="namespaces.delete",
+                actor_id=actor_id,
+                outcome="success",
+                namespace_id=namespace.id,
+                resource_kind="namespace",
+                resource_id=namespace.id,
+                work_id=work_id,
+                details={
+                    "status": "deleting",
+                    "previousStatus": namespace.status,
+                    "authorization": authorization,
+                },
             )
             return view(deleting)
         work = work_queue.get(session, work_id)
@@ -113,11 +147,20 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
             # deleting without its work (an operator's repair): admit the work again
             work_queue.enqueue(session, work_id, owner)
             audit.append(
-                session, kind="mutation", action="namespaces.delete", actor_id=actor_id,
-                outcome="success", namespace_id=namespace.id, resource_kind="namespace",
-                resource_id=namespace.id, work_id=work_id,
-                details={"status": "deleting", "previousStatus": "deleting",
-                         "authorization": authorization},
+                session,
+                kind="mutation",
+                action="namespaces.delete",
+                actor_id=actor_id,
+                outcome="success",
+                namespace_id=namespace.id,
+                resource_kind="namespace",
+                resource_id=namespace.id,
+                work_id=work_id,
+                details={
+                    "status": "deleting",
+                    "previousStatus": "deleting",
+                    "authorization": authorization,
+                },
             )
         elif work.state == values.WorkState.FAILED_PERMANENT:
             _requeue_deletion(session, namespace, work, actor_id, authorization)
@@ -132,8 +175,14 @@ def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Namespac
     """
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live(session, namespace_id)
-        admission.require(session, actor_id, "namespaces.read", "namespace:read",
-                 iam.Resource.namespace(namespace.id), hide_unless_readable=True)
+        admission.require(
+            session,
+            actor_id,
+            "namespaces.read",
+            "namespace:read",
+            iam.Resource.namespace(namespace.id),
+            hide_unless_readable=True,
+        )
         return view(namespace)
 
 
@@ -141,43 +190,64 @@ def list_namespaces(db: Database, *, actor_id: str) -> list[NamespaceView]:
     """The live Namespaces the caller may read (``namespace:read`` per Namespace)."""
     with db.snapshot() as session:
         candidates = namespaces.list_live(session)
-        return [view(namespace) for namespace in admission.readable(
-            session, actor_id, "namespace:read", candidates,
-            lambda namespace: iam.Resource.namespace(namespace.id))]
+        return [
+            view(namespace)
+            for namespace in admission.readable(
+                session,
+                actor_id,
+                "namespace:read",
+                candidates,
+                lambda namespace: iam.Resource.namespace(namespace.id),
+            )
+        ]
 
 
-def _requeue_deletion(session: orm.Session, namespace: namespaces.Namespace,
-                      work: values.WorkItem, actor_id: str,
-                      authorization: Mapping[str, Any]) -> None:
+def _requeue_deletion(
+    session: orm.Session,
+    namespace: namespaces.Namespace,
+    work: values.WorkItem,
+    actor_id: str,
+    authorization: Mapping[str, Any],
+) -> None:
     previous_actor = work.owner.actor_id
     if not namespaces.requeue_deletion(session, work.id, actor_id):
         raise errors.Conflict("the deletion could not be requeued; read the Namespace and retry")
     takeover = previous_actor != actor_id
     details: dict[str, Any] = {
-        "status": "deleting", "requeued": True, "takeover": takeover,
-        "previousReasonCode": work.reason_code, "authorization": dict(authorization),
+        "status": "deleting",
+        "requeued": True,
+        "takeover": takeover,
+        "previousReasonCode": work.reason_code,
+        "authorization": dict(authorization),
     }
     if takeover:
         details["previousActorId"] = previous_actor
     audit.append(
-        session, kind="mutation", action="namespaces.delete", actor_id=actor_id,
-        outcome="success", namespace_id=namespace.id, resource_kind="namespace",
-        resource_id=namespace.id, work_id=work.id, details=details,
+        session,
+        kind="mutation",
+        action="namespaces.delete",
+        actor_id=actor_id,
+        outcome="success",
+        namespace_id=namespace.id,
+        resource_kind="namespace",
+        resource_id=namespace.id,
+        work_id=work.id,
+        details=details,
     )
 
 
-def live(session: orm.Session, namespace_id: str, *,
-                    lock: bool = False) -> namespaces.Namespace:
-    namespace = (namespaces.get(session, namespace_id, lock=lock)
-                 if ids.is_valid("namespace", namespace_id) else None)
+def live(session: orm.Session, namespace_id: str, *, lock: bool = False) -> namespaces.Namespace:
+    namespace = (
+        namespaces.get(session, namespace_id, lock=lock)
+        if ids.is_valid("namespace", namespace_id)
+        else None
+    )
     if namespace is None or not namespace.live:
         raise errors.NotFound("the namespace does not exist")
     return namespace
 
 
-
-def work_for(namespace_id: str, actor_id: str,
-                    target: str) -> tuple[str, values.WorkOwner]:
+def work_for(namespace_id: str, actor_id: str, target: str) -> tuple[str, values.WorkOwner]:
     return (
         f"namespace:{namespace_id}:reconcile:{target}",
         values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
@@ -186,9 +256,10 @@ def work_for(namespace_id: str, actor_id: str,
 
 def view(namespace: namespaces.Namespace) -> NamespaceView:
     return NamespaceView(
-        id=namespace.id, name=namespace.name, status=namespace.status,
-        existing_namespace=namespace.existing_namespace, created_at=namespace.created_at,
+        id=namespace.id,
+        name=namespace.name,
+        status=namespace.status,
+        existing_namespace=namespace.existing_namespace,
+        created_at=namespace.created_at,
         updated_at=namespace.updated_at,
     )
-
-

@@ -84,9 +84,16 @@ class AuditPage:
     next_before: int | None
 
 
-def list_work(db: Database, *, actor_id: str, state: str | None = None,
-              namespace_id: str | None = None, agent_id: str | None = None,
-              limit: int = DEFAULT_LIMIT, cursor: str | None = None) -> WorkPage:
+def list_work(
+    db: Database,
+    *,
+    actor_id: str,
+    state: str | None = None,
+    namespace_id: str | None = None,
+    agent_id: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> WorkPage:
     """Work items matching every given filter, newest first (``installation:administer``).
 
     Raises:
@@ -95,8 +102,9 @@ def list_work(db: Database, *, actor_id: str, state: str | None = None,
         Forbidden: the caller may not administer the Installation (audited).
     """
     if state is not None and state not in {s.value for s in values.WorkState}:
-        raise errors.InvalidInput.at("/state", "must be one of "
-                                     + ", ".join(s.value for s in values.WorkState))
+        raise errors.InvalidInput.at(
+            "/state", "must be one of " + ", ".join(s.value for s in values.WorkState)
+        )
     if namespace_id is not None:
         ids.require("namespace", namespace_id, "/namespaceId")
     if agent_id is not None:
@@ -106,8 +114,7 @@ def list_work(db: Database, *, actor_id: str, state: str | None = None,
     with admission.guarded(db, actor_id, read_only=True) as session:
         _require_installation(session, actor_id, "work.list", "installation:administer")
         work = models.ControllerWork
-        query = (sa.select(work).order_by(work.created_at.desc(), work.id.desc())
-                 .limit(limit + 1))
+        query = sa.select(work).order_by(work.created_at.desc(), work.id.desc()).limit(limit + 1)
         if state is not None:
             query = query.where(work.state == state)
         if namespace_id is not None:
@@ -119,8 +126,9 @@ def list_work(db: Database, *, actor_id: str, state: str | None = None,
         rows = list(session.scalars(query))
         items = [_work_view(row) for row in rows[:limit]]
         more = len(rows) > limit
-        return WorkPage(items=items,
-                        next_cursor=_encode_cursor(items[-1]) if more and items else None)
+        return WorkPage(
+            items=items, next_cursor=_encode_cursor(items[-1]) if more and items else None
+        )
 
 
 def get_work(db: Database, *, actor_id: str, work_id: str) -> WorkView:
@@ -136,18 +144,24 @@ def get_work(db: Database, *, actor_id: str, work_id: str) -> WorkView:
     if not valid_work_id(work_id):
         raise errors.NotFound("the work item does not exist")
     with admission.guarded(db, actor_id, read_only=True) as session:
-        _require_installation(session, actor_id, "work.read", "installation:administer",
-                              hide=True)
+        _require_installation(session, actor_id, "work.read", "installation:administer", hide=True)
         row = session.get(models.ControllerWork, work_id)
         if row is None:
             raise errors.NotFound("the work item does not exist")
         return _work_view(row)
 
 
-def list_audit_events(db: Database, *, actor_id: str, namespace_id: str | None = None,
-                      resource_id: str | None = None, work_id: str | None = None,
-                      kind: str | None = None, before: int | None = None,
-                      limit: int = DEFAULT_LIMIT) -> AuditPage:
+def list_audit_events(
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+    work_id: str | None = None,
+    kind: str | None = None,
+    before: int | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> AuditPage:
     """Audit events matching every given filter, newest first (``installation:read``).
 
     ``before`` pages backwards: only events with a smaller sequence number.
@@ -170,9 +184,15 @@ def list_audit_events(db: Database, *, actor_id: str, namespace_id: str | None =
     limit = _limit(limit)
     with admission.guarded(db, actor_id, read_only=True) as session:
         _require_installation(session, actor_id, "audit_events.list", "installation:read")
-        events = audit.list_events(session, namespace_id=namespace_id, resource_id=resource_id,
-                                   work_id=work_id, kind=kind, before_sequence=before,
-                                   limit=limit + 1)
+        events = audit.list_events(
+            session,
+            namespace_id=namespace_id,
+            resource_id=resource_id,
+            work_id=work_id,
+            kind=kind,
+            before_sequence=before,
+            limit=limit + 1,
+        )
         items = events[:limit]
         more = len(events) > limit
         return AuditPage(items=items, next_before=items[-1].sequence if more and items else None)
@@ -180,15 +200,18 @@ def list_audit_events(db: Database, *, actor_id: str, namespace_id: str | None =
 
 def valid_work_id(value: object) -> bool:
     """Whether ``value`` has the shape of a work key."""
-    return (isinstance(value, str) and len(value) <= WORK_ID_MAX
-            and _WORK_ID.fullmatch(value) is not None)
+    return (
+        isinstance(value, str)
+        and len(value) <= WORK_ID_MAX
+        and _WORK_ID.fullmatch(value) is not None
+    )
 
 
-def _require_installation(session: orm.Session, actor_id: str, action: str, permission: str,
-                          *, hide: bool = False) -> None:
+def _require_installation(
+    session: orm.Session, actor_id: str, action: str, permission: str, *, hide: bool = False
+) -> None:
     resource = iam.Resource.installation(installation.current(session).id)
-    admission.require(session, actor_id, action, permission, resource,
-                      hide_unless_readable=hide)
+    admission.require(session, actor_id, action, permission, resource, hide_unless_readable=hide)
 
 
 def _limit(limit: int) -> int:
@@ -219,13 +242,22 @@ def _decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
 
 def _work_view(row: models.ControllerWork) -> WorkView:
     return WorkView(
-        id=row.id, namespace_id=row.namespace_id, agent_id=row.agent_id,
-        revision_id=row.revision_id, actor_id=row.actor_id,
-        namespace_target=row.namespace_target, agent_target=row.agent_target, state=row.state,
-        attempt_count=row.attempt_count, available_at=row.available_at,
-        lease_expires_at=row.lease_expires_at, completed_at=row.completed_at,
+        id=row.id,
+        namespace_id=row.namespace_id,
+        agent_id=row.agent_id,
+        revision_id=row.revision_id,
+        actor_id=row.actor_id,
+        namespace_target=row.namespace_target,
+        agent_target=row.agent_target,
+        state=row.state,
+        attempt_count=row.attempt_count,
+        available_at=row.available_at,
+        lease_expires_at=row.lease_expires_at,
+        completed_at=row.completed_at,
         reason_code=row.reason_code,
         result_data=None if row.result_data is None else dict(row.result_data),
-        last_progress_code=row.last_progress_code, last_progress_at=row.last_progress_at,
-        created_at=row.created_at, updated_at=row.updated_at,
+        last_progress_code=row.last_progress_code,
+        last_progress_at=row.last_progress_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )

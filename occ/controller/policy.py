@@ -36,7 +36,8 @@ _RESOURCE_TABLES: Final[Mapping[str, Any]] = {
 # serializes the changes that can take administration away, so two of them racing cannot
 # each leave the other's administrator as the last one and then remove it
 _ADMINISTRATORS_LOCK: Final = sa.text(
-    "SELECT pg_advisory_xact_lock(hashtext('occ.iam.installation-administrators'))")
+    "SELECT pg_advisory_xact_lock(hashtext('occ.iam.installation-administrators'))"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,8 +89,15 @@ class RestrictionView:
 
 # -- roles --------------------------------------------------------------------------------------
 
-def create_role(db: Database, *, actor_id: str, name: str, permissions: Sequence[str],
-                namespace_id: str | None = None) -> RoleView:
+
+def create_role(
+    db: Database,
+    *,
+    actor_id: str,
+    name: str,
+    permissions: Sequence[str],
+    namespace_id: str | None = None,
+) -> RoleView:
     """Create a Role holding ``permissions`` (Installation-wide, or of one Namespace).
 
     Raises:
@@ -109,12 +117,17 @@ def create_role(db: Database, *, actor_id: str, name: str, permissions: Sequence
         decision = administer(session, actor_id, "roles.create", request)
         if namespace_id is not None:
             open_namespace(session, namespace_id)
-        role = iam_policy.create_role(session, name=name, permissions=checked,
-                                      namespace_id=namespace_id)
-        _audit(session, "roles.create", actor_id, resource=("role", role.id),
-               namespace_id=namespace_id,
-               details={**admission.present(request),
-                        "authorization": decision.evidence.as_details()})
+        role = iam_policy.create_role(
+            session, name=name, permissions=checked, namespace_id=namespace_id
+        )
+        _audit(
+            session,
+            "roles.create",
+            actor_id,
+            resource=("role", role.id),
+            namespace_id=namespace_id,
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
+        )
         return role_view(role)
 
 
@@ -156,17 +169,29 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> RoleView:
         deleted = iam_policy.delete_role(session, role_id)
         assert deleted is not None  # it existed a moment ago and rows are never removed
         keep_an_administrator(session)
-        _audit(session, "roles.delete", actor_id, resource=("role", role.id),
-               namespace_id=role.namespace_id,
-               details={"name": role.name, "authorization": decision.evidence.as_details()})
+        _audit(
+            session,
+            "roles.delete",
+            actor_id,
+            resource=("role", role.id),
+            namespace_id=role.namespace_id,
+            details={"name": role.name, "authorization": decision.evidence.as_details()},
+        )
         return role_view(deleted)
 
 
 # -- access bindings ----------------------------------------------------------------------------
 
-def create_binding(db: Database, *, actor_id: str, role_id: str, principal_id: str,
-                   namespace_id: str | None = None,
-                   resource: Mapping[str, Any] | None = None) -> AccessBindingView:
+
+def create_binding(
+    db: Database,
+    *,
+    actor_id: str,
+    role_id: str,
+    principal_id: str,
+    namespace_id: str | None = None,
+    resource: Mapping[str, Any] | None = None,
+) -> AccessBindingView:
     """Grant a live Role to a principal Installation-wide, in a Namespace, or on one resource.
 
     ``resource`` (``{kind, id}``) limits the binding to that exact resource; it needs the
@@ -186,8 +211,12 @@ def create_binding(db: Database, *, actor_id: str, role_id: str, principal_id: s
     target = _resource_ref(resource)
     if target is not None:
         namespace_id = _scope_of(target, namespace_id)
-    request = {"roleId": role_id, "principalId": principal_id, "namespaceId": namespace_id,
-               "resource": None if target is None else {"kind": target.kind, "id": target.id}}
+    request = {
+        "roleId": role_id,
+        "principalId": principal_id,
+        "namespaceId": namespace_id,
+        "resource": None if target is None else {"kind": target.kind, "id": target.id},
+    }
     with admission.guarded(db, actor_id) as session:
         decision = administer(session, actor_id, "access_bindings.create", request)
         if namespace_id is not None:
@@ -199,16 +228,25 @@ def create_binding(db: Database, *, actor_id: str, role_id: str, principal_id: s
             raise errors.NotFound("the principal does not exist")
         if principal.namespace_id is not None and principal.namespace_id != namespace_id:
             raise errors.InvalidInput.at(
-                "/principalId", "a Namespace principal is bound only in its own Namespace")
+                "/principalId", "a Namespace principal is bound only in its own Namespace"
+            )
         binding = iam_policy.bind(
-            session, role_id=role_id, principal_id=principal_id, created_by=actor_id,
-            namespace_id=namespace_id, resource_kind=None if target is None else target.kind,
+            session,
+            role_id=role_id,
+            principal_id=principal_id,
+            created_by=actor_id,
+            namespace_id=namespace_id,
+            resource_kind=None if target is None else target.kind,
             resource_id=None if target is None else target.id,
         )
-        _audit(session, "access_bindings.create", actor_id,
-               resource=("access_binding", binding.id), namespace_id=namespace_id,
-               details={**admission.present(request),
-                        "authorization": decision.evidence.as_details()})
+        _audit(
+            session,
+            "access_bindings.create",
+            actor_id,
+            resource=("access_binding", binding.id),
+            namespace_id=namespace_id,
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
+        )
         return binding_view(binding)
 
 
@@ -250,18 +288,33 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> AccessBin
         revoked = iam_policy.revoke_binding(session, binding_id)
         assert revoked is not None  # it existed a moment ago and rows are never removed
         keep_an_administrator(session)
-        _audit(session, "access_bindings.revoke", actor_id,
-               resource=("access_binding", binding.id), namespace_id=binding.namespace_id,
-               details={"roleId": binding.role_id, "principalId": binding.principal_id,
-                        "authorization": decision.evidence.as_details()})
+        _audit(
+            session,
+            "access_bindings.revoke",
+            actor_id,
+            resource=("access_binding", binding.id),
+            namespace_id=binding.namespace_id,
+            details={
+                "roleId": binding.role_id,
+                "principalId": binding.principal_id,
+                "authorization": decision.evidence.as_details(),
+            },
+        )
         return binding_view(revoked)
 
 
 # -- restrictions -------------------------------------------------------------------------------
 
-def create_restriction(db: Database, *, actor_id: str, permission: str,
-                       principal_id: str | None = None, namespace_id: str | None = None,
-                       resource_id: str | None = None) -> RestrictionView:
+
+def create_restriction(
+    db: Database,
+    *,
+    actor_id: str,
+    permission: str,
+    principal_id: str | None = None,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+) -> RestrictionView:
     """Add a deny rule for ``permission``; the optional fields narrow it (unset: everything).
 
     Raises:
@@ -275,11 +328,16 @@ def create_restriction(db: Database, *, actor_id: str, permission: str,
         raise errors.InvalidInput.at("/permission", "is not a known permission")
     optional_id("principal", principal_id, "/principalId")
     optional_id("namespace", namespace_id, "/namespaceId")
-    if resource_id is not None and not any(ids.is_valid(kind, resource_id)
-                                           for kind in sorted(iam.RESOURCE_KINDS)):
+    if resource_id is not None and not any(
+        ids.is_valid(kind, resource_id) for kind in sorted(iam.RESOURCE_KINDS)
+    ):
         raise errors.InvalidInput.at("/resourceId", "must be the id of a resource")
-    request = {"permission": permission, "principalId": principal_id,
-               "namespaceId": namespace_id, "resourceId": resource_id}
+    request = {
+        "permission": permission,
+        "principalId": principal_id,
+        "namespaceId": namespace_id,
+        "resourceId": resource_id,
+    }
     with admission.guarded(db, actor_id) as session:
         decision = administer(session, actor_id, "restrictions.create", request)
         if permission == PERMISSION:
@@ -289,15 +347,23 @@ def create_restriction(db: Database, *, actor_id: str, permission: str,
         if namespace_id is not None:
             namespace_cases.live(session, namespace_id)
         restriction = iam_policy.create_restriction(
-            session, permission=permission, created_by=actor_id, principal_id=principal_id,
-            namespace_id=namespace_id, resource_id=resource_id,
+            session,
+            permission=permission,
+            created_by=actor_id,
+            principal_id=principal_id,
+            namespace_id=namespace_id,
+            resource_id=resource_id,
         )
         if permission == PERMISSION:
             keep_an_administrator(session)
-        _audit(session, "restrictions.create", actor_id,
-               resource=("restriction", restriction.id), namespace_id=namespace_id,
-               details={**admission.present(request),
-                        "authorization": decision.evidence.as_details()})
+        _audit(
+            session,
+            "restrictions.create",
+            actor_id,
+            resource=("restriction", restriction.id),
+            namespace_id=namespace_id,
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
+        )
         return restriction_view(restriction)
 
 
@@ -321,8 +387,7 @@ def list_restrictions(db: Database, *, actor_id: str) -> list[RestrictionView]:
         return [restriction_view(rule) for rule in iam_policy.list_restrictions(session)]
 
 
-def delete_restriction(db: Database, *, actor_id: str,
-                       restriction_id: str) -> RestrictionView:
+def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> RestrictionView:
     """Remove a restriction and return what it was.
 
     Raises:
@@ -335,19 +400,29 @@ def delete_restriction(db: Database, *, actor_id: str,
         restriction = _restriction(session, restriction_id)
         if not iam_policy.delete_restriction(session, restriction_id):
             raise errors.NotFound("the restriction does not exist")
-        _audit(session, "restrictions.delete", actor_id,
-               resource=("restriction", restriction.id), namespace_id=restriction.namespace_id,
-               details={"permission": restriction.permission,
-                        **admission.present({"principalId": restriction.principal_id,
-                                             "resourceId": restriction.resource_id}),
-                        "authorization": decision.evidence.as_details()})
+        _audit(
+            session,
+            "restrictions.delete",
+            actor_id,
+            resource=("restriction", restriction.id),
+            namespace_id=restriction.namespace_id,
+            details={
+                "permission": restriction.permission,
+                **admission.present(
+                    {"principalId": restriction.principal_id, "resourceId": restriction.resource_id}
+                ),
+                "authorization": decision.evidence.as_details(),
+            },
+        )
         return restriction_view(restriction)
 
 
 # -- shared with the principal use cases --------------------------------------------------------
 
-def administer(session: orm.Session, actor_id: str, action: str,
-               request: Mapping[str, Any] | None = None) -> iam.Decision:
+
+def administer(
+    session: orm.Session, actor_id: str, action: str, request: Mapping[str, Any] | None = None
+) -> iam.Decision:
     """The decision allowing ``installation:administer`` on the Installation, or ``Denied``.
 
     The Installation is never hidden: a caller without the permission is answered 403, as by
@@ -383,10 +458,14 @@ def keep_an_administrator(session: orm.Session) -> None:
     target = iam.Resource.installation(installation.current(session).id)
     binding, role = models.AccessBinding, models.Role
     candidates = session.scalars(
-        sa.select(binding.principal_id).distinct()
+        sa.select(binding.principal_id)
+        .distinct()
         .join(role, role.id == binding.role_id)
-        .where(binding.revoked_at.is_(None), role.deleted_at.is_(None),
-               role.permissions.contains([PERMISSION]))
+        .where(
+            binding.revoked_at.is_(None),
+            role.deleted_at.is_(None),
+            role.permissions.contains([PERMISSION]),
+        )
         .order_by(binding.principal_id)
     ).all()
     for principal_id in candidates:
@@ -394,10 +473,12 @@ def keep_an_administrator(session: orm.Session) -> None:
             return
     raise errors.Conflict(
         "no principal would be left with installation:administer; grant it to another "
-        "principal first")
+        "principal first"
+    )
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
 
 def _known(kind: str, value: str) -> None:
     if not ids.is_valid(kind, value):
@@ -433,7 +514,8 @@ def _resource_ref(resource: Mapping[str, Any] | None) -> ResourceRef | None:
     kind = resource.get("kind")
     if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
         raise errors.InvalidInput.at(
-            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS)))
+            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
+        )
     return ResourceRef(kind, ids.require(kind, resource.get("id"), "/resource/id"))
 
 
@@ -445,56 +527,93 @@ def _scope_of(target: ResourceRef, namespace_id: str | None) -> str | None:
         return None
     if target.kind == "namespace":
         if namespace_id not in (None, target.id):
-            raise errors.InvalidInput.at("/namespaceId",
-                                         "a Namespace binding is made in that Namespace")
+            raise errors.InvalidInput.at(
+                "/namespaceId", "a Namespace binding is made in that Namespace"
+            )
         return target.id
     if namespace_id is None:
-        raise errors.InvalidInput.at("/namespaceId",
-                                     f"a binding on a {target.kind} needs its Namespace")
+        raise errors.InvalidInput.at(
+            "/namespaceId", f"a binding on a {target.kind} needs its Namespace"
+        )
     return namespace_id
 
 
-def _require_resource(session: orm.Session, target: ResourceRef,
-                      namespace_id: str | None) -> None:
+def _require_resource(session: orm.Session, target: ResourceRef, namespace_id: str | None) -> None:
     if target.kind == "installation":
         exists = installation.current(session).id == target.id
     elif target.kind == "namespace":
         exists = True  # open_namespace found it
     else:
         table = _RESOURCE_TABLES[target.kind]
-        exists = bool(session.scalar(sa.select(sa.exists().where(
-            table.id == target.id, table.namespace_id == namespace_id))))
+        exists = bool(
+            session.scalar(
+                sa.select(
+                    sa.exists().where(table.id == target.id, table.namespace_id == namespace_id)
+                )
+            )
+        )
     if not exists:
         raise errors.NotFound(f"the {target.kind.replace('_', ' ')} does not exist")
 
 
-def _audit(session: orm.Session, action: str, actor_id: str, *, resource: tuple[str, str],
-           namespace_id: str | None, details: Mapping[str, Any]) -> None:
-    audit.append(session, kind="mutation", action=action, actor_id=actor_id, outcome="success",
-                 namespace_id=namespace_id, resource_kind=resource[0], resource_id=resource[1],
-                 details=details)
+def _audit(
+    session: orm.Session,
+    action: str,
+    actor_id: str,
+    *,
+    resource: tuple[str, str],
+    namespace_id: str | None,
+    details: Mapping[str, Any],
+) -> None:
+    audit.append(
+        session,
+        kind="mutation",
+        action=action,
+        actor_id=actor_id,
+        outcome="success",
+        namespace_id=namespace_id,
+        resource_kind=resource[0],
+        resource_id=resource[1],
+        details=details,
+    )
 
 
 def role_view(role: iam_policy.Role) -> RoleView:
-    return RoleView(id=role.id, name=role.name, namespace_id=role.namespace_id,
-                    permissions=role.permissions, created_at=role.created_at,
-                    deleted_at=role.deleted_at)
+    return RoleView(
+        id=role.id,
+        name=role.name,
+        namespace_id=role.namespace_id,
+        permissions=role.permissions,
+        created_at=role.created_at,
+        deleted_at=role.deleted_at,
+    )
 
 
 def binding_view(binding: iam_policy.AccessBinding) -> AccessBindingView:
-    resource = (None if binding.resource_kind is None or binding.resource_id is None
-                else ResourceRef(binding.resource_kind, binding.resource_id))
+    resource = (
+        None
+        if binding.resource_kind is None or binding.resource_id is None
+        else ResourceRef(binding.resource_kind, binding.resource_id)
+    )
     return AccessBindingView(
-        id=binding.id, role_id=binding.role_id, principal_id=binding.principal_id,
-        namespace_id=binding.namespace_id, resource=resource, created_by=binding.created_by,
-        created_at=binding.created_at, revoked_at=binding.revoked_at,
+        id=binding.id,
+        role_id=binding.role_id,
+        principal_id=binding.principal_id,
+        namespace_id=binding.namespace_id,
+        resource=resource,
+        created_by=binding.created_by,
+        created_at=binding.created_at,
+        revoked_at=binding.revoked_at,
     )
 
 
 def restriction_view(restriction: iam_policy.Restriction) -> RestrictionView:
     return RestrictionView(
-        id=restriction.id, permission=restriction.permission,
-        principal_id=restriction.principal_id, namespace_id=restriction.namespace_id,
-        resource_id=restriction.resource_id, created_by=restriction.created_by,
+        id=restriction.id,
+        permission=restriction.permission,
+        principal_id=restriction.principal_id,
+        namespace_id=restriction.namespace_id,
+        resource_id=restriction.resource_id,
+        created_by=restriction.created_by,
         created_at=restriction.created_at,
     )

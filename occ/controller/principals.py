@@ -56,8 +56,10 @@ class NewApiKey:
 
 # -- principals ---------------------------------------------------------------------------------
 
-def create_principal(db: Database, *, actor_id: str, name: str, kind: str,
-                     namespace_id: str | None = None) -> PrincipalView:
+
+def create_principal(
+    db: Database, *, actor_id: str, name: str, kind: str, namespace_id: str | None = None
+) -> PrincipalView:
     """Create a human or service principal; a service principal may belong to a Namespace.
 
     Raises:
@@ -72,21 +74,27 @@ def create_principal(db: Database, *, actor_id: str, name: str, kind: str,
         raise errors.InvalidInput.at("/kind", "must be human or service")
     policy.optional_id("namespace", namespace_id, "/namespaceId")
     if namespace_id is not None and kind != "service":
-        raise errors.InvalidInput.at("/namespaceId",
-                                     "only a service principal may belong to a Namespace")
+        raise errors.InvalidInput.at(
+            "/namespaceId", "only a service principal may belong to a Namespace"
+        )
     request = {"name": name, "kind": kind, "namespaceId": namespace_id}
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(session, actor_id, "principals.create", request)
         if namespace_id is not None:
             policy.open_namespace(session, namespace_id)
-        principal = iam_policy.create_principal(session, name=name, kind=kind,
-                                                namespace_id=namespace_id)
+        principal = iam_policy.create_principal(
+            session, name=name, kind=kind, namespace_id=namespace_id
+        )
         audit.append(
-            session, kind="mutation", action="principals.create", actor_id=actor_id,
-            outcome="success", namespace_id=namespace_id, resource_kind="principal",
+            session,
+            kind="mutation",
+            action="principals.create",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace_id,
+            resource_kind="principal",
             resource_id=principal.id,
-            details={**admission.present(request),
-                     "authorization": decision.evidence.as_details()},
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
         )
         return principal_view(principal)
 
@@ -108,15 +116,25 @@ def list_principals(db: Database, *, actor_id: str) -> list[PrincipalView]:
     """Every principal (Agent-owned service principals included) in creation order."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "principals.list")
-        rows = session.scalars(sa.select(models.Principal)
-                               .order_by(models.Principal.created_at, models.Principal.id))
-        return [PrincipalView(id=row.id, name=row.name, kind=row.kind,
-                              namespace_id=row.namespace_id, agent_id=row.agent_id,
-                              created_at=row.created_at, disabled_at=row.disabled_at)
-                for row in rows]
+        rows = session.scalars(
+            sa.select(models.Principal).order_by(models.Principal.created_at, models.Principal.id)
+        )
+        return [
+            PrincipalView(
+                id=row.id,
+                name=row.name,
+                kind=row.kind,
+                namespace_id=row.namespace_id,
+                agent_id=row.agent_id,
+                created_at=row.created_at,
+                disabled_at=row.disabled_at,
+            )
+            for row in rows
+        ]
 
 
 # -- API keys -----------------------------------------------------------------------------------
+
 
 def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str) -> NewApiKey:
     """Mint an API key for a principal that is enabled and not owned by an Agent.
@@ -128,8 +146,9 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
     """
     _known("principal", principal_id, "the principal does not exist")
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "api_keys.create",
-                                     {"principalId": principal_id})
+        decision = policy.administer(
+            session, actor_id, "api_keys.create", {"principalId": principal_id}
+        )
         principal = _principal(session, principal_id, lock=True)
         if principal.disabled:
             raise errors.Conflict("the principal is disabled")
@@ -137,11 +156,15 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
             raise errors.Conflict("an Agent's service principal gets no API keys")
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
         audit.append(
-            session, kind="mutation", action="api_keys.create", actor_id=actor_id,
-            outcome="success", namespace_id=principal.namespace_id, resource_kind="api_key",
+            session,
+            kind="mutation",
+            action="api_keys.create",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=principal.namespace_id,
+            resource_kind="api_key",
             resource_id=minted.key.id,
-            details={"principalId": principal_id,
-                     "authorization": decision.evidence.as_details()},
+            details={"principalId": principal_id, "authorization": decision.evidence.as_details()},
         )
         return _new_key(minted)
 
@@ -160,8 +183,7 @@ def list_api_keys(db: Database, *, actor_id: str, principal_id: str) -> list[Api
         return [key_view(key) for key in api_keys.list_for(session, principal_id)]
 
 
-def revoke_api_key(db: Database, *, actor_id: str, principal_id: str,
-                   key_id: str) -> ApiKeyView:
+def revoke_api_key(db: Database, *, actor_id: str, principal_id: str, key_id: str) -> ApiKeyView:
     """Revoke one of the principal's keys; it stops authenticating at once. Idempotent.
 
     Raises:
@@ -181,11 +203,18 @@ def revoke_api_key(db: Database, *, actor_id: str, principal_id: str,
         if not already_revoked:
             principal = _principal(session, principal_id)
             audit.append(
-                session, kind="mutation", action="api_keys.revoke", actor_id=actor_id,
-                outcome="success", namespace_id=principal.namespace_id,
-                resource_kind="api_key", resource_id=key_id,
-                details={"principalId": principal_id,
-                         "authorization": decision.evidence.as_details()},
+                session,
+                kind="mutation",
+                action="api_keys.revoke",
+                actor_id=actor_id,
+                outcome="success",
+                namespace_id=principal.namespace_id,
+                resource_kind="api_key",
+                resource_id=key_id,
+                details={
+                    "principalId": principal_id,
+                    "authorization": decision.evidence.as_details(),
+                },
             )
         return key_view(revoked)
 
@@ -203,22 +232,30 @@ def issue_first_key(db: Database, *, principal_id: str, pepper: str) -> NewApiKe
             return None
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
         audit.append(
-            session, kind="bootstrap", action="api_keys.create", actor_id=principal_id,
-            outcome="success", namespace_id=principal.namespace_id, resource_kind="api_key",
-            resource_id=minted.key.id, details={"principalId": principal_id},
+            session,
+            kind="bootstrap",
+            action="api_keys.create",
+            actor_id=principal_id,
+            outcome="success",
+            namespace_id=principal.namespace_id,
+            resource_kind="api_key",
+            resource_id=minted.key.id,
+            details={"principalId": principal_id},
         )
         return _new_key(minted)
 
 
 # -- helpers ------------------------------------------------------------------------------------
 
+
 def _known(kind: str, value: str, detail: str) -> None:
     if not ids.is_valid(kind, value):
         raise errors.NotFound(detail)
 
 
-def _principal(session: orm.Session, principal_id: str, *,
-               lock: bool = False) -> iam_policy.Principal:
+def _principal(
+    session: orm.Session, principal_id: str, *, lock: bool = False
+) -> iam_policy.Principal:
     if lock:
         _lock(session, principal_id)
     principal = iam_policy.get_principal(session, principal_id)
@@ -228,21 +265,37 @@ def _principal(session: orm.Session, principal_id: str, *,
 
 
 def _lock(session: orm.Session, principal_id: str) -> None:
-    session.execute(sa.select(models.Principal.id)
-                    .where(models.Principal.id == principal_id).with_for_update())
+    session.execute(
+        sa.select(models.Principal.id).where(models.Principal.id == principal_id).with_for_update()
+    )
 
 
 def _new_key(minted: api_keys.MintedKey) -> NewApiKey:
-    return NewApiKey(id=minted.key.id, principal_id=minted.key.principal_id,
-                     created_at=minted.key.created_at, key=minted.plaintext)
+    return NewApiKey(
+        id=minted.key.id,
+        principal_id=minted.key.principal_id,
+        created_at=minted.key.created_at,
+        key=minted.plaintext,
+    )
 
 
 def principal_view(principal: iam_policy.Principal) -> PrincipalView:
-    return PrincipalView(id=principal.id, name=principal.name, kind=principal.kind,
-                         namespace_id=principal.namespace_id, agent_id=principal.agent_id,
-                         created_at=principal.created_at, disabled_at=principal.disabled_at)
+    return PrincipalView(
+        id=principal.id,
+        name=principal.name,
+        kind=principal.kind,
+        namespace_id=principal.namespace_id,
+        agent_id=principal.agent_id,
+        created_at=principal.created_at,
+        disabled_at=principal.disabled_at,
+    )
 
 
 def key_view(key: api_keys.ApiKey) -> ApiKeyView:
-    return ApiKeyView(id=key.id, principal_id=key.principal_id, created_at=key.created_at,
-                      revoked_at=key.revoked_at, last_used_at=key.last_used_at)
+    return ApiKeyView(
+        id=key.id,
+        principal_id=key.principal_id,
+        created_at=key.created_at,
+        revoked_at=key.revoked_at,
+        last_used_at=key.last_used_at,
+    )

@@ -31,8 +31,15 @@ class SecretView:
     updated_at: dt.datetime
 
 
-def create_secret(db: Database, *, store: secret_store.SecretStore, actor_id: str,
-                  namespace_id: str, name: str, value: str) -> SecretView:
+def create_secret(
+    db: Database,
+    *,
+    store: secret_store.SecretStore,
+    actor_id: str,
+    namespace_id: str,
+    name: str,
+    value: str,
+) -> SecretView:
     """Admit a Secret (``secret:create`` on the Namespace); its value is stored sealed.
 
     Raises:
@@ -51,14 +58,30 @@ def create_secret(db: Database, *, store: secret_store.SecretStore, actor_id: st
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
         decision = admission.require(
-            session, actor_id, "secrets.create", "secret:create",
-            iam.Resource.namespace(namespace.id), hide_unless_readable=True, request=request)
+            session,
+            actor_id,
+            "secrets.create",
+            "secret:create",
+            iam.Resource.namespace(namespace.id),
+            hide_unless_readable=True,
+            request=request,
+        )
         admission.require_ready(namespace.status)
-        secret = state.insert(session, secret_id=secret_id, namespace_id=namespace.id,
-                              name=name, value_ciphertext=sealed)
+        secret = state.insert(
+            session,
+            secret_id=secret_id,
+            namespace_id=namespace.id,
+            name=name,
+            value_ciphertext=sealed,
+        )
         audit.append(
-            session, kind="mutation", action="secrets.create", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="secret",
+            session,
+            kind="mutation",
+            action="secrets.create",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="secret",
             resource_id=secret.id,
             details={"name": name, "authorization": decision.evidence.as_details()},
         )
@@ -76,8 +99,14 @@ def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         secret = _existing(state.get(session, namespace.id, secret_id))
-        admission.require(session, actor_id, "secrets.read", "secret:read", _resource(secret),
-                          hide_unless_readable=True)
+        admission.require(
+            session,
+            actor_id,
+            "secrets.read",
+            "secret:read",
+            _resource(secret),
+            hide_unless_readable=True,
+        )
         return view(secret)
 
 
@@ -92,18 +121,25 @@ def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[Secr
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
-        visible = [view(item) for item in admission.readable(
-            session, actor_id, "secret:read", candidates, _resource)]
+        visible = [
+            view(item)
+            for item in admission.readable(session, actor_id, "secret:read", candidates, _resource)
+        ]
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
-                admission.require(session, actor_id, "secrets.list", "secret:read", parent,
-                                  hide_unless_readable=True)
+                admission.require(
+                    session,
+                    actor_id,
+                    "secrets.list",
+                    "secret:read",
+                    parent,
+                    hide_unless_readable=True,
+                )
         return visible
 
 
-def delete_secret(db: Database, *, actor_id: str, namespace_id: str,
-                  secret_id: str) -> SecretView:
+def delete_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str) -> SecretView:
     """Remove a Secret no Agent references (``secret:delete``); the removed one's metadata.
 
     Allowed whatever the Namespace's status, so a Namespace can always be emptied.
@@ -118,16 +154,27 @@ def delete_secret(db: Database, *, actor_id: str, namespace_id: str,
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
         current = _existing(state.get(session, namespace.id, secret_id, lock=True))
-        decision = admission.require(session, actor_id, "secrets.delete", "secret:delete",
-                                     _resource(current), hide_unless_readable=True)
+        decision = admission.require(
+            session,
+            actor_id,
+            "secrets.delete",
+            "secret:delete",
+            _resource(current),
+            hide_unless_readable=True,
+        )
         agents = state.referencing_agents(session, namespace.id, current.id)
         if agents:
             raise errors.Conflict(f"the Secret is used by agent(s) {', '.join(agents)}")
         if not state.delete(session, namespace.id, current.id):
             raise errors.NotFound("the secret does not exist")
         audit.append(
-            session, kind="mutation", action="secrets.delete", actor_id=actor_id,
-            outcome="success", namespace_id=namespace.id, resource_kind="secret",
+            session,
+            kind="mutation",
+            action="secrets.delete",
+            actor_id=actor_id,
+            outcome="success",
+            namespace_id=namespace.id,
+            resource_kind="secret",
             resource_id=current.id,
             details={"name": current.name, "authorization": decision.evidence.as_details()},
         )
@@ -143,8 +190,7 @@ def check_value(value: object, pointer: str) -> None:
     except UnicodeEncodeError:
         raise errors.InvalidInput.at(pointer, "must be valid Unicode text") from None
     if not 1 <= size <= MAX_VALUE_BYTES:
-        raise errors.InvalidInput.at(pointer,
-                                     f"must be 1 to {MAX_VALUE_BYTES} bytes long (UTF-8)")
+        raise errors.InvalidInput.at(pointer, f"must be 1 to {MAX_VALUE_BYTES} bytes long (UTF-8)")
 
 
 def _require_ids(namespace_id: str, secret_id: str) -> None:
@@ -163,5 +209,10 @@ def _resource(secret: state.Secret) -> iam.Resource:
 
 
 def view(secret: state.Secret) -> SecretView:
-    return SecretView(id=secret.id, namespace_id=secret.namespace_id, name=secret.name,
-                      created_at=secret.created_at, updated_at=secret.updated_at)
+    return SecretView(
+        id=secret.id,
+        namespace_id=secret.namespace_id,
+        name=secret.name,
+        created_at=secret.created_at,
+        updated_at=secret.updated_at,
+    )

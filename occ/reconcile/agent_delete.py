@@ -29,8 +29,9 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
         denial = authority.first_denial(session, [(owner.actor_id, "agent:delete", resource)])
         if denial is not None:
-            return authority.refuse(session, context, action="agents.delete",
-                                    resource=resource, decision=denial)
+            return authority.refuse(
+                session, context, action="agents.delete", resource=resource, decision=denial
+            )
         revisions = agents.list_revisions(session, agent.id)
         if any(r.compute_driver != worker.driver.name for r in revisions):
             return _fail(session, context, agent, "COMPUTE_DRIVER_MISMATCH")
@@ -44,13 +45,20 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     return outcome.success("AGENT_DELETED")
 
 
-def _fail(session: orm.Session, context: ClaimContext, agent: agents.Agent,
-          code: str) -> outcome.PassResult:
+def _fail(
+    session: orm.Session, context: ClaimContext, agent: agents.Agent, code: str
+) -> outcome.PassResult:
     work_queue.fail(session, context.claim, code=code)
     audit.append(
-        session, kind="mutation", action="agents.lifecycle.delete",
-        actor_id=context.claim.owner.actor_id, outcome="failure",
-        namespace_id=agent.namespace_id, resource_kind="agent", resource_id=agent.id,
-        work_id=context.claim.work_id, details={"reasonCode": code},
+        session,
+        kind="mutation",
+        action="agents.lifecycle.delete",
+        actor_id=context.claim.owner.actor_id,
+        outcome="failure",
+        namespace_id=agent.namespace_id,
+        resource_kind="agent",
+        resource_id=agent.id,
+        work_id=context.claim.work_id,
+        details={"reasonCode": code},
     )
     return outcome.permanent(code)

@@ -25,8 +25,9 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
         denial = authority.first_denial(session, [(owner.actor_id, "agent:operate", resource)])
         if denial is not None:
-            return authority.refuse(session, context, action="agents.stop", resource=resource,
-                                    decision=denial)
+            return authority.refuse(
+                session, context, action="agents.stop", resource=resource, decision=denial
+            )
         if agent.desired_runtime_state != "stopped":
             work_queue.complete(session, claim, code="STOP_SUPERSEDED")
             return outcome.success("STOP_SUPERSEDED")
@@ -38,9 +39,13 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         if active is not None and active.compute_driver != worker.driver.name:
             work_queue.fail(session, claim, code="COMPUTE_DRIVER_MISMATCH")
             return outcome.permanent("COMPUTE_DRIVER_MISMATCH")
-        others = [r for r in revisions
-                  if r is not active and r.compute_driver == worker.driver.name
-                  and r.created_at <= claim.created_at]
+        others = [
+            r
+            for r in revisions
+            if r is not active
+            and r.compute_driver == worker.driver.name
+            and r.created_at <= claim.created_at
+        ]
     for revision in ([active] if active else []) + others:
         context.renew_now()
         worker.driver.stop_revision(context.operation(), spec_of(revision))
@@ -55,12 +60,21 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
             agents.clear_active(session, agent.id, active.id)
         code = "AGENT_STOPPED" if active is not None else "AGENT_ALREADY_STOPPED"
         audit.append(
-            session, kind="mutation", action="agents.lifecycle.stop", actor_id=owner.actor_id,
-            outcome="success", namespace_id=agent.namespace_id, resource_kind="agent",
-            resource_id=agent.id, work_id=claim.work_id,
-            details={"computeDriverId": worker.driver.name, "reasonCode": code,
-                     "revisionId": active.id if active else None,
-                     "stoppedRevisionIds": [r.id for r in others]},
+            session,
+            kind="mutation",
+            action="agents.lifecycle.stop",
+            actor_id=owner.actor_id,
+            outcome="success",
+            namespace_id=agent.namespace_id,
+            resource_kind="agent",
+            resource_id=agent.id,
+            work_id=claim.work_id,
+            details={
+                "computeDriverId": worker.driver.name,
+                "reasonCode": code,
+                "revisionId": active.id if active else None,
+                "stoppedRevisionIds": [r.id for r in others],
+            },
         )
         work_queue.complete(session, claim, code=code)
     return outcome.success(code)

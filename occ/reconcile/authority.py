@@ -18,8 +18,9 @@ from occ.reconcile.context import ClaimContext
 from occ.state import audit, work_queue
 
 
-def first_denial(session: orm.Session,
-                 checks: Sequence[tuple[str, str, iam.Resource]]) -> iam.Decision | None:
+def first_denial(
+    session: orm.Session, checks: Sequence[tuple[str, str, iam.Resource]]
+) -> iam.Decision | None:
     """The first refused ``(principal, permission, resource)`` decision, or ``None``."""
     for principal_id, permission, resource in checks:
         decision = iam.authorize(session, principal_id, permission, resource)
@@ -28,18 +29,32 @@ def first_denial(session: orm.Session,
     return None
 
 
-def refuse(session: orm.Session, context: ClaimContext, *, action: str,
-           resource: iam.Resource, decision: iam.Decision) -> outcome.PassResult:
+def refuse(
+    session: orm.Session,
+    context: ClaimContext,
+    *,
+    action: str,
+    resource: iam.Resource,
+    decision: iam.Decision,
+) -> outcome.PassResult:
     """Fail the item for a refused authorization and audit the denial."""
     code = "ACTOR_REVOKED" if decision.actor_revoked else "AUTHORIZATION_DENIED"
     work_queue.fail(session, context.claim, code=code)
     audit.append(
-        session, kind="authorization_denial", action=action,
-        actor_id=context.claim.owner.actor_id, outcome="denied",
-        namespace_id=context.claim.owner.namespace_id, resource_kind=resource.kind,
-        resource_id=resource.id, work_id=context.claim.work_id,
-        details={"reasonCode": code, "reason": str(decision.reason),
-                 "principalId": decision.evidence.principal_id,
-                 "authorization": decision.evidence.as_details()},
+        session,
+        kind="authorization_denial",
+        action=action,
+        actor_id=context.claim.owner.actor_id,
+        outcome="denied",
+        namespace_id=context.claim.owner.namespace_id,
+        resource_kind=resource.kind,
+        resource_id=resource.id,
+        work_id=context.claim.work_id,
+        details={
+            "reasonCode": code,
+            "reason": str(decision.reason),
+            "principalId": decision.evidence.principal_id,
+            "authorization": decision.evidence.as_details(),
+        },
     )
     return outcome.permanent(code)

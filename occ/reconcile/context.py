@@ -22,8 +22,14 @@ from occ.state import values, work_queue
 class ClaimContext:
     """Lease renewal and cancellation for one running claim."""
 
-    def __init__(self, database: Database, policy: values.QueuePolicy, claim: values.Claim, *,
-                 shutdown: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        policy: values.QueuePolicy,
+        claim: values.Claim,
+        *,
+        shutdown: threading.Event | None = None,
+    ) -> None:
         self._database = database
         self._policy = policy
         self._claim = claim
@@ -47,8 +53,9 @@ class ClaimContext:
 
     def operation(self) -> base.Operation:
         """The driver's view of this claim."""
-        return base.Operation(work_id=self._claim.work_id, claim_token=str(self._claim.token),
-                              abort=self.abort)
+        return base.Operation(
+            work_id=self._claim.work_id, claim_token=str(self._claim.token), abort=self.abort
+        )
 
     def renew_now(self, progress_code: str | None = None) -> None:
         """Renew before an effect; raise ``ClaimLost`` (and abort) when the claim is gone."""
@@ -60,8 +67,9 @@ class ClaimContext:
             return  # confirmed a moment ago (e.g. the start): the lease is nearly full
         try:
             with self._database.transaction() as session:
-                renewed = work_queue.renew(session, self._policy, self.claim,
-                                           progress_code=progress_code)
+                renewed = work_queue.renew(
+                    session, self._policy, self.claim, progress_code=progress_code
+                )
         except errors.ClaimLost:
             self._lose()
             raise
@@ -76,8 +84,12 @@ class ClaimContext:
             self._threads.append(thread)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self._stopped.set()
         for thread in self._threads:
             thread.join(timeout=2)
@@ -93,8 +105,12 @@ class ClaimContext:
             except errors.ClaimLost:
                 return
             except errors.OccError as exc:
-                observability.log("worker.claim-renewal-warning", level=logging.WARNING,
-                                  workId=self._claim.work_id, error=exc.code)
+                observability.log(
+                    "worker.claim-renewal-warning",
+                    level=logging.WARNING,
+                    workId=self._claim.work_id,
+                    error=exc.code,
+                )
 
     def _watch(self) -> None:
         lease_s = self._policy.lease_ms / 1000

@@ -30,8 +30,9 @@ Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
 Worker = environment.Worker
 
 
-def claim_batch(database: Database, policy: values.QueuePolicy, *,
-                max_in_flight: int) -> list[values.Claim]:
+def claim_batch(
+    database: Database, policy: values.QueuePolicy, *, max_in_flight: int
+) -> list[values.Claim]:
     """Claim at most ``max_in_flight`` minus the live claims (so nothing outlives its lease
     waiting in the broker)."""
     with database.transaction() as session:
@@ -74,30 +75,44 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
         return None
     reconciler = _reconciler_for(claim.owner)
     fields = _log_fields(claim)
-    with ClaimContext(worker.database, worker.policy, claim,
-                      shutdown=worker.shutdown) as context:
+    with ClaimContext(worker.database, worker.policy, claim, shutdown=worker.shutdown) as context:
         try:
             result = reconciler(worker, context)
         except (base.Aborted, errors.ClaimLost):
             return _stopped(worker, context, fields)
         except errors.DependencyUnavailable as exc:
-            observability.log("worker.error", level=logging.ERROR, code="WORKER_UNAVAILABLE",
-                              error=exc.code, **fields)
+            observability.log(
+                "worker.error",
+                level=logging.ERROR,
+                code="WORKER_UNAVAILABLE",
+                error=exc.code,
+                **fields,
+            )
             return None
         except (SystemExit, KeyboardInterrupt):
             # the worker is being torn down (e.g. the end of a soft shutdown): give the claim back
             _release(worker, context)
             raise
         except Exception as exc:  # any surprise is a retry, never a crash
-            observability.log("worker.error", level=logging.ERROR,
-                              code="DEPENDENCY_UNAVAILABLE", error=type(exc).__name__, **fields)
+            observability.log(
+                "worker.error",
+                level=logging.ERROR,
+                code="DEPENDENCY_UNAVAILABLE",
+                error=type(exc).__name__,
+                **fields,
+            )
             retried = _retry_after_surprise(worker, context)
             if retried is None:
                 return None
             result = retried
     _measure(claim, result, time.perf_counter() - started)
-    observability.log("worker.completed", outcome=str(result.outcome), code=result.code,
-                      durationMs=round((time.perf_counter() - started) * 1000, 1), **fields)
+    observability.log(
+        "worker.completed",
+        outcome=str(result.outcome),
+        code=result.code,
+        durationMs=round((time.perf_counter() - started) * 1000, 1),
+        **fields,
+    )
     return result
 
 
@@ -119,8 +134,9 @@ def _invalid_target(worker: environment.Worker, context: ClaimContext) -> outcom
     return outcome.permanent("INVALID_TARGET")
 
 
-def _stopped(worker: Worker, context: ClaimContext,
-             fields: dict[str, Any]) -> outcome.PassResult | None:
+def _stopped(
+    worker: Worker, context: ClaimContext, fields: dict[str, Any]
+) -> outcome.PassResult | None:
     if context.interrupted and not context.lost:
         try:
             with worker.database.transaction() as session:
@@ -128,8 +144,9 @@ def _stopped(worker: Worker, context: ClaimContext,
         except errors.ClaimLost:
             pass
         else:
-            observability.log("worker.pass-interrupted", level=logging.WARNING,
-                              code="CLAIM_RELEASED", **fields)
+            observability.log(
+                "worker.pass-interrupted", level=logging.WARNING, code="CLAIM_RELEASED", **fields
+            )
             return outcome.PassResult(codes.Outcome.PENDING, "CLAIM_RELEASED", 0)
     metrics.CLAIMS_LOST.inc()
     observability.log("worker.error", level=logging.WARNING, code="CLAIM_LOST", **fields)
@@ -147,14 +164,18 @@ def _release(worker: Worker, context: ClaimContext) -> None:
 def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.PassResult | None:
     try:
         with worker.database.transaction() as session:
-            item = work_queue.retry(session, worker.policy, context.claim,
-                                    code="DEPENDENCY_UNAVAILABLE")
+            item = work_queue.retry(
+                session, worker.policy, context.claim, code="DEPENDENCY_UNAVAILABLE"
+            )
             owner = context.claim.owner
-            if (item.state == values.WorkState.FAILED_PERMANENT
-                    and owner.namespace_target == "ready"):
+            if (
+                item.state == values.WorkState.FAILED_PERMANENT
+                and owner.namespace_target == "ready"
+            ):
                 # a Namespace whose provisioning failed for good must not stay provisioning
-                namespaces.transition(session, owner.namespace_id, expected="provisioning",
-                                      status="failed")
+                namespaces.transition(
+                    session, owner.namespace_id, expected="provisioning", status="failed"
+                )
     except errors.OccError:
         return None
     if item.state == values.WorkState.FAILED_PERMANENT:
@@ -162,8 +183,11 @@ def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.Pass
     return outcome.PassResult(codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE")
 
 
-_AGENT_OPERATIONS: Final = {"REVISION_ACTIVATED": "deploy", "AGENT_STOPPED": "stop",
-                             "AGENT_DELETED": "delete"}
+_AGENT_OPERATIONS: Final = {
+    "REVISION_ACTIVATED": "deploy",
+    "AGENT_STOPPED": "stop",
+    "AGENT_DELETED": "delete",
+}
 
 
 def _work_kind(owner: values.WorkOwner) -> str:
@@ -180,14 +204,24 @@ def _measure(claim: values.Claim, result: outcome.PassResult, seconds: float) ->
     if operation is not None and ":maintenance:" not in claim.work_id:
         since_admission = dt.datetime.now(dt.UTC) - claim.created_at
         metrics.AGENT_OPERATION_DURATION.labels(operation).observe(
-            max(since_admission.total_seconds(), 0.0))
+            max(since_admission.total_seconds(), 0.0)
+        )
 
 
 def _log_fields(claim: values.Claim) -> dict[str, Any]:
     owner = claim.owner
-    operation = (f"namespace.{owner.namespace_target}" if owner.agent_id is None
-                 else f"agent.{owner.agent_target}" if owner.revision_id is None
-                 else "agent_revision.reconcile")
-    return {"workId": claim.work_id, "attempt": claim.attempt_count, "operation": operation,
-            "namespaceId": owner.namespace_id, "agentId": owner.agent_id,
-            "revisionId": owner.revision_id}
+    operation = (
+        f"namespace.{owner.namespace_target}"
+        if owner.agent_id is None
+        else f"agent.{owner.agent_target}"
+        if owner.revision_id is None
+        else "agent_revision.reconcile"
+    )
+    return {
+        "workId": claim.work_id,
+        "attempt": claim.attempt_count,
+        "operation": operation,
+        "namespaceId": owner.namespace_id,
+        "agentId": owner.agent_id,
+        "revisionId": owner.revision_id,
+    }

@@ -18,8 +18,10 @@ from occ.reconcile.context import ClaimContext
 from occ.state import audit, installation, namespaces, values, work_queue
 
 _EXPECTED_STATUS = {"ready": "provisioning", "deleted": "deleting"}
-_LIFECYCLE_ACTION = {"ready": "namespaces.lifecycle.ensure",
-                     "deleted": "namespaces.lifecycle.delete"}
+_LIFECYCLE_ACTION = {
+    "ready": "namespaces.lifecycle.ensure",
+    "deleted": "namespaces.lifecycle.delete",
+}
 _ADMISSION_ACTION = {"ready": "namespaces.create", "deleted": "namespaces.delete"}
 _DONE_CODE = {"ready": "NAMESPACE_READY", "deleted": "NAMESPACE_DELETED"}
 
@@ -36,21 +38,26 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
 
     with database.transaction() as session:
         namespace = namespaces.get(session, owner.namespace_id)
-        if (namespace is None or not namespace.live
-                or namespace.status != _EXPECTED_STATUS[target]):
+        if namespace is None or not namespace.live or namespace.status != _EXPECTED_STATUS[target]:
             work_queue.complete(session, context.claim, code="SUPERSEDED_TARGET")
             return outcome.success("SUPERSEDED_TARGET")
         denial = _denial(session, owner.actor_id, target, namespace)
         if denial is not None:
             if target == "ready":
-                namespaces.transition(session, namespace.id, expected="provisioning",
-                                      status="failed")
-            return authority.refuse(session, context, action=_ADMISSION_ACTION[target],
-                                    resource=iam.Resource.namespace(namespace.id),
-                                    decision=denial)
+                namespaces.transition(
+                    session, namespace.id, expected="provisioning", status="failed"
+                )
+            return authority.refuse(
+                session,
+                context,
+                action=_ADMISSION_ACTION[target],
+                resource=iam.Resource.namespace(namespace.id),
+                decision=denial,
+            )
 
-    spec = base.NamespaceSpec(id=namespace.id, name=namespace.name,
-                              existing_namespace=namespace.existing_namespace)
+    spec = base.NamespaceSpec(
+        id=namespace.id, name=namespace.name, existing_namespace=namespace.existing_namespace
+    )
     context.renew_now()
     operation = context.operation()
     try:
@@ -65,16 +72,25 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     if not isinstance(observation, base.Ready | base.Pending | base.Failed):
         observation = base.Failed("INVALID_DRIVER_OBSERVATION", permanent=True)
     with database.transaction() as session:
-        return _publish(session, policy, context, target=target, namespace=namespace,
-                        observation=observation, driver_name=driver.name)
+        return _publish(
+            session,
+            policy,
+            context,
+            target=target,
+            namespace=namespace,
+            observation=observation,
+            driver_name=driver.name,
+        )
 
 
-def _denial(session: orm.Session, actor_id: str, target: str,
-            namespace: namespaces.Namespace) -> iam.Decision | None:
+def _denial(
+    session: orm.Session, actor_id: str, target: str, namespace: namespaces.Namespace
+) -> iam.Decision | None:
     """The refusal of the original actor under current IAM, or ``None``."""
     if target == "deleted":
         return authority.first_denial(
-            session, [(actor_id, "namespace:delete", iam.Resource.namespace(namespace.id))])
+            session, [(actor_id, "namespace:delete", iam.Resource.namespace(namespace.id))]
+        )
     current = installation.current(session)
     if current is None:
         raise errors.DependencyUnavailable("the installation is not bootstrapped")
@@ -85,12 +101,18 @@ def _denial(session: orm.Session, actor_id: str, target: str,
     return authority.first_denial(session, checks)
 
 
-def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimContext, *,
-             target: str, namespace: namespaces.Namespace, observation: base.Observation,
-             driver_name: str) -> outcome.PassResult:
+def _publish(
+    session: orm.Session,
+    policy: values.QueuePolicy,
+    context: ClaimContext,
+    *,
+    target: str,
+    namespace: namespaces.Namespace,
+    observation: base.Observation,
+    driver_name: str,
+) -> outcome.PassResult:
     claim = context.claim
-    details: dict[str, Any] = {"computeDriverId": driver_name, "attemptCount":
-                               claim.attempt_count}
+    details: dict[str, Any] = {"computeDriverId": driver_name, "attemptCount": claim.attempt_count}
     result: outcome.PassResult
     failed_namespace = False
     if isinstance(observation, base.Ready):
@@ -106,11 +128,11 @@ def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimCon
         details["convergencePending"] = True
         if deferred.deadline_exceeded:
             failed_namespace = True
-            result, audit_outcome = (outcome.permanent("CONVERGENCE_DEADLINE_EXCEEDED"),
-                                     "failure")
+            result, audit_outcome = (outcome.permanent("CONVERGENCE_DEADLINE_EXCEEDED"), "failure")
         else:
-            result = outcome.requeued(session, codes.Outcome.PENDING, "NAMESPACE_INCOMPLETE",
-                                      deferred.available_at)
+            result = outcome.requeued(
+                session, codes.Outcome.PENDING, "NAMESPACE_INCOMPLETE", deferred.available_at
+            )
             audit_outcome = "success"
     elif observation.permanent:
         work_queue.fail(session, claim, code="NAMESPACE_FAILED")
@@ -125,15 +147,22 @@ def _publish(session: orm.Session, policy: values.QueuePolicy, context: ClaimCon
             failed_namespace = True
             result = outcome.permanent("DEPENDENCY_UNAVAILABLE")
         else:
-            result = outcome.requeued(session, codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE",
-                                      item.available_at)
+            result = outcome.requeued(
+                session, codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE", item.available_at
+            )
     if failed_namespace and target == "ready":
         namespaces.transition(session, namespace.id, expected="provisioning", status="failed")
     details["reasonCode"] = result.code
     audit.append(
-        session, kind="mutation", action=_LIFECYCLE_ACTION[target],
-        actor_id=claim.owner.actor_id, outcome=audit_outcome, namespace_id=namespace.id,
-        resource_kind="namespace", resource_id=namespace.id, work_id=claim.work_id,
+        session,
+        kind="mutation",
+        action=_LIFECYCLE_ACTION[target],
+        actor_id=claim.owner.actor_id,
+        outcome=audit_outcome,
+        namespace_id=namespace.id,
+        resource_kind="namespace",
+        resource_id=namespace.id,
+        work_id=claim.work_id,
         details=details,
     )
     return result

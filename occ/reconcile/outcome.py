@@ -28,8 +28,9 @@ def permanent(code: str) -> PassResult:
     return PassResult(codes.Outcome.PERMANENT, code)
 
 
-def requeued(session: orm.Session, outcome: codes.Outcome, code: str,
-             available_at: dt.datetime | None) -> PassResult:
+def requeued(
+    session: orm.Session, outcome: codes.Outcome, code: str, available_at: dt.datetime | None
+) -> PassResult:
     """A pass that put its item back: ``retry_in_ms`` is how soon it is due again, measured
     on the database clock (the follow-up nudge waits that long)."""
     if available_at is None:

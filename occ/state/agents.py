@@ -26,10 +26,16 @@ _AGENTS = cast(sa.Table, models.Agent.__table__)
 _REVISIONS = cast(sa.Table, models.AgentRevision.__table__)
 _NAME_KEY: Final = "agents_namespace_id_name_key"
 
-DRAFT_FIELDS: Final = frozenset({
-    "name", "configuration_id", "harness_id", "harness_version", "execution_mode",
-    "harness_auth_secret_id",
-})
+DRAFT_FIELDS: Final = frozenset(
+    {
+        "name",
+        "configuration_id",
+        "harness_id",
+        "harness_version",
+        "execution_mode",
+        "harness_auth_secret_id",
+    }
+)
 """The columns a draft edit may change."""
 
 
@@ -97,22 +103,33 @@ class PinnedConfiguration:
 
 # -- Namespace and references -------------------------------------------------------------------
 
+
 def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace | None:
     """The Namespace under a shared row lock (Agent admissions take it before the Agent row).
 
     Shared locks let admissions of different Agents run side by side, while a Namespace
     deletion (``FOR UPDATE``) or status change waits for them, and they for it.
     """
-    row = session.execute(
-        sa.select(models.Namespace.__table__).where(models.Namespace.id == namespace_id)
-        .with_for_update(read=True)
-    ).mappings().first()
+    row = (
+        session.execute(
+            sa.select(models.Namespace.__table__)
+            .where(models.Namespace.id == namespace_id)
+            .with_for_update(read=True)
+        )
+        .mappings()
+        .first()
+    )
     if row is None:
         return None
     return namespaces.Namespace(
-        id=row["id"], name=row["name"], existing_namespace=row["existing_namespace"],
-        status=row["status"], created_by=row["created_by"], created_at=row["created_at"],
-        updated_at=row["updated_at"], deleted_at=row["deleted_at"],
+        id=row["id"],
+        name=row["name"],
+        existing_namespace=row["existing_namespace"],
+        status=row["status"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        deleted_at=row["deleted_at"],
     )
 
 
@@ -120,44 +137,65 @@ def configuration_exists(session: orm.Session, namespace_id: str, configuration_
     """Whether the Configuration is in the Namespace; holds a key-share lock until commit so
     that it cannot be deleted before the Agent that references it is written."""
     table = models.Configuration.__table__
-    return session.execute(
-        sa.select(table.c.id)
-        .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
-        .with_for_update(key_share=True, read=True)
-    ).first() is not None
+    return (
+        session.execute(
+            sa.select(table.c.id)
+            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
+            .with_for_update(key_share=True, read=True)
+        ).first()
+        is not None
+    )
 
 
 def secret_exists(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
     """Whether the Secret is in the Namespace (key-share locked like ``configuration_exists``)."""
     table = models.Secret.__table__
-    return session.execute(
-        sa.select(table.c.id)
-        .where(table.c.namespace_id == namespace_id, table.c.id == secret_id)
-        .with_for_update(key_share=True, read=True)
-    ).first() is not None
+    return (
+        session.execute(
+            sa.select(table.c.id)
+            .where(table.c.namespace_id == namespace_id, table.c.id == secret_id)
+            .with_for_update(key_share=True, read=True)
+        ).first()
+        is not None
+    )
 
 
-def pinned_configuration(session: orm.Session, namespace_id: str,
-                         configuration_id: str) -> PinnedConfiguration | None:
+def pinned_configuration(
+    session: orm.Session, namespace_id: str, configuration_id: str
+) -> PinnedConfiguration | None:
     """The Configuration's generation and native document, read together, or ``None``."""
     table = models.Configuration.__table__
-    row = session.execute(
-        sa.select(table.c.id, table.c.generation, table.c.document)
-        .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
-        .with_for_update(key_share=True, read=True)
-    ).mappings().first()
+    row = (
+        session.execute(
+            sa.select(table.c.id, table.c.generation, table.c.document)
+            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
+            .with_for_update(key_share=True, read=True)
+        )
+        .mappings()
+        .first()
+    )
     if row is None:
         return None
-    return PinnedConfiguration(id=row["id"], generation=row["generation"],
-                               document=row["document"])
+    return PinnedConfiguration(id=row["id"], generation=row["generation"], document=row["document"])
 
 
 # -- Agents -------------------------------------------------------------------------------------
 
-def insert(session: orm.Session, *, agent_id: str, namespace_id: str, name: str,
-           configuration_id: str, harness_id: str, harness_version: str, execution_mode: str,
-           harness_auth_secret_id: str | None, compute_driver: str,
-           service_principal_id: str) -> Agent:
+
+def insert(
+    session: orm.Session,
+    *,
+    agent_id: str,
+    namespace_id: str,
+    name: str,
+    configuration_id: str,
+    harness_id: str,
+    harness_version: str,
+    execution_mode: str,
+    harness_auth_secret_id: str | None,
+    compute_driver: str,
+    service_principal_id: str,
+) -> Agent:
     """A new Agent: status ``active``, desired ``stopped``, no active revision.
 
     The service principal must be written in the same transaction (the foreign keys between
@@ -168,12 +206,20 @@ def insert(session: orm.Session, *, agent_id: str, namespace_id: str, name: str,
     """
     statement = (
         pg.insert(_AGENTS)
-        .values(id=agent_id, namespace_id=namespace_id, name=name,
-                configuration_id=configuration_id, harness_id=harness_id,
-                harness_version=harness_version, execution_mode=execution_mode,
-                harness_auth_secret_id=harness_auth_secret_id, compute_driver=compute_driver,
-                service_principal_id=service_principal_id, status="active",
-                desired_runtime_state="stopped")
+        .values(
+            id=agent_id,
+            namespace_id=namespace_id,
+            name=name,
+            configuration_id=configuration_id,
+            harness_id=harness_id,
+            harness_version=harness_version,
+            execution_mode=execution_mode,
+            harness_auth_secret_id=harness_auth_secret_id,
+            compute_driver=compute_driver,
+            service_principal_id=service_principal_id,
+            status="active",
+            desired_runtime_state="stopped",
+        )
         .on_conflict_do_nothing(constraint=_NAME_KEY)
         .returning(*_AGENTS.c)
     )
@@ -183,11 +229,13 @@ def insert(session: orm.Session, *, agent_id: str, namespace_id: str, name: str,
     return _agent(row)
 
 
-def get(session: orm.Session, namespace_id: str, agent_id: str, *,
-        lock: bool = False) -> Agent | None:
+def get(
+    session: orm.Session, namespace_id: str, agent_id: str, *, lock: bool = False
+) -> Agent | None:
     """The Agent of this Namespace, or ``None``; ``lock`` takes its row lock (``FOR UPDATE``)."""
-    query = sa.select(_AGENTS).where(_AGENTS.c.namespace_id == namespace_id,
-                                     _AGENTS.c.id == agent_id)
+    query = sa.select(_AGENTS).where(
+        _AGENTS.c.namespace_id == namespace_id, _AGENTS.c.id == agent_id
+    )
     if lock:
         query = query.with_for_update()
     row = session.execute(query).mappings().first()
@@ -196,8 +244,11 @@ def get(session: orm.Session, namespace_id: str, agent_id: str, *,
 
 def list_in(session: orm.Session, namespace_id: str) -> list[Agent]:
     """The Namespace's Agents in creation order."""
-    query = (sa.select(_AGENTS).where(_AGENTS.c.namespace_id == namespace_id)
-             .order_by(_AGENTS.c.created_at, _AGENTS.c.id))
+    query = (
+        sa.select(_AGENTS)
+        .where(_AGENTS.c.namespace_id == namespace_id)
+        .order_by(_AGENTS.c.created_at, _AGENTS.c.id)
+    )
     return [_agent(row) for row in session.execute(query).mappings()]
 
 
@@ -215,7 +266,8 @@ def update_draft(session: orm.Session, agent_id: str, changes: Mapping[str, Any]
     except sa_exc.IntegrityError as exc:
         if db.violated_constraint(exc) == _NAME_KEY:
             raise errors.Conflict(
-                "an Agent with this name already exists in the Namespace") from None
+                "an Agent with this name already exists in the Namespace"
+            ) from None
         raise
 
 
@@ -240,79 +292,99 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
     The item restarts its attempts and deadline and takes the new actor. False unless the item
     is ``failed_permanent`` and its Agent is still deleting.
     """
-    return bool(session.execute(
-        _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
-    ).scalar_one())
+    return bool(
+        session.execute(
+            _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
+        ).scalar_one()
+    )
 
 
 # -- revisions ----------------------------------------------------------------------------------
 
+
 def next_revision_number(session: orm.Session, agent_id: str) -> int:
     """The number the Agent's next revision gets; call it holding the Agent row lock."""
     current = session.execute(
-        sa.select(sa.func.coalesce(sa.func.max(_REVISIONS.c.revision_number), 0))
-        .where(_REVISIONS.c.agent_id == agent_id)
+        sa.select(sa.func.coalesce(sa.func.max(_REVISIONS.c.revision_number), 0)).where(
+            _REVISIONS.c.agent_id == agent_id
+        )
     ).scalar_one()
     return int(current) + 1
 
 
 def insert_revision(session: orm.Session, snapshot: RevisionSnapshot) -> Revision:
     """Write an immutable AgentRevision for the snapshot."""
-    statement = sa.insert(_REVISIONS).values(
-        id=ids.new("agent_revision"),
-        namespace_id=snapshot.namespace_id,
-        agent_id=snapshot.agent_id,
-        revision_number=snapshot.revision_number,
-        actor_id=snapshot.actor_id,
-        configuration_id=snapshot.configuration_id,
-        configuration_generation=snapshot.configuration_generation,
-        configuration_document=dict(snapshot.configuration_document),
-        harness_id=snapshot.harness_id,
-        harness_version=snapshot.harness_version,
-        harness_mode=snapshot.harness_mode,
-        compute_driver=snapshot.compute_driver,
-        harness_auth=dict(snapshot.harness_auth),
-        service_principal_id=snapshot.service_principal_id,
-    ).returning(*_REVISIONS.c)
+    statement = (
+        sa.insert(_REVISIONS)
+        .values(
+            id=ids.new("agent_revision"),
+            namespace_id=snapshot.namespace_id,
+            agent_id=snapshot.agent_id,
+            revision_number=snapshot.revision_number,
+            actor_id=snapshot.actor_id,
+            configuration_id=snapshot.configuration_id,
+            configuration_generation=snapshot.configuration_generation,
+            configuration_document=dict(snapshot.configuration_document),
+            harness_id=snapshot.harness_id,
+            harness_version=snapshot.harness_version,
+            harness_mode=snapshot.harness_mode,
+            compute_driver=snapshot.compute_driver,
+            harness_auth=dict(snapshot.harness_auth),
+            service_principal_id=snapshot.service_principal_id,
+        )
+        .returning(*_REVISIONS.c)
+    )
     return _revision(session.execute(statement).mappings().one())
 
 
 def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revision | None:
     """The Agent's revision, or ``None``."""
-    row = session.execute(
-        sa.select(_REVISIONS).where(_REVISIONS.c.agent_id == agent_id,
-                                    _REVISIONS.c.id == revision_id)
-    ).mappings().first()
+    row = (
+        session.execute(
+            sa.select(_REVISIONS).where(
+                _REVISIONS.c.agent_id == agent_id, _REVISIONS.c.id == revision_id
+            )
+        )
+        .mappings()
+        .first()
+    )
     return None if row is None else _revision(row)
 
 
 def list_revisions(session: orm.Session, agent_id: str) -> list[Revision]:
     """The Agent's revisions, newest first."""
-    query = (sa.select(_REVISIONS).where(_REVISIONS.c.agent_id == agent_id)
-             .order_by(_REVISIONS.c.revision_number.desc()))
+    query = (
+        sa.select(_REVISIONS)
+        .where(_REVISIONS.c.agent_id == agent_id)
+        .order_by(_REVISIONS.c.revision_number.desc())
+    )
     return [_revision(row) for row in session.execute(query).mappings()]
 
 
 # -- worker-side moves of the active pointer ----------------------------------------------------
 
-def activate(session: orm.Session, agent_id: str, *, expected: str | None,
-             candidate: str) -> bool:
+
+def activate(session: orm.Session, agent_id: str, *, expected: str | None, candidate: str) -> bool:
     """Compare-and-set the active revision from ``expected`` to ``candidate``.
 
     Only while the Agent is active and desires running; False when anything moved on.
     """
     result = session.execute(
         sa.update(_AGENTS)
-        .where(_AGENTS.c.id == agent_id, _AGENTS.c.status == "active",
-               _AGENTS.c.desired_runtime_state == "running",
-               _AGENTS.c.active_revision_id.is_not_distinct_from(expected))
+        .where(
+            _AGENTS.c.id == agent_id,
+            _AGENTS.c.status == "active",
+            _AGENTS.c.desired_runtime_state == "running",
+            _AGENTS.c.active_revision_id.is_not_distinct_from(expected),
+        )
         .values(active_revision_id=candidate, endpoint=None, updated_at=_NOW)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def publish_endpoint(session: orm.Session, agent_id: str, revision_id: str,
-                     endpoint: str | None) -> bool:
+def publish_endpoint(
+    session: orm.Session, agent_id: str, revision_id: str, endpoint: str | None
+) -> bool:
     """Record where the active revision serves; False if it is no longer the active one."""
     result = session.execute(
         sa.update(_AGENTS)
@@ -334,9 +406,11 @@ def clear_active(session: orm.Session, agent_id: str, revision_id: str) -> bool:
 
 # -- helpers ------------------------------------------------------------------------------------
 
+
 def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
     statement = (
-        sa.update(_AGENTS).where(_AGENTS.c.id == agent_id)
+        sa.update(_AGENTS)
+        .where(_AGENTS.c.id == agent_id)
         .values(**values, updated_at=_NOW)
         .returning(*_AGENTS.c)
     )
@@ -345,25 +419,40 @@ def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
 
 def _agent(row: sa.RowMapping) -> Agent:
     return Agent(
-        id=row["id"], namespace_id=row["namespace_id"], name=row["name"],
-        configuration_id=row["configuration_id"], harness_id=row["harness_id"],
-        harness_version=row["harness_version"], execution_mode=row["execution_mode"],
+        id=row["id"],
+        namespace_id=row["namespace_id"],
+        name=row["name"],
+        configuration_id=row["configuration_id"],
+        harness_id=row["harness_id"],
+        harness_version=row["harness_version"],
+        execution_mode=row["execution_mode"],
         harness_auth_secret_id=row["harness_auth_secret_id"],
-        compute_driver=row["compute_driver"], service_principal_id=row["service_principal_id"],
-        status=row["status"], desired_runtime_state=row["desired_runtime_state"],
-        active_revision_id=row["active_revision_id"], created_at=row["created_at"],
-        updated_at=row["updated_at"], endpoint=row["endpoint"],
+        compute_driver=row["compute_driver"],
+        service_principal_id=row["service_principal_id"],
+        status=row["status"],
+        desired_runtime_state=row["desired_runtime_state"],
+        active_revision_id=row["active_revision_id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        endpoint=row["endpoint"],
     )
 
 
 def _revision(row: sa.RowMapping) -> Revision:
     return Revision(
-        id=row["id"], namespace_id=row["namespace_id"], agent_id=row["agent_id"],
-        revision_number=row["revision_number"], actor_id=row["actor_id"],
+        id=row["id"],
+        namespace_id=row["namespace_id"],
+        agent_id=row["agent_id"],
+        revision_number=row["revision_number"],
+        actor_id=row["actor_id"],
         configuration_id=row["configuration_id"],
         configuration_generation=row["configuration_generation"],
-        configuration_document=row["configuration_document"], harness_id=row["harness_id"],
-        harness_version=row["harness_version"], harness_mode=row["harness_mode"],
-        compute_driver=row["compute_driver"], harness_auth=row["harness_auth"],
-        service_principal_id=row["service_principal_id"], created_at=row["created_at"],
+        configuration_document=row["configuration_document"],
+        harness_id=row["harness_id"],
+        harness_version=row["harness_version"],
+        harness_mode=row["harness_mode"],
+        compute_driver=row["compute_driver"],
+        harness_auth=row["harness_auth"],
+        service_principal_id=row["service_principal_id"],
+        created_at=row["created_at"],
     )

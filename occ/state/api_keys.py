@@ -50,8 +50,9 @@ def mint(session: orm.Session, *, principal_id: str, pepper: str) -> MintedKey:
     """Create a key for a principal."""
     key_id = ids.new("api_key")
     secret = secrets.token_hex(32)
-    row = models.ApiKey(id=key_id, principal_id=principal_id,
-                        secret_hash=_digest(pepper, key_id, secret))
+    row = models.ApiKey(
+        id=key_id, principal_id=principal_id, secret_hash=_digest(pepper, key_id, secret)
+    )
     session.add(row)
     session.flush()
     session.refresh(row)
@@ -95,9 +96,11 @@ def get(session: orm.Session, key_id: str) -> ApiKey | None:
 
 
 def list_for(session: orm.Session, principal_id: str) -> list[ApiKey]:
-    rows = session.scalars(sa.select(models.ApiKey)
-                           .where(models.ApiKey.principal_id == principal_id)
-                           .order_by(models.ApiKey.created_at, models.ApiKey.id))
+    rows = session.scalars(
+        sa.select(models.ApiKey)
+        .where(models.ApiKey.principal_id == principal_id)
+        .order_by(models.ApiKey.created_at, models.ApiKey.id)
+    )
     return [_key(row) for row in rows]
 
 
@@ -113,5 +116,10 @@ def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
 
 
 def _key(row: models.ApiKey) -> ApiKey:
-    return ApiKey(id=row.id, principal_id=row.principal_id, created_at=row.created_at,
-                  revoked_at=row.revoked_at, last_used_at=row.last_used_at)
+    return ApiKey(
+        id=row.id,
+        principal_id=row.principal_id,
+        created_at=row.created_at,
+        revoked_at=row.revoked_at,
+        last_used_at=row.last_used_at,
+    )

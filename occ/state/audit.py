@@ -73,18 +73,20 @@ def append(
     if not _ACTION.fullmatch(action):
         raise ValueError(f"malformed audit action {action!r}")
     event_id = ids.new("audit_event")
-    session.execute(sa.insert(models.AuditEvent).values(
-        id=event_id,
-        kind=kind,
-        action=action,
-        actor_id=actor_id,
-        outcome=outcome,
-        namespace_id=namespace_id,
-        resource_kind=resource_kind,
-        resource_id=resource_id,
-        work_id=work_id,
-        details=dict(details or {}),
-    ))
+    session.execute(
+        sa.insert(models.AuditEvent).values(
+            id=event_id,
+            kind=kind,
+            action=action,
+            actor_id=actor_id,
+            outcome=outcome,
+            namespace_id=namespace_id,
+            resource_kind=resource_kind,
+            resource_id=resource_id,
+            work_id=work_id,
+            details=dict(details or {}),
+        )
+    )
     return event_id
 
 

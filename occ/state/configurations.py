@@ -39,8 +39,9 @@ class Configuration:
     updated_at: dt.datetime
 
 
-def insert(session: orm.Session, *, namespace_id: str, name: str,
-           document: dict[str, Any]) -> Configuration:
+def insert(
+    session: orm.Session, *, namespace_id: str, name: str, document: dict[str, Any]
+) -> Configuration:
     """A new Configuration at generation 1.
 
     Raises:
@@ -49,8 +50,13 @@ def insert(session: orm.Session, *, namespace_id: str, name: str,
     """
     statement = (
         pg.insert(models.Configuration)
-        .values(id=ids.new("configuration"), namespace_id=namespace_id, name=name,
-                document=document, generation=1)
+        .values(
+            id=ids.new("configuration"),
+            namespace_id=namespace_id,
+            name=name,
+            document=document,
+            generation=1,
+        )
         .on_conflict_do_nothing(constraint=_NAME_KEY)
         .returning(models.Configuration)
     )
@@ -60,13 +66,16 @@ def insert(session: orm.Session, *, namespace_id: str, name: str,
     return _configuration(row)
 
 
-def get(session: orm.Session, namespace_id: str, configuration_id: str, *,
-        lock: bool = False) -> Configuration | None:
+def get(
+    session: orm.Session, namespace_id: str, configuration_id: str, *, lock: bool = False
+) -> Configuration | None:
     """The Configuration of this Namespace, or ``None``; ``lock`` takes its row lock."""
     query = (
         sa.select(models.Configuration)
-        .where(models.Configuration.id == configuration_id,
-               models.Configuration.namespace_id == namespace_id)
+        .where(
+            models.Configuration.id == configuration_id,
+            models.Configuration.namespace_id == namespace_id,
+        )
         .execution_options(populate_existing=True)
     )
     if lock:
@@ -86,9 +95,15 @@ def list_in(session: orm.Session, namespace_id: str) -> list[Configuration]:
     return [_configuration(row) for row in session.scalars(query)]
 
 
-def update(session: orm.Session, *, namespace_id: str, configuration_id: str,
-           expected_generation: int, name: str | None = None,
-           document: dict[str, Any] | None = None) -> Configuration | None:
+def update(
+    session: orm.Session,
+    *,
+    namespace_id: str,
+    configuration_id: str,
+    expected_generation: int,
+    name: str | None = None,
+    document: dict[str, Any] | None = None,
+) -> Configuration | None:
     """Compare-and-set: change the given fields and bump ``generation`` by one.
 
     ``None`` when the row is gone or no longer at ``expected_generation``.
@@ -107,9 +122,11 @@ def update(session: orm.Session, *, namespace_id: str, configuration_id: str,
         changes["document"] = document
     statement = (
         sa.update(models.Configuration)
-        .where(models.Configuration.id == configuration_id,
-               models.Configuration.namespace_id == namespace_id,
-               models.Configuration.generation == expected_generation)
+        .where(
+            models.Configuration.id == configuration_id,
+            models.Configuration.namespace_id == namespace_id,
+            models.Configuration.generation == expected_generation,
+        )
         .values(**changes)
         .returning(models.Configuration)
         .execution_options(synchronize_session=False, populate_existing=True)
@@ -126,21 +143,24 @@ def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bo
     """
     statement = (
         sa.delete(models.Configuration)
-        .where(models.Configuration.id == configuration_id,
-               models.Configuration.namespace_id == namespace_id)
+        .where(
+            models.Configuration.id == configuration_id,
+            models.Configuration.namespace_id == namespace_id,
+        )
         .returning(models.Configuration.id)
         .execution_options(synchronize_session=False)
     )
     return _guarded_write(session, lambda: session.execute(statement).first()) is not None
 
 
-def referencing_agents(session: orm.Session, namespace_id: str,
-                       configuration_id: str) -> list[str]:
+def referencing_agents(session: orm.Session, namespace_id: str, configuration_id: str) -> list[str]:
     """Ids of (up to ten) Agents whose ``configuration_id`` is this Configuration."""
     query = (
         sa.select(models.Agent.id)
-        .where(models.Agent.namespace_id == namespace_id,
-               models.Agent.configuration_id == configuration_id)
+        .where(
+            models.Agent.namespace_id == namespace_id,
+            models.Agent.configuration_id == configuration_id,
+        )
         .order_by(models.Agent.id)
         .limit(_REFERENCE_LIMIT)
     )
@@ -156,7 +176,8 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
         constraint = db.violated_constraint(exc)
         if constraint == _NAME_KEY:
             raise errors.Conflict(
-                "a Configuration with this name already exists in the Namespace") from None
+                "a Configuration with this name already exists in the Namespace"
+            ) from None
         if constraint == _NAME_VALID:
             raise errors.InvalidInput.at("/name", "is not a valid name") from None
         if constraint == "agents_configuration_fkey":
@@ -166,6 +187,11 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
 
 def _configuration(row: models.Configuration) -> Configuration:
     return Configuration(
-        id=row.id, namespace_id=row.namespace_id, name=row.name, document=dict(row.document),
-        generation=row.generation, created_at=row.created_at, updated_at=row.updated_at,
+        id=row.id,
+        namespace_id=row.namespace_id,
+        name=row.name,
+        document=dict(row.document),
+        generation=row.generation,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )

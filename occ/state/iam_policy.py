@@ -109,22 +109,37 @@ class Policy:
 
 # -- principals ---------------------------------------------------------------------------------
 
-def create_principal(session: orm.Session, *, name: str, kind: str,
-                     namespace_id: str | None = None, agent_id: str | None = None) -> Principal:
+
+def create_principal(
+    session: orm.Session,
+    *,
+    name: str,
+    kind: str,
+    namespace_id: str | None = None,
+    agent_id: str | None = None,
+) -> Principal:
     """Insert a principal (``human`` or ``service``; Namespace-scoped if ``namespace_id``)."""
     if kind not in PRINCIPAL_KINDS:
         raise ValueError(f"unknown principal kind {kind!r}")
-    statement = sa.insert(models.Principal).values(
-        id=ids.new("principal"), name=name, kind=kind, namespace_id=namespace_id,
-        agent_id=agent_id,
-    ).returning(models.Principal)
+    statement = (
+        sa.insert(models.Principal)
+        .values(
+            id=ids.new("principal"),
+            name=name,
+            kind=kind,
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+        )
+        .returning(models.Principal)
+    )
     return _principal(session.scalars(statement).one())
 
 
 def get_principal(session: orm.Session, principal_id: str) -> Principal | None:
     """The principal, disabled or not, or ``None``."""
-    row = session.scalars(_fresh(sa.select(models.Principal).where(
-        models.Principal.id == principal_id))).first()
+    row = session.scalars(
+        _fresh(sa.select(models.Principal).where(models.Principal.id == principal_id))
+    ).first()
     return None if row is None else _principal(row)
 
 
@@ -141,8 +156,10 @@ def disable_principal(session: orm.Session, principal_id: str) -> Principal | No
 
 # -- roles --------------------------------------------------------------------------------------
 
-def create_role(session: orm.Session, *, name: str, permissions: Sequence[str],
-                namespace_id: str | None = None) -> Role:
+
+def create_role(
+    session: orm.Session, *, name: str, permissions: Sequence[str], namespace_id: str | None = None
+) -> Role:
     """Insert a Role; permissions must already be checked against ``occ.iam``'s table.
 
     The CHECK constraint is the backstop for the permission table.
@@ -152,8 +169,12 @@ def create_role(session: orm.Session, *, name: str, permissions: Sequence[str],
     """
     statement = (
         pg.insert(models.Role)
-        .values(id=ids.new("role"), name=name, namespace_id=namespace_id,
-                permissions=sorted(set(permissions)))
+        .values(
+            id=ids.new("role"),
+            name=name,
+            namespace_id=namespace_id,
+            permissions=sorted(set(permissions)),
+        )
         .on_conflict_do_nothing()
         .returning(models.Role)
     )
@@ -173,8 +194,9 @@ def find_role(session: orm.Session, *, name: str, namespace_id: str | None = Non
     """The live Role with this name in this scope, or ``None``."""
     role = models.Role
     query = sa.select(role).where(role.name == name, role.deleted_at.is_(None))
-    query = query.where(role.namespace_id.is_(None) if namespace_id is None
-                        else role.namespace_id == namespace_id)
+    query = query.where(
+        role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id
+    )
     row = session.scalars(_fresh(query)).first()
     return None if row is None else _role(row)
 
@@ -200,9 +222,17 @@ def delete_role(session: orm.Session, role_id: str) -> Role | None:
 
 # -- access bindings ----------------------------------------------------------------------------
 
-def bind(session: orm.Session, *, role_id: str, principal_id: str, created_by: str,
-         namespace_id: str | None = None, resource_kind: str | None = None,
-         resource_id: str | None = None) -> AccessBinding:
+
+def bind(
+    session: orm.Session,
+    *,
+    role_id: str,
+    principal_id: str,
+    created_by: str,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+) -> AccessBinding:
     """Grant a live Role to a principal at one scope.
 
     No namespace and no resource: Installation-wide. ``namespace_id`` alone: that Namespace.
@@ -231,24 +261,38 @@ def bind(session: orm.Session, *, role_id: str, principal_id: str, created_by: s
         raise errors.NotFound("the principal does not exist")
     if role.namespace_id is not None and role.namespace_id != namespace_id:
         raise errors.InvalidInput.at("/roleId", "a Namespace role is bound only in its Namespace")
-    statement = sa.insert(models.AccessBinding).values(
-        id=ids.new("access_binding"), role_id=role_id, principal_id=principal_id,
-        namespace_id=namespace_id, resource_kind=resource_kind, resource_id=resource_id,
-        created_by=created_by,
-    ).returning(models.AccessBinding)
+    statement = (
+        sa.insert(models.AccessBinding)
+        .values(
+            id=ids.new("access_binding"),
+            role_id=role_id,
+            principal_id=principal_id,
+            namespace_id=namespace_id,
+            resource_kind=resource_kind,
+            resource_id=resource_id,
+            created_by=created_by,
+        )
+        .returning(models.AccessBinding)
+    )
     return _binding(session.scalars(statement).one())
 
 
 def get_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """The binding, revoked or not, or ``None``."""
-    row = session.scalars(_fresh(sa.select(models.AccessBinding).where(
-        models.AccessBinding.id == binding_id))).first()
+    row = session.scalars(
+        _fresh(sa.select(models.AccessBinding).where(models.AccessBinding.id == binding_id))
+    ).first()
     return None if row is None else _binding(row)
 
 
-def list_bindings(session: orm.Session, *, principal_id: str | None = None,
-                  role_id: str | None = None, namespace_id: str | None = None,
-                  include_revoked: bool = False) -> list[AccessBinding]:
+def list_bindings(
+    session: orm.Session,
+    *,
+    principal_id: str | None = None,
+    role_id: str | None = None,
+    namespace_id: str | None = None,
+    include_revoked: bool = False,
+) -> list[AccessBinding]:
     """Bindings matching every given filter, in creation order."""
     binding = models.AccessBinding
     query = sa.select(binding).order_by(binding.created_at, binding.id)
@@ -276,29 +320,47 @@ def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | Non
 
 # -- restrictions -------------------------------------------------------------------------------
 
-def create_restriction(session: orm.Session, *, permission: str, created_by: str,
-                       principal_id: str | None = None, namespace_id: str | None = None,
-                       resource_id: str | None = None) -> Restriction:
+
+def create_restriction(
+    session: orm.Session,
+    *,
+    permission: str,
+    created_by: str,
+    principal_id: str | None = None,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+) -> Restriction:
     """Insert a deny rule; ``None`` narrowing fields match everything."""
-    statement = sa.insert(models.Restriction).values(
-        id=ids.new("restriction"), permission=permission, principal_id=principal_id,
-        namespace_id=namespace_id, resource_id=resource_id, created_by=created_by,
-    ).returning(models.Restriction)
+    statement = (
+        sa.insert(models.Restriction)
+        .values(
+            id=ids.new("restriction"),
+            permission=permission,
+            principal_id=principal_id,
+            namespace_id=namespace_id,
+            resource_id=resource_id,
+            created_by=created_by,
+        )
+        .returning(models.Restriction)
+    )
     return _restriction(session.scalars(statement).one())
 
 
 def get_restriction(session: orm.Session, restriction_id: str) -> Restriction | None:
     """The restriction, or ``None``."""
-    row = session.scalars(_fresh(sa.select(models.Restriction).where(
-        models.Restriction.id == restriction_id))).first()
+    row = session.scalars(
+        _fresh(sa.select(models.Restriction).where(models.Restriction.id == restriction_id))
+    ).first()
     return None if row is None else _restriction(row)
 
 
-def list_restrictions(session: orm.Session, *,
-                      namespace_id: str | None = None) -> list[Restriction]:
+def list_restrictions(
+    session: orm.Session, *, namespace_id: str | None = None
+) -> list[Restriction]:
     """Restrictions in creation order, optionally those of one Namespace."""
-    query = sa.select(models.Restriction).order_by(models.Restriction.created_at,
-                                                   models.Restriction.id)
+    query = sa.select(models.Restriction).order_by(
+        models.Restriction.created_at, models.Restriction.id
+    )
     if namespace_id is not None:
         query = query.where(models.Restriction.namespace_id == namespace_id)
     return [_restriction(row) for row in session.scalars(_fresh(query))]
@@ -307,7 +369,8 @@ def list_restrictions(session: orm.Session, *,
 def delete_restriction(session: orm.Session, restriction_id: str) -> bool:
     """Remove the restriction; whether it existed."""
     result = session.execute(
-        sa.delete(models.Restriction).where(models.Restriction.id == restriction_id)
+        sa.delete(models.Restriction)
+        .where(models.Restriction.id == restriction_id)
         .returning(models.Restriction.id)
         .execution_options(synchronize_session=False)
     )
@@ -347,9 +410,15 @@ _LOAD_POLICY = sa.text("""
      WHERE p.id = :principal_id""")
 
 
-def load_policy(session: orm.Session, principal_id: str, *, permission: str,
-                namespace_id: str | None = None, resource_id: str | None = None,
-                everywhere: bool = False) -> Policy | None:
+def load_policy(
+    session: orm.Session,
+    principal_id: str,
+    *,
+    permission: str,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+    everywhere: bool = False,
+) -> Policy | None:
     """The principal with its grants and restrictions for ``permission``, in one query.
 
     Grants are live bindings (not revoked, Role not deleted) whose Role holds the permission;
@@ -358,19 +427,30 @@ def load_policy(session: orm.Session, principal_id: str, *, permission: str,
     Namespace; ``everywhere`` loads them for every resource (to filter a list in one query).
     ``None`` when no principal has this id.
     """
-    row = session.execute(_LOAD_POLICY, {
-        "principal_id": principal_id,
-        "permission": permission,
-        "namespace_id": namespace_id,
-        "resource_id": resource_id,
-        "everywhere": everywhere,
-    }).mappings().first()
+    row = (
+        session.execute(
+            _LOAD_POLICY,
+            {
+                "principal_id": principal_id,
+                "permission": permission,
+                "namespace_id": namespace_id,
+                "resource_id": resource_id,
+                "everywhere": everywhere,
+            },
+        )
+        .mappings()
+        .first()
+    )
     if row is None:
         return None
     return Policy(
         principal=Principal(
-            id=row["id"], name=row["name"], kind=row["kind"], namespace_id=row["namespace_id"],
-            agent_id=row["agent_id"], created_at=row["created_at"],
+            id=row["id"],
+            name=row["name"],
+            kind=row["kind"],
+            namespace_id=row["namespace_id"],
+            agent_id=row["agent_id"],
+            created_at=row["created_at"],
             disabled_at=row["disabled_at"],
         ),
         grants=tuple(_grant(item) for item in row["grants"]),
@@ -380,52 +460,80 @@ def load_policy(session: orm.Session, principal_id: str, *, permission: str,
 
 # -- conversions --------------------------------------------------------------------------------
 
+
 def _fresh(query: _Query) -> _Query:
     # rows updated earlier in the same session must be read back, not taken from the identity map
     return query.execution_options(populate_existing=True)
 
 
 def _principal(row: models.Principal) -> Principal:
-    return Principal(id=row.id, name=row.name, kind=row.kind, namespace_id=row.namespace_id,
-                     agent_id=row.agent_id, created_at=row.created_at,
-                     disabled_at=row.disabled_at)
+    return Principal(
+        id=row.id,
+        name=row.name,
+        kind=row.kind,
+        namespace_id=row.namespace_id,
+        agent_id=row.agent_id,
+        created_at=row.created_at,
+        disabled_at=row.disabled_at,
+    )
 
 
 def _role(row: models.Role) -> Role:
-    return Role(id=row.id, name=row.name, namespace_id=row.namespace_id,
-                permissions=tuple(row.permissions), created_at=row.created_at,
-                deleted_at=row.deleted_at)
+    return Role(
+        id=row.id,
+        name=row.name,
+        namespace_id=row.namespace_id,
+        permissions=tuple(row.permissions),
+        created_at=row.created_at,
+        deleted_at=row.deleted_at,
+    )
 
 
 def _binding(row: models.AccessBinding) -> AccessBinding:
     return AccessBinding(
-        id=row.id, role_id=row.role_id, principal_id=row.principal_id,
-        namespace_id=row.namespace_id, resource_kind=row.resource_kind,
-        resource_id=row.resource_id, created_by=row.created_by, created_at=row.created_at,
+        id=row.id,
+        role_id=row.role_id,
+        principal_id=row.principal_id,
+        namespace_id=row.namespace_id,
+        resource_kind=row.resource_kind,
+        resource_id=row.resource_id,
+        created_by=row.created_by,
+        created_at=row.created_at,
         revoked_at=row.revoked_at,
     )
 
 
 def _restriction(row: models.Restriction) -> Restriction:
     return Restriction(
-        id=row.id, permission=row.permission, principal_id=row.principal_id,
-        namespace_id=row.namespace_id, resource_id=row.resource_id, created_by=row.created_by,
+        id=row.id,
+        permission=row.permission,
+        principal_id=row.principal_id,
+        namespace_id=row.namespace_id,
+        resource_id=row.resource_id,
+        created_by=row.created_by,
         created_at=row.created_at,
     )
 
 
 def _grant(item: Mapping[str, Any]) -> Grant:
     return Grant(
-        binding_id=item["binding_id"], role_id=item["role_id"],
-        role_namespace_id=item["role_namespace_id"], permissions=tuple(item["permissions"]),
-        namespace_id=item["namespace_id"], resource_kind=item["resource_kind"],
+        binding_id=item["binding_id"],
+        role_id=item["role_id"],
+        role_namespace_id=item["role_namespace_id"],
+        permissions=tuple(item["permissions"]),
+        namespace_id=item["namespace_id"],
+        resource_kind=item["resource_kind"],
         resource_id=item["resource_id"],
     )
 
 
 def _loaded_restriction(item: Mapping[str, Any]) -> Restriction:
     return Restriction(
-        id=item["id"], permission=item["permission"], principal_id=item["principal_id"],
-        namespace_id=item["namespace_id"], resource_id=item["resource_id"],
-        created_by=item["created_by"], created_at=dt.datetime.fromisoformat(item["created_at"]),
+        id=item["id"],
+        permission=item["permission"],
+        principal_id=item["principal_id"],
+        namespace_id=item["namespace_id"],
+        resource_id=item["resource_id"],
+        created_by=item["created_by"],
+        created_at=dt.datetime.fromisoformat(item["created_at"]),
     )

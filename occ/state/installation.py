@@ -21,5 +21,6 @@ class Installation:
 def current(session: orm.Session) -> Installation | None:
     """The Installation, or ``None`` before bootstrap."""
     row = session.scalars(sa.select(models.Installation)).first()
-    return None if row is None else Installation(id=row.id, name=row.name,
-                                                 created_at=row.created_at)
+    return (
+        None if row is None else Installation(id=row.id, name=row.name, created_at=row.created_at)
+    )

@@ -38,7 +38,9 @@ class Namespace(Base):
     __tablename__ = "namespaces"
     __table_args__ = (
         sa.Index(
-            "namespaces_existing_namespace_live", "existing_namespace", unique=True,
+            "namespaces_existing_namespace_live",
+            "existing_namespace",
+            unique=True,
             postgresql_where=sa.text("existing_namespace IS NOT NULL AND deleted_at IS NULL"),
         ),
     )
@@ -61,8 +63,13 @@ class Principal(Base):
     kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
     namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     agent_id: orm.Mapped[str | None] = orm.mapped_column(
-        sa.ForeignKey("agents.id", deferrable=True, initially="DEFERRED",
-                      name="principals_agent_id_fkey", use_alter=True),
+        sa.ForeignKey(
+            "agents.id",
+            deferrable=True,
+            initially="DEFERRED",
+            name="principals_agent_id_fkey",
+            use_alter=True,
+        ),
         unique=True,
     )
     created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
@@ -84,10 +91,19 @@ class ApiKey(Base):
 class Role(Base):
     __tablename__ = "roles"
     __table_args__ = (
-        sa.Index("roles_installation_name", "name", unique=True,
-                 postgresql_where=sa.text("namespace_id IS NULL AND deleted_at IS NULL")),
-        sa.Index("roles_namespace_name", "namespace_id", "name", unique=True,
-                 postgresql_where=sa.text("namespace_id IS NOT NULL AND deleted_at IS NULL")),
+        sa.Index(
+            "roles_installation_name",
+            "name",
+            unique=True,
+            postgresql_where=sa.text("namespace_id IS NULL AND deleted_at IS NULL"),
+        ),
+        sa.Index(
+            "roles_namespace_name",
+            "namespace_id",
+            "name",
+            unique=True,
+            postgresql_where=sa.text("namespace_id IS NOT NULL AND deleted_at IS NULL"),
+        ),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
@@ -170,12 +186,16 @@ class Agent(Base):
             name="agents_configuration_fkey",
         ),
         sa.ForeignKeyConstraint(
-            ["namespace_id", "harness_auth_secret_id"], ["secrets.namespace_id", "secrets.id"],
+            ["namespace_id", "harness_auth_secret_id"],
+            ["secrets.namespace_id", "secrets.id"],
             name="agents_harness_auth_secret_fkey",
         ),
         sa.ForeignKeyConstraint(
-            ["id", "active_revision_id"], ["agent_revisions.agent_id", "agent_revisions.id"],
-            name="agents_active_revision_fkey", deferrable=True, initially="DEFERRED",
+            ["id", "active_revision_id"],
+            ["agent_revisions.agent_id", "agent_revisions.id"],
+            name="agents_active_revision_fkey",
+            deferrable=True,
+            initially="DEFERRED",
             use_alter=True,
         ),
     )
@@ -206,7 +226,8 @@ class AgentRevision(Base):
         sa.UniqueConstraint("agent_id", "revision_number"),
         sa.UniqueConstraint("agent_id", "id"),
         sa.ForeignKeyConstraint(
-            ["namespace_id", "agent_id"], ["agents.namespace_id", "agents.id"],
+            ["namespace_id", "agent_id"],
+            ["agents.namespace_id", "agents.id"],
             name="agent_revisions_agent_fkey",
         ),
     )
@@ -232,19 +253,38 @@ class ControllerWork(Base):
     __tablename__ = "controller_work"
     __table_args__ = (
         sa.ForeignKeyConstraint(
-            ["namespace_id", "agent_id"], ["agents.namespace_id", "agents.id"],
-            name="controller_work_agent_fkey", deferrable=True, initially="DEFERRED",
+            ["namespace_id", "agent_id"],
+            ["agents.namespace_id", "agents.id"],
+            name="controller_work_agent_fkey",
+            deferrable=True,
+            initially="DEFERRED",
         ),
         sa.ForeignKeyConstraint(
-            ["agent_id", "revision_id"], ["agent_revisions.agent_id", "agent_revisions.id"],
-            name="controller_work_revision_fkey", deferrable=True, initially="DEFERRED",
+            ["agent_id", "revision_id"],
+            ["agent_revisions.agent_id", "agent_revisions.id"],
+            name="controller_work_revision_fkey",
+            deferrable=True,
+            initially="DEFERRED",
         ),
-        sa.Index("controller_work_ready", "available_at", "created_at", "id",
-                 postgresql_where=sa.text("state = 'queued'")),
-        sa.Index("controller_work_expired", "lease_expires_at", "id",
-                 postgresql_where=sa.text("state = 'claimed'")),
-        sa.Index("controller_work_one_claim_per_lane", "lane", unique=True,
-                 postgresql_where=sa.text("state = 'claimed'")),
+        sa.Index(
+            "controller_work_ready",
+            "available_at",
+            "created_at",
+            "id",
+            postgresql_where=sa.text("state = 'queued'"),
+        ),
+        sa.Index(
+            "controller_work_expired",
+            "lease_expires_at",
+            "id",
+            postgresql_where=sa.text("state = 'claimed'"),
+        ),
+        sa.Index(
+            "controller_work_one_claim_per_lane",
+            "lane",
+            unique=True,
+            postgresql_where=sa.text("state = 'claimed'"),
+        ),
         sa.Index("controller_work_agent", "agent_id", "revision_id"),
         sa.Index("controller_work_namespace", "namespace_id"),
     )
@@ -284,8 +324,9 @@ class AuditEvent(Base):
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    sequence: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, sa.Identity(always=True),
-                                                  unique=True)
+    sequence: orm.Mapped[int] = orm.mapped_column(
+        sa.BigInteger, sa.Identity(always=True), unique=True
+    )
     occurred_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
     kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
     action: orm.Mapped[str] = orm.mapped_column(sa.Text)

@@ -50,8 +50,9 @@ class Contents:
         return self.agents == 0 and self.configurations == 0 and self.secrets == 0
 
 
-def insert(session: orm.Session, *, name: str, created_by: str,
-           existing_namespace: str | None = None) -> Namespace:
+def insert(
+    session: orm.Session, *, name: str, created_by: str, existing_namespace: str | None = None
+) -> Namespace:
     """A new Namespace, status ``provisioning``.
 
     Raises:
@@ -60,8 +61,13 @@ def insert(session: orm.Session, *, name: str, created_by: str,
     """
     statement = (
         pg.insert(models.Namespace)
-        .values(id=ids.new("namespace"), name=name, created_by=created_by,
-                existing_namespace=existing_namespace, status="provisioning")
+        .values(
+            id=ids.new("namespace"),
+            name=name,
+            created_by=created_by,
+            existing_namespace=existing_namespace,
+            status="provisioning",
+        )
         .on_conflict_do_nothing()
         .returning(models.Namespace)
     )
@@ -100,15 +106,20 @@ def list_live(session: orm.Session) -> list[Namespace]:
 
 def contents(session: orm.Session, namespace_id: str) -> Contents:
     """Counts of the Agents, Configurations and Secrets left in the Namespace."""
+
     def count(
         model: type[models.Agent | models.Configuration | models.Secret],
     ) -> sa.ScalarSelect[int]:
-        return (sa.select(sa.func.count()).select_from(model)
-                .where(model.namespace_id == namespace_id).scalar_subquery())
+        return (
+            sa.select(sa.func.count())
+            .select_from(model)
+            .where(model.namespace_id == namespace_id)
+            .scalar_subquery()
+        )
 
-    row = session.execute(sa.select(
-        count(models.Agent), count(models.Configuration), count(models.Secret)
-    )).one()
+    row = session.execute(
+        sa.select(count(models.Agent), count(models.Configuration), count(models.Secret))
+    ).one()
     return Contents(agents=row[0], configurations=row[1], secrets=row[2])
 
 
@@ -124,13 +135,15 @@ def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
     return namespace if namespace is not None and namespace.live else None
 
 
-def transition(session: orm.Session, namespace_id: str, *, expected: str,
-               status: str) -> bool:
+def transition(session: orm.Session, namespace_id: str, *, expected: str, status: str) -> bool:
     """Compare-and-set the status of a live Namespace; False when it moved on."""
     result = session.execute(
         sa.update(models.Namespace)
-        .where(models.Namespace.id == namespace_id, models.Namespace.deleted_at.is_(None),
-               models.Namespace.status == expected)
+        .where(
+            models.Namespace.id == namespace_id,
+            models.Namespace.deleted_at.is_(None),
+            models.Namespace.status == expected,
+        )
         .values(status=status, updated_at=_NOW)
         .execution_options(synchronize_session=False)
     )
@@ -142,8 +155,11 @@ def tombstone(session: orm.Session, namespace_id: str) -> bool:
     Namespace's Roles and access bindings stop granting anything."""
     result = session.execute(
         sa.update(models.Namespace)
-        .where(models.Namespace.id == namespace_id, models.Namespace.deleted_at.is_(None),
-               models.Namespace.status == "deleting")
+        .where(
+            models.Namespace.id == namespace_id,
+            models.Namespace.deleted_at.is_(None),
+            models.Namespace.status == "deleting",
+        )
         .values(deleted_at=_NOW, updated_at=_NOW)
         .execution_options(synchronize_session=False)
     )
@@ -151,14 +167,18 @@ def tombstone(session: orm.Session, namespace_id: str) -> bool:
         return False
     session.execute(
         sa.update(models.AccessBinding)
-        .where(models.AccessBinding.namespace_id == namespace_id,
-               models.AccessBinding.revoked_at.is_(None))
-        .values(revoked_at=_NOW).execution_options(synchronize_session=False)
+        .where(
+            models.AccessBinding.namespace_id == namespace_id,
+            models.AccessBinding.revoked_at.is_(None),
+        )
+        .values(revoked_at=_NOW)
+        .execution_options(synchronize_session=False)
     )
     session.execute(
         sa.update(models.Role)
         .where(models.Role.namespace_id == namespace_id, models.Role.deleted_at.is_(None))
-        .values(deleted_at=_NOW).execution_options(synchronize_session=False)
+        .values(deleted_at=_NOW)
+        .execution_options(synchronize_session=False)
     )
     return True
 
@@ -172,14 +192,21 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
     The item restarts its convergence deadline and attempt count and takes the new actor.
     False unless the item is ``failed_permanent`` and its Namespace is still deleting.
     """
-    return bool(session.execute(
-        _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
-    ).scalar_one())
+    return bool(
+        session.execute(
+            _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
+        ).scalar_one()
+    )
 
 
 def _namespace(row: models.Namespace) -> Namespace:
     return Namespace(
-        id=row.id, name=row.name, existing_namespace=row.existing_namespace, status=row.status,
-        created_by=row.created_by, created_at=row.created_at, updated_at=row.updated_at,
+        id=row.id,
+        name=row.name,
+        existing_namespace=row.existing_namespace,
+        status=row.status,
+        created_by=row.created_by,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
         deleted_at=row.deleted_at,
     )

@@ -26,7 +26,10 @@ _REFERENCE_LIMIT: Final = 10
 _Result = TypeVar("_Result")
 
 _METADATA: Final = (
-    models.Secret.id, models.Secret.namespace_id, models.Secret.name, models.Secret.created_at,
+    models.Secret.id,
+    models.Secret.namespace_id,
+    models.Secret.name,
+    models.Secret.created_at,
     models.Secret.updated_at,
 )
 
@@ -42,8 +45,9 @@ class Secret:
     updated_at: dt.datetime
 
 
-def insert(session: orm.Session, *, secret_id: str, namespace_id: str, name: str,
-           value_ciphertext: bytes) -> Secret:
+def insert(
+    session: orm.Session, *, secret_id: str, namespace_id: str, name: str, value_ciphertext: bytes
+) -> Secret:
     """A new Secret whose value was sealed for ``secret_id`` beforehand.
 
     Raises:
@@ -52,8 +56,9 @@ def insert(session: orm.Session, *, secret_id: str, namespace_id: str, name: str
     """
     statement = (
         pg.insert(models.Secret)
-        .values(id=secret_id, namespace_id=namespace_id, name=name,
-                value_ciphertext=value_ciphertext)
+        .values(
+            id=secret_id, namespace_id=namespace_id, name=name, value_ciphertext=value_ciphertext
+        )
         .on_conflict_do_nothing(constraint=_NAME_KEY)
         .returning(*_METADATA)
     )
@@ -63,11 +68,13 @@ def insert(session: orm.Session, *, secret_id: str, namespace_id: str, name: str
     return _secret(row)
 
 
-def get(session: orm.Session, namespace_id: str, secret_id: str, *,
-        lock: bool = False) -> Secret | None:
+def get(
+    session: orm.Session, namespace_id: str, secret_id: str, *, lock: bool = False
+) -> Secret | None:
     """The Secret's metadata, or ``None``; ``lock`` takes its row lock."""
-    query = sa.select(*_METADATA).where(models.Secret.id == secret_id,
-                                        models.Secret.namespace_id == namespace_id)
+    query = sa.select(*_METADATA).where(
+        models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id
+    )
     if lock:
         query = query.with_for_update()
     row = session.execute(query).mappings().first()
@@ -87,8 +94,9 @@ def list_in(session: orm.Session, namespace_id: str) -> list[Secret]:
 def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
     """The stored ciphertext of the Secret's value (``occ.secret_store`` opens it), or ``None``."""
     value = session.scalar(
-        sa.select(models.Secret.value_ciphertext)
-        .where(models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id)
+        sa.select(models.Secret.value_ciphertext).where(
+            models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id
+        )
     )
     return None if value is None else bytes(value)
 
@@ -112,8 +120,10 @@ def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) 
     """Ids of (up to ten) Agents whose harness authentication uses this Secret."""
     query = (
         sa.select(models.Agent.id)
-        .where(models.Agent.namespace_id == namespace_id,
-               models.Agent.harness_auth_secret_id == secret_id)
+        .where(
+            models.Agent.namespace_id == namespace_id,
+            models.Agent.harness_auth_secret_id == secret_id,
+        )
         .order_by(models.Agent.id)
         .limit(_REFERENCE_LIMIT)
     )
@@ -132,7 +142,8 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
         constraint = db.violated_constraint(exc)
         if constraint == _NAME_KEY:
             raise errors.Conflict(
-                "a Secret with this name already exists in the Namespace") from None
+                "a Secret with this name already exists in the Namespace"
+            ) from None
         if constraint == _NAME_VALID:
             raise errors.InvalidInput.at("/name", "is not a valid name") from None
         if constraint == "agents_harness_auth_secret_fkey":
@@ -141,5 +152,10 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
 
 
 def _secret(row: sa.RowMapping) -> Secret:
-    return Secret(id=row["id"], namespace_id=row["namespace_id"], name=row["name"],
-                  created_at=row["created_at"], updated_at=row["updated_at"])
+    return Secret(
+        id=row["id"],
+        namespace_id=row["namespace_id"],
+        name=row["name"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )

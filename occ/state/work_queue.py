@@ -91,8 +91,9 @@ _ENQUEUE = sa.text(f"""
 _SELECT = sa.text(f"SELECT {_RETURNING} FROM occ.controller_work w WHERE w.id = :work_id")
 
 
-def enqueue(session: orm.Session, work_id: str, owner: values.WorkOwner, *,
-            delay_ms: int = 0) -> values.WorkItem:
+def enqueue(
+    session: orm.Session, work_id: str, owner: values.WorkOwner, *, delay_ms: int = 0
+) -> values.WorkItem:
     """Admit a work item in the caller's transaction; idempotent on ``work_id``.
 
     An existing item with the same owner, actor and targets is returned unchanged, whatever its
@@ -170,8 +171,9 @@ _CLAIM_RACE_RETRIES: Final = 3
 _LIVE_CLAIMS = sa.text("SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'")
 
 
-def claim(session: orm.Session, policy: values.QueuePolicy, *, limit: int,
-          window: int | None = None) -> list[values.Claim]:
+def claim(
+    session: orm.Session, policy: values.QueuePolicy, *, limit: int, window: int | None = None
+) -> list[values.Claim]:
     """Claim up to ``limit`` ready items, at most one per lane, each with a dispatch token.
 
     One statement: scans a bounded window of the ready index, keeps the head of every lane that
@@ -196,12 +198,15 @@ def claim(session: orm.Session, policy: values.QueuePolicy, *, limit: int,
         except sa_exc.IntegrityError:
             if attempt == _CLAIM_RACE_RETRIES - 1:
                 raise
-    return [_claim(row) for row in sorted(
-        rows, key=lambda r: (r["available_at"], r["created_at"], r["id"]))]
+    return [
+        _claim(row)
+        for row in sorted(rows, key=lambda r: (r["available_at"], r["created_at"], r["id"]))
+    ]
 
 
-def start(session: orm.Session, policy: values.QueuePolicy,
-          dispatch: values.Claim) -> values.Claim | None:
+def start(
+    session: orm.Session, policy: values.QueuePolicy, dispatch: values.Claim
+) -> values.Claim | None:
     """Exchange a dispatch token, once, for a run token and the full lease.
 
     ``None`` when the token is spent (a redelivered message) or its dispatch lease lapsed.
@@ -209,12 +214,18 @@ def start(session: orm.Session, policy: values.QueuePolicy,
     return start_token(session, policy, dispatch.work_id, dispatch.token)
 
 
-def start_token(session: orm.Session, policy: values.QueuePolicy, work_id: str,
-                dispatch_token: uuid.UUID) -> values.Claim | None:
+def start_token(
+    session: orm.Session, policy: values.QueuePolicy, work_id: str, dispatch_token: uuid.UUID
+) -> values.Claim | None:
     """``start`` for a work id and dispatch token as a task message carries them."""
-    row = session.execute(
-        _START, {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms},
-    ).mappings().first()
+    row = (
+        session.execute(
+            _START,
+            {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms},
+        )
+        .mappings()
+        .first()
+    )
     return None if row is None else _claim(row)
 
 
@@ -261,20 +272,27 @@ _RELEASE = sa.text(f"""
     ), evidence AS ({_evidence("moved", "'success'", "'CLAIM_RELEASED'")})
     SELECT * FROM moved""")
 
-_COMPLETE = sa.text(_fenced(
-    f"state = 'succeeded', {_CLEAR_CLAIM}, completed_at = {_NOW}, reason_code = :code, "
-    "result_data = CAST(:result_data AS jsonb)",
-    "'success'", ":code",
-))
+_COMPLETE = sa.text(
+    _fenced(
+        f"state = 'succeeded', {_CLEAR_CLAIM}, completed_at = {_NOW}, reason_code = :code, "
+        "result_data = CAST(:result_data AS jsonb)",
+        "'success'",
+        ":code",
+    )
+)
 
-_FAIL = sa.text(_fenced(
-    f"state = 'failed_permanent', {_CLEAR_CLAIM}, completed_at = {_NOW}, reason_code = :code, "
-    "result_data = CAST(:result_data AS jsonb)",
-    "'failure'", ":code",
-))
+_FAIL = sa.text(
+    _fenced(
+        f"state = 'failed_permanent', {_CLEAR_CLAIM}, completed_at = {_NOW}, reason_code = :code, "
+        "result_data = CAST(:result_data AS jsonb)",
+        "'failure'",
+        ":code",
+    )
+)
 
-_RETRY = sa.text(_fenced(
-    f"""{_CLEAR_CLAIM},
+_RETRY = sa.text(
+    _fenced(
+        f"""{_CLEAR_CLAIM},
         state = CASE WHEN w.attempt_count >= :max_attempts THEN 'failed_permanent'
                      ELSE 'queued' END,
         completed_at = CASE WHEN w.attempt_count >= :max_attempts THEN {_NOW} END,
@@ -282,13 +300,16 @@ _RETRY = sa.text(_fenced(
         available_at = CASE WHEN w.attempt_count >= :max_attempts THEN w.available_at
                             ELSE {_NOW} + {_backoff("w.attempt_count")} END,
         last_progress_code = :code, last_progress_at = {_NOW}""",
-    "'failure'", ":code",
-))
+        "'failure'",
+        ":code",
+    )
+)
 
 _DEADLINE_PASSED = f"(w.created_at + :timeout_ms {_MS} <= {_NOW})"
 
-_DEFER = sa.text(_fenced(
-    f"""{_CLEAR_CLAIM},
+_DEFER = sa.text(
+    _fenced(
+        f"""{_CLEAR_CLAIM},
         state = CASE WHEN {_DEADLINE_PASSED} THEN 'failed_permanent' ELSE 'queued' END,
         completed_at = CASE WHEN {_DEADLINE_PASSED} THEN {_NOW} END,
         reason_code = CASE WHEN {_DEADLINE_PASSED} THEN 'CONVERGENCE_DEADLINE_EXCEEDED' END,
@@ -301,18 +322,24 @@ _DEFER = sa.text(_fenced(
                             THEN {_NOW} + CAST(:delay_ms AS bigint) {_MS}
                             ELSE {_NOW} + {_backoff("w.attempt_count")} END,
         last_progress_code = :code, last_progress_at = {_NOW}""",
-    "CASE WHEN s.state = 'failed_permanent' THEN 'failure' ELSE 'success' END",
-    "CASE WHEN s.state = 'failed_permanent' THEN 'CONVERGENCE_DEADLINE_EXCEEDED' ELSE :code END",
-))
+        "CASE WHEN s.state = 'failed_permanent' THEN 'failure' ELSE 'success' END",
+        "CASE WHEN s.state = 'failed_permanent' THEN 'CONVERGENCE_DEADLINE_EXCEEDED' "
+        "ELSE :code END",
+    )
+)
 
 
-def renew(session: orm.Session, policy: values.QueuePolicy, claim: values.Claim, *,
-          progress_code: str | None = None) -> values.Claim:
+def renew(
+    session: orm.Session,
+    policy: values.QueuePolicy,
+    claim: values.Claim,
+    *,
+    progress_code: str | None = None,
+) -> values.Claim:
     """Extend the lease of a live claim; an expired lease cannot be revived."""
     if progress_code is not None:
         codes.require(progress_code)
-    row = _one_fenced(session, _RENEW, claim, lease_ms=policy.lease_ms,
-                      progress_code=progress_code)
+    row = _one_fenced(session, _RENEW, claim, lease_ms=policy.lease_ms, progress_code=progress_code)
     return _claim(row)
 
 
@@ -321,31 +348,46 @@ def release(session: orm.Session, claim: values.Claim) -> None:
     _one_fenced(session, _RELEASE, claim)
 
 
-def complete(session: orm.Session, claim: values.Claim, *, code: str = "RECONCILE_SUCCEEDED",
-             result_data: Mapping[str, Any] | None = None) -> values.WorkItem:
+def complete(
+    session: orm.Session,
+    claim: values.Claim,
+    *,
+    code: str = "RECONCILE_SUCCEEDED",
+    result_data: Mapping[str, Any] | None = None,
+) -> values.WorkItem:
     """Finish the item successfully with a specific success code."""
     codes.require(code, codes.Outcome.SUCCESS)
-    return _item(_one_fenced(session, _COMPLETE, claim, code=code,
-                             result_data=_json(result_data)))
+    return _item(_one_fenced(session, _COMPLETE, claim, code=code, result_data=_json(result_data)))
 
 
-def fail(session: orm.Session, claim: values.Claim, *, code: str,
-         result_data: Mapping[str, Any] | None = None) -> values.WorkItem:
+def fail(
+    session: orm.Session,
+    claim: values.Claim,
+    *,
+    code: str,
+    result_data: Mapping[str, Any] | None = None,
+) -> values.WorkItem:
     """Finish the item as permanently failed."""
     codes.require(code)
     return _item(_one_fenced(session, _FAIL, claim, code=code, result_data=_json(result_data)))
 
 
-def retry(session: orm.Session, policy: values.QueuePolicy, claim: values.Claim, *,
-          code: str) -> values.WorkItem:
+def retry(
+    session: orm.Session, policy: values.QueuePolicy, claim: values.Claim, *, code: str
+) -> values.WorkItem:
     """A dependency failed: requeue after backoff keeping the attempt, or fail at the limit."""
     codes.require(code, codes.Outcome.RETRY)
-    return _item(_one_fenced(session, _RETRY, claim, code=code,
-                             max_attempts=policy.max_attempts))
+    return _item(_one_fenced(session, _RETRY, claim, code=code, max_attempts=policy.max_attempts))
 
 
-def defer(session: orm.Session, policy: values.QueuePolicy, claim: values.Claim, *, code: str,
-          delay_ms: int | None = None) -> values.DeferResult:
+def defer(
+    session: orm.Session,
+    policy: values.QueuePolicy,
+    claim: values.Claim,
+    *,
+    code: str,
+    delay_ms: int | None = None,
+) -> values.DeferResult:
     """Not done yet: requeue with the attempt refunded, or fail past the convergence deadline.
 
     Without ``delay_ms`` the item waits the backoff of its attempt count. Past
@@ -353,8 +395,14 @@ def defer(session: orm.Session, policy: values.QueuePolicy, claim: values.Claim,
     and ``{"timeoutMs": ...}``.
     """
     codes.require(code, codes.Outcome.PENDING)
-    row = _one_fenced(session, _DEFER, claim, code=code, delay_ms=delay_ms,
-                      timeout_ms=policy.convergence_timeout_ms)
+    row = _one_fenced(
+        session,
+        _DEFER,
+        claim,
+        code=code,
+        delay_ms=delay_ms,
+        timeout_ms=policy.convergence_timeout_ms,
+    )
     if row["state"] == values.WorkState.FAILED_PERMANENT:
         return values.DeferResult(deadline_exceeded=True, available_at=None)
     return values.DeferResult(deadline_exceeded=False, available_at=row["available_at"])
@@ -437,8 +485,9 @@ _NEXT_AVAILABLE_IN_MS = sa.text(f"""
       FROM occ.controller_work WHERE id = ANY(:ids)""")
 
 
-def recover_stale(session: orm.Session, policy: values.QueuePolicy, *,
-                  limit: int = 100) -> values.RecoveryReport:
+def recover_stale(
+    session: orm.Session, policy: values.QueuePolicy, *, limit: int = 100
+) -> values.RecoveryReport:
     """Requeue or fail expired claims, and fail exhausted queued items.
 
     Expired run claims are requeued after backoff keeping their attempt, or failed with
@@ -458,8 +507,9 @@ def recover_stale(session: orm.Session, policy: values.QueuePolicy, *,
     requeued = tuple(r["id"] for r in expired if r["state"] == values.WorkState.QUEUED)
     next_available_in_ms = None
     if requeued:
-        next_available_in_ms = int(session.execute(_NEXT_AVAILABLE_IN_MS,
-                                                   {"ids": list(requeued)}).scalar_one())
+        next_available_in_ms = int(
+            session.execute(_NEXT_AVAILABLE_IN_MS, {"ids": list(requeued)}).scalar_one()
+        )
     return values.RecoveryReport(
         requeued=requeued,
         next_available_in_ms=next_available_in_ms,
@@ -471,11 +521,15 @@ def recover_stale(session: orm.Session, policy: values.QueuePolicy, *,
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def _one_fenced(session: orm.Session, statement: sa.TextClause, claim: values.Claim,
-                **params: Any) -> sa.RowMapping:
-    row = session.execute(
-        statement, {"work_id": claim.work_id, "token": claim.token, **params}
-    ).mappings().first()
+
+def _one_fenced(
+    session: orm.Session, statement: sa.TextClause, claim: values.Claim, **params: Any
+) -> sa.RowMapping:
+    row = (
+        session.execute(statement, {"work_id": claim.work_id, "token": claim.token, **params})
+        .mappings()
+        .first()
+    )
     if row is None:
         raise errors.ClaimLost(claim.work_id)
     return row
@@ -539,4 +593,3 @@ def _claim(row: sa.RowMapping) -> values.Claim:
         created_at=row["created_at"],
         running=row["started_at"] is not None,
     )
-

@@ -71,22 +71,26 @@ def _configuration(settings: Settings) -> dict[str, Any]:
             RUN_WORK: {"queue": DRIVER_QUEUE},
         },
         "task_annotations": {
-            RUN_WORK: {"soft_time_limit": RUN_WORK_SOFT_LIMIT_S,
-                       "time_limit": RUN_WORK_HARD_LIMIT_S},
+            RUN_WORK: {
+                "soft_time_limit": RUN_WORK_SOFT_LIMIT_S,
+                "time_limit": RUN_WORK_HARD_LIMIT_S,
+            },
             CLAIM: {"soft_time_limit": CONTROL_SOFT_LIMIT_S, "time_limit": CONTROL_HARD_LIMIT_S},
-            RECOVER_STALE: {"soft_time_limit": CONTROL_SOFT_LIMIT_S,
-                            "time_limit": CONTROL_HARD_LIMIT_S},
+            RECOVER_STALE: {
+                "soft_time_limit": CONTROL_SOFT_LIMIT_S,
+                "time_limit": CONTROL_HARD_LIMIT_S,
+            },
         },
         "beat_schedule": {
             CLAIM: {
-                "task": CLAIM, "schedule": claim_every,
-                "options": {"queue": CONTROL_QUEUE,
-                            "expires": claim_every.total_seconds()},
+                "task": CLAIM,
+                "schedule": claim_every,
+                "options": {"queue": CONTROL_QUEUE, "expires": claim_every.total_seconds()},
             },
             RECOVER_STALE: {
-                "task": RECOVER_STALE, "schedule": recover_every,
-                "options": {"queue": CONTROL_QUEUE,
-                            "expires": recover_every.total_seconds()},
+                "task": RECOVER_STALE,
+                "schedule": recover_every,
+                "options": {"queue": CONTROL_QUEUE, "expires": recover_every.total_seconds()},
             },
         },
     }

@@ -37,12 +37,12 @@ class Nudger:
     def send_now(self) -> bool:
         """Publish one ``occ.claim`` in the caller's thread; False (and logged) on failure."""
         try:
-            self._celery.send_task(names.CLAIM, queue=names.CONTROL_QUEUE, retry=False,
-                                   ignore_result=True)
+            self._celery.send_task(
+                names.CLAIM, queue=names.CONTROL_QUEUE, retry=False, ignore_result=True
+            )
         except Exception as exc:
             self.failed += 1
-            observability.log("api.nudge-failed", level=logging.WARNING,
-                              error=type(exc).__name__)
+            observability.log("api.nudge-failed", level=logging.WARNING, error=type(exc).__name__)
             return False
         self.sent += 1
         return True

@@ -42,21 +42,28 @@ def register(app: Celery) -> None:
     @app.task(name=names.CLAIM, ignore_result=True)
     def claim() -> int:
         worker = _worker(app)
-        claims = executor.claim_batch(worker.database, worker.policy,
-                                      max_in_flight=_settings(app).max_in_flight)
+        claims = executor.claim_batch(
+            worker.database, worker.policy, max_in_flight=_settings(app).max_in_flight
+        )
         unsent = []
         for item in claims:
             try:
                 app.send_task(
-                    names.RUN_WORK, args=[item.work_id, str(item.token)],
-                    queue=names.DRIVER_QUEUE, retry=False,
+                    names.RUN_WORK,
+                    args=[item.work_id, str(item.token)],
+                    queue=names.DRIVER_QUEUE,
+                    retry=False,
                     argsrepr=repr([item.work_id, "<dispatch token>"]),
                     expires=worker.policy.dispatch_lease_ms / 1000,
                 )
             except Exception as exc:  # the claim goes back to the queue
-                observability.log("worker.error", level=logging.ERROR,
-                                  code="WORKER_UNAVAILABLE", error=type(exc).__name__,
-                                  workId=item.work_id)
+                observability.log(
+                    "worker.error",
+                    level=logging.ERROR,
+                    code="WORKER_UNAVAILABLE",
+                    error=type(exc).__name__,
+                    workId=item.work_id,
+                )
                 unsent.append(item)
         if unsent:
             executor.release_dispatches(worker.database, unsent)
@@ -111,29 +118,46 @@ def _worker(app: Celery) -> executor.Worker:
     """This process's worker (built after fork, once)."""
     if _process.get("pid") != os.getpid():
         settings = _settings(app)
-        built = runtime.build(settings, pool_size=3, application_name="occ-worker",
-                              statement_timeout_ms=min(settings.database_timeout_ms,
-                                                       settings.lease_ms))
-        _process.update(pid=os.getpid(), worker=executor.Worker(
-            database=built.database, policy=built.policy,
-            driver=compute.load(settings.compute_driver, settings), shutdown=_shutdown,
-            settings=settings,
-        ))
+        built = runtime.build(
+            settings,
+            pool_size=3,
+            application_name="occ-worker",
+            statement_timeout_ms=min(settings.database_timeout_ms, settings.lease_ms),
+        )
+        _process.update(
+            pid=os.getpid(),
+            worker=executor.Worker(
+                database=built.database,
+                policy=built.policy,
+                driver=compute.load(settings.compute_driver, settings),
+                shutdown=_shutdown,
+                settings=settings,
+            ),
+        )
     worker: executor.Worker = _process["worker"]
     return worker
 
 
 def _nudge(app: Celery, countdown_s: float | None = None) -> None:
     try:
-        app.send_task(names.CLAIM, queue=names.CONTROL_QUEUE, retry=False,
-                      countdown=countdown_s,
-                      expires=None if countdown_s is None else countdown_s + 30)
+        app.send_task(
+            names.CLAIM,
+            queue=names.CONTROL_QUEUE,
+            retry=False,
+            countdown=countdown_s,
+            expires=None if countdown_s is None else countdown_s + 30,
+        )
     except Exception as exc:  # beat claims anyway
-        observability.log("worker.error", level=logging.WARNING, code="WORKER_UNAVAILABLE",
-                          error=type(exc).__name__)
+        observability.log(
+            "worker.error",
+            level=logging.WARNING,
+            code="WORKER_UNAVAILABLE",
+            error=type(exc).__name__,
+        )
 
 
 # -- life cycle ---------------------------------------------------------------------------------
+
 
 def _readiness_path(app: Celery) -> Path | None:
     path = _settings(app).worker_readiness_path
@@ -162,13 +186,19 @@ def connect_signals(app: Celery) -> None:
             with worker.database.snapshot() as session:
                 if installation.current(session) is None:
                     raise errors.DependencyUnavailable(
-                        "the installation is not bootstrapped: run `occ bootstrap` first")
+                        "the installation is not bootstrapped: run `occ bootstrap` first"
+                    )
             worker.driver.preflight()
         except (errors.OccError, base.DriverError) as exc:
             # Celery logs and swallows exceptions from signal handlers: exit explicitly
             detail = exc.detail if isinstance(exc, errors.OccError) else str(exc)
-            observability.log("worker.error", level=logging.ERROR, code="WORKER_UNAVAILABLE",
-                              error=type(exc).__name__, reason=detail)
+            observability.log(
+                "worker.error",
+                level=logging.ERROR,
+                code="WORKER_UNAVAILABLE",
+                error=type(exc).__name__,
+                reason=detail,
+            )
             raise SystemExit(EXIT_NOT_READY) from None
         finally:
             _process.clear()  # connections are not shared with forked pool processes
@@ -176,16 +206,14 @@ def connect_signals(app: Celery) -> None:
     @signals.worker_ready.connect(weak=False)
     def announce(sender: Any = None, **_: Any) -> None:
         settings = _settings(app)
-        observability.log("worker.started", pid=os.getpid(),
-                          computeDriver=settings.compute_driver)
+        observability.log("worker.started", pid=os.getpid(), computeDriver=settings.compute_driver)
         if settings.metrics_port:
             metrics.serve(settings.metrics_port, _worker(app).database)
         path = _readiness_path(app)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(str(os.getpid()), encoding="utf-8")
-        threading.Thread(target=_report_health, args=(app,), name="occ-health",
-                         daemon=True).start()
+        threading.Thread(target=_report_health, args=(app,), name="occ-health", daemon=True).start()
 
     @signals.worker_process_init.connect(weak=False)
     def child_started(**_: Any) -> None:
@@ -220,8 +248,9 @@ def _report_health(app: Celery) -> None:
             with _worker(app).database.snapshot() as session:
                 pending = work_queue.pending(session)
         except errors.OccError as exc:
-            observability.log("worker.error", level=logging.WARNING,
-                              code="HEALTH_UNAVAILABLE", error=exc.code)
+            observability.log(
+                "worker.error", level=logging.WARNING, code="HEALTH_UNAVAILABLE", error=exc.code
+            )
             continue
         observability.log("worker.health", pid=os.getpid(), count=pending)
 

@@ -53,7 +53,8 @@ def authenticate_request() -> None:
         raise errors.Unauthenticated("send an API key as 'Authorization: Bearer <key>'")
     context = flask.current_app.extensions["occ"]
     flask.g.principal_id = authentication.authenticate(
-        context.runtime.database, presented_key=presented.strip(),
+        context.runtime.database,
+        presented_key=presented.strip(),
         pepper=context.runtime.settings.api_key_pepper,
     )
 

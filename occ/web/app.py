@@ -37,8 +37,9 @@ class WebContext:
     nudger: nudge.Nudger
 
 
-def create_app(settings: Settings | None = None, *,
-               nudger: nudge.Nudger | None = None) -> flask.Flask:
+def create_app(
+    settings: Settings | None = None, *, nudger: nudge.Nudger | None = None
+) -> flask.Flask:
     """Build the API for ``settings`` (from the environment when not given)."""
     built = runtime.build(settings, pool_size=10, application_name="occ-api")
     observability.configure("occ-api")
@@ -57,9 +58,12 @@ def create_app(settings: Settings | None = None, *,
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
     )
-    api = _Api(app, spec_kwargs={
-        "info": {"description": "OpenClaw Control Plane: admits intent; workers reconcile it."},
-    })
+    api = _Api(
+        app,
+        spec_kwargs={
+            "info": {"description": "OpenClaw Control Plane: admits intent; workers reconcile it."},
+        },
+    )
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     api.spec.options["security"] = [{"bearer": []}]
     for module in ROUTE_MODULES:
@@ -120,6 +124,5 @@ def _finish(response: flask.Response) -> flask.Response:
     observability.log("http.completed", **fields)
     route = fields["route"] or "unmatched"
     metrics.HTTP_REQUESTS.labels(flask.request.method, route, str(response.status_code)).inc()
-    metrics.HTTP_DURATION.labels(flask.request.method, route).observe(
-        time.perf_counter() - started)
+    metrics.HTTP_DURATION.labels(flask.request.method, route).observe(time.perf_counter() - started)
     return response

@@ -87,8 +87,13 @@ def load(request: flask.Request) -> dict[str, Any]:
         raise problems.UnsupportedMediaType("the request body must be application/json")
     try:
         text = raw.decode("utf-8")
-        document = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
-                              parse_float=_float, parse_int=_int)
+        document = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_constant,
+            parse_float=_float,
+            parse_int=_int,
+        )
         _check(document)
     except UnicodeDecodeError:
         raise errors.InvalidInput.at("", "the body is not valid UTF-8") from None
@@ -129,9 +134,15 @@ class Parser(flaskparser.FlaskParser):
     def _raw_load_json(self, req: flask.Request) -> Any:
         return load(req)
 
-    def handle_error(self, error: marshmallow.ValidationError, req: flask.Request,
-                     schema: marshmallow.Schema, *, error_status_code: int | None,
-                     error_headers: Mapping[str, str] | None) -> NoReturn:
+    def handle_error(
+        self,
+        error: marshmallow.ValidationError,
+        req: flask.Request,
+        schema: marshmallow.Schema,
+        *,
+        error_status_code: int | None,
+        error_headers: Mapping[str, str] | None,
+    ) -> NoReturn:
         messages = error.messages
         # webargs files messages under their location ("json", "query"): pointers start below
         if isinstance(messages, Mapping) and set(messages) <= {"json", "query", "path"}:

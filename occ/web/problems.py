@@ -28,15 +28,28 @@ _STATUS: Final[dict[type[errors.OccError], int]] = {
 }
 
 _HTTP_CODES: Final = {
-    400: "INVALID_REQUEST", 401: "UNAUTHENTICATED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED", 409: "RESOURCE_CONFLICT", 413: "PAYLOAD_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE", 503: "DEPENDENCY_UNAVAILABLE",
+    400: "INVALID_REQUEST",
+    401: "UNAUTHENTICATED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "RESOURCE_CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    503: "DEPENDENCY_UNAVAILABLE",
 }
 
 _TITLES: Final = {
-    400: "Invalid request", 401: "Unauthenticated", 403: "Forbidden", 404: "Not found",
-    405: "Method not allowed", 409: "Conflict", 413: "Payload too large",
-    415: "Unsupported media type", 500: "Internal error", 503: "Service unavailable",
+    400: "Invalid request",
+    401: "Unauthenticated",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Payload too large",
+    415: "Unsupported media type",
+    500: "Internal error",
+    503: "Service unavailable",
 }
 
 
@@ -53,8 +66,9 @@ def status_of(error: errors.OccError) -> int:
     return 500
 
 
-def problem(status: int, code: str, detail: str,
-            field_errors: list[dict[str, str]] | None = None) -> flask.Response:
+def problem(
+    status: int, code: str, detail: str, field_errors: list[dict[str, str]] | None = None
+) -> flask.Response:
     body: dict[str, Any] = {
         "type": "about:blank",
         "title": _TITLES.get(status, "Error"),
@@ -100,8 +114,13 @@ def _http_error(error: http.HTTPException) -> flask.Response:
 
 
 def _unexpected(error: BaseException) -> flask.Response:
-    observability.log("http.error", level=logging.ERROR, requestId=flask.g.get("request_id"),
-                      error=type(error).__name__, path=flask.request.path)
+    observability.log(
+        "http.error",
+        level=logging.ERROR,
+        requestId=flask.g.get("request_id"),
+        error=type(error).__name__,
+        path=flask.request.path,
+    )
     flask.current_app.logger.exception("unexpected error", exc_info=error)
     return problem(500, "INTERNAL_ERROR", "an unexpected error occurred")
 

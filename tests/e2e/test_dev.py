@@ -75,8 +75,10 @@ class DevProcess:
                     break
                 continue
             return json.loads(line)  # type: ignore[no-any-return]
-        raise AssertionError(f"no dev.ready line within {deadline_s} s "
-                             f"(exit code {self.process.poll()}); stderr: {''.join(self.stderr)}")
+        raise AssertionError(
+            f"no dev.ready line within {deadline_s} s "
+            f"(exit code {self.process.poll()}); stderr: {''.join(self.stderr)}"
+        )
 
     def stop(self, sig: signal.Signals, deadline_s: float) -> int:
         self.process.send_signal(sig)
@@ -86,7 +88,8 @@ class DevProcess:
             self.process.kill()
             self.process.wait()
             raise AssertionError(
-                f"occ dev did not stop within {deadline_s} s after {sig.name}") from None
+                f"occ dev did not stop within {deadline_s} s after {sig.name}"
+            ) from None
 
 
 def _environment() -> dict[str, str]:
@@ -112,10 +115,22 @@ def run_dev(home: Path) -> Iterator[Any]:
 
     def run(home: Path) -> DevProcess:
         process = subprocess.Popen(
-            [sys.executable, "-c", "from occ.cli import main; main()", "dev",
-             "--home", str(home), "--port", "0"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, env=_environment(), start_new_session=True,
+            [
+                sys.executable,
+                "-c",
+                "from occ.cli import main; main()",
+                "dev",
+                "--home",
+                str(home),
+                "--port",
+                "0",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(),
+            start_new_session=True,
         )
         dev = DevProcess(process)
         dev.start_readers()
@@ -133,11 +148,16 @@ def run_dev(home: Path) -> Iterator[Any]:
                 dev.process.wait()
 
 
-def _request(method: str, url: str, key: str, body: dict[str, Any] | None = None
-             ) -> tuple[int, dict[str, Any]]:
+def _request(
+    method: str, url: str, key: str, body: dict[str, Any] | None = None
+) -> tuple[int, dict[str, Any]]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -156,8 +176,9 @@ def _wait_for_status(api_url: str, key: str, namespace_id: str, wanted: str) -> 
             return
         assert status == "provisioning", document
         time.sleep(0.2)
-    raise AssertionError(f"namespace {namespace_id} is {status!r}, not {wanted!r}, "
-                         f"after {NAMESPACE_DEADLINE_S} s")
+    raise AssertionError(
+        f"namespace {namespace_id} is {status!r}, not {wanted!r}, after {NAMESPACE_DEADLINE_S} s"
+    )
 
 
 def _processes_started_by(pids: dict[str, int]) -> list[psutil.Process]:
@@ -204,8 +225,9 @@ def _work_states(pgdata: Path) -> dict[str, int]:
         engine = sa.create_engine(server.url("occ"), poolclass=sa.pool.NullPool)
         try:
             with engine.connect() as connection:
-                rows = connection.execute(sa.text(
-                    "SELECT state, count(*) FROM occ.controller_work GROUP BY state")).all()
+                rows = connection.execute(
+                    sa.text("SELECT state, count(*) FROM occ.controller_work GROUP BY state")
+                ).all()
         finally:
             engine.dispose()
     finally:
@@ -274,8 +296,7 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     assert ready_again["adminKeyFile"] == str(key_file)
     assert key_file.read_text().strip() == key
     assert (home / "secrets.env").read_text() == secrets_before
-    code, document = _request("GET", f"{ready_again['apiUrl']}/v1/namespaces/{namespace_id}",
-                              key)
+    code, document = _request("GET", f"{ready_again['apiUrl']}/v1/namespaces/{namespace_id}", key)
     assert code == 200 and document["data"]["status"] == "ready", document
     pids_again = json.loads((home / "run" / "dev.pids").read_text())
     processes_again = _processes_started_by(pids_again)

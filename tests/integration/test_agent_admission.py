@@ -46,20 +46,33 @@ def make_world(db: Database, admin: str, *, status: str = "ready") -> World:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=admin, status=status)
         configuration_id, secret_id = ids.new("configuration"), ids.new("secret")
-        session.add(models.Configuration(id=configuration_id, namespace_id=namespace_id,
-                                         name="config", document={"v": 1}))
-        session.add(models.Secret(id=secret_id, namespace_id=namespace_id, name="token",
-                                  value_ciphertext=b"x"))
+        session.add(
+            models.Configuration(
+                id=configuration_id, namespace_id=namespace_id, name="config", document={"v": 1}
+            )
+        )
+        session.add(
+            models.Secret(
+                id=secret_id, namespace_id=namespace_id, name="token", value_ciphertext=b"x"
+            )
+        )
     return World(namespace_id, configuration_id, secret_id)
 
 
-def create(db: Database, actor_id: str, world: World, *, name: str = "helper",
-           empower: bool = True) -> agents.AgentView:
+def create(
+    db: Database, actor_id: str, world: World, *, name: str = "helper", empower: bool = True
+) -> agents.AgentView:
     view = agents.create_agent(
-        db, actor_id=actor_id, namespace_id=world.namespace_id, name=name,
+        db,
+        actor_id=actor_id,
+        namespace_id=world.namespace_id,
+        name=name,
         configuration_id=world.configuration_id,
-        harness={"id": "openclaw", "version": "1.2.3"}, execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": world.secret_id}, compute_driver="local")
+        harness={"id": "openclaw", "version": "1.2.3"},
+        execution_mode="embedded",
+        harness_auth={"kind": "secret", "secret_id": world.secret_id},
+        compute_driver="local",
+    )
     if empower:
         grant(db, view.service_principal_id, *SP_PERMISSIONS, namespace_id=world.namespace_id)
     return view
@@ -94,23 +107,30 @@ def work(db: Database, work_id: str) -> values.WorkItem | None:
 
 
 def deploy(db: Database, actor_id: str, view: agents.AgentView) -> deployments.DeployAccepted:
-    return deployments.deploy_agent(db, actor_id=actor_id, namespace_id=view.namespace_id,
-                                    agent_id=view.id)
+    return deployments.deploy_agent(
+        db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
+    )
 
 
 def delete(db: Database, actor_id: str, view: agents.AgentView) -> agents.AgentView:
-    return agent_lifecycle.delete_agent(db, actor_id=actor_id, namespace_id=view.namespace_id,
-                                        agent_id=view.id)
+    return agent_lifecycle.delete_agent(
+        db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
+    )
 
 
 # -- drafts -------------------------------------------------------------------------------------
 
-def test_create_writes_the_agent_its_principal_and_audit(db: Database, admin: str,
-                                                         world: World) -> None:
+
+def test_create_writes_the_agent_its_principal_and_audit(
+    db: Database, admin: str, world: World
+) -> None:
     view = create(db, admin, world, empower=False)
 
     assert (view.status, view.desired_runtime_state, view.active_revision_id) == (
-        "active", "stopped", None)
+        "active",
+        "stopped",
+        None,
+    )
     assert view.harness == agents.Harness("openclaw", "1.2.3")
     assert view.harness_auth == agents.HarnessAuth("secret", world.secret_id)
     with db.transaction() as session:
@@ -120,15 +140,23 @@ def test_create_writes_the_agent_its_principal_and_audit(db: Database, admin: st
     assert count(db, models.ControllerWork) == 0
     [event] = events(db, resource_id=view.id)
     assert (event.kind, event.action, event.actor_id, event.namespace_id, event.work_id) == (
-        "mutation", "agents.create", admin, world.namespace_id, None)
+        "mutation",
+        "agents.create",
+        admin,
+        world.namespace_id,
+        None,
+    )
     assert event.details["servicePrincipalId"] == sp.id
     assert event.details["harnessAuth"] == {"kind": "secret", "secretId": world.secret_id}
-    assert agents.get_agent(db, actor_id=admin, namespace_id=world.namespace_id,
-                            agent_id=view.id) == view
+    assert (
+        agents.get_agent(db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id)
+        == view
+    )
 
 
-def test_create_is_atomic(db: Database, admin: str, world: World,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_create_is_atomic(
+    db: Database, admin: str, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     principals = count(db, models.Principal)
 
     def broken_append(*args: Any, **kwargs: Any) -> str:
@@ -143,8 +171,9 @@ def test_create_is_atomic(db: Database, admin: str, world: World,
     assert create(db, admin, world, empower=False).name == "helper"
 
 
-def test_create_needs_agent_create_and_a_live_namespace(db: Database, admin: str,
-                                                        world: World) -> None:
+def test_create_needs_agent_create_and_a_live_namespace(
+    db: Database, admin: str, world: World
+) -> None:
     reader = principal(db, "namespace:read")
     stranger = principal(db)
     with pytest.raises(errors.Forbidden):
@@ -153,14 +182,18 @@ def test_create_needs_agent_create_and_a_live_namespace(db: Database, admin: str
         create(db, stranger, world)
     denials = events(db, kind="authorization_denial")
     assert [(e.actor_id, e.action, e.details["permission"]) for e in denials] == [
-        (stranger, "agents.create", "agent:create"), (reader, "agents.create", "agent:create")]
+        (stranger, "agents.create", "agent:create"),
+        (reader, "agents.create", "agent:create"),
+    ]
     assert denials[1].details["request"]["name"] == "helper"
     assert count(db, models.Agent) == 0
 
     with db.transaction() as session:
-        session.execute(sa.update(models.Namespace)
-                        .where(models.Namespace.id == world.namespace_id)
-                        .values(status="deleting"))
+        session.execute(
+            sa.update(models.Namespace)
+            .where(models.Namespace.id == world.namespace_id)
+            .values(status="deleting")
+        )
     with pytest.raises(errors.NamespaceNotReady):
         create(db, admin, world)
 
@@ -169,65 +202,119 @@ def test_draft_edits_leave_revisions_alone(db: Database, admin: str, world: Worl
     view = create(db, admin, world)
     accepted = deploy(db, admin, view)
     updated = agents.update_agent(
-        db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id,
-        changes={"harness": {"id": "codex", "version": "2.0"}, "execution_mode": "dedicated"})
+        db,
+        actor_id=admin,
+        namespace_id=world.namespace_id,
+        agent_id=view.id,
+        changes={"harness": {"id": "codex", "version": "2.0"}, "execution_mode": "dedicated"},
+    )
 
-    assert (updated.harness, updated.execution_mode) == (agents.Harness("codex", "2.0"),
-                                                         "dedicated")
+    assert (updated.harness, updated.execution_mode) == (
+        agents.Harness("codex", "2.0"),
+        "dedicated",
+    )
     assert updated.desired_runtime_state == "running"  # a draft edit is not a deployment
-    pinned = deployments.get_revision(db, actor_id=admin, namespace_id=world.namespace_id,
-                                      agent_id=view.id, revision_id=accepted.deployment_id)
+    pinned = deployments.get_revision(
+        db,
+        actor_id=admin,
+        namespace_id=world.namespace_id,
+        agent_id=view.id,
+        revision_id=accepted.deployment_id,
+    )
     assert pinned.harness == deployments.RevisionHarness("openclaw", "1.2.3", "embedded")
     assert count(db, models.ControllerWork) == 1
 
 
 # -- deploy -------------------------------------------------------------------------------------
 
-def test_deploy_pins_the_configuration_of_its_moment(db: Database, admin: str,
-                                                     world: World) -> None:
+
+def test_deploy_pins_the_configuration_of_its_moment(
+    db: Database, admin: str, world: World
+) -> None:
     view = create(db, admin, world)
     first = deploy(db, admin, view)
     with db.transaction() as session:
-        session.execute(sa.update(models.Configuration)
-                        .where(models.Configuration.id == world.configuration_id)
-                        .values(document={"v": 2}, generation=2))
+        session.execute(
+            sa.update(models.Configuration)
+            .where(models.Configuration.id == world.configuration_id)
+            .values(document={"v": 2}, generation=2)
+        )
     second = deploy(db, admin, view)
 
-    assert (first.revision.revision_number, first.revision.configuration_generation,
-            first.revision.configuration_document) == (1, 1, {"v": 1})
-    assert (second.revision.revision_number, second.revision.configuration_generation,
-            second.revision.configuration_document) == (2, 2, {"v": 2})
-    again = deployments.get_revision(db, actor_id=admin, namespace_id=world.namespace_id,
-                                     agent_id=view.id, revision_id=first.deployment_id)
+    assert (
+        first.revision.revision_number,
+        first.revision.configuration_generation,
+        first.revision.configuration_document,
+    ) == (1, 1, {"v": 1})
+    assert (
+        second.revision.revision_number,
+        second.revision.configuration_generation,
+        second.revision.configuration_document,
+    ) == (2, 2, {"v": 2})
+    again = deployments.get_revision(
+        db,
+        actor_id=admin,
+        namespace_id=world.namespace_id,
+        agent_id=view.id,
+        revision_id=first.deployment_id,
+    )
     assert again == first.revision
     [latest, *_] = events(db, resource_id=view.id)
     assert (latest.action, latest.work_id) == (
-        "agents.deploy", f"agent_revision:{second.deployment_id}:reconcile")
+        "agents.deploy",
+        f"agent_revision:{second.deployment_id}:reconcile",
+    )
     assert latest.details["revisionNumber"] == 2
     assert latest.details["previousDesiredRuntimeState"] == "running"
     assert set(latest.details["authorization"]) == {
-        "agent", "caller:configuration:read", "caller:secret:operate",
-        "servicePrincipal:configuration:read", "servicePrincipal:secret:operate"}
+        "agent",
+        "caller:configuration:read",
+        "caller:secret:operate",
+        "servicePrincipal:configuration:read",
+        "servicePrincipal:secret:operate",
+    }
 
 
-@pytest.mark.parametrize(("caller_permissions", "sp_permissions", "expected", "denied"), [
-    (("agent:deploy", "agent:read", "secret:operate"), SP_PERMISSIONS, errors.Forbidden,
-     "configuration:read"),
-    (("agent:deploy", "agent:read", "configuration:read"), SP_PERMISSIONS, errors.Forbidden,
-     "secret:operate"),
-    (("agent:deploy", "configuration:read"), SP_PERMISSIONS, errors.NotFound,
-     "secret:operate"),
-    (("agent:read", "configuration:read", "secret:operate"), SP_PERMISSIONS, errors.Forbidden,
-     "agent:deploy"),
-    (("configuration:read", "secret:operate"), SP_PERMISSIONS, errors.NotFound,
-     "agent:deploy"),
-    (("agent:deploy", "agent:read", *SP_PERMISSIONS), ("secret:operate",), errors.Forbidden,
-     "configuration:read"),
-])
-def test_deploy_authorization(db: Database, admin: str, world: World,
-                              caller_permissions: tuple[str, ...],
-                              sp_permissions: tuple[str, ...], expected: type[Exception],
-                              denied: str) -> None:
+@pytest.mark.parametrize(
+    ("caller_permissions", "sp_permissions", "expected", "denied"),
+    [
+        (
+            ("agent:deploy", "agent:read", "secret:operate"),
+            SP_PERMISSIONS,
+            errors.Forbidden,
+            "configuration:read",
+        ),
+        (
+            ("agent:deploy", "agent:read", "configuration:read"),
+            SP_PERMISSIONS,
+            errors.Forbidden,
+            "secret:operate",
+        ),
+        (("agent:deploy", "configuration:read"), SP_PERMISSIONS, errors.NotFound, "secret:operate"),
+        (
+            ("agent:read", "configuration:read", "secret:operate"),
+            SP_PERMISSIONS,
+            errors.Forbidden,
+            "agent:deploy",
+        ),
+        (("configuration:read", "secret:operate"), SP_PERMISSIONS, errors.NotFound, "agent:deploy"),
+        (
+            ("agent:deploy", "agent:read", *SP_PERMISSIONS),
+            ("secret:operate",),
+            errors.Forbidden,
+            "configuration:read",
+        ),
+    ],
+)
+def test_deploy_authorization(
+    db: Database,
+    admin: str,
+    world: World,
+    caller_permissions: tuple[str, ...],
+    sp_permissions: tuple[str, ...],
+    expected: type[Exception],
+    denied: str,
+) -> None:
     view = create(db, admin, world, empower=False)
     grant(db, view.service_principal_id, *sp_permissions, namespace_id=world.namespace_id)
     caller = principal(db, *caller_permissions, namespace_id=world.namespace_id)
@@ -237,19 +324,25 @@ def test_deploy_authorization(db: Database, admin: str, world: World,
 
     [denial] = events(db, kind="authorization_denial")
     assert (denial.action, denial.actor_id, denial.details["permission"]) == (
-        "agents.deploy", caller, denied)
+        "agents.deploy",
+        caller,
+        denied,
+    )
     assert count(db, models.AgentRevision) == 0
     assert count(db, models.ControllerWork) == 0
-    assert agents.get_agent(db, actor_id=admin, namespace_id=world.namespace_id,
-                            agent_id=view.id).desired_runtime_state == "stopped"
+    assert (
+        agents.get_agent(
+            db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+        ).desired_runtime_state
+        == "stopped"
+    )
 
 
 def test_deploy_conflicts(db: Database, admin: str, world: World) -> None:
     with db.transaction() as session:
         bare = rows.agent(session, namespace_id=world.namespace_id)  # no harness auth
     with pytest.raises(errors.Conflict, match="harness authentication"):
-        deployments.deploy_agent(db, actor_id=admin, namespace_id=world.namespace_id,
-                                 agent_id=bare)
+        deployments.deploy_agent(db, actor_id=admin, namespace_id=world.namespace_id, agent_id=bare)
 
     provisioning = make_world(db, admin, status="provisioning")
     with pytest.raises(errors.NamespaceNotReady):
@@ -260,13 +353,13 @@ def test_deploy_conflicts(db: Database, admin: str, world: World) -> None:
     with pytest.raises(errors.AgentDeleting):
         deploy(db, admin, view)
     with pytest.raises(errors.AgentDeleting):
-        agent_lifecycle.stop_agent(db, actor_id=admin, namespace_id=world.namespace_id,
-                                   agent_id=view.id)
+        agent_lifecycle.stop_agent(
+            db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+        )
     assert count(db, models.AgentRevision) == 0
 
 
-def test_concurrent_deploys_get_consecutive_numbers(db: Database, admin: str,
-                                                    world: World) -> None:
+def test_concurrent_deploys_get_consecutive_numbers(db: Database, admin: str, world: World) -> None:
     view = create(db, admin, world)
     numbers: list[int] = []
     failures: list[BaseException] = []
@@ -290,47 +383,70 @@ def test_concurrent_deploys_get_consecutive_numbers(db: Database, admin: str,
     assert count(db, models.ControllerWork) == 18
 
 
-def test_revision_reads_are_filtered_per_revision(db: Database, admin: str,
-                                                  world: World) -> None:
+def test_revision_reads_are_filtered_per_revision(db: Database, admin: str, world: World) -> None:
     view = create(db, admin, world)
     first, second = deploy(db, admin, view), deploy(db, admin, view)
     reader = principal(db)
-    grant(db, reader, "agent_revision:read", namespace_id=world.namespace_id,
-          resource_kind="agent_revision", resource_id=first.deployment_id)
+    grant(
+        db,
+        reader,
+        "agent_revision:read",
+        namespace_id=world.namespace_id,
+        resource_kind="agent_revision",
+        resource_id=first.deployment_id,
+    )
 
-    listed = deployments.list_revisions(db, actor_id=reader, namespace_id=world.namespace_id,
-                                        agent_id=view.id)
+    listed = deployments.list_revisions(
+        db, actor_id=reader, namespace_id=world.namespace_id, agent_id=view.id
+    )
     assert [r.id for r in listed] == [first.deployment_id]
-    assert [r.id for r in deployments.list_revisions(
-        db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id)] == [
-        second.deployment_id, first.deployment_id]
+    assert [
+        r.id
+        for r in deployments.list_revisions(
+            db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+        )
+    ] == [second.deployment_id, first.deployment_id]
     with pytest.raises(errors.NotFound):
-        deployments.get_revision(db, actor_id=reader, namespace_id=world.namespace_id,
-                                 agent_id=view.id, revision_id=second.deployment_id)
+        deployments.get_revision(
+            db,
+            actor_id=reader,
+            namespace_id=world.namespace_id,
+            agent_id=view.id,
+            revision_id=second.deployment_id,
+        )
     other = create(db, admin, world, name="other")
     with pytest.raises(errors.NotFound):  # a revision of another Agent
-        deployments.get_deployment(db, actor_id=admin, namespace_id=world.namespace_id,
-                                   agent_id=other.id, deployment_id=first.deployment_id)
+        deployments.get_deployment(
+            db,
+            actor_id=admin,
+            namespace_id=world.namespace_id,
+            agent_id=other.id,
+            deployment_id=first.deployment_id,
+        )
     with pytest.raises(errors.NotFound):
-        deployments.list_revisions(db, actor_id=principal(db), namespace_id=world.namespace_id,
-                                   agent_id=view.id)
+        deployments.list_revisions(
+            db, actor_id=principal(db), namespace_id=world.namespace_id, agent_id=view.id
+        )
 
 
 # -- stop and delete ----------------------------------------------------------------------------
 
+
 def test_stop_enqueues_its_own_item(db: Database, admin: str, world: World) -> None:
     view = create(db, admin, world)
     deploy(db, admin, view)
-    stopped = agent_lifecycle.stop_agent(db, actor_id=admin, namespace_id=world.namespace_id,
-                                agent_id=view.id)
+    stopped = agent_lifecycle.stop_agent(
+        db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+    )
     assert stopped.desired_runtime_state == "stopped"
     [event] = [e for e in events(db, resource_id=view.id) if e.action == "agents.stop"]
     assert event.work_id is not None and event.work_id.startswith(
-        f"agent:{view.id}:reconcile:stopped:")
+        f"agent:{view.id}:reconcile:stopped:"
+    )
     item = work(db, event.work_id)
     assert item is not None and item.owner == values.WorkOwner(
-        namespace_id=world.namespace_id, actor_id=admin, agent_id=view.id,
-        agent_target="stopped")
+        namespace_id=world.namespace_id, actor_id=admin, agent_id=view.id, agent_target="stopped"
+    )
     assert event.details["previousDesiredRuntimeState"] == "running"
 
 
@@ -344,28 +460,35 @@ def fail_work(db: Database, policy: values.QueuePolicy, work_id: str) -> None:
         work_queue.fail(session, run, code="UNKNOWN_FAILURE")
 
 
-def test_failed_delete_is_requeued_then_taken_over(db: Database, admin: str, world: World,
-                                                   policy: values.QueuePolicy) -> None:
+def test_failed_delete_is_requeued_then_taken_over(
+    db: Database, admin: str, world: World, policy: values.QueuePolicy
+) -> None:
     view = create(db, admin, world)
     initiator = principal(db, "agent:delete", "agent:read", namespace_id=world.namespace_id)
-    deleting = agent_lifecycle.delete_agent(db, actor_id=initiator, namespace_id=world.namespace_id,
-                                   agent_id=view.id)
+    deleting = agent_lifecycle.delete_agent(
+        db, actor_id=initiator, namespace_id=world.namespace_id, agent_id=view.id
+    )
     assert (deleting.status, deleting.desired_runtime_state) == ("deleting", "stopped")
     work_id = f"agent:{view.id}:reconcile:deleted"
     queued = work(db, work_id)
     # repeats while queued change nothing, whoever asks
     for actor in (initiator, admin):
-        agent_lifecycle.delete_agent(db, actor_id=actor, namespace_id=world.namespace_id,
-                            agent_id=view.id)
+        agent_lifecycle.delete_agent(
+            db, actor_id=actor, namespace_id=world.namespace_id, agent_id=view.id
+        )
     assert work(db, work_id) == queued
 
     fail_work(db, policy, work_id)
-    agent_lifecycle.delete_agent(db, actor_id=initiator, namespace_id=world.namespace_id,
-                        agent_id=view.id)
+    agent_lifecycle.delete_agent(
+        db, actor_id=initiator, namespace_id=world.namespace_id, agent_id=view.id
+    )
     retry = events(db, work_id=work_id)[0]
-    assert (retry.action, retry.actor_id, retry.details["takeover"],
-            retry.details["previousReasonCode"]) == (
-        "agents.delete", initiator, False, "UNKNOWN_FAILURE")
+    assert (
+        retry.action,
+        retry.actor_id,
+        retry.details["takeover"],
+        retry.details["previousReasonCode"],
+    ) == ("agents.delete", initiator, False, "UNKNOWN_FAILURE")
     assert "previousActorId" not in retry.details
 
     fail_work(db, policy, work_id)
@@ -373,88 +496,141 @@ def test_failed_delete_is_requeued_then_taken_over(db: Database, admin: str, wor
     item = work(db, work_id)
     assert item is not None
     assert (item.state, item.attempt_count, item.owner.actor_id) == (
-        values.WorkState.QUEUED, 0, admin)
+        values.WorkState.QUEUED,
+        0,
+        admin,
+    )
     takeover = events(db, work_id=work_id)[0]
-    assert (takeover.actor_id, takeover.details["takeover"],
-            takeover.details["previousActorId"]) == (admin, True, initiator)
+    assert (
+        takeover.actor_id,
+        takeover.details["takeover"],
+        takeover.details["previousActorId"],
+    ) == (admin, True, initiator)
 
     reader = principal(db, "agent:read", namespace_id=world.namespace_id)
     with pytest.raises(errors.Forbidden):
-        agent_lifecycle.delete_agent(db, actor_id=reader, namespace_id=world.namespace_id,
-                            agent_id=view.id)
+        agent_lifecycle.delete_agent(
+            db, actor_id=reader, namespace_id=world.namespace_id, agent_id=view.id
+        )
 
 
-def test_delete_work_of_another_actor_conflicts(db: Database, admin: str,
-                                                world: World) -> None:
+def test_delete_work_of_another_actor_conflicts(db: Database, admin: str, world: World) -> None:
     """An operator's repair put a deleting Agent back to active while its deletion work is
     still queued for someone else: a new delete must not silently adopt that work."""
     view = create(db, admin, world)
     delete(db, admin, view)
     with db.transaction() as session:
-        session.execute(sa.update(models.Agent).where(models.Agent.id == view.id)
-                        .values(status="active"))
+        session.execute(
+            sa.update(models.Agent).where(models.Agent.id == view.id).values(status="active")
+        )
     other = principal(db, "agent:delete", "agent:read", namespace_id=world.namespace_id)
 
     with pytest.raises(errors.IdempotencyConflict):
-        agent_lifecycle.delete_agent(db, actor_id=other, namespace_id=world.namespace_id,
-                            agent_id=view.id)
-    assert agents.get_agent(db, actor_id=admin, namespace_id=world.namespace_id,
-                            agent_id=view.id).status == "active"
+        agent_lifecycle.delete_agent(
+            db, actor_id=other, namespace_id=world.namespace_id, agent_id=view.id
+        )
+    assert (
+        agents.get_agent(
+            db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+        ).status
+        == "active"
+    )
 
 
 # -- the deployment-status projection (pure) ----------------------------------------------------
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.UTC)
-AGENT_ID, REVISION_ID, NAMESPACE_ID = ids.new("agent"), ids.new("agent_revision"), ids.new(
-    "namespace")
+AGENT_ID, REVISION_ID, NAMESPACE_ID = (
+    ids.new("agent"),
+    ids.new("agent_revision"),
+    ids.new("namespace"),
+)
 
 
 def agent_row(*, active: str | None, desired: str = "running") -> agent_rows.Agent:
     return agent_rows.Agent(
-        id=AGENT_ID, namespace_id=NAMESPACE_ID, name="a", configuration_id=ids.new(
-            "configuration"), harness_id="openclaw", harness_version="1", execution_mode=(
-            "embedded"), harness_auth_secret_id=None, compute_driver="local",
-        service_principal_id=ids.new("principal"), status="active",
-        desired_runtime_state=desired, active_revision_id=active, created_at=NOW,
-        updated_at=NOW)
+        id=AGENT_ID,
+        namespace_id=NAMESPACE_ID,
+        name="a",
+        configuration_id=ids.new("configuration"),
+        harness_id="openclaw",
+        harness_version="1",
+        execution_mode=("embedded"),
+        harness_auth_secret_id=None,
+        compute_driver="local",
+        service_principal_id=ids.new("principal"),
+        status="active",
+        desired_runtime_state=desired,
+        active_revision_id=active,
+        created_at=NOW,
+        updated_at=NOW,
+    )
 
 
-def work_item(state: values.WorkState, code: str | None = None,
-              result: dict[str, Any] | None = None, *, progress: str | None = None
-              ) -> values.WorkItem:
+def work_item(
+    state: values.WorkState,
+    code: str | None = None,
+    result: dict[str, Any] | None = None,
+    *,
+    progress: str | None = None,
+) -> values.WorkItem:
     return values.WorkItem(
         id=f"agent_revision:{REVISION_ID}:reconcile",
-        owner=values.WorkOwner(namespace_id=NAMESPACE_ID, actor_id=ids.new("principal"),
-                               agent_id=AGENT_ID, revision_id=REVISION_ID),
-        state=state, attempt_count=1, available_at=NOW + dt.timedelta(seconds=5),
-        claimed=state is values.WorkState.CLAIMED, started=False, lease_expires_at=None,
-        completed_at=None, reason_code=code, result_data=result,
-        last_progress_code=progress, last_progress_at=NOW if progress else None,
-        created_at=NOW, updated_at=NOW)
+        owner=values.WorkOwner(
+            namespace_id=NAMESPACE_ID,
+            actor_id=ids.new("principal"),
+            agent_id=AGENT_ID,
+            revision_id=REVISION_ID,
+        ),
+        state=state,
+        attempt_count=1,
+        available_at=NOW + dt.timedelta(seconds=5),
+        claimed=state is values.WorkState.CLAIMED,
+        started=False,
+        lease_expires_at=None,
+        completed_at=None,
+        reason_code=code,
+        result_data=result,
+        last_progress_code=progress,
+        last_progress_at=NOW if progress else None,
+        created_at=NOW,
+        updated_at=NOW,
+    )
 
 
 S = values.WorkState
 WARNING = {"code": "SLOW_START", "detail": "took 30s"}
 
 
-@pytest.mark.parametrize(("item", "active", "desired", "state"), [
-    (work_item(S.QUEUED), None, "running", "pending"),
-    (work_item(S.CLAIMED, progress="REVISION_INCOMPLETE"), None, "running", "pending"),
-    (work_item(S.SUCCEEDED, "REVISION_ACTIVATED"), REVISION_ID, "running", "active"),
-    (work_item(S.SUCCEEDED, "REVISION_ALREADY_ACTIVE"), REVISION_ID, "running", "active"),
-    (work_item(S.SUCCEEDED, "REVISION_ACTIVATED"), ids.new("agent_revision"), "running",
-     "superseded"),
-    (work_item(S.SUCCEEDED, "REVISION_ACTIVATED"), None, "stopped", "stopped"),
-    (work_item(S.SUCCEEDED, "REVISION_SUPERSEDED"), None, "running", "superseded"),
-    (work_item(S.SUCCEEDED, "REVISION_STOPPED"), None, "stopped", "stopped"),
-    (work_item(S.SUCCEEDED, "SUPERSEDED_TARGET"), None, "running", "failed"),
-    (work_item(S.FAILED_PERMANENT, "AUTHORIZATION_DENIED"), None, "running", "failed"),
-])
-def test_projection_states(item: values.WorkItem, active: str | None, desired: str,
-                           state: str) -> None:
+@pytest.mark.parametrize(
+    ("item", "active", "desired", "state"),
+    [
+        (work_item(S.QUEUED), None, "running", "pending"),
+        (work_item(S.CLAIMED, progress="REVISION_INCOMPLETE"), None, "running", "pending"),
+        (work_item(S.SUCCEEDED, "REVISION_ACTIVATED"), REVISION_ID, "running", "active"),
+        (work_item(S.SUCCEEDED, "REVISION_ALREADY_ACTIVE"), REVISION_ID, "running", "active"),
+        (
+            work_item(S.SUCCEEDED, "REVISION_ACTIVATED"),
+            ids.new("agent_revision"),
+            "running",
+            "superseded",
+        ),
+        (work_item(S.SUCCEEDED, "REVISION_ACTIVATED"), None, "stopped", "stopped"),
+        (work_item(S.SUCCEEDED, "REVISION_SUPERSEDED"), None, "running", "superseded"),
+        (work_item(S.SUCCEEDED, "REVISION_STOPPED"), None, "stopped", "stopped"),
+        (work_item(S.SUCCEEDED, "SUPERSEDED_TARGET"), None, "running", "failed"),
+        (work_item(S.FAILED_PERMANENT, "AUTHORIZATION_DENIED"), None, "running", "failed"),
+    ],
+)
+def test_projection_states(
+    item: values.WorkItem, active: str | None, desired: str, state: str
+) -> None:
     view = deployments.project(item, agent_row(active=active, desired=desired))
     assert (view.deployment_id, view.agent_id, view.namespace_id) == (
-        REVISION_ID, AGENT_ID, NAMESPACE_ID)
+        REVISION_ID,
+        AGENT_ID,
+        NAMESPACE_ID,
+    )
     assert view.state == state
     assert view.reason_code == item.reason_code
     assert (view.error is not None) == (state == "failed")
@@ -462,29 +638,37 @@ def test_projection_states(item: values.WorkItem, active: str | None, desired: s
 
 
 def test_projection_details() -> None:
-    queued = deployments.project(work_item(S.QUEUED, progress="LEASE_EXPIRED"),
-                                 agent_row(active=None))
-    assert queued.progress == deployments.Progress("LEASE_EXPIRED", NOW,
-                                                   NOW + dt.timedelta(seconds=5))
+    queued = deployments.project(
+        work_item(S.QUEUED, progress="LEASE_EXPIRED"), agent_row(active=None)
+    )
+    assert queued.progress == deployments.Progress(
+        "LEASE_EXPIRED", NOW, NOW + dt.timedelta(seconds=5)
+    )
     claimed = deployments.project(work_item(S.CLAIMED), agent_row(active=None))
     assert claimed.progress == deployments.Progress(None, None, None)
 
     active = deployments.project(
         work_item(S.SUCCEEDED, "REVISION_ACTIVATED", {"warnings": [WARNING]}),
-        agent_row(active=REVISION_ID))
+        agent_row(active=REVISION_ID),
+    )
     assert (active.warnings, active.error, active.progress) == ((WARNING,), None, None)
 
     failed = deployments.project(
         work_item(S.FAILED_PERMANENT, "CONVERGENCE_DEADLINE_EXCEEDED", {"timeoutMs": 900000}),
-        agent_row(active=None))
+        agent_row(active=None),
+    )
     assert failed.error == deployments.DeploymentError(
-        "CONVERGENCE_DEADLINE_EXCEEDED", "The resource did not converge before the deadline.",
-        {"timeoutMs": 900000})
+        "CONVERGENCE_DEADLINE_EXCEEDED",
+        "The resource did not converge before the deadline.",
+        {"timeoutMs": 900000},
+    )
     assert failed.warnings == ()
-    unknown = deployments.project(work_item(S.FAILED_PERMANENT, "SOMETHING_NEW"),
-                                  agent_row(active=None))
-    assert unknown.error == deployments.DeploymentError("SOMETHING_NEW",
-                                                        "Reconciliation failed.", None)
+    unknown = deployments.project(
+        work_item(S.FAILED_PERMANENT, "SOMETHING_NEW"), agent_row(active=None)
+    )
+    assert unknown.error == deployments.DeploymentError(
+        "SOMETHING_NEW", "Reconciliation failed.", None
+    )
 
     other_agent = dataclasses.replace(agent_row(active=None), id=ids.new("agent"))
     with pytest.raises(ValueError, match="not a deployment"):

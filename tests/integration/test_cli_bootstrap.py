@@ -64,8 +64,7 @@ def test_bootstrap_prints_a_working_key_once(db: Database, run: Any) -> None:
     assert not any(secret in text for text in details)
 
 
-def test_an_existing_installation_is_an_error_without_if_missing(db: Database,
-                                                                 run: Any) -> None:
+def test_an_existing_installation_is_an_error_without_if_missing(db: Database, run: Any) -> None:
     first = line(run("bootstrap"))
     again = run("bootstrap")
     assert again.exit_code == 2
@@ -107,8 +106,7 @@ def test_key_file_is_never_overwritten(db: Database, run: Any, tmp_path: Path) -
     assert count(db, models.Installation) == 0  # refused before anything was created
 
 
-def test_key_file_with_if_missing_on_a_later_run(db: Database, run: Any,
-                                                 tmp_path: Path) -> None:
+def test_key_file_with_if_missing_on_a_later_run(db: Database, run: Any, tmp_path: Path) -> None:
     key_file = tmp_path / "admin.key"
     first = line(run("bootstrap", "--if-missing", "--key-file", str(key_file)))
     key = key_file.read_text()
@@ -121,8 +119,9 @@ def test_key_file_with_if_missing_on_a_later_run(db: Database, run: Any,
     assert not other_file.exists()  # created for nothing, then removed
 
 
-def test_existing_installation_with_a_new_key_file_leaves_no_file(db: Database, run: Any,
-                                                                  tmp_path: Path) -> None:
+def test_existing_installation_with_a_new_key_file_leaves_no_file(
+    db: Database, run: Any, tmp_path: Path
+) -> None:
     line(run("bootstrap"))
     key_file = tmp_path / "admin.key"
     refused = run("bootstrap", "--key-file", str(key_file))
@@ -130,28 +129,34 @@ def test_existing_installation_with_a_new_key_file_leaves_no_file(db: Database, 
     assert not key_file.exists()
 
 
-def test_an_interrupted_bootstrap_gets_its_key_on_the_next_run(db: Database,
-                                                               run: Any) -> None:
+def test_an_interrupted_bootstrap_gets_its_key_on_the_next_run(db: Database, run: Any) -> None:
     boot = installation.bootstrap_installation(db, name="occ", admin_name="admin")
     assert count(db, models.ApiKey) == 0
     finished = line(run("bootstrap", "--if-missing"))
     assert finished["created"] is False and finished["principalId"] == boot.admin_principal_id
     assert authenticate(db, presented_key=finished["key"], pepper=PEPPER) == (
-        boot.admin_principal_id)
+        boot.admin_principal_id
+    )
     with db.transaction() as session:
         assert boot.admin_principal_id is not None
         api_keys.revoke(session, finished["keyId"])
     # a key was issued once: later runs never mint another, even if it was revoked
     assert line(run("bootstrap", "--if-missing")) == {
-        "installationId": boot.installation_id, "created": False}
+        "installationId": boot.installation_id,
+        "created": False,
+    }
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (["--name", " padded"], "/name"),
-    (["--admin-name", ""], "/adminName"),
-])
-def test_invalid_names_are_one_line_errors(db: Database, run: Any, args: list[str],
-                                           fragment: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--name", " padded"], "/name"),
+        (["--admin-name", ""], "/adminName"),
+    ],
+)
+def test_invalid_names_are_one_line_errors(
+    db: Database, run: Any, args: list[str], fragment: str
+) -> None:
     result = run("bootstrap", *args)
     assert result.exit_code == 2 and result.stdout == ""
     [message] = result.stderr.splitlines()
@@ -159,8 +164,9 @@ def test_invalid_names_are_one_line_errors(db: Database, run: Any, args: list[st
     assert count(db, models.Installation) == 0
 
 
-def test_an_unreachable_database_is_a_one_line_error(db: Database, run: Any,
-                                                     tmp_path: Path) -> None:
+def test_an_unreachable_database_is_a_one_line_error(
+    db: Database, run: Any, tmp_path: Path
+) -> None:
     url = "postgresql://occ_app:hunter2@127.0.0.1:1/occ"
     key_file = tmp_path / "admin.key"
     result = run("bootstrap", "--key-file", str(key_file), url=url)

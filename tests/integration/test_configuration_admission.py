@@ -30,8 +30,10 @@ def admin(db: Database) -> str:
 def ready_namespace(db: Database, owner_db: Database, admin: str, name: str) -> str:
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name=name).id
     with owner_db.transaction() as session:
-        session.execute(sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-                        {"id": namespace_id})
+        session.execute(
+            sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
+            {"id": namespace_id},
+        )
     return namespace_id
 
 
@@ -40,13 +42,24 @@ def namespace_id(db: Database, owner_db: Database, admin: str) -> str:
     return ready_namespace(db, owner_db, admin, "team-a")
 
 
-def principal(db: Database, *permissions: str, namespace_id: str | None = None,
-              resource_kind: str | None = None, resource_id: str | None = None) -> str:
+def principal(
+    db: Database,
+    *permissions: str,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+) -> str:
     with db.transaction() as session:
         principal_id = rows.principal(session)
         if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id,
-                         resource_kind=resource_kind, resource_id=resource_id)
+            grants.grant(
+                session,
+                principal_id,
+                permissions,
+                namespace_id=namespace_id,
+                resource_kind=resource_kind,
+                resource_id=resource_id,
+            )
         return principal_id
 
 
@@ -60,11 +73,20 @@ def count(db: Database, model: type[models.Base]) -> int:
         return int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
 
 
-def create(db: Database, admin: str, namespace_id: str, name: str = "base",
-           document: dict[str, Any] | None = None) -> configurations.ConfigurationView:
+def create(
+    db: Database,
+    admin: str,
+    namespace_id: str,
+    name: str = "base",
+    document: dict[str, Any] | None = None,
+) -> configurations.ConfigurationView:
     return configurations.create_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, name=name,
-        document={"model": "gpt"} if document is None else document)
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name=name,
+        document={"model": "gpt"} if document is None else document,
+    )
 
 
 class Unusable:
@@ -78,8 +100,10 @@ class Unusable:
 
 # -- configurations: create ---------------------------------------------------------------------
 
-def test_create_writes_the_row_and_its_audit_together(db: Database, admin: str,
-                                                      namespace_id: str) -> None:
+
+def test_create_writes_the_row_and_its_audit_together(
+    db: Database, admin: str, namespace_id: str
+) -> None:
     view = create(db, admin, namespace_id, document={"model": "gpt", "tools": [1, {"a": None}]})
 
     assert ids.is_valid("configuration", view.id)
@@ -88,16 +112,25 @@ def test_create_writes_the_row_and_its_audit_together(db: Database, admin: str,
     assert count(db, models.ControllerWork) == 1  # only the Namespace's own work
     [event] = events(db, resource_id=view.id)
     assert (event.kind, event.action, event.actor_id, event.outcome) == (
-        "mutation", "configurations.create", admin, "success")
+        "mutation",
+        "configurations.create",
+        admin,
+        "success",
+    )
     assert (event.namespace_id, event.resource_kind) == (namespace_id, "configuration")
     assert event.details["name"] == "base" and event.details["generation"] == 1
     assert event.details["authorization"]["principalId"] == admin
-    assert configurations.get_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=view.id) == view
+    assert (
+        configurations.get_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        )
+        == view
+    )
 
 
-def test_create_is_atomic(db: Database, admin: str, namespace_id: str,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_create_is_atomic(
+    db: Database, admin: str, namespace_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken_append(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("audit insert failed")
 
@@ -110,65 +143,85 @@ def test_create_is_atomic(db: Database, admin: str, namespace_id: str,
 
 
 @pytest.mark.parametrize("status", ["provisioning", "failed"])
-def test_create_needs_a_ready_namespace(db: Database, owner_db: Database, admin: str,
-                                        status: str) -> None:
+def test_create_needs_a_ready_namespace(
+    db: Database, owner_db: Database, admin: str, status: str
+) -> None:
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="young").id
     with owner_db.transaction() as session:
-        session.execute(sa.text("UPDATE occ.namespaces SET status = :s WHERE id = :id"),
-                        {"s": status, "id": namespace_id})
+        session.execute(
+            sa.text("UPDATE occ.namespaces SET status = :s WHERE id = :id"),
+            {"s": status, "id": namespace_id},
+        )
     with pytest.raises(errors.NamespaceNotReady):
         create(db, admin, namespace_id)
     with pytest.raises(errors.NamespaceNotReady):
-        secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                              name="s", value=VALUE)
+        secrets.create_secret(
+            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=VALUE
+        )
     assert count(db, models.Configuration) == 0 and count(db, models.Secret) == 0
     assert [e.action for e in events(db, namespace_id=namespace_id)] == ["namespaces.create"]
 
 
-def test_a_deleting_namespace_refuses_new_content(db: Database, admin: str,
-                                                  namespace_id: str) -> None:
-    assert namespaces.delete_namespace(db, actor_id=admin,
-                                       namespace_id=namespace_id).status == "deleting"
+def test_a_deleting_namespace_refuses_new_content(
+    db: Database, admin: str, namespace_id: str
+) -> None:
+    assert (
+        namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id).status
+        == "deleting"
+    )
     with pytest.raises(errors.NamespaceNotReady):
         create(db, admin, namespace_id)
     with pytest.raises(errors.NamespaceNotReady):
-        secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                              name="s", value=VALUE)
+        secrets.create_secret(
+            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=VALUE
+        )
     assert count(db, models.Configuration) == 0 and count(db, models.Secret) == 0
 
 
-def test_content_keeps_a_namespace_from_being_deleted(db: Database, admin: str,
-                                                      namespace_id: str) -> None:
+def test_content_keeps_a_namespace_from_being_deleted(
+    db: Database, admin: str, namespace_id: str
+) -> None:
     view = create(db, admin, namespace_id)
     with pytest.raises(errors.NamespaceNotEmpty, match="1 configuration"):
         namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id)
-    configurations.delete_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                        configuration_id=view.id)
-    assert namespaces.delete_namespace(db, actor_id=admin,
-                                       namespace_id=namespace_id).status == "deleting"
+    configurations.delete_configuration(
+        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+    )
+    assert (
+        namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id).status
+        == "deleting"
+    )
 
 
 def test_create_racing_namespace_deletion_never_leaves_content_behind(
-        db: Database, owner_db: Database, admin: str) -> None:
+    db: Database, owner_db: Database, admin: str
+) -> None:
     for round_number in range(8):
         namespace_id = ready_namespace(db, owner_db, admin, f"race-{round_number}")
         barrier = threading.Barrier(2)
         outcomes: dict[str, object] = {}
 
-        def add(namespace_id: str = namespace_id, barrier: threading.Barrier = barrier,
-                outcomes: dict[str, object] = outcomes) -> None:
+        def add(
+            namespace_id: str = namespace_id,
+            barrier: threading.Barrier = barrier,
+            outcomes: dict[str, object] = outcomes,
+        ) -> None:
             barrier.wait()
             try:
                 outcomes["create"] = create(db, admin, namespace_id)
             except errors.OccError as error:
                 outcomes["create"] = error
 
-        def remove(namespace_id: str = namespace_id, barrier: threading.Barrier = barrier,
-                   outcomes: dict[str, object] = outcomes) -> None:
+        def remove(
+            namespace_id: str = namespace_id,
+            barrier: threading.Barrier = barrier,
+            outcomes: dict[str, object] = outcomes,
+        ) -> None:
             barrier.wait()
             try:
                 outcomes["delete"] = namespaces.delete_namespace(
-                    db, actor_id=admin, namespace_id=namespace_id)
+                    db, actor_id=admin, namespace_id=namespace_id
+                )
             except errors.OccError as error:
                 outcomes["delete"] = error
 
@@ -187,27 +240,42 @@ def test_create_racing_namespace_deletion_never_leaves_content_behind(
 
 
 @pytest.mark.parametrize("name", ["", " padded", "tab\there", "x" * 201, 7, None])
-def test_bad_names_point_at_the_field(db: Database, admin: str, namespace_id: str,
-                                      name: Any) -> None:
+def test_bad_names_point_at_the_field(
+    db: Database, admin: str, namespace_id: str, name: Any
+) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
         create(db, admin, namespace_id, name=name)
     assert [e.pointer for e in raised.value.errors] == ["/name"]
     with pytest.raises(errors.InvalidInput) as raised:
-        secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                              name=name, value=VALUE)
+        secrets.create_secret(
+            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name=name, value=VALUE
+        )
     assert [e.pointer for e in raised.value.errors] == ["/name"]
 
 
-@pytest.mark.parametrize("document", [
-    [], "text", None, {"n": float("nan")}, {"n": float("inf")}, {"s": "nul\x00"},
-    {"nul\x00key": 1}, {1: "int key"}, {"s": "\ud800"}, {"x": object()},
-    {"big": "x" * (64 * 1024)},
-])
-def test_bad_documents_point_at_the_field(db: Database, admin: str, namespace_id: str,
-                                          document: Any) -> None:
+@pytest.mark.parametrize(
+    "document",
+    [
+        [],
+        "text",
+        None,
+        {"n": float("nan")},
+        {"n": float("inf")},
+        {"s": "nul\x00"},
+        {"nul\x00key": 1},
+        {1: "int key"},
+        {"s": "\ud800"},
+        {"x": object()},
+        {"big": "x" * (64 * 1024)},
+    ],
+)
+def test_bad_documents_point_at_the_field(
+    db: Database, admin: str, namespace_id: str, document: Any
+) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
-        configurations.create_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            name="base", document=document)
+        configurations.create_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, name="base", document=document
+        )
     assert [e.pointer for e in raised.value.errors] == ["/document"]
     assert count(db, models.Configuration) == 0
 
@@ -219,8 +287,9 @@ def test_the_largest_document_fits(db: Database, admin: str, namespace_id: str) 
     assert create(db, admin, namespace_id, document=document).document == document
 
 
-def test_duplicate_names_conflict_per_namespace(db: Database, owner_db: Database, admin: str,
-                                                namespace_id: str) -> None:
+def test_duplicate_names_conflict_per_namespace(
+    db: Database, owner_db: Database, admin: str, namespace_id: str
+) -> None:
     create(db, admin, namespace_id)
     with pytest.raises(errors.Conflict):
         create(db, admin, namespace_id)
@@ -231,8 +300,8 @@ def test_duplicate_names_conflict_per_namespace(db: Database, owner_db: Database
 
 # -- configurations: authorization --------------------------------------------------------------
 
-def test_denied_create_writes_only_the_denial(db: Database, admin: str,
-                                              namespace_id: str) -> None:
+
+def test_denied_create_writes_only_the_denial(db: Database, admin: str, namespace_id: str) -> None:
     stranger = principal(db)
     reader = principal(db, "namespace:read", namespace_id=namespace_id)
     before = len(events(db))
@@ -247,103 +316,156 @@ def test_denied_create_writes_only_the_denial(db: Database, admin: str,
     assert len(events(db)) == before + 2
     assert [(d.actor_id, d.action, d.resource_kind, d.resource_id) for d in denials] == [
         (reader, "configurations.create", "namespace", namespace_id),
-        (stranger, "configurations.create", "namespace", namespace_id)]
+        (stranger, "configurations.create", "namespace", namespace_id),
+    ]
     assert denials[0].details["permission"] == "configuration:create"
     assert denials[0].details["request"] == {"name": "base"}
 
 
-def test_a_principal_of_another_namespace_sees_nothing(db: Database, owner_db: Database,
-                                                       admin: str, namespace_id: str) -> None:
+def test_a_principal_of_another_namespace_sees_nothing(
+    db: Database, owner_db: Database, admin: str, namespace_id: str
+) -> None:
     other = ready_namespace(db, owner_db, admin, "team-b")
     theirs = create(db, admin, other, name="theirs")
     ours = create(db, admin, namespace_id, name="ours")
-    member = principal(db, "configuration:create", "configuration:read",
-                       "configuration:update", "configuration:delete", "namespace:read",
-                       namespace_id=namespace_id)
+    member = principal(
+        db,
+        "configuration:create",
+        "configuration:read",
+        "configuration:update",
+        "configuration:delete",
+        "namespace:read",
+        namespace_id=namespace_id,
+    )
 
     for attempt in (
-        lambda: configurations.get_configuration(db, actor_id=member, namespace_id=other,
-                                                 configuration_id=theirs.id),
-        lambda: configurations.update_configuration(db, actor_id=member, namespace_id=other,
-                                                    configuration_id=theirs.id, name="x"),
-        lambda: configurations.delete_configuration(db, actor_id=member, namespace_id=other,
-                                                    configuration_id=theirs.id),
+        lambda: configurations.get_configuration(
+            db, actor_id=member, namespace_id=other, configuration_id=theirs.id
+        ),
+        lambda: configurations.update_configuration(
+            db, actor_id=member, namespace_id=other, configuration_id=theirs.id, name="x"
+        ),
+        lambda: configurations.delete_configuration(
+            db, actor_id=member, namespace_id=other, configuration_id=theirs.id
+        ),
         lambda: configurations.list_configurations(db, actor_id=member, namespace_id=other),
         lambda: create(db, member, other, name="intruder"),
         # B's Configuration addressed through A's path does not exist in A
-        lambda: configurations.get_configuration(db, actor_id=member,
-                                                 namespace_id=namespace_id,
-                                                 configuration_id=theirs.id),
-        lambda: configurations.delete_configuration(db, actor_id=admin,
-                                                    namespace_id=namespace_id,
-                                                    configuration_id=theirs.id),
+        lambda: configurations.get_configuration(
+            db, actor_id=member, namespace_id=namespace_id, configuration_id=theirs.id
+        ),
+        lambda: configurations.delete_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=theirs.id
+        ),
     ):
         with pytest.raises(errors.NotFound):
             attempt()
 
-    assert configurations.list_configurations(db, actor_id=member,
-                                              namespace_id=namespace_id) == [ours]
-    assert configurations.get_configuration(db, actor_id=admin, namespace_id=other,
-                                            configuration_id=theirs.id) == theirs
+    assert configurations.list_configurations(db, actor_id=member, namespace_id=namespace_id) == [
+        ours
+    ]
+    assert (
+        configurations.get_configuration(
+            db, actor_id=admin, namespace_id=other, configuration_id=theirs.id
+        )
+        == theirs
+    )
     denied_actions = [e.action for e in events(db, kind="authorization_denial")]
-    assert sorted(denied_actions) == sorted([
-        "configurations.read", "configurations.update", "configurations.delete",
-        "configurations.list", "configurations.create"])
+    assert sorted(denied_actions) == sorted(
+        [
+            "configurations.read",
+            "configurations.update",
+            "configurations.delete",
+            "configurations.list",
+            "configurations.create",
+        ]
+    )
 
 
 def test_lists_are_filtered_per_item(db: Database, admin: str, namespace_id: str) -> None:
     first = create(db, admin, namespace_id, name="first")
     create(db, admin, namespace_id, name="second")
-    exact = principal(db, "configuration:read", namespace_id=namespace_id,
-                      resource_kind="configuration", resource_id=first.id)
+    exact = principal(
+        db,
+        "configuration:read",
+        namespace_id=namespace_id,
+        resource_kind="configuration",
+        resource_id=first.id,
+    )
     namespace_reader = principal(db, "namespace:read", namespace_id=namespace_id)
     collection_reader = principal(db, "configuration:read", namespace_id=namespace_id)
 
-    assert [v.name for v in configurations.list_configurations(
-        db, actor_id=admin, namespace_id=namespace_id)] == ["first", "second"]
-    assert configurations.list_configurations(db, actor_id=exact,
-                                              namespace_id=namespace_id) == [first]
-    assert configurations.list_configurations(db, actor_id=namespace_reader,
-                                              namespace_id=namespace_id) == []
-    assert len(configurations.list_configurations(db, actor_id=collection_reader,
-                                                  namespace_id=namespace_id)) == 2
+    assert [
+        v.name
+        for v in configurations.list_configurations(db, actor_id=admin, namespace_id=namespace_id)
+    ] == ["first", "second"]
+    assert configurations.list_configurations(db, actor_id=exact, namespace_id=namespace_id) == [
+        first
+    ]
+    assert (
+        configurations.list_configurations(db, actor_id=namespace_reader, namespace_id=namespace_id)
+        == []
+    )
+    assert (
+        len(
+            configurations.list_configurations(
+                db, actor_id=collection_reader, namespace_id=namespace_id
+            )
+        )
+        == 2
+    )
     with pytest.raises(errors.NotFound):
-        configurations.list_configurations(db, actor_id=principal(db),
-                                           namespace_id=namespace_id)
+        configurations.list_configurations(db, actor_id=principal(db), namespace_id=namespace_id)
 
 
 def test_reader_may_not_update_or_delete(db: Database, admin: str, namespace_id: str) -> None:
     view = create(db, admin, namespace_id)
     reader = principal(db, "configuration:read", namespace_id=namespace_id)
     with pytest.raises(errors.Forbidden):
-        configurations.update_configuration(db, actor_id=reader, namespace_id=namespace_id,
-                                            configuration_id=view.id, document={})
+        configurations.update_configuration(
+            db, actor_id=reader, namespace_id=namespace_id, configuration_id=view.id, document={}
+        )
     with pytest.raises(errors.Forbidden):
-        configurations.delete_configuration(db, actor_id=reader, namespace_id=namespace_id,
-                                            configuration_id=view.id)
-    assert configurations.get_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=view.id) == view
+        configurations.delete_configuration(
+            db, actor_id=reader, namespace_id=namespace_id, configuration_id=view.id
+        )
+    assert (
+        configurations.get_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        )
+        == view
+    )
 
 
-@pytest.mark.parametrize(("namespace_value", "configuration_value"), [
-    ("not-an-id", None), ("ns_123", None), (None, "cfg_nope"), (None, "sec_" + "0" * 36),
-])
+@pytest.mark.parametrize(
+    ("namespace_value", "configuration_value"),
+    [
+        ("not-an-id", None),
+        ("ns_123", None),
+        (None, "cfg_nope"),
+        (None, "sec_" + "0" * 36),
+    ],
+)
 def test_malformed_ids_are_not_found_before_any_query(
-        namespace_value: str | None, configuration_value: str | None) -> None:
+    namespace_value: str | None, configuration_value: str | None
+) -> None:
     namespace_id = namespace_value or ids.new("namespace")
     configuration_id = configuration_value or ids.new("configuration")
     unusable: Any = Unusable()
     for attempt in (
-        lambda: configurations.get_configuration(unusable, actor_id="x",
-                                                 namespace_id=namespace_id,
-                                                 configuration_id=configuration_id),
-        lambda: configurations.update_configuration(unusable, actor_id="x",
-                                                    namespace_id=namespace_id,
-                                                    configuration_id=configuration_id,
-                                                    name="n"),
-        lambda: configurations.delete_configuration(unusable, actor_id="x",
-                                                    namespace_id=namespace_id,
-                                                    configuration_id=configuration_id),
+        lambda: configurations.get_configuration(
+            unusable, actor_id="x", namespace_id=namespace_id, configuration_id=configuration_id
+        ),
+        lambda: configurations.update_configuration(
+            unusable,
+            actor_id="x",
+            namespace_id=namespace_id,
+            configuration_id=configuration_id,
+            name="n",
+        ),
+        lambda: configurations.delete_configuration(
+            unusable, actor_id="x", namespace_id=namespace_id, configuration_id=configuration_id
+        ),
     ):
         with pytest.raises(errors.NotFound):
             attempt()
@@ -355,61 +477,78 @@ def test_malformed_ids_are_not_found_before_any_query(
         with pytest.raises(errors.NotFound):
             secrets.list_secrets(unusable, actor_id="x", namespace_id=namespace_id)
     with pytest.raises(errors.NotFound):
-        secrets.get_secret(unusable, actor_id="x", namespace_id=namespace_id,
-                           secret_id=configuration_id)
+        secrets.get_secret(
+            unusable, actor_id="x", namespace_id=namespace_id, secret_id=configuration_id
+        )
 
 
 # -- configurations: update ---------------------------------------------------------------------
 
-def test_every_update_moves_the_generation_by_one(db: Database, admin: str,
-                                                 namespace_id: str) -> None:
+
+def test_every_update_moves_the_generation_by_one(
+    db: Database, admin: str, namespace_id: str
+) -> None:
     view = create(db, admin, namespace_id)
-    renamed = configurations.update_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                                  configuration_id=view.id, name="renamed")
-    assert (renamed.name, renamed.document, renamed.generation) == (
-        "renamed", {"model": "gpt"}, 2)
+    renamed = configurations.update_configuration(
+        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="renamed"
+    )
+    assert (renamed.name, renamed.document, renamed.generation) == ("renamed", {"model": "gpt"}, 2)
     assert renamed.updated_at > view.updated_at and renamed.created_at == view.created_at
-    replaced = configurations.update_configuration(db, actor_id=admin,
-                                                   namespace_id=namespace_id,
-                                                   configuration_id=view.id,
-                                                   document={"model": "other"})
+    replaced = configurations.update_configuration(
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        configuration_id=view.id,
+        document={"model": "other"},
+    )
     assert (replaced.name, replaced.document, replaced.generation) == (
-        "renamed", {"model": "other"}, 3)
-    both = configurations.update_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                               configuration_id=view.id, name="both",
-                                               document={})
+        "renamed",
+        {"model": "other"},
+        3,
+    )
+    both = configurations.update_configuration(
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        configuration_id=view.id,
+        name="both",
+        document={},
+    )
     assert (both.name, both.document, both.generation) == ("both", {}, 4)
 
-    updates = [e for e in events(db, resource_id=view.id)
-               if e.action == "configurations.update"]
-    assert [(e.details["previousGeneration"], e.details["generation"], e.details["changed"])
-            for e in reversed(updates)] == [
-        (1, 2, ["name"]), (2, 3, ["document"]), (3, 4, ["name", "document"])]
+    updates = [e for e in events(db, resource_id=view.id) if e.action == "configurations.update"]
+    assert [
+        (e.details["previousGeneration"], e.details["generation"], e.details["changed"])
+        for e in reversed(updates)
+    ] == [(1, 2, ["name"]), (2, 3, ["document"]), (3, 4, ["name", "document"])]
     assert updates[-1].details["previousName"] == "base"
 
 
 def test_an_empty_update_is_invalid(db: Database, admin: str, namespace_id: str) -> None:
     view = create(db, admin, namespace_id)
     with pytest.raises(errors.InvalidInput) as raised:
-        configurations.update_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=view.id)
+        configurations.update_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        )
     assert [e.pointer for e in raised.value.errors] == [""]
 
 
-def test_renaming_onto_a_taken_name_conflicts(db: Database, admin: str,
-                                              namespace_id: str) -> None:
+def test_renaming_onto_a_taken_name_conflicts(db: Database, admin: str, namespace_id: str) -> None:
     create(db, admin, namespace_id, name="taken")
     view = create(db, admin, namespace_id, name="mine")
     with pytest.raises(errors.Conflict):
-        configurations.update_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=view.id, name="taken")
-    current = configurations.get_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                               configuration_id=view.id)
+        configurations.update_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="taken"
+        )
+    current = configurations.get_configuration(
+        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+    )
     assert (current.name, current.generation) == ("mine", 1)
 
 
-def test_concurrent_updates_each_take_their_own_generation(db: Database, admin: str,
-                                                           namespace_id: str) -> None:
+def test_concurrent_updates_each_take_their_own_generation(
+    db: Database, admin: str, namespace_id: str
+) -> None:
     view = create(db, admin, namespace_id)
     writers = 8
     barrier = threading.Barrier(writers)
@@ -419,9 +558,15 @@ def test_concurrent_updates_each_take_their_own_generation(db: Database, admin: 
     def write(index: int) -> None:
         barrier.wait()
         try:
-            results.append(configurations.update_configuration(
-                db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id,
-                document={"writer": index}).generation)
+            results.append(
+                configurations.update_configuration(
+                    db,
+                    actor_id=admin,
+                    namespace_id=namespace_id,
+                    configuration_id=view.id,
+                    document={"writer": index},
+                ).generation
+            )
         except BaseException as error:  # reported below
             failures.append(error)
 
@@ -432,52 +577,64 @@ def test_concurrent_updates_each_take_their_own_generation(db: Database, admin: 
         thread.join(timeout=60)
     assert failures == []
     assert sorted(results) == list(range(2, writers + 2))
-    final = configurations.get_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                             configuration_id=view.id)
+    final = configurations.get_configuration(
+        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+    )
     assert final.generation == writers + 1
 
 
-def test_update_needs_a_ready_namespace(db: Database, owner_db: Database, admin: str,
-                                        namespace_id: str) -> None:
+def test_update_needs_a_ready_namespace(
+    db: Database, owner_db: Database, admin: str, namespace_id: str
+) -> None:
     view = create(db, admin, namespace_id)
     with owner_db.transaction() as session:
-        session.execute(sa.text("UPDATE occ.namespaces SET status = 'failed' WHERE id = :id"),
-                        {"id": namespace_id})
+        session.execute(
+            sa.text("UPDATE occ.namespaces SET status = 'failed' WHERE id = :id"),
+            {"id": namespace_id},
+        )
     with pytest.raises(errors.NamespaceNotReady):
-        configurations.update_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=view.id, name="later")
+        configurations.update_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="later"
+        )
     # deletion stays possible, so the Namespace can still be emptied
-    configurations.delete_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                        configuration_id=view.id)
+    configurations.delete_configuration(
+        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+    )
     assert count(db, models.Configuration) == 0
 
 
 # -- configurations: delete ---------------------------------------------------------------------
 
+
 def test_delete_removes_the_row_and_audits(db: Database, admin: str, namespace_id: str) -> None:
     view = create(db, admin, namespace_id)
-    removed = configurations.delete_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                                  configuration_id=view.id)
+    removed = configurations.delete_configuration(
+        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+    )
     assert removed == view
     assert count(db, models.Configuration) == 0
     event = events(db, resource_id=view.id)[0]
     assert (event.action, event.details["name"]) == ("configurations.delete", "base")
     with pytest.raises(errors.NotFound):
-        configurations.delete_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=view.id)
+        configurations.delete_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        )
 
 
-def test_a_configuration_used_by_an_agent_is_kept(db: Database, admin: str,
-                                                  namespace_id: str) -> None:
+def test_a_configuration_used_by_an_agent_is_kept(
+    db: Database, admin: str, namespace_id: str
+) -> None:
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=namespace_id)
         configuration_id = session.scalar(
-            sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id))
+            sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id)
+        )
     assert configuration_id is not None
     before = len(events(db))
     with pytest.raises(errors.Conflict, match=agent_id) as raised:
-        configurations.delete_configuration(db, actor_id=admin, namespace_id=namespace_id,
-                                            configuration_id=configuration_id)
+        configurations.delete_configuration(
+            db, actor_id=admin, namespace_id=namespace_id, configuration_id=configuration_id
+        )
     assert raised.value.code == "RESOURCE_CONFLICT"
     assert count(db, models.Configuration) == 1
     assert len(events(db)) == before
@@ -485,10 +642,13 @@ def test_a_configuration_used_by_an_agent_is_kept(db: Database, admin: str,
 
 # -- secrets ------------------------------------------------------------------------------------
 
-def test_a_secret_is_stored_sealed_for_its_row(db: Database, owner_db: Database, admin: str,
-                                               namespace_id: str) -> None:
-    view = secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                                 name="token", value=VALUE)
+
+def test_a_secret_is_stored_sealed_for_its_row(
+    db: Database, owner_db: Database, admin: str, namespace_id: str
+) -> None:
+    view = secrets.create_secret(
+        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="token", value=VALUE
+    )
     assert ids.is_valid("secret", view.id)
     assert not hasattr(view, "value")
     with db.transaction() as session:
@@ -501,21 +661,35 @@ def test_a_secret_is_stored_sealed_for_its_row(db: Database, owner_db: Database,
     [event] = events(db, resource_id=view.id)
     assert (event.action, event.details["name"]) == ("secrets.create", "token")
     with owner_db.transaction() as session:
-        dumped = session.scalar(sa.text(
-            "SELECT string_agg(details::text, ' ') FROM occ.audit_events"))
+        dumped = session.scalar(
+            sa.text("SELECT string_agg(details::text, ' ') FROM occ.audit_events")
+        )
     assert VALUE not in (dumped or "")
 
 
 def test_a_ciphertext_copied_to_another_secret_does_not_decrypt(
-        db: Database, owner_db: Database, admin: str, namespace_id: str) -> None:
-    first = secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                                  name="first", value=VALUE)
-    second = secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                                   name="second", value="other value")
+    db: Database, owner_db: Database, admin: str, namespace_id: str
+) -> None:
+    first = secrets.create_secret(
+        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="first", value=VALUE
+    )
+    second = secrets.create_secret(
+        db,
+        store=STORE,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="second",
+        value="other value",
+    )
     with owner_db.transaction() as session:
-        session.execute(sa.text(
-            "UPDATE occ.secrets SET value_ciphertext = (SELECT value_ciphertext FROM occ.secrets"
-            " WHERE id = :source) WHERE id = :target"), {"source": first.id, "target": second.id})
+        session.execute(
+            sa.text(
+                "UPDATE occ.secrets SET value_ciphertext = "
+                "(SELECT value_ciphertext FROM occ.secrets"
+                " WHERE id = :source) WHERE id = :target"
+            ),
+            {"source": first.id, "target": second.id},
+        )
     with db.transaction() as session:
         moved = secret_rows.sealed_value(session, namespace_id, second.id)
     assert moved is not None
@@ -523,42 +697,51 @@ def test_a_ciphertext_copied_to_another_secret_does_not_decrypt(
         STORE.decrypt(second.id, moved)
 
 
-@pytest.mark.parametrize("value", ["", "x" * (64 * 1024 + 1), "\u00e9" * (32 * 1024 + 1), 42,
-                                   None, "\ud800"])
-def test_bad_values_are_refused_without_repeating_them(db: Database, admin: str,
-                                                       namespace_id: str, value: Any) -> None:
+@pytest.mark.parametrize(
+    "value", ["", "x" * (64 * 1024 + 1), "\u00e9" * (32 * 1024 + 1), 42, None, "\ud800"]
+)
+def test_bad_values_are_refused_without_repeating_them(
+    db: Database, admin: str, namespace_id: str, value: Any
+) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
-        secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                              name="s", value=value)
+        secrets.create_secret(
+            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=value
+        )
     assert [e.pointer for e in raised.value.errors] == ["/value"]
     if isinstance(value, str) and value:
         assert value not in raised.value.detail
     assert count(db, models.Secret) == 0
 
 
-def test_secret_denials_never_carry_the_value(db: Database, admin: str,
-                                              namespace_id: str) -> None:
+def test_secret_denials_never_carry_the_value(db: Database, admin: str, namespace_id: str) -> None:
     stranger = principal(db)
     with pytest.raises(errors.NotFound):
-        secrets.create_secret(db, store=STORE, actor_id=stranger, namespace_id=namespace_id,
-                              name="s", value=VALUE)
+        secrets.create_secret(
+            db, store=STORE, actor_id=stranger, namespace_id=namespace_id, name="s", value=VALUE
+        )
     [denial] = events(db, kind="authorization_denial")
     assert denial.details["request"] == {"name": "s"}
     assert VALUE not in repr(denial)
     assert count(db, models.Secret) == 0
 
 
-def test_secret_reads_and_lists_are_authorized(db: Database, owner_db: Database, admin: str,
-                                               namespace_id: str) -> None:
-    first = secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                                  name="first", value=VALUE)
-    secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                          name="second", value=VALUE)
-    exact = principal(db, "secret:read", namespace_id=namespace_id, resource_kind="secret",
-                      resource_id=first.id)
+def test_secret_reads_and_lists_are_authorized(
+    db: Database, owner_db: Database, admin: str, namespace_id: str
+) -> None:
+    first = secrets.create_secret(
+        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="first", value=VALUE
+    )
+    secrets.create_secret(
+        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="second", value=VALUE
+    )
+    exact = principal(
+        db, "secret:read", namespace_id=namespace_id, resource_kind="secret", resource_id=first.id
+    )
     assert secrets.list_secrets(db, actor_id=exact, namespace_id=namespace_id) == [first]
-    assert secrets.get_secret(db, actor_id=exact, namespace_id=namespace_id,
-                              secret_id=first.id) == first
+    assert (
+        secrets.get_secret(db, actor_id=exact, namespace_id=namespace_id, secret_id=first.id)
+        == first
+    )
     other = ready_namespace(db, owner_db, admin, "team-b")
     with pytest.raises(errors.NotFound):
         secrets.get_secret(db, actor_id=admin, namespace_id=other, secret_id=first.id)
@@ -567,23 +750,32 @@ def test_secret_reads_and_lists_are_authorized(db: Database, owner_db: Database,
     assert secrets.list_secrets(db, actor_id=admin, namespace_id=other) == []
 
 
-def test_a_secret_used_for_harness_auth_is_kept(db: Database, admin: str,
-                                                namespace_id: str) -> None:
-    view = secrets.create_secret(db, store=STORE, actor_id=admin, namespace_id=namespace_id,
-                                 name="auth", value=VALUE)
+def test_a_secret_used_for_harness_auth_is_kept(
+    db: Database, admin: str, namespace_id: str
+) -> None:
+    view = secrets.create_secret(
+        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="auth", value=VALUE
+    )
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=namespace_id)
-        session.execute(sa.update(models.Agent).where(models.Agent.id == agent_id)
-                        .values(harness_auth_secret_id=view.id))
+        session.execute(
+            sa.update(models.Agent)
+            .where(models.Agent.id == agent_id)
+            .values(harness_auth_secret_id=view.id)
+        )
     with pytest.raises(errors.Conflict, match=agent_id):
         secrets.delete_secret(db, actor_id=admin, namespace_id=namespace_id, secret_id=view.id)
     assert count(db, models.Secret) == 1
 
     with db.transaction() as session:
-        session.execute(sa.update(models.Agent).where(models.Agent.id == agent_id)
-                        .values(harness_auth_secret_id=None))
-    removed = secrets.delete_secret(db, actor_id=admin, namespace_id=namespace_id,
-                                    secret_id=view.id)
+        session.execute(
+            sa.update(models.Agent)
+            .where(models.Agent.id == agent_id)
+            .values(harness_auth_secret_id=None)
+        )
+    removed = secrets.delete_secret(
+        db, actor_id=admin, namespace_id=namespace_id, secret_id=view.id
+    )
     assert removed == view
     assert count(db, models.Secret) == 0
     assert events(db, resource_id=view.id)[0].action == "secrets.delete"

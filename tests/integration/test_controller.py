@@ -67,20 +67,34 @@ def fail_work(db: Database, policy: values.QueuePolicy, work_id: str) -> None:
 
 # -- bootstrap ----------------------------------------------------------------------------------
 
+
 def test_bootstrap_is_idempotent(db: Database, boot: installation.BootstrapResult) -> None:
     assert boot.created
     assert ids.is_valid("installation", boot.installation_id)
     again = installation.bootstrap_installation(db, name="other name", admin_name="someone else")
     assert not again.created
-    assert (again.installation_id, again.installation_name, again.admin_principal_id,
-            again.administrator_role_id, again.binding_id) == (
-        boot.installation_id, "test installation", boot.admin_principal_id,
-        boot.administrator_role_id, boot.binding_id)
+    assert (
+        again.installation_id,
+        again.installation_name,
+        again.admin_principal_id,
+        again.administrator_role_id,
+        again.binding_id,
+    ) == (
+        boot.installation_id,
+        "test installation",
+        boot.admin_principal_id,
+        boot.administrator_role_id,
+        boot.binding_id,
+    )
     assert count(db, models.Installation) == 1
     assert count(db, models.Principal) == 1
     [event] = events(db)
     assert (event.kind, event.action, event.actor_id, event.resource_id) == (
-        "bootstrap", "installation.bootstrap", boot.admin_principal_id, boot.installation_id)
+        "bootstrap",
+        "installation.bootstrap",
+        boot.admin_principal_id,
+        boot.installation_id,
+    )
 
     with db.transaction() as session:
         assert boot.administrator_role_id is not None
@@ -101,6 +115,7 @@ def test_bootstrap_validates_names(db: Database) -> None:
 
 # -- create -------------------------------------------------------------------------------------
 
+
 def test_create_writes_row_audit_and_work_together(db: Database, admin: str) -> None:
     view = namespaces.create_namespace(db, actor_id=admin, name="team-a")
 
@@ -110,20 +125,29 @@ def test_create_writes_row_audit_and_work_together(db: Database, admin: str) -> 
     item = work(db, work_id)
     assert item is not None
     assert item.state is values.WorkState.QUEUED
-    assert item.owner == values.WorkOwner(namespace_id=view.id, actor_id=admin,
-                                          namespace_target="ready")
+    assert item.owner == values.WorkOwner(
+        namespace_id=view.id, actor_id=admin, namespace_target="ready"
+    )
     [event] = events(db, namespace_id=view.id)
     assert (event.kind, event.action, event.actor_id, event.outcome) == (
-        "mutation", "namespaces.create", admin, "success")
+        "mutation",
+        "namespaces.create",
+        admin,
+        "success",
+    )
     assert (event.resource_kind, event.resource_id, event.work_id) == (
-        "namespace", view.id, work_id)
+        "namespace",
+        view.id,
+        work_id,
+    )
     assert event.details["name"] == "team-a"
     assert event.details["authorization"]["principalId"] == admin
     assert namespaces.get_namespace(db, actor_id=admin, namespace_id=view.id) == view
 
 
-def test_denied_create_writes_only_the_denial(db: Database, boot: installation.BootstrapResult
-                                              ) -> None:
+def test_denied_create_writes_only_the_denial(
+    db: Database, boot: installation.BootstrapResult
+) -> None:
     stranger = principal(db, "namespace:read")
     before = len(events(db))
 
@@ -137,9 +161,16 @@ def test_denied_create_writes_only_the_denial(db: Database, boot: installation.B
     assert len(all_events) == before + 1
     denial = all_events[0]
     assert (denial.kind, denial.action, denial.actor_id, denial.outcome) == (
-        "authorization_denial", "namespaces.create", stranger, "denied")
+        "authorization_denial",
+        "namespaces.create",
+        stranger,
+        "denied",
+    )
     assert (denial.namespace_id, denial.resource_kind, denial.resource_id) == (
-        None, "installation", boot.installation_id)
+        None,
+        "installation",
+        boot.installation_id,
+    )
     assert denial.details["permission"] == "namespace:create"
     assert denial.details["reason"] == "no_matching_binding"
     assert denial.details["request"] == {"name": "nope"}
@@ -167,11 +198,21 @@ def test_admission_is_atomic(db: Database, admin: str, monkeypatch: pytest.Monke
     assert namespaces.create_namespace(db, actor_id=admin, name="half-done").name == "half-done"
 
 
-@pytest.mark.parametrize("name", [
-    "", " leading", "trailing ", "tab\tinside", "nul\x00", "x" * 201, "\u0085", 42, None,
-])
-def test_invalid_names_are_rejected_with_the_pointer(db: Database, admin: str,
-                                                     name: Any) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        " leading",
+        "trailing ",
+        "tab\tinside",
+        "nul\x00",
+        "x" * 201,
+        "\u0085",
+        42,
+        None,
+    ],
+)
+def test_invalid_names_are_rejected_with_the_pointer(db: Database, admin: str, name: Any) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
         namespaces.create_namespace(db, actor_id=admin, name=name)
     assert [error.pointer for error in raised.value.errors] == ["/name"]
@@ -195,15 +236,17 @@ def test_existing_namespace_needs_installation_administer(db: Database, admin: s
     creator = principal(db, "namespace:create")
 
     with pytest.raises(errors.Forbidden):
-        namespaces.create_namespace(db, actor_id=creator, name="adopt",
-                                    existing_namespace="kube-ns")
+        namespaces.create_namespace(
+            db, actor_id=creator, name="adopt", existing_namespace="kube-ns"
+        )
     assert count(db, models.Namespace) == 0
     [denial] = events(db, kind="authorization_denial")
     assert denial.details["permission"] == "installation:administer"
     assert denial.details["request"] == {"name": "adopt", "existingNamespace": "kube-ns"}
 
-    view = namespaces.create_namespace(db, actor_id=admin, name="adopt",
-                                       existing_namespace="kube-ns")
+    view = namespaces.create_namespace(
+        db, actor_id=admin, name="adopt", existing_namespace="kube-ns"
+    )
     assert view.existing_namespace == "kube-ns"
     with pytest.raises(errors.Conflict):
         namespaces.create_namespace(db, actor_id=admin, name="again", existing_namespace="kube-ns")
@@ -224,6 +267,7 @@ def test_create_before_bootstrap_is_not_found(db: Database) -> None:
 
 # -- delete -------------------------------------------------------------------------------------
 
+
 def test_delete_of_a_non_empty_namespace_is_refused(db: Database, admin: str) -> None:
     view = namespaces.create_namespace(db, actor_id=admin, name="busy")
     with db.transaction() as session:
@@ -233,7 +277,8 @@ def test_delete_of_a_non_empty_namespace_is_refused(db: Database, admin: str) ->
         namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
 
     assert namespaces.get_namespace(db, actor_id=admin, namespace_id=view.id).status == (
-        "provisioning")
+        "provisioning"
+    )
     assert work(db, f"namespace:{view.id}:reconcile:deleted") is None
 
 
@@ -245,23 +290,27 @@ def test_delete_admits_deletion_work_and_repeats_idempotently(db: Database, admi
     work_id = f"namespace:{view.id}:reconcile:deleted"
     item = work(db, work_id)
     assert item is not None and item.state is values.WorkState.QUEUED
-    assert item.owner == values.WorkOwner(namespace_id=view.id, actor_id=admin,
-                                          namespace_target="deleted")
+    assert item.owner == values.WorkOwner(
+        namespace_id=view.id, actor_id=admin, namespace_target="deleted"
+    )
     delete_events = [e for e in events(db, namespace_id=view.id) if e.action == "namespaces.delete"]
     assert [(e.kind, e.work_id, e.details["previousStatus"]) for e in delete_events] == [
-        ("mutation", work_id, "provisioning")]
+        ("mutation", work_id, "provisioning")
+    ]
 
     # again by the initiator, and by another permitted principal: nothing changes
     other = principal(db, "namespace:delete", "namespace:read")
     for actor in (admin, other):
         assert namespaces.delete_namespace(db, actor_id=actor, namespace_id=view.id).status == (
-            "deleting")
+            "deleting"
+        )
     assert work(db, work_id) == item
     assert len(events(db, namespace_id=view.id)) == 2
 
 
-def test_failed_deletion_is_requeued_by_its_initiator(db: Database, admin: str,
-                                                      policy: values.QueuePolicy) -> None:
+def test_failed_deletion_is_requeued_by_its_initiator(
+    db: Database, admin: str, policy: values.QueuePolicy
+) -> None:
     view = namespaces.create_namespace(db, actor_id=admin, name="retry")
     namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
     work_id = f"namespace:{view.id}:reconcile:deleted"
@@ -270,12 +319,16 @@ def test_failed_deletion_is_requeued_by_its_initiator(db: Database, admin: str,
     assert failed is not None and failed.state is values.WorkState.FAILED_PERMANENT
 
     assert namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id).status == (
-        "deleting")
+        "deleting"
+    )
 
     requeued = work(db, work_id)
     assert requeued is not None
     assert (requeued.state, requeued.attempt_count, requeued.reason_code) == (
-        values.WorkState.QUEUED, 0, None)
+        values.WorkState.QUEUED,
+        0,
+        None,
+    )
     assert requeued.owner.actor_id == admin
     assert requeued.created_at > failed.created_at  # a retry restarts the convergence deadline
     retry = events(db, work_id=work_id)[0]
@@ -287,7 +340,8 @@ def test_failed_deletion_is_requeued_by_its_initiator(db: Database, admin: str,
 
 
 def test_failed_deletion_is_taken_over_by_another_permitted_caller(
-        db: Database, admin: str, policy: values.QueuePolicy) -> None:
+    db: Database, admin: str, policy: values.QueuePolicy
+) -> None:
     view = namespaces.create_namespace(db, actor_id=admin, name="takeover")
     initiator = principal(db, "namespace:delete", "namespace:read")
     namespaces.delete_namespace(db, actor_id=initiator, namespace_id=view.id)
@@ -324,10 +378,13 @@ def test_delete_hides_namespaces_the_caller_may_not_read(db: Database, admin: st
 
     denials = events(db, kind="authorization_denial")
     assert [(e.actor_id, e.action, e.resource_id) for e in denials] == [
-        (reader, "namespaces.delete", view.id), (stranger, "namespaces.delete", view.id)]
+        (reader, "namespaces.delete", view.id),
+        (stranger, "namespaces.delete", view.id),
+    ]
     assert work(db, f"namespace:{view.id}:reconcile:deleted") is None
     assert namespaces.get_namespace(db, actor_id=admin, namespace_id=view.id).status == (
-        "provisioning")
+        "provisioning"
+    )
 
 
 def test_delete_by_a_disabled_principal_is_denied(db: Database, admin: str) -> None:
@@ -343,6 +400,7 @@ def test_delete_by_a_disabled_principal_is_denied(db: Database, admin: str) -> N
 
 
 # -- reads --------------------------------------------------------------------------------------
+
 
 def test_reads_are_filtered_by_namespace_read(db: Database, admin: str) -> None:
     a = namespaces.create_namespace(db, actor_id=admin, name="a")
@@ -363,8 +421,11 @@ def test_tombstoned_namespaces_are_hidden(db: Database, admin: str) -> None:
     view = namespaces.create_namespace(db, actor_id=admin, name="tomb")
     namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
     with db.transaction() as session:
-        session.execute(sa.update(models.Namespace).where(models.Namespace.id == view.id)
-                        .values(deleted_at=sa.func.clock_timestamp()))
+        session.execute(
+            sa.update(models.Namespace)
+            .where(models.Namespace.id == view.id)
+            .values(deleted_at=sa.func.clock_timestamp())
+        )
 
     assert namespaces.list_namespaces(db, actor_id=admin) == []
     with pytest.raises(errors.NotFound):

@@ -40,8 +40,9 @@ def agent(namespace_id: str) -> iam.Resource:
     return iam.Resource("agent", ids.new("agent"), namespace_id)
 
 
-def decide(db: Database, principal_id: str, permission: str,
-           resource: iam.Resource) -> iam.Decision:
+def decide(
+    db: Database, principal_id: str, permission: str, resource: iam.Resource
+) -> iam.Decision:
     with db.transaction() as session:
         return iam.authorize(session, principal_id, permission, resource)
 
@@ -64,8 +65,12 @@ def test_installation_wide_binding_grants_everywhere(db: Database, world: World)
 
 def test_namespace_binding_grants_only_in_its_namespace(db: Database, world: World) -> None:
     with db.transaction() as session:
-        grants.grant(session, world.alice, ["namespace:read", "agent:read", "namespace:create"],
-                     namespace_id=world.ns_a)
+        grants.grant(
+            session,
+            world.alice,
+            ["namespace:read", "agent:read", "namespace:create"],
+            namespace_id=world.ns_a,
+        )
 
     assert decide(db, world.alice, "namespace:read", iam.Resource.namespace(world.ns_a)).allowed
     assert decide(db, world.alice, "agent:read", agent(world.ns_a)).allowed
@@ -78,42 +83,65 @@ def test_namespace_binding_grants_only_in_its_namespace(db: Database, world: Wor
 def test_exact_resource_binding_grants_only_that_resource(db: Database, world: World) -> None:
     mine, other = agent(world.ns_a), agent(world.ns_a)
     with db.transaction() as session:
-        binding = grants.grant(session, world.alice, ["agent:read", "agent:deploy"],
-                               namespace_id=world.ns_a, resource_kind="agent",
-                               resource_id=mine.id)
+        binding = grants.grant(
+            session,
+            world.alice,
+            ["agent:read", "agent:deploy"],
+            namespace_id=world.ns_a,
+            resource_kind="agent",
+            resource_id=mine.id,
+        )
 
     decision = decide(db, world.alice, "agent:deploy", mine)
     assert decision.allowed
     assert decision.evidence.binding_ids == (binding.id,)
     assert not decide(db, world.alice, "agent:read", other).allowed
     # same id under another kind does not match the filter
-    assert not decide(db, world.alice, "agent_revision:read",
-                      iam.Resource("agent_revision", mine.id, world.ns_a)).allowed
+    assert not decide(
+        db, world.alice, "agent_revision:read", iam.Resource("agent_revision", mine.id, world.ns_a)
+    ).allowed
     assert not decide(db, world.alice, "namespace:read", iam.Resource.namespace(world.ns_a)).allowed
 
 
 def test_exact_installation_binding(db: Database, world: World) -> None:
     with db.transaction() as session:
-        grants.grant(session, world.alice, ["installation:read"],
-                     resource_kind="installation", resource_id=world.installation.id)
+        grants.grant(
+            session,
+            world.alice,
+            ["installation:read"],
+            resource_kind="installation",
+            resource_id=world.installation.id,
+        )
 
     assert decide(db, world.alice, "installation:read", world.installation).allowed
-    assert not decide(db, world.alice, "installation:read",
-                      iam.Resource.installation(ids.new("installation"))).allowed
+    assert not decide(
+        db, world.alice, "installation:read", iam.Resource.installation(ids.new("installation"))
+    ).allowed
 
 
 def test_namespace_role_grants_only_in_its_namespace(db: Database, world: World) -> None:
     with db.transaction() as session:
-        grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_a,
-                     role_namespace_id=world.ns_a)
-        role = iam_policy.create_role(session, name="readers", permissions=["agent:read"],
-                                      namespace_id=world.ns_a)
+        grants.grant(
+            session,
+            world.alice,
+            ["agent:read"],
+            namespace_id=world.ns_a,
+            role_namespace_id=world.ns_a,
+        )
+        role = iam_policy.create_role(
+            session, name="readers", permissions=["agent:read"], namespace_id=world.ns_a
+        )
 
     assert decide(db, world.alice, "agent:read", agent(world.ns_a)).allowed
     assert not decide(db, world.alice, "agent:read", agent(world.ns_b)).allowed
     with pytest.raises(errors.InvalidInput) as raised, db.transaction() as session:
-        iam_policy.bind(session, role_id=role.id, principal_id=world.alice,
-                        created_by=world.alice, namespace_id=world.ns_b)
+        iam_policy.bind(
+            session,
+            role_id=role.id,
+            principal_id=world.alice,
+            created_by=world.alice,
+            namespace_id=world.ns_b,
+        )
     assert raised.value.errors[0].pointer == "/roleId"
 
 
@@ -122,7 +150,8 @@ def test_restriction_beats_every_grant(db: Database, world: World) -> None:
         grants.grant(session, world.alice, ["agent:read", "agent:deploy"])
         grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_a)
         restriction = iam_policy.create_restriction(
-            session, permission="agent:read", created_by=world.alice, namespace_id=world.ns_a)
+            session, permission="agent:read", created_by=world.alice, namespace_id=world.ns_a
+        )
 
     in_a = agent(world.ns_a)
     decision = decide(db, world.alice, "agent:read", in_a)
@@ -145,8 +174,12 @@ def test_restriction_on_one_resource_only(db: Database, world: World) -> None:
     with db.transaction() as session:
         grants.grant(session, world.alice, ["agent:deploy"], namespace_id=world.ns_a)
         restriction = iam_policy.create_restriction(
-            session, permission="agent:deploy", created_by=world.alice,
-            namespace_id=world.ns_a, resource_id=target.id)
+            session,
+            permission="agent:deploy",
+            created_by=world.alice,
+            namespace_id=world.ns_a,
+            resource_id=target.id,
+        )
 
     denied = decide(db, world.alice, "agent:deploy", target)
     assert (denied.allowed, denied.reason) == (False, iam.Reason.RESTRICTED)
@@ -159,8 +192,9 @@ def test_restriction_for_another_principal_does_not_apply(db: Database, world: W
         bob = rows.principal(session, name="bob")
         grants.grant(session, world.alice, ["namespace:create"])
         grants.grant(session, bob, ["namespace:create"])
-        iam_policy.create_restriction(session, permission="namespace:create",
-                                      created_by=world.alice, principal_id=bob)
+        iam_policy.create_restriction(
+            session, permission="namespace:create", created_by=world.alice, principal_id=bob
+        )
 
     assert decide(db, world.alice, "namespace:create", world.installation).allowed
     bobs = decide(db, bob, "namespace:create", world.installation)
@@ -169,8 +203,9 @@ def test_restriction_for_another_principal_does_not_apply(db: Database, world: W
 
 def test_namespace_scoped_principal_never_acts_outside(db: Database, world: World) -> None:
     with db.transaction() as session:
-        robot = iam_policy.create_principal(session, name="robot", kind="service",
-                                            namespace_id=world.ns_a)
+        robot = iam_policy.create_principal(
+            session, name="robot", kind="service", namespace_id=world.ns_a
+        )
         grants.grant(session, robot.id, ["namespace:read", "namespace:create", "agent:read"])
 
     assert decide(db, robot.id, "namespace:read", iam.Resource.namespace(world.ns_a)).allowed
@@ -236,8 +271,9 @@ def test_deleted_role_stops_granting(db: Database, world: World) -> None:
         assert deleted is not None and deleted.deleted_at is not None
         # the binding row stays; a deleted role cannot be bound again
         with pytest.raises(errors.NotFound):
-            iam_policy.bind(session, role_id=binding.role_id, principal_id=world.alice,
-                            created_by=world.alice)
+            iam_policy.bind(
+                session, role_id=binding.role_id, principal_id=world.alice, created_by=world.alice
+            )
 
     assert not decide(db, world.alice, "namespace:read", resource).allowed
 
@@ -260,16 +296,28 @@ def test_authorize_each_matches_authorize(db: Database, world: World) -> None:
     target = agent(world.ns_a)
     with db.transaction() as session:
         grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_a)
-        grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_b,
-                     resource_kind="agent", resource_id=target.id)
-        iam_policy.create_restriction(session, permission="agent:read", created_by=world.alice,
-                                      resource_id=target.id)
-    candidates = [target, agent(world.ns_a), agent(world.ns_b),
-                  iam.Resource("agent", target.id, world.ns_b)]
+        grants.grant(
+            session,
+            world.alice,
+            ["agent:read"],
+            namespace_id=world.ns_b,
+            resource_kind="agent",
+            resource_id=target.id,
+        )
+        iam_policy.create_restriction(
+            session, permission="agent:read", created_by=world.alice, resource_id=target.id
+        )
+    candidates = [
+        target,
+        agent(world.ns_a),
+        agent(world.ns_b),
+        iam.Resource("agent", target.id, world.ns_b),
+    ]
     with db.transaction() as session:
         each = iam.authorize_each(session, world.alice, "agent:read", candidates)
-        one_by_one = [iam.authorize(session, world.alice, "agent:read", resource)
-                      for resource in candidates]
+        one_by_one = [
+            iam.authorize(session, world.alice, "agent:read", resource) for resource in candidates
+        ]
     assert each == one_by_one
     assert [decision.allowed for decision in each] == [False, True, False, False]
 
@@ -287,7 +335,9 @@ def test_resource_shapes_are_checked() -> None:
 
 def test_check_permissions() -> None:
     assert iam.check_permissions(["agent:read", "agent:read", "agent:deploy"]) == (
-        "agent:deploy", "agent:read")
+        "agent:deploy",
+        "agent:read",
+    )
     with pytest.raises(errors.InvalidInput) as raised:
         iam.check_permissions(["agent:read", "agent:fly"])
     assert raised.value.errors[0].pointer == "/permissions/1"
@@ -302,8 +352,9 @@ def test_check_permissions() -> None:
 
 def test_permission_table_is_exactly_what_the_database_allows(db: Database) -> None:
     with db.transaction() as session:
-        source = session.execute(sa.text(
-            "SELECT prosrc FROM pg_proc WHERE proname = 'permissions_are_valid'")).scalar_one()
+        source = session.execute(
+            sa.text("SELECT prosrc FROM pg_proc WHERE proname = 'permissions_are_valid'")
+        ).scalar_one()
         role = iam_policy.create_role(session, name="everything", permissions=iam.PERMISSIONS)
     assert set(re.findall(r"'([a-z_]+:[a-z_]+)'", source)) == set(iam.PERMISSIONS)
     assert set(role.permissions) == set(iam.PERMISSIONS)
@@ -329,18 +380,30 @@ def test_binding_scope_is_checked(db: Database, world: World) -> None:
     cases: list[tuple[dict[str, str], str]] = [
         ({"resource_kind": "agent"}, "/resourceId"),
         ({"resource_kind": "agent", "resource_id": ids.new("agent")}, "/namespaceId"),
-        ({"resource_kind": "preset", "resource_id": "x", "namespace_id": world.ns_a},
-         "/resourceKind"),
-        ({"resource_kind": "installation", "resource_id": ids.new("installation"),
-          "namespace_id": world.ns_a}, "/namespaceId"),
-        ({"resource_kind": "namespace", "resource_id": world.ns_b, "namespace_id": world.ns_a},
-         "/resourceId"),
+        (
+            {"resource_kind": "preset", "resource_id": "x", "namespace_id": world.ns_a},
+            "/resourceKind",
+        ),
+        (
+            {
+                "resource_kind": "installation",
+                "resource_id": ids.new("installation"),
+                "namespace_id": world.ns_a,
+            },
+            "/namespaceId",
+        ),
+        (
+            {"resource_kind": "namespace", "resource_id": world.ns_b, "namespace_id": world.ns_a},
+            "/resourceId",
+        ),
     ]
     for scope, pointer in cases:
         with pytest.raises(errors.InvalidInput) as raised, db.transaction() as session:
-            iam_policy.bind(session, role_id=role.id, principal_id=world.alice,
-                            created_by=world.alice, **scope)
+            iam_policy.bind(
+                session, role_id=role.id, principal_id=world.alice, created_by=world.alice, **scope
+            )
         assert raised.value.errors[0].pointer == pointer
     with pytest.raises(errors.NotFound), db.transaction() as session:
-        iam_policy.bind(session, role_id=role.id, principal_id=ids.new("principal"),
-                        created_by=world.alice)
+        iam_policy.bind(
+            session, role_id=role.id, principal_id=ids.new("principal"), created_by=world.alice
+        )

@@ -52,25 +52,34 @@ def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
 # -- authorization and denial audit -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", [
-    lambda db, actor: policy.create_role(db, actor_id=actor, name="r",
-                                         permissions=["agent:read"]),
-    lambda db, actor: principals.create_principal(db, actor_id=actor, name="p",
-                                                  kind="service"),
-    lambda db, actor: policy.create_restriction(db, actor_id=actor, permission="agent:use"),
-    lambda db, actor: policy.list_roles(db, actor_id=actor),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda db, actor: policy.create_role(
+            db, actor_id=actor, name="r", permissions=["agent:read"]
+        ),
+        lambda db, actor: principals.create_principal(db, actor_id=actor, name="p", kind="service"),
+        lambda db, actor: policy.create_restriction(db, actor_id=actor, permission="agent:use"),
+        lambda db, actor: policy.list_roles(db, actor_id=actor),
+    ],
+)
 def test_denials_are_audited_and_write_nothing_else(
-        db: Database, admin: str, call: Callable[[Database, str], Any]) -> None:
+    db: Database, admin: str, call: Callable[[Database, str], Any]
+) -> None:
     reader = someone(db, "installation:read", "namespace:create")
-    before = {model: count(db, model) for model in (models.Role, models.Principal,
-                                                    models.Restriction, models.AccessBinding)}
+    before = {
+        model: count(db, model)
+        for model in (models.Role, models.Principal, models.Restriction, models.AccessBinding)
+    }
     with pytest.raises(errors.Forbidden):
         call(db, reader)
     assert {model: count(db, model) for model in before} == before
     [denial] = events(db, kind="authorization_denial")
     assert (denial.actor_id, denial.outcome, denial.resource_kind) == (
-        reader, "denied", "installation")
+        reader,
+        "denied",
+        "installation",
+    )
     assert denial.details["permission"] == "installation:administer"
     assert denial.details["reason"] == "no_matching_binding"
 
@@ -94,8 +103,9 @@ def test_a_namespace_principal_cannot_administer(db: Database, admin: str) -> No
         principals.list_principals(db, actor_id=scoped)
 
 
-def test_malformed_ids_answer_before_any_query(db: Database, admin: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_malformed_ids_answer_before_any_query(
+    db: Database, admin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def no_transactions(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a malformed id reached the database")
 
@@ -106,8 +116,7 @@ def test_malformed_ids_answer_before_any_query(db: Database, admin: str,
     with pytest.raises(errors.NotFound):
         principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id="key_1")
     with pytest.raises(errors.InvalidInput) as invalid:
-        policy.create_binding(db, actor_id=admin, role_id=ids.new("role"),
-                              principal_id="prn_1")
+        policy.create_binding(db, actor_id=admin, role_id=ids.new("role"), principal_id="prn_1")
     assert [e.pointer for e in invalid.value.errors] == ["/principalId"]
     with pytest.raises(errors.InvalidInput) as invalid:
         policy.create_role(db, actor_id=admin, name="r", permissions=["agent:read", "x:y"])
@@ -121,19 +130,40 @@ def _broken_append(*args: Any, **kwargs: Any) -> str:
     raise RuntimeError("audit unavailable")
 
 
-@pytest.mark.parametrize(("call", "model"), [
-    (lambda db, actor: policy.create_role(db, actor_id=actor, name="r",
-                                          permissions=["agent:read"]), models.Role),
-    (lambda db, actor: principals.create_principal(db, actor_id=actor, name="p",
-                                                   kind="human"), models.Principal),
-    (lambda db, actor: principals.mint_api_key(db, actor_id=actor, principal_id=actor,
-                                               pepper=PEPPER), models.ApiKey),
-    (lambda db, actor: policy.create_restriction(db, actor_id=actor,
-                                                 permission="agent:use"), models.Restriction),
-])
+@pytest.mark.parametrize(
+    ("call", "model"),
+    [
+        (
+            lambda db, actor: policy.create_role(
+                db, actor_id=actor, name="r", permissions=["agent:read"]
+            ),
+            models.Role,
+        ),
+        (
+            lambda db, actor: principals.create_principal(
+                db, actor_id=actor, name="p", kind="human"
+            ),
+            models.Principal,
+        ),
+        (
+            lambda db, actor: principals.mint_api_key(
+                db, actor_id=actor, principal_id=actor, pepper=PEPPER
+            ),
+            models.ApiKey,
+        ),
+        (
+            lambda db, actor: policy.create_restriction(db, actor_id=actor, permission="agent:use"),
+            models.Restriction,
+        ),
+    ],
+)
 def test_a_failed_audit_write_rolls_the_change_back(
-        db: Database, admin: str, monkeypatch: pytest.MonkeyPatch,
-        call: Callable[[Database, str], Any], model: type[models.Base]) -> None:
+    db: Database,
+    admin: str,
+    monkeypatch: pytest.MonkeyPatch,
+    call: Callable[[Database, str], Any],
+    model: type[models.Base],
+) -> None:
     before = count(db, model)
     audited = len(events(db))
     monkeypatch.setattr(audit, "append", _broken_append)
@@ -144,8 +174,9 @@ def test_a_failed_audit_write_rolls_the_change_back(
     assert len(events(db)) == audited
 
 
-def test_a_failed_audit_write_keeps_the_binding_live(db: Database, admin: str,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_audit_write_keeps_the_binding_live(
+    db: Database, admin: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = someone(db)
     role = policy.create_role(db, actor_id=admin, name="r", permissions=["agent:read"])
     binding = policy.create_binding(db, actor_id=admin, role_id=role.id, principal_id=target)
@@ -162,14 +193,14 @@ def test_a_failed_audit_write_keeps_the_binding_live(db: Database, admin: str,
 # -- the last administrator ---------------------------------------------------------------------
 
 
-def test_two_administrators_revoking_each_other_leave_one(db: Database, admin: str,
-                                                          boot: installation.BootstrapResult
-                                                          ) -> None:
+def test_two_administrators_revoking_each_other_leave_one(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
     assert boot.binding_id is not None and boot.administrator_role_id is not None
     deputy = someone(db, name="deputy")
-    deputy_binding = policy.create_binding(db, actor_id=admin,
-                                           role_id=boot.administrator_role_id,
-                                           principal_id=deputy)
+    deputy_binding = policy.create_binding(
+        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=deputy
+    )
     barrier = threading.Barrier(2)
     outcomes: dict[str, object] = {}
 
@@ -180,8 +211,10 @@ def test_two_administrators_revoking_each_other_leave_one(db: Database, admin: s
         except errors.OccError as error:
             outcomes[actor] = error
 
-    threads = [threading.Thread(target=revoke, args=(admin, deputy_binding.id)),
-               threading.Thread(target=revoke, args=(deputy, boot.binding_id))]
+    threads = [
+        threading.Thread(target=revoke, args=(admin, deputy_binding.id)),
+        threading.Thread(target=revoke, args=(deputy, boot.binding_id)),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -196,7 +229,8 @@ def test_two_administrators_revoking_each_other_leave_one(db: Database, admin: s
 
 
 def test_a_disabled_principal_does_not_count_as_an_administrator(
-        db: Database, admin: str, boot: installation.BootstrapResult) -> None:
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
     assert boot.binding_id is not None
     deputy = someone(db, "installation:administer", name="deputy")
     with db.transaction() as session:
@@ -205,22 +239,24 @@ def test_a_disabled_principal_does_not_count_as_an_administrator(
         policy.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
 
 
-def test_restrictions_that_spare_an_administrator_are_accepted(db: Database,
-                                                               admin: str) -> None:
+def test_restrictions_that_spare_an_administrator_are_accepted(db: Database, admin: str) -> None:
     deputy = someone(db, "installation:administer", name="deputy")
-    rule = policy.create_restriction(db, actor_id=admin, permission="installation:administer",
-                                     principal_id=deputy)
+    rule = policy.create_restriction(
+        db, actor_id=admin, permission="installation:administer", principal_id=deputy
+    )
     assert rule.principal_id == deputy
     with pytest.raises(errors.Forbidden):
         policy.list_roles(db, actor_id=deputy)
     with pytest.raises(errors.Conflict):
-        policy.create_restriction(db, actor_id=admin, permission="installation:administer",
-                                  principal_id=admin)
+        policy.create_restriction(
+            db, actor_id=admin, permission="installation:administer", principal_id=admin
+        )
     # narrowed to a Namespace, an administer restriction never touches the Installation
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=admin)
-    policy.create_restriction(db, actor_id=admin, permission="installation:administer",
-                              namespace_id=namespace_id)
+    policy.create_restriction(
+        db, actor_id=admin, permission="installation:administer", namespace_id=namespace_id
+    )
     assert policy.list_roles(db, actor_id=admin)
 
 
@@ -233,8 +269,7 @@ def test_minted_keys_authenticate_until_revoked(db: Database, admin: str) -> Non
     assert authenticate(db, presented_key=minted.key, pepper=PEPPER) == admin
     with pytest.raises(errors.Unauthenticated):
         authenticate(db, presented_key=minted.key, pepper="another pepper")
-    revoked = principals.revoke_api_key(db, actor_id=admin, principal_id=admin,
-                                        key_id=minted.id)
+    revoked = principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id=minted.id)
     assert revoked.revoked_at is not None
     with pytest.raises(errors.Unauthenticated):
         authenticate(db, presented_key=minted.key, pepper=PEPPER)
@@ -255,8 +290,7 @@ def test_first_key_is_issued_once(db: Database, admin: str) -> None:
 
 
 def test_first_key_for_unknown_or_disabled_principals(db: Database, admin: str) -> None:
-    assert principals.issue_first_key(db, principal_id=ids.new("principal"),
-                                      pepper=PEPPER) is None
+    assert principals.issue_first_key(db, principal_id=ids.new("principal"), pepper=PEPPER) is None
     with db.transaction() as session:
         iam_policy.disable_principal(session, admin)
     assert principals.issue_first_key(db, principal_id=admin, pepper=PEPPER) is None

@@ -64,8 +64,18 @@ def migrate(urls: DatabaseUrls) -> None:
 
 
 TABLES = (
-    "audit_events", "controller_work", "agent_revisions", "agents", "secrets", "configurations",
-    "restrictions", "access_bindings", "roles", "api_keys", "principals", "namespaces",
+    "audit_events",
+    "controller_work",
+    "agent_revisions",
+    "agents",
+    "secrets",
+    "configurations",
+    "restrictions",
+    "access_bindings",
+    "roles",
+    "api_keys",
+    "principals",
+    "namespaces",
     "installation",
 )
 
@@ -74,9 +84,9 @@ def empty(urls: DatabaseUrls) -> None:
     """Remove every row (as the owner; TRUNCATE skips the row triggers)."""
     engine = _admin_engine(urls.owner)
     with engine.connect() as connection:
-        connection.execute(sa.text(
-            "TRUNCATE " + ", ".join(f"occ.{table}" for table in TABLES) + " CASCADE"
-        ))
+        connection.execute(
+            sa.text("TRUNCATE " + ", ".join(f"occ.{table}" for table in TABLES) + " CASCADE")
+        )
     engine.dispose()
 
 

@@ -10,13 +10,29 @@ from occ import ids
 from occ.state import iam_policy
 
 
-def grant(session: orm.Session, principal_id: str, permissions: Sequence[str], *,
-          namespace_id: str | None = None, resource_kind: str | None = None,
-          resource_id: str | None = None,
-          role_namespace_id: str | None = None) -> iam_policy.AccessBinding:
+def grant(
+    session: orm.Session,
+    principal_id: str,
+    permissions: Sequence[str],
+    *,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+    role_namespace_id: str | None = None,
+) -> iam_policy.AccessBinding:
     """Bind a new Role holding ``permissions`` to the principal (Installation-wide by default)."""
-    role = iam_policy.create_role(session, name=f"role {ids.new('role')}",
-                                  permissions=permissions, namespace_id=role_namespace_id)
-    return iam_policy.bind(session, role_id=role.id, principal_id=principal_id,
-                           created_by=principal_id, namespace_id=namespace_id,
-                           resource_kind=resource_kind, resource_id=resource_id)
+    role = iam_policy.create_role(
+        session,
+        name=f"role {ids.new('role')}",
+        permissions=permissions,
+        namespace_id=role_namespace_id,
+    )
+    return iam_policy.bind(
+        session,
+        role_id=role.id,
+        principal_id=principal_id,
+        created_by=principal_id,
+        namespace_id=namespace_id,
+        resource_kind=resource_kind,
+        resource_id=resource_id,
+    )

@@ -20,8 +20,13 @@ T = TypeVar("T")
 CELERY = [sys.executable, "-m", "celery", "-A", "occ.tasks.app"]
 
 
-def wait_for(condition: Callable[[], T], *, timeout: float, interval: float = 0.05,
-             message: str = "condition") -> T:
+def wait_for(
+    condition: Callable[[], T],
+    *,
+    timeout: float,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> T:
     """Poll ``condition`` until it returns something truthy, or fail after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -73,36 +78,76 @@ class Fleet:
     directory: Path
     processes: list[Process] = field(default_factory=list)
 
-    def _start(self, name: str, arguments: list[str],
-               extra_env: dict[str, str] | None = None) -> Process:
+    def _start(
+        self, name: str, arguments: list[str], extra_env: dict[str, str] | None = None
+    ) -> Process:
         log = self.directory / f"{name}.log"
         handle = log.open("wb")
         popen = subprocess.Popen(
-            [*CELERY, *arguments], env={**self.env, **(extra_env or {})}, stdout=handle,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            [*CELERY, *arguments],
+            env={**self.env, **(extra_env or {})},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         handle.close()
         process = Process(name, popen, log)
         self.processes.append(process)
         return process
 
-    def worker(self, name: str, *, queues: str = "occ.drivers", pool: str = "prefork",
-               concurrency: int = 1, ready: bool = True) -> Process:
+    def worker(
+        self,
+        name: str,
+        *,
+        queues: str = "occ.drivers",
+        pool: str = "prefork",
+        concurrency: int = 1,
+        ready: bool = True,
+    ) -> Process:
         readiness = self.directory / f"{name}.ready"
-        process = self._start(name, [
-            "worker", "-Q", queues, "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
-            "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "WARNING",
-        ], {"OCC_WORKER_READINESS_PATH": str(readiness)})
+        process = self._start(
+            name,
+            [
+                "worker",
+                "-Q",
+                queues,
+                "-P",
+                pool,
+                "-c",
+                str(concurrency),
+                "-n",
+                f"{name}@%h",
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "-l",
+                "WARNING",
+            ],
+            {"OCC_WORKER_READINESS_PATH": str(readiness)},
+        )
         if ready:
-            wait_for(lambda: readiness.exists() or process.popen.poll() is not None,
-                     timeout=60, message=f"worker {name} to become ready")
+            wait_for(
+                lambda: readiness.exists() or process.popen.poll() is not None,
+                timeout=60,
+                message=f"worker {name} to become ready",
+            )
             if process.popen.poll() is not None:
                 pytest.fail(f"worker {name} exited: {process.text()[-2000:]}")
         return process
 
     def beat(self, name: str = "beat") -> Process:
-        return self._start(name, ["beat", "-S", "celery.beat:Scheduler", "--schedule",
-                                  str(self.directory / f"{name}-schedule"), "-l", "WARNING"])
+        return self._start(
+            name,
+            [
+                "beat",
+                "-S",
+                "celery.beat:Scheduler",
+                "--schedule",
+                str(self.directory / f"{name}-schedule"),
+                "-l",
+                "WARNING",
+            ],
+        )
 
     def stop(self) -> None:
         for process in reversed(self.processes):

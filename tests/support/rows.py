@@ -8,19 +8,28 @@ from occ import ids
 from occ.state import models, values
 
 
-def principal(session: orm.Session, *, name: str = "someone", kind: str = "human",
-              namespace_id: str | None = None) -> str:
+def principal(
+    session: orm.Session,
+    *,
+    name: str = "someone",
+    kind: str = "human",
+    namespace_id: str | None = None,
+) -> str:
     principal_id = ids.new("principal")
     session.add(models.Principal(id=principal_id, name=name, kind=kind, namespace_id=namespace_id))
     session.flush()
     return principal_id
 
 
-def namespace(session: orm.Session, *, created_by: str, name: str | None = None,
-              status: str = "provisioning") -> str:
+def namespace(
+    session: orm.Session, *, created_by: str, name: str | None = None, status: str = "provisioning"
+) -> str:
     namespace_id = ids.new("namespace")
-    session.add(models.Namespace(id=namespace_id, name=name or namespace_id, status=status,
-                                 created_by=created_by))
+    session.add(
+        models.Namespace(
+            id=namespace_id, name=name or namespace_id, status=status, created_by=created_by
+        )
+    )
     session.flush()
     return namespace_id
 
@@ -30,59 +39,93 @@ def agent(session: orm.Session, *, namespace_id: str, name: str = "agent") -> st
     agent_id = ids.new("agent")
     configuration_id = ids.new("configuration")
     service_principal_id = ids.new("principal")
-    session.add(models.Configuration(id=configuration_id, namespace_id=namespace_id,
-                                     name=f"{name}-config", document={}))
+    session.add(
+        models.Configuration(
+            id=configuration_id, namespace_id=namespace_id, name=f"{name}-config", document={}
+        )
+    )
     session.flush()
-    session.add(models.Principal(id=service_principal_id, name=f"{name}-principal",
-                                 kind="service", namespace_id=namespace_id, agent_id=agent_id))
-    session.add(models.Agent(
-        id=agent_id, namespace_id=namespace_id, name=name, configuration_id=configuration_id,
-        harness_id="openclaw", harness_version="1.0.0", execution_mode="embedded",
-        compute_driver="local", service_principal_id=service_principal_id,
-    ))
+    session.add(
+        models.Principal(
+            id=service_principal_id,
+            name=f"{name}-principal",
+            kind="service",
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+        )
+    )
+    session.add(
+        models.Agent(
+            id=agent_id,
+            namespace_id=namespace_id,
+            name=name,
+            configuration_id=configuration_id,
+            harness_id="openclaw",
+            harness_version="1.0.0",
+            execution_mode="embedded",
+            compute_driver="local",
+            service_principal_id=service_principal_id,
+        )
+    )
     session.flush()
     return agent_id
 
 
-def namespace_work(namespace_id: str, actor_id: str,
-                   target: str = "ready") -> tuple[str, values.WorkOwner]:
+def namespace_work(
+    namespace_id: str, actor_id: str, target: str = "ready"
+) -> tuple[str, values.WorkOwner]:
     return (
         f"namespace:{namespace_id}:reconcile:{target}",
         values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
     )
 
 
-def revision(session: orm.Session, *, namespace_id: str, agent_id: str, actor_id: str,
-             number: int) -> str:
+def revision(
+    session: orm.Session, *, namespace_id: str, agent_id: str, actor_id: str, number: int
+) -> str:
     """An AgentRevision of ``agent_id`` (snapshot of the agent's configuration)."""
     agent_row = session.get(models.Agent, agent_id)
     assert agent_row is not None
     revision_id = ids.new("agent_revision")
-    session.add(models.AgentRevision(
-        id=revision_id, namespace_id=namespace_id, agent_id=agent_id, revision_number=number,
-        actor_id=actor_id, configuration_id=agent_row.configuration_id,
-        configuration_generation=1, configuration_document={}, harness_id="openclaw",
-        harness_version="1.0.0", harness_mode="embedded", compute_driver="local",
-        harness_auth={"kind": "secret", "secretId": ids.new("secret")},
-        service_principal_id=agent_row.service_principal_id,
-    ))
+    session.add(
+        models.AgentRevision(
+            id=revision_id,
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+            revision_number=number,
+            actor_id=actor_id,
+            configuration_id=agent_row.configuration_id,
+            configuration_generation=1,
+            configuration_document={},
+            harness_id="openclaw",
+            harness_version="1.0.0",
+            harness_mode="embedded",
+            compute_driver="local",
+            harness_auth={"kind": "secret", "secretId": ids.new("secret")},
+            service_principal_id=agent_row.service_principal_id,
+        )
+    )
     session.flush()
     return revision_id
 
 
-def revision_work(namespace_id: str, agent_id: str, revision_id: str,
-                  actor_id: str) -> tuple[str, values.WorkOwner]:
+def revision_work(
+    namespace_id: str, agent_id: str, revision_id: str, actor_id: str
+) -> tuple[str, values.WorkOwner]:
     return (
         f"agent_revision:{revision_id}:reconcile",
-        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id,
-                         revision_id=revision_id),
+        values.WorkOwner(
+            namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id, revision_id=revision_id
+        ),
     )
 
 
-def agent_delete_work(namespace_id: str, agent_id: str,
-                      actor_id: str) -> tuple[str, values.WorkOwner]:
+def agent_delete_work(
+    namespace_id: str, agent_id: str, actor_id: str
+) -> tuple[str, values.WorkOwner]:
     return (
         f"agent:{agent_id}:reconcile:deleted",
-        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id,
-                         agent_target="deleted"),
+        values.WorkOwner(
+            namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id, agent_target="deleted"
+        ),
     )

@@ -55,7 +55,7 @@ def _option(argv: list[str], *names: str) -> str | None:
 def _celery(argv: list[str], subcommand: str) -> list[str]:
     """``argv`` from ``celery`` on, checked to load occ's app and run ``subcommand``."""
     start = argv.index("celery")
-    assert argv[start:start + 3] == ["celery", "-A", "occ.tasks.app"], argv
+    assert argv[start : start + 3] == ["celery", "-A", "occ.tasks.app"], argv
     assert argv[start + 3] == subcommand, argv
     return argv[start:]
 
@@ -68,6 +68,7 @@ def _soft_shutdown(argv: list[str]) -> float | None:
 
 
 # -- Procfile -----------------------------------------------------------------------------------
+
 
 def test_procfile_has_the_process_types_of_the_design() -> None:
     assert set(_procfile()) == {"release", "web", "control", "worker", "beat", "flower"}
@@ -107,7 +108,8 @@ def test_worker_runs_prefork_on_the_driver_queue_with_heroku_shutdown() -> None:
     assert "-E" in argv or "--task-events" in argv, "Flower needs task events"
     window = _soft_shutdown(argv)
     assert window is not None and 0 < window <= HEROKU_GRACE_S - 5, (
-        "a soft-shutdown window that ends before Heroku's SIGKILL")
+        "a soft-shutdown window that ends before Heroku's SIGKILL"
+    )
 
 
 def test_no_process_uses_the_solo_pool() -> None:
@@ -127,6 +129,7 @@ def test_flower_binds_port_read_only() -> None:
 
 
 # -- docker-compose.yml -------------------------------------------------------------------------
+
 
 def _services() -> dict[str, Any]:
     services = _compose()["services"]
@@ -157,8 +160,9 @@ def test_compose_migrate_is_a_one_shot_upgrade_and_bootstrap() -> None:
     migrate = _services()["migrate"]
     script = _command(migrate)
     assert script[:2] == ["sh", "-c"]
-    assert script[2] == ("occ db upgrade && occ bootstrap --if-missing "
-                         "--key-file /run/occ/admin.key")
+    assert script[2] == (
+        "occ db upgrade && occ bootstrap --if-missing --key-file /run/occ/admin.key"
+    )
     assert migrate["restart"] == "no"
     assert migrate["depends_on"]["postgres"]["condition"] == "service_healthy"
     mounts = {volume.split(":")[1]: volume.split(":")[0] for volume in migrate["volumes"]}
@@ -215,6 +219,7 @@ def test_compose_keeps_published_ports_on_loopback() -> None:
 
 # -- Dockerfile ---------------------------------------------------------------------------------
 
+
 def _dockerfile() -> list[tuple[str, str]]:
     text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
     instructions = []
@@ -232,17 +237,24 @@ def test_dockerfile_installs_the_source_tree_and_runs_unprivileged() -> None:
     assert users and users[-1] not in ("root", "0")
     copies = [rest for keyword, rest in instructions if keyword == "COPY"]
     assert ". ." in copies, "alembic/ and alembic.ini must be in the image"
-    assert any("pip install" in rest and "-e ." in rest
-               for keyword, rest in instructions if keyword == "RUN")
+    assert any(
+        "pip install" in rest and "-e ." in rest
+        for keyword, rest in instructions
+        if keyword == "RUN"
+    )
     cmd = [rest for keyword, rest in instructions if keyword == "CMD"][-1]
     assert cmd.startswith('["gunicorn", "occ.web.app:create_app()"')
-    ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-               if line.strip() and not line.lstrip().startswith("#")]
+    ignored = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     for needed in ("occ", "alembic", "alembic.ini", "pyproject.toml", "README.md"):
         assert needed not in ignored, needed
 
 
 # -- the thin wrappers --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def exec_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
@@ -264,8 +276,21 @@ def _run(arguments: list[str], calls: list[list[str]]) -> list[str]:
 
 
 def test_occ_worker_runs_the_procfile_worker(exec_calls: list[list[str]]) -> None:
-    argv = _run(["worker", "--queues", "occ.drivers", "--pool", "prefork", "--concurrency", "4",
-                 "--", "-E", "worker_soft_shutdown_timeout=20"], exec_calls)
+    argv = _run(
+        [
+            "worker",
+            "--queues",
+            "occ.drivers",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "4",
+            "--",
+            "-E",
+            "worker_soft_shutdown_timeout=20",
+        ],
+        exec_calls,
+    )
     celery = _celery(argv, "worker")
     heroku = _celery(_procfile()["worker"], "worker")
     for option in (("-Q", "--queues"), ("-P", "--pool"), ("-n", "--hostname"), ("-c",)):
@@ -274,8 +299,10 @@ def test_occ_worker_runs_the_procfile_worker(exec_calls: list[list[str]]) -> Non
 
 
 def test_occ_worker_names_the_node_after_its_queues(exec_calls: list[list[str]]) -> None:
-    assert _option(_run(["worker", "-Q", "occ.control", "-P", "threads"], exec_calls),
-                   "-n") == "control@%h"
+    assert (
+        _option(_run(["worker", "-Q", "occ.control", "-P", "threads"], exec_calls), "-n")
+        == "control@%h"
+    )
     assert _option(_run(["worker"], exec_calls), "-n") == "worker@%h"
 
 
@@ -288,8 +315,9 @@ def test_occ_api_and_beat_run_the_procfile_commands(exec_calls: list[list[str]])
     assert _option(beat, "-S") == "celery.beat:Scheduler"
 
 
-def test_wrappers_check_the_settings_before_exec(exec_calls: list[list[str]],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrappers_check_the_settings_before_exec(
+    exec_calls: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OCC_WORKER_LEASE_DURATION_MS", "soon")
     result = CliRunner().invoke(cli.cli, ["worker"])
     assert result.exit_code == cli.EXIT_OCC_ERROR

@@ -36,7 +36,8 @@ def test_every_seal_uses_a_fresh_nonce(store: secret_store.SecretStore) -> None:
 
 
 def test_a_ciphertext_moved_to_another_row_does_not_decrypt(
-        store: secret_store.SecretStore) -> None:
+    store: secret_store.SecretStore,
+) -> None:
     sealed = store.encrypt(ids.new("secret"), VALUE)
     with pytest.raises(secret_store.SecretUnreadable) as raised:
         store.decrypt(ids.new("secret"), sealed)
@@ -51,8 +52,9 @@ def test_another_key_does_not_decrypt(store: secret_store.SecretStore) -> None:
         secret_store.SecretStore("another-key").decrypt(secret_id, sealed)
 
 
-@pytest.mark.parametrize("damage", ["flip-body", "flip-tag", "flip-nonce", "version", "short",
-                                    "empty"])
+@pytest.mark.parametrize(
+    "damage", ["flip-body", "flip-tag", "flip-nonce", "version", "short", "empty"]
+)
 def test_damaged_ciphertexts_are_refused(store: secret_store.SecretStore, damage: str) -> None:
     secret_id = ids.new("secret")
     sealed = bytearray(store.encrypt(secret_id, VALUE))
@@ -84,8 +86,7 @@ def test_the_key_comes_from_the_settings() -> None:
         secret_store.decrypt(Settings(secret_key="other"), secret_id, sealed)
 
 
-def test_the_empty_value_and_the_largest_value_round_trip(
-        store: secret_store.SecretStore) -> None:
+def test_the_empty_value_and_the_largest_value_round_trip(store: secret_store.SecretStore) -> None:
     secret_id = ids.new("secret")
     for value in ("", "x" * 65536):
         assert store.decrypt(secret_id, store.encrypt(secret_id, value)) == value

@@ -162,6 +162,7 @@ class ComputeDriver(Protocol):
     def retire_revision(self, operation: Operation, revision: RevisionSpec) -> None:
         """Stop the revision and remove everything it owns (idempotent)."""
 
-    def delete_agent_credentials(self, operation: Operation, namespace_id: str,
-                                 agent_id: str) -> None:
+    def delete_agent_credentials(
+        self, operation: Operation, namespace_id: str, agent_id: str
+    ) -> None:
         """Remove credentials and data the Agent's runtime owned (after every retirement)."""

@@ -46,10 +46,20 @@ ENVIRONMENT_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
 PLACEHOLDER_VALUE: Final = re.compile(r"opaque-[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 """Accepted launch environment values: opaque placeholders, never secret material."""
 
-RESERVED_NAMES: Final = frozenset({
-    "HOME", "PATH", "TMPDIR", "CODEX_HOME", "NODE_OPTIONS", "NODE_PATH", "BASH_ENV", "ENV",
-    "LOG_FORMAT", "RUST_LOG",
-})
+RESERVED_NAMES: Final = frozenset(
+    {
+        "HOME",
+        "PATH",
+        "TMPDIR",
+        "CODEX_HOME",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "BASH_ENV",
+        "ENV",
+        "LOG_FORMAT",
+        "RUST_LOG",
+    }
+)
 """Names the runtime owns; hooks may not set them."""
 
 RESERVED_PREFIXES: Final = ("XDG_", "OPENCLAW_", "OTEL_", "LD_", "DYLD_")
@@ -83,28 +93,34 @@ class LifecycleHooks(Protocol):
 
     name: str
 
-    def after_namespace_prepared(self, operation: base.Operation,
-                                 namespace: base.NamespaceSpec) -> None:
+    def after_namespace_prepared(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         """The Namespace's infrastructure exists; prepare what this owner adds to it."""
 
-    def before_workload_start(self, operation: base.Operation, revision: base.RevisionSpec,
-                              launch: LaunchSpec) -> None:
+    def before_workload_start(
+        self, operation: base.Operation, revision: base.RevisionSpec, launch: LaunchSpec
+    ) -> None:
         """A workload of ``revision`` is about to start; may add ``launch.environment`` entries."""
 
-    def before_workload_stop(self, operation: base.Operation,
-                             revision: base.RevisionSpec) -> None:
+    def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """A workload of ``revision`` is about to stop or retire: revoke its access."""
 
-    def before_namespace_delete(self, operation: base.Operation,
-                                namespace: base.NamespaceSpec) -> None:
+    def before_namespace_delete(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         """The Namespace's infrastructure is about to be removed."""
 
 
 class HookDispatcher:
     """Calls the hooks of every selected owner with the ordering and compensation rules."""
 
-    def __init__(self, hooks: Sequence[LifecycleHooks] = (), *,
-                 compensation_timeout_s: float = COMPENSATION_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        hooks: Sequence[LifecycleHooks] = (),
+        *,
+        compensation_timeout_s: float = COMPENSATION_TIMEOUT_S,
+    ) -> None:
         self.hooks: tuple[LifecycleHooks, ...] = tuple(hooks)
         self.compensation_timeout_s = compensation_timeout_s
 
@@ -113,8 +129,9 @@ class HookDispatcher:
 
     # -- preparation phases (in order, compensated on failure) ---------------------------
 
-    def after_namespace_prepared(self, operation: base.Operation,
-                                 namespace: base.NamespaceSpec) -> None:
+    def after_namespace_prepared(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         """Run every owner's ``after_namespace_prepared`` in order.
 
         On a failure, ``before_namespace_delete`` runs on the owners that completed, in
@@ -126,14 +143,19 @@ class HookDispatcher:
             try:
                 hook.after_namespace_prepared(operation, frozen)
             except Exception as exc:
-                self._compensate(operation, completed, "before_namespace_delete",
-                                 lambda h, op: h.before_namespace_delete(op, frozen),
-                                 namespaceId=namespace.id)
+                self._compensate(
+                    operation,
+                    completed,
+                    "before_namespace_delete",
+                    lambda h, op: h.before_namespace_delete(op, frozen),
+                    namespaceId=namespace.id,
+                )
                 _raise_classified(exc, hook, "after_namespace_prepared")
             completed.append(hook)
 
-    def before_workload_start(self, operation: base.Operation,
-                              revision: base.RevisionSpec) -> Mapping[str, str]:
+    def before_workload_start(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> Mapping[str, str]:
         """Run every owner's ``before_workload_start`` in order; the validated environment.
 
         Each owner sees the entries the earlier ones added and may only add new ones. The
@@ -159,8 +181,9 @@ class HookDispatcher:
                 raise
         return types.MappingProxyType(dict(environment))
 
-    def compensate_workload_start(self, operation: base.Operation,
-                                  revision: base.RevisionSpec) -> None:
+    def compensate_workload_start(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> None:
         """Undo a successful ``before_workload_start`` whose workload then failed to launch.
 
         Runs ``before_workload_stop`` on every owner in reverse, under compensation rules:
@@ -170,8 +193,7 @@ class HookDispatcher:
 
     # -- teardown phases (reverse order, a failure stops the teardown) -------------------
 
-    def before_workload_stop(self, operation: base.Operation,
-                             revision: base.RevisionSpec) -> None:
+    def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Run every owner's ``before_workload_stop`` in reverse; raise on the first failure."""
         frozen = _freeze_revision(revision)
         for hook in reversed(self.hooks):
@@ -180,8 +202,9 @@ class HookDispatcher:
             except Exception as exc:
                 _raise_classified(exc, hook, "before_workload_stop")
 
-    def before_namespace_delete(self, operation: base.Operation,
-                                namespace: base.NamespaceSpec) -> None:
+    def before_namespace_delete(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         """Run every owner's ``before_namespace_delete`` in reverse; raise on the first failure."""
         frozen = _freeze_namespace(namespace)
         for hook in reversed(self.hooks):
@@ -192,16 +215,30 @@ class HookDispatcher:
 
     # -- compensation --------------------------------------------------------------------
 
-    def _compensate_start(self, operation: base.Operation, completed: list[LifecycleHooks],
-                          revision: base.RevisionSpec) -> None:
-        self._compensate(operation, completed, "before_workload_stop",
-                         lambda h, op: h.before_workload_stop(op, revision),
-                         namespaceId=revision.namespace_id, agentId=revision.agent_id,
-                         revisionId=revision.revision_id)
+    def _compensate_start(
+        self,
+        operation: base.Operation,
+        completed: list[LifecycleHooks],
+        revision: base.RevisionSpec,
+    ) -> None:
+        self._compensate(
+            operation,
+            completed,
+            "before_workload_stop",
+            lambda h, op: h.before_workload_stop(op, revision),
+            namespaceId=revision.namespace_id,
+            agentId=revision.agent_id,
+            revisionId=revision.revision_id,
+        )
 
-    def _compensate(self, operation: base.Operation, completed: list[LifecycleHooks],
-                    phase: str, call: Callable[[LifecycleHooks, base.Operation], None],
-                    **fields: str) -> None:
+    def _compensate(
+        self,
+        operation: base.Operation,
+        completed: list[LifecycleHooks],
+        phase: str,
+        call: Callable[[LifecycleHooks, base.Operation], None],
+        **fields: str,
+    ) -> None:
         """Best effort: ``call`` on ``completed`` in reverse; failures are only logged."""
         with _CompensationOperation(operation, self.compensation_timeout_s) as operations:
             for hook in reversed(completed):
@@ -209,10 +246,14 @@ class HookDispatcher:
                     call(hook, operations.current())
                 except Exception as exc:  # compensation is best effort: keep going
                     observability.log(
-                        "compute.hook-compensation-failed", level=logging.WARNING,
-                        workId=operation.work_id, operation=phase,
-                        reason=f"{hook.name}: {_describe(exc)}", error=type(exc).__name__,
-                        **fields)
+                        "compute.hook-compensation-failed",
+                        level=logging.WARNING,
+                        workId=operation.work_id,
+                        operation=phase,
+                        reason=f"{hook.name}: {_describe(exc)}",
+                        error=type(exc).__name__,
+                        **fields,
+                    )
 
 
 class _CompensationOperation:
@@ -242,9 +283,9 @@ class _CompensationOperation:
             self.timer = threading.Timer(self.timeout_s, event.set)
             self.timer.daemon = True
             self.timer.start()
-            self.fallback = base.Operation(work_id=self.operation.work_id,
-                                           claim_token=self.operation.claim_token,
-                                           abort=event)
+            self.fallback = base.Operation(
+                work_id=self.operation.work_id, claim_token=self.operation.claim_token, abort=event
+            )
         return self.fallback
 
 
@@ -261,14 +302,16 @@ def validate_environment(environment: Mapping[str, str]) -> None:
     _check_entries("launch environment", environment, total=len(environment))
 
 
-def _validated_additions(hook: LifecycleHooks, before: Mapping[str, str],
-                         after: Mapping[str, Any]) -> dict[str, str]:
+def _validated_additions(
+    hook: LifecycleHooks, before: Mapping[str, str], after: Mapping[str, Any]
+) -> dict[str, str]:
     """The entries ``hook`` added, once they obey the rules (it may not change others)."""
     where = f"hook {hook.name}"
     for name, value in before.items():
         if after.get(name) != value:
             raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID, f"{where} changed or removed an entry another hook added")
+                ENVIRONMENT_INVALID, f"{where} changed or removed an entry another hook added"
+            )
     added = {name: value for name, value in after.items() if name not in before}
     _check_entries(where, added, total=len(before) + len(added))
     return added
@@ -278,19 +321,23 @@ def _check_entries(where: str, entries: Mapping[Any, Any], *, total: int) -> Non
     if total > MAX_ENVIRONMENT_ENTRIES:
         raise base.PermanentDriverError(
             ENVIRONMENT_INVALID,
-            f"{where}: {total} launch environment entries, at most {MAX_ENVIRONMENT_ENTRIES}")
+            f"{where}: {total} launch environment entries, at most {MAX_ENVIRONMENT_ENTRIES}",
+        )
     for name, value in entries.items():
         # Never quote a value (it could be a secret) nor a name that failed its pattern.
         if not isinstance(name, str) or not ENVIRONMENT_NAME.fullmatch(name):
             raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID, f"{where}: an environment name is not [A-Z_][A-Z0-9_]*")
+                ENVIRONMENT_INVALID, f"{where}: an environment name is not [A-Z_][A-Z0-9_]*"
+            )
         if is_reserved(name):
             raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID, f"{where}: the environment name {name} is reserved")
+                ENVIRONMENT_INVALID, f"{where}: the environment name {name} is reserved"
+            )
         if not isinstance(value, str) or not PLACEHOLDER_VALUE.fullmatch(value):
             raise base.PermanentDriverError(
                 ENVIRONMENT_INVALID,
-                f"{where}: the value of {name} is not an opaque placeholder (opaque-...)")
+                f"{where}: the value of {name} is not an opaque placeholder (opaque-...)",
+            )
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -324,8 +371,9 @@ def _describe(exc: Exception) -> str:
 
 
 def _freeze_revision(revision: base.RevisionSpec) -> base.RevisionSpec:
-    return dataclasses.replace(revision,
-                               configuration_document=freeze(revision.configuration_document))
+    return dataclasses.replace(
+        revision, configuration_document=freeze(revision.configuration_document)
+    )
 
 
 def _freeze_namespace(namespace: base.NamespaceSpec) -> base.NamespaceSpec:

@@ -67,7 +67,8 @@ MAX_RESTARTS: Final = 1
 
 _PROC: Final = Path("/proc")
 _SAFE_ID_CHARACTERS: Final = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+)
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Gateways this process started, only so their exit status is collected (no zombies)."""
@@ -80,34 +81,45 @@ class LocalComputeDriver:
     name = "local"
     capabilities: base.Capabilities
 
-    def __init__(self, root: Path, *, effect_delay_s: float = 0.0,
-                 hooks: lifecycle.HookDispatcher | None = None,
-                 harness_commands: Mapping[str, Sequence[str]] | None = None,
-                 maintenance_interval_s: float | None = None,
-                 probe_timeout_s: float = 0.3, stop_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        effect_delay_s: float = 0.0,
+        hooks: lifecycle.HookDispatcher | None = None,
+        harness_commands: Mapping[str, Sequence[str]] | None = None,
+        maintenance_interval_s: float | None = None,
+        probe_timeout_s: float = 0.3,
+        stop_timeout_s: float = 10.0,
+    ) -> None:
         """``harness_commands`` maps a harness id to a command template (else the stand-in
         gateway runs); ``maintenance_interval_s`` enables the maintenance chain."""
         self.root = root
         self.effect_delay_s = effect_delay_s
         self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
-        self.harness_commands = {harness: tuple(command)
-                                 for harness, command in (harness_commands or {}).items()}
+        self.harness_commands = {
+            harness: tuple(command) for harness, command in (harness_commands or {}).items()
+        }
         for harness, command in self.harness_commands.items():
             if not command or not all(isinstance(part, str) for part in command):
-                raise ValueError(f"the command of harness {harness!r} must be a non-empty "
-                                 "list of strings")
+                raise ValueError(
+                    f"the command of harness {harness!r} must be a non-empty list of strings"
+                )
         if maintenance_interval_s is not None and maintenance_interval_s <= 0:
             raise ValueError("maintenance_interval_s must be positive")
         self.capabilities = base.Capabilities(
             activation_order=base.ActivationOrder.AFTER_COMMIT,
-            maintenance_interval_s=maintenance_interval_s)
+            maintenance_interval_s=maintenance_interval_s,
+        )
         self.probe_timeout_s = probe_timeout_s
         self.stop_timeout_s = stop_timeout_s
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalComputeDriver:
-        return cls(Path(settings.local_root).resolve(),
-                   effect_delay_s=settings.local_effect_delay_ms / 1000)
+        return cls(
+            Path(settings.local_root).resolve(),
+            effect_delay_s=settings.local_effect_delay_ms / 1000,
+        )
 
     # -- contract: Namespaces -------------------------------------------------------------
 
@@ -120,19 +132,26 @@ class LocalComputeDriver:
         except OSError as exc:
             raise base.PermanentDriverError("LOCAL_ROOT_UNUSABLE", type(exc).__name__) from None
 
-    def ensure_namespace(self, operation: base.Operation,
-                         namespace: base.NamespaceSpec) -> base.Observation:
+    def ensure_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
         with self._effect(operation, "ensure_namespace", namespaceId=namespace.id):
             directory = self._namespace_dir(namespace.id)
             directory.mkdir(parents=True, exist_ok=True)
-            _write_json(directory / "namespace.json",
-                        {"id": namespace.id, "name": namespace.name,
-                         "existingNamespace": namespace.existing_namespace})
+            _write_json(
+                directory / "namespace.json",
+                {
+                    "id": namespace.id,
+                    "name": namespace.name,
+                    "existingNamespace": namespace.existing_namespace,
+                },
+            )
             self.hooks.after_namespace_prepared(operation, namespace)
         return base.Ready({"path": str(directory)})
 
-    def delete_namespace(self, operation: base.Operation,
-                         namespace: base.NamespaceSpec) -> base.Observation:
+    def delete_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
         with self._effect(operation, "delete_namespace", namespaceId=namespace.id):
             directory = self._namespace_dir(namespace.id)
             if directory.exists():
@@ -142,27 +161,34 @@ class LocalComputeDriver:
 
     # -- contract: revisions --------------------------------------------------------------
 
-    def prepare_revision(self, operation: base.Operation,
-                         revision: base.RevisionSpec) -> base.Observation:
+    def prepare_revision(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> base.Observation:
         """Write the snapshot, start (or find) the gateway, probe ``/healthz`` once.
 
         ``Ready({"endpoint"})`` once the gateway answers 200 with this revision id,
         ``Pending("REVISION_INCOMPLETE")`` before that; see the module for start failures.
         """
-        with (self._effect(operation, "prepare_revision", **_fields(revision)),
-              self._agent_lock(operation, revision.agent_id)):
+        with (
+            self._effect(operation, "prepare_revision", **_fields(revision)),
+            self._agent_lock(operation, revision.agent_id),
+        ):
             return self._prepare(operation, revision)
 
-    def activate_revision(self, operation: base.Operation,
-                          revision: base.RevisionSpec) -> base.Activation:
+    def activate_revision(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> base.Activation:
         """Point the Agent's endpoint (``active.json``) at the revision's running gateway."""
-        with (self._effect(operation, "activate_revision", **_fields(revision)),
-              self._agent_lock(operation, revision.agent_id, create=False)):
+        with (
+            self._effect(operation, "activate_revision", **_fields(revision)),
+            self._agent_lock(operation, revision.agent_id, create=False),
+        ):
             directory = self._revision_dir(revision.agent_id, revision.revision_id)
             runtime = _read_json(directory / "runtime.json") or {}
             if self._recorded_process(runtime, directory, revision.revision_id) is None:
-                raise base.TransientDriverError("REVISION_NOT_RUNNING",
-                                                "the revision's gateway is not running")
+                raise base.TransientDriverError(
+                    "REVISION_NOT_RUNNING", "the revision's gateway is not running"
+                )
             endpoint = _endpoint(int(runtime["port"]))
             pointer = {"revisionId": revision.revision_id, "endpoint": endpoint}
             active = self._agent_dir(revision.agent_id) / "active.json"
@@ -177,14 +203,18 @@ class LocalComputeDriver:
         ``active.json`` is left alone even when it names this revision: the reconciler
         clears the Agent's pointer in the database.
         """
-        with (self._effect(operation, "stop_revision", **_fields(revision)),
-              self._agent_lock(operation, revision.agent_id, create=False)):
+        with (
+            self._effect(operation, "stop_revision", **_fields(revision)),
+            self._agent_lock(operation, revision.agent_id, create=False),
+        ):
             self._stop(operation, revision)
 
     def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Stop the revision, remove its directory, and ``active.json`` if it names it."""
-        with (self._effect(operation, "retire_revision", **_fields(revision)),
-              self._agent_lock(operation, revision.agent_id, create=False)):
+        with (
+            self._effect(operation, "retire_revision", **_fields(revision)),
+            self._agent_lock(operation, revision.agent_id, create=False),
+        ):
             self._stop(operation, revision)
             operation.check()
             _remove_tree(self._revision_dir(revision.agent_id, revision.revision_id))
@@ -193,15 +223,19 @@ class LocalComputeDriver:
             if pointer is not None and pointer.get("revisionId") == revision.revision_id:
                 active.unlink(missing_ok=True)
 
-    def delete_agent_credentials(self, operation: base.Operation, namespace_id: str,
-                                 agent_id: str) -> None:
+    def delete_agent_credentials(
+        self, operation: base.Operation, namespace_id: str, agent_id: str
+    ) -> None:
         """Remove everything the Agent's runtime owned (called after every retirement).
 
         A gateway still running (a revision that was never retired) is terminated first.
         """
-        with (self._effect(operation, "delete_agent_credentials", namespaceId=namespace_id,
-                           agentId=agent_id),
-              self._agent_lock(operation, agent_id, create=False)):
+        with (
+            self._effect(
+                operation, "delete_agent_credentials", namespaceId=namespace_id, agentId=agent_id
+            ),
+            self._agent_lock(operation, agent_id, create=False),
+        ):
             revisions = self._agent_dir(agent_id) / "revisions"
             for directory in sorted(revisions.iterdir()) if revisions.is_dir() else []:
                 runtime = _read_json(directory / "runtime.json") or {}
@@ -226,8 +260,9 @@ class LocalComputeDriver:
         database's active revision: after a stop the file still names the stopped one).
         """
         pointer = _read_json(self._agent_dir(agent_id) / "active.json")
-        if pointer is None or (revision_id is not None
-                               and pointer.get("revisionId") != revision_id):
+        if pointer is None or (
+            revision_id is not None and pointer.get("revisionId") != revision_id
+        ):
             return None
         endpoint = pointer.get("endpoint")
         return endpoint if isinstance(endpoint, str) else None
@@ -235,13 +270,15 @@ class LocalComputeDriver:
     def gateway_processes(self) -> list[int]:
         """Pids of every live gateway started under this root (via ``/proc``)."""
         prefix = os.fsencode(f"{MARKER}={self.root / 'agents'}{os.sep}")
-        return [pid for pid, environment in _process_environments()
-                if any(entry.startswith(prefix) for entry in environment)]
+        return [
+            pid
+            for pid, environment in _process_environments()
+            if any(entry.startswith(prefix) for entry in environment)
+        ]
 
     # -- revision internals ---------------------------------------------------------------
 
-    def _prepare(self, operation: base.Operation,
-                 revision: base.RevisionSpec) -> base.Observation:
+    def _prepare(self, operation: base.Operation, revision: base.RevisionSpec) -> base.Observation:
         _reap_children()
         directory = self._revision_dir(revision.agent_id, revision.revision_id)
         directory.mkdir(parents=True, exist_ok=True)
@@ -257,11 +294,15 @@ class LocalComputeDriver:
                 restarts = int(runtime.get("restarts", 0)) + 1
                 if restarts > MAX_RESTARTS:
                     self.hooks.before_workload_stop(operation, revision)
-                    _write_json(runtime_path, {**runtime, "pid": None, "restarts": 0,
-                                               "failedAt": time.time()})
-                    return base.Failed("RUNTIME_STARTUP_FAILED", permanent=False,
-                                       reason=f"the gateway exited before it became healthy "
-                                              f"({restarts} starts)")
+                    _write_json(
+                        runtime_path,
+                        {**runtime, "pid": None, "restarts": 0, "failedAt": time.time()},
+                    )
+                    return base.Failed(
+                        "RUNTIME_STARTUP_FAILED",
+                        permanent=False,
+                        reason=f"the gateway exited before it became healthy ({restarts} starts)",
+                    )
             started = self._start(operation, revision, directory, restarts)
             if isinstance(started, base.Failed):
                 return started
@@ -274,8 +315,9 @@ class LocalComputeDriver:
             _write_json(runtime_path, {**runtime, "healthyAt": time.time()})
         return base.Ready({"endpoint": _endpoint(port)})
 
-    def _start(self, operation: base.Operation, revision: base.RevisionSpec, directory: Path,
-               restarts: int) -> dict[str, Any] | base.Failed:
+    def _start(
+        self, operation: base.Operation, revision: base.RevisionSpec, directory: Path, restarts: int
+    ) -> dict[str, Any] | base.Failed:
         """Run the launch hooks and start the gateway; its new ``runtime.json``."""
         environment = self.hooks.before_workload_start(operation, revision)
         try:
@@ -284,26 +326,38 @@ class LocalComputeDriver:
             command = self._command(revision, port, directory / "configuration.json")
             with (directory / "gateway.log").open("ab") as log:
                 process = subprocess.Popen(  # noqa: S603 - our own argv, no shell
-                    command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    cwd=directory, env=self._environment(revision, directory, environment),
-                    start_new_session=True, close_fds=True)
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=directory,
+                    env=self._environment(revision, directory, environment),
+                    start_new_session=True,
+                    close_fds=True,
+                )
         except OSError as exc:
             self.hooks.compensate_workload_start(operation, revision)
             if isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError):
-                return base.Failed("RUNTIME_STARTUP_FAILED", permanent=True,
-                                   reason=f"the gateway command cannot run: "
-                                          f"{type(exc).__name__}")
-            raise base.TransientDriverError("RUNTIME_STARTUP_FAILED",
-                                            type(exc).__name__) from None
+                return base.Failed(
+                    "RUNTIME_STARTUP_FAILED",
+                    permanent=True,
+                    reason=f"the gateway command cannot run: {type(exc).__name__}",
+                )
+            raise base.TransientDriverError("RUNTIME_STARTUP_FAILED", type(exc).__name__) from None
         except BaseException:
             self.hooks.compensate_workload_start(operation, revision)
             raise
         with _children_lock:
             _children[process.pid] = process
         runtime: dict[str, Any] = {
-            "namespaceId": revision.namespace_id, "agentId": revision.agent_id,
-            "revisionId": revision.revision_id, "pid": process.pid, "port": port,
-            "startedAt": time.time(), "command": command, "restarts": restarts,
+            "namespaceId": revision.namespace_id,
+            "agentId": revision.agent_id,
+            "revisionId": revision.revision_id,
+            "pid": process.pid,
+            "port": port,
+            "startedAt": time.time(),
+            "command": command,
+            "restarts": restarts,
             "environmentNames": sorted(environment),
         }
         _write_json(directory / "runtime.json", runtime)
@@ -312,13 +366,34 @@ class LocalComputeDriver:
     def _command(self, revision: base.RevisionSpec, port: int, snapshot: Path) -> list[str]:
         template = self.harness_commands.get(revision.harness_id)
         if template is None:
-            return [sys.executable, "-m", "occ.gateway", "--port", str(port),
-                    "--revision-id", revision.revision_id, "--agent-id", revision.agent_id,
-                    "--generation", str(revision.configuration_generation),
-                    "--config", str(snapshot)]
-        values = dict(zip(PLACEHOLDERS, (str(port), revision.revision_id, revision.agent_id,
-                                         str(revision.configuration_generation),
-                                         str(snapshot)), strict=True))
+            return [
+                sys.executable,
+                "-m",
+                "occ.gateway",
+                "--port",
+                str(port),
+                "--revision-id",
+                revision.revision_id,
+                "--agent-id",
+                revision.agent_id,
+                "--generation",
+                str(revision.configuration_generation),
+                "--config",
+                str(snapshot),
+            ]
+        values = dict(
+            zip(
+                PLACEHOLDERS,
+                (
+                    str(port),
+                    revision.revision_id,
+                    revision.agent_id,
+                    str(revision.configuration_generation),
+                    str(snapshot),
+                ),
+                strict=True,
+            )
+        )
         command = []
         for part in template:
             for placeholder, value in values.items():
@@ -326,18 +401,21 @@ class LocalComputeDriver:
             command.append(part)
         return command
 
-    def _environment(self, revision: base.RevisionSpec, directory: Path,
-                     launch: Mapping[str, str]) -> dict[str, str]:
+    def _environment(
+        self, revision: base.RevisionSpec, directory: Path, launch: Mapping[str, str]
+    ) -> dict[str, str]:
         """The gateway's whole environment: nothing of the worker's (no settings, no keys)."""
         environment = dict(launch)
-        environment.update({
-            "PATH": os.pathsep.join(os.get_exec_path()),
-            "HOME": str(directory),
-            "LANG": "C.UTF-8",
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            MARKER: str(directory),
-        })
+        environment.update(
+            {
+                "PATH": os.pathsep.join(os.get_exec_path()),
+                "HOME": str(directory),
+                "LANG": "C.UTF-8",
+                "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                MARKER: str(directory),
+            }
+        )
         if revision.harness_id not in self.harness_commands:
             # The stand-in gateway is this package: find it even without an installation.
             environment["PYTHONPATH"] = str(Path(occ.__file__).resolve().parent.parent)
@@ -377,16 +455,21 @@ class LocalComputeDriver:
         if runtime and runtime.get("pid") is not None:
             _write_json(runtime_path, {**runtime, "pid": None, "stoppedAt": time.time()})
 
-    def _recorded_process(self, runtime: Mapping[str, Any], directory: Path,
-                          revision_id: str) -> int | None:
+    def _recorded_process(
+        self, runtime: Mapping[str, Any], directory: Path, revision_id: str
+    ) -> int | None:
         pid = runtime.get("pid")
-        if isinstance(pid, int) and runtime.get("port") is not None and _is_gateway(
-                pid, directory, revision_id):
+        if (
+            isinstance(pid, int)
+            and runtime.get("port") is not None
+            and _is_gateway(pid, directory, revision_id)
+        ):
             return pid
         return None
 
-    def _processes(self, runtime: Mapping[str, Any], directory: Path,
-                   revision_id: str) -> list[int]:
+    def _processes(
+        self, runtime: Mapping[str, Any], directory: Path, revision_id: str
+    ) -> list[int]:
         """The recorded gateway (first) and any other process marked with this directory.
 
         A revision without a directory has none (retirement kills before it removes), which
@@ -414,8 +497,9 @@ class LocalComputeDriver:
         deadline = time.monotonic() + 5.0
         while _alive(pid):
             if time.monotonic() >= deadline:
-                raise base.TransientDriverError("RUNTIME_STOP_TIMEOUT",
-                                                "the gateway survived SIGKILL")
+                raise base.TransientDriverError(
+                    "RUNTIME_STOP_TIMEOUT", "the gateway survived SIGKILL"
+                )
             operation.wait(0.05)
 
     # -- helpers --------------------------------------------------------------------------
@@ -430,8 +514,9 @@ class LocalComputeDriver:
         return self._agent_dir(agent_id) / "revisions" / _checked_id(revision_id)
 
     @contextlib.contextmanager
-    def _agent_lock(self, operation: base.Operation, agent_id: str, *,
-                    create: bool = True) -> Iterator[None]:
+    def _agent_lock(
+        self, operation: base.Operation, agent_id: str, *, create: bool = True
+    ) -> Iterator[None]:
         """Hold the Agent's lock file (workers in other processes wait; abort ends the wait).
 
         With ``create=False`` an Agent without a directory is not locked (nor recreated):
@@ -476,21 +561,32 @@ class LocalComputeDriver:
         path = self.root / "effects.jsonl"
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip()]
+        return [
+            json.loads(line)
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
 
 
 class _Effect:
     """Times one effect, honours the abort event, and journals it with its claim token."""
 
-    def __init__(self, driver: LocalComputeDriver, operation: base.Operation, op: str,
-                 fields: dict[str, Any]) -> None:
+    def __init__(
+        self, driver: LocalComputeDriver, operation: base.Operation, op: str, fields: dict[str, Any]
+    ) -> None:
         self.driver, self.operation, self.op, self.fields = driver, operation, op, fields
 
     def _entry(self, phase: str, **more: Any) -> dict[str, Any]:
-        return {"phase": phase, "op": self.op, "workId": self.operation.work_id,
-                "token": self.operation.claim_token, "pid": os.getpid(),
-                "startedAt": self.started, **self.fields, **more}
+        return {
+            "phase": phase,
+            "op": self.op,
+            "workId": self.operation.work_id,
+            "token": self.operation.claim_token,
+            "pid": os.getpid(),
+            "startedAt": self.started,
+            **self.fields,
+            **more,
+        }
 
     def __enter__(self) -> None:
         self.operation.check()
@@ -500,8 +596,11 @@ class _Effect:
             self.operation.wait(self.driver.effect_delay_s)
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self.driver.record(self._entry("ended", endedAt=time.time(),
-                                       outcome="done" if kind is None else kind.__name__))
+        self.driver.record(
+            self._entry(
+                "ended", endedAt=time.time(), outcome="done" if kind is None else kind.__name__
+            )
+        )
 
 
 # -- processes -----------------------------------------------------------------------------
@@ -556,8 +655,9 @@ def _is_gateway(pid: int, directory: Path, revision_id: str) -> bool:
 def _marked_processes(directory: Path) -> list[int]:
     """Live processes whose environment carries this revision directory's marker."""
     marker = _marker(directory)
-    return [pid for pid, environment in _process_environments()
-            if marker in environment and _alive(pid)]
+    return [
+        pid for pid, environment in _process_environments() if marker in environment and _alive(pid)
+    ]
 
 
 def _marker(directory: Path) -> bytes:
@@ -603,8 +703,11 @@ def _endpoint(port: int) -> str:
 
 
 def _fields(revision: base.RevisionSpec) -> dict[str, Any]:
-    return {"namespaceId": revision.namespace_id, "agentId": revision.agent_id,
-            "revisionId": revision.revision_id}
+    return {
+        "namespaceId": revision.namespace_id,
+        "agentId": revision.agent_id,
+        "revisionId": revision.revision_id,
+    }
 
 
 def _checked_id(value: str) -> str:

@@ -21,6 +21,17 @@ from occ.web.routes import (
 )
 
 ROUTE_MODULES: Final = (
-    health, installation, namespaces, principals, roles, access_bindings, restrictions,
-    configurations, secrets, agents, work, audit_events, metrics,
+    health,
+    installation,
+    namespaces,
+    principals,
+    roles,
+    access_bindings,
+    restrictions,
+    configurations,
+    secrets,
+    agents,
+    work,
+    audit_events,
+    metrics,
 )

@@ -12,9 +12,11 @@ from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
 blueprint = routing.Blueprint(
-    "access_bindings", __name__, url_prefix="/v1/access-bindings",
+    "access_bindings",
+    __name__,
+    url_prefix="/v1/access-bindings",
     description="A Role granted to a principal Installation-wide, in a Namespace, or on one "
-                "resource.",
+    "resource.",
 )
 
 
@@ -28,11 +30,16 @@ def _database() -> Any:
 @access.requires("installation:administer")
 def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
     """Bind a Role to a principal; ``resource`` limits it to that exact resource."""
-    return common.wrap(policy.create_binding(
-        _database(), actor_id=access.principal_id(), role_id=body["role_id"],
-        principal_id=body["principal_id"], namespace_id=body["namespace_id"],
-        resource=body["resource"],
-    ))
+    return common.wrap(
+        policy.create_binding(
+            _database(),
+            actor_id=access.principal_id(),
+            role_id=body["role_id"],
+            principal_id=body["principal_id"],
+            namespace_id=body["namespace_id"],
+            resource=body["resource"],
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -48,8 +55,9 @@ def list_access_bindings() -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_access_binding(binding_id: str) -> dict[str, Any]:
     """A binding; a revoked one shows ``revokedAt``."""
-    return common.wrap(policy.get_binding(_database(), actor_id=access.principal_id(),
-                                          binding_id=binding_id))
+    return common.wrap(
+        policy.get_binding(_database(), actor_id=access.principal_id(), binding_id=binding_id)
+    )
 
 
 @blueprint.route("/<binding_id>", methods=["DELETE"])
@@ -57,5 +65,6 @@ def get_access_binding(binding_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def revoke_access_binding(binding_id: str) -> dict[str, Any]:
     """Revoke a binding. A repeat answers the same."""
-    return common.wrap(policy.revoke_binding(_database(), actor_id=access.principal_id(),
-                                             binding_id=binding_id))
+    return common.wrap(
+        policy.revoke_binding(_database(), actor_id=access.principal_id(), binding_id=binding_id)
+    )

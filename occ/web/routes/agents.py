@@ -12,8 +12,12 @@ from occ.web import access, routing
 from occ.web.schemas import agents as schemas
 from occ.web.schemas import common
 
-blueprint = routing.Blueprint("agents", __name__, url_prefix="/v1/namespaces/<namespace_id>/agents",
-                              description="Agents, their revisions and deployments.")
+blueprint = routing.Blueprint(
+    "agents",
+    __name__,
+    url_prefix="/v1/namespaces/<namespace_id>/agents",
+    description="Agents, their revisions and deployments.",
+)
 
 
 def _context() -> Any:
@@ -27,12 +31,19 @@ def _context() -> Any:
 def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a draft Agent (desired ``stopped``) and its service principal; nothing runs."""
     context = _context()
-    return common.wrap(agents.create_agent(
-        context.runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
-        name=body["name"], configuration_id=body["configuration_id"], harness=body["harness"],
-        execution_mode=body["execution_mode"], harness_auth=body["harness_auth"],
-        compute_driver=context.runtime.settings.compute_driver,
-    ))
+    return common.wrap(
+        agents.create_agent(
+            context.runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            name=body["name"],
+            configuration_id=body["configuration_id"],
+            harness=body["harness"],
+            execution_mode=body["execution_mode"],
+            harness_auth=body["harness_auth"],
+            compute_driver=context.runtime.settings.compute_driver,
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -40,18 +51,25 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 @access.requires("agent:read")
 def list_agents(namespace_id: str) -> dict[str, Any]:
     """The Namespace's Agents the caller may read."""
-    return common.wrap(agents.list_agents(_context().runtime.database,
-                                          actor_id=access.principal_id(),
-                                          namespace_id=namespace_id))
+    return common.wrap(
+        agents.list_agents(
+            _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
+        )
+    )
 
 
 @blueprint.route("/<agent_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Agent))
 @access.requires("agent:read")
 def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
-    return common.wrap(agents.get_agent(_context().runtime.database,
-                                        actor_id=access.principal_id(),
-                                        namespace_id=namespace_id, agent_id=agent_id))
+    return common.wrap(
+        agents.get_agent(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+        )
+    )
 
 
 @blueprint.route("/<agent_id>", methods=["PATCH"])
@@ -60,10 +78,15 @@ def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 @access.requires("agent:update")
 def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Edit the draft; deployed revisions keep what they pinned."""
-    return common.wrap(agents.update_agent(_context().runtime.database,
-                                           actor_id=access.principal_id(),
-                                           namespace_id=namespace_id, agent_id=agent_id,
-                                           changes=body))
+    return common.wrap(
+        agents.update_agent(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+            changes=body,
+        )
+    )
 
 
 @blueprint.route("/<agent_id>", methods=["DELETE"])
@@ -72,9 +95,12 @@ def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit the deletion; repeat after a failure to retry (or take it over)."""
     context = _context()
-    view = agent_lifecycle.delete_agent(context.runtime.database,
-                                        actor_id=access.principal_id(),
-                                        namespace_id=namespace_id, agent_id=agent_id)
+    view = agent_lifecycle.delete_agent(
+        context.runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+    )
     context.nudger.nudge()
     return common.wrap(view)
 
@@ -86,9 +112,12 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
     context = _context()
-    accepted = deployments.deploy_agent(context.runtime.database,
-                                        actor_id=access.principal_id(),
-                                        namespace_id=namespace_id, agent_id=agent_id)
+    accepted = deployments.deploy_agent(
+        context.runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+    )
     context.nudger.nudge()
     return common.wrap(accepted)
 
@@ -100,9 +129,12 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a stop: desired ``stopped``; a worker stops the runtime."""
     context = _context()
-    view = agent_lifecycle.stop_agent(context.runtime.database,
-                                      actor_id=access.principal_id(),
-                                      namespace_id=namespace_id, agent_id=agent_id)
+    view = agent_lifecycle.stop_agent(
+        context.runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+    )
     context.nudger.nudge()
     return common.wrap(view)
 
@@ -112,19 +144,29 @@ def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[s
 @access.requires("agent_revision:read")
 def list_revisions(namespace_id: str, agent_id: str) -> dict[str, Any]:
     """The Agent's revisions the caller may read, newest first."""
-    return common.wrap(deployments.list_revisions(_context().runtime.database,
-                                                  actor_id=access.principal_id(),
-                                                  namespace_id=namespace_id, agent_id=agent_id))
+    return common.wrap(
+        deployments.list_revisions(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+        )
+    )
 
 
 @blueprint.route("/<agent_id>/revisions/<revision_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.AgentRevision))
 @access.requires("agent_revision:read")
 def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str, Any]:
-    return common.wrap(deployments.get_revision(_context().runtime.database,
-                                                actor_id=access.principal_id(),
-                                                namespace_id=namespace_id, agent_id=agent_id,
-                                                revision_id=revision_id))
+    return common.wrap(
+        deployments.get_revision(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+            revision_id=revision_id,
+        )
+    )
 
 
 @blueprint.route("/<agent_id>/deployments/<deployment_id>", methods=["GET"])
@@ -132,7 +174,12 @@ def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str
 @access.requires("agent_revision:read")
 def get_deployment(namespace_id: str, agent_id: str, deployment_id: str) -> dict[str, Any]:
     """A deployment's status: pending, active, superseded, stopped or failed."""
-    return common.wrap(deployments.get_deployment(_context().runtime.database,
-                                                  actor_id=access.principal_id(),
-                                                  namespace_id=namespace_id, agent_id=agent_id,
-                                                  deployment_id=deployment_id))
+    return common.wrap(
+        deployments.get_deployment(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+            deployment_id=deployment_id,
+        )
+    )

@@ -11,8 +11,12 @@ from occ.controller import operations
 from occ.web import access, routing
 from occ.web.schemas import operations as schemas
 
-blueprint = routing.Blueprint("audit_events", __name__, url_prefix="/v1/audit-events",
-                              description="The append-only audit ledger.")
+blueprint = routing.Blueprint(
+    "audit_events",
+    __name__,
+    url_prefix="/v1/audit-events",
+    description="The append-only audit ledger.",
+)
 
 
 @blueprint.route("", methods=["GET"])
@@ -22,9 +26,13 @@ blueprint = routing.Blueprint("audit_events", __name__, url_prefix="/v1/audit-ev
 def list_audit_events(query: dict[str, Any]) -> dict[str, Any]:
     """Audit events filtered by Namespace, resource, work item and kind; paged by sequence."""
     page = operations.list_audit_events(
-        flask.current_app.extensions["occ"].runtime.database, actor_id=access.principal_id(),
-        namespace_id=query.get("namespace_id"), resource_id=query.get("resource_id"),
-        work_id=query.get("work_id"), kind=query.get("kind"), before=query.get("before"),
+        flask.current_app.extensions["occ"].runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=query.get("namespace_id"),
+        resource_id=query.get("resource_id"),
+        work_id=query.get("work_id"),
+        kind=query.get("kind"),
+        before=query.get("before"),
         limit=query["limit"],
     )
     return schemas.audit_page(page)

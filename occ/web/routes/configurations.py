@@ -12,7 +12,9 @@ from occ.web.schemas import common
 from occ.web.schemas import configurations as schemas
 
 blueprint = routing.Blueprint(
-    "configurations", __name__, url_prefix="/v1/namespaces/<namespace_id>/configurations",
+    "configurations",
+    __name__,
+    url_prefix="/v1/namespaces/<namespace_id>/configurations",
     description="Native JSON configuration documents; PATCH bumps the generation.",
 )
 
@@ -27,10 +29,15 @@ def _context() -> Any:
 @access.requires("configuration:create")
 def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a Configuration at generation 1 (the Namespace must be ``ready``)."""
-    return common.wrap(configurations.create_configuration(
-        _context().runtime.database, actor_id=access.principal_id(),
-        namespace_id=namespace_id, name=body["name"], document=body["document"],
-    ))
+    return common.wrap(
+        configurations.create_configuration(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            name=body["name"],
+            document=body["document"],
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -38,33 +45,47 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
 @access.requires("configuration:read")
 def list_configurations(namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
-    return common.wrap(configurations.list_configurations(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
-    ))
+    return common.wrap(
+        configurations.list_configurations(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+        )
+    )
 
 
 @blueprint.route("/<configuration_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Configuration))
 @access.requires("configuration:read")
 def get_configuration(namespace_id: str, configuration_id: str) -> dict[str, Any]:
-    return common.wrap(configurations.get_configuration(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
-        configuration_id=configuration_id,
-    ))
+    return common.wrap(
+        configurations.get_configuration(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            configuration_id=configuration_id,
+        )
+    )
 
 
 @blueprint.route("/<configuration_id>", methods=["PATCH"])
 @blueprint.arguments(schemas.ConfigurationUpdate)
 @blueprint.response(200, common.envelope(schemas.Configuration))
 @access.requires("configuration:update")
-def update_configuration(body: dict[str, Any], namespace_id: str,
-                         configuration_id: str) -> dict[str, Any]:
+def update_configuration(
+    body: dict[str, Any], namespace_id: str, configuration_id: str
+) -> dict[str, Any]:
     """Change the name and/or replace the document; ``generation`` moves by one."""
-    return common.wrap(configurations.update_configuration(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
-        configuration_id=configuration_id, name=body.get("name"),
-        document=body.get("document"),
-    ))
+    return common.wrap(
+        configurations.update_configuration(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            configuration_id=configuration_id,
+            name=body.get("name"),
+            document=body.get("document"),
+        )
+    )
 
 
 @blueprint.route("/<configuration_id>", methods=["DELETE"])
@@ -73,6 +94,8 @@ def update_configuration(body: dict[str, Any], namespace_id: str,
 def delete_configuration(namespace_id: str, configuration_id: str) -> None:
     """Delete a Configuration no Agent uses (409 otherwise)."""
     configurations.delete_configuration(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
+        _context().runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=namespace_id,
         configuration_id=configuration_id,
     )

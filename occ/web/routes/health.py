@@ -12,8 +12,9 @@ from marshmallow import fields
 from occ import errors
 from occ.web import access, routing
 
-blueprint = routing.Blueprint("health", __name__, url_prefix="",
-                                    description="Probes for load balancers and orchestrators.")
+blueprint = routing.Blueprint(
+    "health", __name__, url_prefix="", description="Probes for load balancers and orchestrators."
+)
 
 
 class Status(ma.Schema):

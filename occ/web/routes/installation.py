@@ -11,8 +11,12 @@ from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
-blueprint = routing.Blueprint("installation", __name__, url_prefix="/v1/installation",
-                                    description="The Installation singleton.")
+blueprint = routing.Blueprint(
+    "installation",
+    __name__,
+    url_prefix="/v1/installation",
+    description="The Installation singleton.",
+)
 
 
 @blueprint.route("", methods=["GET"])

@@ -8,13 +8,20 @@ from occ import metrics
 from occ.controller import installation
 from occ.web import access, routing
 
-blueprint = routing.Blueprint("metrics", __name__, url_prefix="",
-                              description="Prometheus metrics (authenticated).")
+blueprint = routing.Blueprint(
+    "metrics", __name__, url_prefix="", description="Prometheus metrics (authenticated)."
+)
 
 
 @blueprint.route("/metrics", methods=["GET"])
-@blueprint.doc(responses={"200": {"description": "Prometheus text exposition",
-                                  "content": {"text/plain": {"schema": {"type": "string"}}}}})
+@blueprint.doc(
+    responses={
+        "200": {
+            "description": "Prometheus text exposition",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    }
+)
 @access.requires("installation:read")
 def get_metrics() -> flask.Response:
     """HTTP and queue metrics of this API process (all processes in multiprocess mode)."""

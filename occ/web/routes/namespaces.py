@@ -11,8 +11,9 @@ from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
-blueprint = routing.Blueprint("namespaces", __name__, url_prefix="/v1/namespaces",
-                                    description="Tenant boundaries.")
+blueprint = routing.Blueprint(
+    "namespaces", __name__, url_prefix="/v1/namespaces", description="Tenant boundaries."
+)
 
 
 def _context() -> Any:
@@ -27,7 +28,9 @@ def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
     """Admit a Namespace; it is ``provisioning`` until a worker makes it ``ready``."""
     context = _context()
     view = namespaces.create_namespace(
-        context.runtime.database, actor_id=access.principal_id(), name=body["name"],
+        context.runtime.database,
+        actor_id=access.principal_id(),
+        name=body["name"],
         existing_namespace=body["existing_namespace"],
     )
     context.nudger.nudge()
@@ -39,17 +42,20 @@ def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("namespace:read")
 def list_namespaces() -> dict[str, Any]:
     """The Namespaces the caller may read."""
-    return common.wrap(namespaces.list_namespaces(_context().runtime.database,
-                                                  actor_id=access.principal_id()))
+    return common.wrap(
+        namespaces.list_namespaces(_context().runtime.database, actor_id=access.principal_id())
+    )
 
 
 @blueprint.route("/<namespace_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Namespace))
 @access.requires("namespace:read")
 def get_namespace(namespace_id: str) -> dict[str, Any]:
-    return common.wrap(namespaces.get_namespace(_context().runtime.database,
-                                                actor_id=access.principal_id(),
-                                                namespace_id=namespace_id))
+    return common.wrap(
+        namespaces.get_namespace(
+            _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
+        )
+    )
 
 
 @blueprint.route("/<namespace_id>", methods=["DELETE"])
@@ -58,7 +64,8 @@ def get_namespace(namespace_id: str) -> dict[str, Any]:
 def delete_namespace(namespace_id: str) -> dict[str, Any]:
     """Admit the deletion of an empty Namespace; repeat after a failure to retry."""
     context = _context()
-    view = namespaces.delete_namespace(context.runtime.database, actor_id=access.principal_id(),
-                                       namespace_id=namespace_id)
+    view = namespaces.delete_namespace(
+        context.runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
+    )
     context.nudger.nudge()
     return common.wrap(view)

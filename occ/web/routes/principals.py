@@ -11,8 +11,12 @@ from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
-blueprint = routing.Blueprint("principals", __name__, url_prefix="/v1/principals",
-                              description="Human and service identities and their API keys.")
+blueprint = routing.Blueprint(
+    "principals",
+    __name__,
+    url_prefix="/v1/principals",
+    description="Human and service identities and their API keys.",
+)
 
 
 def _context() -> Any:
@@ -25,10 +29,15 @@ def _context() -> Any:
 @access.requires("installation:administer")
 def create_principal(body: dict[str, Any]) -> dict[str, Any]:
     """Create a human or service principal (a service principal may belong to a Namespace)."""
-    return common.wrap(principals.create_principal(
-        _context().runtime.database, actor_id=access.principal_id(), name=body["name"],
-        kind=body["kind"], namespace_id=body["namespace_id"],
-    ))
+    return common.wrap(
+        principals.create_principal(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            name=body["name"],
+            kind=body["kind"],
+            namespace_id=body["namespace_id"],
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -36,17 +45,20 @@ def create_principal(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_principals() -> dict[str, Any]:
     """Every principal, Agent-owned service principals included (with their ``agentId``)."""
-    return common.wrap(principals.list_principals(_context().runtime.database,
-                                                  actor_id=access.principal_id()))
+    return common.wrap(
+        principals.list_principals(_context().runtime.database, actor_id=access.principal_id())
+    )
 
 
 @blueprint.route("/<principal_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Principal))
 @access.requires("installation:administer")
 def get_principal(principal_id: str) -> dict[str, Any]:
-    return common.wrap(principals.get_principal(_context().runtime.database,
-                                                actor_id=access.principal_id(),
-                                                principal_id=principal_id))
+    return common.wrap(
+        principals.get_principal(
+            _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
+        )
+    )
 
 
 @blueprint.route("/<principal_id>/api-keys", methods=["POST"])
@@ -56,10 +68,14 @@ def get_principal(principal_id: str) -> dict[str, Any]:
 def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """Mint an API key; the response is the only place its ``key`` ever appears."""
     context = _context()
-    return common.wrap(principals.mint_api_key(
-        context.runtime.database, actor_id=access.principal_id(), principal_id=principal_id,
-        pepper=context.runtime.settings.api_key_pepper,
-    ))
+    return common.wrap(
+        principals.mint_api_key(
+            context.runtime.database,
+            actor_id=access.principal_id(),
+            principal_id=principal_id,
+            pepper=context.runtime.settings.api_key_pepper,
+        )
+    )
 
 
 @blueprint.route("/<principal_id>/api-keys", methods=["GET"])
@@ -67,9 +83,11 @@ def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_api_keys(principal_id: str) -> dict[str, Any]:
     """The principal's keys (metadata only), revoked ones included."""
-    return common.wrap(principals.list_api_keys(_context().runtime.database,
-                                                actor_id=access.principal_id(),
-                                                principal_id=principal_id))
+    return common.wrap(
+        principals.list_api_keys(
+            _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
+        )
+    )
 
 
 @blueprint.route("/<principal_id>/api-keys/<key_id>", methods=["DELETE"])
@@ -77,6 +95,11 @@ def list_api_keys(principal_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
     """Revoke a key: it stops authenticating at once. A repeat answers the same."""
-    return common.wrap(principals.revoke_api_key(_context().runtime.database,
-                                                 actor_id=access.principal_id(),
-                                                 principal_id=principal_id, key_id=key_id))
+    return common.wrap(
+        principals.revoke_api_key(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            principal_id=principal_id,
+            key_id=key_id,
+        )
+    )

@@ -12,9 +12,11 @@ from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
 blueprint = routing.Blueprint(
-    "restrictions", __name__, url_prefix="/v1/restrictions",
+    "restrictions",
+    __name__,
+    url_prefix="/v1/restrictions",
     description="Deny rules for one permission, optionally narrowed to a principal, a "
-                "Namespace or one resource.",
+    "Namespace or one resource.",
 )
 
 
@@ -28,11 +30,16 @@ def _database() -> Any:
 @access.requires("installation:administer")
 def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
     """Deny ``permission``; each optional field narrows the rule (unset: everything)."""
-    return common.wrap(policy.create_restriction(
-        _database(), actor_id=access.principal_id(), permission=body["permission"],
-        principal_id=body["principal_id"], namespace_id=body["namespace_id"],
-        resource_id=body["resource_id"],
-    ))
+    return common.wrap(
+        policy.create_restriction(
+            _database(),
+            actor_id=access.principal_id(),
+            permission=body["permission"],
+            principal_id=body["principal_id"],
+            namespace_id=body["namespace_id"],
+            resource_id=body["resource_id"],
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -47,8 +54,11 @@ def list_restrictions() -> dict[str, Any]:
 @blueprint.response(200, common.envelope(schemas.Restriction))
 @access.requires("installation:administer")
 def get_restriction(restriction_id: str) -> dict[str, Any]:
-    return common.wrap(policy.get_restriction(_database(), actor_id=access.principal_id(),
-                                              restriction_id=restriction_id))
+    return common.wrap(
+        policy.get_restriction(
+            _database(), actor_id=access.principal_id(), restriction_id=restriction_id
+        )
+    )
 
 
 @blueprint.route("/<restriction_id>", methods=["DELETE"])
@@ -56,5 +66,8 @@ def get_restriction(restriction_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def delete_restriction(restriction_id: str) -> dict[str, Any]:
     """Remove a restriction; the response is what it was."""
-    return common.wrap(policy.delete_restriction(_database(), actor_id=access.principal_id(),
-                                                 restriction_id=restriction_id))
+    return common.wrap(
+        policy.delete_restriction(
+            _database(), actor_id=access.principal_id(), restriction_id=restriction_id
+        )
+    )

@@ -11,8 +11,12 @@ from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
-blueprint = routing.Blueprint("roles", __name__, url_prefix="/v1/roles",
-                              description="Roles: named sets of kind:action permissions.")
+blueprint = routing.Blueprint(
+    "roles",
+    __name__,
+    url_prefix="/v1/roles",
+    description="Roles: named sets of kind:action permissions.",
+)
 
 
 def _database() -> Any:
@@ -25,10 +29,15 @@ def _database() -> Any:
 @access.requires("installation:administer")
 def create_role(body: dict[str, Any]) -> dict[str, Any]:
     """Create a Role (Installation-wide, or of one Namespace with ``namespaceId``)."""
-    return common.wrap(policy.create_role(
-        _database(), actor_id=access.principal_id(), name=body["name"],
-        permissions=body["permissions"], namespace_id=body["namespace_id"],
-    ))
+    return common.wrap(
+        policy.create_role(
+            _database(),
+            actor_id=access.principal_id(),
+            name=body["name"],
+            permissions=body["permissions"],
+            namespace_id=body["namespace_id"],
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -44,8 +53,9 @@ def list_roles() -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_role(role_id: str) -> dict[str, Any]:
     """A Role; a deleted one shows ``deletedAt``."""
-    return common.wrap(policy.get_role(_database(), actor_id=access.principal_id(),
-                                       role_id=role_id))
+    return common.wrap(
+        policy.get_role(_database(), actor_id=access.principal_id(), role_id=role_id)
+    )
 
 
 @blueprint.route("/<role_id>", methods=["DELETE"])
@@ -53,5 +63,6 @@ def get_role(role_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def delete_role(role_id: str) -> dict[str, Any]:
     """Delete a Role (soft): its bindings stop granting. A repeat answers the same."""
-    return common.wrap(policy.delete_role(_database(), actor_id=access.principal_id(),
-                                          role_id=role_id))
+    return common.wrap(
+        policy.delete_role(_database(), actor_id=access.principal_id(), role_id=role_id)
+    )

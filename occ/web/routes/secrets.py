@@ -16,7 +16,9 @@ from occ.web.schemas import common
 from occ.web.schemas import secrets as schemas
 
 blueprint = routing.Blueprint(
-    "secrets", __name__, url_prefix="/v1/namespaces/<namespace_id>/secrets",
+    "secrets",
+    __name__,
+    url_prefix="/v1/namespaces/<namespace_id>/secrets",
     description="Write-only secret values; reads return metadata only.",
 )
 
@@ -32,12 +34,16 @@ def _context() -> Any:
 def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
     context = _context()
-    return common.wrap(secrets.create_secret(
-        context.runtime.database, store=secret_store.SecretStore.from_settings(
-            context.runtime.settings),
-        actor_id=access.principal_id(), namespace_id=namespace_id, name=body["name"],
-        value=body["value"],
-    ))
+    return common.wrap(
+        secrets.create_secret(
+            context.runtime.database,
+            store=secret_store.SecretStore.from_settings(context.runtime.settings),
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            name=body["name"],
+            value=body["value"],
+        )
+    )
 
 
 @blueprint.route("", methods=["GET"])
@@ -45,19 +51,27 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 @access.requires("secret:read")
 def list_secrets(namespace_id: str) -> dict[str, Any]:
     """The Namespace's Secrets the caller may read (metadata)."""
-    return common.wrap(secrets.list_secrets(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
-    ))
+    return common.wrap(
+        secrets.list_secrets(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+        )
+    )
 
 
 @blueprint.route("/<secret_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Secret))
 @access.requires("secret:read")
 def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
-    return common.wrap(secrets.get_secret(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
-        secret_id=secret_id,
-    ))
+    return common.wrap(
+        secrets.get_secret(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            secret_id=secret_id,
+        )
+    )
 
 
 @blueprint.route("/<secret_id>", methods=["DELETE"])
@@ -66,6 +80,8 @@ def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
 def delete_secret(namespace_id: str, secret_id: str) -> None:
     """Delete a Secret no Agent's harness authentication uses (409 otherwise)."""
     secrets.delete_secret(
-        _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id,
+        _context().runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=namespace_id,
         secret_id=secret_id,
     )

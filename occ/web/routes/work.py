@@ -12,8 +12,9 @@ from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import operations as schemas
 
-blueprint = routing.Blueprint("work", __name__, url_prefix="/v1/work",
-                              description="Operator view of the work queue.")
+blueprint = routing.Blueprint(
+    "work", __name__, url_prefix="/v1/work", description="Operator view of the work queue."
+)
 
 
 def _database() -> Any:
@@ -27,9 +28,13 @@ def _database() -> Any:
 def list_work(query: dict[str, Any]) -> dict[str, Any]:
     """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor."""
     page = operations.list_work(
-        _database(), actor_id=access.principal_id(), state=query.get("state"),
-        namespace_id=query.get("namespace_id"), agent_id=query.get("agent_id"),
-        limit=query["limit"], cursor=query.get("cursor"),
+        _database(),
+        actor_id=access.principal_id(),
+        state=query.get("state"),
+        namespace_id=query.get("namespace_id"),
+        agent_id=query.get("agent_id"),
+        limit=query["limit"],
+        cursor=query.get("cursor"),
     )
     return schemas.work_page(page)
 
@@ -39,5 +44,6 @@ def list_work(query: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_work(work_id: str) -> dict[str, Any]:
     """One work item (its id is its idempotency key, colons included)."""
-    return common.wrap(operations.get_work(_database(), actor_id=access.principal_id(),
-                                           work_id=work_id))
+    return common.wrap(
+        operations.get_work(_database(), actor_id=access.principal_id(), work_id=work_id)
+    )

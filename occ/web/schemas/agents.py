@@ -20,6 +20,7 @@ _VERSION_HELP = "1 to 64 characters of A-Z a-z 0-9 . _ -"
 
 # -- request bodies -----------------------------------------------------------------------------
 
+
 class AgentHarnessInput(common.Request):
     id = fields.String(required=True, validate=validate.OneOf(HARNESSES))
     version = fields.String(required=True, metadata={"description": _VERSION_HELP})
@@ -35,8 +36,11 @@ class AgentCreate(common.Request):
     configuration_id = fields.String(data_key="configurationId", required=True)
     harness = fields.Nested(AgentHarnessInput, required=True)
     execution_mode = fields.String(
-        data_key="executionMode", required=True, validate=validate.OneOf(EXECUTION_MODES),
-        metadata={"description": "openclaw runs embedded, codex dedicated"})
+        data_key="executionMode",
+        required=True,
+        validate=validate.OneOf(EXECUTION_MODES),
+        metadata={"description": "openclaw runs embedded, codex dedicated"},
+    )
     harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth", required=True)
 
 
@@ -46,8 +50,9 @@ class AgentUpdate(common.Request):
     name = fields.String()
     configuration_id = fields.String(data_key="configurationId")
     harness = fields.Nested(AgentHarnessInput)
-    execution_mode = fields.String(data_key="executionMode",
-                                   validate=validate.OneOf(EXECUTION_MODES))
+    execution_mode = fields.String(
+        data_key="executionMode", validate=validate.OneOf(EXECUTION_MODES)
+    )
     harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth")
 
 
@@ -56,6 +61,7 @@ class AgentActionBody(common.Request):
 
 
 # -- representations ----------------------------------------------------------------------------
+
 
 class AgentHarness(ma.Schema):
     id = fields.String(required=True)
@@ -99,8 +105,10 @@ class AgentRevision(ma.Schema):
     configuration_id = fields.String(data_key="configurationId", required=True)
     configuration_generation = fields.Integer(data_key="configurationGeneration", required=True)
     configuration_document = fields.Dict(
-        data_key="configurationDocument", required=True,
-        metadata={"description": "the pinned native document; secrets appear only by id"})
+        data_key="configurationDocument",
+        required=True,
+        metadata={"description": "the pinned native document; secrets appear only by id"},
+    )
     harness = fields.Nested(AgentRevisionHarness, required=True)
     harness_auth = fields.Nested(AgentHarnessAuth, data_key="harnessAuth", required=True)
     compute_driver = fields.String(data_key="computeDriver", required=True)

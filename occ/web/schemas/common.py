@@ -46,9 +46,12 @@ def envelope(data: type[ma.Schema], *, many: bool = False) -> type[ma.Schema]:
     if key not in _ENVELOPES:
         name = data.__name__ + ("ListResponse" if many else "Response")
         _ENVELOPES[key] = ma.Schema.from_dict(
-            {"data": fields.List(fields.Nested(data), required=True) if many
-             else fields.Nested(data, required=True),
-             "meta": fields.Nested(Meta, required=True)},
+            {
+                "data": fields.List(fields.Nested(data), required=True)
+                if many
+                else fields.Nested(data, required=True),
+                "meta": fields.Nested(Meta, required=True),
+            },
             name=name,
         )
     return _ENVELOPES[key]

@@ -10,8 +10,9 @@ from occ.web.schemas import common
 
 class ConfigurationCreate(common.Request):
     name = fields.String(required=True)
-    document = fields.Dict(required=True, metadata={
-        "description": "A JSON object, at most 64 KiB serialized."})
+    document = fields.Dict(
+        required=True, metadata={"description": "A JSON object, at most 64 KiB serialized."}
+    )
 
 
 class ConfigurationUpdate(common.Request):

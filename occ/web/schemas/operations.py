@@ -15,14 +15,18 @@ from occ.web.schemas import common
 
 
 def _id(kind: str) -> validate.Regexp:
-    return validate.Regexp(ids.pattern(kind), error=f"must be a {kind} id "
-                                                    f"({ids.PREFIXES[kind]}_<uuid4>)")
+    return validate.Regexp(
+        ids.pattern(kind), error=f"must be a {kind} id ({ids.PREFIXES[kind]}_<uuid4>)"
+    )
 
 
 def _limit() -> fields.Integer:
-    return fields.Integer(load_default=operations.DEFAULT_LIMIT, strict=False,
-                          validate=validate.Range(min=1, max=operations.MAX_LIMIT),
-                          metadata={"description": "Most items in the page."})
+    return fields.Integer(
+        load_default=operations.DEFAULT_LIMIT,
+        strict=False,
+        validate=validate.Range(min=1, max=operations.MAX_LIMIT),
+        metadata={"description": "Most items in the page."},
+    )
 
 
 class Query(ma.Schema):
@@ -37,25 +41,35 @@ class WorkQuery(Query):
     namespace_id = fields.String(data_key="namespaceId", validate=_id("namespace"))
     agent_id = fields.String(data_key="agentId", validate=_id("agent"))
     limit = _limit()
-    cursor = fields.String(validate=validate.Length(min=1, max=512),
-                           metadata={"description": "``meta.nextCursor`` of the previous page."})
+    cursor = fields.String(
+        validate=validate.Length(min=1, max=512),
+        metadata={"description": "``meta.nextCursor`` of the previous page."},
+    )
 
 
 class AuditEventQuery(Query):
     namespace_id = fields.String(data_key="namespaceId", validate=_id("namespace"))
-    resource_id = fields.String(data_key="resourceId",
-                                validate=validate.Regexp(operations.RESOURCE_ID_PATTERN,
-                                                         error="must be an occ id"))
-    work_id = fields.String(data_key="workId",
-                            validate=[validate.Length(max=operations.WORK_ID_MAX),
-                                      validate.Regexp(operations.WORK_ID_PATTERN,
-                                                      error="must be a work id")])
+    resource_id = fields.String(
+        data_key="resourceId",
+        validate=validate.Regexp(operations.RESOURCE_ID_PATTERN, error="must be an occ id"),
+    )
+    work_id = fields.String(
+        data_key="workId",
+        validate=[
+            validate.Length(max=operations.WORK_ID_MAX),
+            validate.Regexp(operations.WORK_ID_PATTERN, error="must be a work id"),
+        ],
+    )
     kind = fields.String(validate=validate.OneOf(sorted(audit.KINDS)))
-    before = fields.Integer(strict=False,
-                            validate=validate.Range(min=1, max=operations.SEQUENCE_MAX),
-                            metadata={"description": "Only events with a smaller sequence "
-                                                     "(``meta.nextBefore`` of the previous "
-                                                     "page)."})
+    before = fields.Integer(
+        strict=False,
+        validate=validate.Range(min=1, max=operations.SEQUENCE_MAX),
+        metadata={
+            "description": "Only events with a smaller sequence "
+            "(``meta.nextBefore`` of the previous "
+            "page)."
+        },
+    )
     limit = _limit()
 
 
@@ -65,22 +79,19 @@ class WorkItem(ma.Schema):
     agent_id = fields.String(data_key="agentId", required=True, allow_none=True)
     revision_id = fields.String(data_key="revisionId", required=True, allow_none=True)
     actor_id = fields.String(data_key="actorId", required=True)
-    namespace_target = fields.String(data_key="namespaceTarget", required=True,
-                                     allow_none=True)
+    namespace_target = fields.String(data_key="namespaceTarget", required=True, allow_none=True)
     agent_target = fields.String(data_key="agentTarget", required=True, allow_none=True)
-    state = fields.String(required=True,
-                          validate=validate.OneOf([s.value for s in values.WorkState]))
+    state = fields.String(
+        required=True, validate=validate.OneOf([s.value for s in values.WorkState])
+    )
     attempt_count = fields.Integer(data_key="attemptCount", required=True)
     available_at = fields.DateTime(data_key="availableAt", required=True)
-    lease_expires_at = fields.DateTime(data_key="leaseExpiresAt", required=True,
-                                       allow_none=True)
+    lease_expires_at = fields.DateTime(data_key="leaseExpiresAt", required=True, allow_none=True)
     completed_at = fields.DateTime(data_key="completedAt", required=True, allow_none=True)
     reason_code = fields.String(data_key="reasonCode", required=True, allow_none=True)
     result_data = fields.Dict(data_key="resultData", required=True, allow_none=True)
-    last_progress_code = fields.String(data_key="lastProgressCode", required=True,
-                                       allow_none=True)
-    last_progress_at = fields.DateTime(data_key="lastProgressAt", required=True,
-                                       allow_none=True)
+    last_progress_code = fields.String(data_key="lastProgressCode", required=True, allow_none=True)
+    last_progress_at = fields.DateTime(data_key="lastProgressAt", required=True, allow_none=True)
     created_at = fields.DateTime(data_key="createdAt", required=True)
     updated_at = fields.DateTime(data_key="updatedAt", required=True)
 
@@ -120,11 +131,15 @@ class AuditEventListResponse(ma.Schema):
 
 def work_page(page: operations.WorkPage) -> dict[str, Any]:
     """The envelope of a page of work items."""
-    return {"data": page.items, "meta": {"request_id": flask.g.get("request_id"),
-                                         "next_cursor": page.next_cursor}}
+    return {
+        "data": page.items,
+        "meta": {"request_id": flask.g.get("request_id"), "next_cursor": page.next_cursor},
+    }
 
 
 def audit_page(page: operations.AuditPage) -> dict[str, Any]:
     """The envelope of a page of audit events."""
-    return {"data": page.items, "meta": {"request_id": flask.g.get("request_id"),
-                                         "next_before": page.next_before}}
+    return {
+        "data": page.items,
+        "meta": {"request_id": flask.g.get("request_id"), "next_before": page.next_before},
+    }

@@ -10,9 +10,14 @@ from occ.web.schemas import common
 
 class SecretCreate(common.Request):
     name = fields.String(required=True)
-    value = fields.String(required=True, load_only=True, metadata={
-        "description": "1 to 64 KiB of UTF-8; write-only, never returned.",
-        "writeOnly": True})
+    value = fields.String(
+        required=True,
+        load_only=True,
+        metadata={
+            "description": "1 to 64 KiB of UTF-8; write-only, never returned.",
+            "writeOnly": True,
+        },
+    )
 
 
 class Secret(ma.Schema):

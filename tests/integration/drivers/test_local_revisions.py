@@ -29,9 +29,21 @@ from tests.support.processes import wait_for
 
 READY_TIMEOUT = 20.0
 
-GATEWAY_TEMPLATE = [sys.executable, "-m", "occ.gateway", "--port", "{port}",
-                    "--revision-id", "{revision_id}", "--agent-id", "{agent_id}",
-                    "--generation", "{generation}", "--config", "{config}"]
+GATEWAY_TEMPLATE = [
+    sys.executable,
+    "-m",
+    "occ.gateway",
+    "--port",
+    "{port}",
+    "--revision-id",
+    "{revision_id}",
+    "--agent-id",
+    "{agent_id}",
+    "--generation",
+    "{generation}",
+    "--config",
+    "{config}",
+]
 
 
 @pytest.fixture
@@ -53,8 +65,11 @@ def _kill_every_gateway(root: Path) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-    wait_for(lambda: not any(_running(pid) for pid in pids), timeout=10,
-             message="leftover gateways to exit")
+    wait_for(
+        lambda: not any(_running(pid) for pid in pids),
+        timeout=10,
+        message="leftover gateways to exit",
+    )
 
 
 def _running(pid: int) -> bool:
@@ -72,14 +87,26 @@ def _operation(work_id: str = "work_1", token: str = "token_1") -> base.Operatio
     return base.Operation(work_id=work_id, claim_token=token, abort=threading.Event())
 
 
-def _revision(agent_id: str, *, number: int = 1, harness: str = "openclaw",
-              generation: int = 3, document: dict[str, Any] | None = None) -> base.RevisionSpec:
+def _revision(
+    agent_id: str,
+    *,
+    number: int = 1,
+    harness: str = "openclaw",
+    generation: int = 3,
+    document: dict[str, Any] | None = None,
+) -> base.RevisionSpec:
     return base.RevisionSpec(
-        namespace_id="ns_test", agent_id=agent_id, revision_id=ids.new("agent_revision"),
-        revision_number=number, configuration_generation=generation,
+        namespace_id="ns_test",
+        agent_id=agent_id,
+        revision_id=ids.new("agent_revision"),
+        revision_number=number,
+        configuration_generation=generation,
         configuration_document=document or {"model": "m", "revision": number},
-        harness_id=harness, harness_version="1.0.0", harness_mode="embedded",
-        service_principal_id="prn_test")
+        harness_id=harness,
+        harness_version="1.0.0",
+        harness_mode="embedded",
+        service_principal_id="prn_test",
+    )
 
 
 def _get(endpoint: str, path: str) -> tuple[int, Any]:
@@ -93,8 +120,9 @@ def _get(endpoint: str, path: str) -> tuple[int, Any]:
         connection.close()
 
 
-def _until_ready(driver: LocalComputeDriver, revision: base.RevisionSpec,
-                 operation: base.Operation | None = None) -> base.Ready:
+def _until_ready(
+    driver: LocalComputeDriver, revision: base.RevisionSpec, operation: base.Operation | None = None
+) -> base.Ready:
     operation = operation or _operation()
 
     def ready() -> base.Ready | None:
@@ -113,7 +141,8 @@ def _revision_dir(root: Path, revision: base.RevisionSpec) -> Path:
 
 def _runtime(root: Path, revision: base.RevisionSpec) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(
-        (_revision_dir(root, revision) / "runtime.json").read_text(encoding="utf-8"))
+        (_revision_dir(root, revision) / "runtime.json").read_text(encoding="utf-8")
+    )
     return document
 
 
@@ -140,8 +169,12 @@ def test_prepare_is_pending_then_ready_and_the_gateway_serves_the_revision(root:
 
     status, health = _get(endpoint, "/healthz")
     assert status == 200
-    assert health == {"status": "ok", "revisionId": revision.revision_id,
-                      "agentId": revision.agent_id, "configurationGeneration": 7}
+    assert health == {
+        "status": "ok",
+        "revisionId": revision.revision_id,
+        "agentId": revision.agent_id,
+        "configurationGeneration": 7,
+    }
     assert _get(endpoint, "/config") == (200, document)
     directory = _revision_dir(root, revision)
     assert json.loads((directory / "configuration.json").read_text()) == document
@@ -152,13 +185,15 @@ def test_prepare_is_pending_then_ready_and_the_gateway_serves_the_revision(root:
     assert driver.revision_process(revision.agent_id, revision.revision_id) == pid
     prepares = [e for e in driver.effects() if e["op"] == "prepare_revision"]
     assert {e["phase"] for e in prepares} == {"started", "ended"}
-    assert all(e["token"] == "token_1" and e["revisionId"] == revision.revision_id
-               for e in prepares)
+    assert all(
+        e["token"] == "token_1" and e["revisionId"] == revision.revision_id for e in prepares
+    )
     driver.retire_revision(_operation(), revision)
 
 
 def test_the_gateway_environment_holds_nothing_of_the_worker(
-        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OCC_SECRET_KEY", "worker-secret-never-in-a-gateway")
     driver = LocalComputeDriver(root)
     revision = _revision(ids.new("agent"))
@@ -185,7 +220,9 @@ def test_activate_a_second_revision_and_retire_the_first(root: Path) -> None:
     assert driver.activate_revision(_operation(), first) == activation  # idempotent
     assert driver.active_endpoint(agent_id) == endpoint_1
     assert json.loads((root / "agents" / agent_id / "active.json").read_text()) == {
-        "revisionId": first.revision_id, "endpoint": endpoint_1}
+        "revisionId": first.revision_id,
+        "endpoint": endpoint_1,
+    }
     pid_1 = driver.revision_process(agent_id, first.revision_id)
     assert pid_1 is not None
 
@@ -234,7 +271,8 @@ def test_a_new_driver_finds_the_running_gateway_again(root: Path) -> None:
     assert after.revision_process(agent_id, revision.revision_id) == pid
     assert after.active_endpoint(agent_id) == endpoint
     assert after.prepare_revision(_operation("work_2", "token_2"), revision) == base.Ready(
-        {"endpoint": endpoint})
+        {"endpoint": endpoint}
+    )
     assert after.revision_process(agent_id, revision.revision_id) == pid
     assert _runtime(root, revision)["pid"] == pid
     assert after.gateway_processes() == [pid]
@@ -265,9 +303,22 @@ def test_a_recycled_pid_is_not_taken_for_the_gateway(root: Path) -> None:
 
 def test_stop_keeps_the_files_and_a_later_prepare_starts_again(root: Path) -> None:
     # Through the `occ gateway` command, so its clean SIGTERM exit is seen in the log.
-    command = [sys.executable, "-c", "from occ.cli import main; main()", "gateway",
-               "--port", "{port}", "--revision-id", "{revision_id}", "--agent-id",
-               "{agent_id}", "--generation", "{generation}", "--config", "{config}"]
+    command = [
+        sys.executable,
+        "-c",
+        "from occ.cli import main; main()",
+        "gateway",
+        "--port",
+        "{port}",
+        "--revision-id",
+        "{revision_id}",
+        "--agent-id",
+        "{agent_id}",
+        "--generation",
+        "{generation}",
+        "--config",
+        "{config}",
+    ]
     driver = LocalComputeDriver(root, harness_commands={"cli": command})
     revision = _revision(ids.new("agent"), harness="cli")
     endpoint = _until_ready(driver, revision).details["endpoint"]
@@ -293,11 +344,13 @@ def test_stop_keeps_the_files_and_a_later_prepare_starts_again(root: Path) -> No
 
 
 def test_stop_escalates_to_sigkill(root: Path) -> None:
-    stubborn = [sys.executable, "-c",
-                "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                "time.sleep(60)", "{revision_id}"]
-    driver = LocalComputeDriver(root, harness_commands={"stubborn": stubborn},
-                                stop_timeout_s=0.5)
+    stubborn = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+        "{revision_id}",
+    ]
+    driver = LocalComputeDriver(root, harness_commands={"stubborn": stubborn}, stop_timeout_s=0.5)
     revision = _revision(ids.new("agent"), harness="stubborn")
     assert driver.prepare_revision(_operation(), revision) == base.Pending("REVISION_INCOMPLETE")
     pid = driver.revision_process(revision.agent_id, revision.revision_id)
@@ -321,8 +374,7 @@ def _sigterm_ignored(pid: int) -> bool:
 
 
 def test_an_unhealthy_gateway_stays_pending(root: Path) -> None:
-    driver = LocalComputeDriver(root, harness_commands={"sick": [*GATEWAY_TEMPLATE,
-                                                                 "--unhealthy"]})
+    driver = LocalComputeDriver(root, harness_commands={"sick": [*GATEWAY_TEMPLATE, "--unhealthy"]})
     revision = _revision(ids.new("agent"), harness="sick")
     assert driver.prepare_revision(_operation(), revision) == base.Pending("REVISION_INCOMPLETE")
     pid = driver.revision_process(revision.agent_id, revision.revision_id)
@@ -336,7 +388,8 @@ def test_an_unhealthy_gateway_stays_pending(root: Path) -> None:
     wait_for(answers_unhealthy, timeout=READY_TIMEOUT, message="the gateway to answer 503")
     for _ in range(3):
         assert driver.prepare_revision(_operation(), revision) == base.Pending(
-            "REVISION_INCOMPLETE")
+            "REVISION_INCOMPLETE"
+        )
     assert driver.revision_process(revision.agent_id, revision.revision_id) == pid
     driver.retire_revision(_operation(), revision)
 
@@ -366,8 +419,9 @@ def test_a_gateway_that_keeps_exiting_fails_after_one_restart(root: Path) -> Non
 
 
 def test_a_command_that_cannot_run_fails_permanently(root: Path) -> None:
-    driver = LocalComputeDriver(root, harness_commands={"missing": [
-        str(root / "no-such-harness"), "{port}"]})
+    driver = LocalComputeDriver(
+        root, harness_commands={"missing": [str(root / "no-such-harness"), "{port}"]}
+    )
     revision = _revision(ids.new("agent"), harness="missing")
     failed = driver.prepare_revision(_operation(), revision)
     assert isinstance(failed, base.Failed)
@@ -405,8 +459,7 @@ def test_an_abort_during_the_effect_stops_it(root: Path) -> None:
     assert driver.gateway_processes() == []
     # The journal's rule for an effect aborted during its simulated duration: it started,
     # it never ended (nothing was done).
-    assert [(e["op"], e["phase"]) for e in driver.effects()] == [("prepare_revision",
-                                                                  "started")]
+    assert [(e["op"], e["phase"]) for e in driver.effects()] == [("prepare_revision", "started")]
     assert not _revision_dir(root, revision).exists()
 
 
@@ -448,23 +501,25 @@ class RecordingHook:
     fail_namespace_delete: bool = False
     calls: list[tuple[str, str]] = field(default_factory=list)
 
-    def after_namespace_prepared(self, operation: base.Operation,
-                                 namespace: base.NamespaceSpec) -> None:
+    def after_namespace_prepared(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         self.calls.append(("after_namespace_prepared", namespace.id))
 
-    def before_workload_start(self, operation: base.Operation, revision: base.RevisionSpec,
-                              launch: hooks.LaunchSpec) -> None:
+    def before_workload_start(
+        self, operation: base.Operation, revision: base.RevisionSpec, launch: hooks.LaunchSpec
+    ) -> None:
         self.calls.append(("before_workload_start", revision.revision_id))
         launch.environment.update(self.environment)
 
-    def before_workload_stop(self, operation: base.Operation,
-                             revision: base.RevisionSpec) -> None:
+    def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         self.calls.append(("before_workload_stop", revision.revision_id))
         if self.fail_stop:
             raise base.TransientDriverError("REVOCATION_PENDING")
 
-    def before_namespace_delete(self, operation: base.Operation,
-                                namespace: base.NamespaceSpec) -> None:
+    def before_namespace_delete(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         self.calls.append(("before_namespace_delete", namespace.id))
         if self.fail_namespace_delete:
             raise base.TransientDriverError("REVOCATION_PENDING")
@@ -503,8 +558,10 @@ def test_a_refused_launch_environment_starts_nothing(root: Path) -> None:
     assert raised.value.code == hooks.ENVIRONMENT_INVALID
     assert driver.revision_process(revision.agent_id, revision.revision_id) is None
     assert driver.gateway_processes() == []
-    assert hook.calls == [("before_workload_start", revision.revision_id),
-                          ("before_workload_stop", revision.revision_id)]
+    assert hook.calls == [
+        ("before_workload_start", revision.revision_id),
+        ("before_workload_stop", revision.revision_id),
+    ]
     assert "sk-live-plaintext" not in (root / "effects.jsonl").read_text()
 
 
@@ -528,7 +585,9 @@ def test_namespace_hooks(root: Path) -> None:
 
 def test_maintenance_interval_is_off_unless_configured(root: Path) -> None:
     assert LocalComputeDriver(root).capabilities == base.Capabilities(
-        activation_order=base.ActivationOrder.AFTER_COMMIT)
-    assert LocalComputeDriver(root, maintenance_interval_s=2).capabilities \
-        .maintenance_interval_s == 2
+        activation_order=base.ActivationOrder.AFTER_COMMIT
+    )
+    assert (
+        LocalComputeDriver(root, maintenance_interval_s=2).capabilities.maintenance_interval_s == 2
+    )
     assert isinstance(LocalComputeDriver(root), base.ComputeDriver)

@@ -26,15 +26,21 @@ from occ.state import iam_policy, models, values
 from occ.state import namespaces as namespace_rows
 from tests.support.processes import wait_for
 
-POLICY = values.QueuePolicy(lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5,
-                            convergence_timeout_ms=900_000)
+POLICY = values.QueuePolicy(
+    lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
+)
 
 
 @pytest.fixture
 def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
     driver = LocalComputeDriver(tmp_path / "local", maintenance_interval_s=60.0)
-    yield Worker(database=db, policy=POLICY, driver=driver, shutdown=threading.Event(),
-                 settings=Settings(database_url="postgresql://unused"))
+    yield Worker(
+        database=db,
+        policy=POLICY,
+        driver=driver,
+        shutdown=threading.Event(),
+        settings=Settings(database_url="postgresql://unused"),
+    )
     for runtime in (tmp_path / "local").glob("agents/*/revisions/*/runtime.json"):
         pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
         if isinstance(pid, int):
@@ -49,42 +55,72 @@ def _deploy_world(db: Database) -> tuple[str, str, str]:
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
     with db.transaction() as session:
         namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
-        session.execute(sa.update(models.ControllerWork).values(
-            state="succeeded", completed_at=sa.func.clock_timestamp(),
-            reason_code="NAMESPACE_READY"))
+        session.execute(
+            sa.update(models.ControllerWork).values(
+                state="succeeded",
+                completed_at=sa.func.clock_timestamp(),
+                reason_code="NAMESPACE_READY",
+            )
+        )
     configuration = configurations.create_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, name="c", document={})
-    secret = secrets.create_secret(db, store=secret_store.SecretStore("k"), actor_id=admin,
-                                   namespace_id=namespace_id, name="s", value="v")
+        db, actor_id=admin, namespace_id=namespace_id, name="c", document={}
+    )
+    secret = secrets.create_secret(
+        db,
+        store=secret_store.SecretStore("k"),
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="s",
+        value="v",
+    )
     agent = agents.create_agent(
-        db, actor_id=admin, namespace_id=namespace_id, name="a",
-        configuration_id=configuration.id, harness={"id": "openclaw", "version": "1"},
-        execution_mode="embedded", harness_auth={"kind": "secret", "secret_id": secret.id},
-        compute_driver="local")
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="a",
+        configuration_id=configuration.id,
+        harness={"id": "openclaw", "version": "1"},
+        execution_mode="embedded",
+        harness_auth={"kind": "secret", "secret_id": secret.id},
+        compute_driver="local",
+    )
     with db.transaction() as session:
-        role = iam_policy.create_role(session, name="sp", namespace_id=namespace_id,
-                                      permissions=["configuration:read", "secret:operate"])
-        iam_policy.bind(session, role_id=role.id, principal_id=agent.service_principal_id,
-                        created_by=admin, namespace_id=namespace_id)
+        role = iam_policy.create_role(
+            session,
+            name="sp",
+            namespace_id=namespace_id,
+            permissions=["configuration:read", "secret:operate"],
+        )
+        iam_policy.bind(
+            session,
+            role_id=role.id,
+            principal_id=agent.service_principal_id,
+            created_by=admin,
+            namespace_id=namespace_id,
+        )
     return admin, namespace_id, agent.id
 
 
 def _deploy(db: Database, admin: str, namespace_id: str, agent_id: str) -> str:
-    return deployments.deploy_agent(db, actor_id=admin, namespace_id=namespace_id,
-                                    agent_id=agent_id).deployment_id
+    return deployments.deploy_agent(
+        db, actor_id=admin, namespace_id=namespace_id, agent_id=agent_id
+    ).deployment_id
 
 
 def _run_until(db: Database, worker: Worker, work_id: str, code: str) -> None:
     """Claim and run passes in-process until ``work_id`` ends with ``code``."""
+
     def finished() -> bool:
         with db.transaction() as session:
             row = session.get(models.ControllerWork, work_id)
             if row is not None and row.state == "succeeded":
                 assert row.reason_code == code
                 return True
-            session.execute(sa.update(models.ControllerWork)
-                            .where(models.ControllerWork.state == "queued")
-                            .values(available_at=sa.func.clock_timestamp()))
+            session.execute(
+                sa.update(models.ControllerWork)
+                .where(models.ControllerWork.state == "queued")
+                .values(available_at=sa.func.clock_timestamp())
+            )
         for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
             executor.run(worker, claim.work_id, str(claim.token))
         return False
@@ -94,9 +130,13 @@ def _run_until(db: Database, worker: Worker, work_id: str, code: str) -> None:
 
 def _maintenance_items(db: Database, revision_id: str) -> list[models.ControllerWork]:
     with db.transaction() as session:
-        return list(session.scalars(sa.select(models.ControllerWork).where(
-            models.ControllerWork.id.like(f"agent_revision:{revision_id}:maintenance:%"))
-            .order_by(models.ControllerWork.id)))
+        return list(
+            session.scalars(
+                sa.select(models.ControllerWork)
+                .where(models.ControllerWork.id.like(f"agent_revision:{revision_id}:maintenance:%"))
+                .order_by(models.ControllerWork.id)
+            )
+        )
 
 
 def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Worker) -> None:

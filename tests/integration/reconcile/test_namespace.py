@@ -18,22 +18,26 @@ from occ.state import iam_policy, models, values
 POLICY = values.QueuePolicy()
 
 
-def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database,
-                                                             tmp_path: Path) -> None:
+def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_path: Path) -> None:
     boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
     assert boot.admin_principal_id is not None
     with db.transaction() as session:
         creator = iam_policy.create_principal(session, name="creator", kind="human")
         assert boot.administrator_role_id is not None
-        iam_policy.bind(session, role_id=boot.administrator_role_id, principal_id=creator.id,
-                        created_by=boot.admin_principal_id)
+        iam_policy.bind(
+            session,
+            role_id=boot.administrator_role_id,
+            principal_id=creator.id,
+            created_by=boot.admin_principal_id,
+        )
     namespace_id = namespaces.create_namespace(db, actor_id=creator.id, name="team").id
     with db.transaction() as session:
         iam_policy.disable_principal(session, creator.id)
 
     driver = LocalComputeDriver(tmp_path / "local")
-    worker = Worker(database=db, policy=POLICY, driver=driver, shutdown=threading.Event(),
-                    settings=Settings())
+    worker = Worker(
+        database=db, policy=POLICY, driver=driver, shutdown=threading.Event(), settings=Settings()
+    )
     [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
     result = executor.run(worker, claim.work_id, str(claim.token))
 
@@ -42,10 +46,19 @@ def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database,
     with db.transaction() as session:
         namespace = session.get(models.Namespace, namespace_id)
         work = session.get(models.ControllerWork, claim.work_id)
-        denials = session.execute(sa.select(models.AuditEvent.action).where(
-            models.AuditEvent.kind == "authorization_denial",
-            models.AuditEvent.work_id == claim.work_id)).scalars().all()
+        denials = (
+            session.execute(
+                sa.select(models.AuditEvent.action).where(
+                    models.AuditEvent.kind == "authorization_denial",
+                    models.AuditEvent.work_id == claim.work_id,
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert namespace is not None and namespace.status == "failed"
-    assert work is not None and (work.state, work.reason_code) == ("failed_permanent",
-                                                                   "ACTOR_REVOKED")
+    assert work is not None and (work.state, work.reason_code) == (
+        "failed_permanent",
+        "ACTOR_REVOKED",
+    )
     assert denials == ["namespaces.create"]

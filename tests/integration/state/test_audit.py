@@ -12,8 +12,13 @@ from occ.state import audit
 
 
 def append(db: Database, **fields: object) -> str:
-    event = {"kind": "mutation", "action": "namespaces.create", "actor_id": ids.new("principal"),
-             "outcome": "success", **fields}
+    event = {
+        "kind": "mutation",
+        "action": "namespaces.create",
+        "actor_id": ids.new("principal"),
+        "outcome": "success",
+        **fields,
+    }
     with db.transaction() as session:
         return audit.append(session, **event)  # type: ignore[arg-type]
 
@@ -21,18 +26,31 @@ def append(db: Database, **fields: object) -> str:
 def test_append_then_read_back(db: Database) -> None:
     namespace_id = ids.new("namespace")
     actor = ids.new("principal")
-    event_id = append(db, actor_id=actor, namespace_id=namespace_id, resource_kind="namespace",
-                      resource_id=namespace_id, work_id=f"namespace:{namespace_id}:reconcile:ready",
-                      details={"name": "team", "nested": {"list": [1, 2]}})
+    event_id = append(
+        db,
+        actor_id=actor,
+        namespace_id=namespace_id,
+        resource_kind="namespace",
+        resource_id=namespace_id,
+        work_id=f"namespace:{namespace_id}:reconcile:ready",
+        details={"name": "team", "nested": {"list": [1, 2]}},
+    )
 
     assert ids.is_valid("audit_event", event_id)
     with db.transaction() as session:
         [event] = audit.list_events(session)
     assert event.id == event_id
     assert (event.kind, event.action, event.actor_id, event.outcome) == (
-        "mutation", "namespaces.create", actor, "success")
+        "mutation",
+        "namespaces.create",
+        actor,
+        "success",
+    )
     assert (event.namespace_id, event.resource_kind, event.resource_id) == (
-        namespace_id, "namespace", namespace_id)
+        namespace_id,
+        "namespace",
+        namespace_id,
+    )
     assert event.work_id == f"namespace:{namespace_id}:reconcile:ready"
     assert event.details == {"name": "team", "nested": {"list": [1, 2]}}
     assert event.occurred_at is not None
@@ -49,8 +67,9 @@ def test_details_default_to_an_empty_object(db: Database) -> None:
 def test_newest_first_with_filters_and_paging(db: Database) -> None:
     ns_a, ns_b = ids.new("namespace"), ids.new("namespace")
     first = append(db, namespace_id=ns_a, resource_id=ns_a)
-    second = append(db, namespace_id=ns_b, resource_id=ns_b, kind="authorization_denial",
-                    outcome="denied")
+    second = append(
+        db, namespace_id=ns_b, resource_id=ns_b, kind="authorization_denial", outcome="denied"
+    )
     third = append(db, namespace_id=ns_a, resource_id="agt_x", work_id="w")
 
     with db.transaction() as session:
@@ -69,19 +88,27 @@ def test_newest_first_with_filters_and_paging(db: Database) -> None:
 
 def test_an_event_rolls_back_with_its_transaction(db: Database) -> None:
     with pytest.raises(RuntimeError), db.transaction() as session:
-        audit.append(session, kind="mutation", action="namespaces.create",
-                     actor_id=ids.new("principal"), outcome="success")
+        audit.append(
+            session,
+            kind="mutation",
+            action="namespaces.create",
+            actor_id=ids.new("principal"),
+            outcome="success",
+        )
         raise RuntimeError("the use case failed after auditing")
     with db.transaction() as session:
         assert audit.list_events(session) == []
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("kind", "gossip"),
-    ("outcome", "maybe"),
-    ("action", "Namespaces.Create"),
-    ("action", ""),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("kind", "gossip"),
+        ("outcome", "maybe"),
+        ("action", "Namespaces.Create"),
+        ("action", ""),
+    ],
+)
 def test_malformed_events_are_refused(db: Database, field: str, value: str) -> None:
     with pytest.raises(ValueError):
         append(db, **{field: value})
@@ -90,10 +117,14 @@ def test_malformed_events_are_refused(db: Database, field: str, value: str) -> N
 def test_events_are_append_only(db: Database, owner_db: Database) -> None:
     event_id = append(db)
     # the application role has no UPDATE or DELETE privilege at all
-    for statement in ("UPDATE occ.audit_events SET outcome = 'failure' WHERE id = :id",
-                      "DELETE FROM occ.audit_events WHERE id = :id"):
-        with pytest.raises(sa_exc.ProgrammingError, match="permission denied"), \
-                db.transaction() as session:
+    for statement in (
+        "UPDATE occ.audit_events SET outcome = 'failure' WHERE id = :id",
+        "DELETE FROM occ.audit_events WHERE id = :id",
+    ):
+        with (
+            pytest.raises(sa_exc.ProgrammingError, match="permission denied"),
+            db.transaction() as session,
+        ):
             session.execute(sa.text(statement), {"id": event_id})
     # and even the owner is stopped by the trigger
     with pytest.raises(sa_exc.DBAPIError, match="immutable"), owner_db.transaction() as session:

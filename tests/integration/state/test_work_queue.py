@@ -26,8 +26,7 @@ def namespace_id(db: Database, actor: str) -> str:
         return rows.namespace(session, created_by=actor)
 
 
-def _enqueue_namespace(db: Database, namespace_id: str, actor: str,
-                       target: str = "ready") -> str:
+def _enqueue_namespace(db: Database, namespace_id: str, actor: str, target: str = "ready") -> str:
     work_id, owner = rows.namespace_work(namespace_id, actor, target)
     with db.transaction() as session:
         work_queue.enqueue(session, work_id, owner)
@@ -59,31 +58,45 @@ def _item(db: Database, work_id: str) -> values.WorkItem:
 def _expire(owner_db: Database, work_id: str) -> None:
     """Move a lease into the past, as if the worker had stalled for longer than its lease."""
     with owner_db.transaction() as session:
-        session.execute(sa.text(
-            "UPDATE occ.controller_work SET lease_expires_at = clock_timestamp() - interval '1 s' "
-            "WHERE id = :id"), {"id": work_id})
+        session.execute(
+            sa.text(
+                "UPDATE occ.controller_work "
+                "SET lease_expires_at = clock_timestamp() - interval '1 s' "
+                "WHERE id = :id"
+            ),
+            {"id": work_id},
+        )
 
 
 def _make_available(owner_db: Database, work_id: str) -> None:
     with owner_db.transaction() as session:
-        session.execute(sa.text(
-            "UPDATE occ.controller_work SET available_at = clock_timestamp() WHERE id = :id"),
-            {"id": work_id})
+        session.execute(
+            sa.text(
+                "UPDATE occ.controller_work SET available_at = clock_timestamp() WHERE id = :id"
+            ),
+            {"id": work_id},
+        )
 
 
 def _evidence_codes(db: Database, work_id: str) -> list[str]:
     with db.transaction() as session:
-        return list(session.execute(
-            sa.select(models.AuditEvent.details["reasonCode"].astext)
-            .where(models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile")
-            .order_by(models.AuditEvent.sequence)
-        ).scalars())
+        return list(
+            session.execute(
+                sa.select(models.AuditEvent.details["reasonCode"].astext)
+                .where(
+                    models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile"
+                )
+                .order_by(models.AuditEvent.sequence)
+            ).scalars()
+        )
 
 
 # -- enqueue ------------------------------------------------------------------------------------
 
-def test_enqueue_is_idempotent_and_conflicts_on_another_actor(db: Database, namespace_id: str,
-                                                            actor: str) -> None:
+
+def test_enqueue_is_idempotent_and_conflicts_on_another_actor(
+    db: Database, namespace_id: str, actor: str
+) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     again = _enqueue_namespace(db, namespace_id, actor)
     assert again == work_id
@@ -97,8 +110,7 @@ def test_enqueue_is_idempotent_and_conflicts_on_another_actor(db: Database, name
         assert count.scalar_one() == 1
 
 
-def test_enqueue_joins_the_callers_transaction(db: Database, namespace_id: str,
-                                               actor: str) -> None:
+def test_enqueue_joins_the_callers_transaction(db: Database, namespace_id: str, actor: str) -> None:
     work_id, owner = rows.namespace_work(namespace_id, actor)
     with pytest.raises(RuntimeError), db.transaction() as session:
         work_queue.enqueue(session, work_id, owner)
@@ -107,8 +119,9 @@ def test_enqueue_joins_the_callers_transaction(db: Database, namespace_id: str,
         assert work_queue.get(session, work_id) is None
 
 
-def test_enqueue_of_a_terminal_key_returns_the_old_outcome(db: Database, policy: values.QueuePolicy,
-                                                          namespace_id: str, actor: str) -> None:
+def test_enqueue_of_a_terminal_key_returns_the_old_outcome(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     with db.transaction() as session:
@@ -121,14 +134,19 @@ def test_enqueue_of_a_terminal_key_returns_the_old_outcome(db: Database, policy:
 
 # -- fencing ------------------------------------------------------------------------------------
 
+
 def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    actor: str,
 ) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
         agent_id = rows.agent(session, namespace_id=namespace_id)
-        session.execute(sa.update(models.Agent).where(models.Agent.id == agent_id)
-                        .values(status="deleting"))
+        session.execute(
+            sa.update(models.Agent).where(models.Agent.id == agent_id).values(status="deleting")
+        )
         work_id, owner = rows.agent_delete_work(namespace_id, agent_id, actor)
         work_queue.enqueue(session, work_id, owner)
     first = _run_one(db, policy)
@@ -169,7 +187,11 @@ def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
 
 
 def test_an_expired_lease_cannot_be_renewed_even_before_recovery(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
@@ -181,8 +203,9 @@ def test_an_expired_lease_cannot_be_renewed_even_before_recovery(
     assert _item(db, work_id).state == values.WorkState.CLAIMED
 
 
-def test_a_dispatch_token_starts_one_run_only(db: Database, policy: values.QueuePolicy,
-                                              namespace_id: str, actor: str) -> None:
+def test_a_dispatch_token_starts_one_run_only(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     dispatch = _claim_one(db, policy)
     with db.transaction() as session:
@@ -202,8 +225,9 @@ def test_a_dispatch_token_starts_one_run_only(db: Database, policy: values.Queue
     assert _evidence_codes(db, work_id) == ["NAMESPACE_READY"]
 
 
-def test_a_forged_token_is_refused(db: Database, policy: values.QueuePolicy, namespace_id: str,
-                                   actor: str) -> None:
+def test_a_forged_token_is_refused(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     forged = dataclasses.replace(run, token=uuid.uuid4())
@@ -213,16 +237,19 @@ def test_a_forged_token_is_refused(db: Database, policy: values.QueuePolicy, nam
 
 # -- attempts -----------------------------------------------------------------------------------
 
+
 def test_claim_counts_an_attempt_and_defer_refunds_it(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     for _ in range(policy.max_attempts + 3):
         run = _run_one(db, policy)
         assert run.attempt_count == 1
         with db.transaction() as session:
-            result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE",
-                                      delay_ms=0)
+            result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0)
         assert not result.deadline_exceeded
         item = _item(db, work_id)
         assert item.attempt_count == 0
@@ -230,8 +257,9 @@ def test_claim_counts_an_attempt_and_defer_refunds_it(
         assert item.last_progress_code == "NAMESPACE_INCOMPLETE"
 
 
-def test_defer_without_delay_waits_the_backoff(db: Database, policy: values.QueuePolicy,
-                                               namespace_id: str, actor: str) -> None:
+def test_defer_without_delay_waits_the_backoff(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     with db.transaction() as session:
@@ -246,7 +274,11 @@ def test_defer_without_delay_waits_the_backoff(db: Database, policy: values.Queu
 
 
 def test_retry_keeps_the_attempt_and_fails_at_the_limit(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     for attempt in range(1, policy.max_attempts + 1):
@@ -267,9 +299,9 @@ def test_retry_keeps_the_attempt_and_fails_at_the_limit(
     assert codes == ["DEPENDENCY_UNAVAILABLE"] * policy.max_attempts
 
 
-def test_retry_backoff_grows_with_equal_jitter(db: Database, owner_db: Database,
-                                               policy: values.QueuePolicy, namespace_id: str,
-                                               actor: str) -> None:
+def test_retry_backoff_grows_with_equal_jitter(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     for attempt in range(1, 4):
         run = _run_one(db, policy)
@@ -283,7 +315,10 @@ def test_retry_backoff_grows_with_equal_jitter(db: Database, owner_db: Database,
 
 
 def test_release_requeues_at_once_with_the_attempt_refunded(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
@@ -298,7 +333,11 @@ def test_release_requeues_at_once_with_the_attempt_refunded(
 
 
 def test_recovery_requeues_below_the_limit_and_fails_at_it(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     for attempt in range(1, policy.max_attempts + 1):
@@ -320,7 +359,11 @@ def test_recovery_requeues_below_the_limit_and_fails_at_it(
 
 
 def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     dispatch = _claim_one(db, policy)
@@ -330,14 +373,21 @@ def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
     assert report.requeued == (work_id,)
     item = _item(db, work_id)
     assert (item.state, item.attempt_count, item.last_progress_code) == (
-        values.WorkState.QUEUED, 0, "DISPATCH_EXPIRED")
+        values.WorkState.QUEUED,
+        0,
+        "DISPATCH_EXPIRED",
+    )
     with db.transaction() as session:
         assert work_queue.start(session, policy, dispatch) is None
     assert _claim_one(db, policy).work_id == work_id
 
 
 def test_recovery_fails_a_provisioning_namespace_in_the_same_statement(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     one_attempt = dataclasses.replace(policy, max_attempts=1)
     work_id = _enqueue_namespace(db, namespace_id, actor)
@@ -348,17 +398,20 @@ def test_recovery_fails_a_provisioning_namespace_in_the_same_statement(
         namespace = session.get(models.Namespace, namespace_id)
         assert namespace is not None
         assert namespace.status == "failed"
-        audits = session.execute(sa.select(models.AuditEvent.action, models.AuditEvent.outcome)
-                                 .where(models.AuditEvent.namespace_id == namespace_id)).all()
+        audits = session.execute(
+            sa.select(models.AuditEvent.action, models.AuditEvent.outcome).where(
+                models.AuditEvent.namespace_id == namespace_id
+            )
+        ).all()
     assert report.failed == (work_id,)
     assert report.failed_namespaces == (namespace_id,)
     assert ("namespaces.lifecycle.ensure", "failure") in audits
     assert ("reconcile", "failure") in audits
 
 
-def test_recovery_fails_exhausted_queued_items(db: Database, owner_db: Database,
-                                               policy: values.QueuePolicy, namespace_id: str,
-                                               actor: str) -> None:
+def test_recovery_fails_exhausted_queued_items(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     with db.transaction() as session:
@@ -368,27 +421,38 @@ def test_recovery_fails_exhausted_queued_items(db: Database, owner_db: Database,
         report = work_queue.recover_stale(session, lowered)
     assert report.exhausted == (work_id,)
     item = _item(db, work_id)
-    assert (item.state, item.reason_code) == (values.WorkState.FAILED_PERMANENT,
-                                              "MAX_ATTEMPTS_EXHAUSTED")
+    assert (item.state, item.reason_code) == (
+        values.WorkState.FAILED_PERMANENT,
+        "MAX_ATTEMPTS_EXHAUSTED",
+    )
     with db.transaction() as session:
         namespace = session.get(models.Namespace, namespace_id)
         assert namespace is not None and namespace.status == "failed"
 
 
 def test_defer_past_the_deadline_fails_with_timeout_ms(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str,
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    namespace_id: str,
+    actor: str,
 ) -> None:
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     with db.transaction() as session:
-        assert not work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE",
-                                    delay_ms=0).deadline_exceeded
+        assert not work_queue.defer(
+            session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0
+        ).deadline_exceeded
     run = _run_one(db, policy)
     # the deadline is measured from created_at on the database clock
     with owner_db.transaction() as session:
-        session.execute(sa.text(
-            "UPDATE occ.controller_work SET created_at = clock_timestamp() - interval '16 min' "
-            "WHERE id = :id"), {"id": work_id})
+        session.execute(
+            sa.text(
+                "UPDATE occ.controller_work SET created_at = clock_timestamp() - interval '16 min' "
+                "WHERE id = :id"
+            ),
+            {"id": work_id},
+        )
     with db.transaction() as session:
         result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE")
     assert result.deadline_exceeded
@@ -400,13 +464,16 @@ def test_defer_past_the_deadline_fails_with_timeout_ms(
 
 
 def test_complete_keeps_the_specific_code_and_warnings(
-    db: Database, policy: values.QueuePolicy, actor: str,
+    db: Database,
+    policy: values.QueuePolicy,
+    actor: str,
 ) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
         agent_id = rows.agent(session, namespace_id=namespace_id)
-        revision_id = rows.revision(session, namespace_id=namespace_id, agent_id=agent_id,
-                                    actor_id=actor, number=1)
+        revision_id = rows.revision(
+            session, namespace_id=namespace_id, agent_id=agent_id, actor_id=actor, number=1
+        )
         work_id, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
         work_queue.enqueue(session, work_id, owner)
     run = _run_one(db, policy)
@@ -417,8 +484,9 @@ def test_complete_keeps_the_specific_code_and_warnings(
     assert (item.reason_code, item.result_data) == ("REVISION_ACTIVATED", warnings)
 
 
-def test_codes_are_checked_against_the_registry(db: Database, policy: values.QueuePolicy,
-                                                namespace_id: str, actor: str) -> None:
+def test_codes_are_checked_against_the_registry(
+    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+) -> None:
     _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     with pytest.raises(ValueError, match="unregistered"), db.transaction() as session:
@@ -429,8 +497,11 @@ def test_codes_are_checked_against_the_registry(db: Database, policy: values.Que
 
 # -- lanes --------------------------------------------------------------------------------------
 
+
 def test_one_live_claim_per_lane_and_lanes_are_independent(
-    db: Database, policy: values.QueuePolicy, actor: str,
+    db: Database,
+    policy: values.QueuePolicy,
+    actor: str,
 ) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
@@ -438,16 +509,23 @@ def test_one_live_claim_per_lane_and_lanes_are_independent(
         agent_b = rows.agent(session, namespace_id=namespace_id, name="b")
         for agent_id in (agent_a, agent_b):
             for number in (1, 2, 3):
-                revision_id = rows.revision(session, namespace_id=namespace_id,
-                                            agent_id=agent_id, actor_id=actor, number=number)
-                work_queue.enqueue(session, *rows.revision_work(namespace_id, agent_id,
-                                                                revision_id, actor))
+                revision_id = rows.revision(
+                    session,
+                    namespace_id=namespace_id,
+                    agent_id=agent_id,
+                    actor_id=actor,
+                    number=number,
+                )
+                work_queue.enqueue(
+                    session, *rows.revision_work(namespace_id, agent_id, revision_id, actor)
+                )
         work_queue.enqueue(session, *rows.namespace_work(namespace_id, actor))
     with db.transaction() as session:
         first = work_queue.claim(session, policy, limit=10)
     # one head per Agent lane, and Namespace work is its own lane
     assert sorted(c.owner.agent_id or c.owner.namespace_id for c in first) == sorted(
-        [agent_a, agent_b, namespace_id])
+        [agent_a, agent_b, namespace_id]
+    )
     with db.transaction() as session:
         assert work_queue.claim(session, policy, limit=10) == []
         assert work_queue.live_claims(session) == 3
@@ -455,6 +533,7 @@ def test_one_live_claim_per_lane_and_lanes_are_independent(
     with db.transaction() as session:
         numbers = {
             c.owner.agent_id: session.get(models.AgentRevision, c.owner.revision_id).revision_number  # type: ignore[union-attr]
-            for c in first if c.owner.revision_id
+            for c in first
+            if c.owner.revision_id
         }
     assert set(numbers.values()) == {1}

@@ -26,14 +26,20 @@ def _seed(db: Database) -> dict[str, str]:
     with db.transaction() as session:
         actor = rows.principal(session)
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
-        agents = [rows.agent(session, namespace_id=namespace_id, name=f"agent-{n}")
-                  for n in range(LANES)]
+        agents = [
+            rows.agent(session, namespace_id=namespace_id, name=f"agent-{n}") for n in range(LANES)
+        ]
     per_lane = ITEMS // LANES
     for number in range(1, per_lane + 1):
         with db.transaction() as session:
             for agent_id in agents:
-                revision_id = rows.revision(session, namespace_id=namespace_id, agent_id=agent_id,
-                                            actor_id=actor, number=number)
+                revision_id = rows.revision(
+                    session,
+                    namespace_id=namespace_id,
+                    agent_id=agent_id,
+                    actor_id=actor,
+                    number=number,
+                )
                 work_id, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
                 work_queue.enqueue(session, work_id, owner)
                 lanes[work_id] = agent_id
@@ -41,7 +47,8 @@ def _seed(db: Database) -> dict[str, str]:
 
 
 def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
-    db: Database, policy: values.QueuePolicy,
+    db: Database,
+    policy: values.QueuePolicy,
 ) -> None:
     lanes = _seed(db)
     intervals: dict[str, list[tuple[dt.datetime, dt.datetime, str]]] = collections.defaultdict(list)
@@ -76,7 +83,8 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
                     with lock:
                         completed.append(run.work_id)
                         intervals[lanes[run.work_id]].append(
-                            (dispatch.claimed_at, item.completed_at, run.work_id))
+                            (dispatch.claimed_at, item.completed_at, run.work_id)
+                        )
         except BaseException as exc:  # reported by the test thread
             with lock:
                 failures.append(exc)
@@ -87,8 +95,10 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
     for thread in threads:
         thread.join()
 
-    assert [(repr(f), repr(f.__cause__), str(getattr(f.__cause__, "statement", ""))[:300])
-            for f in failures] == []
+    assert [
+        (repr(f), repr(f.__cause__), str(getattr(f.__cause__, "statement", ""))[:300])
+        for f in failures
+    ] == []
     assert len(completed) == ITEMS
     assert sorted(completed) == sorted(lanes)  # every item exactly once
 
@@ -98,13 +108,17 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
             assert end < start, f"lane {lane}: {before} and {after} overlap"
 
     with db.transaction() as session:
-        states = collections.Counter(session.execute(
-            sa.select(models.ControllerWork.state)).scalars())
-        completions = collections.Counter(session.execute(
-            sa.select(models.AuditEvent.work_id).where(
-                models.AuditEvent.action == "reconcile",
-                models.AuditEvent.details["reasonCode"].astext == "REVISION_ACTIVATED",
-            )).scalars())
+        states = collections.Counter(
+            session.execute(sa.select(models.ControllerWork.state)).scalars()
+        )
+        completions = collections.Counter(
+            session.execute(
+                sa.select(models.AuditEvent.work_id).where(
+                    models.AuditEvent.action == "reconcile",
+                    models.AuditEvent.details["reasonCode"].astext == "REVISION_ACTIVATED",
+                )
+            ).scalars()
+        )
     assert states == {"succeeded": ITEMS}
     assert set(completions.values()) == {1}
     assert len(completions) == ITEMS

@@ -27,8 +27,9 @@ from occ.db import Database
 from occ.state import values, work_queue
 from tests.support import databases, rows
 
-POLICY = values.QueuePolicy(lease_ms=60_000, dispatch_lease_ms=60_000, max_attempts=3,
-                            convergence_timeout_ms=3_600_000)
+POLICY = values.QueuePolicy(
+    lease_ms=60_000, dispatch_lease_ms=60_000, max_attempts=3, convergence_timeout_ms=3_600_000
+)
 LANES = 3
 
 
@@ -58,17 +59,22 @@ class QueueMachine(RuleBasedStateMachine):
         with self.app.transaction() as session:
             self.actor = rows.principal(session)
             self.namespace_id = rows.namespace(session, created_by=self.actor, status="ready")
-            self.agents = [rows.agent(session, namespace_id=self.namespace_id, name=f"a{n}")
-                           for n in range(LANES)]
+            self.agents = [
+                rows.agent(session, namespace_id=self.namespace_id, name=f"a{n}")
+                for n in range(LANES)
+            ]
         self.revisions = 0
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _available_now(self, work_id: str) -> None:
         with self.owner.transaction() as session:
-            session.execute(sa.text(
-                "UPDATE occ.controller_work SET available_at = clock_timestamp() "
-                "WHERE id = :id"), {"id": work_id})
+            session.execute(
+                sa.text(
+                    "UPDATE occ.controller_work SET available_at = clock_timestamp() WHERE id = :id"
+                ),
+                {"id": work_id},
+            )
 
     def _live(self, claim: values.Claim) -> bool:
         item = self.items[claim.work_id]
@@ -87,11 +93,16 @@ class QueueMachine(RuleBasedStateMachine):
         agent_id = self.agents[lane]
         self.revisions += 1
         with self.app.transaction() as session:
-            revision_id = rows.revision(session, namespace_id=self.namespace_id,
-                                        agent_id=agent_id, actor_id=self.actor,
-                                        number=self.revisions)
-            work_id, owner = rows.revision_work(self.namespace_id, agent_id, revision_id,
-                                                self.actor)
+            revision_id = rows.revision(
+                session,
+                namespace_id=self.namespace_id,
+                agent_id=agent_id,
+                actor_id=self.actor,
+                number=self.revisions,
+            )
+            work_id, owner = rows.revision_work(
+                self.namespace_id, agent_id, revision_id, self.actor
+            )
             work_queue.enqueue(session, work_id, owner)
         self.items[work_id] = ModelItem(lane=agent_id)
 
@@ -114,12 +125,16 @@ class QueueMachine(RuleBasedStateMachine):
                 self._start(claim)
 
     def _live_claims(self, *, started: bool) -> list[values.Claim]:
-        return [i.token for i in self.items.values()
-                if i.token is not None and i.started == started and self._live(i.token)]
+        return [
+            i.token
+            for i in self.items.values()
+            if i.token is not None and i.started == started and self._live(i.token)
+        ]
 
     def _dead_claims(self) -> list[values.Claim]:
-        return self.spent + [i.token for i in self.items.values()
-                             if i.token is not None and i.expired]
+        return self.spent + [
+            i.token for i in self.items.values() if i.token is not None and i.expired
+        ]
 
     @precondition(lambda self: bool(self._live_claims(started=False)))
     @rule(data=st.data())
@@ -165,8 +180,7 @@ class QueueMachine(RuleBasedStateMachine):
                 work_queue.renew(session, POLICY, claim)
 
     @precondition(lambda self: bool(self._live_claims(started=True)))
-    @rule(data=st.data(),
-          action=st.sampled_from(["complete", "defer", "retry", "fail", "release"]))
+    @rule(data=st.data(), action=st.sampled_from(["complete", "defer", "retry", "fail", "release"]))
     def finish(self, data: st.DataObject, action: str) -> None:
         claim = data.draw(st.sampled_from(self._live_claims(started=True)))
         self._write(claim, action)
@@ -194,23 +208,31 @@ class QueueMachine(RuleBasedStateMachine):
         item.state, item.attempts = "queued", max(item.attempts - 1, 0)
 
     @precondition(lambda self: bool(self._dead_claims()))
-    @rule(data=st.data(),
-          action=st.sampled_from(["complete", "defer", "retry", "fail", "release", "renew"]))
+    @rule(
+        data=st.data(),
+        action=st.sampled_from(["complete", "defer", "retry", "fail", "release", "renew"]),
+    )
     def write_with_a_dead_token(self, data: st.DataObject, action: str) -> None:
         claim = data.draw(st.sampled_from(self._dead_claims()))
         with pytest.raises(errors.ClaimLost):
             self._write(claim, action)
 
-    @precondition(lambda self: bool(self._live_claims(started=True)
-                                    + self._live_claims(started=False)))
+    @precondition(
+        lambda self: bool(self._live_claims(started=True) + self._live_claims(started=False))
+    )
     @rule(data=st.data())
     def expire(self, data: st.DataObject) -> None:
-        claim = data.draw(st.sampled_from(self._live_claims(started=True)
-                                          + self._live_claims(started=False)))
+        claim = data.draw(
+            st.sampled_from(self._live_claims(started=True) + self._live_claims(started=False))
+        )
         with self.owner.transaction() as session:
-            session.execute(sa.text(
-                "UPDATE occ.controller_work SET lease_expires_at = clock_timestamp() - "
-                "interval '1 s' WHERE id = :id"), {"id": claim.work_id})
+            session.execute(
+                sa.text(
+                    "UPDATE occ.controller_work SET lease_expires_at = clock_timestamp() - "
+                    "interval '1 s' WHERE id = :id"
+                ),
+                {"id": claim.work_id},
+            )
         self.items[claim.work_id].expired = True
 
     @precondition(lambda self: any(i.expired for i in self.items.values()))
@@ -247,8 +269,9 @@ class QueueMachine(RuleBasedStateMachine):
         with self.app.transaction() as session:
             actual = {
                 row.id: (row.state, row.attempt_count)
-                for row in session.execute(sa.text(
-                    "SELECT id, state, attempt_count FROM occ.controller_work"))
+                for row in session.execute(
+                    sa.text("SELECT id, state, attempt_count FROM occ.controller_work")
+                )
             }
         assert actual == {k: (v.state, v.attempts) for k, v in self.items.items()}
         claimed = [i.lane for i in self.items.values() if i.state == "claimed"]
@@ -256,11 +279,15 @@ class QueueMachine(RuleBasedStateMachine):
 
 
 @pytest.mark.timeout(600)
-def test_queue_matches_its_model(database_urls: databases.DatabaseUrls, db: Database,
-                                 owner_db: Database) -> None:
+def test_queue_matches_its_model(
+    database_urls: databases.DatabaseUrls, db: Database, owner_db: Database
+) -> None:
     QueueMachine.app, QueueMachine.owner, QueueMachine.urls = db, owner_db, database_urls
-    machine_settings = settings(max_examples=40, stateful_step_count=40, deadline=None,
-                                suppress_health_check=[HealthCheck.too_slow,
-                                                       HealthCheck.filter_too_much])
+    machine_settings = settings(
+        max_examples=40,
+        stateful_step_count=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     QueueMachine.TestCase.settings = machine_settings
     QueueMachine.TestCase().runTest()

@@ -65,8 +65,9 @@ def _nudge(env: dict[str, str]) -> None:
     nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
 
 
-def _make_world(db: Database, env: dict[str, str], *,
-                document: dict[str, Any] | None = None) -> World:
+def _make_world(
+    db: Database, env: dict[str, str], *, document: dict[str, Any] | None = None
+) -> World:
     boot = installation.bootstrap_installation(db, name="agents", admin_name="admin")
     admin = boot.admin_principal_id
     assert admin is not None
@@ -74,36 +75,65 @@ def _make_world(db: Database, env: dict[str, str], *,
     with db.transaction() as session:  # Namespace reconciliation is shown elsewhere
         namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
     configuration = configurations.create_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, name="config",
-        document=document or {"model": "stand-in"})
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="config",
+        document=document or {"model": "stand-in"},
+    )
     secret = secrets.create_secret(
-        db, store=secret_store.SecretStore("test-secret"), actor_id=admin,
-        namespace_id=namespace_id, name="harness-key", value="sk-never-logged")
+        db,
+        store=secret_store.SecretStore("test-secret"),
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="harness-key",
+        value="sk-never-logged",
+    )
     agent = agents.create_agent(
-        db, actor_id=admin, namespace_id=namespace_id, name="agent",
-        configuration_id=configuration.id, harness={"id": "openclaw", "version": "1.0.0"},
-        execution_mode="embedded", harness_auth={"kind": "secret", "secret_id": secret.id},
-        compute_driver="local")
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="agent",
+        configuration_id=configuration.id,
+        harness={"id": "openclaw", "version": "1.0.0"},
+        execution_mode="embedded",
+        harness_auth={"kind": "secret", "secret_id": secret.id},
+        compute_driver="local",
+    )
     with db.transaction() as session:
-        role = iam_policy.create_role(session, name="agent runtime",
-                                      permissions=["configuration:read", "secret:operate"],
-                                      namespace_id=namespace_id)
-        iam_policy.bind(session, role_id=role.id, principal_id=agent.service_principal_id,
-                        created_by=admin, namespace_id=namespace_id)
-    return World(admin, namespace_id, configuration.id, secret.id, agent.id,
-                 agent.service_principal_id)
+        role = iam_policy.create_role(
+            session,
+            name="agent runtime",
+            permissions=["configuration:read", "secret:operate"],
+            namespace_id=namespace_id,
+        )
+        iam_policy.bind(
+            session,
+            role_id=role.id,
+            principal_id=agent.service_principal_id,
+            created_by=admin,
+            namespace_id=namespace_id,
+        )
+    return World(
+        admin, namespace_id, configuration.id, secret.id, agent.id, agent.service_principal_id
+    )
 
 
 def _deploy(db: Database, world: World) -> str:
-    accepted = deployments.deploy_agent(db, actor_id=world.admin,
-                                        namespace_id=world.namespace_id,
-                                        agent_id=world.agent_id)
+    accepted = deployments.deploy_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
     return accepted.deployment_id
 
 
 def _deployment(db: Database, world: World, revision_id: str) -> deployments.DeploymentView:
-    return deployments.get_deployment(db, actor_id=world.admin, namespace_id=world.namespace_id,
-                                      agent_id=world.agent_id, deployment_id=revision_id)
+    return deployments.get_deployment(
+        db,
+        actor_id=world.admin,
+        namespace_id=world.namespace_id,
+        agent_id=world.agent_id,
+        deployment_id=revision_id,
+    )
 
 
 def _state_is(db: Database, world: World, revision_id: str, *states: str) -> bool:
@@ -111,8 +141,9 @@ def _state_is(db: Database, world: World, revision_id: str, *states: str) -> boo
 
 
 def _agent(db: Database, world: World) -> agents.AgentView:
-    return agents.get_agent(db, actor_id=world.admin, namespace_id=world.namespace_id,
-                            agent_id=world.agent_id)
+    return agents.get_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
 
 
 def _free_port() -> int:
@@ -141,15 +172,24 @@ def _alive(pid: int | None) -> bool:
 
 def _activation_audits(db: Database, revision_id: str) -> int:
     with db.transaction() as session:
-        return int(session.execute(sa.select(sa.func.count()).select_from(models.AuditEvent)
-                                   .where(models.AuditEvent.resource_id == revision_id,
-                                          models.AuditEvent.action ==
-                                          "agents.lifecycle.activate")).scalar_one())
+        return int(
+            session.execute(
+                sa.select(sa.func.count())
+                .select_from(models.AuditEvent)
+                .where(
+                    models.AuditEvent.resource_id == revision_id,
+                    models.AuditEvent.action == "agents.lifecycle.activate",
+                )
+            ).scalar_one()
+        )
 
 
 def _revision_effects(local_root: Path, revision_id: str) -> list[dict[str, object]]:
-    return [e for e in LocalComputeDriver(local_root).effects()
-            if e.get("revisionId") == revision_id or revision_id in str(e.get("workId"))]
+    return [
+        e
+        for e in LocalComputeDriver(local_root).effects()
+        if e.get("revisionId") == revision_id or revision_id in str(e.get("workId"))
+    ]
 
 
 @pytest.fixture
@@ -163,9 +203,15 @@ def cleanup_gateways(local_root: Path) -> Iterator[None]:
 
 # -- tests -------------------------------------------------------------------------------------
 
+
 def test_deploy_redeploy_and_one_activation_audit_per_revision(
-    db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None, tmp_path: Path,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    local_root: Path,
+    cleanup_gateways: None,
+    tmp_path: Path,
 ) -> None:
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
@@ -175,8 +221,11 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     world = _make_world(db, env)
     first = _deploy(db, world)
     _nudge(env)
-    wait_for(lambda: _state_is(db, world, first, "active"), timeout=30,
-             message="the first revision to become active")
+    wait_for(
+        lambda: _state_is(db, world, first, "active"),
+        timeout=30,
+        message="the first revision to become active",
+    )
     endpoint = _agent(db, world).endpoint
     assert endpoint is not None
     assert _health(endpoint)["revisionId"] == first
@@ -186,8 +235,11 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
 
     second = _deploy(db, world)
     _nudge(env)
-    wait_for(lambda: _state_is(db, world, second, "active"), timeout=30,
-             message="the second revision to become active")
+    wait_for(
+        lambda: _state_is(db, world, second, "active"),
+        timeout=30,
+        message="the second revision to become active",
+    )
     endpoint = _agent(db, world).endpoint
     assert endpoint is not None and _health(endpoint)["revisionId"] == second
     wait_for(lambda: not _alive(first_pid), timeout=10, message="the old gateway to stop")
@@ -196,64 +248,96 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         exposition = response.read().decode()
     assert 'occ_agent_operation_duration_seconds_count{operation="deploy"} 2.0' in exposition
-    assert ('occ_reconciliation_attempts_total{outcome="success",work_kind="agent_revision"}'
-            in exposition)
+    assert (
+        'occ_reconciliation_attempts_total{outcome="success",work_kind="agent_revision"}'
+        in exposition
+    )
     assert "occ_work_pending 0.0" in exposition
 
 
 def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
-    db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    local_root: Path,
+    cleanup_gateways: None,
 ) -> None:
     world = _make_world(db, env)
     older = _deploy(db, world)
     newer = _deploy(db, world)
     # the newer one runs first: pull the older one's work behind it
     with db.transaction() as session:
-        session.execute(sa.update(models.ControllerWork)
-                        .where(models.ControllerWork.id == f"agent_revision:{older}:reconcile")
-                        .values(available_at=sa.func.clock_timestamp()
-                                + sa.text("interval '3 seconds'")))
+        session.execute(
+            sa.update(models.ControllerWork)
+            .where(models.ControllerWork.id == f"agent_revision:{older}:reconcile")
+            .values(available_at=sa.func.clock_timestamp() + sa.text("interval '3 seconds'"))
+        )
     fleet.worker("drivers", concurrency=2)
     _nudge(env)
     wait_for(lambda: _state_is(db, world, newer, "active"), timeout=30, message="newer active")
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
     fleet.beat()
-    wait_for(lambda: _deployment(db, world, older).reason_code == "REVISION_SUPERSEDED",
-             timeout=30, message="the older deployment to be superseded")
+    wait_for(
+        lambda: _deployment(db, world, older).reason_code == "REVISION_SUPERSEDED",
+        timeout=30,
+        message="the older deployment to be superseded",
+    )
     assert _deployment(db, world, older).state == "superseded"
     # the older item itself made no Compute call (the newer one retired it as a predecessor)
-    assert [e for e in LocalComputeDriver(local_root).effects()
-            if e["workId"] == f"agent_revision:{older}:reconcile"] == []
+    assert [
+        e
+        for e in LocalComputeDriver(local_root).effects()
+        if e["workId"] == f"agent_revision:{older}:reconcile"
+    ] == []
 
 
 def test_revoking_deploy_before_processing_denies_without_starting_anything(
-    db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    local_root: Path,
+    cleanup_gateways: None,
 ) -> None:
     world = _make_world(db, env)
     revision_id = _deploy(db, world)
     with db.transaction() as session:
-        iam_policy.create_restriction(session, permission="agent:deploy",
-                                      created_by=world.admin, principal_id=world.admin,
-                                      namespace_id=world.namespace_id)
+        iam_policy.create_restriction(
+            session,
+            permission="agent:deploy",
+            created_by=world.admin,
+            principal_id=world.admin,
+            namespace_id=world.namespace_id,
+        )
     fleet.worker("drivers")
     _nudge(env)
-    wait_for(lambda: _state_is(db, world, revision_id, "failed"), timeout=30,
-             message="the deployment to fail")
+    wait_for(
+        lambda: _state_is(db, world, revision_id, "failed"),
+        timeout=30,
+        message="the deployment to fail",
+    )
     view = _deployment(db, world, revision_id)
     assert view.reason_code == "AUTHORIZATION_DENIED"
     with db.transaction() as session:
-        denials = session.execute(sa.select(models.AuditEvent.action).where(
-            models.AuditEvent.kind == "authorization_denial",
-            models.AuditEvent.work_id == f"agent_revision:{revision_id}:reconcile")).all()
+        denials = session.execute(
+            sa.select(models.AuditEvent.action).where(
+                models.AuditEvent.kind == "authorization_denial",
+                models.AuditEvent.work_id == f"agent_revision:{revision_id}:reconcile",
+            )
+        ).all()
     assert [row.action for row in denials] == ["agents.deploy"]
     assert not (local_root / "agents" / world.agent_id).exists()
 
 
 def test_stop_then_deploy_again_then_delete_removes_everything(
-    db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None, tmp_path: Path,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    local_root: Path,
+    cleanup_gateways: None,
+    tmp_path: Path,
 ) -> None:
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
@@ -267,11 +351,15 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     driver = LocalComputeDriver(local_root)
     first_pid = driver.revision_process(world.agent_id, first)
 
-    agent_lifecycle.stop_agent(db, actor_id=world.admin, namespace_id=world.namespace_id,
-                               agent_id=world.agent_id)
+    agent_lifecycle.stop_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
     _nudge(env)
-    wait_for(lambda: _agent(db, world).active_revision_id is None, timeout=30,
-             message="the stop to clear the active revision")
+    wait_for(
+        lambda: _agent(db, world).active_revision_id is None,
+        timeout=30,
+        message="the stop to clear the active revision",
+    )
     assert not _alive(first_pid)
     assert _agent(db, world).endpoint is None
     assert _deployment(db, world, first).state == "stopped"
@@ -282,8 +370,9 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     second_pid = driver.revision_process(world.agent_id, second)
     assert _alive(second_pid)
 
-    agent_lifecycle.delete_agent(db, actor_id=world.admin, namespace_id=world.namespace_id,
-                                 agent_id=world.agent_id)
+    agent_lifecycle.delete_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
     _nudge(env)
 
     def gone() -> bool:
@@ -294,21 +383,35 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     assert not _alive(second_pid)
     assert not (local_root / "agents" / world.agent_id).exists()
     with db.transaction() as session:
-        for model, column in ((models.AgentRevision, models.AgentRevision.agent_id),
-                              (models.ControllerWork, models.ControllerWork.agent_id)):
-            count = session.execute(sa.select(sa.func.count()).select_from(model)
-                                    .where(column == world.agent_id)).scalar_one()
+        for model, column in (
+            (models.AgentRevision, models.AgentRevision.agent_id),
+            (models.ControllerWork, models.ControllerWork.agent_id),
+        ):
+            count = session.execute(
+                sa.select(sa.func.count()).select_from(model).where(column == world.agent_id)
+            ).scalar_one()
             assert count == 0
         assert session.get(models.Principal, world.service_principal_id) is None
-        deleted = session.execute(sa.select(models.AuditEvent.details).where(
-            models.AuditEvent.action == "agents.lifecycle.delete",
-            models.AuditEvent.resource_id == world.agent_id)).scalars().all()
+        deleted = (
+            session.execute(
+                sa.select(models.AuditEvent.details).where(
+                    models.AuditEvent.action == "agents.lifecycle.delete",
+                    models.AuditEvent.resource_id == world.agent_id,
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert [d["reasonCode"] for d in deleted] == ["AGENT_DELETED"]
 
 
 def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
-    db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    local_root: Path,
+    cleanup_gateways: None,
 ) -> None:
     env["OCC_WORKER_CONVERGENCE_TIMEOUT_MS"] = "6000"
     env["OCC_WORKER_MAX_ATTEMPTS"] = "2"
@@ -317,8 +420,11 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
     world = _make_world(db, env, document={"standIn": {"healthy": False}})
     revision_id = _deploy(db, world)
     _nudge(env)
-    wait_for(lambda: _state_is(db, world, revision_id, "failed"), timeout=40,
-             message="the deployment to fail at its deadline")
+    wait_for(
+        lambda: _state_is(db, world, revision_id, "failed"),
+        timeout=40,
+        message="the deployment to fail at its deadline",
+    )
     view = _deployment(db, world, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
     assert view.error is not None and view.error.data == {"timeoutMs": 6000}
@@ -327,15 +433,21 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
         assert row is not None
         # many unready passes, yet the attempt budget (2) was never spent: deferrals refund it
         assert row.attempt_count <= 1
-        passes = session.execute(sa.select(sa.func.count()).select_from(models.AuditEvent)
-                                 .where(models.AuditEvent.work_id == row.id,
-                                        models.AuditEvent.action == "reconcile")).scalar_one()
+        passes = session.execute(
+            sa.select(sa.func.count())
+            .select_from(models.AuditEvent)
+            .where(models.AuditEvent.work_id == row.id, models.AuditEvent.action == "reconcile")
+        ).scalar_one()
     assert passes > 3
 
 
 def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_audit(
-    db: Database, env: dict[str, str], fleet: processes.Fleet,
-    control: processes.Process, local_root: Path, cleanup_gateways: None,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    local_root: Path,
+    cleanup_gateways: None,
 ) -> None:
     world = _make_world(db, env)
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
@@ -344,18 +456,22 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     _nudge(env)
 
     def activating() -> bool:
-        return any(e["op"] == "activate_revision" and e["phase"] == "started"
-                   for e in LocalComputeDriver(local_root).effects())
+        return any(
+            e["op"] == "activate_revision" and e["phase"] == "started"
+            for e in LocalComputeDriver(local_root).effects()
+        )
 
     wait_for(activating, timeout=40, message="activation to start")
     doomed.kill_group()
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "0"
     fleet.worker("rescuer")
     fleet.beat()
-    wait_for(lambda: _state_is(db, world, revision_id, "active"), timeout=40,
-             message="recovery to finish the activation")
+    wait_for(
+        lambda: _state_is(db, world, revision_id, "active"),
+        timeout=40,
+        message="recovery to finish the activation",
+    )
     agent = _agent(db, world)
     assert agent.active_revision_id == revision_id
     assert _activation_audits(db, revision_id) == 1
     assert agent.endpoint is not None and _health(agent.endpoint)["revisionId"] == revision_id
-

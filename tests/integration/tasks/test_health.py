@@ -16,9 +16,12 @@ from tests.support import databases
 from tests.support.processes import wait_for
 
 
-def test_health_reports_pending_work(db: Database, database_urls: databases.DatabaseUrls,
-                                     capfd: pytest.CaptureFixture[str],
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_health_reports_pending_work(
+    db: Database,
+    database_urls: databases.DatabaseUrls,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     boot = installation.bootstrap_installation(db, name="health", admin_name="admin")
     assert boot.admin_principal_id is not None
     namespaces.create_namespace(db, actor_id=boot.admin_principal_id, name="pending")

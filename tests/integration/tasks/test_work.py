@@ -45,8 +45,10 @@ def _settings(env: dict[str, str]) -> Settings:
 
 
 def _admit(db: Database, admin: str, count: int) -> list[str]:
-    return [namespaces.create_namespace(db, actor_id=admin, name=f"ns-{uuid.uuid4().hex[:8]}").id
-            for _ in range(count)]
+    return [
+        namespaces.create_namespace(db, actor_id=admin, name=f"ns-{uuid.uuid4().hex[:8]}").id
+        for _ in range(count)
+    ]
 
 
 def _nudge(env: dict[str, str]) -> None:
@@ -55,8 +57,11 @@ def _nudge(env: dict[str, str]) -> None:
 
 def _statuses(db: Database, namespace_ids: list[str]) -> dict[str, str]:
     with db.transaction() as session:
-        rows = session.execute(sa.select(models.Namespace.id, models.Namespace.status)
-                               .where(models.Namespace.id.in_(namespace_ids))).all()
+        rows = session.execute(
+            sa.select(models.Namespace.id, models.Namespace.status).where(
+                models.Namespace.id.in_(namespace_ids)
+            )
+        ).all()
     return {row.id: row.status for row in rows}
 
 
@@ -66,20 +71,30 @@ def _all_ready(db: Database, namespace_ids: list[str]) -> bool:
 
 def _lifecycle_audits(db: Database, namespace_id: str) -> list[str]:
     with db.transaction() as session:
-        return list(session.execute(
-            sa.select(models.AuditEvent.outcome).where(
-                models.AuditEvent.namespace_id == namespace_id,
-                models.AuditEvent.action == "namespaces.lifecycle.ensure")).scalars())
+        return list(
+            session.execute(
+                sa.select(models.AuditEvent.outcome).where(
+                    models.AuditEvent.namespace_id == namespace_id,
+                    models.AuditEvent.action == "namespaces.lifecycle.ensure",
+                )
+            ).scalars()
+        )
 
 
 def _completions(db: Database, namespace_id: str) -> int:
     work_id = f"namespace:{namespace_id}:reconcile:ready"
     with db.transaction() as session:
-        return int(session.execute(
-            sa.select(sa.func.count()).select_from(models.AuditEvent).where(
-                models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile",
-                models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
-            )).scalar_one())
+        return int(
+            session.execute(
+                sa.select(sa.func.count())
+                .select_from(models.AuditEvent)
+                .where(
+                    models.AuditEvent.work_id == work_id,
+                    models.AuditEvent.action == "reconcile",
+                    models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
+                )
+            ).scalar_one()
+        )
 
 
 def _assert_exactly_once(db: Database, namespace_ids: list[str]) -> None:
@@ -96,7 +111,8 @@ def _effects_do_not_overlap(local_root: Path) -> dict[str, list[dict[str, object
         effects.sort(key=lambda e: float(e["startedAt"]))  # type: ignore[arg-type]
         for before, after in itertools.pairwise(effects):
             assert float(before["endedAt"]) <= float(after["startedAt"]), (  # type: ignore[arg-type]
-                f"{work_id}: effects by {before['token']} and {after['token']} overlap")
+                f"{work_id}: effects by {before['token']} and {after['token']} overlap"
+            )
     return by_work
 
 
@@ -110,8 +126,12 @@ def _json_events(process: processes.Process, event: str) -> list[str]:
 
 # -- tests -------------------------------------------------------------------------------------
 
+
 def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
 ) -> None:
     fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
     fleet.worker("drivers")
@@ -121,18 +141,26 @@ def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
     client = app.test_client()
     with db.transaction() as session:
         key = api_keys.mint(session, principal_id=admin, pepper=settings.api_key_pepper)
-    response = client.post("/v1/namespaces", json={"name": "nudged"},
-                           headers={"Authorization": f"Bearer {key.plaintext}"})
+    response = client.post(
+        "/v1/namespaces",
+        json={"name": "nudged"},
+        headers={"Authorization": f"Bearer {key.plaintext}"},
+    )
     assert response.status_code == 201
     namespace_id = response.json["data"]["id"]
-    wait_for(lambda: _all_ready(db, [namespace_id]), timeout=15,
-             message="the namespace to become ready")
+    wait_for(
+        lambda: _all_ready(db, [namespace_id]), timeout=15, message="the namespace to become ready"
+    )
     _assert_exactly_once(db, [namespace_id])
     app.extensions["occ"].runtime.database.dispose()
 
 
 def test_a_redelivered_run_work_message_runs_the_effect_once(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    local_root: Path,
 ) -> None:
     fleet.worker("drivers", concurrency=2)
     [namespace_id] = _admit(db, admin, 1)
@@ -141,8 +169,11 @@ def test_a_redelivered_run_work_message_runs_the_effect_once(
     assert [c.owner.namespace_id for c in claims] == [namespace_id]
     celery = tasks_app.create(settings)
     for _ in range(2):  # the broker delivers the same message twice
-        celery.send_task(tasks_app.RUN_WORK, args=[claims[0].work_id, str(claims[0].token)],
-                         queue=tasks_app.DRIVER_QUEUE)
+        celery.send_task(
+            tasks_app.RUN_WORK,
+            args=[claims[0].work_id, str(claims[0].token)],
+            queue=tasks_app.DRIVER_QUEUE,
+        )
     wait_for(lambda: _all_ready(db, [namespace_id]), timeout=15, message="ready")
     wait_for(lambda: len(_ended(local_root)) >= 1, timeout=5, message="the effect journal")
     assert len(LocalComputeDriver(local_root).effects()) == 2  # one effect: started, ended
@@ -151,7 +182,11 @@ def test_a_redelivered_run_work_message_runs_the_effect_once(
 
 
 def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, broker_url: str,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    broker_url: str,
     local_root: Path,
 ) -> None:
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
@@ -160,18 +195,28 @@ def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
     fleet.worker("drivers", concurrency=2)
     namespace_ids = _admit(db, admin, 12)
     _nudge(env)
-    wait_for(lambda: len(LocalComputeDriver(local_root).effects()) >= 1, timeout=15,
-             message="the first effects")
+    wait_for(
+        lambda: len(LocalComputeDriver(local_root).effects()) >= 1,
+        timeout=15,
+        message="the first effects",
+    )
     redis.Redis.from_url(broker_url).flushdb()  # queued dispatches and nudges are gone
     fleet.beat()
-    wait_for(lambda: _all_ready(db, namespace_ids), timeout=60,
-             message="every namespace to become ready after the broker lost its messages")
+    wait_for(
+        lambda: _all_ready(db, namespace_ids),
+        timeout=60,
+        message="every namespace to become ready after the broker lost its messages",
+    )
     _assert_exactly_once(db, namespace_ids)
     _effects_do_not_overlap(local_root)
 
 
 def test_two_beats_and_four_workers_never_reconcile_one_item_twice_at_once(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    local_root: Path,
 ) -> None:
     env["OCC_CLAIM_INTERVAL_MS"] = "300"
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "200"
@@ -188,7 +233,11 @@ def test_two_beats_and_four_workers_never_reconcile_one_item_twice_at_once(
 
 
 def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    local_root: Path,
 ) -> None:
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "5000"
     fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
@@ -196,8 +245,9 @@ def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
     [namespace_id] = _admit(db, admin, 1)
     _nudge(env)
     work_id = f"namespace:{namespace_id}:reconcile:ready"
-    wait_for(lambda: _effect_started(local_root, work_id), timeout=15,
-             message="the effect to start")
+    wait_for(
+        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    )
     doomed.kill_group()  # kill -9 of the worker and its pool process mid-effect
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "100"
     fleet.worker("rescuer")
@@ -212,7 +262,11 @@ def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
 
 
 def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    local_root: Path,
 ) -> None:
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
     fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
@@ -220,25 +274,34 @@ def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
     [namespace_id] = _admit(db, admin, 1)
     _nudge(env)
     work_id = f"namespace:{namespace_id}:reconcile:ready"
-    wait_for(lambda: _effect_started(local_root, work_id), timeout=15,
-             message="the effect to start")
+    wait_for(
+        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    )
     os.killpg(frozen.pid, signal.SIGSTOP)
     try:
         fleet.worker("successor")
         fleet.beat()
-        wait_for(lambda: _all_ready(db, [namespace_id]), timeout=30,
-                 message="the successor to finish")
+        wait_for(
+            lambda: _all_ready(db, [namespace_id]), timeout=30, message="the successor to finish"
+        )
     finally:
         os.killpg(frozen.pid, signal.SIGCONT)
-    wait_for(lambda: _json_events(frozen, "worker.error"), timeout=20,
-             message="the resumed worker to notice its lost claim")
+    wait_for(
+        lambda: _json_events(frozen, "worker.error"),
+        timeout=20,
+        message="the resumed worker to notice its lost claim",
+    )
     assert any('"code":"CLAIM_LOST"' in line for line in _json_events(frozen, "worker.error"))
     assert not _json_events(frozen, "worker.completed")
     _assert_exactly_once(db, [namespace_id])
 
 
 def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
-    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path,
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    local_root: Path,
 ) -> None:
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "30000"
     fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
@@ -246,15 +309,21 @@ def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
     [namespace_id] = _admit(db, admin, 1)
     _nudge(env)
     work_id = f"namespace:{namespace_id}:reconcile:ready"
-    wait_for(lambda: _effect_started(local_root, work_id), timeout=15,
-             message="the effect to start")
+    wait_for(
+        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    )
     leaving.signal(signal.SIGTERM)  # warm shutdown of the worker's main process
 
     def released() -> list[dict[str, object]]:
         with db.transaction() as session:
-            return list(session.execute(sa.select(models.AuditEvent.details).where(
-                models.AuditEvent.work_id == work_id,
-                models.AuditEvent.details["reasonCode"].astext == "CLAIM_RELEASED")).scalars())
+            return list(
+                session.execute(
+                    sa.select(models.AuditEvent.details).where(
+                        models.AuditEvent.work_id == work_id,
+                        models.AuditEvent.details["reasonCode"].astext == "CLAIM_RELEASED",
+                    )
+                ).scalars()
+            )
 
     # the release is its evidence row: queued again with the attempt refunded (the fleet may
     # claim the item again right after, so the row itself is not stable)
@@ -265,8 +334,10 @@ def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
 
 
 def _effect_started(local_root: Path, work_id: str) -> bool:
-    return any(e["workId"] == work_id and e["phase"] == "started"
-               for e in LocalComputeDriver(local_root).effects())
+    return any(
+        e["workId"] == work_id and e["phase"] == "started"
+        for e in LocalComputeDriver(local_root).effects()
+    )
 
 
 def _state(db: Database, work_id: str) -> tuple[str, bool]:
@@ -276,7 +347,10 @@ def _state(db: Database, work_id: str) -> tuple[str, bool]:
 
 
 def test_a_worker_refuses_to_start_before_bootstrap(
-    db: Database, env: dict[str, str], fleet: processes.Fleet, tmp_path: Path,
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    tmp_path: Path,
 ) -> None:
     # no Installation in the database: start-up must fail and never report ready
     worker = fleet.worker("early", ready=False)

@@ -40,10 +40,19 @@ def make_world(db: Database, created_by: str, *, status: str = "ready") -> World
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=created_by, status=status)
         configuration_id, secret_id = ids.new("configuration"), ids.new("secret")
-        session.add(models.Configuration(id=configuration_id, namespace_id=namespace_id,
-                                         name="config", document={"model": "gpt", "n": 1}))
-        session.add(models.Secret(id=secret_id, namespace_id=namespace_id, name="token",
-                                  value_ciphertext=b"x"))
+        session.add(
+            models.Configuration(
+                id=configuration_id,
+                namespace_id=namespace_id,
+                name="config",
+                document={"model": "gpt", "n": 1},
+            )
+        )
+        session.add(
+            models.Secret(
+                id=secret_id, namespace_id=namespace_id, name="token", value_ciphertext=b"x"
+            )
+        )
     return World(namespace_id, configuration_id, secret_id)
 
 
@@ -74,9 +83,12 @@ def create(client: FlaskClient, caller: Caller, world: World, **overrides: Any) 
 def empower(db: Database, agent: dict[str, Any], *permissions: str) -> None:
     """Grant the Agent's service principal what a deploy needs (or the given permissions)."""
     with db.transaction() as session:
-        grants.grant(session, agent["servicePrincipalId"],
-                     permissions or ("configuration:read", "secret:operate"),
-                     namespace_id=agent["namespaceId"])
+        grants.grant(
+            session,
+            agent["servicePrincipalId"],
+            permissions or ("configuration:read", "secret:operate"),
+            namespace_id=agent["namespaceId"],
+        )
 
 
 def caller(db: Database, *permissions: str, namespace_id: str | None = None) -> Caller:
@@ -98,28 +110,53 @@ def count(db: Database, model: type[models.Base], **where: Any) -> int:
 
 def work_ids(db: Database, agent_id: str) -> list[str]:
     with db.transaction() as session:
-        return list(session.scalars(
-            sa.select(models.ControllerWork.id).where(models.ControllerWork.agent_id == agent_id)
-            .order_by(models.ControllerWork.created_at)))
+        return list(
+            session.scalars(
+                sa.select(models.ControllerWork.id)
+                .where(models.ControllerWork.agent_id == agent_id)
+                .order_by(models.ControllerWork.created_at)
+            )
+        )
 
 
 # -- drafts -------------------------------------------------------------------------------------
 
-def test_create_read_list_update(client: FlaskClient, admin: Caller, world: World,
-                                 db: Database) -> None:
+
+def test_create_read_list_update(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     created = client.post(world.agents, json=body(world), headers=admin.headers)
     assert created.status_code == 201, created.json
     agent = created.json["data"]
     assert ids.is_valid("agent", agent["id"])
-    assert {key: agent[key] for key in (
-        "namespaceId", "name", "configurationId", "harness", "executionMode", "harnessAuth",
-        "computeDriver", "status", "desiredRuntimeState", "activeRevisionId", "endpoint")} == {
-        "namespaceId": world.namespace_id, "name": "helper",
+    assert {
+        key: agent[key]
+        for key in (
+            "namespaceId",
+            "name",
+            "configurationId",
+            "harness",
+            "executionMode",
+            "harnessAuth",
+            "computeDriver",
+            "status",
+            "desiredRuntimeState",
+            "activeRevisionId",
+            "endpoint",
+        )
+    } == {
+        "namespaceId": world.namespace_id,
+        "name": "helper",
         "configurationId": world.configuration_id,
-        "harness": {"id": "openclaw", "version": "2026.1.0"}, "executionMode": "embedded",
+        "harness": {"id": "openclaw", "version": "2026.1.0"},
+        "executionMode": "embedded",
         "harnessAuth": {"kind": "secret", "secretId": world.secret_id},
-        "computeDriver": "local", "status": "active", "desiredRuntimeState": "stopped",
-        "activeRevisionId": None, "endpoint": None}
+        "computeDriver": "local",
+        "status": "active",
+        "desiredRuntimeState": "stopped",
+        "activeRevisionId": None,
+        "endpoint": None,
+    }
     assert ids.is_valid("principal", agent["servicePrincipalId"])
     assert work_ids(db, agent["id"]) == []  # a draft admits no work
 
@@ -128,13 +165,21 @@ def test_create_read_list_update(client: FlaskClient, admin: Caller, world: Worl
     listed = client.get(world.agents, headers=admin.headers)
     assert listed.status_code == 200 and listed.json["data"] == [agent]
 
-    patched = client.patch(url, json={"name": "renamed",
-                                      "harness": {"id": "codex", "version": "0.9"},
-                                      "executionMode": "dedicated"}, headers=admin.headers)
+    patched = client.patch(
+        url,
+        json={
+            "name": "renamed",
+            "harness": {"id": "codex", "version": "0.9"},
+            "executionMode": "dedicated",
+        },
+        headers=admin.headers,
+    )
     assert patched.status_code == 200, patched.json
-    assert (patched.json["data"]["name"], patched.json["data"]["harness"],
-            patched.json["data"]["executionMode"]) == (
-        "renamed", {"id": "codex", "version": "0.9"}, "dedicated")
+    assert (
+        patched.json["data"]["name"],
+        patched.json["data"]["harness"],
+        patched.json["data"]["executionMode"],
+    ) == ("renamed", {"id": "codex", "version": "0.9"}, "dedicated")
     assert patched.json["data"]["updatedAt"] >= agent["updatedAt"]
     assert work_ids(db, agent["id"]) == []
     with db.transaction() as session:
@@ -142,29 +187,38 @@ def test_create_read_list_update(client: FlaskClient, admin: Caller, world: Worl
     assert actions == ["agents.update", "agents.create"]
 
 
-@pytest.mark.parametrize(("overrides", "pointer"), [
-    ({"name": " padded"}, "/name"),
-    ({"configurationId": "cfg_nope"}, "/configurationId"),
-    ({"configurationId": ids.new("configuration")}, "/configurationId"),
-    ({"harness": {"id": "claude", "version": "1"}}, "/harness/id"),
-    ({"harness": {"id": "openclaw", "version": "1 0"}}, "/harness/version"),
-    ({"harness": {"id": "openclaw", "version": "x" * 65}}, "/harness/version"),
-    ({"harness": {"id": "openclaw"}}, "/harness/version"),
-    ({"executionMode": "dedicated"}, "/executionMode"),
-    ({"harness": {"id": "codex", "version": "1"}}, "/executionMode"),
-    ({"executionMode": "sideways"}, "/executionMode"),
-    ({"harnessAuth": {"kind": "password", "secretId": ids.new("secret")}}, "/harnessAuth/kind"),
-    ({"harnessAuth": {"kind": "secret", "secretId": "sec_x"}}, "/harnessAuth/secretId"),
-    ({"harnessAuth": {"kind": "secret", "secretId": ids.new("secret")}},
-     "/harnessAuth/secretId"),
-    ({"harnessAuth": {"kind": "secret"}}, "/harnessAuth/secretId"),
-    ({"colour": "red"}, "/colour"),
-    ({"harness": {"id": "openclaw", "version": "1", "extra": True}}, "/harness/extra"),
-])
-def test_create_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: Caller,
-                                                   world: World, db: Database,
-                                                   overrides: dict[str, Any],
-                                                   pointer: str) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "pointer"),
+    [
+        ({"name": " padded"}, "/name"),
+        ({"configurationId": "cfg_nope"}, "/configurationId"),
+        ({"configurationId": ids.new("configuration")}, "/configurationId"),
+        ({"harness": {"id": "claude", "version": "1"}}, "/harness/id"),
+        ({"harness": {"id": "openclaw", "version": "1 0"}}, "/harness/version"),
+        ({"harness": {"id": "openclaw", "version": "x" * 65}}, "/harness/version"),
+        ({"harness": {"id": "openclaw"}}, "/harness/version"),
+        ({"executionMode": "dedicated"}, "/executionMode"),
+        ({"harness": {"id": "codex", "version": "1"}}, "/executionMode"),
+        ({"executionMode": "sideways"}, "/executionMode"),
+        ({"harnessAuth": {"kind": "password", "secretId": ids.new("secret")}}, "/harnessAuth/kind"),
+        ({"harnessAuth": {"kind": "secret", "secretId": "sec_x"}}, "/harnessAuth/secretId"),
+        (
+            {"harnessAuth": {"kind": "secret", "secretId": ids.new("secret")}},
+            "/harnessAuth/secretId",
+        ),
+        ({"harnessAuth": {"kind": "secret"}}, "/harnessAuth/secretId"),
+        ({"colour": "red"}, "/colour"),
+        ({"harness": {"id": "openclaw", "version": "1", "extra": True}}, "/harness/extra"),
+    ],
+)
+def test_create_rejects_bad_input_with_the_pointer(
+    client: FlaskClient,
+    admin: Caller,
+    world: World,
+    db: Database,
+    overrides: dict[str, Any],
+    pointer: str,
+) -> None:
     response = client.post(world.agents, json=body(world, **overrides), headers=admin.headers)
     assert response.status_code == 400, response.json
     assert response.content_type == "application/problem+json"
@@ -181,16 +235,15 @@ def test_create_needs_every_field(client: FlaskClient, admin: Caller, world: Wor
     assert [e["pointer"] for e in response.json["errors"]] == ["/configurationId"]
 
 
-def test_references_of_another_namespace_are_invalid(client: FlaskClient, admin: Caller,
-                                                     world: World, db: Database) -> None:
+def test_references_of_another_namespace_are_invalid(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     other = make_world(db, admin.principal_id)
     for overrides, pointer in (
         ({"configurationId": other.configuration_id}, "/configurationId"),
-        ({"harnessAuth": {"kind": "secret", "secretId": other.secret_id}},
-         "/harnessAuth/secretId"),
+        ({"harnessAuth": {"kind": "secret", "secretId": other.secret_id}}, "/harnessAuth/secretId"),
     ):
-        response = client.post(world.agents, json=body(world, **overrides),
-                               headers=admin.headers)
+        response = client.post(world.agents, json=body(world, **overrides), headers=admin.headers)
         assert response.status_code == 400
         assert [e["pointer"] for e in response.json["errors"]] == [pointer]
 
@@ -221,20 +274,29 @@ def test_patch_validates(client: FlaskClient, admin: Caller, world: World, db: D
     assert client.get(url, headers=admin.headers).json["data"] == agent
 
 
-def test_every_route_needs_a_key(client: FlaskClient, admin: Caller, world: World,
-                                 db: Database) -> None:
+def test_every_route_needs_a_key(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     agent = create(client, admin, world)
     base = f"{world.agents}/{agent['id']}"
     revision = ids.new("agent_revision")
     revoked = caller(db, "agent:read")
     with db.transaction() as session:
-        session.execute(sa.update(models.ApiKey)
-                        .where(models.ApiKey.principal_id == revoked.principal_id)
-                        .values(revoked_at=sa.func.clock_timestamp()))
+        session.execute(
+            sa.update(models.ApiKey)
+            .where(models.ApiKey.principal_id == revoked.principal_id)
+            .values(revoked_at=sa.func.clock_timestamp())
+        )
     for method, url in (
-        ("POST", world.agents), ("GET", world.agents), ("GET", base), ("PATCH", base),
-        ("DELETE", base), ("POST", f"{base}/deploy"), ("POST", f"{base}/stop"),
-        ("GET", f"{base}/revisions"), ("GET", f"{base}/revisions/{revision}"),
+        ("POST", world.agents),
+        ("GET", world.agents),
+        ("GET", base),
+        ("PATCH", base),
+        ("DELETE", base),
+        ("POST", f"{base}/deploy"),
+        ("POST", f"{base}/stop"),
+        ("GET", f"{base}/revisions"),
+        ("GET", f"{base}/revisions/{revision}"),
         ("GET", f"{base}/deployments/{revision}"),
     ):
         for headers in ({}, revoked.headers):
@@ -243,17 +305,31 @@ def test_every_route_needs_a_key(client: FlaskClient, admin: Caller, world: Worl
             assert response.json["code"] == "UNAUTHENTICATED"
 
 
-def test_another_tenants_agent_is_not_found(client: FlaskClient, admin: Caller, world: World,
-                                            db: Database) -> None:
+def test_another_tenants_agent_is_not_found(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     agent = create(client, admin, world)
     other = make_world(db, admin.principal_id)
-    tenant = caller(db, "agent:read", "agent:update", "agent:deploy", "agent:operate",
-                    "agent:delete", "agent_revision:read", "agent:create",
-                    namespace_id=other.namespace_id)
+    tenant = caller(
+        db,
+        "agent:read",
+        "agent:update",
+        "agent:deploy",
+        "agent:operate",
+        "agent:delete",
+        "agent_revision:read",
+        "agent:create",
+        namespace_id=other.namespace_id,
+    )
     base = f"{world.agents}/{agent['id']}"
     for method, url in (
-        ("GET", base), ("PATCH", base), ("DELETE", base), ("POST", f"{base}/deploy"),
-        ("POST", f"{base}/stop"), ("GET", f"{base}/revisions"), ("GET", world.agents),
+        ("GET", base),
+        ("PATCH", base),
+        ("DELETE", base),
+        ("POST", f"{base}/deploy"),
+        ("POST", f"{base}/stop"),
+        ("GET", f"{base}/revisions"),
+        ("GET", world.agents),
         ("POST", world.agents),
     ):
         kwargs: dict[str, Any] = {"json": {"name": "mine"}} if method == "PATCH" else {}
@@ -263,22 +339,32 @@ def test_another_tenants_agent_is_not_found(client: FlaskClient, admin: Caller, 
         assert response.status_code == 404, (method, url, response.json)
         assert response.json["code"] == "NOT_FOUND"
     # the agent under the other Namespace's path, and malformed ids
-    for url in (f"{other.agents}/{agent['id']}", f"{world.agents}/agt_nope",
-                f"/v1/namespaces/nope/agents/{agent['id']}",
-                f"{base}/revisions/rev_nope", f"{base}/deployments/{ids.new('agent_revision')}"):
+    for url in (
+        f"{other.agents}/{agent['id']}",
+        f"{world.agents}/agt_nope",
+        f"/v1/namespaces/nope/agents/{agent['id']}",
+        f"{base}/revisions/rev_nope",
+        f"{base}/deployments/{ids.new('agent_revision')}",
+    ):
         assert client.get(url, headers=admin.headers).status_code == 404, url
     assert client.get(base, headers=admin.headers).json["data"]["status"] == "active"
 
 
-def test_list_is_filtered_per_agent(client: FlaskClient, admin: Caller, world: World,
-                                    db: Database) -> None:
+def test_list_is_filtered_per_agent(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     first = create(client, admin, world, name="first")
     create(client, admin, world, name="second")
     reader = caller(db)
     with db.transaction() as session:
-        grants.grant(session, reader.principal_id, ["agent:read"],
-                     namespace_id=world.namespace_id, resource_kind="agent",
-                     resource_id=first["id"])
+        grants.grant(
+            session,
+            reader.principal_id,
+            ["agent:read"],
+            namespace_id=world.namespace_id,
+            resource_kind="agent",
+            resource_id=first["id"],
+        )
     listed = client.get(world.agents, headers=reader.headers)
     assert [agent["id"] for agent in listed.json["data"]] == [first["id"]]
     assert client.get(world.agents, headers=caller(db).headers).status_code == 404
@@ -286,8 +372,10 @@ def test_list_is_filtered_per_agent(client: FlaskClient, admin: Caller, world: W
 
 # -- deploy -------------------------------------------------------------------------------------
 
-def test_deploy_twice_makes_two_revisions(client: FlaskClient, admin: Caller, world: World,
-                                          db: Database) -> None:
+
+def test_deploy_twice_makes_two_revisions(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent)
     base = f"{world.agents}/{agent['id']}"
@@ -297,31 +385,51 @@ def test_deploy_twice_makes_two_revisions(client: FlaskClient, admin: Caller, wo
     accepted = first.json["data"]
     revision = accepted["revision"]
     assert accepted["deploymentId"] == revision["id"]
-    assert {key: revision[key] for key in (
-        "agentId", "namespaceId", "revisionNumber", "configurationId",
-        "configurationGeneration", "configurationDocument", "harness", "harnessAuth",
-        "computeDriver", "servicePrincipalId", "actorId")} == {
-        "agentId": agent["id"], "namespaceId": world.namespace_id, "revisionNumber": 1,
-        "configurationId": world.configuration_id, "configurationGeneration": 1,
+    assert {
+        key: revision[key]
+        for key in (
+            "agentId",
+            "namespaceId",
+            "revisionNumber",
+            "configurationId",
+            "configurationGeneration",
+            "configurationDocument",
+            "harness",
+            "harnessAuth",
+            "computeDriver",
+            "servicePrincipalId",
+            "actorId",
+        )
+    } == {
+        "agentId": agent["id"],
+        "namespaceId": world.namespace_id,
+        "revisionNumber": 1,
+        "configurationId": world.configuration_id,
+        "configurationGeneration": 1,
         "configurationDocument": {"model": "gpt", "n": 1},
         "harness": {"id": "openclaw", "version": "2026.1.0", "mode": "embedded"},
         "harnessAuth": {"kind": "secret", "secretId": world.secret_id},
-        "computeDriver": "local", "servicePrincipalId": agent["servicePrincipalId"],
-        "actorId": admin.principal_id}
+        "computeDriver": "local",
+        "servicePrincipalId": agent["servicePrincipalId"],
+        "actorId": admin.principal_id,
+    }
     second = client.post(f"{base}/deploy", json={}, headers=admin.headers)
     assert second.status_code == 202
     assert second.json["data"]["revision"]["revisionNumber"] == 2
 
     assert client.get(base, headers=admin.headers).json["data"]["desiredRuntimeState"] == (
-        "running")
+        "running"
+    )
     revision_ids = [revision["id"], second.json["data"]["deploymentId"]]
-    assert work_ids(db, agent["id"]) == [f"agent_revision:{rid}:reconcile"
-                                         for rid in revision_ids]
+    assert work_ids(db, agent["id"]) == [f"agent_revision:{rid}:reconcile" for rid in revision_ids]
     with db.transaction() as session:
         item = work_queue.get(session, f"agent_revision:{revision['id']}:reconcile")
     assert item is not None and item.owner == values.WorkOwner(
-        namespace_id=world.namespace_id, actor_id=admin.principal_id, agent_id=agent["id"],
-        revision_id=revision["id"])
+        namespace_id=world.namespace_id,
+        actor_id=admin.principal_id,
+        agent_id=agent["id"],
+        revision_id=revision["id"],
+    )
 
     listed = client.get(f"{base}/revisions", headers=admin.headers)
     assert [r["revisionNumber"] for r in listed.json["data"]] == [2, 1]
@@ -331,14 +439,14 @@ def test_deploy_twice_makes_two_revisions(client: FlaskClient, admin: Caller, wo
 
 def test_deploy_rejects_a_body(client: FlaskClient, admin: Caller, world: World) -> None:
     agent = create(client, admin, world)
-    response = client.post(f"{world.agents}/{agent['id']}/deploy", json={"force": True},
-                           headers=admin.headers)
+    response = client.post(
+        f"{world.agents}/{agent['id']}/deploy", json={"force": True}, headers=admin.headers
+    )
     assert response.status_code == 400
     assert [e["pointer"] for e in response.json["errors"]] == ["/force"]
 
 
-def test_deploy_needs_a_ready_namespace(client: FlaskClient, admin: Caller,
-                                        db: Database) -> None:
+def test_deploy_needs_a_ready_namespace(client: FlaskClient, admin: Caller, db: Database) -> None:
     world = make_world(db, admin.principal_id, status="provisioning")
     agent = create(client, admin, world)
     empower(db, agent)
@@ -349,8 +457,9 @@ def test_deploy_needs_a_ready_namespace(client: FlaskClient, admin: Caller,
     assert work_ids(db, agent["id"]) == []
 
 
-def test_deploy_denied_for_the_service_principal(client: FlaskClient, admin: Caller,
-                                                 world: World, db: Database) -> None:
+def test_deploy_denied_for_the_service_principal(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent, "configuration:read")  # but not secret:operate
     response = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
@@ -361,18 +470,28 @@ def test_deploy_denied_for_the_service_principal(client: FlaskClient, admin: Cal
     with db.transaction() as session:
         [denial] = audit.list_events(session, kind="authorization_denial")
     assert (denial.action, denial.actor_id, denial.resource_kind, denial.resource_id) == (
-        "agents.deploy", admin.principal_id, "secret", world.secret_id)
+        "agents.deploy",
+        admin.principal_id,
+        "secret",
+        world.secret_id,
+    )
     assert denial.details["permission"] == "secret:operate"
     assert denial.details["authorization"]["principalId"] == agent["servicePrincipalId"]
     assert denial.details["request"]["principalRole"] == "servicePrincipal"
-    assert client.get(f"{world.agents}/{agent['id']}", headers=admin.headers).json[
-        "data"]["desiredRuntimeState"] == "stopped"
+    assert (
+        client.get(f"{world.agents}/{agent['id']}", headers=admin.headers).json["data"][
+            "desiredRuntimeState"
+        ]
+        == "stopped"
+    )
 
 
 # -- stop and delete ----------------------------------------------------------------------------
 
-def test_stop_admits_a_fresh_work_item_each_time(client: FlaskClient, admin: Caller,
-                                                 world: World, db: Database) -> None:
+
+def test_stop_admits_a_fresh_work_item_each_time(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent)
     base = f"{world.agents}/{agent['id']}"
@@ -387,30 +506,36 @@ def test_stop_admits_a_fresh_work_item_each_time(client: FlaskClient, admin: Cal
         assert re.fullmatch(f"agent:{agent['id']}:reconcile:stopped:{UUID4}", work_id)
 
 
-def test_delete_then_everything_else_conflicts(client: FlaskClient, admin: Caller,
-                                               world: World, db: Database) -> None:
+def test_delete_then_everything_else_conflicts(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent)
     base = f"{world.agents}/{agent['id']}"
     deleted = client.delete(base, headers=admin.headers)
     assert deleted.status_code == 202, deleted.json
     assert (deleted.json["data"]["status"], deleted.json["data"]["desiredRuntimeState"]) == (
-        "deleting", "stopped")
+        "deleting",
+        "stopped",
+    )
     again = client.delete(base, headers=admin.headers)
     assert again.status_code == 202 and again.json["data"]["status"] == "deleting"
     assert work_ids(db, agent["id"]) == [f"agent:{agent['id']}:reconcile:deleted"]
 
-    for method, url, kwargs in (("POST", f"{base}/deploy", {}), ("POST", f"{base}/stop", {}),
-                                ("PATCH", base, {"json": {"name": "late"}})):
+    for method, url, kwargs in (
+        ("POST", f"{base}/deploy", {}),
+        ("POST", f"{base}/stop", {}),
+        ("PATCH", base, {"json": {"name": "late"}}),
+    ):
         response = client.open(url, method=method, headers=admin.headers, **kwargs)
         assert response.status_code == 409, (url, response.json)
         assert response.json["code"] == "AGENT_DELETING"
     assert work_ids(db, agent["id"]) == [f"agent:{agent['id']}:reconcile:deleted"]
 
 
-def test_failed_delete_is_retried_and_taken_over(client: FlaskClient, admin: Caller,
-                                                 world: World, db: Database,
-                                                 policy: values.QueuePolicy) -> None:
+def test_failed_delete_is_retried_and_taken_over(
+    client: FlaskClient, admin: Caller, world: World, db: Database, policy: values.QueuePolicy
+) -> None:
     agent = create(client, admin, world)
     base = f"{world.agents}/{agent['id']}"
     work_id = f"agent:{agent['id']}:reconcile:deleted"
@@ -437,16 +562,18 @@ def test_failed_delete_is_retried_and_taken_over(client: FlaskClient, admin: Cal
     assert takeover.details["previousActorId"] == admin.principal_id
 
 
-def test_delete_work_owned_by_another_actor_is_a_conflict(client: FlaskClient, admin: Caller,
-                                                          world: World, db: Database) -> None:
+def test_delete_work_owned_by_another_actor_is_a_conflict(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
     """An operator's repair reactivated an Agent whose deletion work is still queued for the
     administrator: another caller's delete may not adopt that work silently."""
     agent = create(client, admin, world)
     base = f"{world.agents}/{agent['id']}"
     client.delete(base, headers=admin.headers)
     with db.transaction() as session:
-        session.execute(sa.update(models.Agent).where(models.Agent.id == agent["id"])
-                        .values(status="active"))
+        session.execute(
+            sa.update(models.Agent).where(models.Agent.id == agent["id"]).values(status="active")
+        )
     operator = caller(db, "agent:delete", "agent:read", namespace_id=world.namespace_id)
     response = client.delete(base, headers=operator.headers)
     assert response.status_code == 409 and response.json["code"] == "RESOURCE_CONFLICT"
@@ -454,6 +581,7 @@ def test_delete_work_owned_by_another_actor_is_a_conflict(client: FlaskClient, a
 
 
 # -- deployment status --------------------------------------------------------------------------
+
 
 def claim_run(db: Database, policy: values.QueuePolicy, work_id: str) -> values.Claim:
     """Claim and start ``work_id``, releasing anything else the claim picked up."""
@@ -471,8 +599,12 @@ def claim_run(db: Database, policy: values.QueuePolicy, work_id: str) -> values.
     raise AssertionError(f"{work_id} was never claimed")
 
 
-def drive(db: Database, policy: values.QueuePolicy, work_id: str,
-          finish: Callable[[orm.Session, values.Claim], object]) -> None:
+def drive(
+    db: Database,
+    policy: values.QueuePolicy,
+    work_id: str,
+    finish: Callable[[orm.Session, values.Claim], object],
+) -> None:
     """Claim ``work_id`` and finish it (complete, fail, defer...) in one transaction."""
     run = claim_run(db, policy, work_id)
     with db.transaction() as session:
@@ -480,12 +612,16 @@ def drive(db: Database, policy: values.QueuePolicy, work_id: str,
 
 
 def activate(session: orm.Session, agent_id: str, revision_id: str | None) -> None:
-    session.execute(sa.update(models.Agent).where(models.Agent.id == agent_id)
-                    .values(active_revision_id=revision_id))
+    session.execute(
+        sa.update(models.Agent)
+        .where(models.Agent.id == agent_id)
+        .values(active_revision_id=revision_id)
+    )
 
 
-def test_deployment_status_of_every_state(client: FlaskClient, admin: Caller, world: World,
-                                          db: Database, policy: values.QueuePolicy) -> None:
+def test_deployment_status_of_every_state(
+    client: FlaskClient, admin: Caller, world: World, db: Database, policy: values.QueuePolicy
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent)
     base = f"{world.agents}/{agent['id']}"
@@ -499,15 +635,22 @@ def test_deployment_status_of_every_state(client: FlaskClient, admin: Caller, wo
         response = client.get(f"{base}/deployments/{revision_id}", headers=admin.headers)
         assert response.status_code == 200, response.json
         data: dict[str, Any] = response.json["data"]
-        assert (data["deploymentId"], data["revisionId"], data["agentId"],
-                data["namespaceId"]) == (revision_id, revision_id, agent["id"],
-                                         world.namespace_id)
+        assert (data["deploymentId"], data["revisionId"], data["agentId"], data["namespaceId"]) == (
+            revision_id,
+            revision_id,
+            agent["id"],
+            world.namespace_id,
+        )
         return data
 
     first = deploy()
     pending = status(first)
     assert (pending["state"], pending["reasonCode"], pending["error"], pending["warnings"]) == (
-        "pending", None, None, [])
+        "pending",
+        None,
+        None,
+        [],
+    )
     assert pending["progress"]["code"] is None and pending["progress"]["nextAttemptAt"]
 
     # claimed and reporting progress: still pending, no next attempt
@@ -523,11 +666,17 @@ def test_deployment_status_of_every_state(client: FlaskClient, admin: Caller, wo
     warning = {"code": "IMAGE_PINNED", "detail": "pinned to 2026.1.0"}
     with db.transaction() as session:
         activate(session, agent["id"], first)
-        work_queue.complete(session, run, code="REVISION_ACTIVATED",
-                            result_data={"warnings": [warning]})
+        work_queue.complete(
+            session, run, code="REVISION_ACTIVATED", result_data={"warnings": [warning]}
+        )
     active = status(first)
-    assert (active["state"], active["reasonCode"], active["error"], active["progress"],
-            active["warnings"]) == ("active", "REVISION_ACTIVATED", None, None, [warning])
+    assert (
+        active["state"],
+        active["reasonCode"],
+        active["error"],
+        active["progress"],
+        active["warnings"],
+    ) == ("active", "REVISION_ACTIVATED", None, None, [warning])
 
     # a second revision takes over: the first is superseded
     second = deploy()
@@ -542,24 +691,45 @@ def test_deployment_status_of_every_state(client: FlaskClient, admin: Caller, wo
 
     # superseded before activation, and stopped before activation
     third = deploy()
-    drive(db, policy, work_key(third),
-          lambda s, run: work_queue.complete(s, run, code="REVISION_SUPERSEDED"))
+    drive(
+        db,
+        policy,
+        work_key(third),
+        lambda s, run: work_queue.complete(s, run, code="REVISION_SUPERSEDED"),
+    )
     assert (status(third)["state"], status(third)["reasonCode"]) == (
-        "superseded", "REVISION_SUPERSEDED")
+        "superseded",
+        "REVISION_SUPERSEDED",
+    )
     fourth = deploy()
-    drive(db, policy, work_key(fourth),
-          lambda s, run: work_queue.complete(s, run, code="REVISION_STOPPED"))
+    drive(
+        db,
+        policy,
+        work_key(fourth),
+        lambda s, run: work_queue.complete(s, run, code="REVISION_STOPPED"),
+    )
     assert status(fourth)["state"] == "stopped"
 
     # failed: a fixed public message, never driver text
     fifth = deploy()
-    drive(db, policy, work_key(fifth),
-          lambda s, run: work_queue.fail(s, run, code="RUNTIME_STARTUP_FAILED"))
+    drive(
+        db,
+        policy,
+        work_key(fifth),
+        lambda s, run: work_queue.fail(s, run, code="RUNTIME_STARTUP_FAILED"),
+    )
     failed = status(fifth)
     assert (failed["state"], failed["reasonCode"], failed["progress"], failed["warnings"]) == (
-        "failed", "RUNTIME_STARTUP_FAILED", None, [])
-    assert failed["error"] == {"code": "RUNTIME_STARTUP_FAILED",
-                               "message": "The runtime failed to start.", "data": None}
+        "failed",
+        "RUNTIME_STARTUP_FAILED",
+        None,
+        [],
+    )
+    assert failed["error"] == {
+        "code": "RUNTIME_STARTUP_FAILED",
+        "message": "The runtime failed to start.",
+        "data": None,
+    }
 
     # the active one after a stop cleared the active pointer
     with db.transaction() as session:
@@ -572,40 +742,53 @@ def work_key(revision_id: str) -> str:
     return f"agent_revision:{revision_id}:reconcile"
 
 
-def test_deployment_status_of_a_convergence_failure(client: FlaskClient, admin: Caller,
-                                                    world: World, db: Database,
-                                                    policy: values.QueuePolicy) -> None:
+def test_deployment_status_of_a_convergence_failure(
+    client: FlaskClient, admin: Caller, world: World, db: Database, policy: values.QueuePolicy
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent)
     base = f"{world.agents}/{agent['id']}"
-    revision_id = client.post(f"{base}/deploy", headers=admin.headers).json["data"][
-        "deploymentId"]
+    revision_id = client.post(f"{base}/deploy", headers=admin.headers).json["data"]["deploymentId"]
     expired = values.QueuePolicy(convergence_timeout_ms=1)
-    drive(db, policy, work_key(revision_id),
-          lambda s, run: work_queue.defer(s, expired, run, code="REVISION_INCOMPLETE"))
+    drive(
+        db,
+        policy,
+        work_key(revision_id),
+        lambda s, run: work_queue.defer(s, expired, run, code="REVISION_INCOMPLETE"),
+    )
     failed = client.get(f"{base}/deployments/{revision_id}", headers=admin.headers).json["data"]
     assert failed["state"] == "failed"
-    assert failed["error"] == {"code": "CONVERGENCE_DEADLINE_EXCEEDED",
-                               "message": "The resource did not converge before the deadline.",
-                               "data": {"timeoutMs": 1}}
+    assert failed["error"] == {
+        "code": "CONVERGENCE_DEADLINE_EXCEEDED",
+        "message": "The resource did not converge before the deadline.",
+        "data": {"timeoutMs": 1},
+    }
 
 
 # -- the database keeps revisions immutable -----------------------------------------------------
 
-def test_revisions_are_immutable(client: FlaskClient, admin: Caller, world: World,
-                                 db: Database, owner_db: Database) -> None:
+
+def test_revisions_are_immutable(
+    client: FlaskClient, admin: Caller, world: World, db: Database, owner_db: Database
+) -> None:
     agent = create(client, admin, world)
     empower(db, agent)
-    revision_id = client.post(f"{world.agents}/{agent['id']}/deploy",
-                              headers=admin.headers).json["data"]["deploymentId"]
-    change = (sa.update(models.AgentRevision).where(models.AgentRevision.id == revision_id)
-              .values(harness_version="9.9.9"))
-    with pytest.raises(sa_exc.ProgrammingError, match="permission denied"), \
-            db.transaction() as session:
+    revision_id = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers).json[
+        "data"
+    ]["deploymentId"]
+    change = (
+        sa.update(models.AgentRevision)
+        .where(models.AgentRevision.id == revision_id)
+        .values(harness_version="9.9.9")
+    )
+    with (
+        pytest.raises(sa_exc.ProgrammingError, match="permission denied"),
+        db.transaction() as session,
+    ):
         session.execute(change)  # occ_app holds no UPDATE privilege
-    with pytest.raises(sa_exc.IntegrityError, match="immutable"), \
-            owner_db.transaction() as session:
+    with pytest.raises(sa_exc.IntegrityError, match="immutable"), owner_db.transaction() as session:
         session.execute(change)  # and the trigger stops even the owner
-    revision = client.get(f"{world.agents}/{agent['id']}/revisions/{revision_id}",
-                          headers=admin.headers).json["data"]
+    revision = client.get(
+        f"{world.agents}/{agent['id']}/revisions/{revision_id}", headers=admin.headers
+    ).json["data"]
     assert revision["harness"]["version"] == "2026.1.0"

@@ -27,15 +27,19 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/access-bindings"): {"roleId": "{role_id}", "principalId": "{principal_id}"},
     ("POST", "/v1/namespaces"): {"name": "matrix-new"},
     ("POST", "/v1/namespaces/<namespace_id>/agents"): {
-        "name": "second", "configurationId": "{configuration_id}",
-        "harness": {"id": "openclaw", "version": "1.0.0"}, "executionMode": "embedded",
-        "harnessAuth": {"kind": "secret", "secretId": "{secret_id}"}},
+        "name": "second",
+        "configurationId": "{configuration_id}",
+        "harness": {"id": "openclaw", "version": "1.0.0"},
+        "executionMode": "embedded",
+        "harnessAuth": {"kind": "secret", "secretId": "{secret_id}"},
+    },
     ("PATCH", "/v1/namespaces/<namespace_id>/agents/<agent_id>"): {"name": "renamed"},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/deploy"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/stop"): {},
     ("POST", "/v1/namespaces/<namespace_id>/configurations"): {"name": "c2", "document": {}},
     ("PATCH", "/v1/namespaces/<namespace_id>/configurations/<configuration_id>"): {
-        "document": {"changed": True}},
+        "document": {"changed": True}
+    },
     ("POST", "/v1/namespaces/<namespace_id>/secrets"): {"name": "s2", "value": "v"},
     ("POST", "/v1/principals"): {"name": "p2", "kind": "service"},
     ("POST", "/v1/principals/<principal_id>/api-keys"): {},
@@ -63,32 +67,56 @@ def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) 
 
     namespace_id = post("/v1/namespaces", {"name": "matrix"})["id"]
     with owner_db.transaction() as session:
-        session.execute(sa.update(models.Namespace).values(status="ready")
-                        .where(models.Namespace.id == namespace_id))
+        session.execute(
+            sa.update(models.Namespace)
+            .values(status="ready")
+            .where(models.Namespace.id == namespace_id)
+        )
     base = f"/v1/namespaces/{namespace_id}"
     configuration_id = post(f"{base}/configurations", {"name": "c", "document": {}})["id"]
     secret_id = post(f"{base}/secrets", {"name": "s", "value": "x"})["id"]
-    agent = post(f"{base}/agents", {
-        "name": "a", "configurationId": configuration_id,
-        "harness": {"id": "openclaw", "version": "1.0.0"}, "executionMode": "embedded",
-        "harnessAuth": {"kind": "secret", "secretId": secret_id}})
+    agent = post(
+        f"{base}/agents",
+        {
+            "name": "a",
+            "configurationId": configuration_id,
+            "harness": {"id": "openclaw", "version": "1.0.0"},
+            "executionMode": "embedded",
+            "harnessAuth": {"kind": "secret", "secretId": secret_id},
+        },
+    )
     with db.transaction() as session:
-        role = iam_policy.create_role(session, name="sp", namespace_id=namespace_id,
-                                      permissions=["configuration:read", "secret:operate"])
-        iam_policy.bind(session, role_id=role.id, principal_id=agent["servicePrincipalId"],
-                        created_by=admin.principal_id, namespace_id=namespace_id)
+        role = iam_policy.create_role(
+            session,
+            name="sp",
+            namespace_id=namespace_id,
+            permissions=["configuration:read", "secret:operate"],
+        )
+        iam_policy.bind(
+            session,
+            role_id=role.id,
+            principal_id=agent["servicePrincipalId"],
+            created_by=admin.principal_id,
+            namespace_id=namespace_id,
+        )
     revision_id = post(f"{base}/agents/{agent['id']}/deploy", {})["deploymentId"]
     principal_id = post("/v1/principals", {"name": "p", "kind": "service"})["id"]
     key_id = post(f"/v1/principals/{principal_id}/api-keys", {})["id"]
     role_id = post("/v1/roles", {"name": "r", "permissions": ["namespace:read"]})["id"]
-    binding_id = post("/v1/access-bindings", {"roleId": role_id,
-                                              "principalId": principal_id})["id"]
+    binding_id = post("/v1/access-bindings", {"roleId": role_id, "principalId": principal_id})["id"]
     restriction_id = post("/v1/restrictions", {"permission": "agent:use"})["id"]
     return {
-        "namespace_id": namespace_id, "configuration_id": configuration_id,
-        "secret_id": secret_id, "agent_id": agent["id"], "revision_id": revision_id,
-        "deployment_id": revision_id, "principal_id": principal_id, "key_id": key_id,
-        "role_id": role_id, "binding_id": binding_id, "restriction_id": restriction_id,
+        "namespace_id": namespace_id,
+        "configuration_id": configuration_id,
+        "secret_id": secret_id,
+        "agent_id": agent["id"],
+        "revision_id": revision_id,
+        "deployment_id": revision_id,
+        "principal_id": principal_id,
+        "key_id": key_id,
+        "role_id": role_id,
+        "binding_id": binding_id,
+        "restriction_id": restriction_id,
         "work_id": f"agent_revision:{revision_id}:reconcile",
     }
 
@@ -97,10 +125,13 @@ def _caller_without(db: Database, admin: Caller, permission: str, n: int) -> Cal
     with db.transaction() as session:
         principal = iam_policy.create_principal(session, name=f"lacks-{n}", kind="human")
         role = iam_policy.create_role(
-            session, name=f"all but {permission} {n}",
-            permissions=[p for p in iam.PERMISSIONS if p != permission])
-        iam_policy.bind(session, role_id=role.id, principal_id=principal.id,
-                        created_by=admin.principal_id)
+            session,
+            name=f"all but {permission} {n}",
+            permissions=[p for p in iam.PERMISSIONS if p != permission],
+        )
+        iam_policy.bind(
+            session, role_id=role.id, principal_id=principal.id, created_by=admin.principal_id
+        )
         minted = api_keys.mint(session, principal_id=principal.id, pepper=PEPPER)
     return Caller(principal.id, minted.plaintext)
 
@@ -117,26 +148,45 @@ def _footprint(db: Database) -> tuple[int, ...]:
     with db.transaction() as session:
         return tuple(
             session.execute(sa.select(sa.func.count()).select_from(model)).scalar_one()
-            for model in (models.Namespace, models.Configuration, models.Secret, models.Agent,
-                          models.AgentRevision, models.ControllerWork, models.Principal,
-                          models.ApiKey, models.Role, models.AccessBinding, models.Restriction)
+            for model in (
+                models.Namespace,
+                models.Configuration,
+                models.Secret,
+                models.Agent,
+                models.AgentRevision,
+                models.ControllerWork,
+                models.Principal,
+                models.ApiKey,
+                models.Role,
+                models.AccessBinding,
+                models.Restriction,
+            )
         ) + tuple(
-            session.execute(sa.select(sa.func.count()).select_from(model)
-                            .where(column.is_not(None))).scalar_one()
-            for model, column in ((models.ApiKey, models.ApiKey.revoked_at),
-                                  (models.AccessBinding, models.AccessBinding.revoked_at),
-                                  (models.Role, models.Role.deleted_at))
+            session.execute(
+                sa.select(sa.func.count()).select_from(model).where(column.is_not(None))
+            ).scalar_one()
+            for model, column in (
+                (models.ApiKey, models.ApiKey.revoked_at),
+                (models.AccessBinding, models.AccessBinding.revoked_at),
+                (models.Role, models.Role.deleted_at),
+            )
         )
 
 
 def test_every_route_declares_a_permission(app: flask.Flask) -> None:
-    undeclared = [(method, rule) for method, rule, endpoint in _routes(app)
-                  if access.declared(app.view_functions[endpoint]) is None]
+    undeclared = [
+        (method, rule)
+        for method, rule, endpoint in _routes(app)
+        if access.declared(app.view_functions[endpoint]) is None
+    ]
     assert undeclared == []
 
 
 def test_no_route_lets_a_principal_without_its_permission_through(
-    app: flask.Flask, client: FlaskClient, admin: Caller, db: Database,
+    app: flask.Flask,
+    client: FlaskClient,
+    admin: Caller,
+    db: Database,
     world: dict[str, str],
 ) -> None:
     checked = 0
@@ -155,15 +205,25 @@ def test_no_route_lets_a_principal_without_its_permission_through(
         for permission in declared:
             caller = _caller_without(db, admin, permission, checked)
             before = _footprint(db)
-            response = client.open(path, method=method, headers=caller.headers,
-                                   json=_fill(body, world) if body is not None else None)
+            response = client.open(
+                path,
+                method=method,
+                headers=caller.headers,
+                json=_fill(body, world) if body is not None else None,
+            )
             label = f"{method} {rule} without {permission}"
-            if response.status_code == 200 and method == "GET" and isinstance(
-                    response.json.get("data"), list):
+            if (
+                response.status_code == 200
+                and method == "GET"
+                and isinstance(response.json.get("data"), list)
+            ):
                 assert response.json["data"] == [], label  # a list shows nothing
             else:
-                assert response.status_code in (403, 404), (label, response.status_code,
-                                                            response.json)
+                assert response.status_code in (403, 404), (
+                    label,
+                    response.status_code,
+                    response.json,
+                )
             assert _footprint(db) == before, label
             checked += 1
     assert checked >= 45

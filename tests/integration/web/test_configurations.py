@@ -15,24 +15,25 @@ from occ.state import api_keys, audit, models
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.support import grants, rows
 
-ALL = ("configuration:create", "configuration:read", "configuration:update",
-       "configuration:delete")
+ALL = ("configuration:create", "configuration:read", "configuration:update", "configuration:delete")
 
 
-def namespace(client: FlaskClient, owner_db: Database, admin: Caller, name: str, *,
-              ready: bool = True) -> str:
+def namespace(
+    client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
+) -> str:
     created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
     assert created.status_code == 201, created.json
     namespace_id = str(created.json["data"]["id"])
     if ready:
         with owner_db.transaction() as session:
-            session.execute(sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-                            {"id": namespace_id})
+            session.execute(
+                sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
+                {"id": namespace_id},
+            )
     return namespace_id
 
 
-def caller(db: Database, permissions: Sequence[str], *,
-           namespace_id: str | None = None) -> Caller:
+def caller(db: Database, permissions: Sequence[str], *, namespace_id: str | None = None) -> Caller:
     with db.transaction() as session:
         principal_id = rows.principal(session)
         if permissions:
@@ -45,10 +46,14 @@ def base(namespace_id: str) -> str:
     return f"/v1/namespaces/{namespace_id}/configurations"
 
 
-def create(client: FlaskClient, who: Caller, namespace_id: str, name: str = "base",
-           document: Any = None) -> Any:
-    return client.post(base(namespace_id), headers=who.headers,
-                       json={"name": name, "document": document or {"model": "gpt"}})
+def create(
+    client: FlaskClient, who: Caller, namespace_id: str, name: str = "base", document: Any = None
+) -> Any:
+    return client.post(
+        base(namespace_id),
+        headers=who.headers,
+        json={"name": name, "document": document or {"model": "gpt"}},
+    )
 
 
 def assert_problem(response: Any, status: int, code: str) -> None:
@@ -67,8 +72,15 @@ def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: 
     created = create(client, admin, ns, document={"model": "gpt", "tools": ["search"]})
     assert created.status_code == 201, created.json
     data = created.json["data"]
-    assert set(data) == {"id", "namespaceId", "name", "document", "generation", "createdAt",
-                         "updatedAt"}
+    assert set(data) == {
+        "id",
+        "namespaceId",
+        "name",
+        "document",
+        "generation",
+        "createdAt",
+        "updatedAt",
+    }
     assert (data["namespaceId"], data["name"], data["generation"]) == (ns, "base", 1)
     assert data["document"] == {"model": "gpt", "tools": ["search"]}
     assert created.json["meta"]["requestId"] == created.headers["X-Request-Id"]
@@ -92,20 +104,24 @@ def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: 
     assert client.get(base(ns), headers=admin.headers).json["data"] == []
 
 
-@pytest.mark.parametrize(("body", "pointer"), [
-    ({"name": " padded", "document": {}}, "/name"),
-    ({"name": "", "document": {}}, "/name"),
-    ({"name": 5, "document": {}}, "/name"),
-    ({"document": {}}, "/name"),
-    ({"name": "n"}, "/document"),
-    ({"name": "n", "document": [1]}, "/document"),
-    ({"name": "n", "document": "text"}, "/document"),
-    ({"name": "n", "document": None}, "/document"),
-    ({"name": "n", "document": {"big": "x" * (64 * 1024)}}, "/document"),
-    ({"name": "n", "document": {}, "colour": "red"}, "/colour"),
-])
-def test_create_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: Caller, ns: str,
-                                                   body: dict[str, Any], pointer: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"name": " padded", "document": {}}, "/name"),
+        ({"name": "", "document": {}}, "/name"),
+        ({"name": 5, "document": {}}, "/name"),
+        ({"document": {}}, "/name"),
+        ({"name": "n"}, "/document"),
+        ({"name": "n", "document": [1]}, "/document"),
+        ({"name": "n", "document": "text"}, "/document"),
+        ({"name": "n", "document": None}, "/document"),
+        ({"name": "n", "document": {"big": "x" * (64 * 1024)}}, "/document"),
+        ({"name": "n", "document": {}, "colour": "red"}, "/colour"),
+    ],
+)
+def test_create_rejects_bad_input_with_the_pointer(
+    client: FlaskClient, admin: Caller, ns: str, body: dict[str, Any], pointer: str
+) -> None:
     response = client.post(base(ns), json=body, headers=admin.headers)
     assert_problem(response, 400, "INVALID_REQUEST")
     assert pointer in [error["pointer"] for error in response.json["errors"]]
@@ -113,22 +129,30 @@ def test_create_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: C
 
 
 def test_create_rejects_non_finite_numbers(client: FlaskClient, admin: Caller, ns: str) -> None:
-    response = client.post(base(ns), data='{"name": "n", "document": {"x": 1e999}}',
-                           content_type="application/json", headers=admin.headers)
+    response = client.post(
+        base(ns),
+        data='{"name": "n", "document": {"x": 1e999}}',
+        content_type="application/json",
+        headers=admin.headers,
+    )
     assert_problem(response, 400, "INVALID_REQUEST")
     # the body parser may refuse the literal itself (""); else the document check does
     assert response.json["errors"][0]["pointer"] in {"", "/document"}
 
 
-@pytest.mark.parametrize(("body", "pointer"), [
-    ({}, ""),
-    ({"name": None}, "/name"),
-    ({"name": "bad\tname"}, "/name"),
-    ({"document": []}, "/document"),
-    ({"generation": 7}, "/generation"),
-])
-def test_update_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: Caller, ns: str,
-                                                   body: dict[str, Any], pointer: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({}, ""),
+        ({"name": None}, "/name"),
+        ({"name": "bad\tname"}, "/name"),
+        ({"document": []}, "/document"),
+        ({"generation": 7}, "/generation"),
+    ],
+)
+def test_update_rejects_bad_input_with_the_pointer(
+    client: FlaskClient, admin: Caller, ns: str, body: dict[str, Any], pointer: str
+) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     response = client.patch(item, json=body, headers=admin.headers)
     assert_problem(response, 400, "INVALID_REQUEST")
@@ -136,16 +160,22 @@ def test_update_rejects_bad_input_with_the_pointer(client: FlaskClient, admin: C
     assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
 
 
-def test_every_route_needs_a_valid_key(client: FlaskClient, db: Database, admin: Caller,
-                                       ns: str) -> None:
+def test_every_route_needs_a_valid_key(
+    client: FlaskClient, db: Database, admin: Caller, ns: str
+) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = caller(db, ALL)
     parsed = api_keys.parse(revoked.key)
     assert parsed is not None
     with db.transaction() as session:
         api_keys.revoke(session, parsed[0])
-    requests = [("POST", base(ns), {"name": "x", "document": {}}), ("GET", base(ns), None),
-                ("GET", item, None), ("PATCH", item, {"name": "y"}), ("DELETE", item, None)]
+    requests = [
+        ("POST", base(ns), {"name": "x", "document": {}}),
+        ("GET", base(ns), None),
+        ("GET", item, None),
+        ("PATCH", item, {"name": "y"}),
+        ("DELETE", item, None),
+    ]
     for headers in ({}, revoked.headers, {"Authorization": "Bearer occ_nonsense"}):
         for method, path, body in requests:
             response = client.open(path, method=method, json=body, headers=headers)
@@ -154,7 +184,8 @@ def test_every_route_needs_a_valid_key(client: FlaskClient, db: Database, admin:
 
 
 def test_another_namespaces_configurations_are_not_found(
-        client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str) -> None:
+    client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str
+) -> None:
     other = namespace(client, owner_db, admin, "team-b")
     theirs = create(client, admin, other, name="theirs").json["data"]
     ours = create(client, admin, ns, name="ours").json["data"]
@@ -162,8 +193,10 @@ def test_another_namespaces_configurations_are_not_found(
 
     their_item = f"{base(other)}/{theirs['id']}"
     for method, path, body in [
-        ("GET", their_item, None), ("PATCH", their_item, {"name": "mine"}),
-        ("DELETE", their_item, None), ("GET", base(other), None),
+        ("GET", their_item, None),
+        ("PATCH", their_item, {"name": "mine"}),
+        ("DELETE", their_item, None),
+        ("GET", base(other), None),
         ("POST", base(other), {"name": "intruder", "document": {}}),
         # B's Configuration through A's path
         ("GET", f"{base(ns)}/{theirs['id']}", None),
@@ -181,27 +214,33 @@ def test_another_namespaces_configurations_are_not_found(
     assert {event.actor_id for event in denials} == {member.principal_id}
 
 
-def test_malformed_and_unknown_ids_are_not_found(client: FlaskClient, admin: Caller,
-                                                 ns: str) -> None:
-    for path in [f"{base(ns)}/nope", f"{base(ns)}/{ids.new('configuration')}",
-                 f"{base(ns)}/{ids.new('secret')}", f"{base('ns_bad')}/{ids.new('configuration')}",
-                 f"{base(ids.new('namespace'))}/{ids.new('configuration')}"]:
+def test_malformed_and_unknown_ids_are_not_found(
+    client: FlaskClient, admin: Caller, ns: str
+) -> None:
+    for path in [
+        f"{base(ns)}/nope",
+        f"{base(ns)}/{ids.new('configuration')}",
+        f"{base(ns)}/{ids.new('secret')}",
+        f"{base('ns_bad')}/{ids.new('configuration')}",
+        f"{base(ids.new('namespace'))}/{ids.new('configuration')}",
+    ]:
         assert_problem(client.get(path, headers=admin.headers), 404, "NOT_FOUND")
-        assert_problem(client.patch(path, json={"name": "n"}, headers=admin.headers), 404,
-                       "NOT_FOUND")
+        assert_problem(
+            client.patch(path, json={"name": "n"}, headers=admin.headers), 404, "NOT_FOUND"
+        )
         assert_problem(client.delete(path, headers=admin.headers), 404, "NOT_FOUND")
     for namespace_path in (base("ns_bad"), base(ids.new("namespace"))):
         assert_problem(client.get(namespace_path, headers=admin.headers), 404, "NOT_FOUND")
         assert_problem(create(client, admin, namespace_path.split("/")[3]), 404, "NOT_FOUND")
 
 
-def test_a_reader_is_forbidden_to_write(client: FlaskClient, db: Database, admin: Caller,
-                                        ns: str) -> None:
+def test_a_reader_is_forbidden_to_write(
+    client: FlaskClient, db: Database, admin: Caller, ns: str
+) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     reader = caller(db, ("configuration:read", "namespace:read"), namespace_id=ns)
     assert client.get(item, headers=reader.headers).status_code == 200
-    assert_problem(client.patch(item, json={"name": "x"}, headers=reader.headers), 403,
-                   "FORBIDDEN")
+    assert_problem(client.patch(item, json={"name": "x"}, headers=reader.headers), 403, "FORBIDDEN")
     assert_problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
     assert_problem(create(client, reader, ns, name="new"), 403, "FORBIDDEN")
 
@@ -211,17 +250,20 @@ def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -
     assert_problem(create(client, admin, ns, name="taken"), 409, "RESOURCE_CONFLICT")
     mine = create(client, admin, ns, name="mine").json["data"]
     item = f"{base(ns)}/{mine['id']}"
-    assert_problem(client.patch(item, json={"name": "taken"}, headers=admin.headers), 409,
-                   "RESOURCE_CONFLICT")
+    assert_problem(
+        client.patch(item, json={"name": "taken"}, headers=admin.headers), 409, "RESOURCE_CONFLICT"
+    )
     assert client.get(item, headers=admin.headers).json["data"] == mine
 
 
 def test_a_configuration_used_by_an_agent_cannot_be_deleted(
-        client: FlaskClient, db: Database, admin: Caller, ns: str) -> None:
+    client: FlaskClient, db: Database, admin: Caller, ns: str
+) -> None:
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=ns)
         configuration_id = session.scalar(
-            sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id))
+            sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id)
+        )
     response = client.delete(f"{base(ns)}/{configuration_id}", headers=admin.headers)
     assert_problem(response, 409, "RESOURCE_CONFLICT")
     assert agent_id in response.json["detail"]
@@ -229,7 +271,8 @@ def test_a_configuration_used_by_an_agent_cannot_be_deleted(
 
 
 def test_a_namespace_that_is_not_ready_refuses_configurations(
-        client: FlaskClient, owner_db: Database, admin: Caller) -> None:
+    client: FlaskClient, owner_db: Database, admin: Caller
+) -> None:
     young = namespace(client, owner_db, admin, "young", ready=False)
     assert_problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
     assert client.get(base(young), headers=admin.headers).json["data"] == []
@@ -244,4 +287,7 @@ def test_openapi_documents_the_routes(client: FlaskClient) -> None:
     paths = spec["paths"]
     assert set(paths["/v1/namespaces/{namespace_id}/configurations"]) >= {"get", "post"}
     assert set(paths["/v1/namespaces/{namespace_id}/configurations/{configuration_id}"]) >= {
-        "get", "patch", "delete"}
+        "get",
+        "patch",
+        "delete",
+    }

@@ -40,8 +40,14 @@ def counts(db: Database) -> tuple[int, int, int]:
         )
 
 
-def post(client: FlaskClient, admin: Caller, body: bytes | str, *,
-         content_type: str | None = JSON, path: str = "/v1/namespaces") -> Any:
+def post(
+    client: FlaskClient,
+    admin: Caller,
+    body: bytes | str,
+    *,
+    content_type: str | None = JSON,
+    path: str = "/v1/namespaces",
+) -> Any:
     headers = dict(admin.headers)
     if content_type is not None:
         headers["Content-Type"] = content_type
@@ -66,11 +72,14 @@ def nested(depth: int) -> str:
 
 # -- media type and size ------------------------------------------------------------------------
 
+
 @pytest.mark.usefixtures("unchanged")
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
-                                          "application/xml", None])
-def test_a_body_that_is_not_json_is_415(client: FlaskClient, admin: Caller,
-                                        content_type: str | None) -> None:
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml", None]
+)
+def test_a_body_that_is_not_json_is_415(
+    client: FlaskClient, admin: Caller, content_type: str | None
+) -> None:
     response = post(client, admin, '{"name": "team-a"}', content_type=content_type)
     problem(response, 415, "UNSUPPORTED_MEDIA_TYPE")
 
@@ -89,6 +98,7 @@ def test_a_body_just_under_the_limit_is_parsed(client: FlaskClient, admin: Calle
 
 
 # -- strict JSON --------------------------------------------------------------------------------
+
 
 @pytest.mark.usefixtures("unchanged")
 def test_nesting_deeper_than_the_limit_is_400(client: FlaskClient, admin: Caller) -> None:
@@ -135,18 +145,22 @@ REJECTED_BODIES = {
 @pytest.mark.parametrize("body", REJECTED_BODIES.values(), ids=REJECTED_BODIES.keys())
 def test_strict_json_rejects(client: FlaskClient, admin: Caller, body: bytes) -> None:
     response = problem(post(client, admin, body), 400, "INVALID_REQUEST")
-    assert response["errors"] and all("pointer" in e and "message" in e
-                                      for e in response["errors"])
+    assert response["errors"] and all("pointer" in e and "message" in e for e in response["errors"])
 
 
 @pytest.mark.usefixtures("unchanged")
-@pytest.mark.parametrize("body", [
-    b'{"name": 1e999}',
-    b'{"name": -1e999}',
-    b'{"name": "team-a", "extra": 1e400}',
-], ids=["overflow", "negative overflow", "overflow elsewhere"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"name": 1e999}',
+        b'{"name": -1e999}',
+        b'{"name": "team-a", "extra": 1e400}',
+    ],
+    ids=["overflow", "negative overflow", "overflow elsewhere"],
+)
 def test_numbers_that_overflow_to_infinity_are_rejected_as_json(
-        client: FlaskClient, admin: Caller, body: bytes) -> None:
+    client: FlaskClient, admin: Caller, body: bytes
+) -> None:
     response = problem(post(client, admin, body), 400, "INVALID_REQUEST")
     assert [e["pointer"] for e in response["errors"]] == [""]
 
@@ -196,6 +210,7 @@ def test_a_200_character_name_is_accepted(client: FlaskClient, admin: Caller) ->
 
 # -- request ids and router answers -------------------------------------------------------------
 
+
 def test_every_response_has_a_request_id(client: FlaskClient, admin: Caller) -> None:
     responses = [
         client.get("/healthz"),
@@ -227,25 +242,29 @@ def test_a_well_formed_incoming_request_id_is_kept(client: FlaskClient) -> None:
 
 
 @pytest.mark.usefixtures("unchanged")
-@pytest.mark.parametrize("path", ["/v1/nothing-here", "/", "/v1", "/v2/namespaces",
-                                  "/v1/namespaces/ns_1/nothing"])
-def test_an_unknown_route_is_a_404_problem(client: FlaskClient, admin: Caller,
-                                           path: str) -> None:
+@pytest.mark.parametrize(
+    "path", ["/v1/nothing-here", "/", "/v1", "/v2/namespaces", "/v1/namespaces/ns_1/nothing"]
+)
+def test_an_unknown_route_is_a_404_problem(client: FlaskClient, admin: Caller, path: str) -> None:
     problem(client.get(path), 404, "NOT_FOUND")
     problem(client.get(path, headers=admin.headers), 404, "NOT_FOUND")
 
 
 @pytest.mark.usefixtures("unchanged")
-@pytest.mark.parametrize(("method", "path"), [
-    ("PUT", "/v1/namespaces"),
-    ("PATCH", "/v1/namespaces"),
-    ("DELETE", "/v1/namespaces"),
-    ("POST", "/v1/work"),
-    ("DELETE", "/v1/audit-events"),
-    ("POST", "/healthz"),
-])
-def test_a_wrong_method_is_a_405_problem(client: FlaskClient, admin: Caller, method: str,
-                                         path: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("PUT", "/v1/namespaces"),
+        ("PATCH", "/v1/namespaces"),
+        ("DELETE", "/v1/namespaces"),
+        ("POST", "/v1/work"),
+        ("DELETE", "/v1/audit-events"),
+        ("POST", "/healthz"),
+    ],
+)
+def test_a_wrong_method_is_a_405_problem(
+    client: FlaskClient, admin: Caller, method: str, path: str
+) -> None:
     response = client.open(path, method=method, headers=admin.headers, json={"name": "x"})
     problem(response, 405, "METHOD_NOT_ALLOWED")
     assert "GET" in response.headers["Allow"]

@@ -31,8 +31,9 @@ def test_bad_name_points_at_the_field(client: FlaskClient, admin: Caller) -> Non
 
 
 def test_unknown_fields_are_rejected(client: FlaskClient, admin: Caller) -> None:
-    response = client.post("/v1/namespaces", json={"name": "x", "colour": "red"},
-                           headers=admin.headers)
+    response = client.post(
+        "/v1/namespaces", json={"name": "x", "colour": "red"}, headers=admin.headers
+    )
     assert response.status_code == 400
     assert {"pointer": "/colour", "message": "Unknown field."} in response.json["errors"]
 

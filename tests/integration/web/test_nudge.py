@@ -53,8 +53,9 @@ def built_apps() -> Iterator[list[flask.Flask]]:
         application.extensions["occ"].runtime.database.dispose()
 
 
-def build(apps: list[flask.Flask], settings: Settings,
-          nudger: nudge.Nudger | None = None) -> flask.Flask:
+def build(
+    apps: list[flask.Flask], settings: Settings, nudger: nudge.Nudger | None = None
+) -> flask.Flask:
     application = create_app(settings, nudger=nudger)
     application.testing = True
     apps.append(application)
@@ -62,12 +63,18 @@ def build(apps: list[flask.Flask], settings: Settings,
 
 
 def test_the_api_admits_with_the_broker_down(
-        db: Database, settings: Settings, admin: Caller, built_apps: list[flask.Flask],
-        unreachable_broker_nudger: nudge.Nudger, capfd: pytest.CaptureFixture[str]) -> None:
+    db: Database,
+    settings: Settings,
+    admin: Caller,
+    built_apps: list[flask.Flask],
+    unreachable_broker_nudger: nudge.Nudger,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     application = build(built_apps, settings, unreachable_broker_nudger)
     started = time.monotonic()
-    response = application.test_client().post("/v1/namespaces", json={"name": "team-a"},
-                                              headers=admin.headers)
+    response = application.test_client().post(
+        "/v1/namespaces", json={"name": "team-a"}, headers=admin.headers
+    )
     assert response.status_code == 201, response.json
     # the request does not wait on the broker (a refused publish takes about 2 s of kombu's
     # connection retries, in the nudger's thread)
@@ -93,8 +100,7 @@ def test_the_api_admits_with_the_broker_down(
     assert "127.0.0.1:1" not in json.dumps(line)  # the broker URL is not logged
 
 
-def test_send_now_reports_failure_without_raising(
-        unreachable_broker_nudger: nudge.Nudger) -> None:
+def test_send_now_reports_failure_without_raising(unreachable_broker_nudger: nudge.Nudger) -> None:
     started = time.monotonic()
     assert unreachable_broker_nudger.send_now() is False
     assert time.monotonic() - started < 5.0
@@ -137,18 +143,20 @@ def _claim_messages(connection: redis.Redis) -> list[dict[str, Any]]:
 
 
 def test_a_claim_nudge_reaches_the_control_queue(
-        db: Database, admin: Caller, built_apps: list[flask.Flask],
-        broker: tuple[Settings, redis.Redis]) -> None:
+    db: Database, admin: Caller, built_apps: list[flask.Flask], broker: tuple[Settings, redis.Redis]
+) -> None:
     settings, connection = broker
     application = build(built_apps, settings)
     nudger = application.extensions["occ"].nudger
     assert _claim_messages(connection) == []
-    response = application.test_client().post("/v1/namespaces", json={"name": "team-a"},
-                                              headers=admin.headers)
+    response = application.test_client().post(
+        "/v1/namespaces", json={"name": "team-a"}, headers=admin.headers
+    )
     assert response.status_code == 201, response.json
 
-    (envelope, *_) = eventually(lambda: _claim_messages(connection),
-                                "an occ.claim message in occ.control")
+    (envelope, *_) = eventually(
+        lambda: _claim_messages(connection), "an occ.claim message in occ.control"
+    )
     assert nudger.failed == 0 and nudger.sent >= 1
     assert envelope["content-type"] == "application/json"
     assert envelope["properties"]["delivery_info"]["routing_key"] == tasks_app.CONTROL_QUEUE

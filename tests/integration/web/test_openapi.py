@@ -48,8 +48,10 @@ def meta_schema_errors(document: dict[str, Any]) -> list[str]:
     """
     if validate_spec is None:
         validator = jsonschema_rs.Draft4Validator(OPENAPI_30)
-        return [f"{list(error.instance_path)}: {error.message}"
-                for error in validator.iter_errors(document)]
+        return [
+            f"{list(error.instance_path)}: {error.message}"
+            for error in validator.iter_errors(document)
+        ]
     try:
         validate_spec(document)
     except Exception as exc:
@@ -93,8 +95,10 @@ def test_the_document_is_valid_openapi_3(document: dict[str, Any]) -> None:
     assert meta_schema_errors({**document, "info": {"title": "occ"}})  # the validator bites
     assert document["openapi"].startswith("3.0.")
     assert document["info"]["title"] and document["info"]["version"]
-    assert document["components"]["securitySchemes"]["bearer"] == {"type": "http",
-                                                                   "scheme": "bearer"}
+    assert document["components"]["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+    }
     assert document["security"] == [{"bearer": []}]
     for reference in references(document):
         assert resolve(document, reference) is not None, reference
@@ -106,15 +110,18 @@ def test_the_document_is_valid_openapi_3(document: dict[str, Any]) -> None:
                 continue
             assert operation["responses"], (method, path)
             if path.startswith("/v1/"):
-                assert any(code.startswith("2") for code in operation["responses"]), (
-                    method, path)
-            declared = {p["name"] for p in [*shared, *operation.get("parameters", [])]
-                        if p.get("in") == "path"}
+                assert any(code.startswith("2") for code in operation["responses"]), (method, path)
+            declared = {
+                p["name"]
+                for p in [*shared, *operation.get("parameters", [])]
+                if p.get("in") == "path"
+            }
             assert declared == set(re.findall(r"{([^}]+)}", path)), (method, path)
 
 
-def test_the_document_lists_every_route_with_its_methods(app: flask.Flask,
-                                                         document: dict[str, Any]) -> None:
+def test_the_document_lists_every_route_with_its_methods(
+    app: flask.Flask, document: dict[str, Any]
+) -> None:
     expected: dict[str, set[str]] = {}
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/v1/") or rule.endpoint.startswith(DOCS_ENDPOINT_PREFIX):
@@ -123,11 +130,17 @@ def test_the_document_lists_every_route_with_its_methods(app: flask.Flask,
         expected.setdefault(openapi_path(rule.rule), set()).update(methods)
     documented = {
         path: {method for method in item if method in HTTP_METHODS}
-        for path, item in document["paths"].items() if path.startswith("/v1/")
+        for path, item in document["paths"].items()
+        if path.startswith("/v1/")
     }
     assert documented == expected
-    for path in (WORK, WORK + "/{work_id}", "/v1/audit-events", "/v1/namespaces",
-                 "/v1/installation"):
+    for path in (
+        WORK,
+        WORK + "/{work_id}",
+        "/v1/audit-events",
+        "/v1/namespaces",
+        "/v1/installation",
+    ):
         assert "get" in documented[path], path
 
 
@@ -135,20 +148,28 @@ def test_error_responses_are_documented_as_problem_details(document: dict[str, A
     for name in ("DEFAULT_ERROR", "BAD_REQUEST"):
         response = document["components"]["responses"][name]
         assert list(response["content"]) == ["application/problem+json"], name
-        schema = resolve(document, response["content"]["application/problem+json"]["schema"]
-                         ["$ref"])
+        schema = resolve(
+            document, response["content"]["application/problem+json"]["schema"]["$ref"]
+        )
         assert schema["properties"]["code"]["type"] == "string", name
         assert schema["properties"]["status"]["type"] == "integer", name
 
 
 def test_operator_views_document_their_query_parameters(document: dict[str, Any]) -> None:
     def query(path: str) -> set[str]:
-        return {p["name"] for p in document["paths"][path]["get"]["parameters"]
-                if p["in"] == "query"}
+        return {
+            p["name"] for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"
+        }
 
     assert query("/v1/work") == {"state", "namespaceId", "agentId", "limit", "cursor"}
-    assert query("/v1/audit-events") == {"namespaceId", "resourceId", "workId", "kind",
-                                         "before", "limit"}
+    assert query("/v1/audit-events") == {
+        "namespaceId",
+        "resourceId",
+        "workId",
+        "kind",
+        "before",
+        "limit",
+    }
     work_item = document["components"]["schemas"]["WorkItem"]["properties"]
     assert not any("token" in name.lower() for name in work_item)
 
@@ -189,8 +210,11 @@ def test_the_api_keeps_to_its_document(app: flask.Flask, admin: Caller) -> None:
 
             @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
             @hypothesis.settings(
-                max_examples=EXAMPLES_PER_MODE, deadline=None, derandomize=True,
-                database=None, suppress_health_check=list(hypothesis.HealthCheck),
+                max_examples=EXAMPLES_PER_MODE,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(hypothesis.HealthCheck),
                 phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
             )
             def run(case: Any) -> None:

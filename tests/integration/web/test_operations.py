@@ -23,13 +23,38 @@ from tests.support import grants, rows
 WORK = "/v1/work"
 
 WORK_FIELDS = {
-    "id", "namespaceId", "agentId", "revisionId", "actorId", "namespaceTarget", "agentTarget",
-    "state", "attemptCount", "availableAt", "leaseExpiresAt", "completedAt", "reasonCode",
-    "resultData", "lastProgressCode", "lastProgressAt", "createdAt", "updatedAt",
+    "id",
+    "namespaceId",
+    "agentId",
+    "revisionId",
+    "actorId",
+    "namespaceTarget",
+    "agentTarget",
+    "state",
+    "attemptCount",
+    "availableAt",
+    "leaseExpiresAt",
+    "completedAt",
+    "reasonCode",
+    "resultData",
+    "lastProgressCode",
+    "lastProgressAt",
+    "createdAt",
+    "updatedAt",
 }
 EVENT_FIELDS = {
-    "id", "sequence", "occurredAt", "kind", "action", "actorId", "namespaceId", "resourceKind",
-    "resourceId", "workId", "outcome", "details",
+    "id",
+    "sequence",
+    "occurredAt",
+    "kind",
+    "action",
+    "actorId",
+    "namespaceId",
+    "resourceKind",
+    "resourceId",
+    "workId",
+    "outcome",
+    "details",
 }
 
 
@@ -51,8 +76,9 @@ def create_namespace(client: FlaskClient, admin: Caller, name: str) -> str:
 
 def work_rows(db: Database) -> int:
     with db.transaction() as session:
-        return int(session.scalar(sa.select(sa.func.count()).select_from(models.ControllerWork))
-                   or 0)
+        return int(
+            session.scalar(sa.select(sa.func.count()).select_from(models.ControllerWork)) or 0
+        )
 
 
 def get(client: FlaskClient, path: str, who: Caller, **query: Any) -> Any:
@@ -73,20 +99,27 @@ def pointers(response: Any) -> list[str]:
 
 # -- work: success paths ------------------------------------------------------------------------
 
+
 def test_work_list_represents_items_in_camel_case_without_tokens(
-        client: FlaskClient, admin: Caller, db: Database, policy: values.QueuePolicy) -> None:
+    client: FlaskClient, admin: Caller, db: Database, policy: values.QueuePolicy
+) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     with db.transaction() as session:
         (dispatch,) = work_queue.claim(session, policy, limit=1)
     response = get(client, "/v1/work", admin)
     assert response.status_code == 200, response.json
-    assert response.json["meta"] == {"requestId": response.headers["X-Request-Id"],
-                                     "nextCursor": None}
+    assert response.json["meta"] == {
+        "requestId": response.headers["X-Request-Id"],
+        "nextCursor": None,
+    }
     (item,) = response.json["data"]
     assert set(item) == WORK_FIELDS
     assert item["id"] == f"namespace:{namespace_id}:reconcile:ready"
     assert (item["namespaceId"], item["actorId"], item["namespaceTarget"]) == (
-        namespace_id, admin.principal_id, "ready")
+        namespace_id,
+        admin.principal_id,
+        "ready",
+    )
     assert (item["state"], item["attemptCount"]) == ("claimed", 1)
     assert item["leaseExpiresAt"] is not None and item["completedAt"] is None
     assert item["agentId"] is None and item["resultData"] is None
@@ -94,8 +127,9 @@ def test_work_list_represents_items_in_camel_case_without_tokens(
     assert "token" not in response.get_data(as_text=True).lower()
 
 
-def test_work_item_by_id_with_colons(client: FlaskClient, admin: Caller, db: Database,
-                                     policy: values.QueuePolicy) -> None:
+def test_work_item_by_id_with_colons(
+    client: FlaskClient, admin: Caller, db: Database, policy: values.QueuePolicy
+) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     work_id = f"namespace:{namespace_id}:reconcile:ready"
     with db.transaction() as session:
@@ -103,8 +137,9 @@ def test_work_item_by_id_with_colons(client: FlaskClient, admin: Caller, db: Dat
     with db.transaction() as session:
         run = work_queue.start(session, policy, dispatch)
         assert run is not None
-        work_queue.fail(session, run, code="CONVERGENCE_DEADLINE_EXCEEDED",
-                        result_data={"timeoutMs": 900_000})
+        work_queue.fail(
+            session, run, code="CONVERGENCE_DEADLINE_EXCEEDED", result_data={"timeoutMs": 900_000}
+        )
     for path in (f"{WORK}/{work_id}", f"{WORK}/{quote(work_id, safe='')}"):
         response = get(client, path, admin)
         assert response.status_code == 200, response.json
@@ -112,7 +147,10 @@ def test_work_item_by_id_with_colons(client: FlaskClient, admin: Caller, db: Dat
         assert set(item) == WORK_FIELDS
         assert item["id"] == work_id
         assert (item["state"], item["reasonCode"], item["resultData"]) == (
-            "failed_permanent", "CONVERGENCE_DEADLINE_EXCEEDED", {"timeoutMs": 900_000})
+            "failed_permanent",
+            "CONVERGENCE_DEADLINE_EXCEEDED",
+            {"timeoutMs": 900_000},
+        )
         assert item["completedAt"] is not None and item["leaseExpiresAt"] is None
         assert response.json["meta"]["requestId"] == response.headers["X-Request-Id"]
 
@@ -124,16 +162,19 @@ def test_work_item_that_does_not_exist(client: FlaskClient, admin: Caller) -> No
     problem(get(client, WORK + "/" + "a" * 300, admin), 404, "NOT_FOUND")
 
 
-def test_work_filters(client: FlaskClient, admin: Caller, db: Database,
-                      policy: values.QueuePolicy) -> None:
+def test_work_filters(
+    client: FlaskClient, admin: Caller, db: Database, policy: values.QueuePolicy
+) -> None:
     first = create_namespace(client, admin, "team-a")
     second = create_namespace(client, admin, "team-b")
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=second)
-        revision_id = rows.revision(session, namespace_id=second, agent_id=agent_id,
-                                    actor_id=admin.principal_id, number=1)
-        work_queue.enqueue(session, *rows.revision_work(second, agent_id, revision_id,
-                                                        admin.principal_id))
+        revision_id = rows.revision(
+            session, namespace_id=second, agent_id=agent_id, actor_id=admin.principal_id, number=1
+        )
+        work_queue.enqueue(
+            session, *rows.revision_work(second, agent_id, revision_id, admin.principal_id)
+        )
     with db.transaction() as session:
         claimed = work_queue.claim(session, policy, limit=2)
     assert len(claimed) == 2  # the two oldest lane heads: the Namespaces' ready work
@@ -147,14 +188,17 @@ def test_work_filters(client: FlaskClient, admin: Caller, db: Database,
     everything = listed()
     assert len(everything) == 3
     assert listed(namespaceId=first) == {f"namespace:{first}:reconcile:ready"}
-    assert listed(namespaceId=second) == {f"namespace:{second}:reconcile:ready",
-                                          f"agent_revision:{revision_id}:reconcile"}
+    assert listed(namespaceId=second) == {
+        f"namespace:{second}:reconcile:ready",
+        f"agent_revision:{revision_id}:reconcile",
+    }
     assert listed(agentId=agent_id) == {f"agent_revision:{revision_id}:reconcile"}
     assert listed(state="claimed") == claimed_ids
     assert listed(state="queued") == everything - claimed_ids
     assert listed(state="succeeded") == set()
     assert listed(state="claimed", namespaceId=first) == claimed_ids & {
-        f"namespace:{first}:reconcile:ready"}
+        f"namespace:{first}:reconcile:ready"
+    }
     assert listed(namespaceId=ids.new("namespace")) == set()
 
 
@@ -182,22 +226,27 @@ def test_work_pages_newest_first(client: FlaskClient, admin: Caller) -> None:
 
 # -- work: bad input ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("query", "pointer"), [
-    ({"state": "done"}, "/state"),
-    ({"namespaceId": "ns_nope"}, "/namespaceId"),
-    ({"namespaceId": ids.new("agent")}, "/namespaceId"),
-    ({"agentId": "agt_1"}, "/agentId"),
-    ({"limit": "0"}, "/limit"),
-    ({"limit": "501"}, "/limit"),
-    ({"limit": "ten"}, "/limit"),
-    ({"limit": "1.5"}, "/limit"),
-    ({"cursor": "not-a-cursor"}, "/cursor"),
-    ({"cursor": "W10"}, "/cursor"),  # base64url of "[]"
-    ({"cursor": "x" * 600}, "/cursor"),
-    ({"colour": "red"}, "/colour"),
-])
-def test_work_list_rejects_bad_query(client: FlaskClient, admin: Caller, db: Database,
-                                     query: dict[str, str], pointer: str) -> None:
+
+@pytest.mark.parametrize(
+    ("query", "pointer"),
+    [
+        ({"state": "done"}, "/state"),
+        ({"namespaceId": "ns_nope"}, "/namespaceId"),
+        ({"namespaceId": ids.new("agent")}, "/namespaceId"),
+        ({"agentId": "agt_1"}, "/agentId"),
+        ({"limit": "0"}, "/limit"),
+        ({"limit": "501"}, "/limit"),
+        ({"limit": "ten"}, "/limit"),
+        ({"limit": "1.5"}, "/limit"),
+        ({"cursor": "not-a-cursor"}, "/cursor"),
+        ({"cursor": "W10"}, "/cursor"),  # base64url of "[]"
+        ({"cursor": "x" * 600}, "/cursor"),
+        ({"colour": "red"}, "/colour"),
+    ],
+)
+def test_work_list_rejects_bad_query(
+    client: FlaskClient, admin: Caller, db: Database, query: dict[str, str], pointer: str
+) -> None:
     create_namespace(client, admin, "team-a")
     before = work_rows(db)
     response = get(client, "/v1/work", admin, **query)
@@ -208,13 +257,16 @@ def test_work_list_rejects_bad_query(client: FlaskClient, admin: Caller, db: Dat
 
 # -- audit events -------------------------------------------------------------------------------
 
+
 def test_audit_events_represent_and_filter(client: FlaskClient, admin: Caller) -> None:
     first = create_namespace(client, admin, "team-a")
     second = create_namespace(client, admin, "team-b")
     response = get(client, "/v1/audit-events", admin)
     assert response.status_code == 200, response.json
-    assert response.json["meta"] == {"requestId": response.headers["X-Request-Id"],
-                                     "nextBefore": None}
+    assert response.json["meta"] == {
+        "requestId": response.headers["X-Request-Id"],
+        "nextBefore": None,
+    }
     events = response.json["data"]
     assert all(set(event) == EVENT_FIELDS for event in events)
     sequences = [event["sequence"] for event in events]
@@ -224,9 +276,17 @@ def test_audit_events_represent_and_filter(client: FlaskClient, admin: Caller) -
     (created,) = get(client, "/v1/audit-events", admin, namespaceId=first).json["data"]
     work_id = f"namespace:{first}:reconcile:ready"
     assert (created["kind"], created["action"], created["outcome"], created["actorId"]) == (
-        "mutation", "namespaces.create", "success", admin.principal_id)
-    assert (created["namespaceId"], created["resourceKind"], created["resourceId"],
-            created["workId"]) == (first, "namespace", first, work_id)
+        "mutation",
+        "namespaces.create",
+        "success",
+        admin.principal_id,
+    )
+    assert (
+        created["namespaceId"],
+        created["resourceKind"],
+        created["resourceId"],
+        created["workId"],
+    ) == (first, "namespace", first, work_id)
     assert created["details"]["name"] == "team-a"
     assert ids.is_valid("audit_event", created["id"])
 
@@ -236,8 +296,12 @@ def test_audit_events_represent_and_filter(client: FlaskClient, admin: Caller) -
     assert [e["id"] for e in by_work] == [created["id"]]
     by_kind = get(client, "/v1/audit-events", admin, kind="bootstrap").json["data"]
     assert [e["action"] for e in by_kind] == ["installation.bootstrap"]
-    assert get(client, "/v1/audit-events", admin, namespaceId=first,
-               kind="authorization_denial").json["data"] == []
+    assert (
+        get(client, "/v1/audit-events", admin, namespaceId=first, kind="authorization_denial").json[
+            "data"
+        ]
+        == []
+    )
 
 
 def test_audit_events_page_backwards_by_sequence(client: FlaskClient, admin: Caller) -> None:
@@ -262,22 +326,26 @@ def test_audit_events_page_backwards_by_sequence(client: FlaskClient, admin: Cal
     assert [e["sequence"] for e in oldest_two] == everything[3:]
 
 
-@pytest.mark.parametrize(("query", "pointer"), [
-    ({"namespaceId": "team-a"}, "/namespaceId"),
-    ({"resourceId": "something"}, "/resourceId"),
-    ({"resourceId": "ns_" + "0" * 36}, "/resourceId"),
-    ({"workId": "no spaces allowed"}, "/workId"),
-    ({"workId": "namespace:" + "x" * 250}, "/workId"),
-    ({"kind": "everything"}, "/kind"),
-    ({"before": "0"}, "/before"),
-    ({"before": "-3"}, "/before"),
-    ({"before": str(2**63)}, "/before"),
-    ({"before": "soon"}, "/before"),
-    ({"limit": "0"}, "/limit"),
-    ({"sort": "asc"}, "/sort"),
-])
-def test_audit_events_reject_bad_query(client: FlaskClient, admin: Caller,
-                                       query: dict[str, str], pointer: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "pointer"),
+    [
+        ({"namespaceId": "team-a"}, "/namespaceId"),
+        ({"resourceId": "something"}, "/resourceId"),
+        ({"resourceId": "ns_" + "0" * 36}, "/resourceId"),
+        ({"workId": "no spaces allowed"}, "/workId"),
+        ({"workId": "namespace:" + "x" * 250}, "/workId"),
+        ({"kind": "everything"}, "/kind"),
+        ({"before": "0"}, "/before"),
+        ({"before": "-3"}, "/before"),
+        ({"before": str(2**63)}, "/before"),
+        ({"before": "soon"}, "/before"),
+        ({"limit": "0"}, "/limit"),
+        ({"sort": "asc"}, "/sort"),
+    ],
+)
+def test_audit_events_reject_bad_query(
+    client: FlaskClient, admin: Caller, query: dict[str, str], pointer: str
+) -> None:
     response = get(client, "/v1/audit-events", admin, **query)
     problem(response, 400, "INVALID_REQUEST")
     assert pointer in pointers(response)
@@ -288,16 +356,18 @@ def test_audit_events_reject_bad_query(client: FlaskClient, admin: Caller,
 ROUTES = ("/v1/work", "/v1/audit-events")
 
 
-def test_without_or_with_a_revoked_key(client: FlaskClient, admin: Caller,
-                                       db: Database) -> None:
+def test_without_or_with_a_revoked_key(client: FlaskClient, admin: Caller, db: Database) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     item = f"{WORK}/namespace:{namespace_id}:reconcile:ready"
     operator = caller(db, "installation:read", "installation:administer")
     for path in (*ROUTES, item):
         assert get(client, path, operator).status_code == 200
         problem(client.get(path), 401, "UNAUTHENTICATED")
-        problem(client.get(path, headers={"Authorization": "Bearer occ_nonsense"}), 401,
-                "UNAUTHENTICATED")
+        problem(
+            client.get(path, headers={"Authorization": "Bearer occ_nonsense"}),
+            401,
+            "UNAUTHENTICATED",
+        )
     with db.transaction() as session:
         parsed = api_keys.parse(operator.key)
         assert parsed is not None
@@ -308,8 +378,9 @@ def test_without_or_with_a_revoked_key(client: FlaskClient, admin: Caller,
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 
-def test_a_namespace_reader_sees_nothing_and_is_audited(client: FlaskClient, admin: Caller,
-                                                         db: Database) -> None:
+def test_a_namespace_reader_sees_nothing_and_is_audited(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     reader = caller(db, "namespace:read", namespace_id=namespace_id)
     assert get(client, f"/v1/namespaces/{namespace_id}", reader).status_code == 200
@@ -319,43 +390,59 @@ def test_a_namespace_reader_sees_nothing_and_is_audited(client: FlaskClient, adm
     problem(get(client, "/v1/work", reader), 403, "FORBIDDEN")
     problem(get(client, "/v1/work", reader, namespaceId=namespace_id), 403, "FORBIDDEN")
     hidden = problem(get(client, f"{WORK}/{work_id}", reader), 404, "NOT_FOUND")
-    missing = problem(get(client, f"{WORK}/namespace:{ids.new('namespace')}:reconcile:ready",
-                          reader), 404, "NOT_FOUND")
+    missing = problem(
+        get(client, f"{WORK}/namespace:{ids.new('namespace')}:reconcile:ready", reader),
+        404,
+        "NOT_FOUND",
+    )
     assert hidden["detail"] == missing["detail"]  # existence is not revealed
     problem(get(client, "/v1/audit-events", reader), 403, "FORBIDDEN")
     problem(get(client, "/v1/audit-events", reader, namespaceId=namespace_id), 403, "FORBIDDEN")
     assert work_rows(db) == before
 
     denials = get(client, "/v1/audit-events", admin, kind="authorization_denial").json["data"]
-    assert all(d["actorId"] == reader.principal_id and d["outcome"] == "denied"
-               for d in denials)
+    assert all(d["actorId"] == reader.principal_id and d["outcome"] == "denied" for d in denials)
     assert sorted(d["action"] for d in denials) == sorted(
-        ["work.list", "work.list", "work.read", "work.read", "audit_events.list",
-         "audit_events.list"])
-    assert {d["details"]["permission"] for d in denials} == {"installation:administer",
-                                                             "installation:read"}
+        [
+            "work.list",
+            "work.list",
+            "work.read",
+            "work.read",
+            "audit_events.list",
+            "audit_events.list",
+        ]
+    )
+    assert {d["details"]["permission"] for d in denials} == {
+        "installation:administer",
+        "installation:read",
+    }
     assert all(d["resourceKind"] == "installation" for d in denials)
 
 
 def test_an_installation_reader_reads_audit_events_but_not_work(
-        client: FlaskClient, admin: Caller, db: Database) -> None:
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     auditor = caller(db, "installation:read")
     assert get(client, "/v1/audit-events", auditor).status_code == 200
     problem(get(client, "/v1/work", auditor), 403, "FORBIDDEN")
     # it may read the Installation, so the work item is forbidden rather than hidden; the
     # answer is the same whether the item exists or not
-    problem(get(client, f"{WORK}/namespace:{namespace_id}:reconcile:ready", auditor), 403,
-            "FORBIDDEN")
-    problem(get(client, f"{WORK}/namespace:{ids.new('namespace')}:reconcile:ready", auditor),
-            403, "FORBIDDEN")
+    problem(
+        get(client, f"{WORK}/namespace:{namespace_id}:reconcile:ready", auditor), 403, "FORBIDDEN"
+    )
+    problem(
+        get(client, f"{WORK}/namespace:{ids.new('namespace')}:reconcile:ready", auditor),
+        403,
+        "FORBIDDEN",
+    )
 
 
 def test_a_namespace_scoped_administrator_role_grants_nothing_here(
-        client: FlaskClient, admin: Caller, db: Database) -> None:
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     # installation permissions bound at a Namespace scope do not reach the Installation
-    scoped = caller(db, "installation:read", "installation:administer",
-                    namespace_id=namespace_id)
+    scoped = caller(db, "installation:read", "installation:administer", namespace_id=namespace_id)
     problem(get(client, "/v1/work", scoped), 403, "FORBIDDEN")
     problem(get(client, "/v1/audit-events", scoped), 403, "FORBIDDEN")

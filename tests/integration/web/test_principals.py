@@ -58,8 +58,9 @@ _STATE_QUERIES = {
 def state(db: Database) -> dict[str, int]:
     """Row counts of everything an IAM route could write."""
     with db.transaction() as session:
-        return {name: int(session.scalar(sa.text(query)) or 0)
-                for name, query in _STATE_QUERIES.items()}
+        return {
+            name: int(session.scalar(sa.text(query)) or 0) for name, query in _STATE_QUERIES.items()
+        }
 
 
 def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
@@ -80,8 +81,13 @@ def pointers(response: TestResponse) -> list[str]:
     return [error["pointer"] for error in body["errors"]]
 
 
-def call(client: FlaskClient, method: str, path: str, body: Any = None,
-         headers: dict[str, str] | None = None) -> TestResponse:
+def call(
+    client: FlaskClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> TestResponse:
     return client.open(path, method=method, json=body, headers=headers or {})
 
 
@@ -89,20 +95,33 @@ def call(client: FlaskClient, method: str, path: str, body: Any = None,
 
 
 def test_create_read_and_list_principals(client: FlaskClient, admin: Caller) -> None:
-    created = client.post("/v1/principals", json={"name": "deploy bot", "kind": "service"},
-                          headers=admin.headers)
+    created = client.post(
+        "/v1/principals", json={"name": "deploy bot", "kind": "service"}, headers=admin.headers
+    )
     assert created.status_code == 201, created.json
     principal = created.json["data"]
-    assert set(principal) == {"id", "name", "kind", "namespaceId", "agentId", "createdAt",
-                              "disabledAt"}
+    assert set(principal) == {
+        "id",
+        "name",
+        "kind",
+        "namespaceId",
+        "agentId",
+        "createdAt",
+        "disabledAt",
+    }
     assert ids.is_valid("principal", principal["id"])
-    assert (principal["name"], principal["kind"], principal["namespaceId"],
-            principal["agentId"], principal["disabledAt"]) == (
-        "deploy bot", "service", None, None, None)
+    assert (
+        principal["name"],
+        principal["kind"],
+        principal["namespaceId"],
+        principal["agentId"],
+        principal["disabledAt"],
+    ) == ("deploy bot", "service", None, None, None)
     assert created.json["meta"]["requestId"] == created.headers["X-Request-Id"]
 
-    human = client.post("/v1/principals", json={"name": "Ada", "kind": "human"},
-                        headers=admin.headers)
+    human = client.post(
+        "/v1/principals", json={"name": "Ada", "kind": "human"}, headers=admin.headers
+    )
     assert human.status_code == 201 and human.json["data"]["kind"] == "human"
 
     read = client.get(f"/v1/principals/{principal['id']}", headers=admin.headers)
@@ -110,15 +129,24 @@ def test_create_read_and_list_principals(client: FlaskClient, admin: Caller) -> 
     listed = client.get("/v1/principals", headers=admin.headers)
     assert listed.status_code == 200
     assert [p["id"] for p in listed.json["data"]] == [
-        admin.principal_id, principal["id"], human.json["data"]["id"]]
+        admin.principal_id,
+        principal["id"],
+        human.json["data"]["id"],
+    ]
 
 
 def test_create_is_audited(db: Database, client: FlaskClient, admin: Caller) -> None:
-    created = client.post("/v1/principals", json={"name": "bot", "kind": "service"},
-                          headers=admin.headers)
+    created = client.post(
+        "/v1/principals", json={"name": "bot", "kind": "service"}, headers=admin.headers
+    )
     [event] = events(db, resource_id=created.json["data"]["id"])
     assert (event.kind, event.action, event.actor_id, event.outcome, event.resource_kind) == (
-        "mutation", "principals.create", admin.principal_id, "success", "principal")
+        "mutation",
+        "principals.create",
+        admin.principal_id,
+        "success",
+        "principal",
+    )
     assert event.details["name"] == "bot" and event.details["kind"] == "service"
     assert event.details["authorization"]["principalId"] == admin.principal_id
 
@@ -126,67 +154,95 @@ def test_create_is_audited(db: Database, client: FlaskClient, admin: Caller) -> 
 def test_service_principal_in_a_namespace(client: FlaskClient, admin: Caller) -> None:
     namespace = client.post("/v1/namespaces", json={"name": "team"}, headers=admin.headers)
     namespace_id = namespace.json["data"]["id"]
-    created = client.post("/v1/principals", headers=admin.headers, json={
-        "name": "ci", "kind": "service", "namespaceId": namespace_id})
+    created = client.post(
+        "/v1/principals",
+        headers=admin.headers,
+        json={"name": "ci", "kind": "service", "namespaceId": namespace_id},
+    )
     assert created.status_code == 201 and created.json["data"]["namespaceId"] == namespace_id
 
-    human = client.post("/v1/principals", headers=admin.headers, json={
-        "name": "Ada", "kind": "human", "namespaceId": namespace_id})
+    human = client.post(
+        "/v1/principals",
+        headers=admin.headers,
+        json={"name": "Ada", "kind": "human", "namespaceId": namespace_id},
+    )
     assert pointers(human) == ["/namespaceId"]
-    unknown = client.post("/v1/principals", headers=admin.headers, json={
-        "name": "ci", "kind": "service", "namespaceId": ids.new("namespace")})
+    unknown = client.post(
+        "/v1/principals",
+        headers=admin.headers,
+        json={"name": "ci", "kind": "service", "namespaceId": ids.new("namespace")},
+    )
     problem(unknown, 404, "NOT_FOUND")
 
     client.delete(f"/v1/namespaces/{namespace_id}", headers=admin.headers)
     client.delete(f"/v1/namespaces/{namespace_id}", headers=admin.headers)
-    deleting = client.post("/v1/principals", headers=admin.headers, json={
-        "name": "late", "kind": "service", "namespaceId": namespace_id})
+    deleting = client.post(
+        "/v1/principals",
+        headers=admin.headers,
+        json={"name": "late", "kind": "service", "namespaceId": namespace_id},
+    )
     problem(deleting, 409, "RESOURCE_CONFLICT")
 
 
-@pytest.mark.parametrize(("body", "pointer"), [
-    ({"name": " padded", "kind": "human"}, "/name"),
-    ({"name": "", "kind": "human"}, "/name"),
-    ({"name": "x" * 201, "kind": "human"}, "/name"),
-    ({"name": "tab\there", "kind": "human"}, "/name"),
-    ({"name": 7, "kind": "human"}, "/name"),
-    ({"kind": "human"}, "/name"),
-    ({"name": "x", "kind": "robot"}, "/kind"),
-    ({"name": "x"}, "/kind"),
-    ({"name": "x", "kind": "service", "namespaceId": "ns_nope"}, "/namespaceId"),
-    ({"name": "x", "kind": "service", "colour": "red"}, "/colour"),
-])
-def test_create_rejects_bad_input_with_the_pointer(db: Database, client: FlaskClient,
-                                                   admin: Caller, body: dict[str, Any],
-                                                   pointer: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"name": " padded", "kind": "human"}, "/name"),
+        ({"name": "", "kind": "human"}, "/name"),
+        ({"name": "x" * 201, "kind": "human"}, "/name"),
+        ({"name": "tab\there", "kind": "human"}, "/name"),
+        ({"name": 7, "kind": "human"}, "/name"),
+        ({"kind": "human"}, "/name"),
+        ({"name": "x", "kind": "robot"}, "/kind"),
+        ({"name": "x"}, "/kind"),
+        ({"name": "x", "kind": "service", "namespaceId": "ns_nope"}, "/namespaceId"),
+        ({"name": "x", "kind": "service", "colour": "red"}, "/colour"),
+    ],
+)
+def test_create_rejects_bad_input_with_the_pointer(
+    db: Database, client: FlaskClient, admin: Caller, body: dict[str, Any], pointer: str
+) -> None:
     before = state(db)
     response = client.post("/v1/principals", json=body, headers=admin.headers)
     assert pointer in pointers(response)
     assert state(db) == before
 
 
-@pytest.mark.parametrize("principal_id", [
-    ids.new("principal"), "prn_not-a-uuid", ids.new("role"), "%00", "x" * 300,
-])
-def test_unknown_or_malformed_principal_is_not_found(client: FlaskClient, admin: Caller,
-                                                     principal_id: str) -> None:
-    for method, path in [("GET", f"/v1/principals/{principal_id}"),
-                         ("POST", f"/v1/principals/{principal_id}/api-keys"),
-                         ("GET", f"/v1/principals/{principal_id}/api-keys"),
-                         ("DELETE", f"/v1/principals/{principal_id}/api-keys/"
-                                    f"{ids.new('api_key')}")]:
+@pytest.mark.parametrize(
+    "principal_id",
+    [
+        ids.new("principal"),
+        "prn_not-a-uuid",
+        ids.new("role"),
+        "%00",
+        "x" * 300,
+    ],
+)
+def test_unknown_or_malformed_principal_is_not_found(
+    client: FlaskClient, admin: Caller, principal_id: str
+) -> None:
+    for method, path in [
+        ("GET", f"/v1/principals/{principal_id}"),
+        ("POST", f"/v1/principals/{principal_id}/api-keys"),
+        ("GET", f"/v1/principals/{principal_id}/api-keys"),
+        ("DELETE", f"/v1/principals/{principal_id}/api-keys/{ids.new('api_key')}"),
+    ]:
         problem(call(client, method, path, headers=admin.headers), 404, "NOT_FOUND")
 
 
-def test_agent_principals_are_listed_and_get_no_keys(db: Database, client: FlaskClient,
-                                                     admin: Caller) -> None:
+def test_agent_principals_are_listed_and_get_no_keys(
+    db: Database, client: FlaskClient, admin: Caller
+) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=admin.principal_id)
         agent_id = rows.agent(session, namespace_id=namespace_id)
     listed = client.get("/v1/principals", headers=admin.headers).json["data"]
     [owned] = [p for p in listed if p["agentId"] is not None]
     assert (owned["agentId"], owned["kind"], owned["namespaceId"]) == (
-        agent_id, "service", namespace_id)
+        agent_id,
+        "service",
+        namespace_id,
+    )
     refused = client.post(f"/v1/principals/{owned['id']}/api-keys", headers=admin.headers)
     problem(refused, 409, "RESOURCE_CONFLICT")
 
@@ -194,10 +250,12 @@ def test_agent_principals_are_listed_and_get_no_keys(db: Database, client: Flask
 # -- API keys -----------------------------------------------------------------------------------
 
 
-def test_key_lifecycle(db: Database, client: FlaskClient, admin: Caller,
-                       caplog: pytest.LogCaptureFixture) -> None:
-    robot = client.post("/v1/principals", json={"name": "robot", "kind": "service"},
-                        headers=admin.headers).json["data"]
+def test_key_lifecycle(
+    db: Database, client: FlaskClient, admin: Caller, caplog: pytest.LogCaptureFixture
+) -> None:
+    robot = client.post(
+        "/v1/principals", json={"name": "robot", "kind": "service"}, headers=admin.headers
+    ).json["data"]
     with db.transaction() as session:
         grants.grant(session, robot["id"], ["installation:read"])
 
@@ -217,13 +275,15 @@ def test_key_lifecycle(db: Database, client: FlaskClient, admin: Caller,
     assert metadata["id"] == new_key["id"] and metadata["revokedAt"] is None
     assert metadata["lastUsedAt"] is not None
 
-    revoked = client.delete(f"/v1/principals/{robot['id']}/api-keys/{new_key['id']}",
-                            headers=admin.headers)
+    revoked = client.delete(
+        f"/v1/principals/{robot['id']}/api-keys/{new_key['id']}", headers=admin.headers
+    )
     assert revoked.status_code == 200 and revoked.json["data"]["revokedAt"] is not None
     problem(client.get("/v1/installation", headers=robot_headers), 401, "UNAUTHENTICATED")
 
-    again = client.delete(f"/v1/principals/{robot['id']}/api-keys/{new_key['id']}",
-                          headers=admin.headers)
+    again = client.delete(
+        f"/v1/principals/{robot['id']}/api-keys/{new_key['id']}", headers=admin.headers
+    )
     assert again.status_code == 200 and again.json["data"] == revoked.json["data"]
     actions = [event.action for event in events(db, resource_id=new_key["id"])]
     assert actions == ["api_keys.revoke", "api_keys.create"]
@@ -238,8 +298,9 @@ def test_key_lifecycle(db: Database, client: FlaskClient, admin: Caller,
 
 
 def test_a_principal_may_hold_several_keys(client: FlaskClient, admin: Caller) -> None:
-    second = client.post(f"/v1/principals/{admin.principal_id}/api-keys", json={},
-                         headers=admin.headers)
+    second = client.post(
+        f"/v1/principals/{admin.principal_id}/api-keys", json={}, headers=admin.headers
+    )
     assert second.status_code == 201
     headers = {"Authorization": f"Bearer {second.json['data']['key']}"}
     assert client.get("/v1/principals", headers=headers).status_code == 200
@@ -248,34 +309,41 @@ def test_a_principal_may_hold_several_keys(client: FlaskClient, admin: Caller) -
 
 
 def test_key_body_must_be_an_empty_object(client: FlaskClient, admin: Caller) -> None:
-    response = client.post(f"/v1/principals/{admin.principal_id}/api-keys",
-                           json={"name": "laptop"}, headers=admin.headers)
+    response = client.post(
+        f"/v1/principals/{admin.principal_id}/api-keys",
+        json={"name": "laptop"},
+        headers=admin.headers,
+    )
     assert pointers(response) == ["/name"]
-    text = client.post(f"/v1/principals/{admin.principal_id}/api-keys", data="{}",
-                       headers={**admin.headers, "Content-Type": "text/plain"})
+    text = client.post(
+        f"/v1/principals/{admin.principal_id}/api-keys",
+        data="{}",
+        headers={**admin.headers, "Content-Type": "text/plain"},
+    )
     problem(text, 415, "UNSUPPORTED_MEDIA_TYPE")
 
 
-def test_revoking_another_principals_key_is_not_found(db: Database, client: FlaskClient,
-                                                      admin: Caller) -> None:
+def test_revoking_another_principals_key_is_not_found(
+    db: Database, client: FlaskClient, admin: Caller
+) -> None:
     other = member(db, name="other")
-    [key] = client.get(f"/v1/principals/{other.principal_id}/api-keys",
-                       headers=admin.headers).json["data"]
+    [key] = client.get(f"/v1/principals/{other.principal_id}/api-keys", headers=admin.headers).json[
+        "data"
+    ]
     for key_id in (key["id"], ids.new("api_key"), "key_malformed"):
-        response = client.delete(f"/v1/principals/{admin.principal_id}/api-keys/{key_id}",
-                                 headers=admin.headers)
+        response = client.delete(
+            f"/v1/principals/{admin.principal_id}/api-keys/{key_id}", headers=admin.headers
+        )
         problem(response, 404, "NOT_FOUND")
     assert client.get("/v1/principals", headers=other.headers).status_code == 403  # still live
 
 
-def test_disabled_principals_get_no_keys(db: Database, client: FlaskClient,
-                                         admin: Caller) -> None:
+def test_disabled_principals_get_no_keys(db: Database, client: FlaskClient, admin: Caller) -> None:
     other = member(db, name="leaver")
     with db.transaction() as session:
         iam_policy.disable_principal(session, other.principal_id)
     before = state(db)
-    response = client.post(f"/v1/principals/{other.principal_id}/api-keys",
-                           headers=admin.headers)
+    response = client.post(f"/v1/principals/{other.principal_id}/api-keys", headers=admin.headers)
     problem(response, 409, "RESOURCE_CONFLICT")
     assert state(db) == before
 
@@ -306,14 +374,18 @@ def test_every_route_needs_a_live_key(db: Database, client: FlaskClient, admin: 
     for method, path, body in routes(admin.principal_id, _admin_key_id(admin)):
         problem(call(client, method, path, body), 401, "UNAUTHENTICATED")
         problem(call(client, method, path, body, revoked.headers), 401, "UNAUTHENTICATED")
-        problem(call(client, method, path, body, {"Authorization": "Basic YWRtaW4="}), 401,
-                "UNAUTHENTICATED")
+        problem(
+            call(client, method, path, body, {"Authorization": "Basic YWRtaW4="}),
+            401,
+            "UNAUTHENTICATED",
+        )
     assert state(db) == before
 
 
 @pytest.mark.parametrize("permissions", [(), ("installation:read", "namespace:create")])
 def test_without_installation_administer_only_the_denial_is_written(
-        db: Database, client: FlaskClient, admin: Caller, permissions: tuple[str, ...]) -> None:
+    db: Database, client: FlaskClient, admin: Caller, permissions: tuple[str, ...]
+) -> None:
     outsider = member(db, *permissions, name="outsider")
     for method, path, body in routes(admin.principal_id, _admin_key_id(admin)):
         before = state(db)
@@ -331,7 +403,8 @@ def test_without_installation_administer_only_the_denial_is_written(
 
 
 def test_an_unknown_principal_is_forbidden_before_it_is_looked_up(
-        db: Database, client: FlaskClient, admin: Caller) -> None:
+    db: Database, client: FlaskClient, admin: Caller
+) -> None:
     outsider = member(db, name="outsider")
     response = client.get(f"/v1/principals/{ids.new('principal')}", headers=outsider.headers)
     problem(response, 403, "FORBIDDEN")

@@ -23,20 +23,22 @@ VALUE = "sk-live-\u00e9\u6771-never-shown-7f3a9c"
 ALL = ("secret:create", "secret:read", "secret:delete")
 
 
-def namespace(client: FlaskClient, owner_db: Database, admin: Caller, name: str, *,
-              ready: bool = True) -> str:
+def namespace(
+    client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
+) -> str:
     created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
     assert created.status_code == 201, created.json
     namespace_id = str(created.json["data"]["id"])
     if ready:
         with owner_db.transaction() as session:
-            session.execute(sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-                            {"id": namespace_id})
+            session.execute(
+                sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
+                {"id": namespace_id},
+            )
     return namespace_id
 
 
-def caller(db: Database, permissions: Sequence[str], *,
-           namespace_id: str | None = None) -> Caller:
+def caller(db: Database, permissions: Sequence[str], *, namespace_id: str | None = None) -> Caller:
     with db.transaction() as session:
         principal_id = rows.principal(session)
         if permissions:
@@ -49,10 +51,10 @@ def base(namespace_id: str) -> str:
     return f"/v1/namespaces/{namespace_id}/secrets"
 
 
-def create(client: FlaskClient, who: Caller, namespace_id: str, name: str = "token",
-           value: Any = VALUE) -> Any:
-    return client.post(base(namespace_id), json={"name": name, "value": value},
-                       headers=who.headers)
+def create(
+    client: FlaskClient, who: Caller, namespace_id: str, name: str = "token", value: Any = VALUE
+) -> Any:
+    return client.post(base(namespace_id), json={"name": name, "value": value}, headers=who.headers)
 
 
 def assert_problem(response: Any, status: int, code: str) -> None:
@@ -67,9 +69,15 @@ def ns(client: FlaskClient, owner_db: Database, admin: Caller) -> str:
 
 
 def test_create_read_list_delete_never_show_the_value(
-        client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str,
-        settings: Settings, capfd: pytest.CaptureFixture[str],
-        caplog: pytest.LogCaptureFixture) -> None:
+    client: FlaskClient,
+    db: Database,
+    owner_db: Database,
+    admin: Caller,
+    ns: str,
+    settings: Settings,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.DEBUG)
     bodies: list[bytes] = []
 
@@ -89,8 +97,9 @@ def test_create_read_list_delete_never_show_the_value(
 
     # failures around the value: a duplicate, an unknown field, a value too long
     bodies.append(create(client, admin, ns).data)
-    bodies.append(client.post(base(ns), json={"name": "x", "valeu": VALUE},
-                              headers=admin.headers).data)
+    bodies.append(
+        client.post(base(ns), json={"name": "x", "valeu": VALUE}, headers=admin.headers).data
+    )
     bodies.append(create(client, admin, ns, name="long", value=VALUE * 5000).data)
     bodies.append(client.get("/v1/openapi.json").data)
 
@@ -112,10 +121,13 @@ def test_create_read_list_delete_never_show_the_value(
     for body in bodies:
         assert not any(form in body for form in encoded)
     with owner_db.transaction() as session:
-        stored = session.scalar(sa.text(
-            "SELECT string_agg(action || ' ' || details::text, ' ') FROM occ.audit_events"))
-        work = session.scalar(sa.text("SELECT count(*) FROM occ.controller_work "
-                                      "WHERE result_data::text LIKE :v"), {"v": f"%{VALUE}%"})
+        stored = session.scalar(
+            sa.text("SELECT string_agg(action || ' ' || details::text, ' ') FROM occ.audit_events")
+        )
+        work = session.scalar(
+            sa.text("SELECT count(*) FROM occ.controller_work WHERE result_data::text LIKE :v"),
+            {"v": f"%{VALUE}%"},
+        )
     assert stored is not None and "secrets.create" in stored and "secrets.delete" in stored
     assert VALUE not in stored and json.dumps(VALUE) not in stored
     assert work == 0
@@ -132,25 +144,30 @@ def test_the_openapi_secret_has_no_value(client: FlaskClient) -> None:
     assert schemas["SecretCreate"]["properties"]["value"].get("writeOnly") is True
     assert set(spec["paths"]["/v1/namespaces/{namespace_id}/secrets"]) >= {"get", "post"}
     assert set(spec["paths"]["/v1/namespaces/{namespace_id}/secrets/{secret_id}"]) >= {
-        "get", "delete"}
+        "get",
+        "delete",
+    }
     assert "patch" not in spec["paths"]["/v1/namespaces/{namespace_id}/secrets/{secret_id}"]
 
 
-@pytest.mark.parametrize(("body", "pointer"), [
-    ({"name": "n", "value": ""}, "/value"),
-    ({"name": "n", "value": "x" * (64 * 1024 + 1)}, "/value"),
-    ({"name": "n", "value": "\u00e9" * (32 * 1024 + 1)}, "/value"),
-    ({"name": "n", "value": 42}, "/value"),
-    ({"name": "n", "value": None}, "/value"),
-    ({"name": "n", "value": {"nested": VALUE}}, "/value"),
-    ({"name": "n"}, "/value"),
-    ({"value": VALUE}, "/name"),
-    ({"name": " padded", "value": VALUE}, "/name"),
-    ({"name": "n", "value": VALUE, "extra": 1}, "/extra"),
-])
-def test_create_rejects_bad_input_with_the_pointer(client: FlaskClient, db: Database,
-                                                   admin: Caller, ns: str,
-                                                   body: dict[str, Any], pointer: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"name": "n", "value": ""}, "/value"),
+        ({"name": "n", "value": "x" * (64 * 1024 + 1)}, "/value"),
+        ({"name": "n", "value": "\u00e9" * (32 * 1024 + 1)}, "/value"),
+        ({"name": "n", "value": 42}, "/value"),
+        ({"name": "n", "value": None}, "/value"),
+        ({"name": "n", "value": {"nested": VALUE}}, "/value"),
+        ({"name": "n"}, "/value"),
+        ({"value": VALUE}, "/name"),
+        ({"name": " padded", "value": VALUE}, "/name"),
+        ({"name": "n", "value": VALUE, "extra": 1}, "/extra"),
+    ],
+)
+def test_create_rejects_bad_input_with_the_pointer(
+    client: FlaskClient, db: Database, admin: Caller, ns: str, body: dict[str, Any], pointer: str
+) -> None:
     response = client.post(base(ns), json=body, headers=admin.headers)
     assert_problem(response, 400, "INVALID_REQUEST")
     assert pointer in [error["pointer"] for error in response.json["errors"]]
@@ -163,16 +180,21 @@ def test_the_largest_value_is_accepted(client: FlaskClient, admin: Caller, ns: s
     assert create(client, admin, ns, value="x" * (64 * 1024)).status_code == 201
 
 
-def test_every_route_needs_a_valid_key(client: FlaskClient, db: Database, admin: Caller,
-                                       ns: str) -> None:
+def test_every_route_needs_a_valid_key(
+    client: FlaskClient, db: Database, admin: Caller, ns: str
+) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = caller(db, ALL)
     parsed = api_keys.parse(revoked.key)
     assert parsed is not None
     with db.transaction() as session:
         api_keys.revoke(session, parsed[0])
-    requests = [("POST", base(ns), {"name": "x", "value": VALUE}), ("GET", base(ns), None),
-                ("GET", item, None), ("DELETE", item, None)]
+    requests = [
+        ("POST", base(ns), {"name": "x", "value": VALUE}),
+        ("GET", base(ns), None),
+        ("GET", item, None),
+        ("DELETE", item, None),
+    ]
     for headers in ({}, revoked.headers):
         for method, path, body in requests:
             response = client.open(path, method=method, json=body, headers=headers)
@@ -181,7 +203,8 @@ def test_every_route_needs_a_valid_key(client: FlaskClient, db: Database, admin:
 
 
 def test_another_namespaces_secrets_are_not_found(
-        client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str) -> None:
+    client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str
+) -> None:
     other = namespace(client, owner_db, admin, "team-b")
     theirs = create(client, admin, other, name="theirs").json["data"]
     ours = create(client, admin, ns, name="ours").json["data"]
@@ -189,7 +212,9 @@ def test_another_namespaces_secrets_are_not_found(
 
     their_item = f"{base(other)}/{theirs['id']}"
     for method, path, body in [
-        ("GET", their_item, None), ("DELETE", their_item, None), ("GET", base(other), None),
+        ("GET", their_item, None),
+        ("DELETE", their_item, None),
+        ("GET", base(other), None),
         ("POST", base(other), {"name": "intruder", "value": VALUE}),
         ("GET", f"{base(ns)}/{theirs['id']}", None),
         ("DELETE", f"{base(ns)}/{theirs['id']}", None),
@@ -208,8 +233,9 @@ def test_another_namespaces_secrets_are_not_found(
     assert all(VALUE not in json.dumps(dict(event.details)) for event in denials)
 
 
-def test_a_reader_is_forbidden_to_write(client: FlaskClient, db: Database, admin: Caller,
-                                        ns: str) -> None:
+def test_a_reader_is_forbidden_to_write(
+    client: FlaskClient, db: Database, admin: Caller, ns: str
+) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     reader = caller(db, ("secret:read", "namespace:read"), namespace_id=ns)
     assert client.get(item, headers=reader.headers).status_code == 200
@@ -225,12 +251,16 @@ def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -
 
 
 def test_a_secret_used_for_harness_auth_cannot_be_deleted(
-        client: FlaskClient, db: Database, admin: Caller, ns: str) -> None:
+    client: FlaskClient, db: Database, admin: Caller, ns: str
+) -> None:
     secret_id = create(client, admin, ns).json["data"]["id"]
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=ns)
-        session.execute(sa.update(models.Agent).where(models.Agent.id == agent_id)
-                        .values(harness_auth_secret_id=secret_id))
+        session.execute(
+            sa.update(models.Agent)
+            .where(models.Agent.id == agent_id)
+            .values(harness_auth_secret_id=secret_id)
+        )
     response = client.delete(f"{base(ns)}/{secret_id}", headers=admin.headers)
     assert_problem(response, 409, "RESOURCE_CONFLICT")
     assert agent_id in response.json["detail"]
@@ -238,7 +268,8 @@ def test_a_secret_used_for_harness_auth_cannot_be_deleted(
 
 
 def test_a_namespace_that_is_not_ready_refuses_secrets(
-        client: FlaskClient, owner_db: Database, admin: Caller) -> None:
+    client: FlaskClient, owner_db: Database, admin: Caller
+) -> None:
     young = namespace(client, owner_db, admin, "young", ready=False)
     assert_problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
     ready = namespace(client, owner_db, admin, "ready")

@@ -19,9 +19,17 @@ from occ.drivers.compute import base, hooks
 NAMESPACE = base.NamespaceSpec(id="ns_1", name="team")
 DOCUMENT: dict[str, Any] = {"model": "gpt", "tools": ["a", "b"], "nested": {"x": 1}}
 REVISION = base.RevisionSpec(
-    namespace_id="ns_1", agent_id="agt_1", revision_id="rev_1", revision_number=1,
-    configuration_generation=4, configuration_document=DOCUMENT, harness_id="openclaw",
-    harness_version="1.0.0", harness_mode="embedded", service_principal_id="prn_1")
+    namespace_id="ns_1",
+    agent_id="agt_1",
+    revision_id="rev_1",
+    revision_number=1,
+    configuration_generation=4,
+    configuration_document=DOCUMENT,
+    harness_id="openclaw",
+    harness_version="1.0.0",
+    harness_mode="embedded",
+    service_principal_id="prn_1",
+)
 
 
 @dataclass
@@ -49,21 +57,23 @@ class RecordingHook:
         if phase in self.fail:
             raise self.fail[phase]
 
-    def after_namespace_prepared(self, operation: base.Operation,
-                                 namespace: base.NamespaceSpec) -> None:
+    def after_namespace_prepared(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         self._record("after_namespace_prepared", operation, namespace)
 
-    def before_workload_start(self, operation: base.Operation, revision: base.RevisionSpec,
-                              launch: hooks.LaunchSpec) -> None:
+    def before_workload_start(
+        self, operation: base.Operation, revision: base.RevisionSpec, launch: hooks.LaunchSpec
+    ) -> None:
         launch.environment.update(self.environment)
         self._record("before_workload_start", operation, revision)
 
-    def before_workload_stop(self, operation: base.Operation,
-                             revision: base.RevisionSpec) -> None:
+    def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         self._record("before_workload_stop", operation, revision)
 
-    def before_namespace_delete(self, operation: base.Operation,
-                                namespace: base.NamespaceSpec) -> None:
+    def before_namespace_delete(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> None:
         self._record("before_namespace_delete", operation, namespace)
 
 
@@ -92,9 +102,11 @@ def test_preparation_phases_run_in_selection_order() -> None:
     dispatcher.after_namespace_prepared(_operation(), NAMESPACE)
     dispatcher.before_workload_start(_operation(), REVISION)
     assert _trace(calls) == [
-        ("configuration:a", "after_namespace_prepared"), ("sandbox:b", "after_namespace_prepared"),
+        ("configuration:a", "after_namespace_prepared"),
+        ("sandbox:b", "after_namespace_prepared"),
         ("iam:c", "after_namespace_prepared"),
-        ("configuration:a", "before_workload_start"), ("sandbox:b", "before_workload_start"),
+        ("configuration:a", "before_workload_start"),
+        ("sandbox:b", "before_workload_start"),
         ("iam:c", "before_workload_start"),
     ]
 
@@ -105,9 +117,11 @@ def test_teardown_phases_run_in_reverse_order() -> None:
     dispatcher.before_workload_stop(_operation(), REVISION)
     dispatcher.before_namespace_delete(_operation(), NAMESPACE)
     assert _trace(calls) == [
-        ("iam:c", "before_workload_stop"), ("sandbox:b", "before_workload_stop"),
+        ("iam:c", "before_workload_stop"),
+        ("sandbox:b", "before_workload_stop"),
         ("configuration:a", "before_workload_stop"),
-        ("iam:c", "before_namespace_delete"), ("sandbox:b", "before_namespace_delete"),
+        ("iam:c", "before_namespace_delete"),
+        ("sandbox:b", "before_namespace_delete"),
         ("configuration:a", "before_namespace_delete"),
     ]
 
@@ -121,14 +135,22 @@ def test_hooks_receive_the_operation_of_the_call() -> None:
 
 def test_failed_namespace_preparation_compensates_completed_hooks_in_reverse() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "configuration:a", "sandbox:b", "iam:c", "plugin:d",
-                    **{"iam:c": {"fail": {"after_namespace_prepared": RuntimeError("boom")}}})
+    owners = _hooks(
+        calls,
+        "configuration:a",
+        "sandbox:b",
+        "iam:c",
+        "plugin:d",
+        **{"iam:c": {"fail": {"after_namespace_prepared": RuntimeError("boom")}}},
+    )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).after_namespace_prepared(_operation(), NAMESPACE)
     assert _trace(calls) == [
-        ("configuration:a", "after_namespace_prepared"), ("sandbox:b", "after_namespace_prepared"),
+        ("configuration:a", "after_namespace_prepared"),
+        ("sandbox:b", "after_namespace_prepared"),
         ("iam:c", "after_namespace_prepared"),
-        ("sandbox:b", "before_namespace_delete"), ("configuration:a", "before_namespace_delete"),
+        ("sandbox:b", "before_namespace_delete"),
+        ("configuration:a", "before_namespace_delete"),
     ]
     assert raised.value.code == hooks.HOOK_FAILED
     assert "hook failed for iam:c" in raised.value.reason
@@ -138,24 +160,35 @@ def test_failed_namespace_preparation_compensates_completed_hooks_in_reverse() -
 def test_failed_workload_start_compensates_with_workload_stop_in_reverse() -> None:
     calls: list[Call] = []
     refusal = base.PermanentDriverError("SANDBOX_REFUSED", "no capacity class")
-    owners = _hooks(calls, "configuration:a", "sandbox:b", "iam:c",
-                    **{"iam:c": {"fail": {"before_workload_start": refusal}}})
+    owners = _hooks(
+        calls,
+        "configuration:a",
+        "sandbox:b",
+        "iam:c",
+        **{"iam:c": {"fail": {"before_workload_start": refusal}}},
+    )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert _trace(calls) == [
-        ("configuration:a", "before_workload_start"), ("sandbox:b", "before_workload_start"),
+        ("configuration:a", "before_workload_start"),
+        ("sandbox:b", "before_workload_start"),
         ("iam:c", "before_workload_start"),
-        ("sandbox:b", "before_workload_stop"), ("configuration:a", "before_workload_stop"),
+        ("sandbox:b", "before_workload_stop"),
+        ("configuration:a", "before_workload_stop"),
     ]
     assert raised.value.code == "SANDBOX_REFUSED"
-    assert raised.value.reason == ("hook failed for iam:c in before_workload_start: "
-                                   "no capacity class")
+    assert raised.value.reason == (
+        "hook failed for iam:c in before_workload_start: no capacity class"
+    )
 
 
 def test_a_transient_hook_failure_stays_transient_with_its_code() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", **{"a": {"fail": {
-        "before_workload_start": base.TransientDriverError("IAM_UNREACHABLE")}}})
+    owners = _hooks(
+        calls,
+        "a",
+        **{"a": {"fail": {"before_workload_start": base.TransientDriverError("IAM_UNREACHABLE")}}},
+    )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert raised.value.code == "IAM_UNREACHABLE"
@@ -164,8 +197,9 @@ def test_a_transient_hook_failure_stays_transient_with_its_code() -> None:
 
 def test_the_first_hook_failing_needs_no_compensation() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", **{"a": {"fail": {"after_namespace_prepared":
-                                                       RuntimeError()}}})
+    owners = _hooks(
+        calls, "a", "b", **{"a": {"fail": {"after_namespace_prepared": RuntimeError()}}}
+    )
     with pytest.raises(base.TransientDriverError):
         hooks.HookDispatcher(owners).after_namespace_prepared(_operation(), NAMESPACE)
     assert _trace(calls) == [("a", "after_namespace_prepared")]
@@ -173,10 +207,16 @@ def test_the_first_hook_failing_needs_no_compensation() -> None:
 
 def test_a_failing_compensation_does_not_hide_the_original_failure() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", "c", **{
-        "b": {"fail": {"before_workload_stop": RuntimeError("cleanup broke")}},
-        "c": {"fail": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
-    })
+    owners = _hooks(
+        calls,
+        "a",
+        "b",
+        "c",
+        **{
+            "b": {"fail": {"before_workload_stop": RuntimeError("cleanup broke")}},
+            "c": {"fail": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
+        },
+    )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert raised.value.code == "REFUSED"
@@ -186,8 +226,15 @@ def test_a_failing_compensation_does_not_hide_the_original_failure() -> None:
 
 def test_a_teardown_failure_stops_the_teardown() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", "c", **{"b": {"fail": {
-        "before_workload_stop": base.TransientDriverError("REVOCATION_PENDING")}}})
+    owners = _hooks(
+        calls,
+        "a",
+        "b",
+        "c",
+        **{
+            "b": {"fail": {"before_workload_stop": base.TransientDriverError("REVOCATION_PENDING")}}
+        },
+    )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_stop(_operation(), REVISION)
     assert _trace(calls) == [("c", "before_workload_stop"), ("b", "before_workload_stop")]
@@ -197,8 +244,14 @@ def test_a_teardown_failure_stops_the_teardown() -> None:
 
 def test_a_namespace_delete_failure_stops_the_teardown() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", **{"b": {"fail": {
-        "before_namespace_delete": base.PermanentDriverError("FOREIGN_OBJECTS")}}})
+    owners = _hooks(
+        calls,
+        "a",
+        "b",
+        **{
+            "b": {"fail": {"before_namespace_delete": base.PermanentDriverError("FOREIGN_OBJECTS")}}
+        },
+    )
     with pytest.raises(base.PermanentDriverError):
         hooks.HookDispatcher(owners).before_namespace_delete(_operation(), NAMESPACE)
     assert _trace(calls) == [("b", "before_namespace_delete")]
@@ -207,8 +260,7 @@ def test_a_namespace_delete_failure_stops_the_teardown() -> None:
 def test_compensation_uses_the_operation_while_it_is_not_aborted() -> None:
     calls: list[Call] = []
     operation = _operation()
-    owners = _hooks(calls, "a", "b", **{"b": {"fail": {"before_workload_start":
-                                                       RuntimeError()}}})
+    owners = _hooks(calls, "a", "b", **{"b": {"fail": {"before_workload_start": RuntimeError()}}})
     with pytest.raises(base.TransientDriverError):
         hooks.HookDispatcher(owners).before_workload_start(operation, REVISION)
     assert calls[-1].phase == "before_workload_stop"
@@ -223,8 +275,9 @@ def test_compensation_of_an_aborted_operation_gets_a_fresh_deadline() -> None:
         operation.abort.set()  # the claim is lost while b runs
         op.check()
 
-    owners = _hooks(calls, "a", "b", **{"b": {"during": {"before_workload_start":
-                                                         abort_then_notice}}})
+    owners = _hooks(
+        calls, "a", "b", **{"b": {"during": {"before_workload_start": abort_then_notice}}}
+    )
     dispatcher = hooks.HookDispatcher(owners, compensation_timeout_s=0.3)
     with pytest.raises(base.Aborted):
         dispatcher.before_workload_start(operation, REVISION)
@@ -244,10 +297,16 @@ def test_the_compensation_deadline_bounds_a_hanging_cleanup() -> None:
     def hang(op: base.Operation, _subject: object) -> None:
         op.wait(30)
 
-    owners = _hooks(calls, "a", "b", "c", **{
-        "b": {"during": {"before_workload_stop": hang}},
-        "c": {"fail": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
-    })
+    owners = _hooks(
+        calls,
+        "a",
+        "b",
+        "c",
+        **{
+            "b": {"during": {"before_workload_stop": hang}},
+            "c": {"fail": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
+        },
+    )
     dispatcher = hooks.HookDispatcher(owners, compensation_timeout_s=0.2)
     started = time.monotonic()
     with pytest.raises(base.PermanentDriverError):
@@ -260,8 +319,7 @@ def test_the_compensation_deadline_bounds_a_hanging_cleanup() -> None:
 
 def test_compensate_workload_start_undoes_every_hook_in_reverse() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", **{"b": {"fail": {"before_workload_stop":
-                                                       RuntimeError()}}})
+    owners = _hooks(calls, "a", "b", **{"b": {"fail": {"before_workload_stop": RuntimeError()}}})
     hooks.HookDispatcher(owners).compensate_workload_start(_operation(aborted=True), REVISION)
     assert _trace(calls) == [("b", "before_workload_stop"), ("a", "before_workload_stop")]
     assert not any(call.aborted for call in calls)
@@ -304,22 +362,30 @@ def test_the_hook_list_is_fixed_at_construction() -> None:
 def test_hooks_contribute_placeholders_and_see_earlier_entries() -> None:
     calls: list[Call] = []
     seen: list[dict[str, str]] = []
-    owners = _hooks(calls, "a", "b", **{
-        "a": {"environment": {"CONFIG_REF": "opaque-cfg_1.v2"}},
-        "b": {"environment": {"SANDBOX_TOKEN": "opaque-sandbox:token-7"}},
-    })
+    owners = _hooks(
+        calls,
+        "a",
+        "b",
+        **{
+            "a": {"environment": {"CONFIG_REF": "opaque-cfg_1.v2"}},
+            "b": {"environment": {"SANDBOX_TOKEN": "opaque-sandbox:token-7"}},
+        },
+    )
     original = owners[1].before_workload_start
 
-    def capture(operation: base.Operation, revision: base.RevisionSpec,
-                launch: hooks.LaunchSpec) -> None:
+    def capture(
+        operation: base.Operation, revision: base.RevisionSpec, launch: hooks.LaunchSpec
+    ) -> None:
         seen.append(dict(launch.environment))
         original(operation, revision, launch)
 
     owners[1].before_workload_start = capture  # type: ignore[method-assign]
     environment = hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert seen == [{"CONFIG_REF": "opaque-cfg_1.v2"}]
-    assert dict(environment) == {"CONFIG_REF": "opaque-cfg_1.v2",
-                                 "SANDBOX_TOKEN": "opaque-sandbox:token-7"}
+    assert dict(environment) == {
+        "CONFIG_REF": "opaque-cfg_1.v2",
+        "SANDBOX_TOKEN": "opaque-sandbox:token-7",
+    }
     with pytest.raises(TypeError):
         environment["OTHER"] = "opaque-x"  # type: ignore[index]
 
@@ -332,36 +398,39 @@ def test_no_hooks_means_an_empty_environment() -> None:
 SECRET = "sk-live-1234567890abcdef"
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("lower_case", "opaque-x"),
-    ("1LEADING_DIGIT", "opaque-x"),
-    ("HAS-DASH", "opaque-x"),
-    ("", "opaque-x"),
-    ("A" * 129, "opaque-x"),
-    ("HOME", "opaque-x"),
-    ("PATH", "opaque-x"),
-    ("TMPDIR", "opaque-x"),
-    ("CODEX_HOME", "opaque-x"),
-    ("NODE_OPTIONS", "opaque-x"),
-    ("NODE_PATH", "opaque-x"),
-    ("BASH_ENV", "opaque-x"),
-    ("ENV", "opaque-x"),
-    ("LOG_FORMAT", "opaque-x"),
-    ("RUST_LOG", "opaque-x"),
-    ("XDG_CONFIG_HOME", "opaque-x"),
-    ("OPENCLAW_GATEWAY_TOKEN", "opaque-x"),
-    ("OTEL_EXPORTER_OTLP_HEADERS", "opaque-x"),
-    ("LD_PRELOAD", "opaque-x"),
-    ("DYLD_INSERT_LIBRARIES", "opaque-x"),
-    ("API_KEY", SECRET),
-    ("API_KEY", "opaque-"),
-    ("API_KEY", "opaque-.starts-with-dot"),
-    ("API_KEY", "opaque-has space"),
-    ("API_KEY", "OPAQUE-upper"),
-    ("API_KEY", "prefix-opaque-x"),
-    ("API_KEY", "opaque-" + "a" * 129),
-    ("API_KEY", "opaque-x\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("lower_case", "opaque-x"),
+        ("1LEADING_DIGIT", "opaque-x"),
+        ("HAS-DASH", "opaque-x"),
+        ("", "opaque-x"),
+        ("A" * 129, "opaque-x"),
+        ("HOME", "opaque-x"),
+        ("PATH", "opaque-x"),
+        ("TMPDIR", "opaque-x"),
+        ("CODEX_HOME", "opaque-x"),
+        ("NODE_OPTIONS", "opaque-x"),
+        ("NODE_PATH", "opaque-x"),
+        ("BASH_ENV", "opaque-x"),
+        ("ENV", "opaque-x"),
+        ("LOG_FORMAT", "opaque-x"),
+        ("RUST_LOG", "opaque-x"),
+        ("XDG_CONFIG_HOME", "opaque-x"),
+        ("OPENCLAW_GATEWAY_TOKEN", "opaque-x"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "opaque-x"),
+        ("LD_PRELOAD", "opaque-x"),
+        ("DYLD_INSERT_LIBRARIES", "opaque-x"),
+        ("API_KEY", SECRET),
+        ("API_KEY", "opaque-"),
+        ("API_KEY", "opaque-.starts-with-dot"),
+        ("API_KEY", "opaque-has space"),
+        ("API_KEY", "OPAQUE-upper"),
+        ("API_KEY", "prefix-opaque-x"),
+        ("API_KEY", "opaque-" + "a" * 129),
+        ("API_KEY", "opaque-x\n"),
+    ],
+)
 def test_refused_entries_fail_permanently_and_compensate(name: str, value: str) -> None:
     calls: list[Call] = []
     owners = _hooks(calls, "a", "sandbox:b", "c", **{"sandbox:b": {"environment": {name: value}}})
@@ -372,19 +441,24 @@ def test_refused_entries_fail_permanently_and_compensate(name: str, value: str) 
     assert SECRET not in raised.value.reason  # a refused value is never quoted
     # The offender's hook completed: it is compensated too, then a; c never ran.
     assert _trace(calls) == [
-        ("a", "before_workload_start"), ("sandbox:b", "before_workload_start"),
-        ("sandbox:b", "before_workload_stop"), ("a", "before_workload_stop"),
+        ("a", "before_workload_start"),
+        ("sandbox:b", "before_workload_start"),
+        ("sandbox:b", "before_workload_stop"),
+        ("a", "before_workload_stop"),
     ]
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("A", "opaque-a"),
-    ("_UNDERSCORE", "opaque-0"),
-    ("A" * 128, "opaque-" + "z" * 128),
-    ("HOMEDIR", "opaque-x"),  # reserved names are exact, only the listed prefixes are prefixes
-    ("MY_LD_PATH", "opaque-a.b_c:d-e"),
-    ("PATHS", "opaque-x"),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("A", "opaque-a"),
+        ("_UNDERSCORE", "opaque-0"),
+        ("A" * 128, "opaque-" + "z" * 128),
+        ("HOMEDIR", "opaque-x"),  # reserved names are exact, only the listed prefixes are prefixes
+        ("MY_LD_PATH", "opaque-a.b_c:d-e"),
+        ("PATHS", "opaque-x"),
+    ],
+)
 def test_accepted_entries(name: str, value: str) -> None:
     owners = _hooks([], "a", **{"a": {"environment": {name: value}}})
     environment = hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
@@ -394,12 +468,15 @@ def test_accepted_entries(name: str, value: str) -> None:
 def test_at_most_64_entries_across_all_hooks() -> None:
     first = {f"FIRST_{index}": "opaque-x" for index in range(40)}
     second = {f"SECOND_{index}": "opaque-x" for index in range(24)}
-    owners = _hooks([], "a", "b", **{"a": {"environment": first},
-                                     "b": {"environment": second}})
+    owners = _hooks([], "a", "b", **{"a": {"environment": first}, "b": {"environment": second}})
     assert len(hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)) == 64
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", **{"a": {"environment": first},
-                                        "b": {"environment": {**second, "ONE_MORE": "opaque-x"}}})
+    owners = _hooks(
+        calls,
+        "a",
+        "b",
+        **{"a": {"environment": first}, "b": {"environment": {**second, "ONE_MORE": "opaque-x"}}},
+    )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert "65" in raised.value.reason
@@ -407,8 +484,15 @@ def test_at_most_64_entries_across_all_hooks() -> None:
 
 
 def test_a_hook_may_not_change_an_earlier_entry() -> None:
-    owners = _hooks([], "a", "b", **{"a": {"environment": {"TOKEN": "opaque-a"}},
-                                     "b": {"environment": {"TOKEN": "opaque-b"}}})
+    owners = _hooks(
+        [],
+        "a",
+        "b",
+        **{
+            "a": {"environment": {"TOKEN": "opaque-a"}},
+            "b": {"environment": {"TOKEN": "opaque-b"}},
+        },
+    )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert raised.value.code == hooks.ENVIRONMENT_INVALID
