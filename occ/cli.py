@@ -427,6 +427,12 @@ def _exec_python_module(argv: list[str]) -> NoReturn:
     is_flag=True,
     help="Answer /healthz with 503 forever (a runtime that never becomes ready).",
 )
+@click.option(
+    "--credential-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="File holding the harness credential (only its fingerprint is ever shown).",
+)
 def gateway(
     *,
     port: int,
@@ -436,10 +442,12 @@ def gateway(
     config_path: Path,
     host: str,
     unhealthy: bool,
+    credential_file: Path | None,
 ) -> None:
     """Run the stand-in gateway of one revision (what the local Compute Driver starts).
 
-    Serves GET /healthz (status, revisionId, agentId, configurationGeneration) and GET /config
+    Serves GET /healthz (status, revisionId, agentId, configurationGeneration and the
+    credential's fingerprint) and GET /config
     (the snapshot) until SIGTERM. Needs no settings and writes nothing secret.
     """
     code = gateway_server.serve(
@@ -450,6 +458,7 @@ def gateway(
         config=config_path,
         host=host,
         unhealthy=unhealthy,
+        credential_file=credential_file,
     )
     if code:
         raise click.exceptions.Exit(code)

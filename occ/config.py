@@ -79,6 +79,56 @@ class Settings:
     """Simulated duration of each local Compute effect (demos, fault drills).
     Env: OCC_LOCAL_EFFECT_DELAY_MS."""
 
+    kubernetes_kubeconfig: str | None = None
+    """Kubeconfig of the cluster the ``kubernetes`` driver uses (unset: in-cluster
+    configuration when available, else the user's default kubeconfig).
+    Env: OCC_KUBERNETES_KUBECONFIG."""
+
+    kubernetes_context: str | None = None
+    """Context of that kubeconfig (unset: its current context). Env: OCC_KUBERNETES_CONTEXT."""
+
+    kubernetes_gateway_image: str | None = None
+    """Image of every gateway the ``kubernetes`` driver runs (required by that driver).
+    Env: OCC_KUBERNETES_GATEWAY_IMAGE."""
+
+    kubernetes_storage_class: str | None = None
+    """StorageClass of gateway volumes (unset: the cluster's default).
+    Env: OCC_KUBERNETES_STORAGE_CLASS."""
+
+    kubernetes_namespace_prefix: str = "occ-"
+    """Prefix of the Kubernetes namespaces occ creates. Env: OCC_KUBERNETES_NAMESPACE_PREFIX."""
+
+    kubernetes_request_timeout_ms: int = 10_000
+    """Timeout of one Kubernetes API request. Env: OCC_KUBERNETES_REQUEST_TIMEOUT_MS."""
+
+    kubernetes_resource_quota: dict[str, str] | None = None
+    """``spec.hard`` of a ResourceQuota put in every namespace occ creates (YAML only;
+    unset: none)."""
+
+    kubernetes_limit_range: dict[str, dict[str, str]] | None = None
+    """Container ``default`` / ``defaultRequest`` / ``max`` of a LimitRange put in every
+    namespace occ creates (YAML only; unset: none)."""
+
+    docker_host: str | None = None
+    """Engine of the ``docker`` driver (unset: ``DOCKER_HOST``, else the default socket).
+    Env: OCC_DOCKER_HOST."""
+
+    docker_gateway_image: str = "occ-standin-gateway:dev"
+    """Image of every gateway container the ``docker`` driver runs.
+    Env: OCC_DOCKER_GATEWAY_IMAGE."""
+
+    docker_request_timeout_ms: int = 30_000
+    """Timeout of one Docker Engine request. Env: OCC_DOCKER_REQUEST_TIMEOUT_MS."""
+
+    docker_memory_bytes: int = 268_435_456
+    """Memory limit of a gateway container. Env: OCC_DOCKER_MEMORY_BYTES."""
+
+    docker_nano_cpus: int = 500_000_000
+    """CPU limit of a gateway container, in billionths of a CPU. Env: OCC_DOCKER_NANO_CPUS."""
+
+    docker_pids_limit: int = 128
+    """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
+
     metrics_port: int | None = None
     """Loopback port of a worker's private Prometheus listener (off when unset).
     Env: OCC_METRICS_PORT."""
@@ -128,6 +178,11 @@ class Settings:
             "max_in_flight",
             "unready_recheck_ms",
             "database_timeout_ms",
+            "kubernetes_request_timeout_ms",
+            "docker_request_timeout_ms",
+            "docker_memory_bytes",
+            "docker_nano_cpus",
+            "docker_pids_limit",
         ):
             if getattr(self, name) <= 0:
                 raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
@@ -160,6 +215,18 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
     "compute_driver": ("OCC_COMPUTE_DRIVER", str),
     "local_root": ("OCC_LOCAL_ROOT", str),
     "local_effect_delay_ms": ("OCC_LOCAL_EFFECT_DELAY_MS", int),
+    "kubernetes_kubeconfig": ("OCC_KUBERNETES_KUBECONFIG", str),
+    "kubernetes_context": ("OCC_KUBERNETES_CONTEXT", str),
+    "kubernetes_gateway_image": ("OCC_KUBERNETES_GATEWAY_IMAGE", str),
+    "kubernetes_storage_class": ("OCC_KUBERNETES_STORAGE_CLASS", str),
+    "kubernetes_namespace_prefix": ("OCC_KUBERNETES_NAMESPACE_PREFIX", str),
+    "kubernetes_request_timeout_ms": ("OCC_KUBERNETES_REQUEST_TIMEOUT_MS", int),
+    "docker_host": ("OCC_DOCKER_HOST", str),
+    "docker_gateway_image": ("OCC_DOCKER_GATEWAY_IMAGE", str),
+    "docker_request_timeout_ms": ("OCC_DOCKER_REQUEST_TIMEOUT_MS", int),
+    "docker_memory_bytes": ("OCC_DOCKER_MEMORY_BYTES", int),
+    "docker_nano_cpus": ("OCC_DOCKER_NANO_CPUS", int),
+    "docker_pids_limit": ("OCC_DOCKER_PIDS_LIMIT", int),
     "metrics_port": ("OCC_METRICS_PORT", int),
     "worker_readiness_path": ("OCC_WORKER_READINESS_PATH", str),
 }

@@ -4,9 +4,11 @@ The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.gateway
 ``occ gateway``). It serves
 
 * ``GET /healthz``: 200 ``{"status": "ok", "revisionId", "agentId",
-  "configurationGeneration"}``; with ``--unhealthy``, or a configuration snapshot holding
-  ``{"standIn": {"healthy": false}}``, 503 ``{"status": "unhealthy", ...}`` forever (a
-  runtime that never becomes ready);
+  "configurationGeneration", "credentialFingerprint"}`` (the fingerprint of the credential
+  read from ``--credential-file`` at start, ``null`` without one; never the value);
+  with ``--unhealthy``, or a configuration snapshot holding
+  ``{"standIn": {"healthy": false}}``, 503 ``{"status": "unhealthy", ...}`` forever (a runtime
+  that never becomes ready);
 * ``GET /config``: the JSON configuration snapshot it was started with.
 
 It binds ``--host`` (127.0.0.1 by default), logs one JSON line on start and one on stop (no
@@ -26,6 +28,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from occ import fingerprints
 
 EXIT_USAGE = 2
 """Exit status when the arguments or the configuration file are unusable."""
@@ -89,8 +93,23 @@ def serve(
     config: Path,
     host: str = "127.0.0.1",
     unhealthy: bool = False,
+    credential_file: Path | None = None,
 ) -> int:
     """Serve until SIGTERM or SIGINT; the exit status (0, or 2 for unusable input)."""
+    credential_fingerprint = None
+    if credential_file is not None:
+        try:
+            credential_fingerprint = fingerprints.of(
+                credential_file.read_text(encoding="utf-8").rstrip("\n")
+            )
+        except OSError as exc:
+            _event(
+                "gateway.failed",
+                revisionId=revision_id,
+                reason=type(exc).__name__,
+                detail="cannot read the credential file",
+            )
+            return EXIT_USAGE
     try:
         document = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -101,7 +120,12 @@ def serve(
             detail="cannot read the configuration snapshot",
         )
         return EXIT_USAGE
-    health = {"revisionId": revision_id, "agentId": agent_id, "configurationGeneration": generation}
+    health = {
+        "revisionId": revision_id,
+        "agentId": agent_id,
+        "configurationGeneration": generation,
+        "credentialFingerprint": credential_fingerprint,
+    }
     stand_in = document.get("standIn") if isinstance(document, dict) else None
     if isinstance(stand_in, dict) and stand_in.get("healthy") is False:
         unhealthy = True
@@ -170,6 +194,7 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument("--config", type=Path, required=True)
     arguments.add_argument("--host", default="127.0.0.1")
     arguments.add_argument("--unhealthy", action="store_true")
+    arguments.add_argument("--credential-file", type=Path, default=None)
     return arguments
 
 
@@ -186,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config=options.config,
         host=options.host,
         unhealthy=options.unhealthy,
+        credential_file=options.credential_file,
     )
 
 

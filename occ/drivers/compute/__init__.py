@@ -11,6 +11,8 @@ from occ.drivers.compute import base
 
 _DRIVERS: Final = {
     "local": "occ.drivers.compute.local:LocalComputeDriver",
+    "docker": "occ.drivers.compute.docker:DockerComputeDriver",
+    "kubernetes": "occ.drivers.compute.kubernetes:KubernetesComputeDriver",
 }
 
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from occ import fingerprints
+
 
 class DriverError(Exception):
     """A driver could not do what was asked."""
@@ -104,9 +106,36 @@ class NamespaceSpec:
     existing_namespace: str | None = None
 
 
+@dataclass(frozen=True)
+class Credential:
+    """The harness credential of a revision, unsealed by the worker for the driver.
+
+    Its ``repr`` and ``str`` show only the fingerprint, so a log line, an exception or a
+    traceback that formats it never shows the value. Drivers deliver ``value`` to the runtime
+    through a channel of their own (a 0600 file, a Kubernetes Secret, a tmpfs file), never an
+    environment literal, a label or a plain manifest field.
+    """
+
+    value: str = field(repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprints.of(self.value)
+
+    def __repr__(self) -> str:
+        return f"Credential(fingerprint={self.fingerprint!r})"
+
+    __str__ = __repr__
+
+
 @dataclass(frozen=True, kw_only=True)
 class RevisionSpec:
-    """An immutable AgentRevision as a driver sees it (secret values never travel here)."""
+    """An immutable AgentRevision as a driver sees it.
+
+    ``credential`` is set only for ``prepare_revision`` and ``activate_revision`` of a deploy
+    pass, after the worker re-authorized the deploy under its live claim; stop and retire
+    calls get ``None``.
+    """
 
     namespace_id: str
     agent_id: str
@@ -118,6 +147,7 @@ class RevisionSpec:
     harness_version: str
     harness_mode: str
     service_principal_id: str
+    credential: Credential | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
