@@ -1,0 +1,111 @@
+"""The effect journal: one ``started`` and one ``ended`` line per driver effect.
+
+``effects.jsonl`` is the record fault tests read to prove that no item ran twice at once:
+each line carries the operation, the work id and the claim token that made the effect,
+the worker's pid and the ids it touched. The ``ended`` line adds ``endedAt`` and the
+``outcome`` (``done``, or the class of the exception that ended it, ``Aborted`` included).
+An effect that a killed worker never finished has no ``ended`` line.
+
+Each line is appended with a single ``write`` so lines of concurrent workers never
+interleave. Only ids and timings go in: never a credential or a configuration value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from occ.drivers.compute import base
+from occ.drivers.compute.local import store
+
+
+class Journal:
+    """Appends to and reads ``effects.jsonl`` in its root."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def record(self, entry: Mapping[str, Any]) -> None:
+        """Append one line (one ``write``: lines never interleave)."""
+        store.make_directories(self.path.parent)
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
+        descriptor = store.open_for_append(self.path)
+        try:
+            os.write(descriptor, line)
+        finally:
+            os.close(descriptor)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every recorded line, oldest first."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def effect(
+        self,
+        operation: base.Operation,
+        op: str,
+        fields: Mapping[str, Any],
+        *,
+        delay_s: float = 0.0,
+    ) -> Effect:
+        """A context that journals one effect (see ``Effect``)."""
+        return Effect(self, operation, op, dict(fields), delay_s=delay_s)
+
+
+class Effect:
+    """Times one effect, honours the abort event, and journals it with its claim token.
+
+    Entering checks the abort event, writes ``started`` and waits ``delay_s`` (the simulated
+    duration, abortable); leaving writes ``ended``. An abort during that wait ends the
+    effect at once, journalled ``ended`` with outcome ``Aborted``.
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        operation: base.Operation,
+        op: str,
+        fields: dict[str, Any],
+        *,
+        delay_s: float = 0.0,
+    ) -> None:
+        self.journal, self.operation, self.op, self.fields = journal, operation, op, fields
+        self.delay_s = delay_s
+        self.started = 0.0
+
+    def __enter__(self) -> None:
+        self.operation.check()
+        self.started = time.time()
+        self.journal.record(self._entry("started"))
+        if self.delay_s:
+            try:
+                self.operation.wait(self.delay_s)
+            except BaseException as exc:
+                self._ended(type(exc))
+                raise
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._ended(kind)
+
+    def _ended(self, kind: type[BaseException] | None) -> None:
+        outcome = "done" if kind is None else kind.__name__
+        self.journal.record(self._entry("ended", endedAt=time.time(), outcome=outcome))
+
+    def _entry(self, phase: str, **more: Any) -> dict[str, Any]:
+        return {
+            "phase": phase,
+            "op": self.op,
+            "workId": self.operation.work_id,
+            "token": self.operation.claim_token,
+            "pid": os.getpid(),
+            "startedAt": self.started,
+            **self.fields,
+            **more,
+        }
