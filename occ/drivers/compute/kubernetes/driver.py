@@ -1,0 +1,418 @@
+"""The ``kubernetes`` Compute Driver: Namespaces as Kubernetes namespaces, Agents as gateways.
+
+Per Agent: a ServiceAccount, a ReadWriteOnce state volume, a ClusterIP Service (the Agent's
+endpoint) and a single-replica ``Recreate`` gateway Deployment; per revision: an immutable
+configuration ConfigMap and a Secret holding the harness credential. Two modes:
+
+* ``embedded`` (``openclaw``): one gateway Deployment per Agent. ``prepare_revision`` stages
+  the revision's objects without touching the running template; ``activate_revision`` (after
+  the database commit) applies the template for the new revision and reports its readiness.
+* ``dedicated`` (``codex``): one gateway Deployment per revision, started by
+  ``prepare_revision`` once earlier ones are stopped (they share the RWO volume);
+  ``activate_revision`` points the Service at it.
+
+Everything is found again by name and label, never by memory (the only cache, Namespace id
+to Kubernetes namespace, holds facts that never change).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any, Final
+
+from occ import observability
+from occ.config import Settings
+from occ.drivers.compute import base
+from occ.drivers.compute import hooks as lifecycle
+from occ.drivers.compute.kubernetes import client, ensure, manifests, namespaces, naming, rollout
+
+MINIMUM_VERSION: Final = (1, 30)
+"""API server versions below this one get a warning at preflight."""
+
+DEADLINE_EXCEEDED: Final = "ROLLOUT_PROGRESS_DEADLINE_EXCEEDED"
+CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
+PERMISSION_MISSING: Final = "KUBERNETES_PERMISSION_MISSING"
+
+_WRITE: Final = ("get", "list", "create", "patch", "delete")
+REQUIRED_ACCESS: Final = (
+    *((verb, client.NAMESPACE) for verb in _WRITE),
+    *(
+        (verb, kind)
+        for kind in (
+            client.CONFIG_MAP,
+            client.SECRET,
+            client.SERVICE_ACCOUNT,
+            client.SERVICE,
+            client.CLAIM,
+            client.DEPLOYMENT,
+            client.NETWORK_POLICY,
+            client.QUOTA,
+            client.LIMITS,
+        )
+        for verb in _WRITE
+    ),
+    ("list", client.ENDPOINT_SLICE),
+)
+"""Every (verb, kind) the driver uses, checked by ``preflight``."""
+
+AGENT_KINDS: Final = (
+    client.DEPLOYMENT,
+    client.SERVICE,
+    client.CONFIG_MAP,
+    client.SECRET,
+    client.SERVICE_ACCOUNT,
+    client.CLAIM,
+)
+
+EMBEDDED_CAPABILITIES: Final = base.Capabilities(activation_order=base.ActivationOrder.AFTER_COMMIT)
+DEDICATED_CAPABILITIES: Final = base.Capabilities(
+    activation_order=base.ActivationOrder.AFTER_COMMIT, requires_stopped_predecessors=True
+)
+
+
+class KubernetesComputeDriver:
+    """Namespaces and Agent revisions as objects on one Kubernetes cluster."""
+
+    name = "kubernetes"
+    capabilities = EMBEDDED_CAPABILITIES
+
+    def __init__(
+        self,
+        api: client.KubernetesApi,
+        *,
+        options: manifests.GatewayOptions,
+        policy: namespaces.Policy | None = None,
+        hooks: lifecycle.HookDispatcher | None = None,
+    ) -> None:
+        self.api = api
+        self.steps = ensure.Steps(api)
+        self.options = options
+        self.policy = policy if policy is not None else namespaces.Policy(prefix="occ-")
+        self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
+        self._namespaces: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KubernetesComputeDriver:
+        if not settings.kubernetes_gateway_image:
+            raise base.PermanentDriverError(
+                client.SETTINGS_INVALID,
+                "the kubernetes driver needs a gateway image (OCC_KUBERNETES_GATEWAY_IMAGE)",
+            )
+        if settings.kubernetes_request_timeout_ms <= 0:
+            raise base.PermanentDriverError(
+                client.SETTINGS_INVALID, "kubernetes_request_timeout_ms must be positive"
+            )
+        configuration = client.load_configuration(
+            settings.kubernetes_kubeconfig, settings.kubernetes_context
+        )
+        api = client.KubernetesApi(
+            configuration, timeout_s=settings.kubernetes_request_timeout_ms / 1000
+        )
+        return cls(
+            api,
+            options=manifests.GatewayOptions(
+                image=settings.kubernetes_gateway_image,
+                storage_class=settings.kubernetes_storage_class,
+            ),
+            policy=namespaces.Policy(
+                prefix=settings.kubernetes_namespace_prefix,
+                resource_quota=settings.kubernetes_resource_quota,
+                limit_range=settings.kubernetes_limit_range,
+            ),
+        )
+
+    def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:
+        """Dedicated revisions share the Agent's RWO volume: predecessors stop first."""
+        if manifests.mode_of(revision) == naming.DEDICATED:
+            return DEDICATED_CAPABILITIES
+        return EMBEDDED_CAPABILITIES
+
+    # -- preflight ------------------------------------------------------------------------
+
+    def preflight(self) -> None:
+        """Check the API server's version and that occ may do every verb it uses."""
+        major, minor = self.api.server_version()
+        if (major, minor) < MINIMUM_VERSION:
+            observability.log(
+                "compute.kubernetes-version-old",
+                level=logging.WARNING,
+                reason=f"API server {major}.{minor} is older than "
+                f"{MINIMUM_VERSION[0]}.{MINIMUM_VERSION[1]}",
+            )
+        denied = [
+            f"{verb} {kind.plural}"
+            for verb, kind in REQUIRED_ACCESS
+            if not self.api.allowed(verb, kind)
+        ]
+        if denied:
+            raise base.PermanentDriverError(
+                PERMISSION_MISSING, "occ may not " + ", ".join(denied[:8])[:200]
+            )
+
+    # -- Namespaces -----------------------------------------------------------------------
+
+    def ensure_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
+        result = namespaces.ensure_infrastructure(self.steps, self.policy, operation, namespace)
+        if isinstance(result, base.Pending):
+            return result
+        with self._lock:
+            self._namespaces[namespace.id] = result
+        self.hooks.after_namespace_prepared(operation, namespace)
+        return base.Ready({"namespace": result})
+
+    def delete_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
+        observation = namespaces.delete_infrastructure(
+            self.steps,
+            self.policy,
+            operation,
+            namespace,
+            lambda: self.hooks.before_namespace_delete(operation, namespace),
+        )
+        if isinstance(observation, base.Ready):
+            with self._lock:
+                self._namespaces.pop(namespace.id, None)
+        return observation
+
+    def kubernetes_namespace(self, namespace_id: str) -> str | None:
+        """The Kubernetes namespace of an occ Namespace (found by label once, then cached)."""
+        with self._lock:
+            known = self._namespaces.get(namespace_id)
+        if known is not None:
+            return known
+        found = [
+            obj
+            for obj in self.api.find(
+                client.NAMESPACE, None, naming.owned_by_namespace(namespace_id)
+            )
+            if not namespaces.terminating(obj)
+        ]
+        if len(found) != 1:
+            return None
+        name = str(ensure.metadata(found[0]).get("name"))
+        with self._lock:
+            self._namespaces[namespace_id] = name
+        return name
+
+    def _required_namespace(self, namespace_id: str) -> str:
+        name = self.kubernetes_namespace(namespace_id)
+        if name is None:
+            raise base.TransientDriverError(
+                namespaces.NAMESPACE_MISSING, "the Namespace's Kubernetes namespace is not ready"
+            )
+        return name
+
+    # -- revisions ------------------------------------------------------------------------
+
+    def prepare_revision(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> base.Observation:
+        """Stage the revision's objects; dedicated: also start and check its own gateway."""
+        operation.check()
+        namespace = self._required_namespace(revision.namespace_id)
+        steps = self.steps
+        steps.created(
+            operation,
+            client.CONFIG_MAP,
+            namespace,
+            manifests.configuration_map(revision, namespace),
+        )
+        self._stage_credential(operation, revision, namespace)
+        steps.applied(
+            operation,
+            client.SERVICE_ACCOUNT,
+            namespace,
+            manifests.service_account(revision, namespace),
+        )
+        steps.created(
+            operation,
+            client.CLAIM,
+            namespace,
+            manifests.state_claim(revision, namespace, self.options),
+        )
+        if manifests.mode_of(revision) == naming.EMBEDDED:
+            service = manifests.service(revision, namespace, selects=revision.revision_id)
+            steps.applied(operation, client.SERVICE, namespace, service)
+            return base.Ready({"namespace": namespace})
+        # dedicated: the Service keeps selecting the active revision (or nothing) until
+        # activation; only create it when it is missing
+        steps.created(
+            operation,
+            client.SERVICE,
+            namespace,
+            manifests.service(revision, namespace, selects=None),
+        )
+        return self._start_dedicated(operation, revision, namespace)
+
+    def _stage_credential(
+        self, operation: base.Operation, revision: base.RevisionSpec, namespace: str
+    ) -> None:
+        if revision.credential is not None:
+            secret = manifests.credential_secret(revision, namespace, revision.credential)
+            self.steps.applied(operation, client.SECRET, namespace, secret)
+            return
+        expected = manifests.credential_secret(revision, namespace, base.Credential(""))
+        existing = self.steps.owned(
+            client.SECRET,
+            namespace,
+            naming.credential_secret(revision.revision_id),
+            expected["metadata"]["labels"],
+        )
+        if existing is None:
+            raise base.PermanentDriverError(
+                CREDENTIAL_MISSING, "the revision has no harness credential to deliver"
+            )
+
+    def _start_dedicated(
+        self, operation: base.Operation, revision: base.RevisionSpec, namespace: str
+    ) -> base.Observation:
+        own = manifests.deployment_name(revision)
+        for other in self.api.find(
+            client.DEPLOYMENT, namespace, naming.owned_by_agent(revision.agent_id)
+        ):
+            if ensure.metadata(other).get("name") == own:
+                continue
+            spec, status = other.get("spec") or {}, other.get("status") or {}
+            if (spec.get("replicas") or 0) > 0 or (status.get("replicas") or 0) > 0:
+                return base.Pending("an earlier revision's gateway still runs")
+        deployment = self._apply_gateway(operation, revision, namespace, replicas=1)
+        verdict = rollout.deployment_verdict(deployment, revision.revision_id)
+        return _observation(verdict)
+
+    def activate_revision(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> base.Activation | base.Pending | base.Failed:
+        """Serve the Agent's endpoint from ``revision``; ``Pending`` until it is ready."""
+        operation.check()
+        namespace = self._required_namespace(revision.namespace_id)
+        if manifests.mode_of(revision) == naming.EMBEDDED:
+            deployment: Mapping[str, Any] | None = self._apply_gateway(
+                operation, revision, namespace, replicas=1
+            )
+        else:
+            deployment = self.steps.owned(
+                client.DEPLOYMENT,
+                namespace,
+                manifests.deployment_name(revision),
+                naming.labels(
+                    naming.Role.GATEWAY,
+                    namespace_id=revision.namespace_id,
+                    agent_id=revision.agent_id,
+                    revision_id=revision.revision_id,
+                ),
+            )
+            if deployment is None:
+                return base.Pending("the revision's gateway does not exist (not prepared)")
+            service = manifests.service(revision, namespace, selects=revision.revision_id)
+            self.steps.applied(operation, client.SERVICE, namespace, service)
+        operation.check()
+        slices = self.api.find(
+            client.ENDPOINT_SLICE,
+            namespace,
+            naming.selector({"kubernetes.io/service-name": naming.agent_object(revision.agent_id)}),
+        )
+        verdict = rollout.gateway_verdict(deployment, slices, revision.revision_id)
+        observation = _observation(verdict)
+        if isinstance(observation, base.Ready):
+            return base.Activation(manifests.endpoint(revision, namespace))
+        return observation
+
+    def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
+        """Scale the revision's gateway to zero; keep its ConfigMap, Secret and volume."""
+        operation.check()
+        namespace = self.kubernetes_namespace(revision.namespace_id)
+        if namespace is None:
+            return
+        current = self._gateway_of(revision, namespace)
+        if current is None or (current.get("spec") or {}).get("replicas") == 0:
+            return
+        if self.hooks:
+            self.hooks.before_workload_stop(operation, revision)
+        self._apply_gateway(operation, revision, namespace, replicas=0, launch=False)
+
+    def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
+        """Remove the revision's own objects (and its gateway when it still runs it)."""
+        operation.check()
+        namespace = self.kubernetes_namespace(revision.namespace_id)
+        if namespace is None:
+            return
+        gateway = self._gateway_of(revision, namespace)
+        if gateway is not None:
+            if self.hooks:
+                self.hooks.before_workload_stop(operation, revision)
+            self.steps.deleted(operation, client.DEPLOYMENT, namespace, gateway)
+        labels = naming.labels(
+            naming.Role.CONFIGURATION,
+            namespace_id=revision.namespace_id,
+            agent_id=revision.agent_id,
+            revision_id=revision.revision_id,
+        )
+        for kind, name, role in (
+            (client.CONFIG_MAP, naming.configuration_map(revision.revision_id), None),
+            (client.SECRET, naming.credential_secret(revision.revision_id), naming.Role.CREDENTIAL),
+        ):
+            expected = {**labels, naming.ROLE: role} if role else labels
+            current = self.steps.owned(kind, namespace, name, expected)
+            if current is not None:
+                self.steps.deleted(operation, kind, namespace, current)
+
+    def delete_agent_credentials(
+        self, operation: base.Operation, namespace_id: str, agent_id: str
+    ) -> None:
+        """Remove every object labelled with the Agent (each under its uid)."""
+        operation.check()
+        namespace = self.kubernetes_namespace(namespace_id)
+        if namespace is None:
+            return
+        self.steps.delete_all(operation, AGENT_KINDS, namespace, naming.owned_by_agent(agent_id))
+
+    # -- gateway --------------------------------------------------------------------------
+
+    def _gateway_of(self, revision: base.RevisionSpec, namespace: str) -> dict[str, Any] | None:
+        """The Deployment running ``revision`` (embedded: only while its template does)."""
+        mode = manifests.mode_of(revision)
+        expected = naming.labels(
+            naming.Role.GATEWAY,
+            namespace_id=revision.namespace_id,
+            agent_id=revision.agent_id,
+            revision_id=revision.revision_id if mode == naming.DEDICATED else None,
+        )
+        current = self.steps.owned(
+            client.DEPLOYMENT, namespace, manifests.deployment_name(revision), expected
+        )
+        if current is None:
+            return None
+        if mode == naming.EMBEDDED and rollout.template_revision(current) != revision.revision_id:
+            return None  # the Agent's gateway runs another revision now
+        return current
+
+    def _apply_gateway(
+        self,
+        operation: base.Operation,
+        revision: base.RevisionSpec,
+        namespace: str,
+        *,
+        replicas: int,
+        launch: bool = True,
+    ) -> dict[str, Any]:
+        environment: Mapping[str, str] = {}
+        if launch and self.hooks:
+            environment = self.hooks.before_workload_start(operation, revision)
+        desired = manifests.gateway_deployment(
+            revision, namespace, self.options, replicas=replicas, environment=environment
+        )
+        return self.steps.applied(operation, client.DEPLOYMENT, namespace, desired)
+
+
+def _observation(verdict: rollout.Verdict) -> base.Ready | base.Pending | base.Failed:
+    if verdict.state == rollout.State.FAILED:
+        return base.Failed(DEADLINE_EXCEEDED, permanent=True, reason=verdict.reason)
+    if verdict.state == rollout.State.WAITING:
+        return base.Pending(verdict.reason)
+    return base.Ready()

@@ -1,0 +1,158 @@
+"""Namespace infrastructure of the ``kubernetes`` driver: create or adopt, and tear down.
+
+A created namespace is named from the occ Namespace id, labelled with restricted Pod
+Security, fenced by a default-deny NetworkPolicy and an ``allow-dns`` egress policy, and gets
+the configured ResourceQuota and LimitRange. An adopted namespace (``existing_namespace``)
+only gets occ's labels and annotation (a merge patch) and occ's policies; on teardown it is
+never deleted: only the objects occ owns in it go, then occ's keys. Deletion is asynchronous:
+``Pending`` until the namespace is gone (or empty of occ's objects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from occ.drivers.compute import base
+from occ.drivers.compute.kubernetes import client, ensure, manifests, naming
+
+NAMESPACE_MISSING: Final = "KUBERNETES_NAMESPACE_MISSING"
+
+OWNED_KINDS: Final = (
+    client.DEPLOYMENT,
+    client.SERVICE,
+    client.CONFIG_MAP,
+    client.SECRET,
+    client.SERVICE_ACCOUNT,
+    client.CLAIM,
+    client.NETWORK_POLICY,
+    client.QUOTA,
+    client.LIMITS,
+)
+"""Every kind occ creates inside a namespace, in teardown order (workloads first)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What the namespaces occ creates get besides the fixed policies."""
+
+    prefix: str
+    resource_quota: Mapping[str, str] | None = None
+    limit_range: Mapping[str, Mapping[str, str]] | None = None
+
+
+def name_of(policy: Policy, namespace: base.NamespaceSpec) -> str:
+    return namespace.existing_namespace or naming.kubernetes_namespace(policy.prefix, namespace.id)
+
+
+def terminating(obj: Mapping[str, Any]) -> bool:
+    status = obj.get("status") or {}
+    return ensure.deleting(obj) or status.get("phase") == "Terminating"
+
+
+def ensure_infrastructure(
+    steps: ensure.Steps, policy: Policy, operation: base.Operation, namespace: base.NamespaceSpec
+) -> str | base.Pending:
+    """Create or adopt the namespace and its policies; its name, or ``Pending``."""
+    api = steps.api
+    name = name_of(policy, namespace)
+    adopted = namespace.existing_namespace is not None
+    operation.check()
+    current = api.read(client.NAMESPACE, None, name)
+    if current is None:
+        if adopted:
+            raise base.PermanentDriverError(
+                NAMESPACE_MISSING, f"the existing namespace {name} does not exist"
+            )
+        operation.check()
+        current = api.create(client.NAMESPACE, None, manifests.namespace(name, namespace.id))
+        if current is None:
+            current = api.read(client.NAMESPACE, None, name)
+            if current is None:
+                return base.Pending("the namespace appeared and vanished meanwhile")
+    if terminating(current):
+        return base.Pending("the namespace is terminating")
+    labels = ensure.labels_of(current)
+    if adopted:
+        claimed = labels.get(naming.NAMESPACE_ID)
+        if labels.get(naming.MANAGED_BY) == naming.MANAGER and claimed not in (None, namespace.id):
+            raise base.PermanentDriverError(
+                ensure.NOT_OWNED, f"namespace {name} is already adopted by another Namespace"
+            )
+        patch = manifests.adoption_patch(namespace.id)
+        if not ensure.contains(current, patch):
+            operation.check()
+            api.merge_patch(client.NAMESPACE, None, name, patch)
+    else:
+        desired = manifests.namespace(name, namespace.id)
+        ensure.require_owned(client.NAMESPACE, current, desired["metadata"]["labels"])
+        if not ensure.contains(current, desired):  # a label removed behind occ's back
+            operation.check()
+            api.merge_patch(client.NAMESPACE, None, name, {"metadata": desired["metadata"]})
+    _ensure_policies(steps, policy, operation, namespace, name, adopted=adopted)
+    return name
+
+
+def _ensure_policies(
+    steps: ensure.Steps,
+    policy: Policy,
+    operation: base.Operation,
+    namespace: base.NamespaceSpec,
+    name: str,
+    *,
+    adopted: bool,
+) -> None:
+    deny = manifests.default_deny(name, namespace.id, adopted=adopted)
+    steps.applied(operation, client.NETWORK_POLICY, name, deny)
+    steps.applied(operation, client.NETWORK_POLICY, name, manifests.allow_dns(name, namespace.id))
+    if adopted:
+        return  # the tenant's own quota and limits stay theirs
+    if policy.resource_quota:
+        quota = manifests.resource_quota(name, namespace.id, policy.resource_quota)
+        steps.applied(operation, client.QUOTA, name, quota)
+    if policy.limit_range:
+        limits = manifests.limit_range(name, namespace.id, policy.limit_range)
+        steps.applied(operation, client.LIMITS, name, limits)
+
+
+def delete_infrastructure(
+    steps: ensure.Steps,
+    policy: Policy,
+    operation: base.Operation,
+    namespace: base.NamespaceSpec,
+    before_delete: Any,
+) -> base.Observation:
+    """Delete the namespace (or occ's objects in an adopted one); ``Ready`` once gone.
+
+    ``before_delete()`` runs the teardown hooks just before anything is removed.
+    """
+    api = steps.api
+    name = name_of(policy, namespace)
+    operation.check()
+    current = api.read(client.NAMESPACE, None, name)
+    if current is None:
+        return base.Ready()
+    labels = ensure.labels_of(current)
+    ours = labels.get(naming.MANAGED_BY) == naming.MANAGER and (
+        labels.get(naming.NAMESPACE_ID) == namespace.id
+    )
+    if not ours:
+        return base.Ready()  # never occ's (or already released): nothing of occ's is there
+    if namespace.existing_namespace is None:
+        if terminating(current):
+            return base.Pending("the namespace is terminating")
+        before_delete()
+        operation.check()
+        uid = str(ensure.metadata(current).get("uid"))
+        api.delete(client.NAMESPACE, None, name, uid)
+        return base.Pending("the namespace is terminating")
+    before_delete()
+    remaining = steps.delete_all(
+        operation, OWNED_KINDS, name, naming.owned_by_namespace(namespace.id)
+    )
+    if remaining:
+        return base.Pending("occ's objects in the adopted namespace are being deleted")
+    operation.check()
+    api.merge_patch(client.NAMESPACE, None, name, manifests.release_patch())
+    return base.Ready()
