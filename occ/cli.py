@@ -24,6 +24,7 @@ from occ import errors, runtime, schema
 from occ import gateway as gateway_server
 from occ.config import Settings
 from occ.controller import installation, principals
+from occ.dev import options as dev_options
 from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
 
 EXIT_OCC_ERROR = 2
@@ -270,10 +271,11 @@ def dev(home: Path, port: int, compute: str | None, ready_timeout: float) -> Non
 
     PostgreSQL comes from pgserver unless OCC_DATABASE_URL is set, Redis is started on a free
     port unless OCC_BROKER_URL is set. Prints one JSON line (event dev.ready, apiUrl,
-    adminKeyFile) when everything is ready; logs go to HOME/logs. Ctrl-C stops it all.
+    adminKeyFile) when everything is ready; logs go to HOME/logs (appended, rotated). A child
+    that exits is restarted with backoff; Ctrl-C or SIGTERM stops it all.
     """
     code = dev_runner.run(
-        dev_runner.DevOptions(home=home, port=port, compute=compute, ready_timeout=ready_timeout)
+        dev_options.DevOptions(home=home, port=port, compute=compute, ready_timeout=ready_timeout)
     )
     if code:
         raise click.exceptions.Exit(code)

@@ -43,6 +43,9 @@ ALLOWED_FIELDS: Final = frozenset(
         "adminKeyFile",
         "computeDriver",
         "brokerUrl",
+        "child",
+        "exitStatus",
+        "delayMs",
     }
 )
 

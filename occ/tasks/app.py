@@ -14,7 +14,7 @@ from typing import Any, Final
 from celery import Celery
 
 from occ.config import Settings
-from occ.tasks import names, work
+from occ.tasks import lifecycle, names, work
 
 CONTROL_QUEUE: Final = names.CONTROL_QUEUE
 DRIVER_QUEUE: Final = names.DRIVER_QUEUE
@@ -103,7 +103,7 @@ def __getattr__(name: str) -> Celery:
     # ``celery -A occ.tasks.app`` reads ``app``; build it from the environment on first use
     if name == "app":
         if "app" not in _lazy:
-            _lazy["app"] = create(Settings.from_env())
-            work.connect_signals(_lazy["app"])
+            _lazy["app"] = create(lifecycle.settings_from_env())
+            lifecycle.connect_signals(_lazy["app"])
         return _lazy["app"]
     raise AttributeError(name)

@@ -30,7 +30,7 @@ import psutil
 import pytest
 import sqlalchemy as sa
 
-from occ import devservices
+from occ.dev import postgres
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -219,7 +219,7 @@ def _group_members(groups: set[int]) -> list[str]:
 
 def _work_states(pgdata: Path) -> dict[str, int]:
     """Count work rows per state, with the embedded PostgreSQL started again for the check."""
-    server = devservices.EmbeddedPostgres(pgdata)
+    server = postgres.EmbeddedPostgres(pgdata)
     server.start()
     try:
         engine = sa.create_engine(server.url("occ"), poolclass=sa.pool.NullPool)

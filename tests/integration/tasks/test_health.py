@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from occ import observability
@@ -11,7 +9,7 @@ from occ.config import Settings
 from occ.controller import installation, namespaces
 from occ.db import Database
 from occ.tasks import app as tasks_app
-from occ.tasks import work
+from occ.tasks import worker_process
 from tests.support import databases
 from tests.support.processes import wait_for
 
@@ -27,9 +25,9 @@ def test_health_reports_pending_work(
     namespaces.create_namespace(db, actor_id=boot.admin_principal_id, name="pending")
     app = tasks_app.create(Settings(database_url=database_urls.app))
     observability.configure("occ-worker")
-    monkeypatch.setattr(work, "HEALTH_INTERVAL_S", 0.05)
-    reporter = threading.Thread(target=work._report_health, args=(app,), daemon=True)
-    reporter.start()
+    process = worker_process.of(app)
+    process.health_interval_s = 0.05
+    reporter = process.start_health_reporter()
     try:
         lines: list[str] = []
 
@@ -39,12 +37,9 @@ def test_health_reports_pending_work(
 
         wait_for(reported, timeout=10, message="a worker.health line")
     finally:
-        work._shutdown.set()
+        process.request_shutdown()
         reporter.join(5)
-        work._shutdown.clear()
-        built = work._process.pop("worker", None)
-        work._process.clear()
-        if built is not None:
-            built.database.dispose()
+        process.dispose()
+    assert not reporter.is_alive(), "the reporter must end once shutdown is requested"
     health = next(line for line in lines if '"event":"worker.health"' in line)
     assert '"count":1' in health

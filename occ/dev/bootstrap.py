@@ -1,0 +1,72 @@
+"""Migration and Installation bootstrap of ``occ dev``, with the administrator's key file.
+
+Like ``occ db upgrade`` then ``occ bootstrap --if-missing``, in-process, before any child starts.
+The key goes only to ``<home>/admin.key`` (0600), never to the terminal or a log.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from occ import schema
+from occ.config import Settings
+from occ.controller import installation, principals
+from occ.db import Database
+from occ.dev import errors, home, terminal
+from occ.state import api_keys
+
+logger = logging.getLogger("occ.dev")
+
+
+def migrate(settings: Settings) -> None:
+    """Apply the migrations as the owner; ``DevError`` with the first line of the failure."""
+    logger.info("migrating the database")
+    try:
+        schema.upgrade(settings.owner_database_url)
+    except Exception as exc:
+        raise errors.DevError(f"the migration failed: {errors.first_line(exc)}") from exc
+
+
+def bootstrap(settings: Settings, key_file: Path) -> None:
+    """Create the Installation if missing and make sure ``key_file`` holds a live admin key.
+
+    A key is minted (and the file replaced) when the Installation is new, when a bootstrap
+    was interrupted before its key, or when the file is missing or holds no live key; the
+    last case mints through the administrator's own, audited, ``api_keys.create``.
+    """
+    database = Database(settings.database_url, pool_size=1, application_name="occ-dev")
+    pepper = settings.api_key_pepper
+    try:
+        result = installation.bootstrap_installation(
+            database, name="occ", admin_name="administrator"
+        )
+        admin = result.admin_principal_id
+        if admin is None:
+            raise errors.DevError("the installation has no administrator to mint a key for")
+        minted = principals.issue_first_key(database, principal_id=admin, pepper=pepper)
+        if minted is None:
+            if key_file.exists() and _key_works(database, key_file, pepper):
+                logger.info("installation exists; reusing %s", key_file)
+                return
+            terminal.warn(
+                f"{key_file} holds no live key of this installation: "
+                "minting a new administrator key"
+            )
+            minted = principals.mint_api_key(
+                database, actor_id=admin, principal_id=admin, pepper=pepper
+            )
+        home.write_private(key_file, minted.key + "\n", replace=True)
+        logger.info("administrator key %s written to %s", minted.id, key_file)
+    except errors.DevError:
+        raise
+    except Exception as exc:
+        raise errors.DevError(f"the bootstrap failed: {errors.first_line(exc)}") from exc
+    finally:
+        database.dispose()
+
+
+def _key_works(database: Database, key_file: Path, pepper: str) -> bool:
+    presented = key_file.read_text(encoding="utf-8").strip()
+    with database.snapshot() as session:
+        return api_keys.verify(session, presented=presented, pepper=pepper) is not None

@@ -1,0 +1,116 @@
+"""The home directory of ``occ dev``: its layout, its lock, its generated secrets.
+
+Layout: ``pg/`` (database), ``redis/``, ``broker/`` (filesystem fallback), ``local/`` (local
+Compute Driver), ``logs/`` (``dev.log`` and one file per child, rotated), ``run/`` (``dev.lock``,
+``dev.pids``, worker readiness markers ``<name>.ready``), ``secrets.env`` (generated pepper and
+secret key, 0600), ``admin.key`` (0600), ``beat-schedule``. Nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Final
+
+from occ.dev import errors
+
+SECRET_NAMES: Final = ("OCC_API_KEY_PEPPER", "OCC_SECRET_KEY")
+
+
+@dataclass(frozen=True)
+class Home:
+    """Paths under one home directory (absolute)."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, path: Path) -> Home:
+        return cls(path.expanduser().resolve())
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def key_file(self) -> Path:
+        return self.root / "admin.key"
+
+    @property
+    def secrets_file(self) -> Path:
+        return self.root / "secrets.env"
+
+    @property
+    def pids_file(self) -> Path:
+        return self.run / "dev.pids"
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    def marker(self, name: str) -> Path:
+        """The readiness marker a worker called ``name`` writes once its checks passed."""
+        return self.run / f"{name}.ready"
+
+    def create(self) -> None:
+        for directory in (self.root, self.logs, self.run):
+            directory.mkdir(parents=True, exist_ok=True)
+
+
+def lock(home: Home) -> IO[str]:
+    """Hold ``run/dev.lock`` while the returned file is open: one occ dev per home."""
+    handle = (home.run / "dev.lock").open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise errors.DevError(f"another occ dev is running with home {home.root}") from None
+    return handle
+
+
+def generated_secrets(home: Home) -> dict[str, str]:
+    """The generated pepper and secret key, created once in ``secrets.env`` (0600)."""
+    path = home.secrets_file
+    if not path.exists():
+        text = "".join(f"{name}={secrets.token_hex(32)}\n" for name in SECRET_NAMES)
+        write_private(path, text)
+    values: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name in SECRET_NAMES and value:
+            values[name] = value
+    missing = [name for name in SECRET_NAMES if name not in values]
+    if missing:
+        raise errors.DevError(f"{path} lacks {', '.join(missing)}; delete it to generate new ones")
+    return values
+
+
+def write_pids(home: Home, pids: Mapping[str, int]) -> None:
+    """``run/dev.pids``: the process ids of occ dev, its services and children, as JSON."""
+    write_private(home.pids_file, json.dumps(dict(pids), indent=2) + "\n", replace=True)
+
+
+def write_private(path: Path, text: str, *, replace: bool = False) -> None:
+    """Write ``text`` to ``path``, readable by the owner only (0600), atomically.
+
+    Without ``replace`` an existing ``path`` is left alone (``FileExistsError``).
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.unlink(missing_ok=True)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    if replace:
+        os.replace(temporary, path)
+        return
+    try:
+        os.link(temporary, path)  # never overwrite a file created meanwhile
+    finally:
+        temporary.unlink()

@@ -1,0 +1,111 @@
+"""Log files of ``occ dev``: appended across starts and restarts, rotated by size.
+
+Every file under ``<home>/logs`` (``dev.log`` and one per child) is opened for appending and
+rotated once it reaches ``MAX_BYTES``: ``name.log`` becomes ``name.log.1``, which becomes
+``name.log.2``; at most ``FILES`` files per name are kept. ``dev.log`` holds occ dev's own
+records; occ's JSON events (``observability.log``) are written there as they are, one JSON
+object per line. Nothing here decides what is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import threading
+from pathlib import Path
+from typing import IO, Final
+
+MAX_BYTES: Final = 10 * 1024 * 1024
+FILES: Final = 3
+"""The current file and two rotated ones."""
+
+_CHUNK: Final = 64 * 1024
+_EVENT_LOGGER: Final = "occ"
+"""The logger ``occ.observability.log`` writes to: its messages are JSON lines already."""
+
+
+def rotated(path: Path, number: int) -> Path:
+    """The ``number``-th older file of ``path`` (``name.log.1`` is the newest rotated one)."""
+    return path.with_name(f"{path.name}.{number}")
+
+
+def rotate(path: Path, files: int = FILES) -> None:
+    """Shift ``path`` to ``path.1`` (and so on), dropping the oldest beyond ``files``."""
+    for number in range(files - 1, 0, -1):
+        source = path if number == 1 else rotated(path, number - 1)
+        if source.exists():
+            os.replace(source, rotated(path, number))
+    if files <= 1:
+        path.unlink(missing_ok=True)
+
+
+class RotatingLog:
+    """One log file that threads may append bytes to; it rotates before it passes the limit."""
+
+    def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES, files: int = FILES) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.files = files
+        self._lock = threading.Lock()
+        self._handle: IO[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            handle = self._open()
+            if handle.tell() and handle.tell() + len(data) > self.max_bytes:
+                handle.close()
+                rotate(self.path, self.files)
+                handle = self._handle = self.path.open("ab")
+            handle.write(data)
+            handle.flush()
+
+    def copy_from(self, stream: IO[bytes], *, name: str) -> threading.Thread:
+        """Copy ``stream`` into this log on a daemon thread until end of file, then close it."""
+        thread = threading.Thread(target=self._copy, args=(stream,), name=name, daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    def _open(self) -> IO[bytes]:
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = self.path.open("ab")
+        return self._handle
+
+    def _copy(self, stream: IO[bytes]) -> None:
+        try:
+            descriptor = stream.fileno()
+            while chunk := os.read(descriptor, _CHUNK):
+                self.write(chunk)
+        except (OSError, ValueError):
+            return  # the pipe or the file is gone: nothing left to copy
+        finally:
+            stream.close()
+
+
+class _Formatter(logging.Formatter):
+    """occ's JSON events as they are; every other record as ``time level logger message``."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == _EVENT_LOGGER:
+            return record.getMessage()
+        return super().format(record)
+
+
+def file_handler(path: Path) -> logging.Handler:
+    """A handler appending to ``path`` (``dev.log``) with the same rotation as the children."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        path, mode="a", maxBytes=MAX_BYTES, backupCount=FILES - 1, encoding="utf-8"
+    )
+    handler.setFormatter(_Formatter())
+    return handler

@@ -1,0 +1,39 @@
+"""What ``occ dev`` prints on the terminal: the ready line on stdout, warnings and errors on stderr.
+
+stdout carries exactly one line (``dev.ready``); stderr carries ``occ: warning: …`` and
+``occ: error: …`` lines, each also kept in ``dev.log``. Nothing printed here holds a secret: the
+administrator's key is only ever written to its file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+logger = logging.getLogger("occ.dev")
+
+
+def announce_ready(api_url: str, key_file: str) -> None:
+    """The one stdout line: ``{"event": "dev.ready", "apiUrl": …, "adminKeyFile": …}``."""
+    line = {"event": "dev.ready", "apiUrl": api_url, "adminKeyFile": key_file}
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+    logger.info("ready: %s", api_url)
+
+
+def warn(message: str) -> None:
+    """``occ: warning: …`` on stderr (one line), and the same in ``dev.log``."""
+    logger.warning(message)
+    _stderr(f"occ: warning: {message}")
+
+
+def error(message: str) -> None:
+    """``occ: error: …`` on stderr (one line), and the same in ``dev.log``."""
+    logger.error(message)
+    _stderr(f"occ: error: {message}")
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(" ".join(line.split()) + "\n")
+    sys.stderr.flush()

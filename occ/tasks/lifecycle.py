@@ -1,0 +1,149 @@
+"""The life cycle of a Celery worker process: start-up checks, readiness, warm shutdown.
+
+Wires Celery's worker signals to the app's ``WorkerProcess``. Start-up checks the settings,
+requires a bootstrapped Installation and runs the Compute Driver's preflight before the
+readiness marker is written; when one fails it logs ``worker.startup-error`` (the error's class
+and reason, never a secret) and exits with ``EXIT_NOT_READY``. Warm shutdown aborts in-flight
+effects so their claims are released with the attempt refunded. No task is defined here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from celery import Celery, signals
+
+from occ import errors, metrics, observability
+from occ.config import Settings
+from occ.drivers.compute import base
+from occ.state import installation
+from occ.tasks import worker_process
+
+EXIT_NOT_READY: Final = 3
+"""Exit status of a worker whose start-up checks failed (settings, bootstrap, preflight)."""
+
+
+def settings_from_env() -> Settings:
+    """The settings of a Celery process; on invalid settings, log and exit ``EXIT_NOT_READY``."""
+    try:
+        return Settings.from_env()
+    except errors.OccError as exc:
+        observability.configure("occ-worker")
+        fail_startup(exc)
+
+
+def fail_startup(exc: BaseException) -> NoReturn:
+    """Log ``worker.startup-error`` for ``exc`` and exit with ``EXIT_NOT_READY``."""
+    observability.log(
+        "worker.startup-error",
+        level=logging.ERROR,
+        code="WORKER_UNAVAILABLE",
+        error=type(exc).__name__,
+        reason=startup_reason(exc),
+    )
+    # Celery logs and swallows exceptions from signal handlers: exit explicitly
+    raise SystemExit(EXIT_NOT_READY) from None
+
+
+def startup_reason(exc: BaseException) -> str:
+    """What failed, in words occ wrote: an error's detail, a driver's code and reason.
+
+    Any other exception shows only its class: its message is not ours and might hold a secret.
+    """
+    if isinstance(exc, errors.InvalidInput) and exc.errors:
+        return "; ".join(f"{field.pointer}: {field.message}" for field in exc.errors)
+    if isinstance(exc, errors.OccError):
+        return exc.detail
+    if isinstance(exc, base.DriverError):
+        return f"{exc.code}: {exc.reason}" if exc.reason else exc.code
+    return f"unexpected {type(exc).__name__} during the start-up checks"
+
+
+def check_before_start(process: worker_process.WorkerProcess) -> None:
+    """Require a bootstrapped Installation and a Compute Driver whose preflight passes."""
+    worker = process.worker()
+    with worker.database.snapshot() as session:
+        if installation.current(session) is None:
+            raise errors.DependencyUnavailable(
+                "the installation is not bootstrapped: run `occ bootstrap` first"
+            )
+    worker.driver.preflight()
+
+
+def connect_signals(app: Celery) -> None:
+    """Wire start-up checks, readiness and warm shutdown of ``app``'s worker process."""
+    process = worker_process.of(app)
+
+    def on_worker_init(sender: Any = None, **_: Any) -> None:
+        if sender is not None and getattr(sender, "app", app) is not app:
+            return
+        observability.configure("occ-worker")
+        pool = getattr(sender, "pool_cls", "")
+        pool_name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
+        if "thread" in pool_name:
+            # a threads pool never wakes the consumer when a task ends: with prefetch disabled
+            # it would sleep out the broker poll (1 s) between short control tasks
+            app.conf.worker_disable_prefetch = False
+        process.clear_ready()
+        try:
+            check_before_start(process)
+        except Exception as exc:
+            fail_startup(exc)
+        finally:
+            process.forget_worker()  # connections are not shared with forked pool processes
+
+    def on_worker_ready(sender: Any = None, **_: Any) -> None:
+        settings = process.settings
+        observability.log("worker.started", pid=os.getpid(), computeDriver=settings.compute_driver)
+        if settings.metrics_port:
+            metrics.serve(settings.metrics_port, process.worker().database)
+        process.mark_ready()
+        process.start_health_reporter()
+
+    def on_pool_process_init(**_: Any) -> None:
+        # a pool process aborts its effect (and releases its claim) on SIGTERM or SIGUSR2
+        def interrupt(number: int, frame: Any) -> None:
+            process.request_shutdown()
+
+        for number in (signal.SIGTERM, signal.SIGUSR2):
+            signal.signal(number, interrupt)
+
+    def on_shutting_down(**_: Any) -> None:
+        process.request_shutdown()
+        for pid in _children():
+            try:
+                os.kill(pid, signal.SIGUSR2)
+            except ProcessLookupError:
+                continue
+
+    def on_shutdown(**_: Any) -> None:
+        process.clear_ready()
+        observability.log("worker.stopped", pid=os.getpid())
+
+    signals.worker_init.connect(on_worker_init, weak=False)
+    signals.worker_ready.connect(on_worker_ready, weak=False)
+    signals.worker_process_init.connect(on_pool_process_init, weak=False)
+    signals.worker_shutting_down.connect(on_shutting_down, weak=False)
+    signals.worker_shutdown.connect(on_shutdown, weak=False)
+
+
+def _children() -> list[int]:
+    """Pids of this process's children (the prefork pool)."""
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text(encoding="utf-8")
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("PPid:") and line.split()[1] == me:
+                found.append(int(entry.name))
+                break
+    return found

@@ -1,0 +1,179 @@
+"""The state of one Celery worker process: its ``executor.Worker``, shutdown event and nudges.
+
+``WorkerProcess`` builds the ``executor.Worker`` (database, queue policy, Compute Driver) once per
+pid, after fork, owns the shutdown event that aborts in-flight effects, coalesces completion
+nudges, writes and removes the readiness marker, and runs the ``worker.health`` reporter. One
+is attached to each Celery app (``attach``/``of``). It wires no Celery signal (that is
+``occ.tasks.lifecycle``) and defines no task (``occ.tasks.work``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Final
+
+from celery import Celery
+
+from occ import errors, observability, runtime
+from occ.config import Settings
+from occ.drivers import compute
+from occ.reconcile import executor
+from occ.state import work_queue
+from occ.tasks import names
+
+COMPLETION_NUDGE_GAP_S: Final = 0.1
+"""A pool process sends at most one completion nudge per gap (a later one is delayed to the end
+of the gap), so a draining backlog runs batch claims instead of one claim per item."""
+
+HEALTH_INTERVAL_S: Final = 60.0
+"""Period of ``worker.health``."""
+
+_CONF_KEY: Final = "occ_worker_process"
+
+
+class WorkerProcess:
+    """What one worker process (and, after fork, each pool process) holds for ``app``."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+        self.shutdown = threading.Event()
+        self.health_interval_s = HEALTH_INTERVAL_S
+        self._pid = 0
+        self._worker: executor.Worker | None = None
+        self._nudge_lock = threading.Lock()
+        self._nudge_sent_at = 0.0
+        self._nudge_delayed_until = 0.0
+
+    @property
+    def settings(self) -> Settings:
+        settings: Settings = self.app.conf["occ_settings"]
+        return settings
+
+    # -- the executor's worker ----------------------------------------------------------------
+
+    def worker(self) -> executor.Worker:
+        """This process's worker (built after fork, once per pid)."""
+        if self._worker is None or self._pid != os.getpid():
+            settings = self.settings
+            built = runtime.build(
+                settings,
+                pool_size=3,
+                application_name="occ-worker",
+                statement_timeout_ms=min(settings.database_timeout_ms, settings.lease_ms),
+            )
+            self._worker = executor.Worker(
+                database=built.database,
+                policy=built.policy,
+                driver=compute.load(settings.compute_driver, settings),
+                shutdown=self.shutdown,
+                settings=settings,
+            )
+            self._pid = os.getpid()
+        return self._worker
+
+    def forget_worker(self) -> None:
+        """Drop the worker without closing it: forked pool processes must build their own
+        connections, and closing the parent's would break theirs."""
+        self._worker = None
+        self._pid = 0
+
+    def dispose(self) -> None:
+        """Close this process's worker connections (tests, and a process that is done)."""
+        if self._worker is not None and self._pid == os.getpid():
+            self._worker.database.dispose()
+        self.forget_worker()
+
+    def request_shutdown(self) -> None:
+        """Abort in-flight effects: their claims are released with the attempt refunded."""
+        self.shutdown.set()
+
+    # -- nudges -------------------------------------------------------------------------------
+
+    def nudge(self, countdown_s: float | None = None) -> None:
+        """Ask the control queue to claim now (or after ``countdown_s``); beat is the backstop."""
+        try:
+            self.app.send_task(
+                names.CLAIM,
+                queue=names.CONTROL_QUEUE,
+                retry=False,
+                countdown=countdown_s,
+                expires=None if countdown_s is None else countdown_s + 30,
+            )
+        except Exception as exc:  # beat claims anyway
+            observability.log(
+                "worker.error",
+                level=logging.WARNING,
+                code="WORKER_UNAVAILABLE",
+                error=type(exc).__name__,
+            )
+
+    def nudge_after_completion(self) -> None:
+        """A nudge after a finished pass, at most one per ``COMPLETION_NUDGE_GAP_S``."""
+        now = time.monotonic()
+        with self._nudge_lock:
+            if now - self._nudge_sent_at >= COMPLETION_NUDGE_GAP_S:
+                self._nudge_sent_at = now
+                countdown: float | None = None
+            elif self._nudge_delayed_until <= now:
+                due = self._nudge_sent_at + COMPLETION_NUDGE_GAP_S
+                self._nudge_delayed_until = due
+                countdown = max(due - now, 0.0)
+            else:
+                return  # a delayed nudge is already on its way
+        self.nudge(countdown_s=countdown)
+
+    # -- readiness and health -----------------------------------------------------------------
+
+    @property
+    def readiness_path(self) -> Path | None:
+        path = self.settings.worker_readiness_path
+        return Path(path) if path else None
+
+    def mark_ready(self) -> None:
+        path = self.readiness_path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(str(os.getpid()), encoding="utf-8")
+
+    def clear_ready(self) -> None:
+        path = self.readiness_path
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    def start_health_reporter(self) -> threading.Thread:
+        thread = threading.Thread(target=self.report_health, name="occ-health", daemon=True)
+        thread.start()
+        return thread
+
+    def report_health(self) -> None:
+        """``worker.health`` every interval until shutdown: alive, and how much is pending."""
+        while not self.shutdown.wait(self.health_interval_s):
+            try:
+                with self.worker().database.snapshot() as session:
+                    pending = work_queue.pending(session)
+            except errors.OccError as exc:
+                observability.log(
+                    "worker.error",
+                    level=logging.WARNING,
+                    code="HEALTH_UNAVAILABLE",
+                    error=exc.code,
+                )
+                continue
+            observability.log("worker.health", pid=os.getpid(), count=pending)
+
+
+def attach(app: Celery) -> WorkerProcess:
+    """A new ``WorkerProcess`` for ``app``, kept in its configuration."""
+    process = WorkerProcess(app)
+    app.conf[_CONF_KEY] = process
+    return process
+
+
+def of(app: Celery) -> WorkerProcess:
+    """The ``WorkerProcess`` attached to ``app``."""
+    process: WorkerProcess = app.conf[_CONF_KEY]
+    return process
