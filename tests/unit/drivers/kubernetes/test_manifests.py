@@ -1,0 +1,204 @@
+"""Manifest builders: names, labels, hardening, immutability, and schema validity (1.34)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from occ.drivers.compute import base
+from occ.drivers.compute.kubernetes import manifests, naming
+
+OPTIONS = manifests.GatewayOptions(image="registry.example/gateway:1", storage_class="fast")
+
+
+def _revision(mode: str = "embedded", **changes: Any) -> base.RevisionSpec:
+    values: dict[str, Any] = {
+        "namespace_id": f"ns_{uuid.uuid4()}",
+        "agent_id": f"agt_{uuid.uuid4()}",
+        "revision_id": f"rev_{uuid.uuid4()}",
+        "revision_number": 3,
+        "configuration_generation": 7,
+        "configuration_document": {"model": "m", "nested": {"b": 2, "a": 1}},
+        "harness_id": "openclaw" if mode == "embedded" else "codex",
+        "harness_version": "1.0.0",
+        "harness_mode": mode,
+        "service_principal_id": f"prn_{uuid.uuid4()}",
+        "credential": base.Credential("sk-very-secret"),
+    }
+    values.update(changes)
+    return base.RevisionSpec(**values)
+
+
+def _every_manifest(revision: base.RevisionSpec) -> list[dict[str, Any]]:
+    ns = "occ-0123456789abcde"
+    assert revision.credential is not None
+    return [
+        manifests.namespace(ns, revision.namespace_id),
+        manifests.default_deny(ns, revision.namespace_id, adopted=False),
+        manifests.default_deny(ns, revision.namespace_id, adopted=True),
+        manifests.allow_dns(ns, revision.namespace_id),
+        manifests.resource_quota(ns, revision.namespace_id, {"pods": "20", "requests.cpu": "4"}),
+        manifests.limit_range(
+            ns, revision.namespace_id, {"default": {"cpu": "500m"}, "max": {"memory": "1Gi"}}
+        ),
+        manifests.configuration_map(revision, ns),
+        manifests.credential_secret(revision, ns, revision.credential),
+        manifests.service_account(revision, ns),
+        manifests.state_claim(revision, ns, OPTIONS),
+        manifests.service(revision, ns, selects=revision.revision_id),
+        manifests.service(revision, ns, selects=None),
+        manifests.gateway_deployment(revision, ns, OPTIONS),
+        manifests.gateway_deployment(
+            revision, ns, OPTIONS, replicas=0, environment={"TOOL_TOKEN": "opaque-abc"}
+        ),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["embedded", "dedicated"])
+def test_every_manifest_is_valid_for_kubernetes_1_34(mode: str) -> None:
+    for manifest in _every_manifest(_revision(mode)):
+        kubernetes_validate.validate(manifest, "1.34", strict=True)
+
+
+@pytest.mark.parametrize("mode", ["embedded", "dedicated"])
+def test_every_manifest_carries_occs_labels(mode: str) -> None:
+    revision = _revision(mode)
+    for manifest in _every_manifest(revision):
+        labels = manifest["metadata"]["labels"]
+        assert labels[naming.MANAGED_BY] == "occ", manifest["kind"]
+        assert labels[naming.NAMESPACE_ID] == revision.namespace_id
+        assert labels[naming.ROLE]
+        if manifest["kind"] in ("ConfigMap", "Secret"):
+            assert labels[naming.REVISION_ID] == revision.revision_id
+        if manifest["kind"] in (
+            "ConfigMap",
+            "Secret",
+            "ServiceAccount",
+            "PersistentVolumeClaim",
+            "Service",
+            "Deployment",
+        ):
+            assert labels[naming.AGENT_ID] == revision.agent_id
+
+
+def test_namespace_name_is_the_prefix_and_15_hex_of_the_id_hash() -> None:
+    name = naming.kubernetes_namespace("occ-", "ns_00000000-0000-4000-8000-000000000000")
+    assert name.startswith("occ-") and len(name) == 4 + 15
+    assert all(c in "0123456789abcdef" for c in name[4:])
+    assert name == naming.kubernetes_namespace("occ-", "ns_00000000-0000-4000-8000-000000000000")
+
+
+def test_created_namespaces_enforce_restricted_pod_security() -> None:
+    labels = manifests.namespace("occ-x", "ns_1")["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    assert labels["pod-security.kubernetes.io/enforce-version"]
+
+
+def test_gateway_is_one_hardened_replica_with_recreate() -> None:
+    revision = _revision()
+    deployment = manifests.gateway_deployment(revision, "ns", OPTIONS)
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["enableServiceLinks"] is False
+    assert pod["serviceAccountName"] == naming.agent_object(revision.agent_id)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 10001
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    context = container["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert container["resources"]["requests"] and container["resources"]["limits"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/healthz"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert mounts["/tmp"] == "tmp"
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes["tmp"]
+    assert volumes["credential"]["secret"]["secretName"] == naming.credential_secret(
+        revision.revision_id
+    )
+    assert (
+        spec["template"]["metadata"]["annotations"][naming.REVISION_ANNOTATION]
+        == revision.revision_id
+    )
+
+
+def test_embedded_selector_is_stable_across_revisions_and_dedicated_is_per_revision() -> None:
+    first = _revision()
+    second = _revision(
+        namespace_id=first.namespace_id, agent_id=first.agent_id, revision_id=f"rev_{uuid.uuid4()}"
+    )
+    selectors = [
+        manifests.gateway_deployment(r, "ns", OPTIONS)["spec"]["selector"] for r in (first, second)
+    ]
+    assert selectors[0] == selectors[1]
+    assert naming.REVISION_ID not in selectors[0]["matchLabels"]
+    names = {manifests.deployment_name(r) for r in (first, second)}
+    assert names == {naming.agent_object(first.agent_id)}
+
+    dedicated = _revision("dedicated", agent_id=first.agent_id)
+    deployment = manifests.gateway_deployment(dedicated, "ns", OPTIONS)
+    assert deployment["metadata"]["name"] == naming.slug(dedicated.revision_id)
+    assert deployment["spec"]["selector"]["matchLabels"][naming.REVISION_ID] == (
+        dedicated.revision_id
+    )
+    inactive = manifests.service(dedicated, "ns", selects=None)["spec"]["selector"]
+    assert inactive[naming.REVISION_ID] == ""  # selects no pod until activation
+
+
+def test_snapshot_is_immutable_and_per_revision() -> None:
+    revision = _revision()
+    config_map = manifests.configuration_map(revision, "ns")
+    assert config_map["immutable"] is True
+    assert config_map["metadata"]["name"] == naming.configuration_map(revision.revision_id)
+    assert json.loads(config_map["data"]["configuration.json"]) == {
+        "model": "m",
+        "nested": {"a": 1, "b": 2},
+    }
+
+
+def test_the_credential_value_is_only_in_the_secrets_data() -> None:
+    revision = _revision()
+    assert revision.credential is not None
+    secret = manifests.credential_secret(revision, "ns", revision.credential)
+    assert secret["type"] == "Opaque"
+    assert base64.b64decode(secret["data"]["credential"]).decode() == "sk-very-secret"
+    assert secret["metadata"]["annotations"][naming.FINGERPRINT_ANNOTATION] == (
+        revision.credential.fingerprint
+    )
+    for manifest in _every_manifest(revision):
+        if manifest["kind"] == "Secret":
+            manifest = {k: v for k, v in manifest.items() if k != "data"}
+        text = json.dumps(manifest)
+        assert "sk-very-secret" not in text
+        assert base64.b64encode(b"sk-very-secret").decode() not in text
+
+
+def test_endpoint_is_the_services_cluster_dns_name() -> None:
+    revision = _revision()
+    assert manifests.endpoint(revision, "occ-abc") == (
+        f"http://{naming.agent_object(revision.agent_id)}.occ-abc.svc.cluster.local:8080"
+    )
+
+
+def test_state_claim_is_read_write_once_in_the_configured_class() -> None:
+    claim = manifests.state_claim(_revision(), "ns", OPTIONS)
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["storageClassName"] == "fast"
+    unset = manifests.state_claim(_revision(), "ns", manifests.GatewayOptions(image="i"))
+    assert "storageClassName" not in unset["spec"]
+
+
+def test_ids_that_are_not_occ_ids_are_refused_as_names() -> None:
+    with pytest.raises(ValueError, match="not an occ"):
+        naming.slug("agt_../../etc")
