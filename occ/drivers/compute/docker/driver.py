@@ -1,0 +1,420 @@
+"""The ``docker`` Compute Driver: Namespaces as bridge networks, revisions as gateway containers.
+
+Per Namespace one user-defined bridge network (``occ-ns-<hash>``); per revision one gateway
+container (``occ-gw-<hash>``) on it, with a read-only snapshot volume; the Agent's network
+alias sits on the active revision's container, and the Agent's endpoint is that container's
+port published on 127.0.0.1, read from the engine on every pass (it changes when the engine
+or the container restarts). Nothing is remembered between calls: every pass finds its objects
+by their names and verifies their labels (``naming``), so a new driver instance, another
+worker or a repeated pass finds exactly what the last one made, and repairs what went
+missing. Objects with occ's names that occ does not own are refused, never adopted.
+
+The harness credential reaches the container only through its stdin, written once after each
+start (``workload``); it is never in the create arguments, so ``docker inspect``, labels,
+environment and logs never show it. Development only: engine and workers share a machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from occ.config import Settings
+from occ.drivers.compute import base
+from occ.drivers.compute import hooks as lifecycle
+from occ.drivers.compute.docker import engine as docker_engine
+from occ.drivers.compute.docker import naming, workload
+
+MIN_API_VERSION: Final = (1, 40)
+"""Oldest Engine API the driver's create arguments are valid for (Docker 19.03)."""
+
+IMAGE_MISSING: Final = "DOCKER_GATEWAY_IMAGE_MISSING"
+NOT_OWNED: Final = "DOCKER_OBJECT_NOT_OWNED"
+NETWORK_IN_USE: Final = "DOCKER_NETWORK_IN_USE"
+NOT_READY: Final = "REVISION_NOT_READY"
+
+
+class DockerComputeDriver:
+    """Namespaces are bridge networks; Agent revisions are hardened gateway containers."""
+
+    name = "docker"
+    capabilities = base.Capabilities(activation_order=base.ActivationOrder.AFTER_COMMIT)
+
+    def __init__(
+        self,
+        engine: docker_engine.Engine,
+        *,
+        image: str,
+        limits: workload.Limits,
+        hooks: lifecycle.HookDispatcher | None = None,
+        readiness_wait_s: float = 3.0,
+        probe_timeout_s: float = 0.5,
+        stop_timeout_s: int = 10,
+    ) -> None:
+        """``readiness_wait_s``: how long one pass waits for a started gateway to answer."""
+        self.engine = engine
+        self.image = image
+        self.limits = limits
+        self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
+        self.readiness_wait_s = readiness_wait_s
+        self.probe_timeout_s = probe_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DockerComputeDriver:
+        return cls(
+            docker_engine.Engine(
+                settings.docker_host, timeout_s=settings.docker_request_timeout_ms / 1000
+            ),
+            image=settings.docker_gateway_image,
+            limits=workload.Limits(
+                memory_bytes=settings.docker_memory_bytes,
+                nano_cpus=settings.docker_nano_cpus,
+                pids=settings.docker_pids_limit,
+            ),
+        )
+
+    def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:
+        return self.capabilities
+
+    # -- contract: the engine and Namespaces ---------------------------------------------
+
+    def preflight(self) -> None:
+        """The engine answers ``/_ping``, speaks a recent enough API, and has the image."""
+        self.engine.ping()
+        version = str(self.engine.version().get("ApiVersion", "0"))
+        if _version(version) < MIN_API_VERSION:
+            raise base.PermanentDriverError(
+                "DOCKER_ENGINE_TOO_OLD", f"engine API {version}; at least 1.40 is needed"
+            )
+        if self.engine.image(self.image) is None:
+            raise base.PermanentDriverError(
+                IMAGE_MISSING,
+                f"the gateway image {self.image!r} is not on the engine: build it with "
+                "scripts/build-standin-image.sh, or name another in OCC_DOCKER_GATEWAY_IMAGE",
+            )
+
+    def ensure_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
+        operation.check()
+        network = self._ensure_network(namespace.id)
+        self.hooks.after_namespace_prepared(operation, namespace)
+        return base.Ready({"network": network["Name"]})
+
+    def delete_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
+        """Remove the Namespace's containers and volumes, then its network.
+
+        A network that still has endpoints afterwards has containers occ does not own on
+        it: a permanent error naming them (occ does not disconnect what it did not start).
+        """
+        operation.check()
+        network = self._network(namespace.id, create=False, refuse_foreign=False)
+        if network is not None:
+            self.hooks.before_namespace_delete(operation, namespace)
+        owned = naming.selector(naming.owned(namespace.id))
+        for container in self.engine.containers(owned):
+            operation.check()
+            self.engine.remove_container(container["Id"])
+        for volume in self.engine.volumes(owned):
+            operation.check()
+            self.engine.remove_volume(volume["Name"])
+        if network is not None:
+            operation.check()
+            try:
+                self.engine.remove_network(network["Id"])
+            except docker_engine.Forbidden:
+                attached = self.engine.network(network["Id"]).get("Containers") or {}
+                names = sorted(str(entry.get("Name", "?")) for entry in attached.values())
+                raise base.PermanentDriverError(
+                    NETWORK_IN_USE,
+                    f"network {network['Name']} has endpoints of containers occ does not own: "
+                    + (", ".join(names) or "unknown"),
+                ) from None
+        return base.Ready()
+
+    # -- contract: revisions --------------------------------------------------------------
+
+    def prepare_revision(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> base.Observation:
+        """Create (or find) and start the gateway; ``Ready({"endpoint"})`` once its
+        ``/healthz`` answers for this revision, ``Pending`` before that."""
+        return self._converge(operation, revision)
+
+    def activate_revision(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> base.Activation:
+        """Move the Agent's network alias to this revision's container; its endpoint."""
+        observation = self._converge(operation, revision)
+        if not isinstance(observation, base.Ready):
+            raise base.TransientDriverError(NOT_READY, "the revision's gateway is not ready")
+        network = self._network(revision.namespace_id, create=False)
+        container = self._gateway(revision.revision_id, revision.namespace_id)
+        if network is None or container is None:
+            raise base.TransientDriverError(NOT_READY, "the revision's gateway is gone")
+        alias = naming.agent_alias(revision.agent_id)
+        own_aliases = [naming.revision_alias(revision.revision_id)]
+        if alias not in _aliases(container, network["Name"]):
+            operation.check()
+            self.engine.disconnect(network["Id"], container["Id"])
+            self.engine.connect(network["Id"], container["Id"], [*own_aliases, alias])
+        for other in self._agent_objects(revision.namespace_id, revision.agent_id, naming.GATEWAY):
+            if other["Id"] != container["Id"]:
+                found = self.engine.container(other["Id"])
+                if alias in _aliases(found, network["Name"]):
+                    operation.check()
+                    other_alias = naming.revision_alias(
+                        found["Config"]["Labels"][naming.REVISION_ID]
+                    )
+                    self.engine.disconnect(network["Id"], found["Id"])
+                    self.engine.connect(network["Id"], found["Id"], [other_alias])
+        port = workload.published_port(self.engine.container(container["Id"]))
+        if port is None:
+            raise base.TransientDriverError(NOT_READY, "the gateway's port is not published")
+        return base.Activation(workload.endpoint(port))
+
+    def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
+        """``before_workload_stop`` hooks, then stop the container (kept, with its volume)."""
+        operation.check()
+        container = self._gateway(revision.revision_id, revision.namespace_id, refuse_foreign=False)
+        if container is None:
+            return
+        self.hooks.before_workload_stop(operation, revision)
+        operation.check()
+        self.engine.stop(container["Id"], timeout_s=self.stop_timeout_s)
+
+    def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
+        """``before_workload_stop`` hooks, then remove the container and its snapshot."""
+        operation.check()
+        container = self._gateway(revision.revision_id, revision.namespace_id, refuse_foreign=False)
+        if container is not None:
+            self.hooks.before_workload_stop(operation, revision)
+            operation.check()
+            self.engine.remove_container(container["Id"])
+        self._remove_snapshot(operation, revision.namespace_id, revision.revision_id)
+
+    def delete_agent_credentials(
+        self, operation: base.Operation, namespace_id: str, agent_id: str
+    ) -> None:
+        """Remove every container and volume of the Agent (also of never-retired revisions)."""
+        labels = naming.selector({**naming.owned(namespace_id), naming.AGENT_ID: agent_id})
+        for container in self.engine.containers(labels):
+            operation.check()
+            self.engine.remove_container(container["Id"])
+        for volume in self.engine.volumes(labels):
+            operation.check()
+            self.engine.remove_volume(volume["Name"])
+
+    # -- helpers for tests and tools ------------------------------------------------------
+
+    def gateway_container(self, namespace_id: str, revision_id: str) -> dict[str, Any] | None:
+        """The revision's gateway container (its inspect document), if it exists."""
+        return self._gateway(revision_id, namespace_id, refuse_foreign=False)
+
+    def agent_containers(self, namespace_id: str, agent_id: str) -> list[dict[str, Any]]:
+        """Every gateway container of the Agent (engine list entries)."""
+        return self._agent_objects(namespace_id, agent_id, naming.GATEWAY)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _converge(self, operation: base.Operation, revision: base.RevisionSpec) -> base.Observation:
+        operation.check()
+        network = self._ensure_network(revision.namespace_id)  # repairs a removed one
+        container = self._gateway(revision.revision_id, revision.namespace_id)
+        if container is None:
+            container = self._create_gateway(operation, revision, network["Name"])
+        state = container.get("State") or {}
+        if state.get("Paused"):
+            self.engine.unpause(container["Id"])
+        elif state.get("Restarting"):
+            return base.Pending("REVISION_INCOMPLETE")
+        elif not state.get("Running"):
+            stdin = None
+            if container["Config"]["Labels"].get(naming.CREDENTIAL_CHANNEL) == "stdin":
+                if revision.credential is None:
+                    return base.Pending("CREDENTIAL_REQUIRED")  # a deploy pass delivers it
+                stdin = workload.credential_line(revision.credential)
+            operation.check()
+            self.engine.start(container["Id"], stdin=stdin)
+        deadline = time.monotonic() + self.readiness_wait_s
+        while True:
+            found = self.engine.container(container["Id"])
+            port = workload.published_port(found)
+            state = found.get("State") or {}
+            health = (state.get("Health") or {}).get("Status")
+            if (
+                state.get("Running")
+                and health != "unhealthy"
+                and port is not None
+                and workload.answers_for(port, revision.revision_id, timeout_s=self.probe_timeout_s)
+            ):
+                return base.Ready({"endpoint": workload.endpoint(port)})
+            if not state.get("Running") or time.monotonic() >= deadline:
+                return base.Pending("REVISION_INCOMPLETE")  # an exited one restarts next pass
+            operation.wait(0.05)
+
+    def _create_gateway(
+        self, operation: base.Operation, revision: base.RevisionSpec, network: str
+    ) -> dict[str, Any]:
+        self._write_snapshot(operation, revision)
+        environment = self.hooks.before_workload_start(operation, revision)
+        config = workload.gateway_config(
+            revision,
+            image=self.image,
+            network=network,
+            limits=self.limits,
+            environment=environment,
+            with_credential=revision.credential is not None,
+        )
+        try:
+            operation.check()
+            container_id = self.engine.create_container(**config)
+        except docker_engine.Conflict:
+            found = self._gateway(revision.revision_id, revision.namespace_id)
+            if found is None:
+                raise base.TransientDriverError(NOT_READY, "the gateway name is busy") from None
+            return found
+        except docker_engine.NotFound:
+            self.hooks.compensate_workload_start(operation, revision)
+            raise base.PermanentDriverError(
+                IMAGE_MISSING, f"the gateway image {self.image!r} is not on the engine"
+            ) from None
+        except BaseException:
+            self.hooks.compensate_workload_start(operation, revision)
+            raise
+        return self.engine.container(container_id)
+
+    def _write_snapshot(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
+        """Create the snapshot volume (or find it) and write ``configuration.json`` into it
+        through a container that is never started (a read-only mount cannot be written)."""
+        labels = naming.of_revision(
+            revision.namespace_id,
+            revision.agent_id,
+            revision.revision_id,
+            revision.revision_number,
+            naming.SNAPSHOT,
+        )
+        volume = naming.snapshot(revision.revision_id)
+        self.engine.create_volume(volume, labels)  # an existing name is returned as it is
+        if not naming.is_owned(self.engine.volume(volume).get("Labels"), labels):
+            raise base.PermanentDriverError(NOT_OWNED, f"volume {volume} is not occ's")
+        writer = naming.snapshot_writer(revision.revision_id)
+        self._remove_owned_container(writer, revision.namespace_id, revision.revision_id)
+        operation.check()
+        try:
+            writer_id = self.engine.create_container(
+                **workload.snapshot_writer_config(revision, image=self.image)
+            )
+        except docker_engine.NotFound:
+            raise base.PermanentDriverError(
+                IMAGE_MISSING, f"the gateway image {self.image!r} is not on the engine"
+            ) from None
+        except docker_engine.Conflict:
+            raise base.TransientDriverError(NOT_READY, "the snapshot writer is busy") from None
+        try:
+            self.engine.put_archive(
+                writer_id,
+                workload.CONFIG_DIR,
+                workload.snapshot_archive(revision.configuration_document),
+            )
+        finally:
+            self.engine.remove_container(writer_id)
+
+    def _remove_snapshot(
+        self, operation: base.Operation, namespace_id: str, revision_id: str
+    ) -> None:
+        self._remove_owned_container(naming.snapshot_writer(revision_id), namespace_id, revision_id)
+        volume = naming.snapshot(revision_id)
+        try:
+            labels = self.engine.volume(volume).get("Labels")
+        except docker_engine.NotFound:
+            return
+        expected = {naming.NAMESPACE_ID: namespace_id, naming.REVISION_ID: revision_id}
+        if naming.is_owned(labels, expected):
+            operation.check()
+            self.engine.remove_volume(volume)
+
+    def _remove_owned_container(self, name: str, namespace_id: str, revision_id: str) -> None:
+        try:
+            found = self.engine.container(name)
+        except docker_engine.NotFound:
+            return
+        expected = {naming.NAMESPACE_ID: namespace_id, naming.REVISION_ID: revision_id}
+        if not naming.is_owned(found["Config"].get("Labels"), expected):
+            raise base.PermanentDriverError(NOT_OWNED, f"container {name} is not occ's")
+        self.engine.remove_container(found["Id"])
+
+    def _ensure_network(self, namespace_id: str) -> dict[str, Any]:
+        network = self._network(namespace_id, create=True)
+        if network is None:
+            raise base.TransientDriverError(NOT_READY, "the Namespace's network did not appear")
+        return network
+
+    def _network(
+        self, namespace_id: str, *, create: bool, refuse_foreign: bool = True
+    ) -> dict[str, Any] | None:
+        """The Namespace's network (created when asked); a same-named foreign one is refused
+        (or, with ``refuse_foreign=False``, treated as absent)."""
+        name = naming.network(namespace_id)
+        expected = naming.owned(namespace_id)
+
+        def same_name() -> list[dict[str, Any]]:
+            # the engine's name filter matches substrings: compare exactly
+            return [n for n in self.engine.networks(name=name) if n.get("Name") == name]
+
+        found = same_name()
+        if not found and create:
+            # a conflict: created meanwhile by another pass (or a foreign one: checked below)
+            with contextlib.suppress(docker_engine.Conflict):
+                self.engine.create_network(name, expected)
+            found = same_name()
+        owned = [n for n in found if naming.is_owned(n.get("Labels"), expected)]
+        if found and not owned:
+            if not refuse_foreign:
+                return None
+            raise base.PermanentDriverError(
+                NOT_OWNED, f"network {name} exists but occ does not own it (labels differ)"
+            )
+        if not owned:
+            return None
+        return min(owned, key=lambda n: str(n.get("Created", "")))  # oldest, if duplicated
+
+    def _gateway(
+        self, revision_id: str, namespace_id: str, *, refuse_foreign: bool = True
+    ) -> dict[str, Any] | None:
+        name = naming.gateway(revision_id)
+        try:
+            found = self.engine.container(name)
+        except docker_engine.NotFound:
+            return None
+        expected = {
+            naming.NAMESPACE_ID: namespace_id,
+            naming.REVISION_ID: revision_id,
+            naming.ROLE: naming.GATEWAY,
+        }
+        if naming.is_owned((found.get("Config") or {}).get("Labels"), expected):
+            return found
+        if not refuse_foreign:
+            return None
+        raise base.PermanentDriverError(NOT_OWNED, f"container {name} exists but is not occ's")
+
+    def _agent_objects(self, namespace_id: str, agent_id: str, role: str) -> list[dict[str, Any]]:
+        labels = {**naming.owned(namespace_id), naming.AGENT_ID: agent_id, naming.ROLE: role}
+        return self.engine.containers(naming.selector(labels))
+
+
+def _aliases(container: Mapping[str, Any], network: str) -> list[str]:
+    networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
+    return list((networks.get(network) or {}).get("Aliases") or [])
+
+
+def _version(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split("."))
+    except ValueError:
+        return (0,)
