@@ -11,6 +11,12 @@ The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.gateway
   that never becomes ready);
 * ``GET /config``: the JSON configuration snapshot it was started with.
 
+With ``--credential-stdin PATH`` (how a container receives its credential without an
+environment literal) it first reads one newline-terminated line from stdin, writes it to
+``PATH`` with mode 0600, and then uses ``PATH`` as its credential file; stdin that ends
+without a whole line, or no line within ``--credential-timeout`` seconds, exits with status 2
+before anything listens (whoever started it starts it again and delivers anew).
+
 It binds ``--host`` (127.0.0.1 by default), logs one JSON line on start and one on stop (no
 request logs, nothing secret), and exits with status 0 on SIGTERM or SIGINT. Importing this
 module imports only the standard library, so a gateway starts in a fraction of a second.
@@ -21,6 +27,8 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
+import os
+import select
 import signal
 import sys
 import threading
@@ -32,7 +40,10 @@ from typing import Any
 from occ import fingerprints
 
 EXIT_USAGE = 2
-"""Exit status when the arguments or the configuration file are unusable."""
+"""Exit status when the arguments, the configuration file or the credential are unusable."""
+
+MAX_CREDENTIAL_BYTES = 65_536
+"""Longest credential line read from stdin."""
 
 
 class GatewayServer(http.server.ThreadingHTTPServer):
@@ -94,9 +105,17 @@ def serve(
     host: str = "127.0.0.1",
     unhealthy: bool = False,
     credential_file: Path | None = None,
+    credential_stdin: Path | None = None,
+    credential_timeout_s: float = 30.0,
 ) -> int:
     """Serve until SIGTERM or SIGINT; the exit status (0, or 2 for unusable input)."""
     credential_fingerprint = None
+    if credential_stdin is not None:
+        problem = receive_credential(sys.stdin.fileno(), credential_stdin, credential_timeout_s)
+        if problem is not None:
+            _event("gateway.failed", revisionId=revision_id, reason=problem)
+            return EXIT_USAGE
+        credential_file = credential_stdin
     if credential_file is not None:
         try:
             credential_fingerprint = fingerprints.of(
@@ -176,6 +195,37 @@ def serve(
     return 0
 
 
+def receive_credential(descriptor: int, path: Path, timeout_s: float) -> str | None:
+    """Read one line from ``descriptor`` into ``path`` (mode 0600); a problem or ``None``.
+
+    The value is never logged; the problem is a fixed word (``timeout``, ``incomplete``,
+    ``too_long``, or the ``OSError`` class).
+    """
+    received = bytearray()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while b"\n" not in received:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
+                return "timeout"
+            chunk = os.read(descriptor, 4096)
+            if not chunk:
+                return "incomplete"
+            received += chunk
+            if len(received) > MAX_CREDENTIAL_BYTES:
+                return "too_long"
+        value = bytes(received).split(b"\n", 1)[0]
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(handle, 0o600)
+            os.write(handle, value + b"\n")
+        finally:
+            os.close(handle)
+    except OSError as exc:
+        return type(exc).__name__
+    return None
+
+
 def _event(event: str, **fields: Any) -> None:
     line = {"event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **fields}
     sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
@@ -194,7 +244,10 @@ def parser() -> argparse.ArgumentParser:
     arguments.add_argument("--config", type=Path, required=True)
     arguments.add_argument("--host", default="127.0.0.1")
     arguments.add_argument("--unhealthy", action="store_true")
-    arguments.add_argument("--credential-file", type=Path, default=None)
+    credential = arguments.add_mutually_exclusive_group()
+    credential.add_argument("--credential-file", type=Path, default=None)
+    credential.add_argument("--credential-stdin", type=Path, default=None, metavar="PATH")
+    arguments.add_argument("--credential-timeout", type=float, default=30.0, metavar="SECONDS")
     return arguments
 
 
@@ -212,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         host=options.host,
         unhealthy=options.unhealthy,
         credential_file=options.credential_file,
+        credential_stdin=options.credential_stdin,
+        credential_timeout_s=options.credential_timeout,
     )
 
 
