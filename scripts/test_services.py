@@ -1,10 +1,11 @@
-"""Find or start the PostgreSQL and Redis servers the test suite needs.
+"""Find or start the PostgreSQL, Redis and Docker Engine servers the test suite needs.
 
 Run from the project's virtualenv (``make test`` does). ``env`` (the default) prints shell
-``export`` lines for ``OCC_TEST_DATABASE_URL``, ``OCC_TEST_REDIS_URL`` and
-``OCC_BENCH_DATABASE_URL`` (database ``occ_bench`` on the same server) and writes them to
-``.test-services/env.sh``; ``stop`` stops the embedded servers this script started; ``status``
-tells what is running. Progress goes to stderr, so ``eval "$(... env)"`` also works.
+``export`` lines for ``OCC_TEST_DATABASE_URL``, ``OCC_TEST_REDIS_URL``,
+``OCC_BENCH_DATABASE_URL`` (database ``occ_bench`` on the same server) and
+``OCC_TEST_DOCKER_HOST`` and writes them to ``.test-services/env.sh``; ``stop`` stops the
+embedded servers and the engine this script started; ``status`` tells what is running.
+Progress goes to stderr, so ``eval "$(... env)"`` also works.
 
 Order of discovery, for each service:
 
@@ -19,12 +20,19 @@ Order of discovery, for each service:
 
 The embedded servers run detached and are reused by later runs; ``stop`` (``make clean``)
 ends them. ``OCC_TEST_FORCE_EMBEDDED=1`` skips steps 1 to 3.
+
+The Docker Engine: ``OCC_TEST_DOCKER_HOST`` when set (an error if it does not answer), else a
+private ``dockerd`` of the tests' own (``scripts/docker_engine.py``: data root, socket and
+pid file under ``.test-services/docker``, Debian's ``docker.io`` installed first when there is
+no ``dockerd``), else, without root, the engine ``DOCKER_HOST`` or the default socket names.
+The stand-in gateway image is built on it when missing or out of date.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import logging
 import os
 import shlex
@@ -32,12 +40,14 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import docker_engine
 import psycopg
 import redis
 
@@ -46,6 +56,7 @@ STATE = ROOT / ".test-services"
 PG_DIR = STATE / "pg"
 REDIS_DIR = STATE / "redis"
 ENV_FILE = STATE / "env.sh"
+DOCKER_DIR = STATE / "docker"
 BENCH_DATABASE = "occ_bench"
 
 # pgserver keeps its lock file under XDG_RUNTIME_DIR and warns when it falls back to /tmp
@@ -372,6 +383,65 @@ def _find(
     return url
 
 
+# -- Docker Engine ------------------------------------------------------------------------------
+
+
+def private_engine() -> docker_engine.PrivateEngine:
+    """The tests' own engine: under .test-services/docker, or a short temporary directory
+    named after this checkout when that path is too long for unix sockets."""
+    directory = DOCKER_DIR
+    if len(str(directory)) > docker_engine.MAX_DIRECTORY_LENGTH:
+        suffix = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+        directory = Path(tempfile.gettempdir()) / f"occ-docker-{suffix}"
+    return docker_engine.PrivateEngine(directory)
+
+
+def find_docker() -> str:
+    """The engine the Docker tests use, with the stand-in gateway image built on it."""
+    given = os.environ.get("OCC_TEST_DOCKER_HOST")
+    if given:
+        problem = docker_engine.problem(given)
+        if problem is not None:
+            raise ServiceError(f"OCC_TEST_DOCKER_HOST={given}: {problem}")
+        say(f"Docker Engine from OCC_TEST_DOCKER_HOST: {given}")
+        host = given
+    elif hasattr(os, "geteuid") and os.geteuid() == 0:
+        engine = private_engine()
+        reused = engine.running()
+        try:
+            engine.start()
+        except docker_engine.EngineError as exc:
+            raise ServiceError(f"Docker Engine: {exc}") from exc
+        say(
+            f"Docker Engine: {'reusing' if reused else 'started'} the private dockerd {engine.host}"
+        )
+        host = engine.host
+    else:
+        host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        problem = docker_engine.problem(host)
+        if problem is not None:
+            raise ServiceError(
+                f"no Docker Engine: not root (no private dockerd), {host}: {problem}"
+            )
+        say(f"Docker Engine: {host}")
+    try:
+        docker_engine.PrivateEngine.build_image_on(host)
+    except docker_engine.EngineError as exc:
+        raise ServiceError(str(exc)) from exc
+    return host
+
+
+def stop_private_engine() -> None:
+    engine = private_engine()
+    if engine.pid() is None and not engine.directory.exists():
+        return
+    try:
+        engine.remove()
+        say("stopped the private Docker Engine")
+    except docker_engine.EngineError as exc:
+        say(f"could not stop the private Docker Engine: {exc}")
+
+
 # -- commands -----------------------------------------------------------------------------------
 
 
@@ -384,6 +454,7 @@ def command_env(env_file: Path) -> int:
     try:
         database_url = find_postgres()
         redis_url = find_redis()
+        docker_host = find_docker()
     except (ServiceError, subprocess.SubprocessError, OSError) as exc:
         say(f"error: {exc}")
         return 1
@@ -392,6 +463,7 @@ def command_env(env_file: Path) -> int:
         "OCC_TEST_REDIS_URL": redis_url,
         # the benchmark owns a database of its own on the same server (`make bench`)
         "OCC_BENCH_DATABASE_URL": with_database(database_url, BENCH_DATABASE),
+        "OCC_TEST_DOCKER_HOST": docker_host,
     }
     text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
     env_file.parent.mkdir(parents=True, exist_ok=True)
@@ -401,6 +473,7 @@ def command_env(env_file: Path) -> int:
 
 
 def command_stop() -> int:
+    stop_private_engine()
     stop_embedded_redis()
     stop_embedded_postgres()
     return 0
@@ -411,6 +484,8 @@ def command_status() -> int:
     say(f"embedded PostgreSQL: {'running' if pg_running else 'not running'}")
     redis_url = _embedded_redis_url()
     say(f"embedded Redis: {redis_url or 'not running'}")
+    engine = private_engine()
+    say(f"private Docker Engine: {engine.host if engine.running() else 'not running'}")
     return 0
 
 
