@@ -1,0 +1,252 @@
+"""``FakeKubeAPI``: the fake Kubernetes API server a test starts, drives and inspects.
+
+Puts the store, the simulated controllers, the verbs, RBAC, faults and the HTTP server
+together on ``127.0.0.1:<ephemeral port>`` in a daemon thread, and offers the test hooks:
+reading objects directly, changes and deletions behind the client's back, rollouts,
+namespace termination, fault scripts, denials and the request journal. It must not be
+used outside tests; nothing here talks to a real cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tests.support.kube_api import (
+    access,
+    errors,
+    faults,
+    resources,
+    selectors,
+    server,
+    simulation,
+    store,
+    verbs,
+)
+
+Obj = resources.Obj
+_SOMEONE_ELSE = "someone-else"
+
+
+class FakeKubeAPI:
+    """An in-process apiserver for the real ``kubernetes`` client (see the module docstring)."""
+
+    def __init__(
+        self, *, validate: bool = True, schema_version: str = "1.34", token: str = "test-token"
+    ) -> None:
+        self.token = token
+        self._store = store.Store()
+        self._controllers = simulation.Simulation(self._store)
+        self._verbs = verbs.Verbs(
+            self._store, self._controllers, validate=validate, schema_version=schema_version
+        )
+        self._authorizer = access.Authorizer()
+        self._faults = faults.Faults()
+        self._journal = faults.Journal()
+        self._dispatcher = server.Dispatcher(self._verbs, self._authorizer, token)
+        self._http: server.KubeHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> FakeKubeAPI:
+        if self._http is not None:
+            raise RuntimeError("the fake apiserver is already running")
+        self._http = server.KubeHTTPServer(self._dispatcher, self._faults, self._journal)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-kube-api",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._http is None:
+            return
+        self._http.shutdown()
+        self._http.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._http = None
+        self._thread = None
+
+    def __enter__(self) -> FakeKubeAPI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._http is None:
+            raise RuntimeError("the fake apiserver is not running")
+        return f"http://127.0.0.1:{self._http.server_port}"
+
+    def reset(self) -> None:
+        """Back to an empty cluster: objects, journal, faults, denials, failures, switches."""
+        self._store.clear()
+        self._journal.clear()
+        self._faults.clear()
+        self._authorizer.clear()
+        self._verbs.clear_validation_failures()
+        self._controllers.auto_rollout = False
+        self._controllers.auto_finish_namespace_deletion = False
+        self._dispatcher.server_version = ("1", "34")
+
+    # -- client configuration -------------------------------------------------------------
+
+    def kubeconfig_dict(self, token: str | None = None, context: str = "fake") -> dict[str, Any]:
+        """A kubeconfig for ``kubernetes.config.new_client_from_config_dict``."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": {"token": self.token if token is None else token}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+            "current-context": context,
+        }
+
+    def write_kubeconfig(self, path: Path | str, token: str | None = None) -> Path:
+        target = Path(path)
+        target.write_text(json.dumps(self.kubeconfig_dict(token), indent=2))  # JSON is YAML
+        target.chmod(0o600)
+        return target
+
+    # -- switches -------------------------------------------------------------------------
+
+    @property
+    def auto_rollout(self) -> bool:
+        return self._controllers.auto_rollout
+
+    @auto_rollout.setter
+    def auto_rollout(self, value: bool) -> None:
+        self._controllers.auto_rollout = value
+
+    @property
+    def auto_finish_namespace_deletion(self) -> bool:
+        return self._controllers.auto_finish_namespace_deletion
+
+    @auto_finish_namespace_deletion.setter
+    def auto_finish_namespace_deletion(self, value: bool) -> None:
+        self._controllers.auto_finish_namespace_deletion = value
+
+    @property
+    def server_version(self) -> tuple[str, str]:
+        return self._dispatcher.server_version
+
+    @server_version.setter
+    def server_version(self, value: tuple[str, str]) -> None:
+        self._dispatcher.server_version = value
+
+    # -- inspection -----------------------------------------------------------------------
+
+    def get(self, plural: str, namespace: str | None, name: str) -> Obj | None:
+        return self._store.get(resources.by_plural(plural).plural, namespace, name)
+
+    def objects(
+        self, plural: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
+        matches = selectors.parse_label_selector(label_selector)
+        return self._store.items(
+            resources.by_plural(plural).plural,
+            namespace,
+            lambda obj: matches(obj["metadata"].get("labels") or {}),
+        )
+
+    @property
+    def validation_errors(self) -> list[verbs.ValidationFailure]:
+        return self._verbs.validation_failures
+
+    @property
+    def journal(self) -> list[faults.Request]:
+        return self._journal.entries()
+
+    def clear_journal(self) -> None:
+        self._journal.clear()
+
+    # -- behind the client's back ---------------------------------------------------------
+
+    def edit(
+        self, plural: str, namespace: str | None, name: str, mutate: Callable[[Obj], None]
+    ) -> Obj:
+        """Someone else changes the object: versions move as for any write."""
+        resource = resources.by_plural(plural)
+        with self._store.lock:
+            old = self._require(resource, namespace, name)
+            new = copy.deepcopy(old)
+            mutate(new)
+            return self._verbs.write_behind_back(resource, old, new, _SOMEONE_ELSE)
+
+    def create_foreign(self, plural: str, namespace: str | None, body: Obj) -> Obj:
+        """Someone else creates an object (as through the API, so it is complete and valid)."""
+        resource = resources.by_plural(plural)
+        _, created = self._verbs.create(resource, namespace, copy.deepcopy(body), _SOMEONE_ELSE)
+        return created
+
+    def remove(self, plural: str, namespace: str | None, name: str) -> None:
+        """Someone else deletes the object at once (finalizers ignored, contents included)."""
+        resource = resources.by_plural(plural)
+        with self._store.lock:
+            obj = self._require(resource, namespace, name)
+            if resource.plural == "namespaces":
+                for key in list(self._store.keys_in_namespace(name)):
+                    self._store.remove(*key)
+            self._store.remove(resource.plural, namespace, name)
+            self._controllers.after_delete(resource, obj)
+
+    def mark_rollout(
+        self,
+        namespace: str,
+        deployment_name: str,
+        ready: simulation.Readiness = True,
+        *,
+        waiting_reason: str = "ContainerCreating",
+    ) -> Obj:
+        """The Deployment controller finished (True), is waiting (False) or gave up
+        ("deadline"); Pods and EndpointSlices follow."""
+        return self._controllers.mark_rollout(
+            namespace, deployment_name, ready, waiting_reason=waiting_reason
+        )
+
+    def finish_namespace_deletion(self, name: str) -> None:
+        self._controllers.finish_namespace_deletion(name)
+
+    # -- misbehaviour ---------------------------------------------------------------------
+
+    def inject(
+        self,
+        method: str,
+        path_pattern: str,
+        *,
+        status: int | None = None,
+        times: int = 1,
+        retry_after: int | None = None,
+        delay_s: float | None = None,
+        close: bool = False,
+        reason: str | None = None,
+    ) -> None:
+        """Script the next ``times`` requests matching ``method`` (or ``*``) and the regex."""
+        self._faults.add(
+            faults.Fault(method, path_pattern, status, retry_after, delay_s, close, reason), times
+        )
+
+    def deny(self, verb: str, resource: str, namespace: str | None = None) -> None:
+        self._authorizer.deny(verb, resource, namespace)
+
+    def _require(self, resource: resources.Resource, namespace: str | None, name: str) -> Obj:
+        obj = self._store.get(resource.plural, namespace, name)
+        if obj is None:
+            raise errors.not_found(resource.plural, name, resource.group)
+        return obj
