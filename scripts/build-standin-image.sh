@@ -93,7 +93,7 @@ PY
 
 EXECUTABLE=$(sed -n 1p "$WORK/files.txt")
 DIGEST=$(sed -n 2p "$WORK/files.txt")
-CURRENT=$("$DOCKER" image inspect --format '{{ index .Config.Labels "dev.occ.standin-digest" }}' \
+CURRENT=$("$DOCKER" image inspect --format '{{ index .Config.Labels "occ.standin.digest" }}' \
   "$IMAGE" 2>/dev/null || true)
 if [ "$CURRENT" = "$DIGEST" ]; then
   echo "build-standin-image: $IMAGE is up to date ($DIGEST)" >&2
@@ -161,6 +161,6 @@ PY
   --change "USER 10001:10001" \
   --change "ENV LANG=C.UTF-8 PYTHONUNBUFFERED=1" \
   --change "EXPOSE 8080/tcp" \
-  --change "LABEL dev.occ.standin-digest=$DIGEST" \
+  --change "LABEL occ.standin.digest=$DIGEST" \
   "$WORK/rootfs.tar" "$IMAGE" >/dev/null
 echo "build-standin-image: built $IMAGE ($DIGEST, $(du -h "$WORK/rootfs.tar" | cut -f1))" >&2

@@ -1,0 +1,58 @@
+"""Fixtures for the ``docker`` driver's tests on a real Docker Engine (``OCC_TEST_DOCKER_HOST``).
+
+Every test gets fresh ids, so its objects never meet another test's; ``sweep`` removes
+whatever a test left with occ's labels. The runtime fixtures (``env``, ``fleet``,
+``broker_url``) are the tasks tests' own, re-used here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import docker
+import pytest
+
+from occ.drivers.compute import base
+from occ.drivers.compute.docker import DockerComputeDriver
+from tests.integration.drivers.docker.objects import make_driver, sweep
+from tests.integration.tasks.conftest import broker_url, env, fleet, local_root  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def docker_host() -> str:
+    host = os.environ.get("OCC_TEST_DOCKER_HOST")
+    if not host:
+        pytest.fail("OCC_TEST_DOCKER_HOST is not set: run `make services`")
+    return host
+
+
+@pytest.fixture
+def client(docker_host: str) -> Iterator[Any]:
+    """The SDK client the tests inspect the engine with (independent of the driver's)."""
+    sdk = docker.DockerClient(base_url=docker_host, timeout=30)
+    try:
+        yield sdk
+    finally:
+        sdk.close()
+
+
+@pytest.fixture
+def driver(docker_host: str) -> DockerComputeDriver:
+    return make_driver(docker_host)
+
+
+@pytest.fixture
+def operation() -> base.Operation:
+    return base.Operation("test:work", "token-1", threading.Event())
+
+
+@pytest.fixture
+def namespace_id(client: Any) -> Iterator[str]:
+    """A fresh Namespace id; everything labelled with it is removed afterwards."""
+    identifier = f"ns_{uuid.uuid4().hex[:12]}"
+    yield identifier
+    sweep(client, identifier)
