@@ -1,0 +1,217 @@
+"""The Compute Driver contract, the same observable behaviour asked of every driver.
+
+One suite, parametrised over the drivers that exist: each ``Harness`` builds its driver on
+real infrastructure (local: gateway processes on this machine; kubernetes: the fake API
+server over HTTP, whose simulated controllers stand in for the cluster's) and knows how to
+let a runtime become ready. Adding a driver means adding one harness and one fixture param.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from occ.config import Settings
+from occ.drivers.compute import base
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver
+from occ.drivers.compute.local import LocalComputeDriver
+from tests.integration.drivers.kubernetes import helpers
+from tests.support.kube_api import FakeKubeAPI
+from tests.support.processes import wait_for
+
+READY_TIMEOUT = 20.0
+
+
+@dataclass
+class Harness:
+    """A driver under test and what the test needs to drive and observe it."""
+
+    driver: Any
+    settle: Callable[[base.RevisionSpec], None]
+    """Let the revision's runtime make progress (a cluster's controllers, a process start)."""
+    snapshot: Callable[[], object]
+    """Everything the driver could have changed, comparable for equality."""
+    credential: bool = True
+
+
+def _local(tmp_path: Path) -> Iterator[Harness]:
+    root = tmp_path / "local"
+    driver = LocalComputeDriver(root)
+
+    def snapshot() -> object:
+        if not root.exists():
+            return frozenset()
+        return frozenset(
+            (str(path.relative_to(root)), path.stat().st_mtime_ns)
+            for path in root.rglob("*")
+            if path.is_file() and path.name not in ("effects.jsonl", ".lock")
+        )
+
+    try:
+        yield Harness(driver=driver, settle=lambda _revision: None, snapshot=snapshot)
+    finally:
+        for pid in driver.gateway_processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _kubernetes(tmp_path: Path) -> Iterator[Harness]:
+    with FakeKubeAPI(validate=True) as fake:
+        kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig")
+        driver = KubernetesComputeDriver.from_settings(
+            Settings(
+                kubernetes_kubeconfig=str(kubeconfig),
+                kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
+            )
+        )
+
+        def settle(revision: base.RevisionSpec) -> None:
+            namespace = driver.kubernetes_namespace(revision.namespace_id)
+            if namespace and fake.get("deployments", namespace, helpers.gateway_name(revision)):
+                fake.mark_rollout(namespace, helpers.gateway_name(revision))
+            if namespace:
+                terminating = fake.get("namespaces", None, namespace)
+                if terminating is not None and terminating["metadata"].get("deletionTimestamp"):
+                    fake.finish_namespace_deletion(namespace)
+
+        def snapshot() -> object:
+            return frozenset(
+                (plural, obj["metadata"].get("namespace"), obj["metadata"]["name"], rv)
+                for plural in (
+                    "namespaces",
+                    "configmaps",
+                    "secrets",
+                    "serviceaccounts",
+                    "services",
+                    "persistentvolumeclaims",
+                    "deployments",
+                    "networkpolicies",
+                )
+                for obj in fake.objects(plural)
+                for rv in [obj["metadata"]["resourceVersion"]]
+            )
+
+        yield Harness(driver=driver, settle=settle, snapshot=snapshot)
+        driver.api.close()
+        assert fake.validation_errors == []
+
+
+HARNESSES: dict[str, Callable[[Path], Iterator[Harness]]] = {
+    "local": _local,
+    "kubernetes": _kubernetes,
+}
+
+
+@pytest.fixture(params=sorted(HARNESSES))
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    yield from HARNESSES[request.param](tmp_path)
+
+
+def _operation(*, aborted: bool = False) -> base.Operation:
+    abort = threading.Event()
+    if aborted:
+        abort.set()
+    return base.Operation(work_id="contract", claim_token=str(uuid.uuid4()), abort=abort)
+
+
+def _specs() -> tuple[base.NamespaceSpec, base.RevisionSpec]:
+    namespace = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="contract")
+    revision = base.RevisionSpec(
+        namespace_id=namespace.id,
+        agent_id=f"agt_{uuid.uuid4()}",
+        revision_id=f"rev_{uuid.uuid4()}",
+        revision_number=1,
+        configuration_generation=1,
+        configuration_document={"model": "stand-in"},
+        harness_id="openclaw",
+        harness_version="1.0.0",
+        harness_mode="embedded",
+        service_principal_id=f"prn_{uuid.uuid4()}",
+        credential=base.Credential(helpers.CREDENTIAL),
+    )
+    return namespace, revision
+
+
+def _until_ready(harness: Harness, call: Callable[[], object], revision: base.RevisionSpec) -> Any:
+    def attempt() -> object:
+        result = call()
+        if isinstance(result, base.Pending):
+            harness.settle(revision)
+            return None
+        return result
+
+    return wait_for(attempt, timeout=READY_TIMEOUT, message="the driver to converge")
+
+
+def test_the_whole_lifecycle_is_idempotent_at_every_step(harness: Harness) -> None:
+    driver, operation = harness.driver, _operation()
+    namespace, revision = _specs()
+    for _ in range(2):
+        assert isinstance(driver.ensure_namespace(operation, namespace), base.Ready)
+
+    prepared = _until_ready(harness, lambda: driver.prepare_revision(operation, revision), revision)
+    assert isinstance(prepared, base.Ready)
+    activation = _until_ready(
+        harness, lambda: driver.activate_revision(operation, revision), revision
+    )
+    assert isinstance(activation, base.Activation)
+    assert isinstance(activation.endpoint, str) and activation.endpoint.startswith("http")
+    before = harness.snapshot()
+    assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
+    assert driver.activate_revision(operation, revision) == activation
+    assert harness.snapshot() == before
+
+    for _ in range(2):
+        driver.stop_revision(operation, revision)
+    for _ in range(2):
+        driver.retire_revision(operation, revision)
+    for _ in range(2):
+        driver.delete_agent_credentials(operation, namespace.id, revision.agent_id)
+    for _ in range(2):
+        deleted = _until_ready(
+            harness, lambda: driver.delete_namespace(operation, namespace), revision
+        )
+        assert isinstance(deleted, base.Ready)
+
+
+def test_an_aborted_operation_raises_aborted_without_any_effect(harness: Harness) -> None:
+    driver = harness.driver
+    namespace, revision = _specs()
+    before = harness.snapshot()
+    aborted = _operation(aborted=True)
+    for call in (
+        lambda: driver.ensure_namespace(aborted, namespace),
+        lambda: driver.prepare_revision(aborted, revision),
+    ):
+        with pytest.raises(base.Aborted):
+            call()
+    assert harness.snapshot() == before
+
+    assert isinstance(driver.ensure_namespace(_operation(), namespace), base.Ready)
+    ready = harness.snapshot()
+    with pytest.raises(base.Aborted):
+        driver.prepare_revision(aborted, revision)
+    with pytest.raises(base.Aborted):
+        driver.delete_namespace(aborted, namespace)
+    assert harness.snapshot() == ready
+
+
+def test_capabilities_are_well_formed(harness: Harness) -> None:
+    driver = harness.driver
+    assert isinstance(driver.name, str) and driver.name
+    _, revision = _specs()
+    for capabilities in (driver.capabilities, driver.revision_capabilities(revision)):
+        assert isinstance(capabilities, base.Capabilities)
+        assert capabilities.activation_order in tuple(base.ActivationOrder)
+        assert isinstance(capabilities.requires_stopped_predecessors, bool)
+        interval = capabilities.maintenance_interval_s
+        assert interval is None or interval > 0
