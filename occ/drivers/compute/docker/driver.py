@@ -148,15 +148,17 @@ class DockerComputeDriver:
 
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
-    ) -> base.Activation:
-        """Move the Agent's network alias to this revision's container; its endpoint."""
+    ) -> base.Activation | base.Pending | base.Failed:
+        """Move the Agent's network alias to this revision's container; its endpoint.
+
+        ``Pending`` while the gateway is not ready (it is restarted if it exited)."""
         observation = self._converge(operation, revision)
         if not isinstance(observation, base.Ready):
-            raise base.TransientDriverError(NOT_READY, "the revision's gateway is not ready")
+            return observation
         network = self._network(revision.namespace_id, create=False)
         container = self._gateway(revision.revision_id, revision.namespace_id)
         if network is None or container is None:
-            raise base.TransientDriverError(NOT_READY, "the revision's gateway is gone")
+            return base.Pending(NOT_READY)  # removed meanwhile: the next pass recreates it
         alias = naming.agent_alias(revision.agent_id)
         own_aliases = [naming.revision_alias(revision.revision_id)]
         if alias not in _aliases(container, network["Name"]):
@@ -175,7 +177,7 @@ class DockerComputeDriver:
                     self.engine.connect(network["Id"], found["Id"], [other_alias])
         port = workload.published_port(self.engine.container(container["Id"]))
         if port is None:
-            raise base.TransientDriverError(NOT_READY, "the gateway's port is not published")
+            return base.Pending(NOT_READY)
         return base.Activation(workload.endpoint(port))
 
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:

@@ -177,7 +177,7 @@ def credential_line(credential: base.Credential) -> bytes:
     value = credential.value
     if "\n" in value or "\r" in value:
         raise base.PermanentDriverError(
-            "CREDENTIAL_UNDELIVERABLE", "the credential holds a line break"
+            "DOCKER_CREDENTIAL_UNDELIVERABLE", "the credential holds a line break"
         )
     return value.encode() + b"\n"
 
