@@ -632,6 +632,21 @@ def test_denied_verbs_are_forbidden_and_reported_by_access_reviews(
         clients.core.delete_namespaced_config_map("cfg", ns)
 
 
+def test_a_stopped_server_refuses_connections_and_restarts_at_the_same_url(
+    clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
+) -> None:
+    url = fake.url
+    clients.core.read_namespace(ns)  # leaves a keep-alive connection in the client's pool
+    fake.stop()
+    try:
+        with pytest.raises(urllib3.exceptions.HTTPError):
+            clients.core.read_namespace(ns)
+    finally:
+        fake.start()
+    assert fake.url == url
+    assert clients.core.read_namespace(ns).metadata.name == ns
+
+
 def test_a_wrong_bearer_token_is_unauthorized(fake: kube_api.FakeKubeAPI) -> None:
     with (
         _api_client(fake, token="wrong") as api_client,

@@ -1,8 +1,21 @@
 """A fake Kubernetes API server for tests: real HTTP on 127.0.0.1 for the real client.
 
-``FakeKubeAPI`` serves the kinds the Kubernetes Compute Driver uses with the apiserver's
-semantics (versions, conflicts, validation, server-side apply, deletion, selectors) plus
-test hooks; ``Request`` is one journal entry. See ``docs/testing-kubernetes.md``.
+``FakeKubeAPI`` serves namespaces, service accounts, config maps, secrets, services,
+persistent volume claims, pods, resource quotas, limit ranges, deployments (with ``scale``),
+network policies and (read-only) endpoint slices with the apiserver's semantics: versions
+and generations, 404/409/422/403 answers as ``Status`` objects, optimistic concurrency,
+merge / strategic / JSON / server-side apply patches, deletion with preconditions,
+finalizers and namespace termination, label and field selectors, bearer-token checks.
+Controllers do nothing unless a test asks (``mark_rollout``, ``finish_namespace_deletion``
+or the ``auto_*`` switches). ``Request`` is one entry of the request journal.
+
+Deliberate simplifications, so a test must not rely on them:
+- server-side apply knows one field manager: fields missing from an apply body disappear,
+  even those someone else set; there are no apply conflicts (``force`` changes nothing);
+- strategic merge patch is a plain merge patch (lists are replaced, not merged by key);
+- no watches, no ``dryRun`` (answered 400), no paging (``limit`` is ignored, which the API
+  allows), no admission beyond namespace lifecycle, no quota enforcement;
+- pods go at once on delete (no grace period), PVC storage may grow while unbound.
 """
 
 from __future__ import annotations

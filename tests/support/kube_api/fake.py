@@ -50,14 +50,19 @@ class FakeKubeAPI:
         self._journal = faults.Journal()
         self._dispatcher = server.Dispatcher(self._verbs, self._authorizer, token)
         self._http: server.KubeHTTPServer | None = None
+        self._port = 0  # kept after stop(), so a restarted server is at the same URL
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> FakeKubeAPI:
+        """Listen on 127.0.0.1: a free port the first time, the same one after a stop."""
         if self._http is not None:
             raise RuntimeError("the fake apiserver is already running")
-        self._http = server.KubeHTTPServer(self._dispatcher, self._faults, self._journal)
+        self._http = server.KubeHTTPServer(
+            self._dispatcher, self._faults, self._journal, self._port
+        )
+        self._port = self._http.server_port
         self._thread = threading.Thread(
             target=self._http.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -68,10 +73,12 @@ class FakeKubeAPI:
         return self
 
     def stop(self) -> None:
+        """Stop answering: the port closes and open connections are cut (objects stay)."""
         if self._http is None:
             return
         self._http.shutdown()
         self._http.server_close()
+        self._http.cut_connections()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._http = None

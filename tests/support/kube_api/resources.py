@@ -8,11 +8,23 @@ objects or decide about requests.
 
 from __future__ import annotations
 
+import base64
 import copy
 from dataclasses import dataclass
 from typing import Any
 
 Obj = dict[str, Any]
+
+SYSTEM_METADATA = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+)
 
 
 @dataclass(frozen=True)
@@ -172,3 +184,35 @@ def list_item(obj: Obj) -> Obj:
     item.pop("kind", None)
     item.pop("apiVersion", None)
     return item
+
+
+def carry_server_fields(resource: Resource, old: Obj, new: Obj) -> None:
+    """What a write cannot change: system metadata, status, the allocated clusterIP."""
+    metadata = new["metadata"]
+    for field in SYSTEM_METADATA:
+        if field in old["metadata"]:
+            metadata[field] = copy.deepcopy(old["metadata"][field])
+        else:
+            metadata.pop(field, None)
+    if "status" in old:
+        new["status"] = copy.deepcopy(old["status"])
+    else:
+        new.pop("status", None)
+    fold_string_data(resource, new)
+    apply_defaults(resource, new)
+    if resource.plural == "services":
+        old_spec = old.get("spec") or {}
+        spec = new.setdefault("spec", {})
+        if not spec.get("clusterIP") and old_spec.get("clusterIP"):
+            spec["clusterIP"] = old_spec["clusterIP"]
+        if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
+            spec["clusterIPs"] = copy.deepcopy(old_spec["clusterIPs"])
+
+
+def fold_string_data(resource: Resource, obj: Obj) -> None:
+    """A Secret's ``stringData`` is write-only: it lands base64-encoded in ``data``."""
+    if resource.plural != "secrets" or not isinstance(obj.get("stringData"), dict):
+        return
+    data = obj.setdefault("data", {})
+    for key, value in obj.pop("stringData").items():
+        data[key] = base64.b64encode(str(value).encode()).decode()

@@ -1,76 +1,33 @@
-"""The HTTP face of the fake Kubernetes API server: routing, authentication, faults.
+"""The HTTP face of the fake Kubernetes API server: dispatch, authentication, faults.
 
-Models the apiserver's URL layout (``/api/v1``, ``/apis/<group>/<version>``, namespaced
-collections and items, the Deployment ``scale`` subresource, ``/version``,
-``SelfSubjectAccessReview``), bearer-token authentication (401), RBAC denials (403) and
-scripted faults, on a stdlib ``ThreadingHTTPServer`` speaking HTTP/1.1 with keep-alive.
+Models the apiserver's request handling: bearer-token authentication (401), RBAC denials
+(403), the verbs behind each route (including the Deployment ``scale`` subresource,
+``/version`` and ``SelfSubjectAccessReview``) and scripted faults, on a stdlib
+``ThreadingHTTPServer`` speaking HTTP/1.1 with keep-alive.
 It must not implement object semantics itself: those are the verbs'.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import sys
+import threading
 import time
 import traceback
 import urllib.parse
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import yaml
 
-from tests.support.kube_api import access, errors, faults, patches, resources, verbs
+from tests.support.kube_api import access, errors, faults, patches, resources, routes, verbs
 
 Obj = resources.Obj
 Answer = tuple[int, Obj, dict[str, str]]
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
-
-
-@dataclass(frozen=True)
-class Route:
-    """What a path names: a resource's collection or item (maybe a subresource), or a special."""
-
-    resource: resources.Resource | None = None
-    namespace: str | None = None
-    name: str | None = None
-    subresource: str | None = None
-    special: str | None = None
-
-
-def route(path: str) -> Route:
-    """The target of ``path``; an unknown path is the apiserver's 404."""
-    parts = [urllib.parse.unquote(part) for part in path.strip("/").split("/")]
-    unknown = errors.ApiError(404, "NotFound", "the server could not find the requested resource")
-    if parts == ["version"]:
-        return Route(special="version")
-    if parts[:2] == ["api", "v1"]:
-        group, version, rest = "", "v1", parts[2:]
-    elif len(parts) >= 3 and parts[0] == "apis":
-        group, version, rest = parts[1], parts[2], parts[3:]
-    else:
-        raise unknown
-    if (group, version, rest) == ("authorization.k8s.io", "v1", ["selfsubjectaccessreviews"]):
-        return Route(special="selfsubjectaccessreview")
-    namespaces = resources.by_plural("namespaces")
-    if group == "" and rest[:1] == ["namespaces"] and len(rest) <= 2:
-        return Route(namespaces, name=rest[1] if len(rest) == 2 else None)
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        resource = resources.lookup(group, version, rest[2])
-        if resource is None or not resource.namespaced or len(rest) > 5:
-            raise unknown
-        name = rest[3] if len(rest) >= 4 else None
-        subresource = rest[4] if len(rest) == 5 else None
-        if subresource not in (None, "scale") or (subresource and resource.plural != "deployments"):
-            raise unknown
-        return Route(resource, namespace=rest[1], name=name, subresource=subresource)
-    if len(rest) == 1:
-        resource = resources.lookup(group, version, rest[0])
-        if resource is not None and resource.namespaced:
-            return Route(resource)  # a list across all namespaces
-    raise unknown
 
 
 def _flag(query: dict[str, list[str]], name: str) -> bool:
@@ -103,7 +60,7 @@ class Dispatcher:
     ) -> Answer:
         if authorization != f"Bearer {self.token}":
             raise errors.ApiError(401, "Unauthorized", "Unauthorized")
-        target = route(path)
+        target = routes.route(path)
         if target.special == "version":
             return self._version(method)
         if target.special == "selfsubjectaccessreview":
@@ -124,7 +81,7 @@ class Dispatcher:
             return self._collection(method, target, query, body, manager)
         return self._item(method, target, query, content_type, body, manager)
 
-    def _verb(self, method: str, target: Route) -> str:
+    def _verb(self, method: str, target: routes.Route) -> str:
         if method == "GET":
             return "get" if target.name else "list"
         if method == "DELETE":
@@ -136,7 +93,12 @@ class Dispatcher:
         raise errors.ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
 
     def _collection(
-        self, method: str, target: Route, query: dict[str, list[str]], body: Any, manager: str
+        self,
+        method: str,
+        target: routes.Route,
+        query: dict[str, list[str]],
+        body: Any,
+        manager: str,
     ) -> Answer:
         assert target.resource is not None
         labels, fields = _param(query, "labelSelector"), _param(query, "fieldSelector")
@@ -147,6 +109,8 @@ class Dispatcher:
         if method == "POST":
             code, obj = self.verbs.create(target.resource, target.namespace, body, manager)
             return code, obj, {}
+        if not target.resource.namespaced:
+            raise errors.ApiError(405, "MethodNotAllowed", "namespaces are deleted one by one")
         options = _delete_options(query, body)
         code, obj = self.verbs.delete_collection(
             target.resource, target.namespace, labels, fields, options
@@ -156,7 +120,7 @@ class Dispatcher:
     def _item(
         self,
         method: str,
-        target: Route,
+        target: routes.Route,
         query: dict[str, list[str]],
         content_type: str | None,
         body: Any,
@@ -186,7 +150,7 @@ class Dispatcher:
         return code, obj, {}
 
     def _scale(
-        self, method: str, target: Route, content_type: str | None, body: Any, manager: str
+        self, method: str, target: routes.Route, content_type: str | None, body: Any, manager: str
     ) -> Answer:
         assert target.resource is not None and target.name is not None
         if method not in ("GET", "PUT", "PATCH"):
@@ -290,17 +254,42 @@ def _scale_of(deployment: Obj) -> Obj:
 
 
 class KubeHTTPServer(ThreadingHTTPServer):
-    """The listening server; handlers reach the dispatcher, faults and journal through it."""
+    """The listening server; handlers reach the dispatcher, faults and journal through it.
+
+    It tracks open connections so that stopping it also cuts keep-alive connections, as an
+    apiserver that goes away would (``shutdown`` alone leaves them served).
+    """
 
     daemon_threads = True
 
     def __init__(
-        self, dispatcher: Dispatcher, scripted: faults.Faults, journal: faults.Journal
+        self,
+        dispatcher: Dispatcher,
+        scripted: faults.Faults,
+        journal: faults.Journal,
+        port: int = 0,
     ) -> None:
         self.dispatcher = dispatcher
         self.faults = scripted
         self.journal = journal
-        super().__init__(("127.0.0.1", 0), _Handler)
+        self._connections_lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        super().__init__(("127.0.0.1", port), _Handler)
+
+    def opened(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.add(connection)
+
+    def closed(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.discard(connection)
+
+    def cut_connections(self) -> None:
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -310,6 +299,15 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     wbufsize = 1 << 16
     server: KubeHTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.opened(self.connection)
+
+    def finish(self) -> None:
+        self.server.closed(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def do_GET(self) -> None:
         self._serve("GET")

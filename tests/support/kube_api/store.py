@@ -22,16 +22,7 @@ from tests.support.kube_api import resources
 Obj = resources.Obj
 Key = tuple[str, str | None, str]
 
-SYSTEM_METADATA = (
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "generation",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-)
+SYSTEM_METADATA = resources.SYSTEM_METADATA
 _SERVICE_NETWORK = ipaddress.ip_network("10.96.0.0/16")
 
 

@@ -10,7 +10,6 @@ It must not parse HTTP: it takes parsed bodies and returns (code, object).
 
 from __future__ import annotations
 
-import base64
 import copy
 import secrets
 import threading
@@ -180,6 +179,8 @@ class Verbs:
         with self.store.lock:
             old = self.store.get(resource.plural, namespace, name)
             if is_apply:
+                if not isinstance(body, dict) or not body.get("apiVersion") or not body.get("kind"):
+                    raise errors.bad_request("an apply patch must state apiVersion and kind")
                 desired = self._typed_body(resource, body, namespace, name)
                 if old is None:
                     return self.create(resource, namespace, desired, str(field_manager), "Apply")
@@ -194,7 +195,7 @@ class Verbs:
         """Store someone else's change as given (status too); versions move as for any write."""
         with self.store.lock:
             stored = self.store.update(resource, new, manager, "Update")
-            self.controllers.after_write(resource, old, stored)
+            self._after_update(resource, old, stored)
             return stored
 
     def delete(
@@ -254,14 +255,21 @@ class Verbs:
                 resource.group,
             )
         self._check_content(resource, new)
-        _carry_server_fields(resource, old, new)
+        resources.carry_server_fields(resource, old, new)
         causes = validation.immutability_causes(resource, old, new)
         if causes:
             raise errors.invalid(resource.kind, name, causes, resource.group)
         self._check_schema(resource, new)
         stored = self.store.update(resource, new, manager, operation)
-        self.controllers.after_write(resource, old, stored)
+        self._after_update(resource, old, stored)
         return stored
+
+    def _after_update(self, resource: Resource, old: Obj, stored: Obj) -> None:
+        metadata = stored["metadata"]
+        if self.store.get(resource.plural, metadata.get("namespace"), metadata["name"]) is None:
+            self.controllers.after_delete(resource, stored)  # its last finalizer went
+        else:
+            self.controllers.after_write(resource, old, stored)
 
     def _existing(self, resource: Resource, namespace: str | None, name: str) -> Obj:
         obj = self.store.get(resource.plural, namespace, name)
@@ -353,7 +361,7 @@ class Verbs:
         status = resources.initial_status(resource)
         if status is not None:
             obj["status"] = status
-        _fold_string_data(resource, obj)
+        resources.fold_string_data(resource, obj)
         resources.apply_defaults(resource, obj)
         if resource.plural == "services":
             spec = obj.setdefault("spec", {})
@@ -361,38 +369,6 @@ class Verbs:
                 if not spec.get("clusterIP"):
                     spec["clusterIP"] = self.store.allocate_cluster_ip()
                 spec.setdefault("clusterIPs", [spec["clusterIP"]])
-
-
-def _carry_server_fields(resource: Resource, old: Obj, new: Obj) -> None:
-    """What a write cannot change: system metadata, status, the allocated clusterIP."""
-    metadata = new["metadata"]
-    for field in store.SYSTEM_METADATA:
-        if field in old["metadata"]:
-            metadata[field] = copy.deepcopy(old["metadata"][field])
-        else:
-            metadata.pop(field, None)
-    if "status" in old:
-        new["status"] = copy.deepcopy(old["status"])
-    else:
-        new.pop("status", None)
-    _fold_string_data(resource, new)
-    resources.apply_defaults(resource, new)
-    if resource.plural == "services":
-        old_spec = old.get("spec") or {}
-        spec = new.setdefault("spec", {})
-        if not spec.get("clusterIP") and old_spec.get("clusterIP"):
-            spec["clusterIP"] = old_spec["clusterIP"]
-        if not spec.get("clusterIPs") and old_spec.get("clusterIPs"):
-            spec["clusterIPs"] = copy.deepcopy(old_spec["clusterIPs"])
-
-
-def _fold_string_data(resource: Resource, obj: Obj) -> None:
-    """A Secret's ``stringData`` is write-only: it lands base64-encoded in ``data``."""
-    if resource.plural != "secrets" or not isinstance(obj.get("stringData"), dict):
-        return
-    data = obj.setdefault("data", {})
-    for key, value in obj.pop("stringData").items():
-        data[key] = base64.b64encode(str(value).encode()).decode()
 
 
 def _check_preconditions(resource: Resource, obj: Obj, preconditions: Any) -> None:
