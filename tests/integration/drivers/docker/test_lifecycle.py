@@ -1,0 +1,170 @@
+"""The whole lifecycle on the ``docker`` driver through real Celery workers, PostgreSQL, Redis and
+the Docker Engine: Namespace, deploy, redeploy, stop, deploy again, Agent and Namespace
+deletion, and a gateway that never becomes healthy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from occ.controller import agent_lifecycle, configurations, installation, namespaces, secrets
+from occ.db import Database
+from occ.drivers.compute import base
+from occ.drivers.compute.docker import naming
+from occ.state import models
+from tests.integration.drivers.docker import world
+from tests.integration.drivers.docker.objects import owned_objects, sweep
+from tests.support import processes
+from tests.support.processes import wait_for
+
+FINGERPRINT = base.Credential(world.SECRET_VALUE).fingerprint
+
+
+@pytest.fixture
+def docker_env(env: dict[str, str], docker_host: str) -> dict[str, str]:
+    env.update(OCC_COMPUTE_DRIVER="docker", OCC_DOCKER_HOST=docker_host)
+    return env
+
+
+@pytest.fixture
+def control(fleet: processes.Fleet, docker_env: dict[str, str], db: Database) -> processes.Process:
+    installation.bootstrap_installation(db, name="docker", admin_name="admin")
+    return fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+
+
+@pytest.fixture
+def swept(client: Any) -> Iterator[list[str]]:
+    """Namespace ids whose engine objects are removed after the test, whatever happened."""
+    namespace_ids: list[str] = []
+    yield namespace_ids
+    for namespace_id in namespace_ids:
+        sweep(client, namespace_id)
+
+
+def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
+    db: Database,
+    docker_env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    client: Any,
+    swept: list[str],
+) -> None:
+    fleet.worker("drivers", concurrency=2)
+    w = world.make(db, docker_env)
+    swept.append(w.namespace_id)
+    [network] = client.networks.list(names=[naming.network(w.namespace_id)])
+    assert network.attrs["Labels"] == naming.owned(w.namespace_id)
+
+    first = world.deploy(db, w)
+    world.send_nudge(docker_env)
+    wait_for(lambda: world.state_is(db, w, first, "active"), timeout=60, message="first active")
+    endpoint = world.agent(db, w).endpoint
+    assert endpoint is not None and endpoint.startswith("http://127.0.0.1:")
+    health = world.health(endpoint)
+    assert (health["revisionId"], health["credentialFingerprint"]) == (first, FINGERPRINT)
+    [container] = world.gateways(client, revision_id=first)
+    wait_for(
+        lambda: (
+            client.api.inspect_container(container.id)["State"]["Health"]["Status"] == "healthy"
+        ),
+        timeout=30,
+        message="the engine to report the gateway healthy",
+    )
+
+    second = world.deploy(db, w)
+    world.send_nudge(docker_env)
+    wait_for(lambda: world.state_is(db, w, second, "active"), timeout=60, message="second active")
+    endpoint = world.agent(db, w).endpoint
+    assert endpoint is not None and world.health(endpoint)["revisionId"] == second
+    wait_for(
+        lambda: world.gateways(client, revision_id=first) == [],
+        timeout=30,
+        message="the old gateway to be removed",
+    )
+    assert world.deployment(db, w, first).state == "superseded"
+
+    agent_lifecycle.stop_agent(
+        db, actor_id=w.admin, namespace_id=w.namespace_id, agent_id=w.agent_id
+    )
+    world.send_nudge(docker_env)
+    wait_for(lambda: world.agent(db, w).active_revision_id is None, timeout=60, message="stopped")
+    [stopped] = world.gateways(client, revision_id=second)
+    assert stopped.status == "exited"
+    assert world.agent(db, w).endpoint is None
+
+    third = world.deploy(db, w)
+    world.send_nudge(docker_env)
+    wait_for(lambda: world.state_is(db, w, third, "active"), timeout=60, message="third active")
+    endpoint = world.agent(db, w).endpoint
+    assert endpoint is not None and world.health(endpoint)["revisionId"] == third
+
+    agent_lifecycle.delete_agent(
+        db, actor_id=w.admin, namespace_id=w.namespace_id, agent_id=w.agent_id
+    )
+    world.send_nudge(docker_env)
+
+    def agent_gone() -> bool:
+        with db.transaction() as session:
+            return session.get(models.Agent, w.agent_id) is None
+
+    wait_for(agent_gone, timeout=60, message="the Agent to be deleted")
+    assert world.gateways(client, agent_id=w.agent_id) == []
+    assert owned_objects(client, w.namespace_id) == {
+        "containers": [],
+        "volumes": [],
+        "networks": [naming.network(w.namespace_id)],
+    }
+
+    configurations.delete_configuration(
+        db, actor_id=w.admin, namespace_id=w.namespace_id, configuration_id=w.configuration_id
+    )
+    secrets.delete_secret(db, actor_id=w.admin, namespace_id=w.namespace_id, secret_id=w.secret_id)
+    namespaces.delete_namespace(db, actor_id=w.admin, namespace_id=w.namespace_id)
+    world.send_nudge(docker_env)
+    wait_for(
+        lambda: world.namespace_status(db, w.namespace_id) == "deleted",
+        timeout=60,
+        message="the Namespace to be deleted",
+    )
+    assert owned_objects(client, w.namespace_id) == {
+        "containers": [],
+        "volumes": [],
+        "networks": [],
+    }
+    for process in fleet.processes:
+        assert world.SECRET_VALUE not in process.text()
+
+
+def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_without_attempts(
+    db: Database,
+    docker_env: dict[str, str],
+    fleet: processes.Fleet,
+    control: processes.Process,
+    client: Any,
+    swept: list[str],
+) -> None:
+    docker_env["OCC_WORKER_CONVERGENCE_TIMEOUT_MS"] = "10000"
+    docker_env["OCC_WORKER_MAX_ATTEMPTS"] = "2"
+    fleet.worker("drivers")
+    fleet.beat()
+    w = world.make(db, docker_env, document={"standIn": {"healthy": False}})
+    swept.append(w.namespace_id)
+    revision_id = world.deploy(db, w)
+    world.send_nudge(docker_env)
+    wait_for(
+        lambda: world.state_is(db, w, revision_id, "failed"),
+        timeout=60,
+        message="the deployment to fail at its deadline",
+    )
+    view = world.deployment(db, w, revision_id)
+    assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
+    work_id = f"agent_revision:{revision_id}:reconcile"
+    with db.transaction() as session:
+        row = session.get(models.ControllerWork, work_id)
+        assert row is not None
+        assert row.attempt_count <= 1  # unready passes are deferrals: no attempt spent
+    assert world.reconcile_passes(db, work_id) >= 2
+    [container] = world.gateways(client, revision_id=revision_id)
+    assert container.status == "running"  # it ran all along, answering 503

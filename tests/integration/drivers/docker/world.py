@@ -1,0 +1,154 @@
+"""An Installation with one Namespace and one ``docker`` Agent, made through the use cases, and
+the reads the lifecycle tests wait on (deployments, Agents, work rows, engine objects)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from occ import secret_store
+from occ.config import Settings
+from occ.controller import agents, configurations, deployments, installation, namespaces, secrets
+from occ.db import Database
+from occ.drivers.compute.docker import naming
+from occ.state import iam_policy, models
+from occ.tasks import app as tasks_app
+from occ.tasks import nudge
+from tests.support.processes import wait_for
+
+SECRET_VALUE = "sk-docker-lifecycle-never-logged"
+
+
+@dataclass(frozen=True)
+class World:
+    admin: str
+    namespace_id: str
+    configuration_id: str
+    secret_id: str
+    agent_id: str
+
+
+def send_nudge(env: dict[str, str]) -> None:
+    nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
+
+
+def make(db: Database, env: dict[str, str], *, document: dict[str, Any] | None = None) -> World:
+    """Bootstrap, a Namespace reconciled by the workers (its network), a Configuration, a
+    Secret and a ``docker`` Agent whose service principal may use both."""
+    boot = installation.bootstrap_installation(db, name="docker", admin_name="admin")
+    admin = boot.admin_principal_id
+    assert admin is not None
+    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
+    send_nudge(env)
+    wait_for(
+        lambda: namespace_status(db, namespace_id) == "ready",
+        timeout=30,
+        message="the Namespace to become ready",
+    )
+    configuration = configurations.create_configuration(
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="config",
+        document=document or {"model": "stand-in"},
+    )
+    secret = secrets.create_secret(
+        db,
+        store=secret_store.SecretStore("test-secret"),
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="harness-key",
+        value=SECRET_VALUE,
+    )
+    agent = agents.create_agent(
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="agent",
+        configuration_id=configuration.id,
+        harness={"id": "openclaw", "version": "1.0.0"},
+        execution_mode="embedded",
+        harness_auth={"kind": "secret", "secret_id": secret.id},
+        compute_driver="docker",
+    )
+    with db.transaction() as session:
+        role = iam_policy.create_role(
+            session,
+            name="agent runtime",
+            permissions=["configuration:read", "secret:operate"],
+            namespace_id=namespace_id,
+        )
+        iam_policy.bind(
+            session,
+            role_id=role.id,
+            principal_id=agent.service_principal_id,
+            created_by=admin,
+            namespace_id=namespace_id,
+        )
+    return World(admin, namespace_id, configuration.id, secret.id, agent.id)
+
+
+def namespace_status(db: Database, namespace_id: str) -> str | None:
+    with db.transaction() as session:
+        row = session.get(models.Namespace, namespace_id)
+        if row is None or row.deleted_at is not None:
+            return "deleted"  # a tombstone
+        return str(row.status)
+
+
+def deploy(db: Database, world: World) -> str:
+    accepted = deployments.deploy_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
+    return accepted.deployment_id
+
+
+def deployment(db: Database, world: World, revision_id: str) -> deployments.DeploymentView:
+    return deployments.get_deployment(
+        db,
+        actor_id=world.admin,
+        namespace_id=world.namespace_id,
+        agent_id=world.agent_id,
+        deployment_id=revision_id,
+    )
+
+
+def state_is(db: Database, world: World, revision_id: str, *states: str) -> bool:
+    return deployment(db, world, revision_id).state in states
+
+
+def agent(db: Database, world: World) -> agents.AgentView:
+    return agents.get_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
+
+
+def health(endpoint: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
+        body: dict[str, Any] = json.loads(response.read())
+        return body
+
+
+def reconcile_passes(db: Database, work_id: str) -> int:
+    with db.transaction() as session:
+        return int(
+            session.execute(
+                sa.select(sa.func.count())
+                .select_from(models.AuditEvent)
+                .where(
+                    models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile"
+                )
+            ).scalar_one()
+        )
+
+
+def gateways(client: Any, **labels: str) -> list[Any]:
+    """Gateway containers carrying ``labels`` (keys without the ``dev.occ.`` prefix)."""
+    filters = [f"{naming.ROLE}={naming.GATEWAY}"] + [
+        f"{naming.PREFIX}{key.replace('_', '-')}={value}" for key, value in labels.items()
+    ]
+    return list(client.containers.list(all=True, filters={"label": filters}))
