@@ -1,4 +1,5 @@
-"""``occ dev`` from a clean home: ready line, a Namespace to ``ready``, a clean stop, a restart.
+"""``occ dev`` from a clean home: ready line, a Namespace to ``ready``, a clean stop, a restart;
+children killed with SIGKILL are restarted; workers failing their start-up checks stop it all.
 
 Runs the real command as a subprocess with no ``OCC_*`` variables, so it takes the fresh-machine
 path: embedded PostgreSQL (pgserver), a Redis process, migrations, bootstrap, gunicorn, two
@@ -31,6 +32,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ.dev import postgres
+from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -47,6 +49,7 @@ class DevProcess:
     lines: queue.Queue[str] = field(default_factory=queue.Queue)
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
+    readers: list[threading.Thread] = field(default_factory=list)
 
     def start_readers(self) -> None:
         assert self.process.stdout is not None and self.process.stderr is not None
@@ -63,7 +66,15 @@ class DevProcess:
                 self.stderr.append(line)
 
         for target in (read_stdout, read_stderr):
-            threading.Thread(target=target, daemon=True).start()
+            reader = threading.Thread(target=target, daemon=True)
+            reader.start()
+            self.readers.append(reader)
+
+    def join_readers(self, timeout_s: float) -> None:
+        """Wait until both pipes are read to the end (after the process exited)."""
+        for reader in self.readers:
+            reader.join(timeout_s)
+        assert not any(reader.is_alive() for reader in self.readers), "output still open"
 
     def wait_ready(self, deadline_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + deadline_s
@@ -298,6 +309,11 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     assert (home / "secrets.env").read_text() == secrets_before
     code, document = _request("GET", f"{ready_again['apiUrl']}/v1/namespaces/{namespace_id}", key)
     assert code == 200 and document["data"]["status"] == "ready", document
+    # the logs of the first run are kept: appended to, not truncated
+    dev_log = (home / "logs" / "dev.log").read_text()
+    assert dev_log.count(" ready: http://127.0.0.1:") == 2, dev_log[-2000:]
+    drivers_log = (home / "logs" / "drivers.log").read_text()
+    assert drivers_log.count('"event":"worker.started"') == 2, drivers_log[-2000:]
     pids_again = json.loads((home / "run" / "dev.pids").read_text())
     processes_again = _processes_started_by(pids_again)
     processes_again += _live_descendants(pids_again)
@@ -319,17 +335,127 @@ def _live_descendants(pids: dict[str, int]) -> list[psutil.Process]:
     return found
 
 
-def test_occ_dev_stops_everything_when_a_child_dies(run_dev: Any, home: Path) -> None:
+def _events(path: Path, event: str) -> list[dict[str, Any]]:
+    """The JSON events called ``event`` in a log file."""
+    found = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("{") and f'"event":"{event}"' in line:
+            found.append(json.loads(line))
+    return found
+
+
+def _replaced(home: Path, name: str, old_pid: int) -> int | None:
+    """The new pid of child ``name`` once occ dev restarted it (``dev.pids`` rewritten)."""
+    try:
+        pids = json.loads((home / "run" / "dev.pids").read_text())
+    except (OSError, ValueError):
+        return None
+    pid = pids.get(name)
+    return pid if pid not in (None, old_pid) else None
+
+
+def test_occ_dev_restarts_killed_children_and_keeps_serving(run_dev: Any, home: Path) -> None:
     dev = run_dev(home)
-    dev.wait_ready(READY_DEADLINE_S)
+    ready = dev.wait_ready(READY_DEADLINE_S)
+    api_url, key = ready["apiUrl"], Path(ready["adminKeyFile"]).read_text().strip()
     pids = json.loads((home / "run" / "dev.pids").read_text())
     processes = _processes_started_by(pids) + _live_descendants(pids)
+    marker = home / "run" / "drivers.ready"
+    assert marker.exists()
 
+    # -- kill -9 the driver worker: restarted, and the next Namespace still becomes ready ------
     os.kill(pids["drivers"], signal.SIGKILL)
+    drivers = wait_for(
+        lambda: _replaced(home, "drivers", pids["drivers"]),
+        timeout=STOP_DEADLINE_S,
+        message="the driver worker to be restarted",
+    )
+    wait_for(
+        lambda: marker.exists() and marker.read_text() == str(drivers),
+        timeout=READY_DEADLINE_S,
+        message="the restarted driver worker to be ready",
+    )
+    [restarted] = _events(home / "logs" / "dev.log", "dev.child-restarted")
+    assert restarted["child"] == "drivers"
+    assert restarted["exitStatus"] == -signal.SIGKILL
+    assert restarted["pid"] == drivers
+    code, document = _request("POST", f"{api_url}/v1/namespaces", key, {"name": "after-kill"})
+    assert code == 201, document
+    _wait_for_status(api_url, key, document["data"]["id"], "ready")
 
-    assert dev.process.wait(STOP_DEADLINE_S) == 1
-    stderr = "".join(dev.stderr)
-    assert "occ: error: the drivers process was killed by SIGKILL" in stderr, stderr
-    assert str(home.resolve() / "logs" / "drivers.log") in stderr
+    # -- kill -9 the API: restarted on the same port, it answers again ------------------------
+    os.kill(pids["api"], signal.SIGKILL)
+    api = wait_for(
+        lambda: _replaced(home, "api", pids["api"]),
+        timeout=STOP_DEADLINE_S,
+        message="the API to be restarted",
+    )
+    wait_for(
+        lambda: _answers(f"{api_url}/v1/namespaces", key),
+        timeout=READY_DEADLINE_S,
+        message="the restarted API to answer",
+    )
+    restarts = _events(home / "logs" / "dev.log", "dev.child-restarted")
+    assert [(event["child"], event["pid"]) for event in restarts] == [
+        ("drivers", drivers),
+        ("api", api),
+    ]
+    assert dev.process.poll() is None
+    assert "occ: error" not in "".join(dev.stderr)
+
+    # -- SIGTERM still stops everything, old and new processes alike ---------------------------
+    now = json.loads((home / "run" / "dev.pids").read_text())
+    processes += _processes_started_by(now) + _live_descendants(now)
+    assert dev.stop(signal.SIGTERM, STOP_DEADLINE_S) == 0, "".join(dev.stderr)
     assert _still_running(processes) == []
-    assert _group_members({pids[name] for name in ("redis", "api", "control", "beat")}) == []
+    groups = {now[name] for name in ("redis", "api", "control", "drivers", "beat")}
+    assert _group_members(groups | {pids["api"], pids["drivers"]}) == []
+    assert _work_states(home / "pg").get("claimed", 0) == 0
+
+
+def _answers(url: str, key: str) -> bool:
+    try:
+        code, _ = _request("GET", url, key)
+    except (urllib.error.URLError, OSError):
+        return False
+    return code == 200
+
+
+def test_occ_dev_stops_when_workers_keep_failing_their_start_up_checks(
+    run_dev: Any, home: Path
+) -> None:
+    # the local driver's root is a file: every worker's preflight fails, each start exits 3
+    home.mkdir(parents=True)
+    (home / "local").write_text("not a directory\n")
+    dev = run_dev(home)
+
+    assert dev.process.wait(READY_DEADLINE_S) == 1
+    dev.join_readers(10)
+    stderr = [line for line in "".join(dev.stderr).splitlines() if line.strip()]
+    assert stderr, "occ dev printed nothing"
+    last = stderr[-1]
+    assert last.startswith("occ: error: the "), stderr
+    assert "process failed its start-up checks 3 times in a row" in last, last
+    assert "exited with code 3" in last, last
+    failed = "control" if "the control process" in last else "drivers"
+    assert f"the {failed} process" in last, last
+    assert str(home.resolve() / "logs" / f"{failed}.log") in last
+    assert [line for line in dev.stdout if line.strip()] == []  # never ready
+
+    startup_errors = _events(home / "logs" / f"{failed}.log", "worker.startup-error")
+    assert len(startup_errors) >= 3, startup_errors
+    assert all(event["error"] == "PermanentDriverError" for event in startup_errors)
+    assert all("LOCAL_ROOT_UNUSABLE" in event["reason"] for event in startup_errors)
+    assert _events(home / "logs" / "dev.log", "dev.child-restarted")
+
+    # nothing occ dev started is left: no process mentions this home
+    left = []
+    for process in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            command = " ".join(process.info["cmdline"] or [])
+            if str(home.resolve()) in command and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {command}")
+        except psutil.NoSuchProcess:
+            continue
+    assert left == []
+    assert not (home / "run" / "dev.pids").exists()

@@ -1,0 +1,79 @@
+"""``occ dev``'s log files: appended across starts, rotated by size, JSON events kept verbatim."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from occ import observability
+from occ.dev import logs
+
+
+def test_a_log_is_appended_to_by_a_second_writer(tmp_path: Path) -> None:
+    path = tmp_path / "api.log"
+    first = logs.RotatingLog(path)
+    first.write(b"first start\n")
+    first.close()
+    second = logs.RotatingLog(path)
+    second.write(b"second start\n")
+    second.close()
+    assert path.read_bytes() == b"first start\nsecond start\n"
+
+
+def test_a_log_rotates_by_size_and_keeps_three_files(tmp_path: Path) -> None:
+    path = tmp_path / "drivers.log"
+    log = logs.RotatingLog(path, max_bytes=100, files=3)
+    for number in range(10):
+        log.write(f"{number}".encode() * 60 + b"\n")
+    log.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "drivers.log",
+        "drivers.log.1",
+        "drivers.log.2",
+    ]
+    assert path.read_bytes().startswith(b"9")
+    assert logs.rotated(path, 1).read_bytes().startswith(b"8")
+    assert logs.rotated(path, 2).read_bytes().startswith(b"7")
+    assert all(p.stat().st_size <= 100 for p in tmp_path.iterdir())
+
+
+def test_a_child_pipe_is_copied_until_its_end(tmp_path: Path) -> None:
+    path = tmp_path / "beat.log"
+    log = logs.RotatingLog(path)
+    read_end, write_end = os.pipe()
+    copier = log.copy_from(os.fdopen(read_end, "rb"), name="test-copier")
+    os.write(write_end, b"line one\n")
+    os.write(write_end, b"line two\n")
+    os.close(write_end)
+    copier.join(5)
+    assert not copier.is_alive()
+    log.close()
+    assert path.read_bytes() == b"line one\nline two\n"
+
+
+def test_dev_log_appends_and_keeps_json_events_verbatim(tmp_path: Path) -> None:
+    path = tmp_path / "dev.log"
+    events = logging.getLogger("occ")  # observability's logger; occ.dev's records pass it too
+    for start in ("first", "second"):
+        handler = logs.file_handler(path)
+        events.addHandler(handler)
+        previous = events.level
+        events.setLevel(logging.INFO)
+        try:
+            logging.getLogger("occ.dev").warning("%s start", start)
+            observability.log("dev.child-restarted", child="api", exitStatus=-9, password="x")
+        finally:
+            events.removeHandler(handler)
+            events.setLevel(previous)
+            handler.close()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4, lines
+    assert lines[0].endswith(" WARNING occ.dev first start")
+    assert lines[2].endswith(" WARNING occ.dev second start")
+    for line in (lines[1], lines[3]):
+        event = json.loads(line)
+        assert event["event"] == "dev.child-restarted"
+        assert event["child"] == "api" and event["exitStatus"] == -9
+        assert "password" not in event
