@@ -171,7 +171,10 @@ class PrivateEngine:
                 os.waitpid(pid, os.WNOHANG)  # our own child (tests): collect it
 
     def remove(self) -> None:
-        """Stop the engine, unmount what it left mounted, and delete the directory."""
+        """Remove its containers and networks (the kernel keeps a stopped engine's bridges),
+        stop it, unmount what it left mounted, and delete the directory."""
+        if self.running():
+            self._remove_everything()
         self.stop()
         for mount_point in sorted(self._mounts(), key=len, reverse=True):
             subprocess.run(["umount", "-l", mount_point], capture_output=True, check=False)  # noqa: S603, S607
@@ -194,6 +197,19 @@ class PrivateEngine:
         )
         if result.returncode != 0:
             raise EngineError(f"building the stand-in image failed: {result.stderr[-500:]}")
+
+    def _remove_everything(self) -> None:
+        client = docker.DockerClient(base_url=self.host, timeout=60)
+        try:
+            for container in client.containers.list(all=True):
+                container.remove(force=True)
+            for network in client.networks.list():
+                if network.name not in ("bridge", "host", "none"):
+                    network.remove()
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+            say(f"could not empty the engine before stopping it: {exc}")
+        finally:
+            client.close()
 
     def _mounts(self) -> list[str]:
         prefix = str(self.directory) + os.sep
