@@ -354,6 +354,8 @@ def test_a_worker_refuses_to_start_before_bootstrap(
 ) -> None:
     # no Installation in the database: start-up must fail and never report ready
     worker = fleet.worker("early", ready=False)
-    assert worker.popen.wait(60) != 0
+    assert worker.popen.wait(60) == 3  # lifecycle.EXIT_NOT_READY
     assert not (tmp_path / "early.ready").exists()
-    assert "not bootstrapped" in worker.text()
+    [event] = _json_events(worker, "worker.startup-error")
+    assert '"error":"DependencyUnavailable"' in event
+    assert "not bootstrapped" in event

@@ -1,0 +1,50 @@
+"""``WorkerProcess`` against a real broker and database: nudge coalescing, one worker per pid."""
+
+from __future__ import annotations
+
+import redis
+
+from occ.config import Settings
+from occ.tasks import app as tasks_app
+from occ.tasks import names, worker_process
+from tests.support import databases
+from tests.support.processes import wait_for
+
+
+def test_completion_nudges_coalesce_to_one_now_and_one_delayed(
+    database_urls: databases.DatabaseUrls, broker_url: str
+) -> None:
+    app = tasks_app.create(Settings(database_url=database_urls.app, broker_url=broker_url))
+    process = worker_process.of(app)
+    client = redis.Redis.from_url(broker_url)
+    try:
+        for _ in range(20):  # a burst well inside one gap
+            process.nudge_after_completion()
+        assert client.llen(names.CONTROL_QUEUE) == 2  # one at once, one due at the gap's end
+        # after the gap a completion nudges at once again
+        wait_for(
+            lambda: (process.nudge_after_completion(), client.llen(names.CONTROL_QUEUE))[1] >= 3,
+            timeout=5,
+            interval=worker_process.COMPLETION_NUDGE_GAP_S,
+            message="a nudge after the gap",
+        )
+    finally:
+        client.close()
+        app.close()
+
+
+def test_the_worker_is_built_once_per_process(
+    database_urls: databases.DatabaseUrls, broker_url: str
+) -> None:
+    app = tasks_app.create(Settings(database_url=database_urls.app, broker_url=broker_url))
+    process = worker_process.of(app)
+    try:
+        first = process.worker()
+        assert process.worker() is first
+        assert first.shutdown is process.shutdown
+        process.forget_worker()  # what start-up does before the pool forks
+        assert process.worker() is not first
+        first.database.dispose()
+    finally:
+        process.dispose()
+        app.close()
