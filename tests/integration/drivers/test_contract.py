@@ -24,6 +24,7 @@ from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.compute.local import LocalComputeDriver
+from tests.integration.drivers.docker import objects as docker_objects
 from tests.integration.drivers.kubernetes import helpers
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
@@ -105,9 +106,26 @@ def _kubernetes(tmp_path: Path) -> Iterator[Harness]:
         assert fake.validation_errors == []
 
 
+def _docker(tmp_path: Path) -> Iterator[Harness]:
+    host = docker_objects.engine_host()
+    client = docker_objects.engine_client(host)
+    driver = docker_objects.make_driver(host)
+    before = docker_objects.managed_ids(client)
+
+    def snapshot() -> object:
+        return docker_objects.managed_state(client)
+
+    try:
+        yield Harness(driver=driver, settle=lambda _revision: None, snapshot=snapshot)
+    finally:
+        docker_objects.remove_managed(client, keep=before)
+        client.close()
+
+
 HARNESSES: dict[str, Callable[[Path], Iterator[Harness]]] = {
     "local": _local,
     "kubernetes": _kubernetes,
+    "docker": _docker,
 }
 
 

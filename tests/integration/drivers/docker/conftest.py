@@ -7,33 +7,28 @@ whatever a test left with occ's labels. The runtime fixtures (``env``, ``fleet``
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import docker
 import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import DockerComputeDriver
-from tests.integration.drivers.docker.objects import make_driver, sweep
+from tests.integration.drivers.docker.objects import engine_client, engine_host, make_driver, sweep
 from tests.integration.tasks.conftest import broker_url, env, fleet, local_root  # noqa: F401
 
 
 @pytest.fixture(scope="session")
 def docker_host() -> str:
-    host = os.environ.get("OCC_TEST_DOCKER_HOST")
-    if not host:
-        pytest.fail("OCC_TEST_DOCKER_HOST is not set: run `make services`")
-    return host
+    return engine_host()
 
 
 @pytest.fixture
 def client(docker_host: str) -> Iterator[Any]:
     """The SDK client the tests inspect the engine with (independent of the driver's)."""
-    sdk = docker.DockerClient(base_url=docker_host, timeout=30)
+    sdk = engine_client(docker_host)
     try:
         yield sdk
     finally:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
+
+import docker
+import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import DockerComputeDriver, engine, naming, workload
@@ -62,3 +66,59 @@ def owned_objects(client: Any, namespace_id: str) -> dict[str, list[str]]:
         "volumes": sorted(v.name for v in client.volumes.list(filters={"label": label})),
         "networks": sorted(n.name for n in client.networks.list(filters={"label": label})),
     }
+
+
+def engine_host() -> str:
+    """The engine of the Docker tests (``OCC_TEST_DOCKER_HOST``; a failure when unset)."""
+    host = os.environ.get("OCC_TEST_DOCKER_HOST")
+    if not host:
+        pytest.fail("OCC_TEST_DOCKER_HOST is not set: run `make services`")
+    return host
+
+
+def engine_client(host: str) -> Any:
+    return docker.DockerClient(base_url=host, timeout=30)
+
+
+def _managed(client: Any) -> list[tuple[str, Any]]:
+    label = {"label": f"{naming.MANAGED}=true"}
+    return [
+        *(("container", c) for c in client.containers.list(all=True, filters=label)),
+        *(("volume", v) for v in client.volumes.list(filters=label)),
+        *(("network", n) for n in client.networks.list(filters=label)),
+    ]
+
+
+def managed_ids(client: Any) -> frozenset[str]:
+    """Ids of every object with occ's labels on the engine."""
+    return frozenset(str(obj.id) for _, obj in _managed(client))
+
+
+def managed_state(client: Any) -> frozenset[tuple[str, ...]]:
+    """Every object with occ's labels and what a change to it would alter (its id, a
+    container's start time, status and network aliases)."""
+    state = set()
+    for kind, obj in _managed(client):
+        detail: tuple[str, ...] = ()
+        if kind == "container":
+            attrs = client.api.inspect_container(obj.id)
+            networks = attrs["NetworkSettings"]["Networks"] or {}
+            detail = (
+                attrs["State"]["Status"],
+                attrs["State"]["StartedAt"],
+                repr(
+                    sorted((name, sorted(n.get("Aliases") or [])) for name, n in networks.items())
+                ),
+            )
+        state.add((kind, str(obj.name), str(obj.id), *detail))
+    return frozenset(state)
+
+
+def remove_managed(client: Any, *, keep: frozenset[str]) -> None:
+    """Remove every object with occ's labels that is not in ``keep``."""
+    for kind, obj in _managed(client):
+        if kind in ("container", "volume") and str(obj.id) not in keep:
+            obj.remove(force=True)  # containers are listed first: their volumes are free then
+    for kind, obj in _managed(client):
+        if kind == "network" and str(obj.id) not in keep:
+            obj.remove()
