@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import redis
 
 from occ.config import Settings
@@ -15,20 +17,28 @@ def test_completion_nudges_coalesce_to_one_now_and_one_delayed(
     database_urls: databases.DatabaseUrls, broker_url: str
 ) -> None:
     app = tasks_app.create(Settings(database_url=database_urls.app, broker_url=broker_url))
+    # a key prefix of its own: other runs on the same Redis neither see nor take these messages
+    prefix = f"occ-test-{uuid.uuid4().hex}:"
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        "global_keyprefix": prefix,
+    }
+    queue = prefix + names.CONTROL_QUEUE
     process = worker_process.of(app)
     client = redis.Redis.from_url(broker_url)
     try:
         for _ in range(20):  # a burst well inside one gap
             process.nudge_after_completion()
-        assert client.llen(names.CONTROL_QUEUE) == 2  # one at once, one due at the gap's end
+        assert client.llen(queue) == 2  # one at once, one due at the gap's end
         # after the gap a completion nudges at once again
         wait_for(
-            lambda: (process.nudge_after_completion(), client.llen(names.CONTROL_QUEUE))[1] >= 3,
+            lambda: (process.nudge_after_completion(), client.llen(queue))[1] >= 3,
             timeout=5,
             interval=worker_process.COMPLETION_NUDGE_GAP_S,
             message="a nudge after the gap",
         )
     finally:
+        client.delete(queue)
         client.close()
         app.close()
 
