@@ -9,7 +9,6 @@ permanent failure.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ from occ import errors
 from occ.controller import admission
 from occ.controller import agents as agent_use_cases
 from occ.db import Database
-from occ.state import agents, audit, values, work_queue
+from occ.state import agents, audit, values, work_keys, work_queue
 
 
 def stop_agent(
@@ -50,8 +49,8 @@ def stop_agent(
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         stopped = agents.set_desired_state(session, agent.id, "stopped")
-        work_id = f"agent:{agent.id}:reconcile:stopped:{uuid.uuid4()}"
-        work_queue.enqueue(session, work_id, _work_owner(agent, actor_id, "stopped"))
+        key = work_keys.agent_stopped(agent.id)
+        work_queue.enqueue(session, key, _work_owner(agent, actor_id))
         audit.append(
             session,
             kind="mutation",
@@ -61,7 +60,7 @@ def stop_agent(
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
-            work_id=work_id,
+            work_id=str(key),
             details={
                 "desiredRuntimeState": "stopped",
                 "previousDesiredRuntimeState": agent.desired_runtime_state,
@@ -98,17 +97,17 @@ def delete_agent(
             agent_use_cases.resource(agent),
             hide_unless_readable=True,
         )
-        work_id = f"agent:{agent.id}:reconcile:deleted"
-        owner = _work_owner(agent, actor_id, "deleted")
+        key = work_keys.agent_deleted(agent.id)
+        owner = _work_owner(agent, actor_id)
         authorization = decision.evidence.as_details()
         if not agent.deleting:
             deleting = agents.mark_deleting(session, agent.id)
-            work_queue.enqueue(session, work_id, owner)
+            work_queue.enqueue(session, key, owner)
             _audit_delete(
                 session,
                 agent,
                 actor_id,
-                work_id,
+                str(key),
                 {
                     "status": "deleting",
                     "previousStatus": agent.status,
@@ -117,15 +116,15 @@ def delete_agent(
                 },
             )
             return agent_use_cases.view(deleting)
-        work = work_queue.get(session, work_id)
+        work = work_queue.get(session, key)
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
-            work_queue.enqueue(session, work_id, owner)
+            work_queue.enqueue(session, key, owner)
             _audit_delete(
                 session,
                 agent,
                 actor_id,
-                work_id,
+                str(key),
                 {
                     "status": "deleting",
                     "previousStatus": "deleting",
@@ -181,7 +180,5 @@ def _audit_delete(
     )
 
 
-def _work_owner(agent: agents.Agent, actor_id: str, target: str) -> values.WorkOwner:
-    return values.WorkOwner(
-        namespace_id=agent.namespace_id, actor_id=actor_id, agent_id=agent.id, agent_target=target
-    )
+def _work_owner(agent: agents.Agent, actor_id: str) -> values.WorkOwner:
+    return values.WorkOwner(namespace_id=agent.namespace_id, actor_id=actor_id, agent_id=agent.id)

@@ -16,15 +16,14 @@ from typing import Any, Final
 
 from sqlalchemy import orm
 
-from occ import errors, iam, ids
+from occ import errors, harnesses, iam, ids
 from occ.controller import admission
 from occ.db import Database
 from occ.state import agents, audit, iam_policy, namespaces
 
-HARNESS_MODES: Final = {"openclaw": "embedded", "codex": "dedicated"}
 """Each harness and the only execution mode it runs in."""
 
-EXECUTION_MODES: Final = frozenset(HARNESS_MODES.values())
+EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _FIELDS: Final = ("name", "configuration_id", "harness", "execution_mode", "harness_auth")
 
@@ -299,8 +298,10 @@ def _harness(value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise errors.InvalidInput.at("/harness", "must be an object")
     harness_id, version = value.get("id"), value.get("version")
-    if harness_id not in HARNESS_MODES:
-        raise errors.InvalidInput.at("/harness/id", "must be one of: codex, openclaw")
+    if harness_id not in harnesses.MODES:
+        raise errors.InvalidInput.at(
+            "/harness/id", "must be one of: " + ", ".join(sorted(harnesses.MODES))
+        )
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
         raise errors.InvalidInput.at(
             "/harness/version", "must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
@@ -320,9 +321,9 @@ def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | 
     """The execution mode must be the harness's own (openclaw embedded, codex dedicated)."""
     harness_id = columns.get("harness_id", current.harness_id if current else None)
     mode = columns.get("execution_mode", current.execution_mode if current else None)
-    if harness_id is not None and HARNESS_MODES[harness_id] != mode:
+    if harness_id is not None and harnesses.MODES[harness_id] != mode:
         raise errors.InvalidInput.at(
-            "/executionMode", f"must be {HARNESS_MODES[harness_id]} for harness {harness_id}"
+            "/executionMode", f"must be {harnesses.MODES[harness_id]} for harness {harness_id}"
         )
 
 

@@ -19,7 +19,7 @@ from occ import codes, errors, iam
 from occ.controller import admission
 from occ.controller import agents as agent_use_cases
 from occ.db import Database
-from occ.state import agents, audit, values, work_queue
+from occ.state import agents, audit, values, work_keys, work_queue
 
 ACTIVATED: Final = codes.SUCCESS_WITH_RESULT
 """Success codes of a revision that became (or already was) the active one."""
@@ -150,10 +150,10 @@ def deploy_agent(
             ),
         )
         agents.set_desired_state(session, agent.id, "running")
-        work_id = f"agent_revision:{revision.id}:reconcile"
+        key = work_keys.revision_reconcile(revision.id)
         work_queue.enqueue(
             session,
-            work_id,
+            key,
             values.WorkOwner(
                 namespace_id=namespace.id,
                 actor_id=actor_id,
@@ -170,7 +170,7 @@ def deploy_agent(
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
-            work_id=work_id,
+            work_id=str(key),
             details={
                 "revisionId": revision.id,
                 "revisionNumber": revision.revision_number,
@@ -299,7 +299,7 @@ def get_deployment(
             action="agents.deployments.read",
         )
         agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
-        work = work_queue.get(session, f"agent_revision:{revision.id}:reconcile")
+        work = work_queue.get(session, work_keys.revision_reconcile(revision.id))
         if work is None:
             raise errors.NotFound("the deployment does not exist")
         return project(work, agent)

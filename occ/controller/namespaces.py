@@ -13,7 +13,7 @@ from sqlalchemy import orm
 from occ import errors, iam, ids
 from occ.controller import admission, installation
 from occ.db import Database
-from occ.state import audit, namespaces, values, work_queue
+from occ.state import audit, namespaces, values, work_keys, work_queue
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -68,8 +68,9 @@ def create_namespace(
         namespace = namespaces.insert(
             session, name=name, created_by=actor_id, existing_namespace=existing_namespace
         )
-        work_id, owner = work_for(namespace.id, actor_id, "ready")
-        work_queue.enqueue(session, work_id, owner)
+        key = work_keys.namespace_ready(namespace.id)
+        owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
+        work_queue.enqueue(session, key, owner)
         audit.append(
             session,
             kind="mutation",
@@ -79,7 +80,7 @@ def create_namespace(
             namespace_id=namespace.id,
             resource_kind="namespace",
             resource_id=namespace.id,
-            work_id=work_id,
+            work_id=str(key),
             details={
                 **admission.present(request),
                 "status": namespace.status,
@@ -119,12 +120,13 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
                 f"the Namespace still holds {remaining.agents} agent(s), "
                 f"{remaining.configurations} configuration(s) and {remaining.secrets} secret(s)"
             )
-        work_id, owner = work_for(namespace.id, actor_id, "deleted")
+        key = work_keys.namespace_deleted(namespace.id)
+        owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
         authorization = decision.evidence.as_details()
         if namespace.status != "deleting":
             deleting = namespaces.mark_deleting(session, namespace.id)
             assert deleting is not None  # the row is locked and live
-            work_queue.enqueue(session, work_id, owner)
+            work_queue.enqueue(session, key, owner)
             audit.append(
                 session,
                 kind="mutation",
@@ -134,7 +136,7 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
                 namespace_id=namespace.id,
                 resource_kind="namespace",
                 resource_id=namespace.id,
-                work_id=work_id,
+                work_id=str(key),
                 details={
                     "status": "deleting",
                     "previousStatus": namespace.status,
@@ -142,10 +144,10 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
                 },
             )
             return view(deleting)
-        work = work_queue.get(session, work_id)
+        work = work_queue.get(session, key)
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
-            work_queue.enqueue(session, work_id, owner)
+            work_queue.enqueue(session, key, owner)
             audit.append(
                 session,
                 kind="mutation",
@@ -155,7 +157,7 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
                 namespace_id=namespace.id,
                 resource_kind="namespace",
                 resource_id=namespace.id,
-                work_id=work_id,
+                work_id=str(key),
                 details={
                     "status": "deleting",
                     "previousStatus": "deleting",
@@ -245,13 +247,6 @@ def live(session: orm.Session, namespace_id: str, *, lock: bool = False) -> name
     if namespace is None or not namespace.live:
         raise errors.NotFound("the namespace does not exist")
     return namespace
-
-
-def work_for(namespace_id: str, actor_id: str, target: str) -> tuple[str, values.WorkOwner]:
-    return (
-        f"namespace:{namespace_id}:reconcile:{target}",
-        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
-    )
 
 
 def view(namespace: namespaces.Namespace) -> NamespaceView:

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 from sqlalchemy import orm
 
-from occ import iam
-from occ.reconcile import authority, environment, outcome
+from occ import codes, iam
+from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
-from occ.reconcile.revision import spec_of
-from occ.state import agents, audit, finalizers, work_queue
+from occ.state import agents, audit, finalizers
+
+Code = codes.Code
 
 
 def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
-    """One pass over an ``agent:<id>:reconcile:deleted`` item."""
+    """One pass over an ``AGENT_DELETED`` item."""
     owner, claim = context.claim.owner, context.claim
     with worker.database.transaction() as session:
         agent = agents.get(session, owner.namespace_id, owner.agent_id or "")
         if agent is None:
-            work_queue.fail(session, claim, code="INVALID_AGENT_OWNER")
-            return outcome.permanent("INVALID_AGENT_OWNER")
+            return settle.fail(session, claim, Code.INVALID_AGENT_OWNER)
         if agent.status != "deleting" or agent.desired_runtime_state != "stopped":
-            return _fail(session, context, agent, "INVALID_AGENT_STATE")
+            return _fail(session, context, agent, Code.INVALID_AGENT_STATE)
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
         denial = authority.first_denial(session, [(owner.actor_id, "agent:delete", resource)])
         if denial is not None:
@@ -34,21 +34,21 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
             )
         revisions = agents.list_revisions(session, agent.id)
         if any(r.compute_driver != worker.driver.name for r in revisions):
-            return _fail(session, context, agent, "COMPUTE_DRIVER_MISMATCH")
+            return _fail(session, context, agent, Code.COMPUTE_DRIVER_MISMATCH)
     for revision in sorted(revisions, key=lambda r: r.revision_number, reverse=True):
         context.renew_now()
-        worker.driver.retire_revision(context.operation(), spec_of(revision))
+        worker.driver.retire_revision(context.operation(), specs.revision(revision))
     context.renew_now()
     worker.driver.delete_agent_credentials(context.operation(), agent.namespace_id, agent.id)
     with worker.database.transaction() as session:
         finalizers.finalize_agent_deletion(session, claim)
-    return outcome.success("AGENT_DELETED")
+    return outcome.success(Code.AGENT_DELETED)
 
 
 def _fail(
     session: orm.Session, context: ClaimContext, agent: agents.Agent, code: str
 ) -> outcome.PassResult:
-    work_queue.fail(session, context.claim, code=code)
+    result = settle.fail(session, context.claim, code)
     audit.append(
         session,
         kind="mutation",
@@ -61,4 +61,4 @@ def _fail(
         work_id=context.claim.work_id,
         details={"reasonCode": code},
     )
-    return outcome.permanent(code)
+    return result

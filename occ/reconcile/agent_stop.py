@@ -7,21 +7,21 @@ stopped revision. Revisions, snapshots and data stay.
 
 from __future__ import annotations
 
-from occ import iam
-from occ.reconcile import authority, environment, outcome
+from occ import codes, iam
+from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
-from occ.reconcile.revision import spec_of
 from occ.state import agents, audit, work_queue
+
+Code = codes.Code
 
 
 def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
-    """One pass over an ``agent:<id>:reconcile:stopped:<operation>`` item."""
+    """One pass over an ``AGENT_STOPPED`` item (one per stop request)."""
     owner, claim = context.claim.owner, context.claim
     with worker.database.transaction() as session:
         agent = agents.get(session, owner.namespace_id, owner.agent_id or "")
         if agent is None:
-            work_queue.fail(session, claim, code="INVALID_AGENT_OWNER")
-            return outcome.permanent("INVALID_AGENT_OWNER")
+            return settle.fail(session, claim, Code.INVALID_AGENT_OWNER)
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
         denial = authority.first_denial(session, [(owner.actor_id, "agent:operate", resource)])
         if denial is not None:
@@ -29,16 +29,13 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
                 session, context, action="agents.stop", resource=resource, decision=denial
             )
         if agent.desired_runtime_state != "stopped":
-            work_queue.complete(session, claim, code="STOP_SUPERSEDED")
-            return outcome.success("STOP_SUPERSEDED")
+            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
         revisions = agents.list_revisions(session, agent.id)
         active = next((r for r in revisions if r.id == agent.active_revision_id), None)
         if active is not None and active.created_at > claim.created_at:
-            work_queue.complete(session, claim, code="STOP_SUPERSEDED")
-            return outcome.success("STOP_SUPERSEDED")
+            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
         if active is not None and active.compute_driver != worker.driver.name:
-            work_queue.fail(session, claim, code="COMPUTE_DRIVER_MISMATCH")
-            return outcome.permanent("COMPUTE_DRIVER_MISMATCH")
+            return settle.fail(session, claim, Code.COMPUTE_DRIVER_MISMATCH)
         others = [
             r
             for r in revisions
@@ -48,17 +45,16 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         ]
     for revision in ([active] if active else []) + others:
         context.renew_now()
-        worker.driver.stop_revision(context.operation(), spec_of(revision))
+        worker.driver.stop_revision(context.operation(), specs.revision(revision))
 
     with worker.database.transaction() as session:
         work_queue.renew(session, worker.policy, claim)  # fences the publication
         current = agents.get(session, agent.namespace_id, agent.id, lock=True)
         if current is None or current.desired_runtime_state != "stopped":
-            work_queue.complete(session, claim, code="STOP_SUPERSEDED")
-            return outcome.success("STOP_SUPERSEDED")
+            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
         if active is not None:
             agents.clear_active(session, agent.id, active.id)
-        code = "AGENT_STOPPED" if active is not None else "AGENT_ALREADY_STOPPED"
+        code = Code.AGENT_STOPPED if active is not None else Code.AGENT_ALREADY_STOPPED
         audit.append(
             session,
             kind="mutation",
@@ -76,5 +72,4 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
                 "stoppedRevisionIds": [r.id for r in others],
             },
         )
-        work_queue.complete(session, claim, code=code)
-    return outcome.success(code)
+        return settle.complete(session, claim, code)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from sqlalchemy import orm
 
-from occ import iam
-from occ.reconcile import outcome
+from occ import codes, iam
+from occ.reconcile import outcome, settle
 from occ.reconcile.context import ClaimContext
-from occ.state import audit, work_queue
+from occ.state import audit
 
 
 def first_denial(
@@ -38,8 +38,8 @@ def refuse(
     decision: iam.Decision,
 ) -> outcome.PassResult:
     """Fail the item for a refused authorization and audit the denial."""
-    code = "ACTOR_REVOKED" if decision.actor_revoked else "AUTHORIZATION_DENIED"
-    work_queue.fail(session, context.claim, code=code)
+    code = codes.Code.ACTOR_REVOKED if decision.actor_revoked else codes.Code.AUTHORIZATION_DENIED
+    result = settle.fail(session, context.claim, code)
     audit.append(
         session,
         kind="authorization_denial",
@@ -57,4 +57,4 @@ def refuse(
             "authorization": decision.evidence.as_details(),
         },
     )
-    return outcome.permanent(code)
+    return result

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
+from typing import Protocol
 
 from occ import errors, observability
 from occ.db import Database
@@ -19,8 +21,22 @@ from occ.drivers.compute import base
 from occ.state import values, work_queue
 
 
+class ClaimGuard(Protocol):
+    """What a pass needs of its claim around each Compute call."""
+
+    def renew_now(self, progress_code: str | None = None) -> None:
+        """Renew before an effect; raise ``ClaimLost`` when the claim is gone."""
+
+    def operation(self) -> base.Operation:
+        """The driver's view of the claim (its abort event)."""
+
+
 class ClaimContext:
-    """Lease renewal and cancellation for one running claim."""
+    """Lease renewal and cancellation for one running claim.
+
+    ``clock`` (monotonic seconds) measures how long ago a renewal was confirmed; tests pass
+    their own to drive the silent-database rule without waiting.
+    """
 
     def __init__(
         self,
@@ -29,8 +45,10 @@ class ClaimContext:
         claim: values.Claim,
         *,
         shutdown: threading.Event | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._database = database
+        self._clock = clock
         self._policy = policy
         self._claim = claim
         self._lock = threading.Lock()
@@ -39,7 +57,7 @@ class ClaimContext:
         self.abort = threading.Event()
         self.lost = False
         self.interrupted = False
-        self._confirmed_at = time.monotonic()
+        self._confirmed_at = self._clock()
         self._threads: list[threading.Thread] = []
 
     @property
@@ -62,7 +80,7 @@ class ClaimContext:
         if self.abort.is_set():
             raise errors.ClaimLost(self._claim.work_id, "the pass was aborted")
         with self._lock:
-            fresh = time.monotonic() - self._confirmed_at < self._policy.lease_ms / 10000
+            fresh = self._clock() - self._confirmed_at < self._policy.lease_ms / 10000
         if fresh and progress_code is None:
             return  # confirmed a moment ago (e.g. the start): the lease is nearly full
         try:
@@ -75,7 +93,7 @@ class ClaimContext:
             raise
         with self._lock:
             self._claim = renewed
-            self._confirmed_at = time.monotonic()
+            self._confirmed_at = self._clock()
 
     def __enter__(self) -> ClaimContext:
         for target, name in ((self._renew_loop, "renew"), (self._watch, "watch")):
@@ -113,16 +131,19 @@ class ClaimContext:
                 )
 
     def _watch(self) -> None:
-        lease_s = self._policy.lease_ms / 1000
-        while not self._stopped.wait(min(0.1, lease_s / 10)):
-            if self._shutdown.is_set() and not self.abort.is_set():
-                self.interrupted = True
-                self.abort.set()
-            with self._lock:
-                silent_for = time.monotonic() - self._confirmed_at
-            if silent_for > lease_s and not self.abort.is_set():
-                # no renewal confirmed for a whole lease: assume another worker has it now
-                self._lose()
+        while not self._stopped.wait(min(0.1, self._policy.lease_ms / 10_000)):
+            self.watch_once()
+
+    def watch_once(self) -> None:
+        """Abort on a worker shutdown, or when no renewal was confirmed for a whole lease."""
+        if self._shutdown.is_set() and not self.abort.is_set():
+            self.interrupted = True
+            self.abort.set()
+        with self._lock:
+            silent_for = self._clock() - self._confirmed_at
+        if silent_for > self._policy.lease_ms / 1000 and not self.abort.is_set():
+            # no renewal confirmed for a whole lease: assume another worker has it now
+            self._lose()
 
     def _lose(self) -> None:
         self.lost = True

@@ -1,8 +1,8 @@
 """The worker-side use cases: claim a batch, recover stale claims, run one claimed item.
 
 ``run`` exchanges the dispatch token first (a redelivered message ends here with no effect),
-then runs the reconciler of the item's kind inside a ``ClaimContext``. A lost claim publishes
-nothing; a worker shutting down releases the claim with the attempt refunded.
+then runs the reconciler registered for the item's kind inside a ``ClaimContext``. A lost
+claim publishes nothing; a worker shutting down releases the claim with the attempt refunded.
 """
 
 from __future__ import annotations
@@ -11,37 +11,53 @@ import datetime as dt
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
-
-import sqlalchemy as sa
 
 from occ import codes, errors, metrics, observability
 from occ.db import Database
 from occ.drivers.compute import base
-from occ.reconcile import agent_delete, agent_stop, environment, namespace, outcome, revision
+from occ.reconcile import (
+    agent_delete,
+    agent_stop,
+    environment,
+    kinds,
+    namespace,
+    outcome,
+    revision,
+    settle,
+)
 from occ.reconcile.context import ClaimContext
-from occ.state import namespaces, values, work_queue
-
-CLAIM_LOCK: Final = sa.text("SELECT pg_advisory_xact_lock(3276, 1)")
-"""Serializes claim batches, so the in-flight budget holds across control workers."""
+from occ.state import values, work_queue
+from occ.state.work_keys import WorkKind
 
 Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
 Worker = environment.Worker
+
+RECONCILERS: Final[Mapping[WorkKind, Reconciler]] = {
+    WorkKind.NAMESPACE_READY: namespace.reconcile,
+    WorkKind.NAMESPACE_DELETED: namespace.reconcile,
+    WorkKind.AGENT_STOPPED: agent_stop.reconcile,
+    WorkKind.AGENT_DELETED: agent_delete.reconcile,
+    WorkKind.REVISION_RECONCILE: revision.reconcile,
+    WorkKind.REVISION_MAINTENANCE: revision.reconcile,
+}
+"""The reconciler of each work kind: what ``run`` dispatches to."""
+
+_AGENT_OPERATIONS: Final[Mapping[str, str]] = {
+    codes.Code.REVISION_ACTIVATED: "deploy",
+    codes.Code.AGENT_STOPPED: "stop",
+    codes.Code.AGENT_DELETED: "delete",
+}
+"""Success codes that end an Agent operation an operator waits for (admission to done)."""
 
 
 def claim_batch(
     database: Database, policy: values.QueuePolicy, *, max_in_flight: int
 ) -> list[values.Claim]:
-    """Claim at most ``max_in_flight`` minus the live claims (so nothing outlives its lease
-    waiting in the broker)."""
-    with database.transaction() as session:
-        session.execute(CLAIM_LOCK)
-        room = max_in_flight - work_queue.live_claims(session)
-        if room <= 0:
-            return []
-        with metrics.CLAIM_DURATION.time():
-            return work_queue.claim(session, policy, limit=room)
+    """Claim what the fleet's in-flight budget has room for (committed before dispatch)."""
+    with database.transaction() as session, metrics.CLAIM_DURATION.time():
+        return work_queue.claim_within_budget(session, policy, max_in_flight=max_in_flight)
 
 
 def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
@@ -55,8 +71,11 @@ def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
 
 
 def recover(database: Database, policy: values.QueuePolicy) -> values.RecoveryReport:
+    """Requeue or fail stale claims; the kinds' failure effects commit with them."""
     with database.transaction() as session:
         report = work_queue.recover_stale(session, policy)
+        for item in report.failed_items:
+            kinds.settle(session, item)
     metrics.RECOVERED.labels("requeued").inc(len(report.requeued))
     metrics.RECOVERED.labels("failed").inc(len(report.failed) + len(report.exhausted))
     return report
@@ -73,18 +92,17 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
         claim = work_queue.start_token(session, worker.policy, work_id, token)
     if claim is None:
         return None
-    reconciler = _reconciler_for(claim.owner)
     fields = _log_fields(claim)
     with ClaimContext(worker.database, worker.policy, claim, shutdown=worker.shutdown) as context:
         try:
-            result = reconciler(worker, context)
+            result = RECONCILERS[claim.kind](worker, context)
         except (base.Aborted, errors.ClaimLost):
             return _stopped(worker, context, fields)
         except errors.DependencyUnavailable as exc:
             observability.log(
                 "worker.error",
                 level=logging.ERROR,
-                code="WORKER_UNAVAILABLE",
+                code=codes.Code.WORKER_UNAVAILABLE,
                 error=exc.code,
                 **fields,
             )
@@ -97,7 +115,7 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
             observability.log(
                 "worker.error",
                 level=logging.ERROR,
-                code="DEPENDENCY_UNAVAILABLE",
+                code=codes.Code.DEPENDENCY_UNAVAILABLE,
                 error=type(exc).__name__,
                 **fields,
             )
@@ -116,24 +134,6 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
     return result
 
 
-def _reconciler_for(owner: values.WorkOwner) -> Reconciler:
-    if owner.agent_id is None:
-        return namespace.reconcile
-    if owner.revision_id is not None:
-        return revision.reconcile
-    if owner.agent_target == "stopped":
-        return agent_stop.reconcile
-    if owner.agent_target == "deleted":
-        return agent_delete.reconcile
-    return _invalid_target
-
-
-def _invalid_target(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
-    with worker.database.transaction() as session:
-        work_queue.fail(session, context.claim, code="INVALID_TARGET")
-    return outcome.permanent("INVALID_TARGET")
-
-
 def _stopped(
     worker: Worker, context: ClaimContext, fields: dict[str, Any]
 ) -> outcome.PassResult | None:
@@ -145,11 +145,14 @@ def _stopped(
             pass
         else:
             observability.log(
-                "worker.pass-interrupted", level=logging.WARNING, code="CLAIM_RELEASED", **fields
+                "worker.pass-interrupted",
+                level=logging.WARNING,
+                code=codes.Code.CLAIM_RELEASED,
+                **fields,
             )
-            return outcome.PassResult(codes.Outcome.PENDING, "CLAIM_RELEASED", 0)
+            return outcome.PassResult(codes.Outcome.PENDING, codes.Code.CLAIM_RELEASED, 0)
     metrics.CLAIMS_LOST.inc()
-    observability.log("worker.error", level=logging.WARNING, code="CLAIM_LOST", **fields)
+    observability.log("worker.error", level=logging.WARNING, code=codes.Code.CLAIM_LOST, **fields)
     return None
 
 
@@ -164,44 +167,19 @@ def _release(worker: Worker, context: ClaimContext) -> None:
 def _retry_after_surprise(worker: Worker, context: ClaimContext) -> outcome.PassResult | None:
     try:
         with worker.database.transaction() as session:
-            item = work_queue.retry(
-                session, worker.policy, context.claim, code="DEPENDENCY_UNAVAILABLE"
+            return settle.retry(
+                session, worker.policy, context.claim, codes.Code.DEPENDENCY_UNAVAILABLE
             )
-            owner = context.claim.owner
-            if (
-                item.state == values.WorkState.FAILED_PERMANENT
-                and owner.namespace_target == "ready"
-            ):
-                # a Namespace whose provisioning failed for good must not stay provisioning
-                namespaces.transition(
-                    session, owner.namespace_id, expected="provisioning", status="failed"
-                )
     except errors.OccError:
         return None
-    if item.state == values.WorkState.FAILED_PERMANENT:
-        return outcome.permanent("DEPENDENCY_UNAVAILABLE")
-    return outcome.PassResult(codes.Outcome.RETRY, "DEPENDENCY_UNAVAILABLE")
-
-
-_AGENT_OPERATIONS: Final = {
-    "REVISION_ACTIVATED": "deploy",
-    "AGENT_STOPPED": "stop",
-    "AGENT_DELETED": "delete",
-}
-
-
-def _work_kind(owner: values.WorkOwner) -> str:
-    if owner.agent_id is None:
-        return "namespace"
-    return "agent" if owner.revision_id is None else "agent_revision"
 
 
 def _measure(claim: values.Claim, result: outcome.PassResult, seconds: float) -> None:
-    kind = _work_kind(claim.owner)
+    kind = kinds.KINDS[claim.kind].metric_label
     metrics.RECONCILIATION_ATTEMPTS.labels(kind, str(result.outcome)).inc()
     metrics.RECONCILIATION_DURATION.labels(kind).observe(seconds)
     operation = _AGENT_OPERATIONS.get(result.code)
-    if operation is not None and ":maintenance:" not in claim.work_id:
+    if operation is not None and claim.kind != WorkKind.REVISION_MAINTENANCE:
         since_admission = dt.datetime.now(dt.UTC) - claim.created_at
         metrics.AGENT_OPERATION_DURATION.labels(operation).observe(
             max(since_admission.total_seconds(), 0.0)
@@ -210,17 +188,10 @@ def _measure(claim: values.Claim, result: outcome.PassResult, seconds: float) ->
 
 def _log_fields(claim: values.Claim) -> dict[str, Any]:
     owner = claim.owner
-    operation = (
-        f"namespace.{owner.namespace_target}"
-        if owner.agent_id is None
-        else f"agent.{owner.agent_target}"
-        if owner.revision_id is None
-        else "agent_revision.reconcile"
-    )
     return {
         "workId": claim.work_id,
         "attempt": claim.attempt_count,
-        "operation": operation,
+        "operation": kinds.KINDS[claim.kind].operation,
         "namespaceId": owner.namespace_id,
         "agentId": owner.agent_id,
         "revisionId": owner.revision_id,

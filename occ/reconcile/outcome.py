@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import orm
-
 from occ import codes
-from occ.state import work_queue
+from occ.state import values
 
 
 @dataclass(frozen=True)
@@ -28,12 +25,8 @@ def permanent(code: str) -> PassResult:
     return PassResult(codes.Outcome.PERMANENT, code)
 
 
-def requeued(
-    session: orm.Session, outcome: codes.Outcome, code: str, available_at: dt.datetime | None
-) -> PassResult:
-    """A pass that put its item back: ``retry_in_ms`` is how soon it is due again, measured
-    on the database clock (the follow-up nudge waits that long)."""
-    if available_at is None:
-        return PassResult(outcome, code)
-    now = work_queue.database_now(session)
-    return PassResult(outcome, code, max(int((available_at - now).total_seconds() * 1000), 0))
+def requeued(outcome: codes.Outcome, code: str, item: values.WorkItem) -> PassResult:
+    """A pass that put its item back: ``retry_in_ms`` is how soon it is due again, on the
+    database clock (the transition stamped ``updated_at`` and ``available_at`` together)."""
+    due_in = item.available_at - item.updated_at
+    return PassResult(outcome, code, max(int(due_in.total_seconds() * 1000), 0))

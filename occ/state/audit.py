@@ -7,6 +7,7 @@ operators, not logs: never put secrets, secret values, API keys or tokens in the
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +16,6 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import ids
 from occ.state import models
 
 KINDS: Final = frozenset({"bootstrap", "mutation", "access", "authorization_denial"})
@@ -23,6 +23,12 @@ OUTCOMES: Final = frozenset({"success", "denied", "failure"})
 MAX_LIMIT: Final = 1000
 
 _ACTION: Final = re.compile(r"[a-z][a-z0-9_.:-]{0,127}")
+
+_APPEND: Final = sa.text(
+    "SELECT occ.append_audit_event(:kind, :action, :actor_id, :namespace_id, :resource_kind, "
+    ":resource_id, :work_id, :outcome, CAST(:details AS jsonb))"
+)
+"""The one writer of audit rows (a SQL function the queue and the definer functions call too)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,21 +78,20 @@ def append(
         raise ValueError(f"unknown audit outcome {outcome!r}")
     if not _ACTION.fullmatch(action):
         raise ValueError(f"malformed audit action {action!r}")
-    event_id = ids.new("audit_event")
-    session.execute(
-        sa.insert(models.AuditEvent).values(
-            id=event_id,
-            kind=kind,
-            action=action,
-            actor_id=actor_id,
-            outcome=outcome,
-            namespace_id=namespace_id,
-            resource_kind=resource_kind,
-            resource_id=resource_id,
-            work_id=work_id,
-            details=dict(details or {}),
-        )
-    )
+    event_id: str = session.execute(
+        _APPEND,
+        {
+            "kind": kind,
+            "action": action,
+            "actor_id": actor_id,
+            "namespace_id": namespace_id,
+            "resource_kind": resource_kind,
+            "resource_id": resource_id,
+            "work_id": work_id,
+            "outcome": outcome,
+            "details": json.dumps(dict(details or {}), separators=(",", ":")),
+        },
+    ).scalar_one()
     return event_id
 
 

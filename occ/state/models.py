@@ -290,6 +290,7 @@ class ControllerWork(Base):
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
     namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     agent_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     revision_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)

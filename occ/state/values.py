@@ -8,6 +8,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from occ.state.work_keys import WorkKey, WorkKind
+
 
 class WorkState(enum.StrEnum):
     QUEUED = "queued"
@@ -34,8 +36,6 @@ class WorkOwner:
     actor_id: str
     agent_id: str | None = None
     revision_id: str | None = None
-    namespace_target: str | None = None
-    agent_target: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +43,7 @@ class WorkItem:
     """A row of ``controller_work`` as read at one moment."""
 
     id: str
+    key: WorkKey
     owner: WorkOwner
     state: WorkState
     attempt_count: int
@@ -58,6 +59,10 @@ class WorkItem:
     created_at: dt.datetime
     updated_at: dt.datetime
 
+    @property
+    def kind(self) -> WorkKind:
+        return self.key.kind
+
 
 @dataclass(frozen=True, kw_only=True)
 class Claim:
@@ -67,6 +72,7 @@ class Claim:
     """
 
     work_id: str
+    key: WorkKey
     token: uuid.UUID
     owner: WorkOwner
     attempt_count: int
@@ -75,23 +81,23 @@ class Claim:
     created_at: dt.datetime
     running: bool
 
-
-@dataclass(frozen=True)
-class DeferResult:
-    """What ``defer`` did: requeued the item, or failed it at its convergence deadline."""
-
-    deadline_exceeded: bool
-    available_at: dt.datetime | None
+    @property
+    def kind(self) -> WorkKind:
+        return self.key.kind
 
 
 @dataclass(frozen=True)
 class RecoveryReport:
-    """What one ``recover_stale`` pass changed."""
+    """What one ``recover_stale`` pass changed.
+
+    ``failed_items`` are the items it failed for good (expired at the limit, or exhausted):
+    the caller applies each kind's terminal-failure effect in the same transaction.
+    """
 
     requeued: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
     exhausted: tuple[str, ...] = ()
-    failed_namespaces: tuple[str, ...] = ()
+    failed_items: tuple[WorkItem, ...] = ()
     next_available_in_ms: int | None = None
     """How soon the earliest requeued item becomes claimable (None when nothing was requeued)."""
 

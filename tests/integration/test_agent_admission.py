@@ -17,7 +17,7 @@ from occ import errors, ids
 from occ.controller import agent_lifecycle, agents, deployments, installation
 from occ.db import Database
 from occ.state import agents as agent_rows
-from occ.state import audit, iam_policy, models, values, work_queue
+from occ.state import audit, iam_policy, models, values, work_keys, work_queue
 from tests.support import grants, rows
 
 SP_PERMISSIONS = ("configuration:read", "secret:operate")
@@ -445,7 +445,7 @@ def test_stop_enqueues_its_own_item(db: Database, admin: str, world: World) -> N
     )
     item = work(db, event.work_id)
     assert item is not None and item.owner == values.WorkOwner(
-        namespace_id=world.namespace_id, actor_id=admin, agent_id=view.id, agent_target="stopped"
+        namespace_id=world.namespace_id, actor_id=admin, agent_id=view.id
     )
     assert event.details["previousDesiredRuntimeState"] == "running"
 
@@ -576,6 +576,7 @@ def work_item(
 ) -> values.WorkItem:
     return values.WorkItem(
         id=f"agent_revision:{REVISION_ID}:reconcile",
+        key=work_keys.revision_reconcile(REVISION_ID),
         owner=values.WorkOwner(
             namespace_id=NAMESPACE_ID,
             actor_id=ids.new("principal"),

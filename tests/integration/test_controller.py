@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from occ import errors, iam, ids
 from occ.controller import installation, namespaces
 from occ.db import Database
-from occ.state import audit, iam_policy, models, values, work_queue
+from occ.state import audit, iam_policy, models, values, work_keys, work_queue
 from tests.support import grants, rows
 
 
@@ -125,9 +125,8 @@ def test_create_writes_row_audit_and_work_together(db: Database, admin: str) -> 
     item = work(db, work_id)
     assert item is not None
     assert item.state is values.WorkState.QUEUED
-    assert item.owner == values.WorkOwner(
-        namespace_id=view.id, actor_id=admin, namespace_target="ready"
-    )
+    assert item.owner == values.WorkOwner(namespace_id=view.id, actor_id=admin)
+    assert item.kind == work_keys.WorkKind.NAMESPACE_READY
     [event] = events(db, namespace_id=view.id)
     assert (event.kind, event.action, event.actor_id, event.outcome) == (
         "mutation",
@@ -290,9 +289,7 @@ def test_delete_admits_deletion_work_and_repeats_idempotently(db: Database, admi
     work_id = f"namespace:{view.id}:reconcile:deleted"
     item = work(db, work_id)
     assert item is not None and item.state is values.WorkState.QUEUED
-    assert item.owner == values.WorkOwner(
-        namespace_id=view.id, actor_id=admin, namespace_target="deleted"
-    )
+    assert item.owner == values.WorkOwner(namespace_id=view.id, actor_id=admin)
     delete_events = [e for e in events(db, namespace_id=view.id) if e.action == "namespaces.delete"]
     assert [(e.kind, e.work_id, e.details["previousStatus"]) for e in delete_events] == [
         ("mutation", work_id, "provisioning")

@@ -41,6 +41,7 @@ def _insert_work(db: Database, **columns: object) -> None:
 def _namespace_work(owners: dict[str, str], **overrides: object) -> dict[str, object]:
     return {
         "id": f"namespace:{owners['ns']}:reconcile:ready",
+        "kind": "namespace_ready",
         "namespace_id": owners["ns"],
         "actor_id": owners["actor"],
         "namespace_target": "ready",
@@ -54,6 +55,8 @@ def test_a_well_formed_row_is_accepted(db: Database, owners: dict[str, str]) -> 
 
 MALFORMED = {
     "namespace work with an agent target": {"agent_target": "stopped"},
+    "kind that does not match the key": {"kind": "namespace_deleted"},
+    "unknown kind": {"kind": "namespace_exploded"},
     "key that does not match the owner": {"id": "namespace:ns_other:reconcile:ready"},
     "namespace target outside the set": {
         "namespace_target": "gone",
@@ -108,6 +111,7 @@ def test_malformed_work_rows_are_rejected(
 def test_revision_and_agent_shapes(db: Database, owners: dict[str, str]) -> None:
     revision = {
         "id": f"agent_revision:{owners['rev']}:reconcile",
+        "kind": "revision_reconcile",
         "namespace_id": owners["ns"],
         "agent_id": owners["agent"],
         "revision_id": owners["rev"],
@@ -115,12 +119,31 @@ def test_revision_and_agent_shapes(db: Database, owners: dict[str, str]) -> None
     }
     _insert_work(db, **revision)
     with pytest.raises(sa_exc.IntegrityError, match="check constraint"):
-        _insert_work(db, **{**revision, "id": f"agent_revision:{owners['rev']}:maintenance:x"})
+        _insert_work(
+            db,
+            **{
+                **revision,
+                "id": f"agent_revision:{owners['rev']}:maintenance:x",
+                "kind": "revision_maintenance",
+            },
+        )
     with pytest.raises(sa_exc.IntegrityError, match="check constraint"):
-        _insert_work(db, **{**revision, "id": "x", "revision_id": None, "agent_target": "stopped"})
+        _insert_work(db, **{**revision, "kind": "revision_maintenance"})
+    with pytest.raises(sa_exc.IntegrityError, match="check constraint"):
+        _insert_work(
+            db,
+            **{
+                **revision,
+                "id": "x",
+                "kind": "agent_stopped",
+                "revision_id": None,
+                "agent_target": "stopped",
+            },
+        )
     _insert_work(
         db,
         id=f"agent:{owners['agent']}:reconcile:stopped:{uuid.uuid4()}",
+        kind="agent_stopped",
         namespace_id=owners["ns"],
         agent_id=owners["agent"],
         actor_id=owners["actor"],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import models, values
+from occ.state import models, values, work_keys
 
 
 def principal(
@@ -73,11 +73,13 @@ def agent(session: orm.Session, *, namespace_id: str, name: str = "agent") -> st
 
 def namespace_work(
     namespace_id: str, actor_id: str, target: str = "ready"
-) -> tuple[str, values.WorkOwner]:
-    return (
-        f"namespace:{namespace_id}:reconcile:{target}",
-        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, namespace_target=target),
+) -> tuple[work_keys.WorkKey, values.WorkOwner]:
+    key = (
+        work_keys.namespace_ready(namespace_id)
+        if target == "ready"
+        else work_keys.namespace_deleted(namespace_id)
     )
+    return key, values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id)
 
 
 def revision(
@@ -111,9 +113,9 @@ def revision(
 
 def revision_work(
     namespace_id: str, agent_id: str, revision_id: str, actor_id: str
-) -> tuple[str, values.WorkOwner]:
+) -> tuple[work_keys.WorkKey, values.WorkOwner]:
     return (
-        f"agent_revision:{revision_id}:reconcile",
+        work_keys.revision_reconcile(revision_id),
         values.WorkOwner(
             namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id, revision_id=revision_id
         ),
@@ -122,10 +124,8 @@ def revision_work(
 
 def agent_delete_work(
     namespace_id: str, agent_id: str, actor_id: str
-) -> tuple[str, values.WorkOwner]:
+) -> tuple[work_keys.WorkKey, values.WorkOwner]:
     return (
-        f"agent:{agent_id}:reconcile:deleted",
-        values.WorkOwner(
-            namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id, agent_target="deleted"
-        ),
+        work_keys.agent_deleted(agent_id),
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id),
     )

@@ -183,8 +183,17 @@ class ComputeDriver(Protocol):
     def prepare_revision(self, operation: Operation, revision: RevisionSpec) -> Observation:
         """Start or find the revision's runtime; ``Ready`` once it is healthy."""
 
-    def activate_revision(self, operation: Operation, revision: RevisionSpec) -> Activation:
-        """Make the revision serve the Agent's stable endpoint (idempotent)."""
+    def revision_capabilities(self, revision: RevisionSpec) -> Capabilities:
+        """The capabilities that apply to this revision (they may depend on its mode)."""
+
+    def activate_revision(
+        self, operation: Operation, revision: RevisionSpec
+    ) -> Activation | Pending | Failed:
+        """Make the revision serve the Agent's stable endpoint (idempotent).
+
+        ``Pending`` while the switch is still rolling out (the pass defers without spending
+        an attempt); ``Failed`` when it cannot finish.
+        """
 
     def stop_revision(self, operation: Operation, revision: RevisionSpec) -> None:
         """Stop the revision's runtime; keep its snapshot and data (idempotent)."""

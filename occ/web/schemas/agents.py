@@ -9,10 +9,11 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from occ import harnesses
 from occ.web.schemas import common
 
-HARNESSES = ("openclaw", "codex")
-EXECUTION_MODES = ("embedded", "dedicated")
+HARNESSES = tuple(harnesses.Harness)
+EXECUTION_MODES = tuple(harnesses.ExecutionMode)
 DEPLOYMENT_STATES = ("pending", "active", "superseded", "stopped", "failed")
 
 _VERSION_HELP = "1 to 64 characters of A-Z a-z 0-9 . _ -"

@@ -67,7 +67,7 @@ def _deploy_world(db: Database) -> tuple[str, str, str]:
     )
     secret = secrets.create_secret(
         db,
-        store=secret_store.SecretStore("k"),
+        store=secret_store.SecretStore.from_settings(Settings()),
         actor_id=admin,
         namespace_id=namespace_id,
         name="s",

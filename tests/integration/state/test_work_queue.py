@@ -27,9 +27,10 @@ def namespace_id(db: Database, actor: str) -> str:
 
 
 def _enqueue_namespace(db: Database, namespace_id: str, actor: str, target: str = "ready") -> str:
-    work_id, owner = rows.namespace_work(namespace_id, actor, target)
+    key, owner = rows.namespace_work(namespace_id, actor, target)
+    work_id = str(key)
     with db.transaction() as session:
-        work_queue.enqueue(session, work_id, owner)
+        work_queue.enqueue(session, key, owner)
     return work_id
 
 
@@ -102,18 +103,19 @@ def test_enqueue_is_idempotent_and_conflicts_on_another_actor(
     assert again == work_id
     with db.transaction() as session:
         other = rows.principal(session, name="other")
-    _, owner = rows.namespace_work(namespace_id, actor)
+    key, owner = rows.namespace_work(namespace_id, actor)
     with pytest.raises(errors.IdempotencyConflict), db.transaction() as session:
-        work_queue.enqueue(session, work_id, dataclasses.replace(owner, actor_id=other))
+        work_queue.enqueue(session, key, dataclasses.replace(owner, actor_id=other))
     with db.transaction() as session:
         count = session.execute(sa.select(sa.func.count()).select_from(models.ControllerWork))
         assert count.scalar_one() == 1
 
 
 def test_enqueue_joins_the_callers_transaction(db: Database, namespace_id: str, actor: str) -> None:
-    work_id, owner = rows.namespace_work(namespace_id, actor)
+    key, owner = rows.namespace_work(namespace_id, actor)
+    work_id = str(key)
     with pytest.raises(RuntimeError), db.transaction() as session:
-        work_queue.enqueue(session, work_id, owner)
+        work_queue.enqueue(session, key, owner)
         raise RuntimeError("the caller's transaction fails")
     with db.transaction() as session:
         assert work_queue.get(session, work_id) is None
@@ -147,8 +149,9 @@ def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
         session.execute(
             sa.update(models.Agent).where(models.Agent.id == agent_id).values(status="deleting")
         )
-        work_id, owner = rows.agent_delete_work(namespace_id, agent_id, actor)
-        work_queue.enqueue(session, work_id, owner)
+        key, owner = rows.agent_delete_work(namespace_id, agent_id, actor)
+        work_id = str(key)
+        work_queue.enqueue(session, key, owner)
     first = _run_one(db, policy)
     _expire(owner_db, work_id)
     with db.transaction() as session:
@@ -250,7 +253,7 @@ def test_claim_counts_an_attempt_and_defer_refunds_it(
         assert run.attempt_count == 1
         with db.transaction() as session:
             result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0)
-        assert not result.deadline_exceeded
+        assert result.state == values.WorkState.QUEUED
         item = _item(db, work_id)
         assert item.attempt_count == 0
         assert item.state == values.WorkState.QUEUED
@@ -382,7 +385,7 @@ def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
     assert _claim_one(db, policy).work_id == work_id
 
 
-def test_recovery_fails_a_provisioning_namespace_in_the_same_statement(
+def test_recovery_reports_what_it_failed_and_knows_nothing_of_namespaces(
     db: Database,
     owner_db: Database,
     policy: values.QueuePolicy,
@@ -397,15 +400,16 @@ def test_recovery_fails_a_provisioning_namespace_in_the_same_statement(
         report = work_queue.recover_stale(session, one_attempt)
         namespace = session.get(models.Namespace, namespace_id)
         assert namespace is not None
-        assert namespace.status == "failed"
+        assert namespace.status == "provisioning"  # the kind's effect is the caller's
         audits = session.execute(
             sa.select(models.AuditEvent.action, models.AuditEvent.outcome).where(
                 models.AuditEvent.namespace_id == namespace_id
             )
         ).all()
     assert report.failed == (work_id,)
-    assert report.failed_namespaces == (namespace_id,)
-    assert ("namespaces.lifecycle.ensure", "failure") in audits
+    assert [(item.id, item.state, item.reason_code) for item in report.failed_items] == [
+        (work_id, values.WorkState.FAILED_PERMANENT, "LEASE_EXPIRED")
+    ]
     assert ("reconcile", "failure") in audits
 
 
@@ -420,14 +424,12 @@ def test_recovery_fails_exhausted_queued_items(
     with db.transaction() as session:
         report = work_queue.recover_stale(session, lowered)
     assert report.exhausted == (work_id,)
+    assert [item.id for item in report.failed_items] == [work_id]
     item = _item(db, work_id)
     assert (item.state, item.reason_code) == (
         values.WorkState.FAILED_PERMANENT,
         "MAX_ATTEMPTS_EXHAUSTED",
     )
-    with db.transaction() as session:
-        namespace = session.get(models.Namespace, namespace_id)
-        assert namespace is not None and namespace.status == "failed"
 
 
 def test_defer_past_the_deadline_fails_with_timeout_ms(
@@ -440,9 +442,8 @@ def test_defer_past_the_deadline_fails_with_timeout_ms(
     work_id = _enqueue_namespace(db, namespace_id, actor)
     run = _run_one(db, policy)
     with db.transaction() as session:
-        assert not work_queue.defer(
-            session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0
-        ).deadline_exceeded
+        deferred = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0)
+        assert deferred.state == values.WorkState.QUEUED
     run = _run_one(db, policy)
     # the deadline is measured from created_at on the database clock
     with owner_db.transaction() as session:
@@ -455,7 +456,7 @@ def test_defer_past_the_deadline_fails_with_timeout_ms(
         )
     with db.transaction() as session:
         result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE")
-    assert result.deadline_exceeded
+    assert result.state == values.WorkState.FAILED_PERMANENT
     item = _item(db, work_id)
     assert item.state == values.WorkState.FAILED_PERMANENT
     assert item.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
@@ -474,8 +475,9 @@ def test_complete_keeps_the_specific_code_and_warnings(
         revision_id = rows.revision(
             session, namespace_id=namespace_id, agent_id=agent_id, actor_id=actor, number=1
         )
-        work_id, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
-        work_queue.enqueue(session, work_id, owner)
+        key, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
+        work_id = str(key)
+        work_queue.enqueue(session, key, owner)
     run = _run_one(db, policy)
     warnings = {"warnings": [{"code": "PLUGIN_INSTALL_FAILED", "detail": "plugin-a"}]}
     with db.transaction() as session:

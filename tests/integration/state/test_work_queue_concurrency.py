@@ -40,8 +40,9 @@ def _seed(db: Database) -> dict[str, str]:
                     actor_id=actor,
                     number=number,
                 )
-                work_id, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
-                work_queue.enqueue(session, work_id, owner)
+                key, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
+                work_id = str(key)
+                work_queue.enqueue(session, key, owner)
                 lanes[work_id] = agent_id
     return lanes
 

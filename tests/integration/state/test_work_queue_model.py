@@ -100,10 +100,9 @@ class QueueMachine(RuleBasedStateMachine):
                 actor_id=self.actor,
                 number=self.revisions,
             )
-            work_id, owner = rows.revision_work(
-                self.namespace_id, agent_id, revision_id, self.actor
-            )
-            work_queue.enqueue(session, work_id, owner)
+            key, owner = rows.revision_work(self.namespace_id, agent_id, revision_id, self.actor)
+            work_id = str(key)
+            work_queue.enqueue(session, key, owner)
         self.items[work_id] = ModelItem(lane=agent_id)
 
     @precondition(lambda self: any(i.state == "queued" for i in self.items.values()))

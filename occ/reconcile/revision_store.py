@@ -1,0 +1,315 @@
+"""The database side of a revision pass: the consistent read and checks, and every
+publication, each in its own short transaction fenced by the claim.
+
+``revision.run_pass`` sees it through the ``RevisionStore`` protocol, so the pass's logic can be
+exercised with an in-memory store; this module is the PostgreSQL one. Nothing here calls a
+Compute Driver.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from sqlalchemy import orm
+
+from occ import codes, harnesses, iam, secret_store
+from occ.drivers.compute import base
+from occ.reconcile import authority, environment, outcome, settle, specs
+from occ.reconcile.context import ClaimContext
+from occ.state import agents, audit, iam_policy, namespaces, secrets, values, work_keys, work_queue
+from occ.state.work_keys import WorkKind
+
+Code = codes.Code
+ACTIVATE_ACTION = "agents.lifecycle.activate"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a pass read in one transaction, after every check passed."""
+
+    agent: agents.Agent
+    revision: agents.Revision
+    active: agents.Revision | None
+    earlier: tuple[agents.Revision, ...]
+    """The Agent's older revisions on this driver, oldest first."""
+    spec: base.RevisionSpec
+    """The revision as the driver sees it, with its credential for a deploy pass."""
+
+    @property
+    def superseded(self) -> bool:
+        """A revision at least as new as this one is active already."""
+        return (
+            self.active is not None
+            and self.active.id != self.revision.id
+            and self.active.revision_number >= self.revision.revision_number
+        )
+
+
+Moved = Literal["moved", "stopped"]
+
+
+class RevisionStore(Protocol):
+    """Reads and publications of one revision pass (each one fenced transaction)."""
+
+    def load(self) -> Snapshot | outcome.PassResult: ...
+
+    def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult: ...
+
+    def publish_activation(
+        self, snapshot: Snapshot, activation: base.Activation, code: Code
+    ) -> outcome.PassResult: ...
+
+    def complete(self, code: Code) -> outcome.PassResult: ...
+
+    def supersede(self, snapshot: Snapshot) -> outcome.PassResult: ...
+
+    def defer(self, code: Code, *, delay_ms: int | None) -> outcome.PassResult: ...
+
+    def fail(self, code: Code) -> outcome.PassResult: ...
+
+    def retry(self, code: Code) -> outcome.PassResult: ...
+
+
+def maintenance_bucket(now_ms: float, interval_ms: int, current: int | None) -> int:
+    """The bucket of the next maintenance pass: the next interval boundary after ``now``, and
+    always after the bucket that is running (``current``), so a chain never repeats itself."""
+    bucket = math.floor((now_ms + interval_ms) / interval_ms)
+    return bucket if current is None else max(bucket, current + 1)
+
+
+class DatabaseRevisionStore:
+    """``RevisionStore`` on PostgreSQL for one claimed revision item."""
+
+    def __init__(self, worker: environment.Worker, context: ClaimContext) -> None:
+        self._worker = worker
+        self._context = context
+
+    @property
+    def _claim(self) -> values.Claim:
+        return self._context.claim
+
+    def load(self) -> Snapshot | outcome.PassResult:
+        with self._worker.database.transaction() as session:
+            return self._load(session)
+
+    def _load(self, session: orm.Session) -> Snapshot | outcome.PassResult:
+        claim, driver = self._claim, self._worker.driver
+        owner = claim.owner
+        namespace = namespaces.get(session, owner.namespace_id)
+        agent = agents.get(session, owner.namespace_id, owner.agent_id) if owner.agent_id else None
+        revision = (
+            agents.get_revision(session, owner.agent_id, owner.revision_id)
+            if owner.agent_id and owner.revision_id
+            else None
+        )
+        if namespace is None or agent is None or revision is None:
+            return settle.fail(session, claim, Code.INVALID_REVISION_OWNER)
+        if not namespace.live or namespace.status != "ready":
+            return settle.fail(session, claim, Code.NAMESPACE_NOT_READY)
+        if (
+            revision.namespace_id != agent.namespace_id
+            or revision.service_principal_id != agent.service_principal_id
+        ):
+            return settle.fail(session, claim, Code.INVALID_REVISION_OWNER)
+        if agent.status != "active":
+            return settle.fail(session, claim, Code.INVALID_AGENT_STATE)
+        principal = iam_policy.get_principal(session, agent.service_principal_id)
+        if principal is None or principal.disabled:
+            return settle.fail(session, claim, Code.INVALID_AGENT_PRINCIPAL)
+        if harnesses.mode_of(revision.harness_id) != revision.harness_mode:
+            return settle.fail(session, claim, Code.HARNESS_MISMATCH)
+        if revision.compute_driver != driver.name:
+            return settle.fail(session, claim, Code.COMPUTE_DRIVER_MISMATCH)
+        if claim.kind == WorkKind.REVISION_MAINTENANCE:
+            deployment = work_queue.get(session, work_keys.revision_reconcile(revision.id))
+            if (
+                deployment is None
+                or deployment.state == values.WorkState.FAILED_PERMANENT
+                or deployment.reason_code == Code.REVISION_SUPERSEDED
+            ):
+                return settle.complete(session, claim, Code.REVISION_SUPERSEDED)
+        denial = authority.first_denial(session, _deploy_checks(owner.actor_id, agent, revision))
+        if denial is not None:
+            return authority.refuse(
+                session,
+                self._context,
+                action="agents.deploy",
+                resource=iam.Resource("agent", agent.id, agent.namespace_id),
+                decision=denial,
+            )
+        credential = self._unseal(session, revision)
+        if isinstance(credential, outcome.PassResult):
+            return credential
+        all_revisions = agents.list_revisions(session, agent.id)
+        return Snapshot(
+            agent=agent,
+            revision=revision,
+            active=next((r for r in all_revisions if r.id == agent.active_revision_id), None),
+            earlier=tuple(
+                sorted(
+                    (
+                        r
+                        for r in all_revisions
+                        if r.revision_number < revision.revision_number
+                        and r.compute_driver == driver.name
+                    ),
+                    key=lambda r: r.revision_number,
+                )
+            ),
+            spec=specs.revision(revision, credential),
+        )
+
+    def _unseal(
+        self, session: orm.Session, revision: agents.Revision
+    ) -> base.Credential | outcome.PassResult | None:
+        """The harness credential, read only now: after the re-authorization, under the live
+        claim (renewed in this transaction), and never stored anywhere but the driver's call."""
+        secret_id = revision.harness_auth.get("secretId")
+        if not isinstance(secret_id, str):
+            return None
+        work_queue.renew(session, self._worker.policy, self._claim)
+        sealed = secrets.sealed_value(session, revision.namespace_id, secret_id)
+        if sealed is None:
+            return settle.fail(session, self._claim, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+        try:
+            value = secret_store.decrypt(self._worker.settings, secret_id, sealed)
+        except secret_store.SecretUnreadable:
+            return settle.fail(session, self._claim, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+        return base.Credential(value)
+
+    def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult:
+        """The claim-fenced compare-and-set of the Agent's active revision."""
+        agent, revision = snapshot.agent, snapshot.revision
+        with self._worker.database.transaction() as session:
+            self._fence(session)
+            agents.lock_namespace(session, agent.namespace_id)
+            current = agents.get(session, agent.namespace_id, agent.id, lock=True)
+            if current is not None and current.desired_runtime_state != "running":
+                return "stopped"
+            if current is None or not agents.activate(
+                session, agent.id, expected=agent.active_revision_id, candidate=revision.id
+            ):
+                return self._retry_in(session, Code.ACTIVE_REVISION_CHANGED)
+        return "moved"
+
+    def publish_activation(
+        self, snapshot: Snapshot, activation: base.Activation, code: Code
+    ) -> outcome.PassResult:
+        """Publish the endpoint, append the activation audit once, complete, and schedule the
+        next maintenance pass."""
+        agent, revision = snapshot.agent, snapshot.revision
+        with self._worker.database.transaction() as session:
+            self._fence(session)
+            current = agents.get(session, agent.namespace_id, agent.id, lock=True)
+            if current is None or current.active_revision_id != revision.id:
+                return self._retry_in(session, Code.ACTIVE_REVISION_CHANGED)
+            agents.publish_endpoint(session, agent.id, revision.id, activation.endpoint)
+            if not _activation_audited(session, revision.id):
+                previous = snapshot.active.id if snapshot.active else None
+                audit.append(
+                    session,
+                    kind="mutation",
+                    action=ACTIVATE_ACTION,
+                    actor_id=self._claim.owner.actor_id,
+                    outcome="success",
+                    namespace_id=agent.namespace_id,
+                    resource_kind="agent_revision",
+                    resource_id=revision.id,
+                    work_id=self._claim.work_id,
+                    details={
+                        "computeDriverId": self._worker.driver.name,
+                        "reasonCode": code,
+                        "previousRevisionId": previous if previous != revision.id else None,
+                        "revisionNumber": revision.revision_number,
+                    },
+                )
+            result = settle.complete(session, self._claim, code)
+            self._schedule_maintenance(session, snapshot.spec)
+        return result
+
+    def complete(self, code: Code) -> outcome.PassResult:
+        with self._worker.database.transaction() as session:
+            return settle.complete(session, self._claim, code)
+
+    def supersede(self, snapshot: Snapshot) -> outcome.PassResult:
+        """An older revision than the active one: done, audited, no Compute call."""
+        with self._worker.database.transaction() as session:
+            result = settle.complete(session, self._claim, Code.REVISION_SUPERSEDED)
+            audit.append(
+                session,
+                kind="mutation",
+                action="agents.lifecycle.supersede",
+                actor_id=self._claim.owner.actor_id,
+                outcome="success",
+                namespace_id=snapshot.agent.namespace_id,
+                resource_kind="agent_revision",
+                resource_id=snapshot.revision.id,
+                work_id=self._claim.work_id,
+                details={
+                    "activeRevisionId": snapshot.active.id if snapshot.active else None,
+                    "reasonCode": Code.REVISION_SUPERSEDED,
+                },
+            )
+        return result
+
+    def defer(self, code: Code, *, delay_ms: int | None) -> outcome.PassResult:
+        with self._worker.database.transaction() as session:
+            return settle.defer(session, self._worker.policy, self._claim, code, delay_ms=delay_ms)
+
+    def fail(self, code: Code) -> outcome.PassResult:
+        with self._worker.database.transaction() as session:
+            return settle.fail(session, self._claim, code)
+
+    def retry(self, code: Code) -> outcome.PassResult:
+        with self._worker.database.transaction() as session:
+            return self._retry_in(session, code)
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _fence(self, session: orm.Session) -> None:
+        # the first statement renews the claim: a stale worker's transaction rolls back whole
+        work_queue.renew(session, self._worker.policy, self._claim)
+
+    def _retry_in(self, session: orm.Session, code: Code) -> outcome.PassResult:
+        return settle.retry(session, self._worker.policy, self._claim, code)
+
+    def _schedule_maintenance(self, session: orm.Session, spec: base.RevisionSpec) -> None:
+        interval_s = self._worker.driver.revision_capabilities(spec).maintenance_interval_s
+        if not interval_s:
+            return
+        interval_ms = max(int(interval_s * 1000), 1)
+        now_ms = work_queue.database_now(session).timestamp() * 1000
+        key = self._claim.key
+        current = key.maintenance_bucket if key.kind == WorkKind.REVISION_MAINTENANCE else None
+        bucket = maintenance_bucket(now_ms, interval_ms, current)
+        work_queue.enqueue(
+            session,
+            work_keys.revision_maintenance(spec.revision_id, bucket),
+            self._claim.owner,
+            delay_ms=max(int(bucket * interval_ms - now_ms), 0),
+        )
+
+
+def _deploy_checks(
+    actor_id: str, agent: agents.Agent, revision: agents.Revision
+) -> list[tuple[str, str, iam.Resource]]:
+    namespace_id = agent.namespace_id
+    checks = [(actor_id, "agent:deploy", iam.Resource("agent", agent.id, namespace_id))]
+    configuration = iam.Resource("configuration", revision.configuration_id, namespace_id)
+    secret_id = revision.harness_auth.get("secretId")
+    for principal in (actor_id, agent.service_principal_id):
+        checks.append((principal, "configuration:read", configuration))
+        if isinstance(secret_id, str):
+            checks.append(
+                (principal, "secret:operate", iam.Resource("secret", secret_id, namespace_id))
+            )
+    return checks
+
+
+def _activation_audited(session: orm.Session, revision_id: str) -> bool:
+    return any(
+        event.action == ACTIVATE_ACTION
+        for event in audit.list_events(session, resource_id=revision_id, limit=50)
+    )

@@ -1,0 +1,77 @@
+"""How a pass ends its claim: complete, fail, retry or defer, as one fenced queue transition
+plus the kind's terminal-failure effect, in the caller's transaction, returning the result.
+
+Every reconciler ends through these, so "what a failure of this kind also changes" is
+applied on every path, and every pass reports the same ``PassResult`` shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import orm
+
+from occ import codes
+from occ.reconcile import kinds, outcome
+from occ.state import values, work_queue
+
+
+def complete(
+    session: orm.Session,
+    claim: values.Claim,
+    code: str,
+    *,
+    result_data: Mapping[str, Any] | None = None,
+) -> outcome.PassResult:
+    """The item succeeded with ``code``."""
+    work_queue.complete(session, claim, code=code, result_data=result_data)
+    return outcome.success(code)
+
+
+def fail(
+    session: orm.Session,
+    claim: values.Claim,
+    code: str,
+    *,
+    result_data: Mapping[str, Any] | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> outcome.PassResult:
+    """The item failed for good with ``code``; ``details`` go to the kind's failure audit."""
+    item = work_queue.fail(session, claim, code=code, result_data=result_data)
+    kinds.settle(session, item, details)
+    return outcome.permanent(code)
+
+
+def retry(
+    session: orm.Session,
+    policy: values.QueuePolicy,
+    claim: values.Claim,
+    code: str,
+    *,
+    details: Mapping[str, Any] | None = None,
+) -> outcome.PassResult:
+    """Requeue after backoff keeping the attempt; at the attempt limit the item fails."""
+    item = work_queue.retry(session, policy, claim, code=code)
+    kinds.settle(session, item, details)
+    if item.state == values.WorkState.FAILED_PERMANENT:
+        return outcome.permanent(code)
+    return outcome.requeued(codes.Outcome.RETRY, code, item)
+
+
+def defer(
+    session: orm.Session,
+    policy: values.QueuePolicy,
+    claim: values.Claim,
+    code: str,
+    *,
+    delay_ms: int | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> outcome.PassResult:
+    """Not done yet: requeue with the attempt refunded; past the convergence deadline the item
+    fails with ``CONVERGENCE_DEADLINE_EXCEEDED``."""
+    item = work_queue.defer(session, policy, claim, code=code, delay_ms=delay_ms)
+    kinds.settle(session, item, details)
+    if item.state == values.WorkState.FAILED_PERMANENT:
+        return outcome.permanent(codes.Code.CONVERGENCE_DEADLINE_EXCEEDED)
+    return outcome.requeued(codes.Outcome.PENDING, code, item)

@@ -1,0 +1,258 @@
+-- The work queue's statements, one block per transition; occ.state.work_queue runs them by name.
+--
+-- Every time is the database clock (clock_timestamp()). Every transition of a running claim is
+-- fenced by id + state 'claimed' + the live token + a started, unexpired lease: zero rows means
+-- the claim is gone. Each transition writes its audit evidence in the same statement through
+-- occ.record_work_evidence. Durations arrive in milliseconds.
+
+-- name: enqueue
+-- Admit an item, due after :delay_ms; no row when the id exists already (the caller compares).
+INSERT INTO occ.controller_work AS w
+  (id, kind, namespace_id, agent_id, revision_id, actor_id, namespace_target, agent_target,
+   available_at, created_at, updated_at)
+VALUES (:work_id, :kind, :namespace_id, :agent_id, :revision_id, :actor_id, :namespace_target,
+        :agent_target, clock_timestamp() + :delay_ms * interval '1 millisecond',
+        clock_timestamp(), clock_timestamp())
+ON CONFLICT (id) DO NOTHING
+RETURNING w.*;
+
+-- name: get
+-- One item by id.
+SELECT w.* FROM occ.controller_work w WHERE w.id = :work_id;
+
+-- name: claim
+-- Claim up to :limit ready items, the head of each lane without a live claim, with dispatch tokens.
+WITH candidates AS (
+  -- a bounded window of the ready index, oldest first
+  SELECT id, lane, available_at, created_at
+    FROM occ.controller_work
+   WHERE state = 'queued' AND available_at <= clock_timestamp()
+     AND attempt_count < :max_attempts
+   ORDER BY available_at, created_at, id
+   LIMIT :window
+), heads AS (
+  -- the first candidate of every lane that has no live claim; NOT IN runs as one hashed subplan
+  -- over the claimed rows (an anti-join's generic plan compared every pair); lane is NOT NULL
+  SELECT id, available_at, created_at FROM (
+    SELECT c.id, c.available_at, c.created_at,
+           row_number() OVER (PARTITION BY c.lane
+                              ORDER BY c.available_at, c.created_at, c.id) AS position
+      FROM candidates c
+     WHERE c.lane NOT IN (SELECT busy.lane FROM occ.controller_work busy
+                           WHERE busy.state = 'claimed')
+  ) ranked
+   WHERE position = 1
+), locked AS (
+  -- racing claimers skip each other: row locks with SKIP LOCKED plus a non-blocking advisory
+  -- lock on the lane (class 204); the limit applies after SKIP LOCKED so a racer holding some
+  -- heads does not leave this claimer empty-handed; the conditions are repeated because a row
+  -- changed since the snapshot is re-checked against these only
+  SELECT w.id FROM occ.controller_work w JOIN heads h ON h.id = w.id
+   WHERE w.state = 'queued' AND w.available_at <= clock_timestamp()
+     AND w.attempt_count < :max_attempts
+     AND pg_try_advisory_xact_lock(204, hashtext(w.lane))
+   ORDER BY h.available_at, h.created_at, h.id
+   LIMIT :limit
+     FOR UPDATE OF w SKIP LOCKED
+)
+UPDATE occ.controller_work w
+   SET state = 'claimed', attempt_count = w.attempt_count + 1,
+       claim_token = gen_random_uuid(), claimed_at = clock_timestamp(),
+       lease_expires_at = clock_timestamp() + :dispatch_lease_ms * interval '1 millisecond',
+       updated_at = clock_timestamp()
+  FROM locked
+ WHERE w.id = locked.id AND w.state = 'queued'
+RETURNING w.*;
+
+-- name: start
+-- Exchange a dispatch token, once, for a run token and the full lease.
+UPDATE occ.controller_work w
+   SET claim_token = gen_random_uuid(), started_at = clock_timestamp(),
+       lease_expires_at = clock_timestamp() + :lease_ms * interval '1 millisecond',
+       updated_at = clock_timestamp()
+ WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+   AND w.started_at IS NULL AND w.lease_expires_at > clock_timestamp()
+RETURNING w.*;
+
+-- name: renew
+-- Extend a running claim's lease (an expired lease cannot be revived), with an optional progress code.
+UPDATE occ.controller_work w
+   SET lease_expires_at = clock_timestamp() + :lease_ms * interval '1 millisecond',
+       updated_at = clock_timestamp(),
+       last_progress_code = COALESCE(CAST(:progress_code AS text), w.last_progress_code),
+       last_progress_at = CASE WHEN CAST(:progress_code AS text) IS NULL THEN w.last_progress_at
+                               ELSE clock_timestamp() END
+ WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+   AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+RETURNING w.*;
+
+-- name: release
+-- Give a live claim back (shutdown, or a dispatch that could not be sent): queued now, attempt refunded.
+WITH moved AS (
+  UPDATE occ.controller_work w
+     SET state = 'queued', claim_token = NULL, claimed_at = NULL, started_at = NULL,
+         lease_expires_at = NULL, attempt_count = greatest(w.attempt_count - 1, 0),
+         available_at = clock_timestamp(), last_progress_code = 'CLAIM_RELEASED',
+         last_progress_at = clock_timestamp(), updated_at = clock_timestamp()
+   WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+     AND w.lease_expires_at > clock_timestamp()
+  RETURNING w
+)
+SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'success', 'CLAIM_RELEASED') AS evidence_id
+  FROM moved;
+
+-- name: complete
+-- Finish a running claim successfully with :code (and an optional result).
+WITH moved AS (
+  UPDATE occ.controller_work w
+     SET state = 'succeeded', claim_token = NULL, claimed_at = NULL, started_at = NULL,
+         lease_expires_at = NULL, completed_at = clock_timestamp(), reason_code = :code,
+         result_data = CAST(:result_data AS jsonb), updated_at = clock_timestamp()
+   WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+  RETURNING w
+)
+SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'success', :code) AS evidence_id
+  FROM moved;
+
+-- name: fail
+-- Finish a running claim as permanently failed with :code (and an optional result).
+WITH moved AS (
+  UPDATE occ.controller_work w
+     SET state = 'failed_permanent', claim_token = NULL, claimed_at = NULL, started_at = NULL,
+         lease_expires_at = NULL, completed_at = clock_timestamp(), reason_code = :code,
+         result_data = CAST(:result_data AS jsonb), updated_at = clock_timestamp()
+   WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+  RETURNING w
+)
+SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'failure', :code) AS evidence_id
+  FROM moved;
+
+-- name: retry
+-- A dependency failed: requeue after backoff keeping the attempt, or fail with :code at the limit.
+WITH moved AS (
+  UPDATE occ.controller_work w
+     SET claim_token = NULL, claimed_at = NULL, started_at = NULL, lease_expires_at = NULL,
+         state = CASE WHEN w.attempt_count >= :max_attempts THEN 'failed_permanent'
+                      ELSE 'queued' END,
+         completed_at = CASE WHEN w.attempt_count >= :max_attempts THEN clock_timestamp() END,
+         reason_code = CASE WHEN w.attempt_count >= :max_attempts THEN :code END,
+         available_at = CASE WHEN w.attempt_count >= :max_attempts THEN w.available_at
+                             ELSE clock_timestamp() + occ.work_backoff(w.attempt_count) END,
+         last_progress_code = :code, last_progress_at = clock_timestamp(),
+         updated_at = clock_timestamp()
+   WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+  RETURNING w
+)
+SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'failure', :code) AS evidence_id
+  FROM moved;
+
+-- name: defer
+-- Not done yet: requeue with the attempt refunded, or fail past the convergence deadline.
+WITH deadline AS (
+  -- measured once, so every column below agrees on it
+  SELECT id, created_at + :timeout_ms * interval '1 millisecond' <= clock_timestamp() AS passed
+    FROM occ.controller_work WHERE id = :work_id
+), moved AS (
+  UPDATE occ.controller_work w
+     SET claim_token = NULL, claimed_at = NULL, started_at = NULL, lease_expires_at = NULL,
+         state = CASE WHEN d.passed THEN 'failed_permanent' ELSE 'queued' END,
+         completed_at = CASE WHEN d.passed THEN clock_timestamp() END,
+         reason_code = CASE WHEN d.passed THEN 'CONVERGENCE_DEADLINE_EXCEEDED' END,
+         result_data = CASE WHEN d.passed
+                            THEN jsonb_build_object('timeoutMs', CAST(:timeout_ms AS bigint)) END,
+         attempt_count = CASE WHEN d.passed THEN w.attempt_count
+                              ELSE greatest(w.attempt_count - 1, 0) END,
+         -- without :delay_ms the item waits the backoff of its attempt count
+         available_at = CASE WHEN d.passed THEN w.available_at
+                             WHEN CAST(:delay_ms AS bigint) IS NOT NULL
+                             THEN clock_timestamp()
+                                  + CAST(:delay_ms AS bigint) * interval '1 millisecond'
+                             ELSE clock_timestamp() + occ.work_backoff(w.attempt_count) END,
+         last_progress_code = :code, last_progress_at = clock_timestamp(),
+         updated_at = clock_timestamp()
+    FROM deadline d
+   WHERE w.id = d.id AND w.state = 'claimed' AND w.claim_token = :token
+     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+  RETURNING w
+)
+SELECT (moved.w).*,
+       CASE WHEN (moved.w).state = 'failed_permanent'
+            THEN occ.record_work_evidence(moved.w, 'failure', 'CONVERGENCE_DEADLINE_EXCEEDED')
+            ELSE occ.record_work_evidence(moved.w, 'success', :code) END AS evidence_id
+  FROM moved;
+
+-- name: recover_expired
+-- Expired claims: a run claim is requeued after backoff keeping its attempt (failed with
+-- LEASE_EXPIRED at the limit); a dispatch claim that never started is requeued at once, refunded.
+WITH stale AS (
+  SELECT id FROM occ.controller_work
+   WHERE state = 'claimed' AND lease_expires_at <= clock_timestamp()
+   ORDER BY lease_expires_at, id
+   LIMIT :limit
+   FOR UPDATE SKIP LOCKED
+), moved AS (
+  UPDATE occ.controller_work w
+     SET claim_token = NULL, claimed_at = NULL, started_at = NULL, lease_expires_at = NULL,
+         result_data = NULL, updated_at = clock_timestamp(),
+         state = CASE WHEN w.started_at IS NOT NULL AND w.attempt_count >= :max_attempts
+                      THEN 'failed_permanent' ELSE 'queued' END,
+         completed_at = CASE WHEN w.started_at IS NOT NULL AND w.attempt_count >= :max_attempts
+                             THEN clock_timestamp() END,
+         reason_code = CASE WHEN w.started_at IS NOT NULL AND w.attempt_count >= :max_attempts
+                            THEN 'LEASE_EXPIRED' END,
+         attempt_count = CASE WHEN w.started_at IS NULL THEN greatest(w.attempt_count - 1, 0)
+                              ELSE w.attempt_count END,
+         available_at = CASE WHEN w.started_at IS NULL THEN clock_timestamp()
+                             WHEN w.attempt_count >= :max_attempts THEN w.available_at
+                             ELSE clock_timestamp() + occ.work_backoff(w.attempt_count) END,
+         last_progress_code = CASE WHEN w.started_at IS NULL THEN 'DISPATCH_EXPIRED'
+                                   ELSE 'LEASE_EXPIRED' END,
+         last_progress_at = clock_timestamp()
+    FROM stale
+   WHERE w.id = stale.id AND w.state = 'claimed' AND w.lease_expires_at <= clock_timestamp()
+  RETURNING w
+)
+SELECT (moved.w).*,
+       occ.record_work_evidence(moved.w, 'failure', (moved.w).last_progress_code) AS evidence_id,
+       greatest(0, ceil(extract(epoch FROM (moved.w).available_at - clock_timestamp()) * 1000))
+         AS available_in_ms
+  FROM moved;
+
+-- name: recover_exhausted
+-- Queued items that used up their attempts fail with MAX_ATTEMPTS_EXHAUSTED.
+WITH exhausted AS (
+  SELECT id FROM occ.controller_work
+   WHERE state = 'queued' AND attempt_count >= :max_attempts
+   ORDER BY available_at, id
+   LIMIT :limit
+   FOR UPDATE SKIP LOCKED
+), moved AS (
+  UPDATE occ.controller_work w
+     SET state = 'failed_permanent', completed_at = clock_timestamp(),
+         reason_code = 'MAX_ATTEMPTS_EXHAUSTED', updated_at = clock_timestamp()
+    FROM exhausted
+   WHERE w.id = exhausted.id AND w.state = 'queued' AND w.attempt_count >= :max_attempts
+  RETURNING w
+)
+SELECT (moved.w).*,
+       occ.record_work_evidence(moved.w, 'failure', 'MAX_ATTEMPTS_EXHAUSTED') AS evidence_id
+  FROM moved;
+
+-- name: live_claims
+-- How many items are claimed right now (dispatched or running).
+SELECT count(*) FROM occ.controller_work WHERE state = 'claimed';
+
+-- name: pending
+-- How many items are queued or claimed (delayed ones included).
+SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed');
+
+-- name: database_now
+-- The database clock.
+SELECT clock_timestamp();
+
+-- name: serialize_claimers
+-- Wait for other claim batches of this database (a transaction lock): the in-flight budget holds.
+SELECT pg_advisory_xact_lock(3276, 1);
