@@ -25,13 +25,13 @@ from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.docker import engine as docker_engine
-from occ.drivers.compute.docker import naming, workload
+from occ.drivers.compute.docker import naming, snapshots, workload
 
 MIN_API_VERSION: Final = (1, 40)
 """Oldest Engine API the driver's create arguments are valid for (Docker 19.03)."""
 
-IMAGE_MISSING: Final = "DOCKER_GATEWAY_IMAGE_MISSING"
-NOT_OWNED: Final = "DOCKER_OBJECT_NOT_OWNED"
+IMAGE_MISSING: Final = snapshots.IMAGE_MISSING
+NOT_OWNED: Final = snapshots.NOT_OWNED
 NETWORK_IN_USE: Final = "DOCKER_NETWORK_IN_USE"
 NOT_READY: Final = "REVISION_NOT_READY"
 
@@ -198,7 +198,7 @@ class DockerComputeDriver:
             self.hooks.before_workload_stop(operation, revision)
             operation.check()
             self.engine.remove_container(container["Id"])
-        self._remove_snapshot(operation, revision.namespace_id, revision.revision_id)
+        snapshots.remove(self.engine, operation, revision.namespace_id, revision.revision_id)
 
     def delete_agent_credentials(
         self, operation: base.Operation, namespace_id: str, agent_id: str
@@ -263,7 +263,7 @@ class DockerComputeDriver:
     def _create_gateway(
         self, operation: base.Operation, revision: base.RevisionSpec, network: str
     ) -> dict[str, Any]:
-        self._write_snapshot(operation, revision)
+        snapshots.write(self.engine, operation, revision, image=self.image)
         environment = self.hooks.before_workload_start(operation, revision)
         config = workload.gateway_config(
             revision,
@@ -290,66 +290,6 @@ class DockerComputeDriver:
             self.hooks.compensate_workload_start(operation, revision)
             raise
         return self.engine.container(container_id)
-
-    def _write_snapshot(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
-        """Create the snapshot volume (or find it) and write ``configuration.json`` into it
-        through a container that is never started (a read-only mount cannot be written)."""
-        labels = naming.of_revision(
-            revision.namespace_id,
-            revision.agent_id,
-            revision.revision_id,
-            revision.revision_number,
-            naming.SNAPSHOT,
-        )
-        volume = naming.snapshot(revision.revision_id)
-        self.engine.create_volume(volume, labels)  # an existing name is returned as it is
-        if not naming.is_owned(self.engine.volume(volume).get("Labels"), labels):
-            raise base.PermanentDriverError(NOT_OWNED, f"volume {volume} is not occ's")
-        writer = naming.snapshot_writer(revision.revision_id)
-        self._remove_owned_container(writer, revision.namespace_id, revision.revision_id)
-        operation.check()
-        try:
-            writer_id = self.engine.create_container(
-                **workload.snapshot_writer_config(revision, image=self.image)
-            )
-        except docker_engine.NotFound:
-            raise base.PermanentDriverError(
-                IMAGE_MISSING, f"the gateway image {self.image!r} is not on the engine"
-            ) from None
-        except docker_engine.Conflict:
-            raise base.TransientDriverError(NOT_READY, "the snapshot writer is busy") from None
-        try:
-            self.engine.put_archive(
-                writer_id,
-                workload.CONFIG_DIR,
-                workload.snapshot_archive(revision.configuration_document),
-            )
-        finally:
-            self.engine.remove_container(writer_id)
-
-    def _remove_snapshot(
-        self, operation: base.Operation, namespace_id: str, revision_id: str
-    ) -> None:
-        self._remove_owned_container(naming.snapshot_writer(revision_id), namespace_id, revision_id)
-        volume = naming.snapshot(revision_id)
-        try:
-            labels = self.engine.volume(volume).get("Labels")
-        except docker_engine.NotFound:
-            return
-        expected = {naming.NAMESPACE_ID: namespace_id, naming.REVISION_ID: revision_id}
-        if naming.is_owned(labels, expected):
-            operation.check()
-            self.engine.remove_volume(volume)
-
-    def _remove_owned_container(self, name: str, namespace_id: str, revision_id: str) -> None:
-        try:
-            found = self.engine.container(name)
-        except docker_engine.NotFound:
-            return
-        expected = {naming.NAMESPACE_ID: namespace_id, naming.REVISION_ID: revision_id}
-        if not naming.is_owned(found["Config"].get("Labels"), expected):
-            raise base.PermanentDriverError(NOT_OWNED, f"container {name} is not occ's")
-        self.engine.remove_container(found["Id"])
 
     def _ensure_network(self, namespace_id: str) -> dict[str, Any]:
         network = self._network(namespace_id, create=True)
