@@ -65,7 +65,9 @@ def run_pass(
 
     observation = _prepare(driver, guard, spec)
     if isinstance(observation, base.Pending):
-        return store.defer(Code.REVISION_INCOMPLETE, delay_ms=unready_recheck_ms)
+        return store.defer(
+            Code.REVISION_INCOMPLETE, delay_ms=_recheck_ms(observation, unready_recheck_ms)
+        )
     if isinstance(observation, base.Failed):
         return _failed(store, observation)
     if not isinstance(observation, base.Ready):
@@ -102,9 +104,16 @@ def _prepare(
     try:
         return _effect(guard, lambda: driver.prepare_revision(guard.operation(), spec))
     except base.TransientDriverError as exc:
-        return base.Pending(exc.code)
+        return base.Pending(exc.code, exc.retry_after_s)
     except base.PermanentDriverError as exc:
         return base.Failed(exc.code, permanent=True, reason=exc.reason)
+
+
+def _recheck_ms(pending: base.Pending, unready_recheck_ms: int) -> int:
+    """How long a not-ready revision waits: the usual recheck, or longer when asked to."""
+    if pending.retry_after_s is None:
+        return unready_recheck_ms
+    return max(unready_recheck_ms, int(pending.retry_after_s * 1000))
 
 
 def _activate(
@@ -114,6 +123,8 @@ def _activate(
     try:
         return _effect(guard, lambda: driver.activate_revision(guard.operation(), spec))
     except base.TransientDriverError as exc:
+        if exc.retry_after_s is not None:
+            return base.Pending(exc.code, exc.retry_after_s)
         return base.Failed(exc.code, permanent=False, reason=exc.reason)
     except base.PermanentDriverError as exc:
         return base.Failed(exc.code, permanent=True, reason=exc.reason)
@@ -127,7 +138,7 @@ def _unfinished(
     if isinstance(step, base.Failed) and step.permanent:
         return store.fail(_registered(step.code))
     if isinstance(step, base.Pending):
-        return store.defer(Code.REVISION_INCOMPLETE, delay_ms=unready_recheck_ms)
+        return store.defer(Code.REVISION_INCOMPLETE, delay_ms=_recheck_ms(step, unready_recheck_ms))
     return store.defer(Code.REVISION_FINALIZATION_INCOMPLETE, delay_ms=None)
 
 

@@ -27,7 +27,15 @@ class DriverError(Exception):
 
 
 class TransientDriverError(DriverError):
-    """Worth retrying: a dependency was unreachable, timed out or is busy."""
+    """Worth retrying: a dependency was unreachable, timed out or is busy.
+
+    ``retry_after_s`` is how long the dependency asked to be left alone (an HTTP 429's
+    ``Retry-After``); the pass waits at least that long before it tries again.
+    """
+
+    def __init__(self, code: str, reason: str = "", *, retry_after_s: float | None = None) -> None:
+        super().__init__(code, reason)
+        self.retry_after_s = retry_after_s
 
 
 class PermanentDriverError(DriverError):
@@ -47,9 +55,10 @@ class Ready:
 
 @dataclass(frozen=True)
 class Pending:
-    """Progressing; check again later."""
+    """Progressing; check again later (not before ``retry_after_s`` when it is set)."""
 
     reason: str
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True)
