@@ -17,17 +17,19 @@ ENV_FILE := .test-services/env.sh
 SERVICES := $(PY) scripts/test_services.py
 PYTEST_ARGS ?=
 
-.PHONY: help venv install services services-stop lint typecheck imports pytest test dev bench \
-	clean distclean
+.PHONY: help venv install services services-stop lint format typecheck imports pytest test dev \
+	bench coverage clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
 	@echo "make test       ruff, mypy, import contracts and the whole pytest suite"
-	@echo "make lint       ruff check occ tests bench"
+	@echo "make lint       ruff check and ruff format --check (occ tests bench scripts alembic)"
+	@echo "make format     ruff format the tree"
 	@echo "make typecheck  mypy (strict, package occ)"
 	@echo "make imports    lint-imports (contracts in pyproject.toml)"
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
+	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
 	@echo "make services   find or start PostgreSQL and Redis for the tests"
 	@echo "make clean      stop embedded test servers, remove caches and .test-services"
 	@echo "make distclean  clean, and remove the virtualenv"
@@ -52,8 +54,14 @@ services: install
 services-stop:
 	@if [ -x $(PY) ]; then $(SERVICES) stop; fi
 
+LINTED := occ tests bench scripts alembic
+
 lint: install
-	$(BIN)/ruff check occ tests bench
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+format: install
+	$(BIN)/ruff format $(LINTED)
 
 typecheck: install
 	$(BIN)/mypy
@@ -69,12 +77,24 @@ pytest: services
 test: services
 	@failed=""; \
 	step() { name=$$1; shift; echo "+ $$*"; "$$@" || failed="$$failed $$name"; }; \
-	step ruff $(BIN)/ruff check occ tests bench; \
+	step ruff $(BIN)/ruff check $(LINTED); \
+	step ruff-format $(BIN)/ruff format --check $(LINTED); \
 	step mypy $(BIN)/mypy; \
 	step lint-imports $(BIN)/lint-imports --no-cache; \
 	. $(ENV_FILE); \
 	step pytest $(PY) -m pytest $(PYTEST_ARGS); \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed" >&2; exit 1; fi
+
+# Coverage of the default suite, subprocesses included (Celery workers, gateways, occ dev's
+# children start coverage through the .pth hook that COVERAGE_PROCESS_START enables).
+coverage: services
+	@site=$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	echo "import coverage; coverage.process_startup()" > "$$site/occ-coverage.pth"
+	rm -f .coverage .coverage.*
+	-. $(ENV_FILE) && COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml \
+		$(PY) -m coverage run -m pytest $(PYTEST_ARGS)
+	$(PY) -m coverage combine -q
+	$(PY) -m coverage report --skip-covered --sort=cover
 
 dev: install
 	$(BIN)/occ dev

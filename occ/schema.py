@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic.config import Config
-
 from alembic import command
+from alembic.config import Config
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 
