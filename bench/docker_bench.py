@@ -171,6 +171,23 @@ def deploy_all(
         return found if set(admitted) <= set(found) else None
 
     done = e2e_bench.wait_for(finished, timeout=600, interval=0.1, message="every deploy active")
+    if verbose:
+        work_ids = {f"agent_revision:{rev}:reconcile" for rev in admitted}
+        durations = e2e_bench.driver_durations(fleet, work_ids)
+        with database.transaction() as session:
+            passes = session.execute(
+                sa.select(sa.func.count())
+                .select_from(models.AuditEvent)
+                .where(
+                    models.AuditEvent.action == "reconcile",
+                    models.AuditEvent.work_id.in_(work_ids),
+                )
+            ).scalar_one()
+        log(
+            verbose,
+            f"deploy passes: {passes} for {len(work_ids)} deploys; completing passes took "
+            f"p50 {statistics.median(durations):.0f} ms, max {max(durations):.0f} ms",
+        )
     latencies = [(done[rev] - at) * 1000 for rev, at in admitted.items()]
     elapsed = max(done[rev] for rev in admitted) - min(admitted.values())
     return len(admitted) / elapsed, latencies
@@ -314,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=2,
             )
             fleet.worker(
-                "drivers",
+                "drivers-1",
                 app=e2e_bench.OCC_APP,
                 queues=tasks_app.DRIVER_QUEUE,
                 pool="prefork",
