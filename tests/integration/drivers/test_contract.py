@@ -118,6 +118,7 @@ def _docker(tmp_path: Path) -> Iterator[Harness]:
     try:
         yield Harness(driver=driver, settle=lambda _revision: None, snapshot=snapshot)
     finally:
+        driver.engine.close()
         docker_objects.remove_managed(client, keep=before)
         client.close()
 

@@ -2,7 +2,8 @@
 
 ``driver`` holds the contract's implementation, ``engine`` the only use of the ``docker``
 SDK, ``naming`` the names and labels of owned objects, ``workload`` the gateway container's
-hardened definition, ``snapshots`` the read-only configuration volume. This package must not be imported by the core: it is loaded by name.
+hardened definition, ``snapshots`` the read-only configuration volume. The core must not
+import this package: it is loaded by name.
 """
 
 from __future__ import annotations

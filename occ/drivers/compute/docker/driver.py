@@ -214,10 +214,6 @@ class DockerComputeDriver:
 
     # -- helpers for tests and tools ------------------------------------------------------
 
-    def gateway_container(self, namespace_id: str, revision_id: str) -> dict[str, Any] | None:
-        """The revision's gateway container (its inspect document), if it exists."""
-        return self._gateway(revision_id, namespace_id, refuse_foreign=False)
-
     def agent_containers(self, namespace_id: str, agent_id: str) -> list[dict[str, Any]]:
         """Every gateway container of the Agent (engine list entries)."""
         return self._agent_objects(namespace_id, agent_id, naming.GATEWAY)

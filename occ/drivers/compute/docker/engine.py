@@ -197,11 +197,6 @@ class Engine:
             if not self._api().put_archive(container_id, path, archive):
                 raise base.TransientDriverError(UNAVAILABLE, "the engine did not store the files")
 
-    def logs(self, container_id: str) -> bytes:
-        with _translated():
-            output: bytes = self._api().logs(container_id, stdout=True, stderr=True)
-            return output
-
     # -- volumes --------------------------------------------------------------------------
 
     def volumes(self, labels: Sequence[str]) -> list[dict[str, Any]]:
@@ -236,9 +231,10 @@ class Engine:
             return self._client.api
 
     def close(self) -> None:
+        """Close the client's connections (a later call creates a new client)."""
         with self._lock:
             if self._client is not None and self._client_pid == os.getpid():
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(docker.errors.DockerException, OSError):
                     self._client.close()
             self._client = None
 
