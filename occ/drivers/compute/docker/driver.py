@@ -17,9 +17,10 @@ environment and logs never show it. Development only: engine and workers share a
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, ParamSpec, TypeVar
 
 from occ.config import Settings
 from occ.drivers.compute import base
@@ -34,6 +35,25 @@ IMAGE_MISSING: Final = snapshots.IMAGE_MISSING
 NOT_OWNED: Final = snapshots.NOT_OWNED
 NETWORK_IN_USE: Final = "DOCKER_NETWORK_IN_USE"
 NOT_READY: Final = "REVISION_NOT_READY"
+CHANGED: Final = "DOCKER_OBJECT_CHANGED"
+"""Transient: an object changed or vanished between two engine calls (a retry re-reads)."""
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _classified(method: Callable[P, R]) -> Callable[P, R]:
+    """A contract method whose engine surprises (an object gone, renamed or busy between two
+    calls) end as ``TransientDriverError``: every driver error is classified."""
+
+    @functools.wraps(method)
+    def classified(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except (docker_engine.NotFound, docker_engine.Conflict, docker_engine.Forbidden) as exc:
+            raise base.TransientDriverError(CHANGED, str(exc)[:300]) from None
+
+    return classified
 
 
 class DockerComputeDriver:
@@ -81,6 +101,7 @@ class DockerComputeDriver:
 
     # -- contract: the engine and Namespaces ---------------------------------------------
 
+    @_classified
     def preflight(self) -> None:
         """The engine answers ``/_ping``, speaks a recent enough API, and has the image."""
         self.engine.ping()
@@ -96,6 +117,7 @@ class DockerComputeDriver:
                 "scripts/build-standin-image.sh, or name another in OCC_DOCKER_GATEWAY_IMAGE",
             )
 
+    @_classified
     def ensure_namespace(
         self, operation: base.Operation, namespace: base.NamespaceSpec
     ) -> base.Observation:
@@ -104,6 +126,7 @@ class DockerComputeDriver:
         self.hooks.after_namespace_prepared(operation, namespace)
         return base.Ready({"network": network["Name"]})
 
+    @_classified
     def delete_namespace(
         self, operation: base.Operation, namespace: base.NamespaceSpec
     ) -> base.Observation:
@@ -139,6 +162,7 @@ class DockerComputeDriver:
 
     # -- contract: revisions --------------------------------------------------------------
 
+    @_classified
     def prepare_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Observation:
@@ -146,6 +170,7 @@ class DockerComputeDriver:
         ``/healthz`` answers for this revision, ``Pending`` before that."""
         return self._converge(operation, revision)
 
+    @_classified
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Activation | base.Pending | base.Failed:
@@ -180,6 +205,7 @@ class DockerComputeDriver:
             return base.Pending(NOT_READY)
         return base.Activation(workload.endpoint(port))
 
+    @_classified
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """``before_workload_stop`` hooks, then stop the container (kept, with its volume)."""
         operation.check()
@@ -190,6 +216,7 @@ class DockerComputeDriver:
         operation.check()
         self.engine.stop(container["Id"], timeout_s=self.stop_timeout_s)
 
+    @_classified
     def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """``before_workload_stop`` hooks, then remove the container and its snapshot."""
         operation.check()
@@ -200,6 +227,7 @@ class DockerComputeDriver:
             self.engine.remove_container(container["Id"])
         snapshots.remove(self.engine, operation, revision.namespace_id, revision.revision_id)
 
+    @_classified
     def delete_agent_credentials(
         self, operation: base.Operation, namespace_id: str, agent_id: str
     ) -> None:
@@ -238,7 +266,12 @@ class DockerComputeDriver:
                     return base.Pending("CREDENTIAL_REQUIRED")  # a deploy pass delivers it
                 stdin = workload.credential_line(revision.credential)
             operation.check()
-            self.engine.start(container["Id"], stdin=stdin)
+            try:
+                self.engine.start(container["Id"], stdin=stdin)
+            except docker_engine.NotFound:
+                # its network was removed and made again: the container is disposable
+                self.engine.remove_container(container["Id"])
+                return base.Pending("REVISION_INCOMPLETE")
         deadline = time.monotonic() + self.readiness_wait_s
         while True:
             found = self.engine.container(container["Id"])

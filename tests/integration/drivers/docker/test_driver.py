@@ -20,6 +20,7 @@ from tests.integration.drivers.docker.objects import (
     owned_objects,
     revision,
 )
+from tests.support.processes import wait_for
 
 SECRET = "sk-docker-test-credential"
 
@@ -210,6 +211,24 @@ def test_a_removed_container_is_recreated_and_an_exited_one_restarted(
         spec.revision_id,
         base.Credential(SECRET).fingerprint,
     )
+
+
+def test_a_gateway_whose_network_was_made_again_is_replaced(
+    driver: DockerComputeDriver, operation: base.Operation, namespace_id: str, client: Any
+) -> None:
+    spec = revision(namespace_id, "agt_renet")
+    _ready(driver, operation, spec)
+    original = client.containers.get(naming.gateway(spec.revision_id))
+    original.stop(timeout=2)
+    client.networks.get(naming.network(namespace_id)).remove()  # behind occ's back
+
+    def converged() -> str | None:
+        observation = driver.prepare_revision(operation, spec)
+        return observation.details["endpoint"] if isinstance(observation, base.Ready) else None
+
+    endpoint = wait_for(converged, timeout=30, message="the gateway to be replaced")
+    assert client.containers.get(naming.gateway(spec.revision_id)).id != original.id
+    assert _health(endpoint)["revisionId"] == spec.revision_id
 
 
 def revision_without_credential(spec: base.RevisionSpec) -> base.RevisionSpec:
