@@ -4,6 +4,7 @@ deletion, and a gateway that never becomes healthy."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,6 +66,8 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
     health = world.health(endpoint)
     assert (health["revisionId"], health["credentialFingerprint"]) == (first, FINGERPRINT)
     [container] = world.gateways(client, revision_id=first)
+    inspected = json.dumps(client.api.inspect_container(container.id))
+    assert world.SECRET_VALUE not in inspected + client.api.logs(container.id).decode()
     wait_for(
         lambda: (
             client.api.inspect_container(container.id)["State"]["Health"]["Status"] == "healthy"
