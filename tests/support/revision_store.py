@@ -1,0 +1,423 @@
+"""An in-memory ``RevisionStore`` for unit tests of the revision pass, built from a scenario.
+
+``scenario()`` makes an Agent with numbered revisions (which one is deployed, which one is
+active, the desired runtime state, the item's work key); ``InMemoryRevisionStore`` answers the
+pass's reads and publications from it the way the PostgreSQL store does: a claim-fenced
+compare-and-set of the active pointer, one activation audit, the queue's settlement rules
+(defer refunds the attempt and fails past the convergence deadline on an injected clock; retry
+keeps it and fails at the attempt limit) and the next maintenance item. It keeps what was
+published so tests assert the outcome. It must not grow logic the pass itself should have:
+everything here mirrors ``occ.reconcile.revision_store`` and ``occ.state.work_queue``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from occ import codes, ids
+from occ.drivers.compute import base
+from occ.reconcile import outcome, revision_store, specs
+from occ.state import agents, runtime_observations, values, work_keys
+from tests.support import claim_guard, fake_driver
+from tests.support import clock as clocks
+
+Code = codes.Code
+AgentChange = Callable[[agents.Agent], agents.Agent]
+_EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """An Agent, all its revisions, and the revision a work item is about."""
+
+    agent: agents.Agent
+    revisions: tuple[agents.Revision, ...]
+    """Every revision of the Agent, by revision number."""
+    revision_id: str
+    key: work_keys.WorkKey
+    credential: base.Credential | None
+
+    @property
+    def revision(self) -> agents.Revision:
+        return next(r for r in self.revisions if r.id == self.revision_id)
+
+    def numbered(self, number: int) -> agents.Revision:
+        return next(r for r in self.revisions if r.revision_number == number)
+
+
+def scenario(
+    *,
+    revisions: int = 1,
+    deploying: int | None = None,
+    active: int | None = None,
+    desired_runtime_state: agents.DesiredRuntimeState = agents.DesiredRuntimeState.RUNNING,
+    maintenance_bucket: int | None = None,
+    on_other_driver: tuple[int, ...] = (),
+    credential: str | None = "harness-credential-value",
+) -> Scenario:
+    """Revisions 1..``revisions``; the item deploys ``deploying`` (the newest by default), or
+    maintains it in ``maintenance_bucket``; ``active`` is the Agent's active revision number."""
+    deploying = revisions if deploying is None else deploying
+    if not 1 <= deploying <= revisions or (active is not None and not 1 <= active <= revisions):
+        raise ValueError("deploying and active must name revisions 1..revisions")
+    namespace_id, agent_id = ids.new("namespace"), ids.new("agent")
+    principal_id, configuration_id = ids.new("principal"), ids.new("configuration")
+    secret_id = ids.new("secret") if credential is not None else None
+    rows = tuple(
+        agents.Revision(
+            id=ids.new("agent_revision"),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+            revision_number=number,
+            actor_id=ids.new("principal"),
+            configuration_id=configuration_id,
+            configuration_generation=number,
+            configuration_document={"model": "gpt-5"},
+            harness_id="openclaw",
+            harness_version="1.0.0",
+            harness_mode="embedded",
+            compute_driver="other" if number in on_other_driver else fake_driver.FAKE_DRIVER_NAME,
+            harness_auth={"kind": "secret", "secretId": secret_id} if secret_id else {},
+            service_principal_id=principal_id,
+            created_at=_EPOCH + dt.timedelta(minutes=number),
+        )
+        for number in range(1, revisions + 1)
+    )
+    agent = agents.Agent(
+        id=agent_id,
+        namespace_id=namespace_id,
+        name="assistant",
+        configuration_id=configuration_id,
+        harness_id="openclaw",
+        harness_version="1.0.0",
+        execution_mode="embedded",
+        harness_auth_secret_id=secret_id,
+        compute_driver=fake_driver.FAKE_DRIVER_NAME,
+        service_principal_id=principal_id,
+        status=agents.AgentStatus.ACTIVE,
+        desired_runtime_state=desired_runtime_state,
+        active_revision_id=rows[active - 1].id if active is not None else None,
+        created_at=_EPOCH,
+        updated_at=_EPOCH,
+        endpoint=f"fake://{rows[active - 1].id}" if active is not None else None,
+    )
+    target = rows[deploying - 1].id
+    key = (
+        work_keys.revision_reconcile(target)
+        if maintenance_bucket is None
+        else work_keys.revision_maintenance(target, maintenance_bucket)
+    )
+    return Scenario(
+        agent=agent,
+        revisions=rows,
+        revision_id=target,
+        key=key,
+        credential=base.Credential(credential) if credential is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class WorkRow:
+    """The work item as the queue would hold it."""
+
+    key: work_keys.WorkKey
+    state: values.WorkState
+    attempt_count: int
+    created_ms: float
+    reason_code: str | None = None
+    result_data: Mapping[str, Any] | None = None
+    last_progress_code: str | None = None
+    available_in_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Audit:
+    action: str
+    resource_id: str
+    details: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A runtime observation the store recorded for the Agent (``ready`` or ``degraded``)."""
+
+    revision_id: str
+    status: runtime_observations.RuntimeStatus
+    reason_code: str
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A maintenance item the store enqueued, due ``delay_ms`` after it was scheduled."""
+
+    key: work_keys.WorkKey
+    delay_ms: int
+
+
+def stopped(agent: agents.Agent) -> agents.Agent:
+    """A change made meanwhile: the Agent was stopped."""
+    return dataclasses.replace(agent, desired_runtime_state=agents.DesiredRuntimeState.STOPPED)
+
+
+def activated(revision_id: str) -> AgentChange:
+    """A change made meanwhile: another pass made ``revision_id`` active."""
+    return lambda agent: dataclasses.replace(agent, active_revision_id=revision_id)
+
+
+class InMemoryRevisionStore:
+    """``RevisionStore`` over a ``Scenario`` (see the module).
+
+    ``refusal`` makes ``load`` refuse with that code, settled by its outcome class the way the
+    database store's checks settle. ``before(step, change)`` applies a change to the Agent just
+    before the named store step, as another transaction would have meanwhile. Each pass settles
+    the item once; ``next_pass`` hands a requeued item out again, like the next claim.
+    """
+
+    def __init__(
+        self,
+        world: Scenario,
+        driver: base.ComputeDriver,
+        guard: claim_guard.FakeClaimGuard,
+        *,
+        clock: clocks.ManualClock,
+        policy: values.QueuePolicy | None = None,
+        refusal: Code | None = None,
+        journal: list[tuple[str, str]] | None = None,
+    ) -> None:
+        self.world = world
+        self.agent = world.agent
+        self.guard = guard
+        self.journal: list[tuple[str, str]] = [] if journal is None else journal
+        self.row = WorkRow(world.key, values.WorkState.CLAIMED, 1, clock.now_ms)
+        self.results: list[outcome.PassResult] = []
+        self.audits: list[Audit] = []
+        self.scheduled: list[Scheduled] = []
+        self.observed: list[Observed] = []
+        self._driver = driver
+        self._clock = clock
+        self._policy = policy or values.QueuePolicy()
+        self._refusal = refusal
+        self._changes: dict[str, list[AgentChange]] = {}
+
+    # -- test controls ------------------------------------------------------------------------
+
+    def before(self, step: str, change: AgentChange) -> None:
+        """Apply ``change`` to the Agent right before the store's next ``step``."""
+        if not callable(getattr(revision_store.RevisionStore, step, None)):
+            raise ValueError(f"{step!r} is not a RevisionStore step")
+        self._changes.setdefault(step, []).append(change)
+
+    def next_pass(self, guard: claim_guard.FakeClaimGuard | None = None) -> None:
+        """Claim the requeued item again (one more attempt), under ``guard`` if given."""
+        if self.row.state != values.WorkState.QUEUED:
+            raise AssertionError(f"the item is {self.row.state}, not queued: no next pass")
+        self.row = dataclasses.replace(
+            self.row, state=values.WorkState.CLAIMED, attempt_count=self.row.attempt_count + 1
+        )
+        self.guard = guard or claim_guard.FakeClaimGuard(self.guard.work_id)
+
+    @property
+    def result(self) -> outcome.PassResult | None:
+        """How the current pass settled the item (``None`` while it has not)."""
+        return self.results[-1] if self.row.state != values.WorkState.CLAIMED else None
+
+    # -- the protocol -------------------------------------------------------------------------
+
+    def load(self) -> revision_store.Snapshot | outcome.PassResult:
+        self._begin("load")
+        if self._refusal is not None:
+            return self._settle_by_class(self._refusal)
+        revision = self.world.revision
+        return revision_store.Snapshot(
+            agent=self.agent,
+            revision=revision,
+            active=next(
+                (r for r in self.world.revisions if r.id == self.agent.active_revision_id), None
+            ),
+            earlier=tuple(
+                sorted(
+                    (
+                        r
+                        for r in self.world.revisions
+                        if r.revision_number < revision.revision_number
+                        and r.compute_driver == self._driver.name
+                    ),
+                    key=lambda r: r.revision_number,
+                )
+            ),
+            spec=specs.revision(revision, self.world.credential),
+        )
+
+    def move_pointer(
+        self, snapshot: revision_store.Snapshot
+    ) -> revision_store.Moved | outcome.PassResult:
+        self._begin("move_pointer")
+        if self.agent.desired_runtime_state != "running":
+            return "stopped"
+        if self.agent.active_revision_id != snapshot.agent.active_revision_id:
+            return self.retry(Code.ACTIVE_REVISION_CHANGED, begun=True)
+        self.agent = dataclasses.replace(self.agent, active_revision_id=snapshot.revision.id)
+        return "moved"
+
+    def publish_activation(
+        self, snapshot: revision_store.Snapshot, activation: base.Activation, code: Code
+    ) -> outcome.PassResult:
+        self._begin("publish_activation")
+        revision = snapshot.revision
+        if self.agent.active_revision_id != revision.id:
+            return self.retry(Code.ACTIVE_REVISION_CHANGED, begun=True)
+        self.agent = dataclasses.replace(self.agent, endpoint=activation.endpoint)
+        self.observed.append(Observed(revision.id, runtime_observations.RuntimeStatus.READY, code))
+        if not any(
+            a.action == revision_store.ACTIVATE_ACTION and a.resource_id == revision.id
+            for a in self.audits
+        ):
+            previous = snapshot.active.id if snapshot.active else None
+            self.audits.append(
+                Audit(
+                    revision_store.ACTIVATE_ACTION,
+                    revision.id,
+                    {
+                        "reasonCode": code,
+                        "previousRevisionId": previous if previous != revision.id else None,
+                    },
+                )
+            )
+        result = self.complete(code, begun=True)
+        self._schedule_maintenance(snapshot.spec)
+        return result
+
+    def degrade(
+        self, snapshot: revision_store.Snapshot, reason_code: str, *, recheck_ms: int | None
+    ) -> outcome.PassResult:
+        self._begin("degrade")
+        revision = snapshot.revision
+        if self.agent.active_revision_id != revision.id:
+            return self.complete(Code.REVISION_MAINTENANCE_SUPERSEDED, begun=True)
+        self.observed.append(
+            Observed(revision.id, runtime_observations.RuntimeStatus.DEGRADED, reason_code)
+        )
+        if recheck_ms is not None:
+            result = self.defer(Code.REVISION_INCOMPLETE, delay_ms=recheck_ms, begun=True)
+            if result.outcome != codes.Outcome.PERMANENT:
+                return result
+        else:
+            result = self.complete(Code.REVISION_DEGRADED, begun=True)
+        # the chain goes on whatever the pass found
+        self._schedule_maintenance(snapshot.spec)
+        return result
+
+    def complete(self, code: Code, *, begun: bool = False) -> outcome.PassResult:
+        self._begin("complete", begun=begun)
+        codes.require(code, codes.Outcome.SUCCESS)
+        return self._finish(values.WorkState.SUCCEEDED, code, outcome.success(code))
+
+    def supersede(self, snapshot: revision_store.Snapshot) -> outcome.PassResult:
+        self._begin("supersede")
+        active_id = snapshot.active.id if snapshot.active else None
+        self.audits.append(
+            Audit(
+                "agents.lifecycle.supersede",
+                snapshot.revision.id,
+                {"activeRevisionId": active_id, "reasonCode": Code.REVISION_SUPERSEDED},
+            )
+        )
+        return self.complete(Code.REVISION_SUPERSEDED, begun=True)
+
+    def defer(self, code: Code, *, delay_ms: int | None, begun: bool = False) -> outcome.PassResult:
+        self._begin("defer", begun=begun)
+        codes.require(code, codes.Outcome.PENDING)
+        timeout_ms = self._policy.convergence_timeout_ms
+        if self.row.created_ms + timeout_ms <= self._clock.now_ms:
+            deadline = Code.CONVERGENCE_DEADLINE_EXCEEDED
+            self.row = dataclasses.replace(self.row, result_data={"timeoutMs": timeout_ms})
+            return self._finish(
+                values.WorkState.FAILED_PERMANENT, deadline, outcome.permanent(deadline)
+            )
+        due_in = delay_ms if delay_ms is not None else _backoff_ms(self.row.attempt_count)
+        self.row = dataclasses.replace(
+            self.row,
+            state=values.WorkState.QUEUED,
+            attempt_count=max(self.row.attempt_count - 1, 0),
+            last_progress_code=code,
+            available_in_ms=due_in,
+        )
+        return self._record(outcome.PassResult(codes.Outcome.PENDING, code, due_in))
+
+    def fail(self, code: Code, *, begun: bool = False) -> outcome.PassResult:
+        self._begin("fail", begun=begun)
+        codes.require(code)
+        return self._finish(values.WorkState.FAILED_PERMANENT, code, outcome.permanent(code))
+
+    def retry(self, code: Code, *, begun: bool = False) -> outcome.PassResult:
+        self._begin("retry", begun=begun)
+        codes.require(code, codes.Outcome.RETRY)
+        if self.row.attempt_count >= self._policy.max_attempts:
+            return self._finish(values.WorkState.FAILED_PERMANENT, code, outcome.permanent(code))
+        due_in = _backoff_ms(self.row.attempt_count)
+        self.row = dataclasses.replace(
+            self.row, state=values.WorkState.QUEUED, last_progress_code=code, available_in_ms=due_in
+        )
+        return self._record(outcome.PassResult(codes.Outcome.RETRY, code, due_in))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _begin(self, step: str, *, begun: bool = False) -> None:
+        """Start a fenced transaction: journal it, fence it, apply what changed meanwhile."""
+        if begun:
+            return  # a settlement inside a step that already began its transaction
+        self.journal.append((f"store.{step}", self.world.revision_id))
+        self.guard.fence()
+        if self.row.state != values.WorkState.CLAIMED:
+            raise AssertionError(f"{step} after the pass settled the item ({self.row.state})")
+        for change in self._changes.pop(step, []):
+            self.agent = change(self.agent)
+
+    def _settle_by_class(self, code: Code) -> outcome.PassResult:
+        match code.outcome:
+            case codes.Outcome.SUCCESS:
+                return self.complete(code, begun=True)
+            case codes.Outcome.RETRY:
+                return self.retry(code, begun=True)
+            case codes.Outcome.PENDING:
+                return self.defer(code, delay_ms=None, begun=True)
+            case codes.Outcome.PERMANENT:
+                return self.fail(code, begun=True)
+
+    def _finish(
+        self, state: values.WorkState, code: str, result: outcome.PassResult
+    ) -> outcome.PassResult:
+        self.row = dataclasses.replace(self.row, state=state, reason_code=code)
+        return self._record(result)
+
+    def _record(self, result: outcome.PassResult) -> outcome.PassResult:
+        self.results.append(result)
+        return result
+
+    def _schedule_maintenance(self, spec: base.RevisionSpec) -> None:
+        interval_s = self._driver.revision_capabilities(spec).maintenance_interval_s
+        if not interval_s:
+            return
+        interval_ms = max(int(interval_s * 1000), 1)
+        now_ms = self._clock.now_ms
+        key = self.row.key
+        current = (
+            key.maintenance_bucket if key.kind == work_keys.WorkKind.REVISION_MAINTENANCE else None
+        )
+        bucket = revision_store.maintenance_bucket(now_ms, interval_ms, current)
+        self.scheduled.append(
+            Scheduled(
+                work_keys.revision_maintenance(spec.revision_id, bucket),
+                delay_ms=max(int(bucket * interval_ms - now_ms), 0),
+            )
+        )
+
+
+def _backoff_ms(attempt_count: int) -> int:
+    """The queue's backoff at its upper bound (the database adds jitter below it)."""
+    exponent = min(max(attempt_count - 1, 0), 30)
+    return int(min(300_000, 1000 * 2**exponent))
