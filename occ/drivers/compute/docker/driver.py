@@ -60,7 +60,7 @@ class DockerComputeDriver:
     """Namespaces are bridge networks; Agent revisions are hardened gateway containers."""
 
     name = "docker"
-    capabilities = base.Capabilities(activation_order=base.ActivationOrder.AFTER_COMMIT)
+    capabilities: base.Capabilities
 
     def __init__(
         self,
@@ -72,8 +72,16 @@ class DockerComputeDriver:
         readiness_wait_s: float = 3.0,
         probe_timeout_s: float = 0.5,
         stop_timeout_s: int = 10,
+        maintenance_interval_s: float | None = None,
     ) -> None:
-        """``readiness_wait_s``: how long one pass waits for a started gateway to answer."""
+        """``readiness_wait_s``: how long one pass waits for a started gateway to answer;
+        ``maintenance_interval_s`` enables the maintenance chain (re-observation)."""
+        if maintenance_interval_s is not None and maintenance_interval_s <= 0:
+            raise ValueError("maintenance_interval_s must be positive")
+        self.capabilities = base.Capabilities(
+            activation_order=base.ActivationOrder.AFTER_COMMIT,
+            maintenance_interval_s=maintenance_interval_s,
+        )
         self.engine = engine
         self.image = image
         self.limits = limits
