@@ -142,6 +142,11 @@ class Code(enum.StrEnum):
         "The maintenance pass found nothing to maintain.",
     )
     REVISION_INCOMPLETE = "REVISION_INCOMPLETE", P, "The revision's runtime is not ready yet."
+    REVISION_DEGRADED = (
+        "REVISION_DEGRADED",
+        S,
+        "The revision's runtime was found unhealthy; the next observation repairs it again.",
+    )
     REVISION_FINALIZATION_INCOMPLETE = (
         "REVISION_FINALIZATION_INCOMPLETE",
         P,

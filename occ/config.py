@@ -79,6 +79,11 @@ class Settings:
     """Simulated duration of each local Compute effect (demos, fault drills).
     Env: OCC_LOCAL_EFFECT_DELAY_MS."""
 
+    maintenance_interval_ms: int | None = None
+    """How often every active revision is observed and repaired (unset: the Compute Driver's
+    own default, 30 s for ``local`` and ``docker``, 60 s for ``kubernetes``).
+    Env: OCC_MAINTENANCE_INTERVAL_MS."""
+
     kubernetes_kubeconfig: str | None = None
     """Kubeconfig of the cluster the ``kubernetes`` driver uses (unset: in-cluster
     configuration when available, else the user's default kubeconfig).
@@ -186,6 +191,8 @@ class Settings:
         ):
             if getattr(self, name) <= 0:
                 raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+        if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
+            raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
         if self.local_effect_delay_ms < 0:
             raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
@@ -215,6 +222,7 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
     "compute_driver": ("OCC_COMPUTE_DRIVER", str),
     "local_root": ("OCC_LOCAL_ROOT", str),
     "local_effect_delay_ms": ("OCC_LOCAL_EFFECT_DELAY_MS", int),
+    "maintenance_interval_ms": ("OCC_MAINTENANCE_INTERVAL_MS", int),
     "kubernetes_kubeconfig": ("OCC_KUBERNETES_KUBECONFIG", str),
     "kubernetes_context": ("OCC_KUBERNETES_CONTEXT", str),
     "kubernetes_gateway_image": ("OCC_KUBERNETES_GATEWAY_IMAGE", str),

@@ -28,7 +28,7 @@ from occ.reconcile import (
     settle,
 )
 from occ.reconcile.context import ClaimContext
-from occ.state import values, work_queue
+from occ.state import runtime_observations, values, work_keys, work_queue
 from occ.state.work_keys import WorkKind
 
 Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
@@ -79,6 +79,38 @@ def recover(database: Database, policy: values.QueuePolicy) -> values.RecoveryRe
     metrics.RECOVERED.labels("requeued").inc(len(report.requeued))
     metrics.RECOVERED.labels("failed").inc(len(report.failed) + len(report.exhausted))
     return report
+
+
+def observe_active_revisions(worker: Worker) -> int:
+    """Enqueue a maintenance pass, due now, for every active revision on this driver.
+
+    Beat runs it every maintenance interval (and so right after a fleet starts): a gateway
+    that died while nothing watched is found within one interval. The key is the current
+    interval's bucket, the one a revision's own maintenance chain would use, so a seed and a
+    chain never run the same observation twice. Returns how many active revisions it covered.
+    """
+    interval_s = worker.driver.capabilities.maintenance_interval_s
+    if not interval_s:
+        return 0
+    interval_ms = max(int(interval_s * 1000), 1)
+    covered = 0
+    with worker.database.transaction() as session:
+        bucket = int(work_queue.database_now(session).timestamp() * 1000) // interval_ms
+        for active in runtime_observations.active_revisions(session, worker.driver.name):
+            owner = values.WorkOwner(
+                namespace_id=active.namespace_id,
+                actor_id=active.actor_id,
+                agent_id=active.agent_id,
+                revision_id=active.revision_id,
+            )
+            key = work_keys.revision_maintenance(active.revision_id, bucket)
+            try:
+                with session.begin_nested():
+                    work_queue.enqueue(session, key, owner)
+            except errors.IdempotencyConflict:
+                continue  # the chain's item for this bucket exists under another owner
+            covered += 1
+    return covered
 
 
 def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult | None:

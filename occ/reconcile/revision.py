@@ -58,6 +58,8 @@ def run_pass(
     capabilities = driver.revision_capabilities(spec)
     if snapshot.agent.desired_runtime_state != "running":
         return _stopped_agent(store, driver, guard, snapshot, maintenance=maintenance)
+    if maintenance:
+        return _maintain(store, driver, guard, snapshot, unready_recheck_ms)
     if snapshot.superseded:
         return store.supersede(snapshot)
     if capabilities.requires_stopped_predecessors:
@@ -95,6 +97,35 @@ def run_pass(
         return store.defer(Code.REVISION_FINALIZATION_INCOMPLETE, delay_ms=None)
     code = Code.REVISION_ALREADY_ACTIVE if already_active else Code.REVISION_ACTIVATED
     return store.publish_activation(snapshot, activation, code)
+
+
+def _maintain(
+    store: RevisionStore,
+    driver: base.ComputeDriver,
+    guard: ClaimGuard,
+    snapshot: Snapshot,
+    unready_recheck_ms: int,
+) -> outcome.PassResult:
+    """Observe the active revision and repair what is gone (prepare starts or re-applies it,
+    activation re-reads its endpoint); an unhealthy runtime is recorded ``degraded`` and looked
+    at again, never retired. A revision that is no longer the active one ends its chain."""
+    if snapshot.agent.active_revision_id != snapshot.revision.id:
+        return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
+    observation = _prepare(driver, guard, snapshot.spec)
+    if isinstance(observation, base.Ready):
+        activation = _activate(driver, guard, snapshot.spec)
+        if isinstance(activation, base.Activation):
+            return store.publish_activation(snapshot, activation, Code.REVISION_ALREADY_ACTIVE)
+        step: base.Pending | base.Failed = activation
+    elif isinstance(observation, base.Pending | base.Failed):
+        step = observation
+    else:
+        return store.degrade(snapshot, Code.INVALID_DRIVER_OBSERVATION, recheck_ms=None)
+    if isinstance(step, base.Pending):
+        return store.degrade(
+            snapshot, step.reason, recheck_ms=_recheck_ms(step, unready_recheck_ms)
+        )
+    return store.degrade(snapshot, step.code, recheck_ms=None)
 
 
 def _prepare(

@@ -9,6 +9,7 @@ Compute Driver.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -18,11 +19,22 @@ from occ import codes, harnesses, iam, secret_store
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
-from occ.state import agents, audit, iam_policy, namespaces, secrets, values, work_keys, work_queue
+from occ.state import (
+    agents,
+    audit,
+    iam_policy,
+    namespaces,
+    runtime_observations,
+    secrets,
+    values,
+    work_keys,
+    work_queue,
+)
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 ACTIVATE_ACTION = "agents.lifecycle.activate"
+_CODE_SHAPE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,10 @@ class RevisionStore(Protocol):
 
     def publish_activation(
         self, snapshot: Snapshot, activation: base.Activation, code: Code
+    ) -> outcome.PassResult: ...
+
+    def degrade(
+        self, snapshot: Snapshot, reason_code: str, *, recheck_ms: int | None
     ) -> outcome.PassResult: ...
 
     def complete(self, code: Code) -> outcome.PassResult: ...
@@ -206,6 +222,9 @@ class DatabaseRevisionStore:
             if current is None or current.active_revision_id != revision.id:
                 return self._retry_in(session, Code.ACTIVE_REVISION_CHANGED)
             agents.publish_endpoint(session, agent.id, revision.id, activation.endpoint)
+            runtime_observations.record(
+                session, agent.id, revision.id, runtime_observations.RuntimeStatus.READY, code
+            )
             if not _activation_audited(session, revision.id):
                 previous = snapshot.active.id if snapshot.active else None
                 audit.append(
@@ -226,6 +245,41 @@ class DatabaseRevisionStore:
                     },
                 )
             result = settle.complete(session, self._claim, code)
+            self._schedule_maintenance(session, snapshot.spec)
+        return result
+
+    def degrade(
+        self, snapshot: Snapshot, reason_code: str, *, recheck_ms: int | None
+    ) -> outcome.PassResult:
+        """A maintenance pass found the active revision unhealthy: record it ``degraded``, then
+        look again after ``recheck_ms`` (the runtime is coming back) or, without it, complete
+        and let the next maintenance pass repair it. Never retires or fails the revision."""
+        agent, revision = snapshot.agent, snapshot.revision
+        with self._worker.database.transaction() as session:
+            self._fence(session)
+            current = agents.get(session, agent.namespace_id, agent.id)
+            if current is None or current.active_revision_id != revision.id:
+                return settle.complete(session, self._claim, Code.REVISION_MAINTENANCE_SUPERSEDED)
+            runtime_observations.record(
+                session,
+                agent.id,
+                revision.id,
+                runtime_observations.RuntimeStatus.DEGRADED,
+                _observation_code(reason_code),
+            )
+            if recheck_ms is not None:
+                result = settle.defer(
+                    session,
+                    self._worker.policy,
+                    self._claim,
+                    Code.REVISION_INCOMPLETE,
+                    delay_ms=recheck_ms,
+                )
+                if result.outcome != codes.Outcome.PERMANENT:
+                    return result
+            else:
+                result = settle.complete(session, self._claim, Code.REVISION_DEGRADED)
+            # the chain goes on whatever this pass found: the next bucket observes again
             self._schedule_maintenance(session, snapshot.spec)
         return result
 
@@ -290,6 +344,11 @@ class DatabaseRevisionStore:
             self._claim.owner,
             delay_ms=max(int(bucket * interval_ms - now_ms), 0),
         )
+
+
+def _observation_code(code: str) -> str:
+    """A driver's code as an observation's reason (codes are data, shaped like occ's own)."""
+    return code if _CODE_SHAPE.fullmatch(code) else Code.RUNTIME_STARTUP_FAILED
 
 
 def _deploy_checks(

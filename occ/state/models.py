@@ -249,6 +249,27 @@ class AgentRevision(Base):
     created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
 
 
+class AgentRuntime(Base):
+    __tablename__ = "agent_runtime"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["agent_id", "revision_id"],
+            ["agent_revisions.agent_id", "agent_revisions.id"],
+            name="agent_runtime_revision_fkey",
+            ondelete="CASCADE",
+        ),
+    )
+
+    agent_id: orm.Mapped[str] = orm.mapped_column(
+        sa.ForeignKey("agents.id", ondelete="CASCADE", name="agent_runtime_agent_fkey"),
+        primary_key=True,
+    )
+    revision_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    status: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    reason_code: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    observed_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+
+
 class ControllerWork(Base):
     __tablename__ = "controller_work"
     __table_args__ = (

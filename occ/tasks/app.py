@@ -28,6 +28,9 @@ CONTROL_SOFT_LIMIT_S: Final = 30
 CONTROL_HARD_LIMIT_S: Final = 45
 VISIBILITY_TIMEOUT_S: Final = 4 * RUN_WORK_HARD_LIMIT_S
 PUBLISH_TIMEOUT_S: Final = 1.0
+OBSERVE_DEFAULT_MS: Final = 30_000
+"""Beat period of ``occ.observe_runtimes`` when no maintenance interval is set (a seed is
+cheap and idempotent: running it more often than a driver's interval changes nothing)."""
 
 
 def create(settings: Settings) -> Celery:
@@ -42,6 +45,9 @@ def create(settings: Settings) -> Celery:
 def _configuration(settings: Settings) -> dict[str, Any]:
     claim_every = dt.timedelta(milliseconds=settings.claim_interval_ms)
     recover_every = dt.timedelta(milliseconds=settings.recovery_interval_ms)
+    observe_every = dt.timedelta(
+        milliseconds=settings.maintenance_interval_ms or OBSERVE_DEFAULT_MS
+    )
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
@@ -68,6 +74,7 @@ def _configuration(settings: Settings) -> dict[str, Any]:
         "task_routes": {
             CLAIM: {"queue": CONTROL_QUEUE},
             RECOVER_STALE: {"queue": CONTROL_QUEUE},
+            names.OBSERVE_RUNTIMES: {"queue": CONTROL_QUEUE},
             RUN_WORK: {"queue": DRIVER_QUEUE},
         },
         "task_annotations": {
@@ -91,6 +98,11 @@ def _configuration(settings: Settings) -> dict[str, Any]:
                 "task": RECOVER_STALE,
                 "schedule": recover_every,
                 "options": {"queue": CONTROL_QUEUE, "expires": recover_every.total_seconds()},
+            },
+            names.OBSERVE_RUNTIMES: {
+                "task": names.OBSERVE_RUNTIMES,
+                "schedule": observe_every,
+                "options": {"queue": CONTROL_QUEUE, "expires": observe_every.total_seconds()},
             },
         },
     }

@@ -1,4 +1,5 @@
-"""The Celery tasks of occ: ``occ.claim``, ``occ.recover_stale`` and ``occ.run_work``.
+"""The Celery tasks of occ: ``occ.claim``, ``occ.recover_stale``, ``occ.run_work`` and
+``occ.observe_runtimes``.
 
 Task bodies are thin: they call ``occ.reconcile.executor`` with the ``executor.Worker`` of this
 process's ``WorkerProcess`` and send the nudges and dispatches that follow. The process's life
@@ -64,6 +65,12 @@ def register(app: Celery) -> worker_process.WorkerProcess:
                 process.nudge(countdown_s=later / 1000 + 0.05)
         return report.recovered + len(report.exhausted)
 
+    def observe_runtimes() -> int:
+        covered = executor.observe_active_revisions(process.worker())
+        if covered:
+            process.nudge()
+        return covered
+
     def run_work(work_id: str, dispatch_token: str) -> str | None:
         result = executor.run(process.worker(), work_id, dispatch_token)
         if result is None:
@@ -76,4 +83,5 @@ def register(app: Celery) -> worker_process.WorkerProcess:
     app.task(name=names.CLAIM, ignore_result=True)(claim)
     app.task(name=names.RECOVER_STALE, ignore_result=True)(recover_stale)
     app.task(name=names.RUN_WORK, ignore_result=True)(run_work)
+    app.task(name=names.OBSERVE_RUNTIMES, ignore_result=True)(observe_runtimes)
     return process

@@ -66,6 +66,7 @@ def migrate(urls: DatabaseUrls) -> None:
 TABLES = (
     "audit_events",
     "controller_work",
+    "agent_runtime",
     "agent_revisions",
     "agents",
     "secrets",

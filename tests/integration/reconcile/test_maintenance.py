@@ -154,6 +154,81 @@ def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Wor
     second = _deploy(db, admin, namespace_id, agent_id)
     _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
     [pending] = [i for i in _maintenance_items(db, first) if i.state == "queued"]
-    _run_until(db, worker, pending.id, "REVISION_SUPERSEDED")
+    _run_until(db, worker, pending.id, "REVISION_MAINTENANCE_SUPERSEDED")
     assert [i for i in _maintenance_items(db, first) if i.state == "queued"] == []
     assert worker.driver.revision_process(agent_id, first) is None  # type: ignore[attr-defined]
+
+
+def _runtime(db: Database, agent_id: str) -> tuple[str, str] | None:
+    with db.transaction() as session:
+        row = session.execute(
+            sa.select(models.AgentRuntime.status, models.AgentRuntime.reason_code).where(
+                models.AgentRuntime.agent_id == agent_id
+            )
+        ).first()
+    return None if row is None else (row.status, row.reason_code)
+
+
+def _run_due_passes(db: Database, worker: Worker) -> list[str]:
+    """Make every queued item due and run what one claim batch takes; the codes, in order."""
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.ControllerWork)
+            .where(models.ControllerWork.state == "queued")
+            .values(available_at=sa.func.clock_timestamp())
+        )
+    ran = []
+    for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
+        result = executor.run(worker, claim.work_id, str(claim.token))
+        if result is not None:
+            ran.append(result.code)
+    return ran
+
+
+def test_a_killed_gateway_is_observed_degraded_restarted_and_ready_again(
+    db: Database, worker: Worker
+) -> None:
+    admin, namespace_id, agent_id = _deploy_world(db)
+    revision = _deploy(db, admin, namespace_id, agent_id)
+    _run_until(db, worker, f"agent_revision:{revision}:reconcile", "REVISION_ACTIVATED")
+    assert _runtime(db, agent_id) == ("ready", "REVISION_ACTIVATED")
+    driver = worker.driver
+    first_pid = driver.revision_process(agent_id, revision)  # type: ignore[attr-defined]
+    assert first_pid is not None
+
+    os.kill(first_pid, signal.SIGKILL)
+    wait_for(
+        lambda: driver.revision_process(agent_id, revision) is None,  # type: ignore[attr-defined]
+        timeout=10,
+        message="the gateway to be gone",
+    )
+    # the pass that finds it dead records it degraded and starts it again ...
+    assert _run_due_passes(db, worker) == ["REVISION_INCOMPLETE"]
+    assert _runtime(db, agent_id) == ("degraded", "REVISION_INCOMPLETE")
+    # ... and a recheck of the same item finds it ready; the chain goes on in a later bucket
+    wait_for(
+        lambda: _run_due_passes(db, worker)[-1:] == ["REVISION_ALREADY_ACTIVE"],
+        timeout=20,
+        interval=0.1,
+        message="the restarted gateway to be observed ready",
+    )
+    assert _runtime(db, agent_id) == ("ready", "REVISION_ALREADY_ACTIVE")
+    second_pid = driver.revision_process(agent_id, revision)  # type: ignore[attr-defined]
+    assert second_pid is not None and second_pid != first_pid
+    assert [i.state for i in _maintenance_items(db, revision)].count("queued") == 1
+
+
+def test_the_seed_observes_every_active_revision_once_per_bucket(
+    db: Database, worker: Worker
+) -> None:
+    admin, namespace_id, agent_id = _deploy_world(db)
+    revision = _deploy(db, admin, namespace_id, agent_id)
+    _run_until(db, worker, f"agent_revision:{revision}:reconcile", "REVISION_ACTIVATED")
+    before = {i.id for i in _maintenance_items(db, revision)}
+
+    assert executor.observe_active_revisions(worker) == 1
+    assert executor.observe_active_revisions(worker) == 1  # the same bucket: nothing new
+
+    seeded = [i for i in _maintenance_items(db, revision) if i.id not in before]
+    assert len(seeded) == 1 and seeded[0].state == "queued"
+    assert seeded[0].available_at <= seeded[0].created_at  # due now, not an interval later

@@ -17,6 +17,7 @@ to Kubernetes namespace, holds facts that never change).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Mapping
@@ -66,9 +67,17 @@ AGENT_KINDS: Final = (
     client.CLAIM,
 )
 
-EMBEDDED_CAPABILITIES: Final = base.Capabilities(activation_order=base.ActivationOrder.AFTER_COMMIT)
+MAINTENANCE_INTERVAL_S: Final = 60.0
+"""How often active revisions are observed by default (rollout and ready endpoints)."""
+
+EMBEDDED_CAPABILITIES: Final = base.Capabilities(
+    activation_order=base.ActivationOrder.AFTER_COMMIT,
+    maintenance_interval_s=MAINTENANCE_INTERVAL_S,
+)
 DEDICATED_CAPABILITIES: Final = base.Capabilities(
-    activation_order=base.ActivationOrder.AFTER_COMMIT, requires_stopped_predecessors=True
+    activation_order=base.ActivationOrder.AFTER_COMMIT,
+    requires_stopped_predecessors=True,
+    maintenance_interval_s=MAINTENANCE_INTERVAL_S,
 )
 
 
@@ -85,8 +94,15 @@ class KubernetesComputeDriver:
         options: manifests.GatewayOptions,
         policy: namespaces.Policy | None = None,
         hooks: lifecycle.HookDispatcher | None = None,
+        maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
     ) -> None:
         self.api = api
+        self.capabilities = dataclasses.replace(
+            EMBEDDED_CAPABILITIES, maintenance_interval_s=maintenance_interval_s
+        )
+        self._dedicated = dataclasses.replace(
+            DEDICATED_CAPABILITIES, maintenance_interval_s=maintenance_interval_s
+        )
         self.steps = ensure.Steps(api)
         self.options = options
         self.policy = policy if policy is not None else namespaces.Policy(prefix="occ-")
@@ -122,13 +138,18 @@ class KubernetesComputeDriver:
                 resource_quota=settings.kubernetes_resource_quota,
                 limit_range=settings.kubernetes_limit_range,
             ),
+            maintenance_interval_s=(
+                settings.maintenance_interval_ms / 1000
+                if settings.maintenance_interval_ms
+                else MAINTENANCE_INTERVAL_S
+            ),
         )
 
     def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:
         """Dedicated revisions share the Agent's RWO volume: predecessors stop first."""
         if manifests.mode_of(revision) == naming.DEDICATED:
-            return DEDICATED_CAPABILITIES
-        return EMBEDDED_CAPABILITIES
+            return self._dedicated
+        return self.capabilities
 
     # -- preflight ------------------------------------------------------------------------
 

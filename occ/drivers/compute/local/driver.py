@@ -34,6 +34,10 @@ MAX_RESTARTS: Final = 1
 """Restarts of a gateway that exited before it became healthy, before ``Failed``."""
 
 
+MAINTENANCE_INTERVAL_MS: Final = 30_000
+"""How often the active revisions are observed by default (a dead gateway is restarted)."""
+
+
 class LocalComputeDriver:
     """Namespaces are directories; Agent revisions are gateway processes on 127.0.0.1."""
 
@@ -80,6 +84,8 @@ class LocalComputeDriver:
         return cls(
             Path(settings.local_root).resolve(),
             effect_delay_s=settings.local_effect_delay_ms / 1000,
+            maintenance_interval_s=(settings.maintenance_interval_ms or MAINTENANCE_INTERVAL_MS)
+            / 1000,
         )
 
     def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:

@@ -1,0 +1,61 @@
+"""Observed runtime status: one row per Agent with what the last observation of its active
+revision found (``ready`` or ``degraded``), when, and why.
+
+Written by the workers' deploy and maintenance passes; removed with the Agent (cascade).
+An Agent without a row, or whose row names another revision than the active one, is
+``unknown``.
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+TABLE = r"""
+CREATE TABLE occ.agent_runtime (
+  agent_id text NOT NULL,
+  revision_id text NOT NULL,
+  status text NOT NULL,
+  reason_code text NOT NULL,
+  observed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  CONSTRAINT agent_runtime_pkey PRIMARY KEY (agent_id),
+  CONSTRAINT agent_runtime_agent_fkey FOREIGN KEY (agent_id)
+    REFERENCES occ.agents (id) ON DELETE CASCADE,
+  CONSTRAINT agent_runtime_revision_fkey FOREIGN KEY (agent_id, revision_id)
+    REFERENCES occ.agent_revisions (agent_id, id) ON DELETE CASCADE,
+  CONSTRAINT agent_runtime_status_valid CHECK (status IN ('ready', 'degraded')),
+  CONSTRAINT agent_runtime_reason_code_format CHECK (reason_code ~ '^[A-Z][A-Z0-9_]{0,63}$')
+);
+"""
+
+GRANTS = r"""
+GRANT SELECT, INSERT ON occ.agent_runtime TO occ_app;
+GRANT UPDATE (revision_id, status, reason_code, observed_at) ON occ.agent_runtime TO occ_app;
+"""
+
+
+def _sql(statement: str) -> None:
+    driver_connection = op.get_bind().connection.driver_connection
+    assert driver_connection is not None
+    with driver_connection.cursor() as cursor:
+        cursor.execute(statement)
+
+
+def upgrade() -> None:
+    _sql(TABLE)
+    _sql(
+        "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
+        f"EXECUTE $sql${GRANTS}$sql$; END IF; END $grants$"
+    )
+
+
+def downgrade() -> None:
+    _sql("DROP TABLE occ.agent_runtime")

@@ -1,0 +1,130 @@
+"""What the workers last observed of each Agent's active revision: ``ready`` or ``degraded``.
+
+One row per Agent (``agent_runtime``), upserted by deploy and maintenance passes in their
+fenced publication, removed with the Agent. Takes the caller's session and never commits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from dataclasses import dataclass
+from typing import Final, cast
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
+
+from occ.state import models
+
+_TABLE: Final = cast(sa.Table, models.AgentRuntime.__table__)
+_NOW: Final = sa.func.clock_timestamp()
+
+
+class RuntimeStatus(enum.StrEnum):
+    """What an Agent's runtime was last seen to be."""
+
+    READY = "ready"
+    DEGRADED = "degraded"
+    UNKNOWN = "unknown"
+    """No observation of the active revision yet (or no active revision)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeObservation:
+    """The last observation of an Agent's runtime."""
+
+    agent_id: str
+    revision_id: str
+    status: RuntimeStatus
+    reason_code: str
+    observed_at: dt.datetime
+
+
+def record(
+    session: orm.Session, agent_id: str, revision_id: str, status: RuntimeStatus, reason_code: str
+) -> None:
+    """Replace the Agent's observation (``ready`` or ``degraded``) with this one, now."""
+    if status == RuntimeStatus.UNKNOWN:
+        raise ValueError("unknown is the absence of an observation, not one")
+    values = {"revision_id": revision_id, "status": status, "reason_code": reason_code}
+    session.execute(
+        pg.insert(_TABLE)
+        .values(agent_id=agent_id, **values)
+        .on_conflict_do_update(
+            index_elements=[_TABLE.c.agent_id], set_={**values, "observed_at": _NOW}
+        )
+    )
+
+
+def of_agents(session: orm.Session, agent_ids: list[str]) -> dict[str, RuntimeObservation]:
+    """The observations of these Agents, by Agent id (Agents never observed are absent)."""
+    if not agent_ids:
+        return {}
+    rows = session.execute(sa.select(_TABLE).where(_TABLE.c.agent_id.in_(agent_ids))).mappings()
+    return {row["agent_id"]: _observation(row) for row in rows}
+
+
+def status_of(
+    observation: RuntimeObservation | None, active_revision_id: str | None
+) -> RuntimeStatus:
+    """The Agent's runtime status: the observation of its active revision, else unknown."""
+    if observation is None or active_revision_id is None:
+        return RuntimeStatus.UNKNOWN
+    if observation.revision_id != active_revision_id:
+        return RuntimeStatus.UNKNOWN
+    return observation.status
+
+
+def _observation(row: sa.RowMapping) -> RuntimeObservation:
+    return RuntimeObservation(
+        agent_id=row["agent_id"],
+        revision_id=row["revision_id"],
+        status=RuntimeStatus(row["status"]),
+        reason_code=row["reason_code"],
+        observed_at=row["observed_at"],
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActiveRevision:
+    """An Agent that desires running and the revision its pointer names."""
+
+    namespace_id: str
+    agent_id: str
+    revision_id: str
+    actor_id: str
+    """Who deployed the revision (maintenance work runs on their authority)."""
+
+
+def active_revisions(session: orm.Session, compute_driver: str) -> list[ActiveRevision]:
+    """Every running Agent's active revision on this Compute Driver: what maintenance observes."""
+    agents = cast(sa.Table, models.Agent.__table__)
+    revisions = cast(sa.Table, models.AgentRevision.__table__)
+    query = (
+        sa.select(
+            revisions.c.namespace_id, revisions.c.agent_id, revisions.c.id, revisions.c.actor_id
+        )
+        .join(
+            agents,
+            sa.and_(
+                agents.c.id == revisions.c.agent_id,
+                agents.c.active_revision_id == revisions.c.id,
+            ),
+        )
+        .where(
+            agents.c.status == "active",
+            agents.c.desired_runtime_state == "running",
+            revisions.c.compute_driver == compute_driver,
+        )
+        .order_by(revisions.c.agent_id)
+    )
+    return [
+        ActiveRevision(
+            namespace_id=row.namespace_id,
+            agent_id=row.agent_id,
+            revision_id=row.id,
+            actor_id=row.actor_id,
+        )
+        for row in session.execute(query)
+    ]
