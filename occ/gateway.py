@@ -9,7 +9,10 @@ The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.gateway
   with ``--unhealthy``, or a configuration snapshot holding
   ``{"standIn": {"healthy": false}}``, 503 ``{"status": "unhealthy", ...}`` forever (a runtime
   that never becomes ready);
-* ``GET /config``: the JSON configuration snapshot it was started with.
+* ``GET /config``: the JSON configuration snapshot it was started with, only to a caller
+  that presents the revision's own credential (``Authorization: Bearer <credential>``):
+  401 otherwise, and 404 for a gateway started without a credential (tenant configuration is
+  never served to whoever can reach the port).
 
 With ``--credential-stdin PATH`` (how a container receives its credential without an
 environment literal) it first reads one newline-terminated line from stdin, writes it to
@@ -25,6 +28,7 @@ module imports only the standard library, so a gateway starts in a fraction of a
 from __future__ import annotations
 
 import argparse
+import hmac
 import http.server
 import json
 import os
@@ -58,11 +62,13 @@ class GatewayServer(http.server.ThreadingHTTPServer):
         health: dict[str, Any],
         healthy: bool,
         configuration: bytes,
+        credential: str | None = None,
     ) -> None:
         super().__init__(address, _Handler)
         self.health = health
         self.healthy = healthy
         self.configuration = configuration
+        self.credential = credential
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -79,9 +85,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             else:
                 self._send(503, json.dumps({"status": "unhealthy", **self.server.health}).encode())
         elif path == "/config":
-            self._send(200, self.server.configuration)
+            self._send_configuration()
         else:
             self._send(404, b'{"status": "not_found"}')
+
+    def _send_configuration(self) -> None:
+        expected = self.server.credential
+        if expected is None:
+            self._send(404, b'{"status": "not_found"}')
+            return
+        presented = self.headers.get("Authorization", "")
+        if not hmac.compare_digest(presented.encode(), f"Bearer {expected}".encode()):
+            self._send(401, b'{"status": "unauthorized"}')
+            return
+        self._send(200, self.server.configuration)
 
     def _send(self, status: int, body: bytes) -> None:
         self.send_response(status)
@@ -109,7 +126,7 @@ def serve(
     credential_timeout_s: float = 30.0,
 ) -> int:
     """Serve until SIGTERM or SIGINT; the exit status (0, or 2 for unusable input)."""
-    credential_fingerprint = None
+    credential_fingerprint = credential = None
     if credential_stdin is not None:
         problem = receive_credential(sys.stdin.fileno(), credential_stdin, credential_timeout_s)
         if problem is not None:
@@ -118,9 +135,8 @@ def serve(
         credential_file = credential_stdin
     if credential_file is not None:
         try:
-            credential_fingerprint = fingerprints.of(
-                credential_file.read_text(encoding="utf-8").rstrip("\n")
-            )
+            credential = credential_file.read_text(encoding="utf-8").rstrip("\n")
+            credential_fingerprint = fingerprints.of(credential)
         except OSError as exc:
             _event(
                 "gateway.failed",
@@ -154,6 +170,7 @@ def serve(
             health=health,
             healthy=not unhealthy,
             configuration=json.dumps(document).encode(),
+            credential=credential,
         )
     except OSError as exc:
         _event(

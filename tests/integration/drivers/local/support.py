@@ -97,12 +97,13 @@ def revision(
     )
 
 
-def get(endpoint: str, path: str) -> tuple[int, Any]:
-    """``GET`` ``path`` from a gateway: the status and the decoded JSON body."""
+def get(endpoint: str, path: str, *, token: str | None = None) -> tuple[int, Any]:
+    """``GET`` ``path`` from a gateway (with a bearer ``token``): the status and JSON body."""
     host, _, port = endpoint.removeprefix("http://").partition(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     try:
-        connection.request("GET", path)
+        connection.request("GET", path, headers=headers)
         response = connection.getresponse()
         return response.status, json.loads(response.read())
     finally:

@@ -137,3 +137,15 @@ def test_a_template_that_needs_a_credential_fails_without_one_and_starts_nothing
     assert "credential" in failed.reason
     assert driver.gateway_processes() == []
     assert not (support.revision_dir(root, spec) / "runtime.json").exists()
+
+
+def test_the_configuration_is_served_only_to_the_revisions_own_credential(root: Path) -> None:
+    driver = LocalComputeDriver(root)
+    document = {"model": "m", "tenant": "private"}
+    spec = support.revision(ids.new("agent"), credential=SECRET, document=document)
+    endpoint = support.until_ready(driver, spec).details["endpoint"]
+
+    assert support.get(endpoint, "/config") == (401, {"status": "unauthorized"})
+    assert support.get(endpoint, "/config", token="not-it")[0] == 401
+    assert support.get(endpoint, "/config", token=SECRET) == (200, document)
+    driver.retire_revision(support.operation(), spec)

@@ -49,7 +49,8 @@ def test_prepare_is_pending_then_ready_and_the_gateway_serves_the_revision(root:
         "configurationGeneration": 7,
         "credentialFingerprint": None,  # no credential delivered
     }
-    assert support.get(endpoint, "/config") == (200, document)
+    # without a credential of its own the gateway serves no configuration to anyone
+    assert support.get(endpoint, "/config") == (404, {"status": "not_found"})
     directory = support.revision_dir(root, revision)
     assert json.loads((directory / "configuration.json").read_text()) == document
     assert (directory / "gateway.log").exists()
