@@ -449,7 +449,7 @@ def gateway(
     """Run the stand-in gateway of one revision (what the local Compute Driver starts).
 
     Serves GET /healthz (status, revisionId, agentId, configurationGeneration and the
-    credential's fingerprint) and GET /config
+    credential's fingerprint) and GET /config (to its own credential only)
     (the snapshot) until SIGTERM. Needs no settings and writes nothing secret.
     """
     code = gateway_server.serve(

@@ -7,13 +7,50 @@ session it is given and never commits.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import orm
+from sqlalchemy import orm, pool
 
 from occ import errors
+
+Session = orm.Session
+"""The session type use cases and repositories pass around (so callers need not import
+SQLAlchemy for a type hint)."""
+
+
+IDLE_PING_AFTER_S: Final = 1.0
+"""A pooled connection idle this long is pinged before use: one that predates a database
+restart (or a dropped link) is replaced then, not found dead by a request. Connections in
+steady use skip the ping, so a busy process pays nothing for it."""
+
+
+def _mark_idle(dbapi_connection: Any, record: pool.ConnectionPoolEntry) -> None:
+    record.info["idle_since"] = time.monotonic()
+
+
+def _pinger(idle_ping_after_s: float) -> Any:
+    def ping_when_idle(
+        dbapi_connection: Any, record: pool.ConnectionPoolEntry, proxy: pool.PoolProxiedConnection
+    ) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is not None and time.monotonic() - idle_since >= idle_ping_after_s:
+            _ping(dbapi_connection)
+
+    return ping_when_idle
+
+
+def _ping(dbapi_connection: Any) -> None:
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        dbapi_connection.rollback()
+    except Exception as exc:
+        # the pool discards this connection and checks out (or opens) another one
+        raise sa_exc.DisconnectionError() from exc
 
 
 def normalize_url(url: str) -> str:
@@ -34,7 +71,10 @@ class Database:
         pool_size: int = 5,
         statement_timeout_ms: int | None = None,
         application_name: str = "occ",
+        idle_ping_after_s: float | None = IDLE_PING_AFTER_S,
     ) -> None:
+        """``idle_ping_after_s`` (``None``: never) is how long a pooled connection may sit
+        unused before it is pinged at checkout."""
         options = f"-c application_name={application_name}"
         if statement_timeout_ms:
             options += f" -c statement_timeout={statement_timeout_ms}"
@@ -42,8 +82,8 @@ class Database:
             normalize_url(url),
             pool_size=pool_size,
             max_overflow=pool_size,
-            # no pre-ping (a round trip per transaction): a connection found dead is
-            # invalidated by SQLAlchemy and the caller sees DependencyUnavailable once
+            # no pre-ping of busy connections (a round trip per transaction); idle ones are
+            # pinged at checkout instead (see IDLE_PING_AFTER_S)
             pool_pre_ping=False,
             pool_recycle=1800,
             connect_args={
@@ -53,6 +93,9 @@ class Database:
                 "connect_timeout": 10,
             },
         )
+        if idle_ping_after_s is not None:
+            sa.event.listen(self.engine, "checkin", _mark_idle)
+            sa.event.listen(self.engine, "checkout", _pinger(idle_ping_after_s))
         self._sessions = orm.sessionmaker(self.engine, expire_on_commit=False, autoflush=True)
 
     @contextlib.contextmanager
@@ -94,6 +137,11 @@ class Database:
             raise errors.DependencyUnavailable("the database is unavailable") from exc
         finally:
             session.close()
+
+    def ping(self) -> None:
+        """One round trip to the database; ``DependencyUnavailable`` when it does not answer."""
+        with self.snapshot() as session:
+            session.execute(sa.text("SELECT 1"))
 
     def dispose(self) -> None:
         """Close every pooled connection."""
