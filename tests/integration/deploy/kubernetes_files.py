@@ -1,0 +1,146 @@
+"""The manifests under ``deploy/kubernetes/``, loaded as plain documents for the tests.
+
+Reads the YAML files (every document of every file) and offers the views the tests need:
+documents by kind, pod templates with their containers, a container's environment, and the
+NetworkPolicies that select a pod. Pure reading: it never writes a file and never talks to
+a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+DIRECTORY: Final = Path(__file__).resolve().parents[3] / "deploy" / "kubernetes"
+KUSTOMIZATION: Final = "kustomization.yaml"
+WORKLOAD_KINDS: Final = ("Deployment", "Job")
+
+Document = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One document and the file it came from."""
+
+    file: str
+    document: Document
+
+    @property
+    def kind(self) -> str:
+        return str(self.document.get("kind"))
+
+    @property
+    def name(self) -> str:
+        return str((self.document.get("metadata") or {}).get("name"))
+
+
+def files() -> list[Path]:
+    """Every YAML file of the directory, the kustomization included."""
+    return sorted(path for path in DIRECTORY.iterdir() if path.suffix in (".yaml", ".yml"))
+
+
+def load(path: Path) -> list[Document]:
+    """The documents of one file (empty documents dropped)."""
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def kustomization() -> Document:
+    (document,) = load(DIRECTORY / KUSTOMIZATION)
+    return document
+
+
+def manifests() -> list[Manifest]:
+    """Every Kubernetes object the kustomization applies, in file order."""
+    return [
+        Manifest(path.name, document)
+        for path in files()
+        if path.name != KUSTOMIZATION
+        for document in load(path)
+    ]
+
+
+def of_kind(kind: str) -> list[Manifest]:
+    return [manifest for manifest in manifests() if manifest.kind == kind]
+
+
+def one(kind: str, name: str) -> Document:
+    (found,) = [m.document for m in manifests() if m.kind == kind and m.name == name]
+    return found
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A Deployment or Job: its name and its pod template."""
+
+    kind: str
+    name: str
+    template: Document
+
+    @property
+    def pod(self) -> Document:
+        spec: Document = self.template["spec"]
+        return spec
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        labels: Mapping[str, str] = (self.template.get("metadata") or {}).get("labels") or {}
+        return labels
+
+    def containers(self) -> Iterator[Document]:
+        yield from self.pod.get("initContainers") or []
+        yield from self.pod["containers"]
+
+
+def workloads() -> list[Workload]:
+    return [
+        Workload(m.kind, m.name, m.document["spec"]["template"])
+        for m in manifests()
+        if m.kind in WORKLOAD_KINDS
+    ]
+
+
+def workload(name: str) -> Workload:
+    (found,) = [w for w in workloads() if w.name == name]
+    return found
+
+
+def environment(container: Mapping[str, Any]) -> dict[str, Document]:
+    """A container's ``env`` entries by name."""
+    return {entry["name"]: entry for entry in container.get("env") or []}
+
+
+def config_map_data(name: str) -> dict[str, str]:
+    data: dict[str, str] = one("ConfigMap", name).get("data") or {}
+    return data
+
+
+def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        assert expression["operator"] == "In"  # the only operator these policies use
+        if labels.get(expression["key"]) not in expression["values"]:
+            return False
+    return True
+
+
+def policies_for(labels: Mapping[str, str], policy_type: str) -> list[Document]:
+    return [
+        m.document["spec"]
+        for m in of_kind("NetworkPolicy")
+        if policy_type in m.document["spec"]["policyTypes"]
+        and selects(m.document["spec"]["podSelector"], labels)
+    ]
+
+
+def egress_ports(labels: Mapping[str, str]) -> set[int]:
+    return {
+        port["port"]
+        for spec in policies_for(labels, "Egress")
+        for rule in spec.get("egress") or []
+        for port in rule.get("ports") or []
+    }
