@@ -58,8 +58,9 @@ class FakeComputeDriver:
 
     ``calls`` holds the calls that went ahead, oldest first; ``aborted`` those refused because
     the operation's abort event was set; ``specs`` the revision specs received, with their
-    method, so a test can see which calls carried the credential. Pass ``journal`` to share
-    one list with other fakes (the store, the guard) and assert how their steps interleave.
+    method, so a test can see which calls carried the credential. ``journal``, a list shared
+    with the other fakes (the store, the guard), gets every call too, so a test can assert how
+    their steps interleave.
     """
 
     def __init__(
@@ -77,7 +78,8 @@ class FakeComputeDriver:
             requires_stopped_predecessors=requires_stopped_predecessors,
             maintenance_interval_s=maintenance_interval_s,
         )
-        self.calls: list[tuple[str, str]] = [] if journal is None else journal
+        self.calls: list[tuple[str, str]] = []
+        self._journal = journal
         self.aborted: list[tuple[str, str]] = []
         self.specs: list[tuple[str, base.RevisionSpec]] = []
         self._scripts: dict[tuple[str, str | None], collections.deque[Step | Invalid]] = {}
@@ -165,6 +167,8 @@ class FakeComputeDriver:
             self.aborted.append((method, subject))
             operation.check()
         self.calls.append((method, subject))
+        if self._journal is not None:
+            self._journal.append((method, subject))
         step = self._next_step(method, subject)
         if step is _UNSCRIPTED:
             return default

@@ -175,6 +175,8 @@ class InMemoryRevisionStore:
     database store's checks settle. ``before(step, change)`` applies a change to the Agent just
     before the named store step, as another transaction would have meanwhile. Each pass settles
     the item once; ``next_pass`` hands a requeued item out again, like the next claim.
+    ``journal``, a list shared with the other fakes, gets every step as ``("store.<step>",
+    revision id)``.
     """
 
     def __init__(
@@ -191,7 +193,9 @@ class InMemoryRevisionStore:
         self.world = world
         self.agent = world.agent
         self.guard = guard
-        self.journal: list[tuple[str, str]] = [] if journal is None else journal
+        self.steps: list[str] = []
+        """The store steps the passes took, oldest first."""
+        self._journal = journal
         self.row = WorkRow(world.key, values.WorkState.CLAIMED, 1, clock.now_ms)
         self.results: list[outcome.PassResult] = []
         self.audits: list[Audit] = []
@@ -370,7 +374,9 @@ class InMemoryRevisionStore:
         """Start a fenced transaction: journal it, fence it, apply what changed meanwhile."""
         if begun:
             return  # a settlement inside a step that already began its transaction
-        self.journal.append((f"store.{step}", self.world.revision_id))
+        self.steps.append(step)
+        if self._journal is not None:
+            self._journal.append((f"store.{step}", self.world.revision_id))
         self.guard.fence()
         if self.row.state != values.WorkState.CLAIMED:
             raise AssertionError(f"{step} after the pass settled the item ({self.row.state})")
