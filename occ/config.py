@@ -19,6 +19,12 @@ from occ import errors
 
 _DIGITS = re.compile(r"[0-9]{1,15}")
 
+PRODUCTION_KEY_MIN_BYTES = 32
+"""Shortest API-key pepper and secret key a production process accepts."""
+
+_HIDDEN = frozenset({"api_key_pepper", "secret_key"})
+_PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
@@ -201,6 +207,49 @@ class Settings:
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
                     raise errors.InvalidInput.at(f"/{name}", "must be set in production")
+                if len(getattr(self, name).encode()) < PRODUCTION_KEY_MIN_BYTES:
+                    raise errors.InvalidInput.at(
+                        f"/{name}",
+                        f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
+                    )
+            if self.compute_driver == "local":
+                raise errors.InvalidInput.at(
+                    "/compute_driver",
+                    "the local driver runs gateways on this machine and is for development only;"
+                    " choose docker or kubernetes in production",
+                )
+
+    def startup_warnings(self) -> tuple[errors.FieldError, ...]:
+        """What a production process should warn about once at start-up (never a value).
+
+        A database or broker URL whose scheme normally authenticates with a password but
+        carries none works (trust, peer or an unprotected Redis) and is worth a warning.
+        """
+        if self.environment != "production":
+            return ()
+        found = []
+        for name in ("database_url", "migration_database_url", "broker_url"):
+            url = getattr(self, name)
+            if url and _expects_password(url) and not _has_password(url):
+                found.append(
+                    errors.FieldError(f"/{name}", "has no password; is the service protected?")
+                )
+        return tuple(found)
+
+    def __repr__(self) -> str:
+        # credentials never reach a log or a configuration dump: peppers and keys are hidden,
+        # URL passwords masked
+        shown = []
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if item.name in _HIDDEN:
+                value = "***"
+            elif isinstance(value, str):
+                value = mask_url_password(value)
+            shown.append(f"{item.name}={value!r}")
+        return f"Settings({', '.join(shown)})"
+
+    __str__ = __repr__
 
 
 _ENVIRONMENT: dict[str, tuple[str, type]] = {
@@ -262,3 +311,36 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     if unknown:
         raise errors.InvalidInput.at(f"/{unknown[0]}", "unknown setting")
     return document
+
+
+def mask_url_password(url: str) -> str:
+    """``url`` with the password of its user part replaced by ``***`` (other text unchanged)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    # the last '@' ends the user part: a password may itself hold an '@'
+    user_part, at, host_part = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, _password = user_part.partition(":")
+    if not colon:
+        return url
+    return f"{scheme}://{user}:***@{host_part}"
+
+
+def _scheme(url: str) -> str:
+    return url.partition("://")[0].split("+", 1)[0].lower()
+
+
+def _expects_password(url: str) -> bool:
+    if _scheme(url) not in _PASSWORD_SCHEMES:
+        return False
+    # PostgreSQL over a unix socket (no host, or ``host=/path``) authenticates by peer
+    rest = url.partition("://")[2]
+    host_part = rest.rpartition("@")[2]
+    return not (host_part.startswith("/") or "host=/" in url or host_part.split("?")[0] == "")
+
+
+def _has_password(url: str) -> bool:
+    user_part, at, _ = url.partition("://")[2].rpartition("@")
+    return bool(at) and ":" in user_part and user_part.partition(":")[2] != ""

@@ -2,8 +2,10 @@
 
 The broker carries only nudges and dispatches; PostgreSQL is the source of truth, so the
 settings favour losing a message over running one twice: early ack, no prefetch, no result
-backend, a visibility timeout far above the hard time limit. ``celery -A occ.tasks.app``
-finds ``app`` here (built lazily from the environment on first use).
+backend, a visibility timeout far above the hard time limit, and workers that wait out a broker
+outage of any length (with ``occ.tasks.broker_guard`` installed). ``Settings`` never goes into
+the Celery configuration. ``celery -A occ.tasks.app`` finds ``app`` here (built lazily from the
+environment on first use).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, Final
 from celery import Celery
 
 from occ.config import Settings
-from occ.tasks import lifecycle, names, work
+from occ.tasks import broker_guard, lifecycle, names, work, worker_process
 
 CONTROL_QUEUE: Final = names.CONTROL_QUEUE
 DRIVER_QUEUE: Final = names.DRIVER_QUEUE
@@ -35,9 +37,12 @@ cheap and idempotent: running it more often than a driver's interval changes not
 
 def create(settings: Settings) -> Celery:
     """A configured Celery app for ``settings``, with occ's tasks."""
+    broker_guard.install()
     app = Celery("occ", set_as_current=False)
     app.conf.update(_configuration(settings))
-    app.conf["occ_settings"] = settings
+    # the settings hold credentials: they stay off ``app.conf``, which ``celery inspect conf``
+    # and Flower show
+    worker_process.keep_settings(app, settings)
     work.register(app)
     return app
 
@@ -51,6 +56,9 @@ def _configuration(settings: Settings) -> dict[str, Any]:
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
+        # a worker waits out a broker outage of any length (Celery's default gives up after 100)
+        "broker_connection_max_retries": None,
+        "broker_channel_error_retry": True,
         "broker_connection_timeout": PUBLISH_TIMEOUT_S,
         "broker_transport_options": {
             "visibility_timeout": VISIBILITY_TIMEOUT_S,

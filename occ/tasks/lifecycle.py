@@ -30,10 +30,26 @@ EXIT_NOT_READY: Final = 3
 def settings_from_env() -> Settings:
     """The settings of a Celery process; on invalid settings, log and exit ``EXIT_NOT_READY``."""
     try:
-        return Settings.from_env()
+        settings = Settings.from_env()
     except errors.OccError as exc:
         observability.configure("occ-worker")
         fail_startup(exc)
+    warn_about(settings)
+    return settings
+
+
+def warn_about(settings: Settings) -> None:
+    """Log ``settings.warning`` once per doubtful setting (its name, never its value)."""
+    warnings = settings.startup_warnings()
+    if warnings:
+        observability.configure("occ-worker")
+    for warning in warnings:
+        observability.log(
+            "settings.warning",
+            level=logging.WARNING,
+            code="SETTING_DOUBTFUL",
+            reason=f"{warning.pointer}: {warning.message}",
+        )
 
 
 def fail_startup(exc: BaseException) -> NoReturn:

@@ -3,8 +3,10 @@
 ``WorkerProcess`` builds the ``executor.Worker`` (database, queue policy, Compute Driver) once per
 pid, after fork, owns the shutdown event that aborts in-flight effects, coalesces completion
 nudges, writes and removes the readiness marker, and runs the ``worker.health`` reporter. One
-is attached to each Celery app (``attach``/``of``). It wires no Celery signal (that is
-``occ.tasks.lifecycle``) and defines no task (``occ.tasks.work``).
+is attached to each Celery app (``attach``/``of``), beside the app's ``Settings``
+(``keep_settings``): neither is kept in the Celery configuration, which holds no credential.
+It wires no Celery signal (that is ``occ.tasks.lifecycle``) and defines no task
+(``occ.tasks.work``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Final
 
@@ -32,8 +35,6 @@ of the gap), so a draining backlog runs batch claims instead of one claim per it
 HEALTH_INTERVAL_S: Final = 60.0
 """Period of ``worker.health``."""
 
-_CONF_KEY: Final = "occ_worker_process"
-
 
 class WorkerProcess:
     """What one worker process (and, after fork, each pool process) holds for ``app``."""
@@ -50,8 +51,7 @@ class WorkerProcess:
 
     @property
     def settings(self) -> Settings:
-        settings: Settings = self.app.conf["occ_settings"]
-        return settings
+        return _SETTINGS[self.app]
 
     # -- the executor's worker ----------------------------------------------------------------
 
@@ -166,14 +166,24 @@ class WorkerProcess:
             observability.log("worker.health", pid=os.getpid(), count=pending)
 
 
+# Kept beside the app, never in ``app.conf``: Celery serialises its configuration for
+# ``celery inspect conf`` and Flower, and ``Settings`` holds credentials.
+_SETTINGS: weakref.WeakKeyDictionary[Celery, Settings] = weakref.WeakKeyDictionary()
+_PROCESSES: weakref.WeakKeyDictionary[Celery, WorkerProcess] = weakref.WeakKeyDictionary()
+
+
+def keep_settings(app: Celery, settings: Settings) -> None:
+    """Remember ``settings`` for ``app``'s tasks and life cycle (outside its configuration)."""
+    _SETTINGS[app] = settings
+
+
 def attach(app: Celery) -> WorkerProcess:
-    """A new ``WorkerProcess`` for ``app``, kept in its configuration."""
+    """A new ``WorkerProcess`` for ``app`` (whose settings ``keep_settings`` recorded)."""
     process = WorkerProcess(app)
-    app.conf[_CONF_KEY] = process
+    _PROCESSES[app] = process
     return process
 
 
 def of(app: Celery) -> WorkerProcess:
     """The ``WorkerProcess`` attached to ``app``."""
-    process: WorkerProcess = app.conf[_CONF_KEY]
-    return process
+    return _PROCESSES[app]
