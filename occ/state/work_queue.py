@@ -97,14 +97,16 @@ def claim(
 ) -> list[values.Claim]:
     """Claim up to ``limit`` ready items, at most one per lane, each with a dispatch token.
 
-    One statement: scans a bounded window of the ready index, keeps the head of every lane that
-    has no live claim, and locks those heads with ``SKIP LOCKED`` plus a non-blocking advisory
-    lock on the lane, so racing claimers skip each other instead of waiting or colliding.
+    One statement: scans a bounded window of the ready index, keeps the oldest ``2 * limit``
+    heads of lanes that have no live claim, and locks those heads with ``SKIP LOCKED`` plus a
+    non-blocking advisory lock on the lane, so racing claimers skip each other instead of
+    waiting or colliding, and no claim takes more than ``2 * limit`` lane locks.
     """
     if limit <= 0:
         return []
     params = {
         "limit": limit,
+        "heads": 2 * limit,
         "window": window or max(limit * 20, 1000),
         "max_attempts": policy.max_attempts,
         "dispatch_lease_ms": policy.dispatch_lease_ms,

@@ -23,16 +23,18 @@ SELECT w.* FROM occ.controller_work w WHERE w.id = :work_id;
 -- name: claim
 -- Claim up to :limit ready items, the head of each lane without a live claim, with dispatch tokens.
 WITH candidates AS (
-  -- a bounded window of the ready index, oldest first
+  -- a bounded window of the ready index, oldest first: the cost does not grow with the backlog
   SELECT id, lane, available_at, created_at
     FROM occ.controller_work
    WHERE state = 'queued' AND available_at <= clock_timestamp()
      AND attempt_count < :max_attempts
    ORDER BY available_at, created_at, id
    LIMIT :window
-), heads AS (
-  -- the first candidate of every lane that has no live claim; NOT IN runs as one hashed subplan
-  -- over the claimed rows (an anti-join's generic plan compared every pair); lane is NOT NULL
+), heads AS MATERIALIZED (
+  -- the first candidate of every lane that has no live claim, oldest first, and no more of them
+  -- than the claim can use (:heads, twice the limit: room for heads a racing claimer holds);
+  -- NOT IN runs as one hashed subplan over the claimed rows (an anti-join's generic plan
+  -- compared every pair); lane is NOT NULL
   SELECT id, available_at, created_at FROM (
     SELECT c.id, c.available_at, c.created_at,
            row_number() OVER (PARTITION BY c.lane
@@ -42,11 +44,14 @@ WITH candidates AS (
                            WHERE busy.state = 'claimed')
   ) ranked
    WHERE position = 1
+   ORDER BY available_at, created_at, id
+   LIMIT :heads
 ), locked AS (
   -- racing claimers skip each other: row locks with SKIP LOCKED plus a non-blocking advisory
-  -- lock on the lane (class 204); the limit applies after SKIP LOCKED so a racer holding some
-  -- heads does not leave this claimer empty-handed; the conditions are repeated because a row
-  -- changed since the snapshot is re-checked against these only
+  -- lock on the lane (class 204), taken only on the :heads rows above, never on the backlog;
+  -- the limit applies after SKIP LOCKED so a racer holding some heads does not leave this
+  -- claimer empty-handed; the conditions are repeated because a row changed since the
+  -- snapshot is re-checked against these only
   SELECT w.id FROM occ.controller_work w JOIN heads h ON h.id = w.id
    WHERE w.state = 'queued' AND w.available_at <= clock_timestamp()
      AND w.attempt_count < :max_attempts

@@ -1,0 +1,55 @@
+"""The claim under a deep backlog: a bounded number of lane locks, the same oldest heads."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from occ.db import Database
+from occ.state import values, work_queue
+from tests.support import rows
+
+BACKLOG = 100_000
+LIMIT = 10
+
+_FILL = sa.text("""
+    WITH made AS (
+      INSERT INTO occ.namespaces (id, name, created_by, status)
+      SELECT 'ns_' || gen_random_uuid(), 'backlog-' || n, :actor, 'provisioning'
+        FROM generate_series(1, :count) n
+      RETURNING id
+    )
+    INSERT INTO occ.controller_work
+      (id, kind, namespace_id, actor_id, namespace_target, available_at, created_at, updated_at)
+    SELECT 'namespace:' || id || ':reconcile:ready', 'namespace_ready', id, :actor, 'ready',
+           clock_timestamp() - interval '1 hour' + n * interval '1 millisecond',
+           clock_timestamp(), clock_timestamp()
+      FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM made) numbered
+""")
+
+_MY_ADVISORY_LOCKS = sa.text(
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+)
+
+_OLDEST = sa.text("""
+    SELECT id FROM occ.controller_work WHERE state = 'queued'
+     ORDER BY available_at, created_at, id LIMIT :limit
+""")
+
+
+def test_a_claim_over_100k_queued_items_takes_at_most_twice_its_limit_in_lane_locks(
+    db: Database, owner_db: Database, policy: values.QueuePolicy
+) -> None:
+    with db.transaction() as session:
+        actor = rows.principal(session)
+    with owner_db.transaction() as session:
+        session.execute(_FILL, {"actor": actor, "count": BACKLOG})
+        session.execute(sa.text("ANALYZE occ.controller_work"))
+    with db.transaction() as session:
+        expected = session.execute(_OLDEST, {"limit": LIMIT}).scalars().all()
+
+    with db.transaction() as session:
+        claims = work_queue.claim(session, policy, limit=LIMIT)
+        locks = session.execute(_MY_ADVISORY_LOCKS).scalar_one()
+
+    assert [claim.work_id for claim in claims] == expected  # the oldest heads, in order
+    assert locks <= 2 * LIMIT
