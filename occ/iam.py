@@ -15,10 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from sqlalchemy import orm
-
 from occ import errors
-from occ.state import iam_policy
+from occ.db import Session
+from occ.state import grants, iam_policy
 
 PERMISSION_TABLE: Final[Mapping[str, tuple[str, ...]]] = {
     "installation": ("read", "administer"),
@@ -163,13 +162,11 @@ def check_permissions(
     return tuple(sorted({str(value) for value in values}))
 
 
-def authorize(
-    session: orm.Session, principal_id: str, permission: str, resource: Resource
-) -> Decision:
+def authorize(session: Session, principal_id: str, permission: str, resource: Resource) -> Decision:
     """Decide whether the principal may use ``permission`` on ``resource`` under current policy."""
     if not is_permission(permission):
         return Decision(False, Reason.UNKNOWN_PERMISSION)
-    policy = iam_policy.load_policy(
+    policy = grants.load_policy(
         session,
         principal_id,
         permission=permission,
@@ -180,7 +177,7 @@ def authorize(
 
 
 def authorize_each(
-    session: orm.Session, principal_id: str, permission: str, resources: Iterable[Resource]
+    session: Session, principal_id: str, permission: str, resources: Iterable[Resource]
 ) -> list[Decision]:
     """One decision per resource, in order, from a single policy read (to filter lists)."""
     candidates = list(resources)
@@ -188,13 +185,11 @@ def authorize_each(
         return [Decision(False, Reason.UNKNOWN_PERMISSION) for _ in candidates]
     if not candidates:
         return []
-    policy = iam_policy.load_policy(session, principal_id, permission=permission, everywhere=True)
+    policy = grants.load_policy(session, principal_id, permission=permission, everywhere=True)
     return [evaluate(policy, permission, resource) for resource in candidates]
 
 
-def require(
-    session: orm.Session, principal_id: str, permission: str, resource: Resource
-) -> Decision:
+def require(session: Session, principal_id: str, permission: str, resource: Resource) -> Decision:
     """The allowing decision, or ``Forbidden`` carrying the denying one."""
     decision = authorize(session, principal_id, permission, resource)
     if not decision.allowed:
@@ -202,7 +197,7 @@ def require(
     return decision
 
 
-def evaluate(policy: iam_policy.Policy | None, permission: str, resource: Resource) -> Decision:
+def evaluate(policy: grants.Policy | None, permission: str, resource: Resource) -> Decision:
     """The decision for a loaded policy (``None``: no such principal); pure."""
     if not is_permission(permission):
         return Decision(False, Reason.UNKNOWN_PERMISSION)
@@ -230,7 +225,7 @@ def evaluate(policy: iam_policy.Policy | None, permission: str, resource: Resour
     return Decision(True, Reason.ALLOWED, evidence)
 
 
-def _grants(grant: iam_policy.Grant, permission: str, resource: Resource) -> bool:
+def _grants(grant: grants.Grant, permission: str, resource: Resource) -> bool:
     return (
         permission in grant.permissions
         and grant.role_namespace_id in (None, resource.namespace_id)

@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from typing import Final
 
 import prometheus_client
-import sqlalchemy as sa
 from prometheus_client import multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from occ import errors, observability
 from occ.db import Database
+from occ.state import agents as agent_rows
+from occ.state import work_reads
 
 _SLOW_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
@@ -59,13 +60,6 @@ RECOVERED: Final = prometheus_client.Counter(
     "occ_work_recovered_total", "Items recovery requeued or failed.", ["result"]
 )
 
-_QUEUE_SNAPSHOT = sa.text("""
-    SELECT (SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed'))
-             AS pending,
-           (SELECT coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)
-              FROM occ.controller_work WHERE state IN ('queued', 'claimed')) AS oldest""")
-_AGENTS_SNAPSHOT = sa.text("SELECT status, count(*) AS n FROM occ.agents GROUP BY status")
-
 
 class QueueCollector(Collector):
     """The database-backed gauges, read on every scrape."""
@@ -78,13 +72,13 @@ class QueueCollector(Collector):
         oldest = GaugeMetricFamily(
             "occ_work_oldest_pending_age_seconds", "Age of the oldest queued or claimed work item."
         )
-        agents = GaugeMetricFamily(
+        agent_gauge = GaugeMetricFamily(
             "occ_agents", "Agents by lifecycle state.", labels=["lifecycle_state"]
         )
         try:
             with self.database.snapshot() as session:
-                row = session.execute(_QUEUE_SNAPSHOT).one()
-                counts = {r.status: r.n for r in session.execute(_AGENTS_SNAPSHOT)}
+                backlog = work_reads.backlog(session)
+                counts = agent_rows.count_by_status(session)
         except errors.OccError as exc:
             observability.log(
                 "worker.error",
@@ -93,11 +87,11 @@ class QueueCollector(Collector):
                 error=exc.code,
             )
             return
-        pending.add_metric([], float(row.pending))
-        oldest.add_metric([], float(row.oldest))
-        for state in ("active", "deleting"):
-            agents.add_metric([state], float(counts.get(state, 0)))
-        yield from (pending, oldest, agents)
+        pending.add_metric([], float(backlog.pending))
+        oldest.add_metric([], backlog.oldest_age_s)
+        for status, count in counts.items():
+            agent_gauge.add_metric([status.value], float(count))
+        yield from (pending, oldest, agent_gauge)
 
 
 def _process_registry() -> prometheus_client.CollectorRegistry:

@@ -12,10 +12,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import orm
-
 from occ import errors, iam, ids
-from occ.db import Database
+from occ.db import Database, Session
 from occ.state import audit
 
 NAME_MAX: Final = 200
@@ -46,7 +44,7 @@ class Denied(Exception):
 
 
 @contextlib.contextmanager
-def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator[orm.Session]:
+def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator[Session]:
     """A use case's transaction; a denial inside it is audited once it rolled back."""
     try:
         with db.snapshot() if read_only else db.transaction() as session:
@@ -62,10 +60,10 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
         with db.transaction() as session:
             audit.append(
                 session,
-                kind="authorization_denial",
+                kind=audit.EventKind.AUTHORIZATION_DENIAL,
                 action=denied.action,
                 actor_id=actor_id,
-                outcome="denied",
+                outcome=audit.EventOutcome.DENIED,
                 namespace_id=denied.resource.namespace_id,
                 resource_kind=denied.resource.kind,
                 resource_id=denied.resource.id,
@@ -77,7 +75,7 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
 
 
 def require(
-    session: orm.Session,
+    session: Session,
     actor_id: str,
     action: str,
     permission: str,
@@ -134,7 +132,7 @@ def require_ready(status: str) -> None:
 
 
 def readable(
-    session: orm.Session,
+    session: Session,
     actor_id: str,
     permission: str,
     items: Sequence[T],

@@ -4,7 +4,7 @@ Both lock the Namespace row (shared) and then the Agent row, and write the desir
 the audit event and the work item in one transaction. Every stop is its own work item
 (``agent:<id>:reconcile:stopped:<uuid4>``); an Agent has one deletion item
 (``agent:<id>:reconcile:deleted``), requeued by ``occ.retry_failed_deletion`` after a
-permanent failure.
+permanent failure. Both return the ``occ.state.agents.Agent`` as admitted.
 """
 
 from __future__ import annotations
@@ -12,18 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import orm
-
 from occ import errors
 from occ.controller import admission
 from occ.controller import agents as agent_use_cases
-from occ.db import Database
+from occ.db import Database, Session
 from occ.state import agents, audit, values, work_keys, work_queue
 
 
-def stop_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> agent_use_cases.AgentView:
+def stop_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> agents.Agent:
     """Admit a stop (``agent:operate``): desired ``stopped`` + audit + its own stop work item.
 
     Every request gets a fresh ``agent:<id>:reconcile:stopped:<uuid4>`` item.
@@ -48,31 +44,29 @@ def stop_agent(
         )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
-        stopped = agents.set_desired_state(session, agent.id, "stopped")
+        stopped = agents.set_desired_state(session, agent.id, agents.DesiredRuntimeState.STOPPED)
         key = work_keys.agent_stopped(agent.id)
         work_queue.enqueue(session, key, _work_owner(agent, actor_id))
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="agents.stop",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
             work_id=str(key),
             details={
-                "desiredRuntimeState": "stopped",
+                "desiredRuntimeState": stopped.desired_runtime_state,
                 "previousDesiredRuntimeState": agent.desired_runtime_state,
                 "authorization": decision.evidence.as_details(),
             },
         )
-        return agent_use_cases.view(stopped)
+        return stopped
 
 
-def delete_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> agent_use_cases.AgentView:
+def delete_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> agents.Agent:
     """Admit an Agent deletion (``agent:delete``): ``deleting`` + desired ``stopped`` + audit +
     work ``agent:<id>:reconcile:deleted``.
 
@@ -109,13 +103,13 @@ def delete_agent(
                 actor_id,
                 str(key),
                 {
-                    "status": "deleting",
+                    "status": deleting.status,
                     "previousStatus": agent.status,
                     "previousDesiredRuntimeState": agent.desired_runtime_state,
                     "authorization": authorization,
                 },
             )
-            return agent_use_cases.view(deleting)
+            return deleting
         work = work_queue.get(session, key)
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
@@ -126,18 +120,18 @@ def delete_agent(
                 actor_id,
                 str(key),
                 {
-                    "status": "deleting",
-                    "previousStatus": "deleting",
+                    "status": agents.AgentStatus.DELETING,
+                    "previousStatus": agents.AgentStatus.DELETING,
                     "authorization": authorization,
                 },
             )
         elif work.state == values.WorkState.FAILED_PERMANENT:
             _requeue_deletion(session, agent, work, actor_id, authorization)
-        return agent_use_cases.view(agent)
+        return agent
 
 
 def _requeue_deletion(
-    session: orm.Session,
+    session: Session,
     agent: agents.Agent,
     work: values.WorkItem,
     actor_id: str,
@@ -148,7 +142,7 @@ def _requeue_deletion(
         raise errors.Conflict("the deletion could not be requeued; read the Agent and retry")
     takeover = previous_actor != actor_id
     details: dict[str, Any] = {
-        "status": "deleting",
+        "status": agents.AgentStatus.DELETING,
         "requeued": True,
         "takeover": takeover,
         "previousReasonCode": work.reason_code,
@@ -160,7 +154,7 @@ def _requeue_deletion(
 
 
 def _audit_delete(
-    session: orm.Session,
+    session: Session,
     agent: agents.Agent,
     actor_id: str,
     work_id: str,
@@ -168,10 +162,10 @@ def _audit_delete(
 ) -> None:
     audit.append(
         session,
-        kind="mutation",
+        kind=audit.EventKind.MUTATION,
         action="agents.delete",
         actor_id=actor_id,
-        outcome="success",
+        outcome=audit.EventOutcome.SUCCESS,
         namespace_id=agent.namespace_id,
         resource_kind="agent",
         resource_id=agent.id,

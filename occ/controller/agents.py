@@ -1,66 +1,25 @@
-"""Agent drafts: create, read, list and edit; the lookups and views other Agent use cases share.
+"""Agent drafts: create, read, list and edit; the lookups other Agent use cases share.
 
 Stop and delete are in ``occ.controller.agent_lifecycle``; deploy, revisions and deployment
 status in ``occ.controller.deployments``. Every mutation locks the Namespace row (shared) and
 then the Agent row, and writes the state change and its audit event in one transaction; a
-draft creates no work.
+draft creates no work. They return ``occ.state.agents.Agent`` values.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
-
-from sqlalchemy import orm
 
 from occ import errors, harnesses, iam, ids
 from occ.controller import admission
-from occ.db import Database
+from occ.db import Database, Session
 from occ.state import agents, audit, iam_policy, namespaces
-
-"""Each harness and the only execution mode it runs in."""
 
 EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _FIELDS: Final = ("name", "configuration_id", "harness", "execution_mode", "harness_auth")
-
-
-@dataclass(frozen=True)
-class Harness:
-    id: str
-    version: str
-
-
-@dataclass(frozen=True)
-class HarnessAuth:
-    """How the harness authenticates: a Secret of the Namespace, referenced by id."""
-
-    kind: str
-    secret_id: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class AgentView:
-    """An Agent as callers see it."""
-
-    id: str
-    namespace_id: str
-    name: str
-    configuration_id: str
-    harness: Harness
-    execution_mode: str
-    harness_auth: HarnessAuth | None
-    compute_driver: str
-    service_principal_id: str
-    status: str
-    desired_runtime_state: str
-    active_revision_id: str | None
-    endpoint: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
 
 
 def create_agent(
@@ -74,7 +33,7 @@ def create_agent(
     execution_mode: object,
     harness_auth: object,
     compute_driver: str,
-) -> AgentView:
+) -> agents.Agent:
     """Admit a draft Agent (desired ``stopped``) and its Namespace-scoped service principal.
 
     ``harness`` is ``{"id", "version"}``; ``harness_auth`` is ``{"kind": "secret",
@@ -112,14 +71,14 @@ def create_agent(
             hide_unless_readable=True,
             request=request,
         )
-        if namespace.status == "deleting":
+        if namespace.status == namespaces.NamespaceStatus.DELETING:
             raise errors.NamespaceNotReady("the Namespace is being deleted")
         check_references(session, namespace.id, columns)
         agent_id = ids.new("agent")
         principal = iam_policy.create_principal(
             session,
             name=f"agent {agent_id}",
-            kind="service",
+            kind=iam_policy.PrincipalKind.SERVICE,
             namespace_id=namespace.id,
             agent_id=agent_id,
         )
@@ -133,10 +92,10 @@ def create_agent(
         )
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="agents.create",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
@@ -149,12 +108,12 @@ def create_agent(
                 "authorization": decision.evidence.as_details(),
             },
         )
-        return view(agent)
+        return agent
 
 
 def update_agent(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str, changes: Mapping[str, Any]
-) -> AgentView:
+) -> agents.Agent:
     """Edit the draft (``agent:update``); deployed revisions keep what they pinned.
 
     ``changes`` holds any of name, configuration_id, harness, execution_mode, harness_auth.
@@ -194,19 +153,19 @@ def update_agent(
         updated = agents.update_draft(session, agent.id, columns)
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="agents.update",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
             details={"changes": request, "authorization": decision.evidence.as_details()},
         )
-        return view(updated)
+        return updated
 
 
-def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> AgentView:
+def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> agents.Agent:
     """One Agent (``agent:read``).
 
     Raises:
@@ -224,10 +183,10 @@ def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) 
             resource(agent),
             hide_unless_readable=True,
         )
-        return view(agent)
+        return agent
 
 
-def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[AgentView]:
+def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[agents.Agent]:
     """The Namespace's Agents the caller may read (``agent:read`` per Agent).
 
     Raises:
@@ -237,10 +196,7 @@ def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[Agent
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
         candidates = agents.list_in(session, namespace.id)
-        visible = [
-            view(agent)
-            for agent in admission.readable(session, actor_id, "agent:read", candidates, resource)
-        ]
+        visible = admission.readable(session, actor_id, "agent:read", candidates, resource)
         if not visible:
             admission.require(
                 session,
@@ -275,7 +231,7 @@ def parse_draft(fields: Mapping[str, Any], *, complete: bool) -> dict[str, Any]:
         elif field == "execution_mode":
             if value not in EXECUTION_MODES:
                 raise errors.InvalidInput.at(
-                    "/executionMode", "must be one of: dedicated, embedded"
+                    "/executionMode", "must be one of: " + ", ".join(sorted(EXECUTION_MODES))
                 )
             columns["execution_mode"] = value
         elif field == "harness":
@@ -327,7 +283,7 @@ def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | 
         )
 
 
-def check_references(session: orm.Session, namespace_id: str, columns: Mapping[str, Any]) -> None:
+def check_references(session: Session, namespace_id: str, columns: Mapping[str, Any]) -> None:
     """The referenced Configuration and Secret must exist in the Namespace."""
     configuration_id = columns.get("configuration_id")
     if configuration_id is not None and not agents.configuration_exists(
@@ -359,7 +315,7 @@ def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
 # -- shared with occ.controller.agent_lifecycle and occ.controller.deployments --------------
 
 
-def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace:
+def lock_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
     """The live Namespace under its shared lock, or ``NotFound``."""
     namespace = agents.lock_namespace(session, namespace_id)
     if namespace is None or not namespace.live:
@@ -367,7 +323,7 @@ def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namesp
     return namespace
 
 
-def live_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace:
+def live_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
     """The live Namespace (no lock), or ``NotFound``."""
     namespace = namespaces.get(session, namespace_id)
     if namespace is None or not namespace.live:
@@ -375,9 +331,7 @@ def live_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namesp
     return namespace
 
 
-def find(
-    session: orm.Session, namespace_id: str, agent_id: str, *, lock: bool = False
-) -> agents.Agent:
+def find(session: Session, namespace_id: str, agent_id: str, *, lock: bool = False) -> agents.Agent:
     """The Namespace's Agent, or ``NotFound``."""
     agent = agents.get(session, namespace_id, agent_id, lock=lock)
     if agent is None:
@@ -387,27 +341,3 @@ def find(
 
 def resource(agent: agents.Agent) -> iam.Resource:
     return iam.Resource("agent", agent.id, agent.namespace_id)
-
-
-def view(agent: agents.Agent) -> AgentView:
-    return AgentView(
-        id=agent.id,
-        namespace_id=agent.namespace_id,
-        name=agent.name,
-        configuration_id=agent.configuration_id,
-        harness=Harness(agent.harness_id, agent.harness_version),
-        execution_mode=agent.execution_mode,
-        harness_auth=(
-            None
-            if agent.harness_auth_secret_id is None
-            else HarnessAuth("secret", agent.harness_auth_secret_id)
-        ),
-        compute_driver=agent.compute_driver,
-        service_principal_id=agent.service_principal_id,
-        status=agent.status,
-        desired_runtime_state=agent.desired_runtime_state,
-        active_revision_id=agent.active_revision_id,
-        endpoint=agent.endpoint,
-        created_at=agent.created_at,
-        updated_at=agent.updated_at,
-    )

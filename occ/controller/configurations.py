@@ -6,9 +6,7 @@ Configuration row, audit. Configurations need no infrastructure, so no work is e
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from dataclasses import dataclass
 from typing import Any, Final
 
 from occ import errors, iam
@@ -20,22 +18,9 @@ from occ.state import configurations as state
 MAX_DOCUMENT_BYTES: Final = 64 * 1024
 
 
-@dataclass(frozen=True, kw_only=True)
-class ConfigurationView:
-    """A Configuration as callers see it."""
-
-    id: str
-    namespace_id: str
-    name: str
-    document: dict[str, Any]
-    generation: int
-    created_at: dt.datetime
-    updated_at: dt.datetime
-
-
 def create_configuration(
     db: Database, *, actor_id: str, namespace_id: str, name: str, document: dict[str, Any]
-) -> ConfigurationView:
+) -> state.Configuration:
     """Admit a Configuration at generation 1 (``configuration:create`` on the Namespace).
 
     Raises:
@@ -66,10 +51,10 @@ def create_configuration(
         )
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="configurations.create",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="configuration",
             resource_id=configuration.id,
@@ -80,12 +65,12 @@ def create_configuration(
                 "authorization": decision.evidence.as_details(),
             },
         )
-        return view(configuration)
+        return configuration
 
 
 def get_configuration(
     db: Database, *, actor_id: str, namespace_id: str, configuration_id: str
-) -> ConfigurationView:
+) -> state.Configuration:
     """A Configuration (``configuration:read``).
 
     Raises:
@@ -104,12 +89,12 @@ def get_configuration(
             _resource(configuration),
             hide_unless_readable=True,
         )
-        return view(configuration)
+        return configuration
 
 
 def list_configurations(
     db: Database, *, actor_id: str, namespace_id: str
-) -> list[ConfigurationView]:
+) -> list[state.Configuration]:
     """The Namespace's Configurations the caller may read (``configuration:read`` per item).
 
     Raises:
@@ -120,12 +105,7 @@ def list_configurations(
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
-        visible = [
-            view(item)
-            for item in admission.readable(
-                session, actor_id, "configuration:read", candidates, _resource
-            )
-        ]
+        visible = admission.readable(session, actor_id, "configuration:read", candidates, _resource)
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
@@ -148,7 +128,7 @@ def update_configuration(
     configuration_id: str,
     name: str | None = None,
     document: dict[str, Any] | None = None,
-) -> ConfigurationView:
+) -> state.Configuration:
     """Change the name and/or document; ``generation`` moves by exactly one.
 
     ``None`` leaves a field as it is; at least one must be given. Needs
@@ -209,21 +189,21 @@ def update_configuration(
             details["documentBytes"] = size
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="configurations.update",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="configuration",
             resource_id=updated.id,
             details=details,
         )
-        return view(updated)
+        return updated
 
 
 def delete_configuration(
     db: Database, *, actor_id: str, namespace_id: str, configuration_id: str
-) -> ConfigurationView:
+) -> state.Configuration:
     """Remove a Configuration no Agent references (``configuration:delete``); the removed one.
 
     Allowed whatever the Namespace's status, so a Namespace can always be emptied.
@@ -253,10 +233,10 @@ def delete_configuration(
             raise errors.NotFound("the configuration does not exist")
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="configurations.delete",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="configuration",
             resource_id=current.id,
@@ -266,7 +246,7 @@ def delete_configuration(
                 "authorization": decision.evidence.as_details(),
             },
         )
-        return view(current)
+        return current
 
 
 def check_document(document: object, pointer: str) -> int:
@@ -327,15 +307,3 @@ def _existing(configuration: state.Configuration | None) -> state.Configuration:
 
 def _resource(configuration: state.Configuration) -> iam.Resource:
     return iam.Resource("configuration", configuration.id, configuration.namespace_id)
-
-
-def view(configuration: state.Configuration) -> ConfigurationView:
-    return ConfigurationView(
-        id=configuration.id,
-        namespace_id=configuration.namespace_id,
-        name=configuration.name,
-        document=configuration.document,
-        generation=configuration.generation,
-        created_at=configuration.created_at,
-        updated_at=configuration.updated_at,
-    )

@@ -9,46 +9,29 @@ from ``occ.codes`` (never driver text).
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import orm
-
 from occ import codes, errors, iam
 from occ.controller import admission
 from occ.controller import agents as agent_use_cases
-from occ.db import Database
-from occ.state import agents, audit, values, work_keys, work_queue
+from occ.db import Database, Session
+from occ.state import agents, audit, namespaces, values, work_keys, work_queue
 
 ACTIVATED: Final = codes.SUCCESS_WITH_RESULT
 """Success codes of a revision that became (or already was) the active one."""
 
 
-@dataclass(frozen=True)
-class RevisionHarness:
-    id: str
-    version: str
-    mode: str
+class DeploymentState(enum.StrEnum):
+    """Where a deployment stands (projected from its work item and the Agent)."""
 
-
-@dataclass(frozen=True, kw_only=True)
-class RevisionView:
-    """An AgentRevision as callers see it: what a deploy pinned (secrets only by id)."""
-
-    id: str
-    namespace_id: str
-    agent_id: str
-    revision_number: int
-    configuration_id: str
-    configuration_generation: int
-    configuration_document: Mapping[str, Any]
-    harness: RevisionHarness
-    harness_auth: agent_use_cases.HarnessAuth
-    compute_driver: str
-    service_principal_id: str
-    actor_id: str
-    created_at: dt.datetime
+    PENDING = "pending"
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    STOPPED = "stopped"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +39,7 @@ class DeployAccepted:
     """What a deploy admitted: the deployment (= revision) id and the revision."""
 
     deployment_id: str
-    revision: RevisionView
+    revision: agents.Revision
 
 
 @dataclass(frozen=True)
@@ -77,13 +60,17 @@ class Progress:
 
 @dataclass(frozen=True, kw_only=True)
 class DeploymentView:
-    """A deployment's status: pending, active, superseded, stopped or failed."""
+    """A deployment's status: pending, active, superseded, stopped or failed.
+
+    Not a stored entity: ``project`` computes it from the revision's work item and the Agent's
+    current active revision, so it has a type of its own.
+    """
 
     deployment_id: str
     revision_id: str
     namespace_id: str
     agent_id: str
-    state: str
+    state: DeploymentState
     reason_code: str | None
     error: DeploymentError | None
     warnings: tuple[Mapping[str, Any], ...]
@@ -123,7 +110,7 @@ def deploy_agent(
         )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
-        if namespace.status != "ready":
+        if namespace.status != namespaces.NamespaceStatus.READY:
             raise errors.NamespaceNotReady(f"the Namespace is {namespace.status}, not ready")
         secret_id = agent.harness_auth_secret_id
         if secret_id is None:
@@ -149,7 +136,7 @@ def deploy_agent(
                 service_principal_id=agent.service_principal_id,
             ),
         )
-        agents.set_desired_state(session, agent.id, "running")
+        running = agents.set_desired_state(session, agent.id, agents.DesiredRuntimeState.RUNNING)
         key = work_keys.revision_reconcile(revision.id)
         work_queue.enqueue(
             session,
@@ -163,10 +150,10 @@ def deploy_agent(
         )
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="agents.deploy",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
@@ -183,16 +170,16 @@ def deploy_agent(
                 },
                 "computeDriver": revision.compute_driver,
                 "harnessAuth": dict(revision.harness_auth),
-                "desiredRuntimeState": "running",
+                "desiredRuntimeState": running.desired_runtime_state,
                 "previousDesiredRuntimeState": agent.desired_runtime_state,
                 "authorization": {"agent": decision.evidence.as_details(), **evidence},
             },
         )
-        return DeployAccepted(deployment_id=revision.id, revision=revision_view(revision))
+        return DeployAccepted(deployment_id=revision.id, revision=revision)
 
 
 def _authorize_references(
-    session: orm.Session, actor_id: str, agent: agents.Agent, secret_id: str
+    session: Session, actor_id: str, agent: agents.Agent, secret_id: str
 ) -> dict[str, Any]:
     """``configuration:read`` and ``secret:operate`` for the caller and the service principal.
 
@@ -234,7 +221,7 @@ def _authorize_references(
 
 def list_revisions(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> list[RevisionView]:
+) -> list[agents.Revision]:
     """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first.
 
     Raises:
@@ -246,12 +233,9 @@ def list_revisions(
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
         candidates = agents.list_revisions(session, agent.id)
-        visible = [
-            revision_view(revision)
-            for revision in admission.readable(
-                session, actor_id, "agent_revision:read", candidates, _resource
-            )
-        ]
+        visible = admission.readable(
+            session, actor_id, "agent_revision:read", candidates, _resource
+        )
         if not visible:
             admission.require(
                 session,
@@ -266,7 +250,7 @@ def list_revisions(
 
 def get_revision(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str, revision_id: str
-) -> RevisionView:
+) -> agents.Revision:
     """One revision of the Agent (``agent_revision:read``).
 
     Raises:
@@ -274,10 +258,9 @@ def get_revision(
     """
     _require_ids(namespace_id, agent_id, revision_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
-        revision = _readable_revision(
+        return _readable_revision(
             session, actor_id, namespace_id, agent_id, revision_id, action="agents.revisions.read"
         )
-        return revision_view(revision)
 
 
 def get_deployment(
@@ -312,7 +295,7 @@ def _require_ids(namespace_id: str, agent_id: str, revision_id: str) -> None:
 
 
 def _readable_revision(
-    session: orm.Session,
+    session: Session,
     actor_id: str,
     namespace_id: str,
     agent_id: str,
@@ -373,58 +356,50 @@ def project(work: values.WorkItem, agent: agents.Agent) -> DeploymentView:
 
 def _status(
     work: values.WorkItem, agent: agents.Agent, revision_id: str
-) -> tuple[str, DeploymentError | None, tuple[Mapping[str, Any], ...], Progress | None]:
+) -> tuple[DeploymentState, DeploymentError | None, tuple[Mapping[str, Any], ...], Progress | None]:
     if work.state in (values.WorkState.QUEUED, values.WorkState.CLAIMED):
         next_attempt = work.available_at if work.state == values.WorkState.QUEUED else None
         return (
-            "pending",
+            DeploymentState.PENDING,
             None,
             (),
             Progress(work.last_progress_code, work.last_progress_at, next_attempt),
         )
-    code = work.reason_code or "UNKNOWN_FAILURE"
+    code = work.reason_code or codes.Code.UNKNOWN_FAILURE
     if work.state == values.WorkState.FAILED_PERMANENT:
-        return "failed", DeploymentError(code, codes.message(code), work.result_data), (), None
+        return _failed(code, work)
     warnings = tuple((work.result_data or {}).get("warnings", ()))
     if code in ACTIVATED:
         if agent.active_revision_id == revision_id:
-            state = "active"
-        elif agent.active_revision_id is None and agent.desired_runtime_state == "stopped":
-            state = "stopped"
+            state = DeploymentState.ACTIVE
+        elif (
+            agent.active_revision_id is None
+            and agent.desired_runtime_state == agents.DesiredRuntimeState.STOPPED
+        ):
+            state = DeploymentState.STOPPED
         else:
-            state = "superseded"
+            state = DeploymentState.SUPERSEDED
         return state, None, warnings, None
-    if code == "REVISION_SUPERSEDED":
-        return "superseded", None, warnings, None
-    if code == "REVISION_STOPPED":
-        return "stopped", None, warnings, None
-    return "failed", DeploymentError(code, codes.message(code), work.result_data), (), None
+    if code == codes.Code.REVISION_SUPERSEDED:
+        return DeploymentState.SUPERSEDED, None, warnings, None
+    if code == codes.Code.REVISION_STOPPED:
+        return DeploymentState.STOPPED, None, warnings, None
+    return _failed(code, work)
 
 
-# -- views --------------------------------------------------------------------------------------
+def _failed(
+    code: str, work: values.WorkItem
+) -> tuple[DeploymentState, DeploymentError, tuple[Mapping[str, Any], ...], None]:
+    return (
+        DeploymentState.FAILED,
+        DeploymentError(code, codes.message(code), work.result_data),
+        (),
+        None,
+    )
+
+
+# -- resources -------------------------------------------------------------------------------------
 
 
 def _resource(revision: agents.Revision) -> iam.Resource:
     return iam.Resource("agent_revision", revision.id, revision.namespace_id)
-
-
-def revision_view(revision: agents.Revision) -> RevisionView:
-    return RevisionView(
-        id=revision.id,
-        namespace_id=revision.namespace_id,
-        agent_id=revision.agent_id,
-        revision_number=revision.revision_number,
-        configuration_id=revision.configuration_id,
-        configuration_generation=revision.configuration_generation,
-        configuration_document=revision.configuration_document,
-        harness=RevisionHarness(
-            revision.harness_id, revision.harness_version, revision.harness_mode
-        ),
-        harness_auth=agent_use_cases.HarnessAuth(
-            str(revision.harness_auth["kind"]), str(revision.harness_auth["secretId"])
-        ),
-        compute_driver=revision.compute_driver,
-        service_principal_id=revision.service_principal_id,
-        actor_id=revision.actor_id,
-        created_at=revision.created_at,
-    )

@@ -1,19 +1,18 @@
-"""Installation use cases: bootstrap the singleton and its first administrator, read it."""
+"""Installation use cases: bootstrap the singleton and its first administrator, read it.
+
+Reads return ``occ.state.installation.Installation``.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import Final
 
-import sqlalchemy as sa
-from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
-
-from occ import errors, iam, ids
+from occ import errors, iam
 from occ.controller import admission
-from occ.db import Database
-from occ.state import audit, iam_policy, models
+from occ.db import Database, Session
+from occ.state import audit, iam_policy
+from occ.state import installation as state
 
 ADMINISTRATOR_ROLE: Final = "Installation administrator"
 
@@ -30,15 +29,6 @@ class BootstrapResult:
     binding_id: str | None
 
 
-@dataclass(frozen=True, kw_only=True)
-class InstallationView:
-    """The Installation as callers see it."""
-
-    id: str
-    name: str
-    created_at: dt.datetime
-
-
 def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> BootstrapResult:
     """Create the Installation, its administrator Role and a human admin bound to it; idempotent.
 
@@ -50,15 +40,12 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
     name = admission.name(name, "/name")
     admin_name = admission.name(admin_name, "/adminName")
     with db.transaction() as session:
-        row = session.scalars(
-            pg.insert(models.Installation)
-            .values(id=ids.new("installation"), name=name)
-            .on_conflict_do_nothing()
-            .returning(models.Installation)
-        ).first()
-        if row is None:
+        created = state.insert(session, name=name)
+        if created is None:
             return _existing_bootstrap(session)
-        admin = iam_policy.create_principal(session, name=admin_name, kind="human")
+        admin = iam_policy.create_principal(
+            session, name=admin_name, kind=iam_policy.PrincipalKind.HUMAN
+        )
         role = iam_policy.create_role(
             session, name=ADMINISTRATOR_ROLE, permissions=iam.ADMINISTRATOR_PERMISSIONS
         )
@@ -67,22 +54,22 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         )
         audit.append(
             session,
-            kind="bootstrap",
+            kind=audit.EventKind.BOOTSTRAP,
             action="installation.bootstrap",
             actor_id=admin.id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             resource_kind="installation",
-            resource_id=row.id,
+            resource_id=created.id,
             details={
-                "name": row.name,
+                "name": created.name,
                 "adminPrincipalId": admin.id,
                 "roleId": role.id,
                 "bindingId": binding.id,
             },
         )
         return BootstrapResult(
-            installation_id=row.id,
-            installation_name=row.name,
+            installation_id=created.id,
+            installation_name=created.name,
             created=True,
             admin_principal_id=admin.id,
             administrator_role_id=role.id,
@@ -90,7 +77,7 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         )
 
 
-def get_installation(db: Database, *, actor_id: str) -> InstallationView:
+def get_installation(db: Database, *, actor_id: str) -> state.Installation:
     """The Installation (``installation:read``).
 
     Raises:
@@ -109,14 +96,15 @@ def get_installation(db: Database, *, actor_id: str) -> InstallationView:
         return installation
 
 
-def current(session: orm.Session) -> InstallationView:
-    row = session.scalars(sa.select(models.Installation)).first()
-    if row is None:
+def current(session: Session) -> state.Installation:
+    """The Installation, or ``NotFound`` before bootstrap."""
+    installation = state.current(session)
+    if installation is None:
         raise errors.NotFound("the installation is not bootstrapped")
-    return InstallationView(id=row.id, name=row.name, created_at=row.created_at)
+    return installation
 
 
-def _existing_bootstrap(session: orm.Session) -> BootstrapResult:
+def _existing_bootstrap(session: Session) -> BootstrapResult:
     installation = current(session)
     role = iam_policy.find_role(session, name=ADMINISTRATOR_ROLE)
     bindings = (

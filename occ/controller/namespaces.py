@@ -1,38 +1,25 @@
-"""Namespace use cases: create, delete (with retry and audited takeover), read and list."""
+"""Namespace use cases: create, delete (with retry and audited takeover), read and list.
+
+They return ``occ.state.namespaces.Namespace`` values (live ones only).
+"""
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
-
-from sqlalchemy import orm
 
 from occ import errors, iam, ids
 from occ.controller import admission, installation
-from occ.db import Database
+from occ.db import Database, Session
 from occ.state import audit, namespaces, values, work_keys, work_queue
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
-@dataclass(frozen=True, kw_only=True)
-class NamespaceView:
-    """A live Namespace as callers see it."""
-
-    id: str
-    name: str
-    status: str
-    existing_namespace: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
-
-
 def create_namespace(
     db: Database, *, actor_id: str, name: str, existing_namespace: str | None = None
-) -> NamespaceView:
+) -> namespaces.Namespace:
     """Admit a Namespace: row ``provisioning`` + audit + work ``namespace:<id>:reconcile:ready``.
 
     Needs ``namespace:create`` on the Installation; adopting ``existing_namespace`` (a
@@ -73,10 +60,10 @@ def create_namespace(
         work_queue.enqueue(session, key, owner)
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="namespaces.create",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="namespace",
             resource_id=namespace.id,
@@ -87,10 +74,10 @@ def create_namespace(
                 "authorization": decision.evidence.as_details(),
             },
         )
-        return view(namespace)
+        return namespace
 
 
-def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> NamespaceView:
+def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespaces.Namespace:
     """Admit a Namespace deletion: status ``deleting`` + audit + work ``...:reconcile:deleted``.
 
     Needs ``namespace:delete`` on the Namespace. Repeating it while the deletion work is
@@ -123,53 +110,53 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Names
         key = work_keys.namespace_deleted(namespace.id)
         owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
         authorization = decision.evidence.as_details()
-        if namespace.status != "deleting":
+        if namespace.status != namespaces.NamespaceStatus.DELETING:
             deleting = namespaces.mark_deleting(session, namespace.id)
             assert deleting is not None  # the row is locked and live
             work_queue.enqueue(session, key, owner)
             audit.append(
                 session,
-                kind="mutation",
+                kind=audit.EventKind.MUTATION,
                 action="namespaces.delete",
                 actor_id=actor_id,
-                outcome="success",
+                outcome=audit.EventOutcome.SUCCESS,
                 namespace_id=namespace.id,
                 resource_kind="namespace",
                 resource_id=namespace.id,
                 work_id=str(key),
                 details={
-                    "status": "deleting",
+                    "status": deleting.status,
                     "previousStatus": namespace.status,
                     "authorization": authorization,
                 },
             )
-            return view(deleting)
+            return deleting
         work = work_queue.get(session, key)
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
             work_queue.enqueue(session, key, owner)
             audit.append(
                 session,
-                kind="mutation",
+                kind=audit.EventKind.MUTATION,
                 action="namespaces.delete",
                 actor_id=actor_id,
-                outcome="success",
+                outcome=audit.EventOutcome.SUCCESS,
                 namespace_id=namespace.id,
                 resource_kind="namespace",
                 resource_id=namespace.id,
                 work_id=str(key),
                 details={
-                    "status": "deleting",
-                    "previousStatus": "deleting",
+                    "status": namespaces.NamespaceStatus.DELETING,
+                    "previousStatus": namespaces.NamespaceStatus.DELETING,
                     "authorization": authorization,
                 },
             )
         elif work.state == values.WorkState.FAILED_PERMANENT:
             _requeue_deletion(session, namespace, work, actor_id, authorization)
-        return view(namespace)
+        return namespace
 
 
-def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> NamespaceView:
+def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespaces.Namespace:
     """A live Namespace (``namespace:read``).
 
     Raises:
@@ -185,27 +172,24 @@ def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> Namespac
             iam.Resource.namespace(namespace.id),
             hide_unless_readable=True,
         )
-        return view(namespace)
+        return namespace
 
 
-def list_namespaces(db: Database, *, actor_id: str) -> list[NamespaceView]:
+def list_namespaces(db: Database, *, actor_id: str) -> list[namespaces.Namespace]:
     """The live Namespaces the caller may read (``namespace:read`` per Namespace)."""
     with db.snapshot() as session:
         candidates = namespaces.list_live(session)
-        return [
-            view(namespace)
-            for namespace in admission.readable(
-                session,
-                actor_id,
-                "namespace:read",
-                candidates,
-                lambda namespace: iam.Resource.namespace(namespace.id),
-            )
-        ]
+        return admission.readable(
+            session,
+            actor_id,
+            "namespace:read",
+            candidates,
+            lambda namespace: iam.Resource.namespace(namespace.id),
+        )
 
 
 def _requeue_deletion(
-    session: orm.Session,
+    session: Session,
     namespace: namespaces.Namespace,
     work: values.WorkItem,
     actor_id: str,
@@ -216,7 +200,7 @@ def _requeue_deletion(
         raise errors.Conflict("the deletion could not be requeued; read the Namespace and retry")
     takeover = previous_actor != actor_id
     details: dict[str, Any] = {
-        "status": "deleting",
+        "status": namespaces.NamespaceStatus.DELETING,
         "requeued": True,
         "takeover": takeover,
         "previousReasonCode": work.reason_code,
@@ -226,10 +210,10 @@ def _requeue_deletion(
         details["previousActorId"] = previous_actor
     audit.append(
         session,
-        kind="mutation",
+        kind=audit.EventKind.MUTATION,
         action="namespaces.delete",
         actor_id=actor_id,
-        outcome="success",
+        outcome=audit.EventOutcome.SUCCESS,
         namespace_id=namespace.id,
         resource_kind="namespace",
         resource_id=namespace.id,
@@ -238,7 +222,7 @@ def _requeue_deletion(
     )
 
 
-def live(session: orm.Session, namespace_id: str, *, lock: bool = False) -> namespaces.Namespace:
+def live(session: Session, namespace_id: str, *, lock: bool = False) -> namespaces.Namespace:
     namespace = (
         namespaces.get(session, namespace_id, lock=lock)
         if ids.is_valid("namespace", namespace_id)
@@ -247,14 +231,3 @@ def live(session: orm.Session, namespace_id: str, *, lock: bool = False) -> name
     if namespace is None or not namespace.live:
         raise errors.NotFound("the namespace does not exist")
     return namespace
-
-
-def view(namespace: namespaces.Namespace) -> NamespaceView:
-    return NamespaceView(
-        id=namespace.id,
-        name=namespace.name,
-        status=namespace.status,
-        existing_namespace=namespace.existing_namespace,
-        created_at=namespace.created_at,
-        updated_at=namespace.updated_at,
-    )

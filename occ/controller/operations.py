@@ -2,8 +2,8 @@
 (``installation:read``), both checked on the Installation.
 
 Read-only snapshots; filters are validated before any query; pages are keyset pages (newest
-first) with an opaque cursor for work items and a sequence number for audit events. A work
-item's claim token is never part of its view.
+first) with an opaque cursor for work items and a sequence number for audit events. Items
+are ``occ.state.values.WorkItem`` values, which never carry a claim token.
 """
 
 from __future__ import annotations
@@ -13,17 +13,14 @@ import binascii
 import datetime as dt
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-import sqlalchemy as sa
-from sqlalchemy import orm
+from typing import Final
 
 from occ import errors, iam, ids
 from occ.controller import admission, installation
-from occ.db import Database
-from occ.state import audit, models, values
+from occ.db import Database, Session
+from occ.state import audit, values, work_queue, work_reads
+from occ.state.work_keys import WorkKey
 
 MAX_LIMIT: Final = 500
 DEFAULT_LIMIT: Final = 100
@@ -31,48 +28,23 @@ WORK_ID_MAX: Final = 200
 SEQUENCE_MAX: Final = 2**63 - 1
 
 WORK_ID_PATTERN: Final = r"^[a-z][a-z_]*:[A-Za-z0-9_:.-]{1,190}$"
-"""The shape of every work key (``namespace:<ns>:reconcile:ready``,
-``agent_revision:<rev>:reconcile``, ...)."""
+"""A loose outline of every work id (``namespace:<ns>:reconcile:ready``, ...) for the query
+schema; ``valid_work_id`` checks the exact shapes."""
 
 RESOURCE_ID_PATTERN: Final = (
     f"^(?:{'|'.join(sorted(set(ids.PREFIXES.values())))})_{ids.UUID4_PATTERN}$"
 )
 """Any prefixed occ id."""
 
-_WORK_ID: Final = re.compile(WORK_ID_PATTERN)
 _RESOURCE_ID: Final = re.compile(RESOURCE_ID_PATTERN)
 _CURSOR_MAX: Final = 512
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkView:
-    """A work item as operators see it (never its claim token)."""
-
-    id: str
-    namespace_id: str
-    agent_id: str | None
-    revision_id: str | None
-    actor_id: str
-    namespace_target: str | None
-    agent_target: str | None
-    state: str
-    attempt_count: int
-    available_at: dt.datetime
-    lease_expires_at: dt.datetime | None
-    completed_at: dt.datetime | None
-    reason_code: str | None
-    result_data: Mapping[str, Any] | None
-    last_progress_code: str | None
-    last_progress_at: dt.datetime | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkPage:
     """One page of work items, newest first; ``next_cursor`` fetches the next (older) page."""
 
-    items: list[WorkView]
+    items: list[values.WorkItem]
     next_cursor: str | None
 
 
@@ -101,7 +73,7 @@ def list_work(
             ``/cursor`` (before any query).
         Forbidden: the caller may not administer the Installation (audited).
     """
-    if state is not None and state not in {s.value for s in values.WorkState}:
+    if state is not None and state not in set(values.WorkState):
         raise errors.InvalidInput.at(
             "/state", "must be one of " + ", ".join(s.value for s in values.WorkState)
         )
@@ -113,25 +85,22 @@ def list_work(
     position = None if cursor is None else _decode_cursor(cursor)
     with admission.guarded(db, actor_id, read_only=True) as session:
         _require_installation(session, actor_id, "work.list", "installation:administer")
-        work = models.ControllerWork
-        query = sa.select(work).order_by(work.created_at.desc(), work.id.desc()).limit(limit + 1)
-        if state is not None:
-            query = query.where(work.state == state)
-        if namespace_id is not None:
-            query = query.where(work.namespace_id == namespace_id)
-        if agent_id is not None:
-            query = query.where(work.agent_id == agent_id)
-        if position is not None:
-            query = query.where(sa.tuple_(work.created_at, work.id) < position)
-        rows = list(session.scalars(query))
-        items = [_work_view(row) for row in rows[:limit]]
-        more = len(rows) > limit
+        found = work_reads.page(
+            session,
+            state=None if state is None else values.WorkState(state),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+            after=position,
+            limit=limit + 1,
+        )
+        items = found[:limit]
+        more = len(found) > limit
         return WorkPage(
             items=items, next_cursor=_encode_cursor(items[-1]) if more and items else None
         )
 
 
-def get_work(db: Database, *, actor_id: str, work_id: str) -> WorkView:
+def get_work(db: Database, *, actor_id: str, work_id: str) -> values.WorkItem:
     """One work item (``installation:administer``).
 
     Authorization comes before the lookup, so a denial says nothing about existence.
@@ -145,10 +114,10 @@ def get_work(db: Database, *, actor_id: str, work_id: str) -> WorkView:
         raise errors.NotFound("the work item does not exist")
     with admission.guarded(db, actor_id, read_only=True) as session:
         _require_installation(session, actor_id, "work.read", "installation:administer", hide=True)
-        row = session.get(models.ControllerWork, work_id)
-        if row is None:
+        item = work_queue.get(session, work_id)
+        if item is None:
             raise errors.NotFound("the work item does not exist")
-        return _work_view(row)
+        return item
 
 
 def list_audit_events(
@@ -199,16 +168,18 @@ def list_audit_events(
 
 
 def valid_work_id(value: object) -> bool:
-    """Whether ``value`` has the shape of a work key."""
-    return (
-        isinstance(value, str)
-        and len(value) <= WORK_ID_MAX
-        and _WORK_ID.fullmatch(value) is not None
-    )
+    """Whether ``value`` is a well-formed work id (``WorkKey.parse`` accepts it)."""
+    if not isinstance(value, str) or len(value) > WORK_ID_MAX:
+        return False
+    try:
+        WorkKey.parse(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _require_installation(
-    session: orm.Session, actor_id: str, action: str, permission: str, *, hide: bool = False
+    session: Session, actor_id: str, action: str, permission: str, *, hide: bool = False
 ) -> None:
     resource = iam.Resource.installation(installation.current(session).id)
     admission.require(session, actor_id, action, permission, resource, hide_unless_readable=hide)
@@ -220,7 +191,7 @@ def _limit(limit: int) -> int:
     return limit
 
 
-def _encode_cursor(item: WorkView) -> str:
+def _encode_cursor(item: values.WorkItem) -> str:
     raw = json.dumps([item.created_at.isoformat(), item.id], separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
@@ -238,26 +209,3 @@ def _decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
     if created_at.tzinfo is None or not valid_work_id(work_id):
         raise invalid
     return created_at, work_id
-
-
-def _work_view(row: models.ControllerWork) -> WorkView:
-    return WorkView(
-        id=row.id,
-        namespace_id=row.namespace_id,
-        agent_id=row.agent_id,
-        revision_id=row.revision_id,
-        actor_id=row.actor_id,
-        namespace_target=row.namespace_target,
-        agent_target=row.agent_target,
-        state=row.state,
-        attempt_count=row.attempt_count,
-        available_at=row.available_at,
-        lease_expires_at=row.lease_expires_at,
-        completed_at=row.completed_at,
-        reason_code=row.reason_code,
-        result_data=None if row.result_data is None else dict(row.result_data),
-        last_progress_code=row.last_progress_code,
-        last_progress_at=row.last_progress_at,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )

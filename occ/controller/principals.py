@@ -4,6 +4,7 @@ Every use case needs ``installation:administer`` on the Installation and runs au
 state and audit in one transaction (``admission.guarded``). A minted key's plaintext leaves
 only through the return value, once: it is never audited, logged or stored. Agent-owned
 service principals are made with their Agent; they are listed here but get no API keys.
+Reads return ``occ.state.iam_policy.Principal`` and ``occ.state.api_keys.ApiKey`` values.
 """
 
 from __future__ import annotations
@@ -11,42 +12,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-import sqlalchemy as sa
-from sqlalchemy import orm
-
 from occ import errors, ids
 from occ.controller import admission, policy
-from occ.db import Database
-from occ.state import api_keys, audit, iam_policy, models
-
-
-@dataclass(frozen=True, kw_only=True)
-class PrincipalView:
-    """A principal as callers see it; ``agent_id`` names the Agent owning a service principal."""
-
-    id: str
-    name: str
-    kind: str
-    namespace_id: str | None
-    agent_id: str | None
-    created_at: dt.datetime
-    disabled_at: dt.datetime | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApiKeyView:
-    """API-key metadata (never the secret)."""
-
-    id: str
-    principal_id: str
-    created_at: dt.datetime
-    revoked_at: dt.datetime | None
-    last_used_at: dt.datetime | None
+from occ.db import Database, Session
+from occ.state import api_keys, audit, iam_policy
 
 
 @dataclass(frozen=True, kw_only=True)
 class NewApiKey:
-    """A freshly minted key: ``key`` is shown to its owner once and then forgotten."""
+    """A freshly minted key: ``key`` is shown to its owner once and then forgotten.
+
+    Not the stored ``ApiKey``: it carries the one-time plaintext, which nothing stores.
+    """
 
     id: str
     principal_id: str
@@ -59,7 +36,7 @@ class NewApiKey:
 
 def create_principal(
     db: Database, *, actor_id: str, name: str, kind: str, namespace_id: str | None = None
-) -> PrincipalView:
+) -> iam_policy.Principal:
     """Create a human or service principal; a service principal may belong to a Namespace.
 
     Raises:
@@ -73,7 +50,7 @@ def create_principal(
     if kind not in iam_policy.PRINCIPAL_KINDS:
         raise errors.InvalidInput.at("/kind", "must be human or service")
     policy.optional_id("namespace", namespace_id, "/namespaceId")
-    if namespace_id is not None and kind != "service":
+    if namespace_id is not None and kind != iam_policy.PrincipalKind.SERVICE:
         raise errors.InvalidInput.at(
             "/namespaceId", "only a service principal may belong to a Namespace"
         )
@@ -87,19 +64,19 @@ def create_principal(
         )
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="principals.create",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace_id,
             resource_kind="principal",
             resource_id=principal.id,
             details={**admission.present(request), "authorization": decision.evidence.as_details()},
         )
-        return principal_view(principal)
+        return principal
 
 
-def get_principal(db: Database, *, actor_id: str, principal_id: str) -> PrincipalView:
+def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:
     """A principal, disabled or not.
 
     Raises:
@@ -109,28 +86,14 @@ def get_principal(db: Database, *, actor_id: str, principal_id: str) -> Principa
     _known("principal", principal_id, "the principal does not exist")
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "principals.read")
-        return principal_view(_principal(session, principal_id))
+        return _principal(session, principal_id)
 
 
-def list_principals(db: Database, *, actor_id: str) -> list[PrincipalView]:
+def list_principals(db: Database, *, actor_id: str) -> list[iam_policy.Principal]:
     """Every principal (Agent-owned service principals included) in creation order."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "principals.list")
-        rows = session.scalars(
-            sa.select(models.Principal).order_by(models.Principal.created_at, models.Principal.id)
-        )
-        return [
-            PrincipalView(
-                id=row.id,
-                name=row.name,
-                kind=row.kind,
-                namespace_id=row.namespace_id,
-                agent_id=row.agent_id,
-                created_at=row.created_at,
-                disabled_at=row.disabled_at,
-            )
-            for row in rows
-        ]
+        return iam_policy.list_principals(session)
 
 
 # -- API keys -----------------------------------------------------------------------------------
@@ -157,10 +120,10 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="api_keys.create",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=principal.namespace_id,
             resource_kind="api_key",
             resource_id=minted.key.id,
@@ -169,7 +132,7 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         return _new_key(minted)
 
 
-def list_api_keys(db: Database, *, actor_id: str, principal_id: str) -> list[ApiKeyView]:
+def list_api_keys(db: Database, *, actor_id: str, principal_id: str) -> list[api_keys.ApiKey]:
     """The principal's keys (revoked ones included), oldest first.
 
     Raises:
@@ -180,10 +143,12 @@ def list_api_keys(db: Database, *, actor_id: str, principal_id: str) -> list[Api
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "api_keys.list")
         _principal(session, principal_id)
-        return [key_view(key) for key in api_keys.list_for(session, principal_id)]
+        return api_keys.list_for(session, principal_id)
 
 
-def revoke_api_key(db: Database, *, actor_id: str, principal_id: str, key_id: str) -> ApiKeyView:
+def revoke_api_key(
+    db: Database, *, actor_id: str, principal_id: str, key_id: str
+) -> api_keys.ApiKey:
     """Revoke one of the principal's keys; it stops authenticating at once. Idempotent.
 
     Raises:
@@ -194,20 +159,20 @@ def revoke_api_key(db: Database, *, actor_id: str, principal_id: str, key_id: st
     _known("api_key", key_id, "the API key does not exist")
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(session, actor_id, "api_keys.revoke")
-        row = session.get(models.ApiKey, key_id, with_for_update=True, populate_existing=True)
-        if row is None or row.principal_id != principal_id:
+        key = api_keys.get(session, key_id, lock=True)
+        if key is None or key.principal_id != principal_id:
             raise errors.NotFound("the API key does not exist")
-        already_revoked = row.revoked_at is not None
+        already_revoked = key.revoked_at is not None
         revoked = api_keys.revoke(session, key_id)
         assert revoked is not None  # locked above
         if not already_revoked:
             principal = _principal(session, principal_id)
             audit.append(
                 session,
-                kind="mutation",
+                kind=audit.EventKind.MUTATION,
                 action="api_keys.revoke",
                 actor_id=actor_id,
-                outcome="success",
+                outcome=audit.EventOutcome.SUCCESS,
                 namespace_id=principal.namespace_id,
                 resource_kind="api_key",
                 resource_id=key_id,
@@ -216,7 +181,7 @@ def revoke_api_key(db: Database, *, actor_id: str, principal_id: str, key_id: st
                     "authorization": decision.evidence.as_details(),
                 },
             )
-        return key_view(revoked)
+        return revoked
 
 
 def issue_first_key(db: Database, *, principal_id: str, pepper: str) -> NewApiKey | None:
@@ -226,17 +191,17 @@ def issue_first_key(db: Database, *, principal_id: str, pepper: str) -> NewApiKe
     nothing; a bootstrap interrupted between the Installation and the key finishes here.
     """
     with db.transaction() as session:
-        _lock(session, principal_id)  # serializes racing bootstraps
-        principal = iam_policy.get_principal(session, principal_id)
+        # the row lock serializes racing bootstraps
+        principal = iam_policy.get_principal(session, principal_id, lock=True)
         if principal is None or principal.disabled or api_keys.list_for(session, principal_id):
             return None
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
         audit.append(
             session,
-            kind="bootstrap",
+            kind=audit.EventKind.BOOTSTRAP,
             action="api_keys.create",
             actor_id=principal_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=principal.namespace_id,
             resource_kind="api_key",
             resource_id=minted.key.id,
@@ -253,21 +218,11 @@ def _known(kind: str, value: str, detail: str) -> None:
         raise errors.NotFound(detail)
 
 
-def _principal(
-    session: orm.Session, principal_id: str, *, lock: bool = False
-) -> iam_policy.Principal:
-    if lock:
-        _lock(session, principal_id)
-    principal = iam_policy.get_principal(session, principal_id)
+def _principal(session: Session, principal_id: str, *, lock: bool = False) -> iam_policy.Principal:
+    principal = iam_policy.get_principal(session, principal_id, lock=lock)
     if principal is None:
         raise errors.NotFound("the principal does not exist")
     return principal
-
-
-def _lock(session: orm.Session, principal_id: str) -> None:
-    session.execute(
-        sa.select(models.Principal.id).where(models.Principal.id == principal_id).with_for_update()
-    )
 
 
 def _new_key(minted: api_keys.MintedKey) -> NewApiKey:
@@ -276,26 +231,4 @@ def _new_key(minted: api_keys.MintedKey) -> NewApiKey:
         principal_id=minted.key.principal_id,
         created_at=minted.key.created_at,
         key=minted.plaintext,
-    )
-
-
-def principal_view(principal: iam_policy.Principal) -> PrincipalView:
-    return PrincipalView(
-        id=principal.id,
-        name=principal.name,
-        kind=principal.kind,
-        namespace_id=principal.namespace_id,
-        agent_id=principal.agent_id,
-        created_at=principal.created_at,
-        disabled_at=principal.disabled_at,
-    )
-
-
-def key_view(key: api_keys.ApiKey) -> ApiKeyView:
-    return ApiKeyView(
-        id=key.id,
-        principal_id=key.principal_id,
-        created_at=key.created_at,
-        revoked_at=key.revoked_at,
-        last_used_at=key.last_used_at,
     )

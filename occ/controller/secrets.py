@@ -7,8 +7,6 @@ Namespace row, authorize, change the Secret row, audit. No work is enqueued.
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
 from typing import Final
 
 from occ import errors, iam, ids, secret_store
@@ -20,17 +18,6 @@ from occ.state import secrets as state
 MAX_VALUE_BYTES: Final = 64 * 1024
 
 
-@dataclass(frozen=True, kw_only=True)
-class SecretView:
-    """A Secret's metadata as callers see it (there is no way to see its value)."""
-
-    id: str
-    namespace_id: str
-    name: str
-    created_at: dt.datetime
-    updated_at: dt.datetime
-
-
 def create_secret(
     db: Database,
     *,
@@ -39,7 +26,7 @@ def create_secret(
     namespace_id: str,
     name: str,
     value: str,
-) -> SecretView:
+) -> state.Secret:
     """Admit a Secret (``secret:create`` on the Namespace); its value is stored sealed.
 
     Raises:
@@ -76,19 +63,19 @@ def create_secret(
         )
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="secrets.create",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="secret",
             resource_id=secret.id,
             details={"name": name, "authorization": decision.evidence.as_details()},
         )
-        return view(secret)
+        return secret
 
 
-def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str) -> SecretView:
+def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str) -> state.Secret:
     """A Secret's metadata (``secret:read``).
 
     Raises:
@@ -107,10 +94,10 @@ def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str
             _resource(secret),
             hide_unless_readable=True,
         )
-        return view(secret)
+        return secret
 
 
-def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[SecretView]:
+def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[state.Secret]:
     """The Namespace's Secrets the caller may read (``secret:read`` per item), metadata only.
 
     Raises:
@@ -121,10 +108,7 @@ def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[Secr
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
         candidates = state.list_in(session, namespace.id)
-        visible = [
-            view(item)
-            for item in admission.readable(session, actor_id, "secret:read", candidates, _resource)
-        ]
+        visible = admission.readable(session, actor_id, "secret:read", candidates, _resource)
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
@@ -139,7 +123,9 @@ def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[Secr
         return visible
 
 
-def delete_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str) -> SecretView:
+def delete_secret(
+    db: Database, *, actor_id: str, namespace_id: str, secret_id: str
+) -> state.Secret:
     """Remove a Secret no Agent references (``secret:delete``); the removed one's metadata.
 
     Allowed whatever the Namespace's status, so a Namespace can always be emptied.
@@ -169,16 +155,16 @@ def delete_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: 
             raise errors.NotFound("the secret does not exist")
         audit.append(
             session,
-            kind="mutation",
+            kind=audit.EventKind.MUTATION,
             action="secrets.delete",
             actor_id=actor_id,
-            outcome="success",
+            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="secret",
             resource_id=current.id,
             details={"name": current.name, "authorization": decision.evidence.as_details()},
         )
-        return view(current)
+        return current
 
 
 def check_value(value: object, pointer: str) -> None:
@@ -206,13 +192,3 @@ def _existing(secret: state.Secret | None) -> state.Secret:
 
 def _resource(secret: state.Secret) -> iam.Resource:
     return iam.Resource("secret", secret.id, secret.namespace_id)
-
-
-def view(secret: state.Secret) -> SecretView:
-    return SecretView(
-        id=secret.id,
-        namespace_id=secret.namespace_id,
-        name=secret.name,
-        created_at=secret.created_at,
-        updated_at=secret.updated_at,
-    )

@@ -9,6 +9,7 @@ application role may not DELETE them.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -22,8 +23,10 @@ from occ import db, errors, ids
 from occ.state import models, namespaces
 
 _NOW = sa.func.clock_timestamp()
-_AGENTS = cast(sa.Table, models.Agent.__table__)
-_REVISIONS = cast(sa.Table, models.AgentRevision.__table__)
+_AGENTS: Final = cast(sa.Table, models.Agent.__table__)
+_REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
+_CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
+_SECRETS: Final = cast(sa.Table, models.Secret.__table__)
 _NAME_KEY: Final = "agents_namespace_id_name_key"
 
 DRAFT_FIELDS: Final = frozenset(
@@ -37,6 +40,45 @@ DRAFT_FIELDS: Final = frozenset(
     }
 )
 """The columns a draft edit may change."""
+
+
+class AgentStatus(enum.StrEnum):
+    """An Agent's lifecycle: in use, or being deleted."""
+
+    ACTIVE = "active"
+    DELETING = "deleting"
+
+
+class DesiredRuntimeState(enum.StrEnum):
+    """Whether the Agent's owner wants its runtime running."""
+
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class Harness:
+    """An Agent's harness and its version."""
+
+    id: str
+    version: str
+
+
+@dataclass(frozen=True)
+class RevisionHarness:
+    """The harness a revision pinned, with the execution mode it runs in."""
+
+    id: str
+    version: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class HarnessAuth:
+    """How the harness authenticates: a Secret of the Namespace, referenced by id."""
+
+    kind: str
+    secret_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,8 +95,8 @@ class Agent:
     harness_auth_secret_id: str | None
     compute_driver: str
     service_principal_id: str
-    status: str
-    desired_runtime_state: str
+    status: AgentStatus
+    desired_runtime_state: DesiredRuntimeState
     active_revision_id: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
@@ -62,7 +104,18 @@ class Agent:
 
     @property
     def deleting(self) -> bool:
-        return self.status == "deleting"
+        return self.status == AgentStatus.DELETING
+
+    @property
+    def harness(self) -> Harness:
+        return Harness(self.harness_id, self.harness_version)
+
+    @property
+    def harness_auth(self) -> HarnessAuth | None:
+        """The draft's harness authentication (``None`` until one is set)."""
+        if self.harness_auth_secret_id is None:
+            return None
+        return HarnessAuth("secret", self.harness_auth_secret_id)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +144,15 @@ class Revision(RevisionSnapshot):
     id: str
     created_at: dt.datetime
 
+    @property
+    def harness(self) -> RevisionHarness:
+        return RevisionHarness(self.harness_id, self.harness_version, self.harness_mode)
+
+    @property
+    def pinned_harness_auth(self) -> HarnessAuth:
+        """``harness_auth`` as a value (a revision always pins a Secret reference)."""
+        return HarnessAuth(str(self.harness_auth["kind"]), str(self.harness_auth["secretId"]))
+
 
 @dataclass(frozen=True, kw_only=True)
 class PinnedConfiguration:
@@ -110,33 +172,13 @@ def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namesp
     Shared locks let admissions of different Agents run side by side, while a Namespace
     deletion (``FOR UPDATE``) or status change waits for them, and they for it.
     """
-    row = (
-        session.execute(
-            sa.select(models.Namespace.__table__)
-            .where(models.Namespace.id == namespace_id)
-            .with_for_update(read=True)
-        )
-        .mappings()
-        .first()
-    )
-    if row is None:
-        return None
-    return namespaces.Namespace(
-        id=row["id"],
-        name=row["name"],
-        existing_namespace=row["existing_namespace"],
-        status=row["status"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        deleted_at=row["deleted_at"],
-    )
+    return namespaces.get(session, namespace_id, shared=True)
 
 
 def configuration_exists(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
     """Whether the Configuration is in the Namespace; holds a key-share lock until commit so
     that it cannot be deleted before the Agent that references it is written."""
-    table = models.Configuration.__table__
+    table = _CONFIGURATIONS
     return (
         session.execute(
             sa.select(table.c.id)
@@ -149,7 +191,7 @@ def configuration_exists(session: orm.Session, namespace_id: str, configuration_
 
 def secret_exists(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
     """Whether the Secret is in the Namespace (key-share locked like ``configuration_exists``)."""
-    table = models.Secret.__table__
+    table = _SECRETS
     return (
         session.execute(
             sa.select(table.c.id)
@@ -164,7 +206,7 @@ def pinned_configuration(
     session: orm.Session, namespace_id: str, configuration_id: str
 ) -> PinnedConfiguration | None:
     """The Configuration's generation and native document, read together, or ``None``."""
-    table = models.Configuration.__table__
+    table = _CONFIGURATIONS
     row = (
         session.execute(
             sa.select(table.c.id, table.c.generation, table.c.document)
@@ -217,8 +259,8 @@ def insert(
             harness_auth_secret_id=harness_auth_secret_id,
             compute_driver=compute_driver,
             service_principal_id=service_principal_id,
-            status="active",
-            desired_runtime_state="stopped",
+            status=AgentStatus.ACTIVE,
+            desired_runtime_state=DesiredRuntimeState.STOPPED,
         )
         .on_conflict_do_nothing(constraint=_NAME_KEY)
         .returning(*_AGENTS.c)
@@ -273,14 +315,29 @@ def update_draft(session: orm.Session, agent_id: str, changes: Mapping[str, Any]
 
 def set_desired_state(session: orm.Session, agent_id: str, desired: str) -> Agent:
     """Set ``desired_runtime_state`` (``running`` or ``stopped``) of a locked Agent."""
-    if desired not in {"running", "stopped"}:
+    if desired not in set(DesiredRuntimeState):
         raise ValueError(f"unknown desired runtime state {desired!r}")
-    return _update(session, agent_id, desired_runtime_state=desired)
+    return _update(session, agent_id, desired_runtime_state=DesiredRuntimeState(desired))
 
 
 def mark_deleting(session: orm.Session, agent_id: str) -> Agent:
     """Move a locked Agent to ``deleting`` with desired state ``stopped``."""
-    return _update(session, agent_id, status="deleting", desired_runtime_state="stopped")
+    return _update(
+        session,
+        agent_id,
+        status=AgentStatus.DELETING,
+        desired_runtime_state=DesiredRuntimeState.STOPPED,
+    )
+
+
+def count_by_status(session: orm.Session) -> dict[AgentStatus, int]:
+    """How many Agents are in each lifecycle status (every status, zero included)."""
+    rows = session.execute(
+        sa.select(_AGENTS.c.status, sa.func.count()).group_by(_AGENTS.c.status)
+    ).all()
+    counts = dict.fromkeys(AgentStatus, 0)
+    counts.update({AgentStatus(status): int(count) for status, count in rows})
+    return counts
 
 
 _RETRY_FAILED_DELETION = sa.text("SELECT occ.retry_failed_deletion(:work_id, :actor_id)")
@@ -373,8 +430,8 @@ def activate(session: orm.Session, agent_id: str, *, expected: str | None, candi
         sa.update(_AGENTS)
         .where(
             _AGENTS.c.id == agent_id,
-            _AGENTS.c.status == "active",
-            _AGENTS.c.desired_runtime_state == "running",
+            _AGENTS.c.status == AgentStatus.ACTIVE,
+            _AGENTS.c.desired_runtime_state == DesiredRuntimeState.RUNNING,
             _AGENTS.c.active_revision_id.is_not_distinct_from(expected),
         )
         .values(active_revision_id=candidate, endpoint=None, updated_at=_NOW)
@@ -429,8 +486,8 @@ def _agent(row: sa.RowMapping) -> Agent:
         harness_auth_secret_id=row["harness_auth_secret_id"],
         compute_driver=row["compute_driver"],
         service_principal_id=row["service_principal_id"],
-        status=row["status"],
-        desired_runtime_state=row["desired_runtime_state"],
+        status=AgentStatus(row["status"]),
+        desired_runtime_state=DesiredRuntimeState(row["desired_runtime_state"]),
         active_revision_id=row["active_revision_id"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],

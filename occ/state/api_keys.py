@@ -1,6 +1,7 @@
 """API keys: minted once, stored only as a keyed hash (HMAC-SHA256 with a server pepper).
 
 A key reads ``occ_<keyId>_<secret>``; the secret is never stored, logged or returned again.
+Takes the caller's session and never commits.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import hashlib
 import hmac
 import re
 import secrets
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -21,6 +22,15 @@ from occ.state import models
 
 PREFIX: Final = "occ_"
 _PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
+_KEYS: Final = cast(sa.Table, models.ApiKey.__table__)
+_METADATA: Final = (
+    _KEYS.c.id,
+    _KEYS.c.principal_id,
+    _KEYS.c.created_at,
+    _KEYS.c.revoked_at,
+    _KEYS.c.last_used_at,
+)
+_NOW = sa.func.clock_timestamp()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +49,7 @@ class MintedKey:
     """A new key: ``plaintext`` is shown to its owner once and then forgotten."""
 
     key: ApiKey
-    plaintext: str
+    plaintext: str = field(repr=False)
 
 
 def _digest(pepper: str, key_id: str, secret: str) -> str:
@@ -50,12 +60,12 @@ def mint(session: orm.Session, *, principal_id: str, pepper: str) -> MintedKey:
     """Create a key for a principal."""
     key_id = ids.new("api_key")
     secret = secrets.token_hex(32)
-    row = models.ApiKey(
-        id=key_id, principal_id=principal_id, secret_hash=_digest(pepper, key_id, secret)
+    statement = (
+        sa.insert(_KEYS)
+        .values(id=key_id, principal_id=principal_id, secret_hash=_digest(pepper, key_id, secret))
+        .returning(*_METADATA)
     )
-    session.add(row)
-    session.flush()
-    session.refresh(row)
+    row = session.execute(statement).mappings().one()
     return MintedKey(key=_key(row), plaintext=f"{PREFIX}{key_id}_{secret}")
 
 
@@ -71,10 +81,15 @@ def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | Non
     if parsed is None:
         return None
     key_id, secret = parsed
-    row = session.get(models.ApiKey, key_id)
-    expected = row.secret_hash if row is not None else _digest(pepper, key_id, "")
+    row = (
+        session.execute(sa.select(*_METADATA, _KEYS.c.secret_hash).where(_KEYS.c.id == key_id))
+        .mappings()
+        .first()
+    )
+    # an unknown id still costs one digest comparison, so timing does not tell ids apart
+    expected = row["secret_hash"] if row is not None else _digest(pepper, key_id, "")
     matches = hmac.compare_digest(expected, _digest(pepper, key_id, secret))
-    if row is None or not matches or row.revoked_at is not None:
+    if row is None or not matches or row["revoked_at"] is not None:
         return None
     return _key(row)
 
@@ -90,36 +105,40 @@ def touch(session: orm.Session, key_id: str) -> None:
     session.execute(_TOUCH, {"key_id": key_id})
 
 
-def get(session: orm.Session, key_id: str) -> ApiKey | None:
-    row = session.get(models.ApiKey, key_id)
+def get(session: orm.Session, key_id: str, *, lock: bool = False) -> ApiKey | None:
+    """The key's metadata, revoked or not, or ``None``; ``lock`` takes its row lock."""
+    query = sa.select(*_METADATA).where(_KEYS.c.id == key_id)
+    if lock:
+        query = query.with_for_update()
+    row = session.execute(query).mappings().first()
     return None if row is None else _key(row)
 
 
 def list_for(session: orm.Session, principal_id: str) -> list[ApiKey]:
-    rows = session.scalars(
-        sa.select(models.ApiKey)
-        .where(models.ApiKey.principal_id == principal_id)
-        .order_by(models.ApiKey.created_at, models.ApiKey.id)
+    """The principal's keys (revoked ones included), oldest first."""
+    query = (
+        sa.select(*_METADATA)
+        .where(_KEYS.c.principal_id == principal_id)
+        .order_by(_KEYS.c.created_at, _KEYS.c.id)
     )
-    return [_key(row) for row in rows]
+    return [_key(row) for row in session.execute(query).mappings()]
 
 
 def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
-    """Revoke a key (idempotent); ``None`` when it does not exist."""
-    row = session.get(models.ApiKey, key_id, with_for_update=True)
-    if row is None:
-        return None
-    if row.revoked_at is None:
-        row.revoked_at = session.execute(sa.select(sa.func.clock_timestamp())).scalar_one()
-        session.flush()
-    return _key(row)
+    """Revoke a key (idempotent: keeps the first ``revoked_at``); ``None`` when it is missing."""
+    session.execute(
+        sa.update(_KEYS)
+        .where(_KEYS.c.id == key_id, _KEYS.c.revoked_at.is_(None))
+        .values(revoked_at=_NOW)
+    )
+    return get(session, key_id)
 
 
-def _key(row: models.ApiKey) -> ApiKey:
+def _key(row: sa.RowMapping) -> ApiKey:
     return ApiKey(
-        id=row.id,
-        principal_id=row.principal_id,
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
-        last_used_at=row.last_used_at,
+        id=row["id"],
+        principal_id=row["principal_id"],
+        created_at=row["created_at"],
+        revoked_at=row["revoked_at"],
+        last_used_at=row["last_used_at"],
     )

@@ -7,20 +7,40 @@ operators, not logs: never put secrets, secret values, API keys or tokens in the
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ.state import models
 
-KINDS: Final = frozenset({"bootstrap", "mutation", "access", "authorization_denial"})
-OUTCOMES: Final = frozenset({"success", "denied", "failure"})
+
+class EventKind(enum.StrEnum):
+    """What an audit event records."""
+
+    BOOTSTRAP = "bootstrap"
+    MUTATION = "mutation"
+    ACCESS = "access"
+    AUTHORIZATION_DENIAL = "authorization_denial"
+
+
+class EventOutcome(enum.StrEnum):
+    """How the recorded action ended."""
+
+    SUCCESS = "success"
+    DENIED = "denied"
+    FAILURE = "failure"
+
+
+KINDS: Final = frozenset(EventKind)
+OUTCOMES: Final = frozenset(EventOutcome)
 MAX_LIMIT: Final = 1000
+_EVENTS: Final = cast(sa.Table, models.AuditEvent.__table__)
 
 _ACTION: Final = re.compile(r"[a-z][a-z0-9_.:-]{0,127}")
 
@@ -38,10 +58,10 @@ class AuditEvent:
     id: str
     sequence: int
     occurred_at: dt.datetime
-    kind: str
+    kind: EventKind
     action: str
     actor_id: str
-    outcome: str
+    outcome: EventOutcome
     namespace_id: str | None
     resource_kind: str | None
     resource_id: str | None
@@ -111,8 +131,8 @@ def list_events(
     """
     if limit < 1:
         raise ValueError("limit must be positive")
-    event = models.AuditEvent
-    query = sa.select(event).order_by(event.sequence.desc()).limit(min(limit, MAX_LIMIT))
+    event = _EVENTS.c
+    query = sa.select(_EVENTS).order_by(event.sequence.desc()).limit(min(limit, MAX_LIMIT))
     if namespace_id is not None:
         query = query.where(event.namespace_id == namespace_id)
     if resource_id is not None:
@@ -123,21 +143,21 @@ def list_events(
         query = query.where(event.kind == kind)
     if before_sequence is not None:
         query = query.where(event.sequence < before_sequence)
-    return [_event(row) for row in session.scalars(query)]
+    return [_event(row) for row in session.execute(query).mappings()]
 
 
-def _event(row: models.AuditEvent) -> AuditEvent:
+def _event(row: sa.RowMapping) -> AuditEvent:
     return AuditEvent(
-        id=row.id,
-        sequence=row.sequence,
-        occurred_at=row.occurred_at,
-        kind=row.kind,
-        action=row.action,
-        actor_id=row.actor_id,
-        outcome=row.outcome,
-        namespace_id=row.namespace_id,
-        resource_kind=row.resource_kind,
-        resource_id=row.resource_id,
-        work_id=row.work_id,
-        details=dict(row.details),
+        id=row["id"],
+        sequence=row["sequence"],
+        occurred_at=row["occurred_at"],
+        kind=EventKind(row["kind"]),
+        action=row["action"],
+        actor_id=row["actor_id"],
+        outcome=EventOutcome(row["outcome"]),
+        namespace_id=row["namespace_id"],
+        resource_kind=row["resource_kind"],
+        resource_id=row["resource_id"],
+        work_id=row["work_id"],
+        details=dict(row["details"]),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -20,6 +20,8 @@ from occ import db, errors, ids
 from occ.state import models
 
 _NOW = sa.func.clock_timestamp()
+_CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
+_AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _NAME_KEY: Final = "configurations_namespace_id_name_key"
 _NAME_VALID: Final = "configurations_name_valid"
 _REFERENCE_LIMIT: Final = 10
@@ -49,7 +51,7 @@ def insert(
         InvalidInput: the database refused the name.
     """
     statement = (
-        pg.insert(models.Configuration)
+        pg.insert(_CONFIGURATIONS)
         .values(
             id=ids.new("configuration"),
             namespace_id=namespace_id,
@@ -58,9 +60,9 @@ def insert(
             generation=1,
         )
         .on_conflict_do_nothing(constraint=_NAME_KEY)
-        .returning(models.Configuration)
+        .returning(*_CONFIGURATIONS.c)
     )
-    row = _guarded_write(session, lambda: session.scalars(statement).first())
+    row = _guarded_write(session, lambda: session.execute(statement).mappings().first())
     if row is None:
         raise errors.Conflict("a Configuration with this name already exists in the Namespace")
     return _configuration(row)
@@ -70,29 +72,24 @@ def get(
     session: orm.Session, namespace_id: str, configuration_id: str, *, lock: bool = False
 ) -> Configuration | None:
     """The Configuration of this Namespace, or ``None``; ``lock`` takes its row lock."""
-    query = (
-        sa.select(models.Configuration)
-        .where(
-            models.Configuration.id == configuration_id,
-            models.Configuration.namespace_id == namespace_id,
-        )
-        .execution_options(populate_existing=True)
+    query = sa.select(_CONFIGURATIONS).where(
+        _CONFIGURATIONS.c.id == configuration_id,
+        _CONFIGURATIONS.c.namespace_id == namespace_id,
     )
     if lock:
         query = query.with_for_update()
-    row = session.scalars(query).first()
+    row = session.execute(query).mappings().first()
     return None if row is None else _configuration(row)
 
 
 def list_in(session: orm.Session, namespace_id: str) -> list[Configuration]:
     """The Namespace's Configurations in creation order."""
     query = (
-        sa.select(models.Configuration)
-        .where(models.Configuration.namespace_id == namespace_id)
-        .order_by(models.Configuration.created_at, models.Configuration.id)
-        .execution_options(populate_existing=True)
+        sa.select(_CONFIGURATIONS)
+        .where(_CONFIGURATIONS.c.namespace_id == namespace_id)
+        .order_by(_CONFIGURATIONS.c.created_at, _CONFIGURATIONS.c.id)
     )
-    return [_configuration(row) for row in session.scalars(query)]
+    return [_configuration(row) for row in session.execute(query).mappings()]
 
 
 def update(
@@ -113,7 +110,7 @@ def update(
         InvalidInput: the database refused the name.
     """
     changes: dict[str, Any] = {
-        "generation": models.Configuration.generation + 1,
+        "generation": _CONFIGURATIONS.c.generation + 1,
         "updated_at": _NOW,
     }
     if name is not None:
@@ -121,17 +118,16 @@ def update(
     if document is not None:
         changes["document"] = document
     statement = (
-        sa.update(models.Configuration)
+        sa.update(_CONFIGURATIONS)
         .where(
-            models.Configuration.id == configuration_id,
-            models.Configuration.namespace_id == namespace_id,
-            models.Configuration.generation == expected_generation,
+            _CONFIGURATIONS.c.id == configuration_id,
+            _CONFIGURATIONS.c.namespace_id == namespace_id,
+            _CONFIGURATIONS.c.generation == expected_generation,
         )
         .values(**changes)
-        .returning(models.Configuration)
-        .execution_options(synchronize_session=False, populate_existing=True)
+        .returning(*_CONFIGURATIONS.c)
     )
-    row = _guarded_write(session, lambda: session.scalars(statement).first())
+    row = _guarded_write(session, lambda: session.execute(statement).mappings().first())
     return None if row is None else _configuration(row)
 
 
@@ -142,13 +138,12 @@ def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bo
         Conflict: an Agent still references it.
     """
     statement = (
-        sa.delete(models.Configuration)
+        sa.delete(_CONFIGURATIONS)
         .where(
-            models.Configuration.id == configuration_id,
-            models.Configuration.namespace_id == namespace_id,
+            _CONFIGURATIONS.c.id == configuration_id,
+            _CONFIGURATIONS.c.namespace_id == namespace_id,
         )
-        .returning(models.Configuration.id)
-        .execution_options(synchronize_session=False)
+        .returning(_CONFIGURATIONS.c.id)
     )
     return _guarded_write(session, lambda: session.execute(statement).first()) is not None
 
@@ -156,15 +151,15 @@ def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bo
 def referencing_agents(session: orm.Session, namespace_id: str, configuration_id: str) -> list[str]:
     """Ids of (up to ten) Agents whose ``configuration_id`` is this Configuration."""
     query = (
-        sa.select(models.Agent.id)
+        sa.select(_AGENTS.c.id)
         .where(
-            models.Agent.namespace_id == namespace_id,
-            models.Agent.configuration_id == configuration_id,
+            _AGENTS.c.namespace_id == namespace_id,
+            _AGENTS.c.configuration_id == configuration_id,
         )
-        .order_by(models.Agent.id)
+        .order_by(_AGENTS.c.id)
         .limit(_REFERENCE_LIMIT)
     )
-    return list(session.scalars(query))
+    return list(session.execute(query).scalars())
 
 
 def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:
@@ -185,13 +180,13 @@ def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Resul
         raise
 
 
-def _configuration(row: models.Configuration) -> Configuration:
+def _configuration(row: sa.RowMapping) -> Configuration:
     return Configuration(
-        id=row.id,
-        namespace_id=row.namespace_id,
-        name=row.name,
-        document=dict(row.document),
-        generation=row.generation,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        id=row["id"],
+        namespace_id=row["namespace_id"],
+        name=row["name"],
+        document=dict(row["document"]),
+        generation=row["generation"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
     )

@@ -1,16 +1,18 @@
-"""IAM policy rows: principals, roles, access bindings, restrictions, and the policy loader.
+"""IAM policy rows: principals, roles, access bindings and restrictions.
 
-Takes the caller's session and never commits; decides nothing (``occ.iam`` evaluates). The
-application role may not DELETE principals, roles or bindings: principals are disabled,
-roles soft-deleted and bindings revoked; only restrictions are deleted.
+Takes the caller's session and never commits; decides nothing (``occ.iam`` evaluates, with
+the policy ``occ.state.grants`` loads). The application role may not DELETE principals,
+roles or bindings: principals are disabled, roles soft-deleted and bindings revoked; only
+restrictions are deleted.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -19,22 +21,44 @@ from sqlalchemy.dialects import postgresql as pg
 from occ import errors, ids
 from occ.state import models
 
-PRINCIPAL_KINDS: Final = frozenset({"human", "service"})
 RESOURCE_KINDS: Final = frozenset(
     {"installation", "namespace", "configuration", "secret", "agent", "agent_revision"}
 )
 
 _NOW = sa.func.clock_timestamp()
-_Query = TypeVar("_Query", bound=sa.Executable)
+_PRINCIPALS: Final = cast(sa.Table, models.Principal.__table__)
+_ROLES: Final = cast(sa.Table, models.Role.__table__)
+_BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
+_RESTRICTIONS: Final = cast(sa.Table, models.Restriction.__table__)
+_NAMESPACED_TABLES: Final = {
+    "configuration": cast(sa.Table, models.Configuration.__table__),
+    "secret": cast(sa.Table, models.Secret.__table__),
+    "agent": cast(sa.Table, models.Agent.__table__),
+    "agent_revision": cast(sa.Table, models.AgentRevision.__table__),
+}
+"""The tables of the resource kinds that live inside a Namespace (binding targets)."""
+
+
+class PrincipalKind(enum.StrEnum):
+    """A person, or a workload (an Agent's own principal is a service principal)."""
+
+    HUMAN = "human"
+    SERVICE = "service"
+
+
+PRINCIPAL_KINDS: Final = frozenset(PrincipalKind)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Principal:
-    """A human or service identity; Namespace-scoped when ``namespace_id`` is set."""
+    """A human or service identity; Namespace-scoped when ``namespace_id`` is set.
+
+    ``agent_id`` names the Agent that owns a service principal.
+    """
 
     id: str
     name: str
-    kind: str
+    kind: PrincipalKind
     namespace_id: str | None
     agent_id: str | None
     created_at: dt.datetime
@@ -47,7 +71,10 @@ class Principal:
 
 @dataclass(frozen=True, kw_only=True)
 class Role:
-    """A named set of ``kind:action`` permissions; Namespace-scoped when ``namespace_id`` is set."""
+    """A named set of ``kind:action`` permissions; Namespace-scoped when ``namespace_id`` is set.
+
+    ``deleted_at`` is set once it was (soft-)deleted.
+    """
 
     id: str
     name: str
@@ -57,9 +84,20 @@ class Role:
     deleted_at: dt.datetime | None
 
 
+@dataclass(frozen=True)
+class ResourceRef:
+    """The exact resource a binding is limited to."""
+
+    kind: str
+    id: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class AccessBinding:
-    """A Role granted to a principal Installation-wide, in one Namespace, or on one resource."""
+    """A Role granted to a principal Installation-wide, in one Namespace, or on one resource.
+
+    ``revoked_at`` is set once it was revoked.
+    """
 
     id: str
     role_id: str
@@ -70,6 +108,13 @@ class AccessBinding:
     created_by: str
     created_at: dt.datetime
     revoked_at: dt.datetime | None
+
+    @property
+    def resource(self) -> ResourceRef | None:
+        """The exact resource the binding is limited to, if any."""
+        if self.resource_kind is None or self.resource_id is None:
+            return None
+        return ResourceRef(self.resource_kind, self.resource_id)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,28 +128,6 @@ class Restriction:
     resource_id: str | None
     created_by: str
     created_at: dt.datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class Grant:
-    """A live binding of the principal joined with its live Role, as authorization sees it."""
-
-    binding_id: str
-    role_id: str
-    role_namespace_id: str | None
-    permissions: tuple[str, ...]
-    namespace_id: str | None
-    resource_kind: str | None
-    resource_id: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Policy:
-    """Everything ``occ.iam`` needs to decide one request of one principal."""
-
-    principal: Principal
-    grants: tuple[Grant, ...]
-    restrictions: tuple[Restriction, ...]
 
 
 # -- principals ---------------------------------------------------------------------------------
@@ -122,34 +145,42 @@ def create_principal(
     if kind not in PRINCIPAL_KINDS:
         raise ValueError(f"unknown principal kind {kind!r}")
     statement = (
-        sa.insert(models.Principal)
+        sa.insert(_PRINCIPALS)
         .values(
             id=ids.new("principal"),
             name=name,
-            kind=kind,
+            kind=PrincipalKind(kind),
             namespace_id=namespace_id,
             agent_id=agent_id,
         )
-        .returning(models.Principal)
+        .returning(*_PRINCIPALS.c)
     )
-    return _principal(session.scalars(statement).one())
+    return _principal(session.execute(statement).mappings().one())
 
 
-def get_principal(session: orm.Session, principal_id: str) -> Principal | None:
-    """The principal, disabled or not, or ``None``."""
-    row = session.scalars(
-        _fresh(sa.select(models.Principal).where(models.Principal.id == principal_id))
-    ).first()
+def get_principal(
+    session: orm.Session, principal_id: str, *, lock: bool = False
+) -> Principal | None:
+    """The principal, disabled or not, or ``None``; ``lock`` takes its row lock."""
+    query = sa.select(_PRINCIPALS).where(_PRINCIPALS.c.id == principal_id)
+    if lock:
+        query = query.with_for_update()
+    row = session.execute(query).mappings().first()
     return None if row is None else _principal(row)
+
+
+def list_principals(session: orm.Session) -> list[Principal]:
+    """Every principal (Agent-owned service principals included) in creation order."""
+    query = sa.select(_PRINCIPALS).order_by(_PRINCIPALS.c.created_at, _PRINCIPALS.c.id)
+    return [_principal(row) for row in session.execute(query).mappings()]
 
 
 def disable_principal(session: orm.Session, principal_id: str) -> Principal | None:
     """Disable the principal (idempotent: keeps the first ``disabled_at``); ``None`` if missing."""
     session.execute(
-        sa.update(models.Principal)
-        .where(models.Principal.id == principal_id, models.Principal.disabled_at.is_(None))
+        sa.update(_PRINCIPALS)
+        .where(_PRINCIPALS.c.id == principal_id, _PRINCIPALS.c.disabled_at.is_(None))
         .values(disabled_at=_NOW)
-        .execution_options(synchronize_session=False)
     )
     return get_principal(session, principal_id)
 
@@ -168,7 +199,7 @@ def create_role(
         Conflict: a live Role with this name exists in the same scope.
     """
     statement = (
-        pg.insert(models.Role)
+        pg.insert(_ROLES)
         .values(
             id=ids.new("role"),
             name=name,
@@ -176,9 +207,9 @@ def create_role(
             permissions=sorted(set(permissions)),
         )
         .on_conflict_do_nothing()
-        .returning(models.Role)
+        .returning(*_ROLES.c)
     )
-    row = session.scalars(statement).first()
+    row = session.execute(statement).mappings().first()
     if row is None:
         raise errors.Conflict("a role with this name already exists")
     return _role(row)
@@ -186,36 +217,36 @@ def create_role(
 
 def get_role(session: orm.Session, role_id: str) -> Role | None:
     """The Role, deleted or not, or ``None``."""
-    row = session.scalars(_fresh(sa.select(models.Role).where(models.Role.id == role_id))).first()
+    row = session.execute(sa.select(_ROLES).where(_ROLES.c.id == role_id)).mappings().first()
     return None if row is None else _role(row)
 
 
 def find_role(session: orm.Session, *, name: str, namespace_id: str | None = None) -> Role | None:
     """The live Role with this name in this scope, or ``None``."""
-    role = models.Role
-    query = sa.select(role).where(role.name == name, role.deleted_at.is_(None))
-    query = query.where(
-        role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id
+    role = _ROLES.c
+    query = sa.select(_ROLES).where(
+        role.name == name,
+        role.deleted_at.is_(None),
+        role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id,
     )
-    row = session.scalars(_fresh(query)).first()
+    row = session.execute(query).mappings().first()
     return None if row is None else _role(row)
 
 
 def list_roles(session: orm.Session, *, include_deleted: bool = False) -> list[Role]:
     """Roles in creation order."""
-    query = sa.select(models.Role).order_by(models.Role.created_at, models.Role.id)
+    query = sa.select(_ROLES).order_by(_ROLES.c.created_at, _ROLES.c.id)
     if not include_deleted:
-        query = query.where(models.Role.deleted_at.is_(None))
-    return [_role(row) for row in session.scalars(_fresh(query))]
+        query = query.where(_ROLES.c.deleted_at.is_(None))
+    return [_role(row) for row in session.execute(query).mappings()]
 
 
 def delete_role(session: orm.Session, role_id: str) -> Role | None:
     """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
     session.execute(
-        sa.update(models.Role)
-        .where(models.Role.id == role_id, models.Role.deleted_at.is_(None))
+        sa.update(_ROLES)
+        .where(_ROLES.c.id == role_id, _ROLES.c.deleted_at.is_(None))
         .values(deleted_at=_NOW)
-        .execution_options(synchronize_session=False)
     )
     return get_role(session, role_id)
 
@@ -262,7 +293,7 @@ def bind(
     if role.namespace_id is not None and role.namespace_id != namespace_id:
         raise errors.InvalidInput.at("/roleId", "a Namespace role is bound only in its Namespace")
     statement = (
-        sa.insert(models.AccessBinding)
+        sa.insert(_BINDINGS)
         .values(
             id=ids.new("access_binding"),
             role_id=role_id,
@@ -272,16 +303,15 @@ def bind(
             resource_id=resource_id,
             created_by=created_by,
         )
-        .returning(models.AccessBinding)
+        .returning(*_BINDINGS.c)
     )
-    return _binding(session.scalars(statement).one())
+    return _binding(session.execute(statement).mappings().one())
 
 
 def get_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """The binding, revoked or not, or ``None``."""
-    row = session.scalars(
-        _fresh(sa.select(models.AccessBinding).where(models.AccessBinding.id == binding_id))
-    ).first()
+    query = sa.select(_BINDINGS).where(_BINDINGS.c.id == binding_id)
+    row = session.execute(query).mappings().first()
     return None if row is None else _binding(row)
 
 
@@ -294,8 +324,8 @@ def list_bindings(
     include_revoked: bool = False,
 ) -> list[AccessBinding]:
     """Bindings matching every given filter, in creation order."""
-    binding = models.AccessBinding
-    query = sa.select(binding).order_by(binding.created_at, binding.id)
+    binding = _BINDINGS.c
+    query = sa.select(_BINDINGS).order_by(binding.created_at, binding.id)
     if principal_id is not None:
         query = query.where(binding.principal_id == principal_id)
     if role_id is not None:
@@ -304,18 +334,27 @@ def list_bindings(
         query = query.where(binding.namespace_id == namespace_id)
     if not include_revoked:
         query = query.where(binding.revoked_at.is_(None))
-    return [_binding(row) for row in session.scalars(_fresh(query))]
+    return [_binding(row) for row in session.execute(query).mappings()]
 
 
 def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """Revoke the binding (idempotent); ``None`` if missing."""
     session.execute(
-        sa.update(models.AccessBinding)
-        .where(models.AccessBinding.id == binding_id, models.AccessBinding.revoked_at.is_(None))
+        sa.update(_BINDINGS)
+        .where(_BINDINGS.c.id == binding_id, _BINDINGS.c.revoked_at.is_(None))
         .values(revoked_at=_NOW)
-        .execution_options(synchronize_session=False)
     )
     return get_binding(session, binding_id)
+
+
+def resource_exists(session: orm.Session, kind: str, resource_id: str, namespace_id: str) -> bool:
+    """Whether a Configuration, Secret, Agent or AgentRevision with this id is in the Namespace
+    (the target of a resource binding)."""
+    table = _NAMESPACED_TABLES[kind]
+    query = sa.select(
+        sa.exists().where(table.c.id == resource_id, table.c.namespace_id == namespace_id)
+    )
+    return bool(session.execute(query).scalar())
 
 
 # -- restrictions -------------------------------------------------------------------------------
@@ -332,7 +371,7 @@ def create_restriction(
 ) -> Restriction:
     """Insert a deny rule; ``None`` narrowing fields match everything."""
     statement = (
-        sa.insert(models.Restriction)
+        sa.insert(_RESTRICTIONS)
         .values(
             id=ids.new("restriction"),
             permission=permission,
@@ -341,16 +380,15 @@ def create_restriction(
             resource_id=resource_id,
             created_by=created_by,
         )
-        .returning(models.Restriction)
+        .returning(*_RESTRICTIONS.c)
     )
-    return _restriction(session.scalars(statement).one())
+    return _restriction(session.execute(statement).mappings().one())
 
 
 def get_restriction(session: orm.Session, restriction_id: str) -> Restriction | None:
     """The restriction, or ``None``."""
-    row = session.scalars(
-        _fresh(sa.select(models.Restriction).where(models.Restriction.id == restriction_id))
-    ).first()
+    query = sa.select(_RESTRICTIONS).where(_RESTRICTIONS.c.id == restriction_id)
+    row = session.execute(query).mappings().first()
     return None if row is None else _restriction(row)
 
 
@@ -358,182 +396,69 @@ def list_restrictions(
     session: orm.Session, *, namespace_id: str | None = None
 ) -> list[Restriction]:
     """Restrictions in creation order, optionally those of one Namespace."""
-    query = sa.select(models.Restriction).order_by(
-        models.Restriction.created_at, models.Restriction.id
-    )
+    query = sa.select(_RESTRICTIONS).order_by(_RESTRICTIONS.c.created_at, _RESTRICTIONS.c.id)
     if namespace_id is not None:
-        query = query.where(models.Restriction.namespace_id == namespace_id)
-    return [_restriction(row) for row in session.scalars(_fresh(query))]
+        query = query.where(_RESTRICTIONS.c.namespace_id == namespace_id)
+    return [_restriction(row) for row in session.execute(query).mappings()]
 
 
 def delete_restriction(session: orm.Session, restriction_id: str) -> bool:
     """Remove the restriction; whether it existed."""
     result = session.execute(
-        sa.delete(models.Restriction)
-        .where(models.Restriction.id == restriction_id)
-        .returning(models.Restriction.id)
-        .execution_options(synchronize_session=False)
+        sa.delete(_RESTRICTIONS)
+        .where(_RESTRICTIONS.c.id == restriction_id)
+        .returning(_RESTRICTIONS.c.id)
     )
     return result.first() is not None
-
-
-# -- the policy loader --------------------------------------------------------------------------
-
-# One statement: the principal, its live grants and the restrictions on the permission. The
-# filters only narrow to a superset of what applies; occ.iam re-checks every rule.
-_LOAD_POLICY = sa.text("""
-    SELECT p.id, p.name, p.kind, p.namespace_id, p.agent_id, p.created_at, p.disabled_at,
-      COALESCE((
-        SELECT jsonb_agg(jsonb_build_object(
-                 'binding_id', b.id, 'role_id', r.id, 'role_namespace_id', r.namespace_id,
-                 'permissions', to_jsonb(r.permissions), 'namespace_id', b.namespace_id,
-                 'resource_kind', b.resource_kind, 'resource_id', b.resource_id) ORDER BY b.id)
-          FROM occ.access_bindings b JOIN occ.roles r ON r.id = b.role_id
-         WHERE b.principal_id = p.id AND b.revoked_at IS NULL AND r.deleted_at IS NULL
-           AND CAST(:permission AS text) = ANY (r.permissions)
-           AND (:everywhere OR b.namespace_id IS NULL
-                OR b.namespace_id = CAST(:namespace_id AS text))
-      ), '[]'::jsonb) AS grants,
-      COALESCE((
-        SELECT jsonb_agg(jsonb_build_object(
-                 'id', x.id, 'permission', x.permission, 'principal_id', x.principal_id,
-                 'namespace_id', x.namespace_id, 'resource_id', x.resource_id,
-                 'created_by', x.created_by, 'created_at', x.created_at) ORDER BY x.id)
-          FROM occ.restrictions x
-         WHERE x.permission = CAST(:permission AS text)
-           AND (x.principal_id IS NULL OR x.principal_id = p.id)
-           AND (:everywhere
-                OR ((x.namespace_id IS NULL OR x.namespace_id = CAST(:namespace_id AS text))
-                    AND (x.resource_id IS NULL OR x.resource_id = CAST(:resource_id AS text))))
-      ), '[]'::jsonb) AS restrictions
-      FROM occ.principals p
-     WHERE p.id = :principal_id""")
-
-
-def load_policy(
-    session: orm.Session,
-    principal_id: str,
-    *,
-    permission: str,
-    namespace_id: str | None = None,
-    resource_id: str | None = None,
-    everywhere: bool = False,
-) -> Policy | None:
-    """The principal with its grants and restrictions for ``permission``, in one query.
-
-    Grants are live bindings (not revoked, Role not deleted) whose Role holds the permission;
-    restrictions are those on the permission for this principal or everyone. Unless
-    ``everywhere``, both are narrowed to what can apply to a resource with this id in this
-    Namespace; ``everywhere`` loads them for every resource (to filter a list in one query).
-    ``None`` when no principal has this id.
-    """
-    row = (
-        session.execute(
-            _LOAD_POLICY,
-            {
-                "principal_id": principal_id,
-                "permission": permission,
-                "namespace_id": namespace_id,
-                "resource_id": resource_id,
-                "everywhere": everywhere,
-            },
-        )
-        .mappings()
-        .first()
-    )
-    if row is None:
-        return None
-    return Policy(
-        principal=Principal(
-            id=row["id"],
-            name=row["name"],
-            kind=row["kind"],
-            namespace_id=row["namespace_id"],
-            agent_id=row["agent_id"],
-            created_at=row["created_at"],
-            disabled_at=row["disabled_at"],
-        ),
-        grants=tuple(_grant(item) for item in row["grants"]),
-        restrictions=tuple(_loaded_restriction(item) for item in row["restrictions"]),
-    )
 
 
 # -- conversions --------------------------------------------------------------------------------
 
 
-def _fresh(query: _Query) -> _Query:
-    # rows updated earlier in the same session must be read back, not taken from the identity map
-    return query.execution_options(populate_existing=True)
-
-
-def _principal(row: models.Principal) -> Principal:
+def _principal(row: sa.RowMapping) -> Principal:
     return Principal(
-        id=row.id,
-        name=row.name,
-        kind=row.kind,
-        namespace_id=row.namespace_id,
-        agent_id=row.agent_id,
-        created_at=row.created_at,
-        disabled_at=row.disabled_at,
+        id=row["id"],
+        name=row["name"],
+        kind=PrincipalKind(row["kind"]),
+        namespace_id=row["namespace_id"],
+        agent_id=row["agent_id"],
+        created_at=row["created_at"],
+        disabled_at=row["disabled_at"],
     )
 
 
-def _role(row: models.Role) -> Role:
+def _role(row: sa.RowMapping) -> Role:
     return Role(
-        id=row.id,
-        name=row.name,
-        namespace_id=row.namespace_id,
-        permissions=tuple(row.permissions),
-        created_at=row.created_at,
-        deleted_at=row.deleted_at,
+        id=row["id"],
+        name=row["name"],
+        namespace_id=row["namespace_id"],
+        permissions=tuple(row["permissions"]),
+        created_at=row["created_at"],
+        deleted_at=row["deleted_at"],
     )
 
 
-def _binding(row: models.AccessBinding) -> AccessBinding:
+def _binding(row: sa.RowMapping) -> AccessBinding:
     return AccessBinding(
-        id=row.id,
-        role_id=row.role_id,
-        principal_id=row.principal_id,
-        namespace_id=row.namespace_id,
-        resource_kind=row.resource_kind,
-        resource_id=row.resource_id,
-        created_by=row.created_by,
-        created_at=row.created_at,
-        revoked_at=row.revoked_at,
+        id=row["id"],
+        role_id=row["role_id"],
+        principal_id=row["principal_id"],
+        namespace_id=row["namespace_id"],
+        resource_kind=row["resource_kind"],
+        resource_id=row["resource_id"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        revoked_at=row["revoked_at"],
     )
 
 
-def _restriction(row: models.Restriction) -> Restriction:
+def _restriction(row: sa.RowMapping) -> Restriction:
     return Restriction(
-        id=row.id,
-        permission=row.permission,
-        principal_id=row.principal_id,
-        namespace_id=row.namespace_id,
-        resource_id=row.resource_id,
-        created_by=row.created_by,
-        created_at=row.created_at,
-    )
-
-
-def _grant(item: Mapping[str, Any]) -> Grant:
-    return Grant(
-        binding_id=item["binding_id"],
-        role_id=item["role_id"],
-        role_namespace_id=item["role_namespace_id"],
-        permissions=tuple(item["permissions"]),
-        namespace_id=item["namespace_id"],
-        resource_kind=item["resource_kind"],
-        resource_id=item["resource_id"],
-    )
-
-
-def _loaded_restriction(item: Mapping[str, Any]) -> Restriction:
-    return Restriction(
-        id=item["id"],
-        permission=item["permission"],
-        principal_id=item["principal_id"],
-        namespace_id=item["namespace_id"],
-        resource_id=item["resource_id"],
-        created_by=item["created_by"],
-        created_at=dt.datetime.fromisoformat(item["created_at"]),
+        id=row["id"],
+        permission=row["permission"],
+        principal_id=row["principal_id"],
+        namespace_id=row["namespace_id"],
+        resource_id=row["resource_id"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
     )

@@ -7,7 +7,9 @@ Takes the caller's session and never commits. Workers move status with compare-a
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass
+from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -17,6 +19,21 @@ from occ import errors, ids
 from occ.state import models
 
 _NOW = sa.func.clock_timestamp()
+_NAMESPACES: Final = cast(sa.Table, models.Namespace.__table__)
+_AGENTS: Final = cast(sa.Table, models.Agent.__table__)
+_CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
+_SECRETS: Final = cast(sa.Table, models.Secret.__table__)
+_BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
+_ROLES: Final = cast(sa.Table, models.Role.__table__)
+
+
+class NamespaceStatus(enum.StrEnum):
+    """Where a Namespace is in its life: admitted, usable, failed to provision, going away."""
+
+    PROVISIONING = "provisioning"
+    READY = "ready"
+    FAILED = "failed"
+    DELETING = "deleting"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +43,7 @@ class Namespace:
     id: str
     name: str
     existing_namespace: str | None
-    status: str
+    status: NamespaceStatus
     created_by: str
     created_at: dt.datetime
     updated_at: dt.datetime
@@ -60,92 +77,92 @@ def insert(
             namespace is already adopted by a live Namespace.
     """
     statement = (
-        pg.insert(models.Namespace)
+        pg.insert(_NAMESPACES)
         .values(
             id=ids.new("namespace"),
             name=name,
             created_by=created_by,
             existing_namespace=existing_namespace,
-            status="provisioning",
+            status=NamespaceStatus.PROVISIONING,
         )
         .on_conflict_do_nothing()
-        .returning(models.Namespace)
+        .returning(*_NAMESPACES.c)
     )
-    row = session.scalars(statement).first()
+    row = session.execute(statement).mappings().first()
     if row is not None:
         return _namespace(row)
-    taken = session.scalar(sa.select(sa.exists().where(models.Namespace.name == name)))
+    taken = session.execute(sa.select(sa.exists().where(_NAMESPACES.c.name == name))).scalar()
     if taken:
         raise errors.Conflict("a Namespace with this name already exists")
     raise errors.Conflict("the existing namespace is already adopted by another Namespace")
 
 
-def get(session: orm.Session, namespace_id: str, *, lock: bool = False) -> Namespace | None:
-    """The Namespace (tombstoned or not), or ``None``; ``lock`` takes its row lock."""
-    query = (
-        sa.select(models.Namespace)
-        .where(models.Namespace.id == namespace_id)
-        .execution_options(populate_existing=True)
-    )
+def get(
+    session: orm.Session, namespace_id: str, *, lock: bool = False, shared: bool = False
+) -> Namespace | None:
+    """The Namespace (tombstoned or not), or ``None``.
+
+    ``lock`` takes its row lock (``FOR UPDATE``); ``shared`` a shared one (``FOR SHARE``).
+    """
+    query = sa.select(_NAMESPACES).where(_NAMESPACES.c.id == namespace_id)
     if lock:
         query = query.with_for_update()
-    row = session.scalars(query).first()
+    elif shared:
+        query = query.with_for_update(read=True)
+    row = session.execute(query).mappings().first()
     return None if row is None else _namespace(row)
 
 
 def list_live(session: orm.Session) -> list[Namespace]:
     """Every Namespace that is not tombstoned, in creation order."""
     query = (
-        sa.select(models.Namespace)
-        .where(models.Namespace.deleted_at.is_(None))
-        .order_by(models.Namespace.created_at, models.Namespace.id)
-        .execution_options(populate_existing=True)
+        sa.select(_NAMESPACES)
+        .where(_NAMESPACES.c.deleted_at.is_(None))
+        .order_by(_NAMESPACES.c.created_at, _NAMESPACES.c.id)
     )
-    return [_namespace(row) for row in session.scalars(query)]
+    return [_namespace(row) for row in session.execute(query).mappings()]
 
 
 def contents(session: orm.Session, namespace_id: str) -> Contents:
     """Counts of the Agents, Configurations and Secrets left in the Namespace."""
 
-    def count(
-        model: type[models.Agent | models.Configuration | models.Secret],
-    ) -> sa.ScalarSelect[int]:
+    def count(table: sa.Table) -> sa.ScalarSelect[int]:
         return (
             sa.select(sa.func.count())
-            .select_from(model)
-            .where(model.namespace_id == namespace_id)
+            .select_from(table)
+            .where(table.c.namespace_id == namespace_id)
             .scalar_subquery()
         )
 
-    row = session.execute(
-        sa.select(count(models.Agent), count(models.Configuration), count(models.Secret))
-    ).one()
+    row = session.execute(sa.select(count(_AGENTS), count(_CONFIGURATIONS), count(_SECRETS))).one()
     return Contents(agents=row[0], configurations=row[1], secrets=row[2])
 
 
 def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
     """Move a live Namespace to ``deleting``; ``None`` if it is missing or tombstoned."""
-    session.execute(
-        sa.update(models.Namespace)
-        .where(models.Namespace.id == namespace_id, models.Namespace.deleted_at.is_(None))
-        .values(status="deleting", updated_at=_NOW)
-        .execution_options(synchronize_session=False)
+    row = (
+        session.execute(
+            sa.update(_NAMESPACES)
+            .where(_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None))
+            .values(status=NamespaceStatus.DELETING, updated_at=_NOW)
+            .returning(*_NAMESPACES.c)
+        )
+        .mappings()
+        .first()
     )
-    namespace = get(session, namespace_id)
-    return namespace if namespace is not None and namespace.live else None
+    return None if row is None else _namespace(row)
 
 
 def transition(session: orm.Session, namespace_id: str, *, expected: str, status: str) -> bool:
     """Compare-and-set the status of a live Namespace; False when it moved on."""
     result = session.execute(
-        sa.update(models.Namespace)
+        sa.update(_NAMESPACES)
         .where(
-            models.Namespace.id == namespace_id,
-            models.Namespace.deleted_at.is_(None),
-            models.Namespace.status == expected,
+            _NAMESPACES.c.id == namespace_id,
+            _NAMESPACES.c.deleted_at.is_(None),
+            _NAMESPACES.c.status == NamespaceStatus(expected),
         )
-        .values(status=status, updated_at=_NOW)
-        .execution_options(synchronize_session=False)
+        .values(status=NamespaceStatus(status), updated_at=_NOW)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -154,31 +171,25 @@ def tombstone(session: orm.Session, namespace_id: str) -> bool:
     """Finish a deletion: the row stays (its name stays reserved) but reads hide it, and the
     Namespace's Roles and access bindings stop granting anything."""
     result = session.execute(
-        sa.update(models.Namespace)
+        sa.update(_NAMESPACES)
         .where(
-            models.Namespace.id == namespace_id,
-            models.Namespace.deleted_at.is_(None),
-            models.Namespace.status == "deleting",
+            _NAMESPACES.c.id == namespace_id,
+            _NAMESPACES.c.deleted_at.is_(None),
+            _NAMESPACES.c.status == NamespaceStatus.DELETING,
         )
         .values(deleted_at=_NOW, updated_at=_NOW)
-        .execution_options(synchronize_session=False)
     )
     if not result.rowcount:  # type: ignore[attr-defined]
         return False
     session.execute(
-        sa.update(models.AccessBinding)
-        .where(
-            models.AccessBinding.namespace_id == namespace_id,
-            models.AccessBinding.revoked_at.is_(None),
-        )
+        sa.update(_BINDINGS)
+        .where(_BINDINGS.c.namespace_id == namespace_id, _BINDINGS.c.revoked_at.is_(None))
         .values(revoked_at=_NOW)
-        .execution_options(synchronize_session=False)
     )
     session.execute(
-        sa.update(models.Role)
-        .where(models.Role.namespace_id == namespace_id, models.Role.deleted_at.is_(None))
+        sa.update(_ROLES)
+        .where(_ROLES.c.namespace_id == namespace_id, _ROLES.c.deleted_at.is_(None))
         .values(deleted_at=_NOW)
-        .execution_options(synchronize_session=False)
     )
     return True
 
@@ -199,14 +210,14 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
     )
 
 
-def _namespace(row: models.Namespace) -> Namespace:
+def _namespace(row: sa.RowMapping) -> Namespace:
     return Namespace(
-        id=row.id,
-        name=row.name,
-        existing_namespace=row.existing_namespace,
-        status=row.status,
-        created_by=row.created_by,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        deleted_at=row.deleted_at,
+        id=row["id"],
+        name=row["name"],
+        existing_namespace=row["existing_namespace"],
+        status=NamespaceStatus(row["status"]),
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        deleted_at=row["deleted_at"],
     )

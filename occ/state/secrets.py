@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -25,12 +25,14 @@ _NAME_VALID: Final = "secrets_name_valid"
 _REFERENCE_LIMIT: Final = 10
 _Result = TypeVar("_Result")
 
+_SECRETS: Final = cast(sa.Table, models.Secret.__table__)
+_AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _METADATA: Final = (
-    models.Secret.id,
-    models.Secret.namespace_id,
-    models.Secret.name,
-    models.Secret.created_at,
-    models.Secret.updated_at,
+    _SECRETS.c.id,
+    _SECRETS.c.namespace_id,
+    _SECRETS.c.name,
+    _SECRETS.c.created_at,
+    _SECRETS.c.updated_at,
 )
 
 
@@ -55,7 +57,7 @@ def insert(
         InvalidInput: the database refused the name.
     """
     statement = (
-        pg.insert(models.Secret)
+        pg.insert(_SECRETS)
         .values(
             id=secret_id, namespace_id=namespace_id, name=name, value_ciphertext=value_ciphertext
         )
@@ -73,7 +75,7 @@ def get(
 ) -> Secret | None:
     """The Secret's metadata, or ``None``; ``lock`` takes its row lock."""
     query = sa.select(*_METADATA).where(
-        models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id
+        _SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id
     )
     if lock:
         query = query.with_for_update()
@@ -85,19 +87,19 @@ def list_in(session: orm.Session, namespace_id: str) -> list[Secret]:
     """The Namespace's Secrets (metadata) in creation order."""
     query = (
         sa.select(*_METADATA)
-        .where(models.Secret.namespace_id == namespace_id)
-        .order_by(models.Secret.created_at, models.Secret.id)
+        .where(_SECRETS.c.namespace_id == namespace_id)
+        .order_by(_SECRETS.c.created_at, _SECRETS.c.id)
     )
     return [_secret(row) for row in session.execute(query).mappings()]
 
 
 def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
     """The stored ciphertext of the Secret's value (``occ.secret_store`` opens it), or ``None``."""
-    value = session.scalar(
-        sa.select(models.Secret.value_ciphertext).where(
-            models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id
+    value = session.execute(
+        sa.select(_SECRETS.c.value_ciphertext).where(
+            _SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id
         )
-    )
+    ).scalar()
     return None if value is None else bytes(value)
 
 
@@ -108,10 +110,9 @@ def delete(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
         Conflict: an Agent still references it.
     """
     statement = (
-        sa.delete(models.Secret)
-        .where(models.Secret.id == secret_id, models.Secret.namespace_id == namespace_id)
-        .returning(models.Secret.id)
-        .execution_options(synchronize_session=False)
+        sa.delete(_SECRETS)
+        .where(_SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id)
+        .returning(_SECRETS.c.id)
     )
     return _guarded_write(session, lambda: session.execute(statement).first()) is not None
 
@@ -119,15 +120,15 @@ def delete(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
 def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) -> list[str]:
     """Ids of (up to ten) Agents whose harness authentication uses this Secret."""
     query = (
-        sa.select(models.Agent.id)
+        sa.select(_AGENTS.c.id)
         .where(
-            models.Agent.namespace_id == namespace_id,
-            models.Agent.harness_auth_secret_id == secret_id,
+            _AGENTS.c.namespace_id == namespace_id,
+            _AGENTS.c.harness_auth_secret_id == secret_id,
         )
-        .order_by(models.Agent.id)
+        .order_by(_AGENTS.c.id)
         .limit(_REFERENCE_LIMIT)
     )
-    return list(session.scalars(query))
+    return list(session.execute(query).scalars())
 
 
 def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:

@@ -61,7 +61,7 @@ def make_world(db: Database, admin: str, *, status: str = "ready") -> World:
 
 def create(
     db: Database, actor_id: str, world: World, *, name: str = "helper", empower: bool = True
-) -> agents.AgentView:
+) -> agent_rows.Agent:
     view = agents.create_agent(
         db,
         actor_id=actor_id,
@@ -106,13 +106,13 @@ def work(db: Database, work_id: str) -> values.WorkItem | None:
         return work_queue.get(session, work_id)
 
 
-def deploy(db: Database, actor_id: str, view: agents.AgentView) -> deployments.DeployAccepted:
+def deploy(db: Database, actor_id: str, view: agent_rows.Agent) -> deployments.DeployAccepted:
     return deployments.deploy_agent(
         db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
     )
 
 
-def delete(db: Database, actor_id: str, view: agents.AgentView) -> agents.AgentView:
+def delete(db: Database, actor_id: str, view: agent_rows.Agent) -> agent_rows.Agent:
     return agent_lifecycle.delete_agent(
         db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
     )
@@ -131,8 +131,8 @@ def test_create_writes_the_agent_its_principal_and_audit(
         "stopped",
         None,
     )
-    assert view.harness == agents.Harness("openclaw", "1.2.3")
-    assert view.harness_auth == agents.HarnessAuth("secret", world.secret_id)
+    assert view.harness == agent_rows.Harness("openclaw", "1.2.3")
+    assert view.harness_auth == agent_rows.HarnessAuth("secret", world.secret_id)
     with db.transaction() as session:
         sp = iam_policy.get_principal(session, view.service_principal_id)
     assert sp is not None
@@ -210,7 +210,7 @@ def test_draft_edits_leave_revisions_alone(db: Database, admin: str, world: Worl
     )
 
     assert (updated.harness, updated.execution_mode) == (
-        agents.Harness("codex", "2.0"),
+        agent_rows.Harness("codex", "2.0"),
         "dedicated",
     )
     assert updated.desired_runtime_state == "running"  # a draft edit is not a deployment
@@ -221,7 +221,7 @@ def test_draft_edits_leave_revisions_alone(db: Database, admin: str, world: Worl
         agent_id=view.id,
         revision_id=accepted.deployment_id,
     )
-    assert pinned.harness == deployments.RevisionHarness("openclaw", "1.2.3", "embedded")
+    assert pinned.harness == agent_rows.RevisionHarness("openclaw", "1.2.3", "embedded")
     assert count(db, models.ControllerWork) == 1
 
 

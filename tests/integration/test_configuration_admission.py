@@ -13,6 +13,8 @@ from occ import errors, ids, secret_store
 from occ.controller import configurations, installation, namespaces, secrets
 from occ.db import Database
 from occ.state import audit, models
+from occ.state import configurations as configuration_rows
+from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
 from tests.support import grants, rows
 
@@ -79,7 +81,7 @@ def create(
     namespace_id: str,
     name: str = "base",
     document: dict[str, Any] | None = None,
-) -> configurations.ConfigurationView:
+) -> configuration_rows.Configuration:
     return configurations.create_configuration(
         db,
         actor_id=admin,
@@ -230,8 +232,8 @@ def test_create_racing_namespace_deletion_never_leaves_content_behind(
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
-        created = isinstance(outcomes["create"], configurations.ConfigurationView)
-        deleting = isinstance(outcomes["delete"], namespaces.NamespaceView)
+        created = isinstance(outcomes["create"], configuration_rows.Configuration)
+        deleting = isinstance(outcomes["delete"], namespace_rows.Namespace)
         assert created != deleting, outcomes
         if created:
             assert isinstance(outcomes["delete"], errors.NamespaceNotEmpty)

@@ -6,7 +6,7 @@ from typing import Any
 
 import flask
 
-from occ.controller import policy
+from occ.controller import access_bindings
 from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
@@ -31,7 +31,7 @@ def _database() -> Any:
 def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
     """Bind a Role to a principal; ``resource`` limits it to that exact resource."""
     return common.wrap(
-        policy.create_binding(
+        access_bindings.create_binding(
             _database(),
             actor_id=access.principal_id(),
             role_id=body["role_id"],
@@ -47,7 +47,7 @@ def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_access_bindings() -> dict[str, Any]:
     """The live (unrevoked) bindings."""
-    return common.wrap(policy.list_bindings(_database(), actor_id=access.principal_id()))
+    return common.wrap(access_bindings.list_bindings(_database(), actor_id=access.principal_id()))
 
 
 @blueprint.route("/<binding_id>", methods=["GET"])
@@ -56,7 +56,9 @@ def list_access_bindings() -> dict[str, Any]:
 def get_access_binding(binding_id: str) -> dict[str, Any]:
     """A binding; a revoked one shows ``revokedAt``."""
     return common.wrap(
-        policy.get_binding(_database(), actor_id=access.principal_id(), binding_id=binding_id)
+        access_bindings.get_binding(
+            _database(), actor_id=access.principal_id(), binding_id=binding_id
+        )
     )
 
 
@@ -66,5 +68,7 @@ def get_access_binding(binding_id: str) -> dict[str, Any]:
 def revoke_access_binding(binding_id: str) -> dict[str, Any]:
     """Revoke a binding. A repeat answers the same."""
     return common.wrap(
-        policy.revoke_binding(_database(), actor_id=access.principal_id(), binding_id=binding_id)
+        access_bindings.revoke_binding(
+            _database(), actor_id=access.principal_id(), binding_id=binding_id
+        )
     )

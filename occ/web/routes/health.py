@@ -6,7 +6,6 @@ from typing import Any
 
 import flask
 import marshmallow as ma
-import sqlalchemy as sa
 from marshmallow import fields
 
 from occ import errors
@@ -38,8 +37,7 @@ def readyz() -> dict[str, Any]:
     """Readiness: the database answers."""
     database = flask.current_app.extensions["occ"].runtime.database
     try:
-        with database.snapshot() as session:
-            session.execute(sa.text("SELECT 1"))
+        database.ping()
     except errors.DependencyUnavailable:
         raise errors.DependencyUnavailable("the database is unavailable") from None
     return {"status": "ready"}

@@ -6,7 +6,7 @@ from typing import Any
 
 import flask
 
-from occ.controller import policy
+from occ.controller import restrictions
 from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
@@ -31,7 +31,7 @@ def _database() -> Any:
 def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
     """Deny ``permission``; each optional field narrows the rule (unset: everything)."""
     return common.wrap(
-        policy.create_restriction(
+        restrictions.create_restriction(
             _database(),
             actor_id=access.principal_id(),
             permission=body["permission"],
@@ -47,7 +47,7 @@ def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_restrictions() -> dict[str, Any]:
     """Every restriction."""
-    return common.wrap(policy.list_restrictions(_database(), actor_id=access.principal_id()))
+    return common.wrap(restrictions.list_restrictions(_database(), actor_id=access.principal_id()))
 
 
 @blueprint.route("/<restriction_id>", methods=["GET"])
@@ -55,7 +55,7 @@ def list_restrictions() -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_restriction(restriction_id: str) -> dict[str, Any]:
     return common.wrap(
-        policy.get_restriction(
+        restrictions.get_restriction(
             _database(), actor_id=access.principal_id(), restriction_id=restriction_id
         )
     )
@@ -67,7 +67,7 @@ def get_restriction(restriction_id: str) -> dict[str, Any]:
 def delete_restriction(restriction_id: str) -> dict[str, Any]:
     """Remove a restriction; the response is what it was."""
     return common.wrap(
-        policy.delete_restriction(
+        restrictions.delete_restriction(
             _database(), actor_id=access.principal_id(), restriction_id=restriction_id
         )
     )

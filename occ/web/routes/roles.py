@@ -6,7 +6,7 @@ from typing import Any
 
 import flask
 
-from occ.controller import policy
+from occ.controller import roles
 from occ.web import access, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
@@ -30,7 +30,7 @@ def _database() -> Any:
 def create_role(body: dict[str, Any]) -> dict[str, Any]:
     """Create a Role (Installation-wide, or of one Namespace with ``namespaceId``)."""
     return common.wrap(
-        policy.create_role(
+        roles.create_role(
             _database(),
             actor_id=access.principal_id(),
             name=body["name"],
@@ -45,7 +45,7 @@ def create_role(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_roles() -> dict[str, Any]:
     """The live Roles."""
-    return common.wrap(policy.list_roles(_database(), actor_id=access.principal_id()))
+    return common.wrap(roles.list_roles(_database(), actor_id=access.principal_id()))
 
 
 @blueprint.route("/<role_id>", methods=["GET"])
@@ -53,9 +53,7 @@ def list_roles() -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_role(role_id: str) -> dict[str, Any]:
     """A Role; a deleted one shows ``deletedAt``."""
-    return common.wrap(
-        policy.get_role(_database(), actor_id=access.principal_id(), role_id=role_id)
-    )
+    return common.wrap(roles.get_role(_database(), actor_id=access.principal_id(), role_id=role_id))
 
 
 @blueprint.route("/<role_id>", methods=["DELETE"])
@@ -64,5 +62,5 @@ def get_role(role_id: str) -> dict[str, Any]:
 def delete_role(role_id: str) -> dict[str, Any]:
     """Delete a Role (soft): its bindings stop granting. A repeat answers the same."""
     return common.wrap(
-        policy.delete_role(_database(), actor_id=access.principal_id(), role_id=role_id)
+        roles.delete_role(_database(), actor_id=access.principal_id(), role_id=role_id)
     )

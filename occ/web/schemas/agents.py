@@ -1,7 +1,9 @@
 """Agent, AgentRevision and deployment-status representations and request bodies.
 
-Request bodies are closed; the admission use cases re-check every field (harness version
-format, execution mode of the harness, references in the Namespace) with JSON pointers.
+Representations dump ``occ.state.agents.Agent`` and ``Revision`` values and the controller's
+deployment projection. Request bodies are closed; the admission use cases re-check every
+field (harness version format, execution mode of the harness, references in the Namespace)
+with JSON pointers.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from occ import harnesses
+from occ.controller import deployments
+from occ.state import agents
 from occ.web.schemas import common
 
 HARNESSES = tuple(harnesses.Harness)
 EXECUTION_MODES = tuple(harnesses.ExecutionMode)
-DEPLOYMENT_STATES = ("pending", "active", "superseded", "stopped", "failed")
+DEPLOYMENT_STATES = tuple(deployments.DeploymentState)
 
 _VERSION_HELP = "1 to 64 characters of A-Z a-z 0-9 . _ -"
 
@@ -84,8 +88,12 @@ class Agent(ma.Schema):
     harness_auth = fields.Nested(AgentHarnessAuth, data_key="harnessAuth", allow_none=True)
     compute_driver = fields.String(data_key="computeDriver", required=True)
     service_principal_id = fields.String(data_key="servicePrincipalId", required=True)
-    status = fields.String(required=True)
-    desired_runtime_state = fields.String(data_key="desiredRuntimeState", required=True)
+    status = fields.String(required=True, metadata={"enum": list(agents.AgentStatus)})
+    desired_runtime_state = fields.String(
+        data_key="desiredRuntimeState",
+        required=True,
+        metadata={"enum": list(agents.DesiredRuntimeState)},
+    )
     active_revision_id = fields.String(data_key="activeRevisionId", allow_none=True)
     endpoint = fields.String(allow_none=True)
     created_at = fields.DateTime(data_key="createdAt", required=True)
@@ -111,7 +119,12 @@ class AgentRevision(ma.Schema):
         metadata={"description": "the pinned native document; secrets appear only by id"},
     )
     harness = fields.Nested(AgentRevisionHarness, required=True)
-    harness_auth = fields.Nested(AgentHarnessAuth, data_key="harnessAuth", required=True)
+    harness_auth = fields.Nested(
+        AgentHarnessAuth,
+        data_key="harnessAuth",
+        attribute="pinned_harness_auth",
+        required=True,
+    )
     compute_driver = fields.String(data_key="computeDriver", required=True)
     service_principal_id = fields.String(data_key="servicePrincipalId", required=True)
     actor_id = fields.String(data_key="actorId", required=True)

@@ -1,25 +1,32 @@
-"""IAM representations and request bodies: principals, API keys, Roles, bindings, restrictions."""
+"""IAM representations and request bodies: principals, API keys, Roles, bindings, restrictions.
+
+Representations dump the ``occ.state.iam_policy`` and ``occ.state.api_keys`` values (a new
+key is the controller's ``NewApiKey``, the only one that carries the plaintext).
+"""
 
 from __future__ import annotations
 
 import marshmallow as ma
 from marshmallow import fields, validate
 
+from occ.state import iam_policy
 from occ.web.schemas import common
+
+PRINCIPAL_KINDS = tuple(iam_policy.PrincipalKind)
 
 # -- principals and API keys --------------------------------------------------------------------
 
 
 class PrincipalCreate(common.Request):
     name = fields.String(required=True)
-    kind = fields.String(required=True, validate=validate.OneOf(["human", "service"]))
+    kind = fields.String(required=True, validate=validate.OneOf(PRINCIPAL_KINDS))
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
 
 
 class Principal(ma.Schema):
     id = fields.String(required=True)
     name = fields.String(required=True)
-    kind = fields.String(required=True)
+    kind = fields.String(required=True, metadata={"enum": list(PRINCIPAL_KINDS)})
     namespace_id = fields.String(data_key="namespaceId", allow_none=True)
     agent_id = fields.String(data_key="agentId", allow_none=True)
     created_at = fields.DateTime(data_key="createdAt", required=True)

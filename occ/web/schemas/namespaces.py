@@ -1,10 +1,11 @@
-"""Namespace and Installation representations and request bodies."""
+"""Namespace and Installation representations (of ``occ.state`` values) and request bodies."""
 
 from __future__ import annotations
 
 import marshmallow as ma
 from marshmallow import fields
 
+from occ.state import namespaces
 from occ.web.schemas import common
 
 
@@ -16,7 +17,7 @@ class NamespaceCreate(common.Request):
 class Namespace(ma.Schema):
     id = fields.String(required=True)
     name = fields.String(required=True)
-    status = fields.String(required=True)
+    status = fields.String(required=True, metadata={"enum": list(namespaces.NamespaceStatus)})
     existing_namespace = fields.String(data_key="existingNamespace", allow_none=True)
     created_at = fields.DateTime(data_key="createdAt", required=True)
     updated_at = fields.DateTime(data_key="updatedAt", required=True)

@@ -1,4 +1,7 @@
-"""Operator views: work items and audit events, their query parameters and paged envelopes."""
+"""Operator views: work items and audit events, their query parameters and paged envelopes.
+
+Representations dump ``occ.state.values.WorkItem`` and ``occ.state.audit.AuditEvent`` values.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,14 @@ from marshmallow import fields, validate
 
 from occ import ids
 from occ.controller import operations
-from occ.state import audit, values
+from occ.state import audit, values, work_reads
+from occ.state.work_keys import WorkKind
 from occ.web.schemas import common
+
+WORK_STATES = [state.value for state in values.WorkState]
+WORK_KINDS = [kind.value for kind in WorkKind]
+AUDIT_KINDS = sorted(kind.value for kind in audit.EventKind)
+AUDIT_OUTCOMES = [outcome.value for outcome in audit.EventOutcome]
 
 
 def _id(kind: str) -> validate.Regexp:
@@ -37,7 +46,7 @@ class Query(ma.Schema):
 
 
 class WorkQuery(Query):
-    state = fields.String(validate=validate.OneOf([s.value for s in values.WorkState]))
+    state = fields.String(validate=validate.OneOf(WORK_STATES))
     namespace_id = fields.String(data_key="namespaceId", validate=_id("namespace"))
     agent_id = fields.String(data_key="agentId", validate=_id("agent"))
     limit = _limit()
@@ -60,7 +69,7 @@ class AuditEventQuery(Query):
             validate.Regexp(operations.WORK_ID_PATTERN, error="must be a work id"),
         ],
     )
-    kind = fields.String(validate=validate.OneOf(sorted(audit.KINDS)))
+    kind = fields.String(validate=validate.OneOf(AUDIT_KINDS))
     before = fields.Integer(
         strict=False,
         validate=validate.Range(min=1, max=operations.SEQUENCE_MAX),
@@ -74,16 +83,23 @@ class AuditEventQuery(Query):
 
 
 class WorkItem(ma.Schema):
+    """A work item as operators see it (a ``WorkItem`` value never holds its claim token)."""
+
     id = fields.String(required=True)
-    namespace_id = fields.String(data_key="namespaceId", required=True)
-    agent_id = fields.String(data_key="agentId", required=True, allow_none=True)
-    revision_id = fields.String(data_key="revisionId", required=True, allow_none=True)
-    actor_id = fields.String(data_key="actorId", required=True)
+    kind = fields.String(required=True, dump_only=True, validate=validate.OneOf(WORK_KINDS))
+    namespace_id = fields.String(
+        data_key="namespaceId", attribute="owner.namespace_id", required=True
+    )
+    agent_id = fields.String(
+        data_key="agentId", attribute="owner.agent_id", required=True, allow_none=True
+    )
+    revision_id = fields.String(
+        data_key="revisionId", attribute="owner.revision_id", required=True, allow_none=True
+    )
+    actor_id = fields.String(data_key="actorId", attribute="owner.actor_id", required=True)
     namespace_target = fields.String(data_key="namespaceTarget", required=True, allow_none=True)
     agent_target = fields.String(data_key="agentTarget", required=True, allow_none=True)
-    state = fields.String(
-        required=True, validate=validate.OneOf([s.value for s in values.WorkState])
-    )
+    state = fields.String(required=True, validate=validate.OneOf(WORK_STATES))
     attempt_count = fields.Integer(data_key="attemptCount", required=True)
     available_at = fields.DateTime(data_key="availableAt", required=True)
     lease_expires_at = fields.DateTime(data_key="leaseExpiresAt", required=True, allow_none=True)
@@ -95,19 +111,27 @@ class WorkItem(ma.Schema):
     created_at = fields.DateTime(data_key="createdAt", required=True)
     updated_at = fields.DateTime(data_key="updatedAt", required=True)
 
+    def get_attribute(self, obj: Any, attr: str, default: Any) -> Any:
+        # the targets follow from the item's kind; the value does not repeat them
+        if attr == "namespace_target":
+            return work_reads.targets(obj.kind)[0]
+        if attr == "agent_target":
+            return work_reads.targets(obj.kind)[1]
+        return super().get_attribute(obj, attr, default)
+
 
 class AuditEvent(ma.Schema):
     id = fields.String(required=True)
     sequence = fields.Integer(required=True)
     occurred_at = fields.DateTime(data_key="occurredAt", required=True)
-    kind = fields.String(required=True)
+    kind = fields.String(required=True, metadata={"enum": AUDIT_KINDS})
     action = fields.String(required=True)
     actor_id = fields.String(data_key="actorId", required=True)
     namespace_id = fields.String(data_key="namespaceId", required=True, allow_none=True)
     resource_kind = fields.String(data_key="resourceKind", required=True, allow_none=True)
     resource_id = fields.String(data_key="resourceId", required=True, allow_none=True)
     work_id = fields.String(data_key="workId", required=True, allow_none=True)
-    outcome = fields.String(required=True)
+    outcome = fields.String(required=True, metadata={"enum": AUDIT_OUTCOMES})
     details = fields.Dict(required=True)
 
 

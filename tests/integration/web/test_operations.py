@@ -24,6 +24,7 @@ WORK = "/v1/work"
 
 WORK_FIELDS = {
     "id",
+    "kind",
     "namespaceId",
     "agentId",
     "revisionId",
@@ -115,7 +116,8 @@ def test_work_list_represents_items_in_camel_case_without_tokens(
     (item,) = response.json["data"]
     assert set(item) == WORK_FIELDS
     assert item["id"] == f"namespace:{namespace_id}:reconcile:ready"
-    assert (item["namespaceId"], item["actorId"], item["namespaceTarget"]) == (
+    assert (item["kind"], item["namespaceId"], item["actorId"], item["namespaceTarget"]) == (
+        "namespace_ready",
         namespace_id,
         admin.principal_id,
         "ready",

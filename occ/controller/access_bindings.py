@@ -1,0 +1,189 @@
+"""Access-binding use cases: grant a Role to a principal at a scope, read, list, revoke.
+
+Each needs ``installation:administer`` on the Installation and runs authorization, state and
+audit in one transaction; revoking the binding that would leave nobody able to administer the
+Installation is refused. They return ``occ.state.iam_policy.AccessBinding`` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from occ import errors, iam, ids
+from occ.controller import admission, installation, policy
+from occ.db import Database, Session
+from occ.state import grants, iam_policy
+
+
+def create_binding(
+    db: Database,
+    *,
+    actor_id: str,
+    role_id: str,
+    principal_id: str,
+    namespace_id: str | None = None,
+    resource: Mapping[str, Any] | None = None,
+) -> iam_policy.AccessBinding:
+    """Grant a live Role to a principal Installation-wide, in a Namespace, or on one resource.
+
+    ``resource`` (``{kind, id}``) limits the binding to that exact resource; it needs the
+    resource's ``namespace_id`` unless it is the Installation (no Namespace) or a Namespace
+    (its own).
+
+    Raises:
+        InvalidInput: a malformed ``/roleId``, ``/principalId``, ``/namespaceId``,
+            ``/resource/kind`` or ``/resource/id``, or a scope that does not fit.
+        Forbidden: the caller may not administer the Installation (audited).
+        NotFound: the Role (live), principal, Namespace or resource does not exist.
+        Conflict: the Namespace is being deleted.
+    """
+    ids.require("role", role_id, "/roleId")
+    ids.require("principal", principal_id, "/principalId")
+    policy.optional_id("namespace", namespace_id, "/namespaceId")
+    target = _resource_ref(resource)
+    if target is not None:
+        namespace_id = _scope_of(target, namespace_id)
+    request = {
+        "roleId": role_id,
+        "principalId": principal_id,
+        "namespaceId": namespace_id,
+        "resource": None if target is None else {"kind": target.kind, "id": target.id},
+    }
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(session, actor_id, "access_bindings.create", request)
+        if namespace_id is not None:
+            policy.open_namespace(session, namespace_id)
+        if target is not None:
+            _require_resource(session, target, namespace_id)
+        principal = iam_policy.get_principal(session, principal_id)
+        if principal is None:
+            raise errors.NotFound("the principal does not exist")
+        if principal.namespace_id is not None and principal.namespace_id != namespace_id:
+            raise errors.InvalidInput.at(
+                "/principalId", "a Namespace principal is bound only in its own Namespace"
+            )
+        binding = iam_policy.bind(
+            session,
+            role_id=role_id,
+            principal_id=principal_id,
+            created_by=actor_id,
+            namespace_id=namespace_id,
+            resource_kind=None if target is None else target.kind,
+            resource_id=None if target is None else target.id,
+        )
+        policy.audit_change(
+            session,
+            "access_bindings.create",
+            actor_id,
+            resource=("access_binding", binding.id),
+            namespace_id=namespace_id,
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
+        )
+        return binding
+
+
+def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:
+    """An access binding, revoked or not.
+
+    Raises:
+        NotFound: no binding has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    policy.known("access_binding", binding_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        policy.administer(session, actor_id, "access_bindings.read")
+        return _binding(session, binding_id)
+
+
+def list_bindings(db: Database, *, actor_id: str) -> list[iam_policy.AccessBinding]:
+    """The live (unrevoked) bindings in creation order."""
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        policy.administer(session, actor_id, "access_bindings.list")
+        return iam_policy.list_bindings(session)
+
+
+def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:
+    """Revoke a binding; a repeat changes nothing.
+
+    Raises:
+        NotFound: no binding has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+        Conflict: no principal would be left able to administer the Installation.
+    """
+    policy.known("access_binding", binding_id)
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(session, actor_id, "access_bindings.revoke")
+        grants.lock_administrators(session)
+        binding = _binding(session, binding_id)
+        if binding.revoked_at is not None:
+            return binding
+        revoked = iam_policy.revoke_binding(session, binding_id)
+        assert revoked is not None  # it existed a moment ago and rows are never removed
+        policy.keep_an_administrator(session)
+        policy.audit_change(
+            session,
+            "access_bindings.revoke",
+            actor_id,
+            resource=("access_binding", binding.id),
+            namespace_id=binding.namespace_id,
+            details={
+                "roleId": binding.role_id,
+                "principalId": binding.principal_id,
+                "authorization": decision.evidence.as_details(),
+            },
+        )
+        return revoked
+
+
+def _binding(session: Session, binding_id: str) -> iam_policy.AccessBinding:
+    binding = iam_policy.get_binding(session, binding_id)
+    if binding is None:
+        raise errors.NotFound("the access binding does not exist")
+    return binding
+
+
+def _resource_ref(resource: Mapping[str, Any] | None) -> iam_policy.ResourceRef | None:
+    if resource is None:
+        return None
+    if not isinstance(resource, Mapping):
+        raise errors.InvalidInput.at("/resource", "must be an object {kind, id}")
+    kind = resource.get("kind")
+    if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
+        raise errors.InvalidInput.at(
+            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
+        )
+    return iam_policy.ResourceRef(kind, ids.require(kind, resource.get("id"), "/resource/id"))
+
+
+def _scope_of(target: iam_policy.ResourceRef, namespace_id: str | None) -> str | None:
+    """The Namespace a resource binding is made in (checked against the one given)."""
+    if target.kind == "installation":
+        if namespace_id is not None:
+            raise errors.InvalidInput.at("/namespaceId", "the Installation is in no Namespace")
+        return None
+    if target.kind == "namespace":
+        if namespace_id not in (None, target.id):
+            raise errors.InvalidInput.at(
+                "/namespaceId", "a Namespace binding is made in that Namespace"
+            )
+        return target.id
+    if namespace_id is None:
+        raise errors.InvalidInput.at(
+            "/namespaceId", f"a binding on a {target.kind} needs its Namespace"
+        )
+    return namespace_id
+
+
+def _require_resource(
+    session: Session, target: iam_policy.ResourceRef, namespace_id: str | None
+) -> None:
+    if target.kind == "installation":
+        exists = installation.current(session).id == target.id
+    elif target.kind == "namespace":
+        exists = True  # open_namespace found it
+    else:
+        assert namespace_id is not None  # _scope_of requires it for these kinds
+        exists = iam_policy.resource_exists(session, target.kind, target.id, namespace_id)
+    if not exists:
+        raise errors.NotFound(f"the {target.kind.replace('_', ' ')} does not exist")

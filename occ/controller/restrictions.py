@@ -1,0 +1,134 @@
+"""Restriction use cases: add, read, list and remove deny rules.
+
+Each needs ``installation:administer`` on the Installation and runs authorization, state and
+audit in one transaction; a restriction that would leave nobody able to administer the
+Installation is refused. They return ``occ.state.iam_policy.Restriction`` values.
+"""
+
+from __future__ import annotations
+
+from occ import errors, iam, ids
+from occ.controller import admission, policy
+from occ.controller import namespaces as namespace_cases
+from occ.db import Database, Session
+from occ.state import grants, iam_policy
+
+
+def create_restriction(
+    db: Database,
+    *,
+    actor_id: str,
+    permission: str,
+    principal_id: str | None = None,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+) -> iam_policy.Restriction:
+    """Add a deny rule for ``permission``; the optional fields narrow it (unset: everything).
+
+    Raises:
+        InvalidInput: an unknown ``/permission``, a malformed ``/principalId``,
+            ``/namespaceId`` or ``/resourceId``.
+        Forbidden: the caller may not administer the Installation (audited).
+        NotFound: the principal or the Namespace does not exist.
+        Conflict: no principal would be left able to administer the Installation.
+    """
+    if not iam.is_permission(permission):
+        raise errors.InvalidInput.at("/permission", "is not a known permission")
+    policy.optional_id("principal", principal_id, "/principalId")
+    policy.optional_id("namespace", namespace_id, "/namespaceId")
+    if resource_id is not None and not any(
+        ids.is_valid(kind, resource_id) for kind in sorted(iam.RESOURCE_KINDS)
+    ):
+        raise errors.InvalidInput.at("/resourceId", "must be the id of a resource")
+    request = {
+        "permission": permission,
+        "principalId": principal_id,
+        "namespaceId": namespace_id,
+        "resourceId": resource_id,
+    }
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(session, actor_id, "restrictions.create", request)
+        if permission == policy.PERMISSION:
+            grants.lock_administrators(session)
+        if principal_id is not None and iam_policy.get_principal(session, principal_id) is None:
+            raise errors.NotFound("the principal does not exist")
+        if namespace_id is not None:
+            namespace_cases.live(session, namespace_id)
+        restriction = iam_policy.create_restriction(
+            session,
+            permission=permission,
+            created_by=actor_id,
+            principal_id=principal_id,
+            namespace_id=namespace_id,
+            resource_id=resource_id,
+        )
+        if permission == policy.PERMISSION:
+            policy.keep_an_administrator(session)
+        policy.audit_change(
+            session,
+            "restrictions.create",
+            actor_id,
+            resource=("restriction", restriction.id),
+            namespace_id=namespace_id,
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
+        )
+        return restriction
+
+
+def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> iam_policy.Restriction:
+    """A restriction.
+
+    Raises:
+        NotFound: no restriction has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    policy.known("restriction", restriction_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        policy.administer(session, actor_id, "restrictions.read")
+        return _restriction(session, restriction_id)
+
+
+def list_restrictions(db: Database, *, actor_id: str) -> list[iam_policy.Restriction]:
+    """Every restriction in creation order."""
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        policy.administer(session, actor_id, "restrictions.list")
+        return iam_policy.list_restrictions(session)
+
+
+def delete_restriction(
+    db: Database, *, actor_id: str, restriction_id: str
+) -> iam_policy.Restriction:
+    """Remove a restriction and return what it was.
+
+    Raises:
+        NotFound: no restriction has this id (also when it was already removed).
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    policy.known("restriction", restriction_id)
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(session, actor_id, "restrictions.delete")
+        restriction = _restriction(session, restriction_id)
+        if not iam_policy.delete_restriction(session, restriction_id):
+            raise errors.NotFound("the restriction does not exist")
+        policy.audit_change(
+            session,
+            "restrictions.delete",
+            actor_id,
+            resource=("restriction", restriction.id),
+            namespace_id=restriction.namespace_id,
+            details={
+                "permission": restriction.permission,
+                **admission.present(
+                    {"principalId": restriction.principal_id, "resourceId": restriction.resource_id}
+                ),
+                "authorization": decision.evidence.as_details(),
+            },
+        )
+        return restriction
+
+
+def _restriction(session: Session, restriction_id: str) -> iam_policy.Restriction:
+    restriction = iam_policy.get_restriction(session, restriction_id)
+    if restriction is None:
+        raise errors.NotFound("the restriction does not exist")
+    return restriction

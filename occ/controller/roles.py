@@ -1,0 +1,112 @@
+"""Role use cases: create, read, list and (soft-)delete Roles.
+
+Each needs ``installation:administer`` on the Installation and runs authorization, state and
+audit in one transaction; deleting a Role that would leave nobody able to administer the
+Installation is refused. They return ``occ.state.iam_policy.Role`` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from occ import errors, iam
+from occ.controller import admission, policy
+from occ.db import Database, Session
+from occ.state import grants, iam_policy
+
+
+def create_role(
+    db: Database,
+    *,
+    actor_id: str,
+    name: str,
+    permissions: Sequence[str],
+    namespace_id: str | None = None,
+) -> iam_policy.Role:
+    """Create a Role holding ``permissions`` (Installation-wide, or of one Namespace).
+
+    Raises:
+        InvalidInput: a bad ``/name``, ``/namespaceId``, or ``/permissions/<index>`` (unknown,
+            or not allowed in a Namespace Role).
+        Forbidden: the caller may not administer the Installation (audited).
+        NotFound: the Namespace does not exist.
+        Conflict: a live Role has this name in this scope, or the Namespace is being deleted.
+    """
+    name = admission.name(name, "/name")
+    policy.optional_id("namespace", namespace_id, "/namespaceId")
+    if not isinstance(permissions, list | tuple):
+        raise errors.InvalidInput.at("/permissions", "must be a list of permissions")
+    checked = iam.check_permissions(permissions, namespace_scoped=namespace_id is not None)
+    request = {"name": name, "permissions": list(checked), "namespaceId": namespace_id}
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(session, actor_id, "roles.create", request)
+        if namespace_id is not None:
+            policy.open_namespace(session, namespace_id)
+        role = iam_policy.create_role(
+            session, name=name, permissions=checked, namespace_id=namespace_id
+        )
+        policy.audit_change(
+            session,
+            "roles.create",
+            actor_id,
+            resource=("role", role.id),
+            namespace_id=namespace_id,
+            details={**admission.present(request), "authorization": decision.evidence.as_details()},
+        )
+        return role
+
+
+def get_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role:
+    """A Role, deleted or not.
+
+    Raises:
+        NotFound: no Role has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    policy.known("role", role_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        policy.administer(session, actor_id, "roles.read")
+        return _role(session, role_id)
+
+
+def list_roles(db: Database, *, actor_id: str) -> list[iam_policy.Role]:
+    """The live Roles in creation order."""
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        policy.administer(session, actor_id, "roles.list")
+        return iam_policy.list_roles(session)
+
+
+def delete_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role:
+    """Soft-delete a Role: its bindings stop granting. A repeat changes nothing.
+
+    Raises:
+        NotFound: no Role has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+        Conflict: no principal would be left able to administer the Installation.
+    """
+    policy.known("role", role_id)
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(session, actor_id, "roles.delete")
+        grants.lock_administrators(session)
+        role = _role(session, role_id)
+        if role.deleted_at is not None:
+            return role
+        deleted = iam_policy.delete_role(session, role_id)
+        assert deleted is not None  # it existed a moment ago and rows are never removed
+        policy.keep_an_administrator(session)
+        policy.audit_change(
+            session,
+            "roles.delete",
+            actor_id,
+            resource=("role", role.id),
+            namespace_id=role.namespace_id,
+            details={"name": role.name, "authorization": decision.evidence.as_details()},
+        )
+        return deleted
+
+
+def _role(session: Session, role_id: str) -> iam_policy.Role:
+    role = iam_policy.get_role(session, role_id)
+    if role is None:
+        raise errors.NotFound("the role does not exist")
+    return role

@@ -1,0 +1,174 @@
+"""The policy loader: a principal with its live grants and the restrictions on one permission.
+
+One query per decision (or per filtered list); takes the caller's session, writes nothing and
+decides nothing: ``occ.iam`` evaluates what this returns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ.state import iam_policy, models
+
+_ROLES: Final = cast(sa.Table, models.Role.__table__)
+_BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
+
+# serializes the changes that can take administration away, so two of them racing cannot
+# each leave the other's administrator as the last one and then remove it
+_ADMINISTRATORS_LOCK: Final = sa.text(
+    "SELECT pg_advisory_xact_lock(hashtext('occ.iam.installation-administrators'))"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grant:
+    """A live binding of the principal joined with its live Role, as authorization sees it."""
+
+    binding_id: str
+    role_id: str
+    role_namespace_id: str | None
+    permissions: tuple[str, ...]
+    namespace_id: str | None
+    resource_kind: str | None
+    resource_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """Everything ``occ.iam`` needs to decide one request of one principal."""
+
+    principal: iam_policy.Principal
+    grants: tuple[Grant, ...]
+    restrictions: tuple[iam_policy.Restriction, ...]
+
+
+# One statement: the principal, its live grants and the restrictions on the permission. The
+# filters only narrow to a superset of what applies; occ.iam re-checks every rule.
+_LOAD_POLICY = sa.text("""
+    SELECT p.id, p.name, p.kind, p.namespace_id, p.agent_id, p.created_at, p.disabled_at,
+      COALESCE((
+        SELECT jsonb_agg(jsonb_build_object(
+                 'binding_id', b.id, 'role_id', r.id, 'role_namespace_id', r.namespace_id,
+                 'permissions', to_jsonb(r.permissions), 'namespace_id', b.namespace_id,
+                 'resource_kind', b.resource_kind, 'resource_id', b.resource_id) ORDER BY b.id)
+          FROM occ.access_bindings b JOIN occ.roles r ON r.id = b.role_id
+         WHERE b.principal_id = p.id AND b.revoked_at IS NULL AND r.deleted_at IS NULL
+           AND CAST(:permission AS text) = ANY (r.permissions)
+           AND (:everywhere OR b.namespace_id IS NULL
+                OR b.namespace_id = CAST(:namespace_id AS text))
+      ), '[]'::jsonb) AS grants,
+      COALESCE((
+        SELECT jsonb_agg(jsonb_build_object(
+                 'id', x.id, 'permission', x.permission, 'principal_id', x.principal_id,
+                 'namespace_id', x.namespace_id, 'resource_id', x.resource_id,
+                 'created_by', x.created_by, 'created_at', x.created_at) ORDER BY x.id)
+          FROM occ.restrictions x
+         WHERE x.permission = CAST(:permission AS text)
+           AND (x.principal_id IS NULL OR x.principal_id = p.id)
+           AND (:everywhere
+                OR ((x.namespace_id IS NULL OR x.namespace_id = CAST(:namespace_id AS text))
+                    AND (x.resource_id IS NULL OR x.resource_id = CAST(:resource_id AS text))))
+      ), '[]'::jsonb) AS restrictions
+      FROM occ.principals p
+     WHERE p.id = :principal_id""")
+
+
+def load_policy(
+    session: orm.Session,
+    principal_id: str,
+    *,
+    permission: str,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+    everywhere: bool = False,
+) -> Policy | None:
+    """The principal with its grants and restrictions for ``permission``, in one query.
+
+    Grants are live bindings (not revoked, Role not deleted) whose Role holds the permission;
+    restrictions are those on the permission for this principal or everyone. Unless
+    ``everywhere``, both are narrowed to what can apply to a resource with this id in this
+    Namespace; ``everywhere`` loads them for every resource (to filter a list in one query).
+    ``None`` when no principal has this id.
+    """
+    row = (
+        session.execute(
+            _LOAD_POLICY,
+            {
+                "principal_id": principal_id,
+                "permission": permission,
+                "namespace_id": namespace_id,
+                "resource_id": resource_id,
+                "everywhere": everywhere,
+            },
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    return Policy(
+        principal=iam_policy.Principal(
+            id=row["id"],
+            name=row["name"],
+            kind=iam_policy.PrincipalKind(row["kind"]),
+            namespace_id=row["namespace_id"],
+            agent_id=row["agent_id"],
+            created_at=row["created_at"],
+            disabled_at=row["disabled_at"],
+        ),
+        grants=tuple(_grant(item) for item in row["grants"]),
+        restrictions=tuple(_loaded_restriction(item) for item in row["restrictions"]),
+    )
+
+
+def lock_administrators(session: orm.Session) -> None:
+    """Take the transaction lock every change that can take administration away holds."""
+    session.execute(_ADMINISTRATORS_LOCK)
+
+
+def principals_holding(session: orm.Session, permission: str) -> list[str]:
+    """Ids of the principals with a live binding to a live Role that lists ``permission``
+    (at any scope; ``occ.iam`` decides what each may really do)."""
+    binding, role = _BINDINGS.c, _ROLES.c
+    query = (
+        sa.select(binding.principal_id)
+        .distinct()
+        .join_from(_BINDINGS, _ROLES, role.id == binding.role_id)
+        .where(
+            binding.revoked_at.is_(None),
+            role.deleted_at.is_(None),
+            role.permissions.contains([permission]),
+        )
+        .order_by(binding.principal_id)
+    )
+    return list(session.execute(query).scalars())
+
+
+def _grant(item: Mapping[str, Any]) -> Grant:
+    return Grant(
+        binding_id=item["binding_id"],
+        role_id=item["role_id"],
+        role_namespace_id=item["role_namespace_id"],
+        permissions=tuple(item["permissions"]),
+        namespace_id=item["namespace_id"],
+        resource_kind=item["resource_kind"],
+        resource_id=item["resource_id"],
+    )
+
+
+def _loaded_restriction(item: Mapping[str, Any]) -> iam_policy.Restriction:
+    return iam_policy.Restriction(
+        id=item["id"],
+        permission=item["permission"],
+        principal_id=item["principal_id"],
+        namespace_id=item["namespace_id"],
+        resource_id=item["resource_id"],
+        created_by=item["created_by"],
+        created_at=dt.datetime.fromisoformat(item["created_at"]),
+    )
