@@ -1,0 +1,120 @@
+"""``queries.parse`` and the work queue's SQL file: named whole statements, comments dropped (a
+``:name`` in a comment is never a parameter), malformed blocks refused, and every statement the
+queue module runs is in its file."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import pytest
+import sqlalchemy as sa
+
+from occ.state import queries, work_queue
+
+TEXT = """\
+-- The file's own header: not a statement.
+
+-- name: first_item
+-- One item by id (the description line is for the reader).
+SELECT w.* FROM occ.controller_work w
+ WHERE w.id = :work_id;   -- keep :not_a_parameter out of the binds
+
+-- name: touch
+-- Touch an item; the comment's :lease_ms is only prose.
+UPDATE occ.controller_work
+   -- a comment line inside the statement, naming :also_prose
+   SET updated_at = clock_timestamp()
+ WHERE id = :work_id AND claim_token = :token;
+"""
+
+
+def _binds(body: str) -> set[str]:
+    return set(sa.text(body).compile().params)
+
+
+def test_statements_come_by_name_without_comments_or_the_semicolon() -> None:
+    statements = queries.parse(TEXT)
+
+    assert list(statements) == ["first_item", "touch"]
+    assert (
+        statements["first_item"] == "SELECT w.* FROM occ.controller_work w\n WHERE w.id = :work_id"
+    )
+    assert statements["touch"] == (
+        "UPDATE occ.controller_work\n"
+        "   SET updated_at = clock_timestamp()\n"
+        " WHERE id = :work_id AND claim_token = :token"
+    )
+
+
+def test_a_name_in_a_comment_is_never_a_parameter() -> None:
+    statements = queries.parse(TEXT)
+
+    assert _binds(statements["first_item"]) == {"work_id"}
+    assert _binds(statements["touch"]) == {"work_id", "token"}
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n", "defined twice"),
+        ("-- name: a\nSELECT 1; SELECT 2;\n", "one statement"),
+        ("-- name: a\nSELECT 1;\nSELECT 2;\n", "one statement"),
+        ("-- name: a\nSELECT 1\n", "one statement"),
+        ("-- name: a\n-- only a description\n", "one statement"),
+        ("-- name: a\nSELECT 1; -- done\n-- name: b\n", "'b' must be one statement"),
+    ],
+)
+def test_a_malformed_block_is_refused(text: str, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        queries.parse(text)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="parse() of a text without a '-- name:' header fails inside zip(strict=True) "
+    "with a message about zip, not about the file",
+)
+def test_text_without_a_named_statement_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match="statement"):
+        queries.parse("-- just prose\nSELECT 1;\n")
+
+
+def _statements_the_queue_runs() -> tuple[set[str], set[str]]:
+    """Names in ``SQL["..."]`` and in ``_one_fenced(session, "...", ...)`` calls."""
+    tree = ast.parse(inspect.getsource(work_queue))
+    indexed, fenced = set(), set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "SQL"
+            and isinstance(node.slice, ast.Constant)
+        ):
+            indexed.add(node.slice.value)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "_one_fenced"
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            fenced.add(node.args[1].value)
+    return indexed, fenced
+
+
+def test_the_queue_file_has_every_statement_the_queue_runs() -> None:
+    loaded = queries.load("work_queue.sql")
+    indexed, fenced = _statements_the_queue_runs()
+
+    assert len(indexed | fenced) >= 15  # the walk found the module's statements
+    assert (indexed | fenced) - set(loaded) == set()
+    assert set(loaded) - (indexed | fenced) == set(), "statements nothing runs"
+
+
+def test_every_fenced_statement_binds_the_work_id_and_the_claim_token() -> None:
+    loaded = queries.load("work_queue.sql")
+    _, fenced = _statements_the_queue_runs()
+
+    for name in fenced:
+        assert {"work_id", "token"} <= set(loaded[name].compile().params), name
