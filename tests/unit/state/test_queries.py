@@ -83,13 +83,15 @@ def test_text_without_a_named_statement_is_refused_clearly() -> None:
 def _statements_the_queue_runs() -> tuple[set[str], set[str]]:
     """Names in ``SQL["..."]`` and in ``_one_fenced(session, "...", ...)`` calls."""
     tree = ast.parse(inspect.getsource(work_queue))
-    indexed, fenced = set(), set()
+    indexed: set[str] = set()
+    fenced: set[str] = set()
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.value, ast.Name)
             and node.value.id == "SQL"
             and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
         ):
             indexed.add(node.slice.value)
         if (
@@ -98,6 +100,7 @@ def _statements_the_queue_runs() -> tuple[set[str], set[str]]:
             and node.func.id == "_one_fenced"
             and len(node.args) > 1
             and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
         ):
             fenced.add(node.args[1].value)
     return indexed, fenced
