@@ -14,7 +14,7 @@ from typing import Any, Final, TypeVar
 
 from occ import errors, iam, ids
 from occ.db import Database, Session
-from occ.state import audit
+from occ.state import audit, namespaces
 
 NAME_MAX: Final = 200
 
@@ -127,7 +127,7 @@ def require_id(kind: str, value: str) -> None:
 
 def require_ready(status: str) -> None:
     """New content needs a ``ready`` Namespace."""
-    if status != "ready":
+    if status != namespaces.NamespaceStatus.READY:
         raise errors.NamespaceNotReady(f"the Namespace is {status}, not ready")
 
 
