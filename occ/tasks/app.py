@@ -38,7 +38,7 @@ cheap and idempotent: running it more often than a driver's interval changes not
 def create(settings: Settings) -> Celery:
     """A configured Celery app for ``settings``, with occ's tasks."""
     broker_guard.install()
-    app = Celery("occ", set_as_current=False)
+    app = Celery("occ", set_as_current=False, amqp=broker_guard.AMQP)
     app.conf.update(_configuration(settings))
     # the settings hold credentials: they stay off ``app.conf``, which ``celery inspect conf``
     # and Flower show
