@@ -15,7 +15,7 @@ from typing import Any, Final
 from occ import errors, harnesses, iam, ids
 from occ.controller import admission
 from occ.db import Database, Session
-from occ.state import agents, audit, iam_policy, namespaces
+from occ.state import agents, audit, configurations, iam_policy, namespaces, secrets
 
 EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -286,12 +286,12 @@ def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | 
 def check_references(session: Session, namespace_id: str, columns: Mapping[str, Any]) -> None:
     """The referenced Configuration and Secret must exist in the Namespace."""
     configuration_id = columns.get("configuration_id")
-    if configuration_id is not None and not agents.configuration_exists(
+    if configuration_id is not None and not configurations.hold_reference(
         session, namespace_id, configuration_id
     ):
         raise errors.InvalidInput.at("/configurationId", "no such configuration in this Namespace")
     secret_id = columns.get("harness_auth_secret_id")
-    if secret_id is not None and not agents.secret_exists(session, namespace_id, secret_id):
+    if secret_id is not None and not secrets.hold_reference(session, namespace_id, secret_id):
         raise errors.InvalidInput.at("/harnessAuth/secretId", "no such secret in this Namespace")
 
 

@@ -18,7 +18,7 @@ from occ import codes, errors, iam
 from occ.controller import admission
 from occ.controller import agents as agent_use_cases
 from occ.db import Database, Session
-from occ.state import agents, audit, namespaces, values, work_keys, work_queue
+from occ.state import agents, audit, configurations, namespaces, values, work_keys, work_queue
 
 ACTIVATED: Final = codes.SUCCESS_WITH_RESULT
 """Success codes of a revision that became (or already was) the active one."""
@@ -116,7 +116,7 @@ def deploy_agent(
         if secret_id is None:
             raise errors.Conflict("the Agent has no harness authentication; set harnessAuth")
         evidence = _authorize_references(session, actor_id, agent, secret_id)
-        configuration = agents.pinned_configuration(session, namespace.id, agent.configuration_id)
+        configuration = configurations.pinned(session, namespace.id, agent.configuration_id)
         assert configuration is not None  # the Agent's foreign key keeps it
         revision = agents.insert_revision(
             session,

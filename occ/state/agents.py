@@ -25,8 +25,6 @@ from occ.state import models, namespaces
 _NOW = sa.func.clock_timestamp()
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
-_CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
-_SECRETS: Final = cast(sa.Table, models.Secret.__table__)
 _NAME_KEY: Final = "agents_namespace_id_name_key"
 
 DRAFT_FIELDS: Final = frozenset(
@@ -154,16 +152,7 @@ class Revision(RevisionSnapshot):
         return HarnessAuth(str(self.harness_auth["kind"]), str(self.harness_auth["secretId"]))
 
 
-@dataclass(frozen=True, kw_only=True)
-class PinnedConfiguration:
-    """A Configuration as a deploy pins it: one consistent read of generation and document."""
-
-    id: str
-    generation: int
-    document: Mapping[str, Any]
-
-
-# -- Namespace and references -------------------------------------------------------------------
+# -- the Namespace lock ---------------------------------------------------------------------------
 
 
 def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namespace | None:
@@ -173,52 +162,6 @@ def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namesp
     deletion (``FOR UPDATE``) or status change waits for them, and they for it.
     """
     return namespaces.get(session, namespace_id, shared=True)
-
-
-def configuration_exists(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
-    """Whether the Configuration is in the Namespace; holds a key-share lock until commit so
-    that it cannot be deleted before the Agent that references it is written."""
-    table = _CONFIGURATIONS
-    return (
-        session.execute(
-            sa.select(table.c.id)
-            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
-            .with_for_update(key_share=True, read=True)
-        ).first()
-        is not None
-    )
-
-
-def secret_exists(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
-    """Whether the Secret is in the Namespace (key-share locked like ``configuration_exists``)."""
-    table = _SECRETS
-    return (
-        session.execute(
-            sa.select(table.c.id)
-            .where(table.c.namespace_id == namespace_id, table.c.id == secret_id)
-            .with_for_update(key_share=True, read=True)
-        ).first()
-        is not None
-    )
-
-
-def pinned_configuration(
-    session: orm.Session, namespace_id: str, configuration_id: str
-) -> PinnedConfiguration | None:
-    """The Configuration's generation and native document, read together, or ``None``."""
-    table = _CONFIGURATIONS
-    row = (
-        session.execute(
-            sa.select(table.c.id, table.c.generation, table.c.document)
-            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
-            .with_for_update(key_share=True, read=True)
-        )
-        .mappings()
-        .first()
-    )
-    if row is None:
-        return None
-    return PinnedConfiguration(id=row["id"], generation=row["generation"], document=row["document"])
 
 
 # -- Agents -------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ in one Namespace; ``generation`` starts at 1 and moves by one on every update.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 
@@ -39,6 +39,15 @@ class Configuration:
     generation: int
     created_at: dt.datetime
     updated_at: dt.datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinnedConfiguration:
+    """A Configuration as a deploy pins it: one consistent read of generation and document."""
+
+    id: str
+    generation: int
+    document: Mapping[str, Any]
 
 
 def insert(
@@ -160,6 +169,39 @@ def referencing_agents(session: orm.Session, namespace_id: str, configuration_id
         .limit(_REFERENCE_LIMIT)
     )
     return list(session.execute(query).scalars())
+
+
+def hold_reference(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
+    """Whether the Configuration is in the Namespace; holds a key-share lock until commit so
+    that it cannot be deleted before the Agent that references it is written."""
+    table = _CONFIGURATIONS
+    return (
+        session.execute(
+            sa.select(table.c.id)
+            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
+            .with_for_update(key_share=True, read=True)
+        ).first()
+        is not None
+    )
+
+
+def pinned(
+    session: orm.Session, namespace_id: str, configuration_id: str
+) -> PinnedConfiguration | None:
+    """The Configuration's generation and native document, read together, or ``None``."""
+    table = _CONFIGURATIONS
+    row = (
+        session.execute(
+            sa.select(table.c.id, table.c.generation, table.c.document)
+            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
+            .with_for_update(key_share=True, read=True)
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    return PinnedConfiguration(id=row["id"], generation=row["generation"], document=row["document"])
 
 
 def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:

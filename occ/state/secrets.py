@@ -131,6 +131,20 @@ def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) 
     return list(session.execute(query).scalars())
 
 
+def hold_reference(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
+    """Whether the Secret is in the Namespace; holds a key-share lock until commit so that it
+    cannot be deleted before the Agent that references it is written."""
+    table = _SECRETS
+    return (
+        session.execute(
+            sa.select(table.c.id)
+            .where(table.c.namespace_id == namespace_id, table.c.id == secret_id)
+            .with_for_update(key_share=True, read=True)
+        ).first()
+        is not None
+    )
+
+
 def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:
     """Run ``write`` in a savepoint and turn constraint violations into occ errors.
 

@@ -32,6 +32,7 @@ from occ.controller import (
 )
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.state import agents as agent_rows
 from occ.state import iam_policy, models
 from occ.state import namespaces as namespace_rows
 from occ.tasks import app as tasks_app
@@ -140,7 +141,7 @@ def _state_is(db: Database, world: World, revision_id: str, *states: str) -> boo
     return _deployment(db, world, revision_id).state in states
 
 
-def _agent(db: Database, world: World) -> agents.AgentView:
+def _agent(db: Database, world: World) -> agent_rows.Agent:
     return agents.get_agent(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )

@@ -15,6 +15,7 @@ from occ.config import Settings
 from occ.controller import agents, configurations, deployments, installation, namespaces, secrets
 from occ.db import Database
 from occ.drivers.compute.docker import naming
+from occ.state import agents as agent_rows
 from occ.state import iam_policy, models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
@@ -121,7 +122,7 @@ def state_is(db: Database, world: World, revision_id: str, *states: str) -> bool
     return deployment(db, world, revision_id).state in states
 
 
-def agent(db: Database, world: World) -> agents.AgentView:
+def agent(db: Database, world: World) -> agent_rows.Agent:
     return agents.get_agent(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
