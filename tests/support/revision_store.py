@@ -1,123 +1,30 @@
 """An in-memory ``RevisionStore`` for unit tests of the revision pass, built from a scenario.
 
-``scenario()`` makes an Agent with numbered revisions (which one is deployed, which one is
-active, the desired runtime state, the item's work key); ``InMemoryRevisionStore`` answers the
-pass's reads and publications from it the way the PostgreSQL store does: a claim-fenced
-compare-and-set of the active pointer, one activation audit, the queue's settlement rules
-(defer refunds the attempt and fails past the convergence deadline on an injected clock; retry
-keeps it and fails at the attempt limit) and the next maintenance item. It keeps what was
-published so tests assert the outcome. It must not grow logic the pass itself should have:
-everything here mirrors ``occ.reconcile.revision_store`` and ``occ.state.work_queue``.
+``InMemoryRevisionStore`` answers the pass's reads and publications from a
+``scenarios.Scenario`` the way the PostgreSQL store does: a claim-fenced compare-and-set of
+the active pointer, one activation audit, the queue's settlement rules (defer refunds the
+attempt and fails past the convergence deadline on an injected clock; retry keeps it and fails
+at the attempt limit) and the next maintenance item. It keeps what was published so tests
+assert the outcome. It must not grow logic the pass itself should have: everything here
+mirrors ``occ.reconcile.revision_store`` and ``occ.state.work_queue``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from occ import codes, ids
+from occ import codes
 from occ.drivers.compute import base
 from occ.reconcile import outcome, revision_store, specs
 from occ.state import agents, runtime_observations, values, work_keys
-from tests.support import claim_guard, fake_driver
+from tests.support import claim_guard, scenarios
 from tests.support import clock as clocks
 
 Code = codes.Code
 AgentChange = Callable[[agents.Agent], agents.Agent]
-_EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """An Agent, all its revisions, and the revision a work item is about."""
-
-    agent: agents.Agent
-    revisions: tuple[agents.Revision, ...]
-    """Every revision of the Agent, by revision number."""
-    revision_id: str
-    key: work_keys.WorkKey
-    credential: base.Credential | None
-
-    @property
-    def revision(self) -> agents.Revision:
-        return next(r for r in self.revisions if r.id == self.revision_id)
-
-    def numbered(self, number: int) -> agents.Revision:
-        return next(r for r in self.revisions if r.revision_number == number)
-
-
-def scenario(
-    *,
-    revisions: int = 1,
-    deploying: int | None = None,
-    active: int | None = None,
-    desired_runtime_state: agents.DesiredRuntimeState = agents.DesiredRuntimeState.RUNNING,
-    maintenance_bucket: int | None = None,
-    on_other_driver: tuple[int, ...] = (),
-    credential: str | None = "harness-credential-value",
-) -> Scenario:
-    """Revisions 1..``revisions``; the item deploys ``deploying`` (the newest by default), or
-    maintains it in ``maintenance_bucket``; ``active`` is the Agent's active revision number."""
-    deploying = revisions if deploying is None else deploying
-    if not 1 <= deploying <= revisions or (active is not None and not 1 <= active <= revisions):
-        raise ValueError("deploying and active must name revisions 1..revisions")
-    namespace_id, agent_id = ids.new("namespace"), ids.new("agent")
-    principal_id, configuration_id = ids.new("principal"), ids.new("configuration")
-    secret_id = ids.new("secret") if credential is not None else None
-    rows = tuple(
-        agents.Revision(
-            id=ids.new("agent_revision"),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-            revision_number=number,
-            actor_id=ids.new("principal"),
-            configuration_id=configuration_id,
-            configuration_generation=number,
-            configuration_document={"model": "gpt-5"},
-            harness_id="openclaw",
-            harness_version="1.0.0",
-            harness_mode="embedded",
-            compute_driver="other" if number in on_other_driver else fake_driver.FAKE_DRIVER_NAME,
-            harness_auth={"kind": "secret", "secretId": secret_id} if secret_id else {},
-            service_principal_id=principal_id,
-            created_at=_EPOCH + dt.timedelta(minutes=number),
-        )
-        for number in range(1, revisions + 1)
-    )
-    agent = agents.Agent(
-        id=agent_id,
-        namespace_id=namespace_id,
-        name="assistant",
-        configuration_id=configuration_id,
-        harness_id="openclaw",
-        harness_version="1.0.0",
-        execution_mode="embedded",
-        harness_auth_secret_id=secret_id,
-        compute_driver=fake_driver.FAKE_DRIVER_NAME,
-        service_principal_id=principal_id,
-        status=agents.AgentStatus.ACTIVE,
-        desired_runtime_state=desired_runtime_state,
-        active_revision_id=rows[active - 1].id if active is not None else None,
-        created_at=_EPOCH,
-        updated_at=_EPOCH,
-        endpoint=f"fake://{rows[active - 1].id}" if active is not None else None,
-    )
-    target = rows[deploying - 1].id
-    key = (
-        work_keys.revision_reconcile(target)
-        if maintenance_bucket is None
-        else work_keys.revision_maintenance(target, maintenance_bucket)
-    )
-    return Scenario(
-        agent=agent,
-        revisions=rows,
-        revision_id=target,
-        key=key,
-        credential=base.Credential(credential) if credential is not None else None,
-    )
 
 
 @dataclass(frozen=True)
@@ -169,7 +76,7 @@ def activated(revision_id: str) -> AgentChange:
 
 
 class InMemoryRevisionStore:
-    """``RevisionStore`` over a ``Scenario`` (see the module).
+    """``RevisionStore`` over a ``scenarios.Scenario`` (see the module).
 
     ``refusal`` makes ``load`` refuse with that code, settled by its outcome class the way the
     database store's checks settle. ``before(step, change)`` applies a change to the Agent just
@@ -181,7 +88,7 @@ class InMemoryRevisionStore:
 
     def __init__(
         self,
-        world: Scenario,
+        world: scenarios.Scenario,
         driver: base.ComputeDriver,
         guard: claim_guard.FakeClaimGuard,
         *,

@@ -13,7 +13,7 @@ from occ import codes
 from occ.drivers.compute import base
 from occ.reconcile import outcome, revision
 from occ.state import values, work_keys
-from tests.support import claim_guard, clock, fake_driver, revision_store
+from tests.support import claim_guard, clock, fake_driver, revision_store, scenarios
 
 RECHECK_MS = 500
 """The unready recheck delay every harness pass runs with."""
@@ -23,7 +23,7 @@ Code = codes.Code
 
 @dataclass
 class Harness:
-    world: revision_store.Scenario
+    world: scenarios.Scenario
     driver: fake_driver.FakeComputeDriver
     store: revision_store.InMemoryRevisionStore
     clock: clock.ManualClock
@@ -57,7 +57,7 @@ class Harness:
 
 
 def harness(
-    world: revision_store.Scenario | None = None,
+    world: scenarios.Scenario | None = None,
     *,
     activation_order: base.ActivationOrder = base.ActivationOrder.AFTER_COMMIT,
     requires_stopped_predecessors: bool = False,
@@ -68,7 +68,7 @@ def harness(
     journal_renewals: bool = False,
 ) -> Harness:
     """A pass over ``world`` (one fresh revision by default) with these driver capabilities."""
-    world = world or revision_store.scenario()
+    world = world or scenarios.agent()
     journal: list[tuple[str, str]] = []
     manual = clock.ManualClock()
     driver = fake_driver.FakeComputeDriver(

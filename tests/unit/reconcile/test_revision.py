@@ -1,4 +1,5 @@
-"""The deploy pass of ``revision.run_pass``, branch by branch, on the in-memory fakes."""
+"""The deploy pass of ``revision.run_pass`` up to a ready revision, branch by branch, on the
+in-memory fakes: refusals, a stopped Agent, supersession, stopped predecessors, preparation."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from occ import codes
 from occ.drivers.compute import base
 from occ.reconcile import outcome
 from occ.state import agents, values
-from tests.support import fake_driver, revision_store
-from tests.support.revision_store import scenario
+from tests.support import fake_driver, scenarios
 from tests.unit.reconcile import passes
 
 Code = codes.Code
@@ -39,7 +39,7 @@ def test_a_refusal_from_load_ends_the_pass_without_compute(
 
 
 def test_a_stopped_agent_stops_the_revision_and_retires_leftovers() -> None:
-    run = passes.harness(scenario(revisions=3, desired_runtime_state=STOPPED))
+    run = passes.harness(scenarios.agent(revisions=3, desired_runtime_state=STOPPED))
 
     result = run.run()
 
@@ -54,14 +54,16 @@ def test_a_stopped_agent_stops_the_revision_and_retires_leftovers() -> None:
 
 
 def test_a_stopped_agent_keeps_another_active_revision() -> None:
-    run = passes.harness(scenario(revisions=3, active=2, desired_runtime_state=STOPPED))
+    run = passes.harness(scenarios.agent(revisions=3, active=2, desired_runtime_state=STOPPED))
 
     assert run.run().code == Code.REVISION_STOPPED
     assert run.driver.calls == [("stop_revision", run.rev(3))]
 
 
 def test_a_maintenance_pass_of_a_stopped_agent_ends_the_chain() -> None:
-    world = scenario(revisions=2, active=2, desired_runtime_state=STOPPED, maintenance_bucket=7)
+    world = scenarios.agent(
+        revisions=2, active=2, desired_runtime_state=STOPPED, maintenance_bucket=7
+    )
     run = passes.harness(world, maintenance_interval_s=60)
 
     result = run.run()
@@ -72,7 +74,7 @@ def test_a_maintenance_pass_of_a_stopped_agent_ends_the_chain() -> None:
 
 
 def test_a_superseded_revision_completes_without_compute() -> None:
-    run = passes.harness(scenario(revisions=3, deploying=2, active=3))
+    run = passes.harness(scenarios.agent(revisions=3, deploying=2, active=3))
 
     result = run.run()
 
@@ -83,7 +85,7 @@ def test_a_superseded_revision_completes_without_compute() -> None:
 
 
 def test_required_stopped_predecessors_are_stopped_before_prepare() -> None:
-    run = passes.harness(scenario(revisions=3, active=2), requires_stopped_predecessors=True)
+    run = passes.harness(scenarios.agent(revisions=3, active=2), requires_stopped_predecessors=True)
 
     assert run.run().code == Code.REVISION_ACTIVATED
     assert run.driver.calls == [
@@ -97,7 +99,7 @@ def test_required_stopped_predecessors_are_stopped_before_prepare() -> None:
 
 
 def test_predecessors_keep_running_through_prepare_otherwise() -> None:
-    run = passes.harness(scenario(revisions=3, active=2))
+    run = passes.harness(scenarios.agent(revisions=3, active=2))
 
     assert run.run().code == Code.REVISION_ACTIVATED
     assert run.driver.count("stop_revision") == 0
@@ -105,7 +107,7 @@ def test_predecessors_keep_running_through_prepare_otherwise() -> None:
 
 
 def test_only_prepare_and_activate_carry_the_credential() -> None:
-    run = passes.harness(scenario(revisions=2, active=1), requires_stopped_predecessors=True)
+    run = passes.harness(scenarios.agent(revisions=2, active=1), requires_stopped_predecessors=True)
 
     run.run()
 
@@ -127,7 +129,7 @@ def test_only_prepare_and_activate_carry_the_credential() -> None:
 def test_a_revision_not_ready_is_deferred_without_spending_an_attempt(
     not_ready: base.Pending | base.TransientDriverError,
 ) -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
+    run = passes.harness(scenarios.agent(revisions=2, active=1))
     run.driver.script("prepare_revision", not_ready)
 
     result = run.run()
@@ -155,7 +157,7 @@ def test_a_revision_not_ready_is_deferred_without_spending_an_attempt(
 def test_a_permanent_prepare_failure_fails_the_item(
     failure: base.Failed | base.PermanentDriverError, expected: str
 ) -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
+    run = passes.harness(scenarios.agent(revisions=2, active=1))
     run.driver.script("prepare_revision", failure)
 
     result = run.run()
@@ -191,239 +193,6 @@ def test_an_invalid_prepare_observation_fails_the_item(answer: object) -> None:
     assert run.store.agent.active_revision_id is None
 
 
-def test_after_commit_moves_the_pointer_before_activating() -> None:
-    run = passes.harness(scenario(revisions=3, active=2), activation_order=AFTER)
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == (Outcome.SUCCESS, Code.REVISION_ACTIVATED)
-    new = run.rev(3)
-    assert run.journal == [
-        ("store.load", new),
-        ("prepare_revision", new),
-        ("store.move_pointer", new),
-        ("activate_revision", new),
-        ("retire_revision", run.rev(1)),
-        ("retire_revision", run.rev(2)),
-        ("store.publish_activation", new),
-    ]
-    assert (run.store.agent.active_revision_id, run.store.agent.endpoint) == (new, f"fake://{new}")
-    [audit] = run.store.audits
-    assert audit.details == {
-        "reasonCode": Code.REVISION_ACTIVATED,
-        "previousRevisionId": run.rev(2),
-    }
-
-
-def test_before_commit_activates_then_moves_the_pointer_then_activates_again() -> None:
-    run = passes.harness(scenario(revisions=2, active=1), activation_order=BEFORE)
-
-    assert run.run().code == Code.REVISION_ACTIVATED
-    new = run.rev(2)
-    assert run.journal == [
-        ("store.load", new),
-        ("prepare_revision", new),
-        ("activate_revision", new),
-        ("store.move_pointer", new),
-        ("activate_revision", new),
-        ("retire_revision", run.rev(1)),
-        ("store.publish_activation", new),
-    ]
-
-
-@pytest.mark.parametrize(
-    ("early", "expected"),
-    [
-        (base.Pending("switching"), (Outcome.PENDING, Code.REVISION_INCOMPLETE)),
-        (
-            base.Failed(Code.ROLLOUT_PROGRESS_DEADLINE_EXCEEDED, permanent=True),
-            (Outcome.PERMANENT, Code.ROLLOUT_PROGRESS_DEADLINE_EXCEEDED),
-        ),
-        (
-            base.TransientDriverError("API_TIMEOUT"),
-            (Outcome.PENDING, Code.REVISION_FINALIZATION_INCOMPLETE),
-        ),
-    ],
-)
-def test_an_unfinished_early_activation_leaves_the_pointer_alone(
-    early: base.Pending | base.Failed | base.TransientDriverError, expected: tuple[Outcome, Code]
-) -> None:
-    run = passes.harness(scenario(revisions=2, active=1), activation_order=BEFORE)
-    run.driver.script("activate_revision", early)
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == expected
-    assert "move_pointer" not in run.store.steps
-    assert run.store.agent.active_revision_id == run.rev(1)
-    assert run.driver.count("retire_revision") == 0
-
-
-def test_a_pointer_race_retries_with_active_revision_changed() -> None:
-    run = passes.harness(scenario(revisions=3, active=1))
-    run.store.before("move_pointer", revision_store.activated(run.rev(2)))
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == (Outcome.RETRY, Code.ACTIVE_REVISION_CHANGED)
-    assert run.driver.calls == [("prepare_revision", run.rev(3))]
-    assert run.store.agent.active_revision_id == run.rev(2)
-
-
-def test_a_pointer_that_finds_the_agent_stopped_takes_the_stopped_branch() -> None:
-    run = passes.harness(scenario(revisions=2))
-    run.store.before("move_pointer", revision_store.stopped)
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == (Outcome.SUCCESS, Code.REVISION_STOPPED)
-    assert run.driver.calls == [
-        ("prepare_revision", run.rev(2)),
-        ("stop_revision", run.rev(2)),
-        ("retire_revision", run.rev(1)),
-    ]
-    assert run.store.agent.active_revision_id is None
-    assert run.store.audits == []
-
-
-@pytest.mark.parametrize("order", [AFTER, BEFORE])
-def test_an_already_active_revision_resumes_at_activation(order: base.ActivationOrder) -> None:
-    run = passes.harness(scenario(revisions=2, active=2), activation_order=order)
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == (Outcome.SUCCESS, Code.REVISION_ALREADY_ACTIVE)
-    assert run.driver.calls == [
-        ("prepare_revision", run.rev(2)),
-        ("activate_revision", run.rev(2)),
-        ("retire_revision", run.rev(1)),
-    ]
-    assert "move_pointer" not in run.store.steps
-
-
-def test_a_pending_activation_defers_and_the_next_pass_resumes() -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
-    run.driver.script("activate_revision", base.Pending("rolling out"))
-
-    first = run.run()
-    assert first == outcome.PassResult(Outcome.PENDING, Code.REVISION_INCOMPLETE, passes.RECHECK_MS)
-    assert run.store.agent.active_revision_id == run.rev(2)  # the pointer moved already
-    assert run.store.agent.endpoint == f"fake://{run.rev(1)}"  # but nothing was published
-
-    second = run.next_pass()
-    assert (second.outcome, second.code) == (Outcome.SUCCESS, Code.REVISION_ALREADY_ACTIVE)
-    assert run.store.steps.count("move_pointer") == 1
-    assert run.store.agent.endpoint == f"fake://{run.rev(2)}"
-    assert len(run.store.audits) == 1
-
-
-@pytest.mark.parametrize(
-    "failure",
-    [
-        base.Failed(Code.ROLLOUT_PROGRESS_DEADLINE_EXCEEDED, permanent=True),
-        base.PermanentDriverError(Code.ROLLOUT_PROGRESS_DEADLINE_EXCEEDED),
-    ],
-)
-def test_a_permanent_activation_failure_fails_with_the_drivers_code(
-    failure: base.Failed | base.PermanentDriverError,
-) -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
-    run.driver.script("activate_revision", failure)
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == (
-        Outcome.PERMANENT,
-        Code.ROLLOUT_PROGRESS_DEADLINE_EXCEEDED,
-    )
-    assert run.driver.count("retire_revision") == 0
-
-
-@pytest.mark.parametrize(
-    "transient", [base.Failed("API_TIMEOUT", permanent=False), base.TransientDriverError("X")]
-)
-def test_a_transient_activation_failure_leaves_finalization_incomplete(
-    transient: base.Failed | base.TransientDriverError,
-) -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
-    run.driver.script("activate_revision", transient)
-
-    result = run.run()
-
-    assert (result.outcome, result.code) == (Outcome.PENDING, Code.REVISION_FINALIZATION_INCOMPLETE)
-    assert run.store.row.attempt_count == 0  # refunded
-    assert run.driver.count("retire_revision") == 0
-
-
-@pytest.mark.parametrize("answer", [base.Ready(), "fake://x", None])
-def test_an_activation_that_is_not_an_activation_publishes_no_endpoint(answer: object) -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
-    run.driver.script("activate_revision", fake_driver.Invalid(answer))
-
-    result = run.run()
-
-    assert result.outcome != Outcome.SUCCESS
-    assert "publish_activation" not in run.store.steps
-    assert run.store.agent.endpoint == f"fake://{run.rev(1)}"
-
-
-@pytest.mark.parametrize(
-    "failure", [base.TransientDriverError("ENGINE_BUSY"), base.PermanentDriverError("GONE")]
-)
-def test_a_retirement_failure_after_the_pointer_moved_is_finished_by_the_next_pass(
-    failure: base.DriverError,
-) -> None:
-    run = passes.harness(scenario(revisions=3, active=2))
-    run.driver.script("retire_revision", failure, subject=run.rev(1))
-
-    first = run.run()
-    assert (first.outcome, first.code) == (Outcome.PENDING, Code.REVISION_FINALIZATION_INCOMPLETE)
-    assert run.store.agent.active_revision_id == run.rev(3)
-    assert ("retire_revision", run.rev(2)) not in run.driver.calls
-
-    second = run.next_pass()
-    assert second.code == Code.REVISION_ALREADY_ACTIVE
-    assert run.driver.calls[-2:] == [
-        ("retire_revision", run.rev(1)),
-        ("retire_revision", run.rev(2)),
-    ]
-
-
-def test_the_convergence_deadline_fails_a_revision_that_stays_pending() -> None:
-    policy = values.QueuePolicy(convergence_timeout_ms=60_000)
-    run = passes.harness(policy=policy)
-    run.driver.script("prepare_revision", *[base.Pending("starting")] * 3)
-
-    assert run.run().code == Code.REVISION_INCOMPLETE
-    run.clock.advance(59.999)
-    assert run.next_pass().code == Code.REVISION_INCOMPLETE
-    run.clock.advance(0.001)  # created + timeout: the deadline has passed
-    result = run.next_pass()
-
-    assert (result.outcome, result.code) == (Outcome.PERMANENT, Code.CONVERGENCE_DEADLINE_EXCEEDED)
-    assert run.store.row.result_data == {"timeoutMs": 60_000}
-    assert run.driver.count("prepare_revision") == 3 and run.driver.count("activate_revision") == 0
-
-
-def test_an_activated_revision_schedules_its_first_maintenance_bucket() -> None:
-    run = passes.harness(maintenance_interval_s=60)
-    run.clock.now_s = 999_970.0  # 10 s into minute 16666 (which began at 999_960 s)
-
-    run.run()
-
-    [scheduled] = run.store.scheduled
-    assert scheduled.key.subject == run.rev(1)
-    assert scheduled.key.maintenance_bucket == 16_667  # the next minute boundary
-    assert scheduled.delay_ms == 50_000
-
-
-def test_a_driver_without_maintenance_schedules_none() -> None:
-    run = passes.harness(maintenance_interval_s=None)
-
-    assert run.run().code == Code.REVISION_ACTIVATED
-    assert run.store.scheduled == []
-
-
 @pytest.mark.parametrize(
     ("not_ready", "delay_ms"),
     [
@@ -439,12 +208,3 @@ def test_a_dependency_that_asks_to_wait_longer_is_left_alone_that_long(
     run.driver.script("prepare_revision", not_ready)
 
     assert run.run() == outcome.PassResult(Outcome.PENDING, Code.REVISION_INCOMPLETE, delay_ms)
-
-
-def test_a_throttled_activation_waits_as_asked_instead_of_backing_off() -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
-    run.driver.script(
-        "activate_revision", base.TransientDriverError("TOO_MANY_REQUESTS", retry_after_s=4.0)
-    )
-
-    assert run.run() == outcome.PassResult(Outcome.PENDING, Code.REVISION_INCOMPLETE, 4_000)

@@ -8,7 +8,7 @@ import pytest
 from occ import errors
 from occ.drivers.compute import base
 from occ.state import values
-from tests.support.revision_store import scenario
+from tests.support import scenarios
 from tests.unit.reconcile import passes
 
 BEFORE = base.ActivationOrder.BEFORE_COMMIT
@@ -16,7 +16,7 @@ BEFORE = base.ActivationOrder.BEFORE_COMMIT
 
 def test_every_compute_call_follows_a_fresh_renewal() -> None:
     run = passes.harness(
-        scenario(revisions=3, active=2),
+        scenarios.agent(revisions=3, active=2),
         activation_order=BEFORE,
         requires_stopped_predecessors=True,
         journal_renewals=True,
@@ -36,7 +36,7 @@ _COMPUTE = {"stop_revision", "prepare_revision", "activate_revision", "retire_re
 @pytest.mark.parametrize("lost_at", [1, 2, 3, 4, 5])
 def test_a_claim_lost_at_a_renewal_ends_the_pass_before_that_effect(lost_at: int) -> None:
     run = passes.harness(
-        scenario(revisions=3, active=2), activation_order=BEFORE, lose_at_renewal=lost_at
+        scenarios.agent(revisions=3, active=2), activation_order=BEFORE, lose_at_renewal=lost_at
     )
     new, old = run.rev(3), run.rev(2)
     effects = [
@@ -60,7 +60,9 @@ def test_a_claim_lost_at_a_renewal_ends_the_pass_before_that_effect(lost_at: int
 
 def test_a_claim_lost_before_stopping_predecessors_stops_nothing() -> None:
     run = passes.harness(
-        scenario(revisions=2, active=1), requires_stopped_predecessors=True, lose_at_renewal=1
+        scenarios.agent(revisions=2, active=1),
+        requires_stopped_predecessors=True,
+        lose_at_renewal=1,
     )
 
     with pytest.raises(errors.ClaimLost):
@@ -70,7 +72,7 @@ def test_a_claim_lost_before_stopping_predecessors_stops_nothing() -> None:
 
 
 def test_a_claim_lost_while_the_driver_works_aborts_the_call_and_publishes_nothing() -> None:
-    run = passes.harness(scenario(revisions=2, active=1))
+    run = passes.harness(scenarios.agent(revisions=2, active=1))
     # the watch finds the claim gone while prepare runs; the driver sees the abort event
     run.driver.script("prepare_revision", lambda operation: run.guard.lose())
 
@@ -84,7 +86,7 @@ def test_a_claim_lost_while_the_driver_works_aborts_the_call_and_publishes_nothi
 
 def test_a_driver_error_while_stopping_predecessors_escapes_with_nothing_published() -> None:
     # the executor treats it as a surprise (a retry); the pass itself settles nothing
-    run = passes.harness(scenario(revisions=3, active=2), requires_stopped_predecessors=True)
+    run = passes.harness(scenarios.agent(revisions=3, active=2), requires_stopped_predecessors=True)
     run.driver.script("stop_revision", base.TransientDriverError("ENGINE_BUSY"), subject=run.rev(1))
 
     with pytest.raises(base.TransientDriverError):

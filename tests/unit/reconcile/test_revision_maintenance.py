@@ -9,8 +9,7 @@ from occ import codes
 from occ.drivers.compute import base
 from occ.reconcile import outcome
 from occ.state import runtime_observations, values
-from tests.support import fake_driver, revision_store
-from tests.support.revision_store import scenario
+from tests.support import fake_driver, revision_store, scenarios
 from tests.unit.reconcile import passes
 
 Code = codes.Code
@@ -22,7 +21,7 @@ BUCKET = 16_667
 
 
 def _maintenance(policy: values.QueuePolicy | None = None) -> passes.Harness:
-    world = scenario(revisions=2, active=2, maintenance_bucket=BUCKET)
+    world = scenarios.agent(revisions=2, active=2, maintenance_bucket=BUCKET)
     run = passes.harness(world, maintenance_interval_s=60, policy=policy)
     run.clock.now_s = 1_000_021.0  # one second into the bucket
     return run
@@ -50,7 +49,7 @@ def test_a_healthy_active_revision_is_observed_ready_and_the_chain_goes_on() -> 
 
 
 def test_a_revision_that_is_no_longer_active_ends_its_chain_without_compute() -> None:
-    world = scenario(revisions=2, deploying=1, active=2, maintenance_bucket=BUCKET)
+    world = scenarios.agent(revisions=2, deploying=1, active=2, maintenance_bucket=BUCKET)
     run = passes.harness(world, maintenance_interval_s=60)
 
     result = run.run()
