@@ -82,7 +82,7 @@ def list_work(
     if agent_id is not None:
         ids.require("agent", agent_id, "/agentId")
     limit = _limit(limit)
-    position = None if cursor is None else _decode_cursor(cursor)
+    position = None if cursor is None else decode_cursor(cursor)
     with admission.guarded(db, actor_id, read_only=True) as session:
         _require_installation(session, actor_id, "work.list", "installation:administer")
         found = work_reads.page(
@@ -96,7 +96,10 @@ def list_work(
         items = found[:limit]
         more = len(found) > limit
         return WorkPage(
-            items=items, next_cursor=_encode_cursor(items[-1]) if more and items else None
+            items=items,
+            next_cursor=(
+                encode_cursor(items[-1].created_at, items[-1].id) if more and items else None
+            ),
         )
 
 
@@ -191,12 +194,14 @@ def _limit(limit: int) -> int:
     return limit
 
 
-def _encode_cursor(item: values.WorkItem) -> str:
-    raw = json.dumps([item.created_at.isoformat(), item.id], separators=(",", ":"))
+def encode_cursor(created_at: dt.datetime, work_id: str) -> str:
+    """The opaque cursor of the page that continues below ``(created_at, work_id)``."""
+    raw = json.dumps([created_at.isoformat(), work_id], separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    """The position an ``encode_cursor`` cursor names, or ``InvalidInput`` at ``/cursor``."""
     invalid = errors.InvalidInput.at("/cursor", "is not a cursor this API returned")
     if not isinstance(cursor, str) or not 1 <= len(cursor) <= _CURSOR_MAX:
         raise invalid

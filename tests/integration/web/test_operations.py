@@ -189,6 +189,16 @@ def test_work_filters(
 
     everything = listed()
     assert len(everything) == 3
+    by_id = {item["id"]: item for item in get(client, "/v1/work", admin).json["data"]}
+    assert {
+        work_id: (item["kind"], item["namespaceTarget"], item["agentTarget"])
+        for work_id, item in by_id.items()
+    } == {
+        f"namespace:{first}:reconcile:ready": ("namespace_ready", "ready", None),
+        f"namespace:{second}:reconcile:ready": ("namespace_ready", "ready", None),
+        f"agent_revision:{revision_id}:reconcile": ("revision_reconcile", None, None),
+    }
+    assert by_id[f"agent_revision:{revision_id}:reconcile"]["revisionId"] == revision_id
     assert listed(namespaceId=first) == {f"namespace:{first}:reconcile:ready"}
     assert listed(namespaceId=second) == {
         f"namespace:{second}:reconcile:ready",
@@ -336,6 +346,8 @@ def test_audit_events_page_backwards_by_sequence(client: FlaskClient, admin: Cal
         ({"resourceId": "ns_" + "0" * 36}, "/resourceId"),
         ({"workId": "no spaces allowed"}, "/workId"),
         ({"workId": "namespace:" + "x" * 250}, "/workId"),
+        ({"workId": "namespace:ns_nope:reconcile:ready"}, "/workId"),
+        ({"workId": f"agent:{ids.new('namespace')}:reconcile:deleted"}, "/workId"),
         ({"kind": "everything"}, "/kind"),
         ({"before": "0"}, "/before"),
         ({"before": "-3"}, "/before"),

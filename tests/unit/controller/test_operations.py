@@ -1,0 +1,70 @@
+"""The operator use cases' pure parts: which work ids are well formed, and the opaque cursor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+
+from occ import errors, ids
+from occ.controller import operations
+from occ.state import work_keys
+
+
+def _keys() -> list[work_keys.WorkKey]:
+    namespace_id, agent_id = ids.new("namespace"), ids.new("agent")
+    revision_id = ids.new("agent_revision")
+    return [
+        work_keys.namespace_ready(namespace_id),
+        work_keys.namespace_deleted(namespace_id),
+        work_keys.agent_stopped(agent_id, uuid.uuid4()),
+        work_keys.agent_deleted(agent_id),
+        work_keys.revision_reconcile(revision_id),
+        work_keys.revision_maintenance(revision_id, 12),
+    ]
+
+
+@pytest.mark.parametrize("key", _keys(), ids=lambda key: key.kind.value)
+def test_every_kind_of_work_id_is_valid(key: work_keys.WorkKey) -> None:
+    assert operations.valid_work_id(str(key))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "namespace:ns_nope:reconcile:ready",  # the outline of a key, not a key
+        f"agent:{ids.new('namespace')}:reconcile:deleted",  # a Namespace id for an Agent
+        f"namespace:{ids.new('namespace')}:reconcile:stopped",  # no such kind
+        f"agent:{ids.new('agent')}:reconcile:stopped",  # a stop without its request id
+        f"agent_revision:{ids.new('agent_revision')}:maintenance:x",
+        f" namespace:{ids.new('namespace')}:reconcile:ready",
+        "",
+        "a" * (operations.WORK_ID_MAX + 1),
+        None,
+        42,
+    ],
+)
+def test_anything_else_is_not(value: object) -> None:
+    assert not operations.valid_work_id(value)
+
+
+def test_a_cursor_names_the_position_it_was_made_from() -> None:
+    key = work_keys.namespace_ready(ids.new("namespace"))
+    created_at = dt.datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=dt.UTC)
+    cursor = operations.encode_cursor(created_at, str(key))
+    assert operations.decode_cursor(cursor) == (created_at, str(key))
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "",
+        "not base64 !",
+        "W10",  # []
+        "x" * 600,
+    ],
+)
+def test_a_cursor_this_api_did_not_make_is_refused(cursor: str) -> None:
+    with pytest.raises(errors.InvalidInput):
+        operations.decode_cursor(cursor)
