@@ -54,6 +54,8 @@ def test_append_then_read_back(db: Database) -> None:
     assert event.work_id == f"namespace:{namespace_id}:reconcile:ready"
     assert event.details == {"name": "team", "nested": {"list": [1, 2]}}
     assert event.occurred_at is not None
+    assert (event.kind, event.outcome) == (audit.EventKind.MUTATION, audit.EventOutcome.SUCCESS)
+    assert isinstance(event.kind, audit.EventKind) and isinstance(event.outcome, audit.EventOutcome)
 
 
 def test_details_default_to_an_empty_object(db: Database) -> None:

@@ -1,0 +1,63 @@
+"""Operator reads of the work queue: filtered keyset pages and the backlog, on PostgreSQL."""
+
+from __future__ import annotations
+
+from occ.db import Database
+from occ.state import values, work_queue, work_reads
+from occ.state.work_keys import WorkKind
+from tests.support import rows
+
+
+def _world(db: Database) -> tuple[str, list[str]]:
+    """An actor and three Namespaces, each with its ready work, in creation order."""
+    with db.transaction() as session:
+        actor = rows.principal(session)
+        namespace_ids = [rows.namespace(session, created_by=actor) for _ in range(3)]
+    for namespace_id in namespace_ids:  # one transaction each: distinct creation times
+        with db.transaction() as session:
+            work_queue.enqueue(session, *rows.namespace_work(namespace_id, actor))
+    return actor, namespace_ids
+
+
+def test_pages_run_newest_first_and_continue_below_a_position(db: Database) -> None:
+    _, namespace_ids = _world(db)
+    newest_first = [f"namespace:{n}:reconcile:ready" for n in reversed(namespace_ids)]
+    with db.snapshot() as session:
+        first = work_reads.page(session, limit=2)
+        assert [item.id for item in first] == newest_first[:2]
+        last = first[-1]
+        rest = work_reads.page(session, after=(last.created_at, last.id), limit=2)
+    assert [item.id for item in rest] == newest_first[2:]
+    assert {item.kind for item in first + rest} == {WorkKind.NAMESPACE_READY}
+
+
+def test_pages_filter_by_state_and_namespace(db: Database, policy: values.QueuePolicy) -> None:
+    _, namespace_ids = _world(db)
+    with db.transaction() as session:
+        (claimed,) = work_queue.claim(session, policy, limit=1)
+    with db.snapshot() as session:
+        queued = work_reads.page(session, state=values.WorkState.QUEUED, limit=10)
+        mine = work_reads.page(session, namespace_id=namespace_ids[1], limit=10)
+        by_claim = work_reads.page(session, state=values.WorkState.CLAIMED, limit=10)
+    assert [item.id for item in by_claim] == [claimed.work_id]
+    assert claimed.work_id not in {item.id for item in queued} and len(queued) == 2
+    assert [item.owner.namespace_id for item in mine] == [namespace_ids[1]]
+
+
+def test_targets_follow_the_kind() -> None:
+    assert work_reads.targets(WorkKind.NAMESPACE_READY) == ("ready", None)
+    assert work_reads.targets(WorkKind.NAMESPACE_DELETED) == ("deleted", None)
+    assert work_reads.targets(WorkKind.AGENT_STOPPED) == (None, "stopped")
+    assert work_reads.targets(WorkKind.REVISION_RECONCILE) == (None, None)
+
+
+def test_backlog_counts_pending_items_and_ages_the_oldest(db: Database) -> None:
+    with db.snapshot() as session:
+        assert work_reads.backlog(session) == work_reads.Backlog(pending=0, oldest_age_s=0.0)
+    _world(db)
+    with db.transaction() as session:
+        oldest = work_reads.page(session, limit=3)[-1]
+        work_queue_now = work_queue.database_now(session)
+        backlog = work_reads.backlog(session)
+    assert backlog.pending == 3
+    assert 0 < backlog.oldest_age_s <= (work_queue_now - oldest.created_at).total_seconds() + 1
