@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ import errors, ids
-from occ.controller import agent_lifecycle, agents, deployments, installation
+from occ.controller import agent_lifecycle, agents, deployment_status, deployments, installation
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import audit, iam_policy, models, values, work_keys, work_queue
@@ -626,7 +626,7 @@ WARNING = {"code": "SLOW_START", "detail": "took 30s"}
 def test_projection_states(
     item: values.WorkItem, active: str | None, desired: str, state: str
 ) -> None:
-    view = deployments.project(item, agent_row(active=active, desired=desired))
+    view = deployment_status.project(item, agent_row(active=active, desired=desired))
     assert (view.deployment_id, view.agent_id, view.namespace_id) == (
         REVISION_ID,
         AGENT_ID,
@@ -639,38 +639,38 @@ def test_projection_states(
 
 
 def test_projection_details() -> None:
-    queued = deployments.project(
+    queued = deployment_status.project(
         work_item(S.QUEUED, progress="LEASE_EXPIRED"), agent_row(active=None)
     )
-    assert queued.progress == deployments.Progress(
+    assert queued.progress == deployment_status.Progress(
         "LEASE_EXPIRED", NOW, NOW + dt.timedelta(seconds=5)
     )
-    claimed = deployments.project(work_item(S.CLAIMED), agent_row(active=None))
-    assert claimed.progress == deployments.Progress(None, None, None)
+    claimed = deployment_status.project(work_item(S.CLAIMED), agent_row(active=None))
+    assert claimed.progress == deployment_status.Progress(None, None, None)
 
-    active = deployments.project(
+    active = deployment_status.project(
         work_item(S.SUCCEEDED, "REVISION_ACTIVATED", {"warnings": [WARNING]}),
         agent_row(active=REVISION_ID),
     )
     assert (active.warnings, active.error, active.progress) == ((WARNING,), None, None)
 
-    failed = deployments.project(
+    failed = deployment_status.project(
         work_item(S.FAILED_PERMANENT, "CONVERGENCE_DEADLINE_EXCEEDED", {"timeoutMs": 900000}),
         agent_row(active=None),
     )
-    assert failed.error == deployments.DeploymentError(
+    assert failed.error == deployment_status.DeploymentError(
         "CONVERGENCE_DEADLINE_EXCEEDED",
         "The resource did not converge before the deadline.",
         {"timeoutMs": 900000},
     )
     assert failed.warnings == ()
-    unknown = deployments.project(
+    unknown = deployment_status.project(
         work_item(S.FAILED_PERMANENT, "SOMETHING_NEW"), agent_row(active=None)
     )
-    assert unknown.error == deployments.DeploymentError(
+    assert unknown.error == deployment_status.DeploymentError(
         "SOMETHING_NEW", "Reconciliation failed.", None
     )
 
     other_agent = dataclasses.replace(agent_row(active=None), id=ids.new("agent"))
     with pytest.raises(ValueError, match="not a deployment"):
-        deployments.project(work_item(S.QUEUED), other_agent)
+        deployment_status.project(work_item(S.QUEUED), other_agent)

@@ -12,13 +12,13 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from occ import harnesses
-from occ.controller import deployments
+from occ.controller import deployment_status
 from occ.state import agents
 from occ.web.schemas import common
 
 HARNESSES = tuple(harnesses.Harness)
 EXECUTION_MODES = tuple(harnesses.ExecutionMode)
-DEPLOYMENT_STATES = tuple(deployments.DeploymentState)
+DEPLOYMENT_STATES = tuple(deployment_status.DeploymentState)
 
 _VERSION_HELP = "1 to 64 characters of A-Z a-z 0-9 . _ -"
 

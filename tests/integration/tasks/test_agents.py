@@ -25,6 +25,7 @@ from occ.controller import (
     agent_lifecycle,
     agents,
     configurations,
+    deployment_status,
     deployments,
     installation,
     namespaces,
@@ -127,7 +128,7 @@ def _deploy(db: Database, world: World) -> str:
     return accepted.deployment_id
 
 
-def _deployment(db: Database, world: World, revision_id: str) -> deployments.DeploymentView:
+def _deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
     return deployments.get_deployment(
         db,
         actor_id=world.admin,

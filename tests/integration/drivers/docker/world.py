@@ -12,7 +12,15 @@ import sqlalchemy as sa
 
 from occ import secret_store
 from occ.config import Settings
-from occ.controller import agents, configurations, deployments, installation, namespaces, secrets
+from occ.controller import (
+    agents,
+    configurations,
+    deployment_status,
+    deployments,
+    installation,
+    namespaces,
+    secrets,
+)
 from occ.db import Database
 from occ.drivers.compute.docker import naming
 from occ.state import agents as agent_rows
@@ -108,7 +116,7 @@ def deploy(db: Database, world: World) -> str:
     return accepted.deployment_id
 
 
-def deployment(db: Database, world: World, revision_id: str) -> deployments.DeploymentView:
+def deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
     return deployments.get_deployment(
         db,
         actor_id=world.admin,
@@ -152,4 +160,4 @@ def gateways(client: Any, **labels: str) -> list[Any]:
     filters = [f"{naming.ROLE}={naming.GATEWAY}"] + [
         f"{naming.PREFIX}{key.replace('_', '-')}={value}" for key, value in labels.items()
     ]
-    return list(client.containers.list(all=True, filters={"label": filters}))
+    return list(client.containers.list(all=True, filters={"label": filters}, ignore_removed=True))
