@@ -10,6 +10,8 @@ TRUNCATE between phases, all as the URL's user). stdout gets exactly these lines
     claim_p99_ms_1k
     claim_p50_ms_1m           the same with 1,000,000 terminal rows (skipped by --quick)
     claim_p99_ms_1m
+    claim_p99_ms_1k_queued    one claim statement with 1,000 queued items over 1,000 lanes
+    claim_p99_ms_100k_queued  the same with 100,000 queued items (a ratio of about 1: flat)
     own_lane_items_per_s      batch-50 items/s, every item in its own lane
     shared_lanes_items_per_s  batch-50 items/s, the same number of items over 1,000 lanes
 
@@ -56,10 +58,10 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from alembic import util as alembic_util
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from alembic import util as alembic_util
 from occ import db, schema
 from occ.state import values, work_queue
 
@@ -70,6 +72,8 @@ BATCH_LANES = 100
 SHARED_LANES = 1_000
 LATENCY_LANES = 1_000
 LATENCY_QUEUED = 3_000
+TARGET_DEPTH_RATIO = 1.2
+"""A claim over 100,000 queued items may cost at most this much more than over 1,000."""
 LATENCY_LIMIT = 10
 LATENCY_IN_FLIGHT = 64
 """Claims held live while claim latency is measured (``OCC_MAX_IN_FLIGHT``): busy lanes."""
@@ -253,8 +257,10 @@ _REVISIONS = """
 # then revision 2 of every Agent, ...), as work arriving from many Agents at once looks.
 _QUEUED = """
     INSERT INTO occ.controller_work
-      (id, namespace_id, agent_id, revision_id, actor_id, available_at, created_at, updated_at)
-    SELECT 'agent_revision:' || r.id || ':reconcile', r.namespace_id, r.agent_id, r.id,
+      (id, kind, namespace_id, agent_id, revision_id, actor_id, available_at, created_at,
+       updated_at)
+    SELECT 'agent_revision:' || r.id || ':reconcile', 'revision_reconcile', r.namespace_id,
+           r.agent_id, r.id,
            %(actor)s, o.at, o.at, o.at
       FROM occ.agent_revisions r JOIN occ.agents a ON a.id = r.agent_id
      CROSS JOIN LATERAL (
@@ -266,9 +272,10 @@ _QUEUED = """
 # PostgreSQL's regex cache.
 _TERMINAL = """
     INSERT INTO occ.controller_work
-      (id, namespace_id, agent_id, actor_id, agent_target, state, attempt_count, available_at,
-       created_at, updated_at, completed_at, reason_code)
-    SELECT 'agent:' || a.id || ':reconcile:stopped:' || gen_random_uuid(), a.namespace_id, a.id,
+      (id, kind, namespace_id, agent_id, actor_id, agent_target, state, attempt_count,
+       available_at, created_at, updated_at, completed_at, reason_code)
+    SELECT 'agent:' || a.id || ':reconcile:stopped:' || gen_random_uuid(), 'agent_stopped',
+           a.namespace_id, a.id,
            %(actor)s, 'stopped', 'succeeded', 1, o.at, o.at, o.at + interval '1 second',
            o.at + interval '1 second', 'AGENT_STOPPED'
       FROM generate_series(0, %(rows)s - 1) g
@@ -528,11 +535,19 @@ class Latency:
 
 
 def latency_phase(
-    url: str, engine: sa.Engine, plan: Plan, *, terminal: int, samples: int, verbose: bool
+    url: str,
+    engine: sa.Engine,
+    plan: Plan,
+    *,
+    terminal: int,
+    samples: int,
+    verbose: bool,
+    queued: int = 0,
 ) -> list[float]:
     """Time one claim statement (limit 10) ``samples`` times beside ``terminal`` succeeded rows.
 
-    The queue holds ``LATENCY_QUEUED`` queued items over ``LATENCY_LANES`` lanes and
+    The queue holds ``queued`` (default ``LATENCY_QUEUED``) queued items over ``LATENCY_LANES``
+    lanes and
     ``LATENCY_IN_FLIGHT`` live claims (their lanes are busy). After each timed claim its items
     are released (queued again at the back, attempt refunded), so the queued, claimed and
     terminal counts stay what they were set up to be for every sample. Returns milliseconds.
@@ -540,7 +555,10 @@ def latency_phase(
     empty(engine)
     started = time.perf_counter()
     populate(
-        engine, agents=LATENCY_LANES, revisions=LATENCY_QUEUED // LATENCY_LANES, terminal=terminal
+        engine,
+        agents=LATENCY_LANES,
+        revisions=(queued or LATENCY_QUEUED) // LATENCY_LANES,
+        terminal=terminal,
     )
     settle(engine)
     log(verbose, f"set up {terminal} terminal rows in {time.perf_counter() - started:.1f} s")
@@ -561,7 +579,11 @@ def latency_phase(
         if sample >= plan.latency_warmup:
             timings.append(elapsed * 1000)
     database.dispose()
-    log(verbose, f"claim latency, {terminal} terminal rows: {Latency.of(timings)}")
+    log(
+        verbose,
+        f"claim latency, {queued or LATENCY_QUEUED} queued, {terminal} terminal rows: "
+        f"{Latency.of(timings)}",
+    )
     return timings
 
 
@@ -609,8 +631,16 @@ def main(argv: list[str] | None = None) -> int:
             verbose=verbose,
         )
 
-    def latency(terminal: int, samples: int) -> list[float]:
-        return latency_phase(url, engine, plan, terminal=terminal, samples=samples, verbose=verbose)
+    def latency(terminal: int, samples: int, queued: int = 0) -> list[float]:
+        return latency_phase(
+            url,
+            engine,
+            plan,
+            terminal=terminal,
+            samples=samples,
+            verbose=verbose,
+            queued=queued,
+        )
 
     batch1 = throughput(
         lanes=BATCH_LANES, items=plan.batch1_items, batch=1, measure_s=plan.measure_s
@@ -635,6 +665,14 @@ def main(argv: list[str] | None = None) -> int:
     if plan.million:
         emit("claim_p50_ms_1m", million.p50_ms, 3)
         emit("claim_p99_ms_1m", million.p99_ms, 3)
+
+    # backlog depth: 1,000 then 100,000 then 1,000 queued items (bracketed like the above)
+    half = plan.latency_samples // 2
+    shallow_first = latency(0, half, queued=1_000)
+    deep = Latency.of(latency(0, plan.latency_samples, queued=100_000))
+    shallow = Latency.of(shallow_first + latency(0, plan.latency_samples - half, queued=1_000))
+    emit("claim_p99_ms_1k_queued", shallow.p99_ms, 3)
+    emit("claim_p99_ms_100k_queued", deep.p99_ms, 3)
 
     # own, shared, shared, own: the same bracketing for their ratio.
     slice_s = plan.measure_s
@@ -679,6 +717,11 @@ def main(argv: list[str] | None = None) -> int:
             f"claim p99 1m/1k = {p99_ratio:.2f}, p50 1m/1k = {million.p50_ms / small.p50_ms:.2f}"
             f" (target <= {TARGET_P99_RATIO}: {verdict(p99_ratio <= TARGET_P99_RATIO)})"
         )
+    depth_ratio = deep.p99_ms / shallow.p99_ms
+    lines.append(
+        f"claim p99 100k/1k queued = {depth_ratio:.2f} (target <= {TARGET_DEPTH_RATIO}: "
+        f"{verdict(depth_ratio <= TARGET_DEPTH_RATIO)})"
+    )
     lines.append(
         f"empty claims {phase_counters.empty_claims} of {phase_counters.claims}; unique "
         f"violations {phase_counters.unique_violations}; spent starts "
