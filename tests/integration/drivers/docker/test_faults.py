@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import docker.errors
 import pytest
 
 from occ.controller import installation
@@ -39,6 +40,15 @@ def own_engine() -> Iterator[docker_engine.PrivateEngine]:
         engine.remove()
 
 
+def _pause(client: Any, container_id: str) -> bool:
+    """Pause the container once it runs (``False`` while it does not run yet)."""
+    try:
+        client.api.pause(container_id)
+    except docker.errors.APIError:
+        return False
+    return True
+
+
 def _published_endpoint(client: Any, container_id: str) -> str | None:
     port = workload.published_port(client.api.inspect_container(container_id))
     return None if port is None else workload.endpoint(port)
@@ -65,11 +75,19 @@ def test_the_engine_stopped_mid_deploy_the_work_retries_and_converges_when_it_is
     revision_id = world.deploy(db, w)
     work_id = f"agent_revision:{revision_id}:reconcile"
     world.send_nudge(env)
-    wait_for(
+    [created] = wait_for(
         lambda: world.gateways(client, revision_id=revision_id),
         timeout=30,
-        interval=0.01,
+        interval=0.005,
         message="the gateway container to be created",
+    )
+
+    # paused as soon as it runs, it cannot answer: the deploy cannot finish before the stop
+    wait_for(
+        lambda: _pause(client, created.id),
+        timeout=30,
+        interval=0.005,
+        message="the starting gateway to be paused",
     )
     client.close()
     own_engine.stop()  # containers stop with the engine; published ports go away
@@ -123,11 +141,18 @@ def test_a_driver_worker_killed_mid_deploy_leaves_one_gateway_for_the_active_rev
     try:
         revision_id = world.deploy(db, w)
         world.send_nudge(env)
-        wait_for(
+        [created] = wait_for(
             lambda: world.gateways(client, revision_id=revision_id),
             timeout=30,
             interval=0.005,
             message="the gateway container to be created",
+        )
+        # paused as soon as it runs, it cannot answer: the doomed pass cannot finish first
+        wait_for(
+            lambda: _pause(client, created.id),
+            timeout=30,
+            interval=0.005,
+            message="the starting gateway to be paused",
         )
         doomed.kill_group()
         interrupted = world.state_is(db, w, revision_id, "pending")
@@ -141,7 +166,7 @@ def test_a_driver_worker_killed_mid_deploy_leaves_one_gateway_for_the_active_rev
         )
         assert interrupted, "the deploy finished before the worker was killed"
         [container] = world.gateways(client, revision_id=revision_id)
-        assert container.status == "running"
+        assert container.status == "running"  # the rescuer's pass unpaused it
         assert [c.id for c in world.gateways(client, agent_id=w.agent_id)] == [container.id]
         endpoint = world.agent(db, w).endpoint
         assert endpoint is not None and endpoint == _published_endpoint(client, container.id)
