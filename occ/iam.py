@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from occ import errors
 from occ.db import Session
-from occ.state import grants, iam_policy
+from occ.state import grants, restrictions
 
 PERMISSION_TABLE: Final[Mapping[str, tuple[str, ...]]] = {
     "installation": ("read", "administer"),
@@ -238,7 +238,7 @@ def _grants(grant: grants.Grant, permission: str, resource: Resource) -> bool:
 
 
 def _restricts(
-    rule: iam_policy.Restriction, principal_id: str, permission: str, resource: Resource
+    rule: restrictions.Restriction, principal_id: str, permission: str, resource: Resource
 ) -> bool:
     return (
         rule.permission == permission

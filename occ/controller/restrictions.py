@@ -2,7 +2,7 @@
 
 Each needs ``installation:administer`` on the Installation and runs authorization, state and
 audit in one transaction; a restriction that would leave nobody able to administer the
-Installation is refused. They return ``occ.state.iam_policy.Restriction`` values.
+Installation is refused. They return ``occ.state.state.Restriction`` values.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from occ.controller import admission, policy
 from occ.controller import namespaces as namespace_cases
 from occ.db import Database, Session
 from occ.state import grants, iam_policy
+from occ.state import restrictions as state
 
 
 def create_restriction(
@@ -22,7 +23,7 @@ def create_restriction(
     principal_id: str | None = None,
     namespace_id: str | None = None,
     resource_id: str | None = None,
-) -> iam_policy.Restriction:
+) -> state.Restriction:
     """Add a deny rule for ``permission``; the optional fields narrow it (unset: everything).
 
     Raises:
@@ -54,7 +55,7 @@ def create_restriction(
             raise errors.NotFound("the principal does not exist")
         if namespace_id is not None:
             namespace_cases.live(session, namespace_id)
-        restriction = iam_policy.create_restriction(
+        restriction = state.insert(
             session,
             permission=permission,
             created_by=actor_id,
@@ -75,7 +76,7 @@ def create_restriction(
         return restriction
 
 
-def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> iam_policy.Restriction:
+def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> state.Restriction:
     """A restriction.
 
     Raises:
@@ -88,16 +89,14 @@ def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> iam_
         return _restriction(session, restriction_id)
 
 
-def list_restrictions(db: Database, *, actor_id: str) -> list[iam_policy.Restriction]:
+def list_restrictions(db: Database, *, actor_id: str) -> list[state.Restriction]:
     """Every restriction in creation order."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "restrictions.list")
-        return iam_policy.list_restrictions(session)
+        return state.list_all(session)
 
 
-def delete_restriction(
-    db: Database, *, actor_id: str, restriction_id: str
-) -> iam_policy.Restriction:
+def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> state.Restriction:
     """Remove a restriction and return what it was.
 
     Raises:
@@ -108,7 +107,7 @@ def delete_restriction(
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(session, actor_id, "restrictions.delete")
         restriction = _restriction(session, restriction_id)
-        if not iam_policy.delete_restriction(session, restriction_id):
+        if not state.delete(session, restriction_id):
             raise errors.NotFound("the restriction does not exist")
         policy.audit_change(
             session,
@@ -127,8 +126,8 @@ def delete_restriction(
         return restriction
 
 
-def _restriction(session: Session, restriction_id: str) -> iam_policy.Restriction:
-    restriction = iam_policy.get_restriction(session, restriction_id)
+def _restriction(session: Session, restriction_id: str) -> state.Restriction:
+    restriction = state.get(session, restriction_id)
     if restriction is None:
         raise errors.NotFound("the restriction does not exist")
     return restriction

@@ -14,7 +14,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import iam_policy, models
+from occ.state import iam_policy, models, restrictions
 
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
 _BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
@@ -45,7 +45,7 @@ class Policy:
 
     principal: iam_policy.Principal
     grants: tuple[Grant, ...]
-    restrictions: tuple[iam_policy.Restriction, ...]
+    restrictions: tuple[restrictions.Restriction, ...]
 
 
 # One statement: the principal, its live grants and the restrictions on the permission. The
@@ -162,8 +162,8 @@ def _grant(item: Mapping[str, Any]) -> Grant:
     )
 
 
-def _loaded_restriction(item: Mapping[str, Any]) -> iam_policy.Restriction:
-    return iam_policy.Restriction(
+def _loaded_restriction(item: Mapping[str, Any]) -> restrictions.Restriction:
+    return restrictions.Restriction(
         id=item["id"],
         permission=item["permission"],
         principal_id=item["principal_id"],

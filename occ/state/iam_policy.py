@@ -1,9 +1,9 @@
-"""IAM policy rows: principals, roles, access bindings and restrictions.
+"""IAM policy rows: principals, roles and access bindings.
 
-Takes the caller's session and never commits; decides nothing (``occ.iam`` evaluates, with
-the policy ``occ.state.grants`` loads). The application role may not DELETE principals,
-roles or bindings: principals are disabled, roles soft-deleted and bindings revoked; only
-restrictions are deleted.
+Takes the caller's session and never commits; decides nothing (``occ.iam`` evaluates, with the
+policy ``occ.state.grants`` loads; deny rules are ``occ.state.restrictions``). The application
+role may not DELETE principals, roles or bindings: principals are disabled, roles soft-deleted
+and bindings revoked.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ _NOW = sa.func.clock_timestamp()
 _PRINCIPALS: Final = cast(sa.Table, models.Principal.__table__)
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
 _BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
-_RESTRICTIONS: Final = cast(sa.Table, models.Restriction.__table__)
 _NAMESPACED_TABLES: Final = {
     "configuration": cast(sa.Table, models.Configuration.__table__),
     "secret": cast(sa.Table, models.Secret.__table__),
@@ -115,19 +114,6 @@ class AccessBinding:
         if self.resource_kind is None or self.resource_id is None:
             return None
         return ResourceRef(self.resource_kind, self.resource_id)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Restriction:
-    """A deny rule for one permission, optionally narrowed to a principal, Namespace, resource."""
-
-    id: str
-    permission: str
-    principal_id: str | None
-    namespace_id: str | None
-    resource_id: str | None
-    created_by: str
-    created_at: dt.datetime
 
 
 # -- principals ---------------------------------------------------------------------------------
@@ -357,61 +343,6 @@ def resource_exists(session: orm.Session, kind: str, resource_id: str, namespace
     return bool(session.execute(query).scalar())
 
 
-# -- restrictions -------------------------------------------------------------------------------
-
-
-def create_restriction(
-    session: orm.Session,
-    *,
-    permission: str,
-    created_by: str,
-    principal_id: str | None = None,
-    namespace_id: str | None = None,
-    resource_id: str | None = None,
-) -> Restriction:
-    """Insert a deny rule; ``None`` narrowing fields match everything."""
-    statement = (
-        sa.insert(_RESTRICTIONS)
-        .values(
-            id=ids.new("restriction"),
-            permission=permission,
-            principal_id=principal_id,
-            namespace_id=namespace_id,
-            resource_id=resource_id,
-            created_by=created_by,
-        )
-        .returning(*_RESTRICTIONS.c)
-    )
-    return _restriction(session.execute(statement).mappings().one())
-
-
-def get_restriction(session: orm.Session, restriction_id: str) -> Restriction | None:
-    """The restriction, or ``None``."""
-    query = sa.select(_RESTRICTIONS).where(_RESTRICTIONS.c.id == restriction_id)
-    row = session.execute(query).mappings().first()
-    return None if row is None else _restriction(row)
-
-
-def list_restrictions(
-    session: orm.Session, *, namespace_id: str | None = None
-) -> list[Restriction]:
-    """Restrictions in creation order, optionally those of one Namespace."""
-    query = sa.select(_RESTRICTIONS).order_by(_RESTRICTIONS.c.created_at, _RESTRICTIONS.c.id)
-    if namespace_id is not None:
-        query = query.where(_RESTRICTIONS.c.namespace_id == namespace_id)
-    return [_restriction(row) for row in session.execute(query).mappings()]
-
-
-def delete_restriction(session: orm.Session, restriction_id: str) -> bool:
-    """Remove the restriction; whether it existed."""
-    result = session.execute(
-        sa.delete(_RESTRICTIONS)
-        .where(_RESTRICTIONS.c.id == restriction_id)
-        .returning(_RESTRICTIONS.c.id)
-    )
-    return result.first() is not None
-
-
 # -- conversions --------------------------------------------------------------------------------
 
 
@@ -449,16 +380,4 @@ def _binding(row: sa.RowMapping) -> AccessBinding:
         created_by=row["created_by"],
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
-    )
-
-
-def _restriction(row: sa.RowMapping) -> Restriction:
-    return Restriction(
-        id=row["id"],
-        permission=row["permission"],
-        principal_id=row["principal_id"],
-        namespace_id=row["namespace_id"],
-        resource_id=row["resource_id"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
     )

@@ -13,6 +13,7 @@ from sqlalchemy import exc as sa_exc
 from occ import errors, iam, ids
 from occ.db import Database
 from occ.state import iam_policy
+from occ.state import restrictions as restriction_rows
 from tests.support import grants, rows
 
 
@@ -149,7 +150,7 @@ def test_restriction_beats_every_grant(db: Database, world: World) -> None:
     with db.transaction() as session:
         grants.grant(session, world.alice, ["agent:read", "agent:deploy"])
         grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_a)
-        restriction = iam_policy.create_restriction(
+        restriction = restriction_rows.insert(
             session, permission="agent:read", created_by=world.alice, namespace_id=world.ns_a
         )
 
@@ -164,8 +165,8 @@ def test_restriction_beats_every_grant(db: Database, world: World) -> None:
     assert decide(db, world.alice, "agent:read", agent(world.ns_b)).allowed  # other Namespace
 
     with db.transaction() as session:
-        assert iam_policy.delete_restriction(session, restriction.id)
-        assert not iam_policy.delete_restriction(session, restriction.id)
+        assert restriction_rows.delete(session, restriction.id)
+        assert not restriction_rows.delete(session, restriction.id)
     assert decide(db, world.alice, "agent:read", in_a).allowed
 
 
@@ -173,7 +174,7 @@ def test_restriction_on_one_resource_only(db: Database, world: World) -> None:
     target, neighbour = agent(world.ns_a), agent(world.ns_a)
     with db.transaction() as session:
         grants.grant(session, world.alice, ["agent:deploy"], namespace_id=world.ns_a)
-        restriction = iam_policy.create_restriction(
+        restriction = restriction_rows.insert(
             session,
             permission="agent:deploy",
             created_by=world.alice,
@@ -192,7 +193,7 @@ def test_restriction_for_another_principal_does_not_apply(db: Database, world: W
         bob = rows.principal(session, name="bob")
         grants.grant(session, world.alice, ["namespace:create"])
         grants.grant(session, bob, ["namespace:create"])
-        iam_policy.create_restriction(
+        restriction_rows.insert(
             session, permission="namespace:create", created_by=world.alice, principal_id=bob
         )
 
@@ -304,7 +305,7 @@ def test_authorize_each_matches_authorize(db: Database, world: World) -> None:
             resource_kind="agent",
             resource_id=target.id,
         )
-        iam_policy.create_restriction(
+        restriction_rows.insert(
             session, permission="agent:read", created_by=world.alice, resource_id=target.id
         )
     candidates = [

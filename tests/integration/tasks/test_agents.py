@@ -36,6 +36,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import agents as agent_rows
 from occ.state import iam_policy, models
 from occ.state import namespaces as namespace_rows
+from occ.state import restrictions as restriction_rows
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from tests.support import processes
@@ -305,7 +306,7 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
     world = _make_world(db, env)
     revision_id = _deploy(db, world)
     with db.transaction() as session:
-        iam_policy.create_restriction(
+        restriction_rows.insert(
             session,
             permission="agent:deploy",
             created_by=world.admin,

@@ -1,0 +1,95 @@
+"""Restriction rows: deny rules for one permission, optionally narrowed to a principal, a
+Namespace or one resource; they beat every grant.
+
+Takes the caller's session and never commits; decides nothing (``occ.iam`` evaluates). Unlike
+principals, roles and bindings, restrictions are deleted outright.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Final, cast
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ import ids
+from occ.state import models
+
+_RESTRICTIONS: Final = cast(sa.Table, models.Restriction.__table__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Restriction:
+    """A deny rule for one permission, optionally narrowed to a principal, Namespace, resource."""
+
+    id: str
+    permission: str
+    principal_id: str | None
+    namespace_id: str | None
+    resource_id: str | None
+    created_by: str
+    created_at: dt.datetime
+
+
+def insert(
+    session: orm.Session,
+    *,
+    permission: str,
+    created_by: str,
+    principal_id: str | None = None,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+) -> Restriction:
+    """Insert a deny rule; ``None`` narrowing fields match everything."""
+    statement = (
+        sa.insert(_RESTRICTIONS)
+        .values(
+            id=ids.new("restriction"),
+            permission=permission,
+            principal_id=principal_id,
+            namespace_id=namespace_id,
+            resource_id=resource_id,
+            created_by=created_by,
+        )
+        .returning(*_RESTRICTIONS.c)
+    )
+    return _restriction(session.execute(statement).mappings().one())
+
+
+def get(session: orm.Session, restriction_id: str) -> Restriction | None:
+    """The restriction, or ``None``."""
+    query = sa.select(_RESTRICTIONS).where(_RESTRICTIONS.c.id == restriction_id)
+    row = session.execute(query).mappings().first()
+    return None if row is None else _restriction(row)
+
+
+def list_all(session: orm.Session, *, namespace_id: str | None = None) -> list[Restriction]:
+    """Restrictions in creation order, optionally those of one Namespace."""
+    query = sa.select(_RESTRICTIONS).order_by(_RESTRICTIONS.c.created_at, _RESTRICTIONS.c.id)
+    if namespace_id is not None:
+        query = query.where(_RESTRICTIONS.c.namespace_id == namespace_id)
+    return [_restriction(row) for row in session.execute(query).mappings()]
+
+
+def delete(session: orm.Session, restriction_id: str) -> bool:
+    """Remove the restriction; whether it existed."""
+    result = session.execute(
+        sa.delete(_RESTRICTIONS)
+        .where(_RESTRICTIONS.c.id == restriction_id)
+        .returning(_RESTRICTIONS.c.id)
+    )
+    return result.first() is not None
+
+
+def _restriction(row: sa.RowMapping) -> Restriction:
+    return Restriction(
+        id=row["id"],
+        permission=row["permission"],
+        principal_id=row["principal_id"],
+        namespace_id=row["namespace_id"],
+        resource_id=row["resource_id"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+    )
