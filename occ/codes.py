@@ -8,6 +8,7 @@ in audit details and log fields) are the drivers' own and are not listed here.
 from __future__ import annotations
 
 import enum
+import re
 from typing import Final
 
 
@@ -212,6 +213,12 @@ SUCCESS_WITH_RESULT: Final = frozenset({Code.REVISION_ACTIVATED, Code.REVISION_A
 
 
 _BY_VALUE: Final = {member.value: member for member in Code}
+_SHAPE: Final = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
+
+
+def is_code_shaped(text: str) -> bool:
+    """Whether ``text`` looks like a reason code (as drivers' own codes must, to be recorded)."""
+    return _SHAPE.fullmatch(text) is not None
 
 
 def lookup(code: str) -> Code | None:

@@ -63,7 +63,9 @@ def run_pass(
     if snapshot.superseded:
         return store.supersede(snapshot)
     if capabilities.requires_stopped_predecessors:
-        _each(guard, driver.stop_revision, snapshot.earlier)
+        stopped = _attempt(store, lambda: _each(guard, driver.stop_revision, snapshot.earlier))
+        if stopped is not None:
+            return stopped
 
     observation = _prepare(driver, guard, spec)
     if isinstance(observation, base.Pending):
@@ -122,9 +124,9 @@ def _maintain(
     else:
         return store.degrade(snapshot, Code.INVALID_DRIVER_OBSERVATION, recheck_ms=None)
     if isinstance(step, base.Pending):
-        return store.degrade(
-            snapshot, step.reason, recheck_ms=_recheck_ms(step, unready_recheck_ms)
-        )
+        # a runtime on its way back: the driver's code, else plainly "not ready yet"
+        reason = step.reason if codes.is_code_shaped(step.reason) else Code.REVISION_INCOMPLETE
+        return store.degrade(snapshot, reason, recheck_ms=_recheck_ms(step, unready_recheck_ms))
     return store.degrade(snapshot, step.code, recheck_ms=None)
 
 
@@ -152,13 +154,16 @@ def _activate(
 ) -> base.Activation | base.Pending | base.Failed:
     """Activate under a renewed claim: the endpoint, not ready yet, or a failure."""
     try:
-        return _effect(guard, lambda: driver.activate_revision(guard.operation(), spec))
+        answer = _effect(guard, lambda: driver.activate_revision(guard.operation(), spec))
     except base.TransientDriverError as exc:
         if exc.retry_after_s is not None:
             return base.Pending(exc.code, exc.retry_after_s)
         return base.Failed(exc.code, permanent=False, reason=exc.reason)
     except base.PermanentDriverError as exc:
         return base.Failed(exc.code, permanent=True, reason=exc.reason)
+    if isinstance(answer, base.Activation | base.Pending | base.Failed):
+        return answer
+    return base.Failed(Code.INVALID_DRIVER_OBSERVATION, permanent=True)
 
 
 def _unfinished(
@@ -194,12 +199,30 @@ def _stopped_agent(
 ) -> outcome.PassResult:
     """The Agent was stopped meanwhile: stop this revision (and leftovers) and say so."""
     stop_spec = specs.revision(snapshot.revision)
-    _effect(guard, lambda: driver.stop_revision(guard.operation(), stop_spec))
-    if snapshot.agent.active_revision_id in (None, snapshot.revision.id):
-        _each(guard, driver.retire_revision, snapshot.earlier)
+
+    def stop() -> None:
+        _effect(guard, lambda: driver.stop_revision(guard.operation(), stop_spec))
+        if snapshot.agent.active_revision_id in (None, snapshot.revision.id):
+            _each(guard, driver.retire_revision, snapshot.earlier)
+
+    failed = _attempt(store, stop)
+    if failed is not None:
+        return failed
     return store.complete(
         Code.REVISION_MAINTENANCE_SUPERSEDED if maintenance else Code.REVISION_STOPPED
     )
+
+
+def _attempt(store: RevisionStore, effects: Callable[[], None]) -> outcome.PassResult | None:
+    """Run effects whose result is only "done": a driver error ends the pass as a retry (or,
+    when retrying cannot help, a failure with the driver's code); ``None`` when they ran."""
+    try:
+        effects()
+    except base.TransientDriverError:
+        return store.retry(Code.DEPENDENCY_UNAVAILABLE)
+    except base.PermanentDriverError as exc:
+        return store.fail(_registered(exc.code))
+    return None
 
 
 def _effect(guard: ClaimGuard, call: Callable[[], T]) -> T:

@@ -9,7 +9,6 @@ Compute Driver.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -34,7 +33,6 @@ from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 ACTIVATE_ACTION = "agents.lifecycle.activate"
-_CODE_SHAPE = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -348,7 +346,7 @@ class DatabaseRevisionStore:
 
 def _observation_code(code: str) -> str:
     """A driver's code as an observation's reason (codes are data, shaped like occ's own)."""
-    return code if _CODE_SHAPE.fullmatch(code) else Code.RUNTIME_STARTUP_FAILED
+    return code if codes.is_code_shaped(code) else Code.RUNTIME_STARTUP_FAILED
 
 
 def _deploy_checks(

@@ -27,6 +27,8 @@ def parse(text: str) -> dict[str, str]:
     comment is never taken for a parameter.
     """
     headers = list(_HEADER.finditer(text))
+    if not headers:
+        raise ValueError("no named statement: every statement is headed '-- name: <name>'")
     statements: dict[str, str] = {}
     for header, following in zip(headers, [*headers[1:], None], strict=True):
         block = text[header.end() : following.start() if following else len(text)]

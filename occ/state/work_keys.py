@@ -43,7 +43,7 @@ _SHAPES: Final = {
     WorkKind.AGENT_DELETED: re.compile(rf"agent:(agt_{_UUID4}):reconcile:deleted"),
     WorkKind.REVISION_RECONCILE: re.compile(rf"agent_revision:(rev_{_UUID4}):reconcile"),
     WorkKind.REVISION_MAINTENANCE: re.compile(
-        rf"agent_revision:(rev_{_UUID4}):maintenance:([0-9]{{1,15}})"
+        rf"agent_revision:(rev_{_UUID4}):maintenance:(0|[1-9][0-9]{{0,14}})"
     ),
 }
 
@@ -75,7 +75,8 @@ class WorkKey:
 
     @classmethod
     def parse(cls, work_id: str) -> WorkKey:
-        """The key of a well-formed work id; ``ValueError`` for anything else."""
+        """The key of a well-formed work id; ``ValueError`` for anything else (a bucket with
+        leading zeros too: one bucket has one id)."""
         for kind, shape in _SHAPES.items():
             match = shape.fullmatch(work_id)
             if match is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from occ import errors
+from occ import codes, errors
 from occ.drivers.compute import base
 from occ.state import values
 from tests.support import scenarios
@@ -84,13 +84,11 @@ def test_a_claim_lost_while_the_driver_works_aborts_the_call_and_publishes_nothi
     assert run.store.agent.active_revision_id == run.rev(1)
 
 
-def test_a_driver_error_while_stopping_predecessors_escapes_with_nothing_published() -> None:
-    # the executor treats it as a surprise (a retry); the pass itself settles nothing
+def test_a_driver_error_while_stopping_predecessors_is_a_retry_with_nothing_published() -> None:
     run = passes.harness(scenarios.agent(revisions=3, active=2), requires_stopped_predecessors=True)
     run.driver.script("stop_revision", base.TransientDriverError("ENGINE_BUSY"), subject=run.rev(1))
 
-    with pytest.raises(base.TransientDriverError):
-        run.run()
+    result = run.run()
 
-    assert run.driver.calls == [("stop_revision", run.rev(1))]
-    assert run.store.result is None
+    assert (result.outcome, result.code) == (codes.Outcome.RETRY, codes.Code.DEPENDENCY_UNAVAILABLE)
+    assert run.driver.calls == [("stop_revision", run.rev(1))]  # nothing prepared or activated

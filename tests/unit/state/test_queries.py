@@ -70,11 +70,6 @@ def test_a_malformed_block_is_refused(text: str, complaint: str) -> None:
         queries.parse(text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="parse() of a text without a '-- name:' header fails inside zip(strict=True) "
-    "with a message about zip, not about the file",
-)
 def test_text_without_a_named_statement_is_refused_clearly() -> None:
     with pytest.raises(ValueError, match="statement"):
         queries.parse("-- just prose\nSELECT 1;\n")
