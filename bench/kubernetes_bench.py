@@ -25,9 +25,12 @@ it over HTTP through a kubeconfig file, as they would reach a cluster.
 Processes are ``bench/e2e_bench.py``'s: one control worker (threads, 2), one driver worker
 (prefork, ``--concurrency``, 4 by default: API calls mostly wait) and beat claiming every
 250 ms, all with a maintenance interval of an hour so that no maintenance pass runs while
-deploys are measured. Per driver: one Namespace is made ready through the fleet, ``--agents``
-Agents (200; 20 with ``--quick``) are created with their grants, the journal is cleared and
-one deploy per Agent is admitted, each followed by a nudge (what the API does). A deploy's
+deploys are measured. Per driver: Namespaces of ``--per-namespace`` Agents (10) are made
+ready through the fleet, ``--agents`` Agents (200; 20 with ``--quick``) are created with their
+grants, the journal is cleared and one deploy per Agent is admitted, each followed by a nudge
+(what the API does). Small Namespaces keep the fake cheap: its EndpointSlice controller
+copies every Pod of a namespace on each write, which with 200 Agents in one namespace would
+make the fake, not occ, the bottleneck. ``-v`` reports this process's CPU per deploy. A deploy's
 latency runs from ``time.time()`` right after its admission commits to the ``occurred_at`` of
 its activation audit row. The API calls are counted once the fleet is idle again.
 
