@@ -41,9 +41,9 @@ SECRET_SETTINGS: Final = (
 )
 STAND_INS: Final = {
     "database-url": "postgresql+psycopg://occ_app:pw@postgres.test:5432/occ",
-    "broker-url": "redis://redis.test:6379/0",
-    "api-key-pepper": "pepper-for-the-test",
-    "secret-key": "key-for-the-test",
+    "broker-url": "redis://:pw@redis.test:6379/0",
+    "api-key-pepper": "0123456789abcdef" * 4,
+    "secret-key": "fedcba9876543210" * 4,
     "migration-database-url": "postgresql+psycopg://occ:pw@postgres.test:5432/occ",
 }
 """Values a real operator would put into the Secrets (for checks that need valid ones)."""
