@@ -16,7 +16,6 @@ from typing import Any, NoReturn
 
 import click
 from alembic.util import CommandError
-from sqlalchemy import exc as sa_exc
 
 import occ
 from occ import dev as dev_runner
@@ -100,10 +99,6 @@ def db_upgrade(revision: str) -> None:
     url = _owner_url()
     try:
         schema.upgrade(url, revision)
-    except sa_exc.OperationalError as exc:
-        raise errors.DependencyUnavailable(
-            f"the database is unavailable: {_driver_message(exc)}"
-        ) from exc
     except CommandError as exc:
         _fail(f"migration failed: {exc}", EXIT_OCC_ERROR)
     click.echo(f"occ db upgrade: database at revision {revision}")
@@ -115,10 +110,6 @@ def db_check() -> None:
     url = _owner_url()
     try:
         schema.check(url)
-    except sa_exc.OperationalError as exc:
-        raise errors.DependencyUnavailable(
-            f"the database is unavailable: {_driver_message(exc)}"
-        ) from exc
     except CommandError as exc:
         _fail(f"schema check failed: {exc}", EXIT_CHECK_FAILED)
     click.echo("occ db check: the database matches the models")
@@ -470,13 +461,6 @@ def gateway(
 def version() -> None:
     """Print the occ version."""
     click.echo(f"occ {occ.__version__}")
-
-
-def _driver_message(exc: sa_exc.DBAPIError) -> str:
-    """The first line of the driver's message, without SQLAlchemy's statement dump."""
-    text = str(exc.orig) if exc.orig is not None else str(exc)
-    lines = text.strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> None:

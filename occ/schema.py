@@ -5,10 +5,15 @@ Runs with the owner connection; never used by the API or workers at run time.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import exc as sa_exc
+
+from occ import errors
 
 ALEMBIC_INI = Path(__file__).resolve().parent.parent / "alembic.ini"
 
@@ -22,13 +27,40 @@ def _config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Migrate the database at ``url`` (an owner connection) to ``revision``."""
-    command.upgrade(_config(url), revision)
+    """Migrate the database at ``url`` (an owner connection) to ``revision``.
+
+    Raises:
+        DependencyUnavailable: the database cannot be reached.
+    """
+    with _reachable():
+        command.upgrade(_config(url), revision)
 
 
 def check(url: str) -> None:
-    """Fail if the models and the migrated database disagree (``alembic check``)."""
-    command.check(_config(url))
+    """Fail if the models and the migrated database disagree (``alembic check``).
+
+    Raises:
+        DependencyUnavailable: the database cannot be reached.
+    """
+    with _reachable():
+        command.check(_config(url))
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    try:
+        yield
+    except sa_exc.OperationalError as exc:
+        raise errors.DependencyUnavailable(
+            f"the database is unavailable: {_driver_message(exc)}"
+        ) from exc
+
+
+def _driver_message(exc: sa_exc.DBAPIError) -> str:
+    """The first line of the driver's message, without SQLAlchemy's statement dump."""
+    text = str(exc.orig) if exc.orig is not None else str(exc)
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def downgrade(url: str, revision: str) -> None:

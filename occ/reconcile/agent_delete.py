@@ -7,9 +7,8 @@ IAM references and work rows only under this live claim (and writes the success 
 
 from __future__ import annotations
 
-from sqlalchemy import orm
-
 from occ import codes, iam
+from occ.db import Session
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, finalizers
@@ -46,7 +45,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
 
 
 def _fail(
-    session: orm.Session, context: ClaimContext, agent: agents.Agent, code: str
+    session: Session, context: ClaimContext, agent: agents.Agent, code: str
 ) -> outcome.PassResult:
     result = settle.fail(session, context.claim, code)
     audit.append(

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import orm
-
 from occ import codes, iam
+from occ.db import Session
 from occ.reconcile import outcome, settle
 from occ.reconcile.context import ClaimContext
 from occ.state import audit
 
 
 def first_denial(
-    session: orm.Session, checks: Sequence[tuple[str, str, iam.Resource]]
+    session: Session, checks: Sequence[tuple[str, str, iam.Resource]]
 ) -> iam.Decision | None:
     """The first refused ``(principal, permission, resource)`` decision, or ``None``."""
     for principal_id, permission, resource in checks:
@@ -30,7 +29,7 @@ def first_denial(
 
 
 def refuse(
-    session: orm.Session,
+    session: Session,
     context: ClaimContext,
     *,
     action: str,

@@ -13,20 +13,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import orm
-
+from occ.db import Session
 from occ.state import audit, namespaces, values
 from occ.state.work_keys import WorkKind
 
-FailureEffect = Callable[[orm.Session, values.WorkItem, Mapping[str, Any]], None]
+FailureEffect = Callable[[Session, values.WorkItem, Mapping[str, Any]], None]
 
 
-def _no_effect(session: orm.Session, item: values.WorkItem, details: Mapping[str, Any]) -> None:
+def _no_effect(session: Session, item: values.WorkItem, details: Mapping[str, Any]) -> None:
     """Nothing beyond the work row (the failure is visible there and in its evidence)."""
 
 
 def _fail_provisioning_namespace(
-    session: orm.Session, item: values.WorkItem, details: Mapping[str, Any]
+    session: Session, item: values.WorkItem, details: Mapping[str, Any]
 ) -> None:
     """The Namespace becomes ``failed`` if it is still provisioning, with one audit event."""
     namespace_id = item.owner.namespace_id
@@ -69,7 +68,7 @@ KINDS: Final[Mapping[WorkKind, Kind]] = {
 
 
 def settle(
-    session: orm.Session, item: values.WorkItem, details: Mapping[str, Any] | None = None
+    session: Session, item: values.WorkItem, details: Mapping[str, Any] | None = None
 ) -> None:
     """Apply the kind's terminal-failure effect when ``item`` ended failed; else nothing."""
     if item.state == values.WorkState.FAILED_PERMANENT:

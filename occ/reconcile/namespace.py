@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import orm
-
 from occ import codes, errors, iam
+from occ.db import Session
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle
 from occ.reconcile.context import ClaimContext
@@ -86,7 +85,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
 
 
 def _denial(
-    session: orm.Session, actor_id: str, kind: WorkKind, namespace: namespaces.Namespace
+    session: Session, actor_id: str, kind: WorkKind, namespace: namespaces.Namespace
 ) -> iam.Decision | None:
     """The refusal of the original actor under current IAM, or ``None``."""
     if kind == WorkKind.NAMESPACE_DELETED:
@@ -105,7 +104,7 @@ def _denial(
 
 
 def _publish(
-    session: orm.Session,
+    session: Session,
     worker: environment.Worker,
     context: ClaimContext,
     *,

@@ -12,9 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from sqlalchemy import orm
-
 from occ import codes, harnesses, iam, secret_store
+from occ.db import Session
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
@@ -108,7 +107,7 @@ class DatabaseRevisionStore:
         with self._worker.database.transaction() as session:
             return self._load(session)
 
-    def _load(self, session: orm.Session) -> Snapshot | outcome.PassResult:
+    def _load(self, session: Session) -> Snapshot | outcome.PassResult:
         claim, driver = self._claim, self._worker.driver
         owner = claim.owner
         namespace = namespaces.get(session, owner.namespace_id)
@@ -176,7 +175,7 @@ class DatabaseRevisionStore:
         )
 
     def _unseal(
-        self, session: orm.Session, revision: agents.Revision
+        self, session: Session, revision: agents.Revision
     ) -> base.Credential | outcome.PassResult | None:
         """The harness credential, read only now: after the re-authorization, under the live
         claim (renewed in this transaction), and never stored anywhere but the driver's call."""
@@ -320,14 +319,14 @@ class DatabaseRevisionStore:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _fence(self, session: orm.Session) -> None:
+    def _fence(self, session: Session) -> None:
         # the first statement renews the claim: a stale worker's transaction rolls back whole
         work_queue.renew(session, self._worker.policy, self._claim)
 
-    def _retry_in(self, session: orm.Session, code: Code) -> outcome.PassResult:
+    def _retry_in(self, session: Session, code: Code) -> outcome.PassResult:
         return settle.retry(session, self._worker.policy, self._claim, code)
 
-    def _schedule_maintenance(self, session: orm.Session, spec: base.RevisionSpec) -> None:
+    def _schedule_maintenance(self, session: Session, spec: base.RevisionSpec) -> None:
         interval_s = self._worker.driver.revision_capabilities(spec).maintenance_interval_s
         if not interval_s:
             return
@@ -365,7 +364,7 @@ def _deploy_checks(
     return checks
 
 
-def _activation_audited(session: orm.Session, revision_id: str) -> bool:
+def _activation_audited(session: Session, revision_id: str) -> bool:
     return any(
         event.action == ACTIVATE_ACTION
         for event in audit.list_events(session, resource_id=revision_id, limit=50)

@@ -10,15 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import orm
-
 from occ import codes
+from occ.db import Session
 from occ.reconcile import kinds, outcome
 from occ.state import values, work_queue
 
 
 def complete(
-    session: orm.Session,
+    session: Session,
     claim: values.Claim,
     code: str,
     *,
@@ -30,7 +29,7 @@ def complete(
 
 
 def fail(
-    session: orm.Session,
+    session: Session,
     claim: values.Claim,
     code: str,
     *,
@@ -44,7 +43,7 @@ def fail(
 
 
 def retry(
-    session: orm.Session,
+    session: Session,
     policy: values.QueuePolicy,
     claim: values.Claim,
     code: str,
@@ -60,7 +59,7 @@ def retry(
 
 
 def defer(
-    session: orm.Session,
+    session: Session,
     policy: values.QueuePolicy,
     claim: values.Claim,
     code: str,
