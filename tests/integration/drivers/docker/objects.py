@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import DockerComputeDriver, engine, naming, workload
+from scripts import docker_engine
 
 IMAGE = "occ-standin-gateway:dev"
 LIMITS = workload.Limits(memory_bytes=128 * 1024 * 1024, nano_cpus=500_000_000, pids=64)
@@ -68,11 +70,14 @@ def owned_objects(client: Any, namespace_id: str) -> dict[str, list[str]]:
     }
 
 
+@functools.cache
 def engine_host() -> str:
-    """The engine of the Docker tests (``OCC_TEST_DOCKER_HOST``; a failure when unset)."""
+    """The engine of the Docker tests (``OCC_TEST_DOCKER_HOST``; a failure when unset), with
+    the stand-in image built from this tree once per run (nothing to do when it is current)."""
     host = os.environ.get("OCC_TEST_DOCKER_HOST")
     if not host:
         pytest.fail("OCC_TEST_DOCKER_HOST is not set: run `make services`")
+    docker_engine.PrivateEngine.build_image_on(host)
     return host
 
 

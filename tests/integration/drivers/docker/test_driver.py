@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -114,8 +115,14 @@ def test_a_prepared_revision_is_a_hardened_healthy_container_serving_its_snapsho
     assert health["status"] == "ok"
     assert health["revisionId"] == spec.revision_id
     assert health["credentialFingerprint"] == base.Credential(SECRET).fingerprint
-    with urllib.request.urlopen(f"{endpoint}/config", timeout=3) as response:
+    request = urllib.request.Request(
+        f"{endpoint}/config", headers={"Authorization": f"Bearer {SECRET}"}
+    )
+    with urllib.request.urlopen(request, timeout=3) as response:
         assert json.loads(response.read()) == {"model": "m", "tools": ["a"]}
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{endpoint}/config", timeout=3)
+    assert refused.value.code == 401
 
     attrs = client.api.inspect_container(naming.gateway(spec.revision_id))
     host = attrs["HostConfig"]
