@@ -56,6 +56,10 @@ def _classified(method: Callable[P, R]) -> Callable[P, R]:
     return classified
 
 
+MAINTENANCE_INTERVAL_MS: Final = 30_000
+"""How often active revisions are observed by default (container running and healthy)."""
+
+
 class DockerComputeDriver:
     """Namespaces are bridge networks; Agent revisions are hardened gateway containers."""
 
@@ -102,6 +106,8 @@ class DockerComputeDriver:
                 nano_cpus=settings.docker_nano_cpus,
                 pids=settings.docker_pids_limit,
             ),
+            maintenance_interval_s=(settings.maintenance_interval_ms or MAINTENANCE_INTERVAL_MS)
+            / 1000,
         )
 
     def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:
