@@ -404,11 +404,6 @@ def test_the_cluster_role_grants_exactly_what_the_driver_uses(
     assert (missing, unused) == ([], []), f"missing: {missing}; granted but unused: {unused}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="preflight also asks for patch configmaps, patch persistentvolumeclaims, delete "
-    "resourcequotas and delete limitranges, which the driver never uses",
-)
 def test_preflight_passes_with_only_the_granted_rules(
     kube_api: FakeKubeAPI, tmp_path: Path
 ) -> None:

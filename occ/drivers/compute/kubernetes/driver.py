@@ -37,23 +37,26 @@ CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
 PERMISSION_MISSING: Final = "KUBERNETES_PERMISSION_MISSING"
 
 _WRITE: Final = ("get", "list", "create", "patch", "delete")
+_CREATE_ONLY: Final = ("get", "list", "create", "delete")
+"""Objects created once and never changed: the revision's ConfigMap, the Agent's volume."""
+_NEVER_DELETED: Final = ("get", "list", "create", "patch")
+"""Namespace policy objects, removed only with their namespace."""
+
 REQUIRED_ACCESS: Final = (
     *((verb, client.NAMESPACE) for verb in _WRITE),
     *(
         (verb, kind)
         for kind in (
-            client.CONFIG_MAP,
             client.SECRET,
             client.SERVICE_ACCOUNT,
             client.SERVICE,
-            client.CLAIM,
             client.DEPLOYMENT,
             client.NETWORK_POLICY,
-            client.QUOTA,
-            client.LIMITS,
         )
         for verb in _WRITE
     ),
+    *((verb, kind) for kind in (client.CONFIG_MAP, client.CLAIM) for verb in _CREATE_ONLY),
+    *((verb, kind) for kind in (client.QUOTA, client.LIMITS) for verb in _NEVER_DELETED),
     ("list", client.ENDPOINT_SLICE),
 )
 """Every (verb, kind) the driver uses, checked by ``preflight``."""
