@@ -21,6 +21,7 @@ import occ
 from occ import dev as dev_runner
 from occ import errors, runtime, schema
 from occ import gateway as gateway_server
+from occ.client import commands as client_commands
 from occ.config import Settings
 from occ.controller import installation, principals
 from occ.dev import options as dev_options
@@ -461,6 +462,9 @@ def gateway(
 def version() -> None:
     """Print the occ version."""
     click.echo(f"occ {occ.__version__}")
+
+
+client_commands.register(cli)  # login, namespaces, agents, ...: the REST API's client
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -33,6 +33,7 @@ class Denied(Exception):
         decision: iam.Decision,
         hidden: bool,
         request: Mapping[str, Any] | None,
+        detail: str | None = None,
     ):
         super().__init__(action)
         self.action = action
@@ -41,6 +42,7 @@ class Denied(Exception):
         self.decision = decision
         self.hidden = hidden
         self.request = request
+        self.detail = detail
 
 
 @contextlib.contextmanager
@@ -71,7 +73,7 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
             )
         if denied.hidden:
             raise errors.NotFound(f"the {denied.resource.kind} does not exist") from None
-        raise errors.Forbidden(decision=denied.decision) from None
+        raise errors.Forbidden(denied.detail, decision=denied.decision) from None
 
 
 def require(
@@ -83,8 +85,12 @@ def require(
     *,
     hide_unless_readable: bool = False,
     request: Mapping[str, Any] | None = None,
+    detail: str | None = None,
 ) -> iam.Decision:
-    """The allowing decision, or ``Denied``; hidden (404) when the caller may not even read."""
+    """The allowing decision, or ``Denied``; hidden (404) when the caller may not even read.
+
+    ``detail`` is what a 403 says (the error's generic text when ``None``).
+    """
     decision = iam.authorize(session, actor_id, permission, resource)
     if decision.allowed:
         return decision
@@ -99,6 +105,7 @@ def require(
         decision=decision,
         hidden=hidden,
         request=request,
+        detail=detail,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ import errors, harnesses, iam, ids
-from occ.controller import admission
+from occ.controller import admission, runtime_access
 from occ.db import Database, Session
 from occ.state import agents, audit, configurations, iam_policy, namespaces, secrets
 
@@ -33,19 +33,23 @@ def create_agent(
     execution_mode: object,
     harness_auth: object,
     compute_driver: str,
+    grant_runtime_access: object = False,
 ) -> agents.Agent:
     """Admit a draft Agent (desired ``stopped``) and its Namespace-scoped service principal.
 
     ``harness`` is ``{"id", "version"}``; ``harness_auth`` is ``{"kind": "secret",
     "secret_id"}``. Needs ``agent:create`` on the Namespace. No work: nothing runs until a
-    deploy.
+    deploy. ``grant_runtime_access`` also binds the built-in ``agent-runtime`` Role to the
+    service principal on the Configuration and the Secret (``occ.controller.runtime_access``;
+    needs ``installation:administer``), in the same transaction.
 
     Raises:
         NotFound: no such live Namespace, or the caller may not read it.
         InvalidInput: a bad field, or a configuration / secret not in this Namespace.
-        Forbidden: the caller may read the Namespace but not create Agents (audited).
+        Forbidden: the caller may read the Namespace but not create Agents, or may not grant
+            runtime access (audited).
         NamespaceNotReady: the Namespace is being deleted.
-        Conflict: the name is taken in the Namespace.
+        Conflict: the name is taken in the Namespace, or its ``agent-runtime`` Role differs.
     """
     admission.require_id("namespace", namespace_id)
     columns = parse_draft(
@@ -59,6 +63,8 @@ def create_agent(
         complete=True,
     )
     check_execution_mode(columns, current=None)
+    if not isinstance(grant_runtime_access, bool):
+        raise errors.InvalidInput.at("/grantRuntimeAccess", "must be true or false")
     request = describe(columns)
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, namespace_id)
@@ -74,6 +80,13 @@ def create_agent(
         if namespace.status == namespaces.NamespaceStatus.DELETING:
             raise errors.NamespaceNotReady("the Namespace is being deleted")
         check_references(session, namespace.id, columns)
+        grant_decision = (
+            runtime_access.authorize(
+                session, actor_id, "agents.create", {**request, "grantRuntimeAccess": True}
+            )
+            if grant_runtime_access
+            else None
+        )
         agent_id = ids.new("agent")
         principal = iam_policy.create_principal(
             session,
@@ -89,6 +102,13 @@ def create_agent(
             compute_driver=compute_driver,
             service_principal_id=principal.id,
             **columns,
+        )
+        granted = (
+            None
+            if grant_decision is None
+            else runtime_access.grant(
+                session, actor_id=actor_id, agent=agent, decision=grant_decision
+            )
         )
         audit.append(
             session,
@@ -106,6 +126,7 @@ def create_agent(
                 "status": agent.status,
                 "desiredRuntimeState": agent.desired_runtime_state,
                 "authorization": decision.evidence.as_details(),
+                **({} if granted is None else {"runtimeAccess": granted}),
             },
         )
         return agent

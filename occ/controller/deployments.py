@@ -162,9 +162,27 @@ def _authorize_references(
                         "principalId": principal_id,
                         "principalRole": role,
                     },
+                    detail=_missing(role, principal_id, permission, target, decision.reason),
                 )
             evidence[f"{role}:{permission}"] = decision.evidence.as_details()
     return evidence
+
+
+def _missing(
+    role: str, principal_id: str, permission: str, target: iam.Resource, reason: iam.Reason
+) -> str:
+    """What a refused deploy says: which principal lacks which permission on what, and why."""
+    if role == "caller":
+        who = f"the caller ({principal_id})"
+    else:
+        who = f"the Agent's service principal {principal_id}"
+    text = f"{who} lacks {permission} on {target.kind} {target.id} ({reason})"
+    if role != "caller" and reason == iam.Reason.NO_MATCHING_BINDING:
+        text += (
+            "; bind it to a Role holding it (grantRuntimeAccess at Agent creation does this, "
+            "or POST /v1/access-bindings)"
+        )
+    return text
 
 
 def list_revisions(

@@ -42,6 +42,7 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
             execution_mode=body["execution_mode"],
             harness_auth=body["harness_auth"],
             compute_driver=context.runtime.settings.compute_driver,
+            grant_runtime_access=body["grant_runtime_access"],
         )
     )
 

@@ -26,6 +26,15 @@ _VERSION_HELP = "1 to 64 characters of A-Z a-z 0-9 . _ -"
 # -- request bodies -----------------------------------------------------------------------------
 
 
+class _JsonBoolean(fields.Boolean):
+    """``true`` or ``false`` only (marshmallow's Boolean also takes 1, "yes", "on" ...)."""
+
+    def _deserialize(self, value: object, attr: object, data: object, **kwargs: object) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 class AgentHarnessInput(common.Request):
     id = fields.String(required=True, validate=validate.OneOf(HARNESSES))
     version = fields.String(required=True, metadata={"description": _VERSION_HELP})
@@ -47,6 +56,14 @@ class AgentCreate(common.Request):
         metadata={"description": "openclaw runs embedded, codex dedicated"},
     )
     harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth", required=True)
+    grant_runtime_access = _JsonBoolean(
+        data_key="grantRuntimeAccess",
+        load_default=False,
+        metadata={
+            "description": "bind the built-in agent-runtime Role to the service principal on "
+            "the Configuration and the Secret (needs installation:administer)"
+        },
+    )
 
 
 class AgentUpdate(common.Request):

@@ -1,0 +1,332 @@
+"""Client commands for Agents and their deployments.
+
+``agents create`` asks the API to grant the Agent's service principal runtime access
+(``grantRuntimeAccess``) unless told not to, and ``--deploy`` deploys it at once. ``--wait``
+follows a deploy through its deployment status, a stop through the Agent (and its stop work
+item when the caller may read the work queue), a delete until the Agent is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import click
+
+from occ import harnesses
+from occ.client import http, resources, waiting
+from occ.client import session as shared
+
+AGENT_COLUMNS: Final = (
+    "id",
+    "name",
+    "status",
+    "desiredRuntimeState",
+    "activeRevisionId",
+    "endpoint",
+)
+_STOP_DONE: Final = frozenset({"AGENT_STOPPED", "AGENT_ALREADY_STOPPED"})
+
+
+@click.group(cls=shared.ClientGroup)
+def agents() -> None:
+    """Create, read, deploy, stop and delete Agents."""
+
+
+@agents.command("create")
+@click.argument("name")
+@shared.namespace_option
+@click.option("--configuration", required=True, help="Its Configuration (id or name).")
+@click.option("--secret", required=True, help="Its harness Secret (id or name).")
+@click.option(
+    "--harness",
+    type=click.Choice(tuple(harnesses.Harness)),
+    default=harnesses.Harness.OPENCLAW.value,
+    show_default=True,
+)
+@click.option("--harness-version", default="1.0.0", show_default=True)
+@click.option(
+    "--grant-runtime-access/--no-grant-runtime-access",
+    default=True,
+    show_default=True,
+    help="Let its service principal read the Configuration and use the Secret.",
+)
+@click.option("--deploy", is_flag=True, help="Deploy it right away.")
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def create_agent(
+    session: shared.Session,
+    *,
+    name: str,
+    namespace: str,
+    configuration: str,
+    secret: str,
+    harness: str,
+    harness_version: str,
+    grant_runtime_access: bool,
+    deploy: bool,
+    wait: bool,
+    timeout: float,
+    form: str,
+) -> None:
+    """Create a draft Agent (and with --deploy, deploy it; --wait follows the deploy)."""
+    if wait and not deploy:
+        raise click.UsageError("--wait follows the deploy: give --deploy too")
+    namespace_id = shared.namespace_id(session, namespace)
+    body = {
+        "name": name,
+        "configurationId": shared.member_id(session, namespace_id, "configurations", configuration),
+        "harness": {"id": harness, "version": harness_version},
+        "executionMode": str(harnesses.MODES[harness]),
+        "harnessAuth": {
+            "kind": "secret",
+            "secretId": shared.member_id(session, namespace_id, "secrets", secret),
+        },
+        "grantRuntimeAccess": grant_runtime_access,
+    }
+    agent = session.client.post(shared.path("namespaces", namespace_id, "agents"), body).data
+    if not deploy:
+        shared.show(agent, form)
+        return
+    _deploy(session, namespace_id, agent["id"], wait=wait, timeout=timeout, form=form)
+
+
+@agents.command("list")
+@shared.namespace_option
+@shared.output_option
+@shared.pass_session
+def list_agents(session: shared.Session, *, namespace: str, form: str) -> None:
+    """The Namespace's Agents you may read."""
+    namespace_id = shared.namespace_id(session, namespace)
+    items = session.get(shared.path("namespaces", namespace_id, "agents"))
+    shared.show(items, form, AGENT_COLUMNS)
+
+
+@agents.command("get")
+@click.argument("agent")
+@shared.namespace_option
+@shared.output_option
+@shared.pass_session
+def get_agent(session: shared.Session, *, agent: str, namespace: str, form: str) -> None:
+    """One Agent (id or name)."""
+    namespace_id, agent_id = _agent(session, namespace, agent)
+    shared.show(session.get(shared.path("namespaces", namespace_id, "agents", agent_id)), form)
+
+
+@agents.command("deploy")
+@click.argument("agent")
+@shared.namespace_option
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def deploy_agent(
+    session: shared.Session, *, agent: str, namespace: str, wait: bool, timeout: float, form: str
+) -> None:
+    """Deploy a new revision (--wait: until it is active, or failed)."""
+    namespace_id, agent_id = _agent(session, namespace, agent)
+    _deploy(session, namespace_id, agent_id, wait=wait, timeout=timeout, form=form)
+
+
+@agents.command("stop")
+@click.argument("agent")
+@shared.namespace_option
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def stop_agent(
+    session: shared.Session, *, agent: str, namespace: str, wait: bool, timeout: float, form: str
+) -> None:
+    """Stop the Agent's runtime (--wait: until it is stopped)."""
+    namespace_id, agent_id = _agent(session, namespace, agent)
+    accepted = session.client.post(
+        shared.path("namespaces", namespace_id, "agents", agent_id, "stop")
+    )
+    if not wait:
+        shared.show(accepted.data, form)
+        return
+    shared.run_wait(
+        lambda: _stopped(session, namespace_id, agent_id),
+        label=f"agent {agent_id}",
+        timeout_s=timeout,
+        form=form,
+    )
+
+
+@agents.command("delete")
+@click.argument("agent")
+@shared.namespace_option
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def delete_agent(
+    session: shared.Session, *, agent: str, namespace: str, wait: bool, timeout: float, form: str
+) -> None:
+    """Delete the Agent and its runtime (--wait: until it is gone)."""
+    namespace_id, agent_id = _agent(session, namespace, agent)
+    accepted = session.client.delete(shared.path("namespaces", namespace_id, "agents", agent_id))
+    if not wait:
+        shared.show(accepted.data, form)
+        return
+    shared.run_wait(
+        lambda: _gone(session, namespace_id, agent_id),
+        label=f"agent {agent_id}",
+        timeout_s=timeout,
+        form=form,
+    )
+
+
+@click.group(cls=shared.ClientGroup)
+def deployments() -> None:
+    """Read an Agent's deployments."""
+
+
+@deployments.command("get")
+@click.argument("agent")
+@click.argument("deployment")
+@shared.namespace_option
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def get_deployment(
+    session: shared.Session,
+    *,
+    agent: str,
+    deployment: str,
+    namespace: str,
+    wait: bool,
+    timeout: float,
+    form: str,
+) -> None:
+    """A deployment's status (--wait: until it is no longer pending)."""
+    namespace_id, agent_id = _agent(session, namespace, agent)
+    if not wait:
+        shared.show(_deployment_path(session, namespace_id, agent_id, deployment), form)
+        return
+    shared.run_wait(
+        lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment)),
+        label=f"deployment {deployment}",
+        timeout_s=timeout,
+        form=form,
+    )
+
+
+# -- waiting ------------------------------------------------------------------------------------
+
+
+def _agent(session: shared.Session, namespace: str, agent: str) -> tuple[str, str]:
+    namespace_id = shared.namespace_id(session, namespace)
+    return namespace_id, shared.member_id(session, namespace_id, "agents", agent)
+
+
+def _deploy(
+    session: shared.Session,
+    namespace_id: str,
+    agent_id: str,
+    *,
+    wait: bool,
+    timeout: float,
+    form: str,
+) -> None:
+    accepted = session.client.post(
+        shared.path("namespaces", namespace_id, "agents", agent_id, "deploy")
+    ).data
+    if not wait:
+        shared.show(
+            {"deploymentId": accepted["deploymentId"], "agentId": agent_id, "state": "pending"},
+            form,
+        )
+        return
+    deployment_id = accepted["deploymentId"]
+    shared.run_wait(
+        lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment_id)),
+        label=f"deployment {deployment_id}",
+        timeout_s=timeout,
+        form=form,
+    )
+
+
+def _deployment_path(
+    session: shared.Session, namespace_id: str, agent_id: str, deployment_id: str
+) -> Any:
+    return session.get(
+        shared.path("namespaces", namespace_id, "agents", agent_id, "deployments", deployment_id)
+    )
+
+
+def _settled(deployment: Any) -> waiting.Observation:
+    """A deployment: pending goes on, active is done, anything else ended otherwise."""
+    state = deployment["state"]
+    progress = (deployment.get("progress") or {}).get("code")
+    if state == "pending":
+        return waiting.Observation(state, progress=progress)
+    if state == "active":
+        return waiting.Observation(state, ended=True, data=deployment)
+    error = deployment.get("error") or {}
+    return waiting.Observation(
+        state,
+        ended=True,
+        failed=True,
+        code=error.get("code") or deployment.get("reasonCode") or state.upper(),
+        message=error.get("message") or f"the deployment is {state}",
+        data=deployment,
+    )
+
+
+def _stopped(session: shared.Session, namespace_id: str, agent_id: str) -> waiting.Observation:
+    agent = session.get(shared.path("namespaces", namespace_id, "agents", agent_id))
+    work = _latest_stop(session, namespace_id, agent_id)
+    if work is None:  # the caller may not read the work queue: the Agent alone must tell
+        if agent["desiredRuntimeState"] != "stopped":
+            return waiting.Observation(
+                "superseded", ended=True, failed=True, code="STOP_SUPERSEDED", data=agent
+            )
+        done = agent["activeRevisionId"] is None
+        return waiting.Observation("stopped" if done else "stopping", ended=done, data=agent)
+    if work["state"] in ("queued", "claimed"):
+        return waiting.Observation("stopping", progress=work.get("lastProgressCode"))
+    code = work.get("reasonCode")
+    if work["state"] == "succeeded" and code in _STOP_DONE:
+        return waiting.Observation("stopped", ended=True, data=agent)
+    return waiting.Observation(
+        "failed" if work["state"] == "failed_permanent" else "superseded",
+        ended=True,
+        failed=True,
+        code=code or "FAILED",
+        message=f"the stop of agent {agent_id} ended {code} (work {work['id']})",
+        data=agent,
+    )
+
+
+def _latest_stop(session: shared.Session, namespace_id: str, agent_id: str) -> Any:
+    """The Agent's newest stop work item, or ``None`` when the caller may not read work."""
+    try:
+        items = session.get(
+            shared.path("work"), {"namespaceId": namespace_id, "agentId": agent_id, "limit": 50}
+        )
+    except http.ApiError as error:
+        if error.status in (403, 404):
+            return None
+        raise
+    prefix = f"agent:{agent_id}:reconcile:stopped:"
+    return next((item for item in items if str(item["id"]).startswith(prefix)), None)
+
+
+def _gone(session: shared.Session, namespace_id: str, agent_id: str) -> waiting.Observation:
+    try:
+        agent = session.get(shared.path("namespaces", namespace_id, "agents", agent_id))
+    except http.ApiError as error:
+        if error.status == 404:
+            return waiting.Observation("deleted", ended=True)
+        raise
+    work = resources.readable_work(session, f"agent:{agent_id}:reconcile:deleted")
+    if work is not None and work["state"] == "failed_permanent":
+        return waiting.Observation(
+            agent["status"],
+            ended=True,
+            failed=True,
+            code=work.get("reasonCode") or "FAILED",
+            message=f"the deletion of agent {agent_id} failed (work {work['id']})",
+        )
+    return waiting.Observation(
+        agent["status"], progress=None if work is None else work.get("lastProgressCode")
+    )

@@ -1,0 +1,215 @@
+"""The client's entry: ``register`` adds its commands to ``occ``; login, work, audit and can-i.
+
+``occ login`` checks the key against the API before it writes the profile. ``occ auth can-i``
+asks ``POST /v1/authorization-checks`` and exits 0 for yes, 1 for no. The resource commands are
+in ``occ.client.resources`` and ``occ.client.agents``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from occ.client import agents, http, profile, resources, waiting
+from occ.client import session as shared
+
+WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
+AUDIT_COLUMNS: Final = ("sequence", "occurredAt", "kind", "action", "outcome", "resourceId")
+_KINDS: Final = {
+    "ns": "namespace",
+    "cfg": "configuration",
+    "sec": "secret",
+    "agt": "agent",
+    "rev": "agent_revision",
+    "ins": "installation",
+}
+
+
+@click.command()
+@click.option("--url", required=True, help="The API's base URL (http:// or https://).")
+@click.option(
+    "--key-file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File holding the API key (occ_<keyId>_<secret>).",
+)
+def login(url: str, key_file: Path) -> None:
+    """Check the key against the API and keep URL and key in the profile (mode 0600)."""
+    environ = shared.session_of(click.get_current_context()).environ
+    try:
+        key = profile.check_key(key_file.read_text(encoding="utf-8"))
+        client = http.Client(http.check_url(url), key)
+        client.get(shared.path("namespaces"))  # 401 for a key the API does not know
+        where = profile.save(environ, profile.Profile(client.url, key))
+    except OSError as error:
+        shared.fail("INVALID_FILE", f"cannot read {key_file}: {type(error).__name__}")
+    except profile.ProfileError as error:
+        shared.fail("INVALID_KEY", str(error))
+    except http.ApiError as error:
+        shared.fail(error.code, error.detail)
+    click.echo(f"logged in to {client.url} (profile {where})")
+
+
+@click.group(cls=shared.ClientGroup)
+def work() -> None:
+    """Read the work queue (needs installation:administer)."""
+
+
+@work.command("list")
+@click.option("--state", type=click.Choice(("queued", "claimed", "succeeded", "failed_permanent")))
+@click.option("-n", "--namespace", default=None, help="Only this Namespace's (id or name).")
+@click.option("--agent", default=None, help="Only this Agent's (id).")
+@click.option("--limit", type=click.IntRange(1, 500), default=None)
+@click.option("--cursor", default=None, help="The previous page's nextCursor.")
+@shared.output_option
+@shared.pass_session
+def list_work(
+    session: shared.Session,
+    *,
+    state: str | None,
+    namespace: str | None,
+    agent: str | None,
+    limit: int | None,
+    cursor: str | None,
+    form: str,
+) -> None:
+    """Work items, newest first (one page)."""
+    query = {
+        "state": state,
+        "namespaceId": None if namespace is None else shared.namespace_id(session, namespace),
+        "agentId": agent,
+        "limit": limit,
+        "cursor": cursor,
+    }
+    answer = session.client.get(shared.path("work"), query)
+    _page(answer, form, WORK_COLUMNS, "nextCursor")
+
+
+@work.command("get")
+@click.argument("work_id")
+@shared.output_option
+@shared.pass_session
+def get_work(session: shared.Session, *, work_id: str, form: str) -> None:
+    """One work item by its id (kind:target:...)."""
+    shared.show(session.get(shared.path("work", work_id)), form)
+
+
+@click.group(cls=shared.ClientGroup)
+def audit() -> None:
+    """Read the audit log (needs installation:read)."""
+
+
+@audit.command("list")
+@click.option("-n", "--namespace", default=None, help="Only this Namespace's (id or name).")
+@click.option("--resource", "resource_id", default=None, help="Only events about this id.")
+@click.option("--work", "work_id", default=None, help="Only events of this work item.")
+@click.option(
+    "--kind", type=click.Choice(("bootstrap", "mutation", "access", "authorization_denial"))
+)
+@click.option("--before", type=click.IntRange(min=1), default=None, help="A nextBefore.")
+@click.option("--limit", type=click.IntRange(1, 500), default=None)
+@shared.output_option
+@shared.pass_session
+def list_audit(
+    session: shared.Session,
+    *,
+    namespace: str | None,
+    resource_id: str | None,
+    work_id: str | None,
+    kind: str | None,
+    before: int | None,
+    limit: int | None,
+    form: str,
+) -> None:
+    """Audit events, newest first (one page)."""
+    query = {
+        "namespaceId": None if namespace is None else shared.namespace_id(session, namespace),
+        "resourceId": resource_id,
+        "workId": work_id,
+        "kind": kind,
+        "before": before,
+        "limit": limit,
+    }
+    answer = session.client.get(shared.path("audit-events"), query)
+    _page(answer, form, AUDIT_COLUMNS, "nextBefore")
+
+
+def _page(answer: http.Answer, form: str, columns: tuple[str, ...], next_name: str) -> None:
+    if form != "table":
+        shared.show(answer.data, form)
+        return
+    shared.show(answer.data, form, columns)
+    following = answer.meta.get(next_name)
+    if following is not None:
+        click.echo(f"(more: --{next_name[4:].lower()} {following})", err=True)
+
+
+@click.group(cls=shared.ClientGroup)
+def auth() -> None:
+    """Ask what current policy allows."""
+
+
+@auth.command("can-i")
+@click.argument("permission")
+@click.argument("resource")
+@click.option("-n", "--namespace", default=None, help="The resource's Namespace (id or name).")
+@click.option("--as", "principal", default=None, help="Ask for this principal (an admin's).")
+@shared.output_option
+@shared.pass_session
+def can_i(
+    session: shared.Session,
+    *,
+    permission: str,
+    resource: str,
+    namespace: str | None,
+    principal: str | None,
+    form: str,
+) -> None:
+    """May I (or --as PRINCIPAL) use PERMISSION on RESOURCE? Exit 0 yes, 1 no.
+
+    RESOURCE is KIND/ID or an id (its prefix names the kind), or "installation".
+    """
+    kind, resource_id = _resource(session, resource)
+    body: dict[str, Any] = {"permission": permission, "resource": {"kind": kind, "id": resource_id}}
+    if kind not in ("installation", "namespace"):
+        if namespace is None:
+            raise click.UsageError(f"a {kind} needs its Namespace: give -n/--namespace")
+        body["namespaceId"] = shared.namespace_id(session, namespace)
+    if principal is not None:
+        body["principalId"] = principal
+    answer = session.client.post(shared.path("authorization-checks"), body).data
+    if form == "table":
+        click.echo("yes" if answer["allowed"] else f"no ({answer['reason']})")
+    else:
+        shared.show(answer, form)
+    raise click.exceptions.Exit(waiting.EXIT_OK if answer["allowed"] else waiting.EXIT_FAILED)
+
+
+def _resource(session: shared.Session, text: str) -> tuple[str, str]:
+    if text == "installation":
+        return "installation", str(session.get(shared.path("installation"))["id"])
+    kind, slash, resource_id = text.partition("/")
+    if slash:
+        return kind, resource_id
+    prefix = text.split("_", 1)[0]
+    if prefix not in _KINDS:
+        raise click.UsageError(f"cannot tell the kind of {text!r}: write KIND/ID")
+    return _KINDS[prefix], text
+
+
+def register(group: click.Group) -> None:
+    """Add the client's commands to the ``occ`` group."""
+    for command in (
+        login,
+        resources.namespaces,
+        resources.configurations,
+        resources.secrets,
+        agents.agents,
+        agents.deployments,
+        work,
+        audit,
+        auth,
+    ):
+        group.add_command(command)

@@ -1,0 +1,143 @@
+"""A small JSON client of the occ REST API (``urllib``): requests, envelopes, problems.
+
+Answers ``data`` (and ``meta``) of the envelope, or raises ``ApiError`` with the problem's
+``code`` and ``detail``. The key goes only into the ``Authorization`` header: never into an
+error, a URL or a log.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+USER_AGENT: Final = "occ-client"
+TIMEOUT_S: Final = 30.0
+
+
+class ApiError(Exception):
+    """A refused or failed request: the problem's code and detail (or the client's own)."""
+
+    def __init__(self, code: str, detail: str, status: int | None = None) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A successful response: its status, ``data`` and ``meta`` (``None`` for 204)."""
+
+    status: int
+    data: Any
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Client:
+    """The API at ``url`` with one key; ``repr`` never shows the key."""
+
+    url: str
+    key: str = field(repr=False)
+    timeout_s: float = TIMEOUT_S
+
+    def get(self, path: str, query: Mapping[str, object] | None = None) -> Answer:
+        return self.request("GET", path, query=query)
+
+    def post(self, path: str, body: Mapping[str, Any] | None = None) -> Answer:
+        return self.request("POST", path, body=body if body is not None else {})
+
+    def patch(self, path: str, body: Mapping[str, Any]) -> Answer:
+        return self.request("PATCH", path, body=body)
+
+    def delete(self, path: str) -> Answer:
+        return self.request("DELETE", path)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        query: Mapping[str, object] | None = None,
+    ) -> Answer:
+        """Send one request; ``ApiError`` for a problem answer or an unreachable API."""
+        target = self.url.rstrip("/") + path
+        if query:
+            pairs = {name: str(value) for name, value in query.items() if value is not None}
+            if pairs:
+                target += "?" + urllib.parse.urlencode(pairs)
+        headers = {
+            "Authorization": f"Bearer {self.key}",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        # check_url admitted only http and https URLs into a Client
+        request = urllib.request.Request(target, data=data, method=method, headers=headers)  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+                return _answer(response.status, response.read())
+        except urllib.error.HTTPError as error:
+            raise _problem(error.code, error.read()) from None
+        except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
+            reason = getattr(error, "reason", error)
+            raise ApiError("UNREACHABLE", f"cannot reach the API at {self.url}: {reason}") from None
+
+
+def _answer(status: int, raw: bytes) -> Answer:
+    if status == 204 or not raw:
+        return Answer(status, None)
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        raise ApiError("INVALID_RESPONSE", f"the API answered {status} with no JSON") from None
+    if not isinstance(document, dict) or "data" not in document:
+        raise ApiError("INVALID_RESPONSE", f"the API answered {status} without an envelope")
+    meta = document.get("meta")
+    return Answer(status, document["data"], meta if isinstance(meta, dict) else {})
+
+
+def _problem(status: int, raw: bytes) -> ApiError:
+    try:
+        document = json.loads(raw) if raw else {}
+    except ValueError:
+        document = {}
+    if not isinstance(document, dict):
+        document = {}
+    code = str(document.get("code") or f"HTTP_{status}")
+    detail = str(document.get("detail") or f"the API answered {status}")
+    errors = document.get("errors")
+    if isinstance(errors, list) and errors:
+        detail = "; ".join(
+            f"{item.get('pointer', '')}: {item.get('message', '')}"
+            for item in errors
+            if isinstance(item, dict)
+        )
+    return ApiError(code, detail, status)
+
+
+def check_url(url: str) -> str:
+    """The API's base URL without a trailing slash, or ``ApiError``: http(s), a host, no
+    credentials, query or fragment."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ApiError("INVALID_URL", "the API URL must be http:// or https:// with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ApiError("INVALID_URL", "the API URL must not hold credentials")
+    if parts.query or parts.fragment:
+        raise ApiError("INVALID_URL", "the API URL must not have a query or fragment")
+    return url.rstrip("/")
+
+
+def quote(segment: str) -> str:
+    """A path segment (ids are plain, work ids hold colons)."""
+    return urllib.parse.quote(segment, safe=":")

@@ -1,0 +1,350 @@
+"""Client commands for Namespaces, Configurations and Secrets.
+
+Each command is one or two API calls (plus name lookups); ``--wait`` on Namespace create and
+delete polls the Namespace (and, when the caller may read it, its work item for the reason of a
+failure). A Secret's value comes from a file or stdin, never from the command line, and is
+never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import click
+import yaml
+
+from occ.client import http, waiting
+from occ.client import session as shared
+
+NAMESPACE_COLUMNS: Final = ("id", "name", "status", "createdAt")
+CONFIGURATION_COLUMNS: Final = ("id", "name", "generation", "updatedAt")
+SECRET_COLUMNS: Final = ("id", "name", "createdAt")
+
+
+# -- Namespaces ---------------------------------------------------------------------------------
+
+
+@click.group(cls=shared.ClientGroup)
+def namespaces() -> None:
+    """Create, read and delete Namespaces."""
+
+
+@namespaces.command("create")
+@click.argument("name")
+@click.option("--existing-namespace", default=None, help="Adopt this existing namespace.")
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def create_namespace(
+    session: shared.Session,
+    *,
+    name: str,
+    existing_namespace: str | None,
+    wait: bool,
+    timeout: float,
+    form: str,
+) -> None:
+    """Create a Namespace (provisioning; a worker makes it ready)."""
+    body: dict[str, Any] = {"name": name}
+    if existing_namespace is not None:
+        body["existingNamespace"] = existing_namespace
+    created = session.client.post(shared.path("namespaces"), body).data
+    if not wait:
+        shared.show(created, form)
+        return
+    shared.run_wait(
+        lambda: _namespace_ready(session, created["id"]),
+        label=f"namespace {created['id']}",
+        timeout_s=timeout,
+        form=form,
+    )
+
+
+@namespaces.command("list")
+@shared.output_option
+@shared.pass_session
+def list_namespaces(session: shared.Session, form: str) -> None:
+    """The Namespaces you may read."""
+    shared.show(session.get(shared.path("namespaces")), form, NAMESPACE_COLUMNS)
+
+
+@namespaces.command("get")
+@click.argument("namespace")
+@shared.output_option
+@shared.pass_session
+def get_namespace(session: shared.Session, namespace: str, form: str) -> None:
+    """One Namespace (id or name)."""
+    shared.show(
+        session.get(shared.path("namespaces", shared.namespace_id(session, namespace))), form
+    )
+
+
+@namespaces.command("delete")
+@click.argument("namespace")
+@shared.wait_options
+@shared.output_option
+@shared.pass_session
+def delete_namespace(
+    session: shared.Session, namespace: str, wait: bool, timeout: float, form: str
+) -> None:
+    """Delete an empty Namespace (deleting; a worker removes it)."""
+    namespace_id = shared.namespace_id(session, namespace)
+    accepted = session.client.delete(shared.path("namespaces", namespace_id)).data
+    if not wait:
+        shared.show(accepted, form)
+        return
+    shared.run_wait(
+        lambda: _namespace_gone(session, namespace_id),
+        label=f"namespace {namespace_id}",
+        timeout_s=timeout,
+        form=form,
+    )
+
+
+def _namespace_ready(session: shared.Session, namespace_id: str) -> waiting.Observation:
+    namespace = session.get(shared.path("namespaces", namespace_id))
+    status = namespace["status"]
+    if status == "ready":
+        return waiting.Observation(status, ended=True, data=namespace)
+    if status == "failed":
+        return failed_work(session, f"namespace:{namespace_id}:reconcile:ready", status, namespace)
+    return waiting.Observation(status, progress=_progress(session, namespace_id, "ready"))
+
+
+def _namespace_gone(session: shared.Session, namespace_id: str) -> waiting.Observation:
+    try:
+        namespace = session.get(shared.path("namespaces", namespace_id))
+    except http.ApiError as error:
+        if error.status == 404:
+            return waiting.Observation("deleted", ended=True)
+        raise
+    work = readable_work(session, f"namespace:{namespace_id}:reconcile:deleted")
+    if work is not None and work["state"] == "failed_permanent":
+        return waiting.Observation(
+            namespace["status"],
+            ended=True,
+            failed=True,
+            code=work["reasonCode"],
+            message=f"the deletion of namespace {namespace_id} failed (work {work['id']})",
+        )
+    progress = None if work is None else work.get("lastProgressCode")
+    return waiting.Observation(namespace["status"], progress=progress)
+
+
+def _progress(session: shared.Session, namespace_id: str, goal: str) -> str | None:
+    work = readable_work(session, f"namespace:{namespace_id}:reconcile:{goal}")
+    return None if work is None else work.get("lastProgressCode")
+
+
+def readable_work(session: shared.Session, work_id: str) -> dict[str, Any] | None:
+    """The work item, or ``None`` when it does not exist or the caller may not read it."""
+    try:
+        item = session.get(shared.path("work", work_id))
+    except http.ApiError as error:
+        if error.status in (403, 404):
+            return None
+        raise
+    return item if isinstance(item, dict) else None
+
+
+def failed_work(
+    session: shared.Session, work_id: str, state: str, data: Any
+) -> waiting.Observation:
+    """A failed operation, with its work item's reason code when the caller may read it."""
+    work = readable_work(session, work_id)
+    code = None if work is None else work.get("reasonCode")
+    kind, target, _ = work_id.split(":", 2)
+    return waiting.Observation(
+        state,
+        ended=True,
+        failed=True,
+        code=code or "FAILED",
+        message=f"{kind} {target} is {state} (work {work_id})",
+        data=data,
+    )
+
+
+# -- Configurations -----------------------------------------------------------------------------
+
+
+@click.group(cls=shared.ClientGroup)
+def configurations() -> None:
+    """Create, read, update and delete a Namespace's Configurations."""
+
+
+def _document(file: str) -> dict[str, Any]:
+    """A Configuration document from a JSON or YAML file (``-``: stdin)."""
+    text = sys.stdin.read() if file == "-" else _read(file)
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 1}"
+        shared.fail("INVALID_FILE", f"{file} is not JSON or YAML{where}")
+    if not isinstance(document, dict):
+        shared.fail("INVALID_FILE", f"{file} must hold a JSON or YAML object")
+    # a JSON round trip refuses what the API could not take (dates, non-string keys)
+    try:
+        return dict(json.loads(json.dumps(document)))
+    except (TypeError, ValueError):
+        shared.fail("INVALID_FILE", f"{file} holds values JSON cannot carry")
+
+
+def _read(file: str) -> str:
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        shared.fail("INVALID_FILE", f"cannot read {file}: {type(error).__name__}")
+
+
+@configurations.command("create")
+@click.argument("name")
+@shared.namespace_option
+@click.option("--file", "file", required=True, help="JSON or YAML document ('-': stdin).")
+@shared.output_option
+@shared.pass_session
+def create_configuration(
+    session: shared.Session, name: str, namespace: str, file: str, form: str
+) -> None:
+    """Create a Configuration from a document."""
+    body = {"name": name, "document": _document(file)}
+    namespace_id = shared.namespace_id(session, namespace)
+    created = session.client.post(shared.path("namespaces", namespace_id, "configurations"), body)
+    shared.show(created.data, form)
+
+
+@configurations.command("list")
+@shared.namespace_option
+@shared.output_option
+@shared.pass_session
+def list_configurations(session: shared.Session, namespace: str, form: str) -> None:
+    """The Namespace's Configurations you may read."""
+    namespace_id = shared.namespace_id(session, namespace)
+    items = session.get(shared.path("namespaces", namespace_id, "configurations"))
+    shared.show(items, form, CONFIGURATION_COLUMNS)
+
+
+@configurations.command("get")
+@click.argument("configuration")
+@shared.namespace_option
+@shared.output_option
+@shared.pass_session
+def get_configuration(
+    session: shared.Session, configuration: str, namespace: str, form: str
+) -> None:
+    """One Configuration (id or name), with its document."""
+    namespace_id = shared.namespace_id(session, namespace)
+    item_id = shared.member_id(session, namespace_id, "configurations", configuration)
+    shared.show(
+        session.get(shared.path("namespaces", namespace_id, "configurations", item_id)), form
+    )
+
+
+@configurations.command("update")
+@click.argument("configuration")
+@shared.namespace_option
+@click.option("--file", "file", default=None, help="The new document, whole ('-': stdin).")
+@click.option("--name", "new_name", default=None, help="A new name.")
+@shared.output_option
+@shared.pass_session
+def update_configuration(
+    session: shared.Session,
+    *,
+    configuration: str,
+    namespace: str,
+    file: str | None,
+    new_name: str | None,
+    form: str,
+) -> None:
+    """Replace the document and/or rename (the generation goes up by one)."""
+    body: dict[str, Any] = {}
+    if file is not None:
+        body["document"] = _document(file)
+    if new_name is not None:
+        body["name"] = new_name
+    if not body:
+        raise click.UsageError("give --file, --name or both")
+    namespace_id = shared.namespace_id(session, namespace)
+    item_id = shared.member_id(session, namespace_id, "configurations", configuration)
+    updated = session.client.patch(
+        shared.path("namespaces", namespace_id, "configurations", item_id), body
+    )
+    shared.show(updated.data, form)
+
+
+@configurations.command("delete")
+@click.argument("configuration")
+@shared.namespace_option
+@shared.pass_session
+def delete_configuration(session: shared.Session, configuration: str, namespace: str) -> None:
+    """Delete a Configuration no Agent uses."""
+    namespace_id = shared.namespace_id(session, namespace)
+    item_id = shared.member_id(session, namespace_id, "configurations", configuration)
+    session.client.delete(shared.path("namespaces", namespace_id, "configurations", item_id))
+    click.echo(f"deleted configuration {item_id}")
+
+
+# -- Secrets ------------------------------------------------------------------------------------
+
+
+@click.group(cls=shared.ClientGroup)
+def secrets() -> None:
+    """Create, list and delete a Namespace's Secrets (values are write-only)."""
+
+
+@secrets.command("create")
+@click.argument("name")
+@shared.namespace_option
+@click.option("--from-file", "from_file", default=None, help="Read the value from this file.")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read the value from stdin.")
+@shared.output_option
+@shared.pass_session
+def create_secret(
+    session: shared.Session,
+    *,
+    name: str,
+    namespace: str,
+    from_file: str | None,
+    from_stdin: bool,
+    form: str,
+) -> None:
+    """Create a Secret; one trailing newline of the value is dropped."""
+    if (from_file is None) == (not from_stdin):
+        raise click.UsageError("give exactly one of --from-file FILE and --stdin")
+    text = sys.stdin.read() if from_stdin else _read(str(from_file))
+    value = text[:-1] if text.endswith("\n") else text
+    value = value[:-1] if value.endswith("\r") else value
+    if not value:
+        shared.fail("INVALID_FILE", "the Secret's value is empty")
+    namespace_id = shared.namespace_id(session, namespace)
+    created = session.client.post(
+        shared.path("namespaces", namespace_id, "secrets"), {"name": name, "value": value}
+    )
+    shared.show(created.data, form)
+
+
+@secrets.command("list")
+@shared.namespace_option
+@shared.output_option
+@shared.pass_session
+def list_secrets(session: shared.Session, namespace: str, form: str) -> None:
+    """The Namespace's Secrets you may read (metadata only)."""
+    namespace_id = shared.namespace_id(session, namespace)
+    shared.show(
+        session.get(shared.path("namespaces", namespace_id, "secrets")), form, SECRET_COLUMNS
+    )
+
+
+@secrets.command("delete")
+@click.argument("secret")
+@shared.namespace_option
+@shared.pass_session
+def delete_secret(session: shared.Session, secret: str, namespace: str) -> None:
+    """Delete a Secret no Agent uses."""
+    namespace_id = shared.namespace_id(session, namespace)
+    item_id = shared.member_id(session, namespace_id, "secrets", secret)
+    session.client.delete(shared.path("namespaces", namespace_id, "secrets", item_id))
+    click.echo(f"deleted secret {item_id}")

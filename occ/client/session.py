@@ -1,0 +1,163 @@
+"""What every client command shares: the API client from the profile, output, errors, names.
+
+A command gets a ``Session`` (``pass_session``) holding the ``http.Client`` built from the
+profile and the environment. Failures end as one line, ``occ: error: CODE: detail``, with exit
+status 2 (``fail``); a ``--wait`` that ended badly exits 1 and one that timed out 3.
+Namespaces, Configurations, Secrets and Agents may be named by id or by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from occ.client import http, output, profile, waiting
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(code: str, detail: str, exit_status: int = waiting.EXIT_ERROR) -> NoReturn:
+    """End the command: ``occ: error: CODE: detail`` on stderr, then ``exit_status``."""
+    click.echo(f"occ: error: {code}: {' '.join(detail.split())}", err=True)
+    raise click.exceptions.Exit(exit_status)
+
+
+class ClientGroup(click.Group):
+    """A command group whose commands' API and profile errors end through ``fail``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except http.ApiError as error:
+            fail(error.code, error.detail)
+        except profile.ProfileError as error:
+            fail("NOT_LOGGED_IN", str(error))
+
+
+@dataclass(frozen=True)
+class Session:
+    """The environment a command runs in; the API client is built on first use."""
+
+    environ: Mapping[str, str]
+
+    @functools.cached_property
+    def client(self) -> http.Client:
+        loaded = profile.load(self.environ)
+        return http.Client(loaded.url, loaded.key)
+
+    def get(self, path: str, query: Mapping[str, object] | None = None) -> Any:
+        return self.client.get(path, query).data
+
+
+def session_of(ctx: click.Context) -> Session:
+    """The command's session (one per ``occ`` invocation)."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, Session):
+        root.obj = Session(dict(os.environ))
+    return root.obj
+
+
+def pass_session(command: F) -> F:
+    """Hand the command its ``Session`` as the first argument."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return command(session_of(click.get_current_context()), *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+output_option = click.option(
+    "-o",
+    "--output",
+    "form",
+    type=click.Choice(output.FORMATS),
+    default="table",
+    show_default=True,
+    help="How to print the answer.",
+)
+namespace_option = click.option(
+    "-n", "--namespace", "namespace", required=True, help="The Namespace (id or name)."
+)
+
+
+def wait_options(command: F) -> F:
+    """``--wait`` and ``--timeout`` for an asynchronous command."""
+    command = click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=waiting.DEFAULT_TIMEOUT_S,
+        show_default=True,
+        help="Seconds --wait waits before giving up (exit 3).",
+    )(command)
+    return click.option(
+        "--wait", is_flag=True, help="Wait until it settles (exit 0 done, 1 failed, 3 timeout)."
+    )(command)
+
+
+def show(data: Any, form: str, columns: tuple[str, ...] = ()) -> None:
+    """Print ``data`` on stdout as ``form``."""
+    click.echo(output.render(data, form, columns))
+
+
+def run_wait(
+    observe: Callable[[], waiting.Observation], *, label: str, timeout_s: float, form: str
+) -> NoReturn:
+    """Wait with live progress on stderr, print the end, and exit with the wait's status."""
+    stream = sys.stderr
+    outcome = waiting.wait(
+        observe,
+        timeout_s=timeout_s,
+        progress=waiting.Progress(stream, terminal=stream.isatty(), label=label),
+    )
+    last = outcome.last
+    if outcome.exit_status == waiting.EXIT_TIMEOUT:
+        fail(
+            "TIMEOUT",
+            f"{label} is still {last.state} after {outcome.elapsed_s:.1f} s",
+            waiting.EXIT_TIMEOUT,
+        )
+    if last.data is not None:
+        show(last.data, form)
+    if outcome.exit_status == waiting.EXIT_FAILED:
+        fail(
+            last.code or "FAILED",
+            last.message or f"{label} ended {last.state}",
+            waiting.EXIT_FAILED,
+        )
+    raise click.exceptions.Exit(waiting.EXIT_OK)
+
+
+def path(*segments: str) -> str:
+    """An API path from segments (each quoted)."""
+    return "/v1/" + "/".join(http.quote(segment) for segment in segments)
+
+
+def namespace_id(session: Session, reference: str) -> str:
+    """The id of the Namespace named or identified by ``reference``."""
+    if reference.startswith("ns_"):
+        return reference
+    return _by_name(session.get(path("namespaces")), reference, "namespace")
+
+
+def member_id(session: Session, namespace: str, collection: str, reference: str) -> str:
+    """The id of a Namespace's Configuration, Secret or Agent named or identified by
+    ``reference``."""
+    prefixes = {"configurations": "cfg_", "secrets": "sec_", "agents": "agt_"}
+    if reference.startswith(prefixes[collection]):
+        return reference
+    items = session.get(path("namespaces", namespace, collection))
+    return _by_name(items, reference, collection.rstrip("s"))
+
+
+def _by_name(items: Any, name: str, kind: str) -> str:
+    matches = [item["id"] for item in items if isinstance(item, dict) and item.get("name") == name]
+    if not matches:
+        fail("NOT_FOUND", f"no {kind} named {name!r} that you may read")
+    return str(matches[0])

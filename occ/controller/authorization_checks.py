@@ -1,0 +1,127 @@
+"""Authorization checks: would this principal be allowed this permission on this resource?
+
+Read-only: answers the decision ``occ.iam`` would take now, for the caller or (with
+``installation:administer``) for another principal, and changes nothing but the audit of a
+refused check. The resource must exist; to a caller checking for itself, a resource it may
+not read is answered as missing (404), as every route does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from occ import errors, iam, ids
+from occ.controller import admission, installation, policy
+from occ.controller import namespaces as namespace_cases
+from occ.db import Database, Session
+from occ.state import iam_policy
+
+ACTION = "authorization_checks.create"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckResult:
+    """The decision for one (principal, permission, resource)."""
+
+    principal_id: str
+    permission: str
+    resource: iam.Resource
+    allowed: bool
+    reason: iam.Reason
+
+
+def check(
+    db: Database,
+    *,
+    actor_id: str,
+    permission: object,
+    resource: object,
+    namespace_id: object = None,
+    principal_id: object = None,
+) -> CheckResult:
+    """Decide ``permission`` on ``resource`` (``{kind, id}``) for the caller or ``principal_id``.
+
+    ``namespace_id`` is the resource's Namespace (needed for every kind but ``installation``
+    and ``namespace``).
+
+    Raises:
+        InvalidInput: an unknown ``/permission``, a bad ``/resource``, ``/namespaceId`` or
+            ``/principalId``.
+        Forbidden: ``principal_id`` names another principal and the caller may not
+            administer the Installation (audited).
+        NotFound: the resource or the principal does not exist (or the caller may not read the
+            resource it checks for itself).
+    """
+    if not iam.is_permission(permission):
+        raise errors.InvalidInput.at("/permission", "is not a known permission")
+    assert isinstance(permission, str)
+    if principal_id is not None:
+        ids.require("principal", principal_id, "/principalId")
+    target = _target(resource, namespace_id)
+    subject = actor_id if principal_id in (None, actor_id) else str(principal_id)
+    request = {
+        "permission": permission,
+        "resource": {"kind": target.kind, "id": target.id},
+        "principalId": subject,
+    }
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        if subject != actor_id:
+            policy.administer(session, actor_id, ACTION, request)
+            if iam_policy.get_principal(session, subject) is None:
+                raise errors.NotFound("the principal does not exist")
+        _require_exists(session, target)
+        if subject == actor_id and target.kind != "installation":
+            admission.require(
+                session,
+                actor_id,
+                ACTION,
+                f"{target.kind}:read",
+                target,
+                hide_unless_readable=True,
+                request=request,
+            )
+        decision = iam.authorize(session, subject, permission, target)
+        return CheckResult(
+            principal_id=subject,
+            permission=permission,
+            resource=target,
+            allowed=decision.allowed,
+            reason=decision.reason,
+        )
+
+
+def _target(resource: object, namespace_id: object) -> iam.Resource:
+    if not isinstance(resource, Mapping):
+        raise errors.InvalidInput.at("/resource", "must be an object {kind, id}")
+    kind = resource.get("kind")
+    if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
+        raise errors.InvalidInput.at(
+            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
+        )
+    resource_id = ids.require(kind, resource.get("id"), "/resource/id")
+    if kind == "installation":
+        if namespace_id is not None:
+            raise errors.InvalidInput.at("/namespaceId", "the Installation is in no Namespace")
+        return iam.Resource.installation(resource_id)
+    if kind == "namespace":
+        if namespace_id not in (None, resource_id):
+            raise errors.InvalidInput.at("/namespaceId", "a Namespace is its own Namespace")
+        return iam.Resource.namespace(resource_id)
+    if namespace_id is None:
+        raise errors.InvalidInput.at("/namespaceId", f"a {kind} needs its Namespace")
+    return iam.Resource(kind, resource_id, ids.require("namespace", namespace_id, "/namespaceId"))
+
+
+def _require_exists(session: Session, target: iam.Resource) -> None:
+    missing = errors.NotFound(f"the {target.kind.replace('_', ' ')} does not exist")
+    if target.kind == "installation":
+        if installation.current(session).id != target.id:
+            raise missing
+        return
+    assert target.namespace_id is not None  # every other kind lives in a Namespace
+    namespace_cases.live(session, target.namespace_id)
+    if target.kind != "namespace" and not iam_policy.resource_exists(
+        session, target.kind, target.id, target.namespace_id
+    ):
+        raise missing

@@ -1,0 +1,122 @@
+"""Runtime access at Agent creation: bind the built-in ``agent-runtime`` Role to the Agent's
+service principal on exactly its Configuration and its harness Secret.
+
+Runs inside the Agent's creation transaction (``occ.controller.agents``). Granting needs what
+creating those bindings through ``/v1/access-bindings`` needs: ``installation:administer`` on
+the Installation. The Role is a Namespace Role, created in the Agent's Namespace on first use
+(audited like any Role) and reused afterwards. Never grants anything wider than the two
+resources, and never touches a Role of that name that holds other permissions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from occ import errors, iam
+from occ.controller import admission, installation, policy
+from occ.db import Session
+from occ.state import agents, iam_policy
+
+ROLE_NAME: Final = "agent-runtime"
+"""The built-in Role's name in each Namespace that uses it."""
+
+PERMISSIONS: Final = ("configuration:read", "secret:operate")
+"""What a runtime needs to start: read its Configuration, use its harness Secret."""
+
+_DENIED: Final = (
+    "granting runtime access needs installation:administer (the permission to create access "
+    "bindings); create the Agent without grantRuntimeAccess and have an administrator bind its "
+    "service principal"
+)
+
+
+def authorize(
+    session: Session, actor_id: str, action: str, request: dict[str, Any]
+) -> iam.Decision:
+    """The decision allowing the caller to grant runtime access, or ``admission.Denied`` (403)."""
+    target = iam.Resource.installation(installation.current(session).id)
+    return admission.require(
+        session, actor_id, action, policy.PERMISSION, target, request=request, detail=_DENIED
+    )
+
+
+def grant(
+    session: Session, *, actor_id: str, agent: agents.Agent, decision: iam.Decision
+) -> dict[str, Any]:
+    """Bind ``agent-runtime`` to the Agent's service principal on its two resources; audited.
+
+    Returns what the Agent's creation audit records: the Role and the binding ids.
+
+    Raises:
+        Conflict: a live Role named ``agent-runtime`` in the Namespace holds other permissions.
+    """
+    role = _role(session, actor_id, agent.namespace_id, decision)
+    secret_id = agent.harness_auth_secret_id
+    assert secret_id is not None  # creation requires harnessAuth
+    binding_ids = []
+    for kind, resource_id in (("configuration", agent.configuration_id), ("secret", secret_id)):
+        binding = iam_policy.bind(
+            session,
+            role_id=role.id,
+            principal_id=agent.service_principal_id,
+            created_by=actor_id,
+            namespace_id=agent.namespace_id,
+            resource_kind=kind,
+            resource_id=resource_id,
+        )
+        policy.audit_change(
+            session,
+            "access_bindings.create",
+            actor_id,
+            resource=("access_binding", binding.id),
+            namespace_id=agent.namespace_id,
+            details={
+                "roleId": role.id,
+                "principalId": agent.service_principal_id,
+                "namespaceId": agent.namespace_id,
+                "resource": {"kind": kind, "id": resource_id},
+                "grantRuntimeAccess": {"agentId": agent.id},
+                "authorization": decision.evidence.as_details(),
+            },
+        )
+        binding_ids.append(binding.id)
+    return {"roleId": role.id, "bindingIds": binding_ids}
+
+
+def _role(
+    session: Session, actor_id: str, namespace_id: str, decision: iam.Decision
+) -> iam_policy.Role:
+    """The Namespace's live ``agent-runtime`` Role, created (and audited) if there is none."""
+    role = iam_policy.find_role(session, name=ROLE_NAME, namespace_id=namespace_id)
+    if role is None:
+        try:
+            role = iam_policy.create_role(
+                session, name=ROLE_NAME, permissions=PERMISSIONS, namespace_id=namespace_id
+            )
+        except errors.Conflict:
+            # a concurrent creation committed first (READ COMMITTED sees it now): use that one
+            role = iam_policy.find_role(session, name=ROLE_NAME, namespace_id=namespace_id)
+            if role is None:
+                raise
+        else:
+            policy.audit_change(
+                session,
+                "roles.create",
+                actor_id,
+                resource=("role", role.id),
+                namespace_id=namespace_id,
+                details={
+                    "name": ROLE_NAME,
+                    "permissions": list(role.permissions),
+                    "namespaceId": namespace_id,
+                    "builtIn": True,
+                    "authorization": decision.evidence.as_details(),
+                },
+            )
+    if tuple(sorted(role.permissions)) != PERMISSIONS:
+        raise errors.Conflict(
+            f"the Role {ROLE_NAME} of this Namespace ({role.id}) holds other permissions than "
+            + ", ".join(PERMISSIONS)
+            + "; rename or delete it, or create the Agent without grantRuntimeAccess"
+        )
+    return role
