@@ -18,7 +18,7 @@ SERVICES := $(PY) scripts/test_services.py
 PYTEST_ARGS ?=
 
 .PHONY: help venv install services services-stop lint format typecheck imports pytest test dev \
-	bench coverage clean distclean
+	bench coverage chaos clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
@@ -30,6 +30,7 @@ help:
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
 	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
+	@echo "make chaos      the long chaos run (OCC_TEST_CHAOS_SEED/_ITEMS/_FAULTS/_DURATION_S)"
 	@echo "make services   find or start PostgreSQL and Redis for the tests"
 	@echo "make clean      stop embedded test servers, remove caches and .test-services"
 	@echo "make distclean  clean, and remove the virtualenv"
@@ -95,6 +96,11 @@ coverage: services
 		$(PY) -m coverage run -m pytest $(PYTEST_ARGS)
 	$(PY) -m coverage combine -q
 	$(PY) -m coverage report --skip-covered --sort=cover
+
+# The long chaos run (docs/reliability.md): its own PostgreSQL, Redis and fleet, several
+# minutes; the quick run is part of `make test`.
+chaos: services
+	. $(ENV_FILE) && $(PY) -m pytest tests/chaos -m chaos -s $(PYTEST_ARGS)
 
 dev: install
 	$(BIN)/occ dev

@@ -38,22 +38,27 @@ def _wait(condition: object, timeout: float, what: str) -> None:
 
 
 class RedisServer:
-    """A ``redis-server`` without persistence on a port of its own."""
+    """A ``redis-server`` without persistence on a port of its own (with ``password``:
+    clients must authenticate)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, password: str | None = None) -> None:
         if shutil.which("redis-server") is None:
             pytest.skip("redis-server is not installed")
         self.directory = directory
+        self.password = password
         self.port = free_port()
         self.popen: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=2)
+        return redis.Redis(
+            port=self.port, password=self.password, socket_timeout=2, socket_connect_timeout=2
+        )
 
     def alive(self) -> bool:
         try:
@@ -77,6 +82,7 @@ class RedisServer:
                 "no",
                 "--dir",
                 str(self.directory),
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
