@@ -26,5 +26,5 @@ USER occ
 
 EXPOSE 8000
 
-CMD ["gunicorn", "occ.web.app:create_app()", "--bind", "0.0.0.0:8000", "--workers", "2", \
-     "--timeout", "30", "--graceful-timeout", "20"]
+CMD ["gunicorn", "occ.web.app:create_app()", "--worker-class", "occ.web.serving.ProblemWorker", \
+     "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "30", "--graceful-timeout", "20"]

@@ -23,9 +23,11 @@ from occ import errors, runtime, schema
 from occ import gateway as gateway_server
 from occ.client import commands as client_commands
 from occ.config import Settings
-from occ.controller import installation, principals
+from occ.controller import installation, principals, recovery
+from occ.db import Database
 from occ.dev import options as dev_options
 from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
+from occ.web import serving
 
 EXIT_OCC_ERROR = 2
 """Exit code of a command that failed with an ``OccError``."""
@@ -123,6 +125,12 @@ def db_check() -> None:
     help="Succeed without changes when the Installation already exists.",
 )
 @click.option(
+    "--recover-admin",
+    is_flag=True,
+    help="Break-glass: give the bootstrap administrator a new key and its access back "
+    "(connects as the database owner).",
+)
+@click.option(
     "--key-file",
     type=click.Path(),
     help="Write the administrator's key to this new file (mode 0600) instead of printing it.",
@@ -134,13 +142,34 @@ def db_check() -> None:
     show_default=True,
     help="Name of the first administrator principal.",
 )
-def bootstrap(if_missing: bool, key_file: str | None, name: str, admin_name: str) -> None:
+def bootstrap(
+    if_missing: bool, recover_admin: bool, key_file: str | None, name: str, admin_name: str
+) -> None:
     """Create the Installation, its administrator Role and principal, and a first API key.
 
     Prints one JSON line with the key, shown this once (or, with --key-file, the file it was
     written to). A bootstrap interrupted before its key was minted gets the key on the next
-    run. Connects with OCC_DATABASE_URL and keys the hash with OCC_API_KEY_PEPPER.
+    run; otherwise --if-missing prints only the Installation's id and "created": false. It
+    never mints a key for any principal but the one the first bootstrap made administrator.
+    Connects with OCC_DATABASE_URL and keys the hash with OCC_API_KEY_PEPPER.
+
+    --recover-admin connects as the owner (OCC_MIGRATION_DATABASE_URL, else
+    OCC_DATABASE_URL), re-enables the bootstrap administrator, binds it to the administrator
+    Role on the Installation again if needed, mints it a new key (written like the first one)
+    and audits installation.recover_admin.
     """
+    if recover_admin:
+        if if_missing:
+            raise click.UsageError("--recover-admin and --if-missing exclude each other")
+        settings = Settings.from_env()
+        owner = Database(
+            settings.owner_database_url, pool_size=1, application_name="occ-recover-admin"
+        )
+        try:
+            _recover_admin(owner, pepper=settings.api_key_pepper, key_file=key_file)
+        finally:
+            owner.dispose()
+        return
     built = runtime.build(Settings.from_env(), pool_size=1, application_name="occ-bootstrap")
     try:
         _bootstrap(
@@ -159,9 +188,7 @@ def _bootstrap(
             _print_line({"installationId": existing, "created": False})
             return
         _fail(f"the key file {key_file} already exists; refusing to overwrite it", EXIT_OCC_ERROR)
-    descriptor = None if key_file is None else _create_key_file(key_file)
-    written = False
-    try:
+    with _KeyDelivery(key_file) as delivery:
         result = installation.bootstrap_installation(
             built.database, name=name, admin_name=admin_name
         )
@@ -185,28 +212,66 @@ def _bootstrap(
             "installationId": result.installation_id,
             "principalId": minted.principal_id,
             "keyId": minted.id,
+            **delivery.deliver(minted.id, minted.key),
+            "created": result.created,
         }
-        if descriptor is not None:
-            try:
-                os.write(descriptor, (minted.key + "\n").encode())
-                os.fsync(descriptor)
-            except OSError as exc:
-                _fail(
-                    f"cannot write the key file {key_file}: {exc.strerror}; key {minted.id} "
-                    "was minted but not delivered: revoke it",
-                    EXIT_OCC_ERROR,
-                )
-            written = True
-            line["keyFile"] = key_file
-        else:
-            line["key"] = minted.key
-        line["created"] = result.created
         _print_line(line)
-    finally:
-        if descriptor is not None:
-            os.close(descriptor)
-            if not written and key_file is not None:
-                os.unlink(key_file)
+
+
+def _recover_admin(owner: Database, *, pepper: str, key_file: str | None) -> None:
+    if key_file is not None and os.path.lexists(key_file):
+        _fail(f"the key file {key_file} already exists; refusing to overwrite it", EXIT_OCC_ERROR)
+    with _KeyDelivery(key_file) as delivery:
+        recovered = recovery.recover_admin(owner, pepper=pepper)
+        _print_line(
+            {
+                "installationId": recovered.installation_id,
+                "principalId": recovered.principal_id,
+                "keyId": recovered.key_id,
+                **delivery.deliver(recovered.key_id, recovered.key),
+                "recovered": True,
+                "reenabled": recovered.reenabled,
+                "rebound": recovered.rebound,
+            }
+        )
+
+
+class _KeyDelivery:
+    """Where a minted key goes: a new file (created before the key is minted, mode 0600, and
+    removed again when nothing was written to it), else the printed line."""
+
+    def __init__(self, key_file: str | None) -> None:
+        self.key_file = key_file
+        self.descriptor: int | None = None
+        self.written = False
+
+    def __enter__(self) -> _KeyDelivery:
+        if self.key_file is not None:
+            self.descriptor = _create_key_file(self.key_file)
+        return self
+
+    def deliver(self, key_id: str, key: str) -> dict[str, str]:
+        """Write the key; the fields of the JSON line that say where it went."""
+        if self.descriptor is None:
+            return {"key": key}
+        try:
+            os.write(self.descriptor, (key + "\n").encode())
+            os.fsync(self.descriptor)
+        except OSError as exc:
+            _fail(
+                f"cannot write the key file {self.key_file}: {exc.strerror}; key {key_id} "
+                "was minted but not delivered: revoke it",
+                EXIT_OCC_ERROR,
+            )
+        self.written = True
+        assert self.key_file is not None  # a descriptor is only opened for a file
+        return {"keyFile": self.key_file}
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            if not self.written and self.key_file is not None:
+                os.unlink(self.key_file)
 
 
 def _existing_installation(built: runtime.Runtime) -> str | None:
@@ -293,7 +358,8 @@ _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
 def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     """Run the HTTP API under gunicorn (further arguments go to gunicorn)."""
     Settings.from_env()  # fail here, in one line, rather than in every gunicorn worker
-    argv = ["gunicorn", "occ.web.app:create_app()", "--bind", bind]
+    argv = ["gunicorn", "occ.web.app:create_app()", "--worker-class", serving.WORKER_CLASS]
+    argv += ["--bind", bind]
     if workers is not None:
         argv += ["--workers", str(workers)]
     _exec_python_module([*argv, *gunicorn_args])

@@ -9,6 +9,7 @@
     │   ├── NamespaceNotReady
     │   ├── NamespaceNotEmpty
     │   ├── AgentDeleting
+    │   ├── LastAdministrator   no acting administrator of the Installation would be left
     │   └── IdempotencyConflict a work key already belongs to another owner
     ├── ClaimLost               a claim-fenced write found no live claim
     ├── UnknownOutcome          a COMMIT may or may not have happened
@@ -101,6 +102,12 @@ class AgentDeleting(Conflict):
     """The Agent is being deleted."""
 
     code = "AGENT_DELETING"
+
+
+class LastAdministrator(Conflict):
+    """No principal able to act would be left with ``installation:administer``."""
+
+    code = "LAST_ADMINISTRATOR"
 
 
 class IdempotencyConflict(Conflict):

@@ -120,7 +120,7 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
             return binding
         revoked = iam_policy.revoke_binding(session, binding_id)
         assert revoked is not None  # it existed a moment ago and rows are never removed
-        policy.keep_an_administrator(session)
+        policy.keep_an_administrator(session, "access_bindings.revoke", {"bindingId": binding_id})
         policy.audit_change(
             session,
             "access_bindings.revoke",

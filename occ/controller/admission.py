@@ -45,12 +45,47 @@ class Denied(Exception):
         self.detail = detail
 
 
+class Refused(Exception):
+    """A change refused by a safety rule inside an admission transaction (``error`` outside).
+
+    Audited like a denial, once the transaction rolled back: the refused change leaves nothing.
+    """
+
+    def __init__(
+        self,
+        error: errors.OccError,
+        *,
+        action: str,
+        resource: iam.Resource,
+        details: Mapping[str, Any],
+    ):
+        super().__init__(action)
+        self.error = error
+        self.action = action
+        self.resource = resource
+        self.details = details
+
+
 @contextlib.contextmanager
 def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator[Session]:
-    """A use case's transaction; a denial inside it is audited once it rolled back."""
+    """A use case's transaction; a denial or refusal inside it is audited once it rolled back."""
     try:
         with db.snapshot() if read_only else db.transaction() as session:
             yield session
+    except Refused as refused:
+        with db.transaction() as session:
+            audit.append(
+                session,
+                kind=audit.EventKind.AUTHORIZATION_DENIAL,
+                action=refused.action,
+                actor_id=actor_id,
+                outcome=audit.EventOutcome.DENIED,
+                namespace_id=refused.resource.namespace_id,
+                resource_kind=refused.resource.kind,
+                resource_id=refused.resource.id,
+                details={"code": refused.error.code, **refused.details},
+            )
+        raise refused.error from None
     except Denied as denied:
         details: dict[str, Any] = {
             "permission": denied.permission,

@@ -4,7 +4,8 @@ Both lock the Namespace row (shared) and then the Agent row, and write the desir
 the audit event and the work item in one transaction. Every stop is its own work item
 (``agent:<id>:reconcile:stopped:<uuid4>``); an Agent has one deletion item
 (``agent:<id>:reconcile:deleted``), requeued by ``occ.retry_failed_deletion`` after a
-permanent failure. Both return the ``occ.state.agents.Agent`` as admitted.
+permanent failure. Both return the Agent as admitted, with its runtime status
+(``occ.controller.observed_agents.ObservedAgent``).
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ import errors
-from occ.controller import admission
+from occ.controller import admission, observed_agents
 from occ.controller import agents as agent_use_cases
 from occ.db import Database, Session
 from occ.state import agents, audit, values, work_keys, work_queue
 
 
-def stop_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> agents.Agent:
+def stop_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> observed_agents.ObservedAgent:
     """Admit a stop (``agent:operate``): desired ``stopped`` + audit + its own stop work item.
 
     Every request gets a fresh ``agent:<id>:reconcile:stopped:<uuid4>`` item.
@@ -63,10 +66,12 @@ def stop_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str)
                 "authorization": decision.evidence.as_details(),
             },
         )
-        return stopped
+        return observed_agents.observe(session, stopped)
 
 
-def delete_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> agents.Agent:
+def delete_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> observed_agents.ObservedAgent:
     """Admit an Agent deletion (``agent:delete``): ``deleting`` + desired ``stopped`` + audit +
     work ``agent:<id>:reconcile:deleted``.
 
@@ -109,7 +114,7 @@ def delete_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: st
                     "authorization": authorization,
                 },
             )
-            return deleting
+            return observed_agents.observe(session, deleting)
         work = work_queue.get(session, key)
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
@@ -127,7 +132,7 @@ def delete_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: st
             )
         elif work.state == values.WorkState.FAILED_PERMANENT:
             _requeue_deletion(session, agent, work, actor_id, authorization)
-        return agent
+        return observed_agents.observe(session, agent)
 
 
 def _requeue_deletion(

@@ -3,7 +3,8 @@
 Stop and delete are in ``occ.controller.agent_lifecycle``; deploy, revisions and deployment
 status in ``occ.controller.deployments``. Every mutation locks the Namespace row (shared) and
 then the Agent row, and writes the state change and its audit event in one transaction; a
-draft creates no work. They return ``occ.state.agents.Agent`` values.
+draft creates no work. They return ``occ.controller.observed_agents.ObservedAgent`` values (the
+Agent with its runtime status, read in the same transaction).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ import errors, harnesses, iam, ids
-from occ.controller import admission, runtime_access
+from occ.controller import admission, observed_agents, runtime_access
 from occ.db import Database, Session
 from occ.state import agents, audit, configurations, iam_policy, namespaces, secrets
 
@@ -34,7 +35,7 @@ def create_agent(
     harness_auth: object,
     compute_driver: str,
     grant_runtime_access: object = False,
-) -> agents.Agent:
+) -> observed_agents.ObservedAgent:
     """Admit a draft Agent (desired ``stopped``) and its Namespace-scoped service principal.
 
     ``harness`` is ``{"id", "version"}``; ``harness_auth`` is ``{"kind": "secret",
@@ -129,12 +130,12 @@ def create_agent(
                 **({} if granted is None else {"runtimeAccess": granted}),
             },
         )
-        return agent
+        return observed_agents.observe(session, agent)
 
 
 def update_agent(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str, changes: Mapping[str, Any]
-) -> agents.Agent:
+) -> observed_agents.ObservedAgent:
     """Edit the draft (``agent:update``); deployed revisions keep what they pinned.
 
     ``changes`` holds any of name, configuration_id, harness, execution_mode, harness_auth.
@@ -183,10 +184,12 @@ def update_agent(
             resource_id=agent.id,
             details={"changes": request, "authorization": decision.evidence.as_details()},
         )
-        return updated
+        return observed_agents.observe(session, updated)
 
 
-def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) -> agents.Agent:
+def get_agent(
+    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+) -> observed_agents.ObservedAgent:
     """One Agent (``agent:read``).
 
     Raises:
@@ -204,10 +207,12 @@ def get_agent(db: Database, *, actor_id: str, namespace_id: str, agent_id: str) 
             resource(agent),
             hide_unless_readable=True,
         )
-        return agent
+        return observed_agents.observe(session, agent)
 
 
-def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[agents.Agent]:
+def list_agents(
+    db: Database, *, actor_id: str, namespace_id: str
+) -> list[observed_agents.ObservedAgent]:
     """The Namespace's Agents the caller may read (``agent:read`` per Agent).
 
     Raises:
@@ -227,7 +232,7 @@ def list_agents(db: Database, *, actor_id: str, namespace_id: str) -> list[agent
                 iam.Resource.namespace(namespace.id),
                 hide_unless_readable=True,
             )
-        return visible
+        return observed_agents.observe_all(session, visible)
 
 
 # -- input --------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Installation use cases: bootstrap the singleton and its first administrator, read it.
 
+Break-glass recovery of that administrator is ``occ.controller.recovery``.
+
 Reads return ``occ.state.installation.Installation``.
 """
 
@@ -15,6 +17,7 @@ from occ.state import audit, iam_policy
 from occ.state import installation as state
 
 ADMINISTRATOR_ROLE: Final = "Installation administrator"
+BOOTSTRAP_ACTION: Final = "installation.bootstrap"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +35,8 @@ class BootstrapResult:
 def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> BootstrapResult:
     """Create the Installation, its administrator Role and a human admin bound to it; idempotent.
 
-    A repeat (or a racing second bootstrap) changes nothing and reports what exists.
+    A repeat (or a racing second bootstrap) changes nothing and reports what exists: the
+    principal the first bootstrap made administrator (never another one).
 
     Raises:
         InvalidInput: a name is not a valid name (``/name``, ``/adminName``).
@@ -55,7 +59,7 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         audit.append(
             session,
             kind=audit.EventKind.BOOTSTRAP,
-            action="installation.bootstrap",
+            action=BOOTSTRAP_ACTION,
             actor_id=admin.id,
             outcome=audit.EventOutcome.SUCCESS,
             resource_kind="installation",
@@ -104,24 +108,38 @@ def current(session: Session) -> state.Installation:
     return installation
 
 
+def bootstrap_principal_id(session: Session) -> str | None:
+    """The principal ``occ bootstrap`` made the first administrator (from its audit event)."""
+    installation = current(session)
+    events = audit.list_events(
+        session, resource_id=installation.id, kind=audit.EventKind.BOOTSTRAP, limit=audit.MAX_LIMIT
+    )
+    for event in reversed(events):  # oldest first: the Installation's own bootstrap
+        if event.action == BOOTSTRAP_ACTION:
+            principal_id = event.details.get("adminPrincipalId")
+            return principal_id if isinstance(principal_id, str) else None
+    return None
+
+
 def _existing_bootstrap(session: Session) -> BootstrapResult:
+    """What the first bootstrap made: its administrator, whatever other admins exist now."""
     installation = current(session)
     role = iam_policy.find_role(session, name=ADMINISTRATOR_ROLE)
+    admin_id = bootstrap_principal_id(session)
     bindings = (
         []
-        if role is None
+        if role is None or admin_id is None
         else [
             binding
-            for binding in iam_policy.list_bindings(session, role_id=role.id)
+            for binding in iam_policy.list_bindings(session, role_id=role.id, principal_id=admin_id)
             if binding.namespace_id is None and binding.resource_kind is None
         ]
     )
-    first = bindings[0] if bindings else None
     return BootstrapResult(
         installation_id=installation.id,
         installation_name=installation.name,
         created=False,
-        admin_principal_id=None if first is None else first.principal_id,
+        admin_principal_id=admin_id,
         administrator_role_id=None if role is None else role.id,
-        binding_id=None if first is None else first.id,
+        binding_id=bindings[0].id if bindings else None,
     )

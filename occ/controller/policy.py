@@ -5,9 +5,9 @@ Roles, access bindings, restrictions and principals each have their own module
 (``occ.controller.roles``, ``access_bindings``, ``restrictions``, ``principals``). Every one
 of their use cases needs ``installation:administer`` on the Installation and runs
 authorization, state and audit in one transaction (``admission.guarded``). A change that would
-leave no principal able to administer the Installation (deleting a Role, revoking a binding,
-adding a restriction) is refused with a conflict, so the API can never lock every
-administrator out.
+leave no principal that can sign in able to administer the Installation (deleting a Role,
+revoking a binding or the last key, disabling a principal, adding a restriction) is refused
+with ``LastAdministrator`` and audited, so the API can never lock every administrator out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from occ import errors, iam, ids
 from occ.controller import admission, installation
 from occ.controller import namespaces as namespace_cases
 from occ.db import Session
-from occ.state import audit, grants, namespaces
+from occ.state import api_keys, audit, grants, namespaces
 
 PERMISSION: Final = "installation:administer"
 """What every IAM administration use case needs, on the Installation."""
@@ -55,18 +55,36 @@ def optional_id(kind: str, value: object, pointer: str) -> None:
         ids.require(kind, value, pointer)
 
 
-def keep_an_administrator(session: Session) -> None:
-    """``Conflict`` unless some principal may still administer the Installation.
+def keep_an_administrator(
+    session: Session, action: str, request: Mapping[str, Any] | None = None
+) -> None:
+    """``LastAdministrator`` (audited, nothing changed) unless a principal that can act may
+    still administer the Installation.
 
-    Run after the change, in its transaction, holding the administrators lock.
+    Only a principal that can sign in counts: not disabled and holding at least one live API
+    key (keys are the only way to authenticate). Run after the change, in its transaction,
+    holding the administrators lock; ``action`` and ``request`` name the refused change.
     """
     target = iam.Resource.installation(installation.current(session).id)
-    for principal_id in grants.principals_holding(session, PERMISSION):
-        if iam.authorize(session, principal_id, PERMISSION, target).allowed:
+    holders = grants.principals_holding(session, PERMISSION)
+    acting = api_keys.holders_of_live_keys(session, holders)
+    for principal_id in holders:
+        if (
+            principal_id in acting
+            and iam.authorize(session, principal_id, PERMISSION, target).allowed
+        ):
             return
-    raise errors.Conflict(
-        "no principal would be left with installation:administer; grant it to another "
-        "principal first"
+    details: dict[str, Any] = {"permission": PERMISSION, "reason": "last_administrator"}
+    if request is not None:
+        details["request"] = admission.present(request)
+    raise admission.Refused(
+        errors.LastAdministrator(
+            "no principal that can sign in would be left with installation:administer; grant "
+            "it to another principal with a live API key first"
+        ),
+        action=action,
+        resource=target,
+        details=details,
     )
 
 

@@ -1,8 +1,10 @@
-"""Principal and API-key use cases: create, read and list principals; mint, list, revoke keys.
+"""Principal and API-key use cases: create, read, list and disable principals; mint, list,
+revoke keys.
 
 Every use case needs ``installation:administer`` on the Installation and runs authorization,
-state and audit in one transaction (``admission.guarded``). A minted key's plaintext leaves
-only through the return value, once: it is never audited, logged or stored. Agent-owned
+state and audit in one transaction (``admission.guarded``); disabling a principal or revoking
+a key that would leave no administrator able to sign in is refused. A minted key's plaintext
+leaves only through the return value, once: it is never audited, logged or stored. Agent-owned
 service principals are made with their Agent; they are listed here but get no API keys.
 Reads return ``occ.state.iam_policy.Principal`` and ``occ.state.api_keys.ApiKey`` values.
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from occ import errors, ids
 from occ.controller import admission, policy
 from occ.db import Database, Session
-from occ.state import api_keys, audit, iam_policy
+from occ.state import api_keys, audit, grants, iam_policy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +98,49 @@ def list_principals(db: Database, *, actor_id: str) -> list[iam_policy.Principal
         return iam_policy.list_principals(session)
 
 
+def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:
+    """Disable a principal and revoke its keys: it stops authenticating at once. Idempotent.
+
+    Raises:
+        NotFound: no principal has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+        Conflict: an Agent's service principal (it is disabled with its Agent).
+        LastAdministrator: no administrator that can sign in would be left (audited; nothing
+            changed).
+    """
+    _known("principal", principal_id, "the principal does not exist")
+    with admission.guarded(db, actor_id) as session:
+        decision = policy.administer(
+            session, actor_id, "principals.disable", {"principalId": principal_id}
+        )
+        grants.lock_administrators(session)
+        principal = _principal(session, principal_id, lock=True)
+        if principal.disabled:
+            return principal
+        if principal.agent_id is not None:
+            raise errors.Conflict("an Agent's service principal is disabled with its Agent")
+        disabled = iam_policy.disable_principal(session, principal_id)
+        assert disabled is not None  # locked above
+        revoked_keys = api_keys.revoke_all_of(session, principal_id)
+        policy.keep_an_administrator(session, "principals.disable", {"principalId": principal_id})
+        audit.append(
+            session,
+            kind=audit.EventKind.MUTATION,
+            action="principals.disable",
+            actor_id=actor_id,
+            outcome=audit.EventOutcome.SUCCESS,
+            namespace_id=principal.namespace_id,
+            resource_kind="principal",
+            resource_id=principal_id,
+            details={
+                "reason": "requested",
+                "revokedKeyIds": revoked_keys,
+                "authorization": decision.evidence.as_details(),
+            },
+        )
+        return disabled
+
+
 # -- API keys -----------------------------------------------------------------------------------
 
 
@@ -154,11 +199,14 @@ def revoke_api_key(
     Raises:
         NotFound: the principal has no key with this id.
         Forbidden: the caller may not administer the Installation (audited).
+        LastAdministrator: it is the last key of the last administrator that can sign in
+            (audited; nothing changed).
     """
     _known("principal", principal_id, "the principal does not exist")
     _known("api_key", key_id, "the API key does not exist")
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(session, actor_id, "api_keys.revoke")
+        grants.lock_administrators(session)
         key = api_keys.get(session, key_id, lock=True)
         if key is None or key.principal_id != principal_id:
             raise errors.NotFound("the API key does not exist")
@@ -166,6 +214,9 @@ def revoke_api_key(
         revoked = api_keys.revoke(session, key_id)
         assert revoked is not None  # locked above
         if not already_revoked:
+            policy.keep_an_administrator(
+                session, "api_keys.revoke", {"principalId": principal_id, "keyId": key_id}
+            )
             principal = _principal(session, principal_id)
             audit.append(
                 session,

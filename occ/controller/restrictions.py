@@ -64,7 +64,7 @@ def create_restriction(
             resource_id=resource_id,
         )
         if permission == policy.PERMISSION:
-            policy.keep_an_administrator(session)
+            policy.keep_an_administrator(session, "restrictions.create", request)
         policy.audit_change(
             session,
             "restrictions.create",

@@ -93,7 +93,7 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role
             return role
         deleted = iam_policy.delete_role(session, role_id)
         assert deleted is not None  # it existed a moment ago and rows are never removed
-        policy.keep_an_administrator(session)
+        policy.keep_an_administrator(session, "roles.delete", {"roleId": role_id})
         policy.audit_change(
             session,
             "roles.delete",

@@ -17,6 +17,7 @@ from typing import Final
 
 from occ.dev import fleet, home
 from occ.tasks import lifecycle, names
+from occ.web import serving
 
 API: Final = "api"
 CONTROL: Final = "control"
@@ -39,6 +40,8 @@ def specs(
         "-m",
         "gunicorn",
         "occ.web.app:create_app()",
+        "--worker-class",
+        serving.WORKER_CLASS,
         "--bind",
         f"fd://{listener_fd}",
         "--workers",

@@ -4,7 +4,8 @@ Compute Driver.
 Reload the Namespace, re-authorize the original actor against current IAM, call the driver
 under the claim, then publish the observation in one short transaction whose first statement
 is the fenced queue transition: a stale worker's publication rolls back whole. A terminal
-failure of ready work fails the Namespace through the kind's failure effect (``kinds``).
+failure of ready work fails the Namespace through the kind's failure effect (``kinds``). A
+deleted Namespace's service principals are disabled, and their keys revoked, with its tombstone.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from occ.db import Session
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle
 from occ.reconcile.context import ClaimContext
-from occ.state import audit, installation, namespaces
+from occ.state import api_keys, audit, iam_policy, installation, namespaces
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code
@@ -123,8 +124,8 @@ def _publish(
         result = settle.complete(session, claim, target.done)
         if claim.kind == WorkKind.NAMESPACE_READY:
             namespaces.transition(session, namespace.id, expected="provisioning", status="ready")
-        else:
-            namespaces.tombstone(session, namespace.id)
+        elif namespaces.tombstone(session, namespace.id):
+            _disable_principals(session, context, namespace.id)
     elif isinstance(observation, base.Pending):
         details["convergencePending"] = True
         result = settle.defer(session, policy, claim, Code.NAMESPACE_INCOMPLETE, details=details)
@@ -147,6 +148,26 @@ def _publish(
         details={**details, "reasonCode": result.code},
     )
     return result
+
+
+def _disable_principals(session: Session, context: ClaimContext, namespace_id: str) -> None:
+    """The Namespace's service principals go with it: disabled and their keys revoked, in the
+    tombstone's transaction, one audit event each."""
+    claim = context.claim
+    for principal in iam_policy.disable_scoped_to(session, namespace_id):
+        revoked_keys = api_keys.revoke_all_of(session, principal.id)
+        audit.append(
+            session,
+            kind="mutation",
+            action="principals.disable",
+            actor_id=claim.owner.actor_id,
+            outcome="success",
+            namespace_id=namespace_id,
+            resource_kind="principal",
+            resource_id=principal.id,
+            work_id=claim.work_id,
+            details={"reason": "namespace_deleted", "revokedKeyIds": revoked_keys},
+        )
 
 
 def _audit_outcome(result: outcome.PassResult, observation: base.Observation) -> str:

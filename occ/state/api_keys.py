@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Final, cast
 
@@ -132,6 +133,29 @@ def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
         .values(revoked_at=_NOW)
     )
     return get(session, key_id)
+
+
+def revoke_all_of(session: orm.Session, principal_id: str) -> list[str]:
+    """Revoke every live key of the principal; the ids of the keys this revoked, sorted."""
+    statement = (
+        sa.update(_KEYS)
+        .where(_KEYS.c.principal_id == principal_id, _KEYS.c.revoked_at.is_(None))
+        .values(revoked_at=_NOW)
+        .returning(_KEYS.c.id)
+    )
+    return sorted(session.execute(statement).scalars())
+
+
+def holders_of_live_keys(session: orm.Session, principal_ids: Collection[str]) -> set[str]:
+    """Which of these principals hold at least one unrevoked key (the ones that can sign in)."""
+    if not principal_ids:
+        return set()
+    query = (
+        sa.select(_KEYS.c.principal_id)
+        .distinct()
+        .where(_KEYS.c.principal_id.in_(list(principal_ids)), _KEYS.c.revoked_at.is_(None))
+    )
+    return set(session.execute(query).scalars())
 
 
 def _key(row: sa.RowMapping) -> ApiKey:

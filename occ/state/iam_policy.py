@@ -171,6 +171,28 @@ def disable_principal(session: orm.Session, principal_id: str) -> Principal | No
     return get_principal(session, principal_id)
 
 
+def enable_principal(session: orm.Session, principal_id: str) -> Principal | None:
+    """Clear the principal's ``disabled_at`` (break-glass recovery only); ``None`` if missing."""
+    session.execute(
+        sa.update(_PRINCIPALS)
+        .where(_PRINCIPALS.c.id == principal_id, _PRINCIPALS.c.disabled_at.is_not(None))
+        .values(disabled_at=None)
+    )
+    return get_principal(session, principal_id)
+
+
+def disable_scoped_to(session: orm.Session, namespace_id: str) -> list[Principal]:
+    """Disable every enabled principal scoped to the Namespace; the ones this disabled, by id."""
+    statement = (
+        sa.update(_PRINCIPALS)
+        .where(_PRINCIPALS.c.namespace_id == namespace_id, _PRINCIPALS.c.disabled_at.is_(None))
+        .values(disabled_at=_NOW)
+        .returning(*_PRINCIPALS.c)
+    )
+    disabled = [_principal(row) for row in session.execute(statement).mappings()]
+    return sorted(disabled, key=lambda principal: principal.id)
+
+
 # -- roles --------------------------------------------------------------------------------------
 
 

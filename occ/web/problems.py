@@ -35,7 +35,9 @@ _HTTP_CODES: Final = {
     405: "METHOD_NOT_ALLOWED",
     409: "RESOURCE_CONFLICT",
     413: "PAYLOAD_TOO_LARGE",
+    414: "URI_TOO_LONG",
     415: "UNSUPPORTED_MEDIA_TYPE",
+    431: "REQUEST_HEADER_FIELDS_TOO_LARGE",
     503: "DEPENDENCY_UNAVAILABLE",
 }
 
@@ -47,8 +49,12 @@ _TITLES: Final = {
     405: "Method not allowed",
     409: "Conflict",
     413: "Payload too large",
+    414: "URI too long",
     415: "Unsupported media type",
+    417: "Expectation failed",
+    431: "Request header fields too large",
     500: "Internal error",
+    501: "Not implemented",
     503: "Service unavailable",
 }
 
@@ -66,17 +72,22 @@ def status_of(error: errors.OccError) -> int:
     return 500
 
 
-def problem(
-    status: int, code: str, detail: str, field_errors: list[dict[str, str]] | None = None
-) -> flask.Response:
-    body: dict[str, Any] = {
+def document(status: int, code: str, detail: str, request_id: str | None) -> dict[str, Any]:
+    """The problem+json body every error answers with (also written by ``occ.web.serving``)."""
+    return {
         "type": "about:blank",
         "title": _TITLES.get(status, "Error"),
         "status": status,
         "detail": detail,
         "code": code,
-        "requestId": flask.g.get("request_id"),
+        "requestId": request_id,
     }
+
+
+def problem(
+    status: int, code: str, detail: str, field_errors: list[dict[str, str]] | None = None
+) -> flask.Response:
+    body = document(status, code, detail, flask.g.get("request_id"))
     if field_errors is not None:
         body["errors"] = field_errors
     response = flask.jsonify(body)

@@ -6,6 +6,7 @@ Heroku shutdown settings, the compose dependencies and the thin ``occ`` wrappers
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
@@ -17,6 +18,8 @@ import yaml
 from click.testing import CliRunner
 
 from occ import cli
+from occ.dev import children, home
+from occ.web import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 HEROKU_GRACE_S = 30
@@ -84,6 +87,7 @@ def test_release_migrates_then_bootstraps_if_missing() -> None:
 def test_web_serves_the_app_factory_on_port() -> None:
     argv = _procfile()["web"]
     assert argv[:2] == ["gunicorn", "occ.web.app:create_app()"]
+    assert _option(argv, "--worker-class", "-k") == serving.WORKER_CLASS
     assert _option(argv, "--bind", "-b") == "0.0.0.0:$PORT"
     graceful = _option(argv, "--graceful-timeout")
     assert graceful is not None and float(graceful) < HEROKU_GRACE_S
@@ -197,6 +201,7 @@ def test_compose_process_commands_match_the_procfile() -> None:
     services, procfile = _services(), _procfile()
     api = _command(services["api"])
     assert api[:2] == procfile["web"][:2]
+    assert _option(api, "--worker-class", "-k") == serving.WORKER_CLASS
     for service, process in (("control", "control"), ("worker", "worker")):
         compose_argv = _celery(_command(services[service]), "worker")
         heroku_argv = _celery(procfile[process], "worker")
@@ -244,6 +249,7 @@ def test_dockerfile_installs_the_source_tree_and_runs_unprivileged() -> None:
     )
     cmd = [rest for keyword, rest in instructions if keyword == "CMD"][-1]
     assert cmd.startswith('["gunicorn", "occ.web.app:create_app()"')
+    assert _option(json.loads(cmd), "--worker-class", "-k") == serving.WORKER_CLASS
     ignored = [
         line.strip()
         for line in (ROOT / ".dockerignore").read_text().splitlines()
@@ -309,6 +315,7 @@ def test_occ_worker_names_the_node_after_its_queues(exec_calls: list[list[str]])
 def test_occ_api_and_beat_run_the_procfile_commands(exec_calls: list[list[str]]) -> None:
     api = _run(["api", "--bind", "0.0.0.0:9000", "--workers", "3"], exec_calls)
     assert api[:2] == _procfile()["web"][:2]
+    assert _option(api, "--worker-class", "-k") == serving.WORKER_CLASS
     assert _option(api, "--bind") == "0.0.0.0:9000"
     assert _option(api, "--workers") == "3"
     beat = _celery(_run(["beat"], exec_calls), "beat")
@@ -322,3 +329,16 @@ def test_wrappers_check_the_settings_before_exec(
     result = CliRunner().invoke(cli.cli, ["worker"])
     assert result.exit_code == cli.EXIT_OCC_ERROR
     assert exec_calls == []
+
+
+def test_occ_dev_serves_the_api_with_the_same_worker_class(tmp_path: Path) -> None:
+    specs = children.specs(
+        layout=home.Home(tmp_path),
+        env={"OCC_BROKER_URL": "redis://127.0.0.1:6379/0"},
+        cwd=tmp_path,
+        listener_fd=3,
+    )
+    [api] = [spec for spec in specs if spec.name == children.API]
+    argv = list(api.argv)
+    assert argv[argv.index("gunicorn") + 1] == "occ.web.app:create_app()"
+    assert _option(argv, "--worker-class", "-k") == serving.WORKER_CLASS

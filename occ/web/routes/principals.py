@@ -103,3 +103,15 @@ def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
             key_id=key_id,
         )
     )
+
+
+@blueprint.route("/<principal_id>", methods=["DELETE"])
+@blueprint.response(200, common.envelope(schemas.Principal))
+@access.requires("installation:administer")
+def disable_principal(principal_id: str) -> dict[str, Any]:
+    """Disable a principal and revoke its keys (rows are kept). A repeat answers the same."""
+    return common.wrap(
+        principals.disable_principal(
+            _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
+        )
+    )

@@ -1,9 +1,9 @@
 """Agent, AgentRevision and deployment-status representations and request bodies.
 
-Representations dump ``occ.state.agents.Agent`` and ``Revision`` values and the controller's
-deployment projection. Request bodies are closed; the admission use cases re-check every
-field (harness version format, execution mode of the harness, references in the Namespace)
-with JSON pointers.
+Representations dump the controller's ``ObservedAgent`` (an Agent with its runtime status),
+``occ.state.agents.Revision`` values and the controller's deployment projection. Request bodies
+are closed; the admission use cases re-check every field (harness version format, execution
+mode of the harness, references in the Namespace) with JSON pointers.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from marshmallow import fields, validate
 
 from occ import harnesses
 from occ.controller import deployment_status
-from occ.state import agents
+from occ.state import agents, runtime_observations
 from occ.web.schemas import common
 
 HARNESSES = tuple(harnesses.Harness)
@@ -113,6 +113,21 @@ class Agent(ma.Schema):
     )
     active_revision_id = fields.String(data_key="activeRevisionId", allow_none=True)
     endpoint = fields.String(allow_none=True)
+    runtime_status = fields.String(
+        data_key="runtimeStatus",
+        required=True,
+        metadata={
+            "enum": list(runtime_observations.RuntimeStatus),
+            "description": "what the workers last observed of the active revision; unknown "
+            "without an active revision or before its first observation",
+        },
+    )
+    runtime_observed_at = fields.DateTime(
+        data_key="runtimeObservedAt", required=True, allow_none=True
+    )
+    runtime_reason_code = fields.String(
+        data_key="runtimeReasonCode", required=True, allow_none=True
+    )
     created_at = fields.DateTime(data_key="createdAt", required=True)
     updated_at = fields.DateTime(data_key="updatedAt", required=True)
 

@@ -465,8 +465,9 @@ def test_the_last_administrator_cannot_be_removed(
             {"permission": "installation:administer", "principalId": admin.principal_id},
         ),
     ]:
-        problem(call(client, method, path, body, admin.headers), 409, "RESOURCE_CONFLICT")
-    assert state(db) == before
+        problem(call(client, method, path, body, admin.headers), 409, "LAST_ADMINISTRATOR")
+    # nothing changed but the audit of the four refusals
+    assert state(db) == {**before, "denials": before["denials"] + 4}
 
     deputy = member(db, "installation:administer", name="deputy")
     revoked = client.delete(f"/v1/access-bindings/{admin_binding['id']}", headers=admin.headers)

@@ -1,0 +1,132 @@
+"""occ's gunicorn worker: the errors gunicorn answers itself are problem+json too.
+
+gunicorn refuses a request it cannot parse (a request line or header fields over its limits, a
+malformed line, header or chunk) before the Flask app sees it, and answers with an HTML page
+that quotes the offending input. ``ProblemWorker`` is gunicorn's sync worker with those
+answers replaced by ``application/problem+json`` carrying a status, a title and a stable code
+(``URI_TOO_LONG``, ``REQUEST_HEADER_FIELDS_TOO_LARGE``, ``MALFORMED_REQUEST``, ...), and never
+any part of the request. Every other error goes to gunicorn's own handling.
+
+Run gunicorn with ``--worker-class occ.web.serving.ProblemWorker`` (``WORKER_CLASS``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any, Final
+
+from gunicorn import util
+from gunicorn.http import errors as http_errors
+from gunicorn.workers import sync
+
+from occ import observability
+from occ.web import problems
+
+WORKER_CLASS: Final = "occ.web.serving.ProblemWorker"
+"""The value of gunicorn's ``--worker-class`` for occ's API."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How occ answers one kind of request gunicorn could not parse."""
+
+    status: int
+    reason: str
+    code: str
+    detail: str
+
+
+_MALFORMED: Final = Refusal(400, "Bad Request", "MALFORMED_REQUEST", "the request is malformed")
+
+REFUSALS: Final[tuple[tuple[type[Exception], Refusal], ...]] = (
+    (
+        http_errors.LimitRequestLine,
+        Refusal(414, "URI Too Long", "URI_TOO_LONG", "the request line is too long"),
+    ),
+    (
+        http_errors.LimitRequestHeaders,
+        Refusal(
+            431,
+            "Request Header Fields Too Large",
+            "REQUEST_HEADER_FIELDS_TOO_LARGE",
+            "the request's header fields are too large or too many",
+        ),
+    ),
+    (
+        http_errors.ExpectationFailed,
+        Refusal(417, "Expectation Failed", "EXPECTATION_FAILED", "the expectation is not met"),
+    ),
+    (
+        http_errors.UnsupportedTransferCoding,
+        Refusal(
+            501,
+            "Not Implemented",
+            "UNSUPPORTED_TRANSFER_CODING",
+            "the transfer coding is not supported",
+        ),
+    ),
+    (http_errors.InvalidRequestLine, _MALFORMED),
+    (http_errors.InvalidRequestMethod, _MALFORMED),
+    (http_errors.InvalidHTTPVersion, _MALFORMED),
+    (http_errors.InvalidHeader, _MALFORMED),
+    (http_errors.InvalidHeaderName, _MALFORMED),
+    (http_errors.ObsoleteFolding, _MALFORMED),
+    (http_errors.InvalidChunkSize, _MALFORMED),
+    (http_errors.ChunkMissingTerminator, _MALFORMED),
+    (http_errors.InvalidChunkExtension, _MALFORMED),
+    (http_errors.InvalidProxyLine, _MALFORMED),
+    (http_errors.InvalidSchemeHeaders, _MALFORMED),
+)
+"""Request-parse errors and their answers; the first matching class wins."""
+
+
+def refusal_for(error: BaseException) -> Refusal | None:
+    """occ's answer to a request-parse error, or ``None`` when gunicorn keeps it."""
+    for kind, refusal in REFUSALS:
+        if isinstance(error, kind):
+            return refusal
+    return None
+
+
+def response_bytes(refusal: Refusal, request_id: str) -> bytes:
+    """The whole HTTP/1.1 response: problem+json, and the connection closed after it."""
+    body = json.dumps(
+        problems.document(refusal.status, refusal.code, refusal.detail, request_id),
+        separators=(",", ":"),
+    ).encode()
+    head = (
+        f"HTTP/1.1 {refusal.status} {refusal.reason}\r\n"
+        "Connection: close\r\n"
+        f"Content-Type: {problems.CONTENT_TYPE}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"X-Request-Id: {request_id}\r\n"
+        "\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+class ProblemWorker(sync.SyncWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's sync worker answering request-parse errors with problem+json."""
+
+    def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
+        refusal = refusal_for(exc)
+        if refusal is None:
+            super().handle_error(req, client, addr, exc)
+            return
+        request_id = f"req_{uuid.uuid4()}"
+        # never the request itself: the line or a header may carry a credential
+        observability.log(
+            "http.rejected",
+            level=logging.WARNING,
+            requestId=request_id,
+            status=refusal.status,
+            code=refusal.code,
+            error=type(exc).__name__,
+        )
+        with contextlib.suppress(OSError):  # the client is gone: nothing to answer
+            util.write_nonblock(client, response_bytes(refusal, request_id))

@@ -1,0 +1,156 @@
+"""The last-administrator guard on real PostgreSQL: only principals that can sign in (enabled,
+with a live API key) count; a change that would leave none is refused, audited, and changes
+nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from occ import errors
+from occ.controller import access_bindings, installation, principals, roles
+from occ.db import Database
+from occ.state import api_keys, audit, iam_policy
+from tests.support import rows
+
+PEPPER = "policy-guard-pepper"
+
+
+@pytest.fixture
+def boot(db: Database) -> installation.BootstrapResult:
+    return installation.bootstrap_installation(db, name="test", admin_name="admin")
+
+
+@pytest.fixture
+def admin(db: Database, boot: installation.BootstrapResult) -> str:
+    """The bootstrap administrator, signed in with one key."""
+    assert boot.admin_principal_id is not None
+    assert principals.issue_first_key(db, principal_id=boot.admin_principal_id, pepper=PEPPER)
+    return boot.admin_principal_id
+
+
+def keys_of(db: Database, principal_id: str) -> list[api_keys.ApiKey]:
+    with db.transaction() as session:
+        return api_keys.list_for(session, principal_id)
+
+
+def refusals(db: Database) -> list[audit.AuditEvent]:
+    with db.transaction() as session:
+        return [
+            event
+            for event in audit.list_events(session, kind=audit.EventKind.AUTHORIZATION_DENIAL)
+            if event.details.get("code") == "LAST_ADMINISTRATOR"
+        ]
+
+
+def test_a_keyless_administrator_does_not_keep_the_installation_administered(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
+    # the sequence that used to lock the administrator out: bind the administrator Role to a
+    # new service principal that has no key, then delete one's own binding
+    assert boot.administrator_role_id is not None and boot.binding_id is not None
+    robot = principals.create_principal(db, actor_id=admin, name="robot", kind="service")
+    access_bindings.create_binding(
+        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=robot.id
+    )
+    with pytest.raises(errors.LastAdministrator) as refused:
+        access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+    assert refused.value.code == "LAST_ADMINISTRATOR"
+    binding = access_bindings.get_binding(db, actor_id=admin, binding_id=boot.binding_id)
+    assert binding.revoked_at is None
+    [event] = refusals(db)
+    assert (event.action, event.actor_id, event.outcome) == (
+        "access_bindings.revoke",
+        admin,
+        audit.EventOutcome.DENIED,
+    )
+    assert event.resource_kind == "installation"
+    assert event.details["reason"] == "last_administrator"
+    assert event.details["request"] == {"bindingId": boot.binding_id}
+
+    # once the robot can sign in, it is an administrator that can act: the revocation passes
+    principals.mint_api_key(db, actor_id=admin, principal_id=robot.id, pepper=PEPPER)
+    revoked = access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+    assert revoked.revoked_at is not None
+
+
+def test_the_last_key_of_the_last_acting_administrator_stays(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
+    assert boot.administrator_role_id is not None
+    keyless = principals.create_principal(db, actor_id=admin, name="keyless", kind="human")
+    access_bindings.create_binding(
+        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=keyless.id
+    )
+    [only] = keys_of(db, admin)
+    with pytest.raises(errors.LastAdministrator):
+        principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id=only.id)
+    assert [key.revoked_at for key in keys_of(db, admin)] == [None]
+    assert [event.action for event in refusals(db)] == ["api_keys.revoke"]
+
+    # with a second key the first may go; a repeat of a revoked key changes nothing
+    principals.mint_api_key(db, actor_id=admin, principal_id=admin, pepper=PEPPER)
+    assert principals.revoke_api_key(
+        db, actor_id=admin, principal_id=admin, key_id=only.id
+    ).revoked_at
+    assert principals.revoke_api_key(
+        db, actor_id=admin, principal_id=admin, key_id=only.id
+    ).revoked_at
+
+
+def test_the_last_acting_administrator_cannot_be_disabled(db: Database, admin: str) -> None:
+    with pytest.raises(errors.LastAdministrator):
+        principals.disable_principal(db, actor_id=admin, principal_id=admin)
+    assert not principals.get_principal(db, actor_id=admin, principal_id=admin).disabled
+    assert [key.revoked_at for key in keys_of(db, admin)] == [None]
+    assert [event.action for event in refusals(db)] == ["principals.disable"]
+
+
+def test_disabling_a_principal_revokes_its_keys_and_is_audited(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
+    assert boot.administrator_role_id is not None and boot.binding_id is not None
+    deputy = principals.create_principal(db, actor_id=admin, name="deputy", kind="human")
+    access_bindings.create_binding(
+        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=deputy.id
+    )
+    key = principals.mint_api_key(db, actor_id=admin, principal_id=deputy.id, pepper=PEPPER)
+    disabled = principals.disable_principal(db, actor_id=admin, principal_id=deputy.id)
+    assert disabled.disabled
+    assert [k.revoked_at is not None for k in keys_of(db, deputy.id)] == [True]
+    again = principals.disable_principal(db, actor_id=admin, principal_id=deputy.id)
+    assert again.disabled_at == disabled.disabled_at
+    with db.transaction() as session:
+        [event] = [
+            e
+            for e in audit.list_events(session, resource_id=deputy.id)
+            if e.action == "principals.disable"
+        ]
+    assert event.details["revokedKeyIds"] == [key.id]
+    assert event.details["reason"] == "requested"
+    # the disabled deputy no longer counts: the admin's own binding must stay
+    with pytest.raises(errors.LastAdministrator):
+        access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+
+
+def test_an_agent_principal_is_not_disabled_on_its_own(db: Database, admin: str) -> None:
+    with db.transaction() as session:
+        namespace_id = rows.namespace(session, created_by=admin, status="ready")
+        agent_id = rows.agent(session, namespace_id=namespace_id)
+        [agent_principal] = [
+            p for p in iam_policy.list_principals(session) if p.agent_id == agent_id
+        ]
+    with pytest.raises(errors.Conflict) as refused:
+        principals.disable_principal(db, actor_id=admin, principal_id=agent_principal.id)
+    assert not isinstance(refused.value, errors.LastAdministrator)
+    assert not principals.get_principal(
+        db, actor_id=admin, principal_id=agent_principal.id
+    ).disabled
+
+
+def test_deleting_the_only_administrator_role_is_refused(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
+    assert boot.administrator_role_id is not None
+    with pytest.raises(errors.LastAdministrator):
+        roles.delete_role(db, actor_id=admin, role_id=boot.administrator_role_id)
+    assert roles.get_role(db, actor_id=admin, role_id=boot.administrator_role_id).deleted_at is None
