@@ -25,6 +25,11 @@ SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 
 BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/access-bindings"): {"roleId": "{role_id}", "principalId": "{principal_id}"},
+    ("POST", "/v1/authorization-checks"): {
+        "permission": "namespace:read",
+        "resource": {"kind": "namespace", "id": "{namespace_id}"},
+        "principalId": "{principal_id}",
+    },
     ("POST", "/v1/namespaces"): {"name": "matrix-new"},
     ("POST", "/v1/namespaces/<namespace_id>/agents"): {
         "name": "second",

@@ -1,0 +1,172 @@
+"""``grantRuntimeAccess`` on Agent creation: the built-in ``agent-runtime`` Role bound to the
+service principal on exactly its Configuration and Secret, audited, in the Agent's transaction;
+refused (and nothing written) for a caller who may not create access bindings; and what a deploy
+refused for the service principal says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from flask.testing import FlaskClient
+
+from occ.db import Database
+from occ.state import api_keys, iam_policy, models
+from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.test_agents import World, body, make_world
+from tests.support import grants
+
+
+@pytest.fixture
+def world(db: Database, admin: Caller) -> World:
+    return make_world(db, admin.principal_id)
+
+
+def _caller(db: Database, admin: Caller, permissions: list[str], namespace_id: str) -> Caller:
+    with db.transaction() as session:
+        principal = iam_policy.create_principal(session, name="tenant", kind="human")
+        grants.grant(session, principal.id, permissions, namespace_id=namespace_id)
+        minted = api_keys.mint(session, principal_id=principal.id, pepper=PEPPER)
+    return Caller(principal.id, minted.plaintext)
+
+
+def _bindings_of(db: Database, principal_id: str) -> list[iam_policy.AccessBinding]:
+    with db.snapshot() as session:
+        return iam_policy.list_bindings(session, principal_id=principal_id)
+
+
+def _counts(db: Database) -> tuple[int, ...]:
+    with db.snapshot() as session:
+        return tuple(
+            session.execute(sa.select(sa.func.count()).select_from(model)).scalar_one()
+            for model in (models.Agent, models.Principal, models.Role, models.AccessBinding)
+        )
+
+
+def _audit(db: Database, action: str) -> list[dict[str, Any]]:
+    with db.snapshot() as session:
+        rows = session.execute(
+            sa.select(models.AuditEvent).where(models.AuditEvent.action == action)
+        ).scalars()
+        return [
+            {"resource_id": row.resource_id, "details": row.details, "actor_id": row.actor_id}
+            for row in rows
+        ]
+
+
+def test_granted_runtime_access_is_exact_audited_and_lets_the_deploy_through(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    response = client.post(
+        world.agents, json=body(world, grantRuntimeAccess=True), headers=admin.headers
+    )
+    assert response.status_code == 201, response.json
+    agent = response.json["data"]
+    principal_id = agent["servicePrincipalId"]
+
+    bindings = _bindings_of(db, principal_id)
+    assert sorted((b.resource_kind, b.resource_id) for b in bindings) == sorted(
+        [("configuration", world.configuration_id), ("secret", world.secret_id)]
+    )
+    assert {b.namespace_id for b in bindings} == {world.namespace_id}
+    with db.snapshot() as session:
+        role = iam_policy.get_role(session, bindings[0].role_id)
+    assert role is not None
+    assert (role.name, role.namespace_id) == ("agent-runtime", world.namespace_id)
+    assert role.permissions == ("configuration:read", "secret:operate")
+    assert {b.role_id for b in bindings} == {role.id}
+
+    audited = _audit(db, "access_bindings.create")
+    assert sorted(event["resource_id"] for event in audited) == sorted(b.id for b in bindings)
+    assert all(event["actor_id"] == admin.principal_id for event in audited)
+    assert all(
+        event["details"]["grantRuntimeAccess"] == {"agentId": agent["id"]} for event in audited
+    )
+    [role_event] = _audit(db, "roles.create")
+    assert role_event["resource_id"] == role.id
+    [created] = _audit(db, "agents.create")
+    assert created["details"]["runtimeAccess"] == {
+        "roleId": role.id,
+        "bindingIds": [
+            b.id for b in sorted(bindings, key=lambda b: b.resource_kind != "configuration")
+        ],
+    }
+
+    deploy = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
+    assert deploy.status_code == 202, deploy.json
+
+    # a second Agent reuses the Namespace's Role
+    second = client.post(
+        world.agents,
+        json=body(world, name="second", grantRuntimeAccess=True),
+        headers=admin.headers,
+    )
+    assert second.status_code == 201, second.json
+    again = _bindings_of(db, second.json["data"]["servicePrincipalId"])
+    assert {b.role_id for b in again} == {role.id}
+    assert len(_audit(db, "roles.create")) == 1
+
+
+def test_a_caller_who_may_not_create_bindings_is_refused_and_nothing_is_written(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    tenant = _caller(db, admin, ["agent:create", "namespace:read"], world.namespace_id)
+    before = _counts(db)
+
+    refused = client.post(
+        world.agents, json=body(world, grantRuntimeAccess=True), headers=tenant.headers
+    )
+    assert refused.status_code == 403, refused.json
+    assert "installation:administer" in refused.json["detail"]
+    assert _counts(db) == before
+    with db.snapshot() as session:
+        role = iam_policy.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
+    assert role is None
+    [denial] = _audit(db, "agents.create")
+    assert denial["details"]["permission"] == "installation:administer"
+
+    # without the grant the same caller may create the Agent
+    plain = client.post(world.agents, json=body(world), headers=tenant.headers)
+    assert plain.status_code == 201, plain.json
+    assert _bindings_of(db, plain.json["data"]["servicePrincipalId"]) == []
+
+
+def test_grant_runtime_access_must_be_a_boolean(
+    client: FlaskClient, admin: Caller, world: World
+) -> None:
+    for value in (1, "true", None):
+        response = client.post(
+            world.agents, json=body(world, grantRuntimeAccess=value), headers=admin.headers
+        )
+        assert response.status_code == 400, (value, response.json)
+        assert response.json["errors"][0]["pointer"] == "/grantRuntimeAccess"
+
+
+def test_a_foreign_agent_runtime_role_is_not_widened_or_reused(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    with db.transaction() as session:
+        iam_policy.create_role(
+            session,
+            name="agent-runtime",
+            permissions=["configuration:read"],
+            namespace_id=world.namespace_id,
+        )
+    response = client.post(
+        world.agents, json=body(world, grantRuntimeAccess=True), headers=admin.headers
+    )
+    assert response.status_code == 409, response.json
+    assert "agent-runtime" in response.json["detail"]
+
+
+def test_a_deploy_refused_for_the_service_principal_names_the_permission(
+    client: FlaskClient, admin: Caller, world: World
+) -> None:
+    agent = client.post(world.agents, json=body(world), headers=admin.headers).json["data"]
+    refused = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
+    assert refused.status_code == 403, refused.json
+    detail = refused.json["detail"]
+    assert agent["servicePrincipalId"] in detail
+    assert f"configuration:read on configuration {world.configuration_id}" in detail
+    assert "no_matching_binding" in detail
