@@ -1,4 +1,5 @@
-"""``occ bootstrap`` against the test database: the first key, --if-missing, --key-file."""
+"""``occ bootstrap`` against the test database: the first key, --if-missing, --key-file, and
+the break-glass --recover-admin."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import sqlalchemy as sa
 from click.testing import CliRunner, Result
 
 from occ import cli, errors, ids
-from occ.controller import installation
+from occ.controller import access_bindings, installation, principals
 from occ.controller.authentication import authenticate
 from occ.db import Database
-from occ.state import api_keys, iam_policy, models
+from occ.state import api_keys, audit, iam_policy, models, restrictions
 from tests.support import databases
 
 PEPPER = "cli-test-pepper"
@@ -175,3 +176,118 @@ def test_an_unreachable_database_is_a_one_line_error(
     assert message.startswith("occ: error: DEPENDENCY_UNAVAILABLE:")
     assert "hunter2" not in message
     assert not key_file.exists()
+
+
+# -- --if-missing never mints for another principal; --recover-admin -------------------------
+
+
+def test_if_missing_never_mints_a_key_for_another_administrator(db: Database, run: Any) -> None:
+    first = line(run("bootstrap"))
+    admin = first["principalId"]
+    role = installation.bootstrap_installation(db, name="occ", admin_name="x")
+    assert role.administrator_role_id is not None and role.admin_principal_id == admin
+    robot = principals.create_principal(db, actor_id=admin, name="robot", kind="service")
+    access_bindings.create_binding(
+        db, actor_id=admin, role_id=role.administrator_role_id, principal_id=robot.id
+    )
+    # the robot has never had a key and holds the administrator Role: still nothing is minted
+    repeat = line(run("bootstrap", "--if-missing"))
+    assert repeat == {"installationId": first["installationId"], "created": False}
+    assert count(db, models.ApiKey) == 1
+
+
+@pytest.fixture
+def recover(database_urls: databases.DatabaseUrls) -> Any:
+    """Run ``occ bootstrap --recover-admin`` as the owner; the app URL points nowhere, so the
+    command can only have used the migration URL."""
+
+    def invoke(*args: str) -> Result:
+        env = {
+            "OCC_DATABASE_URL": "postgresql://occ_app:wrong@127.0.0.1:1/occ",
+            "OCC_MIGRATION_DATABASE_URL": database_urls.owner,
+            "OCC_API_KEY_PEPPER": PEPPER,
+        }
+        return CliRunner().invoke(
+            cli.cli, ["bootstrap", "--recover-admin", *args], env=env, catch_exceptions=False
+        )
+
+    return invoke
+
+
+def test_recover_admin_undoes_a_lockout_forced_in_the_database(
+    db: Database, run: Any, recover: Any, tmp_path: Path
+) -> None:
+    first = line(run("bootstrap"))
+    admin, installation_id = first["principalId"], first["installationId"]
+    # what the API now refuses, forced around it: every way back is gone at once
+    with db.transaction() as session:
+        api_keys.revoke(session, first["keyId"])
+        iam_policy.disable_principal(session, admin)
+        for binding in iam_policy.list_bindings(session, principal_id=admin):
+            iam_policy.revoke_binding(session, binding.id)
+        role = iam_policy.find_role(session, name=installation.ADMINISTRATOR_ROLE)
+        assert role is not None
+        iam_policy.delete_role(session, role.id)
+        rule = restrictions.insert(
+            session, permission="installation:administer", created_by=admin, principal_id=admin
+        )
+    with pytest.raises(errors.Unauthenticated):
+        authenticate(db, presented_key=first["key"], pepper=PEPPER)
+
+    key_file = tmp_path / "recovered.key"
+    printed = line(recover("--key-file", str(key_file)))
+    assert printed == {
+        "installationId": installation_id,
+        "principalId": admin,
+        "keyId": printed["keyId"],
+        "keyFile": str(key_file),
+        "recovered": True,
+        "reenabled": True,
+        "rebound": True,
+    }
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    key = key_file.read_text().strip()
+    assert key.startswith(f"occ_{printed['keyId']}_")
+
+    # the new key signs in and administers; the old one stays revoked
+    assert authenticate(db, presented_key=key, pepper=PEPPER) == admin
+    assert {p.id for p in principals.list_principals(db, actor_id=admin)} >= {admin}
+    with pytest.raises(errors.Unauthenticated):
+        authenticate(db, presented_key=first["key"], pepper=PEPPER)
+
+    with db.transaction() as session:
+        [event] = [
+            e
+            for e in audit.list_events(session, resource_id=installation_id)
+            if e.action == "installation.recover_admin"
+        ]
+        assert restrictions.get(session, rule.id) is None
+    assert (event.kind, event.actor_id, event.outcome) == ("bootstrap", admin, "success")
+    assert event.details["keyId"] == printed["keyId"]
+    assert event.details["liftedRestrictionIds"] == [rule.id]
+    assert event.details["reenabled"] is True and event.details["rebound"] is True
+    assert key.rsplit("_", 1)[1] not in json.dumps(dict(event.details))
+
+
+def test_recover_admin_prints_the_key_without_a_key_file(
+    db: Database, run: Any, recover: Any
+) -> None:
+    first = line(run("bootstrap"))
+    printed = line(recover())
+    assert (printed["reenabled"], printed["rebound"]) == (False, False)
+    assert authenticate(db, presented_key=printed["key"], pepper=PEPPER) == first["principalId"]
+    # the first key still works too: recovery adds a key, it revokes none
+    assert authenticate(db, presented_key=first["key"], pepper=PEPPER) == first["principalId"]
+
+
+def test_recover_admin_refuses_what_it_cannot_do(
+    db: Database, recover: Any, tmp_path: Path
+) -> None:
+    key_file = tmp_path / "admin.key"
+    nothing = recover("--key-file", str(key_file))
+    assert nothing.exit_code == 2 and nothing.stdout == ""
+    assert nothing.stderr.startswith("occ: error: NOT_FOUND:")
+    assert not key_file.exists()
+    both = recover("--if-missing")
+    assert both.exit_code == 2 and "--if-missing" in both.stderr
+    assert count(db, models.ApiKey) == 0

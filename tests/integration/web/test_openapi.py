@@ -226,3 +226,6 @@ def test_the_api_keeps_to_its_document(app: flask.Flask, admin: Caller) -> None:
                 failures.append(f"{operation.label} [{mode.value}]: {exc}")
     assert operations >= 45  # every /v1 operation of the document
     assert not failures, "\n\n".join(failures)
+    # whatever the run changed, it never locked the administrator out
+    after = app.test_client().get("/v1/roles", headers=admin.headers)
+    assert after.status_code == 200, after.json

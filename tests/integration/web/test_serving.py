@@ -1,0 +1,152 @@
+"""occ's gunicorn worker in a real gunicorn process: what gunicorn refuses before the app sees it
+(a request line or header fields over its limits, a malformed request) is problem+json with a
+stable code, and never echoes the request."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from occ.web import serving
+from tests.support import databases, processes, servers
+
+MARKER = "sensitive-token-7f3a"
+"""Put in every refused request: it must never come back in an answer."""
+
+
+@pytest.fixture
+def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """gunicorn with occ's worker class on a free loopback port, stopped at the end."""
+    port = servers.free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
+        "OCC_DATABASE_URL": database_urls.app,
+        "OCC_BROKER_URL": os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "OCC_API_KEY_PEPPER": "serving-test-pepper",
+    }
+    log_path = tmp_path / "gunicorn.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "occ.web.app:create_app()",
+                "--worker-class",
+                serving.WORKER_CLASS,
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        processes.wait_for(
+            lambda: process.poll() is not None or _status_of(port, "/healthz") == 200,
+            timeout=30,
+            message="gunicorn to answer /healthz",
+        )
+        assert process.poll() is None, log_path.read_text()[-3000:]
+        yield "127.0.0.1", port
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+
+
+def _exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``raw`` and read the whole answer (gunicorn closes the connection after it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(raw)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, body
+
+
+def _status_of(port: int, path: str) -> int | None:
+    try:
+        status, _, _ = _exchange(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    except OSError:
+        return None
+    return status
+
+
+def _problem(answer: tuple[int, dict[str, str], bytes], status: int, code: str) -> dict[str, Any]:
+    got, headers, body = answer
+    assert got == status, (got, headers, body[:300])
+    assert headers["content-type"] == "application/problem+json"
+    assert int(headers["content-length"]) == len(body)
+    document: dict[str, Any] = json.loads(body)
+    assert document["status"] == status and document["code"] == code
+    assert document["title"] and document["detail"]
+    assert document["requestId"] == headers["x-request-id"]
+    assert document["requestId"].startswith("req_")
+    assert MARKER.encode() not in body
+    return document
+
+
+def test_a_uri_over_the_limit_is_414_problem_json(api: tuple[str, int]) -> None:
+    _, port = api
+    path = f"/v1/namespaces?{MARKER}=" + "a" * 5 * 1024
+    answer = _exchange(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    document = _problem(answer, 414, "URI_TOO_LONG")
+    assert document["title"] == "URI too long"
+
+
+def test_header_fields_over_the_limit_are_431_problem_json(api: tuple[str, int]) -> None:
+    _, port = api
+    header = f"X-Padding: {MARKER}{'b' * 20 * 1024}"
+    answer = _exchange(port, f"GET /healthz HTTP/1.1\r\nHost: x\r\n{header}\r\n\r\n".encode())
+    document = _problem(answer, 431, "REQUEST_HEADER_FIELDS_TOO_LARGE")
+    assert document["title"] == "Request header fields too large"
+
+
+def test_a_malformed_request_is_400_problem_json(api: tuple[str, int]) -> None:
+    _, port = api
+    answer = _exchange(
+        port, f"GET /healthz HTTP/1.1\r\nHost: x\r\nBad{MARKER} Header\r\n\r\n".encode()
+    )
+    _problem(answer, 400, "MALFORMED_REQUEST")
+    answer = _exchange(port, f"G@T /{MARKER} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    _problem(answer, 400, "MALFORMED_REQUEST")
+
+
+def test_requests_gunicorn_can_parse_still_reach_the_app(api: tuple[str, int]) -> None:
+    _, port = api
+    status, headers, body = _exchange(
+        port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    assert status == 200 and json.loads(body) == {"status": "ok"}
+    status, headers, body = _exchange(
+        port, b"GET /v1/namespaces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    assert status == 401 and headers["content-type"] == "application/problem+json"
+
+
+def test_other_errors_stay_with_gunicorn() -> None:
+    assert serving.refusal_for(RuntimeError("boom")) is None
+    assert serving.refusal_for(ValueError("x")) is None
