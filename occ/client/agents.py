@@ -39,7 +39,7 @@ def agents() -> None:
 @click.option("--secret", required=True, help="Its harness Secret (id or name).")
 @click.option(
     "--harness",
-    type=click.Choice(tuple(harnesses.Harness)),
+    type=click.Choice([str(harness) for harness in harnesses.Harness]),
     default=harnesses.Harness.OPENCLAW.value,
     show_default=True,
 )

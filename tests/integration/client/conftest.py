@@ -1,0 +1,166 @@
+"""A running occ for the client: the API under gunicorn, control and driver workers and beat on
+the test database and a private Redis database, an administrator's key in a file, and a way to
+run ``occ`` client commands as the operator would (a subprocess, its own config directory).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis
+
+from occ.controller import installation
+from occ.db import Database
+from occ.state import api_keys
+from tests.support import databases, processes, servers
+
+PEPPER = "test-pepper"
+CONVERGENCE_MS = 8_000
+"""Short enough for a never-healthy gateway to fail within a test, long enough for a healthy
+one to start on a busy machine."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One finished ``occ`` command."""
+
+    args: tuple[str, ...]
+    exit_status: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class Operator:
+    """Runs ``occ`` client commands with their own config directory; keeps every output."""
+
+    home: Path
+    api_url: str
+    key_file: Path
+    runs: list[Ran] = field(default_factory=list)
+
+    def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+        variables.update({"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / "config")})
+        variables.update(extra or {})
+        return variables
+
+    def run(self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Ran:
+        completed = subprocess.run(
+            [sys.executable, "-c", "from occ.cli import main; main()", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.environment(env),
+            cwd=self.home,
+            timeout=120,
+            check=False,
+        )
+        ran = Ran(tuple(args), completed.returncode, completed.stdout, completed.stderr)
+        self.runs.append(ran)
+        return ran
+
+    def ok(self, *args: str, stdin: str | None = None) -> Ran:
+        ran = self.run(*args, stdin=stdin)
+        assert ran.exit_status == 0, ran
+        return ran
+
+    def everything_printed(self) -> str:
+        return "".join(ran.stdout + ran.stderr for ran in self.runs)
+
+
+@pytest.fixture
+def broker_url() -> Iterator[str]:
+    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    url = base.rsplit("/", 1)[0] + "/12"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def environment(
+    database_urls: databases.DatabaseUrls, broker_url: str, tmp_path: Path, db: Database
+) -> dict[str, str]:
+    variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+    variables.update(
+        {
+            "OCC_DATABASE_URL": database_urls.app,
+            "OCC_BROKER_URL": broker_url,
+            "OCC_LOCAL_ROOT": str(tmp_path / "local"),
+            "OCC_WORKER_LEASE_DURATION_MS": "3000",
+            "OCC_DISPATCH_LEASE_MS": "3000",
+            "OCC_CLAIM_INTERVAL_MS": "500",
+            "OCC_RECOVERY_INTERVAL_MS": "500",
+            "OCC_WORKER_CONVERGENCE_TIMEOUT_MS": str(CONVERGENCE_MS),
+            "OCC_API_KEY_PEPPER": PEPPER,
+            "OCC_SECRET_KEY": "test-secret-key-of-the-client-tests",
+        }
+    )
+    return variables
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def operator(environment: dict[str, str], db: Database, tmp_path: Path) -> Iterator[Operator]:
+    boot = installation.bootstrap_installation(db, name="client", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    with db.transaction() as session:
+        minted = api_keys.mint(session, principal_id=boot.admin_principal_id, pepper=PEPPER)
+    home = tmp_path / "operator"
+    home.mkdir()
+    key_file = home / "admin.key"
+    key_file.write_text(minted.plaintext + "\n")
+    key_file.chmod(0o600)
+
+    port = servers.free_port()
+    log = (tmp_path / "api.log").open("wb")
+    api = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "occ.web.app:create_app()",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+        ],
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    log.close()
+    api_url = f"http://127.0.0.1:{port}"
+    fleet = processes.Fleet(env=environment, directory=tmp_path)
+    try:
+        fleet.worker("control", queues="occ.control", pool="threads", concurrency=4)
+        fleet.worker("drivers", queues="occ.drivers", concurrency=2)
+        fleet.beat()
+        processes.wait_for(
+            lambda: _answers(f"{api_url}/readyz") or api.poll() is not None,
+            timeout=60,
+            message="the API to answer",
+        )
+        assert api.poll() is None, (tmp_path / "api.log").read_text()[-3000:]
+        yield Operator(home=home, api_url=api_url, key_file=key_file)
+    finally:
+        fleet.stop()
+        processes.Process("api", api, tmp_path / "api.log").stop()
