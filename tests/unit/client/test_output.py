@@ -1,0 +1,37 @@
+"""``occ.client.output``: tables, JSON and YAML of API data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from occ.client import output
+
+ROWS = [
+    {"id": "ns_1", "name": "team-a", "status": "ready", "labels": {"a": 1}},
+    {"id": "ns_22", "name": "b", "status": None, "labels": {}},
+]
+
+
+def test_a_table_shows_the_columns_aligned_with_a_dash_for_none() -> None:
+    assert output.render(ROWS, "table", ("id", "name", "status")).splitlines() == [
+        "ID     NAME    STATUS",
+        "ns_1   team-a  ready",
+        "ns_22  b       -",
+    ]
+
+
+def test_an_object_is_one_field_per_line_with_nested_values_as_json() -> None:
+    assert output.render(ROWS[0], "table").splitlines() == [
+        "id      ns_1",
+        "name    team-a",
+        "status  ready",
+        'labels  {"a":1}',
+    ]
+
+
+@pytest.mark.parametrize(("form", "parse"), [("json", json.loads), ("yaml", yaml.safe_load)])
+def test_json_and_yaml_are_the_data_itself(form: str, parse: object) -> None:
+    assert parse(output.render(ROWS, form)) == ROWS  # type: ignore[operator]
