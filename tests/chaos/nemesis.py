@@ -14,9 +14,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 
+from occ import errors
 from occ.config import Settings
 from occ.db import Database
 from occ.tasks import app as tasks_app
@@ -142,13 +144,7 @@ class Nemesis:
 
     def _duplicate_deliveries(self) -> str:
         """Send ``run_work`` again for items claimed right now, with their current token."""
-        with self.database.transaction() as session:
-            rows = session.execute(
-                sa.text(
-                    "SELECT id, claim_token FROM occ.controller_work"
-                    " WHERE state = 'claimed' LIMIT 4"
-                )
-            ).all()
+        rows = self._claimed()
         celery = tasks_app.create(self.settings)
         for work_id, token in rows:
             for _ in range(2):
@@ -161,6 +157,24 @@ class Nemesis:
                 )
                 self.duplicates_sent += 1
         return f"{len(rows)} items"
+
+    def _claimed(self) -> list[Any]:
+        deadline = time.monotonic() + 10
+        while True:  # right after a PostgreSQL restart the pool's first try may fail
+            try:
+                with self.database.transaction() as session:
+                    return list(
+                        session.execute(
+                            sa.text(
+                                "SELECT id, claim_token FROM occ.controller_work"
+                                " WHERE state = 'claimed' LIMIT 4"
+                            )
+                        ).all()
+                    )
+            except errors.DependencyUnavailable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def _second_beat(self) -> str:
         beat = self.cluster.start_beat("beat2")
