@@ -1,0 +1,218 @@
+"""``occ dev`` heals what dies while it runs and what died while it was stopped.
+
+With a short maintenance interval: a gateway killed with SIGKILL answers ``/healthz`` again
+within the interval and its Agent's ``runtimeStatus`` is seen ``degraded`` and then ``ready``
+again; after a stop and a start with three running Agents, every endpoint answers within the
+interval (beat seeds an observation of every active revision when the fleet starts).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.e2e.test_dev import (
+    READY_DEADLINE_S,
+    STOP_DEADLINE_S,
+    DevProcess,
+    _environment,
+    _request,
+    _wait_for_status,
+    home,  # noqa: F401 - the fixture, shared with test_dev
+)
+from tests.support.processes import wait_for
+
+pytestmark = pytest.mark.timeout(300)
+
+INTERVAL_MS = 3_000
+"""The maintenance interval the fleet runs with (OCC_MAINTENANCE_INTERVAL_MS)."""
+SLACK_S = 6.0
+"""What a pass may take on top of the interval on a loaded two-core machine (claim, start of a
+gateway process, its first health check)."""
+DEPLOY_DEADLINE_S = 60.0
+
+
+@pytest.fixture
+def run_dev(home: Path) -> Iterator[Any]:  # noqa: F811 - the shared fixture above
+    started: list[DevProcess] = []
+
+    def run() -> DevProcess:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from occ.cli import main; main()",
+                "dev",
+                "--home",
+                str(home),
+                "--port",
+                "0",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**_environment(), "OCC_MAINTENANCE_INTERVAL_MS": str(INTERVAL_MS)},
+            start_new_session=True,
+        )
+        dev = DevProcess(process)
+        dev.start_readers()
+        started.append(dev)
+        return dev
+
+    yield run
+    for dev in started:  # a failed test still leaves nothing running
+        if dev.process.poll() is None:
+            dev.process.send_signal(signal.SIGINT)
+            try:
+                dev.process.wait(STOP_DEADLINE_S)
+            except subprocess.TimeoutExpired:
+                dev.process.kill()
+                dev.process.wait()
+
+
+class Api:
+    """The administrator's view of a running ``occ dev``."""
+
+    def __init__(self, ready: dict[str, Any]) -> None:
+        self.url = ready["apiUrl"]
+        self.key = Path(ready["adminKeyFile"]).read_text().strip()
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        code, document = _request(method, f"{self.url}{path}", self.key, body)
+        assert code < 300, (method, path, code, document)
+        return document["data"]
+
+
+def _running_agents(api: Api, count: int) -> tuple[str, list[str]]:
+    """A ready Namespace with ``count`` Agents deployed (their service principals granted what a
+    deploy needs); the Namespace id and the Agent ids."""
+    namespace_id = api.call("POST", "/v1/namespaces", {"name": "runtime"})["id"]
+    _wait_for_status(api.url, api.key, namespace_id, "ready")
+    base = f"/v1/namespaces/{namespace_id}"
+    configuration = api.call("POST", f"{base}/configurations", {"name": "c", "document": {}})
+    secret = api.call("POST", f"{base}/secrets", {"name": "s", "value": "harness-credential"})
+    agent_ids = []
+    for number in range(count):
+        agent = api.call(
+            "POST",
+            f"{base}/agents",
+            {
+                "name": f"agent-{number}",
+                "configurationId": configuration["id"],
+                "harness": {"id": "openclaw", "version": "2026.1.0"},
+                "executionMode": "embedded",
+                "harnessAuth": {"kind": "secret", "secretId": secret["id"]},
+                "grantRuntimeAccess": True,
+            },
+        )
+        api.call("POST", f"{base}/agents/{agent['id']}/deploy")
+        agent_ids.append(agent["id"])
+    for agent_id in agent_ids:
+        wait_for(
+            lambda agent_id=agent_id: (
+                _agent(api, namespace_id, agent_id)["runtimeStatus"] == "ready"
+            ),
+            timeout=DEPLOY_DEADLINE_S,
+            interval=0.2,
+            message=f"Agent {agent_id} to run",
+        )
+    return namespace_id, agent_ids
+
+
+def _agent(api: Api, namespace_id: str, agent_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = api.call("GET", f"/v1/namespaces/{namespace_id}/agents/{agent_id}")
+    return data
+
+
+def _healthy(endpoint: str | None) -> bool:
+    if endpoint is None:
+        return False
+    try:
+        with urllib.request.urlopen(f"{endpoint}/healthz", timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _gateway_pid(revision_id: str) -> int:
+    """The pid of the stand-in gateway serving this revision."""
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        command = process.info["cmdline"] or []
+        if "occ.gateway" in " ".join(command) and revision_id in command:
+            return int(process.info["pid"])
+    raise AssertionError(f"no gateway process serves {revision_id}")
+
+
+def test_a_killed_gateway_is_back_within_one_interval(run_dev: Any) -> None:
+    dev = run_dev()
+    api = Api(dev.wait_ready(READY_DEADLINE_S))
+    namespace_id, [agent_id] = _running_agents(api, 1)
+    before = _agent(api, namespace_id, agent_id)
+    assert _healthy(before["endpoint"])
+
+    os.kill(_gateway_pid(before["activeRevisionId"]), signal.SIGKILL)
+    killed_at = time.monotonic()
+    statuses: list[str] = []
+    healthy_after_s: float | None = None
+    deadline = killed_at + INTERVAL_MS / 1000 + SLACK_S + 10
+    while time.monotonic() < deadline:
+        agent = _agent(api, namespace_id, agent_id)
+        if not statuses or statuses[-1] != agent["runtimeStatus"]:
+            statuses.append(agent["runtimeStatus"])
+        if healthy_after_s is None and _healthy(agent["endpoint"]):
+            healthy_after_s = time.monotonic() - killed_at
+        if healthy_after_s is not None and statuses[-1] == "ready" and "degraded" in statuses:
+            break
+        time.sleep(0.05)
+    print(f"runtimeStatus after SIGKILL: {statuses}; /healthz again after {healthy_after_s} s")
+    assert "degraded" in statuses, statuses
+    assert statuses[statuses.index("degraded") :][-1] == "ready", statuses
+    assert healthy_after_s is not None and healthy_after_s <= INTERVAL_MS / 1000 + SLACK_S, (
+        healthy_after_s
+    )
+    after = _agent(api, namespace_id, agent_id)
+    assert after["activeRevisionId"] == before["activeRevisionId"]
+    assert after["runtimeObservedAt"] > before["runtimeObservedAt"]
+    assert dev.stop(signal.SIGINT, STOP_DEADLINE_S) == 0, "".join(dev.stderr)
+
+
+def test_running_agents_answer_within_one_interval_after_a_restart(run_dev: Any) -> None:
+    dev = run_dev()
+    api = Api(dev.wait_ready(READY_DEADLINE_S))
+    namespace_id, agent_ids = _running_agents(api, 3)
+    endpoints = [_agent(api, namespace_id, a)["endpoint"] for a in agent_ids]
+    assert dev.stop(signal.SIGINT, STOP_DEADLINE_S) == 0, "".join(dev.stderr)
+    # the gateways went down with the fleet: what answers later was started again
+    assert not any(_healthy(endpoint) for endpoint in endpoints), endpoints
+
+    again = run_dev()
+    ready_again = again.wait_ready(READY_DEADLINE_S)
+    started_at = time.monotonic()
+    api = Api(ready_again)
+
+    def all_answer() -> bool:
+        return all(_healthy(_agent(api, namespace_id, a)["endpoint"]) for a in agent_ids)
+
+    wait_for(
+        all_answer,
+        timeout=INTERVAL_MS / 1000 + SLACK_S,
+        interval=0.1,
+        message="every Agent's endpoint to answer after the restart",
+    )
+    answered_s = time.monotonic() - started_at
+    print(f"three endpoints answered {answered_s:.1f} s after the fleet was ready again")
+    statuses = {_agent(api, namespace_id, a)["runtimeStatus"] for a in agent_ids}
+    assert statuses <= {"ready", "degraded"}, statuses
+    assert again.stop(signal.SIGINT, STOP_DEADLINE_S) == 0, "".join(again.stderr)
