@@ -2,7 +2,8 @@
 
 Each needs ``installation:administer`` on the Installation and runs authorization, state and
 audit in one transaction; revoking the binding that would leave nobody able to administer the
-Installation is refused. They return ``occ.state.iam_policy.AccessBinding`` values.
+Installation (counting only principals that can sign in) is refused. They return
+``occ.state.iam_policy.AccessBinding`` values.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
     Raises:
         NotFound: no binding has this id.
         Forbidden: the caller may not administer the Installation (audited).
-        Conflict: no principal would be left able to administer the Installation.
+        LastAdministrator: no principal that can sign in would be left able to administer the
+            Installation (audited; nothing changed).
     """
     policy.known("access_binding", binding_id)
     with admission.guarded(db, actor_id) as session:

@@ -2,7 +2,8 @@
 
 Each needs ``installation:administer`` on the Installation and runs authorization, state and
 audit in one transaction; a restriction that would leave nobody able to administer the
-Installation is refused. They return ``occ.state.state.Restriction`` values.
+Installation (counting only principals that can sign in) is refused. They return
+``occ.state.state.Restriction`` values.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def create_restriction(
             ``/namespaceId`` or ``/resourceId``.
         Forbidden: the caller may not administer the Installation (audited).
         NotFound: the principal or the Namespace does not exist.
-        Conflict: no principal would be left able to administer the Installation.
+        LastAdministrator: no principal that can sign in would be left able to administer the
+            Installation (audited; nothing changed).
     """
     if not iam.is_permission(permission):
         raise errors.InvalidInput.at("/permission", "is not a known permission")

@@ -2,7 +2,8 @@
 
 Each needs ``installation:administer`` on the Installation and runs authorization, state and
 audit in one transaction; deleting a Role that would leave nobody able to administer the
-Installation is refused. They return ``occ.state.iam_policy.Role`` values.
+Installation (counting only principals that can sign in) is refused. They return
+``occ.state.iam_policy.Role`` values.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role
     Raises:
         NotFound: no Role has this id.
         Forbidden: the caller may not administer the Installation (audited).
-        Conflict: no principal would be left able to administer the Installation.
+        LastAdministrator: no principal that can sign in would be left able to administer the
+            Installation (audited; nothing changed).
     """
     policy.known("role", role_id)
     with admission.guarded(db, actor_id) as session:

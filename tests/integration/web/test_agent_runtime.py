@@ -64,11 +64,11 @@ def test_runtime_status_follows_the_observation_of_the_active_revision(
     assert ready["runtimeReasonCode"] == "REVISION_ACTIVATED"
     assert ready["runtimeObservedAt"] is not None
 
-    observe(db, created["id"], first, "degraded", "RUNTIME_UNHEALTHY")
+    observe(db, created["id"], first, "degraded", "REVISION_INCOMPLETE")
     degraded = read()
     assert (degraded["runtimeStatus"], degraded["runtimeReasonCode"]) == (
         "degraded",
-        "RUNTIME_UNHEALTHY",
+        "REVISION_INCOMPLETE",
     )
     assert degraded["runtimeObservedAt"] >= ready["runtimeObservedAt"]
 
@@ -97,7 +97,7 @@ def test_a_list_reads_each_agent_with_its_own_observation(
         for agent, revision in zip(agents[:2], revisions, strict=True):
             activate(session, agent["id"], revision)
     observe(db, agents[0]["id"], revisions[0], "ready", "REVISION_ACTIVATED")
-    observe(db, agents[1]["id"], revisions[1], "degraded", "RUNTIME_UNHEALTHY")
+    observe(db, agents[1]["id"], revisions[1], "degraded", "REVISION_INCOMPLETE")
     listed = {
         item["id"]: item["runtimeStatus"]
         for item in client.get(world.agents, headers=admin.headers).json["data"]
