@@ -1,0 +1,67 @@
+"""The ``occ`` group and what every command shares: the one-line error and exit codes.
+
+Commands live in their subject's module (``database``, ``processes``, and the REST client in
+``occ.client``); nothing here calls the core.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import click
+
+import occ
+from occ import errors
+from occ.config import Settings
+
+EXIT_OCC_ERROR = 2
+"""Exit code of a command that failed with an ``OccError``."""
+
+EXIT_CHECK_FAILED = 1
+"""Exit code of ``occ db check`` when the models and the database disagree."""
+
+
+class OccCommandError(click.ClickException):
+    """An ``OccError`` shown as one line: ``occ: error: CODE: detail``."""
+
+    exit_code = EXIT_OCC_ERROR
+
+    def __init__(self, error: errors.OccError) -> None:
+        detail = one_line(error.detail)
+        if isinstance(error, errors.InvalidInput) and error.errors:
+            detail = "; ".join(
+                f"{field.pointer}: {one_line(field.message)}" for field in error.errors
+            )
+        super().__init__(f"{error.code}: {detail}")
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"occ: error: {self.format_message()}", err=True)
+
+
+class _OccGroup(click.Group):
+    """A group that turns ``OccError`` from any subcommand into ``OccCommandError``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except errors.OccError as error:
+            raise OccCommandError(error) from error
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def owner_url() -> str:
+    return Settings.from_env().owner_database_url
+
+
+def fail(message: str, code: int) -> NoReturn:
+    click.echo(f"occ: error: {one_line(message)}", err=True)
+    raise click.exceptions.Exit(code)
+
+
+@click.group(name="occ", cls=_OccGroup)
+@click.version_option(occ.__version__, "--version", prog_name="occ", message="%(prog)s %(version)s")
+def cli() -> None:
+    """OpenClaw Control Plane."""
