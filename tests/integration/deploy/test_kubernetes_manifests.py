@@ -229,7 +229,7 @@ def _exec_argv(container: Mapping[str, Any], monkeypatch: pytest.MonkeyPatch) ->
     command = container["command"]
     assert command[0] == "occ"
     executed: list[list[str]] = []
-    monkeypatch.setattr(cli, "_exec_python_module", executed.append)
+    monkeypatch.setattr(cli.processes, "_exec_python_module", executed.append)
     result = click.testing.CliRunner().invoke(
         cli.cli, command[1:], env=_container_environment(container)
     )

@@ -18,48 +18,25 @@ to Kubernetes namespace, holds facts that never change).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
-from occ import observability
 from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.kubernetes import client, ensure, manifests, namespaces, naming, rollout
-
-MINIMUM_VERSION: Final = (1, 30)
-"""API server versions below this one get a warning at preflight."""
+from occ.drivers.compute.kubernetes import (
+    access,
+    client,
+    ensure,
+    manifests,
+    namespaces,
+    naming,
+    rollout,
+)
 
 DEADLINE_EXCEEDED: Final = "ROLLOUT_PROGRESS_DEADLINE_EXCEEDED"
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
-PERMISSION_MISSING: Final = "KUBERNETES_PERMISSION_MISSING"
-
-_WRITE: Final = ("get", "list", "create", "patch", "delete")
-_CREATE_ONLY: Final = ("get", "list", "create", "delete")
-"""Objects created once and never changed: the revision's ConfigMap, the Agent's volume."""
-_NEVER_DELETED: Final = ("get", "list", "create", "patch")
-"""Namespace policy objects, removed only with their namespace."""
-
-REQUIRED_ACCESS: Final = (
-    *((verb, client.NAMESPACE) for verb in _WRITE),
-    *(
-        (verb, kind)
-        for kind in (
-            client.SECRET,
-            client.SERVICE_ACCOUNT,
-            client.SERVICE,
-            client.DEPLOYMENT,
-            client.NETWORK_POLICY,
-        )
-        for verb in _WRITE
-    ),
-    *((verb, kind) for kind in (client.CONFIG_MAP, client.CLAIM) for verb in _CREATE_ONLY),
-    *((verb, kind) for kind in (client.QUOTA, client.LIMITS) for verb in _NEVER_DELETED),
-    ("list", client.ENDPOINT_SLICE),
-)
-"""Every (verb, kind) the driver uses, checked by ``preflight``."""
 
 AGENT_KINDS: Final = (
     client.DEPLOYMENT,
@@ -158,23 +135,7 @@ class KubernetesComputeDriver:
 
     def preflight(self) -> None:
         """Check the API server's version and that occ may do every verb it uses."""
-        major, minor = self.api.server_version()
-        if (major, minor) < MINIMUM_VERSION:
-            observability.log(
-                "compute.kubernetes-version-old",
-                level=logging.WARNING,
-                reason=f"API server {major}.{minor} is older than "
-                f"{MINIMUM_VERSION[0]}.{MINIMUM_VERSION[1]}",
-            )
-        denied = [
-            f"{verb} {kind.plural}"
-            for verb, kind in REQUIRED_ACCESS
-            if not self.api.allowed(verb, kind)
-        ]
-        if denied:
-            raise base.PermanentDriverError(
-                PERMISSION_MISSING, "occ may not " + ", ".join(denied[:8])[:200]
-            )
+        access.check(self.api)
 
     # -- Namespaces -----------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Pure builders of the manifests the ``kubernetes`` driver applies, in camelCase wire form.
+"""Pure builders of the manifests of an Agent's revisions, in camelCase wire form (the
+namespace-level ones are ``namespace_manifests``).
 
 Each function turns occ values (a Namespace, a revision, the gateway options) into one plain
 dict that the Kubernetes API accepts as is: no client models, no I/O, no defaults left for
@@ -27,9 +28,8 @@ CONFIGURATION_FILE: Final = "configuration.json"
 CREDENTIAL_DIR: Final = "/var/run/occ/credential"
 CREDENTIAL_FILE: Final = "credential"
 STATE_DIR: Final = "/var/lib/occ"
-POD_SECURITY_VERSION: Final = "latest"
 
-Manifest = dict[str, Any]
+Manifest = naming.Manifest
 
 
 @dataclass(frozen=True)
@@ -44,127 +44,9 @@ class GatewayOptions:
     progress_deadline_s: int = 600
 
 
-def _metadata(
-    name: str,
-    namespace: str | None,
-    labels: Mapping[str, str],
-    annotations: Mapping[str, str] | None = None,
-) -> Manifest:
-    metadata: Manifest = {"name": name, "labels": dict(labels)}
-    if namespace is not None:
-        metadata["namespace"] = namespace
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    return metadata
-
-
 def mode_of(revision: base.RevisionSpec) -> str:
     """``dedicated`` for a dedicated harness mode, else ``embedded``."""
     return naming.DEDICATED if revision.harness_mode == naming.DEDICATED else naming.EMBEDDED
-
-
-# -- Namespace level -----------------------------------------------------------------------
-
-
-def namespace(name: str, namespace_id: str) -> Manifest:
-    """A namespace occ creates: occ's labels and the restricted Pod Security level."""
-    labels = naming.labels(naming.Role.NAMESPACE, namespace_id=namespace_id)
-    for mode in ("enforce", "audit", "warn"):
-        labels[f"pod-security.kubernetes.io/{mode}"] = "restricted"
-        labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(name, None, labels)}
-
-
-def adoption_patch(namespace_id: str) -> Manifest:
-    """The merge patch that marks an existing namespace as adopted (only occ's keys)."""
-    return {
-        "metadata": {
-            "labels": naming.labels(naming.Role.NAMESPACE, namespace_id=namespace_id),
-            "annotations": {naming.ADOPTED: "true"},
-        }
-    }
-
-
-def release_patch() -> Manifest:
-    """The merge patch that removes occ's keys from an adopted namespace again."""
-    keys = (naming.MANAGED_BY, naming.NAMESPACE_ID, naming.ROLE)
-    return {
-        "metadata": {
-            "labels": dict.fromkeys(keys),
-            "annotations": {naming.ADOPTED: None},
-        }
-    }
-
-
-def default_deny(namespace_name: str, namespace_id: str, *, adopted: bool) -> Manifest:
-    """Deny all ingress and egress; in an adopted namespace only for occ's pods."""
-    pods: Manifest = {"matchLabels": {naming.MANAGED_BY: naming.MANAGER}} if adopted else {}
-    return _network_policy(
-        naming.DEFAULT_DENY,
-        namespace_name,
-        namespace_id,
-        {"podSelector": pods, "policyTypes": ["Ingress", "Egress"]},
-    )
-
-
-def allow_dns(namespace_name: str, namespace_id: str) -> Manifest:
-    """Let occ's pods resolve names through the cluster DNS (and nothing else)."""
-    dns_pods = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-    }
-    return _network_policy(
-        naming.ALLOW_DNS,
-        namespace_name,
-        namespace_id,
-        {
-            "podSelector": {"matchLabels": {naming.MANAGED_BY: naming.MANAGER}},
-            "policyTypes": ["Egress"],
-            "egress": [
-                {
-                    "to": [dns_pods],
-                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-                }
-            ],
-        },
-    )
-
-
-def _network_policy(name: str, namespace_name: str, namespace_id: str, spec: Manifest) -> Manifest:
-    labels = naming.labels(naming.Role.NETWORK_POLICY, namespace_id=namespace_id)
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _metadata(name, namespace_name, labels),
-        "spec": spec,
-    }
-
-
-def resource_quota(namespace_name: str, namespace_id: str, hard: Mapping[str, str]) -> Manifest:
-    labels = naming.labels(naming.Role.QUOTA, namespace_id=namespace_id)
-    return {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": _metadata(naming.RESOURCE_QUOTA, namespace_name, labels),
-        "spec": {"hard": {key: str(value) for key, value in hard.items()}},
-    }
-
-
-def limit_range(
-    namespace_name: str, namespace_id: str, limits: Mapping[str, Mapping[str, str]]
-) -> Manifest:
-    """A Container LimitRange from ``{"default": {...}, "defaultRequest": {...}, "max": ...}``."""
-    labels = naming.labels(naming.Role.LIMITS, namespace_id=namespace_id)
-    item: Manifest = {"type": "Container"}
-    for key in ("default", "defaultRequest", "max", "min"):
-        if key in limits:
-            item[key] = {name: str(value) for name, value in limits[key].items()}
-    return {
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": _metadata(naming.LIMIT_RANGE, namespace_name, labels),
-        "spec": {"limits": [item]},
-    }
 
 
 # -- revision level ------------------------------------------------------------------------
@@ -191,7 +73,7 @@ def configuration_map(revision: base.RevisionSpec, namespace_name: str) -> Manif
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(
+        "metadata": naming.metadata(
             naming.configuration_map(revision.revision_id), namespace_name, labels, annotations
         ),
         "immutable": True,
@@ -209,7 +91,7 @@ def credential_secret(
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(
+        "metadata": naming.metadata(
             naming.credential_secret(revision.revision_id), namespace_name, labels, annotations
         ),
         "type": "Opaque",
@@ -222,7 +104,7 @@ def service_account(revision: base.RevisionSpec, namespace_name: str) -> Manifes
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": _metadata(naming.agent_object(revision.agent_id), namespace_name, labels),
+        "metadata": naming.metadata(naming.agent_object(revision.agent_id), namespace_name, labels),
         "automountServiceAccountToken": False,
     }
 
@@ -241,7 +123,7 @@ def state_claim(
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(naming.state_claim(revision.agent_id), namespace_name, labels),
+        "metadata": naming.metadata(naming.state_claim(revision.agent_id), namespace_name, labels),
         "spec": spec,
     }
 
@@ -257,7 +139,7 @@ def service(revision: base.RevisionSpec, namespace_name: str, *, selects: str | 
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(naming.agent_object(revision.agent_id), namespace_name, labels),
+        "metadata": naming.metadata(naming.agent_object(revision.agent_id), namespace_name, labels),
         "spec": {
             "type": "ClusterIP",
             "selector": naming.gateway_selector(revision.agent_id, mode, selects),
@@ -316,7 +198,7 @@ def gateway_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(deployment_name(revision), namespace_name, owner_labels),
+        "metadata": naming.metadata(deployment_name(revision), namespace_name, owner_labels),
         "spec": {
             "replicas": replicas,
             "strategy": {"type": "Recreate"},

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, ensure, manifests, naming
+from occ.drivers.compute.kubernetes import client, ensure, namespace_manifests, naming
 
 NAMESPACE_MISSING: Final = "KUBERNETES_NAMESPACE_MISSING"
 
@@ -66,7 +66,9 @@ def ensure_infrastructure(
                 NAMESPACE_MISSING, f"the existing namespace {name} does not exist"
             )
         operation.check()
-        current = api.create(client.NAMESPACE, None, manifests.namespace(name, namespace.id))
+        current = api.create(
+            client.NAMESPACE, None, namespace_manifests.namespace(name, namespace.id)
+        )
         if current is None:
             current = api.read(client.NAMESPACE, None, name)
             if current is None:
@@ -80,12 +82,12 @@ def ensure_infrastructure(
             raise base.PermanentDriverError(
                 ensure.NOT_OWNED, f"namespace {name} is already adopted by another Namespace"
             )
-        patch = manifests.adoption_patch(namespace.id)
+        patch = namespace_manifests.adoption_patch(namespace.id)
         if not ensure.contains(current, patch):
             operation.check()
             api.merge_patch(client.NAMESPACE, None, name, patch)
     else:
-        desired = manifests.namespace(name, namespace.id)
+        desired = namespace_manifests.namespace(name, namespace.id)
         ensure.require_owned(client.NAMESPACE, current, desired["metadata"]["labels"])
         if not ensure.contains(current, desired):  # a label removed behind occ's back
             operation.check()
@@ -103,16 +105,18 @@ def _ensure_policies(
     *,
     adopted: bool,
 ) -> None:
-    deny = manifests.default_deny(name, namespace.id, adopted=adopted)
+    deny = namespace_manifests.default_deny(name, namespace.id, adopted=adopted)
     steps.applied(operation, client.NETWORK_POLICY, name, deny)
-    steps.applied(operation, client.NETWORK_POLICY, name, manifests.allow_dns(name, namespace.id))
+    steps.applied(
+        operation, client.NETWORK_POLICY, name, namespace_manifests.allow_dns(name, namespace.id)
+    )
     if adopted:
         return  # the tenant's own quota and limits stay theirs
     if policy.resource_quota:
-        quota = manifests.resource_quota(name, namespace.id, policy.resource_quota)
+        quota = namespace_manifests.resource_quota(name, namespace.id, policy.resource_quota)
         steps.applied(operation, client.QUOTA, name, quota)
     if policy.limit_range:
-        limits = manifests.limit_range(name, namespace.id, policy.limit_range)
+        limits = namespace_manifests.limit_range(name, namespace.id, policy.limit_range)
         steps.applied(operation, client.LIMITS, name, limits)
 
 
@@ -154,5 +158,5 @@ def delete_infrastructure(
     if remaining:
         return base.Pending("occ's objects in the adopted namespace are being deleted")
     operation.check()
-    api.merge_patch(client.NAMESPACE, None, name, manifests.release_patch())
+    api.merge_patch(client.NAMESPACE, None, name, namespace_manifests.release_patch())
     return base.Ready()

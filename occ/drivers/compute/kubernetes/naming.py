@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 MANAGER: Final = "occ"
@@ -149,3 +149,22 @@ def is_owned(
     if not isinstance(found, Mapping) or found.get(MANAGED_BY) != MANAGER:
         return False
     return all(found.get(key) == expected.get(key) for key in keys if key in expected)
+
+
+Manifest = dict[str, Any]
+"""An object as the API takes it: a plain JSON-able dict in camelCase wire form."""
+
+
+def metadata(
+    name: str,
+    namespace: str | None,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str] | None = None,
+) -> Manifest:
+    """An object's ``metadata``: its name, namespace, labels and annotations."""
+    metadata: Manifest = {"name": name, "labels": dict(labels)}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return metadata

@@ -11,7 +11,7 @@ import kubernetes_validate
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import manifests, naming
+from occ.drivers.compute.kubernetes import manifests, namespace_manifests, naming
 
 OPTIONS = manifests.GatewayOptions(image="registry.example/gateway:1", storage_class="fast")
 
@@ -38,12 +38,14 @@ def _every_manifest(revision: base.RevisionSpec) -> list[dict[str, Any]]:
     ns = "occ-0123456789abcde"
     assert revision.credential is not None
     return [
-        manifests.namespace(ns, revision.namespace_id),
-        manifests.default_deny(ns, revision.namespace_id, adopted=False),
-        manifests.default_deny(ns, revision.namespace_id, adopted=True),
-        manifests.allow_dns(ns, revision.namespace_id),
-        manifests.resource_quota(ns, revision.namespace_id, {"pods": "20", "requests.cpu": "4"}),
-        manifests.limit_range(
+        namespace_manifests.namespace(ns, revision.namespace_id),
+        namespace_manifests.default_deny(ns, revision.namespace_id, adopted=False),
+        namespace_manifests.default_deny(ns, revision.namespace_id, adopted=True),
+        namespace_manifests.allow_dns(ns, revision.namespace_id),
+        namespace_manifests.resource_quota(
+            ns, revision.namespace_id, {"pods": "20", "requests.cpu": "4"}
+        ),
+        namespace_manifests.limit_range(
             ns, revision.namespace_id, {"default": {"cpu": "500m"}, "max": {"memory": "1Gi"}}
         ),
         manifests.configuration_map(revision, ns),
@@ -94,7 +96,7 @@ def test_namespace_name_is_the_prefix_and_15_hex_of_the_id_hash() -> None:
 
 
 def test_created_namespaces_enforce_restricted_pod_security() -> None:
-    labels = manifests.namespace("occ-x", "ns_1")["metadata"]["labels"]
+    labels = namespace_manifests.namespace("occ-x", "ns_1")["metadata"]["labels"]
     for mode in ("enforce", "audit", "warn"):
         assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
     assert labels["pod-security.kubernetes.io/enforce-version"]
