@@ -1,7 +1,8 @@
 """Authorization: the permission table and ``authorize(principal, permission, resource)``.
 
-Reads current policy from the caller's session (one query per decision) and decides; writes
-nothing, audits nothing, knows nothing of HTTP or Celery.
+Reads current policy from the caller's session (one query per decision, or one per principal
+and Namespace for a request that passes a ``PolicyCache``) and decides; writes nothing, audits
+nothing, knows nothing of HTTP or Celery.
 
 A request is allowed when the principal exists and is not disabled, a Namespace-scoped
 principal stays inside its Namespace, at least one binding grants the permission on the
@@ -162,10 +163,49 @@ def check_permissions(
     return tuple(sorted({str(value) for value in values}))
 
 
-def authorize(session: Session, principal_id: str, permission: str, resource: Resource) -> Decision:
-    """Decide whether the principal may use ``permission`` on ``resource`` under current policy."""
+class PolicyCache:
+    """The policies one request loaded: one load per principal and Namespace, every permission.
+
+    Only for a use case that changes no policy in its transaction (a cached policy does not see
+    later writes of the same transaction). ``loads`` counts the queries it made.
+    """
+
+    def __init__(self) -> None:
+        self._policies: dict[tuple[str, str | None], grants.Policy | None] = {}
+        self.loads = 0
+
+    def policy(
+        self, session: Session, principal_id: str, namespace_id: str | None
+    ) -> grants.Policy | None:
+        """The principal's policy for every resource of the Namespace (loaded on first use)."""
+        key = (principal_id, namespace_id)
+        if key not in self._policies:
+            self._policies[key] = grants.load_policy(
+                session, principal_id, permission=None, namespace_id=namespace_id
+            )
+            self.loads += 1
+        return self._policies[key]
+
+
+def authorize(
+    session: Session,
+    principal_id: str,
+    permission: str,
+    resource: Resource,
+    *,
+    policies: PolicyCache | None = None,
+) -> Decision:
+    """Decide whether the principal may use ``permission`` on ``resource`` under current policy.
+
+    With ``policies``, the principal's policy in the resource's Namespace is loaded once for
+    the whole request.
+    """
     if not is_permission(permission):
         return Decision(False, Reason.UNKNOWN_PERMISSION)
+    if policies is not None:
+        return evaluate(
+            policies.policy(session, principal_id, resource.namespace_id), permission, resource
+        )
     policy = grants.load_policy(
         session,
         principal_id,

@@ -121,17 +121,21 @@ def require(
     hide_unless_readable: bool = False,
     request: Mapping[str, Any] | None = None,
     detail: str | None = None,
+    policies: iam.PolicyCache | None = None,
 ) -> iam.Decision:
     """The allowing decision, or ``Denied``; hidden (404) when the caller may not even read.
 
-    ``detail`` is what a 403 says (the error's generic text when ``None``).
+    ``detail`` is what a 403 says (the error's generic text when ``None``); ``policies`` lets a
+    use case that changes no policy load each principal's policy once (``iam.PolicyCache``).
     """
-    decision = iam.authorize(session, actor_id, permission, resource)
+    decision = iam.authorize(session, actor_id, permission, resource, policies=policies)
     if decision.allowed:
         return decision
     hidden = hide_unless_readable and (
         permission == f"{resource.kind}:read"
-        or not iam.authorize(session, actor_id, f"{resource.kind}:read", resource).allowed
+        or not iam.authorize(
+            session, actor_id, f"{resource.kind}:read", resource, policies=policies
+        ).allowed
     )
     raise Denied(
         action=action,

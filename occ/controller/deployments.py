@@ -25,6 +25,16 @@ class DeployAccepted:
     revision: agents.Revision
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Admitted:
+    """What the checks of a deploy found: the decisions' evidence and the pinned Configuration."""
+
+    decision: iam.Decision
+    evidence: dict[str, Any]
+    secret_id: str
+    configuration: configurations.PinnedConfiguration
+
+
 def deploy_agent(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str
 ) -> DeployAccepted:
@@ -32,9 +42,14 @@ def deploy_agent(
 
     Needs ``agent:deploy`` on the Agent, and ``configuration:read`` on its Configuration and
     ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
-    principal. Under the Agent row lock the revision gets the next number and pins the
-    Configuration's generation and document, the harness, the compute driver and the
-    harness-auth reference; work ``agent_revision:<rev>:reconcile`` is enqueued.
+    principal. The revision pins the Configuration's generation and document, the harness, the
+    compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
+    enqueued.
+
+    Authorization (one policy load per principal) and the Configuration read run before the
+    Agent row lock, so deploys of one Agent queue only behind each other's writes. The lock
+    comes with the revision number (``agents.begin_deploy``); if the draft changed in between,
+    the checks run again under the lock.
 
     Raises:
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
@@ -45,33 +60,25 @@ def deploy_agent(
     """
     admission.require_id("namespace", namespace_id)
     admission.require_id("agent", agent_id)
+    policies = iam.PolicyCache()
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
-        agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            "agents.deploy",
-            "agent:deploy",
-            agent_use_cases.resource(agent),
-            hide_unless_readable=True,
-        )
-        if agent.deleting:
+        agent = agent_use_cases.find(session, namespace.id, agent_id)
+        admitted = _admit(session, actor_id, namespace, agent, policies)
+        start = agents.begin_deploy(session, namespace.id, agent.id)
+        if start is None:
+            agent_use_cases.find(session, namespace.id, agent.id)  # NotFound when it is gone
             raise errors.AgentDeleting("the Agent is being deleted")
-        if namespace.status != namespaces.NamespaceStatus.READY:
-            raise errors.NamespaceNotReady(f"the Namespace is {namespace.status}, not ready")
-        secret_id = agent.harness_auth_secret_id
-        if secret_id is None:
-            raise errors.Conflict("the Agent has no harness authentication; set harnessAuth")
-        evidence = _authorize_references(session, actor_id, agent, secret_id)
-        configuration = configurations.pinned(session, namespace.id, agent.configuration_id)
-        assert configuration is not None  # the Agent's foreign key keeps it
+        if _draft(start.agent) != _draft(agent):
+            admitted = _admit(session, actor_id, namespace, start.agent, policies)
+        agent = start.agent
+        configuration = admitted.configuration
         revision = agents.insert_revision(
             session,
             agents.RevisionSnapshot(
                 namespace_id=namespace.id,
                 agent_id=agent.id,
-                revision_number=agents.next_revision_number(session, agent.id),
+                revision_number=start.revision_number,
                 actor_id=actor_id,
                 configuration_id=configuration.id,
                 configuration_generation=configuration.generation,
@@ -80,11 +87,10 @@ def deploy_agent(
                 harness_version=agent.harness_version,
                 harness_mode=agent.execution_mode,
                 compute_driver=agent.compute_driver,
-                harness_auth={"kind": "secret", "secretId": secret_id},
+                harness_auth={"kind": "secret", "secretId": admitted.secret_id},
                 service_principal_id=agent.service_principal_id,
             ),
         )
-        running = agents.set_desired_state(session, agent.id, agents.DesiredRuntimeState.RUNNING)
         key = work_keys.revision_reconcile(revision.id)
         work_queue.enqueue(
             session,
@@ -118,16 +124,72 @@ def deploy_agent(
                 },
                 "computeDriver": revision.compute_driver,
                 "harnessAuth": dict(revision.harness_auth),
-                "desiredRuntimeState": running.desired_runtime_state,
-                "previousDesiredRuntimeState": agent.desired_runtime_state,
-                "authorization": {"agent": decision.evidence.as_details(), **evidence},
+                "desiredRuntimeState": agent.desired_runtime_state,
+                "previousDesiredRuntimeState": start.previous_desired_runtime_state,
+                "authorization": {
+                    "agent": admitted.decision.evidence.as_details(),
+                    **admitted.evidence,
+                },
             },
         )
         return DeployAccepted(deployment_id=revision.id, revision=revision)
 
 
+def _admit(
+    session: Session,
+    actor_id: str,
+    namespace: namespaces.Namespace,
+    agent: agents.Agent,
+    policies: iam.PolicyCache,
+) -> _Admitted:
+    """Every check of a deploy that reads (no lock of the Agent needed), in the order they
+    answer: visibility and ``agent:deploy``, deletion, Namespace status, harness auth, the
+    references' permissions; then the Configuration to pin."""
+    decision = admission.require(
+        session,
+        actor_id,
+        "agents.deploy",
+        "agent:deploy",
+        agent_use_cases.resource(agent),
+        hide_unless_readable=True,
+        policies=policies,
+    )
+    if agent.deleting:
+        raise errors.AgentDeleting("the Agent is being deleted")
+    if namespace.status != namespaces.NamespaceStatus.READY:
+        raise errors.NamespaceNotReady(f"the Namespace is {namespace.status}, not ready")
+    secret_id = agent.harness_auth_secret_id
+    if secret_id is None:
+        raise errors.Conflict("the Agent has no harness authentication; set harnessAuth")
+    evidence = _authorize_references(session, actor_id, agent, secret_id, policies)
+    configuration = configurations.pinned(session, namespace.id, agent.configuration_id)
+    assert configuration is not None  # the Agent's foreign key keeps it
+    return _Admitted(
+        decision=decision, evidence=evidence, secret_id=secret_id, configuration=configuration
+    )
+
+
+def _draft(agent: agents.Agent) -> tuple[object, ...]:
+    """What a deploy's checks and pins depend on (a change of it between the unlocked read and
+    the lock makes the deploy check again)."""
+    return (
+        agent.status,
+        agent.configuration_id,
+        agent.harness_id,
+        agent.harness_version,
+        agent.execution_mode,
+        agent.harness_auth_secret_id,
+        agent.compute_driver,
+        agent.service_principal_id,
+    )
+
+
 def _authorize_references(
-    session: Session, actor_id: str, agent: agents.Agent, secret_id: str
+    session: Session,
+    actor_id: str,
+    agent: agents.Agent,
+    secret_id: str,
+    policies: iam.PolicyCache,
 ) -> dict[str, Any]:
     """``configuration:read`` and ``secret:operate`` for the caller and the service principal.
 
@@ -146,10 +208,14 @@ def _authorize_references(
         ("servicePrincipal", agent.service_principal_id),
     ):
         for permission, target in targets:
-            decision = iam.authorize(session, principal_id, permission, target)
+            decision = iam.authorize(session, principal_id, permission, target, policies=policies)
             if not decision.allowed:
                 hidden = not iam.authorize(
-                    session, actor_id, "agent:read", agent_use_cases.resource(agent)
+                    session,
+                    actor_id,
+                    "agent:read",
+                    agent_use_cases.resource(agent),
+                    policies=policies,
                 ).allowed
                 raise admission.Denied(
                     action="agents.deploy",

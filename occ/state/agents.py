@@ -1,9 +1,9 @@
 """Agent and AgentRevision rows: insert, read, lock, draft edits, lifecycle moves, revisions.
 
 Takes the caller's session and never commits. Lock order is the Namespace row (shared, see
-``lock_namespace``), then the Agent row (``get(..., lock=True)``); revision numbers are
-assigned under the Agent row lock. Revisions are immutable: a trigger rejects UPDATE and the
-application role may not DELETE them.
+``lock_namespace``), then the Agent row (``get(..., lock=True)``, or ``begin_deploy``);
+revision numbers come from the Agent's ``revision_counter``, taken under its row lock.
+Revisions are immutable: a trigger rejects UPDATE and the application role may not DELETE them.
 """
 
 from __future__ import annotations
@@ -302,14 +302,47 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
 # -- revisions ----------------------------------------------------------------------------------
 
 
-def next_revision_number(session: orm.Session, agent_id: str) -> int:
-    """The number the Agent's next revision gets; call it holding the Agent row lock."""
-    current = session.execute(
-        sa.select(sa.func.coalesce(sa.func.max(_REVISIONS.c.revision_number), 0)).where(
-            _REVISIONS.c.agent_id == agent_id
-        )
-    ).scalar_one()
-    return int(current) + 1
+@dataclass(frozen=True, kw_only=True)
+class DeployStart:
+    """What ``begin_deploy`` did: the locked Agent (now desired ``running``), the number its new
+    revision takes, and the desired state it had before."""
+
+    agent: Agent
+    revision_number: int
+    previous_desired_runtime_state: DesiredRuntimeState
+
+
+# One statement takes the Agent row lock (the subquery's FOR UPDATE), the next revision number
+# and desired ``running``; the subquery also returns the desired state it replaced.
+_BEGIN_DEPLOY = sa.text("""
+    UPDATE occ.agents a
+       SET revision_counter = a.revision_counter + 1,
+           desired_runtime_state = 'running', updated_at = clock_timestamp()
+      FROM (SELECT id, desired_runtime_state FROM occ.agents
+             WHERE id = :agent_id AND namespace_id = :namespace_id FOR UPDATE) AS before
+     WHERE a.id = before.id AND a.status = 'active'
+ RETURNING a.*, before.desired_runtime_state AS previous_desired_runtime_state""")
+
+
+def begin_deploy(session: orm.Session, namespace_id: str, agent_id: str) -> DeployStart | None:
+    """Lock an active Agent, take its next revision number and set desired ``running``.
+
+    The row lock lasts until the transaction ends; a rollback gives the number back, so numbers
+    stay gap-free. ``None`` (the row still locked if it exists) when the Agent is missing or
+    deleting.
+    """
+    row = (
+        session.execute(_BEGIN_DEPLOY, {"agent_id": agent_id, "namespace_id": namespace_id})
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    return DeployStart(
+        agent=_agent(row),
+        revision_number=int(row["revision_counter"]),
+        previous_desired_runtime_state=DesiredRuntimeState(row["previous_desired_runtime_state"]),
+    )
 
 
 def insert_revision(session: orm.Session, snapshot: RevisionSnapshot) -> Revision:

@@ -1,7 +1,8 @@
-"""The policy loader: a principal with its live grants and the restrictions on one permission.
+"""The policy loader: a principal with its live grants and the restrictions that may apply.
 
-One query per decision (or per filtered list); takes the caller's session, writes nothing and
-decides nothing: ``occ.iam`` evaluates what this returns.
+One query per decision, per filtered list, or per principal and Namespace for a request that
+decides several permissions there (``permission=None``); takes the caller's session, writes
+nothing and decides nothing: ``occ.iam`` evaluates what this returns.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class Policy:
     restrictions: tuple[restrictions.Restriction, ...]
 
 
-# One statement: the principal, its live grants and the restrictions on the permission. The
-# filters only narrow to a superset of what applies; occ.iam re-checks every rule.
+# One statement: the principal, its live grants and the restrictions on the permission (every
+# permission when it is NULL; every resource of the Namespace when the resource id is NULL).
+# The filters only narrow to a superset of what applies; occ.iam re-checks every rule.
 _LOAD_POLICY = sa.text("""
     SELECT p.id, p.name, p.kind, p.namespace_id, p.agent_id, p.created_at, p.disabled_at,
       COALESCE((
@@ -59,7 +61,8 @@ _LOAD_POLICY = sa.text("""
                  'resource_kind', b.resource_kind, 'resource_id', b.resource_id) ORDER BY b.id)
           FROM occ.access_bindings b JOIN occ.roles r ON r.id = b.role_id
          WHERE b.principal_id = p.id AND b.revoked_at IS NULL AND r.deleted_at IS NULL
-           AND CAST(:permission AS text) = ANY (r.permissions)
+           AND (CAST(:permission AS text) IS NULL
+                OR CAST(:permission AS text) = ANY (r.permissions))
            AND (:everywhere OR b.namespace_id IS NULL
                 OR b.namespace_id = CAST(:namespace_id AS text))
       ), '[]'::jsonb) AS grants,
@@ -69,11 +72,12 @@ _LOAD_POLICY = sa.text("""
                  'namespace_id', x.namespace_id, 'resource_id', x.resource_id,
                  'created_by', x.created_by, 'created_at', x.created_at) ORDER BY x.id)
           FROM occ.restrictions x
-         WHERE x.permission = CAST(:permission AS text)
+         WHERE (CAST(:permission AS text) IS NULL OR x.permission = CAST(:permission AS text))
            AND (x.principal_id IS NULL OR x.principal_id = p.id)
            AND (:everywhere
                 OR ((x.namespace_id IS NULL OR x.namespace_id = CAST(:namespace_id AS text))
-                    AND (x.resource_id IS NULL OR x.resource_id = CAST(:resource_id AS text))))
+                    AND (CAST(:resource_id AS text) IS NULL OR x.resource_id IS NULL
+                         OR x.resource_id = CAST(:resource_id AS text))))
       ), '[]'::jsonb) AS restrictions
       FROM occ.principals p
      WHERE p.id = :principal_id""")
@@ -83,7 +87,7 @@ def load_policy(
     session: orm.Session,
     principal_id: str,
     *,
-    permission: str,
+    permission: str | None,
     namespace_id: str | None = None,
     resource_id: str | None = None,
     everywhere: bool = False,
@@ -93,8 +97,9 @@ def load_policy(
     Grants are live bindings (not revoked, Role not deleted) whose Role holds the permission;
     restrictions are those on the permission for this principal or everyone. Unless
     ``everywhere``, both are narrowed to what can apply to a resource with this id in this
-    Namespace; ``everywhere`` loads them for every resource (to filter a list in one query).
-    ``None`` when no principal has this id.
+    Namespace (any resource of it when ``resource_id`` is ``None``); ``everywhere`` loads them
+    for every resource (to filter a list in one query). ``permission=None`` loads them for
+    every permission. ``None`` when no principal has this id.
     """
     row = (
         session.execute(

@@ -218,6 +218,8 @@ class Agent(Base):
     created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
     updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
     endpoint: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # the number the Agent's latest revision took (a deploy increments it under the row lock)
+    revision_counter: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, server_default="0")
 
 
 class AgentRevision(Base):
