@@ -1,8 +1,10 @@
 """The nudge: after an admission commits, ask the fleet to claim now instead of at the next beat.
 
 Fire and forget from a background thread, so a request never waits on the broker; bursts
-coalesce into one ``occ.claim`` message. A broker failure is logged as ``api.nudge-failed``
-and never reaches the caller: beat claims the work anyway.
+coalesce: at most one ``occ.claim`` message per ``COALESCE_S`` per process (one claim takes a
+whole batch, so a message per admission would only add claims that find nothing). A broker
+failure is logged as ``api.nudge-failed`` and never reaches the caller: beat claims the work
+anyway.
 """
 
 from __future__ import annotations
@@ -10,18 +12,25 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from typing import Final
 
 from celery import Celery
 
 from occ import observability
 from occ.tasks import names
 
+COALESCE_S: Final = 0.02
+"""The shortest time between two ``occ.claim`` messages of one process: nudges meanwhile wait
+for the next (a pickup is delayed by at most this much)."""
+
 
 class Nudger:
     """Sends ``occ.claim`` to the control queue, at most one in flight per process."""
 
-    def __init__(self, celery: Celery) -> None:
+    def __init__(self, celery: Celery, *, coalesce_s: float = COALESCE_S) -> None:
         self._celery = celery
+        self._coalesce_s = coalesce_s
         self._wanted = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -62,4 +71,9 @@ class Nudger:
         while True:
             self._wanted.wait()
             self._wanted.clear()
+            sent_at = time.monotonic()
             self.send_now()
+            # nudges arriving until then set the event again and share the next message
+            pause = self._coalesce_s - (time.monotonic() - sent_at)
+            if pause > 0:
+                time.sleep(pause)
