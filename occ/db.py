@@ -138,6 +138,20 @@ class Database:
         finally:
             session.close()
 
+    @contextlib.contextmanager
+    def autocommit(self) -> Iterator[orm.Session]:
+        """A session whose every statement is its own transaction (no BEGIN, no COMMIT).
+
+        For a request's single-statement reads and idempotent single-row writes (API-key
+        authentication), where an explicit transaction would only add round trips.
+        """
+        try:
+            connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            with connection, orm.Session(connection, expire_on_commit=False) as session:
+                yield session
+        except sa_exc.OperationalError as exc:
+            raise errors.DependencyUnavailable("the database is unavailable") from exc
+
     def ping(self) -> None:
         """One round trip to the database; ``DependencyUnavailable`` when it does not answer."""
         with self.snapshot() as session:
