@@ -9,29 +9,40 @@ bootstraps the Installation and an administrator key, and starts
 is connected to on ``OCC_TEST_REDIS_URL``'s server; flushed at the end) so every admission's
 nudge is really published. Through the
 API it then creates a Namespace (made ``ready`` with one UPDATE as the database owner, standing
-in for a worker), a Configuration, a Secret and an Agent, and binds the Agent's service
+in for a worker), a Configuration, a Secret and the Agents, and binds each Agent's service
 principal to a Role with ``configuration:read`` + ``secret:operate`` (what a deploy checks).
 
 Each phase runs ``--threads`` client threads (default 4), each with its own keep-alive
-``http.client`` connection, for ``--duration`` seconds (after ``--warmup`` seconds that are not
-counted). stdout gets exactly::
+``http.client`` connection, after ``--warmup`` seconds that are not counted. The phases are
+``/healthz``, deploys spread over ``--agents`` Agents (default 4), deploys to one Agent, the
+spread deploys again, ``/healthz`` again (each half ``--duration`` / 2 seconds: each pair that
+forms a ratio brackets the other, so load drifting during the run moves both sides alike) and
+``GET`` of the Namespace (``--duration``). stdout gets exactly::
 
-    deploy_per_s           POST /v1/namespaces/{ns}/agents/{id}/deploy admissions/s (202s)
-    deploy_p50_ms          its latency percentiles, client side
+    deploy_per_s                POST .../agents/{id}/deploy admissions/s (202s), threads
+    deploy_p50_ms               spread over the Agents; its latency percentiles, client side
     deploy_p99_ms
-    get_namespace_per_s    GET /v1/namespaces/{ns} requests/s (200s)
+    deploy_one_agent_per_s      the same, every thread deploying the same Agent
+    deploy_one_agent_p50_ms
+    deploy_one_agent_p99_ms
+    get_namespace_per_s         GET /v1/namespaces/{ns} requests/s (200s)
     get_namespace_p50_ms
     get_namespace_p99_ms
+    healthz_per_s               GET /healthz requests/s: no database, no authentication
+    healthz_p50_ms
+    healthz_p99_ms
+    deploy_per_healthz          deploy_per_s / healthz_per_s (target >= 0.11)
+    one_agent_per_spread        deploy_one_agent_per_s / deploy_per_s (target >= 0.8)
 
-A deploy is a full admission: Agent row lock, four authorization decisions, a new immutable
-revision, the desired state, a work row and an audit event in one transaction, then the nudge.
-By default every thread deploys the same Agent, so admissions queue on its row lock (the
-contended case); ``--agents N`` spreads the threads over N Agents. stderr gets the settings,
-error counts, ``baseline_healthz_per_s`` (the same loop against ``/healthz``: no database, no
-authentication) and the figures as ratios of it, so runs on different machines compare.
+A deploy is a full admission: authentication, four authorization decisions (one policy load
+per principal), the Configuration read, then under the Agent row lock the revision number, a
+new immutable revision, a work row and an audit event in one transaction, then the nudge.
+Deploys to one Agent queue on its row lock (the contended case). stderr gets the settings,
+the ratios against their targets, error counts and the nudges left in ``occ.control``. Compare
+ratios, not absolute figures, across runs and machines.
 
     OCC_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres \\
-        .venv/bin/python bench/api_bench.py [--duration 10] [--agents 1]
+        .venv/bin/python bench/api_bench.py [--duration 10] [--agents 4]
 """
 
 from __future__ import annotations
@@ -72,6 +83,12 @@ REDIS_CANDIDATE_DBS = tuple(range(12, 0, -1))
 """Redis databases the benchmark may take for its broker when ``OCC_BENCH_REDIS_URL`` is not
 set: the first that is empty and has no client connected (other suites pick fixed numbers)."""
 
+DEPLOY_PER_HEALTHZ_TARGET = 0.11
+"""deploy admissions/s over the Agents as a share of /healthz requests/s (0.056 before the
+admission's hot path was reworked)."""
+ONE_AGENT_TARGET = 0.8
+"""deploys/s to one Agent as a share of deploys/s spread over the Agents (0.55 to 0.6 before)."""
+
 READY_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0
 
@@ -88,12 +105,37 @@ class Tally:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """What one measured window saw: latencies of the expected answers, errors, its length."""
+
+    latencies: list[float]
+    errors: dict[str, int]
+    duration_s: float
+
+
+@dataclass(frozen=True)
 class Figures:
     per_s: float
     p50_ms: float
     p99_ms: float
     count: int
     errors: dict[str, int]
+
+    @classmethod
+    def of(cls, *samples: Sample) -> Figures:
+        """The figures of one or more windows of the same loop, taken as one."""
+        latencies = sorted(value for sample in samples for value in sample.latencies)
+        errors: dict[str, int] = {}
+        for sample in samples:
+            for what, count in sample.errors.items():
+                errors[what] = errors.get(what, 0) + count
+        return cls(
+            per_s=len(latencies) / sum(sample.duration_s for sample in samples),
+            p50_ms=percentile(latencies, 0.50) * 1000,
+            p99_ms=percentile(latencies, 0.99) * 1000,
+            count=len(latencies),
+            errors=errors,
+        )
 
 
 def log(message: str) -> None:
@@ -188,7 +230,7 @@ def measure(
     duration_s: float,
     request: Callable[[Client, int], tuple[str, str]],
     expect: int,
-) -> Figures:
+) -> Sample:
     """``threads`` threads loop ``request`` (method, path for thread i) for the duration."""
     tallies = [Tally() for _ in range(threads)]
     start = threading.Barrier(threads + 1)
@@ -224,18 +266,12 @@ def measure(
     start.wait()
     for worker in workers:
         worker.join()
-    latencies = sorted(value for tally in tallies for value in tally.latencies)
     errors: dict[str, int] = {}
     for tally in tallies:
         for what, count in tally.errors.items():
             errors[what] = errors.get(what, 0) + count
-    return Figures(
-        per_s=len(latencies) / duration_s,
-        p50_ms=percentile(latencies, 0.50) * 1000,
-        p99_ms=percentile(latencies, 0.99) * 1000,
-        count=len(latencies),
-        errors=errors,
-    )
+    latencies = [value for tally in tallies for value in tally.latencies]
+    return Sample(latencies=latencies, errors=errors, duration_s=duration_s)
 
 
 # -- the server -------------------------------------------------------------------------------
@@ -416,8 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--agents",
         type=int,
-        default=1,
-        help="Agents the deploy threads spread over (default 1: one Agent)",
+        default=4,
+        help="Agents the spread deploy threads share (default 4); one Agent is measured too",
     )
     args = parser.parse_args(argv)
     if not os.environ.get("OCC_TEST_DATABASE_URL"):
@@ -445,48 +481,76 @@ def main(argv: list[str] | None = None) -> int:
             log(
                 f"gunicorn: {WORKERS} gthread workers x {WORKER_THREADS} threads on "
                 f"127.0.0.1:{port}; {args.threads} client threads, {args.warmup:g} s warm-up + "
-                f"{args.duration:g} s per phase; deploys over {len(world.agent_ids)} Agent(s); "
-                f"broker database {urlsplit(broker_url).path}"
+                f"{args.duration:g} s per figure; deploys over {len(world.agent_ids)} Agent(s) "
+                f"and over one; broker database {urlsplit(broker_url).path}"
             )
 
-            def run(request: Callable[[Client, int], tuple[str, str]], expect: int) -> Figures:
+            def run(
+                request: Callable[[Client, int], tuple[str, str]], expect: int, share: float
+            ) -> Sample:
                 return measure(
                     port,
                     key,
                     threads=args.threads,
                     warmup_s=args.warmup,
-                    duration_s=args.duration,
+                    duration_s=args.duration * share,
                     request=request,
                     expect=expect,
                 )
 
             base = f"/v1/namespaces/{world.namespace_id}"
 
-            def deploy(_client: Client, index: int) -> tuple[str, str]:
+            def deploy_spread(_client: Client, index: int) -> tuple[str, str]:
                 agent_id = world.agent_ids[index % len(world.agent_ids)]
                 return "POST", f"{base}/agents/{agent_id}/deploy"
 
-            deploys = run(deploy, 202)
-            print(f"deploy_per_s={deploys.per_s:.1f}", flush=True)
-            print(f"deploy_p50_ms={deploys.p50_ms:.2f}", flush=True)
-            print(f"deploy_p99_ms={deploys.p99_ms:.2f}", flush=True)
+            def deploy_one(_client: Client, _index: int) -> tuple[str, str]:
+                return "POST", f"{base}/agents/{world.agent_ids[0]}/deploy"
 
-            reads = run(lambda _client, _index: ("GET", base), 200)
-            print(f"get_namespace_per_s={reads.per_s:.1f}", flush=True)
-            print(f"get_namespace_p50_ms={reads.p50_ms:.2f}", flush=True)
-            print(f"get_namespace_p99_ms={reads.p99_ms:.2f}", flush=True)
+            def healthz_request(_client: Client, _index: int) -> tuple[str, str]:
+                return "GET", "/healthz"
 
-            healthz = run(lambda _client, _index: ("GET", "/healthz"), 200)
-            log(f"baseline_healthz_per_s={healthz.per_s:.1f}")
-            log(f"baseline_healthz_p50_ms={healthz.p50_ms:.2f}")
-            log(f"baseline_healthz_p99_ms={healthz.p99_ms:.2f}")
+            # each pair that forms a ratio brackets the other: load that drifts during the run
+            # moves both sides alike
+            healthz_a = run(healthz_request, 200, 0.5)
+            spread_a = run(deploy_spread, 202, 0.5)
+            one = run(deploy_one, 202, 1.0)
+            spread_b = run(deploy_spread, 202, 0.5)
+            healthz_b = run(healthz_request, 200, 0.5)
+            reads = Figures.of(run(lambda _client, _index: ("GET", base), 200, 1.0))
+            deploys = Figures.of(spread_a, spread_b)
+            one_agent = Figures.of(one)
+            healthz = Figures.of(healthz_a, healthz_b)
+            for name, figures in (
+                ("deploy", deploys),
+                ("deploy_one_agent", one_agent),
+                ("get_namespace", reads),
+                ("healthz", healthz),
+            ):
+                print(f"{name}_per_s={figures.per_s:.1f}", flush=True)
+                print(f"{name}_p50_ms={figures.p50_ms:.2f}", flush=True)
+                print(f"{name}_p99_ms={figures.p99_ms:.2f}", flush=True)
+            deploy_ratio = deploys.per_s / healthz.per_s
+            one_agent_ratio = one_agent.per_s / deploys.per_s
+            print(f"deploy_per_healthz={deploy_ratio:.3f}", flush=True)
+            print(f"one_agent_per_spread={one_agent_ratio:.3f}", flush=True)
             log(
-                f"deploy / healthz = {deploys.per_s / healthz.per_s:.3f}; "
+                f"deploy ({len(world.agent_ids)} Agents) / healthz = {deploy_ratio:.3f} "
+                f"(target >= {DEPLOY_PER_HEALTHZ_TARGET}: "
+                f"{'met' if deploy_ratio >= DEPLOY_PER_HEALTHZ_TARGET else 'not met'}); "
+                f"1 Agent / {len(world.agent_ids)} Agents = {one_agent_ratio:.3f} "
+                f"(target >= {ONE_AGENT_TARGET}: "
+                f"{'met' if one_agent_ratio >= ONE_AGENT_TARGET else 'not met'}); "
                 f"get_namespace / healthz = {reads.per_s / healthz.per_s:.3f}"
             )
             log(
-                f"requests: deploy {deploys.count}, get_namespace {reads.count}, "
-                f"healthz {healthz.count}; errors: deploy {deploys.errors or 0}, "
+                f"healthz per window: {Figures.of(healthz_a).per_s:.1f} before, "
+                f"{Figures.of(healthz_b).per_s:.1f} after the deploys"
+            )
+            log(
+                f"requests: deploy {deploys.count}, deploy_one_agent {one_agent.count}, "
+                f"get_namespace {reads.count}, healthz {healthz.count}; errors: deploy "
+                f"{deploys.errors or 0}, deploy_one_agent {one_agent.errors or 0}, "
                 f"get_namespace {reads.errors or 0}, healthz {healthz.errors or 0}"
             )
             log(f"nudges waiting in occ.control: {broker.llen('occ.control')}")
