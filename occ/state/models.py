@@ -363,3 +363,17 @@ class AuditEvent(Base):
     details: orm.Mapped[dict[str, Any]] = orm.mapped_column(
         pg.JSONB, server_default=sa.text("'{}'::jsonb")
     )
+
+
+class IdempotencyKey(Base):
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (sa.Index("idempotency_keys_created_at", "created_at"),)
+
+    principal_id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    route: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    key: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    fingerprint: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    response_status: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    response_body: orm.Mapped[Any | None] = orm.mapped_column(pg.JSONB)
+    response_location: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)

@@ -21,7 +21,15 @@ from occ import metrics, observability, runtime
 from occ.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
-from occ.web import access, problems
+from occ.web import (
+    access,
+    idempotency,
+    json_input,
+    namespace_visibility,
+    preconditions,
+    problems,
+    query_parameters,
+)
 from occ.web.routes import ROUTE_MODULES
 from occ.web.schemas import common
 
@@ -70,9 +78,15 @@ def create_app(
         api.register_blueprint(module.blueprint)
     _make_public(app, "api-docs.openapi_json")
     problems.register(app)
+    app.extensions[json_input.BODY_ERROR_CHECK] = namespace_visibility.refuse_unseen
     app.before_request(_begin)
     app.before_request(access.authenticate_request)
+    app.before_request(query_parameters.refuse_unknown)
+    app.before_request(preconditions.check_if_match)
+    app.before_request(idempotency.claim_or_replay)
     app.after_request(_finish)
+    app.after_request(idempotency.record_outcome)
+    app.after_request(preconditions.tag_response)  # after_request runs last-registered first
     return app
 
 

@@ -2,7 +2,8 @@
 
 Only ``application/json`` (an empty body counts as ``{}``); UTF-8; an object at the top;
 no duplicate keys, NaN/Infinity, lone surrogates or NUL characters; bounded nesting depth.
-Schema errors become ``InvalidInput`` with JSON-Pointer paths.
+Schema errors become ``InvalidInput`` with JSON-Pointer paths, once the app's
+``BODY_ERROR_CHECK`` (if any) had its say about the path's resources.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from occ import errors
 from occ.web import problems
 
 MAX_DEPTH: Final = 32
+BODY_ERROR_CHECK: Final = "occ.body_error_check"  # app.extensions key: runs before a body error
 
 
 class _Rejected(ValueError):
@@ -132,7 +134,11 @@ class Parser(flaskparser.FlaskParser):
     DEFAULT_VALIDATION_STATUS = 400
 
     def _raw_load_json(self, req: flask.Request) -> Any:
-        return load(req)
+        try:
+            return load(req)
+        except errors.InvalidInput:
+            _before_body_error(req)
+            raise
 
     def handle_error(
         self,
@@ -143,11 +149,20 @@ class Parser(flaskparser.FlaskParser):
         error_status_code: int | None,
         error_headers: Mapping[str, str] | None,
     ) -> NoReturn:
+        _before_body_error(req)
         messages = error.messages
         # webargs files messages under their location ("json", "query"): pointers start below
         if isinstance(messages, Mapping) and set(messages) <= {"json", "query", "path"}:
             messages = {k: v for part in messages.values() for k, v in part.items()}
         raise errors.InvalidInput("the request is invalid", pointers(messages))
+
+
+def _before_body_error(request: flask.Request) -> None:
+    """Run the app's check that may answer something else than the body error (``NotFound``
+    for a Namespace the caller may not see: the path's resources come before the body)."""
+    check = flask.current_app.extensions.get(BODY_ERROR_CHECK)
+    if check is not None:
+        check(request)
 
 
 parser: Final = Parser()

@@ -15,6 +15,26 @@ from werkzeug import exceptions as http
 from occ import errors, observability
 
 CONTENT_TYPE: Final = "application/problem+json"
+RETRY_AFTER_S: Final = 5  # what a 503 asks the client to wait before it tries again
+
+
+class PreconditionFailed(errors.OccError):
+    """The resource changed since the caller read it (its ``If-Match`` is stale)."""
+
+    code = "PRECONDITION_FAILED"
+
+
+class IdempotencyKeyReused(errors.Conflict):
+    """The ``Idempotency-Key`` was already used for another request."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+
+class IdempotencyKeyInUse(errors.Conflict):
+    """A request with this ``Idempotency-Key`` is still running; retry once it answered."""
+
+    code = "IDEMPOTENCY_KEY_IN_USE"
+
 
 _STATUS: Final[dict[type[errors.OccError], int]] = {
     errors.InvalidInput: 400,
@@ -22,6 +42,7 @@ _STATUS: Final[dict[type[errors.OccError], int]] = {
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
+    PreconditionFailed: 412,
     errors.ClaimLost: 409,
     errors.UnknownOutcome: 503,
     errors.DependencyUnavailable: 503,
@@ -34,6 +55,7 @@ _HTTP_CODES: Final = {
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     409: "RESOURCE_CONFLICT",
+    412: "PRECONDITION_FAILED",
     413: "PAYLOAD_TOO_LARGE",
     414: "URI_TOO_LONG",
     415: "UNSUPPORTED_MEDIA_TYPE",
@@ -50,6 +72,7 @@ _TITLES: Final = {
     409: "Conflict",
     413: "Payload too large",
     414: "URI too long",
+    412: "Precondition failed",
     415: "Unsupported media type",
     417: "Expectation failed",
     431: "Request header fields too large",
@@ -95,6 +118,8 @@ def problem(
     response.content_type = CONTENT_TYPE
     if status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer realm="occ"'
+    if status in (429, 503):
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
     return response
 
 

@@ -64,6 +64,7 @@ def migrate(urls: DatabaseUrls) -> None:
 
 
 TABLES = (
+    "idempotency_keys",
     "audit_events",
     "controller_work",
     "agent_runtime",

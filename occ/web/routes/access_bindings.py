@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import access_bindings
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -28,6 +28,7 @@ def _database() -> Any:
 @blueprint.arguments(schemas.AccessBindingCreate)
 @blueprint.response(201, common.envelope(schemas.AccessBinding))
 @access.requires("installation:administer")
+@locations.at("access_bindings.get_access_binding", binding_id="id")
 def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
     """Bind a Role to a principal; ``resource`` limits it to that exact resource."""
     return common.wrap(

@@ -8,7 +8,7 @@ from typing import Any
 import flask
 
 from occ.controller import agent_lifecycle, agents, deployments
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import agents as schemas
 from occ.web.schemas import common
 
@@ -28,6 +28,7 @@ def _context() -> Any:
 @blueprint.arguments(schemas.AgentCreate)
 @blueprint.response(201, common.envelope(schemas.Agent))
 @access.requires("agent:create")
+@locations.at("agents.get_agent", agent_id="id")
 def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a draft Agent (desired ``stopped``) and its service principal; nothing runs."""
     context = _context()
@@ -93,6 +94,7 @@ def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 @blueprint.route("/<agent_id>", methods=["DELETE"])
 @blueprint.response(202, common.envelope(schemas.Agent))
 @access.requires("agent:delete")
+@locations.at("agents.get_agent")
 def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit the deletion; repeat after a failure to retry (or take it over)."""
     context = _context()
@@ -110,6 +112,7 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 @blueprint.arguments(schemas.AgentActionBody, required=False)
 @blueprint.response(202, common.envelope(schemas.DeployAccepted))
 @access.requires("agent:deploy", "configuration:read", "secret:operate")
+@locations.at("agents.get_deployment", deployment_id="deployment_id")
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
     context = _context()
@@ -127,6 +130,7 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 @blueprint.arguments(schemas.AgentActionBody, required=False)
 @blueprint.response(202, common.envelope(schemas.Agent))
 @access.requires("agent:operate")
+@locations.at("agents.get_agent")
 def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a stop: desired ``stopped``; a worker stops the runtime."""
     context = _context()

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import configurations
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import configurations as schemas
 
@@ -27,6 +27,7 @@ def _context() -> Any:
 @blueprint.arguments(schemas.ConfigurationCreate)
 @blueprint.response(201, common.envelope(schemas.Configuration))
 @access.requires("configuration:create")
+@locations.at("configurations.get_configuration", configuration_id="id")
 def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a Configuration at generation 1 (the Namespace must be ``ready``)."""
     return common.wrap(

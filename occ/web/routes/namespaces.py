@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import namespaces
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
@@ -24,6 +24,7 @@ def _context() -> Any:
 @blueprint.arguments(schemas.NamespaceCreate)
 @blueprint.response(201, common.envelope(schemas.Namespace))
 @access.requires("namespace:create")
+@locations.at("namespaces.get_namespace", namespace_id="id")
 def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
     """Admit a Namespace; it is ``provisioning`` until a worker makes it ``ready``."""
     context = _context()
@@ -61,6 +62,7 @@ def get_namespace(namespace_id: str) -> dict[str, Any]:
 @blueprint.route("/<namespace_id>", methods=["DELETE"])
 @blueprint.response(202, common.envelope(schemas.Namespace))
 @access.requires("namespace:delete")
+@locations.at("namespaces.get_namespace")
 def delete_namespace(namespace_id: str) -> dict[str, Any]:
     """Admit the deletion of an empty Namespace; repeat after a failure to retry."""
     context = _context()

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import principals
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -27,6 +27,7 @@ def _context() -> Any:
 @blueprint.arguments(schemas.PrincipalCreate)
 @blueprint.response(201, common.envelope(schemas.Principal))
 @access.requires("installation:administer")
+@locations.at("principals.get_principal", principal_id="id")
 def create_principal(body: dict[str, Any]) -> dict[str, Any]:
     """Create a human or service principal (a service principal may belong to a Namespace)."""
     return common.wrap(
@@ -65,6 +66,7 @@ def get_principal(principal_id: str) -> dict[str, Any]:
 @blueprint.arguments(schemas.ApiKeyCreate)
 @blueprint.response(201, common.envelope(schemas.NewApiKey))
 @access.requires("installation:administer")
+@locations.at("principals.revoke_api_key", key_id="id")
 def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """Mint an API key; the response is the only place its ``key`` ever appears."""
     context = _context()

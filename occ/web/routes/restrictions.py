@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import restrictions
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -28,6 +28,7 @@ def _database() -> Any:
 @blueprint.arguments(schemas.RestrictionCreate)
 @blueprint.response(201, common.envelope(schemas.Restriction))
 @access.requires("installation:administer")
+@locations.at("restrictions.get_restriction", restriction_id="id")
 def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
     """Deny ``permission``; each optional field narrows the rule (unset: everything)."""
     return common.wrap(

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import roles
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -27,6 +27,7 @@ def _database() -> Any:
 @blueprint.arguments(schemas.RoleCreate)
 @blueprint.response(201, common.envelope(schemas.Role))
 @access.requires("installation:administer")
+@locations.at("roles.get_role", role_id="id")
 def create_role(body: dict[str, Any]) -> dict[str, Any]:
     """Create a Role (Installation-wide, or of one Namespace with ``namespaceId``)."""
     return common.wrap(

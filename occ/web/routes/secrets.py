@@ -11,7 +11,7 @@ import flask
 
 from occ import secret_store
 from occ.controller import secrets
-from occ.web import access, routing
+from occ.web import access, locations, routing
 from occ.web.schemas import common
 from occ.web.schemas import secrets as schemas
 
@@ -31,6 +31,7 @@ def _context() -> Any:
 @blueprint.arguments(schemas.SecretCreate)
 @blueprint.response(201, common.envelope(schemas.Secret))
 @access.requires("secret:create")
+@locations.at("secrets.get_secret", secret_id="id")  # noqa: S106 (a URL argument)
 def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
     context = _context()

@@ -1,0 +1,128 @@
+"""``Idempotency-Key`` on POST: a repeat replays the first answer without redoing anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from flask.testing import FlaskClient
+
+from occ.db import Database
+from occ.state import models
+from tests.integration.web import test_agents
+from tests.integration.web.conftest import Caller
+
+
+def keyed(caller: Caller, key: str) -> dict[str, str]:
+    return {**caller.headers, "Idempotency-Key": key}
+
+
+def records(db: Database) -> list[Any]:
+    with db.transaction() as session:
+        return list(session.execute(sa.select(models.IdempotencyKey)).scalars())
+
+
+def test_a_repeated_deploy_replays_the_first_answer(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    agent = test_agents.create(client, admin, world)
+    test_agents.empower(db, agent)
+    deploy = f"{world.agents}/{agent['id']}/deploy"
+
+    first = client.post(deploy, headers=keyed(admin, "deploy-1"))
+    assert first.status_code == 202, first.json
+    again = client.post(deploy, headers=keyed(admin, "deploy-1"))
+    assert again.status_code == 202
+    assert again.json == first.json
+    assert again.headers["Location"] == first.headers["Location"]
+    assert again.headers["Idempotent-Replayed"] == "true"
+    revisions = client.get(f"{world.agents}/{agent['id']}/revisions", headers=admin.headers)
+    assert len(revisions.json["data"]) == 1  # nothing was done twice
+    assert test_agents.count(db, models.AuditEvent, action="agents.deploy") == 1
+
+    empty_object = client.post(deploy, json={}, headers=keyed(admin, "deploy-1"))
+    assert empty_object.json == first.json  # an empty body counts as {}
+    fresh = client.post(deploy, headers=keyed(admin, "deploy-2"))
+    assert fresh.status_code == 202 and fresh.json != first.json
+    assert (
+        len(
+            client.get(f"{world.agents}/{agent['id']}/revisions", headers=admin.headers).json[
+                "data"
+            ]
+        )
+        == 2
+    )
+
+
+def test_another_body_with_the_same_key_is_refused(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    first = client.post("/v1/namespaces", json={"name": "one"}, headers=keyed(admin, "k"))
+    assert first.status_code == 201, first.json
+    reused = client.post("/v1/namespaces", json={"name": "two"}, headers=keyed(admin, "k"))
+    assert reused.status_code == 409, reused.json
+    assert reused.content_type == "application/problem+json"
+    assert reused.json["code"] == "IDEMPOTENCY_KEY_REUSED"
+    names = [n["name"] for n in client.get("/v1/namespaces", headers=admin.headers).json["data"]]
+    assert names == ["one"]
+    # the same JSON spelt differently is the same request
+    replay = client.post(
+        "/v1/namespaces",
+        data=b'{ "name" :\n "one" }',
+        content_type="application/json",
+        headers=keyed(admin, "k"),
+    )
+    assert replay.status_code == 201 and replay.json == first.json
+
+
+def test_keys_are_per_caller_and_route(client: FlaskClient, admin: Caller, db: Database) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    other = test_agents.caller(db, "configuration:create", namespace_id=world.namespace_id)
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    body = {"name": "c", "document": {"a": 1}}
+    assert client.post(path, json=body, headers=keyed(admin, "same")).status_code == 201
+    theirs = client.post(path, json={**body, "name": "d"}, headers=keyed(other, "same"))
+    assert theirs.status_code == 201, theirs.json
+    secret = client.post(
+        f"/v1/namespaces/{world.namespace_id}/secrets",
+        json={"name": "s", "value": "hunter2"},
+        headers=keyed(admin, "same"),
+    )
+    assert secret.status_code == 201, secret.json
+    stored = records(db)
+    assert len(stored) == 3
+    assert all("hunter2" not in str(r.response_body) + r.fingerprint for r in stored)
+
+
+def test_a_failure_gives_the_key_back(client: FlaskClient, admin: Caller, db: Database) -> None:
+    world = test_agents.make_world(db, admin.principal_id, status="provisioning")
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    body = {"name": "c", "document": {"a": 1}}
+    refused = client.post(path, json=body, headers=keyed(admin, "retry-me"))
+    assert refused.status_code == 409 and refused.json["code"] == "NAMESPACE_NOT_READY"
+    assert records(db) == []
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.Namespace)
+            .where(models.Namespace.id == world.namespace_id)
+            .values(status="ready")
+        )
+    created = client.post(path, json=body, headers=keyed(admin, "retry-me"))
+    assert created.status_code == 201, created.json
+
+
+def test_a_new_api_key_is_never_replayed(client: FlaskClient, admin: Caller, db: Database) -> None:
+    path = f"/v1/principals/{admin.principal_id}/api-keys"
+    minted = client.post(path, headers=keyed(admin, "mint"))
+    assert minted.status_code == 201, minted.json
+    repeat = client.post(path, headers=keyed(admin, "mint"))
+    assert repeat.status_code == 409 and repeat.json["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert minted.json["data"]["key"] not in str([r.response_body for r in records(db)])
+
+
+def test_a_malformed_key_is_refused(client: FlaskClient, admin: Caller) -> None:
+    refused = client.post("/v1/namespaces", json={"name": "x"}, headers=keyed(admin, "a b"))
+    assert refused.status_code == 400
+    assert refused.json["errors"][0]["pointer"] == "/headers/Idempotency-Key"
+    assert client.get("/v1/namespaces", headers=admin.headers).json["data"] == []
