@@ -7,25 +7,28 @@ in one Namespace; ``generation`` starts at 1 and moves by one on every update.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, cast
 
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-from occ import db, errors, ids
-from occ.state import models
+from occ import errors, ids
+from occ.state import models, referenced_rows
 
 _NOW = sa.func.clock_timestamp()
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
-_AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _NAME_KEY: Final = "configurations_namespace_id_name_key"
-_NAME_VALID: Final = "configurations_name_valid"
-_REFERENCE_LIMIT: Final = 10
-_Result = TypeVar("_Result")
+_ROWS: Final = referenced_rows.ReferencedRows(
+    noun="Configuration",
+    table=_CONFIGURATIONS,
+    name_key=_NAME_KEY,
+    name_valid="configurations_name_valid",
+    agent_column="configuration_id",
+    agent_fkey="agents_configuration_fkey",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,7 +74,7 @@ def insert(
         .on_conflict_do_nothing(constraint=_NAME_KEY)
         .returning(*_CONFIGURATIONS.c)
     )
-    row = _guarded_write(session, lambda: session.execute(statement).mappings().first())
+    row = _ROWS.guarded_write(session, lambda: session.execute(statement).mappings().first())
     if row is None:
         raise errors.Conflict("a Configuration with this name already exists in the Namespace")
     return _configuration(row)
@@ -136,7 +139,7 @@ def update(
         .values(**changes)
         .returning(*_CONFIGURATIONS.c)
     )
-    row = _guarded_write(session, lambda: session.execute(statement).mappings().first())
+    row = _ROWS.guarded_write(session, lambda: session.execute(statement).mappings().first())
     return None if row is None else _configuration(row)
 
 
@@ -154,35 +157,18 @@ def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bo
         )
         .returning(_CONFIGURATIONS.c.id)
     )
-    return _guarded_write(session, lambda: session.execute(statement).first()) is not None
+    return _ROWS.guarded_write(session, lambda: session.execute(statement).first()) is not None
 
 
 def referencing_agents(session: orm.Session, namespace_id: str, configuration_id: str) -> list[str]:
     """Ids of (up to ten) Agents whose ``configuration_id`` is this Configuration."""
-    query = (
-        sa.select(_AGENTS.c.id)
-        .where(
-            _AGENTS.c.namespace_id == namespace_id,
-            _AGENTS.c.configuration_id == configuration_id,
-        )
-        .order_by(_AGENTS.c.id)
-        .limit(_REFERENCE_LIMIT)
-    )
-    return list(session.execute(query).scalars())
+    return _ROWS.referencing_agents(session, namespace_id, configuration_id)
 
 
 def hold_reference(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
     """Whether the Configuration is in the Namespace; holds a key-share lock until commit so
     that it cannot be deleted before the Agent that references it is written."""
-    table = _CONFIGURATIONS
-    return (
-        session.execute(
-            sa.select(table.c.id)
-            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
-            .with_for_update(key_share=True, read=True)
-        ).first()
-        is not None
-    )
+    return _ROWS.hold_reference(session, namespace_id, configuration_id)
 
 
 def pinned(
@@ -202,24 +188,6 @@ def pinned(
     if row is None:
         return None
     return PinnedConfiguration(id=row["id"], generation=row["generation"], document=row["document"])
-
-
-def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:
-    """Run ``write`` in a savepoint and turn constraint violations into occ errors."""
-    try:
-        with session.begin_nested():
-            return write()
-    except sa_exc.IntegrityError as exc:
-        constraint = db.violated_constraint(exc)
-        if constraint == _NAME_KEY:
-            raise errors.Conflict(
-                "a Configuration with this name already exists in the Namespace"
-            ) from None
-        if constraint == _NAME_VALID:
-            raise errors.InvalidInput.at("/name", "is not a valid name") from None
-        if constraint == "agents_configuration_fkey":
-            raise errors.Conflict("an Agent references this Configuration") from None
-        raise
 
 
 def _configuration(row: sa.RowMapping) -> Configuration:

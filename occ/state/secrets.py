@@ -8,25 +8,27 @@ reads return; only ``sealed_value`` returns the ciphertext, for the runtime that
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar, cast
+from typing import Final, cast
 
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-from occ import db, errors
-from occ.state import models
+from occ import errors
+from occ.state import models, referenced_rows
 
 _NAME_KEY: Final = "secrets_namespace_id_name_key"
-_NAME_VALID: Final = "secrets_name_valid"
-_REFERENCE_LIMIT: Final = 10
-_Result = TypeVar("_Result")
-
 _SECRETS: Final = cast(sa.Table, models.Secret.__table__)
-_AGENTS: Final = cast(sa.Table, models.Agent.__table__)
+# its writes drop the database's exception: the parameters hold the ciphertext
+_ROWS: Final = referenced_rows.ReferencedRows(
+    noun="Secret",
+    table=_SECRETS,
+    name_key=_NAME_KEY,
+    name_valid="secrets_name_valid",
+    agent_column="harness_auth_secret_id",
+    agent_fkey="agents_harness_auth_secret_fkey",
+)
 _METADATA: Final = (
     _SECRETS.c.id,
     _SECRETS.c.namespace_id,
@@ -64,7 +66,7 @@ def insert(
         .on_conflict_do_nothing(constraint=_NAME_KEY)
         .returning(*_METADATA)
     )
-    row = _guarded_write(session, lambda: session.execute(statement).mappings().first())
+    row = _ROWS.guarded_write(session, lambda: session.execute(statement).mappings().first())
     if row is None:
         raise errors.Conflict("a Secret with this name already exists in the Namespace")
     return _secret(row)
@@ -114,56 +116,18 @@ def delete(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
         .where(_SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id)
         .returning(_SECRETS.c.id)
     )
-    return _guarded_write(session, lambda: session.execute(statement).first()) is not None
+    return _ROWS.guarded_write(session, lambda: session.execute(statement).first()) is not None
 
 
 def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) -> list[str]:
     """Ids of (up to ten) Agents whose harness authentication uses this Secret."""
-    query = (
-        sa.select(_AGENTS.c.id)
-        .where(
-            _AGENTS.c.namespace_id == namespace_id,
-            _AGENTS.c.harness_auth_secret_id == secret_id,
-        )
-        .order_by(_AGENTS.c.id)
-        .limit(_REFERENCE_LIMIT)
-    )
-    return list(session.execute(query).scalars())
+    return _ROWS.referencing_agents(session, namespace_id, secret_id)
 
 
 def hold_reference(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
     """Whether the Secret is in the Namespace; holds a key-share lock until commit so that it
     cannot be deleted before the Agent that references it is written."""
-    table = _SECRETS
-    return (
-        session.execute(
-            sa.select(table.c.id)
-            .where(table.c.namespace_id == namespace_id, table.c.id == secret_id)
-            .with_for_update(key_share=True, read=True)
-        ).first()
-        is not None
-    )
-
-
-def _guarded_write(session: orm.Session, write: Callable[[], _Result]) -> _Result:
-    """Run ``write`` in a savepoint and turn constraint violations into occ errors.
-
-    The original exception is dropped (``from None``): its parameters hold the ciphertext.
-    """
-    try:
-        with session.begin_nested():
-            return write()
-    except sa_exc.IntegrityError as exc:
-        constraint = db.violated_constraint(exc)
-        if constraint == _NAME_KEY:
-            raise errors.Conflict(
-                "a Secret with this name already exists in the Namespace"
-            ) from None
-        if constraint == _NAME_VALID:
-            raise errors.InvalidInput.at("/name", "is not a valid name") from None
-        if constraint == "agents_harness_auth_secret_fkey":
-            raise errors.Conflict("an Agent references this Secret") from None
-        raise
+    return _ROWS.hold_reference(session, namespace_id, secret_id)
 
 
 def _secret(row: sa.RowMapping) -> Secret:
