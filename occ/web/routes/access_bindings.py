@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import access_bindings
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -44,11 +44,16 @@ def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.AccessBinding, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.AccessBinding))
 @access.requires("installation:administer")
-def list_access_bindings() -> dict[str, Any]:
+def list_access_bindings(query: dict[str, Any]) -> dict[str, Any]:
     """The live (unrevoked) bindings."""
-    return common.wrap(access_bindings.list_bindings(_database(), actor_id=access.principal_id()))
+    return pagination.page(
+        access_bindings.list_bindings(_database(), actor_id=access.principal_id()),
+        query,
+        pagination.BY_CREATION,
+    )
 
 
 @blueprint.route("/<binding_id>", methods=["GET"])

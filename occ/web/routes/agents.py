@@ -8,7 +8,7 @@ from typing import Any
 import flask
 
 from occ.controller import agent_lifecycle, agents, deployments
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import agents as schemas
 from occ.web.schemas import common
 
@@ -49,14 +49,17 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Agent, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Agent))
 @access.requires("agent:read")
-def list_agents(namespace_id: str) -> dict[str, Any]:
+def list_agents(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Agents the caller may read."""
-    return common.wrap(
+    return pagination.page(
         agents.list_agents(
             _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
-        )
+        ),
+        query,
+        pagination.BY_CREATION,
     )
 
 
@@ -145,17 +148,20 @@ def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[s
 
 
 @blueprint.route("/<agent_id>/revisions", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.AgentRevision, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.AgentRevision))
 @access.requires("agent_revision:read")
-def list_revisions(namespace_id: str, agent_id: str) -> dict[str, Any]:
+def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """The Agent's revisions the caller may read, newest first."""
-    return common.wrap(
+    return pagination.page(
         deployments.list_revisions(
             _context().runtime.database,
             actor_id=access.principal_id(),
             namespace_id=namespace_id,
             agent_id=agent_id,
-        )
+        ),
+        query,
+        pagination.NEWEST_REVISION_FIRST,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import configurations
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import configurations as schemas
 
@@ -42,16 +42,19 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Configuration, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Configuration))
 @access.requires("configuration:read")
-def list_configurations(namespace_id: str) -> dict[str, Any]:
+def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
-    return common.wrap(
+    return pagination.page(
         configurations.list_configurations(
             _context().runtime.database,
             actor_id=access.principal_id(),
             namespace_id=namespace_id,
-        )
+        ),
+        query,
+        pagination.BY_CREATION,
     )
 
 

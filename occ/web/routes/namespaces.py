@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import namespaces
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
@@ -39,12 +39,15 @@ def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Namespace, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Namespace))
 @access.requires("namespace:read")
-def list_namespaces() -> dict[str, Any]:
+def list_namespaces(query: dict[str, Any]) -> dict[str, Any]:
     """The Namespaces the caller may read."""
-    return common.wrap(
-        namespaces.list_namespaces(_context().runtime.database, actor_id=access.principal_id())
+    return pagination.page(
+        namespaces.list_namespaces(_context().runtime.database, actor_id=access.principal_id()),
+        query,
+        pagination.BY_CREATION,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import principals
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -42,12 +42,15 @@ def create_principal(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Principal, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Principal))
 @access.requires("installation:administer")
-def list_principals() -> dict[str, Any]:
+def list_principals(query: dict[str, Any]) -> dict[str, Any]:
     """Every principal, Agent-owned service principals included (with their ``agentId``)."""
-    return common.wrap(
-        principals.list_principals(_context().runtime.database, actor_id=access.principal_id())
+    return pagination.page(
+        principals.list_principals(_context().runtime.database, actor_id=access.principal_id()),
+        query,
+        pagination.BY_CREATION,
     )
 
 
@@ -81,14 +84,17 @@ def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
 
 
 @blueprint.route("/<principal_id>/api-keys", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.ApiKey, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.ApiKey))
 @access.requires("installation:administer")
-def list_api_keys(principal_id: str) -> dict[str, Any]:
+def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """The principal's keys (metadata only), revoked ones included."""
-    return common.wrap(
+    return pagination.page(
         principals.list_api_keys(
             _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
-        )
+        ),
+        query,
+        pagination.BY_CREATION,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import restrictions
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -44,11 +44,16 @@ def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Restriction, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Restriction))
 @access.requires("installation:administer")
-def list_restrictions() -> dict[str, Any]:
+def list_restrictions(query: dict[str, Any]) -> dict[str, Any]:
     """Every restriction."""
-    return common.wrap(restrictions.list_restrictions(_database(), actor_id=access.principal_id()))
+    return pagination.page(
+        restrictions.list_restrictions(_database(), actor_id=access.principal_id()),
+        query,
+        pagination.BY_CREATION,
+    )
 
 
 @blueprint.route("/<restriction_id>", methods=["GET"])

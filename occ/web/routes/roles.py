@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import roles
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -42,11 +42,14 @@ def create_role(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Role, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Role))
 @access.requires("installation:administer")
-def list_roles() -> dict[str, Any]:
+def list_roles(query: dict[str, Any]) -> dict[str, Any]:
     """The live Roles."""
-    return common.wrap(roles.list_roles(_database(), actor_id=access.principal_id()))
+    return pagination.page(
+        roles.list_roles(_database(), actor_id=access.principal_id()), query, pagination.BY_CREATION
+    )
 
 
 @blueprint.route("/<role_id>", methods=["GET"])

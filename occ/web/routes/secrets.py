@@ -11,7 +11,7 @@ import flask
 
 from occ import secret_store
 from occ.controller import secrets
-from occ.web import access, locations, routing
+from occ.web import access, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import secrets as schemas
 
@@ -48,16 +48,19 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 
 
 @blueprint.route("", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Secret, many=True))
+@blueprint.arguments(pagination.PageQuery, location="query")
+@blueprint.response(200, pagination.envelope(schemas.Secret))
 @access.requires("secret:read")
-def list_secrets(namespace_id: str) -> dict[str, Any]:
+def list_secrets(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Secrets the caller may read (metadata)."""
-    return common.wrap(
+    return pagination.page(
         secrets.list_secrets(
             _context().runtime.database,
             actor_id=access.principal_id(),
             namespace_id=namespace_id,
-        )
+        ),
+        query,
+        pagination.BY_CREATION,
     )
 
 
