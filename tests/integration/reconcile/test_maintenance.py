@@ -17,13 +17,14 @@ import sqlalchemy as sa
 
 from occ import secret_store
 from occ.config import Settings
-from occ.controller import agents, configurations, deployments, installation, namespaces, secrets
+from occ.controller import deployments, installation, namespaces
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.reconcile.environment import Worker
-from occ.state import iam_policy, models, values
+from occ.state import models, values
 from occ.state import namespaces as namespace_rows
+from tests.support import worlds
 from tests.support.processes import wait_for
 
 POLICY = values.QueuePolicy(
@@ -62,43 +63,16 @@ def _deploy_world(db: Database) -> tuple[str, str, str]:
                 reason_code="NAMESPACE_READY",
             )
         )
-    configuration = configurations.create_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, name="c", document={}
-    )
-    secret = secrets.create_secret(
+    world = worlds.make(
         db,
-        store=secret_store.SecretStore.from_settings(Settings()),
-        actor_id=admin,
+        admin=admin,
         namespace_id=namespace_id,
-        name="s",
-        value="v",
-    )
-    agent = agents.create_agent(
-        db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="a",
-        configuration_id=configuration.id,
-        harness={"id": "openclaw", "version": "1"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": secret.id},
         compute_driver="local",
+        store=secret_store.SecretStore.from_settings(Settings()),
+        secret_value="v",
+        document={},
     )
-    with db.transaction() as session:
-        role = iam_policy.create_role(
-            session,
-            name="sp",
-            namespace_id=namespace_id,
-            permissions=["configuration:read", "secret:operate"],
-        )
-        iam_policy.bind(
-            session,
-            role_id=role.id,
-            principal_id=agent.service_principal_id,
-            created_by=admin,
-            namespace_id=namespace_id,
-        )
-    return admin, namespace_id, agent.id
+    return admin, namespace_id, world.agent_id
 
 
 def _deploy(db: Database, admin: str, namespace_id: str, agent_id: str) -> str:

@@ -12,7 +12,6 @@ import signal
 import socket
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +23,23 @@ from occ.config import Settings
 from occ.controller import (
     agent_lifecycle,
     agents,
-    configurations,
     deployment_status,
     deployments,
     installation,
     namespaces,
-    secrets,
 )
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import agents as agent_rows
-from occ.state import iam_policy, models
+from occ.state import models
 from occ.state import namespaces as namespace_rows
 from occ.state import restrictions as restriction_rows
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
-from tests.support import processes
+from tests.support import processes, worlds
 from tests.support.processes import wait_for
 
-
-@dataclass(frozen=True)
-class World:
-    admin: str
-    namespace_id: str
-    configuration_id: str
-    secret_id: str
-    agent_id: str
-    service_principal_id: str
+World = worlds.World
 
 
 @pytest.fixture
@@ -77,48 +66,14 @@ def _make_world(
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
     with db.transaction() as session:  # Namespace reconciliation is shown elsewhere
         namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
-    configuration = configurations.create_configuration(
+    return worlds.make(
         db,
-        actor_id=admin,
+        admin=admin,
         namespace_id=namespace_id,
-        name="config",
-        document=document or {"model": "stand-in"},
-    )
-    secret = secrets.create_secret(
-        db,
-        store=secret_store.SecretStore("test-secret"),
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="harness-key",
-        value="sk-never-logged",
-    )
-    agent = agents.create_agent(
-        db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="agent",
-        configuration_id=configuration.id,
-        harness={"id": "openclaw", "version": "1.0.0"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": secret.id},
         compute_driver="local",
-    )
-    with db.transaction() as session:
-        role = iam_policy.create_role(
-            session,
-            name="agent runtime",
-            permissions=["configuration:read", "secret:operate"],
-            namespace_id=namespace_id,
-        )
-        iam_policy.bind(
-            session,
-            role_id=role.id,
-            principal_id=agent.service_principal_id,
-            created_by=admin,
-            namespace_id=namespace_id,
-        )
-    return World(
-        admin, namespace_id, configuration.id, secret.id, agent.id, agent.service_principal_id
+        store=secret_store.SecretStore("test-secret"),
+        secret_value="sk-never-logged",
+        document=document,
     )
 
 
@@ -127,6 +82,27 @@ def _deploy(db: Database, world: World) -> str:
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
     return accepted.deployment_id
+
+
+def _deploy_until_active(db: Database, env: dict[str, str], world: World, what: str) -> str:
+    """Deploy, nudge the workers and wait for the revision to become active; its id."""
+    revision_id = _deploy(db, world)
+    _nudge(env)
+    wait_for(
+        lambda: _state_is(db, world, revision_id, "active"),
+        timeout=30,
+        message=f"{what} to become active",
+    )
+    return revision_id
+
+
+def _expose_metrics(env: dict[str, str], tmp_path: Path) -> int:
+    """Have the workers serve their (multiprocess) metrics on a free port; the port."""
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    port = _free_port()
+    env.update(OCC_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    return port
 
 
 def _deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
@@ -216,19 +192,10 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     cleanup_gateways: None,
     tmp_path: Path,
 ) -> None:
-    metrics_dir = tmp_path / "metrics"
-    metrics_dir.mkdir()
-    port = _free_port()
-    env.update(OCC_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    port = _expose_metrics(env, tmp_path)
     fleet.worker("drivers", concurrency=2)
     world = _make_world(db, env)
-    first = _deploy(db, world)
-    _nudge(env)
-    wait_for(
-        lambda: _state_is(db, world, first, "active"),
-        timeout=30,
-        message="the first revision to become active",
-    )
+    first = _deploy_until_active(db, env, world, "the first revision")
     endpoint = _agent(db, world).endpoint
     assert endpoint is not None
     assert _health(endpoint)["revisionId"] == first
@@ -236,13 +203,7 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     first_pid = driver.revision_process(world.agent_id, first)
     assert _alive(first_pid)
 
-    second = _deploy(db, world)
-    _nudge(env)
-    wait_for(
-        lambda: _state_is(db, world, second, "active"),
-        timeout=30,
-        message="the second revision to become active",
-    )
+    second = _deploy_until_active(db, env, world, "the second revision")
     endpoint = _agent(db, world).endpoint
     assert endpoint is not None and _health(endpoint)["revisionId"] == second
     wait_for(lambda: not _alive(first_pid), timeout=10, message="the old gateway to stop")
@@ -354,15 +315,10 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     cleanup_gateways: None,
     tmp_path: Path,
 ) -> None:
-    metrics_dir = tmp_path / "metrics"
-    metrics_dir.mkdir()
-    port = _free_port()
-    env.update(OCC_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+    _expose_metrics(env, tmp_path)
     fleet.worker("drivers", concurrency=2)
     world = _make_world(db, env)
-    first = _deploy(db, world)
-    _nudge(env)
-    wait_for(lambda: _state_is(db, world, first, "active"), timeout=30, message="active")
+    first = _deploy_until_active(db, env, world, "the first revision")
     driver = LocalComputeDriver(local_root)
     first_pid = driver.revision_process(world.agent_id, first)
 
@@ -379,9 +335,7 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     assert _agent(db, world).endpoint is None
     assert _deployment(db, world, first).state == "stopped"
 
-    second = _deploy(db, world)
-    _nudge(env)
-    wait_for(lambda: _state_is(db, world, second, "active"), timeout=30, message="redeployed")
+    second = _deploy_until_active(db, env, world, "the redeployed revision")
     second_pid = driver.revision_process(world.agent_id, second)
     assert _alive(second_pid)
 

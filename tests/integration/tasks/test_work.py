@@ -146,7 +146,7 @@ def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
         json={"name": "nudged"},
         headers={"Authorization": f"Bearer {key.plaintext}"},
     )
-    assert response.status_code == 201
+    assert response.status_code == 201 and response.json is not None
     namespace_id = response.json["data"]["id"]
     wait_for(
         lambda: _all_ready(db, [namespace_id]), timeout=15, message="the namespace to become ready"
@@ -239,14 +239,8 @@ def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
     fleet: processes.Fleet,
     local_root: Path,
 ) -> None:
-    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "5000"
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
-    doomed = fleet.worker("doomed")
-    [namespace_id] = _admit(db, admin, 1)
-    _nudge(env)
-    work_id = f"namespace:{namespace_id}:reconcile:ready"
-    wait_for(
-        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    doomed, namespace_id = _effect_in_flight(
+        db, admin, env, fleet, local_root, worker="doomed", delay_ms=5000
     )
     doomed.kill_group()  # kill -9 of the worker and its pool process mid-effect
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "100"
@@ -268,14 +262,8 @@ def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
     fleet: processes.Fleet,
     local_root: Path,
 ) -> None:
-    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
-    frozen = fleet.worker("frozen")
-    [namespace_id] = _admit(db, admin, 1)
-    _nudge(env)
-    work_id = f"namespace:{namespace_id}:reconcile:ready"
-    wait_for(
-        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    frozen, namespace_id = _effect_in_flight(
+        db, admin, env, fleet, local_root, worker="frozen", delay_ms=1500
     )
     os.killpg(frozen.pid, signal.SIGSTOP)
     try:
@@ -303,15 +291,10 @@ def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
     fleet: processes.Fleet,
     local_root: Path,
 ) -> None:
-    env["OCC_LOCAL_EFFECT_DELAY_MS"] = "30000"
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
-    leaving = fleet.worker("leaving")
-    [namespace_id] = _admit(db, admin, 1)
-    _nudge(env)
-    work_id = f"namespace:{namespace_id}:reconcile:ready"
-    wait_for(
-        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    leaving, namespace_id = _effect_in_flight(
+        db, admin, env, fleet, local_root, worker="leaving", delay_ms=30000
     )
+    work_id = f"namespace:{namespace_id}:reconcile:ready"
     leaving.signal(signal.SIGTERM)  # warm shutdown of the worker's main process
 
     def released() -> list[dict[str, object]]:
@@ -331,6 +314,30 @@ def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
     assert evidence["attemptCount"] == 0
     assert leaving.popen.wait(20) == 0
     assert _json_events(leaving, "worker.pass-interrupted")
+
+
+def _effect_in_flight(
+    db: Database,
+    admin: str,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    local_root: Path,
+    *,
+    worker: str,
+    delay_ms: int,
+) -> tuple[processes.Process, str]:
+    """One Namespace admitted and its effect started (and held for ``delay_ms``) on a new
+    driver worker named ``worker``; that worker and the Namespace's id."""
+    env["OCC_LOCAL_EFFECT_DELAY_MS"] = str(delay_ms)
+    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    process = fleet.worker(worker)
+    [namespace_id] = _admit(db, admin, 1)
+    _nudge(env)
+    work_id = f"namespace:{namespace_id}:reconcile:ready"
+    wait_for(
+        lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"
+    )
+    return process, namespace_id
 
 
 def _effect_started(local_root: Path, work_id: str) -> bool:

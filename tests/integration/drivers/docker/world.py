@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,31 +13,24 @@ from occ import secret_store
 from occ.config import Settings
 from occ.controller import (
     agents,
-    configurations,
     deployment_status,
     deployments,
     installation,
     namespaces,
-    secrets,
 )
 from occ.db import Database
 from occ.drivers.compute.docker import naming
 from occ.state import agents as agent_rows
-from occ.state import iam_policy, models
+from occ.state import models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
+from tests.support import worlds
 from tests.support.processes import wait_for
 
 SECRET_VALUE = "sk-docker-lifecycle-never-logged"
 
 
-@dataclass(frozen=True)
-class World:
-    admin: str
-    namespace_id: str
-    configuration_id: str
-    secret_id: str
-    agent_id: str
+World = worlds.World
 
 
 def send_nudge(env: dict[str, str]) -> None:
@@ -58,47 +50,15 @@ def make(db: Database, env: dict[str, str], *, document: dict[str, Any] | None =
         timeout=30,
         message="the Namespace to become ready",
     )
-    configuration = configurations.create_configuration(
+    return worlds.make(
         db,
-        actor_id=admin,
+        admin=admin,
         namespace_id=namespace_id,
-        name="config",
-        document=document or {"model": "stand-in"},
-    )
-    secret = secrets.create_secret(
-        db,
-        store=secret_store.SecretStore("test-secret"),
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="harness-key",
-        value=SECRET_VALUE,
-    )
-    agent = agents.create_agent(
-        db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="agent",
-        configuration_id=configuration.id,
-        harness={"id": "openclaw", "version": "1.0.0"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": secret.id},
         compute_driver="docker",
+        store=secret_store.SecretStore("test-secret"),
+        secret_value=SECRET_VALUE,
+        document=document,
     )
-    with db.transaction() as session:
-        role = iam_policy.create_role(
-            session,
-            name="agent runtime",
-            permissions=["configuration:read", "secret:operate"],
-            namespace_id=namespace_id,
-        )
-        iam_policy.bind(
-            session,
-            role_id=role.id,
-            principal_id=agent.service_principal_id,
-            created_by=admin,
-            namespace_id=namespace_id,
-        )
-    return World(admin, namespace_id, configuration.id, secret.id, agent.id)
 
 
 def namespace_status(db: Database, namespace_id: str) -> str | None:

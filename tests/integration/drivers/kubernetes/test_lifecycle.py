@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,11 @@ from occ.controller import (
 )
 from occ.db import Database
 from occ.drivers.compute.kubernetes import client, naming
-from occ.state import iam_policy, models
+from occ.state import models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from tests.integration.drivers.kubernetes import helpers
-from tests.support import processes
+from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -88,13 +87,7 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
         assert fake.validation_errors == []
 
 
-@dataclass(frozen=True)
-class World:
-    admin: str
-    namespace_id: str
-    agent_id: str
-    configuration_id: str
-    secret_id: str
+World = worlds.World
 
 
 def _nudge(env: dict[str, str]) -> None:
@@ -112,43 +105,15 @@ def _world(db: Database, env: dict[str, str], admin: str) -> World:
         timeout=TIMEOUT,
         message="the Namespace to become ready",
     )
-    configuration = configurations.create_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, name="config", document={"model": "m"}
-    )
-    secret = secrets.create_secret(
+    return worlds.make(
         db,
-        store=secret_store.SecretStore("test-secret"),
-        actor_id=admin,
+        admin=admin,
         namespace_id=namespace_id,
-        name="harness-key",
-        value=helpers.CREDENTIAL,
-    )
-    agent = agents.create_agent(
-        db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="agent",
-        configuration_id=configuration.id,
-        harness={"id": "openclaw", "version": "1.0.0"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": secret.id},
         compute_driver="kubernetes",
+        store=secret_store.SecretStore("test-secret"),
+        secret_value=helpers.CREDENTIAL,
+        document={"model": "m"},
     )
-    with db.transaction() as session:
-        role = iam_policy.create_role(
-            session,
-            name="agent runtime",
-            permissions=["configuration:read", "secret:operate"],
-            namespace_id=namespace_id,
-        )
-        iam_policy.bind(
-            session,
-            role_id=role.id,
-            principal_id=agent.service_principal_id,
-            created_by=admin,
-            namespace_id=namespace_id,
-        )
-    return World(admin, namespace_id, agent.id, configuration.id, secret.id)
 
 
 def _state(db: Database, world: World, revision_id: str) -> str:

@@ -1,0 +1,147 @@
+"""Deployable Agents made through the use cases, for the tests and benchmarks that deploy.
+
+A Namespace's resources (a Configuration, a harness Secret and a runtime Role allowed to read
+the one and operate the other) and Agents bound to that Role. How the Namespace becomes ready
+differs from suite to suite (a row transition, or the workers), so it is the caller's; this
+module never waits on workers and never touches a runtime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from occ import secret_store
+from occ.controller import agents, configurations, secrets
+from occ.db import Database
+from occ.state import agents as agent_rows
+from occ.state import iam_policy
+
+RUNTIME_PERMISSIONS = ("configuration:read", "secret:operate")
+"""What an Agent's service principal needs to start: read its Configuration, use its Secret."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """A Namespace's Configuration, harness Secret and runtime Role (their ids)."""
+
+    configuration_id: str
+    secret_id: str
+    role_id: str
+
+
+@dataclass(frozen=True)
+class World:
+    """One Agent in a ready Namespace, with what it runs on and the administrator who made it."""
+
+    admin: str
+    namespace_id: str
+    configuration_id: str
+    secret_id: str
+    agent_id: str
+    service_principal_id: str
+
+
+def namespace_resources(
+    db: Database,
+    *,
+    admin: str,
+    namespace_id: str,
+    store: secret_store.SecretStore,
+    secret_value: str,
+    document: dict[str, Any] | None = None,
+) -> Resources:
+    """Create the Configuration (``document``, a stand-in model by default), the Secret holding
+    ``secret_value`` and the runtime Role in ``namespace_id``."""
+    configuration = configurations.create_configuration(
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="config",
+        document={"model": "stand-in"} if document is None else document,
+    )
+    secret = secrets.create_secret(
+        db,
+        store=store,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name="harness-key",
+        value=secret_value,
+    )
+    with db.transaction() as session:
+        role = iam_policy.create_role(
+            session,
+            name="agent runtime",
+            permissions=list(RUNTIME_PERMISSIONS),
+            namespace_id=namespace_id,
+        )
+        role_id = role.id
+    return Resources(configuration.id, secret.id, role_id)
+
+
+def bound_agent(
+    db: Database,
+    *,
+    admin: str,
+    namespace_id: str,
+    resources: Resources,
+    compute_driver: str,
+    name: str = "agent",
+) -> agent_rows.Agent:
+    """An embedded ``openclaw`` Agent on ``resources`` whose service principal holds the Role."""
+    agent = agents.create_agent(
+        db,
+        actor_id=admin,
+        namespace_id=namespace_id,
+        name=name,
+        configuration_id=resources.configuration_id,
+        harness={"id": "openclaw", "version": "1.0.0"},
+        execution_mode="embedded",
+        harness_auth={"kind": "secret", "secret_id": resources.secret_id},
+        compute_driver=compute_driver,
+    )
+    with db.transaction() as session:
+        iam_policy.bind(
+            session,
+            role_id=resources.role_id,
+            principal_id=agent.service_principal_id,
+            created_by=admin,
+            namespace_id=namespace_id,
+        )
+    return agent
+
+
+def make(
+    db: Database,
+    *,
+    admin: str,
+    namespace_id: str,
+    compute_driver: str,
+    store: secret_store.SecretStore,
+    secret_value: str,
+    document: dict[str, Any] | None = None,
+) -> World:
+    """The resources of ``namespace_id`` (which must be ready) and one Agent on them."""
+    resources = namespace_resources(
+        db,
+        admin=admin,
+        namespace_id=namespace_id,
+        store=store,
+        secret_value=secret_value,
+        document=document,
+    )
+    agent = bound_agent(
+        db,
+        admin=admin,
+        namespace_id=namespace_id,
+        resources=resources,
+        compute_driver=compute_driver,
+    )
+    return World(
+        admin=admin,
+        namespace_id=namespace_id,
+        configuration_id=resources.configuration_id,
+        secret_id=resources.secret_id,
+        agent_id=agent.id,
+        service_principal_id=agent.service_principal_id,
+    )
