@@ -14,7 +14,6 @@ Pure functions (plus one HTTP probe); nothing here talks to the engine.
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
 import tarfile
@@ -23,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 from occ.drivers.compute.docker import naming
 
 PORT: Final = 8080
@@ -84,14 +83,7 @@ def gateway_config(
         str(PORT),
         "--host",
         "0.0.0.0",  # noqa: S104 - inside the container; published on 127.0.0.1 only
-        "--revision-id",
-        revision.revision_id,
-        "--agent-id",
-        revision.agent_id,
-        "--generation",
-        str(revision.configuration_generation),
-        "--config",
-        CONFIG_FILE,
+        *standin.revision_arguments(revision, config=CONFIG_FILE),
     ]
     if with_credential:
         command += ["--credential-stdin", CREDENTIAL_FILE]
@@ -198,22 +190,7 @@ def endpoint(port: int) -> str:
 
 def answers_for(port: int, revision_id: str, *, timeout_s: float) -> bool:
     """One ``GET /healthz`` on the published port: 200 naming this revision."""
-    connection = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
-    try:
-        connection.request("GET", "/healthz")
-        response = connection.getresponse()
-        body = response.read(65_536)
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
-    if response.status != 200:
-        return False
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return False
-    return isinstance(document, dict) and document.get("revisionId") == revision_id
+    return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
 
 
 def _plain(value: Any) -> Any:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 from occ.drivers.compute.kubernetes import naming
 
 GATEWAY_PORT: Final = 8080
@@ -292,14 +292,7 @@ def _gateway_arguments(revision: base.RevisionSpec) -> list[str]:
         "0.0.0.0",  # noqa: S104 (inside the pod; NetworkPolicies fence it)
         "--port",
         str(GATEWAY_PORT),
-        "--revision-id",
-        revision.revision_id,
-        "--agent-id",
-        revision.agent_id,
-        "--generation",
-        str(revision.configuration_generation),
-        "--config",
-        f"{CONFIGURATION_DIR}/{CONFIGURATION_FILE}",
+        *standin.revision_arguments(revision, config=f"{CONFIGURATION_DIR}/{CONFIGURATION_FILE}"),
         "--credential-file",
         f"{CREDENTIAL_DIR}/{CREDENTIAL_FILE}",
     ]

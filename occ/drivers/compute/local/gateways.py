@@ -17,8 +17,6 @@ decides nothing about the contract's flow (restarts, hooks, journal): the driver
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import os
 import signal
 import socket
@@ -31,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import occ
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 
 HOST: Final = "127.0.0.1"
 """Where every gateway listens."""
@@ -83,14 +81,7 @@ def command(
             "occ.gateway",
             "--port",
             str(port),
-            "--revision-id",
-            revision.revision_id,
-            "--agent-id",
-            revision.agent_id,
-            "--generation",
-            str(revision.configuration_generation),
-            "--config",
-            str(snapshot),
+            *standin.revision_arguments(revision, config=str(snapshot)),
         ]
         if credential_file is not None:
             argv += ["--credential-file", str(credential_file)]
@@ -166,22 +157,7 @@ def endpoint(port: int) -> str:
 
 def healthy(port: int, revision_id: str, *, timeout_s: float) -> bool:
     """One ``GET /healthz``: 200 naming this revision (a short timeout, no proxy)."""
-    connection = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
-    try:
-        connection.request("GET", "/healthz")
-        response = connection.getresponse()
-        body = response.read(65_536)
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
-    if response.status != 200:
-        return False
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return False
-    return isinstance(document, dict) and document.get("revisionId") == revision_id
+    return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
 
 
 # -- finding -------------------------------------------------------------------------------
