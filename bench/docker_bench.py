@@ -57,14 +57,13 @@ import sqlalchemy as sa  # noqa: E402
 from bench import e2e_bench  # noqa: E402
 from occ import secret_store  # noqa: E402
 from occ.config import Settings  # noqa: E402
-from occ.controller import agents, configurations, deployments, installation, namespaces  # noqa: E402
-from occ.controller import secrets as secret_use_cases  # noqa: E402
+from occ.controller import deployments, installation, namespaces  # noqa: E402
 from occ.db import Database  # noqa: E402
 from occ.drivers.compute.docker import naming  # noqa: E402
-from occ.state import iam_policy, models  # noqa: E402
+from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
-from tests.support import databases  # noqa: E402
+from tests.support import databases, worlds  # noqa: E402
 
 BROKER_DB: Final = 11
 IMAGE: Final = "occ-standin-gateway:dev"
@@ -91,46 +90,25 @@ def prepare_world(
             return row is not None and row.status == "ready"
 
     e2e_bench.wait_for(ready, timeout=60, message="the Namespace to become ready")
-    configuration = configurations.create_configuration(
-        database, actor_id=admin, namespace_id=namespace_id, name="c", document={"model": "m"}
-    )
-    secret = secret_use_cases.create_secret(
+    resources = worlds.namespace_resources(
         database,
-        store=secret_store.SecretStore(SECRET_KEY),
-        actor_id=admin,
+        admin=admin,
         namespace_id=namespace_id,
-        name="harness",
-        value="sk-bench",
+        store=secret_store.SecretStore(SECRET_KEY),
+        secret_value="sk-bench",
+        document={"model": "m"},
     )
-    with database.transaction() as session:
-        role = iam_policy.create_role(
-            session,
-            name="runtime",
-            permissions=["configuration:read", "secret:operate"],
-            namespace_id=namespace_id,
-        )
-    agent_ids = []
-    for index in range(agents_count):
-        agent = agents.create_agent(
+    agent_ids = [
+        worlds.bound_agent(
             database,
-            actor_id=admin,
+            admin=admin,
             namespace_id=namespace_id,
-            name=f"agent-{index}",
-            configuration_id=configuration.id,
-            harness={"id": "openclaw", "version": "1.0.0"},
-            execution_mode="embedded",
-            harness_auth={"kind": "secret", "secret_id": secret.id},
+            resources=resources,
             compute_driver="docker",
-        )
-        with database.transaction() as session:
-            iam_policy.bind(
-                session,
-                role_id=role.id,
-                principal_id=agent.service_principal_id,
-                created_by=admin,
-                namespace_id=namespace_id,
-            )
-        agent_ids.append(agent.id)
+            name=f"agent-{index}",
+        ).id
+        for index in range(agents_count)
+    ]
     return namespace_id, agent_ids
 
 
@@ -171,6 +149,7 @@ def deploy_all(
         return found if set(admitted) <= set(found) else None
 
     done = e2e_bench.wait_for(finished, timeout=600, interval=0.1, message="every deploy active")
+    assert done is not None  # wait_for returns only a true value
     if verbose:
         work_ids = {f"agent_revision:{rev}:reconcile" for rev in admitted}
         durations = e2e_bench.driver_durations(fleet, work_ids)

@@ -71,19 +71,16 @@ from bench import e2e_bench  # noqa: E402
 from occ import secret_store  # noqa: E402
 from occ.config import Settings  # noqa: E402
 from occ.controller import (  # noqa: E402
-    agents,
-    configurations,
     deployments,
     installation,
     namespaces,
 )
-from occ.controller import secrets as secret_use_cases  # noqa: E402
 from occ.db import Database  # noqa: E402
 from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
-from occ.state import iam_policy, models  # noqa: E402
+from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import names, nudge  # noqa: E402
-from tests.support import databases  # noqa: E402
+from tests.support import databases, worlds  # noqa: E402
 from tests.support.kube_api import FakeKubeAPI  # noqa: E402
 
 BROKER_DB: Final = 10
@@ -137,52 +134,24 @@ def prepare_world(
     for index in range(count):
         namespace_id = namespace_ids[index // per_namespace]
         if index % per_namespace == 0:
-            configuration, secret, role = _namespace_resources(database, admin, namespace_id)
-        agent = agents.create_agent(
-            database,
-            actor_id=admin,
-            namespace_id=namespace_id,
-            name=f"agent-{index}",
-            configuration_id=configuration,
-            harness={"id": "openclaw", "version": "1.0.0"},
-            execution_mode="embedded",
-            harness_auth={"kind": "secret", "secret_id": secret},
-            compute_driver=driver,
-        )
-        with database.transaction() as session:
-            iam_policy.bind(
-                session,
-                role_id=role,
-                principal_id=agent.service_principal_id,
-                created_by=admin,
+            resources = worlds.namespace_resources(
+                database,
+                admin=admin,
                 namespace_id=namespace_id,
+                store=secret_store.SecretStore(SECRET_KEY),
+                secret_value="sk-bench",
+                document={"model": "m"},
             )
+        agent = worlds.bound_agent(
+            database,
+            admin=admin,
+            namespace_id=namespace_id,
+            resources=resources,
+            compute_driver=driver,
+            name=f"agent-{index}",
+        )
         pairs.append((namespace_id, agent.id))
     return pairs, namespace_ids
-
-
-def _namespace_resources(database: Database, admin: str, namespace_id: str) -> tuple[str, str, str]:
-    """A Namespace's Configuration, harness Secret and runtime Role (their ids)."""
-    configuration = configurations.create_configuration(
-        database, actor_id=admin, namespace_id=namespace_id, name="c", document={"model": "m"}
-    )
-    secret = secret_use_cases.create_secret(
-        database,
-        store=secret_store.SecretStore(SECRET_KEY),
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="harness",
-        value="sk-bench",
-    )
-    with database.transaction() as session:
-        role = iam_policy.create_role(
-            session,
-            name="runtime",
-            permissions=["configuration:read", "secret:operate"],
-            namespace_id=namespace_id,
-        )
-        role_id = role.id
-    return configuration.id, secret.id, role_id
 
 
 def deploy_all(
