@@ -23,6 +23,7 @@ from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web import (
     access,
+    documentation,
     idempotency,
     json_input,
     namespace_visibility,
@@ -75,7 +76,11 @@ def create_app(
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     api.spec.options["security"] = [{"bearer": []}]
     for module in ROUTE_MODULES:
+        documentation.document(module)
         api.register_blueprint(module.blueprint)
+    problem = api.spec.components.schemas["Problem"]["properties"]
+    problem["code"]["enum"] = problems.known_codes()
+    problem["status"]["enum"] = problems.known_statuses()
     _make_public(app, "api-docs.openapi_json")
     problems.register(app)
     app.extensions[json_input.BODY_ERROR_CHECK] = namespace_visibility.refuse_unseen

@@ -88,6 +88,32 @@ class UnsupportedMediaType(errors.InvalidInput):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
+# what the gunicorn worker answers before the app sees a request (``occ.web.serving``)
+_REFUSAL_CODES: Final = (
+    "MALFORMED_REQUEST",
+    "URI_TOO_LONG",
+    "REQUEST_HEADER_FIELDS_TOO_LARGE",
+    "EXPECTATION_FAILED",
+    "UNSUPPORTED_TRANSFER_CODING",
+)
+
+
+def known_codes() -> list[str]:
+    """Every ``code`` a problem can carry (the OpenAPI enum), from the error tree as loaded."""
+    found = {"INTERNAL_ERROR", *_HTTP_CODES.values(), *_REFUSAL_CODES}
+    pending: list[type[errors.OccError]] = [errors.OccError]
+    while pending:
+        kind = pending.pop()
+        found.add(kind.code)
+        pending.extend(kind.__subclasses__())
+    return sorted(found)
+
+
+def known_statuses() -> list[int]:
+    """Every ``status`` a problem can carry (the OpenAPI enum)."""
+    return sorted({*_TITLES, *_HTTP_CODES, *_STATUS.values()})
+
+
 def status_of(error: errors.OccError) -> int:
     for kind in type(error).__mro__:
         if kind in _STATUS:

@@ -10,6 +10,7 @@ from occ.web.routes import (
     audit_events,
     authorization_checks,
     configurations,
+    docs,
     health,
     installation,
     metrics,
@@ -36,4 +37,5 @@ ROUTE_MODULES: Final = (
     work,
     audit_events,
     metrics,
+    docs,
 )

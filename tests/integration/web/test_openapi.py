@@ -17,6 +17,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 from schemathesis.specs.openapi.definitions import OPENAPI_30
 
+from occ.web import serving
 from occ.web.schemas import common
 from tests.integration.web.conftest import Caller
 
@@ -229,3 +230,63 @@ def test_the_api_keeps_to_its_document(app: flask.Flask, admin: Caller) -> None:
     # whatever the run changed, it never locked the administrator out
     after = app.test_client().get("/v1/roles", headers=admin.headers)
     assert after.status_code == 200, after.json
+
+
+# -- the conventions in the document -----------------------------------------------------------
+
+
+def operations_of(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (path, method, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in HTTP_METHODS
+    ]
+
+
+def test_every_operation_has_an_id_a_summary_and_its_client_errors(
+    document: dict[str, Any],
+) -> None:
+    found = operations_of(document)
+    identifiers = [operation["operationId"] for _, _, operation in found]
+    assert len(identifiers) == len(set(identifiers)) == len(found)
+    assert "deployAgent" in identifiers and "listNamespaces" in identifiers
+    public = {"/healthz", "/readyz", "/v1/docs"}
+    for path, method, operation in found:
+        assert operation["summary"].strip(), (method, path)
+        responses = operation["responses"]
+        assert "400" in responses, (method, path)  # any unknown query parameter
+        if path not in public:
+            assert {"401", "403", "404"} <= set(responses), (method, path)
+        if method == "post" and path not in public:
+            assert "409" in responses, (method, path)
+            assert "Idempotency-Key" in {p["name"] for p in operation.get("parameters", [])}
+        if method in ("patch", "delete"):
+            assert {"409", "412"} <= set(responses), (method, path)
+            assert "If-Match" in {p["name"] for p in operation.get("parameters", [])}
+        if "requestBody" in operation:
+            assert {"413", "415"} <= set(responses), (method, path)
+        for status in ("201", "202"):
+            if status in responses:
+                assert "Location" in responses[status]["headers"], (method, path)
+    agent = document["paths"]["/v1/namespaces/{namespace_id}/agents/{agent_id}"]["get"]
+    assert "ETag" in agent["responses"]["200"]["headers"]
+
+
+def test_problem_codes_and_statuses_are_enumerated(document: dict[str, Any]) -> None:
+    problem = document["components"]["schemas"]["Problem"]["properties"]
+    codes, statuses = set(problem["code"]["enum"]), set(problem["status"]["enum"])
+    assert {"PRECONDITION_FAILED", "IDEMPOTENCY_KEY_REUSED", "MALFORMED_REQUEST"} <= codes
+    refusals = [refusal for _, refusal in serving.REFUSALS]
+    assert refusals
+    assert {refusal.code for refusal in refusals} <= codes
+    assert {refusal.status for refusal in refusals} <= statuses
+    assert {400, 404, 409, 412, 503} <= statuses
+
+
+def test_the_docs_page_is_served_from_the_package(client: FlaskClient) -> None:
+    page = client.get("/v1/docs")  # public
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    html = page.get_data(as_text=True)
+    assert 'fetch("openapi.json")' in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing from elsewhere
