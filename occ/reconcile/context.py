@@ -72,8 +72,21 @@ class ClaimContext:
     def operation(self) -> base.Operation:
         """The driver's view of this claim."""
         return base.Operation(
-            work_id=self._claim.work_id, claim_token=str(self._claim.token), abort=self.abort
+            work_id=self._claim.work_id,
+            claim_token=str(self._claim.token),
+            abort=self.abort,
+            leased=self.leased,
         )
+
+    def leased(self) -> bool:
+        """Whether the last confirmed lease is surely still live by this worker's clock.
+
+        The lease was granted just before its renewal returned, so a tenth of it is kept as
+        a margin; past that, an effect must not start even if no thread has noticed yet.
+        """
+        with self._lock:
+            confirmed_for = self._clock() - self._confirmed_at
+        return confirmed_for < self._policy.lease_ms * 0.9 / 1000
 
     def renew_now(self, progress_code: str | None = None) -> None:
         """Renew before an effect; raise ``ClaimLost`` (and abort) when the claim is gone."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -89,20 +89,29 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class Operation:
-    """One driver call under a claim: who asks, and the event that cancels it."""
+    """One driver call under a claim: who asks, the event that cancels it, and whether the
+    claim's last confirmed lease can still be live.
+
+    ``leased`` answers from the worker's own clock: a worker that was frozen (SIGSTOP, a
+    long pause) past its lease must not act on waking, even before its renewal thread has
+    noticed that the claim is gone.
+    """
 
     work_id: str
     claim_token: str
     abort: threading.Event
+    leased: Callable[[], bool] = field(default=lambda: True, compare=False)
 
     def check(self) -> None:
-        """Raise ``Aborted`` once the claim is lost or the worker shuts down."""
-        if self.abort.is_set():
+        """Raise ``Aborted`` once the claim is lost, its lease may have run out, or the worker
+        shuts down."""
+        if self.abort.is_set() or not self.leased():
             raise Aborted(self.work_id)
 
     def wait(self, seconds: float) -> None:
-        """Sleep up to ``seconds``; raise ``Aborted`` as soon as the abort event is set."""
-        if self.abort.wait(seconds):
+        """Sleep up to ``seconds``; raise ``Aborted`` as soon as the abort event is set, and
+        on waking when the lease may have run out meanwhile."""
+        if self.abort.wait(seconds) or not self.leased():
             raise Aborted(self.work_id)
 
 

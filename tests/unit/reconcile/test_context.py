@@ -147,3 +147,22 @@ def test_a_renewal_the_database_refuses_loses_the_claim() -> None:
         claim.renew_now()
 
     assert claim.lost and claim.abort.is_set()
+
+
+def test_an_operation_refuses_to_act_once_its_lease_may_have_run_out() -> None:
+    """A worker frozen past its lease (SIGSTOP) must not act on waking, before any thread of
+    its own has noticed: the operation itself measures the confirmed lease."""
+    manual = clock.ManualClock()
+    claim = _context(manual)
+    operation = claim.operation()
+    operation.check()  # just confirmed: fine
+
+    manual.advance(LEASE_MS * 0.9 / 1000 - 0.01)
+    operation.check()  # still inside the lease and its margin
+    manual.advance(0.02)
+
+    assert not claim.abort.is_set()  # no watch ran: only the operation's own check stops it
+    with pytest.raises(base.Aborted):
+        operation.check()
+    with pytest.raises(base.Aborted):
+        operation.wait(0)  # a wait that returns does not let the effect go on either
