@@ -108,7 +108,7 @@ def _take_over(session: orm.Session, scope: Scope, fingerprint: str) -> bool:
         .values(
             fingerprint=fingerprint,
             response_status=None,
-            response_body=None,
+            response_body=sa.null(),  # SQL NULL: a Python None would be stored as JSON null
             response_location=None,
             created_at=_NOW,
         )

@@ -7,8 +7,10 @@ from typing import Any
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
+from occ.config import Settings
 from occ.db import Database
-from occ.state import models
+from occ.state import idempotency, models
+from occ.web import idempotency as web_idempotency
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller
 
@@ -126,3 +128,39 @@ def test_a_malformed_key_is_refused(client: FlaskClient, admin: Caller) -> None:
     assert refused.status_code == 400
     assert refused.json["errors"][0]["pointer"] == "/headers/Idempotency-Key"
     assert client.get("/v1/namespaces", headers=admin.headers).json["data"] == []
+
+
+def test_a_running_request_holds_its_key_until_it_is_abandoned(
+    client: FlaskClient, admin: Caller, db: Database, owner_db: Database, settings: Settings
+) -> None:
+    body = {"name": "slow"}
+    scope = idempotency.Scope(
+        principal_id=admin.principal_id, route="POST /v1/namespaces", key="k1"
+    )
+    digest = web_idempotency.fingerprint(settings.secret_key, body)
+    with db.transaction() as session:  # a first request, still running
+        assert idempotency.claim(session, scope, digest) is None
+    busy = client.post("/v1/namespaces", json=body, headers=keyed(admin, "k1"))
+    assert busy.status_code == 409 and busy.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
+    assert client.get("/v1/namespaces", headers=admin.headers).json["data"] == []
+
+    with owner_db.transaction() as session:  # the first request died a while ago
+        session.execute(
+            sa.update(models.IdempotencyKey).values(
+                created_at=sa.func.now() - idempotency.ABANDONED_AFTER * 2
+            )
+        )
+    taken_over = client.post("/v1/namespaces", json=body, headers=keyed(admin, "k1"))
+    assert taken_over.status_code == 201, taken_over.json
+    replayed = client.post("/v1/namespaces", json=body, headers=keyed(admin, "k1"))
+    assert replayed.json == taken_over.json and replayed.headers["Idempotent-Replayed"] == "true"
+
+    with owner_db.transaction() as session:  # a day later the key is free again
+        session.execute(
+            sa.update(models.IdempotencyKey).values(
+                created_at=sa.func.now() - idempotency.RETENTION - idempotency.ABANDONED_AFTER
+            )
+        )
+    fresh = client.post("/v1/namespaces", json={"name": "later"}, headers=keyed(admin, "k1"))
+    assert fresh.status_code == 201, fresh.json
+    assert "Idempotent-Replayed" not in fresh.headers
