@@ -11,19 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import shutil
 import signal
 import stat
-import subprocess
-import sys
-import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,131 +25,27 @@ import pytest
 import sqlalchemy as sa
 
 from occ.dev import postgres
+from tests.e2e import dev_process
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.timeout(420)
 
 READY_DEADLINE_S = 120.0
 NAMESPACE_DEADLINE_S = 30.0
-STOP_DEADLINE_S = 60.0
-
-
-@dataclass
-class DevProcess:
-    """A running ``occ dev`` with its output collected on background threads."""
-
-    process: subprocess.Popen[str]
-    lines: queue.Queue[str] = field(default_factory=queue.Queue)
-    stdout: list[str] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=list)
-    readers: list[threading.Thread] = field(default_factory=list)
-
-    def start_readers(self) -> None:
-        assert self.process.stdout is not None and self.process.stderr is not None
-
-        def read_stdout() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:
-                self.stdout.append(line)
-                self.lines.put(line)
-
-        def read_stderr() -> None:
-            assert self.process.stderr is not None
-            for line in self.process.stderr:
-                self.stderr.append(line)
-
-        for target in (read_stdout, read_stderr):
-            reader = threading.Thread(target=target, daemon=True)
-            reader.start()
-            self.readers.append(reader)
-
-    def join_readers(self, timeout_s: float) -> None:
-        """Wait until both pipes are read to the end (after the process exited)."""
-        for reader in self.readers:
-            reader.join(timeout_s)
-        assert not any(reader.is_alive() for reader in self.readers), "output still open"
-
-    def wait_ready(self, deadline_s: float) -> dict[str, Any]:
-        deadline = time.monotonic() + deadline_s
-        while time.monotonic() < deadline:
-            try:
-                line = self.lines.get(timeout=0.5)
-            except queue.Empty:
-                if self.process.poll() is not None:
-                    break
-                continue
-            return json.loads(line)  # type: ignore[no-any-return]
-        raise AssertionError(
-            f"no dev.ready line within {deadline_s} s "
-            f"(exit code {self.process.poll()}); stderr: {''.join(self.stderr)}"
-        )
-
-    def stop(self, sig: signal.Signals, deadline_s: float) -> int:
-        self.process.send_signal(sig)
-        try:
-            return self.process.wait(deadline_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(
-                f"occ dev did not stop within {deadline_s} s after {sig.name}"
-            ) from None
-
-
-def _environment() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
+STOP_DEADLINE_S = dev_process.STOP_DEADLINE_S
 
 
 @pytest.fixture
-def home() -> Iterator[Path]:
-    """A fresh home outside pytest's private temporary root.
+def run_dev() -> Iterator[Any]:
+    started: list[dev_process.DevProcess] = []
 
-    Run as root, pgserver starts PostgreSQL as the user ``pgserver`` and opens the parents of
-    the data directory to it; a concurrent pytest session resets its temporary root to 0700,
-    which would lock that user out again.
-    """
-    parent = Path(tempfile.mkdtemp(prefix="occ-dev-e2e-"))
-    yield parent / "home"
-    shutil.rmtree(parent, ignore_errors=True)
-
-
-@pytest.fixture
-def run_dev(home: Path) -> Iterator[Any]:
-    started: list[DevProcess] = []
-
-    def run(home: Path) -> DevProcess:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from occ.cli import main; main()",
-                "dev",
-                "--home",
-                str(home),
-                "--port",
-                "0",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_environment(),
-            start_new_session=True,
-        )
-        dev = DevProcess(process)
-        dev.start_readers()
+    def run(home: Path) -> dev_process.DevProcess:
+        dev = dev_process.start(home)
         started.append(dev)
         return dev
 
     yield run
-    for dev in started:  # a failed test still leaves nothing running
-        if dev.process.poll() is None:
-            dev.process.send_signal(signal.SIGINT)
-            try:
-                dev.process.wait(STOP_DEADLINE_S)
-            except subprocess.TimeoutExpired:
-                dev.process.kill()
-                dev.process.wait()
+    dev_process.stop_all(started)
 
 
 def _request(

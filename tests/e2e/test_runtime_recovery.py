@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,15 +20,8 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.e2e.test_dev import (
-    READY_DEADLINE_S,
-    STOP_DEADLINE_S,
-    DevProcess,
-    _environment,
-    _request,
-    _wait_for_status,
-    home,  # noqa: F401 - the fixture, shared with test_dev
-)
+from tests.e2e import dev_process
+from tests.e2e.test_dev import READY_DEADLINE_S, STOP_DEADLINE_S, _request, _wait_for_status
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -44,42 +35,16 @@ DEPLOY_DEADLINE_S = 60.0
 
 
 @pytest.fixture
-def run_dev(home: Path) -> Iterator[Any]:  # noqa: F811 - the shared fixture above
-    started: list[DevProcess] = []
+def run_dev(home: Path) -> Iterator[Any]:
+    started: list[dev_process.DevProcess] = []
 
-    def run() -> DevProcess:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from occ.cli import main; main()",
-                "dev",
-                "--home",
-                str(home),
-                "--port",
-                "0",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**_environment(), "OCC_MAINTENANCE_INTERVAL_MS": str(INTERVAL_MS)},
-            start_new_session=True,
-        )
-        dev = DevProcess(process)
-        dev.start_readers()
+    def run() -> dev_process.DevProcess:
+        dev = dev_process.start(home, {"OCC_MAINTENANCE_INTERVAL_MS": str(INTERVAL_MS)})
         started.append(dev)
         return dev
 
     yield run
-    for dev in started:  # a failed test still leaves nothing running
-        if dev.process.poll() is None:
-            dev.process.send_signal(signal.SIGINT)
-            try:
-                dev.process.wait(STOP_DEADLINE_S)
-            except subprocess.TimeoutExpired:
-                dev.process.kill()
-                dev.process.wait()
+    dev_process.stop_all(started)
 
 
 class Api:
