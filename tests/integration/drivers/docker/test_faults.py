@@ -49,6 +49,27 @@ def _pause(client: Any, container_id: str) -> bool:
     return True
 
 
+def _deploy_with_paused_gateway(
+    db: Database, env: dict[str, str], client: Any, w: world.World
+) -> str:
+    """Deploy and pause the revision's gateway container as soon as it runs; the revision id."""
+    revision_id = world.deploy(db, w)
+    world.send_nudge(env)
+    [created] = wait_for(
+        lambda: world.gateways(client, revision_id=revision_id),
+        timeout=30,
+        interval=0.005,
+        message="the gateway container to be created",
+    )
+    wait_for(
+        lambda: _pause(client, created.id),
+        timeout=30,
+        interval=0.005,
+        message="the starting gateway to be paused",
+    )
+    return revision_id
+
+
 def _published_endpoint(client: Any, container_id: str) -> str | None:
     port = workload.published_port(client.api.inspect_container(container_id))
     return None if port is None else workload.endpoint(port)
@@ -72,23 +93,9 @@ def test_the_engine_stopped_mid_deploy_the_work_retries_and_converges_when_it_is
     fleet.beat()
     w = world.make(db, env)
     client = docker.DockerClient(base_url=own_engine.host, timeout=30)
-    revision_id = world.deploy(db, w)
-    work_id = f"agent_revision:{revision_id}:reconcile"
-    world.send_nudge(env)
-    [created] = wait_for(
-        lambda: world.gateways(client, revision_id=revision_id),
-        timeout=30,
-        interval=0.005,
-        message="the gateway container to be created",
-    )
-
     # paused as soon as it runs, it cannot answer: the deploy cannot finish before the stop
-    wait_for(
-        lambda: _pause(client, created.id),
-        timeout=30,
-        interval=0.005,
-        message="the starting gateway to be paused",
-    )
+    revision_id = _deploy_with_paused_gateway(db, env, client, w)
+    work_id = f"agent_revision:{revision_id}:reconcile"
     client.close()
     own_engine.stop()  # containers stop with the engine; published ports go away
 
@@ -139,21 +146,8 @@ def test_a_driver_worker_killed_mid_deploy_leaves_one_gateway_for_the_active_rev
     doomed = fleet.worker("doomed")
     w = world.make(db, env)
     try:
-        revision_id = world.deploy(db, w)
-        world.send_nudge(env)
-        [created] = wait_for(
-            lambda: world.gateways(client, revision_id=revision_id),
-            timeout=30,
-            interval=0.005,
-            message="the gateway container to be created",
-        )
         # paused as soon as it runs, it cannot answer: the doomed pass cannot finish first
-        wait_for(
-            lambda: _pause(client, created.id),
-            timeout=30,
-            interval=0.005,
-            message="the starting gateway to be paused",
-        )
+        revision_id = _deploy_with_paused_gateway(db, env, client, w)
         doomed.kill_group()
         interrupted = world.state_is(db, w, revision_id, "pending")
 
