@@ -46,7 +46,7 @@ class AgentHarnessAuthInput(common.Request):
 
 
 class AgentCreate(common.Request):
-    name = fields.String(required=True)
+    name = fields.String(required=True, metadata={"example": "helper"})
     configuration_id = fields.String(data_key="configurationId", required=True)
     harness = fields.Nested(AgentHarnessInput, required=True)
     execution_mode = fields.String(

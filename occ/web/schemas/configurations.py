@@ -9,9 +9,13 @@ from occ.web.schemas import common
 
 
 class ConfigurationCreate(common.Request):
-    name = fields.String(required=True)
+    name = fields.String(required=True, metadata={"example": "base"})
     document = fields.Dict(
-        required=True, metadata={"description": "A JSON object, at most 64 KiB serialized."}
+        required=True,
+        metadata={
+            "description": "A JSON object, at most 64 KiB serialized.",
+            "example": {"model": "gpt-5", "temperature": 0.2},
+        },
     )
 
 

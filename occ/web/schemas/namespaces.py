@@ -10,8 +10,10 @@ from occ.web.schemas import common
 
 
 class NamespaceCreate(common.Request):
-    name = fields.String(required=True)
-    existing_namespace = fields.String(data_key="existingNamespace", load_default=None)
+    name = fields.String(required=True, metadata={"example": "team-a"})
+    existing_namespace = fields.String(
+        data_key="existingNamespace", load_default=None, metadata={"example": "team-a-prod"}
+    )
 
 
 class Namespace(ma.Schema):

@@ -9,13 +9,14 @@ from occ.web.schemas import common
 
 
 class SecretCreate(common.Request):
-    name = fields.String(required=True)
+    name = fields.String(required=True, metadata={"example": "model-token"})
     value = fields.String(
         required=True,
         load_only=True,
         metadata={
             "description": "1 to 64 KiB of UTF-8; write-only, never returned.",
             "writeOnly": True,
+            "example": "an-example-token",
         },
     )
 

@@ -290,3 +290,14 @@ def test_the_docs_page_is_served_from_the_package(client: FlaskClient) -> None:
     html = page.get_data(as_text=True)
     assert 'fetch("openapi.json")' in html
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing from elsewhere
+
+
+def test_creation_bodies_carry_examples(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    for name, field in (
+        ("NamespaceCreate", "name"),
+        ("ConfigurationCreate", "document"),
+        ("SecretCreate", "value"),
+        ("AgentCreate", "name"),
+    ):
+        assert "example" in schemas[name]["properties"][field], (name, field)
