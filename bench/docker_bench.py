@@ -63,7 +63,7 @@ from occ.drivers.compute.docker import naming  # noqa: E402
 from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
-from tests.support import databases, worlds  # noqa: E402
+from tests.support import brokers, databases, worlds  # noqa: E402
 
 BROKER_DB: Final = 11
 IMAGE: Final = "occ-standin-gateway:dev"
@@ -278,8 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(128 + number)
 
     signal.signal(signal.SIGTERM, terminated)
-    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    broker = base.rsplit("/", 1)[0] + f"/{BROKER_DB}"
+    broker = brokers.url(BROKER_DB)
     broker_client = redis.Redis.from_url(broker)
     broker_client.flushdb()
     directory = Path(tempfile.mkdtemp(prefix="occ-docker-bench-"))

@@ -91,7 +91,7 @@ from occ.db import Database  # noqa: E402
 from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
-from tests.support import databases  # noqa: E402
+from tests.support import brokers, databases  # noqa: E402
 
 T = TypeVar("T")
 
@@ -560,8 +560,7 @@ def celery_throughput(
 
 
 def broker_url() -> str:
-    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    return base.rsplit("/", 1)[0] + f"/{BROKER_DB}"
+    return brokers.url(BROKER_DB)
 
 
 def fleet_env(urls: databases.DatabaseUrls, broker: str, local_root: Path) -> dict[str, str]:

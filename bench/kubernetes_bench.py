@@ -80,7 +80,7 @@ from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
 from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import names, nudge  # noqa: E402
-from tests.support import databases, worlds  # noqa: E402
+from tests.support import brokers, databases, worlds  # noqa: E402
 from tests.support.kube_api import FakeKubeAPI  # noqa: E402
 
 BROKER_DB: Final = 10
@@ -369,8 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(128 + number)
 
     signal.signal(signal.SIGTERM, terminated)
-    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    broker = base.rsplit("/", 1)[0] + f"/{BROKER_DB}"
+    broker = brokers.url(BROKER_DB)
     broker_client = redis.Redis.from_url(broker)
     broker_client.flushdb()
     directory = Path(tempfile.mkdtemp(prefix="occ-kubernetes-bench-"))

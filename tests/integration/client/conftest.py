@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import redis
 
 from occ.controller import installation
 from occ.db import Database
 from occ.state import api_keys
-from tests.support import databases, processes, servers
+from tests.support import brokers, databases, processes, servers
 
 PEPPER = "test-pepper"
 CONVERGENCE_MS = 8_000
@@ -78,13 +77,8 @@ class Operator:
 
 @pytest.fixture
 def broker_url() -> Iterator[str]:
-    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    url = base.rsplit("/", 1)[0] + "/12"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
+    with brokers.flushed(12) as url:
+        yield url
 
 
 @pytest.fixture

@@ -7,23 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from occ.db import Database
-from tests.support import databases, processes
+from tests.support import brokers, databases, processes
 
 LEASE_MS = 2_000
 
 
 @pytest.fixture
 def broker_url() -> Iterator[str]:
-    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    url = base.rsplit("/", 1)[0] + "/13"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
+    with brokers.flushed(13) as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,0 +1,32 @@
+"""Celery broker URLs on the test Redis: one Redis database per suite, emptied around its use.
+
+``OCC_TEST_REDIS_URL`` names the server; each suite (and benchmark) takes a database number of
+its own so that runs side by side never read each other's queues. Nothing here starts Redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import redis
+
+
+def url(database: int) -> str:
+    """The test Redis server's URL with its database set to ``database``."""
+    base = os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    return base.rsplit("/", 1)[0] + f"/{database}"
+
+
+@contextlib.contextmanager
+def flushed(database: int) -> Iterator[str]:
+    """The URL of ``database``, empty on entry and emptied again on exit."""
+    broker = url(database)
+    client = redis.Redis.from_url(broker)
+    client.flushdb()
+    try:
+        yield broker
+    finally:
+        client.flushdb()
+        client.close()
