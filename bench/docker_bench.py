@@ -301,21 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             boot = installation.bootstrap_installation(database, name="bench", admin_name="admin")
             admin = boot.admin_principal_id
             assert admin is not None
-            fleet.worker(
-                "control",
-                app=e2e_bench.OCC_APP,
-                queues=tasks_app.CONTROL_QUEUE,
-                pool="threads",
-                concurrency=2,
-            )
-            fleet.worker(
-                "drivers-1",
-                app=e2e_bench.OCC_APP,
-                queues=tasks_app.DRIVER_QUEUE,
-                pool="prefork",
-                concurrency=args.concurrency,
-            )
-            fleet.beat("beat", 250)
+            fleet.start_deploy_workers(args.concurrency)
             namespace_id, agent_ids = prepare_world(database, env, admin, args.agents)
             log(args.verbose, f"{len(agent_ids)} Agents ready to deploy")
             per_s, latencies = deploy_all(

@@ -227,6 +227,21 @@ class Fleet:
             raise BenchError(f"worker {name} exited:\n{process.tail()}")
         return process
 
+    def start_deploy_workers(self, driver_concurrency: int) -> None:
+        """What the deploy benchmarks run: a control worker (two threads), one driver worker
+        of ``driver_concurrency`` processes and a beat claiming every 250 ms."""
+        self.worker(
+            "control", app=OCC_APP, queues=tasks_app.CONTROL_QUEUE, pool="threads", concurrency=2
+        )
+        self.worker(
+            "drivers-1",
+            app=OCC_APP,
+            queues=tasks_app.DRIVER_QUEUE,
+            pool="prefork",
+            concurrency=driver_concurrency,
+        )
+        self.beat("beat", 250)
+
     def beat(self, name: str, claim_interval_ms: int) -> Process:
         return self._start(
             name,

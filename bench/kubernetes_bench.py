@@ -254,21 +254,7 @@ def maintenance_done(database: Database, revision_ids: list[str]) -> int:
 
 def start_fleet(env: dict[str, str], directory: Path, concurrency: int) -> e2e_bench.Fleet:
     fleet = e2e_bench.Fleet(env, directory)
-    fleet.worker(
-        "control",
-        app=e2e_bench.OCC_APP,
-        queues=tasks_app.CONTROL_QUEUE,
-        pool="threads",
-        concurrency=2,
-    )
-    fleet.worker(
-        "drivers-1",
-        app=e2e_bench.OCC_APP,
-        queues=tasks_app.DRIVER_QUEUE,
-        pool="prefork",
-        concurrency=concurrency,
-    )
-    fleet.beat("beat", 250)
+    fleet.start_deploy_workers(concurrency)
     return fleet
 
 
