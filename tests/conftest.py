@@ -2,7 +2,7 @@
 
 Tests connect as ``occ_app`` (the role the API and workers use); the owner connection only
 creates, migrates and empties the database. ``OCC_TEST_DATABASE_URL`` names the server (the
-Makefile finds or starts one).
+Makefile finds or starts one). ``permissive_umask`` clears the umask for tests of file modes.
 """
 
 from __future__ import annotations
@@ -20,6 +20,16 @@ for _name in [
 from occ.db import Database  # noqa: E402
 from occ.state import values  # noqa: E402
 from tests.support import databases  # noqa: E402
+
+
+@pytest.fixture
+def permissive_umask() -> Iterator[None]:
+    """No umask for the test, so that every file mode checked is the one the code set."""
+    previous = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 @pytest.fixture(scope="session")

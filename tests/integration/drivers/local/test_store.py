@@ -5,9 +5,7 @@ The umask is cleared for the test, so every mode checked is one the driver set i
 
 from __future__ import annotations
 
-import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +14,6 @@ from occ import ids
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
 from tests.integration.drivers.local import support
-
-
-@pytest.fixture
-def permissive_umask() -> Iterator[None]:
-    previous = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 def _modes(root: Path) -> dict[str, int]:

@@ -5,22 +5,12 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.local import store
-
-
-@pytest.fixture
-def permissive_umask() -> Iterator[None]:
-    previous = os.umask(0)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 def _mode(path: Path) -> int:
