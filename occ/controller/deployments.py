@@ -1,7 +1,7 @@
 """Deployments: deploy an Agent (an immutable AgentRevision + its work), read revisions, and
 read a deployment's status (projected by ``occ.controller.deployment_status``).
 
-The deployment id is the revision id. Revisions are returned as ``occ.state.agents.Revision``
+The deployment id is the revision id. Revisions are returned as ``occ.state.revisions.Revision``
 values.
 """
 
@@ -14,7 +14,16 @@ from occ import errors, iam
 from occ.controller import admission, deployment_status
 from occ.controller import agents as agent_use_cases
 from occ.db import Database, Session
-from occ.state import agents, audit, configurations, namespaces, values, work_keys, work_queue
+from occ.state import (
+    agents,
+    audit,
+    configurations,
+    namespaces,
+    revisions,
+    values,
+    work_keys,
+    work_queue,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,7 +31,7 @@ class DeployAccepted:
     """What a deploy admitted: the deployment (= revision) id and the revision."""
 
     deployment_id: str
-    revision: agents.Revision
+    revision: revisions.Revision
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,9 +82,9 @@ def deploy_agent(
             admitted = _admit(session, actor_id, namespace, start.agent, policies)
         agent = start.agent
         configuration = admitted.configuration
-        revision = agents.insert_revision(
+        revision = revisions.insert_revision(
             session,
-            agents.RevisionSnapshot(
+            revisions.RevisionSnapshot(
                 namespace_id=namespace.id,
                 agent_id=agent.id,
                 revision_number=start.revision_number,
@@ -253,7 +262,7 @@ def _missing(
 
 def list_revisions(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> list[agents.Revision]:
+) -> list[revisions.Revision]:
     """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first.
 
     Raises:
@@ -264,7 +273,7 @@ def list_revisions(
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
-        candidates = agents.list_revisions(session, agent.id)
+        candidates = revisions.list_revisions(session, agent.id)
         visible = admission.readable(
             session, actor_id, "agent_revision:read", candidates, _resource
         )
@@ -282,7 +291,7 @@ def list_revisions(
 
 def get_revision(
     db: Database, *, actor_id: str, namespace_id: str, agent_id: str, revision_id: str
-) -> agents.Revision:
+) -> revisions.Revision:
     """One revision of the Agent (``agent_revision:read``).
 
     Raises:
@@ -334,10 +343,10 @@ def _readable_revision(
     revision_id: str,
     *,
     action: str,
-) -> agents.Revision:
+) -> revisions.Revision:
     namespace = agent_use_cases.live_namespace(session, namespace_id)
     agent = agent_use_cases.find(session, namespace.id, agent_id)
-    revision = agents.get_revision(session, agent.id, revision_id)
+    revision = revisions.get_revision(session, agent.id, revision_id)
     if revision is None:
         raise errors.NotFound("the agent revision does not exist")
     admission.require(
@@ -354,5 +363,5 @@ def _readable_revision(
 # -- resources -------------------------------------------------------------------------------------
 
 
-def _resource(revision: agents.Revision) -> iam.Resource:
+def _resource(revision: revisions.Revision) -> iam.Resource:
     return iam.Resource("agent_revision", revision.id, revision.namespace_id)

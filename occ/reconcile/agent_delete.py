@@ -12,6 +12,7 @@ from occ.db import Session
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, finalizers
+from occ.state import revisions as revision_rows
 
 Code = codes.Code
 
@@ -31,7 +32,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
             return authority.refuse(
                 session, context, action="agents.delete", resource=resource, decision=denial
             )
-        revisions = agents.list_revisions(session, agent.id)
+        revisions = revision_rows.list_revisions(session, agent.id)
         if any(r.compute_driver != worker.driver.name for r in revisions):
             return _fail(session, context, agent, Code.COMPUTE_DRIVER_MISMATCH)
     for revision in sorted(revisions, key=lambda r: r.revision_number, reverse=True):

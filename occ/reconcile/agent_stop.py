@@ -11,6 +11,7 @@ from occ import codes, iam
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, work_queue
+from occ.state import revisions as revision_rows
 
 Code = codes.Code
 
@@ -30,7 +31,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
             )
         if agent.desired_runtime_state != "stopped":
             return settle.complete(session, claim, Code.STOP_SUPERSEDED)
-        revisions = agents.list_revisions(session, agent.id)
+        revisions = revision_rows.list_revisions(session, agent.id)
         active = next((r for r in revisions if r.id == agent.active_revision_id), None)
         if active is not None and active.created_at > claim.created_at:
             return settle.complete(session, claim, Code.STOP_SUPERSEDED)

@@ -24,7 +24,7 @@ from occ.drivers.compute import base
 from occ.reconcile import environment, outcome, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore, Snapshot
-from occ.state import agents
+from occ.state import revisions
 from occ.state.work_keys import WorkKind
 
 T = TypeVar("T")
@@ -234,7 +234,7 @@ def _effect(guard: ClaimGuard, call: Callable[[], T]) -> T:
 def _each(
     guard: ClaimGuard,
     operation: Callable[[base.Operation, base.RevisionSpec], None],
-    revisions: Iterable[agents.Revision],
+    revisions: Iterable[revisions.Revision],
 ) -> None:
     """One Compute call per revision, each under a freshly renewed claim (no credential)."""
     for revision in revisions:

@@ -22,6 +22,7 @@ from occ.state import (
     audit,
     iam_policy,
     namespaces,
+    revisions,
     runtime_observations,
     secrets,
     values,
@@ -39,9 +40,9 @@ class Snapshot:
     """What a pass read in one transaction, after every check passed."""
 
     agent: agents.Agent
-    revision: agents.Revision
-    active: agents.Revision | None
-    earlier: tuple[agents.Revision, ...]
+    revision: revisions.Revision
+    active: revisions.Revision | None
+    earlier: tuple[revisions.Revision, ...]
     """The Agent's older revisions on this driver, oldest first."""
     spec: base.RevisionSpec
     """The revision as the driver sees it, with its credential for a deploy pass."""
@@ -113,7 +114,7 @@ class DatabaseRevisionStore:
         namespace = namespaces.get(session, owner.namespace_id)
         agent = agents.get(session, owner.namespace_id, owner.agent_id) if owner.agent_id else None
         revision = (
-            agents.get_revision(session, owner.agent_id, owner.revision_id)
+            revisions.get_revision(session, owner.agent_id, owner.revision_id)
             if owner.agent_id and owner.revision_id
             else None
         )
@@ -155,7 +156,7 @@ class DatabaseRevisionStore:
         credential = self._unseal(session, revision)
         if isinstance(credential, outcome.PassResult):
             return credential
-        all_revisions = agents.list_revisions(session, agent.id)
+        all_revisions = revisions.list_revisions(session, agent.id)
         return Snapshot(
             agent=agent,
             revision=revision,
@@ -175,7 +176,7 @@ class DatabaseRevisionStore:
         )
 
     def _unseal(
-        self, session: Session, revision: agents.Revision
+        self, session: Session, revision: revisions.Revision
     ) -> base.Credential | outcome.PassResult | None:
         """The harness credential, read only now: after the re-authorization, under the live
         claim (renewed in this transaction), and never stored anywhere but the driver's call."""
@@ -349,7 +350,7 @@ def _observation_code(code: str) -> str:
 
 
 def _deploy_checks(
-    actor_id: str, agent: agents.Agent, revision: agents.Revision
+    actor_id: str, agent: agents.Agent, revision: revisions.Revision
 ) -> list[tuple[str, str, iam.Resource]]:
     namespace_id = agent.namespace_id
     checks = [(actor_id, "agent:deploy", iam.Resource("agent", agent.id, namespace_id))]

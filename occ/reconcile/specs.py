@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from occ.drivers.compute import base
-from occ.state import agents
+from occ.state import revisions
 
 
-def revision(row: agents.Revision, credential: base.Credential | None = None) -> base.RevisionSpec:
+def revision(
+    row: revisions.Revision, credential: base.Credential | None = None
+) -> base.RevisionSpec:
     """The driver's view of a revision; ``credential`` only for a deploy pass's effects."""
     return base.RevisionSpec(
         namespace_id=row.namespace_id,

@@ -17,7 +17,7 @@ from occ import errors, ids
 from occ.controller import agent_lifecycle, agents, deployment_status, deployments, installation
 from occ.db import Database
 from occ.state import agents as agent_rows
-from occ.state import audit, iam_policy, models, values, work_keys, work_queue
+from occ.state import audit, iam_policy, models, revisions, values, work_keys, work_queue
 from tests.support import grants, rows
 
 SP_PERMISSIONS = ("configuration:read", "secret:operate")
@@ -221,7 +221,7 @@ def test_draft_edits_leave_revisions_alone(db: Database, admin: str, world: Worl
         agent_id=view.id,
         revision_id=accepted.deployment_id,
     )
-    assert pinned.harness == agent_rows.RevisionHarness("openclaw", "1.2.3", "embedded")
+    assert pinned.harness == revisions.RevisionHarness("openclaw", "1.2.3", "embedded")
     assert count(db, models.ControllerWork) == 1
 
 

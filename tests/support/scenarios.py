@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from occ import ids
 from occ.drivers.compute import base
 from occ.state import agents, work_keys
+from occ.state import revisions as revision_rows
 from tests.support import fake_driver
 
 _EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -23,17 +24,17 @@ class Scenario:
     """An Agent, all its revisions, and the revision a work item is about."""
 
     agent: agents.Agent
-    revisions: tuple[agents.Revision, ...]
+    revisions: tuple[revision_rows.Revision, ...]
     """Every revision of the Agent, by revision number."""
     revision_id: str
     key: work_keys.WorkKey
     credential: base.Credential | None
 
     @property
-    def revision(self) -> agents.Revision:
+    def revision(self) -> revision_rows.Revision:
         return next(r for r in self.revisions if r.id == self.revision_id)
 
-    def numbered(self, number: int) -> agents.Revision:
+    def numbered(self, number: int) -> revision_rows.Revision:
         return next(r for r in self.revisions if r.revision_number == number)
 
 
@@ -56,7 +57,7 @@ def agent(
     principal_id, configuration_id = ids.new("principal"), ids.new("configuration")
     secret_id = ids.new("secret") if credential is not None else None
     rows = tuple(
-        agents.Revision(
+        revision_rows.Revision(
             id=ids.new("agent_revision"),
             namespace_id=namespace_id,
             agent_id=agent_id,

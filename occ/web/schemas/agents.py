@@ -1,7 +1,7 @@
 """Agent, AgentRevision and deployment-status representations and request bodies.
 
 Representations dump the controller's ``ObservedAgent`` (an Agent with its runtime status),
-``occ.state.agents.Revision`` values and the controller's deployment projection. Request bodies
+``occ.state.revisions.Revision`` values and the controller's deployment projection. Request bodies
 are closed; the admission use cases re-check every field (harness version format, execution
 mode of the harness, references in the Namespace) with JSON pointers.
 """

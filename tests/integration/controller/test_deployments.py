@@ -18,7 +18,7 @@ from occ import errors, ids
 from occ.controller import agent_lifecycle, agents, deployments, installation
 from occ.db import Database
 from occ.state import agents as agent_rows
-from occ.state import audit, models, work_keys
+from occ.state import audit, models, revisions, work_keys
 from tests.support import databases, grants, processes, rows
 
 THREADS = 8
@@ -99,7 +99,7 @@ def deploy(db: Database, world: World, actor_id: str | None = None) -> deploymen
 def revision_numbers(db: Database, agent_id: str) -> list[int]:
     with db.transaction() as session:
         return [
-            revision.revision_number for revision in agent_rows.list_revisions(session, agent_id)
+            revision.revision_number for revision in revisions.list_revisions(session, agent_id)
         ]
 
 

@@ -1,0 +1,137 @@
+"""AgentRevision rows: the immutable snapshot a deploy pins, written once, read by the workers.
+
+Takes the caller's session and never commits. Revisions are immutable: a trigger rejects
+UPDATE and the application role may not DELETE them; their numbers come from the Agent's
+``revision_counter`` (``agents.begin_deploy``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ import ids
+from occ.state import agents, models
+
+_REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
+
+
+@dataclass(frozen=True)
+class RevisionHarness:
+    """The harness a revision pinned, with the execution mode it runs in."""
+
+    id: str
+    version: str
+    mode: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevisionSnapshot:
+    """What a deploy pins: everything a worker needs, frozen at admission."""
+
+    namespace_id: str
+    agent_id: str
+    revision_number: int
+    actor_id: str
+    configuration_id: str
+    configuration_generation: int
+    configuration_document: Mapping[str, Any]
+    harness_id: str
+    harness_version: str
+    harness_mode: str
+    compute_driver: str
+    harness_auth: Mapping[str, Any]
+    service_principal_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Revision(RevisionSnapshot):
+    """An AgentRevision row."""
+
+    id: str
+    created_at: dt.datetime
+
+    @property
+    def harness(self) -> RevisionHarness:
+        return RevisionHarness(self.harness_id, self.harness_version, self.harness_mode)
+
+    @property
+    def pinned_harness_auth(self) -> agents.HarnessAuth:
+        """``harness_auth`` as a value (a revision always pins a Secret reference)."""
+        return agents.HarnessAuth(
+            str(self.harness_auth["kind"]), str(self.harness_auth["secretId"])
+        )
+
+
+def insert_revision(session: orm.Session, snapshot: RevisionSnapshot) -> Revision:
+    """Write an immutable AgentRevision for the snapshot."""
+    statement = (
+        sa.insert(_REVISIONS)
+        .values(
+            id=ids.new("agent_revision"),
+            namespace_id=snapshot.namespace_id,
+            agent_id=snapshot.agent_id,
+            revision_number=snapshot.revision_number,
+            actor_id=snapshot.actor_id,
+            configuration_id=snapshot.configuration_id,
+            configuration_generation=snapshot.configuration_generation,
+            configuration_document=dict(snapshot.configuration_document),
+            harness_id=snapshot.harness_id,
+            harness_version=snapshot.harness_version,
+            harness_mode=snapshot.harness_mode,
+            compute_driver=snapshot.compute_driver,
+            harness_auth=dict(snapshot.harness_auth),
+            service_principal_id=snapshot.service_principal_id,
+        )
+        .returning(*_REVISIONS.c)
+    )
+    return _revision(session.execute(statement).mappings().one())
+
+
+def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revision | None:
+    """The Agent's revision, or ``None``."""
+    row = (
+        session.execute(
+            sa.select(_REVISIONS).where(
+                _REVISIONS.c.agent_id == agent_id, _REVISIONS.c.id == revision_id
+            )
+        )
+        .mappings()
+        .first()
+    )
+    return None if row is None else _revision(row)
+
+
+def list_revisions(session: orm.Session, agent_id: str) -> list[Revision]:
+    """The Agent's revisions, newest first."""
+    query = (
+        sa.select(_REVISIONS)
+        .where(_REVISIONS.c.agent_id == agent_id)
+        .order_by(_REVISIONS.c.revision_number.desc())
+    )
+    return [_revision(row) for row in session.execute(query).mappings()]
+
+
+def _revision(row: sa.RowMapping) -> Revision:
+    return Revision(
+        id=row["id"],
+        namespace_id=row["namespace_id"],
+        agent_id=row["agent_id"],
+        revision_number=row["revision_number"],
+        actor_id=row["actor_id"],
+        configuration_id=row["configuration_id"],
+        configuration_generation=row["configuration_generation"],
+        configuration_document=row["configuration_document"],
+        harness_id=row["harness_id"],
+        harness_version=row["harness_version"],
+        harness_mode=row["harness_mode"],
+        compute_driver=row["compute_driver"],
+        harness_auth=row["harness_auth"],
+        service_principal_id=row["service_principal_id"],
+        created_at=row["created_at"],
+    )
