@@ -22,15 +22,11 @@ from occ import secret_store
 from occ.config import Settings
 from occ.controller import (
     agent_lifecycle,
-    agents,
-    deployment_status,
-    deployments,
     installation,
     namespaces,
 )
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.state import agents as agent_rows
 from occ.state import models
 from occ.state import namespaces as namespace_rows
 from occ.state import restrictions as restriction_rows
@@ -77,19 +73,12 @@ def _make_world(
     )
 
 
-def _deploy(db: Database, world: World) -> str:
-    accepted = deployments.deploy_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
-    )
-    return accepted.deployment_id
-
-
 def _deploy_until_active(db: Database, env: dict[str, str], world: World, what: str) -> str:
     """Deploy, nudge the workers and wait for the revision to become active; its id."""
-    revision_id = _deploy(db, world)
+    revision_id = worlds.deploy(db, world)
     _nudge(env)
     wait_for(
-        lambda: _state_is(db, world, revision_id, "active"),
+        lambda: worlds.state_is(db, world, revision_id, "active"),
         timeout=30,
         message=f"{what} to become active",
     )
@@ -103,26 +92,6 @@ def _expose_metrics(env: dict[str, str], tmp_path: Path) -> int:
     port = _free_port()
     env.update(OCC_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     return port
-
-
-def _deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
-    return deployments.get_deployment(
-        db,
-        actor_id=world.admin,
-        namespace_id=world.namespace_id,
-        agent_id=world.agent_id,
-        deployment_id=revision_id,
-    )
-
-
-def _state_is(db: Database, world: World, revision_id: str, *states: str) -> bool:
-    return _deployment(db, world, revision_id).state in states
-
-
-def _agent(db: Database, world: World) -> agent_rows.Agent:
-    return agents.get_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
-    )
 
 
 def _free_port() -> int:
@@ -196,7 +165,7 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     fleet.worker("drivers", concurrency=2)
     world = _make_world(db, env)
     first = _deploy_until_active(db, env, world, "the first revision")
-    endpoint = _agent(db, world).endpoint
+    endpoint = worlds.agent(db, world).endpoint
     assert endpoint is not None
     assert _health(endpoint)["revisionId"] == first
     driver = LocalComputeDriver(local_root)
@@ -204,10 +173,10 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     assert _alive(first_pid)
 
     second = _deploy_until_active(db, env, world, "the second revision")
-    endpoint = _agent(db, world).endpoint
+    endpoint = worlds.agent(db, world).endpoint
     assert endpoint is not None and _health(endpoint)["revisionId"] == second
     wait_for(lambda: not _alive(first_pid), timeout=10, message="the old gateway to stop")
-    assert _deployment(db, world, first).state == "superseded"
+    assert worlds.deployment(db, world, first).state == "superseded"
     assert (_activation_audits(db, first), _activation_audits(db, second)) == (1, 1)
     with db.transaction() as session:
         # what stays pending: each activated revision's next maintenance pass, nothing else
@@ -240,8 +209,8 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
     cleanup_gateways: None,
 ) -> None:
     world = _make_world(db, env)
-    older = _deploy(db, world)
-    newer = _deploy(db, world)
+    older = worlds.deploy(db, world)
+    newer = worlds.deploy(db, world)
     # the newer one runs first: pull the older one's work behind it
     with db.transaction() as session:
         session.execute(
@@ -251,15 +220,17 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
         )
     fleet.worker("drivers", concurrency=2)
     _nudge(env)
-    wait_for(lambda: _state_is(db, world, newer, "active"), timeout=30, message="newer active")
+    wait_for(
+        lambda: worlds.state_is(db, world, newer, "active"), timeout=30, message="newer active"
+    )
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
     fleet.beat()
     wait_for(
-        lambda: _deployment(db, world, older).reason_code == "REVISION_SUPERSEDED",
+        lambda: worlds.deployment(db, world, older).reason_code == "REVISION_SUPERSEDED",
         timeout=30,
         message="the older deployment to be superseded",
     )
-    assert _deployment(db, world, older).state == "superseded"
+    assert worlds.deployment(db, world, older).state == "superseded"
     # the older item itself made no Compute call (the newer one retired it as a predecessor)
     assert [
         e
@@ -277,7 +248,7 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
     cleanup_gateways: None,
 ) -> None:
     world = _make_world(db, env)
-    revision_id = _deploy(db, world)
+    revision_id = worlds.deploy(db, world)
     with db.transaction() as session:
         restriction_rows.insert(
             session,
@@ -289,11 +260,11 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
     fleet.worker("drivers")
     _nudge(env)
     wait_for(
-        lambda: _state_is(db, world, revision_id, "failed"),
+        lambda: worlds.state_is(db, world, revision_id, "failed"),
         timeout=30,
         message="the deployment to fail",
     )
-    view = _deployment(db, world, revision_id)
+    view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "AUTHORIZATION_DENIED"
     with db.transaction() as session:
         denials = session.execute(
@@ -327,13 +298,13 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     )
     _nudge(env)
     wait_for(
-        lambda: _agent(db, world).active_revision_id is None,
+        lambda: worlds.agent(db, world).active_revision_id is None,
         timeout=30,
         message="the stop to clear the active revision",
     )
     assert not _alive(first_pid)
-    assert _agent(db, world).endpoint is None
-    assert _deployment(db, world, first).state == "stopped"
+    assert worlds.agent(db, world).endpoint is None
+    assert worlds.deployment(db, world, first).state == "stopped"
 
     second = _deploy_until_active(db, env, world, "the redeployed revision")
     second_pid = driver.revision_process(world.agent_id, second)
@@ -387,14 +358,14 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
     fleet.worker("drivers")
     fleet.beat()
     world = _make_world(db, env, document={"standIn": {"healthy": False}})
-    revision_id = _deploy(db, world)
+    revision_id = worlds.deploy(db, world)
     _nudge(env)
     wait_for(
-        lambda: _state_is(db, world, revision_id, "failed"),
+        lambda: worlds.state_is(db, world, revision_id, "failed"),
         timeout=40,
         message="the deployment to fail at its deadline",
     )
-    view = _deployment(db, world, revision_id)
+    view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
     assert view.error is not None and view.error.data == {"timeoutMs": 6000}
     with db.transaction() as session:
@@ -421,7 +392,7 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     world = _make_world(db, env)
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
     doomed = fleet.worker("doomed")
-    revision_id = _deploy(db, world)
+    revision_id = worlds.deploy(db, world)
     _nudge(env)
 
     def activating() -> bool:
@@ -436,11 +407,11 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     fleet.worker("rescuer")
     fleet.beat()
     wait_for(
-        lambda: _state_is(db, world, revision_id, "active"),
+        lambda: worlds.state_is(db, world, revision_id, "active"),
         timeout=40,
         message="recovery to finish the activation",
     )
-    agent = _agent(db, world)
+    agent = worlds.agent(db, world)
     assert agent.active_revision_id == revision_id
     assert _activation_audits(db, revision_id) == 1
     assert agent.endpoint is not None and _health(agent.endpoint)["revisionId"] == revision_id

@@ -12,15 +12,11 @@ import sqlalchemy as sa
 from occ import secret_store
 from occ.config import Settings
 from occ.controller import (
-    agents,
-    deployment_status,
-    deployments,
     installation,
     namespaces,
 )
 from occ.db import Database
 from occ.drivers.compute.docker import naming
-from occ.state import agents as agent_rows
 from occ.state import models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
@@ -69,31 +65,11 @@ def namespace_status(db: Database, namespace_id: str) -> str | None:
         return str(row.status)
 
 
-def deploy(db: Database, world: World) -> str:
-    accepted = deployments.deploy_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
-    )
-    return accepted.deployment_id
-
-
-def deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
-    return deployments.get_deployment(
-        db,
-        actor_id=world.admin,
-        namespace_id=world.namespace_id,
-        agent_id=world.agent_id,
-        deployment_id=revision_id,
-    )
-
-
-def state_is(db: Database, world: World, revision_id: str, *states: str) -> bool:
-    return deployment(db, world, revision_id).state in states
-
-
-def agent(db: Database, world: World) -> agent_rows.Agent:
-    return agents.get_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
-    )
+# the deploy and the reads of every deploying suite, under the names these tests use
+deploy = worlds.deploy
+deployment = worlds.deployment
+state_is = worlds.state_is
+agent = worlds.agent
 
 
 def health(endpoint: str) -> dict[str, Any]:

@@ -116,16 +116,6 @@ def _world(db: Database, env: dict[str, str], admin: str) -> World:
     )
 
 
-def _state(db: Database, world: World, revision_id: str) -> str:
-    return deployments.get_deployment(
-        db,
-        actor_id=world.admin,
-        namespace_id=world.namespace_id,
-        agent_id=world.agent_id,
-        deployment_id=revision_id,
-    ).state
-
-
 def _deploy_until_active(
     db: Database, env: dict[str, str], cluster: Cluster, world: World, namespace: str
 ) -> str:
@@ -143,10 +133,11 @@ def _deploy_until_active(
         return annotations.get(naming.REVISION_ANNOTATION) == revision_id
 
     wait_for(template_runs_revision, timeout=TIMEOUT, message="the gateway template to switch")
-    assert _state(db, world, revision_id) == "pending"  # not ready: the pass deferred
+    # not ready: the pass deferred
+    assert worlds.deployment(db, world, revision_id).state == "pending"
     cluster.roll_out(namespace, gateway)
     wait_for(
-        lambda: _state(db, world, revision_id) == "active",
+        lambda: worlds.deployment(db, world, revision_id).state == "active",
         timeout=TIMEOUT,
         message="the revision to become active",
     )
