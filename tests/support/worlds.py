@@ -1,9 +1,10 @@
 """Deployable Agents made through the use cases, for the tests and benchmarks that deploy.
 
 A Namespace's resources (a Configuration, a harness Secret and a runtime Role allowed to read
-the one and operate the other) and Agents bound to that Role. How the Namespace becomes ready
-differs from suite to suite (a row transition, or the workers), so it is the caller's; this
-module never waits on workers and never touches a runtime.
+the one and operate the other), Agents bound to that Role, and the deploy and the reads a test
+waits on, as the World's administrator. How the Namespace becomes ready differs from suite to
+suite (a row transition, or the workers), so it is the caller's; this module never waits on
+workers and never touches a runtime.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ import secret_store
-from occ.controller import agents, configurations, secrets
+from occ.controller import agents, configurations, deployment_status, deployments, secrets
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import iam_policy
@@ -144,4 +145,33 @@ def make(
         secret_id=resources.secret_id,
         agent_id=agent.id,
         service_principal_id=agent.service_principal_id,
+    )
+
+
+def deploy(db: Database, world: World) -> str:
+    """Deploy the World's Agent; the new deployment's (revision's) id."""
+    accepted = deployments.deploy_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+    )
+    return accepted.deployment_id
+
+
+def deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
+    return deployments.get_deployment(
+        db,
+        actor_id=world.admin,
+        namespace_id=world.namespace_id,
+        agent_id=world.agent_id,
+        deployment_id=revision_id,
+    )
+
+
+def state_is(db: Database, world: World, revision_id: str, *states: str) -> bool:
+    """Whether the deployment is in one of ``states``."""
+    return deployment(db, world, revision_id).state in states
+
+
+def agent(db: Database, world: World) -> agent_rows.Agent:
+    return agents.get_agent(
+        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
