@@ -37,7 +37,6 @@ import contextlib
 import http.client
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -274,10 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     if not host:
         parser.error("OCC_TEST_DOCKER_HOST is not set (make services starts an engine)")
 
-    def terminated(number: int, frame: object) -> None:
-        raise SystemExit(128 + number)
-
-    signal.signal(signal.SIGTERM, terminated)
+    e2e_bench.exit_on_sigterm()
     broker = brokers.url(BROKER_DB)
     broker_client = redis.Redis.from_url(broker)
     broker_client.flushdb()

@@ -574,6 +574,16 @@ def celery_throughput(
 # -- main -------------------------------------------------------------------------------------
 
 
+def exit_on_sigterm() -> None:
+    """Make SIGTERM raise ``SystemExit(128 + 15)``, so that a benchmark's ``finally`` blocks
+    still stop its fleet and drop its database."""
+
+    def terminated(number: int, frame: object) -> None:
+        raise SystemExit(128 + number)
+
+    signal.signal(signal.SIGTERM, terminated)
+
+
 def broker_url() -> str:
     return brokers.url(BROKER_DB)
 
@@ -700,10 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.items < 1 or args.samples < 1:
         parser.error("--items and --samples must be positive")
 
-    def terminated(number: int, frame: object) -> None:
-        raise SystemExit(128 + number)  # clean up (stop the fleet, drop the database) on SIGTERM
-
-    signal.signal(signal.SIGTERM, terminated)
+    exit_on_sigterm()
     broker = broker_url()
     broker_client = redis.Redis.from_url(broker)
     broker_client.flushdb()

@@ -351,10 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     count = args.agents or (QUICK_AGENTS if args.quick else FULL_AGENTS)
     counts = (count, max(args.per_namespace, 1))
 
-    def terminated(number: int, frame: object) -> None:
-        raise SystemExit(128 + number)
-
-    signal.signal(signal.SIGTERM, terminated)
+    e2e_bench.exit_on_sigterm()
     broker = brokers.url(BROKER_DB)
     broker_client = redis.Redis.from_url(broker)
     broker_client.flushdb()
