@@ -294,6 +294,7 @@ class ControllerWork(Base):
             "available_at",
             "created_at",
             "id",
+            postgresql_include=["lane", "attempt_count"],
             postgresql_where=sa.text("state = 'queued'"),
         ),
         sa.Index(
