@@ -62,7 +62,7 @@ from occ.drivers.compute.docker import naming  # noqa: E402
 from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
-from tests.support import brokers, databases, worlds  # noqa: E402
+from tests.support import audits, brokers, databases, worlds  # noqa: E402
 
 BROKER_DB: Final = 11
 IMAGE: Final = "occ-standin-gateway:dev"
@@ -152,15 +152,11 @@ def deploy_all(
     if verbose:
         work_ids = {f"agent_revision:{rev}:reconcile" for rev in admitted}
         durations = e2e_bench.driver_durations(fleet, work_ids)
-        with database.transaction() as session:
-            passes = session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.AuditEvent)
-                .where(
-                    models.AuditEvent.action == "reconcile",
-                    models.AuditEvent.work_id.in_(work_ids),
-                )
-            ).scalar_one()
+        passes = audits.count(
+            database,
+            models.AuditEvent.action == "reconcile",
+            models.AuditEvent.work_id.in_(work_ids),
+        )
         log(
             verbose,
             f"deploy passes: {passes} for {len(work_ids)} deploys; completing passes took "

@@ -32,7 +32,7 @@ from occ.state import namespaces as namespace_rows
 from occ.state import restrictions as restriction_rows
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
-from tests.support import processes, worlds
+from tests.support import audits, processes, worlds
 from tests.support.processes import wait_for
 
 World = worlds.World
@@ -119,17 +119,11 @@ def _alive(pid: int | None) -> bool:
 
 
 def _activation_audits(db: Database, revision_id: str) -> int:
-    with db.transaction() as session:
-        return int(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.AuditEvent)
-                .where(
-                    models.AuditEvent.resource_id == revision_id,
-                    models.AuditEvent.action == "agents.lifecycle.activate",
-                )
-            ).scalar_one()
-        )
+    return audits.count(
+        db,
+        models.AuditEvent.resource_id == revision_id,
+        models.AuditEvent.action == "agents.lifecycle.activate",
+    )
 
 
 def _revision_effects(local_root: Path, revision_id: str) -> list[dict[str, object]]:
@@ -373,12 +367,7 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
         assert row is not None
         # many unready passes, yet the attempt budget (2) was never spent: deferrals refund it
         assert row.attempt_count <= 1
-        passes = session.execute(
-            sa.select(sa.func.count())
-            .select_from(models.AuditEvent)
-            .where(models.AuditEvent.work_id == row.id, models.AuditEvent.action == "reconcile")
-        ).scalar_one()
-    assert passes > 3
+    assert audits.reconcile_passes(db, f"agent_revision:{revision_id}:reconcile") > 3
 
 
 def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_audit(

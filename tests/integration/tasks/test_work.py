@@ -27,7 +27,7 @@ from occ.state import api_keys, models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
-from tests.support import processes
+from tests.support import audits, processes
 from tests.support.processes import wait_for
 
 LEASE_MS = 2_000
@@ -83,18 +83,12 @@ def _lifecycle_audits(db: Database, namespace_id: str) -> list[str]:
 
 def _completions(db: Database, namespace_id: str) -> int:
     work_id = f"namespace:{namespace_id}:reconcile:ready"
-    with db.transaction() as session:
-        return int(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.AuditEvent)
-                .where(
-                    models.AuditEvent.work_id == work_id,
-                    models.AuditEvent.action == "reconcile",
-                    models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
-                )
-            ).scalar_one()
-        )
+    return audits.count(
+        db,
+        models.AuditEvent.work_id == work_id,
+        models.AuditEvent.action == "reconcile",
+        models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
+    )
 
 
 def _assert_exactly_once(db: Database, namespace_ids: list[str]) -> None:

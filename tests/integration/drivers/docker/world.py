@@ -7,8 +7,6 @@ import json
 import urllib.request
 from typing import Any
 
-import sqlalchemy as sa
-
 from occ import secret_store
 from occ.config import Settings
 from occ.controller import (
@@ -20,7 +18,7 @@ from occ.drivers.compute.docker import naming
 from occ.state import models
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
-from tests.support import worlds
+from tests.support import audits, worlds
 from tests.support.processes import wait_for
 
 SECRET_VALUE = "sk-docker-lifecycle-never-logged"
@@ -70,25 +68,13 @@ deploy = worlds.deploy
 deployment = worlds.deployment
 state_is = worlds.state_is
 agent = worlds.agent
+reconcile_passes = audits.reconcile_passes
 
 
 def health(endpoint: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
         body: dict[str, Any] = json.loads(response.read())
         return body
-
-
-def reconcile_passes(db: Database, work_id: str) -> int:
-    with db.transaction() as session:
-        return int(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.AuditEvent)
-                .where(
-                    models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile"
-                )
-            ).scalar_one()
-        )
 
 
 def gateways(client: Any, **labels: str) -> list[Any]:
