@@ -18,7 +18,7 @@ import pytest
 from occ.controller import installation
 from occ.db import Database
 from occ.state import api_keys
-from tests.support import brokers, databases, processes, servers
+from tests.support import brokers, databases, gateways, processes, servers
 
 PEPPER = "test-pepper"
 CONVERGENCE_MS = 8_000
@@ -158,3 +158,4 @@ def operator(environment: dict[str, str], db: Database, tmp_path: Path) -> Itera
     finally:
         fleet.stop()
         processes.Process("api", api, tmp_path / "api.log").stop()
+        gateways.stop_all(tmp_path / "local")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from occ.db import Database
-from tests.support import brokers, databases, processes
+from tests.support import brokers, databases, gateways, processes
 
 LEASE_MS = 2_000
 
@@ -21,8 +21,11 @@ def broker_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def local_root(tmp_path: Path) -> Path:
-    return tmp_path / "local"
+def local_root(tmp_path: Path) -> Iterator[Path]:
+    """The local driver's root; gateways still running under it are stopped at the end."""
+    root = tmp_path / "local"
+    yield root
+    gateways.stop_all(root)
 
 
 @pytest.fixture
