@@ -62,3 +62,48 @@ def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_p
         "ACTOR_REVOKED",
     )
     assert denials == ["namespaces.create"]
+
+
+def test_adoption_is_refused_when_the_actor_lost_installation_administer(
+    db: Database, tmp_path: Path
+) -> None:
+    """The worker re-checks ``installation:administer`` right before adopting a namespace:
+    an actor who was an administrator at admission but is no longer gets no adoption."""
+    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
+    assert boot.admin_principal_id is not None and boot.administrator_role_id is not None
+    with db.transaction() as session:
+        adopter = iam_policy.create_principal(session, name="adopter", kind="human")
+        binding = iam_policy.bind(
+            session,
+            role_id=boot.administrator_role_id,
+            principal_id=adopter.id,
+            created_by=boot.admin_principal_id,
+        )
+    namespace_id = namespaces.create_namespace(
+        db, actor_id=adopter.id, name="adopted", existing_namespace="tenant-a"
+    ).id
+    with db.transaction() as session:
+        # still allowed to create Namespaces, no longer an administrator
+        creator_role = iam_policy.create_role(
+            session, name="creators", namespace_id=None, permissions=["namespace:create"]
+        )
+        iam_policy.bind(
+            session,
+            role_id=creator_role.id,
+            principal_id=adopter.id,
+            created_by=boot.admin_principal_id,
+        )
+        iam_policy.revoke_binding(session, binding.id)
+
+    driver = LocalComputeDriver(tmp_path / "local")
+    worker = Worker(
+        database=db, policy=POLICY, driver=driver, shutdown=threading.Event(), settings=Settings()
+    )
+    [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
+    result = executor.run(worker, claim.work_id, str(claim.token))
+
+    assert result is not None and result.code == "AUTHORIZATION_DENIED"
+    assert driver.effects() == []  # nothing was adopted
+    with db.transaction() as session:
+        namespace = session.get(models.Namespace, namespace_id)
+    assert namespace is not None and namespace.status == "failed"
