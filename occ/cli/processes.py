@@ -108,7 +108,7 @@ def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     type=click.Choice(["prefork", "threads"]),
     default="prefork",
     show_default=True,
-    help="Execution pool (never solo: see DESIGN §6).",
+    help="Execution pool (prefork or threads; the solo pool is not supported).",
 )
 @click.option(
     "--concurrency",

@@ -1,4 +1,4 @@
-"""The deployment files keep the process shapes of DESIGN §2 (no Docker engine needed).
+"""The deployment files keep occ's process shapes (docs/running.md; no Docker engine needed).
 
 Parses ``Procfile``, ``docker-compose.yml`` and ``Dockerfile`` and checks the commands, the
 Heroku shutdown settings, the compose dependencies and the thin ``occ`` wrappers.

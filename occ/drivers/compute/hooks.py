@@ -1,7 +1,7 @@
 """Lifecycle hooks: how other drivers take part in the Namespace and workload lifecycle.
 
 A Compute Driver owns every transition; hook owners (Configuration, Sandbox, IAM drivers, in
-their selection order) only get called at four points (reference §6.3):
+their selection order) only get called at four points:
 
 * ``after_namespace_prepared`` at the end of ``ensure_namespace``, and
   ``before_workload_start`` before a workload starts: preparation phases, run in order. When

@@ -1,6 +1,6 @@
 """The lifecycle hook dispatcher: order, reverse teardown, compensation, launch environment.
 
-The hooks here are recording test doubles of the plug-in interface (reference §6.3); the
+The hooks here are recording test doubles of the plug-in interface; the
 dispatcher under test is the real one.
 """
 
