@@ -120,7 +120,7 @@ class DockerComputeDriver:
         """The engine answers ``/_ping``, speaks a recent enough API, and has the image."""
         self.engine.ping()
         version = str(self.engine.version().get("ApiVersion", "0"))
-        if _version(version) < MIN_API_VERSION:
+        if docker_engine.version_tuple(version) < MIN_API_VERSION:
             raise base.PermanentDriverError(
                 "DOCKER_ENGINE_TOO_OLD", f"engine API {version}; at least 1.40 is needed"
             )
@@ -396,10 +396,3 @@ class DockerComputeDriver:
 def _aliases(container: Mapping[str, Any], network: str) -> list[str]:
     networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
     return list((networks.get(network) or {}).get("Aliases") or [])
-
-
-def _version(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split("."))
-    except ValueError:
-        return (0,)

@@ -269,3 +269,11 @@ def _explanation(exc: docker.errors.APIError) -> str:
     if not text.strip() and exc.response is not None:
         text = str(exc.response.reason or "")
     return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """An API version such as ``1.45`` as numbers (``(0,)`` when it is not one)."""
+    try:
+        return tuple(int(part) for part in text.split("."))
+    except ValueError:
+        return (0,)

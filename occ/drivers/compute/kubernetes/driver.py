@@ -35,7 +35,6 @@ from occ.drivers.compute.kubernetes import (
     rollout,
 )
 
-DEADLINE_EXCEEDED: Final = "ROLLOUT_PROGRESS_DEADLINE_EXCEEDED"
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
 
 AGENT_KINDS: Final = (
@@ -268,7 +267,7 @@ class KubernetesComputeDriver:
                 return base.Pending("an earlier revision's gateway still runs")
         deployment = self._apply_gateway(operation, revision, namespace, replicas=1)
         verdict = rollout.deployment_verdict(deployment, revision.revision_id)
-        return _observation(verdict)
+        return rollout.observation(verdict)
 
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
@@ -303,7 +302,7 @@ class KubernetesComputeDriver:
             naming.selector({"kubernetes.io/service-name": naming.agent_object(revision.agent_id)}),
         )
         verdict = rollout.gateway_verdict(deployment, slices, revision.revision_id)
-        observation = _observation(verdict)
+        observation = rollout.observation(verdict)
         if isinstance(observation, base.Ready):
             return base.Activation(manifests.endpoint(revision, namespace))
         return observation
@@ -393,11 +392,3 @@ class KubernetesComputeDriver:
             revision, namespace, self.options, replicas=replicas, environment=environment
         )
         return self.steps.applied(operation, client.DEPLOYMENT, namespace, desired)
-
-
-def _observation(verdict: rollout.Verdict) -> base.Ready | base.Pending | base.Failed:
-    if verdict.state == rollout.State.FAILED:
-        return base.Failed(DEADLINE_EXCEEDED, permanent=True, reason=verdict.reason)
-    if verdict.state == rollout.State.WAITING:
-        return base.Pending(verdict.reason)
-    return base.Ready()

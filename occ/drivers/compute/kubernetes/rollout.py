@@ -12,9 +12,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import naming
 
 PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
+DEADLINE_EXCEEDED: Final = "ROLLOUT_PROGRESS_DEADLINE_EXCEEDED"
+"""The reason code a revision whose rollout passed its progress deadline fails with."""
 
 
 class State(enum.StrEnum):
@@ -105,3 +108,12 @@ def gateway_verdict(
     if not has_ready_endpoint(slices):
         return Verdict(State.WAITING, "the gateway Service has no ready endpoint")
     return READY
+
+
+def observation(verdict: Verdict) -> base.Ready | base.Pending | base.Failed:
+    """The driver's observation of a rollout verdict."""
+    if verdict.state == State.FAILED:
+        return base.Failed(DEADLINE_EXCEEDED, permanent=True, reason=verdict.reason)
+    if verdict.state == State.WAITING:
+        return base.Pending(verdict.reason)
+    return base.Ready()
