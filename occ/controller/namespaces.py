@@ -114,17 +114,12 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> names
             deleting = namespaces.mark_deleting(session, namespace.id)
             assert deleting is not None  # the row is locked and live
             work_queue.enqueue(session, key, owner)
-            audit.append(
+            _audit_delete(
                 session,
-                kind=audit.EventKind.MUTATION,
-                action="namespaces.delete",
-                actor_id=actor_id,
-                outcome=audit.EventOutcome.SUCCESS,
-                namespace_id=namespace.id,
-                resource_kind="namespace",
-                resource_id=namespace.id,
-                work_id=str(key),
-                details={
+                namespace,
+                actor_id,
+                str(key),
+                {
                     "status": deleting.status,
                     "previousStatus": namespace.status,
                     "authorization": authorization,
@@ -135,17 +130,12 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> names
         if work is None:
             # deleting without its work (an operator's repair): admit the work again
             work_queue.enqueue(session, key, owner)
-            audit.append(
+            _audit_delete(
                 session,
-                kind=audit.EventKind.MUTATION,
-                action="namespaces.delete",
-                actor_id=actor_id,
-                outcome=audit.EventOutcome.SUCCESS,
-                namespace_id=namespace.id,
-                resource_kind="namespace",
-                resource_id=namespace.id,
-                work_id=str(key),
-                details={
+                namespace,
+                actor_id,
+                str(key),
+                {
                     "status": namespaces.NamespaceStatus.DELETING,
                     "previousStatus": namespaces.NamespaceStatus.DELETING,
                     "authorization": authorization,
@@ -208,6 +198,17 @@ def _requeue_deletion(
     }
     if takeover:
         details["previousActorId"] = previous_actor
+    _audit_delete(session, namespace, actor_id, work.id, details)
+
+
+def _audit_delete(
+    session: Session,
+    namespace: namespaces.Namespace,
+    actor_id: str,
+    work_id: str,
+    details: Mapping[str, Any],
+) -> None:
+    """The ``namespaces.delete`` event of an admitted, re-admitted or requeued deletion."""
     audit.append(
         session,
         kind=audit.EventKind.MUTATION,
@@ -217,7 +218,7 @@ def _requeue_deletion(
         namespace_id=namespace.id,
         resource_kind="namespace",
         resource_id=namespace.id,
-        work_id=work.id,
+        work_id=work_id,
         details=details,
     )
 
