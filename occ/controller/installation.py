@@ -15,6 +15,7 @@ from occ.controller import admission
 from occ.db import Database, Session
 from occ.state import audit, iam_policy
 from occ.state import installation as state
+from occ.state import roles as role_rows
 
 ADMINISTRATOR_ROLE: Final = "Installation administrator"
 BOOTSTRAP_ACTION: Final = "installation.bootstrap"
@@ -50,7 +51,7 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         admin = iam_policy.create_principal(
             session, name=admin_name, kind=iam_policy.PrincipalKind.HUMAN
         )
-        role = iam_policy.create_role(
+        role = role_rows.create_role(
             session, name=ADMINISTRATOR_ROLE, permissions=iam.ADMINISTRATOR_PERMISSIONS
         )
         binding = iam_policy.bind(
@@ -124,7 +125,7 @@ def bootstrap_principal_id(session: Session) -> str | None:
 def _existing_bootstrap(session: Session) -> BootstrapResult:
     """What the first bootstrap made: its administrator, whatever other admins exist now."""
     installation = current(session)
-    role = iam_policy.find_role(session, name=ADMINISTRATOR_ROLE)
+    role = role_rows.find_role(session, name=ADMINISTRATOR_ROLE)
     admin_id = bootstrap_principal_id(session)
     bindings = (
         []

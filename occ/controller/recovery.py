@@ -19,6 +19,7 @@ from occ import errors, iam
 from occ.controller import installation, policy
 from occ.db import Database, Session
 from occ.state import api_keys, audit, grants, iam_policy, restrictions
+from occ.state import roles as role_rows
 
 ACTION: Final = "installation.recover_admin"
 RECOVERED_ROLE: Final = f"{installation.ADMINISTRATOR_ROLE} (recovered)"
@@ -103,15 +104,15 @@ def recover_admin(db: Database, *, pepper: str) -> RecoveredAdmin:
         )
 
 
-def _administrator_role(session: Session) -> iam_policy.Role:
+def _administrator_role(session: Session) -> role_rows.Role:
     """A live Installation Role holding every administrator permission, made if none is left."""
     wanted = set(iam.ADMINISTRATOR_PERMISSIONS)
     for name in (installation.ADMINISTRATOR_ROLE, RECOVERED_ROLE):
-        role = iam_policy.find_role(session, name=name)
+        role = role_rows.find_role(session, name=name)
         if role is not None and wanted <= set(role.permissions):
             return role
-    taken = iam_policy.find_role(session, name=installation.ADMINISTRATOR_ROLE) is not None
-    return iam_policy.create_role(
+    taken = role_rows.find_role(session, name=installation.ADMINISTRATOR_ROLE) is not None
+    return role_rows.create_role(
         session,
         name=RECOVERED_ROLE if taken else installation.ADMINISTRATOR_ROLE,
         permissions=iam.ADMINISTRATOR_PERMISSIONS,

@@ -3,7 +3,7 @@
 Each needs ``installation:administer`` on the Installation and runs authorization, state and
 audit in one transaction; deleting a Role that would leave nobody able to administer the
 Installation (counting only principals that can sign in) is refused. They return
-``occ.state.iam_policy.Role`` values.
+``occ.state.role_rows.Role`` values.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from occ import errors, iam
 from occ.controller import admission, policy
 from occ.db import Database, Session
-from occ.state import grants, iam_policy
+from occ.state import grants
+from occ.state import roles as role_rows
 
 
 def create_role(
@@ -23,7 +24,7 @@ def create_role(
     name: str,
     permissions: Sequence[str],
     namespace_id: str | None = None,
-) -> iam_policy.Role:
+) -> role_rows.Role:
     """Create a Role holding ``permissions`` (Installation-wide, or of one Namespace).
 
     Raises:
@@ -43,7 +44,7 @@ def create_role(
         decision = policy.administer(session, actor_id, "roles.create", request)
         if namespace_id is not None:
             policy.open_namespace(session, namespace_id)
-        role = iam_policy.create_role(
+        role = role_rows.create_role(
             session, name=name, permissions=checked, namespace_id=namespace_id
         )
         policy.audit_change(
@@ -57,7 +58,7 @@ def create_role(
         return role
 
 
-def get_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role:
+def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
     """A Role, deleted or not.
 
     Raises:
@@ -70,14 +71,14 @@ def get_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role:
         return _role(session, role_id)
 
 
-def list_roles(db: Database, *, actor_id: str) -> list[iam_policy.Role]:
+def list_roles(db: Database, *, actor_id: str) -> list[role_rows.Role]:
     """The live Roles in creation order."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "roles.list")
-        return iam_policy.list_roles(session)
+        return role_rows.list_roles(session)
 
 
-def delete_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role:
+def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
     """Soft-delete a Role: its bindings stop granting. A repeat changes nothing.
 
     Raises:
@@ -93,7 +94,7 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role
         role = _role(session, role_id)
         if role.deleted_at is not None:
             return role
-        deleted = iam_policy.delete_role(session, role_id)
+        deleted = role_rows.delete_role(session, role_id)
         assert deleted is not None  # it existed a moment ago and rows are never removed
         policy.keep_an_administrator(session, "roles.delete", {"roleId": role_id})
         policy.audit_change(
@@ -107,8 +108,8 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> iam_policy.Role
         return deleted
 
 
-def _role(session: Session, role_id: str) -> iam_policy.Role:
-    role = iam_policy.get_role(session, role_id)
+def _role(session: Session, role_id: str) -> role_rows.Role:
+    role = role_rows.get_role(session, role_id)
     if role is None:
         raise errors.NotFound("the role does not exist")
     return role

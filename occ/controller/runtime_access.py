@@ -16,6 +16,7 @@ from occ import errors, iam
 from occ.controller import admission, installation, policy
 from occ.db import Session
 from occ.state import agents, iam_policy
+from occ.state import roles as role_rows
 
 ROLE_NAME: Final = "agent-runtime"
 """The built-in Role's name in each Namespace that uses it."""
@@ -85,17 +86,17 @@ def grant(
 
 def _role(
     session: Session, actor_id: str, namespace_id: str, decision: iam.Decision
-) -> iam_policy.Role:
+) -> role_rows.Role:
     """The Namespace's live ``agent-runtime`` Role, created (and audited) if there is none."""
-    role = iam_policy.find_role(session, name=ROLE_NAME, namespace_id=namespace_id)
+    role = role_rows.find_role(session, name=ROLE_NAME, namespace_id=namespace_id)
     if role is None:
         try:
-            role = iam_policy.create_role(
+            role = role_rows.create_role(
                 session, name=ROLE_NAME, permissions=PERMISSIONS, namespace_id=namespace_id
             )
         except errors.Conflict:
             # a concurrent creation committed first (READ COMMITTED sees it now): use that one
-            role = iam_policy.find_role(session, name=ROLE_NAME, namespace_id=namespace_id)
+            role = role_rows.find_role(session, name=ROLE_NAME, namespace_id=namespace_id)
             if role is None:
                 raise
         else:

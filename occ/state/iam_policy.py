@@ -1,4 +1,4 @@
-"""IAM policy rows: principals, roles and access bindings.
+"""IAM policy rows: principals and access bindings (Roles are ``occ.state.roles``).
 
 Takes the caller's session and never commits; decides nothing (``occ.iam`` evaluates, with the
 policy ``occ.state.grants`` loads; deny rules are ``occ.state.restrictions``). The application
@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import models
+from occ.state import models, roles
 
 RESOURCE_KINDS: Final = frozenset(
     {"installation", "namespace", "configuration", "secret", "agent", "agent_revision"}
@@ -27,7 +25,6 @@ RESOURCE_KINDS: Final = frozenset(
 
 _NOW = sa.func.clock_timestamp()
 _PRINCIPALS: Final = cast(sa.Table, models.Principal.__table__)
-_ROLES: Final = cast(sa.Table, models.Role.__table__)
 _BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
 _NAMESPACED_TABLES: Final = {
     "configuration": cast(sa.Table, models.Configuration.__table__),
@@ -66,21 +63,6 @@ class Principal:
     @property
     def disabled(self) -> bool:
         return self.disabled_at is not None
-
-
-@dataclass(frozen=True, kw_only=True)
-class Role:
-    """A named set of ``kind:action`` permissions; Namespace-scoped when ``namespace_id`` is set.
-
-    ``deleted_at`` is set once it was (soft-)deleted.
-    """
-
-    id: str
-    name: str
-    namespace_id: str | None
-    permissions: tuple[str, ...]
-    created_at: dt.datetime
-    deleted_at: dt.datetime | None
 
 
 @dataclass(frozen=True)
@@ -193,72 +175,6 @@ def disable_scoped_to(session: orm.Session, namespace_id: str) -> list[Principal
     return sorted(disabled, key=lambda principal: principal.id)
 
 
-# -- roles --------------------------------------------------------------------------------------
-
-
-def create_role(
-    session: orm.Session, *, name: str, permissions: Sequence[str], namespace_id: str | None = None
-) -> Role:
-    """Insert a Role; permissions must already be checked against ``occ.iam``'s table.
-
-    The CHECK constraint is the backstop for the permission table.
-
-    Raises:
-        Conflict: a live Role with this name exists in the same scope.
-    """
-    statement = (
-        pg.insert(_ROLES)
-        .values(
-            id=ids.new("role"),
-            name=name,
-            namespace_id=namespace_id,
-            permissions=sorted(set(permissions)),
-        )
-        .on_conflict_do_nothing()
-        .returning(*_ROLES.c)
-    )
-    row = session.execute(statement).mappings().first()
-    if row is None:
-        raise errors.Conflict("a role with this name already exists")
-    return _role(row)
-
-
-def get_role(session: orm.Session, role_id: str) -> Role | None:
-    """The Role, deleted or not, or ``None``."""
-    row = session.execute(sa.select(_ROLES).where(_ROLES.c.id == role_id)).mappings().first()
-    return None if row is None else _role(row)
-
-
-def find_role(session: orm.Session, *, name: str, namespace_id: str | None = None) -> Role | None:
-    """The live Role with this name in this scope, or ``None``."""
-    role = _ROLES.c
-    query = sa.select(_ROLES).where(
-        role.name == name,
-        role.deleted_at.is_(None),
-        role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id,
-    )
-    row = session.execute(query).mappings().first()
-    return None if row is None else _role(row)
-
-
-def list_roles(session: orm.Session, *, include_deleted: bool = False) -> list[Role]:
-    """Roles in creation order."""
-    query = sa.select(_ROLES).order_by(_ROLES.c.created_at, _ROLES.c.id)
-    if not include_deleted:
-        query = query.where(_ROLES.c.deleted_at.is_(None))
-    return [_role(row) for row in session.execute(query).mappings()]
-
-
-def delete_role(session: orm.Session, role_id: str) -> Role | None:
-    """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
-    session.execute(
-        sa.update(_ROLES)
-        .where(_ROLES.c.id == role_id, _ROLES.c.deleted_at.is_(None))
-        .values(deleted_at=_NOW)
-    )
-    return get_role(session, role_id)
-
-
 # -- access bindings ----------------------------------------------------------------------------
 
 
@@ -293,7 +209,7 @@ def bind(
             raise errors.InvalidInput.at("/namespaceId", "a resource binding needs its Namespace")
         if resource_kind == "namespace" and resource_id != namespace_id:
             raise errors.InvalidInput.at("/resourceId", "a Namespace binding names its Namespace")
-    role = get_role(session, role_id)
+    role = roles.get_role(session, role_id)
     if role is None or role.deleted_at is not None:
         raise errors.NotFound("the role does not exist")
     if get_principal(session, principal_id) is None:
@@ -377,17 +293,6 @@ def _principal(row: sa.RowMapping) -> Principal:
         agent_id=row["agent_id"],
         created_at=row["created_at"],
         disabled_at=row["disabled_at"],
-    )
-
-
-def _role(row: sa.RowMapping) -> Role:
-    return Role(
-        id=row["id"],
-        name=row["name"],
-        namespace_id=row["namespace_id"],
-        permissions=tuple(row["permissions"]),
-        created_at=row["created_at"],
-        deleted_at=row["deleted_at"],
     )
 
 

@@ -30,6 +30,7 @@ from occ.controller import (
 from occ.db import Database
 from occ.state import iam_policy, models
 from occ.state import namespaces as namespace_rows
+from occ.state import roles as role_rows
 
 AGENT_STEPS = ("deploy", "deploy", "stop", "deploy", "deploy", "delete")
 """What one Agent lane admits, in order (the last step ends the lane)."""
@@ -134,7 +135,7 @@ class World:
             compute_driver="local",
         )
         with db.transaction() as session:
-            role = iam_policy.create_role(
+            role = role_rows.create_role(
                 session,
                 name="agent runtime",
                 permissions=["configuration:read", "secret:operate"],

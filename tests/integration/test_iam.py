@@ -14,6 +14,7 @@ from occ import errors, iam, ids
 from occ.db import Database
 from occ.state import iam_policy
 from occ.state import restrictions as restriction_rows
+from occ.state import roles as role_rows
 from tests.support import grants, rows
 
 
@@ -129,7 +130,7 @@ def test_namespace_role_grants_only_in_its_namespace(db: Database, world: World)
             namespace_id=world.ns_a,
             role_namespace_id=world.ns_a,
         )
-        role = iam_policy.create_role(
+        role = role_rows.create_role(
             session, name="readers", permissions=["agent:read"], namespace_id=world.ns_a
         )
 
@@ -266,9 +267,9 @@ def test_deleted_role_stops_granting(db: Database, world: World) -> None:
     assert decide(db, world.alice, "namespace:read", resource).allowed
 
     with db.transaction() as session:
-        role = iam_policy.get_role(session, binding.role_id)  # loaded before the delete
+        role = role_rows.get_role(session, binding.role_id)  # loaded before the delete
         assert role is not None and role.deleted_at is None
-        deleted = iam_policy.delete_role(session, binding.role_id)
+        deleted = role_rows.delete_role(session, binding.role_id)
         assert deleted is not None and deleted.deleted_at is not None
         # the binding row stays; a deleted role cannot be bound again
         with pytest.raises(errors.NotFound):
@@ -356,28 +357,28 @@ def test_permission_table_is_exactly_what_the_database_allows(db: Database) -> N
         source = session.execute(
             sa.text("SELECT prosrc FROM pg_proc WHERE proname = 'permissions_are_valid'")
         ).scalar_one()
-        role = iam_policy.create_role(session, name="everything", permissions=iam.PERMISSIONS)
+        role = role_rows.create_role(session, name="everything", permissions=iam.PERMISSIONS)
     assert set(re.findall(r"'([a-z_]+:[a-z_]+)'", source)) == set(iam.PERMISSIONS)
     assert set(role.permissions) == set(iam.PERMISSIONS)
     with pytest.raises(sa_exc.IntegrityError), db.transaction() as session:
-        iam_policy.create_role(session, name="bogus", permissions=["agent:fly"])
+        role_rows.create_role(session, name="bogus", permissions=["agent:fly"])
 
 
 def test_duplicate_live_role_name_conflicts(db: Database) -> None:
     with db.transaction() as session:
-        first = iam_policy.create_role(session, name="ops", permissions=["agent:read"])
+        first = role_rows.create_role(session, name="ops", permissions=["agent:read"])
     with pytest.raises(errors.Conflict), db.transaction() as session:
-        iam_policy.create_role(session, name="ops", permissions=["agent:read"])
+        role_rows.create_role(session, name="ops", permissions=["agent:read"])
     with db.transaction() as session:
-        iam_policy.delete_role(session, first.id)
-        second = iam_policy.create_role(session, name="ops", permissions=["agent:deploy"])
-        assert iam_policy.find_role(session, name="ops") == second
-        assert [role.id for role in iam_policy.list_roles(session)] == [second.id]
+        role_rows.delete_role(session, first.id)
+        second = role_rows.create_role(session, name="ops", permissions=["agent:deploy"])
+        assert role_rows.find_role(session, name="ops") == second
+        assert [role.id for role in role_rows.list_roles(session)] == [second.id]
 
 
 def test_binding_scope_is_checked(db: Database, world: World) -> None:
     with db.transaction() as session:
-        role = iam_policy.create_role(session, name="r", permissions=["agent:read"])
+        role = role_rows.create_role(session, name="r", permissions=["agent:read"])
     cases: list[tuple[dict[str, str], str]] = [
         ({"resource_kind": "agent"}, "/resourceId"),
         ({"resource_kind": "agent", "resource_id": ids.new("agent")}, "/namespaceId"),

@@ -8,6 +8,7 @@ from sqlalchemy import orm
 
 from occ import ids
 from occ.state import iam_policy
+from occ.state import roles as role_rows
 
 
 def grant(
@@ -21,7 +22,7 @@ def grant(
     role_namespace_id: str | None = None,
 ) -> iam_policy.AccessBinding:
     """Bind a new Role holding ``permissions`` to the principal (Installation-wide by default)."""
-    role = iam_policy.create_role(
+    role = role_rows.create_role(
         session,
         name=f"role {ids.new('role')}",
         permissions=permissions,

@@ -17,6 +17,7 @@ from occ.controller import agents, configurations, deployment_status, deployment
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import iam_policy
+from occ.state import roles as role_rows
 
 RUNTIME_PERMISSIONS = ("configuration:read", "secret:operate")
 """What an Agent's service principal needs to start: read its Configuration, use its Secret."""
@@ -70,7 +71,7 @@ def namespace_resources(
         value=secret_value,
     )
     with db.transaction() as session:
-        role = iam_policy.create_role(
+        role = role_rows.create_role(
             session,
             name="agent runtime",
             permissions=list(RUNTIME_PERMISSIONS),

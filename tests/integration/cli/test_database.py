@@ -17,6 +17,7 @@ from occ.controller import access_bindings, installation, principals
 from occ.controller.authentication import authenticate
 from occ.db import Database
 from occ.state import api_keys, audit, iam_policy, models, restrictions
+from occ.state import roles as role_rows
 from tests.support import databases
 
 PEPPER = "cli-test-pepper"
@@ -225,9 +226,9 @@ def test_recover_admin_undoes_a_lockout_forced_in_the_database(
         iam_policy.disable_principal(session, admin)
         for binding in iam_policy.list_bindings(session, principal_id=admin):
             iam_policy.revoke_binding(session, binding.id)
-        role = iam_policy.find_role(session, name=installation.ADMINISTRATOR_ROLE)
+        role = role_rows.find_role(session, name=installation.ADMINISTRATOR_ROLE)
         assert role is not None
-        iam_policy.delete_role(session, role.id)
+        role_rows.delete_role(session, role.id)
         rule = restrictions.insert(
             session, permission="installation:administer", created_by=admin, principal_id=admin
         )

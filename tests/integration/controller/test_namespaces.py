@@ -12,6 +12,7 @@ from occ import errors, iam, ids
 from occ.controller import installation, namespaces
 from occ.db import Database
 from occ.state import audit, iam_policy, models, values, work_keys, work_queue
+from occ.state import roles as role_rows
 from tests.support import grants, rows
 
 
@@ -98,7 +99,7 @@ def test_bootstrap_is_idempotent(db: Database, boot: installation.BootstrapResul
 
     with db.transaction() as session:
         assert boot.administrator_role_id is not None
-        role = iam_policy.get_role(session, boot.administrator_role_id)
+        role = role_rows.get_role(session, boot.administrator_role_id)
         assert role is not None and role.name == installation.ADMINISTRATOR_ROLE
         assert set(role.permissions) == set(iam.ADMINISTRATOR_PERMISSIONS)
     assert boot.admin_principal_id is not None

@@ -14,6 +14,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.reconcile.environment import Worker
 from occ.state import iam_policy, models, values
+from occ.state import roles as role_rows
 
 POLICY = values.QueuePolicy()
 
@@ -84,7 +85,7 @@ def test_adoption_is_refused_when_the_actor_lost_installation_administer(
     ).id
     with db.transaction() as session:
         # still allowed to create Namespaces, no longer an administrator
-        creator_role = iam_policy.create_role(
+        creator_role = role_rows.create_role(
             session, name="creators", namespace_id=None, permissions=["namespace:create"]
         )
         iam_policy.bind(

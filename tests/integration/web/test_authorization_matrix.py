@@ -18,6 +18,7 @@ from flask.testing import FlaskClient
 from occ import iam
 from occ.db import Database
 from occ.state import api_keys, iam_policy, models
+from occ.state import roles as role_rows
 from occ.web import access
 from tests.integration.web.conftest import PEPPER, Caller
 
@@ -91,7 +92,7 @@ def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) 
         },
     )
     with db.transaction() as session:
-        role = iam_policy.create_role(
+        role = role_rows.create_role(
             session,
             name="sp",
             namespace_id=namespace_id,
@@ -129,7 +130,7 @@ def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) 
 def _caller_without(db: Database, admin: Caller, permission: str, n: int) -> Caller:
     with db.transaction() as session:
         principal = iam_policy.create_principal(session, name=f"lacks-{n}", kind="human")
-        role = iam_policy.create_role(
+        role = role_rows.create_role(
             session,
             name=f"all but {permission} {n}",
             permissions=[p for p in iam.PERMISSIONS if p != permission],

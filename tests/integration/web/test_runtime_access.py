@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 
 from occ.db import Database
 from occ.state import api_keys, iam_policy, models
+from occ.state import roles as role_rows
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.integration.web.test_agents import World, body, make_world
 from tests.support import grants
@@ -71,7 +72,7 @@ def test_granted_runtime_access_is_exact_audited_and_lets_the_deploy_through(
     )
     assert {b.namespace_id for b in bindings} == {world.namespace_id}
     with db.snapshot() as session:
-        role = iam_policy.get_role(session, bindings[0].role_id)
+        role = role_rows.get_role(session, bindings[0].role_id)
     assert role is not None
     assert (role.name, role.namespace_id) == ("agent-runtime", world.namespace_id)
     assert role.permissions == ("configuration:read", "secret:operate")
@@ -121,7 +122,7 @@ def test_a_caller_who_may_not_create_bindings_is_refused_and_nothing_is_written(
     assert "installation:administer" in refused.json["detail"]
     assert _counts(db) == before
     with db.snapshot() as session:
-        role = iam_policy.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
+        role = role_rows.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
     assert role is None
     [denial] = _audit(db, "agents.create")
     assert denial["details"]["permission"] == "installation:administer"
@@ -147,7 +148,7 @@ def test_a_foreign_agent_runtime_role_is_not_widened_or_reused(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
     with db.transaction() as session:
-        iam_policy.create_role(
+        role_rows.create_role(
             session,
             name="agent-runtime",
             permissions=["configuration:read"],

@@ -1,0 +1,111 @@
+"""Role rows: named sets of ``kind:action`` permissions, Installation-wide or in a Namespace.
+
+Takes the caller's session and never commits; the application role may not DELETE Roles, so
+a deletion is soft (``deleted_at``) and the Role's bindings stop granting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, cast
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
+
+from occ import errors, ids
+from occ.state import models
+
+_NOW = sa.func.clock_timestamp()
+_ROLES: Final = cast(sa.Table, models.Role.__table__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Role:
+    """A named set of ``kind:action`` permissions; Namespace-scoped when ``namespace_id`` is set.
+
+    ``deleted_at`` is set once it was (soft-)deleted.
+    """
+
+    id: str
+    name: str
+    namespace_id: str | None
+    permissions: tuple[str, ...]
+    created_at: dt.datetime
+    deleted_at: dt.datetime | None
+
+
+def create_role(
+    session: orm.Session, *, name: str, permissions: Sequence[str], namespace_id: str | None = None
+) -> Role:
+    """Insert a Role; permissions must already be checked against ``occ.iam``'s table.
+
+    The CHECK constraint is the backstop for the permission table.
+
+    Raises:
+        Conflict: a live Role with this name exists in the same scope.
+    """
+    statement = (
+        pg.insert(_ROLES)
+        .values(
+            id=ids.new("role"),
+            name=name,
+            namespace_id=namespace_id,
+            permissions=sorted(set(permissions)),
+        )
+        .on_conflict_do_nothing()
+        .returning(*_ROLES.c)
+    )
+    row = session.execute(statement).mappings().first()
+    if row is None:
+        raise errors.Conflict("a role with this name already exists")
+    return _role(row)
+
+
+def get_role(session: orm.Session, role_id: str) -> Role | None:
+    """The Role, deleted or not, or ``None``."""
+    row = session.execute(sa.select(_ROLES).where(_ROLES.c.id == role_id)).mappings().first()
+    return None if row is None else _role(row)
+
+
+def find_role(session: orm.Session, *, name: str, namespace_id: str | None = None) -> Role | None:
+    """The live Role with this name in this scope, or ``None``."""
+    role = _ROLES.c
+    query = sa.select(_ROLES).where(
+        role.name == name,
+        role.deleted_at.is_(None),
+        role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id,
+    )
+    row = session.execute(query).mappings().first()
+    return None if row is None else _role(row)
+
+
+def list_roles(session: orm.Session, *, include_deleted: bool = False) -> list[Role]:
+    """Roles in creation order."""
+    query = sa.select(_ROLES).order_by(_ROLES.c.created_at, _ROLES.c.id)
+    if not include_deleted:
+        query = query.where(_ROLES.c.deleted_at.is_(None))
+    return [_role(row) for row in session.execute(query).mappings()]
+
+
+def delete_role(session: orm.Session, role_id: str) -> Role | None:
+    """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
+    session.execute(
+        sa.update(_ROLES)
+        .where(_ROLES.c.id == role_id, _ROLES.c.deleted_at.is_(None))
+        .values(deleted_at=_NOW)
+    )
+    return get_role(session, role_id)
+
+
+def _role(row: sa.RowMapping) -> Role:
+    return Role(
+        id=row["id"],
+        name=row["name"],
+        namespace_id=row["namespace_id"],
+        permissions=tuple(row["permissions"]),
+        created_at=row["created_at"],
+        deleted_at=row["deleted_at"],
+    )
