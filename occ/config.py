@@ -22,6 +22,9 @@ _DIGITS = re.compile(r"[0-9]{1,15}")
 PRODUCTION_KEY_MIN_BYTES = 32
 """Shortest API-key pepper and secret key a production process accepts."""
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""Values of ``log_level``."""
+
 _HIDDEN = frozenset({"api_key_pepper", "secret_key"})
 _PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
 
@@ -147,6 +150,13 @@ class Settings:
     worker_readiness_path: str | None = None
     """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
 
+    log_level: str = "INFO"
+    """Threshold of occ's logs: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case, stored
+    upper-case). Env: OCC_LOG_LEVEL."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log_level", self.log_level.upper())
+
     @property
     def owner_database_url(self) -> str:
         """The URL migrations run with."""
@@ -201,6 +211,8 @@ class Settings:
             raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
         if self.local_effect_delay_ms < 0:
             raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
+        if self.log_level not in LOG_LEVELS:
+            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
         if not self.database_url.startswith(("postgresql", "postgres")):
             raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
         if self.environment == "production":
@@ -286,6 +298,7 @@ _ENVIRONMENT: dict[str, tuple[str, type]] = {
     "docker_pids_limit": ("OCC_DOCKER_PIDS_LIMIT", int),
     "metrics_port": ("OCC_METRICS_PORT", int),
     "worker_readiness_path": ("OCC_WORKER_READINESS_PATH", str),
+    "log_level": ("OCC_LOG_LEVEL", str),
 }
 
 

@@ -132,3 +132,18 @@ def test_a_unix_socket_database_url_needs_no_password(url: str) -> None:
 def test_a_broker_other_than_redis_is_not_warned_about() -> None:
     settings = Settings.from_env(_production(OCC_BROKER_URL="filesystem://"))
     assert settings.startup_warnings() == ()
+
+
+def test_log_level_defaults_to_info() -> None:
+    assert Settings.from_env({}).log_level == "INFO"
+
+
+@pytest.mark.parametrize("raw", ["debug", "Warning", "CRITICAL"])
+def test_log_level_is_case_insensitive_and_stored_upper_case(raw: str) -> None:
+    assert Settings.from_env({"OCC_LOG_LEVEL": raw}).log_level == raw.upper()
+
+
+def test_log_level_refuses_an_unknown_level() -> None:
+    refused = _refusal({"OCC_LOG_LEVEL": "verbose"})
+    assert [error.pointer for error in refused.errors] == ["/log_level"]
+    assert "DEBUG" in refused.errors[0].message
