@@ -312,10 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         sweep(host, namespace_id)
         floor_per_s, floor_latencies = floor(host, args.agents, args.concurrency)
     except BaseException as exc:
-        fleet.kill_all()
-        if not isinstance(exc, SystemExit | KeyboardInterrupt):
-            for process in fleet.processes:
-                print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
+        fleet.abandon(exc)
         raise
     finally:
         fleet.kill_all()

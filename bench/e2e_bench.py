@@ -68,7 +68,6 @@ import random
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -92,6 +91,12 @@ from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
 from tests.support import brokers, databases  # noqa: E402
+from tests.support.processes import (  # noqa: E402
+    Process,
+    beat_arguments,
+    start,
+    worker_arguments,
+)
 
 T = TypeVar("T")
 
@@ -142,35 +147,6 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 @dataclass
-class Process:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def tail(self, characters: int = 2_000) -> str:
-        if not self.log.exists():
-            return ""
-        return self.log.read_text(encoding="utf-8", errors="replace")[-characters:]
-
-    def stop(self, timeout: float = 20) -> None:
-        if self.alive():
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(10)
-
-
-@dataclass
 class Fleet:
     """Celery worker and beat processes sharing one environment."""
 
@@ -179,17 +155,8 @@ class Fleet:
     processes: list[Process] = field(default_factory=list)
 
     def _start(self, name: str, arguments: list[str], extra: dict[str, str]) -> Process:
-        log_path = self.directory / f"{name}.log"
-        with log_path.open("wb") as handle:
-            popen = subprocess.Popen(
-                [sys.executable, "-m", "celery", *arguments],
-                cwd=ROOT,
-                env={**self.env, **extra},
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        process = Process(name, popen, log_path)
+        command = [sys.executable, "-m", "celery", *arguments]
+        process = start(self.directory, name, command, {**self.env, **extra}, cwd=ROOT)
         self.processes.append(process)
         return process
 
@@ -200,20 +167,7 @@ class Fleet:
             [
                 "-A",
                 app,
-                "worker",
-                "-Q",
-                queues,
-                "-P",
-                pool,
-                "-c",
-                str(concurrency),
-                "-n",
-                f"{name}@%h",
-                "--without-heartbeat",
-                "--without-gossip",
-                "--without-mingle",
-                "-l",
-                "WARNING",
+                *worker_arguments(name, queues=queues, pool=pool, concurrency=concurrency),
             ],
             {"OCC_WORKER_READINESS_PATH": str(readiness)},
         )
@@ -245,17 +199,7 @@ class Fleet:
     def beat(self, name: str, claim_interval_ms: int) -> Process:
         return self._start(
             name,
-            [
-                "-A",
-                OCC_APP,
-                "beat",
-                "-S",
-                "celery.beat:Scheduler",
-                "--schedule",
-                str(self.directory / f"{name}-schedule"),
-                "-l",
-                "WARNING",
-            ],
+            ["-A", OCC_APP, *beat_arguments(self.directory / f"{name}-schedule")],
             {"OCC_CLAIM_INTERVAL_MS": str(claim_interval_ms)},
         )
 
@@ -276,7 +220,15 @@ class Fleet:
     def kill_all(self) -> None:
         for process in self.processes:
             if process.alive():
-                process.kill()
+                process.kill_group()
+
+    def abandon(self, failure: BaseException) -> None:
+        """Kill every process after ``failure``; unless it is an interrupt, print the last
+        lines each one logged."""
+        self.kill_all()
+        if not isinstance(failure, SystemExit | KeyboardInterrupt):
+            for process in self.processes:
+                print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
 
 
 # -- CPU accounting (Linux /proc; diagnostics for -v) ------------------------------------------
@@ -725,10 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = measure(args, urls, broker, directory, fleet)
         fleet.stop_all()
     except BaseException as exc:
-        fleet.kill_all()
-        if not isinstance(exc, SystemExit | KeyboardInterrupt):
-            for process in fleet.processes:
-                print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
+        fleet.abandon(exc)
         raise
     finally:
         fleet.kill_all()

@@ -408,10 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             database.dispose()
     except BaseException as exc:
         if fleet is not None:
-            fleet.kill_all()
-            if not isinstance(exc, SystemExit | KeyboardInterrupt):
-                for process in fleet.processes:
-                    print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
+            fleet.abandon(exc)
         raise
     finally:
         if fleet is not None:

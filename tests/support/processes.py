@@ -40,6 +40,8 @@ def wait_for(
 
 @dataclass
 class Process:
+    """A process started in a session of its own, its output in ``log``."""
+
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
@@ -48,15 +50,21 @@ class Process:
     def pid(self) -> int:
         return self.popen.pid
 
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
     def text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
 
+    def tail(self, characters: int = 2_000) -> str:
+        return self.text()[-characters:]
+
     def signal(self, number: int) -> None:
-        if self.popen.poll() is None:
+        if self.alive():
             os.kill(self.popen.pid, number)
 
     def stop(self, timeout: float = 20) -> int | None:
-        if self.popen.poll() is None:
+        if self.alive():
             self.popen.send_signal(signal.SIGTERM)
             try:
                 self.popen.wait(timeout)
@@ -67,7 +75,51 @@ class Process:
     def kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.popen.pid, signal.SIGKILL)
-        self.popen.wait(10)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(10)
+
+
+def start(
+    directory: Path, name: str, command: list[str], env: dict[str, str], cwd: Path | None = None
+) -> Process:
+    """Start ``command`` in a session of its own, its output in ``directory/name.log``."""
+    log = directory / f"{name}.log"
+    with log.open("wb") as handle:
+        popen = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Process(name, popen, log)
+
+
+def worker_arguments(name: str, *, queues: str, pool: str, concurrency: int) -> list[str]:
+    """``celery worker`` arguments for worker ``name`` on ``queues``: no heartbeat, gossip or
+    mingle (the workers of one test or benchmark need none), warnings only."""
+    return [
+        "worker",
+        "-Q",
+        queues,
+        "-P",
+        pool,
+        "-c",
+        str(concurrency),
+        "-n",
+        f"{name}@%h",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "-l",
+        "WARNING",
+    ]
+
+
+def beat_arguments(schedule: Path) -> list[str]:
+    """``celery beat`` arguments: the default scheduler, its state in ``schedule``."""
+    return ["beat", "-S", "celery.beat:Scheduler", "--schedule", str(schedule), "-l", "WARNING"]
 
 
 @dataclass
@@ -81,17 +133,9 @@ class Fleet:
     def _start(
         self, name: str, arguments: list[str], extra_env: dict[str, str] | None = None
     ) -> Process:
-        log = self.directory / f"{name}.log"
-        handle = log.open("wb")
-        popen = subprocess.Popen(
-            [*CELERY, *arguments],
-            env={**self.env, **(extra_env or {})},
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        process = start(
+            self.directory, name, [*CELERY, *arguments], {**self.env, **(extra_env or {})}
         )
-        handle.close()
-        process = Process(name, popen, log)
         self.processes.append(process)
         return process
 
@@ -107,53 +151,27 @@ class Fleet:
         readiness = self.directory / f"{name}.ready"
         process = self._start(
             name,
-            [
-                "worker",
-                "-Q",
-                queues,
-                "-P",
-                pool,
-                "-c",
-                str(concurrency),
-                "-n",
-                f"{name}@%h",
-                "--without-heartbeat",
-                "--without-gossip",
-                "--without-mingle",
-                "-l",
-                "WARNING",
-            ],
+            worker_arguments(name, queues=queues, pool=pool, concurrency=concurrency),
             {"OCC_WORKER_READINESS_PATH": str(readiness)},
         )
         if ready:
             wait_for(
-                lambda: readiness.exists() or process.popen.poll() is not None,
+                lambda: readiness.exists() or not process.alive(),
                 timeout=60,
                 message=f"worker {name} to become ready",
             )
-            if process.popen.poll() is not None:
-                pytest.fail(f"worker {name} exited: {process.text()[-2000:]}")
+            if not process.alive():
+                pytest.fail(f"worker {name} exited: {process.tail()}")
         return process
 
     def beat(self, name: str = "beat") -> Process:
-        return self._start(
-            name,
-            [
-                "beat",
-                "-S",
-                "celery.beat:Scheduler",
-                "--schedule",
-                str(self.directory / f"{name}-schedule"),
-                "-l",
-                "WARNING",
-            ],
-        )
+        return self._start(name, beat_arguments(self.directory / f"{name}-schedule"))
 
     def stop(self) -> None:
         for process in reversed(self.processes):
             process.stop()
         for process in self.processes:
-            if process.popen.poll() is None:
+            if process.alive():
                 process.kill_group()
 
 

@@ -37,6 +37,8 @@ from tests.support.processes import wait_for
 
 World = worlds.World
 
+pytestmark = pytest.mark.usefixtures("control", "cleanup_gateways")
+
 
 @pytest.fixture
 def installed(db: Database) -> None:
@@ -73,15 +75,22 @@ def _make_world(
     )
 
 
+def _wait_state(
+    db: Database, world: World, revision_id: str, state: str, what: str, timeout: float = 30
+) -> None:
+    """Wait for the deployment of ``revision_id`` to reach ``state``."""
+    wait_for(
+        lambda: worlds.state_is(db, world, revision_id, state),
+        timeout=timeout,
+        message=f"{what} to become {state}",
+    )
+
+
 def _deploy_until_active(db: Database, env: dict[str, str], world: World, what: str) -> str:
     """Deploy, nudge the workers and wait for the revision to become active; its id."""
     revision_id = worlds.deploy(db, world)
     _nudge(env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "active"),
-        timeout=30,
-        message=f"{what} to become active",
-    )
+    _wait_state(db, world, revision_id, "active", what)
     return revision_id
 
 
@@ -147,13 +156,7 @@ def cleanup_gateways(local_root: Path) -> Iterator[None]:
 
 
 def test_deploy_redeploy_and_one_activation_audit_per_revision(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    local_root: Path,
-    cleanup_gateways: None,
-    tmp_path: Path,
+    db: Database, env: dict[str, str], fleet: processes.Fleet, local_root: Path, tmp_path: Path
 ) -> None:
     port = _expose_metrics(env, tmp_path)
     fleet.worker("drivers", concurrency=2)
@@ -195,12 +198,7 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
 
 
 def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    local_root: Path,
-    cleanup_gateways: None,
+    db: Database, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     world = _make_world(db, env)
     older = worlds.deploy(db, world)
@@ -214,9 +212,7 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
         )
     fleet.worker("drivers", concurrency=2)
     _nudge(env)
-    wait_for(
-        lambda: worlds.state_is(db, world, newer, "active"), timeout=30, message="newer active"
-    )
+    _wait_state(db, world, newer, "active", "the newer revision")
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
     fleet.beat()
     wait_for(
@@ -234,12 +230,7 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
 
 
 def test_revoking_deploy_before_processing_denies_without_starting_anything(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    local_root: Path,
-    cleanup_gateways: None,
+    db: Database, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     world = _make_world(db, env)
     revision_id = worlds.deploy(db, world)
@@ -253,11 +244,7 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
         )
     fleet.worker("drivers")
     _nudge(env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "failed"),
-        timeout=30,
-        message="the deployment to fail",
-    )
+    _wait_state(db, world, revision_id, "failed", "the deployment")
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "AUTHORIZATION_DENIED"
     with db.transaction() as session:
@@ -272,13 +259,7 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
 
 
 def test_stop_then_deploy_again_then_delete_removes_everything(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    local_root: Path,
-    cleanup_gateways: None,
-    tmp_path: Path,
+    db: Database, env: dict[str, str], fleet: processes.Fleet, local_root: Path, tmp_path: Path
 ) -> None:
     _expose_metrics(env, tmp_path)
     fleet.worker("drivers", concurrency=2)
@@ -340,12 +321,7 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
 
 
 def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    local_root: Path,
-    cleanup_gateways: None,
+    db: Database, env: dict[str, str], fleet: processes.Fleet
 ) -> None:
     env["OCC_WORKER_CONVERGENCE_TIMEOUT_MS"] = "6000"
     env["OCC_WORKER_MAX_ATTEMPTS"] = "2"
@@ -354,11 +330,7 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
     world = _make_world(db, env, document={"standIn": {"healthy": False}})
     revision_id = worlds.deploy(db, world)
     _nudge(env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "failed"),
-        timeout=40,
-        message="the deployment to fail at its deadline",
-    )
+    _wait_state(db, world, revision_id, "failed", "the deployment (at its deadline)", timeout=40)
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
     assert view.error is not None and view.error.data == {"timeoutMs": 6000}
@@ -371,12 +343,7 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
 
 
 def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_audit(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    local_root: Path,
-    cleanup_gateways: None,
+    db: Database, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     world = _make_world(db, env)
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
@@ -395,11 +362,7 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "0"
     fleet.worker("rescuer")
     fleet.beat()
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "active"),
-        timeout=40,
-        message="recovery to finish the activation",
-    )
+    _wait_state(db, world, revision_id, "active", "the recovered activation", timeout=40)
     agent = worlds.agent(db, world)
     assert agent.active_revision_id == revision_id
     assert _activation_audits(db, revision_id) == 1
