@@ -60,6 +60,22 @@ def claim_batch(
         return work_queue.claim_within_budget(session, policy, max_in_flight=max_in_flight)
 
 
+CLAIM_SHARE: Final = 4
+"""The control worker claims once at least 1/``CLAIM_SHARE`` of the in-flight budget is free."""
+
+
+def claim_share(
+    database: Database, policy: values.QueuePolicy, *, max_in_flight: int
+) -> work_queue.Batch:
+    """What ``occ.claim`` runs: a batch once a quarter of the budget is free, and whether a
+    backlog remains (then the control worker claims again soon)."""
+    min_room = max(max_in_flight // CLAIM_SHARE, 1)
+    with database.transaction() as session, metrics.CLAIM_DURATION.time():
+        return work_queue.claim_share(
+            session, policy, max_in_flight=max_in_flight, min_room=min_room
+        )
+
+
 def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
     """Give back dispatch claims whose messages could not be sent (attempts refunded)."""
     for claim in claims:

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -78,6 +79,16 @@ def get(session: orm.Session, key: WorkKey | str) -> values.WorkItem | None:
     return None if row is None else _item(row)
 
 
+@dataclass(frozen=True)
+class Batch:
+    """What one budgeted claim took, and whether a backlog likely remains."""
+
+    claims: list[values.Claim]
+    more: bool
+    """The claim filled its limit, or skipped for want of room while ready items wait: claim
+    again soon (the control worker re-claims instead of waiting for a nudge)."""
+
+
 def claim_within_budget(
     session: orm.Session, policy: values.QueuePolicy, *, max_in_flight: int
 ) -> list[values.Claim]:
@@ -87,9 +98,25 @@ def claim_within_budget(
     lock), so the fleet never holds more than ``max_in_flight`` claims and nothing outlives
     its dispatch lease waiting in the broker.
     """
+    return claim_share(session, policy, max_in_flight=max_in_flight, min_room=1).claims
+
+
+def claim_share(
+    session: orm.Session, policy: values.QueuePolicy, *, max_in_flight: int, min_room: int
+) -> Batch:
+    """``claim_within_budget``, but only when at least ``min_room`` of the budget is free.
+
+    With less room (and some claims live) nothing is claimed: one small claim per completion
+    costs a claim statement for an item or two. ``more`` says whether to claim again soon.
+    """
     session.execute(SQL["serialize_claimers"])
-    room = max_in_flight - live_claims(session)
-    return claim(session, policy, limit=room) if room > 0 else []
+    live = live_claims(session)
+    room = max_in_flight - live
+    if room <= 0 or (room < min_room and live > 0):
+        ready = session.execute(SQL["ready_exists"], {"max_attempts": policy.max_attempts})
+        return Batch([], bool(ready.scalar()))
+    claims = claim(session, policy, limit=room)
+    return Batch(claims, len(claims) == room)
 
 
 def claim(

@@ -21,6 +21,9 @@ from occ.tasks import names, worker_process
 SHORT_DEFERRAL_MS: Final = 30_000
 """A requeue due within this long sends its own delayed nudge (beat stays the backstop)."""
 
+RECLAIM_S: Final = 0.05
+"""While a backlog remains, ``occ.claim`` claims again after this long (a delayed nudge)."""
+
 
 def register(app: Celery) -> worker_process.WorkerProcess:
     """Define occ's tasks on ``app``, with a new ``WorkerProcess`` attached to it."""
@@ -28,9 +31,10 @@ def register(app: Celery) -> worker_process.WorkerProcess:
 
     def claim() -> int:
         worker = process.worker()
-        claims = executor.claim_batch(
+        batch = executor.claim_share(
             worker.database, worker.policy, max_in_flight=process.settings.max_in_flight
         )
+        claims = batch.claims
         unsent = []
         for item in claims:
             try:
@@ -53,6 +57,9 @@ def register(app: Celery) -> worker_process.WorkerProcess:
                 unsent.append(item)
         if unsent:
             executor.release_dispatches(worker.database, unsent)
+        elif batch.more:
+            # a backlog remains: claim again once some of this batch has run, whoever nudges
+            process.nudge(countdown_s=RECLAIM_S)
         return len(claims) - len(unsent)
 
     def recover_stale() -> int:

@@ -28,9 +28,10 @@ from occ.reconcile import executor
 from occ.state import work_queue
 from occ.tasks import names
 
-COMPLETION_NUDGE_GAP_S: Final = 0.1
+COMPLETION_NUDGE_GAP_S: Final = 0.25
 """A pool process sends at most one completion nudge per gap (a later one is delayed to the end
-of the gap), so a draining backlog runs batch claims instead of one claim per item."""
+of the gap). A backlog is drained by ``occ.claim`` re-claiming itself; these nudges pick up what
+it does not see coming, such as the next item of a lane whose claim just ended."""
 
 HEALTH_INTERVAL_S: Final = 60.0
 """Period of ``worker.health``."""
