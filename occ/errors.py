@@ -10,7 +10,9 @@
     │   ├── NamespaceNotEmpty
     │   ├── AgentDeleting
     │   ├── LastAdministrator   no acting administrator of the Installation would be left
-    │   └── IdempotencyConflict a work key already belongs to another owner
+    │   ├── IdempotencyConflict a work key already belongs to another owner
+    │   └── IdempotencyKeyInUse  a request with this Idempotency-Key applied or is applying
+    ├── PreconditionFailed      the resource changed since the caller read it (If-Match)
     ├── ClaimLost               a claim-fenced write found no live claim
     ├── UnknownOutcome          a COMMIT may or may not have happened
     └── DependencyUnavailable   the database or another dependency failed
@@ -114,6 +116,18 @@ class IdempotencyConflict(Conflict):
     """The work key already belongs to another owner, actor or target."""
 
     code = "RESOURCE_CONFLICT"
+
+
+class IdempotencyKeyInUse(Conflict):
+    """A request with this ``Idempotency-Key`` is still running; retry once it answered."""
+
+    code = "IDEMPOTENCY_KEY_IN_USE"
+
+
+class PreconditionFailed(OccError):
+    """The resource changed since the caller read it (its ``If-Match`` is stale)."""
+
+    code = "PRECONDITION_FAILED"
 
 
 class ClaimLost(OccError):

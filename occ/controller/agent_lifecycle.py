@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ import errors
-from occ.controller import admission, observed_agents
+from occ.controller import admission, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
 from occ.db import Database, Session
 from occ.state import agents, audit, values, work_keys, work_queue
@@ -70,7 +70,12 @@ def stop_agent(
 
 
 def delete_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    agent_id: str,
+    if_match: preconditions.Expected | None = None,
 ) -> observed_agents.ObservedAgent:
     """Admit an Agent deletion (``agent:delete``): ``deleting`` + desired ``stopped`` + audit +
     work ``agent:<id>:reconcile:deleted``.
@@ -82,6 +87,7 @@ def delete_agent(
     Raises:
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
         Forbidden: the caller may read but not delete the Agent (audited).
+        PreconditionFailed: ``if_match`` does not admit the locked Agent's version.
     """
     admission.require_id("namespace", namespace_id)
     admission.require_id("agent", agent_id)
@@ -96,6 +102,7 @@ def delete_agent(
             agent_use_cases.resource(agent),
             hide_unless_readable=True,
         )
+        preconditions.check(if_match, agent_use_cases.version(agent))
         key = work_keys.agent_deleted(agent.id)
         owner = _work_owner(agent, actor_id)
         authorization = decision.evidence.as_details()

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ import errors, harnesses, iam, ids
-from occ.controller import admission, observed_agents, runtime_access
+from occ.controller import admission, observed_agents, preconditions, runtime_access
 from occ.db import Database, Session
 from occ.state import agents, audit, configurations, iam_policy, namespaces, secrets
 
@@ -134,7 +134,13 @@ def create_agent(
 
 
 def update_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, changes: Mapping[str, Any]
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    agent_id: str,
+    changes: Mapping[str, Any],
+    if_match: preconditions.Expected | None = None,
 ) -> observed_agents.ObservedAgent:
     """Edit the draft (``agent:update``); deployed revisions keep what they pinned.
 
@@ -144,6 +150,7 @@ def update_agent(
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
         InvalidInput: no field, a bad field, or a reference outside this Namespace.
         Forbidden: the caller may read but not update the Agent (audited).
+        PreconditionFailed: ``if_match`` does not admit the locked Agent's version.
         AgentDeleting: the Agent is being deleted.
         Conflict: the new name is taken.
     """
@@ -168,6 +175,7 @@ def update_agent(
             hide_unless_readable=True,
             request=request,
         )
+        preconditions.check(if_match, version(agent))
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         check_execution_mode(columns, current=agent)
@@ -363,6 +371,11 @@ def find(session: Session, namespace_id: str, agent_id: str, *, lock: bool = Fal
     if agent is None:
         raise errors.NotFound("the agent does not exist")
     return agent
+
+
+def version(agent: agents.Agent) -> str | None:
+    """The Agent's version tag (its ``updated_at``)."""
+    return preconditions.tag(agent.id, updated_at=agent.updated_at)
 
 
 def resource(agent: agents.Agent) -> iam.Resource:

@@ -10,7 +10,7 @@ import json
 from typing import Any, Final
 
 from occ import errors, iam
-from occ.controller import admission, namespaces
+from occ.controller import admission, namespaces, preconditions
 from occ.db import Database
 from occ.state import audit
 from occ.state import configurations as state
@@ -128,17 +128,19 @@ def update_configuration(
     configuration_id: str,
     name: str | None = None,
     document: dict[str, Any] | None = None,
+    if_match: preconditions.Expected | None = None,
 ) -> state.Configuration:
     """Change the name and/or document; ``generation`` moves by exactly one.
 
     ``None`` leaves a field as it is; at least one must be given. Needs
-    ``configuration:update`` on the Configuration.
+    ``configuration:update`` on the Configuration. ``if_match`` is checked on the locked row.
 
     Raises:
         InvalidInput: nothing to change, or a bad ``/name`` or ``/document``.
         NotFound: no such Configuration in this live Namespace, or the caller may not read it
             (audited).
         Forbidden: the caller may read but not update it (audited).
+        PreconditionFailed: ``if_match`` does not admit the current generation.
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the new name is taken in the Namespace.
     """
@@ -161,6 +163,7 @@ def update_configuration(
             hide_unless_readable=True,
             request=request,
         )
+        preconditions.check(if_match, version(current))
         admission.require_ready(namespace.status)
         updated = state.update(
             session,
@@ -202,7 +205,12 @@ def update_configuration(
 
 
 def delete_configuration(
-    db: Database, *, actor_id: str, namespace_id: str, configuration_id: str
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    configuration_id: str,
+    if_match: preconditions.Expected | None = None,
 ) -> state.Configuration:
     """Remove a Configuration no Agent references (``configuration:delete``); the removed one.
 
@@ -212,6 +220,7 @@ def delete_configuration(
         NotFound: no such Configuration in this live Namespace, or the caller may not read it
             (audited).
         Forbidden: the caller may read but not delete it (audited).
+        PreconditionFailed: ``if_match`` does not admit the current generation.
         Conflict: an Agent references it.
     """
     _require_ids(namespace_id, configuration_id)
@@ -226,6 +235,7 @@ def delete_configuration(
             _resource(current),
             hide_unless_readable=True,
         )
+        preconditions.check(if_match, version(current))
         agents = state.referencing_agents(session, namespace.id, current.id)
         if agents:
             raise errors.Conflict(f"the Configuration is used by agent(s) {', '.join(agents)}")
@@ -303,6 +313,11 @@ def _existing(configuration: state.Configuration | None) -> state.Configuration:
     if configuration is None:
         raise errors.NotFound("the configuration does not exist")
     return configuration
+
+
+def version(configuration: state.Configuration) -> str | None:
+    """The Configuration's version tag (its generation)."""
+    return preconditions.tag(configuration.id, generation=configuration.generation)
 
 
 def _resource(configuration: state.Configuration) -> iam.Resource:

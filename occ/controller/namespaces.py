@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation
+from occ.controller import admission, installation, preconditions
 from occ.db import Database, Session
 from occ.state import audit, namespaces, values, work_keys, work_queue
 
@@ -77,7 +77,13 @@ def create_namespace(
         return namespace
 
 
-def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespaces.Namespace:
+def delete_namespace(
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    if_match: preconditions.Expected | None = None,
+) -> namespaces.Namespace:
     """Admit a Namespace deletion: status ``deleting`` + audit + work ``...:reconcile:deleted``.
 
     Needs ``namespace:delete`` on the Namespace. Repeating it while the deletion work is
@@ -88,6 +94,7 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> names
     Raises:
         NotFound: no such live Namespace, or the caller may not read it.
         Forbidden: the caller may read but not delete it (audited).
+        PreconditionFailed: ``if_match`` does not admit the locked Namespace's version.
         NamespaceNotEmpty: Agents, Configurations or Secrets remain.
     """
     with admission.guarded(db, actor_id) as session:
@@ -100,6 +107,9 @@ def delete_namespace(db: Database, *, actor_id: str, namespace_id: str) -> names
             "namespace:delete",
             resource,
             hide_unless_readable=True,
+        )
+        preconditions.check(
+            if_match, preconditions.tag(namespace.id, updated_at=namespace.updated_at)
         )
         remaining = namespaces.contents(session, namespace.id)
         if not remaining.empty:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from occ import errors, iam, ids, secret_store
-from occ.controller import admission, namespaces
+from occ.controller import admission, namespaces, preconditions
 from occ.db import Database
 from occ.state import audit
 from occ.state import secrets as state
@@ -124,7 +124,12 @@ def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[stat
 
 
 def delete_secret(
-    db: Database, *, actor_id: str, namespace_id: str, secret_id: str
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    secret_id: str,
+    if_match: preconditions.Expected | None = None,
 ) -> state.Secret:
     """Remove a Secret no Agent references (``secret:delete``); the removed one's metadata.
 
@@ -134,6 +139,7 @@ def delete_secret(
         NotFound: no such Secret in this live Namespace, or the caller may not read it
             (audited).
         Forbidden: the caller may read but not delete it (audited).
+        PreconditionFailed: ``if_match`` does not admit the locked Secret's version.
         Conflict: an Agent's harness authentication references it.
     """
     _require_ids(namespace_id, secret_id)
@@ -148,6 +154,7 @@ def delete_secret(
             _resource(current),
             hide_unless_readable=True,
         )
+        preconditions.check(if_match, preconditions.tag(current.id, updated_at=current.updated_at))
         agents = state.referencing_agents(session, namespace.id, current.id)
         if agents:
             raise errors.Conflict(f"the Secret is used by agent(s) {', '.join(agents)}")

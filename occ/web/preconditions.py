@@ -1,22 +1,25 @@
 """``ETag`` on a resource's GET and ``If-Match`` on its PATCH and DELETE.
 
-The validator is strong: ``"g<generation>"`` for resources that count their changes
-(Configurations), otherwise a digest of the resource id and ``updatedAt`` (Agents,
-Namespaces). A PATCH or DELETE that sends ``If-Match`` is checked against the resource as its
-GET answers it (same authorization, so a hidden resource stays 404); a stale one answers 412
-``PRECONDITION_FAILED`` and changes nothing. Without ``If-Match`` nothing changes. This module
-must not write: it reads through the route's own GET view.
+The validator is strong (``occ.controller.preconditions.tag``): ``"g<generation>"`` for
+resources that count their changes (Configurations), otherwise a digest of the resource id
+and ``updatedAt`` (Agents, Namespaces, Secrets). The decisive check is the use case's: the
+route hands it ``expected()`` and it compares the row it holds locked, in the change's own
+transaction, so of two changes racing with the same tag exactly one goes through. Before the
+view, ``check_if_match`` answers a plainly stale tag early through the route's own GET view
+(same authorization, so a hidden resource stays 404), and refuses any precise tag on a
+resource that has no validator. A stale tag answers 412 ``PRECONDITION_FAILED`` and changes
+nothing; without ``If-Match`` nothing changes. This module must not write.
 """
 
 from __future__ import annotations
 
-import hashlib
+import datetime as dt
 from typing import Any, Final
 
 import flask
 from werkzeug import exceptions as http
 
-from occ.web import problems
+from occ.controller import preconditions
 
 CONDITIONAL_METHODS: Final = frozenset({"PATCH", "DELETE"})
 
@@ -26,11 +29,21 @@ def entity_tag(data: Any) -> str | None:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         return None
     if isinstance(data.get("generation"), int):
-        return f'"g{data["generation"]}"'
+        return preconditions.tag(data["id"], generation=data["generation"])
     if isinstance(data.get("updatedAt"), str):
-        digest = hashlib.sha256(f"{data['id']}\n{data['updatedAt']}".encode()).hexdigest()
-        return f'"u{digest[:32]}"'
+        updated_at = dt.datetime.fromisoformat(data["updatedAt"])
+        return preconditions.tag(data["id"], updated_at=updated_at)
     return None
+
+
+def expected() -> preconditions.Expected | None:
+    """The request's ``If-Match`` for the use case to check, or ``None`` without one."""
+    header = flask.request.headers.get("If-Match")
+    if header is None:
+        return None
+    return preconditions.Expected(
+        frozenset(part.strip() for part in header.split(",") if part.strip())
+    )
 
 
 def tag_response(response: flask.Response) -> flask.Response:
@@ -46,17 +59,9 @@ def tag_response(response: flask.Response) -> flask.Response:
 
 def check_if_match() -> None:
     """``before_request``: 412 when a PATCH's or DELETE's ``If-Match`` names no current tag."""
-    header = flask.request.headers.get("If-Match")
-    if header is None or flask.request.method not in CONDITIONAL_METHODS:
-        return
-    wanted = {part.strip() for part in header.split(",") if part.strip()}
-    current = _current_tag()
-    if "*" in wanted and current is not None:
-        return
-    if current is None or current not in wanted:
-        raise problems.PreconditionFailed(
-            "the resource changed since it was read (If-Match does not match its ETag)"
-        )
+    wanted = expected()
+    if wanted is not None and flask.request.method in CONDITIONAL_METHODS:
+        preconditions.check(wanted, _current_tag())
 
 
 def _current_tag() -> str | None:

@@ -18,22 +18,14 @@ CONTENT_TYPE: Final = "application/problem+json"
 RETRY_AFTER_S: Final = 5  # what a 503 asks the client to wait before it tries again
 
 
-class PreconditionFailed(errors.OccError):
-    """The resource changed since the caller read it (its ``If-Match`` is stale)."""
-
-    code = "PRECONDITION_FAILED"
+PreconditionFailed = errors.PreconditionFailed
+IdempotencyKeyInUse = errors.IdempotencyKeyInUse
 
 
 class IdempotencyKeyReused(errors.Conflict):
     """The ``Idempotency-Key`` was already used for another request."""
 
     code = "IDEMPOTENCY_KEY_REUSED"
-
-
-class IdempotencyKeyInUse(errors.Conflict):
-    """A request with this ``Idempotency-Key`` is still running; retry once it answered."""
-
-    code = "IDEMPOTENCY_KEY_IN_USE"
 
 
 _STATUS: Final[dict[type[errors.OccError], int]] = {

@@ -8,7 +8,7 @@ from typing import Any
 import flask
 
 from occ.controller import agent_lifecycle, agents, deployments
-from occ.web import access, locations, pagination, routing
+from occ.web import access, locations, pagination, preconditions, routing
 from occ.web.schemas import agents as schemas
 from occ.web.schemas import common
 
@@ -90,6 +90,7 @@ def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
             namespace_id=namespace_id,
             agent_id=agent_id,
             changes=body,
+            if_match=preconditions.expected(),
         )
     )
 
@@ -106,6 +107,7 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
         actor_id=access.principal_id(),
         namespace_id=namespace_id,
         agent_id=agent_id,
+        if_match=preconditions.expected(),
     )
     context.nudger.nudge()
     return common.wrap(view)

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import configurations
-from occ.web import access, locations, pagination, routing
+from occ.web import access, locations, pagination, preconditions, routing
 from occ.web.schemas import common
 from occ.web.schemas import configurations as schemas
 
@@ -88,6 +88,7 @@ def update_configuration(
             configuration_id=configuration_id,
             name=body.get("name"),
             document=body.get("document"),
+            if_match=preconditions.expected(),
         )
     )
 
@@ -102,4 +103,5 @@ def delete_configuration(namespace_id: str, configuration_id: str) -> None:
         actor_id=access.principal_id(),
         namespace_id=namespace_id,
         configuration_id=configuration_id,
+        if_match=preconditions.expected(),
     )

@@ -7,7 +7,7 @@ from typing import Any
 import flask
 
 from occ.controller import namespaces
-from occ.web import access, locations, pagination, routing
+from occ.web import access, locations, pagination, preconditions, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
@@ -70,7 +70,10 @@ def delete_namespace(namespace_id: str) -> dict[str, Any]:
     """Admit the deletion of an empty Namespace; repeat after a failure to retry."""
     context = _context()
     view = namespaces.delete_namespace(
-        context.runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
+        context.runtime.database,
+        actor_id=access.principal_id(),
+        namespace_id=namespace_id,
+        if_match=preconditions.expected(),
     )
     context.nudger.nudge()
     return common.wrap(view)

@@ -11,7 +11,7 @@ import flask
 
 from occ import secret_store
 from occ.controller import secrets
-from occ.web import access, locations, pagination, routing
+from occ.web import access, locations, pagination, preconditions, routing
 from occ.web.schemas import common
 from occ.web.schemas import secrets as schemas
 
@@ -88,4 +88,5 @@ def delete_secret(namespace_id: str, secret_id: str) -> None:
         actor_id=access.principal_id(),
         namespace_id=namespace_id,
         secret_id=secret_id,
+        if_match=preconditions.expected(),
     )

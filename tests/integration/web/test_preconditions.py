@@ -2,11 +2,60 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
+import flask
+import sqlalchemy as sa
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 from occ.db import Database
+from occ.state import models
+from tests.integration.controller.test_deployments import lock_waiters
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller
+from tests.support import processes
+
+
+def racing(
+    app: flask.Flask,
+    db: Database,
+    owner_db: Database,
+    locked: str,
+    row_id: str,
+    requests: list[Callable[[FlaskClient], TestResponse]],
+) -> list[TestResponse]:
+    """The answers of the requests, sent while a second connection holds ``locked``'s row:
+    each starts once the one before waits on a lock inside its transaction (past any check
+    made before it), and the row is released once all of them wait."""
+    answers: dict[int, TestResponse] = {}
+    holder = db.engine.connect()
+    threads: list[threading.Thread] = []
+    try:
+        transaction = holder.begin()
+        holder.execute(
+            sa.text(f"SELECT 1 FROM occ.{locked} WHERE id = :id FOR UPDATE"), {"id": row_id}
+        )
+        for index, send in enumerate(requests):
+
+            def run(index: int = index, send: Callable[[FlaskClient], TestResponse] = send) -> None:
+                answers[index] = send(app.test_client())
+
+            threads.append(threading.Thread(target=run))
+            threads[-1].start()
+            processes.wait_for(
+                lambda index=index: lock_waiters(owner_db) > index,
+                timeout=20,
+                message=f"request {index} waiting on a row lock",
+            )
+        transaction.commit()
+    finally:
+        holder.close()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(answers) == list(range(len(requests)))
+    return [answers[index] for index in range(len(requests))]
 
 
 def test_a_configuration_is_tagged_by_its_generation(
@@ -79,3 +128,62 @@ def test_a_resource_without_a_validator_fails_a_precise_if_match(
     refused = client.delete(url, headers={**admin.headers, "If-Match": '"g1"'})
     assert refused.status_code == 412
     assert client.delete(url, headers=admin.headers).status_code == 200
+
+
+def test_two_patches_racing_with_one_tag_change_it_once(
+    app: flask.Flask, client: FlaskClient, admin: Caller, db: Database, owner_db: Database
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    url = f"/v1/namespaces/{world.namespace_id}/configurations/{world.configuration_id}"
+    tag = client.get(url, headers=admin.headers).headers["ETag"]
+    headers = {**admin.headers, "If-Match": tag}
+
+    answers = racing(
+        app,
+        db,
+        owner_db,
+        "configurations",
+        world.configuration_id,
+        [
+            lambda c, name=name: c.patch(url, json={"name": name}, headers=headers)
+            for name in ("left", "right")
+        ],
+    )
+    assert sorted(a.status_code for a in answers) == [200, 412], [a.json for a in answers]
+    [won] = [a for a in answers if a.status_code == 200]
+    [lost] = [a for a in answers if a.status_code == 412]
+    assert lost.json["code"] == "PRECONDITION_FAILED"
+    current = client.get(url, headers=admin.headers).json["data"]
+    assert current["name"] == won.json["data"]["name"]
+    assert current["generation"] == 2  # moved exactly once
+    assert (
+        test_agents.count(db, models.AuditEvent, action="configurations.update", outcome="success")
+        == 1
+    )
+
+
+def test_a_delete_racing_a_patch_with_one_tag_fails_and_deletes_nothing(
+    app: flask.Flask, client: FlaskClient, admin: Caller, db: Database, owner_db: Database
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    agent = test_agents.create(client, admin, world)
+    url = f"{world.agents}/{agent['id']}"
+    tagged = {**admin.headers, "If-Match": client.get(url, headers=admin.headers).headers["ETag"]}
+
+    renamed, deleted = racing(
+        app,
+        db,
+        owner_db,
+        "agents",
+        agent["id"],
+        [
+            lambda c: c.patch(url, json={"name": "renamed"}, headers=tagged),
+            lambda c: c.delete(url, headers=tagged),
+        ],
+    )
+    assert renamed.status_code == 200, renamed.json
+    assert deleted.status_code == 412, deleted.json
+    assert deleted.json["code"] == "PRECONDITION_FAILED"
+    current = client.get(url, headers=admin.headers).json["data"]
+    assert current["name"] == "renamed" and current["status"] != "deleting"
+    assert test_agents.count(db, models.AuditEvent, action="agents.delete") == 0
