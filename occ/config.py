@@ -1,23 +1,25 @@
 """Settings: every knob of occ, read once from the environment (and an optional YAML file).
 
-The only module that reads ``os.environ``; everything else receives a ``Settings``.
+The only module that reads ``os.environ``; everything else receives a ``Settings``, a frozen
+pydantic-settings model. Every value is type-checked wherever it comes from; a bad one is an
+``errors.InvalidInput`` naming its key (the variable or the YAML key), never its value.
+
+``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
+fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
+given as ``<variable>_FILE``, a file holding it). ``Settings(...)`` takes explicit values only.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
+import pydantic
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from occ import errors
-
-_DIGITS = re.compile(r"[0-9]{1,15}")
+from occ import errors, settings_sources
 
 PRODUCTION_KEY_MIN_BYTES = 32
 """Shortest API-key pepper and secret key a production process accepts."""
@@ -27,11 +29,30 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _HIDDEN = frozenset({"api_key_pepper", "secret_key"})
 _PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
+_POSITIVE = (
+    "lease_ms",
+    "dispatch_lease_ms",
+    "max_attempts",
+    "convergence_timeout_ms",
+    "claim_interval_ms",
+    "recovery_interval_ms",
+    "max_in_flight",
+    "unready_recheck_ms",
+    "database_timeout_ms",
+    "kubernetes_request_timeout_ms",
+    "docker_request_timeout_ms",
+    "docker_memory_bytes",
+    "docker_nano_cpus",
+    "docker_pids_limit",
+)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Settings:
+class Settings(BaseSettings):
     """Frozen configuration of one occ process."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, strict=True, extra="forbid", use_attribute_docstrings=True
+    )
 
     database_url: str = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
     """SQLAlchemy URL the API and workers use (role ``occ_app``). Env: OCC_DATABASE_URL."""
@@ -72,10 +93,10 @@ class Settings:
     database_timeout_ms: int = 60_000
     """Client-side statement timeout of worker connections. Env: OCC_WORKER_DATABASE_TIMEOUT_MS."""
 
-    api_key_pepper: str = field(default="development-pepper", repr=False)
+    api_key_pepper: str = "development-pepper"
     """Server secret keying API-key hashes. Env: OCC_API_KEY_PEPPER."""
 
-    secret_key: str = field(default="development-secret-key", repr=False)
+    secret_key: str = pydantic.Field(default="development-secret-key")
     """Key protecting stored Secret values. Env: OCC_SECRET_KEY."""
 
     compute_driver: str = "local"
@@ -154,8 +175,23 @@ class Settings:
     """Threshold of occ's logs: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case, stored
     upper-case). Env: OCC_LOG_LEVEL."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "log_level", self.log_level.upper())
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except pydantic.ValidationError as exc:
+            raise _invalid(exc, {}) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # explicit values only: the environment is read by from_env, from the mapping it is given
+        return (init_settings,)
 
     @property
     def owner_database_url(self) -> str:
@@ -164,55 +200,56 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Build settings from ``OCC_*`` variables, after the YAML file in ``OCC_CONFIG_PATH``."""
+        """Build settings from the environment (``os.environ`` unless given), as layered above."""
         env = os.environ if environ is None else environ
+        sources: list[settings_sources.Source] = [settings_sources.FallbackSource(cls, env)]
+        if env.get("OCC_CONFIG_PATH"):
+            sources.append(settings_sources.YamlSource(cls, Path(env["OCC_CONFIG_PATH"])))
+        sources.append(settings_sources.EnvironmentSource(cls, env))
         values: dict[str, Any] = {}
-        config_path = env.get("OCC_CONFIG_PATH")
-        if config_path:
-            values.update(_load_yaml(Path(config_path)))
-        for name, (variable, kind) in _ENVIRONMENT.items():
-            raw = env.get(variable)
-            if raw is None or raw == "":
-                continue
-            values[name] = _parse(variable, raw, kind)
-        settings = cls(**values)
-        settings.validate()
-        return settings
+        origins: dict[str, str] = {}
+        for source in sources:
+            values.update(source())
+            origins.update(source.origins)
+        try:
+            return cls.model_validate(values)
+        except pydantic.ValidationError as exc:
+            raise _invalid(exc, origins) from None
 
     def replace(self, **changes: Any) -> Settings:
-        """A copy with some fields changed."""
-        settings = dataclasses.replace(self, **changes)
-        settings.validate()
-        return settings
+        """A copy with some fields changed (checked like any settings)."""
+        return type(self)(**{**self.model_dump(), **changes})
 
-    def validate(self) -> None:
+    @pydantic.field_validator("database_url", "migration_database_url")
+    @classmethod
+    def _use_psycopg(cls, url: str | None) -> str | None:
+        # postgres:// (Heroku) and postgresql:// name no driver: occ's is psycopg 3
+        if url is None:
+            return None
+        scheme, separator, rest = url.partition("://")
+        if separator and scheme.lower() in ("postgres", "postgresql"):
+            return f"postgresql+psycopg://{rest}"
+        return url
+
+    @pydantic.field_validator("log_level")
+    @classmethod
+    def _known_level(cls, level: str) -> str:
+        if level.upper() not in LOG_LEVELS:
+            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+        return level.upper()
+
+    @pydantic.model_validator(mode="after")
+    def _work_together(self) -> Settings:
         """Reject settings that cannot work together."""
         if self.environment not in ("development", "production"):
             raise errors.InvalidInput.at("/environment", "must be development or production")
-        for name in (
-            "lease_ms",
-            "dispatch_lease_ms",
-            "max_attempts",
-            "convergence_timeout_ms",
-            "claim_interval_ms",
-            "recovery_interval_ms",
-            "max_in_flight",
-            "unready_recheck_ms",
-            "database_timeout_ms",
-            "kubernetes_request_timeout_ms",
-            "docker_request_timeout_ms",
-            "docker_memory_bytes",
-            "docker_nano_cpus",
-            "docker_pids_limit",
-        ):
+        for name in _POSITIVE:
             if getattr(self, name) <= 0:
                 raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
         if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
             raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
         if self.local_effect_delay_ms < 0:
             raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
-        if self.log_level not in LOG_LEVELS:
-            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
         if not self.database_url.startswith(("postgresql", "postgres")):
             raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
         if self.environment == "production":
@@ -230,6 +267,7 @@ class Settings:
                     "the local driver runs gateways on this machine and is for development only;"
                     " choose docker or kubernetes in production",
                 )
+        return self
 
     def startup_warnings(self) -> tuple[errors.FieldError, ...]:
         """What a production process should warn about once at start-up (never a value).
@@ -248,82 +286,32 @@ class Settings:
                 )
         return tuple(found)
 
-    def __repr__(self) -> str:
+    def __repr_args__(self) -> Iterator[tuple[str, Any]]:
         # credentials never reach a log or a configuration dump: peppers and keys are hidden,
         # URL passwords masked
-        shown = []
-        for item in dataclasses.fields(self):
-            value = getattr(self, item.name)
-            if item.name in _HIDDEN:
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name in _HIDDEN:
                 value = "***"
             elif isinstance(value, str):
                 value = mask_url_password(value)
-            shown.append(f"{item.name}={value!r}")
-        return f"Settings({', '.join(shown)})"
+            yield name, value
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{name}={value!r}' for name, value in self.__repr_args__())})"
 
     __str__ = __repr__
 
 
-_ENVIRONMENT: dict[str, tuple[str, type]] = {
-    "database_url": ("OCC_DATABASE_URL", str),
-    "migration_database_url": ("OCC_MIGRATION_DATABASE_URL", str),
-    "broker_url": ("OCC_BROKER_URL", str),
-    "environment": ("OCC_ENV", str),
-    "lease_ms": ("OCC_WORKER_LEASE_DURATION_MS", int),
-    "dispatch_lease_ms": ("OCC_DISPATCH_LEASE_MS", int),
-    "max_attempts": ("OCC_WORKER_MAX_ATTEMPTS", int),
-    "convergence_timeout_ms": ("OCC_WORKER_CONVERGENCE_TIMEOUT_MS", int),
-    "claim_interval_ms": ("OCC_CLAIM_INTERVAL_MS", int),
-    "recovery_interval_ms": ("OCC_RECOVERY_INTERVAL_MS", int),
-    "max_in_flight": ("OCC_MAX_IN_FLIGHT", int),
-    "unready_recheck_ms": ("OCC_UNREADY_RECHECK_MS", int),
-    "database_timeout_ms": ("OCC_WORKER_DATABASE_TIMEOUT_MS", int),
-    "api_key_pepper": ("OCC_API_KEY_PEPPER", str),
-    "secret_key": ("OCC_SECRET_KEY", str),
-    "compute_driver": ("OCC_COMPUTE_DRIVER", str),
-    "local_root": ("OCC_LOCAL_ROOT", str),
-    "local_effect_delay_ms": ("OCC_LOCAL_EFFECT_DELAY_MS", int),
-    "maintenance_interval_ms": ("OCC_MAINTENANCE_INTERVAL_MS", int),
-    "kubernetes_kubeconfig": ("OCC_KUBERNETES_KUBECONFIG", str),
-    "kubernetes_context": ("OCC_KUBERNETES_CONTEXT", str),
-    "kubernetes_gateway_image": ("OCC_KUBERNETES_GATEWAY_IMAGE", str),
-    "kubernetes_storage_class": ("OCC_KUBERNETES_STORAGE_CLASS", str),
-    "kubernetes_namespace_prefix": ("OCC_KUBERNETES_NAMESPACE_PREFIX", str),
-    "kubernetes_request_timeout_ms": ("OCC_KUBERNETES_REQUEST_TIMEOUT_MS", int),
-    "docker_host": ("OCC_DOCKER_HOST", str),
-    "docker_gateway_image": ("OCC_DOCKER_GATEWAY_IMAGE", str),
-    "docker_request_timeout_ms": ("OCC_DOCKER_REQUEST_TIMEOUT_MS", int),
-    "docker_memory_bytes": ("OCC_DOCKER_MEMORY_BYTES", int),
-    "docker_nano_cpus": ("OCC_DOCKER_NANO_CPUS", int),
-    "docker_pids_limit": ("OCC_DOCKER_PIDS_LIMIT", int),
-    "metrics_port": ("OCC_METRICS_PORT", int),
-    "worker_readiness_path": ("OCC_WORKER_READINESS_PATH", str),
-    "log_level": ("OCC_LOG_LEVEL", str),
-}
-
-
-def _parse(variable: str, raw: str, kind: type) -> Any:
-    if kind is int:
-        if not _DIGITS.fullmatch(raw):
-            raise errors.InvalidInput.at(f"/{variable}", "must be an integer written as digits")
-        return int(raw)
-    return raw
-
-
-def _load_yaml(path: Path) -> dict[str, Any]:
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise errors.InvalidInput.at(
-            "/OCC_CONFIG_PATH", f"cannot read settings file: {exc}"
-        ) from None
-    if not isinstance(document, dict):
-        raise errors.InvalidInput.at("/OCC_CONFIG_PATH", "settings file must hold a mapping")
-    known = {f.name for f in dataclasses.fields(Settings)}
-    unknown = sorted(set(document) - known)
-    if unknown:
-        raise errors.InvalidInput.at(f"/{unknown[0]}", "unknown setting")
-    return document
+def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidInput:
+    """``exc`` as ``InvalidInput``: each error at the key it came from, without the input."""
+    found = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        where = [str(part) for part in error["loc"]]
+        head = origins.get(where[0], f"/{where[0]}") if where else ""
+        message = error["msg"][:1].lower() + error["msg"][1:]
+        found.append(errors.FieldError("/".join([head, *where[1:]]), message))
+    return errors.InvalidInput("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
 
 
 def mask_url_password(url: str) -> str:

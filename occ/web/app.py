@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http
 import re
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -17,10 +18,10 @@ import flask
 import flask_smorest
 import flask_smorest.utils
 
-from occ import metrics, observability, runtime
+from occ import errors, metrics, observability, runtime
 from occ.config import Settings
 from occ.tasks import app as tasks_app
-from occ.tasks import nudge
+from occ.tasks import lifecycle, nudge
 from occ.web import (
     access,
     documentation,
@@ -35,6 +36,8 @@ from occ.web.routes import ROUTE_MODULES
 from occ.web.schemas import common
 
 MAX_BODY_BYTES: Final = 256 * 1024
+EXIT_WORKER_BOOT_ERROR: Final = 3
+"""Exit status of a gunicorn worker that cannot boot (gunicorn then stops)."""
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
@@ -50,7 +53,9 @@ def create_app(
     settings: Settings | None = None, *, nudger: nudge.Nudger | None = None
 ) -> flask.Flask:
     """Build the API for ``settings`` (from the environment when not given)."""
-    built = runtime.build(settings, pool_size=10, application_name="occ-api")
+    built = runtime.build(
+        settings or _settings_from_env(), pool_size=10, application_name="occ-api"
+    )
     observability.configure("occ-api")
     app = flask.Flask("occ", static_folder=None)
     app.config.update(
@@ -93,6 +98,19 @@ def create_app(
     app.after_request(idempotency.record_outcome)
     app.after_request(preconditions.tag_response)  # after_request runs last-registered first
     return app
+
+
+def _settings_from_env() -> Settings:
+    """The settings of a gunicorn worker; invalid ones end it with one line, no traceback.
+
+    The exit status is gunicorn's "worker failed to boot", which stops the whole server
+    rather than booting worker after worker.
+    """
+    try:
+        return Settings.from_env()
+    except errors.OccError as exc:
+        print(f"occ-api: error: {exc.code}: {lifecycle.startup_reason(exc)}", file=sys.stderr)
+        raise SystemExit(EXIT_WORKER_BOOT_ERROR) from None
 
 
 class _Api(flask_smorest.Api):  # type: ignore[misc]

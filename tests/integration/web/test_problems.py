@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 
 from flask.testing import FlaskClient
@@ -13,9 +12,7 @@ from occ.web.app import create_app
 
 
 def test_an_unavailable_database_answers_503_with_retry_after(settings: Settings) -> None:
-    unreachable = dataclasses.replace(
-        settings, database_url="postgresql+psycopg://occ:occ@127.0.0.1:1/occ"
-    )
+    unreachable = settings.replace(database_url="postgresql+psycopg://occ:occ@127.0.0.1:1/occ")
     app = create_app(unreachable)
     try:
         key = f"occ_key_{uuid.uuid4()}_{'ab' * 32}"  # well formed: checking it needs the database
