@@ -44,6 +44,7 @@ _POSITIVE = (
     "docker_memory_bytes",
     "docker_nano_cpus",
     "docker_pids_limit",
+    "startup_wait_ms",
 )
 
 
@@ -174,6 +175,10 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     """Threshold of occ's logs: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case, stored
     upper-case). Env: OCC_LOG_LEVEL."""
+
+    startup_wait_ms: int = 120_000
+    """How long the API, the workers and beat wait at start-up for a migrated, bootstrapped
+    database before they exit. Env: OCC_STARTUP_WAIT_MS."""
 
     def __init__(self, **values: Any) -> None:
         try:

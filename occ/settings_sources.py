@@ -55,6 +55,7 @@ ENVIRONMENT: dict[str, str] = {
     "metrics_port": "OCC_METRICS_PORT",
     "worker_readiness_path": "OCC_WORKER_READINESS_PATH",
     "log_level": "OCC_LOG_LEVEL",
+    "startup_wait_ms": "OCC_STARTUP_WAIT_MS",
 }
 """Setting -> its variable."""
 
