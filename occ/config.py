@@ -166,8 +166,12 @@ class Settings(BaseSettings):
     """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
 
     metrics_port: int | None = None
-    """Loopback port of a worker's private Prometheus listener (off when unset).
+    """Port of a worker's private Prometheus listener (off when unset).
     Env: OCC_METRICS_PORT."""
+
+    metrics_address: str = "127.0.0.1"
+    """Address the worker's Prometheus listener binds (loopback unless set).
+    Env: OCC_METRICS_ADDRESS."""
 
     worker_readiness_path: str | None = None
     """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""

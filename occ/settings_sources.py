@@ -53,6 +53,7 @@ ENVIRONMENT: dict[str, str] = {
     "docker_nano_cpus": "OCC_DOCKER_NANO_CPUS",
     "docker_pids_limit": "OCC_DOCKER_PIDS_LIMIT",
     "metrics_port": "OCC_METRICS_PORT",
+    "metrics_address": "OCC_METRICS_ADDRESS",
     "worker_readiness_path": "OCC_WORKER_READINESS_PATH",
     "log_level": "OCC_LOG_LEVEL",
     "startup_wait_ms": "OCC_STARTUP_WAIT_MS",
