@@ -11,6 +11,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import exc as sa_exc
 
 from occ import errors
@@ -61,6 +62,17 @@ def _driver_message(exc: sa_exc.DBAPIError) -> str:
     text = str(exc.orig) if exc.orig is not None else str(exc)
     lines = text.strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def is_current(applied: str | None) -> bool:
+    """Whether a database at revision ``applied`` has this code's schema: the head, or a
+    revision this code does not know (a newer release migrated it first)."""
+    if applied is None:
+        return False
+    scripts = ScriptDirectory.from_config(_config(""))
+    if applied == scripts.get_current_head():
+        return True
+    return applied not in {script.revision for script in scripts.walk_revisions()}
 
 
 def downgrade(url: str, revision: str) -> None:

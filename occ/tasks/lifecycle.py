@@ -1,10 +1,12 @@
 """The life cycle of a Celery worker process: start-up checks, readiness, warm shutdown.
 
-Wires Celery's worker signals to the app's ``WorkerProcess``. Start-up checks the settings,
-requires a bootstrapped Installation and runs the Compute Driver's preflight before the
-readiness marker is written; when one fails it logs ``worker.startup-error`` (the error's class
-and reason, never a secret) and exits with ``EXIT_NOT_READY``. Warm shutdown aborts in-flight
-effects so their claims are released with the attempt refunded. No task is defined here.
+Wires Celery's worker and beat signals to the app's ``WorkerProcess``. Start-up checks the
+settings, waits (bounded, ``occ.startup``) for a migrated, bootstrapped database and runs the
+Compute Driver's preflight before the readiness marker is written; beat waits for the database
+the same way. When a check fails it logs ``worker.startup-error`` (``beat.startup-error``: the
+error's class and reason, never a secret) and exits with ``EXIT_NOT_READY``. Warm shutdown
+aborts in-flight effects so their claims are released with the attempt refunded. No task is
+defined here.
 """
 
 from __future__ import annotations
@@ -17,14 +19,13 @@ from typing import Any, Final, NoReturn
 
 from celery import Celery, signals
 
-from occ import errors, metrics, observability
+from occ import errors, metrics, observability, runtime, startup
 from occ.config import Settings
 from occ.drivers.compute import base
-from occ.state import installation
 from occ.tasks import worker_process
 
-EXIT_NOT_READY: Final = 3
-"""Exit status of a worker whose start-up checks failed (settings, bootstrap, preflight)."""
+EXIT_NOT_READY: Final = startup.EXIT_NOT_READY
+"""Exit status of a worker whose start-up checks failed (settings, wait, preflight)."""
 
 
 def settings_from_env() -> Settings:
@@ -52,10 +53,10 @@ def warn_about(settings: Settings) -> None:
         )
 
 
-def fail_startup(exc: BaseException) -> NoReturn:
-    """Log ``worker.startup-error`` for ``exc`` and exit with ``EXIT_NOT_READY``."""
+def fail_startup(exc: BaseException, event: str = "worker.startup-error") -> NoReturn:
+    """Log ``event`` for ``exc`` and exit with ``EXIT_NOT_READY``."""
     observability.log(
-        "worker.startup-error",
+        event,
         level=logging.ERROR,
         code="WORKER_UNAVAILABLE",
         error=type(exc).__name__,
@@ -80,14 +81,19 @@ def startup_reason(exc: BaseException) -> str:
 
 
 def check_before_start(process: worker_process.WorkerProcess) -> None:
-    """Require a bootstrapped Installation and a Compute Driver whose preflight passes."""
+    """Wait for a migrated, bootstrapped database, then require the driver's preflight."""
     worker = process.worker()
-    with worker.database.snapshot() as session:
-        if installation.current(session) is None:
-            raise errors.DependencyUnavailable(
-                "the installation is not bootstrapped: run `occ bootstrap` first"
-            )
+    startup.wait_until_ready(worker.database, timeout_s=process.settings.startup_wait_ms / 1000)
     worker.driver.preflight()
+
+
+def wait_before_beat(settings: Settings) -> None:
+    """Wait for a migrated, bootstrapped database before beat sends its first task."""
+    built = runtime.build(settings, pool_size=1, application_name="occ-beat")
+    try:
+        startup.wait_until_ready(built.database, timeout_s=settings.startup_wait_ms / 1000)
+    finally:
+        built.database.dispose()
 
 
 def connect_signals(app: Celery) -> None:
@@ -111,6 +117,15 @@ def connect_signals(app: Celery) -> None:
             fail_startup(exc)
         finally:
             process.forget_worker()  # connections are not shared with forked pool processes
+
+    def on_beat_init(sender: Any = None, **_: Any) -> None:
+        if sender is not None and getattr(sender, "app", app) is not app:
+            return
+        observability.configure("occ-beat")
+        try:
+            wait_before_beat(process.settings)
+        except Exception as exc:
+            fail_startup(exc, "beat.startup-error")
 
     def on_worker_ready(sender: Any = None, **_: Any) -> None:
         settings = process.settings
@@ -142,6 +157,7 @@ def connect_signals(app: Celery) -> None:
 
     signals.worker_init.connect(on_worker_init, weak=False)
     signals.worker_ready.connect(on_worker_ready, weak=False)
+    signals.beat_init.connect(on_beat_init, weak=False)
     signals.worker_process_init.connect(on_pool_process_init, weak=False)
     signals.worker_shutting_down.connect(on_shutting_down, weak=False)
     signals.worker_shutdown.connect(on_shutdown, weak=False)

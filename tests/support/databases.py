@@ -55,6 +55,23 @@ def create_test_database(name: str) -> DatabaseUrls:
     return urls
 
 
+def create_unmigrated_database(name: str) -> DatabaseUrls:
+    """A fresh, empty database ``name`` (no schema yet) that occ_app may log in to."""
+    urls = urls_for(name)
+    engine = _admin_engine(urls.server)
+    with engine.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        exists = connection.execute(
+            sa.text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": APP_ROLE}
+        ).first()
+        if exists is None:
+            connection.execute(sa.text(f"CREATE ROLE {APP_ROLE}"))
+        connection.execute(sa.text(f"ALTER ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'"))
+    engine.dispose()
+    return urls
+
+
 def migrate(urls: DatabaseUrls) -> None:
     schema.upgrade(urls.owner)
     engine = _admin_engine(urls.owner)

@@ -1,8 +1,9 @@
 """A worker's start-up checks for real: a failed check logs ``worker.startup-error`` and exits 3.
 
-Covers the three checks (settings, the bootstrapped Installation, the Compute Driver's
-preflight); the reason names what failed and never carries a secret. The refusal before
-bootstrap is in ``test_work.py``.
+Covers the three checks (settings, the wait for a bootstrapped Installation, the Compute
+Driver's preflight); the reason names what failed and never carries a secret. A worker started
+before the bootstrap waits for it and becomes ready; beat waits the same way and gives up after
+its bound. The refusal after the bound is in ``test_work.py``.
 """
 
 from __future__ import annotations
@@ -14,14 +15,19 @@ from occ.controller import installation
 from occ.db import Database
 from occ.tasks import lifecycle
 from tests.support import processes
+from tests.support.processes import wait_for
+
+
+def _events(process: processes.Process, event: str) -> list[dict[str, str]]:
+    return [
+        json.loads(line)
+        for line in process.text().splitlines()
+        if line.startswith("{") and f'"event":"{event}"' in line
+    ]
 
 
 def _startup_errors(worker: processes.Process) -> list[dict[str, str]]:
-    return [
-        json.loads(line)
-        for line in worker.text().splitlines()
-        if line.startswith("{") and '"event":"worker.startup-error"' in line
-    ]
+    return _events(worker, "worker.startup-error")
 
 
 def test_a_failed_preflight_exits_not_ready_with_the_driver_code(
@@ -52,3 +58,38 @@ def test_invalid_settings_exit_not_ready_without_showing_values(
     assert event["reason"] == "/OCC_WORKER_MAX_ATTEMPTS: must be an integer written as digits"
     assert secret not in worker.text()
     assert "Traceback" not in worker.text()
+
+
+def test_a_worker_started_before_bootstrap_waits_and_becomes_ready(
+    db: Database, env: dict[str, str], fleet: processes.Fleet, tmp_path: Path
+) -> None:
+    worker = fleet.worker("patient", ready=False)
+    wait_for(
+        lambda: _events(worker, "startup.waiting") or not worker.alive(),
+        timeout=60,
+        message="the worker to wait for the bootstrap",
+    )
+    [waiting] = _events(worker, "startup.waiting")
+    assert "not bootstrapped" in waiting["reason"]
+    assert not (tmp_path / "patient.ready").exists()
+    installation.bootstrap_installation(db, name="lifecycle", admin_name="admin")
+    wait_for(
+        lambda: (tmp_path / "patient.ready").exists() or not worker.alive(),
+        timeout=30,
+        message="the worker to become ready after the bootstrap",
+    )
+    assert worker.alive(), worker.tail()
+    assert _events(worker, "startup.ready")
+    assert _startup_errors(worker) == []
+
+
+def test_beat_waits_for_the_bootstrap_then_gives_up_after_its_bound(
+    env: dict[str, str], fleet: processes.Fleet
+) -> None:
+    fleet.env["OCC_STARTUP_WAIT_MS"] = "1500"
+    beat = fleet.beat()
+    assert beat.popen.wait(60) == lifecycle.EXIT_NOT_READY
+    assert _events(beat, "startup.waiting")
+    [event] = _events(beat, "beat.startup-error")
+    assert event["error"] == "DependencyUnavailable"
+    assert event["reason"].startswith("the installation is not bootstrapped")

@@ -353,7 +353,8 @@ def test_a_worker_refuses_to_start_before_bootstrap(
     fleet: processes.Fleet,
     tmp_path: Path,
 ) -> None:
-    # no Installation in the database: start-up must fail and never report ready
+    # no Installation in the database: after a short wait start-up fails, never reporting ready
+    fleet.env["OCC_STARTUP_WAIT_MS"] = "1000"
     worker = fleet.worker("early", ready=False)
     assert worker.popen.wait(60) == 3  # lifecycle.EXIT_NOT_READY
     assert not (tmp_path / "early.ready").exists()

@@ -1,0 +1,39 @@
+"""gunicorn's server hooks for occ's API, run in the master (the arbiter).
+
+Load them with ``gunicorn --config python:occ.web.gunicorn_hooks`` (``CONFIG_OPTION``).
+``on_starting`` runs once, before the master binds the port or forks a worker: it waits
+(``occ.startup``, bounded by ``OCC_STARTUP_WAIT_MS``) until the database is migrated and
+bootstrapped, so no worker boots into a database that cannot serve, and gunicorn's worker
+timeout, which also kills a worker still loading the app, never cuts the wait short. After the
+bound it logs ``api.startup-error`` and the master exits with ``EXIT_NOT_READY``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from occ import errors, observability, runtime, startup
+from occ.config import Settings
+from occ.tasks import lifecycle
+
+CONFIG_OPTION: Final = "python:occ.web.gunicorn_hooks"
+"""The value of gunicorn's ``--config`` that installs these hooks."""
+
+
+def on_starting(server: Any) -> None:
+    """In the master, before any worker: wait for a migrated, bootstrapped database."""
+    wait_for_database()
+
+
+def wait_for_database() -> None:
+    """Wait for a migrated, bootstrapped database; on failure log and exit ``EXIT_NOT_READY``."""
+    observability.configure("occ-api")
+    try:
+        settings = Settings.from_env()
+        built = runtime.build(settings, pool_size=1, application_name="occ-api")
+        try:
+            startup.wait_until_ready(built.database, timeout_s=settings.startup_wait_ms / 1000)
+        finally:
+            built.database.dispose()
+    except errors.OccError as exc:
+        lifecycle.fail_startup(exc, "api.startup-error")
