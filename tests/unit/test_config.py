@@ -8,7 +8,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from occ import errors
+from occ import errors, settings_sources
 from occ.config import Settings, mask_url_password
 
 PEPPER = "pepper-" + "p" * 40
@@ -339,3 +339,11 @@ def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalis
     settings = Settings.from_env({"OCC_DATABASE_URL": url, "OCC_MIGRATION_DATABASE_URL": url})
     assert settings.database_url == settings.migration_database_url == normalised
     assert Settings(database_url=url).database_url == normalised
+
+
+def test_every_setting_but_the_yaml_only_ones_has_a_variable() -> None:
+    assert set(settings_sources.ENVIRONMENT) <= set(Settings.model_fields)
+    yaml_only = set(Settings.model_fields) - set(settings_sources.ENVIRONMENT)
+    assert yaml_only == {"kubernetes_resource_quota", "kubernetes_limit_range"}
+    variables = list(settings_sources.ENVIRONMENT.values())
+    assert len(set(variables)) == len(variables)

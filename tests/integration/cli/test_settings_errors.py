@@ -15,6 +15,7 @@ from occ.web import app as web_app
 
 SECRET = "s3cr3t-never-shown"
 OCC = str(Path(sys.executable).with_name("occ"))
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -37,6 +38,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
         "OCC_CONFIG_PATH": str(path),
+        "PYTHONPATH": str(ROOT),  # the occ of this tree, whatever is installed
     }
 
 
