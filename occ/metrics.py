@@ -3,14 +3,18 @@
 Counters and histograms are recorded where things happen; the queue gauges (pending work,
 oldest pending age, Agents per lifecycle state) are read from the database when scraped.
 Processes that fork (gunicorn, the prefork pool) aggregate through prometheus-client's
-multiprocess mode when ``PROMETHEUS_MULTIPROC_DIR`` is set.
+multiprocess mode when ``PROMETHEUS_MULTIPROC_DIR`` names a directory of this program: importing
+this module claims it (``occ.metrics_directory``) before any metric exists. ``occ_build_info``
+(version and Python, value 1) is added to every exposition.
 """
 
 from __future__ import annotations
 
 import http.server
+import importlib.metadata
 import logging
-import os
+import platform
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Final
@@ -20,10 +24,12 @@ from prometheus_client import multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from occ import errors, observability
+from occ import errors, metrics_directory, observability
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import work_reads
+
+metrics_directory.claim()  # before any metric: stale files of a previous run are gone
 
 _SLOW_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
 
@@ -94,28 +100,52 @@ class QueueCollector(Collector):
         yield from (pending, oldest, agent_gauge)
 
 
+class BuildInfoCollector(Collector):
+    """``occ_build_info``: occ's version (package metadata) and Python's, value 1."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        info = GaugeMetricFamily(
+            "occ_build_info", "occ's version and Python's (value 1).", labels=["version", "python"]
+        )
+        info.add_metric([version(), platform.python_version()], 1.0)
+        yield info
+
+
+def version() -> str:
+    """occ's installed version (``unknown`` when the package metadata is missing)."""
+    try:
+        return importlib.metadata.version("occ")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _process_registry() -> prometheus_client.CollectorRegistry:
-    """This process's metrics, or every process's in multiprocess mode."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    """This process's metrics, or every process's of this program in multiprocess mode."""
+    found = metrics_directory.current()
+    if found.claimed and found.directory is not None:
         combined = prometheus_client.CollectorRegistry()
-        multiprocess.MultiProcessCollector(combined)  # type: ignore[no-untyped-call]
+        multiprocess.MultiProcessCollector(combined, str(found.directory))  # type: ignore[no-untyped-call]
         return combined
     return prometheus_client.REGISTRY
 
 
 def render(database: Database | None = None) -> tuple[bytes, str]:
-    """The exposition text (process metrics, plus the queue gauges when a database is given)
-    and its content type."""
+    """The exposition text (process metrics and ``occ_build_info``, plus the queue gauges when
+    a database is given) and its content type."""
     text = prometheus_client.generate_latest(_process_registry())
+    extra = prometheus_client.CollectorRegistry(auto_describe=False)
+    extra.register(BuildInfoCollector())
     if database is not None:
-        queue = prometheus_client.CollectorRegistry(auto_describe=False)
-        queue.register(QueueCollector(database))
-        text += prometheus_client.generate_latest(queue)
+        extra.register(QueueCollector(database))
+    text += prometheus_client.generate_latest(extra)
     return text, prometheus_client.CONTENT_TYPE_LATEST
 
 
-def serve(port: int, database: Database | None = None) -> None:
-    """Expose metrics on a private loopback listener (workers have no HTTP API)."""
+def serve(
+    port: int, database: Database | None = None, *, address: str = "127.0.0.1"
+) -> http.server.ThreadingHTTPServer:
+    """Expose metrics on a private listener at ``address:port`` (workers have no HTTP API);
+    the running server."""
     database_for_scrapes = database
 
     class _Handler(http.server.BaseHTTPRequestHandler):
@@ -130,5 +160,9 @@ def serve(port: int, database: Database | None = None) -> None:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+    class _Server(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+
+    server = _Server((address, port), _Handler)
     threading.Thread(target=server.serve_forever, name="occ-metrics", daemon=True).start()
+    return server

@@ -2,8 +2,9 @@
 
 Layout: ``pg/`` (database), ``redis/``, ``broker/`` (filesystem fallback), ``local/`` (local
 Compute Driver), ``logs/`` (``dev.log`` and one file per child, rotated), ``run/`` (``dev.lock``,
-``dev.pids``, worker readiness markers ``<name>.ready``), ``secrets.env`` (generated pepper and
-secret key, 0600), ``admin.key`` (0600), ``beat-schedule``. Nothing here starts a process.
+``dev.pids``, worker readiness markers ``<name>.ready``), ``metrics/<name>/`` (each child's
+Prometheus multiprocess directory, emptied at every start), ``secrets.env`` (generated pepper
+and secret key, 0600), ``admin.key`` (0600), ``beat-schedule``. Nothing here starts a process.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import fcntl
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,14 @@ class Home:
     def pids_file(self) -> Path:
         return self.run / "dev.pids"
 
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics"
+
+    def metrics_dir(self, name: str) -> Path:
+        """The Prometheus multiprocess directory of the child called ``name``."""
+        return self.metrics / name
+
     def log(self, name: str) -> Path:
         return self.logs / f"{name}.log"
 
@@ -73,6 +83,12 @@ def lock(home: Home) -> IO[str]:
         handle.close()
         raise errors.DevError(f"another occ dev is running with home {home.root}") from None
     return handle
+
+
+def empty_metrics(home: Home) -> None:
+    """A fresh, empty ``metrics/``: nothing a previous run counted is served again."""
+    shutil.rmtree(home.metrics, ignore_errors=True)
+    home.metrics.mkdir(parents=True)
 
 
 def generated_secrets(home: Home) -> dict[str, str]:

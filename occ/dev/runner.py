@@ -125,6 +125,7 @@ class Runner:
         settings = self.settings = Settings.from_env(env)
         bootstrap.migrate(settings)
         bootstrap.bootstrap(settings, self.layout.key_file)
+        home.empty_metrics(self.layout)
         specs = children.specs(
             layout=self.layout, env=env, cwd=self.broker.cwd, listener_fd=self.listener.fileno()
         )

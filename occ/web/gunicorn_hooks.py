@@ -6,13 +6,18 @@ Load them with ``gunicorn --config python:occ.web.gunicorn_hooks`` (``CONFIG_OPT
 bootstrapped, so no worker boots into a database that cannot serve, and gunicorn's worker
 timeout, which also kills a worker still loading the app, never cuts the wait short. After the
 bound it logs ``api.startup-error`` and the master exits with ``EXIT_NOT_READY``.
+
+The master also owns the API's metrics directory (``occ.metrics_directory``: claimed, and
+emptied of a previous run's files, when this module's imports load ``occ.metrics``, before any
+worker is forked): ``on_starting`` refuses a directory another running program holds the same
+way, and ``child_exit`` forgets the live gauges of every worker that exits.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from occ import errors, observability, runtime, startup
+from occ import errors, metrics_directory, observability, runtime, startup
 from occ.config import Settings
 from occ.tasks import lifecycle
 
@@ -21,8 +26,23 @@ CONFIG_OPTION: Final = "python:occ.web.gunicorn_hooks"
 
 
 def on_starting(server: Any) -> None:
-    """In the master, before any worker: wait for a migrated, bootstrapped database."""
+    """In the master, before any worker: own the metrics directory, wait for the database."""
+    require_metrics_directory()
     wait_for_database()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """In the master, after a worker exited (however it ended): drop its live gauges."""
+    metrics_directory.mark_dead(worker.pid)
+
+
+def require_metrics_directory() -> None:
+    """Stop (``api.startup-error``, ``EXIT_NOT_READY``) when another program holds it."""
+    try:
+        metrics_directory.require_claimed()
+    except errors.OccError as exc:
+        observability.configure("occ-api")
+        lifecycle.fail_startup(exc, "api.startup-error")
 
 
 def wait_for_database() -> None:

@@ -1,0 +1,183 @@
+"""The API's metrics directory in a real gunicorn with two workers: one scrape sums both, a
+dead worker's counts stay and its live gauges go, and a restart serves nothing stale."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.mmap_dict import MmapedDict, mmap_key
+
+from occ import metrics, metrics_directory
+from occ.controller import installation
+from occ.db import Database
+from occ.state import api_keys
+from occ.web import gunicorn_hooks, serving
+from tests.support import databases, processes, servers
+
+PEPPER = "metrics-directory-pepper"
+HEALTHZ = 'occ_http_requests_total{method="GET",route="/healthz",status="200"}'
+
+
+class Api:
+    """gunicorn (two workers, occ's hooks) on a free loopback port, over ``directory``."""
+
+    def __init__(self, urls: databases.DatabaseUrls, directory: Path, log: Path) -> None:
+        self.port = servers.free_port()
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
+            "OCC_DATABASE_URL": urls.app,
+            "OCC_BROKER_URL": os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            "OCC_API_KEY_PEPPER": PEPPER,
+            metrics_directory.VARIABLE: str(directory),
+        }
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "gunicorn", "occ.web.app:create_app()"]
+        argv += ["--config", gunicorn_hooks.CONFIG_OPTION, "--worker-class", serving.WORKER_CLASS]
+        argv += ["--bind", f"127.0.0.1:{self.port}", "--workers", "2"]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        process = self.process
+        processes.wait_for(
+            lambda: process.poll() is not None or self.status("/readyz") == 200,
+            timeout=60,
+            message="gunicorn to answer /readyz",
+        )
+        assert process.poll() is None, self.log.read_text()[-3000:]
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+    def status(self, path: str) -> int | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as r:
+                return int(r.status)
+        except OSError:
+            return None
+
+    def scrape(self, key: str) -> str:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/metrics", headers={"Authorization": f"Bearer {key}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return str(response.read().decode())
+
+
+@pytest.fixture
+def key(db: Database) -> str:
+    boot = installation.bootstrap_installation(db, name="metrics", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    with db.transaction() as session:
+        return api_keys.mint(session, principal_id=boot.admin_principal_id, pepper=PEPPER).plaintext
+
+
+@pytest.fixture
+def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[Api]:
+    server = Api(database_urls, tmp_path / "metrics" / "web", tmp_path / "gunicorn.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _plant(directory: Path, name: str, metric: str, labels: dict[str, str], value: float) -> None:
+    """A file as a process of an earlier run would have left it."""
+    stale = MmapedDict(str(directory / name))
+    help_text = "HTTP requests answered."
+    stale.write_value(
+        mmap_key(metric, metric, list(labels), list(labels.values()), help_text), value, 0.0
+    )
+    stale.close()
+
+
+def _healthz_by_pid(directory: Path) -> dict[int, float]:
+    """Each process's own count of answered ``GET /healthz``, from its file."""
+    counts: dict[int, float] = {}
+    for path in directory.glob("counter_*.db"):
+        pid = int(path.stem.rsplit("_", 1)[1])
+        for key, value, _, _ in MmapedDict.read_all_values_from_file(str(path)):
+            if '"/healthz"' in key and "occ_http_requests_total" in key:
+                counts[pid] = counts.get(pid, 0.0) + value
+    return counts
+
+
+def _total(exposition: str) -> float:
+    found = re.search(re.escape(HEALTHZ) + r" (\S+)", exposition)
+    return float(found.group(1)) if found else 0.0
+
+
+def _held_request(port: int) -> socket.socket:
+    """A connection whose request is not finished: the worker that took it is busy with it."""
+    connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+    connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    return connection
+
+
+def _finish(connection: socket.socket) -> None:
+    with connection:
+        connection.sendall(b"Connection: close\r\n\r\n")
+        assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def test_one_scrape_sums_both_workers_and_a_restart_serves_nothing_stale(
+    api: Api, key: str
+) -> None:
+    directory = Path(api.env[metrics_directory.VARIABLE])
+    directory.mkdir(parents=True)
+    labels = {"method": "GET", "route": "/healthz", "status": "200"}
+    _plant(directory, "counter_4194000.db", "occ_http_requests_total", labels, 1000.0)
+    api.start()
+    assert "counter_4194000.db" not in {p.name for p in directory.iterdir()}
+
+    held = _held_request(api.port)  # one worker waits for the rest of this request
+    processes.wait_for(lambda: api.status("/readyz") == 200, timeout=10, message="the other")
+    for _ in range(5):
+        assert api.status("/healthz") == 200
+    _finish(held)
+    by_pid = _healthz_by_pid(directory)
+    assert sorted(by_pid.values()) == [1.0, 5.0], by_pid
+    assert _total(api.scrape(key)) == 6.0
+
+    # a worker that dies: its counts stay in the sum, its live gauges are forgotten
+    dead = next(pid for pid, count in by_pid.items() if count == 1.0)
+    _plant(directory, f"gauge_livesum_{dead}.db", "occ_probe", {}, 1.0)
+    os.kill(dead, signal.SIGKILL)
+    processes.wait_for(
+        lambda: not (directory / f"gauge_livesum_{dead}.db").exists(),
+        timeout=30,
+        message="gunicorn's arbiter to mark the dead worker",
+    )
+    processes.wait_for(lambda: api.status("/readyz") == 200, timeout=30, message="a new worker")
+    assert _total(api.scrape(key)) == 6.0
+
+    # the next run starts from nothing, whatever pids it gets
+    api.stop()
+    assert _healthz_by_pid(directory)
+    _plant(directory, "counter_4194001.db", "occ_http_requests_total", labels, 1000.0)
+    api.start()
+    assert _healthz_by_pid(directory) == {}
+    assert api.status("/healthz") == 200
+    exposition = api.scrape(key)
+    assert _total(exposition) == 1.0
+    assert 'occ_build_info{python="' in exposition and metrics.version() in exposition
