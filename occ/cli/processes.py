@@ -16,7 +16,7 @@ from occ.cli import base
 from occ.config import Settings
 from occ.dev import options as dev_options
 from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
-from occ.web import serving
+from occ.web import gunicorn_hooks, serving
 
 CELERY_APP = "occ.tasks.app"
 """What ``celery -A`` loads: the lazily built app of ``occ.tasks.app``."""
@@ -87,7 +87,14 @@ _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
 def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     """Run the HTTP API under gunicorn (further arguments go to gunicorn)."""
     Settings.from_env()  # fail here, in one line, rather than in every gunicorn worker
-    argv = ["gunicorn", "occ.web.app:create_app()", "--worker-class", serving.WORKER_CLASS]
+    argv = [
+        "gunicorn",
+        "occ.web.app:create_app()",
+        "--config",
+        gunicorn_hooks.CONFIG_OPTION,
+        "--worker-class",
+        serving.WORKER_CLASS,
+    ]
     argv += ["--bind", bind]
     if workers is not None:
         argv += ["--workers", str(workers)]

@@ -1,7 +1,8 @@
 """The four children of ``occ dev`` and the order they stop in: API, control, drivers, beat.
 
-Builds each ``fleet.ChildSpec`` (argv, environment, working directory, the start-up failure
-statuses) and the ``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the
+Builds each ``fleet.ChildSpec`` (argv, environment with the child's own
+``PROMETHEUS_MULTIPROC_DIR`` under the home, working directory, the start-up failure statuses)
+and the ``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the
 control worker), then the driver worker takes what was already dispatched and its warm shutdown
 releases every claim it holds. Nothing here starts a process.
 """
@@ -15,9 +16,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
+from occ import metrics_directory
 from occ.dev import fleet, home
 from occ.tasks import lifecycle, names
-from occ.web import serving
+from occ.web import gunicorn_hooks, serving
 
 API: Final = "api"
 CONTROL: Final = "control"
@@ -40,6 +42,8 @@ def specs(
         "-m",
         "gunicorn",
         "occ.web.app:create_app()",
+        "--config",
+        gunicorn_hooks.CONFIG_OPTION,
         "--worker-class",
         serving.WORKER_CLASS,
         "--bind",
@@ -55,7 +59,7 @@ def specs(
         fleet.ChildSpec(
             API,
             tuple(gunicorn),
-            env,
+            _with_metrics_dir(env, layout, API),
             cwd=cwd,
             pass_fds=(listener_fd,),
             startup_failure_statuses=GUNICORN_STARTUP_FAILURES,
@@ -89,7 +93,7 @@ def specs(
             fleet.ChildSpec(
                 name,
                 argv,
-                {**env, "OCC_WORKER_READINESS_PATH": str(marker)},
+                {**_with_metrics_dir(env, layout, name), "OCC_WORKER_READINESS_PATH": str(marker)},
                 cwd=cwd,
                 startup_failure_statuses=frozenset({lifecycle.EXIT_NOT_READY}),
                 marker=marker,
@@ -109,12 +113,17 @@ def specs(
         fleet.ChildSpec(
             BEAT,
             beat_argv,
-            env,
+            _with_metrics_dir(env, layout, BEAT),
             cwd=cwd,
             startup_failure_statuses=frozenset({lifecycle.EXIT_NOT_READY}),
         )
     )
     return children
+
+
+def _with_metrics_dir(env: Mapping[str, str], layout: home.Home, name: str) -> dict[str, str]:
+    """``env`` with the child's own multiprocess directory: one per program, never shared."""
+    return {**env, metrics_directory.VARIABLE: str(layout.metrics_dir(name))}
 
 
 def stop_stages(drain: Callable[[], None]) -> list[fleet.StopStage]:

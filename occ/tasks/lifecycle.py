@@ -5,8 +5,10 @@ settings, waits (bounded, ``occ.startup``) for a migrated, bootstrapped database
 Compute Driver's preflight before the readiness marker is written; beat waits for the database
 the same way. When a check fails it logs ``worker.startup-error`` (``beat.startup-error``: the
 error's class and reason, never a secret) and exits with ``EXIT_NOT_READY``. Warm shutdown
-aborts in-flight effects so their claims are released with the attempt refunded. No task is
-defined here.
+aborts in-flight effects so their claims are released with the attempt refunded. The worker
+and beat also require their own metrics directory (``occ.metrics_directory``, claimed when
+``occ.metrics`` was imported, before the pool forks), and a pool process that exits is marked
+dead there. No task is defined here.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Final, NoReturn
 
 from celery import Celery, signals
 
-from occ import errors, metrics, observability, runtime, startup
+from occ import errors, metrics, metrics_directory, observability, runtime, startup
 from occ.config import Settings
 from occ.drivers.compute import base
 from occ.tasks import worker_process
@@ -81,7 +83,9 @@ def startup_reason(exc: BaseException) -> str:
 
 
 def check_before_start(process: worker_process.WorkerProcess) -> None:
-    """Wait for a migrated, bootstrapped database, then require the driver's preflight."""
+    """Require the program's metrics directory, wait for a migrated, bootstrapped database,
+    then require the driver's preflight."""
+    metrics_directory.require_claimed()
     worker = process.worker()
     startup.wait_until_ready(worker.database, timeout_s=process.settings.startup_wait_ms / 1000)
     worker.driver.preflight()
@@ -89,6 +93,7 @@ def check_before_start(process: worker_process.WorkerProcess) -> None:
 
 def wait_before_beat(settings: Settings) -> None:
     """Wait for a migrated, bootstrapped database before beat sends its first task."""
+    metrics_directory.require_claimed()
     built = runtime.build(settings, pool_size=1, application_name="occ-beat")
     try:
         startup.wait_until_ready(built.database, timeout_s=settings.startup_wait_ms / 1000)
@@ -131,7 +136,9 @@ def connect_signals(app: Celery) -> None:
         settings = process.settings
         observability.log("worker.started", pid=os.getpid(), computeDriver=settings.compute_driver)
         if settings.metrics_port:
-            metrics.serve(settings.metrics_port, process.worker().database)
+            metrics.serve(
+                settings.metrics_port, process.worker().database, address=settings.metrics_address
+            )
         process.mark_ready()
         process.start_health_reporter()
 
@@ -161,6 +168,17 @@ def connect_signals(app: Celery) -> None:
     signals.worker_process_init.connect(on_pool_process_init, weak=False)
     signals.worker_shutting_down.connect(on_shutting_down, weak=False)
     signals.worker_shutdown.connect(on_shutdown, weak=False)
+
+
+def _forget_pool_process(**_: Any) -> None:
+    """In a pool process that exits: drop its live gauges from the metrics directory."""
+    metrics_directory.mark_dead(os.getpid())
+
+
+# for every app: it only acts on this process's own claimed metrics directory
+signals.worker_process_shutdown.connect(
+    _forget_pool_process, weak=False, dispatch_uid="occ.metrics_directory"
+)
 
 
 def _children() -> list[int]:
