@@ -1,14 +1,17 @@
 """The deployment files keep occ's process shapes (docs/running.md; no Docker engine needed).
 
 Parses ``Procfile``, ``docker-compose.yml`` and ``Dockerfile`` and checks the commands, the
-Heroku shutdown settings, the compose dependencies and the thin ``occ`` wrappers.
+Heroku shutdown settings, Flower's authentication, the compose dependencies and secrets files
+(the owner's URL for ``migrate`` only) and the thin ``occ`` wrappers.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from click.testing import CliRunner
 
 from occ import cli
 from occ.dev import children, home
-from occ.web import serving
+from occ.web import gunicorn_hooks, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 HEROKU_GRACE_S = 30
@@ -77,11 +80,34 @@ def test_procfile_has_the_process_types_of_the_design() -> None:
     assert set(_procfile()) == {"release", "web", "control", "worker", "beat", "flower"}
 
 
+def _procfile_line(name: str) -> str:
+    """The command of process type ``name`` as written (a shell command line)."""
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.partition(":")[2].strip()
+    raise AssertionError(f"no {name} in the Procfile")
+
+
 def test_release_migrates_then_bootstraps_if_missing() -> None:
-    command = " ".join(_procfile()["release"])
-    first, _, second = command.partition(" && ")
-    assert first == "occ db upgrade"
-    assert shlex.split(second)[:3] == ["occ", "bootstrap", "--if-missing"]
+    steps = _procfile_line("release").split(" && ")
+    assert steps[0] == "occ db upgrade"
+    assert shlex.split(steps[1])[:3] == ["occ", "bootstrap", "--if-missing"]
+
+
+def test_release_stays_idle_only_under_honcho() -> None:
+    # honcho stops every process when one exits; Heroku's release phase must end
+    steps = _procfile_line("release").split(" && ")
+    assert steps[2:] == ['if [ -n "$HONCHO_PROCESS_NAME" ]; then exec tail -f /dev/null; fi']
+    for env, ends in (({}, True), ({"HONCHO_PROCESS_NAME": "release.1"}, False)):
+        idle = subprocess.Popen(["sh", "-c", steps[2]], env={"PATH": os.defpath, **env})
+        try:
+            idle.wait(timeout=2)
+            assert ends, "under honcho release must stay idle"
+        except subprocess.TimeoutExpired:
+            assert not ends, "outside honcho release must end"
+        finally:
+            idle.kill()
+            idle.wait()
 
 
 def test_web_serves_the_app_factory_on_port() -> None:
@@ -91,6 +117,14 @@ def test_web_serves_the_app_factory_on_port() -> None:
     assert _option(argv, "--bind", "-b") == "0.0.0.0:$PORT"
     graceful = _option(argv, "--graceful-timeout")
     assert graceful is not None and float(graceful) < HEROKU_GRACE_S
+
+
+def test_web_waits_for_the_database_in_gunicorns_master() -> None:
+    # the wait runs in on_starting, once, before any worker (whose boot the timeout bounds)
+    assert _option(_procfile()["web"], "--config", "-c") == gunicorn_hooks.CONFIG_OPTION
+    assert f"python:{gunicorn_hooks.__name__}" == gunicorn_hooks.CONFIG_OPTION
+    assert callable(gunicorn_hooks.on_starting)
+    assert "--preload" not in _procfile()["web"]
 
 
 def test_control_runs_threads_on_the_control_queue_with_warm_shutdown() -> None:
@@ -130,6 +164,25 @@ def test_flower_binds_port_read_only() -> None:
     argv = _celery(_procfile()["flower"], "flower")
     assert _option(argv, "--port") == "$PORT"
     assert "--read-only" in argv
+
+
+def test_flower_requires_basic_auth() -> None:
+    argv = _celery(_procfile()["flower"], "flower")
+    assert re.fullmatch(r"\$\{FLOWER_BASIC_AUTH:\?[^}]+\}", _option(argv, "--basic-auth") or "")
+
+
+def test_flower_refuses_to_start_without_credentials() -> None:
+    # the shell stops at the expansion, before celery runs
+    result = subprocess.run(
+        ["sh", "-c", _procfile_line("flower")],
+        env={"PATH": os.defpath, "PORT": "5555"},
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode != 0
+    assert "FLOWER_BASIC_AUTH" in result.stderr
 
 
 # -- docker-compose.yml -------------------------------------------------------------------------
@@ -182,19 +235,103 @@ def test_compose_app_services_wait_for_healthy_services_and_migrate(name: str) -
     assert depends["migrate"]["condition"] == "service_completed_successfully"
 
 
+OCC_SECRETS = {
+    "OCC_DATABASE_URL": "database_url",
+    "OCC_API_KEY_PEPPER": "api_key_pepper",
+    "OCC_SECRET_KEY": "secret_key",
+}
+
+
+def _secret_files(service: dict[str, Any]) -> dict[str, str]:
+    """The ``*_FILE`` variables of ``service``, each checked to name one of its secrets."""
+    files = {}
+    for variable, path in service["environment"].items():
+        if variable.endswith("_FILE"):
+            directory, _, secret = path.rpartition("/")
+            assert directory == "/run/secrets" and secret in service["secrets"], (variable, path)
+            files[variable.removesuffix("_FILE")] = secret
+    return files
+
+
 @pytest.mark.parametrize("name", ["migrate", *APP_SERVICES])
-def test_compose_occ_services_use_the_image_and_both_database_roles(name: str) -> None:
+def test_compose_occ_services_use_the_image_and_read_secrets_from_files(name: str) -> None:
     services = _services()
     service = services[name]
     assert service["image"] == services["migrate"]["image"]
     assert service["build"]["context"] == "."
     environment = service["environment"]
-    assert environment["OCC_DATABASE_URL"].startswith("postgresql+psycopg://occ_app:")
-    owner = environment["OCC_MIGRATION_DATABASE_URL"]
-    assert owner.startswith("postgresql+psycopg://") and "occ_app" not in owner
     assert environment["OCC_BROKER_URL"].startswith("redis://redis:")
-    for secret in ("OCC_API_KEY_PEPPER", "OCC_SECRET_KEY"):
-        assert re.fullmatch(r"\$\{" + secret + r":\?[^}]+\}", environment[secret]), secret
+    files = _secret_files(service)
+    for variable, secret in OCC_SECRETS.items():
+        assert variable not in environment, f"{variable} in {name}'s environment"
+        assert files[variable] == secret, variable
+
+
+def test_compose_gives_the_owner_url_to_migrate_only() -> None:
+    services = _services()
+    assert _secret_files(services["migrate"])["OCC_MIGRATION_DATABASE_URL"] == (
+        "migration_database_url"
+    )
+    for name, service in services.items():
+        if name == "migrate":
+            continue
+        assert "migration_database_url" not in service.get("secrets", []), name
+        assert not any(
+            variable.startswith("OCC_MIGRATION_DATABASE_URL")
+            for variable in service.get("environment") or {}
+        ), name
+
+
+def test_compose_secrets_are_files_of_the_secrets_directory_written_by_the_script(
+    tmp_path: Path,
+) -> None:
+    document = _compose()
+    declared = document["secrets"]
+    assert all(entry == {"file": f"./secrets/{name}"} for name, entry in declared.items())
+    used = {secret for service in _services().values() for secret in service.get("secrets", [])}
+    assert used == set(declared)
+    header = (ROOT / "docker-compose.yml").read_text().split("\nname:", 1)[0]
+    for name in declared:
+        assert f"#   {name} " in header, f"{name} is not documented in the header"
+    # no secret value in the file itself (and none from .env)
+    for service in _services().values():
+        for variable in service.get("environment") or {}:
+            assert not variable.endswith(("PASSWORD", "PEPPER", "SECRET_KEY", "BASIC_AUTH")), (
+                variable
+            )
+    target = tmp_path / "secrets"
+    subprocess.run([str(ROOT / "scripts" / "compose-secrets.sh"), str(target)], check=True)
+    assert {path.name for path in target.iterdir()} == set(declared)
+    read = {name: (target / name).read_text().strip() for name in declared}
+    assert read["database_url"] == (
+        f"postgresql+psycopg://occ_app:{read['occ_app_db_password']}@postgres:5432/occ"
+    )
+    assert read["migration_database_url"] == (
+        f"postgresql+psycopg://occ:{read['postgres_password']}@postgres:5432/occ"
+    )
+    assert re.fullmatch(r"[^:\s]+:\S{32,}", read["flower_basic_auth"])
+    before = read["api_key_pepper"]
+    subprocess.run([str(ROOT / "scripts" / "compose-secrets.sh"), str(target)], check=True)
+    assert (target / "api_key_pepper").read_text().strip() == before, "never overwritten"
+
+
+def test_compose_postgres_reads_its_passwords_from_secrets() -> None:
+    postgres = _services()["postgres"]
+    assert postgres["environment"]["POSTGRES_PASSWORD_FILE"] == "/run/secrets/postgres_password"
+    assert set(postgres["secrets"]) == {"postgres_password", "occ_app_db_password"}
+    script = _compose()["configs"]["occ-app-role"]["content"]
+    assert "/run/secrets/occ_app_db_password" in script
+
+
+def test_compose_flower_requires_its_credentials_from_the_secret() -> None:
+    flower = _services()["flower"]
+    script = _command(flower)
+    assert script[:2] == ["sh", "-c"]
+    assert "/run/secrets/flower_basic_auth" in script[2]
+    argv = _celery(shlex.split(script[2].split("exec ", 1)[1]), "flower")
+    assert "--read-only" in argv
+    assert re.fullmatch(r"\$\$\{auth:\?[^}]+\}", _option(argv, "--basic-auth") or "")
+    assert "flower_basic_auth" in flower["secrets"]
 
 
 def test_compose_process_commands_match_the_procfile() -> None:
@@ -202,6 +339,7 @@ def test_compose_process_commands_match_the_procfile() -> None:
     api = _command(services["api"])
     assert api[:2] == procfile["web"][:2]
     assert _option(api, "--worker-class", "-k") == serving.WORKER_CLASS
+    assert _option(api, "--config", "-c") == gunicorn_hooks.CONFIG_OPTION
     for service, process in (("control", "control"), ("worker", "worker")):
         compose_argv = _celery(_command(services[service]), "worker")
         heroku_argv = _celery(procfile[process], "worker")
@@ -250,6 +388,7 @@ def test_dockerfile_installs_the_source_tree_and_runs_unprivileged() -> None:
     cmd = [rest for keyword, rest in instructions if keyword == "CMD"][-1]
     assert cmd.startswith('["gunicorn", "occ.web.app:create_app()"')
     assert _option(json.loads(cmd), "--worker-class", "-k") == serving.WORKER_CLASS
+    assert _option(json.loads(cmd), "--config", "-c") == gunicorn_hooks.CONFIG_OPTION
     ignored = [
         line.strip()
         for line in (ROOT / ".dockerignore").read_text().splitlines()
