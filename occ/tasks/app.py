@@ -16,7 +16,7 @@ from typing import Any, Final
 from celery import Celery
 
 from occ.config import Settings
-from occ.tasks import broker_guard, lifecycle, names, work, worker_process
+from occ.tasks import broker_guard, lifecycle, logs, names, work, worker_process
 
 CONTROL_QUEUE: Final = names.CONTROL_QUEUE
 DRIVER_QUEUE: Final = names.DRIVER_QUEUE
@@ -75,6 +75,7 @@ def _configuration(settings: Settings) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         "worker_disable_prefetch": True,
         "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # occ.tasks.logs configures logging (Celery's setup_logging signal): never Celery
         "worker_hijack_root_logger": False,
         "worker_redirect_stdouts": False,
         "task_default_queue": CONTROL_QUEUE,
@@ -123,7 +124,9 @@ def __getattr__(name: str) -> Celery:
     # ``celery -A occ.tasks.app`` reads ``app``; build it from the environment on first use
     if name == "app":
         if "app" not in _lazy:
-            _lazy["app"] = create(lifecycle.settings_from_env())
+            settings = lifecycle.settings_from_env()
+            _lazy["app"] = create(settings)
+            logs.install(_lazy["app"], settings)
             lifecycle.connect_signals(_lazy["app"])
         return _lazy["app"]
     raise AttributeError(name)

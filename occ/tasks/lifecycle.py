@@ -45,7 +45,7 @@ def warn_about(settings: Settings) -> None:
     """Log ``settings.warning`` once per doubtful setting (its name, never its value)."""
     warnings = settings.startup_warnings()
     if warnings:
-        observability.configure("occ-worker")
+        observability.configure(observability.service(), settings.log_level)
     for warning in warnings:
         observability.log(
             "settings.warning",
@@ -108,7 +108,7 @@ def connect_signals(app: Celery) -> None:
     def on_worker_init(sender: Any = None, **_: Any) -> None:
         if sender is not None and getattr(sender, "app", app) is not app:
             return
-        observability.configure("occ-worker")
+        observability.configure("occ-worker", process.settings.log_level)
         pool = getattr(sender, "pool_cls", "")
         pool_name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
         if "thread" in pool_name:

@@ -2,9 +2,10 @@
 ``occ.observe_runtimes``.
 
 Task bodies are thin: they call ``occ.reconcile.executor`` with the ``executor.Worker`` of this
-process's ``WorkerProcess`` and send the nudges and dispatches that follow. The process's life
-cycle (start-up checks, readiness, shutdown) is ``occ.tasks.lifecycle``; nothing here touches
-Celery's signals.
+process's ``WorkerProcess`` and send the nudges and dispatches that follow. The periodic tasks
+log ``worker.claimed``, ``worker.recovered`` and ``worker.observed`` with a ``count``: INFO when
+it is not zero, DEBUG when the tick found nothing. The process's life cycle (start-up checks,
+readiness, shutdown) is ``occ.tasks.lifecycle``; nothing here touches Celery's signals.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         elif batch.more:
             # a backlog remains: claim again once some of this batch has run, whoever nudges
             process.nudge(countdown_s=RECLAIM_S)
-        return len(claims) - len(unsent)
+        sent = len(claims) - len(unsent)
+        observability.log("worker.claimed", level=_tick_level(sent), count=sent)
+        return sent
 
     def recover_stale() -> int:
         worker = process.worker()
@@ -70,12 +73,15 @@ def register(app: Celery) -> worker_process.WorkerProcess:
             later = report.next_available_in_ms
             if later and later <= SHORT_DEFERRAL_MS:
                 process.nudge(countdown_s=later / 1000 + 0.05)
-        return report.recovered + len(report.exhausted)
+        recovered = report.recovered + len(report.exhausted)
+        observability.log("worker.recovered", level=_tick_level(recovered), count=recovered)
+        return recovered
 
     def observe_runtimes() -> int:
         covered = executor.observe_active_revisions(process.worker())
         if covered:
             process.nudge()
+        observability.log("worker.observed", level=_tick_level(covered), count=covered)
         return covered
 
     def run_work(work_id: str, dispatch_token: str) -> str | None:
@@ -92,3 +98,8 @@ def register(app: Celery) -> worker_process.WorkerProcess:
     app.task(name=names.RUN_WORK, ignore_result=True)(run_work)
     app.task(name=names.OBSERVE_RUNTIMES, ignore_result=True)(observe_runtimes)
     return process
+
+
+def _tick_level(found: int) -> int:
+    """A periodic task's event is INFO when it found something, DEBUG when it found nothing."""
+    return logging.INFO if found else logging.DEBUG

@@ -56,7 +56,7 @@ def create_app(
     built = runtime.build(
         settings or _settings_from_env(), pool_size=10, application_name="occ-api"
     )
-    observability.configure("occ-api")
+    observability.configure("occ-api", built.settings.log_level)
     app = flask.Flask("occ", static_folder=None)
     app.config.update(
         MAX_CONTENT_LENGTH=MAX_BODY_BYTES,

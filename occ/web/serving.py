@@ -1,4 +1,4 @@
-"""occ's gunicorn worker: the errors gunicorn answers itself are problem+json too.
+"""occ under gunicorn: its errors are problem+json too, its log lines are occ's JSON lines.
 
 gunicorn refuses a request it cannot parse (a request line or header fields over its limits, a
 malformed line, header or chunk) before the Flask app sees it, and answers with an HTML page
@@ -7,7 +7,12 @@ answers replaced by ``application/problem+json`` carrying a status, a title and 
 (``URI_TOO_LONG``, ``REQUEST_HEADER_FIELDS_TOO_LARGE``, ``MALFORMED_REQUEST``, ...), and never
 any part of the request. Every other error goes to gunicorn's own handling.
 
-Run gunicorn with ``--worker-class occ.web.serving.ProblemWorker`` (``WORKER_CLASS``).
+``JsonLogger`` is gunicorn's logger with occ's JSON format (``occ.observability``) on its error
+log and its access log (when one is configured), at ``Settings.log_level``; an access line is
+the ``http.access`` event (method, path without the query, status, duration), never headers.
+
+Run gunicorn with ``--worker-class occ.web.serving.ProblemWorker`` (``WORKER_CLASS``) and
+``--logger-class occ.web.serving.JsonLogger`` (``LOGGER_CLASS``).
 """
 
 from __future__ import annotations
@@ -20,15 +25,19 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gunicorn import util
+from gunicorn import glogging, util
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import sync
 
-from occ import observability
+from occ import errors, observability
+from occ.config import Settings
 from occ.web import problems
 
 WORKER_CLASS: Final = "occ.web.serving.ProblemWorker"
 """The value of gunicorn's ``--worker-class`` for occ's API."""
+LOGGER_CLASS: Final = "occ.web.serving.JsonLogger"
+"""The value of gunicorn's ``--logger-class`` for occ's API."""
+SERVICE: Final = "occ-api"
 
 
 @dataclass(frozen=True)
@@ -130,3 +139,39 @@ class ProblemWorker(sync.SyncWorker):  # type: ignore[misc]  # gunicorn ships no
         )
         with contextlib.suppress(OSError):  # the client is gone: nothing to answer
             util.write_nonblock(client, response_bytes(refusal, request_id))
+
+
+class JsonLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's logger writing occ's JSON lines at ``Settings.log_level``."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        formatter = observability.JsonFormatter(SERVICE)
+        for logger in (self.error_log, self.access_log):
+            for handler in logger.handlers:
+                if getattr(handler, "_gunicorn", False):  # gunicorn's, not a logconfig's
+                    handler.setFormatter(formatter)
+        self.error_log.setLevel(_level())
+        observability.capture_uncaught()
+
+    def access(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any) -> None:
+        if not self.access_log_enabled:
+            return
+        status = str(resp.status).split(None, 1)[0]
+        observability.emit(
+            self.access_log,
+            "http.access",
+            logging.INFO,
+            method=environ.get("REQUEST_METHOD"),
+            path=environ.get("PATH_INFO"),
+            status=int(status) if status.isdigit() else status,
+            durationMs=round(request_time.total_seconds() * 1000, 1),
+        )
+
+
+def _level() -> str:
+    """``Settings.log_level``; ``INFO`` when the settings are invalid (the app says why)."""
+    try:
+        return Settings.from_env().log_level
+    except errors.OccError:
+        return "INFO"
