@@ -37,7 +37,9 @@ def _procfile() -> dict[str, list[str]]:
         name, sep, command = line.partition(":")
         assert sep and re.fullmatch(r"[a-z][a-z0-9_-]*", name), line
         assert name not in processes, f"process type {name} twice"
-        processes[name] = shlex.split(command)
+        # each program's metrics directory aside (tests/unit/test_metrics_layout.py)
+        words = shlex.split(command)
+        processes[name] = [w for w in words if not w.startswith("PROMETHEUS_MULTIPROC_DIR=")]
     return processes
 
 
