@@ -20,6 +20,7 @@ from occ import metrics, metrics_directory
 from occ.controller import installation
 from occ.db import Database
 from occ.state import api_keys
+from occ.tasks import lifecycle
 from occ.web import gunicorn_hooks, serving
 from tests.support import databases, processes, servers
 
@@ -181,3 +182,22 @@ def test_one_scrape_sums_both_workers_and_a_restart_serves_nothing_stale(
     exposition = api.scrape(key)
     assert _total(exposition) == 1.0
     assert 'occ_build_info{python="' in exposition and metrics.version() in exposition
+
+
+def test_a_second_program_on_the_same_directory_does_not_start(
+    api: Api, database_urls: databases.DatabaseUrls, key: str, tmp_path: Path
+) -> None:
+    api.start()
+    directory = Path(api.env[metrics_directory.VARIABLE])
+    files = sorted(path.name for path in directory.glob("*.db"))
+    second = Api(database_urls, directory, tmp_path / "second.log")
+    argv = [sys.executable, "-m", "gunicorn", "occ.web.app:create_app()"]
+    argv += ["--config", gunicorn_hooks.CONFIG_OPTION, "--bind", f"127.0.0.1:{second.port}"]
+    process = subprocess.run(
+        argv, env=second.env, capture_output=True, text=True, timeout=60, check=False
+    )
+    output = process.stdout + process.stderr
+    assert process.returncode == lifecycle.EXIT_NOT_READY, output[-3000:]
+    assert "api.startup-error" in output and "in use by another program" in output
+    assert sorted(path.name for path in directory.glob("*.db")) == files
+    assert api.status("/healthz") == 200
