@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation, policy
+from occ.controller import admission, installation, listing, policy
 from occ.db import Database, Session
-from occ.state import grants, iam_policy
+from occ.state import grants, iam_policy, keyset
 
 
 def create_binding(
@@ -97,11 +97,17 @@ def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.A
         return _binding(session, binding_id)
 
 
-def list_bindings(db: Database, *, actor_id: str) -> list[iam_policy.AccessBinding]:
-    """The live (unrevoked) bindings in creation order."""
+def list_bindings(
+    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[iam_policy.AccessBinding]:
+    """The live (unrevoked) bindings in creation order, the page ``window`` asks for."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "access_bindings.list")
-        return iam_policy.list_bindings(session)
+        return listing.page(
+            lambda rows: iam_policy.list_bindings(session, window=rows),
+            window,
+            keyset.BY_CREATION,
+        )
 
 
 def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ import errors, harnesses, iam, ids
-from occ.controller import admission, observed_agents, preconditions, runtime_access
+from occ.controller import admission, listing, observed_agents, preconditions, runtime_access
 from occ.db import Database, Session
-from occ.state import agents, audit, configurations, iam_policy, namespaces, secrets
+from occ.state import agents, audit, configurations, iam_policy, keyset, namespaces, secrets
 
 EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -219,9 +219,10 @@ def get_agent(
 
 
 def list_agents(
-    db: Database, *, actor_id: str, namespace_id: str
-) -> list[observed_agents.ObservedAgent]:
-    """The Namespace's Agents the caller may read (``agent:read`` per Agent).
+    db: Database, *, actor_id: str, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[observed_agents.ObservedAgent]:
+    """The Namespace's Agents the caller may read (``agent:read`` per Agent), the page
+    ``window`` asks for.
 
     Raises:
         NotFound: no such live Namespace, or the caller may read neither it nor any Agent in it.
@@ -229,8 +230,14 @@ def list_agents(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
-        candidates = agents.list_in(session, namespace.id)
-        visible = admission.readable(session, actor_id, "agent:read", candidates, resource)
+        visible = listing.page(
+            lambda rows: agents.list_in(session, namespace.id, rows),
+            window,
+            keyset.BY_CREATION,
+            lambda candidates: admission.readable(
+                session, actor_id, "agent:read", candidates, resource
+            ),
+        )
         if not visible:
             admission.require(
                 session,
@@ -240,7 +247,7 @@ def list_agents(
                 iam.Resource.namespace(namespace.id),
                 hide_unless_readable=True,
             )
-        return observed_agents.observe_all(session, visible)
+        return keyset.Page(observed_agents.observe_all(session, visible), visible.next_after)
 
 
 # -- input --------------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ import json
 from typing import Any, Final
 
 from occ import errors, iam
-from occ.controller import admission, namespaces, preconditions
+from occ.controller import admission, listing, namespaces, preconditions
 from occ.db import Database
-from occ.state import audit
+from occ.state import audit, keyset
 from occ.state import configurations as state
 
 MAX_DOCUMENT_BYTES: Final = 64 * 1024
@@ -93,9 +93,10 @@ def get_configuration(
 
 
 def list_configurations(
-    db: Database, *, actor_id: str, namespace_id: str
-) -> list[state.Configuration]:
-    """The Namespace's Configurations the caller may read (``configuration:read`` per item).
+    db: Database, *, actor_id: str, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[state.Configuration]:
+    """The Namespace's Configurations the caller may read (``configuration:read`` per item),
+    the page ``window`` asks for.
 
     Raises:
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
@@ -104,8 +105,14 @@ def list_configurations(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        candidates = state.list_in(session, namespace.id)
-        visible = admission.readable(session, actor_id, "configuration:read", candidates, _resource)
+        visible = listing.page(
+            lambda rows: state.list_in(session, namespace.id, rows),
+            window,
+            keyset.BY_CREATION,
+            lambda candidates: admission.readable(
+                session, actor_id, "configuration:read", candidates, _resource
+            ),
+        )
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ import errors, iam
-from occ.controller import admission, deployment_status
+from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
 from occ.db import Database, Session
 from occ.state import (
     agents,
     audit,
     configurations,
+    keyset,
     namespaces,
     revisions,
     values,
@@ -261,9 +262,15 @@ def _missing(
 
 
 def list_revisions(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> list[revisions.Revision]:
-    """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first.
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    agent_id: str,
+    window: keyset.Window = keyset.EVERYTHING,
+) -> keyset.Page[revisions.Revision]:
+    """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first,
+    the page ``window`` asks for.
 
     Raises:
         NotFound: no such Agent, or the caller may read neither it nor any of its revisions.
@@ -273,9 +280,13 @@ def list_revisions(
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
-        candidates = revisions.list_revisions(session, agent.id)
-        visible = admission.readable(
-            session, actor_id, "agent_revision:read", candidates, _resource
+        visible = listing.page(
+            lambda rows: revisions.list_revisions(session, agent.id, rows),
+            window,
+            keyset.NEWEST_REVISION_FIRST,
+            lambda candidates: admission.readable(
+                session, actor_id, "agent_revision:read", candidates, _resource
+            ),
         )
         if not visible:
             admission.require(

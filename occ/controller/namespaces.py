@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation, preconditions
+from occ.controller import admission, installation, listing, preconditions
 from occ.db import Database, Session
-from occ.state import audit, namespaces, values, work_keys, work_queue
+from occ.state import audit, keyset, namespaces, values, work_keys, work_queue
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -175,16 +175,23 @@ def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespac
         return namespace
 
 
-def list_namespaces(db: Database, *, actor_id: str) -> list[namespaces.Namespace]:
-    """The live Namespaces the caller may read (``namespace:read`` per Namespace)."""
+def list_namespaces(
+    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[namespaces.Namespace]:
+    """The live Namespaces the caller may read (``namespace:read`` per Namespace), the page
+    ``window`` asks for."""
     with db.snapshot() as session:
-        candidates = namespaces.list_live(session)
-        return admission.readable(
-            session,
-            actor_id,
-            "namespace:read",
-            candidates,
-            lambda namespace: iam.Resource.namespace(namespace.id),
+        return listing.page(
+            lambda rows: namespaces.list_live(session, rows),
+            window,
+            keyset.BY_CREATION,
+            lambda candidates: admission.readable(
+                session,
+                actor_id,
+                "namespace:read",
+                candidates,
+                lambda namespace: iam.Resource.namespace(namespace.id),
+            ),
         )
 
 

@@ -15,9 +15,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from occ import errors, ids
-from occ.controller import admission, policy
+from occ.controller import admission, listing, policy
 from occ.db import Database, Session
-from occ.state import api_keys, audit, grants, iam_policy
+from occ.state import api_keys, audit, grants, iam_policy, keyset
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,11 +91,16 @@ def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_poli
         return _principal(session, principal_id)
 
 
-def list_principals(db: Database, *, actor_id: str) -> list[iam_policy.Principal]:
-    """Every principal (Agent-owned service principals included) in creation order."""
+def list_principals(
+    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[iam_policy.Principal]:
+    """Every principal (Agent-owned service principals included) in creation order, the page
+    ``window`` asks for."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "principals.list")
-        return iam_policy.list_principals(session)
+        return listing.page(
+            lambda rows: iam_policy.list_principals(session, rows), window, keyset.BY_CREATION
+        )
 
 
 def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:
@@ -177,8 +182,11 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         return _new_key(minted)
 
 
-def list_api_keys(db: Database, *, actor_id: str, principal_id: str) -> list[api_keys.ApiKey]:
-    """The principal's keys (revoked ones included), oldest first.
+def list_api_keys(
+    db: Database, *, actor_id: str, principal_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[api_keys.ApiKey]:
+    """The principal's keys (revoked ones included), oldest first, the page ``window`` asks
+    for.
 
     Raises:
         NotFound: no principal has this id.
@@ -188,7 +196,11 @@ def list_api_keys(db: Database, *, actor_id: str, principal_id: str) -> list[api
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "api_keys.list")
         _principal(session, principal_id)
-        return api_keys.list_for(session, principal_id)
+        return listing.page(
+            lambda rows: api_keys.list_for(session, principal_id, rows),
+            window,
+            keyset.BY_CREATION,
+        )
 
 
 def revoke_api_key(

@@ -9,10 +9,10 @@ Installation (counting only principals that can sign in) is refused. They return
 from __future__ import annotations
 
 from occ import errors, iam, ids
-from occ.controller import admission, policy
+from occ.controller import admission, listing, policy
 from occ.controller import namespaces as namespace_cases
 from occ.db import Database, Session
-from occ.state import grants, iam_policy
+from occ.state import grants, iam_policy, keyset
 from occ.state import restrictions as state
 
 
@@ -91,11 +91,15 @@ def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> stat
         return _restriction(session, restriction_id)
 
 
-def list_restrictions(db: Database, *, actor_id: str) -> list[state.Restriction]:
-    """Every restriction in creation order."""
+def list_restrictions(
+    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[state.Restriction]:
+    """Every restriction in creation order, the page ``window`` asks for."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "restrictions.list")
-        return state.list_all(session)
+        return listing.page(
+            lambda rows: state.list_all(session, window=rows), window, keyset.BY_CREATION
+        )
 
 
 def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> state.Restriction:

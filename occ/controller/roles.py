@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from occ import errors, iam
-from occ.controller import admission, policy
+from occ.controller import admission, listing, policy
 from occ.db import Database, Session
-from occ.state import grants
+from occ.state import grants, keyset
 from occ.state import roles as role_rows
 
 
@@ -71,11 +71,15 @@ def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
         return _role(session, role_id)
 
 
-def list_roles(db: Database, *, actor_id: str) -> list[role_rows.Role]:
-    """The live Roles in creation order."""
+def list_roles(
+    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[role_rows.Role]:
+    """The live Roles in creation order, the page ``window`` asks for."""
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "roles.list")
-        return role_rows.list_roles(session)
+        return listing.page(
+            lambda rows: role_rows.list_roles(session, window=rows), window, keyset.BY_CREATION
+        )
 
 
 def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:

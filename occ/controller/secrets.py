@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Final
 
 from occ import errors, iam, ids, secret_store
-from occ.controller import admission, namespaces, preconditions
+from occ.controller import admission, listing, namespaces, preconditions
 from occ.db import Database
-from occ.state import audit
+from occ.state import audit, keyset
 from occ.state import secrets as state
 
 MAX_VALUE_BYTES: Final = 64 * 1024
@@ -97,8 +97,11 @@ def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str
         return secret
 
 
-def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[state.Secret]:
-    """The Namespace's Secrets the caller may read (``secret:read`` per item), metadata only.
+def list_secrets(
+    db: Database, *, actor_id: str, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> keyset.Page[state.Secret]:
+    """The Namespace's Secrets the caller may read (``secret:read`` per item), metadata only,
+    the page ``window`` asks for.
 
     Raises:
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
@@ -107,8 +110,14 @@ def list_secrets(db: Database, *, actor_id: str, namespace_id: str) -> list[stat
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        candidates = state.list_in(session, namespace.id)
-        visible = admission.readable(session, actor_id, "secret:read", candidates, _resource)
+        visible = listing.page(
+            lambda rows: state.list_in(session, namespace.id, rows),
+            window,
+            keyset.BY_CREATION,
+            lambda candidates: admission.readable(
+                session, actor_id, "secret:read", candidates, _resource
+            ),
+        )
         if not visible:
             parent = iam.Resource.namespace(namespace.id)
             if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:

@@ -21,7 +21,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import db, errors
-from occ.state import models, namespaces
+from occ.state import keyset, models, namespaces
 
 _NOW = sa.func.clock_timestamp()
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
@@ -182,12 +182,12 @@ def get(
     return None if row is None else _agent(row)
 
 
-def list_in(session: orm.Session, namespace_id: str) -> list[Agent]:
-    """The Namespace's Agents in creation order."""
-    query = (
-        sa.select(_AGENTS)
-        .where(_AGENTS.c.namespace_id == namespace_id)
-        .order_by(_AGENTS.c.created_at, _AGENTS.c.id)
+def list_in(
+    session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> list[Agent]:
+    """The Namespace's Agents in creation order (those in ``window``)."""
+    query = keyset.BY_CREATION.window(
+        sa.select(_AGENTS).where(_AGENTS.c.namespace_id == namespace_id), _AGENTS, window
     )
     return [_agent(row) for row in session.execute(query).mappings()]
 

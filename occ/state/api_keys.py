@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import models
+from occ.state import keyset, models
 
 PREFIX: Final = "occ_"
 _PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
@@ -161,12 +161,12 @@ def get(session: orm.Session, key_id: str, *, lock: bool = False) -> ApiKey | No
     return None if row is None else _key(row)
 
 
-def list_for(session: orm.Session, principal_id: str) -> list[ApiKey]:
-    """The principal's keys (revoked ones included), oldest first."""
-    query = (
-        sa.select(*_METADATA)
-        .where(_KEYS.c.principal_id == principal_id)
-        .order_by(_KEYS.c.created_at, _KEYS.c.id)
+def list_for(
+    session: orm.Session, principal_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> list[ApiKey]:
+    """The principal's keys (revoked ones included), oldest first (those in ``window``)."""
+    query = keyset.BY_CREATION.window(
+        sa.select(*_METADATA).where(_KEYS.c.principal_id == principal_id), _KEYS, window
     )
     return [_key(row) for row in session.execute(query).mappings()]
 

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import models, referenced_rows
+from occ.state import keyset, models, referenced_rows
 
 _NOW = sa.func.clock_timestamp()
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
@@ -94,12 +94,14 @@ def get(
     return None if row is None else _configuration(row)
 
 
-def list_in(session: orm.Session, namespace_id: str) -> list[Configuration]:
-    """The Namespace's Configurations in creation order."""
-    query = (
-        sa.select(_CONFIGURATIONS)
-        .where(_CONFIGURATIONS.c.namespace_id == namespace_id)
-        .order_by(_CONFIGURATIONS.c.created_at, _CONFIGURATIONS.c.id)
+def list_in(
+    session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> list[Configuration]:
+    """The Namespace's Configurations in creation order (those in ``window``)."""
+    query = keyset.BY_CREATION.window(
+        sa.select(_CONFIGURATIONS).where(_CONFIGURATIONS.c.namespace_id == namespace_id),
+        _CONFIGURATIONS,
+        window,
     )
     return [_configuration(row) for row in session.execute(query).mappings()]
 

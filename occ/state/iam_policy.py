@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import errors, ids
-from occ.state import models, roles
+from occ.state import keyset, models, roles
 
 RESOURCE_KINDS: Final = frozenset(
     {"installation", "namespace", "configuration", "secret", "agent", "agent_revision"}
@@ -137,9 +137,12 @@ def get_principal(
     return None if row is None else _principal(row)
 
 
-def list_principals(session: orm.Session) -> list[Principal]:
-    """Every principal (Agent-owned service principals included) in creation order."""
-    query = sa.select(_PRINCIPALS).order_by(_PRINCIPALS.c.created_at, _PRINCIPALS.c.id)
+def list_principals(
+    session: orm.Session, window: keyset.Window = keyset.EVERYTHING
+) -> list[Principal]:
+    """Every principal (Agent-owned service principals included) in creation order (those in
+    ``window``)."""
+    query = keyset.BY_CREATION.window(sa.select(_PRINCIPALS), _PRINCIPALS, window)
     return [_principal(row) for row in session.execute(query).mappings()]
 
 
@@ -246,10 +249,11 @@ def list_bindings(
     role_id: str | None = None,
     namespace_id: str | None = None,
     include_revoked: bool = False,
+    window: keyset.Window = keyset.EVERYTHING,
 ) -> list[AccessBinding]:
-    """Bindings matching every given filter, in creation order."""
+    """Bindings matching every given filter, in creation order (those in ``window``)."""
     binding = _BINDINGS.c
-    query = sa.select(_BINDINGS).order_by(binding.created_at, binding.id)
+    query = keyset.BY_CREATION.window(sa.select(_BINDINGS), _BINDINGS, window)
     if principal_id is not None:
         query = query.where(binding.principal_id == principal_id)
     if role_id is not None:

@@ -43,6 +43,12 @@ class Namespace(Base):
             unique=True,
             postgresql_where=sa.text("existing_namespace IS NOT NULL AND deleted_at IS NULL"),
         ),
+        sa.Index(
+            "namespaces_live_created",
+            "created_at",
+            "id",
+            postgresql_where=sa.text("deleted_at IS NULL"),
+        ),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
@@ -57,6 +63,7 @@ class Namespace(Base):
 
 class Principal(Base):
     __tablename__ = "principals"
+    __table_args__ = (sa.Index("principals_created", "created_at", "id"),)
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
     name: orm.Mapped[str] = orm.mapped_column(Name)
@@ -78,7 +85,7 @@ class Principal(Base):
 
 class ApiKey(Base):
     __tablename__ = "api_keys"
-    __table_args__ = (sa.Index("api_keys_principal", "principal_id"),)
+    __table_args__ = (sa.Index("api_keys_principal_created", "principal_id", "created_at", "id"),)
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
     principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
@@ -104,6 +111,12 @@ class Role(Base):
             unique=True,
             postgresql_where=sa.text("namespace_id IS NOT NULL AND deleted_at IS NULL"),
         ),
+        sa.Index(
+            "roles_live_created",
+            "created_at",
+            "id",
+            postgresql_where=sa.text("deleted_at IS NULL"),
+        ),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
@@ -119,6 +132,12 @@ class AccessBinding(Base):
     __table_args__ = (
         sa.Index("access_bindings_principal", "principal_id"),
         sa.Index("access_bindings_resource", "resource_id"),
+        sa.Index(
+            "access_bindings_live_created",
+            "created_at",
+            "id",
+            postgresql_where=sa.text("revoked_at IS NULL"),
+        ),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
@@ -134,6 +153,7 @@ class AccessBinding(Base):
 
 class Restriction(Base):
     __tablename__ = "restrictions"
+    __table_args__ = (sa.Index("restrictions_created", "created_at", "id"),)
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
     permission: orm.Mapped[str] = orm.mapped_column(sa.Text)
@@ -149,6 +169,7 @@ class Configuration(Base):
     __table_args__ = (
         sa.UniqueConstraint("namespace_id", "name"),
         sa.UniqueConstraint("namespace_id", "id"),
+        sa.Index("configurations_namespace_created", "namespace_id", "created_at", "id"),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
@@ -165,6 +186,7 @@ class Secret(Base):
     __table_args__ = (
         sa.UniqueConstraint("namespace_id", "name"),
         sa.UniqueConstraint("namespace_id", "id"),
+        sa.Index("secrets_namespace_created", "namespace_id", "created_at", "id"),
     )
 
     id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
@@ -180,6 +202,7 @@ class Agent(Base):
     __table_args__ = (
         sa.UniqueConstraint("namespace_id", "name"),
         sa.UniqueConstraint("namespace_id", "id"),
+        sa.Index("agents_namespace_created", "namespace_id", "created_at", "id"),
         sa.ForeignKeyConstraint(
             ["namespace_id", "configuration_id"],
             ["configurations.namespace_id", "configurations.id"],

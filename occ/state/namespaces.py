@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import models
+from occ.state import keyset, models
 
 _NOW = sa.func.clock_timestamp()
 _NAMESPACES: Final = cast(sa.Table, models.Namespace.__table__)
@@ -113,12 +113,10 @@ def get(
     return None if row is None else _namespace(row)
 
 
-def list_live(session: orm.Session) -> list[Namespace]:
-    """Every Namespace that is not tombstoned, in creation order."""
-    query = (
-        sa.select(_NAMESPACES)
-        .where(_NAMESPACES.c.deleted_at.is_(None))
-        .order_by(_NAMESPACES.c.created_at, _NAMESPACES.c.id)
+def list_live(session: orm.Session, window: keyset.Window = keyset.EVERYTHING) -> list[Namespace]:
+    """Every Namespace that is not tombstoned, in creation order (those in ``window``)."""
+    query = keyset.BY_CREATION.window(
+        sa.select(_NAMESPACES).where(_NAMESPACES.c.deleted_at.is_(None)), _NAMESPACES, window
     )
     return [_namespace(row) for row in session.execute(query).mappings()]
 

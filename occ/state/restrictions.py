@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import models
+from occ.state import keyset, models
 
 _RESTRICTIONS: Final = cast(sa.Table, models.Restriction.__table__)
 
@@ -65,9 +65,15 @@ def get(session: orm.Session, restriction_id: str) -> Restriction | None:
     return None if row is None else _restriction(row)
 
 
-def list_all(session: orm.Session, *, namespace_id: str | None = None) -> list[Restriction]:
-    """Restrictions in creation order, optionally those of one Namespace."""
-    query = sa.select(_RESTRICTIONS).order_by(_RESTRICTIONS.c.created_at, _RESTRICTIONS.c.id)
+def list_all(
+    session: orm.Session,
+    *,
+    namespace_id: str | None = None,
+    window: keyset.Window = keyset.EVERYTHING,
+) -> list[Restriction]:
+    """Restrictions in creation order, optionally those of one Namespace (those in
+    ``window``)."""
+    query = keyset.BY_CREATION.window(sa.select(_RESTRICTIONS), _RESTRICTIONS, window)
     if namespace_id is not None:
         query = query.where(_RESTRICTIONS.c.namespace_id == namespace_id)
     return [_restriction(row) for row in session.execute(query).mappings()]

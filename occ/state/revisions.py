@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import agents, models
+from occ.state import agents, keyset, models
 
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
 
@@ -107,12 +107,12 @@ def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revis
     return None if row is None else _revision(row)
 
 
-def list_revisions(session: orm.Session, agent_id: str) -> list[Revision]:
-    """The Agent's revisions, newest first."""
-    query = (
-        sa.select(_REVISIONS)
-        .where(_REVISIONS.c.agent_id == agent_id)
-        .order_by(_REVISIONS.c.revision_number.desc())
+def list_revisions(
+    session: orm.Session, agent_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> list[Revision]:
+    """The Agent's revisions, newest first (those in ``window``)."""
+    query = keyset.NEWEST_REVISION_FIRST.window(
+        sa.select(_REVISIONS).where(_REVISIONS.c.agent_id == agent_id), _REVISIONS, window
     )
     return [_revision(row) for row in session.execute(query).mappings()]
 

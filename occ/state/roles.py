@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import models
+from occ.state import keyset, models
 
 _NOW = sa.func.clock_timestamp()
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
@@ -82,9 +82,14 @@ def find_role(session: orm.Session, *, name: str, namespace_id: str | None = Non
     return None if row is None else _role(row)
 
 
-def list_roles(session: orm.Session, *, include_deleted: bool = False) -> list[Role]:
-    """Roles in creation order."""
-    query = sa.select(_ROLES).order_by(_ROLES.c.created_at, _ROLES.c.id)
+def list_roles(
+    session: orm.Session,
+    *,
+    include_deleted: bool = False,
+    window: keyset.Window = keyset.EVERYTHING,
+) -> list[Role]:
+    """Roles in creation order (those in ``window``)."""
+    query = keyset.BY_CREATION.window(sa.select(_ROLES), _ROLES, window)
     if not include_deleted:
         query = query.where(_ROLES.c.deleted_at.is_(None))
     return [_role(row) for row in session.execute(query).mappings()]

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors
-from occ.state import models, referenced_rows
+from occ.state import keyset, models, referenced_rows
 
 _NAME_KEY: Final = "secrets_namespace_id_name_key"
 _SECRETS: Final = cast(sa.Table, models.Secret.__table__)
@@ -85,12 +85,12 @@ def get(
     return None if row is None else _secret(row)
 
 
-def list_in(session: orm.Session, namespace_id: str) -> list[Secret]:
-    """The Namespace's Secrets (metadata) in creation order."""
-    query = (
-        sa.select(*_METADATA)
-        .where(_SECRETS.c.namespace_id == namespace_id)
-        .order_by(_SECRETS.c.created_at, _SECRETS.c.id)
+def list_in(
+    session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> list[Secret]:
+    """The Namespace's Secrets (metadata) in creation order (those in ``window``)."""
+    query = keyset.BY_CREATION.window(
+        sa.select(*_METADATA).where(_SECRETS.c.namespace_id == namespace_id), _SECRETS, window
     )
     return [_secret(row) for row in session.execute(query).mappings()]
 

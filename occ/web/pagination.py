@@ -1,19 +1,17 @@
 """One cursor pagination for every resource list: ``limit``, ``cursor``, ``meta.nextCursor``.
 
-A page is cut from the list the use case answered (already filtered by the read
-permission, in its own order): the cursor is the opaque position of the page's last item
-(its sort key, base64url JSON), so a page after an item that was deleted meanwhile still
-starts at the right place. This module must not query anything itself.
+The use case reads the page in SQL (``occ.state.keyset``): ``window`` turns the query into
+the rows to read, after the cursor's sort key, and ``page`` makes the envelope of the page it
+answered. The cursor is the opaque position of a page's last item (its sort key, base64url
+JSON), so a page after an item that was deleted meanwhile still starts at the right place.
+This module must not query anything itself.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import flask
@@ -21,40 +19,16 @@ import marshmallow as ma
 from marshmallow import fields, validate
 
 from occ import errors
+from occ.state import keyset
 from occ.web.schemas import common
 
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 500
 MAX_CURSOR_CHARS: Final = 512
-_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
-SortKey = tuple[int | str, ...]
-
-
-@dataclass(frozen=True)
-class Ordering:
-    """How a list is ordered: ascending ``key`` of each item, and the types that key holds."""
-
-    key: Callable[[Any], SortKey]
-    shape: tuple[type, ...]
-
-
-def _field(item: Any, name: str) -> Any:
-    return item[name] if isinstance(item, dict) else getattr(item, name)
-
-
-def _micros(moment: dt.datetime) -> int:
-    return (moment - _EPOCH) // dt.timedelta(microseconds=1)
-
-
-BY_CREATION: Final = Ordering(
-    key=lambda item: (_micros(_field(item, "created_at")), str(_field(item, "id"))),
-    shape=(int, str),
-)
+BY_CREATION: Final = keyset.BY_CREATION
 """Oldest first, ties by id: the order of every resource list but revisions."""
-NEWEST_REVISION_FIRST: Final = Ordering(
-    key=lambda item: (-int(_field(item, "revision_number")),), shape=(int,)
-)
+NEWEST_REVISION_FIRST: Final = keyset.NEWEST_REVISION_FIRST
 
 
 class PageQuery(ma.Schema):
@@ -100,36 +74,32 @@ def envelope(data: type[ma.Schema]) -> type[ma.Schema]:
     return _ENVELOPES[data.__name__]
 
 
-def page(items: Sequence[Any], query: dict[str, Any], ordering: Ordering) -> dict[str, Any]:
-    """The envelope of the page ``query`` asks for."""
-    remaining = list(items)
-    if "cursor" in query:
-        after = decode(query["cursor"], ordering)
-        remaining = [item for item in remaining if ordering.key(item) > after]
-    limit = int(query["limit"])
-    shown = remaining[:limit]
-    next_cursor = encode(ordering.key(shown[-1])) if len(remaining) > limit else None
+def window(query: dict[str, Any], order: keyset.Order) -> keyset.Window:
+    """The rows the page ``query`` asks for: after its cursor, at most ``limit``."""
+    after = decode(query["cursor"], order) if "cursor" in query else None
+    return keyset.Window(after=after, limit=int(query["limit"]))
+
+
+def page(items: keyset.Page[Any]) -> dict[str, Any]:
+    """The envelope of a page the use case answered."""
+    next_cursor = None if items.next_after is None else encode(items.next_after)
     return {
-        "data": shown,
+        "data": list(items),
         "meta": {"request_id": flask.g.get("request_id"), "next_cursor": next_cursor},
     }
 
 
-def encode(key: SortKey) -> str:
+def encode(key: keyset.Key) -> str:
     raw = json.dumps(list(key), separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(cursor: str, ordering: Ordering) -> SortKey:
+def decode(cursor: str, ordering: keyset.Order) -> keyset.Key:
     """The sort key a cursor names, or ``InvalidInput`` at ``/query/cursor``."""
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (binascii.Error, ValueError):
         value = None
-    if (
-        not isinstance(value, list)
-        or len(value) != len(ordering.shape)
-        or not all(type(part) is kind for part, kind in zip(value, ordering.shape, strict=True))
-    ):
+    if not isinstance(value, list) or not ordering.admits(tuple(value)):
         raise errors.InvalidInput.at("/query/cursor", "not a cursor of this list")
     return tuple(value)

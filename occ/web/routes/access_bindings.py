@@ -50,9 +50,11 @@ def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
 def list_access_bindings(query: dict[str, Any]) -> dict[str, Any]:
     """The live (unrevoked) bindings."""
     return pagination.page(
-        access_bindings.list_bindings(_database(), actor_id=access.principal_id()),
-        query,
-        pagination.BY_CREATION,
+        access_bindings.list_bindings(
+            _database(),
+            actor_id=access.principal_id(),
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 

@@ -56,10 +56,11 @@ def list_agents(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Agents the caller may read."""
     return pagination.page(
         agents.list_agents(
-            _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
-        ),
-        query,
-        pagination.BY_CREATION,
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            namespace_id=namespace_id,
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 
@@ -161,9 +162,8 @@ def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> d
             actor_id=access.principal_id(),
             namespace_id=namespace_id,
             agent_id=agent_id,
-        ),
-        query,
-        pagination.NEWEST_REVISION_FIRST,
+            window=pagination.window(query, pagination.NEWEST_REVISION_FIRST),
+        )
     )
 
 

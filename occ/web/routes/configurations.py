@@ -52,9 +52,8 @@ def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, A
             _context().runtime.database,
             actor_id=access.principal_id(),
             namespace_id=namespace_id,
-        ),
-        query,
-        pagination.BY_CREATION,
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 

@@ -45,9 +45,11 @@ def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
 def list_namespaces(query: dict[str, Any]) -> dict[str, Any]:
     """The Namespaces the caller may read."""
     return pagination.page(
-        namespaces.list_namespaces(_context().runtime.database, actor_id=access.principal_id()),
-        query,
-        pagination.BY_CREATION,
+        namespaces.list_namespaces(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 

@@ -48,9 +48,11 @@ def create_principal(body: dict[str, Any]) -> dict[str, Any]:
 def list_principals(query: dict[str, Any]) -> dict[str, Any]:
     """Every principal, Agent-owned service principals included (with their ``agentId``)."""
     return pagination.page(
-        principals.list_principals(_context().runtime.database, actor_id=access.principal_id()),
-        query,
-        pagination.BY_CREATION,
+        principals.list_principals(
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 
@@ -91,10 +93,11 @@ def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """The principal's keys (metadata only), revoked ones included."""
     return pagination.page(
         principals.list_api_keys(
-            _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
-        ),
-        query,
-        pagination.BY_CREATION,
+            _context().runtime.database,
+            actor_id=access.principal_id(),
+            principal_id=principal_id,
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 

@@ -50,9 +50,11 @@ def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
 def list_restrictions(query: dict[str, Any]) -> dict[str, Any]:
     """Every restriction."""
     return pagination.page(
-        restrictions.list_restrictions(_database(), actor_id=access.principal_id()),
-        query,
-        pagination.BY_CREATION,
+        restrictions.list_restrictions(
+            _database(),
+            actor_id=access.principal_id(),
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 

@@ -48,7 +48,11 @@ def create_role(body: dict[str, Any]) -> dict[str, Any]:
 def list_roles(query: dict[str, Any]) -> dict[str, Any]:
     """The live Roles."""
     return pagination.page(
-        roles.list_roles(_database(), actor_id=access.principal_id()), query, pagination.BY_CREATION
+        roles.list_roles(
+            _database(),
+            actor_id=access.principal_id(),
+            window=pagination.window(query, pagination.BY_CREATION),
+        )
     )
 
 

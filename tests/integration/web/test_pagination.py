@@ -7,9 +7,14 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from occ.controller import listing
 from occ.db import Database
+from occ.state import api_keys
+from occ.state import configurations as configuration_rows
+from tests.integration.state import test_keyset
 from tests.integration.web import test_agents
-from tests.integration.web.conftest import Caller
+from tests.integration.web.conftest import PEPPER, Caller
+from tests.support import grants, rows
 
 
 def walk(
@@ -88,6 +93,7 @@ def test_every_list_refuses_a_bad_page(client: FlaskClient, admin: Caller, path:
         ({"limit": "501"}, "/limit"),
         ({"cursor": "not-a-cursor"}, "/query/cursor"),
         ({"cursor": "WyJ4Il0"}, "/query/cursor"),  # base64url of ["x"]: not this list's key
+        ({"cursor": "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMCwieCJd"}, "/query/cursor"),  # [1e20, "x"]
     ):
         refused = client.get(path, query_string=query, headers=admin.headers)
         assert refused.status_code == 400, (path, query, refused.json)
@@ -109,3 +115,89 @@ def test_namespace_lists_and_api_keys_page_too(
     client.post(f"/v1/principals/{admin.principal_id}/api-keys", headers=admin.headers)
     keys = walk(client, f"/v1/principals/{admin.principal_id}/api-keys", admin, 1)
     assert [len(page) for page in keys] == [1, 1]
+
+
+def add_configurations(db: Database, namespace_id: str, count: int, prefix: str = "c") -> list[str]:
+    with db.transaction() as session:
+        return [
+            configuration_rows.insert(
+                session, namespace_id=namespace_id, name=f"{prefix}{index}", document={}
+            ).id
+            for index in range(count)
+        ]
+
+
+def test_a_walk_sees_every_item_once_across_inserts_and_deletes(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    ids = [world.configuration_id, *add_configurations(db, world.namespace_id, 7)]
+
+    first = client.get(path, query_string={"limit": 3}, headers=admin.headers).json
+    assert [c["id"] for c in first["data"]] == ids[:3]
+    for gone in (ids[1], ids[4]):  # one already shown, one not yet
+        assert client.delete(f"{path}/{gone}", headers=admin.headers).status_code == 204
+    [late] = add_configurations(db, world.namespace_id, 1, prefix="late")
+
+    second = client.get(
+        path,
+        query_string={"limit": 3, "cursor": first["meta"]["nextCursor"]},
+        headers=admin.headers,
+    ).json
+    assert [c["id"] for c in second["data"]] == [ids[3], ids[5], ids[6]]
+    third = client.get(
+        path,
+        query_string={"limit": 3, "cursor": second["meta"]["nextCursor"]},
+        headers=admin.headers,
+    ).json
+    assert [c["id"] for c in third["data"]] == [ids[7], late]
+    assert third["meta"]["nextCursor"] is None
+
+
+def test_a_filtered_list_fills_its_pages_across_windows(
+    client: FlaskClient, admin: Caller, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "FILTERED_BATCH", 1)  # windows of limit + 1 rows
+    world = test_agents.make_world(db, admin.principal_id)
+    ids = add_configurations(db, world.namespace_id, 10)
+    readable = [ids[1], ids[4], ids[5], ids[8]]
+    with db.transaction() as session:
+        principal_id = rows.principal(session)
+        for configuration_id in readable:
+            grants.grant(
+                session,
+                principal_id,
+                ["configuration:read"],
+                namespace_id=world.namespace_id,
+                resource_kind="configuration",
+                resource_id=configuration_id,
+            )
+        reader = Caller(
+            principal_id, api_keys.mint(session, principal_id=principal_id, pepper=PEPPER).plaintext
+        )
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    assert walk(client, path, reader, 2) == [readable[:2], readable[2:]]
+    assert walk(client, path, reader, 3) == [readable[:3], readable[3:]]
+
+
+def test_a_long_list_answers_its_first_page_from_a_limited_read(
+    client: FlaskClient, admin: Caller, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    test_keyset.many_configurations(db, world.namespace_id, 5_000)
+    read: list[int] = []
+    original = configuration_rows.list_in
+
+    def counted(*args: Any, **kwargs: Any) -> list[configuration_rows.Configuration]:
+        answered = original(*args, **kwargs)
+        read.append(len(answered))
+        return answered
+
+    monkeypatch.setattr(configuration_rows, "list_in", counted)
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    page = client.get(path, query_string={"limit": 20}, headers=admin.headers)
+    assert page.status_code == 200, page.json
+    assert len(page.json["data"]) == 20 and page.json["meta"]["nextCursor"] is not None
+    # the administrator reads everything: one window, at most the filtered batch
+    assert len(read) == 1 and read[0] <= listing.FILTERED_BATCH

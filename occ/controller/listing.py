@@ -1,0 +1,44 @@
+"""A page of a list as the caller sees it, read from the database in keyset windows.
+
+A list with one authorization decision for all its items reads one window: the page and one
+row more (which says whether a next page exists). A list filtered by a per-item read
+permission reads window after window and keeps what the caller may read, until the page
+holds one visible item more than asked or the list ran out: a page is never short while more
+visible items exist, and reads no further than it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final, TypeVar
+
+from occ.state import keyset
+
+T = TypeVar("T")
+
+FILTERED_BATCH: Final = 100
+"""The fewest rows a window of a filtered list reads (a page of 1 should not read 2 at a
+time while its caller sees one item in a thousand)."""
+
+
+def page(
+    read: Callable[[keyset.Window], Sequence[T]],
+    window: keyset.Window,
+    order: keyset.Order,
+    keep: Callable[[Sequence[T]], Sequence[T]] | None = None,
+) -> keyset.Page[T]:
+    """The page ``window`` asks for, from ``read`` (rows in ``order``), filtered by ``keep``."""
+    if window.limit is None:
+        rows = read(window)
+        return keyset.Page(rows if keep is None else keep(rows))
+    size = window.limit + 1 if keep is None else max(window.limit + 1, FILTERED_BATCH)
+    shown: list[T] = []
+    after = window.after
+    while True:
+        rows = read(keyset.Window(after=after, limit=size))
+        shown.extend(rows if keep is None else keep(rows))
+        if len(shown) > window.limit:
+            return keyset.Page(shown[: window.limit], order.key(shown[window.limit - 1]))
+        if len(rows) < size:
+            return keyset.Page(shown)
+        after = order.key(rows[-1])
