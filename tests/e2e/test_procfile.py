@@ -29,7 +29,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.e2e.test_dev import _request, _wait_for_status
+from tests.e2e.test_dev import _request, _still_running, _wait_for_status
 from tests.support import brokers, databases, gateways
 from tests.support.processes import wait_for
 
@@ -83,11 +83,8 @@ def _status(url: str, headers: dict[str, str] | None = None) -> int | None:
 
 @pytest.fixture
 def fresh_database() -> Iterator[databases.DatabaseUrls]:
-    urls = databases.create_unmigrated_database(f"occ_e2e_procfile_{os.getpid()}")
-    try:
+    with databases.unmigrated(f"occ_e2e_procfile_{os.getpid()}") as urls:
         yield urls
-    finally:
-        databases.drop_database(urls)
 
 
 @pytest.fixture
@@ -131,14 +128,7 @@ class Honcho:
                 continue
 
     def still_running(self) -> list[str]:
-        left = []
-        for process in self.seen.values():
-            try:
-                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                    left.append(f"{process.pid} {' '.join(process.cmdline())}")
-            except psutil.NoSuchProcess:
-                continue
-        return left
+        return _still_running(list(self.seen.values()))
 
     def kill(self) -> None:
         for process in [psutil.Process(self.popen.pid), *self.seen.values()]:

@@ -22,11 +22,8 @@ from tests.support import databases
 
 @pytest.fixture
 def fresh() -> Iterator[databases.DatabaseUrls]:
-    urls = databases.create_unmigrated_database(f"occ_test_startup_{os.getpid()}")
-    try:
+    with databases.unmigrated(f"occ_test_startup_{os.getpid()}") as urls:
         yield urls
-    finally:
-        databases.drop_database(urls)
 
 
 @pytest.fixture

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -48,20 +50,25 @@ def create_test_database(name: str) -> DatabaseUrls:
     urls = urls_for(name)
     engine = _admin_engine(urls.server)
     with engine.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        _recreate(connection, name)
     engine.dispose()
     migrate(urls)
     return urls
 
 
-def create_unmigrated_database(name: str) -> DatabaseUrls:
-    """A fresh, empty database ``name`` (no schema yet) that occ_app may log in to."""
+def _recreate(connection: sa.Connection, name: str) -> None:
+    connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+
+
+@contextlib.contextmanager
+def unmigrated(name: str) -> Iterator[DatabaseUrls]:
+    """A fresh, empty database ``name`` (no schema yet) that occ_app may log in to; dropped
+    at the end."""
     urls = urls_for(name)
     engine = _admin_engine(urls.server)
     with engine.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        _recreate(connection, name)
         exists = connection.execute(
             sa.text("SELECT 1 FROM pg_roles WHERE rolname = :role"), {"role": APP_ROLE}
         ).first()
@@ -69,7 +76,10 @@ def create_unmigrated_database(name: str) -> DatabaseUrls:
             connection.execute(sa.text(f"CREATE ROLE {APP_ROLE}"))
         connection.execute(sa.text(f"ALTER ROLE {APP_ROLE} LOGIN PASSWORD '{APP_PASSWORD}'"))
     engine.dispose()
-    return urls
+    try:
+        yield urls
+    finally:
+        drop_database(urls)
 
 
 def migrate(urls: DatabaseUrls) -> None:
