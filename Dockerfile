@@ -31,4 +31,5 @@ EXPOSE 8000
 
 CMD ["gunicorn", "occ.web.app:create_app()", "--config", "python:occ.web.gunicorn_hooks", \
      "--worker-class", "occ.web.serving.ProblemWorker", \
+     "--logger-class", "occ.web.serving.JsonLogger", \
      "--bind", "0.0.0.0:8000", "--workers", "2", "--timeout", "30", "--graceful-timeout", "20"]

@@ -94,6 +94,8 @@ def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
         gunicorn_hooks.CONFIG_OPTION,
         "--worker-class",
         serving.WORKER_CLASS,
+        "--logger-class",
+        serving.LOGGER_CLASS,
     ]
     argv += ["--bind", bind]
     if workers is not None:

@@ -46,6 +46,8 @@ def specs(
         gunicorn_hooks.CONFIG_OPTION,
         "--worker-class",
         serving.WORKER_CLASS,
+        "--logger-class",
+        serving.LOGGER_CLASS,
         "--bind",
         f"fd://{listener_fd}",
         "--workers",

@@ -6,8 +6,9 @@ Flower). The root logger writes occ's JSON lines (``occ.observability``) at
 signal, so Celery's ``-l`` is not used and nothing adds a text handler. The worker's and beat's
 banners (multi-line text) are not printed, and the lines Celery writes straight to the
 terminal (``worker: Warm shutdown (MainProcess)``) become JSON lines. Celery's per-task lines
-of the periodic tasks (``Task occ.claim[…] received``, ``… succeeded``, beat's ``Sending due
-task``) are DEBUG: an idle installation is quiet at INFO.
+of the periodic tasks (``Task occ.claim[…] received``, ``… succeeded``, ``Discarding revoked
+task`` for a tick that expired in the queue, beat's ``Sending due task``) are DEBUG: an idle
+installation is quiet at INFO.
 """
 
 from __future__ import annotations
@@ -30,8 +31,13 @@ from occ.tasks import names
 PERIODIC_TASKS: Final = frozenset({names.CLAIM, names.RECOVER_STALE, names.OBSERVE_RUNTIMES})
 """Tasks beat sends every few seconds: Celery's lines about them are DEBUG."""
 
-TASK_LOGGERS: Final = ("celery.app.trace", "celery.worker.strategy", "celery.beat")
-"""Celery's loggers of a task's received, succeeded and sent lines."""
+TASK_LOGGERS: Final = (
+    "celery.app.trace",
+    "celery.worker.strategy",
+    "celery.worker.request",
+    "celery.beat",
+)
+"""Celery's loggers of a task's received, succeeded, expired (discarded) and sent lines."""
 
 SERVICES: Final = {"worker": "occ-worker", "beat": "occ-beat", "flower": "occ-flower"}
 """The ``service`` of a line by Celery subcommand (any other: ``occ-celery``)."""
@@ -50,7 +56,7 @@ class PeriodicTicksAtDebug(logging.Filter):
 def _names_periodic_task(args: Any) -> bool:
     if isinstance(args, Mapping):  # the trace's and the strategy's lines: {"name": task, ...}
         return args.get("name") in PERIODIC_TASKS
-    if isinstance(args, tuple):  # beat's: (entry name, task name)
+    if isinstance(args, tuple):  # beat's (entry, task), a request's (task, id)
         return any(isinstance(arg, str) and arg in PERIODIC_TASKS for arg in args)
     return False
 

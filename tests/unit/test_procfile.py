@@ -103,7 +103,7 @@ def test_release_stays_idle_only_under_honcho() -> None:
     for env, ends in (({}, True), ({"HONCHO_PROCESS_NAME": "release.1"}, False)):
         idle = subprocess.Popen(["sh", "-c", steps[2]], env={"PATH": os.defpath, **env})
         try:
-            idle.wait(timeout=2)
+            idle.wait(timeout=1)
             assert ends, "under honcho release must stay idle"
         except subprocess.TimeoutExpired:
             assert not ends, "outside honcho release must end"
@@ -483,3 +483,26 @@ def test_occ_dev_serves_the_api_with_the_same_worker_class(tmp_path: Path) -> No
     argv = list(api.argv)
     assert argv[argv.index("gunicorn") + 1] == "occ.web.app:create_app()"
     assert _option(argv, "--worker-class", "-k") == serving.WORKER_CLASS
+
+
+def test_every_gunicorn_command_line_names_occs_logger_class(
+    exec_calls: list[list[str]], tmp_path: Path
+) -> None:
+    """gunicorn's own lines are occ's JSON lines wherever the API runs."""
+    specs = children.specs(
+        layout=home.Home(tmp_path),
+        env={"OCC_BROKER_URL": "redis://127.0.0.1:6379/0"},
+        cwd=tmp_path,
+        listener_fd=3,
+    )
+    [dev_api] = [spec for spec in specs if spec.name == children.API]
+    image = [rest for keyword, rest in _dockerfile() if keyword == "CMD"][-1]
+    command_lines = {
+        "Procfile web": _procfile()["web"],
+        "compose api": _command(_services()["api"]),
+        "image": json.loads(image),
+        "occ api": _run(["api"], exec_calls),
+        "occ dev": list(dev_api.argv),
+    }
+    for where, argv in command_lines.items():
+        assert _option(argv, "--logger-class") == serving.LOGGER_CLASS, where

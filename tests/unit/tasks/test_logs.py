@@ -38,6 +38,10 @@ def _record(name: str, msg: str, args: object) -> logging.LogRecord:
             True,
         ),
         (
+            _record("celery.worker.request", "Discarding revoked task: %s[%s]", ("occ.claim", "1")),
+            True,
+        ),
+        (
             _record(
                 "celery.app.trace", "Task %(name)s[%(id)s] succeeded", {"name": "occ.run_work"}
             ),
