@@ -6,6 +6,7 @@ Runs with the owner connection; never used by the API or workers at run time.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,10 +70,16 @@ def is_current(applied: str | None) -> bool:
     revision this code does not know (a newer release migrated it first)."""
     if applied is None:
         return False
+    head, known = _revisions()
+    return applied == head or applied not in known
+
+
+@functools.cache
+def _revisions() -> tuple[str | None, frozenset[str]]:
+    """This code's head revision and every revision it knows (read once per process)."""
     scripts = ScriptDirectory.from_config(_config(""))
-    if applied == scripts.get_current_head():
-        return True
-    return applied not in {script.revision for script in scripts.walk_revisions()}
+    known = frozenset(script.revision for script in scripts.walk_revisions())
+    return scripts.get_current_head(), known
 
 
 def downgrade(url: str, revision: str) -> None:
