@@ -92,10 +92,7 @@ def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
         "occ.web.app:create_app()",
         "--config",
         gunicorn_hooks.CONFIG_OPTION,
-        "--worker-class",
-        serving.WORKER_CLASS,
-        "--logger-class",
-        serving.LOGGER_CLASS,
+        *serving.CLASSES,
     ]
     argv += ["--bind", bind]
     if workers is not None:

@@ -12,7 +12,7 @@ log and its access log (when one is configured), at ``Settings.log_level``; an a
 the ``http.access`` event (method, path without the query, status, duration), never headers.
 
 Run gunicorn with ``--worker-class occ.web.serving.ProblemWorker`` (``WORKER_CLASS``) and
-``--logger-class occ.web.serving.JsonLogger`` (``LOGGER_CLASS``).
+``--logger-class occ.web.serving.JsonLogger`` (``LOGGER_CLASS``): ``CLASSES``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ WORKER_CLASS: Final = "occ.web.serving.ProblemWorker"
 """The value of gunicorn's ``--worker-class`` for occ's API."""
 LOGGER_CLASS: Final = "occ.web.serving.JsonLogger"
 """The value of gunicorn's ``--logger-class`` for occ's API."""
+CLASSES: Final = ("--worker-class", WORKER_CLASS, "--logger-class", LOGGER_CLASS)
+"""Both classes as gunicorn arguments: every gunicorn command line of occ's API has them."""
 SERVICE: Final = "occ-api"
 
 

@@ -472,15 +472,20 @@ def test_wrappers_check_the_settings_before_exec(
     assert exec_calls == []
 
 
-def test_occ_dev_serves_the_api_with_the_same_worker_class(tmp_path: Path) -> None:
+def _dev_api_argv(home_dir: Path) -> list[str]:
+    """The command line ``occ dev`` starts its API with."""
     specs = children.specs(
-        layout=home.Home(tmp_path),
+        layout=home.Home(home_dir),
         env={"OCC_BROKER_URL": "redis://127.0.0.1:6379/0"},
-        cwd=tmp_path,
+        cwd=home_dir,
         listener_fd=3,
     )
     [api] = [spec for spec in specs if spec.name == children.API]
-    argv = list(api.argv)
+    return list(api.argv)
+
+
+def test_occ_dev_serves_the_api_with_the_same_worker_class(tmp_path: Path) -> None:
+    argv = _dev_api_argv(tmp_path)
     assert argv[argv.index("gunicorn") + 1] == "occ.web.app:create_app()"
     assert _option(argv, "--worker-class", "-k") == serving.WORKER_CLASS
 
@@ -489,20 +494,13 @@ def test_every_gunicorn_command_line_names_occs_logger_class(
     exec_calls: list[list[str]], tmp_path: Path
 ) -> None:
     """gunicorn's own lines are occ's JSON lines wherever the API runs."""
-    specs = children.specs(
-        layout=home.Home(tmp_path),
-        env={"OCC_BROKER_URL": "redis://127.0.0.1:6379/0"},
-        cwd=tmp_path,
-        listener_fd=3,
-    )
-    [dev_api] = [spec for spec in specs if spec.name == children.API]
     image = [rest for keyword, rest in _dockerfile() if keyword == "CMD"][-1]
     command_lines = {
         "Procfile web": _procfile()["web"],
         "compose api": _command(_services()["api"]),
         "image": json.loads(image),
         "occ api": _run(["api"], exec_calls),
-        "occ dev": list(dev_api.argv),
+        "occ dev": _dev_api_argv(tmp_path),
     }
     for where, argv in command_lines.items():
         assert _option(argv, "--logger-class") == serving.LOGGER_CLASS, where
