@@ -50,6 +50,7 @@ def wait_for_database() -> None:
     observability.configure("occ-api")
     try:
         settings = Settings.from_env()
+        observability.configure("occ-api", settings.log_level)
         built = runtime.build(settings, pool_size=1, application_name="occ-api")
         try:
             startup.wait_until_ready(built.database, timeout_s=settings.startup_wait_ms / 1000)
