@@ -31,7 +31,7 @@ HEALTHZ = 'occ_http_requests_total{method="GET",route="/healthz",status="200"}'
 class Api:
     """gunicorn (two workers, occ's hooks) on a free loopback port, over ``directory``."""
 
-    def __init__(self, urls: databases.DatabaseUrls, directory: Path, log: Path) -> None:
+    def __init__(self, urls: databases.DatabaseUrls, directory: Path, log_dir: Path) -> None:
         self.port = servers.free_port()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
@@ -40,35 +40,26 @@ class Api:
             "OCC_API_KEY_PEPPER": PEPPER,
             metrics_directory.VARIABLE: str(directory),
         }
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
+        self.log_dir = log_dir
+        self.process: processes.Process | None = None
+        self.runs = 0
 
     def start(self) -> None:
         argv = [sys.executable, "-m", "gunicorn", "occ.web.app:create_app()"]
-        argv += ["--config", gunicorn_hooks.CONFIG_OPTION, "--worker-class", serving.WORKER_CLASS]
+        argv += ["--config", gunicorn_hooks.CONFIG_OPTION, *serving.CLASSES]
         argv += ["--bind", f"127.0.0.1:{self.port}", "--workers", "2"]
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                argv, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        process = self.process
+        self.runs += 1
+        process = self.process = processes.start(self.log_dir, f"api-{self.runs}", argv, self.env)
         processes.wait_for(
-            lambda: process.poll() is not None or self.status("/readyz") == 200,
+            lambda: not process.alive() or self.status("/readyz") == 200,
             timeout=60,
             message="gunicorn to answer /readyz",
         )
-        assert process.poll() is None, self.log.read_text()[-3000:]
+        assert process.alive(), process.tail(3000)
 
     def stop(self) -> None:
-        process = self.process
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
+        if self.process is not None:
+            self.process.stop(timeout=30)
 
     def status(self, path: str) -> int | None:
         try:
@@ -95,7 +86,7 @@ def key(db: Database) -> str:
 
 @pytest.fixture
 def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[Api]:
-    server = Api(database_urls, tmp_path / "metrics" / "web", tmp_path / "gunicorn.log")
+    server = Api(database_urls, tmp_path / "metrics" / "web", tmp_path)
     try:
         yield server
     finally:
@@ -190,7 +181,7 @@ def test_a_second_program_on_the_same_directory_does_not_start(
     api.start()
     directory = Path(api.env[metrics_directory.VARIABLE])
     files = sorted(path.name for path in directory.glob("*.db"))
-    second = Api(database_urls, directory, tmp_path / "second.log")
+    second = Api(database_urls, directory, tmp_path)
     argv = [sys.executable, "-m", "gunicorn", "occ.web.app:create_app()"]
     argv += ["--config", gunicorn_hooks.CONFIG_OPTION, "--bind", f"127.0.0.1:{second.port}"]
     process = subprocess.run(
