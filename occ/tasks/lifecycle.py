@@ -126,7 +126,7 @@ def connect_signals(app: Celery) -> None:
     def on_beat_init(sender: Any = None, **_: Any) -> None:
         if sender is not None and getattr(sender, "app", app) is not app:
             return
-        observability.configure("occ-beat")
+        observability.configure("occ-beat", process.settings.log_level)
         try:
             wait_before_beat(process.settings)
         except Exception as exc:
