@@ -1,8 +1,9 @@
 """The four children of ``occ dev`` and the order they stop in: API, control, drivers, beat.
 
 Builds each ``fleet.ChildSpec`` (argv, environment with the child's own
-``PROMETHEUS_MULTIPROC_DIR`` under the home, working directory, the start-up failure statuses)
-and the ``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the
+``PROMETHEUS_MULTIPROC_DIR`` under the home and, when ``OCC_METRICS_PORT`` is set, a listener
+port of its own per worker, working directory, the start-up failure statuses) and the
+``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the
 control worker), then the driver worker takes what was already dispatched and its warm shutdown
 releases every claim it holds. Nothing here starts a process.
 """
@@ -67,9 +68,8 @@ def specs(
     # prefork on kombu's polling transports (filesystem) hangs at shutdown in billiard's
     # pool teardown; threads are the other pool the driver tasks support
     drivers_pool = "threads" if env["OCC_BROKER_URL"].startswith("filesystem:") else "prefork"
-    for name, queue, pool in (
-        (CONTROL, names.CONTROL_QUEUE, "threads"),
-        (DRIVERS, names.DRIVER_QUEUE, drivers_pool),
+    for offset, (name, queue, pool) in enumerate(
+        ((CONTROL, names.CONTROL_QUEUE, "threads"), (DRIVERS, names.DRIVER_QUEUE, drivers_pool))
     ):
         marker = layout.marker(name)
         argv = (
@@ -92,7 +92,11 @@ def specs(
             fleet.ChildSpec(
                 name,
                 argv,
-                {**_with_metrics_dir(env, layout, name), "OCC_WORKER_READINESS_PATH": str(marker)},
+                {
+                    **_with_metrics_dir(env, layout, name),
+                    **_listener_port(env, offset),
+                    "OCC_WORKER_READINESS_PATH": str(marker),
+                },
                 cwd=cwd,
                 startup_failure_statuses=frozenset({lifecycle.EXIT_NOT_READY}),
                 marker=marker,
@@ -123,6 +127,12 @@ def specs(
 def _with_metrics_dir(env: Mapping[str, str], layout: home.Home, name: str) -> dict[str, str]:
     """``env`` with the child's own multiprocess directory: one per program, never shared."""
     return {**env, metrics_directory.VARIABLE: str(layout.metrics_dir(name))}
+
+
+def _listener_port(env: Mapping[str, str], offset: int) -> dict[str, str]:
+    """The worker listener's port: ``OCC_METRICS_PORT`` for control, the next one for drivers."""
+    port = env.get("OCC_METRICS_PORT", "")
+    return {"OCC_METRICS_PORT": str(int(port) + offset)} if port.isdigit() else {}
 
 
 def stop_stages(drain: Callable[[], None]) -> list[fleet.StopStage]:

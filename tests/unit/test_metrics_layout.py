@@ -111,6 +111,17 @@ def test_occ_dev_gives_each_child_its_own_directory_under_its_home(tmp_path: Pat
     assert _config(list(api.argv)) == gunicorn_hooks.CONFIG_OPTION
 
 
+def test_occ_dev_gives_each_worker_its_own_listener_port(tmp_path: Path) -> None:
+    specs = children.specs(
+        layout=home.Home(tmp_path),
+        env={"OCC_BROKER_URL": "redis://127.0.0.1:6379/0", "OCC_METRICS_PORT": "9101"},
+        cwd=tmp_path,
+        listener_fd=3,
+    )
+    ports = {spec.name: spec.env["OCC_METRICS_PORT"] for spec in specs}
+    assert (ports[children.CONTROL], ports[children.DRIVERS]) == ("9101", "9102")
+
+
 def test_occ_dev_empties_the_metrics_of_a_previous_run(tmp_path: Path) -> None:
     layout = home.Home(tmp_path)
     (layout.metrics / "api").mkdir(parents=True)
