@@ -184,6 +184,9 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     assert "occ: error" not in "".join(dev.stderr)
     assert not (home / "run" / "dev.pids").exists()
     assert list((home / "run").glob("*.ready")) == []
+    for child in ("api", "control", "drivers", "beat"):  # the children log JSON lines only
+        for line in (home / "logs" / f"{child}.log").read_text().splitlines():
+            assert not line.strip() or isinstance(json.loads(line), dict), (child, line)
 
     states = _work_states(home / "pg")
     assert states.get("claimed", 0) == 0, states
