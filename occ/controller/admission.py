@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from occ import errors, iam, ids
+from occ.controller import idempotency
 from occ.db import Database, Session
 from occ.state import audit, namespaces
 
@@ -68,10 +69,19 @@ class Refused(Exception):
 
 @contextlib.contextmanager
 def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator[Session]:
-    """A use case's transaction; a denial or refusal inside it is audited once it rolled back."""
+    """A use case's transaction; a denial or refusal inside it is audited once it rolled back.
+
+    A write transaction first reserves the request's ``Idempotency-Key``, if it holds one
+    (``occ.controller.idempotency``), so the key's record commits with the change.
+    """
     try:
+        reservation = None
         with db.snapshot() if read_only else db.transaction() as session:
+            if not read_only:
+                reservation = idempotency.reserve(session)
             yield session
+        if reservation is not None:
+            reservation.applied = True
     except Refused as refused:
         with db.transaction() as session:
             audit.append(

@@ -1,8 +1,9 @@
-"""Idempotency records: claim a key for a request, complete it with the answer, or release it.
+"""Idempotency records: reserve a key inside the change's transaction, find it, answer it.
 
-A claim is one row per (principal, route, key) holding the request's fingerprint; completing
-stores the successful answer so a repeat replays it. Takes the caller's session and never
-commits; knows nothing of HTTP beyond the numbers and JSON it stores.
+One row per (principal, route, key) holding the request's fingerprint. The row is written
+by the transaction that makes the change, so it exists exactly when the change committed;
+completing it stores the successful answer so a repeat replays it. Takes the caller's
+session and never commits; knows nothing of HTTP beyond the numbers and JSON it stores.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from occ.state import models
 RETENTION: Final = dt.timedelta(hours=24)
 """A record older than this is no longer honoured: the key may be used afresh."""
 ABANDONED_AFTER: Final = dt.timedelta(seconds=60)
-"""A claim without an answer this old belongs to a request that died: it may be taken over."""
+"""A record without an answer this old lost its answer (the request died after its commit);
+younger, the answer is still being stored."""
 
 _TABLE: Final = cast(sa.Table, models.IdempotencyKey.__table__)
 _NOW: Final = sa.func.clock_timestamp()
@@ -34,6 +36,8 @@ class Record:
     response_status: int | None
     response_body: Any
     response_location: str | None
+    abandoned: bool
+    """No answer, and none is coming any more."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,29 +56,35 @@ class Scope:
         )
 
 
-def claim(session: orm.Session, scope: Scope, fingerprint: str) -> Record | None:
-    """Claim the key for a new request (``None``), or the record that already holds it.
+def reserve(session: orm.Session, scope: Scope, fingerprint: str) -> bool:
+    """Write the key's record for the change this transaction makes; ``False`` when another
+    request holds it (a concurrent one waits here until the holder's transaction ended).
 
-    An expired record or an abandoned claim is taken over (``None`` as well).
+    An expired record is taken over.
     """
-    while True:  # a concurrent release may remove the row between the statements: claim again
-        if _insert(session, scope, fingerprint) or _take_over(session, scope, fingerprint):
-            return None
-        row = session.execute(
-            sa.select(
-                _TABLE.c.fingerprint,
-                _TABLE.c.response_status,
-                _TABLE.c.response_body,
-                _TABLE.c.response_location,
-            ).where(scope.where())
-        ).first()
-        if row is not None:
-            return Record(
-                fingerprint=row.fingerprint,
-                response_status=row.response_status,
-                response_body=row.response_body,
-                response_location=row.response_location,
-            )
+    return _insert(session, scope, fingerprint) or _take_over(session, scope, fingerprint)
+
+
+def find(session: orm.Session, scope: Scope) -> Record | None:
+    """The key's record unless it expired."""
+    row = session.execute(
+        sa.select(
+            _TABLE.c.fingerprint,
+            _TABLE.c.response_status,
+            _TABLE.c.response_body,
+            _TABLE.c.response_location,
+            (_TABLE.c.created_at < _NOW - ABANDONED_AFTER).label("old"),
+        ).where(scope.where(), _TABLE.c.created_at >= _NOW - RETENTION)
+    ).first()
+    if row is None:
+        return None
+    return Record(
+        fingerprint=row.fingerprint,
+        response_status=row.response_status,
+        response_body=row.response_body,
+        response_location=row.response_location,
+        abandoned=row.response_status is None and bool(row.old),
+    )
 
 
 def _insert(session: orm.Session, scope: Scope, fingerprint: str) -> bool:
@@ -95,16 +105,7 @@ def _insert(session: orm.Session, scope: Scope, fingerprint: str) -> bool:
 def _take_over(session: orm.Session, scope: Scope, fingerprint: str) -> bool:
     statement = (
         sa.update(_TABLE)
-        .where(
-            scope.where(),
-            sa.or_(
-                _TABLE.c.created_at < _NOW - RETENTION,
-                sa.and_(
-                    _TABLE.c.response_status.is_(None),
-                    _TABLE.c.created_at < _NOW - ABANDONED_AFTER,
-                ),
-            ),
-        )
+        .where(scope.where(), _TABLE.c.created_at < _NOW - RETENTION)
         .values(
             fingerprint=fingerprint,
             response_status=None,
@@ -126,8 +127,3 @@ def complete(
         .where(scope.where(), _TABLE.c.response_status.is_(None))
         .values(response_status=status, response_body=body, response_location=location)
     )
-
-
-def release(session: orm.Session, scope: Scope) -> None:
-    """Give the key back after a request that changed nothing (it failed)."""
-    session.execute(sa.delete(_TABLE).where(scope.where(), _TABLE.c.response_status.is_(None)))

@@ -1,14 +1,20 @@
 """``Idempotency-Key`` on every POST: a repeat replays the first successful answer.
 
-The key is scoped to the caller and the request path. Before the view runs, the key is
-claimed with an HMAC-SHA-256 fingerprint of the canonical JSON body (keyed with the secret
-key, so a low-entropy body such as a Secret's value cannot be guessed from it); a repeat with
-the same body gets the stored status, body and ``Location`` (``Idempotent-Replayed: true``),
-with another body 409 ``IDEMPOTENCY_KEY_REUSED``, while the first is still running 409
-``IDEMPOTENCY_KEY_IN_USE``. The answer is stored right after the view's own transaction
-committed; a failed request gives the key back. Answers that carry a secret (a new API
-key) are never stored: their repeat answers 409 ``IDEMPOTENCY_KEY_REUSED``. This module must
-not store a secret: neither a request body (only its keyed digest) nor such an answer.
+The key is scoped to the caller and the request path. Before the view runs, a repeat is
+answered from the key's record: with the same body (compared by an HMAC-SHA-256 fingerprint
+of the canonical JSON body, keyed with the secret key, so a low-entropy body such as a
+Secret's value cannot be guessed from it) the stored status, body and ``Location``
+(``Idempotent-Replayed: true``), with another body 409 ``IDEMPOTENCY_KEY_REUSED``. A first
+request holds its key while the view runs: the use case's own transaction writes the record
+with the change (``occ.controller.idempotency``), so a crash can never leave the change
+without the record, a failed request leaves no record, and of two concurrent requests with
+the key only one applies (the other answers 409 ``IDEMPOTENCY_KEY_IN_USE``, like a repeat
+while the first answer is still being stored). The answer is stored right after the commit;
+if the request died in between, a repeat answers 409 ``IDEMPOTENCY_KEY_REUSED`` once the
+record is a minute old, and the change is never applied again. Answers that carry a secret
+(a new API key) are never stored: their repeat answers 409 ``IDEMPOTENCY_KEY_REUSED``. A POST
+that changes nothing (only reads) keeps no record. This module must not store a secret:
+neither a request body (only its keyed digest) nor such an answer.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any, Final
 import flask
 
 from occ import errors, observability
-from occ.state import idempotency
+from occ.controller import idempotency
 from occ.web import json_input, problems
 
 HEADER: Final = "Idempotency-Key"
@@ -40,7 +46,8 @@ def fingerprint(secret: str, body: Any) -> str:
 
 
 def claim_or_replay() -> flask.Response | None:
-    """``before_request``: claim the key, or answer the stored response / a 409."""
+    """``before_request``: replay the key's answer, refuse with a 409, or hold the key."""
+    idempotency.hold(None)
     presented = flask.request.headers.get(HEADER)
     principal_id = flask.g.get("principal_id")
     if flask.request.method != "POST" or presented is None or principal_id is None:
@@ -58,10 +65,11 @@ def claim_or_replay() -> flask.Response | None:
         principal_id=str(principal_id), route=f"POST {flask.request.path}", key=presented
     )
     digest = fingerprint(context.runtime.settings.secret_key, body)
-    with context.runtime.database.transaction() as session:
-        record = idempotency.claim(session, scope, digest)
+    record = idempotency.find(context.runtime.database, scope)
     if record is None:
-        flask.g.setdefault(_SCOPE, scope)
+        reservation = idempotency.Reservation(scope=scope, fingerprint=digest)
+        flask.g.setdefault(_SCOPE, reservation)
+        idempotency.hold(reservation)
         return None
     if record.fingerprint != digest or (
         record.response_status is not None and flask.request.endpoint in SECRET_BEARING_ENDPOINTS
@@ -69,6 +77,11 @@ def claim_or_replay() -> flask.Response | None:
         raise problems.IdempotencyKeyReused(
             "the Idempotency-Key was already used for another request (or for one whose "
             "answer is shown only once)"
+        )
+    if record.abandoned:
+        raise problems.IdempotencyKeyReused(
+            "the request with this Idempotency-Key was applied but its answer was lost; "
+            "read the resource instead of repeating it"
         )
     if record.response_status is None:
         raise problems.IdempotencyKeyInUse()
@@ -81,29 +94,25 @@ def claim_or_replay() -> flask.Response | None:
 
 
 def record_outcome(response: flask.Response) -> flask.Response:
-    """``after_request``: keep a success for replays, give the key back after a failure."""
-    scope = flask.g.pop(_SCOPE, None)
-    if scope is None:
+    """``after_request``: keep the answer of a request whose change committed with its key."""
+    idempotency.hold(None)
+    reservation = flask.g.pop(_SCOPE, None)
+    if reservation is None or not reservation.applied or not 200 <= response.status_code < 300:
+        # nothing applied, nothing to keep; an applied request that failed afterwards keeps
+        # its record unanswered: its repeat must not apply again
         return response
-    database = flask.current_app.extensions["occ"].runtime.database
-    succeeded = 200 <= response.status_code < 300
+    secret_bearing = flask.request.endpoint in SECRET_BEARING_ENDPOINTS
     try:
-        with database.transaction() as session:
-            if succeeded:
-                secret_bearing = flask.request.endpoint in SECRET_BEARING_ENDPOINTS
-                idempotency.complete(
-                    session,
-                    scope,
-                    status=response.status_code,
-                    # a repeat of a secret-bearing request is refused, never replayed
-                    body={} if secret_bearing else response.get_json(silent=True),
-                    location=response.headers.get("Location"),
-                )
-            else:
-                idempotency.release(session, scope)
+        idempotency.record_answer(
+            flask.current_app.extensions["occ"].runtime.database,
+            reservation,
+            status=response.status_code,
+            # a repeat of a secret-bearing request is refused, never replayed
+            body={} if secret_bearing else response.get_json(silent=True),
+            location=response.headers.get("Location"),
+        )
     except errors.OccError as error:
-        # the change itself is done (or refused): the answer stands; the claim is abandoned
-        # and may be taken over once it is old enough
+        # the change is done: the answer stands; a repeat is refused, never applied again
         observability.log(
             "http.idempotency_unrecorded",
             level=logging.WARNING,

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import flask
+import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
-from occ.config import Settings
-from occ.db import Database
-from occ.state import idempotency, models
-from occ.web import idempotency as web_idempotency
-from tests.integration.web import test_agents
+from occ import errors
+from occ.controller import idempotency as idempotency_cases
+from occ.db import Database, Session
+from occ.state import audit, idempotency, models
+from tests.integration.web import test_agents, test_preconditions
 from tests.integration.web.conftest import Caller
 
 
@@ -130,30 +132,39 @@ def test_a_malformed_key_is_refused(client: FlaskClient, admin: Caller) -> None:
     assert client.get("/v1/namespaces", headers=admin.headers).json["data"] == []
 
 
-def test_a_running_request_holds_its_key_until_it_is_abandoned(
-    client: FlaskClient, admin: Caller, db: Database, owner_db: Database, settings: Settings
+def test_a_change_whose_answer_was_lost_is_never_applied_again(
+    client: FlaskClient,
+    admin: Caller,
+    db: Database,
+    owner_db: Database,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    body = {"name": "slow"}
-    scope = idempotency.Scope(
-        principal_id=admin.principal_id, route="POST /v1/namespaces", key="k1"
-    )
-    digest = web_idempotency.fingerprint(settings.secret_key, body)
-    with db.transaction() as session:  # a first request, still running
-        assert idempotency.claim(session, scope, digest) is None
-    busy = client.post("/v1/namespaces", json=body, headers=keyed(admin, "k1"))
-    assert busy.status_code == 409 and busy.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
-    assert client.get("/v1/namespaces", headers=admin.headers).json["data"] == []
+    world = test_agents.make_world(db, admin.principal_id)
+    agent = test_agents.create(client, admin, world)
+    test_agents.empower(db, agent)
+    deploy = f"{world.agents}/{agent['id']}/deploy"
 
-    with owner_db.transaction() as session:  # the first request died a while ago
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise errors.DependencyUnavailable("the process died after the commit")
+
+    with monkeypatch.context() as patched:  # the answer is never stored
+        patched.setattr(idempotency_cases, "record_answer", crash)
+        first = client.post(deploy, headers=keyed(admin, "once"))
+    assert first.status_code == 202, first.json
+    [record] = records(db)
+    assert record.response_status is None  # the change committed with its key
+
+    busy = client.post(deploy, headers=keyed(admin, "once"))
+    assert busy.status_code == 409 and busy.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
+    with owner_db.transaction() as session:  # a while later the answer is known to be lost
         session.execute(
             sa.update(models.IdempotencyKey).values(
                 created_at=sa.func.now() - idempotency.ABANDONED_AFTER * 2
             )
         )
-    taken_over = client.post("/v1/namespaces", json=body, headers=keyed(admin, "k1"))
-    assert taken_over.status_code == 201, taken_over.json
-    replayed = client.post("/v1/namespaces", json=body, headers=keyed(admin, "k1"))
-    assert replayed.json == taken_over.json and replayed.headers["Idempotent-Replayed"] == "true"
+    lost = client.post(deploy, headers=keyed(admin, "once"))
+    assert lost.status_code == 409 and lost.json["code"] == "IDEMPOTENCY_KEY_REUSED", lost.json
+    assert test_agents.count(db, models.AuditEvent, action="agents.deploy") == 1
 
     with owner_db.transaction() as session:  # a day later the key is free again
         session.execute(
@@ -161,6 +172,60 @@ def test_a_running_request_holds_its_key_until_it_is_abandoned(
                 created_at=sa.func.now() - idempotency.RETENTION - idempotency.ABANDONED_AFTER
             )
         )
-    fresh = client.post("/v1/namespaces", json={"name": "later"}, headers=keyed(admin, "k1"))
-    assert fresh.status_code == 201, fresh.json
+    fresh = client.post(deploy, headers=keyed(admin, "once"))
+    assert fresh.status_code == 202, fresh.json
     assert "Idempotent-Replayed" not in fresh.headers
+    assert test_agents.count(db, models.AuditEvent, action="agents.deploy") == 2
+
+
+def test_the_record_commits_with_the_change_or_not_at_all(
+    client: FlaskClient, admin: Caller, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    seen: dict[str, int] = {}
+    append = audit.append
+
+    def fail_before_commit(session: Session, **event: Any) -> Any:
+        if event.get("action") != "configurations.create":
+            return append(session, **event)
+        seen["inside"] = len(session.execute(sa.select(models.IdempotencyKey)).all())
+        seen["outside"] = len(records(db))
+        raise RuntimeError("the process fails after the change, before its commit")
+
+    monkeypatch.setattr(audit, "append", fail_before_commit)
+    failed = client.post(path, json={"name": "c", "document": {}}, headers=keyed(admin, "k"))
+    assert failed.status_code == 500
+    assert seen == {"inside": 1, "outside": 0}  # written by the change's own transaction
+    assert records(db) == []
+    assert test_agents.count(db, models.Configuration, name="c") == 0
+
+    monkeypatch.setattr(audit, "append", append)
+    created = client.post(path, json={"name": "c", "document": {}}, headers=keyed(admin, "k"))
+    assert created.status_code == 201, created.json
+    [record] = records(db)
+    assert record.response_status == 201
+
+
+def test_two_concurrent_requests_with_one_key_apply_once(
+    app: flask.Flask, client: FlaskClient, admin: Caller, db: Database, owner_db: Database
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    body = {"name": "once", "document": {}}
+    # both pass the look-up before the view (no record yet) and meet in their transactions
+    answers = test_preconditions.racing(
+        app,
+        db,
+        owner_db,
+        "namespaces",
+        world.namespace_id,
+        [lambda c: c.post(path, json=body, headers=keyed(admin, "twin"))] * 2,
+    )
+    assert sorted(a.status_code for a in answers) == [201, 409], [a.json for a in answers]
+    [refused] = [a for a in answers if a.status_code == 409]
+    assert refused.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
+    assert test_agents.count(db, models.Configuration, name="once") == 1
+    [created] = [a for a in answers if a.status_code == 201]
+    replay = client.post(path, json=body, headers=keyed(admin, "twin"))
+    assert replay.json == created.json and replay.headers["Idempotent-Replayed"] == "true"
