@@ -1,19 +1,21 @@
 """ClaimContext: keeps a running claim alive while a pass works, and says when it is gone.
 
-A background thread renews the lease every third of it; ``renew_now()`` renews before each
-Compute effect. The abort event is set when a renewal finds the claim gone, when no renewal
-was confirmed within one lease of being sent (a silent database), or when the worker shuts
-down. Drivers watch that event and stop; the pass then publishes nothing.
+One background thread per process (``RENEWER``) watches every entered context and renews each
+lease once a third of it has passed since the last confirmed renewal; ``renew_now()`` renews
+before each Compute effect. The abort event is set when a renewal finds the claim gone, when
+no renewal was confirmed within one lease of being sent (a silent database), or when the
+worker shuts down. Drivers watch that event and stop; the pass then publishes nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import Protocol
+from typing import Final, Protocol
 
 from occ import errors, observability
 from occ.db import Database
@@ -58,7 +60,9 @@ class ClaimContext:
         self.lost = False
         self.interrupted = False
         self._confirmed_at = self._clock()
-        self._threads: list[threading.Thread] = []
+        self._attempted_at = self._confirmed_at
+        self.prepared: object | None = None
+        """What the executor loaded for the pass in the start's transaction, if anything."""
 
     @property
     def claim(self) -> values.Claim:
@@ -97,7 +101,7 @@ class ClaimContext:
         if fresh and progress_code is None:
             return  # confirmed a moment ago (e.g. the start): the lease is nearly full
         try:
-            with self._database.transaction() as session:
+            with self._database.autocommit() as session:  # one statement, no BEGIN/COMMIT
                 renewed = work_queue.renew(
                     session, self._policy, self.claim, progress_code=progress_code
                 )
@@ -109,10 +113,7 @@ class ClaimContext:
             self._confirmed_at = self._clock()
 
     def __enter__(self) -> ClaimContext:
-        for target, name in ((self._renew_loop, "renew"), (self._watch, "watch")):
-            thread = threading.Thread(target=target, name=f"occ-claim-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        RENEWER.add(self)
         return self
 
     def __exit__(
@@ -122,30 +123,38 @@ class ClaimContext:
         trace: TracebackType | None,
     ) -> None:
         self._stopped.set()
-        for thread in self._threads:
-            thread.join(timeout=2)
+        RENEWER.remove(self)
 
     # -- background ---------------------------------------------------------------------------
 
-    def _renew_loop(self) -> None:
-        while not self._stopped.wait(self.interval_s):
-            if self.abort.is_set():
-                return
-            try:
-                self.renew_now()
-            except errors.ClaimLost:
-                return
-            except errors.OccError as exc:
-                observability.log(
-                    "worker.claim-renewal-warning",
-                    level=logging.WARNING,
-                    workId=self._claim.work_id,
-                    error=exc.code,
-                )
+    @property
+    def watch_interval_s(self) -> float:
+        return min(0.1, self._policy.lease_ms / 10_000)
 
-    def _watch(self) -> None:
-        while not self._stopped.wait(min(0.1, self._policy.lease_ms / 10_000)):
-            self.watch_once()
+    def tick(self) -> None:
+        """One turn of the process's renewal thread: watch, and renew when a third of the lease
+        has passed since the last confirmation."""
+        self.watch_once()
+        if self.abort.is_set() or self._stopped.is_set():
+            return
+        with self._lock:
+            now = self._clock()
+            due = now - max(self._confirmed_at, self._attempted_at) >= self.interval_s
+            if due:
+                self._attempted_at = now  # a failed renewal is tried again a third later
+        if not due:
+            return
+        try:
+            self.renew_now()
+        except errors.ClaimLost:
+            return
+        except errors.OccError as exc:
+            observability.log(
+                "worker.claim-renewal-warning",
+                level=logging.WARNING,
+                workId=self._claim.work_id,
+                error=exc.code,
+            )
 
     def watch_once(self) -> None:
         """Abort on a worker shutdown, or when no renewal was confirmed for a whole lease."""
@@ -161,3 +170,49 @@ class ClaimContext:
     def _lose(self) -> None:
         self.lost = True
         self.abort.set()
+
+
+class Renewer:
+    """The one renewal thread of a process, shared by all of its entered claim contexts.
+
+    Started on first use in each process (a forked child starts its own); it sleeps while no
+    claim is live.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._contexts: set[ClaimContext] = set()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, context: ClaimContext) -> None:
+        with self._lock:
+            if self._pid != os.getpid() or self._thread is None or not self._thread.is_alive():
+                self._pid = os.getpid()
+                self._contexts = set()
+                self._thread = threading.Thread(target=self._run, name="occ-claims", daemon=True)
+                self._thread.start()
+            self._contexts.add(context)
+        self._wake.set()
+
+    def remove(self, context: ClaimContext) -> None:
+        with self._lock:
+            self._contexts.discard(context)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                contexts = list(self._contexts)
+            if not contexts:
+                self._wake.wait()
+                self._wake.clear()
+                continue
+            self._wake.wait(min(context.watch_interval_s for context in contexts))
+            self._wake.clear()
+            for context in contexts:
+                context.tick()
+
+
+RENEWER: Final = Renewer()
+"""This process's renewal thread."""

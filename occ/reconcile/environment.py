@@ -1,14 +1,40 @@
-"""What a worker process reconciles with: database, queue policy, driver, settings, shutdown."""
+"""What a worker process reconciles with: database, queue policy, driver, settings, shutdown,
+and the Installation row it caches."""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
 
 from occ.config import Settings
-from occ.db import Database
+from occ.db import Database, Session
 from occ.drivers.compute import base
-from occ.state import values
+from occ.state import installation, values
+
+INSTALLATION_TTL_S: Final = 5.0
+"""How long a worker trusts the Installation row it read (it changes only at bootstrap)."""
+
+
+class InstallationCache:
+    """The Installation as last read, for ``INSTALLATION_TTL_S``; a missing one is not cached."""
+
+    def __init__(
+        self, ttl_s: float = INSTALLATION_TTL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._read: tuple[float, installation.Installation] | None = None
+
+    def current(self, session: Session) -> installation.Installation | None:
+        read = self._read
+        if read is not None and self._clock() - read[0] < self._ttl_s:
+            return read[1]
+        current = installation.current(session)
+        self._read = None if current is None else (self._clock(), current)
+        return current
 
 
 @dataclass(frozen=True)
@@ -20,3 +46,4 @@ class Worker:
     driver: base.ComputeDriver
     shutdown: threading.Event
     settings: Settings
+    installation: InstallationCache = field(default_factory=InstallationCache)

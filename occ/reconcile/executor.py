@@ -1,7 +1,9 @@
 """The worker-side use cases: claim a batch, recover stale claims, run one claimed item.
 
 ``run`` exchanges the dispatch token first (a redelivered message ends here with no effect),
-then runs the reconciler registered for the item's kind inside a ``ClaimContext``. A lost
+in the same transaction as the kind's read-only reload when the kind has a preparer (else as
+one autocommit statement), then runs the reconciler registered for the item's kind inside a
+``ClaimContext``. A lost
 claim publishes nothing; a worker shutting down releases the claim with the attempt refunded.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from occ import codes, errors, metrics, observability
-from occ.db import Database
+from occ.db import Database, Session
 from occ.drivers.compute import base
 from occ.reconcile import (
     agent_delete,
@@ -29,7 +31,7 @@ from occ.reconcile import (
 )
 from occ.reconcile.context import ClaimContext
 from occ.state import runtime_observations, values, work_keys, work_queue
-from occ.state.work_keys import WorkKind
+from occ.state.work_keys import WorkKey, WorkKind
 
 Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
 Worker = environment.Worker
@@ -43,6 +45,15 @@ RECONCILERS: Final[Mapping[WorkKind, Reconciler]] = {
     WorkKind.REVISION_MAINTENANCE: revision.reconcile,
 }
 """The reconciler of each work kind: what ``run`` dispatches to."""
+
+Preparer = Callable[[Session, environment.Worker, ClaimContext], object]
+
+PREPARERS: Final[Mapping[WorkKind, Preparer]] = {
+    WorkKind.NAMESPACE_READY: namespace.prepare,
+    WorkKind.NAMESPACE_DELETED: namespace.prepare,
+}
+"""Kinds whose read-only reload (and refusals) run in the start's transaction: the reconciler
+finds it in ``ClaimContext.prepared``. Other kinds start in one autocommit statement."""
 
 _AGENT_OPERATIONS: Final[Mapping[str, str]] = {
     codes.Code.REVISION_ACTIVATED: "deploy",
@@ -80,7 +91,7 @@ def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
     """Give back dispatch claims whose messages could not be sent (attempts refunded)."""
     for claim in claims:
         try:
-            with database.transaction() as session:
+            with database.autocommit() as session:  # one statement each
                 work_queue.release(session, claim)
         except errors.ClaimLost:
             continue
@@ -136,13 +147,15 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
         token = uuid.UUID(dispatch_token)
     except ValueError:
         return None
-    with worker.database.transaction() as session:
-        claim = work_queue.start_token(session, worker.policy, work_id, token)
-    if claim is None:
+    context, surprise = _start(worker, work_id, token)
+    if context is None:
         return None
+    claim = context.claim
     fields = _log_fields(claim)
-    with ClaimContext(worker.database, worker.policy, claim, shutdown=worker.shutdown) as context:
+    with context:
         try:
+            if surprise is not None:
+                raise surprise
             result = RECONCILERS[claim.kind](worker, context)
         except (base.Aborted, errors.ClaimLost):
             return _stopped(worker, context, fields)
@@ -182,12 +195,51 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
     return result
 
 
+def _start(
+    worker: Worker, work_id: str, token: uuid.UUID
+) -> tuple[ClaimContext | None, Exception | None]:
+    """Exchange the dispatch token and, for a kind with a preparer, load the pass in the same
+    transaction; ``(None, None)`` for a stale message.
+
+    When the preparer raises, its transaction (the start with it) rolls back whole; the start
+    then runs alone and the exception is returned, to be handled as the pass's own.
+    """
+    kind = _kind(work_id)
+    prepare = None if kind is None else PREPARERS.get(kind)
+    surprise: Exception | None = None
+    if prepare is not None:
+        try:
+            with worker.database.transaction() as session:
+                claim = work_queue.start_token(session, worker.policy, work_id, token)
+                if claim is None:
+                    return None, None
+                context = _context(worker, claim)
+                context.prepared = prepare(session, worker, context)
+            return context, None
+        except Exception as exc:  # handled as the pass's own, once started
+            surprise = exc
+    with worker.database.autocommit() as session:  # one statement
+        claim = work_queue.start_token(session, worker.policy, work_id, token)
+    return (None, None) if claim is None else (_context(worker, claim), surprise)
+
+
+def _context(worker: Worker, claim: values.Claim) -> ClaimContext:
+    return ClaimContext(worker.database, worker.policy, claim, shutdown=worker.shutdown)
+
+
+def _kind(work_id: str) -> WorkKind | None:
+    try:
+        return WorkKey.parse(work_id).kind
+    except ValueError:
+        return None
+
+
 def _stopped(
     worker: Worker, context: ClaimContext, fields: dict[str, Any]
 ) -> outcome.PassResult | None:
     if context.interrupted and not context.lost:
         try:
-            with worker.database.transaction() as session:
+            with worker.database.autocommit() as session:  # one statement
                 work_queue.release(session, context.claim)
         except errors.ClaimLost:
             pass
@@ -206,7 +258,7 @@ def _stopped(
 
 def _release(worker: Worker, context: ClaimContext) -> None:
     try:
-        with worker.database.transaction() as session:
+        with worker.database.autocommit() as session:  # one statement
             work_queue.release(session, context.claim)
     except errors.OccError:
         return

@@ -18,7 +18,7 @@ from occ.db import Session
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle
 from occ.reconcile.context import ClaimContext
-from occ.state import api_keys, audit, iam_policy, installation, namespaces
+from occ.state import api_keys, audit, iam_policy, namespaces
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code
@@ -44,24 +44,40 @@ _TARGETS: Final = {
 }
 
 
+def prepare(
+    session: Session, worker: environment.Worker, context: ClaimContext
+) -> namespaces.Namespace | outcome.PassResult:
+    """Reload the Namespace and re-authorize the actor (in the start's transaction when the
+    executor runs it): the Namespace to act on, or the pass's result when it ends here."""
+    claim = context.claim
+    target = _TARGETS[claim.kind]
+    namespace = namespaces.get(session, claim.owner.namespace_id)
+    if namespace is None or not namespace.live or namespace.status != target.expected_status:
+        return settle.complete(session, claim, Code.SUPERSEDED_TARGET)
+    denial = _denial(session, worker, claim.owner.actor_id, claim.kind, namespace)
+    if denial is not None:
+        return authority.refuse(
+            session,
+            context,
+            action=target.admission_action,
+            resource=iam.Resource.namespace(namespace.id),
+            decision=denial,
+        )
+    return namespace
+
+
 def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
     """One pass over a Namespace work item."""
     database, driver = worker.database, worker.driver
     claim = context.claim
     target = _TARGETS[claim.kind]
-    with database.transaction() as session:
-        namespace = namespaces.get(session, claim.owner.namespace_id)
-        if namespace is None or not namespace.live or namespace.status != target.expected_status:
-            return settle.complete(session, claim, Code.SUPERSEDED_TARGET)
-        denial = _denial(session, claim.owner.actor_id, claim.kind, namespace)
-        if denial is not None:
-            return authority.refuse(
-                session,
-                context,
-                action=target.admission_action,
-                resource=iam.Resource.namespace(namespace.id),
-                decision=denial,
-            )
+    loaded = context.prepared
+    if not isinstance(loaded, namespaces.Namespace | outcome.PassResult):
+        with database.transaction() as session:
+            loaded = prepare(session, worker, context)
+    if isinstance(loaded, outcome.PassResult):
+        return loaded
+    namespace = loaded
 
     spec = base.NamespaceSpec(
         id=namespace.id, name=namespace.name, existing_namespace=namespace.existing_namespace
@@ -86,14 +102,18 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
 
 
 def _denial(
-    session: Session, actor_id: str, kind: WorkKind, namespace: namespaces.Namespace
+    session: Session,
+    worker: environment.Worker,
+    actor_id: str,
+    kind: WorkKind,
+    namespace: namespaces.Namespace,
 ) -> iam.Decision | None:
     """The refusal of the original actor under current IAM, or ``None``."""
     if kind == WorkKind.NAMESPACE_DELETED:
         return authority.first_denial(
             session, [(actor_id, "namespace:delete", iam.Resource.namespace(namespace.id))]
         )
-    current = installation.current(session)
+    current = worker.installation.current(session)
     if current is None:
         raise errors.DependencyUnavailable("the installation is not bootstrapped")
     parent = iam.Resource.installation(current.id)

@@ -1,7 +1,8 @@
 """``ClaimContext`` without its threads or a database: the watch on an injected clock loses the
 claim after a whole lease of silence and not before, and a worker shutdown interrupts the pass.
 
-The context is never entered (no threads start) and its database is a stand-in whose every
+The contexts are not entered (the process's renewal thread never sees them) but for the last
+test, and their database is a stand-in whose every
 transaction raises: a test sees exactly when the context would have gone to the database.
 """
 
@@ -59,6 +60,8 @@ class _Database:
         self.transactions += 1
         raise self.error
         yield  # a generator, for contextmanager
+
+    autocommit = transaction  # a renewal is one statement in autocommit
 
 
 def _context(
@@ -166,3 +169,31 @@ def test_an_operation_refuses_to_act_once_its_lease_may_have_run_out() -> None:
         operation.check()
     with pytest.raises(base.Aborted):
         operation.wait(0)  # a wait that returns does not let the effect go on either
+
+
+def test_the_process_thread_renews_a_third_into_the_lease_and_retries_a_third_later() -> None:
+    manual = clock.ManualClock()
+    database = _Database(errors.DependencyUnavailable("down"))
+    claim = _context(manual, database=database)
+
+    manual.advance(LEASE_MS / 3000 - 0.01)
+    claim.tick()
+    assert database.transactions == 0  # the start's confirmation is recent enough
+
+    manual.advance(0.02)
+    claim.tick()
+    claim.tick()
+    assert database.transactions == 1  # due once; the failure waits a third before a retry
+
+    manual.advance(LEASE_MS / 3000)
+    claim.tick()
+    assert database.transactions == 2 and not claim.abort.is_set()
+
+
+def test_the_process_thread_watches_every_entered_context() -> None:
+    shutdown = threading.Event()
+    entered = _context(clock.ManualClock(), shutdown)
+    with entered:
+        shutdown.set()
+        assert entered.abort.wait(5)  # the shared thread ran its watch
+    assert entered.interrupted

@@ -1,0 +1,126 @@
+"""``executor.run``'s lean path keeps its fencing: a redelivered message, a stale worker's
+publication and a failing reload, each on a real PostgreSQL with the local driver."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from occ.config import Settings
+from occ.db import Database
+from occ.drivers.compute import base
+from occ.drivers.compute.local import LocalComputeDriver
+from occ.reconcile import executor
+from occ.state import models, values, work_queue
+from occ.state.work_keys import WorkKind
+from tests.integration.reconcile.test_executor import (
+    _admit_namespace,
+    _expire,
+    _namespace_and_audits,
+)
+
+
+def _worker(db: Database, driver: base.ComputeDriver) -> executor.Worker:
+    return executor.Worker(
+        database=db,
+        policy=values.QueuePolicy(),
+        driver=driver,
+        shutdown=threading.Event(),
+        settings=Settings(),
+    )
+
+
+def _work_row(db: Database, work_id: str) -> tuple[object, ...]:
+    with db.transaction() as session:
+        row = session.execute(
+            sa.select(
+                models.ControllerWork.state,
+                models.ControllerWork.reason_code,
+                models.ControllerWork.attempt_count,
+                models.ControllerWork.last_progress_code,
+                models.ControllerWork.updated_at,
+            ).where(models.ControllerWork.id == work_id)
+        ).one()
+    return tuple(row)
+
+
+def test_a_redelivered_run_work_after_the_item_ran_has_no_effect(
+    db: Database, tmp_path: Path
+) -> None:
+    namespace_id = _admit_namespace(db)
+    driver = LocalComputeDriver(tmp_path / "local")
+    worker = _worker(db, driver)
+    [dispatch] = executor.claim_batch(db, worker.policy, max_in_flight=5)
+
+    first = executor.run(worker, dispatch.work_id, str(dispatch.token))
+    assert first is not None and first.code == "NAMESPACE_READY"
+    after_first = (_namespace_and_audits(db, namespace_id), _work_row(db, dispatch.work_id))
+
+    again = executor.run(worker, dispatch.work_id, str(dispatch.token))
+
+    assert again is None
+    assert (_namespace_and_audits(db, namespace_id), _work_row(db, dispatch.work_id)) == after_first
+    assert [e["op"] for e in driver.effects() if e["phase"] == "started"] == ["ensure_namespace"]
+
+
+class _OvertakenDriver(LocalComputeDriver):
+    """Its ensure lets the lease run out and another worker recover, claim and start the item."""
+
+    def __init__(self, root: Path, db: Database, owner_db: Database) -> None:
+        super().__init__(root)
+        self.db, self.owner_db = db, owner_db
+        self.successor: values.Claim | None = None
+
+    def ensure_namespace(
+        self, operation: base.Operation, namespace: base.NamespaceSpec
+    ) -> base.Observation:
+        _expire(self.owner_db)
+        executor.recover(self.db, values.QueuePolicy())
+        with self.owner_db.transaction() as session:  # skip the backoff
+            session.execute(sa.text("UPDATE occ.controller_work SET available_at = now()"))
+        [dispatch] = executor.claim_batch(self.db, values.QueuePolicy(), max_in_flight=5)
+        with self.db.transaction() as session:
+            self.successor = work_queue.start(session, values.QueuePolicy(), dispatch)
+        return base.Ready()
+
+
+def test_a_stale_workers_publication_is_refused(
+    db: Database, owner_db: Database, tmp_path: Path
+) -> None:
+    namespace_id = _admit_namespace(db)
+    driver = _OvertakenDriver(tmp_path / "local", db, owner_db)
+    worker = _worker(db, driver)
+    [dispatch] = executor.claim_batch(db, worker.policy, max_in_flight=5)
+
+    assert executor.run(worker, dispatch.work_id, str(dispatch.token)) is None
+
+    status, audits = _namespace_and_audits(db, namespace_id)
+    assert status == "provisioning"  # the stale pass published nothing
+    assert ("namespaces.lifecycle.ensure", "success") not in audits
+    state, reason, attempts, progress, _ = _work_row(db, dispatch.work_id)
+    assert (state, reason, attempts, progress) == ("claimed", None, 2, "LEASE_EXPIRED")
+    assert driver.successor is not None and driver.successor.running
+
+
+def test_a_failing_reload_still_starts_the_claim_and_retries_it(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _admit_namespace(db)
+    driver = LocalComputeDriver(tmp_path / "local")
+    worker = _worker(db, driver)
+
+    def broken(*_: object) -> object:
+        raise RuntimeError("a bug in the reload")
+
+    monkeypatch.setitem(executor.PREPARERS, WorkKind.NAMESPACE_READY, broken)  # type: ignore[arg-type]
+    [dispatch] = executor.claim_batch(db, worker.policy, max_in_flight=5)
+
+    result = executor.run(worker, dispatch.work_id, str(dispatch.token))
+
+    assert result is not None and result.code == "DEPENDENCY_UNAVAILABLE"
+    state, reason, attempts, progress, _ = _work_row(db, dispatch.work_id)
+    assert (state, reason, attempts, progress) == ("queued", None, 1, "DEPENDENCY_UNAVAILABLE")
+    assert driver.effects() == []
