@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from occ import ids, schema
-from occ.db import Database
+from occ.db import Database, violated_constraint
 from occ.state import work_queue
 from tests.support import databases, rows
 
@@ -149,6 +149,36 @@ def test_revision_and_agent_shapes(db: Database, owners: dict[str, str]) -> None
         actor_id=owners["actor"],
         agent_target="stopped",
     )
+
+
+UPDATES = {
+    "a key rewritten to another owner's": (
+        "id = 'namespace:ns_other:reconcile:ready'",
+        "controller_work_shape",
+    ),
+    "an actor that is not a principal id": ("actor_id = 'root'", "controller_work_owner_format"),
+    "result data a success code allows none of": (
+        "state = 'succeeded', completed_at = now(), reason_code = 'NAMESPACE_READY',"
+        " result_data = '{\"timeoutMs\": 5}'::jsonb",
+        "controller_work_result_data_state",
+    ),
+}
+
+
+@pytest.mark.parametrize(("assignments", "constraint"), UPDATES.values(), ids=UPDATES.keys())
+def test_updates_are_checked_like_inserts(
+    owner_db: Database, db: Database, owners: dict[str, str], assignments: str, constraint: str
+) -> None:
+    """The frozen-column and result checks run from triggers: an UPDATE (here by the owner,
+    who may set every column) is refused with the same check violation as an INSERT."""
+    _insert_work(db, **_namespace_work(owners))
+    with (
+        pytest.raises(sa_exc.IntegrityError, match="check constraint") as refused,
+        owner_db.transaction() as session,
+    ):
+        session.execute(sa.text(f"UPDATE occ.controller_work SET {assignments}"))
+    assert isinstance(refused.value, sa_exc.IntegrityError)
+    assert violated_constraint(refused.value) == constraint
 
 
 @pytest.mark.parametrize("name", ["", " padded", "padded ", "tab\there", "x" * 201, "nul\x01"])
