@@ -230,13 +230,13 @@ def list_agents(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
-        visible = listing.page(
-            lambda rows: agents.list_in(session, namespace.id, rows),
-            window,
-            keyset.BY_CREATION,
-            lambda candidates: admission.readable(
-                session, actor_id, "agent:read", candidates, resource
-            ),
+        visible = listing.readable_page(
+            session,
+            actor_id,
+            "agent:read",
+            resource_of=resource,
+            read=lambda rows: agents.list_in(session, namespace.id, rows),
+            window=window,
         )
         if not visible:
             admission.require(

@@ -105,13 +105,13 @@ def list_configurations(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        visible = listing.page(
-            lambda rows: state.list_in(session, namespace.id, rows),
-            window,
-            keyset.BY_CREATION,
-            lambda candidates: admission.readable(
-                session, actor_id, "configuration:read", candidates, _resource
-            ),
+        visible = listing.readable_page(
+            session,
+            actor_id,
+            "configuration:read",
+            resource_of=_resource,
+            read=lambda rows: state.list_in(session, namespace.id, rows),
+            window=window,
         )
         if not visible:
             parent = iam.Resource.namespace(namespace.id)

@@ -280,13 +280,14 @@ def list_revisions(
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = agent_use_cases.live_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
-        visible = listing.page(
-            lambda rows: revisions.list_revisions(session, agent.id, rows),
-            window,
-            keyset.NEWEST_REVISION_FIRST,
-            lambda candidates: admission.readable(
-                session, actor_id, "agent_revision:read", candidates, _resource
-            ),
+        visible = listing.readable_page(
+            session,
+            actor_id,
+            "agent_revision:read",
+            resource_of=_resource,
+            read=lambda rows: revisions.list_revisions(session, agent.id, rows),
+            window=window,
+            order=keyset.NEWEST_REVISION_FIRST,
         )
         if not visible:
             admission.require(

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
+from occ import iam
+from occ.controller import admission
+from occ.db import Session
 from occ.state import keyset
 
 T = TypeVar("T")
@@ -42,3 +45,22 @@ def page(
         if len(rows) < size:
             return keyset.Page(shown)
         after = order.key(rows[-1])
+
+
+def readable_page(
+    session: Session,
+    actor_id: str,
+    permission: str,
+    *,
+    resource_of: Callable[[T], iam.Resource],
+    read: Callable[[keyset.Window], Sequence[T]],
+    window: keyset.Window,
+    order: keyset.Order = keyset.BY_CREATION,
+) -> keyset.Page[T]:
+    """The page of the items the caller holds ``permission`` on."""
+    return page(
+        read,
+        window,
+        order,
+        lambda rows: admission.readable(session, actor_id, permission, rows, resource_of),
+    )

@@ -181,17 +181,13 @@ def list_namespaces(
     """The live Namespaces the caller may read (``namespace:read`` per Namespace), the page
     ``window`` asks for."""
     with db.snapshot() as session:
-        return listing.page(
-            lambda rows: namespaces.list_live(session, rows),
-            window,
-            keyset.BY_CREATION,
-            lambda candidates: admission.readable(
-                session,
-                actor_id,
-                "namespace:read",
-                candidates,
-                lambda namespace: iam.Resource.namespace(namespace.id),
-            ),
+        return listing.readable_page(
+            session,
+            actor_id,
+            "namespace:read",
+            resource_of=lambda namespace: iam.Resource.namespace(namespace.id),
+            read=lambda rows: namespaces.list_live(session, rows),
+            window=window,
         )
 
 
