@@ -62,7 +62,7 @@ def redis_server(tmp_path: Path) -> Iterator[servers.RedisServer]:
 
 
 @pytest.fixture
-def started(tmp_path: Path) -> Iterator[dict[str, Process]]:
+def started() -> Iterator[dict[str, Process]]:
     running: dict[str, Process] = {}
     yield running
     for process in running.values():  # a failed test still leaves nothing running
@@ -159,12 +159,12 @@ def test_log_lines_of_every_process_parse_as_json(
         markers = all((tmp_path / f"{name}.ready").exists() for name in ("control", "worker"))
         return markers and _get(f"{api}/healthz")[0] == 200 and _get(flower, FLOWER_AUTH)[0] == 200
 
-    wait_for(everyone_ready, timeout=25, interval=0.2, message="every process to be ready")
+    wait_for(everyone_ready, timeout=45, interval=0.2, message="every process to be ready")
     assert _get(f"{api}/v1/no-such-route")[0] == 404
     # idle ticks: beat sends them, the control worker runs them (Flower sees them succeed)
     wait_for(
         lambda: _tasks_seen(flower, "occ.claim") >= 3 and _tasks_seen(flower, "occ.recover_stale"),
-        timeout=15,
+        timeout=30,
         interval=0.2,
         message="idle claim and recovery ticks",
     )
