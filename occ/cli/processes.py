@@ -68,6 +68,7 @@ def dev(home: Path, port: int, compute: str | None, ready_timeout: float) -> Non
 
 
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
+_LOGLEVEL_HELP = "Celery's -l; occ's logging replaces Celery's: OCC_LOG_LEVEL sets the level."
 
 
 @base.cli.command(context_settings=_PASS_THROUGH)
@@ -129,7 +130,7 @@ def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     default=None,
     help="Node name (default: control@%h, drivers@%h or worker@%h by queues).",
 )
-@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.option("--loglevel", "-l", default="INFO", show_default=True, help=_LOGLEVEL_HELP)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def worker(
     *,
@@ -172,7 +173,7 @@ def worker(
 
 
 @base.cli.command(context_settings=_PASS_THROUGH)
-@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.option("--loglevel", "-l", default="INFO", show_default=True, help=_LOGLEVEL_HELP)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def beat(loglevel: str, celery_args: tuple[str, ...]) -> None:
     """Run Celery beat with the in-memory scheduler (one is enough; two are harmless)."""
