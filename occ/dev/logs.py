@@ -3,8 +3,8 @@
 Every file under ``<home>/logs`` (``dev.log`` and one per child) is opened for appending and
 rotated once it reaches ``MAX_BYTES``: ``name.log`` becomes ``name.log.1``, which becomes
 ``name.log.2``; at most ``FILES`` files per name are kept. ``dev.log`` holds occ dev's own
-records; occ's JSON events (``observability.log``) are written there as they are, one JSON
-object per line. Nothing here decides what is logged.
+records in occ's log format (one JSON object per line, ``observability.JsonFormatter``), its
+events and its supervisor's messages alike. Nothing here decides what is logged.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ import threading
 from pathlib import Path
 from typing import IO, Final
 
+from occ import observability
+
 MAX_BYTES: Final = 10 * 1024 * 1024
 FILES: Final = 3
 """The current file and two rotated ones."""
+SERVICE: Final = "occ-dev"
+"""The service ``dev.log``'s lines name."""
 
 _CHUNK: Final = 64 * 1024
-_EVENT_LOGGER: Final = "occ"
-"""The logger ``occ.observability.log`` writes to: its messages are JSON lines already."""
 
 
 def rotated(path: Path, number: int) -> Path:
@@ -89,23 +91,11 @@ class RotatingLog:
             stream.close()
 
 
-class _Formatter(logging.Formatter):
-    """occ's JSON events as they are; every other record as ``time level logger message``."""
-
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
-
-    def format(self, record: logging.LogRecord) -> str:
-        if record.name == _EVENT_LOGGER:
-            return record.getMessage()
-        return super().format(record)
-
-
 def file_handler(path: Path) -> logging.Handler:
     """A handler appending to ``path`` (``dev.log``) with the same rotation as the children."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.handlers.RotatingFileHandler(
         path, mode="a", maxBytes=MAX_BYTES, backupCount=FILES - 1, encoding="utf-8"
     )
-    handler.setFormatter(_Formatter())
+    handler.setFormatter(observability.JsonFormatter(SERVICE))
     return handler

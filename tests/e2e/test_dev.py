@@ -184,9 +184,9 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     assert "occ: error" not in "".join(dev.stderr)
     assert not (home / "run" / "dev.pids").exists()
     assert list((home / "run").glob("*.ready")) == []
-    for child in ("api", "control", "drivers", "beat"):  # the children log JSON lines only
-        for line in (home / "logs" / f"{child}.log").read_text().splitlines():
-            assert not line.strip() or isinstance(json.loads(line), dict), (child, line)
+    for name in ("dev", "api", "control", "drivers", "beat"):  # every process logs JSON lines
+        for line in (home / "logs" / f"{name}.log").read_text().splitlines():
+            assert not line.strip() or isinstance(json.loads(line), dict), (name, line)
 
     states = _work_states(home / "pg")
     assert states.get("claimed", 0) == 0, states
@@ -203,7 +203,12 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     assert code == 200 and document["data"]["status"] == "ready", document
     # the logs of the first run are kept: appended to, not truncated
     dev_log = (home / "logs" / "dev.log").read_text()
-    assert dev_log.count(" ready: http://127.0.0.1:") == 2, dev_log[-2000:]
+    ready_lines = [
+        line
+        for line in map(json.loads, dev_log.splitlines())
+        if line.get("message", "").startswith("ready: http://127.0.0.1:")
+    ]
+    assert len(ready_lines) == 2, dev_log[-2000:]
     drivers_log = (home / "logs" / "drivers.log").read_text()
     assert drivers_log.count('"event":"worker.started"') == 2, drivers_log[-2000:]
     pids_again = json.loads((home / "run" / "dev.pids").read_text())

@@ -53,7 +53,7 @@ def test_a_child_pipe_is_copied_until_its_end(tmp_path: Path) -> None:
     assert path.read_bytes() == b"line one\nline two\n"
 
 
-def test_dev_log_appends_and_keeps_json_events_verbatim(tmp_path: Path) -> None:
+def test_dev_log_appends_json_lines_for_events_and_messages_alike(tmp_path: Path) -> None:
     path = tmp_path / "dev.log"
     events = logging.getLogger("occ")  # observability's logger; occ.dev's records pass it too
     for start in ("first", "second"):
@@ -70,8 +70,15 @@ def test_dev_log_appends_and_keeps_json_events_verbatim(tmp_path: Path) -> None:
             handler.close()
     lines = path.read_text().splitlines()
     assert len(lines) == 4, lines
-    assert lines[0].endswith(" WARNING occ.dev first start")
-    assert lines[2].endswith(" WARNING occ.dev second start")
+    for line, start in ((lines[0], "first"), (lines[2], "second")):
+        record = json.loads(line)
+        assert record["message"] == f"{start} start"
+        assert (record["level"], record["logger"], record["service"]) == (
+            "warning",
+            "occ.dev",
+            logs.SERVICE,
+        )
+        assert record["time"]
     for line in (lines[1], lines[3]):
         event = json.loads(line)
         assert event["event"] == "dev.child-restarted"
