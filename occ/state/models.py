@@ -9,29 +9,44 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-Timestamp = sa.DateTime(timezone=True)
 Name = sa.Text(collation="C")
-NOW = sa.text("clock_timestamp()")
+Id = Annotated[str, orm.mapped_column(primary_key=True)]
+"""A table's text primary key."""
+Stamped = Annotated[dt.datetime, orm.mapped_column(server_default=sa.text("clock_timestamp()"))]
+"""A timestamp the database sets when it writes the row (``created_at``, ``updated_at``)."""
+
+
+def _live_by_creation(table: str, *, ended: str) -> sa.Index:
+    """The index that pages a table's rows whose ``ended`` timestamp is unset by creation."""
+    return sa.Index(
+        f"{table}_live_created", "created_at", "id", postgresql_where=sa.text(f"{ended} IS NULL")
+    )
 
 
 class Base(orm.DeclarativeBase):
     metadata = sa.MetaData(schema="occ")
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        str: sa.Text,
+        int: sa.BigInteger,
+        dt.datetime: sa.DateTime(timezone=True),
+        dict[str, Any]: pg.JSONB,
+    }
 
 
 class Installation(Base):
     __tablename__ = "installation"
     __table_args__ = (sa.UniqueConstraint("singleton", name="installation_singleton"),)
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     name: orm.Mapped[str] = orm.mapped_column(Name)
     singleton: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, server_default=sa.true())
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    created_at: orm.Mapped[Stamped]
 
 
 class Namespace(Base):
@@ -43,31 +58,26 @@ class Namespace(Base):
             unique=True,
             postgresql_where=sa.text("existing_namespace IS NOT NULL AND deleted_at IS NULL"),
         ),
-        sa.Index(
-            "namespaces_live_created",
-            "created_at",
-            "id",
-            postgresql_where=sa.text("deleted_at IS NULL"),
-        ),
+        _live_by_creation("namespaces", ended="deleted_at"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     name: orm.Mapped[str] = orm.mapped_column(Name, unique=True)
-    existing_namespace: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    status: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="provisioning")
-    created_by: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    deleted_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    existing_namespace: orm.Mapped[str | None]
+    status: orm.Mapped[str] = orm.mapped_column(server_default="provisioning")
+    created_by: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
+    updated_at: orm.Mapped[Stamped]
+    deleted_at: orm.Mapped[dt.datetime | None]
 
 
 class Principal(Base):
     __tablename__ = "principals"
     __table_args__ = (sa.Index("principals_created", "created_at", "id"),)
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     name: orm.Mapped[str] = orm.mapped_column(Name)
-    kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    kind: orm.Mapped[str]
     namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     agent_id: orm.Mapped[str | None] = orm.mapped_column(
         sa.ForeignKey(
@@ -79,20 +89,20 @@ class Principal(Base):
         ),
         unique=True,
     )
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    disabled_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    created_at: orm.Mapped[Stamped]
+    disabled_at: orm.Mapped[dt.datetime | None]
 
 
 class ApiKey(Base):
     __tablename__ = "api_keys"
     __table_args__ = (sa.Index("api_keys_principal_created", "principal_id", "created_at", "id"),)
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
-    secret_hash: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    revoked_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
-    last_used_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    secret_hash: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
+    revoked_at: orm.Mapped[dt.datetime | None]
+    last_used_at: orm.Mapped[dt.datetime | None]
 
 
 class Role(Base):
@@ -111,20 +121,15 @@ class Role(Base):
             unique=True,
             postgresql_where=sa.text("namespace_id IS NOT NULL AND deleted_at IS NULL"),
         ),
-        sa.Index(
-            "roles_live_created",
-            "created_at",
-            "id",
-            postgresql_where=sa.text("deleted_at IS NULL"),
-        ),
+        _live_by_creation("roles", ended="deleted_at"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     name: orm.Mapped[str] = orm.mapped_column(Name)
     namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     permissions: orm.Mapped[list[str]] = orm.mapped_column(pg.ARRAY(sa.Text))
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    deleted_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    created_at: orm.Mapped[Stamped]
+    deleted_at: orm.Mapped[dt.datetime | None]
 
 
 class AccessBinding(Base):
@@ -132,36 +137,31 @@ class AccessBinding(Base):
     __table_args__ = (
         sa.Index("access_bindings_principal", "principal_id"),
         sa.Index("access_bindings_resource", "resource_id"),
-        sa.Index(
-            "access_bindings_live_created",
-            "created_at",
-            "id",
-            postgresql_where=sa.text("revoked_at IS NULL"),
-        ),
+        _live_by_creation("access_bindings", ended="revoked_at"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     role_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("roles.id"))
     principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
     namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
-    resource_kind: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    resource_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    created_by: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    revoked_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
+    resource_kind: orm.Mapped[str | None]
+    resource_id: orm.Mapped[str | None]
+    created_by: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
+    revoked_at: orm.Mapped[dt.datetime | None]
 
 
 class Restriction(Base):
     __tablename__ = "restrictions"
     __table_args__ = (sa.Index("restrictions_created", "created_at", "id"),)
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    permission: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    id: orm.Mapped[Id]
+    permission: orm.Mapped[str]
     principal_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("principals.id"))
     namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
-    resource_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    created_by: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    resource_id: orm.Mapped[str | None]
+    created_by: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
 
 
 class Configuration(Base):
@@ -172,13 +172,13 @@ class Configuration(Base):
         sa.Index("configurations_namespace_created", "namespace_id", "created_at", "id"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     name: orm.Mapped[str] = orm.mapped_column(Name)
-    document: orm.Mapped[dict[str, Any]] = orm.mapped_column(pg.JSONB)
-    generation: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, server_default="1")
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    document: orm.Mapped[dict[str, Any]]
+    generation: orm.Mapped[int] = orm.mapped_column(server_default="1")
+    created_at: orm.Mapped[Stamped]
+    updated_at: orm.Mapped[Stamped]
 
 
 class Secret(Base):
@@ -189,12 +189,12 @@ class Secret(Base):
         sa.Index("secrets_namespace_created", "namespace_id", "created_at", "id"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     name: orm.Mapped[str] = orm.mapped_column(Name)
     value_ciphertext: orm.Mapped[bytes] = orm.mapped_column(sa.LargeBinary)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    created_at: orm.Mapped[Stamped]
+    updated_at: orm.Mapped[Stamped]
 
 
 class Agent(Base):
@@ -223,26 +223,26 @@ class Agent(Base):
         ),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
+    id: orm.Mapped[Id]
     namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
     name: orm.Mapped[str] = orm.mapped_column(Name)
-    configuration_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    harness_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    harness_version: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    execution_mode: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    harness_auth_secret_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    compute_driver: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    configuration_id: orm.Mapped[str]
+    harness_id: orm.Mapped[str]
+    harness_version: orm.Mapped[str]
+    execution_mode: orm.Mapped[str]
+    harness_auth_secret_id: orm.Mapped[str | None]
+    compute_driver: orm.Mapped[str]
     service_principal_id: orm.Mapped[str] = orm.mapped_column(
         sa.ForeignKey("principals.id", deferrable=True, initially="DEFERRED")
     )
-    status: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="active")
-    desired_runtime_state: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="stopped")
-    active_revision_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    endpoint: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    status: orm.Mapped[str] = orm.mapped_column(server_default="active")
+    desired_runtime_state: orm.Mapped[str] = orm.mapped_column(server_default="stopped")
+    active_revision_id: orm.Mapped[str | None]
+    created_at: orm.Mapped[Stamped]
+    updated_at: orm.Mapped[Stamped]
+    endpoint: orm.Mapped[str | None]
     # the number the Agent's latest revision took (a deploy increments it under the row lock)
-    revision_counter: orm.Mapped[int] = orm.mapped_column(sa.BigInteger, server_default="0")
+    revision_counter: orm.Mapped[int] = orm.mapped_column(server_default="0")
 
 
 class AgentRevision(Base):
@@ -257,21 +257,21 @@ class AgentRevision(Base):
         ),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    agent_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    revision_number: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
-    actor_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    configuration_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    configuration_generation: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
-    configuration_document: orm.Mapped[dict[str, Any]] = orm.mapped_column(pg.JSONB)
-    harness_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    harness_version: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    harness_mode: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    compute_driver: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    harness_auth: orm.Mapped[dict[str, Any]] = orm.mapped_column(pg.JSONB)
-    service_principal_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    id: orm.Mapped[Id]
+    namespace_id: orm.Mapped[str]
+    agent_id: orm.Mapped[str]
+    revision_number: orm.Mapped[int]
+    actor_id: orm.Mapped[str]
+    configuration_id: orm.Mapped[str]
+    configuration_generation: orm.Mapped[int]
+    configuration_document: orm.Mapped[dict[str, Any]]
+    harness_id: orm.Mapped[str]
+    harness_version: orm.Mapped[str]
+    harness_mode: orm.Mapped[str]
+    compute_driver: orm.Mapped[str]
+    harness_auth: orm.Mapped[dict[str, Any]]
+    service_principal_id: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
 
 
 class AgentRuntime(Base):
@@ -289,10 +289,10 @@ class AgentRuntime(Base):
         sa.ForeignKey("agents.id", ondelete="CASCADE", name="agent_runtime_agent_fkey"),
         primary_key=True,
     )
-    revision_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    status: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    reason_code: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    observed_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    revision_id: orm.Mapped[str]
+    status: orm.Mapped[str]
+    reason_code: orm.Mapped[str]
+    observed_at: orm.Mapped[Stamped]
 
 
 class ControllerWork(Base):
@@ -336,31 +336,31 @@ class ControllerWork(Base):
         sa.Index("controller_work_namespace", "namespace_id"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    id: orm.Mapped[Id]
+    kind: orm.Mapped[str]
     namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
-    agent_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    revision_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    actor_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    namespace_target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    agent_target: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    agent_id: orm.Mapped[str | None]
+    revision_id: orm.Mapped[str | None]
+    actor_id: orm.Mapped[str]
+    namespace_target: orm.Mapped[str | None]
+    agent_target: orm.Mapped[str | None]
     lane: orm.Mapped[str] = orm.mapped_column(
-        sa.Text, sa.Computed("COALESCE(agent_id, namespace_id)", persisted=True)
+        sa.Computed("COALESCE(agent_id, namespace_id)", persisted=True)
     )
-    state: orm.Mapped[str] = orm.mapped_column(sa.Text, server_default="queued")
+    state: orm.Mapped[str] = orm.mapped_column(server_default="queued")
     attempt_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, server_default="0")
-    available_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp)
+    available_at: orm.Mapped[dt.datetime]
     claim_token: orm.Mapped[uuid.UUID | None] = orm.mapped_column(pg.UUID(as_uuid=True))
-    claimed_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
-    started_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
-    lease_expires_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
-    completed_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
-    reason_code: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    result_data: orm.Mapped[dict[str, Any] | None] = orm.mapped_column(pg.JSONB)
-    last_progress_code: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    last_progress_at: orm.Mapped[dt.datetime | None] = orm.mapped_column(Timestamp)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp)
-    updated_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp)
+    claimed_at: orm.Mapped[dt.datetime | None]
+    started_at: orm.Mapped[dt.datetime | None]
+    lease_expires_at: orm.Mapped[dt.datetime | None]
+    completed_at: orm.Mapped[dt.datetime | None]
+    reason_code: orm.Mapped[str | None]
+    result_data: orm.Mapped[dict[str, Any] | None]
+    last_progress_code: orm.Mapped[str | None]
+    last_progress_at: orm.Mapped[dt.datetime | None]
+    created_at: orm.Mapped[dt.datetime]
+    updated_at: orm.Mapped[dt.datetime]
 
 
 class AuditEvent(Base):
@@ -371,33 +371,29 @@ class AuditEvent(Base):
         sa.Index("audit_events_work", "work_id", "sequence"),
     )
 
-    id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    sequence: orm.Mapped[int] = orm.mapped_column(
-        sa.BigInteger, sa.Identity(always=True), unique=True
-    )
-    occurred_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
-    kind: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    action: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    actor_id: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    resource_kind: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    resource_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    work_id: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    outcome: orm.Mapped[str] = orm.mapped_column(sa.Text)
-    details: orm.Mapped[dict[str, Any]] = orm.mapped_column(
-        pg.JSONB, server_default=sa.text("'{}'::jsonb")
-    )
+    id: orm.Mapped[Id]
+    sequence: orm.Mapped[int] = orm.mapped_column(sa.Identity(always=True), unique=True)
+    occurred_at: orm.Mapped[Stamped]
+    kind: orm.Mapped[str]
+    action: orm.Mapped[str]
+    actor_id: orm.Mapped[str]
+    namespace_id: orm.Mapped[str | None]
+    resource_kind: orm.Mapped[str | None]
+    resource_id: orm.Mapped[str | None]
+    work_id: orm.Mapped[str | None]
+    outcome: orm.Mapped[str]
+    details: orm.Mapped[dict[str, Any]] = orm.mapped_column(server_default=sa.text("'{}'::jsonb"))
 
 
 class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
     __table_args__ = (sa.Index("idempotency_keys_created_at", "created_at"),)
 
-    principal_id: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    route: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    key: orm.Mapped[str] = orm.mapped_column(sa.Text, primary_key=True)
-    fingerprint: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    principal_id: orm.Mapped[Id]
+    route: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    key: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    fingerprint: orm.Mapped[str]
     response_status: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
     response_body: orm.Mapped[Any | None] = orm.mapped_column(pg.JSONB)
-    response_location: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
-    created_at: orm.Mapped[dt.datetime] = orm.mapped_column(Timestamp, server_default=NOW)
+    response_location: orm.Mapped[str | None]
+    created_at: orm.Mapped[Stamped]
