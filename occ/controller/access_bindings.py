@@ -145,10 +145,7 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
 
 
 def _binding(session: Session, binding_id: str) -> iam_policy.AccessBinding:
-    binding = iam_policy.get_binding(session, binding_id)
-    if binding is None:
-        raise errors.NotFound("the access binding does not exist")
-    return binding
+    return admission.found(iam_policy.get_binding(session, binding_id), "access_binding")
 
 
 def _resource_ref(resource: Mapping[str, Any] | None) -> iam_policy.ResourceRef | None:

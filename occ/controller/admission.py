@@ -181,6 +181,13 @@ def require_id(kind: str, value: str) -> None:
         raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")
 
 
+def found(value: T | None, kind: str) -> T:
+    """``value``, or ``NotFound`` when a look-up found no ``kind`` (a row's absence)."""
+    if value is None:
+        raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")
+    return value
+
+
 def require_ready(status: str) -> None:
     """New content needs a ``ready`` Namespace."""
     if status != namespaces.NamespaceStatus.READY:

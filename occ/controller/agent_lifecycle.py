@@ -10,13 +10,10 @@ permanent failure. Both return the Agent as admitted, with its runtime status
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from occ import errors
-from occ.controller import admission, observed_agents, preconditions
+from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
-from occ.db import Database, Session
+from occ.db import Database
 from occ.state import agents, audit, values, work_keys, work_queue
 
 
@@ -103,87 +100,31 @@ def delete_agent(
             hide_unless_readable=True,
         )
         preconditions.check(if_match, agent_use_cases.version(agent))
-        key = work_keys.agent_deleted(agent.id)
-        owner = _work_owner(agent, actor_id)
-        authorization = decision.evidence.as_details()
-        if not agent.deleting:
-            deleting = agents.mark_deleting(session, agent.id)
-            work_queue.enqueue(session, key, owner)
-            _audit_delete(
-                session,
-                agent,
-                actor_id,
-                str(key),
-                {
-                    "status": deleting.status,
-                    "previousStatus": agent.status,
-                    "previousDesiredRuntimeState": agent.desired_runtime_state,
-                    "authorization": authorization,
-                },
-            )
-            return observed_agents.observe(session, deleting)
-        work = work_queue.get(session, key)
-        if work is None:
-            # deleting without its work (an operator's repair): admit the work again
-            work_queue.enqueue(session, key, owner)
-            _audit_delete(
-                session,
-                agent,
-                actor_id,
-                str(key),
-                {
-                    "status": agents.AgentStatus.DELETING,
-                    "previousStatus": agents.AgentStatus.DELETING,
-                    "authorization": authorization,
-                },
-            )
-        elif work.state == values.WorkState.FAILED_PERMANENT:
-            _requeue_deletion(session, agent, work, actor_id, authorization)
-        return observed_agents.observe(session, agent)
-
-
-def _requeue_deletion(
-    session: Session,
-    agent: agents.Agent,
-    work: values.WorkItem,
-    actor_id: str,
-    authorization: Mapping[str, Any],
-) -> None:
-    previous_actor = work.owner.actor_id
-    if not agents.requeue_deletion(session, work.id, actor_id):
-        raise errors.Conflict("the deletion could not be requeued; read the Agent and retry")
-    takeover = previous_actor != actor_id
-    details: dict[str, Any] = {
-        "status": agents.AgentStatus.DELETING,
-        "requeued": True,
-        "takeover": takeover,
-        "previousReasonCode": work.reason_code,
-        "authorization": dict(authorization),
-    }
-    if takeover:
-        details["previousActorId"] = previous_actor
-    _audit_delete(session, agent, actor_id, work.id, details)
-
-
-def _audit_delete(
-    session: Session,
-    agent: agents.Agent,
-    actor_id: str,
-    work_id: str,
-    details: Mapping[str, Any],
-) -> None:
-    audit.append(
-        session,
-        kind=audit.EventKind.MUTATION,
-        action="agents.delete",
-        actor_id=actor_id,
-        outcome=audit.EventOutcome.SUCCESS,
-        namespace_id=agent.namespace_id,
-        resource_kind="agent",
-        resource_id=agent.id,
-        work_id=work_id,
-        details=details,
-    )
+        deletion = deletions.Deletion(
+            resource_kind="agent",
+            resource_id=agent.id,
+            key=work_keys.agent_deleted(agent.id),
+            owner=_work_owner(agent, actor_id),
+            authorization=decision.evidence.as_details(),
+            deleting=agents.AgentStatus.DELETING,
+            requeue=agents.requeue_deletion,
+            what="Agent",
+        )
+        if agent.deleting:
+            deletions.repeat(session, deletion)
+            return observed_agents.observe(session, agent)
+        deleting = agents.mark_deleting(session, agent.id)
+        deletions.admit(
+            session,
+            deletion,
+            {
+                "status": deleting.status,
+                "previousStatus": agent.status,
+                "previousDesiredRuntimeState": agent.desired_runtime_state,
+                "authorization": deletion.authorization,
+            },
+        )
+        return observed_agents.observe(session, deleting)
 
 
 def _work_owner(agent: agents.Agent, actor_id: str) -> values.WorkOwner:

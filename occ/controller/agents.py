@@ -374,10 +374,7 @@ def live_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
 
 def find(session: Session, namespace_id: str, agent_id: str, *, lock: bool = False) -> agents.Agent:
     """The Namespace's Agent, or ``NotFound``."""
-    agent = agents.get(session, namespace_id, agent_id, lock=lock)
-    if agent is None:
-        raise errors.NotFound("the agent does not exist")
-    return agent
+    return admission.found(agents.get(session, namespace_id, agent_id, lock=lock), "agent")
 
 
 def version(agent: agents.Agent) -> str | None:

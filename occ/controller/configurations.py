@@ -80,7 +80,9 @@ def get_configuration(
     _require_ids(namespace_id, configuration_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        configuration = _existing(state.get(session, namespace.id, configuration_id))
+        configuration = admission.found(
+            state.get(session, namespace.id, configuration_id), "configuration"
+        )
         admission.require(
             session,
             actor_id,
@@ -105,26 +107,16 @@ def list_configurations(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        visible = listing.readable_page(
+        return listing.namespace_readable_page(
             session,
             actor_id,
+            "configurations.list",
             "configuration:read",
+            namespace.id,
             resource_of=_resource,
             read=lambda rows: state.list_in(session, namespace.id, rows),
             window=window,
         )
-        if not visible:
-            parent = iam.Resource.namespace(namespace.id)
-            if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
-                admission.require(
-                    session,
-                    actor_id,
-                    "configurations.list",
-                    "configuration:read",
-                    parent,
-                    hide_unless_readable=True,
-                )
-        return visible
 
 
 def update_configuration(
@@ -160,7 +152,9 @@ def update_configuration(
     request = admission.present({"name": name})
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
-        current = _existing(state.get(session, namespace.id, configuration_id, lock=True))
+        current = admission.found(
+            state.get(session, namespace.id, configuration_id, lock=True), "configuration"
+        )
         decision = admission.require(
             session,
             actor_id,
@@ -233,7 +227,9 @@ def delete_configuration(
     _require_ids(namespace_id, configuration_id)
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
-        current = _existing(state.get(session, namespace.id, configuration_id, lock=True))
+        current = admission.found(
+            state.get(session, namespace.id, configuration_id, lock=True), "configuration"
+        )
         decision = admission.require(
             session,
             actor_id,
@@ -314,12 +310,6 @@ def _check_text(text: str, pointer: str) -> None:
 def _require_ids(namespace_id: str, configuration_id: str) -> None:
     admission.require_id("namespace", namespace_id)
     admission.require_id("configuration", configuration_id)
-
-
-def _existing(configuration: state.Configuration | None) -> state.Configuration:
-    if configuration is None:
-        raise errors.NotFound("the configuration does not exist")
-    return configuration
 
 
 def version(configuration: state.Configuration) -> str | None:

@@ -6,11 +6,10 @@ They return ``occ.state.namespaces.Namespace`` values (live ones only).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation, listing, preconditions
+from occ.controller import admission, deletions, installation, listing, preconditions
 from occ.db import Database, Session
 from occ.state import audit, keyset, namespaces, values, work_keys, work_queue
 
@@ -117,43 +116,31 @@ def delete_namespace(
                 f"the Namespace still holds {remaining.agents} agent(s), "
                 f"{remaining.configurations} configuration(s) and {remaining.secrets} secret(s)"
             )
-        key = work_keys.namespace_deleted(namespace.id)
-        owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
-        authorization = decision.evidence.as_details()
-        if namespace.status != namespaces.NamespaceStatus.DELETING:
-            deleting = namespaces.mark_deleting(session, namespace.id)
-            assert deleting is not None  # the row is locked and live
-            work_queue.enqueue(session, key, owner)
-            _audit_delete(
-                session,
-                namespace,
-                actor_id,
-                str(key),
-                {
-                    "status": deleting.status,
-                    "previousStatus": namespace.status,
-                    "authorization": authorization,
-                },
-            )
-            return deleting
-        work = work_queue.get(session, key)
-        if work is None:
-            # deleting without its work (an operator's repair): admit the work again
-            work_queue.enqueue(session, key, owner)
-            _audit_delete(
-                session,
-                namespace,
-                actor_id,
-                str(key),
-                {
-                    "status": namespaces.NamespaceStatus.DELETING,
-                    "previousStatus": namespaces.NamespaceStatus.DELETING,
-                    "authorization": authorization,
-                },
-            )
-        elif work.state == values.WorkState.FAILED_PERMANENT:
-            _requeue_deletion(session, namespace, work, actor_id, authorization)
-        return namespace
+        deletion = deletions.Deletion(
+            resource_kind="namespace",
+            resource_id=namespace.id,
+            key=work_keys.namespace_deleted(namespace.id),
+            owner=values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id),
+            authorization=decision.evidence.as_details(),
+            deleting=namespaces.NamespaceStatus.DELETING,
+            requeue=namespaces.requeue_deletion,
+            what="Namespace",
+        )
+        if namespace.status == namespaces.NamespaceStatus.DELETING:
+            deletions.repeat(session, deletion)
+            return namespace
+        deleting = namespaces.mark_deleting(session, namespace.id)
+        assert deleting is not None  # the row is locked and live
+        deletions.admit(
+            session,
+            deletion,
+            {
+                "status": deleting.status,
+                "previousStatus": namespace.status,
+                "authorization": deletion.authorization,
+            },
+        )
+        return deleting
 
 
 def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespaces.Namespace:
@@ -189,51 +176,6 @@ def list_namespaces(
             read=lambda rows: namespaces.list_live(session, rows),
             window=window,
         )
-
-
-def _requeue_deletion(
-    session: Session,
-    namespace: namespaces.Namespace,
-    work: values.WorkItem,
-    actor_id: str,
-    authorization: Mapping[str, Any],
-) -> None:
-    previous_actor = work.owner.actor_id
-    if not namespaces.requeue_deletion(session, work.id, actor_id):
-        raise errors.Conflict("the deletion could not be requeued; read the Namespace and retry")
-    takeover = previous_actor != actor_id
-    details: dict[str, Any] = {
-        "status": namespaces.NamespaceStatus.DELETING,
-        "requeued": True,
-        "takeover": takeover,
-        "previousReasonCode": work.reason_code,
-        "authorization": dict(authorization),
-    }
-    if takeover:
-        details["previousActorId"] = previous_actor
-    _audit_delete(session, namespace, actor_id, work.id, details)
-
-
-def _audit_delete(
-    session: Session,
-    namespace: namespaces.Namespace,
-    actor_id: str,
-    work_id: str,
-    details: Mapping[str, Any],
-) -> None:
-    """The ``namespaces.delete`` event of an admitted, re-admitted or requeued deletion."""
-    audit.append(
-        session,
-        kind=audit.EventKind.MUTATION,
-        action="namespaces.delete",
-        actor_id=actor_id,
-        outcome=audit.EventOutcome.SUCCESS,
-        namespace_id=namespace.id,
-        resource_kind="namespace",
-        resource_id=namespace.id,
-        work_id=work_id,
-        details=details,
-    )
 
 
 def live(session: Session, namespace_id: str, *, lock: bool = False) -> namespaces.Namespace:

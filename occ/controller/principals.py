@@ -282,10 +282,7 @@ def _known(kind: str, value: str, detail: str) -> None:
 
 
 def _principal(session: Session, principal_id: str, *, lock: bool = False) -> iam_policy.Principal:
-    principal = iam_policy.get_principal(session, principal_id, lock=lock)
-    if principal is None:
-        raise errors.NotFound("the principal does not exist")
-    return principal
+    return admission.found(iam_policy.get_principal(session, principal_id, lock=lock), "principal")
 
 
 def _new_key(minted: api_keys.MintedKey) -> NewApiKey:

@@ -133,7 +133,4 @@ def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> s
 
 
 def _restriction(session: Session, restriction_id: str) -> state.Restriction:
-    restriction = state.get(session, restriction_id)
-    if restriction is None:
-        raise errors.NotFound("the restriction does not exist")
-    return restriction
+    return admission.found(state.get(session, restriction_id), "restriction")

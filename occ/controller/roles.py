@@ -113,7 +113,4 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
 
 
 def _role(session: Session, role_id: str) -> role_rows.Role:
-    role = role_rows.get_role(session, role_id)
-    if role is None:
-        raise errors.NotFound("the role does not exist")
-    return role
+    return admission.found(role_rows.get_role(session, role_id), "role")

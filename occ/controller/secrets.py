@@ -85,7 +85,7 @@ def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str
     _require_ids(namespace_id, secret_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        secret = _existing(state.get(session, namespace.id, secret_id))
+        secret = admission.found(state.get(session, namespace.id, secret_id), "secret")
         admission.require(
             session,
             actor_id,
@@ -110,26 +110,16 @@ def list_secrets(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = namespaces.live(session, namespace_id)
-        visible = listing.readable_page(
+        return listing.namespace_readable_page(
             session,
             actor_id,
+            "secrets.list",
             "secret:read",
+            namespace.id,
             resource_of=_resource,
             read=lambda rows: state.list_in(session, namespace.id, rows),
             window=window,
         )
-        if not visible:
-            parent = iam.Resource.namespace(namespace.id)
-            if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
-                admission.require(
-                    session,
-                    actor_id,
-                    "secrets.list",
-                    "secret:read",
-                    parent,
-                    hide_unless_readable=True,
-                )
-        return visible
 
 
 def delete_secret(
@@ -154,7 +144,7 @@ def delete_secret(
     _require_ids(namespace_id, secret_id)
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
-        current = _existing(state.get(session, namespace.id, secret_id, lock=True))
+        current = admission.found(state.get(session, namespace.id, secret_id, lock=True), "secret")
         decision = admission.require(
             session,
             actor_id,
@@ -198,12 +188,6 @@ def check_value(value: object, pointer: str) -> None:
 def _require_ids(namespace_id: str, secret_id: str) -> None:
     admission.require_id("namespace", namespace_id)
     admission.require_id("secret", secret_id)
-
-
-def _existing(secret: state.Secret | None) -> state.Secret:
-    if secret is None:
-        raise errors.NotFound("the secret does not exist")
-    return secret
 
 
 def _resource(secret: state.Secret) -> iam.Resource:
