@@ -75,7 +75,7 @@ import sqlalchemy as sa
 from occ.controller import installation
 from occ.db import Database
 from occ.state import api_keys
-from tests.support import databases
+from tests.support import databases, servers
 
 WORKERS = 2
 WORKER_THREADS = 4
@@ -292,10 +292,7 @@ def start_server(
         }
     )
     command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "occ.web.app:create_app()",
+        *servers.API_COMMAND,
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

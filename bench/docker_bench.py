@@ -58,10 +58,10 @@ from occ import secret_store  # noqa: E402
 from occ.config import Settings  # noqa: E402
 from occ.controller import deployments, installation, namespaces  # noqa: E402
 from occ.db import Database  # noqa: E402
-from occ.drivers.compute.docker import naming  # noqa: E402
 from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
+from tests.integration.drivers.docker import objects as docker_objects  # noqa: E402
 from tests.support import audits, brokers, databases, worlds  # noqa: E402
 
 BROKER_DB: Final = 11
@@ -244,14 +244,8 @@ def _answers(port: int) -> bool:
 
 def sweep(host: str, namespace_id: str) -> None:
     client = docker.DockerClient(base_url=host, timeout=60)
-    label = f"{naming.NAMESPACE_ID}={namespace_id}"
     try:
-        for container in client.containers.list(all=True, filters={"label": label}):
-            container.remove(force=True)
-        for volume in client.volumes.list(filters={"label": label}):
-            volume.remove(force=True)
-        for network in client.networks.list(filters={"label": label}):
-            network.remove()
+        docker_objects.sweep(client, namespace_id)
     finally:
         client.close()
 

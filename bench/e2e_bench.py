@@ -94,6 +94,7 @@ from tests.support import brokers, databases  # noqa: E402
 from tests.support.processes import (  # noqa: E402
     Process,
     beat_arguments,
+    poll,
     start,
     worker_arguments,
 )
@@ -127,14 +128,10 @@ def log(verbose: bool, message: str) -> None:
 def wait_for(
     condition: Callable[[], T], *, timeout: float, interval: float = POLL_S, message: str
 ) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise BenchError(f"timed out after {timeout:.0f} s waiting for {message}")
-        time.sleep(interval)
+    value = poll(condition, timeout=timeout, interval=interval)
+    if value is None:
+        raise BenchError(f"timed out after {timeout:.0f} s waiting for {message}")
+    return value
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -70,11 +70,7 @@ import sqlalchemy as sa  # noqa: E402
 from bench import e2e_bench  # noqa: E402
 from occ import secret_store  # noqa: E402
 from occ.config import Settings  # noqa: E402
-from occ.controller import (  # noqa: E402
-    deployments,
-    installation,
-    namespaces,
-)
+from occ.controller import deployments, installation, namespaces  # noqa: E402
 from occ.db import Database  # noqa: E402
 from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
 from occ.state import models  # noqa: E402

@@ -51,6 +51,8 @@ import docker_engine
 import psycopg
 import redis
 
+from occ.dev.broker import throwaway_redis_options
+
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".test-services"
 PG_DIR = STATE / "pg"
@@ -299,16 +301,7 @@ def start_embedded_redis() -> str:
             executable,
             "--daemonize",
             "yes",
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(REDIS_DIR),
+            *throwaway_redis_options(port, REDIS_DIR),
             "--pidfile",
             str(REDIS_DIR / "redis-server.pid"),
             "--logfile",

@@ -41,25 +41,25 @@ def database_urls() -> Iterator[databases.DatabaseUrls]:
         databases.drop_database(urls)
 
 
-@pytest.fixture
-def db(database_urls: databases.DatabaseUrls) -> Iterator[Database]:
-    """The application's view of an empty database (role occ_app)."""
-    databases.empty(database_urls)
-    database = Database(database_urls.app, pool_size=20)
+def _disposed(url: str, pool_size: int) -> Iterator[Database]:
+    database = Database(url, pool_size=pool_size)
     try:
         yield database
     finally:
         database.dispose()
+
+
+@pytest.fixture
+def db(database_urls: databases.DatabaseUrls) -> Iterator[Database]:
+    """The application's view of an empty database (role occ_app)."""
+    databases.empty(database_urls)
+    yield from _disposed(database_urls.app, pool_size=20)
 
 
 @pytest.fixture
 def owner_db(database_urls: databases.DatabaseUrls) -> Iterator[Database]:
     """The owner's connection, for inspecting what the application may not touch."""
-    database = Database(database_urls.owner, pool_size=2)
-    try:
-        yield database
-    finally:
-        database.dispose()
+    yield from _disposed(database_urls.owner, pool_size=2)
 
 
 @pytest.fixture

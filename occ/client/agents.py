@@ -141,11 +141,10 @@ def stop_agent(
     accepted = session.client.post(
         shared.path("namespaces", namespace_id, "agents", agent_id, "stop")
     )
-    if not wait:
-        shared.show(accepted.data, form)
-        return
-    shared.run_wait(
+    shared.show_or_wait(
+        accepted.data,
         lambda: _stopped(session, namespace_id, agent_id),
+        wait=wait,
         label=f"agent {agent_id}",
         timeout_s=timeout,
         form=form,
@@ -164,11 +163,10 @@ def delete_agent(
     """Delete the Agent and its runtime (--wait: until it is gone)."""
     namespace_id, agent_id = _agent(session, namespace, agent)
     accepted = session.client.delete(shared.path("namespaces", namespace_id, "agents", agent_id))
-    if not wait:
-        shared.show(accepted.data, form)
-        return
-    shared.run_wait(
+    shared.show_or_wait(
+        accepted.data,
         lambda: _gone(session, namespace_id, agent_id),
+        wait=wait,
         label=f"agent {agent_id}",
         timeout_s=timeout,
         form=form,
@@ -230,15 +228,11 @@ def _deploy(
     accepted = session.client.post(
         shared.path("namespaces", namespace_id, "agents", agent_id, "deploy")
     ).data
-    if not wait:
-        shared.show(
-            {"deploymentId": accepted["deploymentId"], "agentId": agent_id, "state": "pending"},
-            form,
-        )
-        return
     deployment_id = accepted["deploymentId"]
-    shared.run_wait(
+    shared.show_or_wait(
+        {"deploymentId": deployment_id, "agentId": agent_id, "state": "pending"},
         lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment_id)),
+        wait=wait,
         label=f"deployment {deployment_id}",
         timeout_s=timeout,
         form=form,

@@ -52,11 +52,10 @@ def create_namespace(
     if existing_namespace is not None:
         body["existingNamespace"] = existing_namespace
     created = session.client.post(shared.path("namespaces"), body).data
-    if not wait:
-        shared.show(created, form)
-        return
-    shared.run_wait(
+    shared.show_or_wait(
+        created,
         lambda: _namespace_ready(session, created["id"]),
+        wait=wait,
         label=f"namespace {created['id']}",
         timeout_s=timeout,
         form=form,
@@ -93,11 +92,10 @@ def delete_namespace(
     """Delete an empty Namespace (deleting; a worker removes it)."""
     namespace_id = shared.namespace_id(session, namespace)
     accepted = session.client.delete(shared.path("namespaces", namespace_id)).data
-    if not wait:
-        shared.show(accepted, form)
-        return
-    shared.run_wait(
+    shared.show_or_wait(
+        accepted,
         lambda: _namespace_gone(session, namespace_id),
+        wait=wait,
         label=f"namespace {namespace_id}",
         timeout_s=timeout,
         form=form,

@@ -106,6 +106,22 @@ def show(data: Any, form: str, columns: tuple[str, ...] = ()) -> None:
     click.echo(output.render(data, form, columns))
 
 
+def show_or_wait(
+    accepted: Any,
+    observe: Callable[[], waiting.Observation],
+    *,
+    wait: bool,
+    label: str,
+    timeout_s: float,
+    form: str,
+) -> None:
+    """Show what the API ``accepted``; with ``--wait``, ``run_wait`` on ``observe`` instead."""
+    if not wait:
+        show(accepted, form)
+        return
+    run_wait(observe, label=label, timeout_s=timeout_s, form=form)
+
+
 def run_wait(
     observe: Callable[[], waiting.Observation], *, label: str, timeout_s: float, form: str
 ) -> NoReturn:

@@ -33,6 +33,23 @@ def redis_server_binary() -> str | None:
     return executable if executable and os.access(executable, os.X_OK) else None
 
 
+def throwaway_redis_options(port: int, directory: Path) -> list[str]:
+    """``redis-server`` options for a server on 127.0.0.1:``port`` that persists nothing (no
+    snapshots, no append-only file), its working directory ``directory``."""
+    return [
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(directory),
+    ]
+
+
 class RedisProcess:
     """A ``redis-server`` child process on 127.0.0.1 without persistence (the DB is the truth)."""
 
@@ -58,16 +75,7 @@ class RedisProcess:
                 "redis",
                 [
                     self.binary,
-                    "--bind",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    str(self.directory),
+                    *throwaway_redis_options(port, self.directory),
                     "--daemonize",
                     "no",
                 ],

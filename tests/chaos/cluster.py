@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support import servers
-from tests.support.processes import wait_for
+from tests.support.processes import beat_arguments, wait_for
 
 CELERY = [sys.executable, "-m", "celery", "-A", "occ.tasks.app"]
 WORKERS = ("control", "drivers-a", "drivers-b")
@@ -72,8 +72,7 @@ class Cluster:
         threading.Thread(target=self._supervise, name="chaos-supervisor", daemon=True).start()
 
     def _beat_arguments(self, name: str) -> list[str]:
-        schedule = str(self.directory / f"{name}-schedule")
-        return ["beat", "-S", "celery.beat:Scheduler", "--schedule", schedule, "-l", "WARNING"]
+        return beat_arguments(self.directory / f"{name}-schedule")
 
     def _launch(self, process: Managed) -> None:
         readiness = process.env.get("OCC_WORKER_READINESS_PATH")

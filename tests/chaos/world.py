@@ -18,19 +18,11 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from occ import secret_store
-from occ.controller import (
-    agent_lifecycle,
-    agents,
-    configurations,
-    deployments,
-    installation,
-    namespaces,
-    secrets,
-)
+from occ.controller import agent_lifecycle, deployments, installation, namespaces
 from occ.db import Database
-from occ.state import iam_policy, models
+from occ.state import models
 from occ.state import namespaces as namespace_rows
-from occ.state import roles as role_rows
+from tests.support import worlds
 
 AGENT_STEPS = ("deploy", "deploy", "stop", "deploy", "deploy", "delete")
 """What one Agent lane admits, in order (the last step ends the lane)."""
@@ -112,42 +104,22 @@ class World:
             namespace_rows.transition(
                 session, namespace_id, expected="provisioning", status="ready"
             )
-        configuration = configurations.create_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, name="config", document={"m": "x"}
-        )
-        secret = secrets.create_secret(
+        resources = worlds.namespace_resources(
             db,
+            admin=admin,
+            namespace_id=namespace_id,
             store=secret_store.SecretStore(secret_key),
-            actor_id=admin,
-            namespace_id=namespace_id,
-            name="harness-key",
-            value=self.secret_value,
+            secret_value=self.secret_value,
+            document={"m": "x"},
         )
-        agent = agents.create_agent(
+        agent = worlds.bound_agent(
             db,
-            actor_id=admin,
+            admin=admin,
             namespace_id=namespace_id,
-            name=f"agent-{lane}",
-            configuration_id=configuration.id,
-            harness={"id": "openclaw", "version": "1.0.0"},
-            execution_mode="embedded",
-            harness_auth={"kind": "secret", "secret_id": secret.id},
+            resources=resources,
             compute_driver="local",
+            name=f"agent-{lane}",
         )
-        with db.transaction() as session:
-            role = role_rows.create_role(
-                session,
-                name="agent runtime",
-                permissions=["configuration:read", "secret:operate"],
-                namespace_id=namespace_id,
-            )
-            iam_policy.bind(
-                session,
-                role_id=role.id,
-                principal_id=agent.service_principal_id,
-                created_by=admin,
-                namespace_id=namespace_id,
-            )
         return AgentLane(namespace_id, agent.id)
 
     def admit(self, step: Step) -> Admitted:

@@ -49,6 +49,17 @@ def decide(
         return iam.authorize(session, principal_id, permission, resource)
 
 
+def _grant_alice_namespace_read(
+    db: Database, world: World, resource: iam.Resource
+) -> iam_policy.AccessBinding:
+    """Bind alice to a Role granting ``namespace:read``, and see that it grants it on
+    ``resource``; the binding."""
+    with db.transaction() as session:
+        binding = grants.grant(session, world.alice, ["namespace:read"])
+    assert decide(db, world.alice, "namespace:read", resource).allowed
+    return binding
+
+
 def test_installation_wide_binding_grants_everywhere(db: Database, world: World) -> None:
     with db.transaction() as session:
         binding = grants.grant(session, world.alice, ["namespace:read", "namespace:create"])
@@ -224,10 +235,8 @@ def test_namespace_scoped_principal_never_acts_outside(db: Database, world: Worl
 
 
 def test_disabled_and_unknown_principals_are_revoked_actors(db: Database, world: World) -> None:
-    with db.transaction() as session:
-        grants.grant(session, world.alice, ["namespace:read"])
     resource = iam.Resource.namespace(world.ns_a)
-    assert decide(db, world.alice, "namespace:read", resource).allowed
+    _grant_alice_namespace_read(db, world, resource)
 
     with db.transaction() as session:
         disabled = iam_policy.disable_principal(session, world.alice)
@@ -245,10 +254,8 @@ def test_disabled_and_unknown_principals_are_revoked_actors(db: Database, world:
 
 
 def test_revoked_binding_stops_granting(db: Database, world: World) -> None:
-    with db.transaction() as session:
-        binding = grants.grant(session, world.alice, ["namespace:read"])
     resource = iam.Resource.namespace(world.ns_a)
-    assert decide(db, world.alice, "namespace:read", resource).allowed
+    binding = _grant_alice_namespace_read(db, world, resource)
 
     with db.transaction() as session:
         revoked = iam_policy.revoke_binding(session, binding.id)
@@ -261,10 +268,8 @@ def test_revoked_binding_stops_granting(db: Database, world: World) -> None:
 
 
 def test_deleted_role_stops_granting(db: Database, world: World) -> None:
-    with db.transaction() as session:
-        binding = grants.grant(session, world.alice, ["namespace:read"])
     resource = iam.Resource.namespace(world.ns_a)
-    assert decide(db, world.alice, "namespace:read", resource).allowed
+    binding = _grant_alice_namespace_read(db, world, resource)
 
     with db.transaction() as session:
         role = role_rows.get_role(session, binding.role_id)  # loaded before the delete

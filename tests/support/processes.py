@@ -20,6 +20,18 @@ T = TypeVar("T")
 CELERY = [sys.executable, "-m", "celery", "-A", "occ.tasks.app"]
 
 
+def poll(condition: Callable[[], T], *, timeout: float, interval: float) -> T | None:
+    """``condition``'s first truthy value, polling every ``interval`` s; None after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)
+
+
 def wait_for(
     condition: Callable[[], T],
     *,
@@ -28,14 +40,10 @@ def wait_for(
     message: str = "condition",
 ) -> T:
     """Poll ``condition`` until it returns something truthy, or fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {message}")
-        time.sleep(interval)
+    value = poll(condition, timeout=timeout, interval=interval)
+    if value is None:
+        pytest.fail(f"timed out after {timeout} s waiting for {message}")
+    return value
 
 
 @dataclass
@@ -100,21 +108,9 @@ def worker_arguments(name: str, *, queues: str, pool: str, concurrency: int) -> 
     """``celery worker`` arguments for worker ``name`` on ``queues``: no heartbeat, gossip or
     mingle (the workers of one test or benchmark need none), warnings only."""
     return [
-        "worker",
-        "-Q",
-        queues,
-        "-P",
-        pool,
-        "-c",
-        str(concurrency),
-        "-n",
-        f"{name}@%h",
-        "--without-heartbeat",
-        "--without-gossip",
-        "--without-mingle",
-        "-l",
-        "WARNING",
-    ]
+        "worker", "-Q", queues, "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h",
+        "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "WARNING",
+    ]  # fmt: skip
 
 
 def beat_arguments(schedule: Path) -> list[str]:
@@ -163,6 +159,10 @@ class Fleet:
             if not process.alive():
                 pytest.fail(f"worker {name} exited: {process.tail()}")
         return process
+
+    def control_worker(self, name: str = "control", concurrency: int = 2) -> Process:
+        """A worker of the control queue on a threads pool, as deployed."""
+        return self.worker(name, queues="occ.control", pool="threads", concurrency=concurrency)
 
     def beat(self, name: str = "beat") -> Process:
         return self._start(name, beat_arguments(self.directory / f"{name}-schedule"))

@@ -15,12 +15,18 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import redis
+
+from occ.dev.broker import throwaway_redis_options
+
+API_COMMAND = [sys.executable, "-m", "gunicorn", "occ.web.app:create_app()"]
+"""The API under gunicorn, as deployed; ``--bind`` and the pool's options go after it."""
 
 
 def free_port() -> int:
@@ -72,16 +78,7 @@ class RedisServer:
         self.popen = subprocess.Popen(
             [
                 "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.directory),
+                *throwaway_redis_options(self.port, self.directory),
                 *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=log,

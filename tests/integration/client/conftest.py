@@ -124,38 +124,22 @@ def operator(environment: dict[str, str], db: Database, tmp_path: Path) -> Itera
     key_file.chmod(0o600)
 
     port = servers.free_port()
-    log = (tmp_path / "api.log").open("wb")
-    api = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "occ.web.app:create_app()",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "2",
-        ],
-        env=environment,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    log.close()
+    command = [*servers.API_COMMAND, "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    api = processes.start(tmp_path, "api", command, environment)
     api_url = f"http://127.0.0.1:{port}"
     fleet = processes.Fleet(env=environment, directory=tmp_path)
     try:
-        fleet.worker("control", queues="occ.control", pool="threads", concurrency=4)
+        fleet.control_worker(concurrency=4)
         fleet.worker("drivers", queues="occ.drivers", concurrency=2)
         fleet.beat()
         processes.wait_for(
-            lambda: _answers(f"{api_url}/readyz") or api.poll() is not None,
+            lambda: _answers(f"{api_url}/readyz") or not api.alive(),
             timeout=60,
             message="the API to answer",
         )
-        assert api.poll() is None, (tmp_path / "api.log").read_text()[-3000:]
+        assert api.alive(), api.tail(3000)
         yield Operator(home=home, api_url=api_url, key_file=key_file)
     finally:
         fleet.stop()
-        processes.Process("api", api, tmp_path / "api.log").stop()
+        api.stop()
         gateways.stop_all(tmp_path / "local")

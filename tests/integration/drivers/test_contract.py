@@ -87,16 +87,7 @@ def _kubernetes(tmp_path: Path) -> Iterator[Harness]:
         def snapshot() -> object:
             return frozenset(
                 (plural, obj["metadata"].get("namespace"), obj["metadata"]["name"], rv)
-                for plural in (
-                    "namespaces",
-                    "configmaps",
-                    "secrets",
-                    "serviceaccounts",
-                    "services",
-                    "persistentvolumeclaims",
-                    "deployments",
-                    "networkpolicies",
-                )
+                for plural in ("namespaces", *helpers.AGENT_PLURALS, "networkpolicies")
                 for obj in fake.objects(plural)
                 for rv in [obj["metadata"]["resourceVersion"]]
             )

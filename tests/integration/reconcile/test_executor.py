@@ -20,6 +20,14 @@ def _admit_namespace(db: Database) -> str:
     return namespaces.create_namespace(db, actor_id=boot.admin_principal_id, name="team").id
 
 
+def _start_the_one_item(db: Database, policy: values.QueuePolicy) -> values.Claim:
+    """Claim and start the one admitted item, as a worker about to die with it would."""
+    [dispatch] = executor.claim_batch(db, policy, max_in_flight=5)
+    with db.transaction() as session:
+        assert work_queue.start(session, policy, dispatch) is not None
+    return dispatch
+
+
 def _expire(owner_db: Database) -> None:
     with owner_db.transaction() as session:
         session.execute(
@@ -47,9 +55,7 @@ def test_recovery_fails_a_provisioning_namespace_with_its_last_lease(
     db: Database, owner_db: Database
 ) -> None:
     namespace_id = _admit_namespace(db)
-    [dispatch] = executor.claim_batch(db, POLICY, max_in_flight=5)
-    with db.transaction() as session:
-        assert work_queue.start(session, POLICY, dispatch) is not None
+    dispatch = _start_the_one_item(db, POLICY)
     _expire(owner_db)
 
     report = executor.recover(db, POLICY)
@@ -83,9 +89,7 @@ def test_recovery_that_only_requeues_leaves_the_namespace_alone(
 ) -> None:
     namespace_id = _admit_namespace(db)
     generous = dataclasses.replace(POLICY, max_attempts=5)
-    [dispatch] = executor.claim_batch(db, generous, max_in_flight=5)
-    with db.transaction() as session:
-        assert work_queue.start(session, generous, dispatch) is not None
+    dispatch = _start_the_one_item(db, generous)
     _expire(owner_db)
 
     report = executor.recover(db, generous)

@@ -75,10 +75,13 @@ def _deploy_world(db: Database) -> tuple[str, str, str]:
     return admin, namespace_id, world.agent_id
 
 
-def _deploy(db: Database, admin: str, namespace_id: str, agent_id: str) -> str:
-    return deployments.deploy_agent(
+def _activate(db: Database, worker: Worker, admin: str, namespace_id: str, agent_id: str) -> str:
+    """Deploy the Agent and run passes until its new revision is active; the revision's id."""
+    revision_id = deployments.deploy_agent(
         db, actor_id=admin, namespace_id=namespace_id, agent_id=agent_id
     ).deployment_id
+    _run_until(db, worker, f"agent_revision:{revision_id}:reconcile", "REVISION_ACTIVATED")
+    return revision_id
 
 
 def _run_until(db: Database, worker: Worker, work_id: str, code: str) -> None:
@@ -115,8 +118,7 @@ def _maintenance_items(db: Database, revision_id: str) -> list[models.Controller
 
 def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Worker) -> None:
     admin, namespace_id, agent_id = _deploy_world(db)
-    first = _deploy(db, admin, namespace_id, agent_id)
-    _run_until(db, worker, f"agent_revision:{first}:reconcile", "REVISION_ACTIVATED")
+    first = _activate(db, worker, admin, namespace_id, agent_id)
 
     [scheduled] = _maintenance_items(db, first)
     bucket = int(scheduled.id.rsplit(":", 1)[1])
@@ -125,8 +127,8 @@ def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Wor
     items = _maintenance_items(db, first)
     assert [int(i.id.rsplit(":", 1)[1]) > bucket for i in items if i.state == "queued"] == [True]
 
-    second = _deploy(db, admin, namespace_id, agent_id)
-    _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
+    # a second revision, which supersedes the first
+    _activate(db, worker, admin, namespace_id, agent_id)
     [pending] = [i for i in _maintenance_items(db, first) if i.state == "queued"]
     _run_until(db, worker, pending.id, "REVISION_MAINTENANCE_SUPERSEDED")
     assert [i for i in _maintenance_items(db, first) if i.state == "queued"] == []
@@ -163,8 +165,7 @@ def test_a_killed_gateway_is_observed_degraded_restarted_and_ready_again(
     db: Database, worker: Worker
 ) -> None:
     admin, namespace_id, agent_id = _deploy_world(db)
-    revision = _deploy(db, admin, namespace_id, agent_id)
-    _run_until(db, worker, f"agent_revision:{revision}:reconcile", "REVISION_ACTIVATED")
+    revision = _activate(db, worker, admin, namespace_id, agent_id)
     assert _runtime(db, agent_id) == ("ready", "REVISION_ACTIVATED")
     driver = worker.driver
     first_pid = driver.revision_process(agent_id, revision)  # type: ignore[attr-defined]
@@ -196,8 +197,7 @@ def test_the_seed_observes_every_active_revision_once_per_bucket(
     db: Database, worker: Worker
 ) -> None:
     admin, namespace_id, agent_id = _deploy_world(db)
-    revision = _deploy(db, admin, namespace_id, agent_id)
-    _run_until(db, worker, f"agent_revision:{revision}:reconcile", "REVISION_ACTIVATED")
+    revision = _activate(db, worker, admin, namespace_id, agent_id)
     before = {i.id for i in _maintenance_items(db, revision)}
 
     assert executor.observe_active_revisions(worker) == 1

@@ -11,12 +11,25 @@ from occ.config import Settings
 from occ.controller import installation, namespaces
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor
+from occ.reconcile import executor, outcome
 from occ.reconcile.environment import Worker
 from occ.state import iam_policy, models, values
 from occ.state import roles as role_rows
 
 POLICY = values.QueuePolicy()
+
+
+def _run_the_one_item(
+    db: Database, tmp_path: Path
+) -> tuple[LocalComputeDriver, values.Claim, outcome.PassResult | None]:
+    """Claim the one admitted item and run it in-process on a local driver: the driver, the
+    claim and the pass's result."""
+    driver = LocalComputeDriver(tmp_path / "local")
+    worker = Worker(
+        database=db, policy=POLICY, driver=driver, shutdown=threading.Event(), settings=Settings()
+    )
+    [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
+    return driver, claim, executor.run(worker, claim.work_id, str(claim.token))
 
 
 def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_path: Path) -> None:
@@ -35,12 +48,7 @@ def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_p
     with db.transaction() as session:
         iam_policy.disable_principal(session, creator.id)
 
-    driver = LocalComputeDriver(tmp_path / "local")
-    worker = Worker(
-        database=db, policy=POLICY, driver=driver, shutdown=threading.Event(), settings=Settings()
-    )
-    [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
-    result = executor.run(worker, claim.work_id, str(claim.token))
+    driver, claim, result = _run_the_one_item(db, tmp_path)
 
     assert result is not None and result.code == "ACTOR_REVOKED"
     assert driver.effects() == []
@@ -96,12 +104,7 @@ def test_adoption_is_refused_when_the_actor_lost_installation_administer(
         )
         iam_policy.revoke_binding(session, binding.id)
 
-    driver = LocalComputeDriver(tmp_path / "local")
-    worker = Worker(
-        database=db, policy=POLICY, driver=driver, shutdown=threading.Event(), settings=Settings()
-    )
-    [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
-    result = executor.run(worker, claim.work_id, str(claim.token))
+    driver, _, result = _run_the_one_item(db, tmp_path)
 
     assert result is not None and result.code == "AUTHORIZATION_DENIED"
     assert driver.effects() == []  # nothing was adopted

@@ -48,7 +48,7 @@ def installed(db: Database) -> None:
 
 @pytest.fixture
 def control(fleet: processes.Fleet, installed: None) -> processes.Process:
-    return fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    return fleet.control_worker()
 
 
 def _nudge(env: dict[str, str]) -> None:

@@ -166,7 +166,7 @@ def test_ten_broker_restarts_in_a_row_no_worker_exits_and_everything_completes(
     )
     fleet.env.update(env)
     fleet_processes = [
-        fleet.worker("control", queues="occ.control", pool="threads", concurrency=2),
+        fleet.control_worker(),
         fleet.worker("drivers", concurrency=2),
         fleet.beat(),
     ]

@@ -65,8 +65,13 @@ def _statuses(db: Database, namespace_ids: list[str]) -> dict[str, str]:
     return {row.id: row.status for row in rows}
 
 
-def _all_ready(db: Database, namespace_ids: list[str]) -> bool:
-    return set(_statuses(db, namespace_ids).values()) == {"ready"}
+def _wait_ready(db: Database, namespace_ids: list[str], *, timeout: float, what: str) -> None:
+    """Wait for every one of ``namespace_ids`` to be ready."""
+    wait_for(
+        lambda: set(_statuses(db, namespace_ids).values()) == {"ready"},
+        timeout=timeout,
+        message=f"{what} to become ready",
+    )
 
 
 def _lifecycle_audits(db: Database, namespace_id: str) -> list[str]:
@@ -122,12 +127,9 @@ def _json_events(process: processes.Process, event: str) -> list[str]:
 
 
 def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
-    db: Database,
-    admin: str,
-    env: dict[str, str],
-    fleet: processes.Fleet,
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet
 ) -> None:
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     fleet.worker("drivers")
     fleet.beat()  # claims only every 60 s: readiness within seconds proves the nudge
     settings = _settings(env)
@@ -142,19 +144,13 @@ def test_admission_reaches_ready_through_the_nudge_without_waiting_for_beat(
     )
     assert response.status_code == 201 and response.json is not None
     namespace_id = response.json["data"]["id"]
-    wait_for(
-        lambda: _all_ready(db, [namespace_id]), timeout=15, message="the namespace to become ready"
-    )
+    _wait_ready(db, [namespace_id], timeout=15, what="the namespace")
     _assert_exactly_once(db, [namespace_id])
     app.extensions["occ"].runtime.database.dispose()
 
 
 def test_a_redelivered_run_work_message_runs_the_effect_once(
-    db: Database,
-    admin: str,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    local_root: Path,
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     fleet.worker("drivers", concurrency=2)
     [namespace_id] = _admit(db, admin, 1)
@@ -168,7 +164,7 @@ def test_a_redelivered_run_work_message_runs_the_effect_once(
             args=[claims[0].work_id, str(claims[0].token)],
             queue=tasks_app.DRIVER_QUEUE,
         )
-    wait_for(lambda: _all_ready(db, [namespace_id]), timeout=15, message="ready")
+    _wait_ready(db, [namespace_id], timeout=15, what="the namespace")
     wait_for(lambda: len(_ended(local_root)) >= 1, timeout=5, message="the effect journal")
     assert len(LocalComputeDriver(local_root).effects()) == 2  # one effect: started, ended
     assert len(_ended(local_root)) == 1
@@ -185,7 +181,7 @@ def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
 ) -> None:
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "400"
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     fleet.worker("drivers", concurrency=2)
     namespace_ids = _admit(db, admin, 12)
     _nudge(env)
@@ -196,42 +192,32 @@ def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
     )
     redis.Redis.from_url(broker_url).flushdb()  # queued dispatches and nudges are gone
     fleet.beat()
-    wait_for(
-        lambda: _all_ready(db, namespace_ids),
-        timeout=60,
-        message="every namespace to become ready after the broker lost its messages",
+    _wait_ready(
+        db, namespace_ids, timeout=60, what="every namespace (the broker lost its messages)"
     )
     _assert_exactly_once(db, namespace_ids)
     _effects_do_not_overlap(local_root)
 
 
 def test_two_beats_and_four_workers_never_reconcile_one_item_twice_at_once(
-    db: Database,
-    admin: str,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    local_root: Path,
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     env["OCC_CLAIM_INTERVAL_MS"] = "300"
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "200"
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     for number in range(4):
         fleet.worker(f"drivers{number}")
     fleet.beat("beat1")
     fleet.beat("beat2")
     namespace_ids = _admit(db, admin, 16)
-    wait_for(lambda: _all_ready(db, namespace_ids), timeout=90, message="all ready")
+    _wait_ready(db, namespace_ids, timeout=90, what="every namespace")
     _assert_exactly_once(db, namespace_ids)
     by_work = _effects_do_not_overlap(local_root)
     assert set(by_work) == {f"namespace:{n}:reconcile:ready" for n in namespace_ids}
 
 
 def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
-    db: Database,
-    admin: str,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    local_root: Path,
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     doomed, namespace_id = _effect_in_flight(
         db, admin, env, fleet, local_root, worker="doomed", delay_ms=5000
@@ -240,7 +226,7 @@ def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "100"
     fleet.worker("rescuer")
     fleet.beat()
-    wait_for(lambda: _all_ready(db, [namespace_id]), timeout=30, message="ready after takeover")
+    _wait_ready(db, [namespace_id], timeout=30, what="the namespace (after the takeover)")
     _assert_exactly_once(db, [namespace_id])
     effects = LocalComputeDriver(local_root).effects()
     started = {e["token"] for e in effects if e["phase"] == "started"}
@@ -250,11 +236,7 @@ def test_kill_9_mid_effect_another_worker_finishes_after_the_lease(
 
 
 def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
-    db: Database,
-    admin: str,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    local_root: Path,
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     frozen, namespace_id = _effect_in_flight(
         db, admin, env, fleet, local_root, worker="frozen", delay_ms=1500
@@ -263,9 +245,7 @@ def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
     try:
         fleet.worker("successor")
         fleet.beat()
-        wait_for(
-            lambda: _all_ready(db, [namespace_id]), timeout=30, message="the successor to finish"
-        )
+        _wait_ready(db, [namespace_id], timeout=30, what="the namespace (by the successor)")
     finally:
         os.killpg(frozen.pid, signal.SIGCONT)
     wait_for(
@@ -279,11 +259,7 @@ def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
 
 
 def test_warm_shutdown_releases_the_claim_with_the_attempt_refunded(
-    db: Database,
-    admin: str,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    local_root: Path,
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     leaving, namespace_id = _effect_in_flight(
         db, admin, env, fleet, local_root, worker="leaving", delay_ms=30000
@@ -323,7 +299,7 @@ def _effect_in_flight(
     """One Namespace admitted and its effect started (and held for ``delay_ms``) on a new
     driver worker named ``worker``; that worker and the Namespace's id."""
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = str(delay_ms)
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     process = fleet.worker(worker)
     [namespace_id] = _admit(db, admin, 1)
     _nudge(env)
@@ -348,10 +324,7 @@ def _state(db: Database, work_id: str) -> tuple[str, bool]:
 
 
 def test_a_worker_refuses_to_start_before_bootstrap(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    tmp_path: Path,
+    db: Database, env: dict[str, str], fleet: processes.Fleet, tmp_path: Path
 ) -> None:
     # no Installation in the database: after a short wait start-up fails, never reporting ready
     fleet.env["OCC_STARTUP_WAIT_MS"] = "1000"

@@ -15,21 +15,11 @@ from typing import Any
 import pytest
 
 from occ.drivers.compute import base, hooks
+from tests.support import specs
 
 NAMESPACE = base.NamespaceSpec(id="ns_1", name="team")
 DOCUMENT: dict[str, Any] = {"model": "gpt", "tools": ["a", "b"], "nested": {"x": 1}}
-REVISION = base.RevisionSpec(
-    namespace_id="ns_1",
-    agent_id="agt_1",
-    revision_id="rev_1",
-    revision_number=1,
-    configuration_generation=4,
-    configuration_document=DOCUMENT,
-    harness_id="openclaw",
-    harness_version="1.0.0",
-    harness_mode="embedded",
-    service_principal_id="prn_1",
-)
+REVISION = specs.revision(configuration_generation=4, configuration_document=DOCUMENT)
 
 
 @dataclass
@@ -84,8 +74,25 @@ def _operation(*, aborted: bool = False) -> base.Operation:
     return base.Operation(work_id="work_1", claim_token="token_1", abort=event)
 
 
-def _hooks(calls: list[Call], *names: str, **options: Any) -> list[RecordingHook]:
-    return [RecordingHook(name, calls, **options.get(name, {})) for name in names]
+def _hooks(
+    calls: list[Call],
+    *names: str,
+    environment: dict[str, dict[str, str]] | None = None,
+    during: dict[str, dict[str, Callable[[base.Operation, Any], None]]] | None = None,
+    fail: dict[str, dict[str, Exception]] | None = None,
+) -> list[RecordingHook]:
+    """Recording hooks ``names`` in selection order; ``environment``, ``during`` and ``fail``
+    map a hook's name to what it contributes, does in a phase and raises in a phase."""
+    return [
+        RecordingHook(
+            name,
+            calls,
+            environment=(environment or {}).get(name, {}),
+            fail=(fail or {}).get(name, {}),
+            during=(during or {}).get(name, {}),
+        )
+        for name in names
+    ]
 
 
 def _trace(calls: list[Call]) -> list[tuple[str, str]]:
@@ -141,7 +148,7 @@ def test_failed_namespace_preparation_compensates_completed_hooks_in_reverse() -
         "sandbox:b",
         "iam:c",
         "plugin:d",
-        **{"iam:c": {"fail": {"after_namespace_prepared": RuntimeError("boom")}}},
+        fail={"iam:c": {"after_namespace_prepared": RuntimeError("boom")}},
     )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).after_namespace_prepared(_operation(), NAMESPACE)
@@ -165,7 +172,7 @@ def test_failed_workload_start_compensates_with_workload_stop_in_reverse() -> No
         "configuration:a",
         "sandbox:b",
         "iam:c",
-        **{"iam:c": {"fail": {"before_workload_start": refusal}}},
+        fail={"iam:c": {"before_workload_start": refusal}},
     )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
@@ -187,7 +194,7 @@ def test_a_transient_hook_failure_stays_transient_with_its_code() -> None:
     owners = _hooks(
         calls,
         "a",
-        **{"a": {"fail": {"before_workload_start": base.TransientDriverError("IAM_UNREACHABLE")}}},
+        fail={"a": {"before_workload_start": base.TransientDriverError("IAM_UNREACHABLE")}},
     )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
@@ -197,9 +204,7 @@ def test_a_transient_hook_failure_stays_transient_with_its_code() -> None:
 
 def test_the_first_hook_failing_needs_no_compensation() -> None:
     calls: list[Call] = []
-    owners = _hooks(
-        calls, "a", "b", **{"a": {"fail": {"after_namespace_prepared": RuntimeError()}}}
-    )
+    owners = _hooks(calls, "a", "b", fail={"a": {"after_namespace_prepared": RuntimeError()}})
     with pytest.raises(base.TransientDriverError):
         hooks.HookDispatcher(owners).after_namespace_prepared(_operation(), NAMESPACE)
     assert _trace(calls) == [("a", "after_namespace_prepared")]
@@ -212,9 +217,9 @@ def test_a_failing_compensation_does_not_hide_the_original_failure() -> None:
         "a",
         "b",
         "c",
-        **{
-            "b": {"fail": {"before_workload_stop": RuntimeError("cleanup broke")}},
-            "c": {"fail": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
+        fail={
+            "b": {"before_workload_stop": RuntimeError("cleanup broke")},
+            "c": {"before_workload_start": base.PermanentDriverError("REFUSED")},
         },
     )
     with pytest.raises(base.PermanentDriverError) as raised:
@@ -231,9 +236,7 @@ def test_a_teardown_failure_stops_the_teardown() -> None:
         "a",
         "b",
         "c",
-        **{
-            "b": {"fail": {"before_workload_stop": base.TransientDriverError("REVOCATION_PENDING")}}
-        },
+        fail={"b": {"before_workload_stop": base.TransientDriverError("REVOCATION_PENDING")}},
     )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_stop(_operation(), REVISION)
@@ -248,9 +251,7 @@ def test_a_namespace_delete_failure_stops_the_teardown() -> None:
         calls,
         "a",
         "b",
-        **{
-            "b": {"fail": {"before_namespace_delete": base.PermanentDriverError("FOREIGN_OBJECTS")}}
-        },
+        fail={"b": {"before_namespace_delete": base.PermanentDriverError("FOREIGN_OBJECTS")}},
     )
     with pytest.raises(base.PermanentDriverError):
         hooks.HookDispatcher(owners).before_namespace_delete(_operation(), NAMESPACE)
@@ -260,7 +261,7 @@ def test_a_namespace_delete_failure_stops_the_teardown() -> None:
 def test_compensation_uses_the_operation_while_it_is_not_aborted() -> None:
     calls: list[Call] = []
     operation = _operation()
-    owners = _hooks(calls, "a", "b", **{"b": {"fail": {"before_workload_start": RuntimeError()}}})
+    owners = _hooks(calls, "a", "b", fail={"b": {"before_workload_start": RuntimeError()}})
     with pytest.raises(base.TransientDriverError):
         hooks.HookDispatcher(owners).before_workload_start(operation, REVISION)
     assert calls[-1].phase == "before_workload_stop"
@@ -275,9 +276,7 @@ def test_compensation_of_an_aborted_operation_gets_a_fresh_deadline() -> None:
         operation.abort.set()  # the claim is lost while b runs
         op.check()
 
-    owners = _hooks(
-        calls, "a", "b", **{"b": {"during": {"before_workload_start": abort_then_notice}}}
-    )
+    owners = _hooks(calls, "a", "b", during={"b": {"before_workload_start": abort_then_notice}})
     dispatcher = hooks.HookDispatcher(owners, compensation_timeout_s=0.3)
     with pytest.raises(base.Aborted):
         dispatcher.before_workload_start(operation, REVISION)
@@ -302,10 +301,8 @@ def test_the_compensation_deadline_bounds_a_hanging_cleanup() -> None:
         "a",
         "b",
         "c",
-        **{
-            "b": {"during": {"before_workload_stop": hang}},
-            "c": {"fail": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
-        },
+        during={"b": {"before_workload_stop": hang}},
+        fail={"c": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
     )
     dispatcher = hooks.HookDispatcher(owners, compensation_timeout_s=0.2)
     started = time.monotonic()
@@ -319,7 +316,7 @@ def test_the_compensation_deadline_bounds_a_hanging_cleanup() -> None:
 
 def test_compensate_workload_start_undoes_every_hook_in_reverse() -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "b", **{"b": {"fail": {"before_workload_stop": RuntimeError()}}})
+    owners = _hooks(calls, "a", "b", fail={"b": {"before_workload_stop": RuntimeError()}})
     hooks.HookDispatcher(owners).compensate_workload_start(_operation(aborted=True), REVISION)
     assert _trace(calls) == [("b", "before_workload_stop"), ("a", "before_workload_stop")]
     assert not any(call.aborted for call in calls)
@@ -341,7 +338,7 @@ def test_hooks_receive_deep_frozen_copies() -> None:
         with pytest.raises(AttributeError):
             revision.configuration_document["tools"].append("c")
 
-    owners = _hooks(calls, "a", **{"a": {"during": {"before_workload_start": mutate}}})
+    owners = _hooks(calls, "a", during={"a": {"before_workload_start": mutate}})
     hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert seen[0].configuration_document["tools"] == ("a", "b")
     assert DOCUMENT == {"model": "gpt", "tools": ["a", "b"], "nested": {"x": 1}}
@@ -366,9 +363,9 @@ def test_hooks_contribute_placeholders_and_see_earlier_entries() -> None:
         calls,
         "a",
         "b",
-        **{
-            "a": {"environment": {"CONFIG_REF": "opaque-cfg_1.v2"}},
-            "b": {"environment": {"SANDBOX_TOKEN": "opaque-sandbox:token-7"}},
+        environment={
+            "a": {"CONFIG_REF": "opaque-cfg_1.v2"},
+            "b": {"SANDBOX_TOKEN": "opaque-sandbox:token-7"},
         },
     )
     original = owners[1].before_workload_start
@@ -433,7 +430,7 @@ SECRET = "sk-live-1234567890abcdef"
 )
 def test_refused_entries_fail_permanently_and_compensate(name: str, value: str) -> None:
     calls: list[Call] = []
-    owners = _hooks(calls, "a", "sandbox:b", "c", **{"sandbox:b": {"environment": {name: value}}})
+    owners = _hooks(calls, "a", "sandbox:b", "c", environment={"sandbox:b": {name: value}})
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert raised.value.code == hooks.ENVIRONMENT_INVALID
@@ -460,7 +457,7 @@ def test_refused_entries_fail_permanently_and_compensate(name: str, value: str) 
     ],
 )
 def test_accepted_entries(name: str, value: str) -> None:
-    owners = _hooks([], "a", **{"a": {"environment": {name: value}}})
+    owners = _hooks([], "a", environment={"a": {name: value}})
     environment = hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert environment == {name: value}
 
@@ -468,14 +465,11 @@ def test_accepted_entries(name: str, value: str) -> None:
 def test_at_most_64_entries_across_all_hooks() -> None:
     first = {f"FIRST_{index}": "opaque-x" for index in range(40)}
     second = {f"SECOND_{index}": "opaque-x" for index in range(24)}
-    owners = _hooks([], "a", "b", **{"a": {"environment": first}, "b": {"environment": second}})
+    owners = _hooks([], "a", "b", environment={"a": first, "b": second})
     assert len(hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)) == 64
     calls: list[Call] = []
     owners = _hooks(
-        calls,
-        "a",
-        "b",
-        **{"a": {"environment": first}, "b": {"environment": {**second, "ONE_MORE": "opaque-x"}}},
+        calls, "a", "b", environment={"a": first, "b": {**second, "ONE_MORE": "opaque-x"}}
     )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
@@ -485,13 +479,7 @@ def test_at_most_64_entries_across_all_hooks() -> None:
 
 def test_a_hook_may_not_change_an_earlier_entry() -> None:
     owners = _hooks(
-        [],
-        "a",
-        "b",
-        **{
-            "a": {"environment": {"TOKEN": "opaque-a"}},
-            "b": {"environment": {"TOKEN": "opaque-b"}},
-        },
+        [], "a", "b", environment={"a": {"TOKEN": "opaque-a"}, "b": {"TOKEN": "opaque-b"}}
     )
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)

@@ -37,15 +37,6 @@ from occ.drivers.compute.kubernetes import (
 
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
 
-AGENT_KINDS: Final = (
-    client.DEPLOYMENT,
-    client.SERVICE,
-    client.CONFIG_MAP,
-    client.SECRET,
-    client.SERVICE_ACCOUNT,
-    client.CLAIM,
-)
-
 MAINTENANCE_INTERVAL_S: Final = 60.0
 """How often active revisions are observed by default (rollout and ready endpoints)."""
 
@@ -354,7 +345,9 @@ class KubernetesComputeDriver:
         namespace = self.kubernetes_namespace(namespace_id)
         if namespace is None:
             return
-        self.steps.delete_all(operation, AGENT_KINDS, namespace, naming.owned_by_agent(agent_id))
+        self.steps.delete_all(
+            operation, namespaces.AGENT_KINDS, namespace, naming.owned_by_agent(agent_id)
+        )
 
     # -- gateway --------------------------------------------------------------------------
 

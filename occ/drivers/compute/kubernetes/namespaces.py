@@ -19,18 +19,18 @@ from occ.drivers.compute.kubernetes import client, ensure, namespace_manifests, 
 
 NAMESPACE_MISSING: Final = "KUBERNETES_NAMESPACE_MISSING"
 
-OWNED_KINDS: Final = (
+AGENT_KINDS: Final = (
     client.DEPLOYMENT,
     client.SERVICE,
     client.CONFIG_MAP,
     client.SECRET,
     client.SERVICE_ACCOUNT,
     client.CLAIM,
-    client.NETWORK_POLICY,
-    client.QUOTA,
-    client.LIMITS,
 )
-"""Every kind occ creates inside a namespace, in teardown order (workloads first)."""
+"""The kinds occ creates for an Agent and its revisions, in teardown order (workloads first)."""
+
+OWNED_KINDS: Final = (*AGENT_KINDS, client.NETWORK_POLICY, client.QUOTA, client.LIMITS)
+"""Every kind occ creates inside a namespace, in teardown order (an Agent's first)."""
 
 
 @dataclass(frozen=True)

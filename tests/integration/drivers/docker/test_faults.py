@@ -88,7 +88,7 @@ def test_the_engine_stopped_mid_deploy_the_work_retries_and_converges_when_it_is
         OCC_CLAIM_INTERVAL_MS="500",
     )
     installation.bootstrap_installation(db, name="docker", admin_name="admin")
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     fleet.worker("drivers")
     fleet.beat()
     w = world.make(db, env)
@@ -142,7 +142,7 @@ def test_a_driver_worker_killed_mid_deploy_leaves_one_gateway_for_the_active_rev
 ) -> None:
     env.update(OCC_COMPUTE_DRIVER="docker", OCC_DOCKER_HOST=docker_host)
     installation.bootstrap_installation(db, name="docker", admin_name="admin")
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     doomed = fleet.worker("doomed")
     w = world.make(db, env)
     try:

@@ -22,6 +22,8 @@ from tests.support.processes import wait_for
 
 FINGERPRINT = base.Credential(world.SECRET_VALUE).fingerprint
 
+pytestmark = pytest.mark.usefixtures("control")
+
 
 @pytest.fixture
 def docker_env(env: dict[str, str], docker_host: str) -> dict[str, str]:
@@ -32,7 +34,7 @@ def docker_env(env: dict[str, str], docker_host: str) -> dict[str, str]:
 @pytest.fixture
 def control(fleet: processes.Fleet, docker_env: dict[str, str], db: Database) -> processes.Process:
     installation.bootstrap_installation(db, name="docker", admin_name="admin")
-    return fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    return fleet.control_worker()
 
 
 @pytest.fixture
@@ -45,12 +47,7 @@ def swept(client: Any) -> Iterator[list[str]]:
 
 
 def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
-    db: Database,
-    docker_env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    client: Any,
-    swept: list[str],
+    db: Database, docker_env: dict[str, str], fleet: processes.Fleet, client: Any, swept: list[str]
 ) -> None:
     fleet.worker("drivers", concurrency=2)
     w = world.make(db, docker_env)
@@ -141,12 +138,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
 
 
 def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_without_attempts(
-    db: Database,
-    docker_env: dict[str, str],
-    fleet: processes.Fleet,
-    control: processes.Process,
-    client: Any,
-    swept: list[str],
+    db: Database, docker_env: dict[str, str], fleet: processes.Fleet, client: Any, swept: list[str]
 ) -> None:
     docker_env["OCC_WORKER_CONVERGENCE_TIMEOUT_MS"] = "10000"
     docker_env["OCC_WORKER_MAX_ATTEMPTS"] = "2"

@@ -11,6 +11,15 @@ from tests.support.kube_api import FakeKubeAPI
 
 GATEWAY_IMAGE = "registry.example/occ-gateway:test"
 CREDENTIAL = "sk-kubernetes-never-shown-4711"
+AGENT_PLURALS = (
+    "configmaps",
+    "secrets",
+    "serviceaccounts",
+    "services",
+    "persistentvolumeclaims",
+    "deployments",
+)
+"""The kinds of object the driver writes for an Agent and its revisions."""
 
 
 @dataclass
@@ -73,17 +82,7 @@ def gateway_name(revision: base.RevisionSpec) -> str:
 def versions(kube_api: FakeKubeAPI, namespace: str) -> dict[tuple[str, str], str]:
     """(plural, name) -> resourceVersion of every object in ``namespace`` and the namespace."""
     found: dict[tuple[str, str], str] = {}
-    for plural in (
-        "configmaps",
-        "secrets",
-        "serviceaccounts",
-        "services",
-        "persistentvolumeclaims",
-        "deployments",
-        "networkpolicies",
-        "resourcequotas",
-        "limitranges",
-    ):
+    for plural in (*AGENT_PLURALS, "networkpolicies", "resourcequotas", "limitranges"):
         for obj in kube_api.objects(plural, namespace):
             found[(plural, obj["metadata"]["name"])] = obj["metadata"]["resourceVersion"]
     ns = kube_api.get("namespaces", None, namespace)

@@ -456,17 +456,7 @@ def test_the_credential_reaches_the_gateway_only_through_its_secret(
 
     encoded = base64.b64encode(helpers.CREDENTIAL.encode()).decode()
     stored: list[object] = []
-    for plural in (
-        "configmaps",
-        "secrets",
-        "serviceaccounts",
-        "services",
-        "persistentvolumeclaims",
-        "deployments",
-        "pods",
-        "endpointslices",
-        "networkpolicies",
-    ):
+    for plural in (*helpers.AGENT_PLURALS, "pods", "endpointslices", "networkpolicies"):
         for obj in kube_api.objects(plural, name):
             if plural == "secrets" and obj["metadata"]["name"] == secret_name:
                 obj = {k: v for k, v in obj.items() if k != "data"}  # noqa: PLW2901
@@ -491,15 +481,7 @@ def test_deleting_the_agent_removes_every_object_labelled_with_it(
         driver.retire_revision(operation, revision)
     driver.delete_agent_credentials(operation, specs.namespace.id, specs.agent_id)
     selector = f"{naming.AGENT_ID}={specs.agent_id}"
-    for plural in (
-        "configmaps",
-        "secrets",
-        "serviceaccounts",
-        "services",
-        "persistentvolumeclaims",
-        "deployments",
-        "pods",
-    ):
+    for plural in (*helpers.AGENT_PLURALS, "pods"):
         assert kube_api.objects(plural, name, label_selector=selector) == [], plural
     assert kube_api.objects("deployments", name, f"{naming.AGENT_ID}={other.agent_id}")
     driver.delete_agent_credentials(operation, specs.namespace.id, specs.agent_id)

@@ -165,7 +165,7 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
         OCC_CLAIM_INTERVAL_MS="500",
         OCC_UNREADY_RECHECK_MS="200",
     )
-    fleet.worker("control", queues="occ.control", pool="threads", concurrency=2)
+    fleet.control_worker()
     fleet.worker("drivers", concurrency=2)
     fleet.beat()
 

@@ -22,10 +22,7 @@ from tests.support.processes import wait_for
 
 READY_TIMEOUT = 20.0
 
-GATEWAY_TEMPLATE = [
-    sys.executable,
-    "-m",
-    "occ.gateway",
+GATEWAY_ARGUMENTS = [
     "--port",
     "{port}",
     "--revision-id",
@@ -37,6 +34,9 @@ GATEWAY_TEMPLATE = [
     "--config",
     "{config}",
 ]
+"""The stand-in gateway's arguments, with the placeholders the driver fills in."""
+
+GATEWAY_TEMPLATE = [sys.executable, "-m", "occ.gateway", *GATEWAY_ARGUMENTS]
 """The stand-in gateway as a harness command template."""
 
 

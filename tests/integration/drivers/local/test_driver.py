@@ -146,22 +146,8 @@ def test_a_new_driver_finds_the_running_gateway_again(root: Path) -> None:
 
 def test_stop_keeps_the_files_and_a_later_prepare_starts_again(root: Path) -> None:
     # Through the `occ gateway` command, so its clean SIGTERM exit is seen in the log.
-    command = [
-        sys.executable,
-        "-c",
-        "from occ.cli import main; main()",
-        "gateway",
-        "--port",
-        "{port}",
-        "--revision-id",
-        "{revision_id}",
-        "--agent-id",
-        "{agent_id}",
-        "--generation",
-        "{generation}",
-        "--config",
-        "{config}",
-    ]
+    command = [sys.executable, "-c", "from occ.cli import main; main()", "gateway"]
+    command += support.GATEWAY_ARGUMENTS
     driver = LocalComputeDriver(root, harness_commands={"cli": command})
     revision = support.revision(ids.new("agent"), harness="cli")
     endpoint = support.until_ready(driver, revision).details["endpoint"]

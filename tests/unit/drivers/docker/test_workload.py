@@ -10,22 +10,16 @@ import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import naming, workload
+from tests.support import specs
 
 SECRET = "sk-unit-never-in-config"
 
 
 def _revision(credential: str | None = SECRET) -> base.RevisionSpec:
-    return base.RevisionSpec(
-        namespace_id="ns_1",
-        agent_id="agt_1",
-        revision_id="rev_1",
+    return specs.revision(
         revision_number=3,
         configuration_generation=2,
         configuration_document={"model": "m"},
-        harness_id="openclaw",
-        harness_version="1.0.0",
-        harness_mode="embedded",
-        service_principal_id="prn_1",
         credential=None if credential is None else base.Credential(credential),
     )
 

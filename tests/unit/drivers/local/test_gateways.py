@@ -14,19 +14,10 @@ import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.local import gateways
+from tests.support import specs
 
-REVISION = base.RevisionSpec(
-    namespace_id="ns_1",
-    agent_id="agt_1",
-    revision_id="rev_1",
-    revision_number=1,
-    configuration_generation=4,
-    configuration_document={},
-    harness_id="openclaw",
-    harness_version="1.0.0",
-    harness_mode="embedded",
-    service_principal_id="prn_1",
-    credential=base.Credential("sk-never-in-a-command"),
+REVISION = specs.revision(
+    configuration_generation=4, credential=base.Credential("sk-never-in-a-command")
 )
 
 

@@ -1,0 +1,25 @@
+"""Specs as a Compute Driver receives them, for the driver tests that need only a few fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from occ.drivers.compute import base
+
+
+def revision(**fields: Any) -> base.RevisionSpec:
+    """Revision 1 (generation 1, an empty document) of the embedded ``openclaw`` 1.0.0 Agent
+    ``agt_1`` in ``ns_1``, without a credential; ``fields`` replace any of these."""
+    defaults: dict[str, Any] = {
+        "namespace_id": "ns_1",
+        "agent_id": "agt_1",
+        "revision_id": "rev_1",
+        "revision_number": 1,
+        "configuration_generation": 1,
+        "configuration_document": {},
+        "harness_id": "openclaw",
+        "harness_version": "1.0.0",
+        "harness_mode": "embedded",
+        "service_principal_id": "prn_1",
+    }
+    return base.RevisionSpec(**{**defaults, **fields})
