@@ -64,7 +64,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -75,7 +75,7 @@ import sqlalchemy as sa
 from occ.controller import installation
 from occ.db import Database
 from occ.state import api_keys
-from tests.support import databases, servers
+from tests.support import brokers, databases, servers
 
 WORKERS = 2
 WORKER_THREADS = 4
@@ -163,19 +163,9 @@ def redis_url() -> str:
     chosen = os.environ.get("OCC_BENCH_REDIS_URL")
     if chosen:
         return chosen
-    base = urlsplit(os.environ.get("OCC_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0")
-
-    def url(number: int) -> str:
-        return urlunsplit((base.scheme, base.netloc, f"/{number}", "", ""))
-
-    with redis.Redis.from_url(url(0), socket_timeout=5) as probe:
-        busy = {int(client["db"]) for client in probe.client_list()}
-    for number in REDIS_CANDIDATE_DBS:
-        if number in busy:
-            continue
-        with redis.Redis.from_url(url(number), socket_timeout=5) as candidate:
-            if candidate.dbsize() == 0:
-                return url(number)
+    number = brokers.quiet_database(REDIS_CANDIDATE_DBS)
+    if number is not None:
+        return brokers.url(number)
     raise RuntimeError("no free Redis database; set OCC_BENCH_REDIS_URL")
 
 

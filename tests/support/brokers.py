@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import redis
 
@@ -30,3 +30,17 @@ def flushed(database: int) -> Iterator[str]:
     finally:
         client.flushdb()
         client.close()
+
+
+def quiet_database(candidates: Iterable[int]) -> int | None:
+    """The first of the ``candidates`` database numbers that is empty and that no client is
+    connected to (a parallel run's worker would be), or None."""
+    with redis.Redis.from_url(url(0), socket_timeout=5) as probe:
+        busy = {int(client["db"]) for client in probe.client_list()}
+    for number in candidates:
+        if number in busy:
+            continue
+        with redis.Redis.from_url(url(number), socket_timeout=5) as candidate:
+            if candidate.dbsize() == 0:
+                return number
+    return None

@@ -8,36 +8,25 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from sqlalchemy.engine import make_url
 
 from occ.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import names, nudge
-from tests.support import processes
+from tests.support import brokers, processes
 
 COALESCE_S = 0.5
 CANDIDATE_REDIS_DBS = (14, *range(12, 0, -1))
 
 
 @pytest.fixture
-def quiet_broker_url(broker_url: str) -> Iterator[str]:
+def quiet_broker_url() -> Iterator[str]:
     """An empty Redis database nobody is connected to (the suite's fixed one may have a worker
     of a parallel run consuming ``occ.control``); flushed afterwards."""
-
-    def on(number: int) -> str:
-        return make_url(broker_url).set(database=str(number)).render_as_string(hide_password=False)
-
-    with redis.Redis.from_url(broker_url, socket_timeout=5) as probe:
-        busy = {int(client["db"]) for client in probe.client_list()}
-    for number in CANDIDATE_REDIS_DBS:
-        if number in busy:
-            continue
-        with redis.Redis.from_url(on(number), socket_timeout=5) as candidate:
-            if candidate.dbsize() == 0:
-                yield on(number)
-                candidate.flushdb()
-                return
-    pytest.fail("no free Redis database on the test server")
+    number = brokers.quiet_database(CANDIDATE_REDIS_DBS)
+    if number is None:
+        pytest.fail("no free Redis database on the test server")
+    with brokers.flushed(number) as url:
+        yield url
 
 
 def claim_messages(broker_url: str) -> int:
