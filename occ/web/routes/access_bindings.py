@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import access_bindings
-from occ.web import access, locations, pagination, routing
+from occ.web import access, calls, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -20,10 +18,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _database() -> Any:
-    return flask.current_app.extensions["occ"].runtime.database
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.AccessBindingCreate)
 @blueprint.response(201, common.envelope(schemas.AccessBinding))
@@ -31,15 +25,12 @@ def _database() -> Any:
 @locations.at("access_bindings.get_access_binding", binding_id="id")
 def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
     """Bind a Role to a principal; ``resource`` limits it to that exact resource."""
-    return common.wrap(
-        access_bindings.create_binding(
-            _database(),
-            actor_id=access.principal_id(),
-            role_id=body["role_id"],
-            principal_id=body["principal_id"],
-            namespace_id=body["namespace_id"],
-            resource=body["resource"],
-        )
+    return calls.item(
+        access_bindings.create_binding,
+        role_id=body["role_id"],
+        principal_id=body["principal_id"],
+        namespace_id=body["namespace_id"],
+        resource=body["resource"],
     )
 
 
@@ -49,13 +40,7 @@ def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_access_bindings(query: dict[str, Any]) -> dict[str, Any]:
     """The live (unrevoked) bindings."""
-    return pagination.page(
-        access_bindings.list_bindings(
-            _database(),
-            actor_id=access.principal_id(),
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(access_bindings.list_bindings, query)
 
 
 @blueprint.route("/<binding_id>", methods=["GET"])
@@ -63,11 +48,7 @@ def list_access_bindings(query: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_access_binding(binding_id: str) -> dict[str, Any]:
     """A binding; a revoked one shows ``revokedAt``."""
-    return common.wrap(
-        access_bindings.get_binding(
-            _database(), actor_id=access.principal_id(), binding_id=binding_id
-        )
-    )
+    return calls.item(access_bindings.get_binding, binding_id=binding_id)
 
 
 @blueprint.route("/<binding_id>", methods=["DELETE"])
@@ -75,8 +56,4 @@ def get_access_binding(binding_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def revoke_access_binding(binding_id: str) -> dict[str, Any]:
     """Revoke a binding. A repeat answers the same."""
-    return common.wrap(
-        access_bindings.revoke_binding(
-            _database(), actor_id=access.principal_id(), binding_id=binding_id
-        )
-    )
+    return calls.item(access_bindings.revoke_binding, binding_id=binding_id)

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import agent_lifecycle, agents, deployments
-from occ.web import access, locations, pagination, preconditions, routing
+from occ.web import access, calls, locations, pagination, preconditions, routing
 from occ.web.schemas import agents as schemas
 from occ.web.schemas import common
 
@@ -20,10 +18,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _context() -> Any:
-    return flask.current_app.extensions["occ"]
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.AgentCreate)
 @blueprint.response(201, common.envelope(schemas.Agent))
@@ -31,20 +25,16 @@ def _context() -> Any:
 @locations.at("agents.get_agent", agent_id="id")
 def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a draft Agent (desired ``stopped``) and its service principal; nothing runs."""
-    context = _context()
-    return common.wrap(
-        agents.create_agent(
-            context.runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            name=body["name"],
-            configuration_id=body["configuration_id"],
-            harness=body["harness"],
-            execution_mode=body["execution_mode"],
-            harness_auth=body["harness_auth"],
-            compute_driver=context.runtime.settings.compute_driver,
-            grant_runtime_access=body["grant_runtime_access"],
-        )
+    return calls.item(
+        agents.create_agent,
+        namespace_id=namespace_id,
+        name=body["name"],
+        configuration_id=body["configuration_id"],
+        harness=body["harness"],
+        execution_mode=body["execution_mode"],
+        harness_auth=body["harness_auth"],
+        compute_driver=calls.context().runtime.settings.compute_driver,
+        grant_runtime_access=body["grant_runtime_access"],
     )
 
 
@@ -54,28 +44,14 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 @access.requires("agent:read")
 def list_agents(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Agents the caller may read."""
-    return pagination.page(
-        agents.list_agents(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(agents.list_agents, query, namespace_id=namespace_id)
 
 
 @blueprint.route("/<agent_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Agent))
 @access.requires("agent:read")
 def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
-    return common.wrap(
-        agents.get_agent(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-        )
-    )
+    return calls.item(agents.get_agent, namespace_id=namespace_id, agent_id=agent_id)
 
 
 @blueprint.route("/<agent_id>", methods=["PATCH"])
@@ -84,15 +60,12 @@ def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 @access.requires("agent:update")
 def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Edit the draft; deployed revisions keep what they pinned."""
-    return common.wrap(
-        agents.update_agent(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-            changes=body,
-            if_match=preconditions.expected(),
-        )
+    return calls.item(
+        agents.update_agent,
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+        changes=body,
+        if_match=preconditions.expected(),
     )
 
 
@@ -102,16 +75,12 @@ def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 @locations.at("agents.get_agent")
 def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit the deletion; repeat after a failure to retry (or take it over)."""
-    context = _context()
-    view = agent_lifecycle.delete_agent(
-        context.runtime.database,
-        actor_id=access.principal_id(),
+    return calls.admitted(
+        agent_lifecycle.delete_agent,
         namespace_id=namespace_id,
         agent_id=agent_id,
         if_match=preconditions.expected(),
     )
-    context.nudger.nudge()
-    return common.wrap(view)
 
 
 @blueprint.route("/<agent_id>/deploy", methods=["POST"])
@@ -121,15 +90,7 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 @locations.at("agents.get_deployment", deployment_id="deployment_id")
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
-    context = _context()
-    accepted = deployments.deploy_agent(
-        context.runtime.database,
-        actor_id=access.principal_id(),
-        namespace_id=namespace_id,
-        agent_id=agent_id,
-    )
-    context.nudger.nudge()
-    return common.wrap(accepted)
+    return calls.admitted(deployments.deploy_agent, namespace_id=namespace_id, agent_id=agent_id)
 
 
 @blueprint.route("/<agent_id>/stop", methods=["POST"])
@@ -139,15 +100,7 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 @locations.at("agents.get_agent")
 def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a stop: desired ``stopped``; a worker stops the runtime."""
-    context = _context()
-    view = agent_lifecycle.stop_agent(
-        context.runtime.database,
-        actor_id=access.principal_id(),
-        namespace_id=namespace_id,
-        agent_id=agent_id,
-    )
-    context.nudger.nudge()
-    return common.wrap(view)
+    return calls.admitted(agent_lifecycle.stop_agent, namespace_id=namespace_id, agent_id=agent_id)
 
 
 @blueprint.route("/<agent_id>/revisions", methods=["GET"])
@@ -156,14 +109,12 @@ def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[s
 @access.requires("agent_revision:read")
 def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """The Agent's revisions the caller may read, newest first."""
-    return pagination.page(
-        deployments.list_revisions(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-            window=pagination.window(query, pagination.NEWEST_REVISION_FIRST),
-        )
+    return calls.page(
+        deployments.list_revisions,
+        query,
+        order=pagination.NEWEST_REVISION_FIRST,
+        namespace_id=namespace_id,
+        agent_id=agent_id,
     )
 
 
@@ -171,14 +122,11 @@ def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> d
 @blueprint.response(200, common.envelope(schemas.AgentRevision))
 @access.requires("agent_revision:read")
 def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str, Any]:
-    return common.wrap(
-        deployments.get_revision(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-            revision_id=revision_id,
-        )
+    return calls.item(
+        deployments.get_revision,
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+        revision_id=revision_id,
     )
 
 
@@ -187,12 +135,9 @@ def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str
 @access.requires("agent_revision:read")
 def get_deployment(namespace_id: str, agent_id: str, deployment_id: str) -> dict[str, Any]:
     """A deployment's status: pending, active, superseded, stopped or failed."""
-    return common.wrap(
-        deployments.get_deployment(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-            deployment_id=deployment_id,
-        )
+    return calls.item(
+        deployments.get_deployment,
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+        deployment_id=deployment_id,
     )

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
 import marshmallow as ma
 
 from occ.controller import operations
-from occ.web import access, routing
+from occ.web import access, calls, routing
 from occ.web.schemas import operations as schemas
 
 blueprint = routing.Blueprint(
@@ -25,9 +24,8 @@ blueprint = routing.Blueprint(
 @access.requires("installation:read")
 def list_audit_events(query: dict[str, Any]) -> dict[str, Any]:
     """Audit events filtered by Namespace, resource, work item and kind; paged by sequence."""
-    page = operations.list_audit_events(
-        flask.current_app.extensions["occ"].runtime.database,
-        actor_id=access.principal_id(),
+    page = calls.call(
+        operations.list_audit_events,
         namespace_id=query.get("namespace_id"),
         resource_id=query.get("resource_id"),
         work_id=query.get("work_id"),

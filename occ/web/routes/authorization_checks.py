@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import authorization_checks
-from occ.web import access, routing
+from occ.web import access, calls, routing
 from occ.web.schemas import authorization_checks as schemas
 from occ.web.schemas import common
 
@@ -26,13 +24,10 @@ blueprint = routing.Blueprint(
 def create_check(body: dict[str, Any]) -> dict[str, Any]:
     """Decide for the caller (any principal), or for ``principalId`` (needs
     ``installation:administer``); a read: nothing is created."""
-    return common.wrap(
-        authorization_checks.check(
-            flask.current_app.extensions["occ"].runtime.database,
-            actor_id=access.principal_id(),
-            permission=body["permission"],
-            resource=body["resource"],
-            namespace_id=body["namespace_id"],
-            principal_id=body["principal_id"],
-        )
+    return calls.item(
+        authorization_checks.check,
+        permission=body["permission"],
+        resource=body["resource"],
+        namespace_id=body["namespace_id"],
+        principal_id=body["principal_id"],
     )

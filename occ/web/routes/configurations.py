@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import configurations
-from occ.web import access, locations, pagination, preconditions, routing
+from occ.web import access, calls, locations, pagination, preconditions, routing
 from occ.web.schemas import common
 from occ.web.schemas import configurations as schemas
 
@@ -19,10 +17,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _context() -> Any:
-    return flask.current_app.extensions["occ"]
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.ConfigurationCreate)
 @blueprint.response(201, common.envelope(schemas.Configuration))
@@ -30,14 +24,11 @@ def _context() -> Any:
 @locations.at("configurations.get_configuration", configuration_id="id")
 def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a Configuration at generation 1 (the Namespace must be ``ready``)."""
-    return common.wrap(
-        configurations.create_configuration(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            name=body["name"],
-            document=body["document"],
-        )
+    return calls.item(
+        configurations.create_configuration,
+        namespace_id=namespace_id,
+        name=body["name"],
+        document=body["document"],
     )
 
 
@@ -47,27 +38,17 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
 @access.requires("configuration:read")
 def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
-    return pagination.page(
-        configurations.list_configurations(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(configurations.list_configurations, query, namespace_id=namespace_id)
 
 
 @blueprint.route("/<configuration_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Configuration))
 @access.requires("configuration:read")
 def get_configuration(namespace_id: str, configuration_id: str) -> dict[str, Any]:
-    return common.wrap(
-        configurations.get_configuration(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            configuration_id=configuration_id,
-        )
+    return calls.item(
+        configurations.get_configuration,
+        namespace_id=namespace_id,
+        configuration_id=configuration_id,
     )
 
 
@@ -79,16 +60,13 @@ def update_configuration(
     body: dict[str, Any], namespace_id: str, configuration_id: str
 ) -> dict[str, Any]:
     """Change the name and/or replace the document; ``generation`` moves by one."""
-    return common.wrap(
-        configurations.update_configuration(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            configuration_id=configuration_id,
-            name=body.get("name"),
-            document=body.get("document"),
-            if_match=preconditions.expected(),
-        )
+    return calls.item(
+        configurations.update_configuration,
+        namespace_id=namespace_id,
+        configuration_id=configuration_id,
+        name=body.get("name"),
+        document=body.get("document"),
+        if_match=preconditions.expected(),
     )
 
 
@@ -97,9 +75,8 @@ def update_configuration(
 @access.requires("configuration:delete")
 def delete_configuration(namespace_id: str, configuration_id: str) -> None:
     """Delete a Configuration no Agent uses (409 otherwise)."""
-    configurations.delete_configuration(
-        _context().runtime.database,
-        actor_id=access.principal_id(),
+    calls.call(
+        configurations.delete_configuration,
         namespace_id=namespace_id,
         configuration_id=configuration_id,
         if_match=preconditions.expected(),

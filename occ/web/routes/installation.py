@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import installation
-from occ.web import access, routing
+from occ.web import access, calls, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
@@ -23,5 +21,4 @@ blueprint = routing.Blueprint(
 @blueprint.response(200, common.envelope(schemas.Installation))
 @access.requires("installation:read")
 def get_installation() -> dict[str, Any]:
-    db = flask.current_app.extensions["occ"].runtime.database
-    return common.wrap(installation.get_installation(db, actor_id=access.principal_id()))
+    return calls.item(installation.get_installation)

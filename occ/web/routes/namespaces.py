@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import namespaces
-from occ.web import access, locations, pagination, preconditions, routing
+from occ.web import access, calls, locations, pagination, preconditions, routing
 from occ.web.schemas import common
 from occ.web.schemas import namespaces as schemas
 
 blueprint = routing.Blueprint(
     "namespaces", __name__, url_prefix="/v1/namespaces", description="Tenant boundaries."
 )
-
-
-def _context() -> Any:
-    return flask.current_app.extensions["occ"]
 
 
 @blueprint.route("", methods=["POST"])
@@ -27,15 +21,11 @@ def _context() -> Any:
 @locations.at("namespaces.get_namespace", namespace_id="id")
 def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
     """Admit a Namespace; it is ``provisioning`` until a worker makes it ``ready``."""
-    context = _context()
-    view = namespaces.create_namespace(
-        context.runtime.database,
-        actor_id=access.principal_id(),
+    return calls.admitted(
+        namespaces.create_namespace,
         name=body["name"],
         existing_namespace=body["existing_namespace"],
     )
-    context.nudger.nudge()
-    return common.wrap(view)
 
 
 @blueprint.route("", methods=["GET"])
@@ -44,24 +34,14 @@ def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("namespace:read")
 def list_namespaces(query: dict[str, Any]) -> dict[str, Any]:
     """The Namespaces the caller may read."""
-    return pagination.page(
-        namespaces.list_namespaces(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(namespaces.list_namespaces, query)
 
 
 @blueprint.route("/<namespace_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Namespace))
 @access.requires("namespace:read")
 def get_namespace(namespace_id: str) -> dict[str, Any]:
-    return common.wrap(
-        namespaces.get_namespace(
-            _context().runtime.database, actor_id=access.principal_id(), namespace_id=namespace_id
-        )
-    )
+    return calls.item(namespaces.get_namespace, namespace_id=namespace_id)
 
 
 @blueprint.route("/<namespace_id>", methods=["DELETE"])
@@ -70,12 +50,6 @@ def get_namespace(namespace_id: str) -> dict[str, Any]:
 @locations.at("namespaces.get_namespace")
 def delete_namespace(namespace_id: str) -> dict[str, Any]:
     """Admit the deletion of an empty Namespace; repeat after a failure to retry."""
-    context = _context()
-    view = namespaces.delete_namespace(
-        context.runtime.database,
-        actor_id=access.principal_id(),
-        namespace_id=namespace_id,
-        if_match=preconditions.expected(),
+    return calls.admitted(
+        namespaces.delete_namespace, namespace_id=namespace_id, if_match=preconditions.expected()
     )
-    context.nudger.nudge()
-    return common.wrap(view)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import principals
-from occ.web import access, locations, pagination, routing
+from occ.web import access, calls, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -19,10 +17,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _context() -> Any:
-    return flask.current_app.extensions["occ"]
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.PrincipalCreate)
 @blueprint.response(201, common.envelope(schemas.Principal))
@@ -30,14 +24,11 @@ def _context() -> Any:
 @locations.at("principals.get_principal", principal_id="id")
 def create_principal(body: dict[str, Any]) -> dict[str, Any]:
     """Create a human or service principal (a service principal may belong to a Namespace)."""
-    return common.wrap(
-        principals.create_principal(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            name=body["name"],
-            kind=body["kind"],
-            namespace_id=body["namespace_id"],
-        )
+    return calls.item(
+        principals.create_principal,
+        name=body["name"],
+        kind=body["kind"],
+        namespace_id=body["namespace_id"],
     )
 
 
@@ -47,24 +38,14 @@ def create_principal(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_principals(query: dict[str, Any]) -> dict[str, Any]:
     """Every principal, Agent-owned service principals included (with their ``agentId``)."""
-    return pagination.page(
-        principals.list_principals(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(principals.list_principals, query)
 
 
 @blueprint.route("/<principal_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Principal))
 @access.requires("installation:administer")
 def get_principal(principal_id: str) -> dict[str, Any]:
-    return common.wrap(
-        principals.get_principal(
-            _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
-        )
-    )
+    return calls.item(principals.get_principal, principal_id=principal_id)
 
 
 @blueprint.route("/<principal_id>/api-keys", methods=["POST"])
@@ -74,14 +55,10 @@ def get_principal(principal_id: str) -> dict[str, Any]:
 @locations.at("principals.revoke_api_key", key_id="id")
 def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """Mint an API key; the response is the only place its ``key`` ever appears."""
-    context = _context()
-    return common.wrap(
-        principals.mint_api_key(
-            context.runtime.database,
-            actor_id=access.principal_id(),
-            principal_id=principal_id,
-            pepper=context.runtime.settings.api_key_pepper,
-        )
+    return calls.item(
+        principals.mint_api_key,
+        principal_id=principal_id,
+        pepper=calls.context().runtime.settings.api_key_pepper,
     )
 
 
@@ -91,14 +68,7 @@ def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """The principal's keys (metadata only), revoked ones included."""
-    return pagination.page(
-        principals.list_api_keys(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            principal_id=principal_id,
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(principals.list_api_keys, query, principal_id=principal_id)
 
 
 @blueprint.route("/<principal_id>/api-keys/<key_id>", methods=["DELETE"])
@@ -106,14 +76,7 @@ def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
     """Revoke a key: it stops authenticating at once. A repeat answers the same."""
-    return common.wrap(
-        principals.revoke_api_key(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            principal_id=principal_id,
-            key_id=key_id,
-        )
-    )
+    return calls.item(principals.revoke_api_key, principal_id=principal_id, key_id=key_id)
 
 
 @blueprint.route("/<principal_id>", methods=["DELETE"])
@@ -121,8 +84,4 @@ def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def disable_principal(principal_id: str) -> dict[str, Any]:
     """Disable a principal and revoke its keys (rows are kept). A repeat answers the same."""
-    return common.wrap(
-        principals.disable_principal(
-            _context().runtime.database, actor_id=access.principal_id(), principal_id=principal_id
-        )
-    )
+    return calls.item(principals.disable_principal, principal_id=principal_id)

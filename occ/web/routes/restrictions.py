@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import restrictions
-from occ.web import access, locations, pagination, routing
+from occ.web import access, calls, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -20,10 +18,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _database() -> Any:
-    return flask.current_app.extensions["occ"].runtime.database
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.RestrictionCreate)
 @blueprint.response(201, common.envelope(schemas.Restriction))
@@ -31,15 +25,12 @@ def _database() -> Any:
 @locations.at("restrictions.get_restriction", restriction_id="id")
 def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
     """Deny ``permission``; each optional field narrows the rule (unset: everything)."""
-    return common.wrap(
-        restrictions.create_restriction(
-            _database(),
-            actor_id=access.principal_id(),
-            permission=body["permission"],
-            principal_id=body["principal_id"],
-            namespace_id=body["namespace_id"],
-            resource_id=body["resource_id"],
-        )
+    return calls.item(
+        restrictions.create_restriction,
+        permission=body["permission"],
+        principal_id=body["principal_id"],
+        namespace_id=body["namespace_id"],
+        resource_id=body["resource_id"],
     )
 
 
@@ -49,24 +40,14 @@ def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_restrictions(query: dict[str, Any]) -> dict[str, Any]:
     """Every restriction."""
-    return pagination.page(
-        restrictions.list_restrictions(
-            _database(),
-            actor_id=access.principal_id(),
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(restrictions.list_restrictions, query)
 
 
 @blueprint.route("/<restriction_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Restriction))
 @access.requires("installation:administer")
 def get_restriction(restriction_id: str) -> dict[str, Any]:
-    return common.wrap(
-        restrictions.get_restriction(
-            _database(), actor_id=access.principal_id(), restriction_id=restriction_id
-        )
-    )
+    return calls.item(restrictions.get_restriction, restriction_id=restriction_id)
 
 
 @blueprint.route("/<restriction_id>", methods=["DELETE"])
@@ -74,8 +55,4 @@ def get_restriction(restriction_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def delete_restriction(restriction_id: str) -> dict[str, Any]:
     """Remove a restriction; the response is what it was."""
-    return common.wrap(
-        restrictions.delete_restriction(
-            _database(), actor_id=access.principal_id(), restriction_id=restriction_id
-        )
-    )
+    return calls.item(restrictions.delete_restriction, restriction_id=restriction_id)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ.controller import roles
-from occ.web import access, locations, pagination, routing
+from occ.web import access, calls, locations, pagination, routing
 from occ.web.schemas import common
 from occ.web.schemas import iam as schemas
 
@@ -19,10 +17,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _database() -> Any:
-    return flask.current_app.extensions["occ"].runtime.database
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.RoleCreate)
 @blueprint.response(201, common.envelope(schemas.Role))
@@ -30,14 +24,11 @@ def _database() -> Any:
 @locations.at("roles.get_role", role_id="id")
 def create_role(body: dict[str, Any]) -> dict[str, Any]:
     """Create a Role (Installation-wide, or of one Namespace with ``namespaceId``)."""
-    return common.wrap(
-        roles.create_role(
-            _database(),
-            actor_id=access.principal_id(),
-            name=body["name"],
-            permissions=body["permissions"],
-            namespace_id=body["namespace_id"],
-        )
+    return calls.item(
+        roles.create_role,
+        name=body["name"],
+        permissions=body["permissions"],
+        namespace_id=body["namespace_id"],
     )
 
 
@@ -47,13 +38,7 @@ def create_role(body: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def list_roles(query: dict[str, Any]) -> dict[str, Any]:
     """The live Roles."""
-    return pagination.page(
-        roles.list_roles(
-            _database(),
-            actor_id=access.principal_id(),
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(roles.list_roles, query)
 
 
 @blueprint.route("/<role_id>", methods=["GET"])
@@ -61,7 +46,7 @@ def list_roles(query: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_role(role_id: str) -> dict[str, Any]:
     """A Role; a deleted one shows ``deletedAt``."""
-    return common.wrap(roles.get_role(_database(), actor_id=access.principal_id(), role_id=role_id))
+    return calls.item(roles.get_role, role_id=role_id)
 
 
 @blueprint.route("/<role_id>", methods=["DELETE"])
@@ -69,6 +54,4 @@ def get_role(role_id: str) -> dict[str, Any]:
 @access.requires("installation:administer")
 def delete_role(role_id: str) -> dict[str, Any]:
     """Delete a Role (soft): its bindings stop granting. A repeat answers the same."""
-    return common.wrap(
-        roles.delete_role(_database(), actor_id=access.principal_id(), role_id=role_id)
-    )
+    return calls.item(roles.delete_role, role_id=role_id)

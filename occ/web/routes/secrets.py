@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
-
 from occ import secret_store
 from occ.controller import secrets
-from occ.web import access, locations, pagination, preconditions, routing
+from occ.web import access, calls, locations, pagination, preconditions, routing
 from occ.web.schemas import common
 from occ.web.schemas import secrets as schemas
 
@@ -23,10 +21,6 @@ blueprint = routing.Blueprint(
 )
 
 
-def _context() -> Any:
-    return flask.current_app.extensions["occ"]
-
-
 @blueprint.route("", methods=["POST"])
 @blueprint.arguments(schemas.SecretCreate)
 @blueprint.response(201, common.envelope(schemas.Secret))
@@ -34,16 +28,12 @@ def _context() -> Any:
 @locations.at("secrets.get_secret", secret_id="id")  # noqa: S106 (a URL argument)
 def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
-    context = _context()
-    return common.wrap(
-        secrets.create_secret(
-            context.runtime.database,
-            store=secret_store.SecretStore.from_settings(context.runtime.settings),
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            name=body["name"],
-            value=body["value"],
-        )
+    return calls.item(
+        secrets.create_secret,
+        store=secret_store.SecretStore.from_settings(calls.context().runtime.settings),
+        namespace_id=namespace_id,
+        name=body["name"],
+        value=body["value"],
     )
 
 
@@ -53,28 +43,14 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 @access.requires("secret:read")
 def list_secrets(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Secrets the caller may read (metadata)."""
-    return pagination.page(
-        secrets.list_secrets(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            window=pagination.window(query, pagination.BY_CREATION),
-        )
-    )
+    return calls.page(secrets.list_secrets, query, namespace_id=namespace_id)
 
 
 @blueprint.route("/<secret_id>", methods=["GET"])
 @blueprint.response(200, common.envelope(schemas.Secret))
 @access.requires("secret:read")
 def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
-    return common.wrap(
-        secrets.get_secret(
-            _context().runtime.database,
-            actor_id=access.principal_id(),
-            namespace_id=namespace_id,
-            secret_id=secret_id,
-        )
-    )
+    return calls.item(secrets.get_secret, namespace_id=namespace_id, secret_id=secret_id)
 
 
 @blueprint.route("/<secret_id>", methods=["DELETE"])
@@ -82,9 +58,8 @@ def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
 @access.requires("secret:delete")
 def delete_secret(namespace_id: str, secret_id: str) -> None:
     """Delete a Secret no Agent's harness authentication uses (409 otherwise)."""
-    secrets.delete_secret(
-        _context().runtime.database,
-        actor_id=access.principal_id(),
+    calls.call(
+        secrets.delete_secret,
         namespace_id=namespace_id,
         secret_id=secret_id,
         if_match=preconditions.expected(),

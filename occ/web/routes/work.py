@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import flask
 import marshmallow as ma
 
 from occ.controller import operations
-from occ.web import access, routing
+from occ.web import access, calls, routing
 from occ.web.schemas import common
 from occ.web.schemas import operations as schemas
 
@@ -17,19 +16,14 @@ blueprint = routing.Blueprint(
 )
 
 
-def _database() -> Any:
-    return flask.current_app.extensions["occ"].runtime.database
-
-
 @blueprint.route("", methods=["GET"])
 @blueprint.arguments(schemas.WorkQuery, location="query", unknown=ma.RAISE)
 @blueprint.response(200, schemas.WorkItemListResponse)
 @access.requires("installation:administer")
 def list_work(query: dict[str, Any]) -> dict[str, Any]:
     """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor."""
-    page = operations.list_work(
-        _database(),
-        actor_id=access.principal_id(),
+    page = calls.call(
+        operations.list_work,
         state=query.get("state"),
         namespace_id=query.get("namespace_id"),
         agent_id=query.get("agent_id"),
@@ -44,6 +38,4 @@ def list_work(query: dict[str, Any]) -> dict[str, Any]:
 @access.requires("installation:administer")
 def get_work(work_id: str) -> dict[str, Any]:
     """One work item (its id is its idempotency key, colons included)."""
-    return common.wrap(
-        operations.get_work(_database(), actor_id=access.principal_id(), work_id=work_id)
-    )
+    return calls.item(operations.get_work, work_id=work_id)
