@@ -27,11 +27,11 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         if agent.status != "deleting" or agent.desired_runtime_state != "stopped":
             return _fail(session, context, agent, Code.INVALID_AGENT_STATE)
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
-        denial = authority.first_denial(session, [(owner.actor_id, "agent:delete", resource)])
-        if denial is not None:
-            return authority.refuse(
-                session, context, action="agents.delete", resource=resource, decision=denial
-            )
+        refused = authority.refused(
+            session, context, "agent:delete", action="agents.delete", resource=resource
+        )
+        if refused is not None:
+            return refused
         revisions = revision_rows.list_revisions(session, agent.id)
         if any(r.compute_driver != worker.driver.name for r in revisions):
             return _fail(session, context, agent, Code.COMPUTE_DRIVER_MISMATCH)

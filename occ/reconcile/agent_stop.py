@@ -24,11 +24,11 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         if agent is None:
             return settle.fail(session, claim, Code.INVALID_AGENT_OWNER)
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
-        denial = authority.first_denial(session, [(owner.actor_id, "agent:operate", resource)])
-        if denial is not None:
-            return authority.refuse(
-                session, context, action="agents.stop", resource=resource, decision=denial
-            )
+        refused = authority.refused(
+            session, context, "agent:operate", action="agents.stop", resource=resource
+        )
+        if refused is not None:
+            return refused
         if agent.desired_runtime_state != "stopped":
             return settle.complete(session, claim, Code.STOP_SUPERSEDED)
         revisions = revision_rows.list_revisions(session, agent.id)

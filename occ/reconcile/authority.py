@@ -28,6 +28,22 @@ def first_denial(
     return None
 
 
+def refused(
+    session: Session,
+    context: ClaimContext,
+    permission: str,
+    *,
+    action: str,
+    resource: iam.Resource,
+) -> outcome.PassResult | None:
+    """Re-check the item's actor for ``permission`` on ``resource``: when refused, the item
+    failed and the denial audited (``refuse``); ``None`` when it is still allowed."""
+    denial = first_denial(session, [(context.claim.owner.actor_id, permission, resource)])
+    if denial is None:
+        return None
+    return refuse(session, context, action=action, resource=resource, decision=denial)
+
+
 def refuse(
     session: Session,
     context: ClaimContext,
