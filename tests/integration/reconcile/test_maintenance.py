@@ -15,15 +15,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from occ import secret_store
 from occ.config import Settings
-from occ.controller import deployments, installation, namespaces
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.reconcile.environment import Worker
 from occ.state import models, values
-from occ.state import namespaces as namespace_rows
+from tests.integration.reconcile import support
 from tests.support import worlds
 from tests.support.processes import wait_for
 
@@ -49,37 +47,9 @@ def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _deploy_world(db: Database) -> tuple[str, str, str]:
-    boot = installation.bootstrap_installation(db, name="m", admin_name="admin")
-    admin = boot.admin_principal_id
-    assert admin is not None
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    with db.transaction() as session:
-        namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
-        session.execute(
-            sa.update(models.ControllerWork).values(
-                state="succeeded",
-                completed_at=sa.func.clock_timestamp(),
-                reason_code="NAMESPACE_READY",
-            )
-        )
-    world = worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver="local",
-        store=secret_store.SecretStore.from_settings(Settings()),
-        secret_value="v",
-        document={},
-    )
-    return admin, namespace_id, world.agent_id
-
-
-def _activate(db: Database, worker: Worker, admin: str, namespace_id: str, agent_id: str) -> str:
+def _activate(db: Database, worker: Worker, world: worlds.World) -> str:
     """Deploy the Agent and run passes until its new revision is active; the revision's id."""
-    revision_id = deployments.deploy_agent(
-        db, actor_id=admin, namespace_id=namespace_id, agent_id=agent_id
-    ).deployment_id
+    revision_id = worlds.deploy(db, world)
     _run_until(db, worker, f"agent_revision:{revision_id}:reconcile", "REVISION_ACTIVATED")
     return revision_id
 
@@ -117,8 +87,8 @@ def _maintenance_items(db: Database, revision_id: str) -> list[models.Controller
 
 
 def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Worker) -> None:
-    admin, namespace_id, agent_id = _deploy_world(db)
-    first = _activate(db, worker, admin, namespace_id, agent_id)
+    world = support.ready_world(db)
+    first = _activate(db, worker, world)
 
     [scheduled] = _maintenance_items(db, first)
     bucket = int(scheduled.id.rsplit(":", 1)[1])
@@ -128,11 +98,11 @@ def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Wor
     assert [int(i.id.rsplit(":", 1)[1]) > bucket for i in items if i.state == "queued"] == [True]
 
     # a second revision, which supersedes the first
-    _activate(db, worker, admin, namespace_id, agent_id)
+    _activate(db, worker, world)
     [pending] = [i for i in _maintenance_items(db, first) if i.state == "queued"]
     _run_until(db, worker, pending.id, "REVISION_MAINTENANCE_SUPERSEDED")
     assert [i for i in _maintenance_items(db, first) if i.state == "queued"] == []
-    assert worker.driver.revision_process(agent_id, first) is None  # type: ignore[attr-defined]
+    assert worker.driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
 
 
 def _runtime(db: Database, agent_id: str) -> tuple[str, str] | None:
@@ -164,22 +134,22 @@ def _run_due_passes(db: Database, worker: Worker) -> list[str]:
 def test_a_killed_gateway_is_observed_degraded_restarted_and_ready_again(
     db: Database, worker: Worker
 ) -> None:
-    admin, namespace_id, agent_id = _deploy_world(db)
-    revision = _activate(db, worker, admin, namespace_id, agent_id)
-    assert _runtime(db, agent_id) == ("ready", "REVISION_ACTIVATED")
+    world = support.ready_world(db)
+    revision = _activate(db, worker, world)
+    assert _runtime(db, world.agent_id) == ("ready", "REVISION_ACTIVATED")
     driver = worker.driver
-    first_pid = driver.revision_process(agent_id, revision)  # type: ignore[attr-defined]
+    first_pid = driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
     assert first_pid is not None
 
     os.kill(first_pid, signal.SIGKILL)
     wait_for(
-        lambda: driver.revision_process(agent_id, revision) is None,  # type: ignore[attr-defined]
+        lambda: driver.revision_process(world.agent_id, revision) is None,  # type: ignore[attr-defined]
         timeout=10,
         message="the gateway to be gone",
     )
     # the pass that finds it dead records it degraded and starts it again ...
     assert _run_due_passes(db, worker) == ["REVISION_INCOMPLETE"]
-    assert _runtime(db, agent_id) == ("degraded", "REVISION_INCOMPLETE")
+    assert _runtime(db, world.agent_id) == ("degraded", "REVISION_INCOMPLETE")
     # ... and a recheck of the same item finds it ready; the chain goes on in a later bucket
     wait_for(
         lambda: _run_due_passes(db, worker)[-1:] == ["REVISION_ALREADY_ACTIVE"],
@@ -187,8 +157,8 @@ def test_a_killed_gateway_is_observed_degraded_restarted_and_ready_again(
         interval=0.1,
         message="the restarted gateway to be observed ready",
     )
-    assert _runtime(db, agent_id) == ("ready", "REVISION_ALREADY_ACTIVE")
-    second_pid = driver.revision_process(agent_id, revision)  # type: ignore[attr-defined]
+    assert _runtime(db, world.agent_id) == ("ready", "REVISION_ALREADY_ACTIVE")
+    second_pid = driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
     assert second_pid is not None and second_pid != first_pid
     assert [i.state for i in _maintenance_items(db, revision)].count("queued") == 1
 
@@ -196,8 +166,8 @@ def test_a_killed_gateway_is_observed_degraded_restarted_and_ready_again(
 def test_the_seed_observes_every_active_revision_once_per_bucket(
     db: Database, worker: Worker
 ) -> None:
-    admin, namespace_id, agent_id = _deploy_world(db)
-    revision = _activate(db, worker, admin, namespace_id, agent_id)
+    world = support.ready_world(db)
+    revision = _activate(db, worker, world)
     before = {i.id for i in _maintenance_items(db, revision)}
 
     assert executor.observe_active_revisions(worker) == 1

@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
-import sqlalchemy as sa
-
-from occ.config import Settings
 from occ.controller import installation, namespaces
 from occ.db import Database
-from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor, outcome
-from occ.reconcile.environment import Worker
 from occ.state import iam_policy, models, values
 from occ.state import roles as role_rows
+from tests.integration.reconcile import support
 
 POLICY = values.QueuePolicy()
-
-
-def _run_the_one_item(
-    db: Database, tmp_path: Path
-) -> tuple[LocalComputeDriver, values.Claim, outcome.PassResult | None]:
-    """Claim the one admitted item and run it in-process on a local driver: the driver, the
-    claim and the pass's result."""
-    driver = LocalComputeDriver(tmp_path / "local")
-    worker = Worker(
-        database=db, policy=POLICY, driver=driver, shutdown=threading.Event(), settings=Settings()
-    )
-    [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
-    return driver, claim, executor.run(worker, claim.work_id, str(claim.token))
 
 
 def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_path: Path) -> None:
@@ -48,29 +29,19 @@ def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_p
     with db.transaction() as session:
         iam_policy.disable_principal(session, creator.id)
 
-    driver, claim, result = _run_the_one_item(db, tmp_path)
+    driver, claim, result = support.run_the_one_item(db, tmp_path, POLICY)
 
     assert result is not None and result.code == "ACTOR_REVOKED"
     assert driver.effects() == []
     with db.transaction() as session:
         namespace = session.get(models.Namespace, namespace_id)
         work = session.get(models.ControllerWork, claim.work_id)
-        denials = (
-            session.execute(
-                sa.select(models.AuditEvent.action).where(
-                    models.AuditEvent.kind == "authorization_denial",
-                    models.AuditEvent.work_id == claim.work_id,
-                )
-            )
-            .scalars()
-            .all()
-        )
     assert namespace is not None and namespace.status == "failed"
     assert work is not None and (work.state, work.reason_code) == (
         "failed_permanent",
         "ACTOR_REVOKED",
     )
-    assert denials == ["namespaces.create"]
+    assert support.denials(db, claim.work_id) == ["namespaces.create"]
 
 
 def test_adoption_is_refused_when_the_actor_lost_installation_administer(
@@ -104,7 +75,7 @@ def test_adoption_is_refused_when_the_actor_lost_installation_administer(
         )
         iam_policy.revoke_binding(session, binding.id)
 
-    driver, _, result = _run_the_one_item(db, tmp_path)
+    driver, _, result = support.run_the_one_item(db, tmp_path, POLICY)
 
     assert result is not None and result.code == "AUTHORIZATION_DENIED"
     assert driver.effects() == []  # nothing was adopted

@@ -1,0 +1,73 @@
+"""Helpers of the reconcile tests that run work in-process: a ready world, one item run on a
+``local`` driver, and the authorization denials audited for an item."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from occ import secret_store
+from occ.config import Settings
+from occ.controller import installation, namespaces
+from occ.db import Database
+from occ.drivers.compute.local import LocalComputeDriver
+from occ.reconcile import executor, outcome
+from occ.reconcile.environment import Worker
+from occ.state import models, values
+from occ.state import namespaces as namespace_rows
+from tests.support import worlds
+
+
+def ready_world(db: Database) -> worlds.World:
+    """An Installation, a Namespace set ready (its own work item done) and one ``local`` Agent
+    in it, as the administrator made them."""
+    boot = installation.bootstrap_installation(db, name="reconcile", admin_name="admin")
+    admin = boot.admin_principal_id
+    assert admin is not None
+    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
+    with db.transaction() as session:
+        namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
+        session.execute(
+            sa.update(models.ControllerWork).values(
+                state="succeeded",
+                completed_at=sa.func.clock_timestamp(),
+                reason_code="NAMESPACE_READY",
+            )
+        )
+    return worlds.make(
+        db,
+        admin=admin,
+        namespace_id=namespace_id,
+        compute_driver="local",
+        store=secret_store.SecretStore.from_settings(Settings()),
+        secret_value="v",
+        document={},
+    )
+
+
+def run_the_one_item(
+    db: Database, tmp_path: Path, policy: values.QueuePolicy
+) -> tuple[LocalComputeDriver, values.Claim, outcome.PassResult | None]:
+    """Claim the one queued item and run it in-process on a ``local`` driver under
+    ``tmp_path``: the driver, the claim and the pass's result."""
+    driver = LocalComputeDriver(tmp_path / "local")
+    worker = Worker(
+        database=db, policy=policy, driver=driver, shutdown=threading.Event(), settings=Settings()
+    )
+    [claim] = executor.claim_batch(db, policy, max_in_flight=5)
+    return driver, claim, executor.run(worker, claim.work_id, str(claim.token))
+
+
+def denials(db: Database, work_id: str) -> list[str]:
+    """The actions of the authorization denials audited for ``work_id``."""
+    with db.transaction() as session:
+        return list(
+            session.execute(
+                sa.select(models.AuditEvent.action).where(
+                    models.AuditEvent.kind == "authorization_denial",
+                    models.AuditEvent.work_id == work_id,
+                )
+            ).scalars()
+        )
