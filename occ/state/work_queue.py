@@ -85,8 +85,8 @@ class Batch:
 
     claims: list[values.Claim]
     more: bool
-    """The claim filled its limit, or skipped for want of room while ready items wait: claim
-    again soon (the control worker re-claims instead of waiting for a nudge)."""
+    """The claim filled its limit: a backlog likely remains, claim again soon (the control
+    worker re-claims instead of waiting for a nudge)."""
 
 
 def claim_within_budget(
@@ -107,14 +107,14 @@ def claim_share(
     """``claim_within_budget``, but only when at least ``min_room`` of the budget is free.
 
     With less room (and some claims live) nothing is claimed: one small claim per completion
-    costs a claim statement for an item or two. ``more`` says whether to claim again soon.
+    costs a claim statement for an item or two; a later nudge (a completion's) claims once the
+    share is free. ``more`` says whether to claim again soon.
     """
     session.execute(SQL["serialize_claimers"])
     live = live_claims(session)
     room = max_in_flight - live
     if room <= 0 or (room < min_room and live > 0):
-        ready = session.execute(SQL["ready_exists"], {"max_attempts": policy.max_attempts})
-        return Batch([], bool(ready.scalar()))
+        return Batch([], False)
     claims = claim(session, policy, limit=room)
     return Batch(claims, len(claims) == room)
 

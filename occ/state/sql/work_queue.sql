@@ -250,12 +250,6 @@ SELECT (moved.w).*,
 -- How many items are claimed right now (dispatched or running).
 SELECT count(*) FROM occ.controller_work WHERE state = 'claimed';
 
--- name: ready_exists
--- Whether any item is claimable by age and attempts now (lane claims aside): one index probe.
-SELECT EXISTS (SELECT 1 FROM occ.controller_work
-                WHERE state = 'queued' AND available_at <= clock_timestamp()
-                  AND attempt_count < :max_attempts);
-
 -- name: pending
 -- How many items are queued or claimed (delayed ones included).
 SELECT count(*) FROM occ.controller_work WHERE state IN ('queued', 'claimed');
