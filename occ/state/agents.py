@@ -21,7 +21,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import db, errors
-from occ.state import keyset, models, namespaces
+from occ.state import keyset, models, namespaces, rows
 
 _NOW = sa.func.clock_timestamp()
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
@@ -176,10 +176,7 @@ def get(
     query = sa.select(_AGENTS).where(
         _AGENTS.c.namespace_id == namespace_id, _AGENTS.c.id == agent_id
     )
-    if lock:
-        query = query.with_for_update()
-    row = session.execute(query).mappings().first()
-    return None if row is None else _agent(row)
+    return rows.first(session, query, _agent, lock=lock)
 
 
 def list_in(
@@ -189,7 +186,7 @@ def list_in(
     query = keyset.BY_CREATION.window(
         sa.select(_AGENTS).where(_AGENTS.c.namespace_id == namespace_id), _AGENTS, window
     )
-    return [_agent(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _agent)
 
 
 def update_draft(session: orm.Session, agent_id: str, changes: Mapping[str, Any]) -> Agent:
@@ -230,11 +227,11 @@ def mark_deleting(session: orm.Session, agent_id: str) -> Agent:
 
 def count_by_status(session: orm.Session) -> dict[AgentStatus, int]:
     """How many Agents are in each lifecycle status (every status, zero included)."""
-    rows = session.execute(
+    counted = session.execute(
         sa.select(_AGENTS.c.status, sa.func.count()).group_by(_AGENTS.c.status)
     ).all()
     counts = dict.fromkeys(AgentStatus, 0)
-    counts.update({AgentStatus(status): int(count) for status, count in rows})
+    counts.update({AgentStatus(status): int(count) for status, count in counted})
     return counts
 
 
@@ -357,21 +354,9 @@ def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
 
 
 def _agent(row: sa.RowMapping) -> Agent:
-    return Agent(
-        id=row["id"],
-        namespace_id=row["namespace_id"],
-        name=row["name"],
-        configuration_id=row["configuration_id"],
-        harness_id=row["harness_id"],
-        harness_version=row["harness_version"],
-        execution_mode=row["execution_mode"],
-        harness_auth_secret_id=row["harness_auth_secret_id"],
-        compute_driver=row["compute_driver"],
-        service_principal_id=row["service_principal_id"],
+    return rows.record(
+        Agent,
+        row,
         status=AgentStatus(row["status"]),
         desired_runtime_state=DesiredRuntimeState(row["desired_runtime_state"]),
-        active_revision_id=row["active_revision_id"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        endpoint=row["endpoint"],
     )

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import keyset, models
+from occ.state import keyset, models, rows
 
 PREFIX: Final = "occ_"
 _PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
@@ -155,10 +155,7 @@ def touch(session: orm.Session, key_id: str) -> None:
 def get(session: orm.Session, key_id: str, *, lock: bool = False) -> ApiKey | None:
     """The key's metadata, revoked or not, or ``None``; ``lock`` takes its row lock."""
     query = sa.select(*_METADATA).where(_KEYS.c.id == key_id)
-    if lock:
-        query = query.with_for_update()
-    row = session.execute(query).mappings().first()
-    return None if row is None else _key(row)
+    return rows.first(session, query, _key, lock=lock)
 
 
 def list_for(
@@ -168,7 +165,7 @@ def list_for(
     query = keyset.BY_CREATION.window(
         sa.select(*_METADATA).where(_KEYS.c.principal_id == principal_id), _KEYS, window
     )
-    return [_key(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _key)
 
 
 def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
@@ -205,10 +202,4 @@ def holders_of_live_keys(session: orm.Session, principal_ids: Collection[str]) -
 
 
 def _key(row: sa.RowMapping) -> ApiKey:
-    return ApiKey(
-        id=row["id"],
-        principal_id=row["principal_id"],
-        created_at=row["created_at"],
-        revoked_at=row["revoked_at"],
-        last_used_at=row["last_used_at"],
-    )
+    return rows.record(ApiKey, row)

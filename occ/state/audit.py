@@ -17,7 +17,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models
+from occ.state import models, rows
 
 
 class EventKind(enum.StrEnum):
@@ -143,21 +143,14 @@ def list_events(
         query = query.where(event.kind == kind)
     if before_sequence is not None:
         query = query.where(event.sequence < before_sequence)
-    return [_event(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _event)
 
 
 def _event(row: sa.RowMapping) -> AuditEvent:
-    return AuditEvent(
-        id=row["id"],
-        sequence=row["sequence"],
-        occurred_at=row["occurred_at"],
+    return rows.record(
+        AuditEvent,
+        row,
         kind=EventKind(row["kind"]),
-        action=row["action"],
-        actor_id=row["actor_id"],
         outcome=EventOutcome(row["outcome"]),
-        namespace_id=row["namespace_id"],
-        resource_kind=row["resource_kind"],
-        resource_id=row["resource_id"],
-        work_id=row["work_id"],
         details=dict(row["details"]),
     )

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import keyset, models, referenced_rows
+from occ.state import keyset, models, referenced_rows, rows
 
 _NOW = sa.func.clock_timestamp()
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
@@ -88,10 +88,7 @@ def get(
         _CONFIGURATIONS.c.id == configuration_id,
         _CONFIGURATIONS.c.namespace_id == namespace_id,
     )
-    if lock:
-        query = query.with_for_update()
-    row = session.execute(query).mappings().first()
-    return None if row is None else _configuration(row)
+    return rows.first(session, query, _configuration, lock=lock)
 
 
 def list_in(
@@ -103,7 +100,7 @@ def list_in(
         _CONFIGURATIONS,
         window,
     )
-    return [_configuration(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _configuration)
 
 
 def update(
@@ -151,15 +148,7 @@ def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bo
     Raises:
         Conflict: an Agent still references it.
     """
-    statement = (
-        sa.delete(_CONFIGURATIONS)
-        .where(
-            _CONFIGURATIONS.c.id == configuration_id,
-            _CONFIGURATIONS.c.namespace_id == namespace_id,
-        )
-        .returning(_CONFIGURATIONS.c.id)
-    )
-    return _ROWS.guarded_write(session, lambda: session.execute(statement).first()) is not None
+    return _ROWS.delete(session, namespace_id, configuration_id)
 
 
 def referencing_agents(session: orm.Session, namespace_id: str, configuration_id: str) -> list[str]:
@@ -193,12 +182,4 @@ def pinned(
 
 
 def _configuration(row: sa.RowMapping) -> Configuration:
-    return Configuration(
-        id=row["id"],
-        namespace_id=row["namespace_id"],
-        name=row["name"],
-        document=dict(row["document"]),
-        generation=row["generation"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+    return rows.record(Configuration, row, document=dict(row["document"]))

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import errors, ids
-from occ.state import keyset, models, roles
+from occ.state import keyset, models, roles, rows
 
 RESOURCE_KINDS: Final = frozenset(
     {"installation", "namespace", "configuration", "secret", "agent", "agent_revision"}
@@ -131,10 +131,7 @@ def get_principal(
 ) -> Principal | None:
     """The principal, disabled or not, or ``None``; ``lock`` takes its row lock."""
     query = sa.select(_PRINCIPALS).where(_PRINCIPALS.c.id == principal_id)
-    if lock:
-        query = query.with_for_update()
-    row = session.execute(query).mappings().first()
-    return None if row is None else _principal(row)
+    return rows.first(session, query, _principal, lock=lock)
 
 
 def list_principals(
@@ -143,7 +140,7 @@ def list_principals(
     """Every principal (Agent-owned service principals included) in creation order (those in
     ``window``)."""
     query = keyset.BY_CREATION.window(sa.select(_PRINCIPALS), _PRINCIPALS, window)
-    return [_principal(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _principal)
 
 
 def disable_principal(session: orm.Session, principal_id: str) -> Principal | None:
@@ -174,7 +171,7 @@ def disable_scoped_to(session: orm.Session, namespace_id: str) -> list[Principal
         .values(disabled_at=_NOW)
         .returning(*_PRINCIPALS.c)
     )
-    disabled = [_principal(row) for row in session.execute(statement).mappings()]
+    disabled = rows.every(session, statement, _principal)
     return sorted(disabled, key=lambda principal: principal.id)
 
 
@@ -238,8 +235,7 @@ def bind(
 def get_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """The binding, revoked or not, or ``None``."""
     query = sa.select(_BINDINGS).where(_BINDINGS.c.id == binding_id)
-    row = session.execute(query).mappings().first()
-    return None if row is None else _binding(row)
+    return rows.first(session, query, _binding)
 
 
 def list_bindings(
@@ -262,7 +258,7 @@ def list_bindings(
         query = query.where(binding.namespace_id == namespace_id)
     if not include_revoked:
         query = query.where(binding.revoked_at.is_(None))
-    return [_binding(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _binding)
 
 
 def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
@@ -289,26 +285,8 @@ def resource_exists(session: orm.Session, kind: str, resource_id: str, namespace
 
 
 def _principal(row: sa.RowMapping) -> Principal:
-    return Principal(
-        id=row["id"],
-        name=row["name"],
-        kind=PrincipalKind(row["kind"]),
-        namespace_id=row["namespace_id"],
-        agent_id=row["agent_id"],
-        created_at=row["created_at"],
-        disabled_at=row["disabled_at"],
-    )
+    return rows.record(Principal, row, kind=PrincipalKind(row["kind"]))
 
 
 def _binding(row: sa.RowMapping) -> AccessBinding:
-    return AccessBinding(
-        id=row["id"],
-        role_id=row["role_id"],
-        principal_id=row["principal_id"],
-        namespace_id=row["namespace_id"],
-        resource_kind=row["resource_kind"],
-        resource_id=row["resource_id"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        revoked_at=row["revoked_at"],
-    )
+    return rows.record(AccessBinding, row)

@@ -14,7 +14,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import ids
-from occ.state import models
+from occ.state import models, rows
 
 _INSTALLATION: Final = cast(sa.Table, models.Installation.__table__)
 
@@ -50,4 +50,4 @@ def current(session: orm.Session) -> Installation | None:
 
 
 def _installation(row: sa.RowMapping) -> Installation:
-    return Installation(id=row["id"], name=row["name"], created_at=row["created_at"])
+    return rows.record(Installation, row)

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import keyset, models
+from occ.state import keyset, models, rows
 
 _NOW = sa.func.clock_timestamp()
 _NAMESPACES: Final = cast(sa.Table, models.Namespace.__table__)
@@ -109,8 +109,7 @@ def get(
         query = query.with_for_update()
     elif shared:
         query = query.with_for_update(read=True)
-    row = session.execute(query).mappings().first()
-    return None if row is None else _namespace(row)
+    return rows.first(session, query, _namespace)
 
 
 def list_live(session: orm.Session, window: keyset.Window = keyset.EVERYTHING) -> list[Namespace]:
@@ -118,7 +117,7 @@ def list_live(session: orm.Session, window: keyset.Window = keyset.EVERYTHING) -
     query = keyset.BY_CREATION.window(
         sa.select(_NAMESPACES).where(_NAMESPACES.c.deleted_at.is_(None)), _NAMESPACES, window
     )
-    return [_namespace(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _namespace)
 
 
 def contents(session: orm.Session, namespace_id: str) -> Contents:
@@ -209,13 +208,4 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
 
 
 def _namespace(row: sa.RowMapping) -> Namespace:
-    return Namespace(
-        id=row["id"],
-        name=row["name"],
-        existing_namespace=row["existing_namespace"],
-        status=NamespaceStatus(row["status"]),
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        deleted_at=row["deleted_at"],
-    )
+    return rows.record(Namespace, row, status=NamespaceStatus(row["status"]))

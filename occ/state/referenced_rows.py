@@ -1,7 +1,7 @@
 """Named Namespace rows that Agents reference (Configurations, Secrets): the parts they share.
 
-A write in a savepoint whose constraint violations become occ errors, the Agents that
-reference a row, and the key-share lock that keeps a referenced row from being deleted before
+A write in a savepoint whose constraint violations become occ errors, a delete, the Agents
+that reference a row, and the key-share lock that keeps a referenced row from being deleted before
 the Agent that references it is written. Takes the caller's session and never commits; knows
 nothing of what the rows hold.
 """
@@ -60,6 +60,19 @@ class ReferencedRows:
             if constraint == self.agent_fkey:
                 raise errors.Conflict(f"an Agent references this {self.noun}") from None
             raise
+
+    def delete(self, session: orm.Session, namespace_id: str, row_id: str) -> bool:
+        """Remove the Namespace's row; whether it existed.
+
+        Raises:
+            Conflict: an Agent still references it.
+        """
+        statement = (
+            sa.delete(self.table)
+            .where(self.table.c.id == row_id, self.table.c.namespace_id == namespace_id)
+            .returning(self.table.c.id)
+        )
+        return self.guarded_write(session, lambda: session.execute(statement).first()) is not None
 
     def referencing_agents(self, session: orm.Session, namespace_id: str, row_id: str) -> list[str]:
         """Ids of (up to ten) Agents of the Namespace that reference the row."""

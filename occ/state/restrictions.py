@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import keyset, models
+from occ.state import keyset, models, rows
 
 _RESTRICTIONS: Final = cast(sa.Table, models.Restriction.__table__)
 
@@ -61,8 +61,7 @@ def insert(
 def get(session: orm.Session, restriction_id: str) -> Restriction | None:
     """The restriction, or ``None``."""
     query = sa.select(_RESTRICTIONS).where(_RESTRICTIONS.c.id == restriction_id)
-    row = session.execute(query).mappings().first()
-    return None if row is None else _restriction(row)
+    return rows.first(session, query, _restriction)
 
 
 def list_all(
@@ -76,7 +75,7 @@ def list_all(
     query = keyset.BY_CREATION.window(sa.select(_RESTRICTIONS), _RESTRICTIONS, window)
     if namespace_id is not None:
         query = query.where(_RESTRICTIONS.c.namespace_id == namespace_id)
-    return [_restriction(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _restriction)
 
 
 def delete(session: orm.Session, restriction_id: str) -> bool:
@@ -90,12 +89,4 @@ def delete(session: orm.Session, restriction_id: str) -> bool:
 
 
 def _restriction(row: sa.RowMapping) -> Restriction:
-    return Restriction(
-        id=row["id"],
-        permission=row["permission"],
-        principal_id=row["principal_id"],
-        namespace_id=row["namespace_id"],
-        resource_id=row["resource_id"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-    )
+    return rows.record(Restriction, row)

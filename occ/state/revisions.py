@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import agents, keyset, models
+from occ.state import agents, keyset, models, rows
 
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
 
@@ -114,24 +114,8 @@ def list_revisions(
     query = keyset.NEWEST_REVISION_FIRST.window(
         sa.select(_REVISIONS).where(_REVISIONS.c.agent_id == agent_id), _REVISIONS, window
     )
-    return [_revision(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _revision)
 
 
 def _revision(row: sa.RowMapping) -> Revision:
-    return Revision(
-        id=row["id"],
-        namespace_id=row["namespace_id"],
-        agent_id=row["agent_id"],
-        revision_number=row["revision_number"],
-        actor_id=row["actor_id"],
-        configuration_id=row["configuration_id"],
-        configuration_generation=row["configuration_generation"],
-        configuration_document=row["configuration_document"],
-        harness_id=row["harness_id"],
-        harness_version=row["harness_version"],
-        harness_mode=row["harness_mode"],
-        compute_driver=row["compute_driver"],
-        harness_auth=row["harness_auth"],
-        service_principal_id=row["service_principal_id"],
-        created_at=row["created_at"],
-    )
+    return rows.record(Revision, row)

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
-from occ.state import keyset, models
+from occ.state import keyset, models, rows
 
 _NOW = sa.func.clock_timestamp()
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
@@ -78,8 +78,7 @@ def find_role(session: orm.Session, *, name: str, namespace_id: str | None = Non
         role.deleted_at.is_(None),
         role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id,
     )
-    row = session.execute(query).mappings().first()
-    return None if row is None else _role(row)
+    return rows.first(session, query, _role)
 
 
 def list_roles(
@@ -92,7 +91,7 @@ def list_roles(
     query = keyset.BY_CREATION.window(sa.select(_ROLES), _ROLES, window)
     if not include_deleted:
         query = query.where(_ROLES.c.deleted_at.is_(None))
-    return [_role(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _role)
 
 
 def delete_role(session: orm.Session, role_id: str) -> Role | None:
@@ -106,11 +105,4 @@ def delete_role(session: orm.Session, role_id: str) -> Role | None:
 
 
 def _role(row: sa.RowMapping) -> Role:
-    return Role(
-        id=row["id"],
-        name=row["name"],
-        namespace_id=row["namespace_id"],
-        permissions=tuple(row["permissions"]),
-        created_at=row["created_at"],
-        deleted_at=row["deleted_at"],
-    )
+    return rows.record(Role, row, permissions=tuple(row["permissions"]))

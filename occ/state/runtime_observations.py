@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-from occ.state import models
+from occ.state import models, rows
 
 _TABLE: Final = cast(sa.Table, models.AgentRuntime.__table__)
 _NOW: Final = sa.func.clock_timestamp()
@@ -77,13 +77,7 @@ def status_of(
 
 
 def _observation(row: sa.RowMapping) -> RuntimeObservation:
-    return RuntimeObservation(
-        agent_id=row["agent_id"],
-        revision_id=row["revision_id"],
-        status=RuntimeStatus(row["status"]),
-        reason_code=row["reason_code"],
-        observed_at=row["observed_at"],
-    )
+    return rows.record(RuntimeObservation, row, status=RuntimeStatus(row["status"]))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors
-from occ.state import keyset, models, referenced_rows
+from occ.state import keyset, models, referenced_rows, rows
 
 _NAME_KEY: Final = "secrets_namespace_id_name_key"
 _SECRETS: Final = cast(sa.Table, models.Secret.__table__)
@@ -79,10 +79,7 @@ def get(
     query = sa.select(*_METADATA).where(
         _SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id
     )
-    if lock:
-        query = query.with_for_update()
-    row = session.execute(query).mappings().first()
-    return None if row is None else _secret(row)
+    return rows.first(session, query, _secret, lock=lock)
 
 
 def list_in(
@@ -92,7 +89,7 @@ def list_in(
     query = keyset.BY_CREATION.window(
         sa.select(*_METADATA).where(_SECRETS.c.namespace_id == namespace_id), _SECRETS, window
     )
-    return [_secret(row) for row in session.execute(query).mappings()]
+    return rows.every(session, query, _secret)
 
 
 def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
@@ -111,12 +108,7 @@ def delete(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
     Raises:
         Conflict: an Agent still references it.
     """
-    statement = (
-        sa.delete(_SECRETS)
-        .where(_SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id)
-        .returning(_SECRETS.c.id)
-    )
-    return _ROWS.guarded_write(session, lambda: session.execute(statement).first()) is not None
+    return _ROWS.delete(session, namespace_id, secret_id)
 
 
 def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) -> list[str]:
@@ -131,10 +123,4 @@ def hold_reference(session: orm.Session, namespace_id: str, secret_id: str) -> b
 
 
 def _secret(row: sa.RowMapping) -> Secret:
-    return Secret(
-        id=row["id"],
-        namespace_id=row["namespace_id"],
-        name=row["name"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+    return rows.record(Secret, row)
