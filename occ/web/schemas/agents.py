@@ -95,8 +95,7 @@ class AgentHarnessAuth(ma.Schema):
     secret_id = fields.String(data_key="secretId", required=True)
 
 
-class Agent(ma.Schema):
-    id = fields.String(required=True)
+class Agent(common.Updated):
     namespace_id = fields.String(data_key="namespaceId", required=True)
     name = fields.String(required=True)
     configuration_id = fields.String(data_key="configurationId", required=True)
@@ -128,8 +127,6 @@ class Agent(ma.Schema):
     runtime_reason_code = fields.String(
         data_key="runtimeReasonCode", required=True, allow_none=True
     )
-    created_at = fields.DateTime(data_key="createdAt", required=True)
-    updated_at = fields.DateTime(data_key="updatedAt", required=True)
 
 
 class AgentRevisionHarness(ma.Schema):
@@ -138,8 +135,7 @@ class AgentRevisionHarness(ma.Schema):
     mode = fields.String(required=True)
 
 
-class AgentRevision(ma.Schema):
-    id = fields.String(required=True)
+class AgentRevision(common.Stored):
     namespace_id = fields.String(data_key="namespaceId", required=True)
     agent_id = fields.String(data_key="agentId", required=True)
     revision_number = fields.Integer(data_key="revisionNumber", required=True)
@@ -160,7 +156,6 @@ class AgentRevision(ma.Schema):
     compute_driver = fields.String(data_key="computeDriver", required=True)
     service_principal_id = fields.String(data_key="servicePrincipalId", required=True)
     actor_id = fields.String(data_key="actorId", required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
 
 
 class DeployAccepted(ma.Schema):

@@ -16,6 +16,19 @@ class Request(ma.Schema):
         unknown = ma.RAISE
 
 
+class Stored(ma.Schema):
+    """A stored resource's representation: its ``id`` and when it was created."""
+
+    id = fields.String(required=True)
+    created_at = fields.DateTime(data_key="createdAt", required=True)
+
+
+class Updated(Stored):
+    """A stored resource that changes in place: ``updatedAt`` too."""
+
+    updated_at = fields.DateTime(data_key="updatedAt", required=True)
+
+
 class Meta(ma.Schema):
     request_id = fields.String(data_key="requestId", required=True)
 

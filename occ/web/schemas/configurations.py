@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import marshmallow as ma
 from marshmallow import fields
 
 from occ.web.schemas import common
@@ -26,11 +25,8 @@ class ConfigurationUpdate(common.Request):
     document = fields.Dict(metadata={"description": "Replaces the whole document."})
 
 
-class Configuration(ma.Schema):
-    id = fields.String(required=True)
+class Configuration(common.Updated):
     namespace_id = fields.String(data_key="namespaceId", required=True)
     name = fields.String(required=True)
     document = fields.Dict(required=True)
     generation = fields.Integer(required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
-    updated_at = fields.DateTime(data_key="updatedAt", required=True)

@@ -6,7 +6,6 @@ key is the controller's ``NewApiKey``, the only one that carries the plaintext).
 
 from __future__ import annotations
 
-import marshmallow as ma
 from marshmallow import fields, validate
 
 from occ.state import iam_policy
@@ -23,13 +22,11 @@ class PrincipalCreate(common.Request):
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
 
 
-class Principal(ma.Schema):
-    id = fields.String(required=True)
+class Principal(common.Stored):
     name = fields.String(required=True)
     kind = fields.String(required=True, metadata={"enum": list(PRINCIPAL_KINDS)})
     namespace_id = fields.String(data_key="namespaceId", allow_none=True)
     agent_id = fields.String(data_key="agentId", allow_none=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
     disabled_at = fields.DateTime(data_key="disabledAt", allow_none=True)
 
 
@@ -37,21 +34,17 @@ class ApiKeyCreate(common.Request):
     """An empty object: the key takes nothing from the caller."""
 
 
-class ApiKey(ma.Schema):
-    id = fields.String(required=True)
+class ApiKey(common.Stored):
     principal_id = fields.String(data_key="principalId", required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
     revoked_at = fields.DateTime(data_key="revokedAt", allow_none=True)
     last_used_at = fields.DateTime(data_key="lastUsedAt", allow_none=True)
 
 
-class NewApiKey(ma.Schema):
+class NewApiKey(common.Stored):
     """A new key: ``key`` (``occ_<keyId>_<secret>``) is shown this once and never again."""
 
-    id = fields.String(required=True)
     key = fields.String(required=True)
     principal_id = fields.String(data_key="principalId", required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
 
 
 # -- roles, access bindings, restrictions -------------------------------------------------------
@@ -63,12 +56,10 @@ class RoleCreate(common.Request):
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
 
 
-class Role(ma.Schema):
-    id = fields.String(required=True)
+class Role(common.Stored):
     name = fields.String(required=True)
     namespace_id = fields.String(data_key="namespaceId", allow_none=True)
     permissions = fields.List(fields.String(), required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
     deleted_at = fields.DateTime(data_key="deletedAt", allow_none=True)
 
 
@@ -86,14 +77,12 @@ class AccessBindingCreate(common.Request):
     resource = fields.Nested(ResourceRef, load_default=None, allow_none=True)
 
 
-class AccessBinding(ma.Schema):
-    id = fields.String(required=True)
+class AccessBinding(common.Stored):
     role_id = fields.String(data_key="roleId", required=True)
     principal_id = fields.String(data_key="principalId", required=True)
     namespace_id = fields.String(data_key="namespaceId", allow_none=True)
     resource = fields.Nested(ResourceRef, allow_none=True)
     created_by = fields.String(data_key="createdBy", required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
     revoked_at = fields.DateTime(data_key="revokedAt", allow_none=True)
 
 
@@ -104,11 +93,9 @@ class RestrictionCreate(common.Request):
     resource_id = fields.String(data_key="resourceId", load_default=None, allow_none=True)
 
 
-class Restriction(ma.Schema):
-    id = fields.String(required=True)
+class Restriction(common.Stored):
     permission = fields.String(required=True)
     principal_id = fields.String(data_key="principalId", allow_none=True)
     namespace_id = fields.String(data_key="namespaceId", allow_none=True)
     resource_id = fields.String(data_key="resourceId", allow_none=True)
     created_by = fields.String(data_key="createdBy", required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import marshmallow as ma
 from marshmallow import fields
 
 from occ.state import namespaces
@@ -16,16 +15,11 @@ class NamespaceCreate(common.Request):
     )
 
 
-class Namespace(ma.Schema):
-    id = fields.String(required=True)
+class Namespace(common.Updated):
     name = fields.String(required=True)
     status = fields.String(required=True, metadata={"enum": list(namespaces.NamespaceStatus)})
     existing_namespace = fields.String(data_key="existingNamespace", allow_none=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
-    updated_at = fields.DateTime(data_key="updatedAt", required=True)
 
 
-class Installation(ma.Schema):
-    id = fields.String(required=True)
+class Installation(common.Stored):
     name = fields.String(required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)

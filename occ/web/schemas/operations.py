@@ -82,10 +82,9 @@ class AuditEventQuery(Query):
     limit = _limit()
 
 
-class WorkItem(ma.Schema):
+class WorkItem(common.Updated):
     """A work item as operators see it (a ``WorkItem`` value never holds its claim token)."""
 
-    id = fields.String(required=True)
     kind = fields.String(required=True, dump_only=True, validate=validate.OneOf(WORK_KINDS))
     namespace_id = fields.String(
         data_key="namespaceId", attribute="owner.namespace_id", required=True
@@ -108,8 +107,6 @@ class WorkItem(ma.Schema):
     result_data = fields.Dict(data_key="resultData", required=True, allow_none=True)
     last_progress_code = fields.String(data_key="lastProgressCode", required=True, allow_none=True)
     last_progress_at = fields.DateTime(data_key="lastProgressAt", required=True, allow_none=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
-    updated_at = fields.DateTime(data_key="updatedAt", required=True)
 
     def get_attribute(self, obj: Any, attr: str, default: Any) -> Any:
         # the targets follow from the item's kind; the value does not repeat them

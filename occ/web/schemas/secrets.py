@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import marshmallow as ma
 from marshmallow import fields
 
 from occ.web.schemas import common
@@ -21,11 +20,8 @@ class SecretCreate(common.Request):
     )
 
 
-class Secret(ma.Schema):
+class Secret(common.Updated):
     """A Secret's metadata; there is no representation of its value."""
 
-    id = fields.String(required=True)
     namespace_id = fields.String(data_key="namespaceId", required=True)
     name = fields.String(required=True)
-    created_at = fields.DateTime(data_key="createdAt", required=True)
-    updated_at = fields.DateTime(data_key="updatedAt", required=True)
