@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation, listing, policy
+from occ.controller import admission, installation, policy
 from occ.db import Database, Session
 from occ.state import grants, iam_policy, keyset
 
@@ -92,22 +92,22 @@ def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.A
         Forbidden: the caller may not administer the Installation (audited).
     """
     policy.known("access_binding", binding_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "access_bindings.read")
-        return _binding(session, binding_id)
+    return policy.administered_read(
+        db, actor_id, "access_bindings.read", lambda session: _binding(session, binding_id)
+    )
 
 
 def list_bindings(
     db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[iam_policy.AccessBinding]:
     """The live (unrevoked) bindings in creation order, the page ``window`` asks for."""
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "access_bindings.list")
-        return listing.page(
-            lambda rows: iam_policy.list_bindings(session, window=rows),
-            window,
-            keyset.BY_CREATION,
-        )
+    return policy.administered_page(
+        db,
+        actor_id,
+        "access_bindings.list",
+        lambda session, rows: iam_policy.list_bindings(session, window=rows),
+        window,
+    )
 
 
 def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:

@@ -10,7 +10,7 @@ import json
 from typing import Any, Final
 
 from occ import errors, iam
-from occ.controller import admission, listing, namespaces, preconditions
+from occ.controller import admission, contents, namespaces, preconditions
 from occ.db import Database
 from occ.state import audit, keyset
 from occ.state import configurations as state
@@ -77,21 +77,15 @@ def get_configuration(
         NotFound: no such Configuration in this live Namespace, or the caller may not read it
             (audited).
     """
-    _require_ids(namespace_id, configuration_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = namespaces.live(session, namespace_id)
-        configuration = admission.found(
-            state.get(session, namespace.id, configuration_id), "configuration"
-        )
-        admission.require(
-            session,
-            actor_id,
-            "configurations.read",
-            "configuration:read",
-            _resource(configuration),
-            hide_unless_readable=True,
-        )
-        return configuration
+    return contents.read(
+        db,
+        actor_id,
+        namespace_id,
+        configuration_id,
+        kind="configuration",
+        get=state.get,
+        resource_of=_resource,
+    )
 
 
 def list_configurations(
@@ -104,19 +98,15 @@ def list_configurations(
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Configurations in it, nor any of its Configurations (audited).
     """
-    admission.require_id("namespace", namespace_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = namespaces.live(session, namespace_id)
-        return listing.namespace_readable_page(
-            session,
-            actor_id,
-            "configurations.list",
-            "configuration:read",
-            namespace.id,
-            resource_of=_resource,
-            read=lambda rows: state.list_in(session, namespace.id, rows),
-            window=window,
-        )
+    return contents.page(
+        db,
+        actor_id,
+        namespace_id,
+        window,
+        kind="configuration",
+        list_in=state.list_in,
+        resource_of=_resource,
+    )
 
 
 def update_configuration(

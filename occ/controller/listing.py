@@ -64,34 +64,3 @@ def readable_page(
         order,
         lambda rows: admission.readable(session, actor_id, permission, rows, resource_of),
     )
-
-
-def namespace_readable_page(
-    session: Session,
-    actor_id: str,
-    action: str,
-    permission: str,
-    namespace_id: str,
-    *,
-    resource_of: Callable[[T], iam.Resource],
-    read: Callable[[keyset.Window], Sequence[T]],
-    window: keyset.Window,
-) -> keyset.Page[T]:
-    """The page of a Namespace's items the caller holds ``permission`` on.
-
-    An empty page needs ``namespace:read`` or ``permission`` on the Namespace itself.
-
-    Raises:
-        NotFound: the caller may read neither the Namespace, nor such items in it, nor any of
-            its items (audited as ``action``).
-    """
-    visible = readable_page(
-        session, actor_id, permission, resource_of=resource_of, read=read, window=window
-    )
-    if not visible:
-        parent = iam.Resource.namespace(namespace_id)
-        if not iam.authorize(session, actor_id, "namespace:read", parent).allowed:
-            admission.require(
-                session, actor_id, action, permission, parent, hide_unless_readable=True
-            )
-    return visible

@@ -1,5 +1,6 @@
-"""What the IAM administration use cases share: the ``installation:administer`` check, the
-Namespace an IAM row names, and the rule that someone can always administer the Installation.
+"""What the IAM administration use cases share: the ``installation:administer`` check (and
+the read-only transaction of their reads and lists), the Namespace an IAM row names, and the
+rule that someone can always administer the Installation.
 
 Roles, access bindings, restrictions and principals each have their own module
 (``occ.controller.roles``, ``access_bindings``, ``restrictions``, ``principals``). Every one
@@ -12,14 +13,16 @@ with ``LastAdministrator`` and audited, so the API can never lock every administ
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation
+from occ.controller import admission, installation, listing
 from occ.controller import namespaces as namespace_cases
-from occ.db import Session
-from occ.state import api_keys, audit, grants, namespaces
+from occ.db import Database, Session
+from occ.state import api_keys, audit, grants, keyset, namespaces
+
+T = TypeVar("T")
 
 PERMISSION: Final = "installation:administer"
 """What every IAM administration use case needs, on the Installation."""
@@ -35,6 +38,38 @@ def administer(
     """
     target = iam.Resource.installation(installation.current(session).id)
     return admission.require(session, actor_id, action, PERMISSION, target, request=request)
+
+
+def administered_read(db: Database, actor_id: str, action: str, read: Callable[[Session], T]) -> T:
+    """What ``read`` answers in a read-only transaction, once ``administer`` allowed ``action``.
+
+    Raises:
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        administer(session, actor_id, action)
+        return read(session)
+
+
+def administered_page(
+    db: Database,
+    actor_id: str,
+    action: str,
+    read: Callable[[Session, keyset.Window], Sequence[T]],
+    window: keyset.Window,
+) -> keyset.Page[T]:
+    """The page ``window`` asks for of the rows ``read`` lists in creation order, once
+    ``administer`` allowed ``action``.
+
+    Raises:
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    return administered_read(
+        db,
+        actor_id,
+        action,
+        lambda session: listing.page(lambda rows: read(session, rows), window, keyset.BY_CREATION),
+    )
 
 
 def open_namespace(session: Session, namespace_id: str) -> None:

@@ -64,15 +64,12 @@ def create_principal(
         principal = iam_policy.create_principal(
             session, name=name, kind=kind, namespace_id=namespace_id
         )
-        audit.append(
+        policy.audit_change(
             session,
-            kind=audit.EventKind.MUTATION,
-            action="principals.create",
-            actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
+            "principals.create",
+            actor_id,
+            resource=("principal", principal.id),
             namespace_id=namespace_id,
-            resource_kind="principal",
-            resource_id=principal.id,
             details={**admission.present(request), "authorization": decision.evidence.as_details()},
         )
         return principal
@@ -85,10 +82,10 @@ def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_poli
         NotFound: no principal has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    _known("principal", principal_id, "the principal does not exist")
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "principals.read")
-        return _principal(session, principal_id)
+    policy.known("principal", principal_id)
+    return policy.administered_read(
+        db, actor_id, "principals.read", lambda session: _principal(session, principal_id)
+    )
 
 
 def list_principals(
@@ -96,11 +93,9 @@ def list_principals(
 ) -> keyset.Page[iam_policy.Principal]:
     """Every principal (Agent-owned service principals included) in creation order, the page
     ``window`` asks for."""
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "principals.list")
-        return listing.page(
-            lambda rows: iam_policy.list_principals(session, rows), window, keyset.BY_CREATION
-        )
+    return policy.administered_page(
+        db, actor_id, "principals.list", iam_policy.list_principals, window
+    )
 
 
 def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:
@@ -113,7 +108,7 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
         LastAdministrator: no administrator that can sign in would be left (audited; nothing
             changed).
     """
-    _known("principal", principal_id, "the principal does not exist")
+    policy.known("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(
             session, actor_id, "principals.disable", {"principalId": principal_id}
@@ -128,15 +123,12 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
         assert disabled is not None  # locked above
         revoked_keys = api_keys.revoke_all_of(session, principal_id)
         policy.keep_an_administrator(session, "principals.disable", {"principalId": principal_id})
-        audit.append(
+        policy.audit_change(
             session,
-            kind=audit.EventKind.MUTATION,
-            action="principals.disable",
-            actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
+            "principals.disable",
+            actor_id,
+            resource=("principal", principal_id),
             namespace_id=principal.namespace_id,
-            resource_kind="principal",
-            resource_id=principal_id,
             details={
                 "reason": "requested",
                 "revokedKeyIds": revoked_keys,
@@ -157,7 +149,7 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         Forbidden: the caller may not administer the Installation (audited).
         Conflict: the principal is disabled, or an Agent's service principal.
     """
-    _known("principal", principal_id, "the principal does not exist")
+    policy.known("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(
             session, actor_id, "api_keys.create", {"principalId": principal_id}
@@ -168,15 +160,12 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         if principal.agent_id is not None:
             raise errors.Conflict("an Agent's service principal gets no API keys")
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
-        audit.append(
+        policy.audit_change(
             session,
-            kind=audit.EventKind.MUTATION,
-            action="api_keys.create",
-            actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
+            "api_keys.create",
+            actor_id,
+            resource=("api_key", minted.key.id),
             namespace_id=principal.namespace_id,
-            resource_kind="api_key",
-            resource_id=minted.key.id,
             details={"principalId": principal_id, "authorization": decision.evidence.as_details()},
         )
         return _new_key(minted)
@@ -192,7 +181,7 @@ def list_api_keys(
         NotFound: no principal has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    _known("principal", principal_id, "the principal does not exist")
+    policy.known("principal", principal_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "api_keys.list")
         _principal(session, principal_id)
@@ -214,7 +203,7 @@ def revoke_api_key(
         LastAdministrator: it is the last key of the last administrator that can sign in
             (audited; nothing changed).
     """
-    _known("principal", principal_id, "the principal does not exist")
+    policy.known("principal", principal_id)
     _known("api_key", key_id, "the API key does not exist")
     with admission.guarded(db, actor_id) as session:
         decision = policy.administer(session, actor_id, "api_keys.revoke")
@@ -230,15 +219,12 @@ def revoke_api_key(
                 session, "api_keys.revoke", {"principalId": principal_id, "keyId": key_id}
             )
             principal = _principal(session, principal_id)
-            audit.append(
+            policy.audit_change(
                 session,
-                kind=audit.EventKind.MUTATION,
-                action="api_keys.revoke",
-                actor_id=actor_id,
-                outcome=audit.EventOutcome.SUCCESS,
+                "api_keys.revoke",
+                actor_id,
+                resource=("api_key", key_id),
                 namespace_id=principal.namespace_id,
-                resource_kind="api_key",
-                resource_id=key_id,
                 details={
                     "principalId": principal_id,
                     "authorization": decision.evidence.as_details(),

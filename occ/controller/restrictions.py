@@ -9,7 +9,7 @@ Installation (counting only principals that can sign in) is refused. They return
 from __future__ import annotations
 
 from occ import errors, iam, ids
-from occ.controller import admission, listing, policy
+from occ.controller import admission, policy
 from occ.controller import namespaces as namespace_cases
 from occ.db import Database, Session
 from occ.state import grants, iam_policy, keyset
@@ -86,20 +86,22 @@ def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> stat
         Forbidden: the caller may not administer the Installation (audited).
     """
     policy.known("restriction", restriction_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "restrictions.read")
-        return _restriction(session, restriction_id)
+    return policy.administered_read(
+        db, actor_id, "restrictions.read", lambda session: _restriction(session, restriction_id)
+    )
 
 
 def list_restrictions(
     db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[state.Restriction]:
     """Every restriction in creation order, the page ``window`` asks for."""
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "restrictions.list")
-        return listing.page(
-            lambda rows: state.list_all(session, window=rows), window, keyset.BY_CREATION
-        )
+    return policy.administered_page(
+        db,
+        actor_id,
+        "restrictions.list",
+        lambda session, rows: state.list_all(session, window=rows),
+        window,
+    )
 
 
 def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> state.Restriction:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from occ import errors, iam
-from occ.controller import admission, listing, policy
+from occ.controller import admission, policy
 from occ.db import Database, Session
 from occ.state import grants, keyset
 from occ.state import roles as role_rows
@@ -66,20 +66,22 @@ def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
         Forbidden: the caller may not administer the Installation (audited).
     """
     policy.known("role", role_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "roles.read")
-        return _role(session, role_id)
+    return policy.administered_read(
+        db, actor_id, "roles.read", lambda session: _role(session, role_id)
+    )
 
 
 def list_roles(
     db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[role_rows.Role]:
     """The live Roles in creation order, the page ``window`` asks for."""
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        policy.administer(session, actor_id, "roles.list")
-        return listing.page(
-            lambda rows: role_rows.list_roles(session, window=rows), window, keyset.BY_CREATION
-        )
+    return policy.administered_page(
+        db,
+        actor_id,
+        "roles.list",
+        lambda session, rows: role_rows.list_roles(session, window=rows),
+        window,
+    )
 
 
 def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:

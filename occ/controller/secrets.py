@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from occ import errors, iam, ids, secret_store
-from occ.controller import admission, listing, namespaces, preconditions
+from occ.controller import admission, contents, namespaces, preconditions
 from occ.db import Database
 from occ.state import audit, keyset
 from occ.state import secrets as state
@@ -82,19 +82,15 @@ def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str
         NotFound: no such Secret in this live Namespace, or the caller may not read it
             (audited).
     """
-    _require_ids(namespace_id, secret_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = namespaces.live(session, namespace_id)
-        secret = admission.found(state.get(session, namespace.id, secret_id), "secret")
-        admission.require(
-            session,
-            actor_id,
-            "secrets.read",
-            "secret:read",
-            _resource(secret),
-            hide_unless_readable=True,
-        )
-        return secret
+    return contents.read(
+        db,
+        actor_id,
+        namespace_id,
+        secret_id,
+        kind="secret",
+        get=state.get,
+        resource_of=_resource,
+    )
 
 
 def list_secrets(
@@ -107,19 +103,15 @@ def list_secrets(
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Secrets in it, nor any of its Secrets (audited).
     """
-    admission.require_id("namespace", namespace_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = namespaces.live(session, namespace_id)
-        return listing.namespace_readable_page(
-            session,
-            actor_id,
-            "secrets.list",
-            "secret:read",
-            namespace.id,
-            resource_of=_resource,
-            read=lambda rows: state.list_in(session, namespace.id, rows),
-            window=window,
-        )
+    return contents.page(
+        db,
+        actor_id,
+        namespace_id,
+        window,
+        kind="secret",
+        list_in=state.list_in,
+        resource_of=_resource,
+    )
 
 
 def delete_secret(
