@@ -16,8 +16,9 @@ from sqlalchemy import orm
 
 from occ import ids
 from occ.db import Database
-from occ.state import api_keys, audit, models, values, work_queue
-from tests.integration.web.conftest import PEPPER, Caller
+from occ.state import audit, models, values, work_queue
+from tests.integration.web.conftest import Caller
+from tests.integration.web.support import caller
 from tests.support import grants, rows
 
 UUID4 = ids.UUID4_PATTERN
@@ -89,15 +90,6 @@ def empower(db: Database, agent: dict[str, Any], *permissions: str) -> None:
             permissions or ("configuration:read", "secret:operate"),
             namespace_id=agent["namespaceId"],
         )
-
-
-def caller(db: Database, *permissions: str, namespace_id: str | None = None) -> Caller:
-    with db.transaction() as session:
-        principal_id = rows.principal(session)
-        if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
-        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
-    return Caller(principal_id, minted.plaintext)
 
 
 def count(db: Database, model: type[models.Base], **where: Any) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -12,34 +11,11 @@ from flask.testing import FlaskClient
 from occ import ids
 from occ.db import Database
 from occ.state import api_keys, audit, models
-from tests.integration.web.conftest import PEPPER, Caller
-from tests.support import grants, rows
+from tests.integration.web.conftest import Caller
+from tests.integration.web.support import caller, namespace, problem
+from tests.support import rows
 
 ALL = ("configuration:create", "configuration:read", "configuration:update", "configuration:delete")
-
-
-def namespace(
-    client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
-) -> str:
-    created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
-    assert created.status_code == 201, created.json
-    namespace_id = str(created.json["data"]["id"])
-    if ready:
-        with owner_db.transaction() as session:
-            session.execute(
-                sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-                {"id": namespace_id},
-            )
-    return namespace_id
-
-
-def caller(db: Database, permissions: Sequence[str], *, namespace_id: str | None = None) -> Caller:
-    with db.transaction() as session:
-        principal_id = rows.principal(session)
-        if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
-        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
-    return Caller(principal_id, minted.plaintext)
 
 
 def base(namespace_id: str) -> str:
@@ -54,13 +30,6 @@ def create(
         headers=who.headers,
         json={"name": name, "document": document or {"model": "gpt"}},
     )
-
-
-def assert_problem(response: Any, status: int, code: str) -> None:
-    assert response.status_code == status, response.json
-    assert response.content_type == "application/problem+json"
-    assert response.json["code"] == code
-    assert response.json["requestId"] == response.headers["X-Request-Id"]
 
 
 @pytest.fixture
@@ -100,7 +69,7 @@ def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: 
 
     deleted = client.delete(item, headers=admin.headers)
     assert deleted.status_code == 204 and deleted.data == b""
-    assert_problem(client.get(item, headers=admin.headers), 404, "NOT_FOUND")
+    problem(client.get(item, headers=admin.headers), 404, "NOT_FOUND")
     assert client.get(base(ns), headers=admin.headers).json["data"] == []
 
 
@@ -123,7 +92,7 @@ def test_create_rejects_bad_input_with_the_pointer(
     client: FlaskClient, admin: Caller, ns: str, body: dict[str, Any], pointer: str
 ) -> None:
     response = client.post(base(ns), json=body, headers=admin.headers)
-    assert_problem(response, 400, "INVALID_REQUEST")
+    problem(response, 400, "INVALID_REQUEST")
     assert pointer in [error["pointer"] for error in response.json["errors"]]
     assert client.get(base(ns), headers=admin.headers).json["data"] == []
 
@@ -135,7 +104,7 @@ def test_create_rejects_non_finite_numbers(client: FlaskClient, admin: Caller, n
         content_type="application/json",
         headers=admin.headers,
     )
-    assert_problem(response, 400, "INVALID_REQUEST")
+    problem(response, 400, "INVALID_REQUEST")
     # the body parser may refuse the literal itself (""); else the document check does
     assert response.json["errors"][0]["pointer"] in {"", "/document"}
 
@@ -155,7 +124,7 @@ def test_update_rejects_bad_input_with_the_pointer(
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     response = client.patch(item, json=body, headers=admin.headers)
-    assert_problem(response, 400, "INVALID_REQUEST")
+    problem(response, 400, "INVALID_REQUEST")
     assert pointer in [error["pointer"] for error in response.json["errors"]]
     assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
 
@@ -164,7 +133,7 @@ def test_every_route_needs_a_valid_key(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
-    revoked = caller(db, ALL)
+    revoked = caller(db, *ALL)
     parsed = api_keys.parse(revoked.key)
     assert parsed is not None
     with db.transaction() as session:
@@ -179,7 +148,7 @@ def test_every_route_needs_a_valid_key(
     for headers in ({}, revoked.headers, {"Authorization": "Bearer occ_nonsense"}):
         for method, path, body in requests:
             response = client.open(path, method=method, json=body, headers=headers)
-            assert_problem(response, 401, "UNAUTHENTICATED")
+            problem(response, 401, "UNAUTHENTICATED")
     assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
 
 
@@ -189,7 +158,7 @@ def test_another_namespaces_configurations_are_not_found(
     other = namespace(client, owner_db, admin, "team-b")
     theirs = create(client, admin, other, name="theirs").json["data"]
     ours = create(client, admin, ns, name="ours").json["data"]
-    member = caller(db, (*ALL, "namespace:read"), namespace_id=ns)
+    member = caller(db, *ALL, "namespace:read", namespace_id=ns)
 
     their_item = f"{base(other)}/{theirs['id']}"
     for method, path, body in [
@@ -204,7 +173,7 @@ def test_another_namespaces_configurations_are_not_found(
         ("DELETE", f"{base(ns)}/{theirs['id']}", None),
     ]:
         response = client.open(path, method=method, json=body, headers=member.headers)
-        assert_problem(response, 404, "NOT_FOUND")
+        problem(response, 404, "NOT_FOUND")
 
     assert client.get(base(ns), headers=member.headers).json["data"] == [ours]
     assert client.get(their_item, headers=admin.headers).json["data"] == theirs
@@ -224,33 +193,31 @@ def test_malformed_and_unknown_ids_are_not_found(
         f"{base('ns_bad')}/{ids.new('configuration')}",
         f"{base(ids.new('namespace'))}/{ids.new('configuration')}",
     ]:
-        assert_problem(client.get(path, headers=admin.headers), 404, "NOT_FOUND")
-        assert_problem(
-            client.patch(path, json={"name": "n"}, headers=admin.headers), 404, "NOT_FOUND"
-        )
-        assert_problem(client.delete(path, headers=admin.headers), 404, "NOT_FOUND")
+        problem(client.get(path, headers=admin.headers), 404, "NOT_FOUND")
+        problem(client.patch(path, json={"name": "n"}, headers=admin.headers), 404, "NOT_FOUND")
+        problem(client.delete(path, headers=admin.headers), 404, "NOT_FOUND")
     for namespace_path in (base("ns_bad"), base(ids.new("namespace"))):
-        assert_problem(client.get(namespace_path, headers=admin.headers), 404, "NOT_FOUND")
-        assert_problem(create(client, admin, namespace_path.split("/")[3]), 404, "NOT_FOUND")
+        problem(client.get(namespace_path, headers=admin.headers), 404, "NOT_FOUND")
+        problem(create(client, admin, namespace_path.split("/")[3]), 404, "NOT_FOUND")
 
 
 def test_a_reader_is_forbidden_to_write(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
-    reader = caller(db, ("configuration:read", "namespace:read"), namespace_id=ns)
+    reader = caller(db, "configuration:read", "namespace:read", namespace_id=ns)
     assert client.get(item, headers=reader.headers).status_code == 200
-    assert_problem(client.patch(item, json={"name": "x"}, headers=reader.headers), 403, "FORBIDDEN")
-    assert_problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
-    assert_problem(create(client, reader, ns, name="new"), 403, "FORBIDDEN")
+    problem(client.patch(item, json={"name": "x"}, headers=reader.headers), 403, "FORBIDDEN")
+    problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
+    problem(create(client, reader, ns, name="new"), 403, "FORBIDDEN")
 
 
 def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -> None:
     create(client, admin, ns, name="taken")
-    assert_problem(create(client, admin, ns, name="taken"), 409, "RESOURCE_CONFLICT")
+    problem(create(client, admin, ns, name="taken"), 409, "RESOURCE_CONFLICT")
     mine = create(client, admin, ns, name="mine").json["data"]
     item = f"{base(ns)}/{mine['id']}"
-    assert_problem(
+    problem(
         client.patch(item, json={"name": "taken"}, headers=admin.headers), 409, "RESOURCE_CONFLICT"
     )
     assert client.get(item, headers=admin.headers).json["data"] == mine
@@ -265,7 +232,7 @@ def test_a_configuration_used_by_an_agent_cannot_be_deleted(
             sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id)
         )
     response = client.delete(f"{base(ns)}/{configuration_id}", headers=admin.headers)
-    assert_problem(response, 409, "RESOURCE_CONFLICT")
+    problem(response, 409, "RESOURCE_CONFLICT")
     assert agent_id in response.json["detail"]
     assert client.get(f"{base(ns)}/{configuration_id}", headers=admin.headers).status_code == 200
 
@@ -274,12 +241,12 @@ def test_a_namespace_that_is_not_ready_refuses_configurations(
     client: FlaskClient, owner_db: Database, admin: Caller
 ) -> None:
     young = namespace(client, owner_db, admin, "young", ready=False)
-    assert_problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
+    problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
     assert client.get(base(young), headers=admin.headers).json["data"] == []
 
     ready = namespace(client, owner_db, admin, "ready")
     assert client.delete(f"/v1/namespaces/{ready}", headers=admin.headers).status_code == 202
-    assert_problem(create(client, admin, ready), 409, "NAMESPACE_NOT_READY")
+    problem(create(client, admin, ready), 409, "NAMESPACE_NOT_READY")
 
 
 def test_openapi_documents_the_routes(client: FlaskClient) -> None:

@@ -20,6 +20,7 @@ from occ.state import models
 from occ.web import app as web_app
 from occ.web import json_input
 from tests.integration.web.conftest import Caller
+from tests.integration.web.support import problem
 
 JSON = "application/json"
 
@@ -52,17 +53,6 @@ def post(
     if content_type is not None:
         headers["Content-Type"] = content_type
     return client.post(path, data=body, headers=headers)
-
-
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
-    assert response.content_type == "application/problem+json"
-    body = dict(response.json)
-    assert body["code"] == code
-    assert body["status"] == status
-    assert body["requestId"] == response.headers["X-Request-Id"]
-    assert isinstance(body["title"], str) and isinstance(body["detail"], str)
-    return body
 
 
 def nested(depth: int) -> str:

@@ -17,8 +17,9 @@ from flask.testing import FlaskClient
 from occ import ids
 from occ.db import Database
 from occ.state import api_keys, models, values, work_queue
-from tests.integration.web.conftest import PEPPER, Caller
-from tests.support import grants, rows
+from tests.integration.web.conftest import Caller
+from tests.integration.web.support import caller, problem
+from tests.support import rows
 
 WORK = "/v1/work"
 
@@ -59,16 +60,6 @@ EVENT_FIELDS = {
 }
 
 
-def caller(db: Database, *permissions: str, namespace_id: str | None = None) -> Caller:
-    """A new human principal with ``permissions`` (bound at ``namespace_id`` when given)."""
-    with db.transaction() as session:
-        principal_id = rows.principal(session, name="operator")
-        if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
-        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
-    return Caller(principal_id, minted.plaintext)
-
-
 def create_namespace(client: FlaskClient, admin: Caller, name: str) -> str:
     response = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
     assert response.status_code == 201, response.json
@@ -84,14 +75,6 @@ def work_rows(db: Database) -> int:
 
 def get(client: FlaskClient, path: str, who: Caller, **query: Any) -> Any:
     return client.get(path, query_string=query, headers=who.headers)
-
-
-def problem(response: Any, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.json
-    assert response.content_type == "application/problem+json"
-    assert response.json["code"] == code
-    assert response.json["requestId"] == response.headers["X-Request-Id"]
-    return dict(response.json)
 
 
 def pointers(response: Any) -> list[str]:
@@ -373,7 +356,7 @@ ROUTES = ("/v1/work", "/v1/audit-events")
 def test_without_or_with_a_revoked_key(client: FlaskClient, admin: Caller, db: Database) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     item = f"{WORK}/namespace:{namespace_id}:reconcile:ready"
-    operator = caller(db, "installation:read", "installation:administer")
+    operator = caller(db, "installation:read", "installation:administer", name="operator")
     for path in (*ROUTES, item):
         assert get(client, path, operator).status_code == 200
         problem(client.get(path), 401, "UNAUTHENTICATED")
@@ -396,7 +379,7 @@ def test_a_namespace_reader_sees_nothing_and_is_audited(
     client: FlaskClient, admin: Caller, db: Database
 ) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
-    reader = caller(db, "namespace:read", namespace_id=namespace_id)
+    reader = caller(db, "namespace:read", namespace_id=namespace_id, name="operator")
     assert get(client, f"/v1/namespaces/{namespace_id}", reader).status_code == 200
     before = work_rows(db)
     work_id = f"namespace:{namespace_id}:reconcile:ready"
@@ -437,7 +420,7 @@ def test_an_installation_reader_reads_audit_events_but_not_work(
     client: FlaskClient, admin: Caller, db: Database
 ) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
-    auditor = caller(db, "installation:read")
+    auditor = caller(db, "installation:read", name="operator")
     assert get(client, "/v1/audit-events", auditor).status_code == 200
     problem(get(client, "/v1/work", auditor), 403, "FORBIDDEN")
     # it may read the Installation, so the work item is forbidden rather than hidden; the
@@ -457,6 +440,12 @@ def test_a_namespace_scoped_administrator_role_grants_nothing_here(
 ) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     # installation permissions bound at a Namespace scope do not reach the Installation
-    scoped = caller(db, "installation:read", "installation:administer", namespace_id=namespace_id)
+    scoped = caller(
+        db,
+        "installation:read",
+        "installation:administer",
+        namespace_id=namespace_id,
+        name="operator",
+    )
     problem(get(client, "/v1/work", scoped), 403, "FORBIDDEN")
     problem(get(client, "/v1/audit-events", scoped), 403, "FORBIDDEN")

@@ -14,6 +14,7 @@ from occ import ids
 from occ.db import Database
 from occ.state import api_keys, audit, iam_policy
 from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.support import problem
 from tests.support import grants, rows
 
 # -- helpers shared with test_iam_routes ---------------------------------------------------------
@@ -66,14 +67,6 @@ def state(db: Database) -> dict[str, int]:
 def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
     with db.transaction() as session:
         return audit.list_events(session, **filters)
-
-
-def problem(response: TestResponse, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.json
-    assert response.content_type == "application/problem+json"
-    body = response.json
-    assert body is not None and body["code"] == code
-    return body
 
 
 def pointers(response: TestResponse) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,35 +15,12 @@ from occ.config import Settings
 from occ.db import Database
 from occ.state import api_keys, audit, models
 from occ.state import secrets as secret_rows
-from tests.integration.web.conftest import PEPPER, Caller
-from tests.support import grants, rows
+from tests.integration.web.conftest import Caller
+from tests.integration.web.support import caller, namespace, problem
+from tests.support import rows
 
 VALUE = "sk-live-\u00e9\u6771-never-shown-7f3a9c"
 ALL = ("secret:create", "secret:read", "secret:delete")
-
-
-def namespace(
-    client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
-) -> str:
-    created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
-    assert created.status_code == 201, created.json
-    namespace_id = str(created.json["data"]["id"])
-    if ready:
-        with owner_db.transaction() as session:
-            session.execute(
-                sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-                {"id": namespace_id},
-            )
-    return namespace_id
-
-
-def caller(db: Database, permissions: Sequence[str], *, namespace_id: str | None = None) -> Caller:
-    with db.transaction() as session:
-        principal_id = rows.principal(session)
-        if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
-        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
-    return Caller(principal_id, minted.plaintext)
 
 
 def base(namespace_id: str) -> str:
@@ -55,12 +31,6 @@ def create(
     client: FlaskClient, who: Caller, namespace_id: str, name: str = "token", value: Any = VALUE
 ) -> Any:
     return client.post(base(namespace_id), json={"name": name, "value": value}, headers=who.headers)
-
-
-def assert_problem(response: Any, status: int, code: str) -> None:
-    assert response.status_code == status, response.json
-    assert response.content_type == "application/problem+json"
-    assert response.json["code"] == code
 
 
 @pytest.fixture
@@ -115,7 +85,7 @@ def test_create_read_list_delete_never_show_the_value(
     deleted = client.delete(item, headers=admin.headers)
     bodies.append(deleted.data)
     assert deleted.status_code == 204 and deleted.data == b""
-    assert_problem(client.get(item, headers=admin.headers), 404, "NOT_FOUND")
+    problem(client.get(item, headers=admin.headers), 404, "NOT_FOUND")
 
     encoded = (VALUE.encode(), json.dumps(VALUE).encode())
     for body in bodies:
@@ -169,7 +139,7 @@ def test_create_rejects_bad_input_with_the_pointer(
     client: FlaskClient, db: Database, admin: Caller, ns: str, body: dict[str, Any], pointer: str
 ) -> None:
     response = client.post(base(ns), json=body, headers=admin.headers)
-    assert_problem(response, 400, "INVALID_REQUEST")
+    problem(response, 400, "INVALID_REQUEST")
     assert pointer in [error["pointer"] for error in response.json["errors"]]
     assert VALUE.encode() not in response.data
     with db.transaction() as session:
@@ -184,7 +154,7 @@ def test_every_route_needs_a_valid_key(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
-    revoked = caller(db, ALL)
+    revoked = caller(db, *ALL)
     parsed = api_keys.parse(revoked.key)
     assert parsed is not None
     with db.transaction() as session:
@@ -198,7 +168,7 @@ def test_every_route_needs_a_valid_key(
     for headers in ({}, revoked.headers):
         for method, path, body in requests:
             response = client.open(path, method=method, json=body, headers=headers)
-            assert_problem(response, 401, "UNAUTHENTICATED")
+            problem(response, 401, "UNAUTHENTICATED")
     assert client.get(base(ns), headers=admin.headers).json["data"][0]["name"] == "token"
 
 
@@ -208,7 +178,7 @@ def test_another_namespaces_secrets_are_not_found(
     other = namespace(client, owner_db, admin, "team-b")
     theirs = create(client, admin, other, name="theirs").json["data"]
     ours = create(client, admin, ns, name="ours").json["data"]
-    member = caller(db, (*ALL, "namespace:read"), namespace_id=ns)
+    member = caller(db, *ALL, "namespace:read", namespace_id=ns)
 
     their_item = f"{base(other)}/{theirs['id']}"
     for method, path, body in [
@@ -223,7 +193,7 @@ def test_another_namespaces_secrets_are_not_found(
         ("GET", f"{base('ns_bad')}/{theirs['id']}", None),
     ]:
         response = client.open(path, method=method, json=body, headers=member.headers)
-        assert_problem(response, 404, "NOT_FOUND")
+        problem(response, 404, "NOT_FOUND")
 
     assert client.get(base(ns), headers=member.headers).json["data"] == [ours]
     assert client.get(their_item, headers=admin.headers).json["data"] == theirs
@@ -237,16 +207,16 @@ def test_a_reader_is_forbidden_to_write(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
-    reader = caller(db, ("secret:read", "namespace:read"), namespace_id=ns)
+    reader = caller(db, "secret:read", "namespace:read", namespace_id=ns)
     assert client.get(item, headers=reader.headers).status_code == 200
-    assert_problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
-    assert_problem(create(client, reader, ns, name="new"), 403, "FORBIDDEN")
+    problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
+    problem(create(client, reader, ns, name="new"), 403, "FORBIDDEN")
 
 
 def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -> None:
     create(client, admin, ns, name="taken")
     response = create(client, admin, ns, name="taken")
-    assert_problem(response, 409, "RESOURCE_CONFLICT")
+    problem(response, 409, "RESOURCE_CONFLICT")
     assert VALUE not in response.json["detail"]
 
 
@@ -262,7 +232,7 @@ def test_a_secret_used_for_harness_auth_cannot_be_deleted(
             .values(harness_auth_secret_id=secret_id)
         )
     response = client.delete(f"{base(ns)}/{secret_id}", headers=admin.headers)
-    assert_problem(response, 409, "RESOURCE_CONFLICT")
+    problem(response, 409, "RESOURCE_CONFLICT")
     assert agent_id in response.json["detail"]
     assert client.get(f"{base(ns)}/{secret_id}", headers=admin.headers).status_code == 200
 
@@ -271,7 +241,7 @@ def test_a_namespace_that_is_not_ready_refuses_secrets(
     client: FlaskClient, owner_db: Database, admin: Caller
 ) -> None:
     young = namespace(client, owner_db, admin, "young", ready=False)
-    assert_problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
+    problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
     ready = namespace(client, owner_db, admin, "ready")
     assert client.delete(f"/v1/namespaces/{ready}", headers=admin.headers).status_code == 202
-    assert_problem(create(client, admin, ready), 409, "NAMESPACE_NOT_READY")
+    problem(create(client, admin, ready), 409, "NAMESPACE_NOT_READY")
