@@ -83,18 +83,13 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
         if reservation is not None:
             reservation.applied = True
     except Refused as refused:
-        with db.transaction() as session:
-            audit.append(
-                session,
-                kind=audit.EventKind.AUTHORIZATION_DENIAL,
-                action=refused.action,
-                actor_id=actor_id,
-                outcome=audit.EventOutcome.DENIED,
-                namespace_id=refused.resource.namespace_id,
-                resource_kind=refused.resource.kind,
-                resource_id=refused.resource.id,
-                details={"code": refused.error.code, **refused.details},
-            )
+        _audit_denial(
+            db,
+            actor_id,
+            refused.action,
+            refused.resource,
+            {"code": refused.error.code, **refused.details},
+        )
         raise refused.error from None
     except Denied as denied:
         details: dict[str, Any] = {
@@ -104,21 +99,28 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
         }
         if denied.request is not None:
             details["request"] = present(denied.request)
-        with db.transaction() as session:
-            audit.append(
-                session,
-                kind=audit.EventKind.AUTHORIZATION_DENIAL,
-                action=denied.action,
-                actor_id=actor_id,
-                outcome=audit.EventOutcome.DENIED,
-                namespace_id=denied.resource.namespace_id,
-                resource_kind=denied.resource.kind,
-                resource_id=denied.resource.id,
-                details=details,
-            )
+        _audit_denial(db, actor_id, denied.action, denied.resource, details)
         if denied.hidden:
             raise errors.NotFound(f"the {denied.resource.kind} does not exist") from None
         raise errors.Forbidden(denied.detail, decision=denied.decision) from None
+
+
+def _audit_denial(
+    db: Database, actor_id: str, action: str, resource: iam.Resource, details: Mapping[str, Any]
+) -> None:
+    """The authorization-denial event, in its own transaction (the use case's rolled back)."""
+    with db.transaction() as session:
+        audit.append(
+            session,
+            kind=audit.EventKind.AUTHORIZATION_DENIAL,
+            action=action,
+            actor_id=actor_id,
+            outcome=audit.EventOutcome.DENIED,
+            namespace_id=resource.namespace_id,
+            resource_kind=resource.kind,
+            resource_id=resource.id,
+            details=details,
+        )
 
 
 def require(
