@@ -14,7 +14,8 @@ stderr gets a human summary (occ/celery ratio, nudge/poll ratios, the targets) a
 
 Set-up: ``OCC_TEST_DATABASE_URL`` names a PostgreSQL *server*; the benchmark creates its own
 fresh, migrated database there (``tests.support.databases``), bootstraps an Installation and
-drops the database at the end. The broker is database 12 of the Redis named by
+drops the database at the end. The broker is the first quiet database of 12 to 15 (no client
+connected, empty: a parallel run's is not) of the Redis named by
 ``OCC_TEST_REDIS_URL`` (default ``redis://127.0.0.1:6379/0``), flushed before and after.
 Processes are started the way the runtime tests start them (``python -m celery``, one session
 each, a readiness marker per worker) and all stopped at the end (their process groups killed
@@ -101,7 +102,8 @@ from tests.support.processes import (  # noqa: E402
 
 T = TypeVar("T")
 
-BROKER_DB: Final = 12
+BROKER_DBS: Final = (12, 13, 14, 15)
+"""Redis databases the broker may use: the first one no other client is connected to."""
 POLL_S: Final = 0.02
 WARMUP_ITEMS: Final = 20
 NUDGE_BEAT_MS: Final = 60_000
@@ -534,7 +536,10 @@ def exit_on_sigterm() -> None:
 
 
 def broker_url() -> str:
-    return brokers.url(BROKER_DB)
+    number = brokers.quiet_database(BROKER_DBS)
+    if number is None:
+        raise BenchError(f"every Redis database of {BROKER_DBS} is in use")
+    return brokers.url(number)
 
 
 def fleet_env(urls: databases.DatabaseUrls, broker: str, local_root: Path) -> dict[str, str]:
