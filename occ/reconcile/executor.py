@@ -1,8 +1,8 @@
 """The worker-side use cases: claim a batch, recover stale claims, run one claimed item.
 
 ``run`` exchanges the dispatch token first (a redelivered message ends here with no effect),
-in the same transaction as the kind's read-only reload when the kind has a preparer (else as
-one autocommit statement), then runs the reconciler registered for the item's kind inside a
+one autocommit statement followed on the same connection by the kind's reload when the kind
+has a preparer, then runs the reconciler registered for the item's kind inside a
 ``ClaimContext``. A lost
 claim publishes nothing; a worker shutting down releases the claim with the attempt refunded.
 """
@@ -52,8 +52,8 @@ PREPARERS: Final[Mapping[WorkKind, Preparer]] = {
     WorkKind.NAMESPACE_READY: namespace.prepare,
     WorkKind.NAMESPACE_DELETED: namespace.prepare,
 }
-"""Kinds whose read-only reload (and refusals) run in the start's transaction: the reconciler
-finds it in ``ClaimContext.prepared``. Other kinds start in one autocommit statement."""
+"""Kinds whose reload (and refusals) run right after the start on its connection, with no
+transaction around the reads: the reconciler finds the result in ``ClaimContext.prepared``."""
 
 _AGENT_OPERATIONS: Final[Mapping[str, str]] = {
     codes.Code.REVISION_ACTIVATED: "deploy",
@@ -198,29 +198,24 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
 def _start(
     worker: Worker, work_id: str, token: uuid.UUID
 ) -> tuple[ClaimContext | None, Exception | None]:
-    """Exchange the dispatch token and, for a kind with a preparer, load the pass in the same
-    transaction; ``(None, None)`` for a stale message.
+    """Exchange the dispatch token (one autocommit statement) and, for a kind with a preparer,
+    run its reload on the same connection; ``(None, None)`` for a stale message.
 
-    When the preparer raises, its transaction (the start with it) rolls back whole; the start
-    then runs alone and the exception is returned, to be handled as the pass's own.
+    A preparer's exception is returned, to be handled as the pass's own: the start stands.
     """
     kind = _kind(work_id)
     prepare = None if kind is None else PREPARERS.get(kind)
-    surprise: Exception | None = None
-    if prepare is not None:
-        try:
-            with worker.database.transaction() as session:
-                claim = work_queue.start_token(session, worker.policy, work_id, token)
-                if claim is None:
-                    return None, None
-                context = _context(worker, claim)
-                context.prepared = prepare(session, worker, context)
-            return context, None
-        except Exception as exc:  # handled as the pass's own, once started
-            surprise = exc
-    with worker.database.autocommit() as session:  # one statement
+    with worker.database.autocommit() as session:
         claim = work_queue.start_token(session, worker.policy, work_id, token)
-    return (None, None) if claim is None else (_context(worker, claim), surprise)
+        if claim is None:
+            return None, None
+        context = _context(worker, claim)
+        if prepare is not None:
+            try:
+                context.prepared = prepare(session, worker, context)
+            except Exception as exc:  # handled as the pass's own, once started
+                return context, exc
+    return context, None
 
 
 def _context(worker: Worker, claim: values.Claim) -> ClaimContext:

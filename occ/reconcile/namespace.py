@@ -47,22 +47,27 @@ _TARGETS: Final = {
 def prepare(
     session: Session, worker: environment.Worker, context: ClaimContext
 ) -> namespaces.Namespace | outcome.PassResult:
-    """Reload the Namespace and re-authorize the actor (in the start's transaction when the
-    executor runs it): the Namespace to act on, or the pass's result when it ends here."""
+    """Reload the Namespace and re-authorize the actor: the Namespace to act on, or the pass's
+    result when it ends here.
+
+    ``session`` may be in autocommit (the executor runs this on the start's connection): it
+    only reads, and writes one statement at most; a refusal writes in a transaction of its own.
+    """
     claim = context.claim
     target = _TARGETS[claim.kind]
     namespace = namespaces.get(session, claim.owner.namespace_id)
     if namespace is None or not namespace.live or namespace.status != target.expected_status:
-        return settle.complete(session, claim, Code.SUPERSEDED_TARGET)
+        return settle.complete(session, claim, Code.SUPERSEDED_TARGET)  # one statement
     denial = _denial(session, worker, claim.owner.actor_id, claim.kind, namespace)
     if denial is not None:
-        return authority.refuse(
-            session,
-            context,
-            action=target.admission_action,
-            resource=iam.Resource.namespace(namespace.id),
-            decision=denial,
-        )
+        with worker.database.transaction() as refusal:
+            return authority.refuse(
+                refusal,
+                context,
+                action=target.admission_action,
+                resource=iam.Resource.namespace(namespace.id),
+                decision=denial,
+            )
     return namespace
 
 
@@ -73,7 +78,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     target = _TARGETS[claim.kind]
     loaded = context.prepared
     if not isinstance(loaded, namespaces.Namespace | outcome.PassResult):
-        with database.transaction() as session:
+        with database.autocommit() as session:
             loaded = prepare(session, worker, context)
     if isinstance(loaded, outcome.PassResult):
         return loaded
