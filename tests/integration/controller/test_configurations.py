@@ -16,6 +16,7 @@ from occ.state import audit, models
 from occ.state import configurations as configuration_rows
 from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
+from tests.integration.controller.support import count, events
 from tests.support import grants, rows
 
 STORE = secret_store.SecretStore("admission-test-key")
@@ -63,16 +64,6 @@ def principal(
                 resource_id=resource_id,
             )
         return principal_id
-
-
-def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
-    with db.transaction() as session:
-        return audit.list_events(session, **filters)
-
-
-def count(db: Database, model: type[models.Base]) -> int:
-    with db.transaction() as session:
-        return int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
 
 
 def create(

@@ -13,6 +13,7 @@ from occ.controller import installation, namespaces
 from occ.db import Database
 from occ.state import audit, iam_policy, models, values, work_keys, work_queue
 from occ.state import roles as role_rows
+from tests.integration.controller.support import count, events, work
 from tests.support import grants, rows
 
 
@@ -33,21 +34,6 @@ def principal(db: Database, *permissions: str, namespace_id: str | None = None) 
         if permissions:
             grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
         return principal_id
-
-
-def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
-    with db.transaction() as session:
-        return audit.list_events(session, **filters)
-
-
-def work(db: Database, work_id: str) -> values.WorkItem | None:
-    with db.transaction() as session:
-        return work_queue.get(session, work_id)
-
-
-def count(db: Database, model: type[models.Base]) -> int:
-    with db.transaction() as session:
-        return int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
 
 
 def fail_work(db: Database, policy: values.QueuePolicy, work_id: str) -> None:

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from occ import errors, ids
 from occ.controller import access_bindings, installation, principals, restrictions, roles
 from occ.controller.authentication import authenticate
 from occ.db import Database
 from occ.state import api_keys, audit, iam_policy, models
+from tests.integration.controller.support import count, events
 from tests.support import grants, rows
 
 PEPPER = "policy-test-pepper"
@@ -46,16 +46,6 @@ def sign_in(db: Database, principal_id: str) -> str:
     """Mint the principal a key (only principals with a live key count as administrators)."""
     with db.transaction() as session:
         return api_keys.mint(session, principal_id=principal_id, pepper=PEPPER).key.id
-
-
-def count(db: Database, model: type[models.Base]) -> int:
-    with db.transaction() as session:
-        return int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
-
-
-def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
-    with db.transaction() as session:
-        return audit.list_events(session, **filters)
 
 
 # -- authorization and denial audit -------------------------------------------------------------

@@ -681,35 +681,23 @@ def test_deployment_status_of_every_state(
     assert status(first)["state"] == "superseded"
     assert status(second)["state"] == "active"
 
+    def deployed(finish: Callable[[orm.Session, values.Claim], object]) -> str:
+        """A new deployment whose work ``finish`` ends."""
+        deployment = deploy()
+        drive(db, policy, work_key(deployment), finish)
+        return deployment
+
     # superseded before activation, and stopped before activation
-    third = deploy()
-    drive(
-        db,
-        policy,
-        work_key(third),
-        lambda s, run: work_queue.complete(s, run, code="REVISION_SUPERSEDED"),
-    )
+    third = deployed(lambda s, run: work_queue.complete(s, run, code="REVISION_SUPERSEDED"))
     assert (status(third)["state"], status(third)["reasonCode"]) == (
         "superseded",
         "REVISION_SUPERSEDED",
     )
-    fourth = deploy()
-    drive(
-        db,
-        policy,
-        work_key(fourth),
-        lambda s, run: work_queue.complete(s, run, code="REVISION_STOPPED"),
-    )
+    fourth = deployed(lambda s, run: work_queue.complete(s, run, code="REVISION_STOPPED"))
     assert status(fourth)["state"] == "stopped"
 
     # failed: a fixed public message, never driver text
-    fifth = deploy()
-    drive(
-        db,
-        policy,
-        work_key(fifth),
-        lambda s, run: work_queue.fail(s, run, code="RUNTIME_STARTUP_FAILED"),
-    )
+    fifth = deployed(lambda s, run: work_queue.fail(s, run, code="RUNTIME_STARTUP_FAILED"))
     failed = status(fifth)
     assert (failed["state"], failed["reasonCode"], failed["progress"], failed["warnings"]) == (
         "failed",
