@@ -62,7 +62,7 @@ from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import nudge  # noqa: E402
 from tests.integration.drivers.docker import objects as docker_objects  # noqa: E402
-from tests.support import audits, brokers, databases, worlds  # noqa: E402
+from tests.support import audits, brokers, databases, processes, worlds  # noqa: E402
 
 BROKER_DB: Final = 11
 IMAGE: Final = "occ-standin-gateway:dev"
@@ -81,7 +81,7 @@ def prepare_world(
 ) -> tuple[str, list[str]]:
     """A Namespace (made ready by the fleet) and ``agents_count`` docker Agents."""
     namespace_id = namespaces.create_namespace(database, actor_id=admin, name="bench").id
-    nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
+    processes.nudge(env)
 
     def ready() -> bool:
         with database.transaction() as session:

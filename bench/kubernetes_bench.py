@@ -76,7 +76,7 @@ from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
 from occ.state import models  # noqa: E402
 from occ.tasks import app as tasks_app  # noqa: E402
 from occ.tasks import names, nudge  # noqa: E402
-from tests.support import brokers, databases, worlds  # noqa: E402
+from tests.support import brokers, databases, processes, worlds  # noqa: E402
 from tests.support.kube_api import FakeKubeAPI  # noqa: E402
 
 BROKER_DB: Final = 10
@@ -116,7 +116,7 @@ def prepare_world(
         namespaces.create_namespace(database, actor_id=admin, name=f"{driver}-{index}").id
         for index in range(math.ceil(count / per_namespace))
     ]
-    nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
+    processes.nudge(env)
 
     def ready() -> bool:
         with database.transaction() as session:

@@ -1,4 +1,5 @@
-"""Real Celery worker and beat processes for runtime tests, and waiting with deadlines."""
+"""Real Celery worker and beat processes for runtime tests, the nudge that wakes them, and
+waiting with deadlines."""
 
 from __future__ import annotations
 
@@ -15,9 +16,18 @@ from typing import TypeVar
 
 import pytest
 
+from occ.config import Settings
+from occ.tasks import app as tasks_app
+from occ.tasks import nudge as nudges
+
 T = TypeVar("T")
 
 CELERY = [sys.executable, "-m", "celery", "-A", "occ.tasks.app"]
+
+
+def nudge(env: dict[str, str]) -> None:
+    """Wake the workers of ``env`` as an admission does: a claim message on its broker."""
+    nudges.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
 
 
 def poll(condition: Callable[[], T], *, timeout: float, interval: float) -> T | None:

@@ -19,7 +19,6 @@ import pytest
 import sqlalchemy as sa
 
 from occ import secret_store
-from occ.config import Settings
 from occ.controller import (
     agent_lifecycle,
     installation,
@@ -30,8 +29,6 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
 from occ.state import namespaces as namespace_rows
 from occ.state import restrictions as restriction_rows
-from occ.tasks import app as tasks_app
-from occ.tasks import nudge
 from tests.support import audits, processes, worlds
 from tests.support.processes import wait_for
 
@@ -49,10 +46,6 @@ def installed(db: Database) -> None:
 @pytest.fixture
 def control(fleet: processes.Fleet, installed: None) -> processes.Process:
     return fleet.control_worker()
-
-
-def _nudge(env: dict[str, str]) -> None:
-    nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
 
 
 def _make_world(
@@ -89,7 +82,7 @@ def _wait_state(
 def _deploy_until_active(db: Database, env: dict[str, str], world: World, what: str) -> str:
     """Deploy, nudge the workers and wait for the revision to become active; its id."""
     revision_id = worlds.deploy(db, world)
-    _nudge(env)
+    processes.nudge(env)
     _wait_state(db, world, revision_id, "active", what)
     return revision_id
 
@@ -211,7 +204,7 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
             .values(available_at=sa.func.clock_timestamp() + sa.text("interval '3 seconds'"))
         )
     fleet.worker("drivers", concurrency=2)
-    _nudge(env)
+    processes.nudge(env)
     _wait_state(db, world, newer, "active", "the newer revision")
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
     fleet.beat()
@@ -243,7 +236,7 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
             namespace_id=world.namespace_id,
         )
     fleet.worker("drivers")
-    _nudge(env)
+    processes.nudge(env)
     _wait_state(db, world, revision_id, "failed", "the deployment")
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "AUTHORIZATION_DENIED"
@@ -271,7 +264,7 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     agent_lifecycle.stop_agent(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
-    _nudge(env)
+    processes.nudge(env)
     wait_for(
         lambda: worlds.agent(db, world).active_revision_id is None,
         timeout=30,
@@ -288,7 +281,7 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     agent_lifecycle.delete_agent(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
-    _nudge(env)
+    processes.nudge(env)
 
     def gone() -> bool:
         with db.transaction() as session:
@@ -329,7 +322,7 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
     fleet.beat()
     world = _make_world(db, env, document={"standIn": {"healthy": False}})
     revision_id = worlds.deploy(db, world)
-    _nudge(env)
+    processes.nudge(env)
     _wait_state(db, world, revision_id, "failed", "the deployment (at its deadline)", timeout=40)
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
@@ -349,7 +342,7 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"
     doomed = fleet.worker("doomed")
     revision_id = worlds.deploy(db, world)
-    _nudge(env)
+    processes.nudge(env)
 
     def activating() -> bool:
         return any(

@@ -25,7 +25,6 @@ from occ.reconcile import executor
 from occ.runtime import queue_policy
 from occ.state import api_keys, models
 from occ.tasks import app as tasks_app
-from occ.tasks import nudge
 from occ.web.app import create_app
 from tests.support import audits, processes
 from tests.support.processes import wait_for
@@ -49,10 +48,6 @@ def _admit(db: Database, admin: str, count: int) -> list[str]:
         namespaces.create_namespace(db, actor_id=admin, name=f"ns-{uuid.uuid4().hex[:8]}").id
         for _ in range(count)
     ]
-
-
-def _nudge(env: dict[str, str]) -> None:
-    nudge.Nudger(tasks_app.create(_settings(env))).send_now()
 
 
 def _statuses(db: Database, namespace_ids: list[str]) -> dict[str, str]:
@@ -184,7 +179,7 @@ def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
     fleet.control_worker()
     fleet.worker("drivers", concurrency=2)
     namespace_ids = _admit(db, admin, 12)
-    _nudge(env)
+    processes.nudge(env)
     wait_for(
         lambda: len(LocalComputeDriver(local_root).effects()) >= 1,
         timeout=15,
@@ -302,7 +297,7 @@ def _effect_in_flight(
     fleet.control_worker()
     process = fleet.worker(worker)
     [namespace_id] = _admit(db, admin, 1)
-    _nudge(env)
+    processes.nudge(env)
     work_id = f"namespace:{namespace_id}:reconcile:ready"
     wait_for(
         lambda: _effect_started(local_root, work_id), timeout=15, message="the effect to start"

@@ -8,7 +8,6 @@ import urllib.request
 from typing import Any
 
 from occ import secret_store
-from occ.config import Settings
 from occ.controller import (
     installation,
     namespaces,
@@ -16,19 +15,13 @@ from occ.controller import (
 from occ.db import Database
 from occ.drivers.compute.docker import naming
 from occ.state import models
-from occ.tasks import app as tasks_app
-from occ.tasks import nudge
-from tests.support import audits, worlds
+from tests.support import audits, processes, worlds
 from tests.support.processes import wait_for
 
 SECRET_VALUE = "sk-docker-lifecycle-never-logged"
 
 
 World = worlds.World
-
-
-def send_nudge(env: dict[str, str]) -> None:
-    nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
 
 
 def make(db: Database, env: dict[str, str], *, document: dict[str, Any] | None = None) -> World:
@@ -38,7 +31,7 @@ def make(db: Database, env: dict[str, str], *, document: dict[str, Any] | None =
     admin = boot.admin_principal_id
     assert admin is not None
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    send_nudge(env)
+    processes.nudge(env)
     wait_for(
         lambda: namespace_status(db, namespace_id) == "ready",
         timeout=30,
@@ -63,7 +56,8 @@ def namespace_status(db: Database, namespace_id: str) -> str | None:
         return str(row.status)
 
 
-# the deploy and the reads of every deploying suite, under the names these tests use
+# the nudge, the deploy and the reads of every deploying suite, under the names these tests use
+send_nudge = processes.nudge
 deploy = worlds.deploy
 deployment = worlds.deployment
 state_is = worlds.state_is

@@ -17,7 +17,6 @@ import pytest
 import sqlalchemy as sa
 
 from occ import secret_store
-from occ.config import Settings
 from occ.controller import (
     agent_lifecycle,
     agents,
@@ -30,8 +29,6 @@ from occ.controller import (
 from occ.db import Database
 from occ.drivers.compute.kubernetes import client, naming
 from occ.state import models
-from occ.tasks import app as tasks_app
-from occ.tasks import nudge
 from tests.integration.drivers.kubernetes import helpers
 from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
@@ -90,13 +87,9 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
 World = worlds.World
 
 
-def _nudge(env: dict[str, str]) -> None:
-    nudge.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
-
-
 def _world(db: Database, env: dict[str, str], admin: str) -> World:
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    _nudge(env)
+    processes.nudge(env)
     wait_for(
         lambda: (
             namespaces.get_namespace(db, actor_id=admin, namespace_id=namespace_id).status
@@ -122,7 +115,7 @@ def _deploy_until_active(
     revision_id = deployments.deploy_agent(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     ).deployment_id
-    _nudge(env)
+    processes.nudge(env)
     gateway = naming.agent_object(world.agent_id)
 
     def template_runs_revision() -> bool:
@@ -194,7 +187,7 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     agent_lifecycle.stop_agent(
         db, actor_id=admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
-    _nudge(env)
+    processes.nudge(env)
 
     def stopped() -> bool:
         deployment = cluster.get("deployments", namespace, service)
@@ -209,7 +202,7 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     agent_lifecycle.delete_agent(
         db, actor_id=admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
-    _nudge(env)
+    processes.nudge(env)
 
     def agent_gone() -> bool:
         with db.transaction() as session:
@@ -230,7 +223,7 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
         db, actor_id=admin, namespace_id=world.namespace_id, secret_id=world.secret_id
     )
     namespaces.delete_namespace(db, actor_id=admin, namespace_id=world.namespace_id)
-    _nudge(env)
+    processes.nudge(env)
 
     def terminating() -> bool:
         found = cluster.get("namespaces", None, namespace)
