@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from occ import errors, iam, ids
+from occ import errors, ids
 from occ.controller import admission, installation, policy
 from occ.db import Database, Session
 from occ.state import grants, iam_policy, keyset
@@ -151,14 +151,7 @@ def _binding(session: Session, binding_id: str) -> iam_policy.AccessBinding:
 def _resource_ref(resource: Mapping[str, Any] | None) -> iam_policy.ResourceRef | None:
     if resource is None:
         return None
-    if not isinstance(resource, Mapping):
-        raise errors.InvalidInput.at("/resource", "must be an object {kind, id}")
-    kind = resource.get("kind")
-    if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
-        raise errors.InvalidInput.at(
-            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
-        )
-    return iam_policy.ResourceRef(kind, ids.require(kind, resource.get("id"), "/resource/id"))
+    return iam_policy.ResourceRef(*policy.resource_input(resource))
 
 
 def _scope_of(target: iam_policy.ResourceRef, namespace_id: str | None) -> str | None:

@@ -8,7 +8,6 @@ not read is answered as missing (404), as every route does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from occ import errors, iam, ids
@@ -92,14 +91,7 @@ def check(
 
 
 def _target(resource: object, namespace_id: object) -> iam.Resource:
-    if not isinstance(resource, Mapping):
-        raise errors.InvalidInput.at("/resource", "must be an object {kind, id}")
-    kind = resource.get("kind")
-    if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
-        raise errors.InvalidInput.at(
-            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
-        )
-    resource_id = ids.require(kind, resource.get("id"), "/resource/id")
+    kind, resource_id = policy.resource_input(resource)
     if kind == "installation":
         if namespace_id is not None:
             raise errors.InvalidInput.at("/namespaceId", "the Installation is in no Namespace")

@@ -35,17 +35,9 @@ def create_configuration(
     size = check_document(document, "/document")
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
-        namespace = namespaces.live(session, namespace_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            "configurations.create",
-            "configuration:create",
-            iam.Resource.namespace(namespace.id),
-            hide_unless_readable=True,
-            request=request,
+        namespace, decision = contents.admit_creation(
+            session, actor_id, namespace_id, kind="configuration", request=request
         )
-        admission.require_ready(namespace.status)
         configuration = state.insert(
             session, namespace_id=namespace.id, name=name, document=document
         )

@@ -1,21 +1,48 @@
-"""What the Configuration and Secret use cases share: reading one item of a live Namespace, and
-the page of its items the caller may read.
+"""What the Configuration and Secret use cases share: admitting a new item into a Namespace,
+reading one item of a live Namespace, and the page of its items the caller may read.
 
-``kind`` names the item (``configuration``, ``secret``): the permission is ``<kind>:read`` and
-the audited action ``<kind>s.read`` or ``<kind>s.list``.
+``kind`` names the item (``configuration``, ``secret``): the permissions are
+``<kind>:create`` and ``<kind>:read``, the audited actions ``<kind>s.create``, ``<kind>s.read``
+and ``<kind>s.list``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from occ import iam
 from occ.controller import admission, listing, namespaces
 from occ.db import Database, Session
 from occ.state import keyset
+from occ.state import namespaces as namespace_rows
 
 T = TypeVar("T")
+
+
+def admit_creation(
+    session: Session, actor_id: str, namespace_id: str, *, kind: str, request: Mapping[str, Any]
+) -> tuple[namespace_rows.Namespace, iam.Decision]:
+    """The live Namespace a new ``kind`` goes into, under its row lock, and the decision
+    allowing ``<kind>:create`` on it.
+
+    Raises:
+        NotFound: no such live Namespace, or the caller may not read it (audited).
+        Forbidden: the caller may read the Namespace but not create here (audited).
+        NamespaceNotReady: the Namespace is not ``ready``.
+    """
+    namespace = namespaces.live(session, namespace_id, lock=True)
+    decision = admission.require(
+        session,
+        actor_id,
+        f"{kind}s.create",
+        f"{kind}:create",
+        iam.Resource.namespace(namespace.id),
+        hide_unless_readable=True,
+        request=request,
+    )
+    admission.require_ready(namespace.status)
+    return namespace, decision
 
 
 def read(

@@ -72,6 +72,19 @@ def administered_page(
     )
 
 
+def resource_input(resource: object) -> tuple[str, str]:
+    """The ``(kind, id)`` of a ``{kind, id}`` resource in a request, or ``InvalidInput`` at
+    ``/resource``."""
+    if not isinstance(resource, Mapping):
+        raise errors.InvalidInput.at("/resource", "must be an object {kind, id}")
+    kind = resource.get("kind")
+    if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
+        raise errors.InvalidInput.at(
+            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
+        )
+    return kind, ids.require(kind, resource.get("id"), "/resource/id")
+
+
 def open_namespace(session: Session, namespace_id: str) -> None:
     """Lock a live Namespace that is not being deleted, for a new IAM row that names it.
 

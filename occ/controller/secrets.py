@@ -43,17 +43,9 @@ def create_secret(
     sealed = store.encrypt(secret_id, value)
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
-        namespace = namespaces.live(session, namespace_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            "secrets.create",
-            "secret:create",
-            iam.Resource.namespace(namespace.id),
-            hide_unless_readable=True,
-            request=request,
+        namespace, decision = contents.admit_creation(
+            session, actor_id, namespace_id, kind="secret", request=request
         )
-        admission.require_ready(namespace.status)
         secret = state.insert(
             session,
             secret_id=secret_id,
