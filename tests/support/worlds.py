@@ -176,3 +176,9 @@ def agent(db: Database, world: World) -> agent_rows.Agent:
     return agents.get_agent(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
+
+
+def agent_gone(db: Database, world: World) -> bool:
+    """Whether the World's Agent row is gone (its deletion finalized)."""
+    with db.transaction() as session:
+        return agent_rows.get(session, world.namespace_id, world.agent_id) is None

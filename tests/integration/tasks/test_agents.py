@@ -282,12 +282,11 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
         db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
     processes.nudge(env)
-
-    def gone() -> bool:
-        with db.transaction() as session:
-            return session.get(models.Agent, world.agent_id) is None
-
-    wait_for(gone, timeout=30, message="the finalizer to remove the agent")
+    wait_for(
+        lambda: worlds.agent_gone(db, world),
+        timeout=30,
+        message="the finalizer to remove the agent",
+    )
     assert not _alive(second_pid)
     assert not (local_root / "agents" / world.agent_id).exists()
     with db.transaction() as session:

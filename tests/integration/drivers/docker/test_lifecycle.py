@@ -104,12 +104,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
         db, actor_id=w.admin, namespace_id=w.namespace_id, agent_id=w.agent_id
     )
     world.send_nudge(docker_env)
-
-    def agent_gone() -> bool:
-        with db.transaction() as session:
-            return session.get(models.Agent, w.agent_id) is None
-
-    wait_for(agent_gone, timeout=60, message="the Agent to be deleted")
+    wait_for(lambda: world.agent_gone(db, w), timeout=60, message="the Agent to be deleted")
     assert world.gateways(client, agent_id=w.agent_id) == []
     assert owned_objects(client, w.namespace_id) == {
         "containers": [],

@@ -62,6 +62,7 @@ deploy = worlds.deploy
 deployment = worlds.deployment
 state_is = worlds.state_is
 agent = worlds.agent
+agent_gone = worlds.agent_gone
 reconcile_passes = audits.reconcile_passes
 
 

@@ -203,12 +203,9 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
         db, actor_id=admin, namespace_id=world.namespace_id, agent_id=world.agent_id
     )
     processes.nudge(env)
-
-    def agent_gone() -> bool:
-        with db.transaction() as session:
-            return session.get(models.Agent, world.agent_id) is None
-
-    wait_for(agent_gone, timeout=TIMEOUT, message="the Agent to be deleted")
+    wait_for(
+        lambda: worlds.agent_gone(db, world), timeout=TIMEOUT, message="the Agent to be deleted"
+    )
     selector = f"{naming.AGENT_ID}={world.agent_id}"
     for plural in KINDS:
         assert cluster.objects(plural, namespace, selector) == [], plural
