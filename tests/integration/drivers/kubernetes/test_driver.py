@@ -274,11 +274,11 @@ def test_timeouts_and_dropped_connections_are_transient(
     specs: Specs,
     fault: str,
 ) -> None:
-    driver = make_driver(kubernetes_request_timeout_ms=300)
+    driver = make_driver(kubernetes_request_timeout_ms=1_500)  # roomy on a loaded machine
     _ready_namespace(driver, operation, specs)
     revision = specs.revision()
     if fault == "timeout":
-        kube_api.inject("GET", r"/serviceaccounts/", delay_s=1.0)
+        kube_api.inject("GET", r"/serviceaccounts/", delay_s=4.0)
     else:
         kube_api.inject("GET", r"/serviceaccounts/", close=True)
     with pytest.raises(base.TransientDriverError) as failed:
