@@ -142,24 +142,16 @@ def update(
     return None if row is None else _configuration(row)
 
 
-def delete(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
-    """Remove the Configuration; whether it existed.
+delete: Final = _ROWS.delete
+"""Remove the Configuration (``session, namespace_id, configuration_id``); whether it existed.
+``Conflict`` while an Agent still references it."""
 
-    Raises:
-        Conflict: an Agent still references it.
-    """
-    return _ROWS.delete(session, namespace_id, configuration_id)
+referencing_agents: Final = _ROWS.referencing_agents
+"""Ids of (up to ten) Agents whose ``configuration_id`` is this Configuration."""
 
-
-def referencing_agents(session: orm.Session, namespace_id: str, configuration_id: str) -> list[str]:
-    """Ids of (up to ten) Agents whose ``configuration_id`` is this Configuration."""
-    return _ROWS.referencing_agents(session, namespace_id, configuration_id)
-
-
-def hold_reference(session: orm.Session, namespace_id: str, configuration_id: str) -> bool:
-    """Whether the Configuration is in the Namespace; holds a key-share lock until commit so
-    that it cannot be deleted before the Agent that references it is written."""
-    return _ROWS.hold_reference(session, namespace_id, configuration_id)
+hold_reference: Final = _ROWS.hold_reference
+"""Whether the Configuration is in the Namespace; holds a key-share lock until commit so that it
+cannot be deleted before the Agent that references it is written."""
 
 
 def pinned(

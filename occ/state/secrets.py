@@ -102,24 +102,16 @@ def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> byt
     return None if value is None else bytes(value)
 
 
-def delete(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
-    """Remove the Secret; whether it existed.
+delete: Final = _ROWS.delete
+"""Remove the Secret (``session, namespace_id, secret_id``); whether it existed.
+``Conflict`` while an Agent still references it."""
 
-    Raises:
-        Conflict: an Agent still references it.
-    """
-    return _ROWS.delete(session, namespace_id, secret_id)
+referencing_agents: Final = _ROWS.referencing_agents
+"""Ids of (up to ten) Agents whose harness authentication uses this Secret."""
 
-
-def referencing_agents(session: orm.Session, namespace_id: str, secret_id: str) -> list[str]:
-    """Ids of (up to ten) Agents whose harness authentication uses this Secret."""
-    return _ROWS.referencing_agents(session, namespace_id, secret_id)
-
-
-def hold_reference(session: orm.Session, namespace_id: str, secret_id: str) -> bool:
-    """Whether the Secret is in the Namespace; holds a key-share lock until commit so that it
-    cannot be deleted before the Agent that references it is written."""
-    return _ROWS.hold_reference(session, namespace_id, secret_id)
+hold_reference: Final = _ROWS.hold_reference
+"""Whether the Secret is in the Namespace; holds a key-share lock until commit so that it
+cannot be deleted before the Agent that references it is written."""
 
 
 def _secret(row: sa.RowMapping) -> Secret:
