@@ -47,12 +47,10 @@ def stop_agent(
         stopped = agents.set_desired_state(session, agent.id, agents.DesiredRuntimeState.STOPPED)
         key = work_keys.agent_stopped(agent.id)
         work_queue.enqueue(session, key, _work_owner(agent, actor_id))
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="agents.stop",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,

@@ -111,12 +111,10 @@ def create_agent(
                 session, actor_id=actor_id, agent=agent, decision=grant_decision
             )
         )
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="agents.create",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,
@@ -181,12 +179,10 @@ def update_agent(
         check_execution_mode(columns, current=agent)
         check_references(session, namespace.id, columns)
         updated = agents.update_draft(session, agent.id, columns)
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="agents.update",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,

@@ -41,12 +41,10 @@ def create_configuration(
         configuration = state.insert(
             session, namespace_id=namespace.id, name=name, document=document
         )
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="configurations.create",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="configuration",
             resource_id=configuration.id,
@@ -173,12 +171,10 @@ def update_configuration(
             details["previousName"] = current.name
         if size is not None:
             details["documentBytes"] = size
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="configurations.update",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="configuration",
             resource_id=updated.id,
@@ -226,12 +222,10 @@ def delete_configuration(
             raise errors.Conflict(f"the Configuration is used by agent(s) {', '.join(agents)}")
         if not state.delete(session, namespace.id, current.id):
             raise errors.NotFound("the configuration does not exist")
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="configurations.delete",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="configuration",
             resource_id=current.id,

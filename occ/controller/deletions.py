@@ -86,12 +86,10 @@ def _requeue(session: Session, deletion: Deletion, work: values.WorkItem) -> Non
 
 
 def _audit(session: Session, deletion: Deletion, work_id: str, details: Mapping[str, Any]) -> None:
-    audit.append(
+    audit.mutation(
         session,
-        kind=audit.EventKind.MUTATION,
         action=f"{deletion.resource_kind}s.delete",
         actor_id=deletion.owner.actor_id,
-        outcome=audit.EventOutcome.SUCCESS,
         namespace_id=deletion.owner.namespace_id,
         resource_kind=deletion.resource_kind,
         resource_id=deletion.resource_id,

@@ -112,12 +112,10 @@ def deploy_agent(
                 revision_id=revision.id,
             ),
         )
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="agents.deploy",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="agent",
             resource_id=agent.id,

@@ -57,12 +57,10 @@ def create_namespace(
         key = work_keys.namespace_ready(namespace.id)
         owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
         work_queue.enqueue(session, key, owner)
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="namespaces.create",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="namespace",
             resource_id=namespace.id,

@@ -152,12 +152,10 @@ def audit_change(
     details: Mapping[str, Any],
 ) -> None:
     """Audit a successful IAM change on ``resource`` (kind, id)."""
-    audit.append(
+    audit.mutation(
         session,
-        kind=audit.EventKind.MUTATION,
         action=action,
         actor_id=actor_id,
-        outcome=audit.EventOutcome.SUCCESS,
         namespace_id=namespace_id,
         resource_kind=resource[0],
         resource_id=resource[1],

@@ -53,12 +53,10 @@ def create_secret(
             name=name,
             value_ciphertext=sealed,
         )
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="secrets.create",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="secret",
             resource_id=secret.id,
@@ -143,12 +141,10 @@ def delete_secret(
             raise errors.Conflict(f"the Secret is used by agent(s) {', '.join(agents)}")
         if not state.delete(session, namespace.id, current.id):
             raise errors.NotFound("the secret does not exist")
-        audit.append(
+        audit.mutation(
             session,
-            kind=audit.EventKind.MUTATION,
             action="secrets.delete",
             actor_id=actor_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=namespace.id,
             resource_kind="secret",
             resource_id=current.id,

@@ -115,6 +115,32 @@ def append(
     return event_id
 
 
+def mutation(
+    session: orm.Session,
+    *,
+    action: str,
+    actor_id: str,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+    work_id: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> str:
+    """Record a successful change (kind ``mutation``, outcome ``success``); see ``append``."""
+    return append(
+        session,
+        kind=EventKind.MUTATION,
+        action=action,
+        actor_id=actor_id,
+        outcome=EventOutcome.SUCCESS,
+        namespace_id=namespace_id,
+        resource_kind=resource_kind,
+        resource_id=resource_id,
+        work_id=work_id,
+        details=details,
+    )
+
+
 def list_events(
     session: orm.Session,
     *,

@@ -58,6 +58,31 @@ def test_append_then_read_back(db: Database) -> None:
     assert isinstance(event.kind, audit.EventKind) and isinstance(event.outcome, audit.EventOutcome)
 
 
+def test_a_mutation_is_a_successful_change(db: Database) -> None:
+    actor, namespace_id, secret_id = ids.new("principal"), ids.new("namespace"), ids.new("secret")
+    with db.transaction() as session:
+        event_id = audit.mutation(
+            session,
+            action="secrets.delete",
+            actor_id=actor,
+            namespace_id=namespace_id,
+            resource_kind="secret",
+            resource_id=secret_id,
+            details={"name": "token"},
+        )
+    with db.transaction() as session:
+        [event] = audit.list_events(session)
+    assert (event.id, event.kind, event.outcome, event.action, event.actor_id) == (
+        event_id,
+        "mutation",
+        "success",
+        "secrets.delete",
+        actor,
+    )
+    assert (event.namespace_id, event.resource_id, event.work_id) == (namespace_id, secret_id, None)
+    assert event.details == {"name": "token"}
+
+
 def test_details_default_to_an_empty_object(db: Database) -> None:
     append(db)
     with db.transaction() as session:
