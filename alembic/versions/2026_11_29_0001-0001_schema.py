@@ -7,12 +7,10 @@ Create Date: 2026-11-29
 
 from __future__ import annotations
 
-from alembic import op
+from occ import schema_steps as steps
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 UUID4 = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
@@ -595,40 +593,28 @@ GRANT EXECUTE ON FUNCTION occ.finalize_agent_deletion(text, uuid),
 """
 
 
-def _sql(statement: str) -> None:
-    # raw driver SQL: the text contains colons and percent signs that are not parameters
-    driver_connection = op.get_bind().connection.driver_connection
-    assert driver_connection is not None
-    with driver_connection.cursor() as cursor:
-        cursor.execute(statement)
-
-
 def upgrade() -> None:
-    _sql("CREATE SCHEMA IF NOT EXISTS occ")
-    _sql(FUNCTIONS)
-    _sql(TABLES)
-    _sql(DEFINER_FUNCTIONS)
-    _sql(ROLE)
-    _sql(
-        "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
-        f"EXECUTE $sql${GRANTS}$sql$; END IF; END $grants$"
-    )
+    steps.execute("CREATE SCHEMA IF NOT EXISTS occ")
+    steps.execute(FUNCTIONS)
+    steps.execute(TABLES)
+    steps.execute(DEFINER_FUNCTIONS)
+    steps.execute(ROLE)
+    steps.grant_to_app_role(GRANTS)
 
 
 def downgrade() -> None:
-    _sql(
-        "DO $r$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
+    steps.grant_to_app_role(
         "REVOKE ALL ON ALL TABLES IN SCHEMA occ FROM occ_app; "
         "REVOKE ALL ON ALL FUNCTIONS IN SCHEMA occ FROM occ_app; "
-        "REVOKE ALL ON SCHEMA occ FROM occ_app; END IF; END $r$"
+        "REVOKE ALL ON SCHEMA occ FROM occ_app;"
     )
     # the schema itself stays: it holds Alembic's version table
-    _sql(
+    steps.execute(
         "DROP TABLE occ.audit_events, occ.controller_work, occ.agent_revisions, occ.agents, "
         "occ.secrets, occ.configurations, occ.restrictions, occ.access_bindings, occ.roles, "
         "occ.api_keys, occ.principals, occ.namespaces, occ.installation CASCADE"
     )
-    _sql(
+    steps.execute(
         "DROP FUNCTION occ.finalize_agent_deletion(text, uuid), "
         "occ.retry_failed_deletion(text, text), occ.reject_row_mutation(), "
         "occ.work_result_is_valid(text, text, jsonb), occ.permissions_are_valid(text[]), "

@@ -14,12 +14,10 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from alembic import op
+from occ import schema_steps as steps
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 UUID4 = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
@@ -199,29 +197,18 @@ GRANT EXECUTE ON FUNCTION
 """
 
 
-def _sql(statement: str) -> None:
-    # raw driver SQL: the text contains colons and percent signs that are not parameters
-    driver_connection = op.get_bind().connection.driver_connection
-    assert driver_connection is not None
-    with driver_connection.cursor() as cursor:
-        cursor.execute(statement)
-
-
 def upgrade() -> None:
-    _sql(KIND)
-    _sql(FUNCTIONS)
-    _sql(FINALIZE_WITH_WRITER)
-    _sql(
-        "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
-        f"EXECUTE $sql${GRANTS}$sql$; END IF; END $grants$"
-    )
+    steps.execute(KIND)
+    steps.execute(FUNCTIONS)
+    steps.execute(FINALIZE_WITH_WRITER)
+    steps.grant_to_app_role(GRANTS)
 
 
 def downgrade() -> None:
-    _sql(FINALIZE_WITH_INSERT)
-    _sql(
+    steps.execute(FINALIZE_WITH_INSERT)
+    steps.execute(
         "DROP FUNCTION occ.record_work_evidence(occ.controller_work, text, text), "
         "occ.append_audit_event(text, text, text, text, text, text, text, text, jsonb), "
         "occ.work_backoff(integer)"
     )
-    _sql(OLD_SHAPE)
+    steps.execute(OLD_SHAPE)

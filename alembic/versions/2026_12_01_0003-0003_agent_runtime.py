@@ -12,12 +12,10 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from alembic import op
+from occ import schema_steps as steps
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 TABLE = r"""
 CREATE TABLE occ.agent_runtime (
@@ -42,20 +40,10 @@ GRANT UPDATE (revision_id, status, reason_code, observed_at) ON occ.agent_runtim
 """
 
 
-def _sql(statement: str) -> None:
-    driver_connection = op.get_bind().connection.driver_connection
-    assert driver_connection is not None
-    with driver_connection.cursor() as cursor:
-        cursor.execute(statement)
-
-
 def upgrade() -> None:
-    _sql(TABLE)
-    _sql(
-        "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
-        f"EXECUTE $sql${GRANTS}$sql$; END IF; END $grants$"
-    )
+    steps.execute(TABLE)
+    steps.grant_to_app_role(GRANTS)
 
 
 def downgrade() -> None:
-    _sql("DROP TABLE occ.agent_runtime")
+    steps.execute("DROP TABLE occ.agent_runtime")

@@ -11,12 +11,10 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from alembic import op
+from occ import schema_steps as steps
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 COLUMN = r"""
 ALTER TABLE occ.agents ADD COLUMN revision_counter bigint NOT NULL DEFAULT 0;
@@ -33,20 +31,10 @@ GRANT UPDATE (revision_counter) ON occ.agents TO occ_app;
 """
 
 
-def _sql(statement: str) -> None:
-    driver_connection = op.get_bind().connection.driver_connection
-    assert driver_connection is not None
-    with driver_connection.cursor() as cursor:
-        cursor.execute(statement)
-
-
 def upgrade() -> None:
-    _sql(COLUMN)
-    _sql(
-        "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
-        f"EXECUTE $sql${GRANTS}$sql$; END IF; END $grants$"
-    )
+    steps.execute(COLUMN)
+    steps.grant_to_app_role(GRANTS)
 
 
 def downgrade() -> None:
-    _sql("ALTER TABLE occ.agents DROP COLUMN revision_counter")
+    steps.execute("ALTER TABLE occ.agents DROP COLUMN revision_counter")

@@ -12,12 +12,10 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from alembic import op
+from occ import schema_steps as steps
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 TABLE = r"""
 CREATE TABLE occ.idempotency_keys (
@@ -47,20 +45,10 @@ GRANT UPDATE (fingerprint, response_status, response_body, response_location, cr
 """
 
 
-def _sql(statement: str) -> None:
-    driver_connection = op.get_bind().connection.driver_connection
-    assert driver_connection is not None
-    with driver_connection.cursor() as cursor:
-        cursor.execute(statement)
-
-
 def upgrade() -> None:
-    _sql(TABLE)
-    _sql(
-        "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
-        f"EXECUTE $sql${GRANTS}$sql$; END IF; END $grants$"
-    )
+    steps.execute(TABLE)
+    steps.grant_to_app_role(GRANTS)
 
 
 def downgrade() -> None:
-    _sql("DROP TABLE occ.idempotency_keys")
+    steps.execute("DROP TABLE occ.idempotency_keys")

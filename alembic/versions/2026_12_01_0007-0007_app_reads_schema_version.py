@@ -8,22 +8,15 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from alembic import op
+from occ import schema_steps as steps
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
-
-_IF_APP_ROLE = (
-    "DO $grants$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'occ_app') THEN "
-    "EXECUTE $sql${statement}$sql$; END IF; END $grants$"
-)
 
 
 def upgrade() -> None:
-    op.execute(_IF_APP_ROLE.format(statement="GRANT SELECT ON occ.alembic_version TO occ_app"))
+    steps.grant_to_app_role("GRANT SELECT ON occ.alembic_version TO occ_app")
 
 
 def downgrade() -> None:
-    op.execute(_IF_APP_ROLE.format(statement="REVOKE SELECT ON occ.alembic_version FROM occ_app"))
+    steps.grant_to_app_role("REVOKE SELECT ON occ.alembic_version FROM occ_app")

@@ -13,8 +13,6 @@ from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 _INDEXES = (
     "namespaces_live_created ON occ.namespaces (created_at, id) WHERE deleted_at IS NULL",

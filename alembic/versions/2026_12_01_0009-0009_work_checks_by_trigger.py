@@ -24,10 +24,10 @@ from collections.abc import Callable
 
 from alembic import op
 
+from occ import schema_steps as steps
+
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 UUID4 = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
@@ -126,9 +126,9 @@ def _checks_function(name: str, checks: tuple[Check, ...]) -> str:
 
 
 def upgrade() -> None:
-    _sql(_REJECT)
-    _sql(_checks_function("controller_work_check_owner", _FROZEN))
-    _sql(_checks_function("controller_work_check_result", (_RESULT,)))
+    steps.execute(_REJECT)
+    steps.execute(_checks_function("controller_work_check_owner", _FROZEN))
+    steps.execute(_checks_function("controller_work_check_result", (_RESULT,)))
     op.execute(
         "CREATE TRIGGER controller_work_owner_checks"
         f" BEFORE INSERT OR UPDATE OF {_FROZEN_COLUMNS} ON occ.controller_work"
@@ -146,17 +146,11 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     for constraint, check in (*_FROZEN, _RESULT):
-        _sql(f"ALTER TABLE occ.controller_work ADD CONSTRAINT {constraint} CHECK ({check('')})")
+        steps.execute(
+            f"ALTER TABLE occ.controller_work ADD CONSTRAINT {constraint} CHECK ({check('')})"
+        )
     op.execute("DROP TRIGGER controller_work_result_check ON occ.controller_work")
     op.execute("DROP TRIGGER controller_work_owner_checks ON occ.controller_work")
     op.execute("DROP FUNCTION occ.controller_work_check_result()")
     op.execute("DROP FUNCTION occ.controller_work_check_owner()")
     op.execute("DROP FUNCTION occ.reject_work_row(text)")
-
-
-def _sql(statement: str) -> None:
-    # raw driver SQL: the text contains colons and percent signs that are not parameters
-    driver_connection = op.get_bind().connection.driver_connection
-    assert driver_connection is not None
-    with driver_connection.cursor() as cursor:
-        cursor.execute(statement)
