@@ -8,7 +8,9 @@ banners (multi-line text) are not printed, and the lines Celery writes straight 
 terminal (``worker: Warm shutdown (MainProcess)``) become JSON lines. Celery's per-task lines
 of the periodic tasks (``Task occ.claim[…] received``, ``… succeeded``, ``Discarding revoked
 task`` for a tick that expired in the queue, beat's ``Sending due task``) are DEBUG: an idle
-installation is quiet at INFO.
+installation is quiet at INFO. So are ``occ.run_work``'s: each pass logs occ's own
+``worker.completed`` (or ``worker.error``) event, and two more JSON lines per item would cost
+the driver worker CPU for nothing new.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from occ.tasks import names
 PERIODIC_TASKS: Final = frozenset({names.CLAIM, names.RECOVER_STALE, names.OBSERVE_RUNTIMES})
 """Tasks beat sends every few seconds: Celery's lines about them are DEBUG."""
 
+QUIET_TASKS: Final = PERIODIC_TASKS | {names.RUN_WORK}
+"""Tasks whose Celery lines are DEBUG: the periodic ones, and ``occ.run_work`` (a pass logs
+its own event)."""
+
 TASK_LOGGERS: Final = (
     "celery.app.trace",
     "celery.worker.strategy",
@@ -43,21 +49,21 @@ SERVICES: Final = {"worker": "occ-worker", "beat": "occ-beat", "flower": "occ-fl
 """The ``service`` of a line by Celery subcommand (any other: ``occ-celery``)."""
 
 
-class PeriodicTicksAtDebug(logging.Filter):
-    """Lowers Celery's INFO lines about a periodic task to DEBUG (handlers then drop them
-    below their level)."""
+class TaskLinesAtDebug(logging.Filter):
+    """Lowers Celery's INFO lines about a task of ``QUIET_TASKS`` to DEBUG (handlers then drop
+    them below their level)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.INFO and _names_periodic_task(record.args):
+        if record.levelno == logging.INFO and _names_quiet_task(record.args):
             record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
         return True
 
 
-def _names_periodic_task(args: Any) -> bool:
+def _names_quiet_task(args: Any) -> bool:
     if isinstance(args, Mapping):  # the trace's and the strategy's lines: {"name": task, ...}
-        return args.get("name") in PERIODIC_TASKS
+        return args.get("name") in QUIET_TASKS
     if isinstance(args, tuple):  # beat's (entry, task), a request's (task, id)
-        return any(isinstance(arg, str) and arg in PERIODIC_TASKS for arg in args)
+        return any(isinstance(arg, str) and arg in QUIET_TASKS for arg in args)
     return False
 
 
@@ -75,7 +81,7 @@ def install(app: Celery, settings: Settings) -> None:
     service = service_name()
     observability.configure(service, settings.log_level)
     observability.capture_uncaught()
-    quiet = PeriodicTicksAtDebug()
+    quiet = TaskLinesAtDebug()
     for name in TASK_LOGGERS:
         logging.getLogger(name).addFilter(quiet)
 

@@ -1,4 +1,5 @@
-"""Celery's lines in occ's format: periodic ticks at DEBUG, terminal notices as JSON lines."""
+"""Celery's lines in occ's format: periodic ticks and run_work at DEBUG, terminal notices as
+JSON lines."""
 
 from __future__ import annotations
 
@@ -45,15 +46,19 @@ def _record(name: str, msg: str, args: object) -> logging.LogRecord:
             _record(
                 "celery.app.trace", "Task %(name)s[%(id)s] succeeded", {"name": "occ.run_work"}
             ),
+            True,
+        ),
+        (
+            _record("celery.worker.strategy", "Task %(name)s received", {"name": "occ.other"}),
             False,
         ),
         (_record("celery.beat", "beat: Starting...", ()), False),
     ],
 )
-def test_only_the_periodic_tasks_lines_are_lowered_to_debug(
+def test_only_the_quiet_tasks_lines_are_lowered_to_debug(
     record: logging.LogRecord, demoted: bool
 ) -> None:
-    assert logs.PeriodicTicksAtDebug().filter(record)
+    assert logs.TaskLinesAtDebug().filter(record)
     assert record.levelno == (logging.DEBUG if demoted else logging.INFO)
     assert record.levelname == logging.getLevelName(record.levelno)
 
@@ -62,20 +67,20 @@ def test_a_lowered_line_is_dropped_at_info(capsys: pytest.CaptureFixture[str]) -
     logger = logging.getLogger("celery.app.trace")
     handler = logging.StreamHandler()
     handler.setLevel(logging.INFO)
-    quiet = logs.PeriodicTicksAtDebug()
+    quiet = logs.TaskLinesAtDebug()
     logger.addFilter(quiet)
     logger.addHandler(handler)
     previous = logger.level
     logger.setLevel(logging.INFO)
     try:
         logger.info("Task %(name)s succeeded", {"name": "occ.claim"})
-        logger.info("Task %(name)s succeeded", {"name": "occ.run_work"})
+        logger.info("Task %(name)s succeeded", {"name": "occ.other"})
     finally:
         logger.removeFilter(quiet)
         logger.removeHandler(handler)
         logger.setLevel(previous)
     lines = capsys.readouterr().err.splitlines()
-    assert "Task occ.run_work succeeded" in lines
+    assert "Task occ.other succeeded" in lines
     assert not any("occ.claim" in line for line in lines)
 
 
