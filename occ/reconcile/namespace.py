@@ -18,7 +18,7 @@ from occ.db import Session
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle
 from occ.reconcile.context import ClaimContext
-from occ.state import api_keys, audit, iam_policy, namespaces
+from occ.state import api_keys, audit, iam_policy, namespaces, publications, values
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code
@@ -100,6 +100,11 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         observation = base.Failed(exc.code, permanent=True, reason=exc.reason)
     if not isinstance(observation, base.Ready | base.Pending | base.Failed):
         observation = base.Failed(Code.INVALID_DRIVER_OBSERVATION, permanent=True)
+    if isinstance(observation, base.Ready) and claim.kind == WorkKind.NAMESPACE_READY:
+        with database.autocommit() as session:  # one fenced statement
+            return _publish_ready(
+                session, worker, context, target=target, namespace=namespace, ready=observation
+            )
     with database.transaction() as session:
         return _publish(
             session, worker, context, target=target, namespace=namespace, observation=observation
@@ -129,6 +134,26 @@ def _denial(
     return authority.first_denial(session, checks)
 
 
+def _publish_ready(
+    session: Session,
+    worker: environment.Worker,
+    context: ClaimContext,
+    *,
+    target: _Target,
+    namespace: namespaces.Namespace,
+    ready: base.Ready,
+) -> outcome.PassResult:
+    """A ready Namespace: the completion, the status and the lifecycle audit in one fenced
+    statement (``publications``), the same rows ``_publish`` would write."""
+    claim = context.claim
+    details = {**_details(worker, claim, ready), "reasonCode": target.done}
+    event = _lifecycle(target, claim, namespace.id, outcome="success", details=details)
+    publications.complete_namespace_ready(
+        session, claim, code=target.done, event=audit.parameters(**event)
+    )
+    return outcome.success(target.done)
+
+
 def _publish(
     session: Session,
     worker: environment.Worker,
@@ -138,18 +163,13 @@ def _publish(
     namespace: namespaces.Namespace,
     observation: base.Observation,
 ) -> outcome.PassResult:
+    """Any other observation: the fenced transition first, then the Namespace and its audit,
+    in the caller's transaction."""
     claim, policy = context.claim, worker.policy
-    details: dict[str, Any] = {
-        "computeDriverId": worker.driver.name,
-        "attemptCount": claim.attempt_count,
-    }
-    if isinstance(observation, base.Failed):
-        details["driverCode"] = observation.code
-    if isinstance(observation, base.Ready):
+    details = _details(worker, claim, observation)
+    if isinstance(observation, base.Ready):  # a deletion (a ready ensure is _publish_ready)
         result = settle.complete(session, claim, target.done)
-        if claim.kind == WorkKind.NAMESPACE_READY:
-            namespaces.transition(session, namespace.id, expected="provisioning", status="ready")
-        elif namespaces.tombstone(session, namespace.id):
+        if namespaces.tombstone(session, namespace.id):
             _disable_principals(session, context, namespace.id)
     elif isinstance(observation, base.Pending):
         details["convergencePending"] = True
@@ -160,19 +180,46 @@ def _publish(
         result = settle.retry(session, policy, claim, Code.DEPENDENCY_UNAVAILABLE, details=details)
     if result.outcome == codes.Outcome.PERMANENT and claim.kind == WorkKind.NAMESPACE_READY:
         return result  # the kind's failure effect recorded the failed Namespace
+    details = {**details, "reasonCode": result.code}
+    audit_outcome = _audit_outcome(result, observation)
     audit.append(
-        session,
-        kind="mutation",
-        action=target.lifecycle_action,
-        actor_id=claim.owner.actor_id,
-        outcome=_audit_outcome(result, observation),
-        namespace_id=namespace.id,
-        resource_kind="namespace",
-        resource_id=namespace.id,
-        work_id=claim.work_id,
-        details={**details, "reasonCode": result.code},
+        session, **_lifecycle(target, claim, namespace.id, outcome=audit_outcome, details=details)
     )
     return result
+
+
+def _details(
+    worker: environment.Worker, claim: values.Claim, observation: base.Observation
+) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "computeDriverId": worker.driver.name,
+        "attemptCount": claim.attempt_count,
+    }
+    if isinstance(observation, base.Failed):
+        details["driverCode"] = observation.code
+    return details
+
+
+def _lifecycle(
+    target: _Target,
+    claim: values.Claim,
+    namespace_id: str,
+    *,
+    outcome: str,
+    details: dict[str, Any],
+) -> dict[str, Any]:
+    """The lifecycle audit event of a pass (``audit.append``'s arguments)."""
+    return {
+        "kind": "mutation",
+        "action": target.lifecycle_action,
+        "actor_id": claim.owner.actor_id,
+        "outcome": outcome,
+        "namespace_id": namespace_id,
+        "resource_kind": "namespace",
+        "resource_id": namespace_id,
+        "work_id": claim.work_id,
+        "details": details,
+    }
 
 
 def _disable_principals(session: Session, context: ClaimContext, namespace_id: str) -> None:

@@ -92,27 +92,57 @@ def append(
     Raises:
         ValueError: an unknown kind or outcome, or a malformed action.
     """
+    params = parameters(
+        kind=kind,
+        action=action,
+        actor_id=actor_id,
+        outcome=outcome,
+        namespace_id=namespace_id,
+        resource_kind=resource_kind,
+        resource_id=resource_id,
+        work_id=work_id,
+        details=details,
+    )
+    event_id: str = session.execute(_APPEND, params).scalar_one()
+    return event_id
+
+
+def parameters(
+    *,
+    kind: str,
+    action: str,
+    actor_id: str,
+    outcome: str,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+    work_id: str | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The checked bound parameters of one event (``append``'s arguments) for a statement that
+    calls ``occ.append_audit_event(:kind, :action, :actor_id, :namespace_id, :resource_kind,
+    :resource_id, :work_id, :outcome, CAST(:details AS jsonb))`` itself.
+
+    Raises:
+        ValueError: an unknown kind or outcome, or a malformed action.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown audit kind {kind!r}")
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown audit outcome {outcome!r}")
     if not _ACTION.fullmatch(action):
         raise ValueError(f"malformed audit action {action!r}")
-    event_id: str = session.execute(
-        _APPEND,
-        {
-            "kind": kind,
-            "action": action,
-            "actor_id": actor_id,
-            "namespace_id": namespace_id,
-            "resource_kind": resource_kind,
-            "resource_id": resource_id,
-            "work_id": work_id,
-            "outcome": outcome,
-            "details": json.dumps(dict(details or {}), separators=(",", ":")),
-        },
-    ).scalar_one()
-    return event_id
+    return {
+        "kind": kind,
+        "action": action,
+        "actor_id": actor_id,
+        "namespace_id": namespace_id,
+        "resource_kind": resource_kind,
+        "resource_id": resource_id,
+        "work_id": work_id,
+        "outcome": outcome,
+        "details": json.dumps(dict(details or {}), separators=(",", ":")),
+    }
 
 
 def mutation(
