@@ -207,8 +207,8 @@ def _lifecycle(
     *,
     outcome: str,
     details: dict[str, Any],
-) -> dict[str, Any]:
-    """The lifecycle audit event of a pass (``audit.append``'s arguments)."""
+) -> audit.Event:
+    """The lifecycle audit event of a pass."""
     return {
         "kind": "mutation",
         "action": target.lifecycle_action,

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, NotRequired, TypedDict, Unpack, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -69,19 +69,21 @@ class AuditEvent:
     details: Mapping[str, Any]
 
 
-def append(
-    session: orm.Session,
-    *,
-    kind: str,
-    action: str,
-    actor_id: str,
-    outcome: str,
-    namespace_id: str | None = None,
-    resource_kind: str | None = None,
-    resource_id: str | None = None,
-    work_id: str | None = None,
-    details: Mapping[str, Any] | None = None,
-) -> str:
+class Event(TypedDict):
+    """The fields of one event to append (``append``'s and ``parameters``' keywords)."""
+
+    kind: str
+    action: str
+    actor_id: str
+    outcome: str
+    namespace_id: NotRequired[str | None]
+    resource_kind: NotRequired[str | None]
+    resource_id: NotRequired[str | None]
+    work_id: NotRequired[str | None]
+    details: NotRequired[Mapping[str, Any] | None]
+
+
+def append(session: orm.Session, **event: Unpack[Event]) -> str:
     """Record one event in the caller's transaction and return its ``aud_`` id.
 
     ``kind`` is bootstrap, mutation, access or authorization_denial; ``outcome`` is success,
@@ -92,40 +94,19 @@ def append(
     Raises:
         ValueError: an unknown kind or outcome, or a malformed action.
     """
-    params = parameters(
-        kind=kind,
-        action=action,
-        actor_id=actor_id,
-        outcome=outcome,
-        namespace_id=namespace_id,
-        resource_kind=resource_kind,
-        resource_id=resource_id,
-        work_id=work_id,
-        details=details,
-    )
-    event_id: str = session.execute(_APPEND, params).scalar_one()
+    event_id: str = session.execute(_APPEND, parameters(**event)).scalar_one()
     return event_id
 
 
-def parameters(
-    *,
-    kind: str,
-    action: str,
-    actor_id: str,
-    outcome: str,
-    namespace_id: str | None = None,
-    resource_kind: str | None = None,
-    resource_id: str | None = None,
-    work_id: str | None = None,
-    details: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The checked bound parameters of one event (``append``'s arguments) for a statement that
-    calls ``occ.append_audit_event(:kind, :action, :actor_id, :namespace_id, :resource_kind,
+def parameters(**event: Unpack[Event]) -> dict[str, Any]:
+    """The checked bound parameters of one event (see ``append``) for a statement that calls
+    ``occ.append_audit_event(:kind, :action, :actor_id, :namespace_id, :resource_kind,
     :resource_id, :work_id, :outcome, CAST(:details AS jsonb))`` itself.
 
     Raises:
         ValueError: an unknown kind or outcome, or a malformed action.
     """
+    kind, outcome, action = event["kind"], event["outcome"], event["action"]
     if kind not in KINDS:
         raise ValueError(f"unknown audit kind {kind!r}")
     if outcome not in OUTCOMES:
@@ -135,13 +116,13 @@ def parameters(
     return {
         "kind": kind,
         "action": action,
-        "actor_id": actor_id,
-        "namespace_id": namespace_id,
-        "resource_kind": resource_kind,
-        "resource_id": resource_id,
-        "work_id": work_id,
+        "actor_id": event["actor_id"],
+        "namespace_id": event.get("namespace_id"),
+        "resource_kind": event.get("resource_kind"),
+        "resource_id": event.get("resource_id"),
+        "work_id": event.get("work_id"),
         "outcome": outcome,
-        "details": json.dumps(dict(details or {}), separators=(",", ":")),
+        "details": json.dumps(dict(event.get("details") or {}), separators=(",", ":")),
     }
 
 

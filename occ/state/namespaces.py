@@ -20,6 +20,7 @@ from occ.state import keyset, models, rows
 
 _NOW = sa.func.clock_timestamp()
 _NAMESPACES: Final = cast(sa.Table, models.Namespace.__table__)
+_GET: Final = sa.select(_NAMESPACES).where(_NAMESPACES.c.id == sa.bindparam("namespace_id"))
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
 _SECRETS: Final = cast(sa.Table, models.Secret.__table__)
@@ -104,12 +105,11 @@ def get(
 
     ``lock`` takes its row lock (``FOR UPDATE``); ``shared`` a shared one (``FOR SHARE``).
     """
+    if not lock and not shared:  # the workers' reload: one statement built once
+        row = session.execute(_GET, {"namespace_id": namespace_id}).mappings().first()
+        return None if row is None else _namespace(row)
     query = sa.select(_NAMESPACES).where(_NAMESPACES.c.id == namespace_id)
-    if lock:
-        query = query.with_for_update()
-    elif shared:
-        query = query.with_for_update(read=True)
-    return rows.first(session, query, _namespace)
+    return rows.first(session, query.with_for_update(read=not lock), _namespace)
 
 
 def list_live(session: orm.Session, window: keyset.Window = keyset.EVERYTHING) -> list[Namespace]:

@@ -70,14 +70,15 @@ UPDATE occ.controller_work w
 RETURNING w.*;
 
 -- name: start
--- Exchange a dispatch token, once, for a run token and the full lease.
+-- Exchange a dispatch token, once, for a run token and the full lease (returns a claim's columns).
 UPDATE occ.controller_work w
    SET claim_token = gen_random_uuid(), started_at = clock_timestamp(),
        lease_expires_at = clock_timestamp() + :lease_ms * interval '1 millisecond',
        updated_at = clock_timestamp()
  WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
    AND w.started_at IS NULL AND w.lease_expires_at > clock_timestamp()
-RETURNING w.*;
+RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w.revision_id,
+          w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at;
 
 -- name: renew
 -- Extend a running claim's lease (an expired lease cannot be revived), with an optional progress code.
@@ -89,7 +90,8 @@ UPDATE occ.controller_work w
                                ELSE clock_timestamp() END
  WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
    AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
-RETURNING w.*;
+RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w.revision_id,
+          w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at;
 
 -- name: release
 -- Give a live claim back (shutdown, or a dispatch that could not be sent): queued now, attempt refunded.
