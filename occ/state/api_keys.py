@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final, cast
 
@@ -76,23 +76,33 @@ def parse(presented: str) -> tuple[str, str] | None:
     return None if match is None else (match.group(1), match.group(2))
 
 
-def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | None:
-    """The live key that ``presented`` proves, compared in constant time; ``None`` otherwise."""
+def _proven(
+    presented: str, pepper: str, read: Callable[[str], sa.RowMapping | None]
+) -> sa.RowMapping | None:
+    """The row ``read`` finds for the key id of ``presented`` if it is live and its hash
+    matches the presented secret (compared in constant time); ``None`` otherwise."""
     parsed = parse(presented)
     if parsed is None:
         return None
     key_id, secret = parsed
-    row = (
-        session.execute(sa.select(*_METADATA, _KEYS.c.secret_hash).where(_KEYS.c.id == key_id))
-        .mappings()
-        .first()
-    )
+    row = read(key_id)
     # an unknown id still costs one digest comparison, so timing does not tell ids apart
     expected = row["secret_hash"] if row is not None else _digest(pepper, key_id, "")
     matches = hmac.compare_digest(expected, _digest(pepper, key_id, secret))
     if row is None or not matches or row["revoked_at"] is not None:
         return None
-    return _key(row)
+    return row
+
+
+def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | None:
+    """The live key that ``presented`` proves, compared in constant time; ``None`` otherwise."""
+    query = sa.select(*_METADATA, _KEYS.c.secret_hash)
+    row = _proven(
+        presented,
+        pepper,
+        lambda key_id: session.execute(query.where(_KEYS.c.id == key_id)).mappings().first(),
+    )
+    return None if row is None else _key(row)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,19 +129,16 @@ _IDENTIFY = sa.text("""
 
 def identify(session: orm.Session, *, presented: str, pepper: str) -> Identified | None:
     """Like ``verify`` in one statement, with the owner's state and whether to ``touch``."""
-    parsed = parse(presented)
-    if parsed is None:
-        return None
-    key_id, secret = parsed
-    row = (
-        session.execute(_IDENTIFY, {"key_id": key_id, "touch_every": TOUCH_EVERY})
-        .mappings()
-        .first()
+    row = _proven(
+        presented,
+        pepper,
+        lambda key_id: (
+            session.execute(_IDENTIFY, {"key_id": key_id, "touch_every": TOUCH_EVERY})
+            .mappings()
+            .first()
+        ),
     )
-    # an unknown id still costs one digest comparison, so timing does not tell ids apart
-    expected = row["secret_hash"] if row is not None else _digest(pepper, key_id, "")
-    matches = hmac.compare_digest(expected, _digest(pepper, key_id, secret))
-    if row is None or not matches or row["revoked_at"] is not None:
+    if row is None:
         return None
     return Identified(
         key=_key(row),
@@ -170,11 +177,7 @@ def list_for(
 
 def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
     """Revoke a key (idempotent: keeps the first ``revoked_at``); ``None`` when it is missing."""
-    session.execute(
-        sa.update(_KEYS)
-        .where(_KEYS.c.id == key_id, _KEYS.c.revoked_at.is_(None))
-        .values(revoked_at=_NOW)
-    )
+    rows.stamp_once(session, _KEYS, key_id, "revoked_at")
     return get(session, key_id)
 
 

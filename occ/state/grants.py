@@ -15,7 +15,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import iam_policy, models, restrictions
+from occ.state import iam_policy, models, restrictions, rows
 
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
 _BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
@@ -118,14 +118,8 @@ def load_policy(
     if row is None:
         return None
     return Policy(
-        principal=iam_policy.Principal(
-            id=row["id"],
-            name=row["name"],
-            kind=iam_policy.PrincipalKind(row["kind"]),
-            namespace_id=row["namespace_id"],
-            agent_id=row["agent_id"],
-            created_at=row["created_at"],
-            disabled_at=row["disabled_at"],
+        principal=rows.record(
+            iam_policy.Principal, row, kind=iam_policy.PrincipalKind(row["kind"])
         ),
         grants=tuple(_grant(item) for item in row["grants"]),
         restrictions=tuple(_loaded_restriction(item) for item in row["restrictions"]),
@@ -156,24 +150,10 @@ def principals_holding(session: orm.Session, permission: str) -> list[str]:
 
 
 def _grant(item: Mapping[str, Any]) -> Grant:
-    return Grant(
-        binding_id=item["binding_id"],
-        role_id=item["role_id"],
-        role_namespace_id=item["role_namespace_id"],
-        permissions=tuple(item["permissions"]),
-        namespace_id=item["namespace_id"],
-        resource_kind=item["resource_kind"],
-        resource_id=item["resource_id"],
-    )
+    return rows.record(Grant, item, permissions=tuple(item["permissions"]))
 
 
 def _loaded_restriction(item: Mapping[str, Any]) -> restrictions.Restriction:
-    return restrictions.Restriction(
-        id=item["id"],
-        permission=item["permission"],
-        principal_id=item["principal_id"],
-        namespace_id=item["namespace_id"],
-        resource_id=item["resource_id"],
-        created_by=item["created_by"],
-        created_at=dt.datetime.fromisoformat(item["created_at"]),
+    return rows.record(
+        restrictions.Restriction, item, created_at=dt.datetime.fromisoformat(item["created_at"])
     )

@@ -145,11 +145,7 @@ def list_principals(
 
 def disable_principal(session: orm.Session, principal_id: str) -> Principal | None:
     """Disable the principal (idempotent: keeps the first ``disabled_at``); ``None`` if missing."""
-    session.execute(
-        sa.update(_PRINCIPALS)
-        .where(_PRINCIPALS.c.id == principal_id, _PRINCIPALS.c.disabled_at.is_(None))
-        .values(disabled_at=_NOW)
-    )
+    rows.stamp_once(session, _PRINCIPALS, principal_id, "disabled_at")
     return get_principal(session, principal_id)
 
 
@@ -263,11 +259,7 @@ def list_bindings(
 
 def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """Revoke the binding (idempotent); ``None`` if missing."""
-    session.execute(
-        sa.update(_BINDINGS)
-        .where(_BINDINGS.c.id == binding_id, _BINDINGS.c.revoked_at.is_(None))
-        .values(revoked_at=_NOW)
-    )
+    rows.stamp_once(session, _BINDINGS, binding_id, "revoked_at")
     return get_binding(session, binding_id)
 
 

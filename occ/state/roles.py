@@ -18,7 +18,6 @@ from sqlalchemy.dialects import postgresql as pg
 from occ import errors, ids
 from occ.state import keyset, models, rows
 
-_NOW = sa.func.clock_timestamp()
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
 
 
@@ -66,8 +65,7 @@ def create_role(
 
 def get_role(session: orm.Session, role_id: str) -> Role | None:
     """The Role, deleted or not, or ``None``."""
-    row = session.execute(sa.select(_ROLES).where(_ROLES.c.id == role_id)).mappings().first()
-    return None if row is None else _role(row)
+    return rows.first(session, sa.select(_ROLES).where(_ROLES.c.id == role_id), _role)
 
 
 def find_role(session: orm.Session, *, name: str, namespace_id: str | None = None) -> Role | None:
@@ -96,11 +94,7 @@ def list_roles(
 
 def delete_role(session: orm.Session, role_id: str) -> Role | None:
     """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
-    session.execute(
-        sa.update(_ROLES)
-        .where(_ROLES.c.id == role_id, _ROLES.c.deleted_at.is_(None))
-        .values(deleted_at=_NOW)
-    )
+    rows.stamp_once(session, _ROLES, role_id, "deleted_at")
     return get_role(session, role_id)
 
 

@@ -46,6 +46,15 @@ _SHAPES: Final = {
         rf"agent_revision:(rev_{_UUID4}):maintenance:(0|[1-9][0-9]{{0,14}})"
     ),
 }
+_FORMATS: Final = {
+    WorkKind.NAMESPACE_READY: "namespace:{subject}:reconcile:ready",
+    WorkKind.NAMESPACE_DELETED: "namespace:{subject}:reconcile:deleted",
+    WorkKind.AGENT_STOPPED: "agent:{subject}:reconcile:stopped:{discriminator}",
+    WorkKind.AGENT_DELETED: "agent:{subject}:reconcile:deleted",
+    WorkKind.REVISION_RECONCILE: "agent_revision:{subject}:reconcile",
+    WorkKind.REVISION_MAINTENANCE: "agent_revision:{subject}:maintenance:{discriminator}",
+}
+"""How ``WorkKey`` writes an id of each kind (``_SHAPES`` reads it back)."""
 
 
 @dataclass(frozen=True)
@@ -59,19 +68,7 @@ class WorkKey:
     """The stop request's uuid, or the maintenance bucket number."""
 
     def __str__(self) -> str:
-        match self.kind:
-            case WorkKind.NAMESPACE_READY:
-                return f"namespace:{self.subject}:reconcile:ready"
-            case WorkKind.NAMESPACE_DELETED:
-                return f"namespace:{self.subject}:reconcile:deleted"
-            case WorkKind.AGENT_STOPPED:
-                return f"agent:{self.subject}:reconcile:stopped:{self.discriminator}"
-            case WorkKind.AGENT_DELETED:
-                return f"agent:{self.subject}:reconcile:deleted"
-            case WorkKind.REVISION_RECONCILE:
-                return f"agent_revision:{self.subject}:reconcile"
-            case WorkKind.REVISION_MAINTENANCE:
-                return f"agent_revision:{self.subject}:maintenance:{self.discriminator}"
+        return _FORMATS[self.kind].format(subject=self.subject, discriminator=self.discriminator)
 
     @classmethod
     def parse(cls, work_id: str) -> WorkKey:
