@@ -12,6 +12,7 @@ from occ import errors
 from occ.db import Database
 from occ.state import finalizers, models, values, work_queue
 from tests.support import rows
+from tests.support.queue_steps import Queue, enqueue_revision
 
 
 @pytest.fixture
@@ -26,80 +27,24 @@ def namespace_id(db: Database, actor: str) -> str:
         return rows.namespace(session, created_by=actor)
 
 
-def _enqueue_namespace(db: Database, namespace_id: str, actor: str, target: str = "ready") -> str:
-    key, owner = rows.namespace_work(namespace_id, actor, target)
-    work_id = str(key)
-    with db.transaction() as session:
-        work_queue.enqueue(session, key, owner)
-    return work_id
+@pytest.fixture
+def queue(db: Database, owner_db: Database, policy: values.QueuePolicy) -> Queue:
+    return Queue(db, owner_db, policy)
 
 
-def _claim_one(db: Database, policy: values.QueuePolicy) -> values.Claim:
-    with db.transaction() as session:
-        claims = work_queue.claim(session, policy, limit=1)
-    assert len(claims) == 1
-    return claims[0]
-
-
-def _run_one(db: Database, policy: values.QueuePolicy) -> values.Claim:
-    dispatch = _claim_one(db, policy)
-    with db.transaction() as session:
-        run = work_queue.start(session, policy, dispatch)
-    assert run is not None
-    return run
-
-
-def _item(db: Database, work_id: str) -> values.WorkItem:
-    with db.transaction() as session:
-        item = work_queue.get(session, work_id)
-    assert item is not None
-    return item
-
-
-def _expire(owner_db: Database, work_id: str) -> None:
-    """Move a lease into the past, as if the worker had stalled for longer than its lease."""
-    with owner_db.transaction() as session:
-        session.execute(
-            sa.text(
-                "UPDATE occ.controller_work "
-                "SET lease_expires_at = clock_timestamp() - interval '1 s' "
-                "WHERE id = :id"
-            ),
-            {"id": work_id},
-        )
-
-
-def _make_available(owner_db: Database, work_id: str) -> None:
-    with owner_db.transaction() as session:
-        session.execute(
-            sa.text(
-                "UPDATE occ.controller_work SET available_at = clock_timestamp() WHERE id = :id"
-            ),
-            {"id": work_id},
-        )
-
-
-def _evidence_codes(db: Database, work_id: str) -> list[str]:
-    with db.transaction() as session:
-        return list(
-            session.execute(
-                sa.select(models.AuditEvent.details["reasonCode"].astext)
-                .where(
-                    models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile"
-                )
-                .order_by(models.AuditEvent.sequence)
-            ).scalars()
-        )
+@pytest.fixture
+def work_id(queue: Queue, namespace_id: str, actor: str) -> str:
+    """The provisioning Namespace's work towards ready, enqueued."""
+    return queue.enqueue_namespace(namespace_id, actor)
 
 
 # -- enqueue ------------------------------------------------------------------------------------
 
 
 def test_enqueue_is_idempotent_and_conflicts_on_another_actor(
-    db: Database, namespace_id: str, actor: str
+    db: Database, queue: Queue, work_id: str, namespace_id: str, actor: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    again = _enqueue_namespace(db, namespace_id, actor)
+    again = queue.enqueue_namespace(namespace_id, actor)
     assert again == work_id
     with db.transaction() as session:
         other = rows.principal(session, name="other")
@@ -122,14 +67,13 @@ def test_enqueue_joins_the_callers_transaction(db: Database, namespace_id: str, 
 
 
 def test_enqueue_of_a_terminal_key_returns_the_old_outcome(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+    db: Database, queue: Queue, work_id: str, namespace_id: str, actor: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
+    run = queue.run_one()
     with db.transaction() as session:
         work_queue.complete(session, run, code="NAMESPACE_READY")
-    _enqueue_namespace(db, namespace_id, actor)
-    item = _item(db, work_id)
+    queue.enqueue_namespace(namespace_id, actor)
+    item = queue.item(work_id)
     assert item.state == values.WorkState.SUCCEEDED
     assert item.reason_code == "NAMESPACE_READY"
 
@@ -138,10 +82,7 @@ def test_enqueue_of_a_terminal_key_returns_the_old_outcome(
 
 
 def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, actor: str
 ) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
@@ -152,17 +93,15 @@ def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
         key, owner = rows.agent_delete_work(namespace_id, agent_id, actor)
         work_id = str(key)
         work_queue.enqueue(session, key, owner)
-    first = _run_one(db, policy)
-    _expire(owner_db, work_id)
-    with db.transaction() as session:
-        report = work_queue.recover_stale(session, policy)
-    assert report.requeued == (work_id,)
-    _make_available(owner_db, work_id)
-    second = _run_one(db, policy)
+    first = queue.run_one()
+    queue.expire(work_id)
+    assert queue.recover().requeued == (work_id,)
+    queue.make_available(work_id)
+    second = queue.run_one()
     assert second.token != first.token
     assert second.attempt_count == 2
-    before = _item(db, work_id)
-    evidence_before = _evidence_codes(db, work_id)
+    before = queue.item(work_id)
+    evidence_before = queue.evidence_codes(work_id)
 
     stale_writes = {
         "renew": lambda s: work_queue.renew(s, policy, first),
@@ -176,8 +115,8 @@ def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
     for name, write in stale_writes.items():
         with pytest.raises(errors.ClaimLost), db.transaction() as session:
             write(session)
-        assert _item(db, work_id) == before, name
-    assert _evidence_codes(db, work_id) == evidence_before
+        assert queue.item(work_id) == before, name
+    assert queue.evidence_codes(work_id) == evidence_before
     with db.transaction() as session:
         assert session.get(models.Agent, agent_id) is not None
 
@@ -190,27 +129,21 @@ def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
 
 
 def test_an_expired_lease_cannot_be_renewed_even_before_recovery(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
-    _expire(owner_db, work_id)
+    run = queue.run_one()
+    queue.expire(work_id)
     with pytest.raises(errors.ClaimLost), db.transaction() as session:
         work_queue.renew(session, policy, run)
     with pytest.raises(errors.ClaimLost), db.transaction() as session:
         work_queue.complete(session, run, code="NAMESPACE_READY")
-    assert _item(db, work_id).state == values.WorkState.CLAIMED
+    assert queue.item(work_id).state == values.WorkState.CLAIMED
 
 
 def test_a_dispatch_token_starts_one_run_only(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    dispatch = _claim_one(db, policy)
+    dispatch = queue.claim_one()
     with db.transaction() as session:
         run = work_queue.start(session, policy, dispatch)
     with db.transaction() as session:
@@ -224,16 +157,13 @@ def test_a_dispatch_token_starts_one_run_only(
         work_queue.complete(session, dispatch, code="NAMESPACE_READY")
     with db.transaction() as session:
         work_queue.complete(session, run, code="NAMESPACE_READY")
-    assert _item(db, work_id).state == values.WorkState.SUCCEEDED
-    assert _evidence_codes(db, work_id) == ["NAMESPACE_READY"]
+    assert queue.item(work_id).state == values.WorkState.SUCCEEDED
+    assert queue.evidence_codes(work_id) == ["NAMESPACE_READY"]
 
 
-def test_a_forged_token_is_refused(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
-) -> None:
-    _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
-    forged = dataclasses.replace(run, token=uuid.uuid4())
+@pytest.mark.usefixtures("work_id")
+def test_a_forged_token_is_refused(db: Database, queue: Queue) -> None:
+    forged = dataclasses.replace(queue.run_one(), token=uuid.uuid4())
     with pytest.raises(errors.ClaimLost), db.transaction() as session:
         work_queue.complete(session, forged, code="NAMESPACE_READY")
 
@@ -242,29 +172,24 @@ def test_a_forged_token_is_refused(
 
 
 def test_claim_counts_an_attempt_and_defer_refunds_it(
-    db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
     for _ in range(policy.max_attempts + 3):
-        run = _run_one(db, policy)
+        run = queue.run_one()
         assert run.attempt_count == 1
         with db.transaction() as session:
             result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0)
         assert result.state == values.WorkState.QUEUED
-        item = _item(db, work_id)
+        item = queue.item(work_id)
         assert item.attempt_count == 0
         assert item.state == values.WorkState.QUEUED
         assert item.last_progress_code == "NAMESPACE_INCOMPLETE"
 
 
 def test_defer_without_delay_waits_the_backoff(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
+    run = queue.run_one()
     with db.transaction() as session:
         result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE")
         now = session.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
@@ -273,19 +198,14 @@ def test_defer_without_delay_waits_the_backoff(
     assert 0.4 < waited <= 1.0  # 1 s cap for one attempt, equal jitter: never below half
     with db.transaction() as session:
         assert work_queue.claim(session, policy, limit=1) == []
-    assert _item(db, work_id).attempt_count == 0
+    assert queue.item(work_id).attempt_count == 0
 
 
 def test_retry_keeps_the_attempt_and_fails_at_the_limit(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
     for attempt in range(1, policy.max_attempts + 1):
-        run = _run_one(db, policy)
+        run = queue.run_one()
         assert run.attempt_count == attempt
         with db.transaction() as session:
             item = work_queue.retry(session, policy, run, code="DEPENDENCY_UNAVAILABLE")
@@ -293,68 +213,57 @@ def test_retry_keeps_the_attempt_and_fails_at_the_limit(
             assert item.state == values.WorkState.QUEUED
             assert item.attempt_count == attempt
             assert item.reason_code is None
-            _make_available(owner_db, work_id)
-    final = _item(db, work_id)
+            queue.make_available(work_id)
+    final = queue.item(work_id)
     assert final.state == values.WorkState.FAILED_PERMANENT
     assert final.reason_code == "DEPENDENCY_UNAVAILABLE"
     assert final.attempt_count == policy.max_attempts
-    codes = _evidence_codes(db, work_id)
+    codes = queue.evidence_codes(work_id)
     assert codes == ["DEPENDENCY_UNAVAILABLE"] * policy.max_attempts
 
 
 def test_retry_backoff_grows_with_equal_jitter(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
     for attempt in range(1, 4):
-        run = _run_one(db, policy)
+        run = queue.run_one()
         with db.transaction() as session:
             item = work_queue.retry(session, policy, run, code="DEPENDENCY_UNAVAILABLE")
             now = session.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
         cap = min(300.0, 2 ** (attempt - 1))
         waited = (item.available_at - now).total_seconds()
         assert cap / 2 - 0.05 <= waited <= cap + 0.05, (attempt, waited)
-        _make_available(owner_db, work_id)
+        queue.make_available(work_id)
 
 
 def test_release_requeues_at_once_with_the_attempt_refunded(
-    db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
+    run = queue.run_one()
     with db.transaction() as session:
         work_queue.release(session, run)
-    item = _item(db, work_id)
+    item = queue.item(work_id)
     assert item.state == values.WorkState.QUEUED
     assert item.attempt_count == 0
     assert item.last_progress_code == "CLAIM_RELEASED"
-    again = _run_one(db, policy)
+    again = queue.run_one()
     assert again.work_id == work_id and again.attempt_count == 1
 
 
 def test_recovery_requeues_below_the_limit_and_fails_at_it(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
     for attempt in range(1, policy.max_attempts + 1):
-        _run_one(db, policy)
-        _expire(owner_db, work_id)
-        with db.transaction() as session:
-            report = work_queue.recover_stale(session, policy)
-        item = _item(db, work_id)
+        queue.run_one()
+        queue.expire(work_id)
+        report = queue.recover()
+        item = queue.item(work_id)
         assert item.attempt_count == attempt
         if attempt < policy.max_attempts:
             assert report.requeued == (work_id,)
             assert item.state == values.WorkState.QUEUED
             assert item.last_progress_code == "LEASE_EXPIRED"
-            _make_available(owner_db, work_id)
+            queue.make_available(work_id)
         else:
             assert report.failed == (work_id,)
             assert item.state == values.WorkState.FAILED_PERMANENT
@@ -362,19 +271,12 @@ def test_recovery_requeues_below_the_limit_and_fails_at_it(
 
 
 def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    dispatch = _claim_one(db, policy)
-    _expire(owner_db, work_id)
-    with db.transaction() as session:
-        report = work_queue.recover_stale(session, policy)
-    assert report.requeued == (work_id,)
-    item = _item(db, work_id)
+    dispatch = queue.claim_one()
+    queue.expire(work_id)
+    assert queue.recover().requeued == (work_id,)
+    item = queue.item(work_id)
     assert (item.state, item.attempt_count, item.last_progress_code) == (
         values.WorkState.QUEUED,
         0,
@@ -382,20 +284,15 @@ def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
     )
     with db.transaction() as session:
         assert work_queue.start(session, policy, dispatch) is None
-    assert _claim_one(db, policy).work_id == work_id
+    assert queue.claim_one().work_id == work_id
 
 
 def test_recovery_reports_what_it_failed_and_knows_nothing_of_namespaces(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str, namespace_id: str
 ) -> None:
     one_attempt = dataclasses.replace(policy, max_attempts=1)
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    _run_one(db, one_attempt)
-    _expire(owner_db, work_id)
+    queue.run_one(one_attempt)
+    queue.expire(work_id)
     with db.transaction() as session:
         report = work_queue.recover_stale(session, one_attempt)
         namespace = session.get(models.Namespace, namespace_id)
@@ -414,18 +311,16 @@ def test_recovery_reports_what_it_failed_and_knows_nothing_of_namespaces(
 
 
 def test_recovery_fails_exhausted_queued_items(
-    db: Database, owner_db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
+    run = queue.run_one()
     with db.transaction() as session:
         work_queue.retry(session, policy, run, code="DEPENDENCY_UNAVAILABLE")
     lowered = dataclasses.replace(policy, max_attempts=1)  # an operator lowered the limit
-    with db.transaction() as session:
-        report = work_queue.recover_stale(session, lowered)
+    report = queue.recover(lowered)
     assert report.exhausted == (work_id,)
     assert [item.id for item in report.failed_items] == [work_id]
-    item = _item(db, work_id)
+    item = queue.item(work_id)
     assert (item.state, item.reason_code) == (
         values.WorkState.FAILED_PERMANENT,
         "MAX_ATTEMPTS_EXHAUSTED",
@@ -433,64 +328,42 @@ def test_recovery_fails_exhausted_queued_items(
 
 
 def test_defer_past_the_deadline_fails_with_timeout_ms(
-    db: Database,
-    owner_db: Database,
-    policy: values.QueuePolicy,
-    namespace_id: str,
-    actor: str,
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
 ) -> None:
-    work_id = _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
+    run = queue.run_one()
     with db.transaction() as session:
         deferred = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0)
         assert deferred.state == values.WorkState.QUEUED
-    run = _run_one(db, policy)
-    # the deadline is measured from created_at on the database clock
-    with owner_db.transaction() as session:
-        session.execute(
-            sa.text(
-                "UPDATE occ.controller_work SET created_at = clock_timestamp() - interval '16 min' "
-                "WHERE id = :id"
-            ),
-            {"id": work_id},
-        )
+    run = queue.run_one()
+    queue.age(work_id, "16 min")  # the deadline is measured from created_at on the database clock
     with db.transaction() as session:
         result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE")
     assert result.state == values.WorkState.FAILED_PERMANENT
-    item = _item(db, work_id)
+    item = queue.item(work_id)
     assert item.state == values.WorkState.FAILED_PERMANENT
     assert item.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
     assert item.result_data == {"timeoutMs": policy.convergence_timeout_ms}
-    assert _evidence_codes(db, work_id)[-1] == "CONVERGENCE_DEADLINE_EXCEEDED"
+    assert queue.evidence_codes(work_id)[-1] == "CONVERGENCE_DEADLINE_EXCEEDED"
 
 
 def test_complete_keeps_the_specific_code_and_warnings(
-    db: Database,
-    policy: values.QueuePolicy,
-    actor: str,
+    db: Database, queue: Queue, actor: str
 ) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
         agent_id = rows.agent(session, namespace_id=namespace_id)
-        revision_id = rows.revision(
-            session, namespace_id=namespace_id, agent_id=agent_id, actor_id=actor, number=1
-        )
-        key, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
-        work_id = str(key)
-        work_queue.enqueue(session, key, owner)
-    run = _run_one(db, policy)
+        work_id = enqueue_revision(session, namespace_id, agent_id, actor, 1)
+    run = queue.run_one()
     warnings = {"warnings": [{"code": "PLUGIN_INSTALL_FAILED", "detail": "plugin-a"}]}
     with db.transaction() as session:
         work_queue.complete(session, run, code="REVISION_ACTIVATED", result_data=warnings)
-    item = _item(db, work_id)
+    item = queue.item(work_id)
     assert (item.reason_code, item.result_data) == ("REVISION_ACTIVATED", warnings)
 
 
-def test_codes_are_checked_against_the_registry(
-    db: Database, policy: values.QueuePolicy, namespace_id: str, actor: str
-) -> None:
-    _enqueue_namespace(db, namespace_id, actor)
-    run = _run_one(db, policy)
+@pytest.mark.usefixtures("work_id")
+def test_codes_are_checked_against_the_registry(db: Database, queue: Queue) -> None:
+    run = queue.run_one()
     with pytest.raises(ValueError, match="unregistered"), db.transaction() as session:
         work_queue.fail(session, run, code="SOMETHING_MADE_UP")
     with pytest.raises(ValueError, match="expected"), db.transaction() as session:
@@ -501,9 +374,7 @@ def test_codes_are_checked_against_the_registry(
 
 
 def test_one_live_claim_per_lane_and_lanes_are_independent(
-    db: Database,
-    policy: values.QueuePolicy,
-    actor: str,
+    db: Database, policy: values.QueuePolicy, actor: str
 ) -> None:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=actor, status="ready")
@@ -511,16 +382,7 @@ def test_one_live_claim_per_lane_and_lanes_are_independent(
         agent_b = rows.agent(session, namespace_id=namespace_id, name="b")
         for agent_id in (agent_a, agent_b):
             for number in (1, 2, 3):
-                revision_id = rows.revision(
-                    session,
-                    namespace_id=namespace_id,
-                    agent_id=agent_id,
-                    actor_id=actor,
-                    number=number,
-                )
-                work_queue.enqueue(
-                    session, *rows.revision_work(namespace_id, agent_id, revision_id, actor)
-                )
+                enqueue_revision(session, namespace_id, agent_id, actor, number)
         work_queue.enqueue(session, *rows.namespace_work(namespace_id, actor))
     with db.transaction() as session:
         first = work_queue.claim(session, policy, limit=10)

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from occ.db import Database
 from occ.state import models, values, work_queue
-from tests.support import rows
+from tests.support import queue_steps, rows
 
 THREADS = 16
 LANES = 50
@@ -33,16 +33,9 @@ def _seed(db: Database) -> dict[str, str]:
     for number in range(1, per_lane + 1):
         with db.transaction() as session:
             for agent_id in agents:
-                revision_id = rows.revision(
-                    session,
-                    namespace_id=namespace_id,
-                    agent_id=agent_id,
-                    actor_id=actor,
-                    number=number,
+                work_id = queue_steps.enqueue_revision(
+                    session, namespace_id, agent_id, actor, number
                 )
-                key, owner = rows.revision_work(namespace_id, agent_id, revision_id, actor)
-                work_id = str(key)
-                work_queue.enqueue(session, key, owner)
                 lanes[work_id] = agent_id
     return lanes
 
