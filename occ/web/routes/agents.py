@@ -6,22 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import agent_lifecycle, agents, deployments
-from occ.web import access, calls, locations, pagination, preconditions, routing
+from occ.web import calls, locations, pagination, preconditions
+from occ.web.routes import blueprints
 from occ.web.schemas import agents as schemas
-from occ.web.schemas import common
 
-blueprint = routing.Blueprint(
-    "agents",
+blueprint = blueprints.Blueprint(
     __name__,
     url_prefix="/v1/namespaces/<namespace_id>/agents",
     description="Agents, their revisions and deployments.",
 )
 
 
-@blueprint.route("", methods=["POST"])
-@blueprint.arguments(schemas.AgentCreate)
-@blueprint.response(201, common.envelope(schemas.Agent))
-@access.requires("agent:create")
+@blueprint.operation(
+    "POST", "", body=schemas.AgentCreate, created=schemas.Agent, requires="agent:create"
+)
 @locations.at("agents.get_agent", agent_id="id")
 def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a draft Agent (desired ``stopped``) and its service principal; nothing runs."""
@@ -38,26 +36,20 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.Agent))
-@access.requires("agent:read")
+@blueprint.operation("GET", "", page=schemas.Agent, requires="agent:read")
 def list_agents(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Agents the caller may read."""
     return calls.page(agents.list_agents, query, namespace_id=namespace_id)
 
 
-@blueprint.route("/<agent_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Agent))
-@access.requires("agent:read")
+@blueprint.operation("GET", "/<agent_id>", item=schemas.Agent, requires="agent:read")
 def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     return calls.item(agents.get_agent, namespace_id=namespace_id, agent_id=agent_id)
 
 
-@blueprint.route("/<agent_id>", methods=["PATCH"])
-@blueprint.arguments(schemas.AgentUpdate)
-@blueprint.response(200, common.envelope(schemas.Agent))
-@access.requires("agent:update")
+@blueprint.operation(
+    "PATCH", "/<agent_id>", body=schemas.AgentUpdate, item=schemas.Agent, requires="agent:update"
+)
 def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Edit the draft; deployed revisions keep what they pinned."""
     return calls.item(
@@ -69,9 +61,7 @@ def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
     )
 
 
-@blueprint.route("/<agent_id>", methods=["DELETE"])
-@blueprint.response(202, common.envelope(schemas.Agent))
-@access.requires("agent:delete")
+@blueprint.operation("DELETE", "/<agent_id>", accepted=schemas.Agent, requires="agent:delete")
 @locations.at("agents.get_agent")
 def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit the deletion; repeat after a failure to retry (or take it over)."""
@@ -83,30 +73,37 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     )
 
 
-@blueprint.route("/<agent_id>/deploy", methods=["POST"])
-@blueprint.arguments(schemas.AgentActionBody, required=False)
-@blueprint.response(202, common.envelope(schemas.DeployAccepted))
-@access.requires("agent:deploy", "configuration:read", "secret:operate")
+@blueprint.operation(
+    "POST",
+    "/<agent_id>/deploy",
+    body=schemas.AgentActionBody,
+    body_required=False,
+    accepted=schemas.DeployAccepted,
+    requires=("agent:deploy", "configuration:read", "secret:operate"),
+)
 @locations.at("agents.get_deployment", deployment_id="deployment_id")
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
     return calls.admitted(deployments.deploy_agent, namespace_id=namespace_id, agent_id=agent_id)
 
 
-@blueprint.route("/<agent_id>/stop", methods=["POST"])
-@blueprint.arguments(schemas.AgentActionBody, required=False)
-@blueprint.response(202, common.envelope(schemas.Agent))
-@access.requires("agent:operate")
+@blueprint.operation(
+    "POST",
+    "/<agent_id>/stop",
+    body=schemas.AgentActionBody,
+    body_required=False,
+    accepted=schemas.Agent,
+    requires="agent:operate",
+)
 @locations.at("agents.get_agent")
 def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a stop: desired ``stopped``; a worker stops the runtime."""
     return calls.admitted(agent_lifecycle.stop_agent, namespace_id=namespace_id, agent_id=agent_id)
 
 
-@blueprint.route("/<agent_id>/revisions", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.AgentRevision))
-@access.requires("agent_revision:read")
+@blueprint.operation(
+    "GET", "/<agent_id>/revisions", page=schemas.AgentRevision, requires="agent_revision:read"
+)
 def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """The Agent's revisions the caller may read, newest first."""
     return calls.page(
@@ -118,9 +115,12 @@ def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> d
     )
 
 
-@blueprint.route("/<agent_id>/revisions/<revision_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.AgentRevision))
-@access.requires("agent_revision:read")
+@blueprint.operation(
+    "GET",
+    "/<agent_id>/revisions/<revision_id>",
+    item=schemas.AgentRevision,
+    requires="agent_revision:read",
+)
 def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str, Any]:
     return calls.item(
         deployments.get_revision,
@@ -130,9 +130,12 @@ def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str
     )
 
 
-@blueprint.route("/<agent_id>/deployments/<deployment_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Deployment))
-@access.requires("agent_revision:read")
+@blueprint.operation(
+    "GET",
+    "/<agent_id>/deployments/<deployment_id>",
+    item=schemas.Deployment,
+    requires="agent_revision:read",
+)
 def get_deployment(namespace_id: str, agent_id: str, deployment_id: str) -> dict[str, Any]:
     """A deployment's status: pending, active, superseded, stopped or failed."""
     return calls.item(

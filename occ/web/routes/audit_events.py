@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import marshmallow as ma
-
 from occ.controller import operations
-from occ.web import access, calls, routing
+from occ.web import calls
+from occ.web.routes import blueprints
 from occ.web.schemas import operations as schemas
 
-blueprint = routing.Blueprint(
-    "audit_events",
+blueprint = blueprints.Blueprint(
     __name__,
     url_prefix="/v1/audit-events",
     description="The append-only audit ledger.",
 )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(schemas.AuditEventQuery, location="query", unknown=ma.RAISE)
-@blueprint.response(200, schemas.AuditEventListResponse)
-@access.requires("installation:read")
+@blueprint.operation(
+    "GET",
+    "",
+    query=schemas.AuditEventQuery,
+    answers=schemas.AuditEventListResponse,
+    requires="installation:read",
+)
 def list_audit_events(query: dict[str, Any]) -> dict[str, Any]:
     """Audit events filtered by Namespace, resource, work item and kind; paged by sequence."""
     page = calls.call(

@@ -5,22 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import configurations
-from occ.web import access, calls, locations, pagination, preconditions, routing
-from occ.web.schemas import common
+from occ.web import calls, locations, preconditions
+from occ.web.routes import blueprints
 from occ.web.schemas import configurations as schemas
 
-blueprint = routing.Blueprint(
-    "configurations",
+blueprint = blueprints.Blueprint(
     __name__,
     url_prefix="/v1/namespaces/<namespace_id>/configurations",
     description="Native JSON configuration documents; PATCH bumps the generation.",
 )
 
 
-@blueprint.route("", methods=["POST"])
-@blueprint.arguments(schemas.ConfigurationCreate)
-@blueprint.response(201, common.envelope(schemas.Configuration))
-@access.requires("configuration:create")
+@blueprint.operation(
+    "POST",
+    "",
+    body=schemas.ConfigurationCreate,
+    created=schemas.Configuration,
+    requires="configuration:create",
+)
 @locations.at("configurations.get_configuration", configuration_id="id")
 def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a Configuration at generation 1 (the Namespace must be ``ready``)."""
@@ -32,18 +34,15 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
     )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.Configuration))
-@access.requires("configuration:read")
+@blueprint.operation("GET", "", page=schemas.Configuration, requires="configuration:read")
 def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
     return calls.page(configurations.list_configurations, query, namespace_id=namespace_id)
 
 
-@blueprint.route("/<configuration_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Configuration))
-@access.requires("configuration:read")
+@blueprint.operation(
+    "GET", "/<configuration_id>", item=schemas.Configuration, requires="configuration:read"
+)
 def get_configuration(namespace_id: str, configuration_id: str) -> dict[str, Any]:
     return calls.item(
         configurations.get_configuration,
@@ -52,10 +51,13 @@ def get_configuration(namespace_id: str, configuration_id: str) -> dict[str, Any
     )
 
 
-@blueprint.route("/<configuration_id>", methods=["PATCH"])
-@blueprint.arguments(schemas.ConfigurationUpdate)
-@blueprint.response(200, common.envelope(schemas.Configuration))
-@access.requires("configuration:update")
+@blueprint.operation(
+    "PATCH",
+    "/<configuration_id>",
+    body=schemas.ConfigurationUpdate,
+    item=schemas.Configuration,
+    requires="configuration:update",
+)
 def update_configuration(
     body: dict[str, Any], namespace_id: str, configuration_id: str
 ) -> dict[str, Any]:
@@ -70,9 +72,7 @@ def update_configuration(
     )
 
 
-@blueprint.route("/<configuration_id>", methods=["DELETE"])
-@blueprint.response(204)
-@access.requires("configuration:delete")
+@blueprint.operation("DELETE", "/<configuration_id>", requires="configuration:delete")
 def delete_configuration(namespace_id: str, configuration_id: str) -> None:
     """Delete a Configuration no Agent uses (409 otherwise)."""
     calls.call(

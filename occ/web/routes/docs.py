@@ -10,10 +10,11 @@ from importlib import resources
 
 import flask
 
-from occ.web import access, routing
+from occ.web import access
+from occ.web.routes import blueprints
 
-blueprint = routing.Blueprint(
-    "docs", __name__, url_prefix="/v1", description="Human-readable API documentation."
+blueprint = blueprints.Blueprint(
+    __name__, url_prefix="/v1", description="Human-readable API documentation."
 )
 
 

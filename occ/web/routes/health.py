@@ -9,10 +9,11 @@ import marshmallow as ma
 from marshmallow import fields
 
 from occ import errors
-from occ.web import access, routing
+from occ.web import access
+from occ.web.routes import blueprints
 
-blueprint = routing.Blueprint(
-    "health", __name__, url_prefix="", description="Probes for load balancers and orchestrators."
+blueprint = blueprints.Blueprint(
+    __name__, url_prefix="", description="Probes for load balancers and orchestrators."
 )
 
 

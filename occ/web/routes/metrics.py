@@ -6,10 +6,11 @@ import flask
 
 from occ import metrics
 from occ.controller import installation
-from occ.web import access, routing
+from occ.web import access
+from occ.web.routes import blueprints
 
-blueprint = routing.Blueprint(
-    "metrics", __name__, url_prefix="", description="Prometheus metrics (authenticated)."
+blueprint = blueprints.Blueprint(
+    __name__, url_prefix="", description="Prometheus metrics (authenticated)."
 )
 
 

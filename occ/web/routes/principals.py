@@ -5,22 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import principals
-from occ.web import access, calls, locations, pagination, routing
-from occ.web.schemas import common
+from occ.web import calls, locations
+from occ.web.routes import blueprints
 from occ.web.schemas import iam as schemas
 
-blueprint = routing.Blueprint(
-    "principals",
+blueprint = blueprints.Blueprint(
     __name__,
     url_prefix="/v1/principals",
     description="Human and service identities and their API keys.",
+    requires="installation:administer",
 )
 
 
-@blueprint.route("", methods=["POST"])
-@blueprint.arguments(schemas.PrincipalCreate)
-@blueprint.response(201, common.envelope(schemas.Principal))
-@access.requires("installation:administer")
+@blueprint.operation("POST", "", body=schemas.PrincipalCreate, created=schemas.Principal)
 @locations.at("principals.get_principal", principal_id="id")
 def create_principal(body: dict[str, Any]) -> dict[str, Any]:
     """Create a human or service principal (a service principal may belong to a Namespace)."""
@@ -32,26 +29,20 @@ def create_principal(body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.Principal))
-@access.requires("installation:administer")
+@blueprint.operation("GET", "", page=schemas.Principal)
 def list_principals(query: dict[str, Any]) -> dict[str, Any]:
     """Every principal, Agent-owned service principals included (with their ``agentId``)."""
     return calls.page(principals.list_principals, query)
 
 
-@blueprint.route("/<principal_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Principal))
-@access.requires("installation:administer")
+@blueprint.operation("GET", "/<principal_id>", item=schemas.Principal)
 def get_principal(principal_id: str) -> dict[str, Any]:
     return calls.item(principals.get_principal, principal_id=principal_id)
 
 
-@blueprint.route("/<principal_id>/api-keys", methods=["POST"])
-@blueprint.arguments(schemas.ApiKeyCreate)
-@blueprint.response(201, common.envelope(schemas.NewApiKey))
-@access.requires("installation:administer")
+@blueprint.operation(
+    "POST", "/<principal_id>/api-keys", body=schemas.ApiKeyCreate, created=schemas.NewApiKey
+)
 @locations.at("principals.revoke_api_key", key_id="id")
 def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """Mint an API key; the response is the only place its ``key`` ever appears."""
@@ -62,26 +53,19 @@ def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
     )
 
 
-@blueprint.route("/<principal_id>/api-keys", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.ApiKey))
-@access.requires("installation:administer")
+@blueprint.operation("GET", "/<principal_id>/api-keys", page=schemas.ApiKey)
 def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """The principal's keys (metadata only), revoked ones included."""
     return calls.page(principals.list_api_keys, query, principal_id=principal_id)
 
 
-@blueprint.route("/<principal_id>/api-keys/<key_id>", methods=["DELETE"])
-@blueprint.response(200, common.envelope(schemas.ApiKey))
-@access.requires("installation:administer")
+@blueprint.operation("DELETE", "/<principal_id>/api-keys/<key_id>", item=schemas.ApiKey)
 def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
     """Revoke a key: it stops authenticating at once. A repeat answers the same."""
     return calls.item(principals.revoke_api_key, principal_id=principal_id, key_id=key_id)
 
 
-@blueprint.route("/<principal_id>", methods=["DELETE"])
-@blueprint.response(200, common.envelope(schemas.Principal))
-@access.requires("installation:administer")
+@blueprint.operation("DELETE", "/<principal_id>", item=schemas.Principal)
 def disable_principal(principal_id: str) -> dict[str, Any]:
     """Disable a principal and revoke its keys (rows are kept). A repeat answers the same."""
     return calls.item(principals.disable_principal, principal_id=principal_id)

@@ -5,22 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import roles
-from occ.web import access, calls, locations, pagination, routing
-from occ.web.schemas import common
+from occ.web import calls, locations
+from occ.web.routes import blueprints
 from occ.web.schemas import iam as schemas
 
-blueprint = routing.Blueprint(
-    "roles",
+blueprint = blueprints.Blueprint(
     __name__,
     url_prefix="/v1/roles",
     description="Roles: named sets of kind:action permissions.",
+    requires="installation:administer",
 )
 
 
-@blueprint.route("", methods=["POST"])
-@blueprint.arguments(schemas.RoleCreate)
-@blueprint.response(201, common.envelope(schemas.Role))
-@access.requires("installation:administer")
+@blueprint.operation("POST", "", body=schemas.RoleCreate, created=schemas.Role)
 @locations.at("roles.get_role", role_id="id")
 def create_role(body: dict[str, Any]) -> dict[str, Any]:
     """Create a Role (Installation-wide, or of one Namespace with ``namespaceId``)."""
@@ -32,26 +29,19 @@ def create_role(body: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.Role))
-@access.requires("installation:administer")
+@blueprint.operation("GET", "", page=schemas.Role)
 def list_roles(query: dict[str, Any]) -> dict[str, Any]:
     """The live Roles."""
     return calls.page(roles.list_roles, query)
 
 
-@blueprint.route("/<role_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Role))
-@access.requires("installation:administer")
+@blueprint.operation("GET", "/<role_id>", item=schemas.Role)
 def get_role(role_id: str) -> dict[str, Any]:
     """A Role; a deleted one shows ``deletedAt``."""
     return calls.item(roles.get_role, role_id=role_id)
 
 
-@blueprint.route("/<role_id>", methods=["DELETE"])
-@blueprint.response(200, common.envelope(schemas.Role))
-@access.requires("installation:administer")
+@blueprint.operation("DELETE", "/<role_id>", item=schemas.Role)
 def delete_role(role_id: str) -> dict[str, Any]:
     """Delete a Role (soft): its bindings stop granting. A repeat answers the same."""
     return calls.item(roles.delete_role, role_id=role_id)

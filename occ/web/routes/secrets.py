@@ -9,22 +9,20 @@ from typing import Any
 
 from occ import secret_store
 from occ.controller import secrets
-from occ.web import access, calls, locations, pagination, preconditions, routing
-from occ.web.schemas import common
+from occ.web import calls, locations, preconditions
+from occ.web.routes import blueprints
 from occ.web.schemas import secrets as schemas
 
-blueprint = routing.Blueprint(
-    "secrets",
+blueprint = blueprints.Blueprint(
     __name__,
     url_prefix="/v1/namespaces/<namespace_id>/secrets",
     description="Write-only secret values; reads return metadata only.",
 )
 
 
-@blueprint.route("", methods=["POST"])
-@blueprint.arguments(schemas.SecretCreate)
-@blueprint.response(201, common.envelope(schemas.Secret))
-@access.requires("secret:create")
+@blueprint.operation(
+    "POST", "", body=schemas.SecretCreate, created=schemas.Secret, requires="secret:create"
+)
 @locations.at("secrets.get_secret", secret_id="id")  # noqa: S106 (a URL argument)
 def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
@@ -37,25 +35,18 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(pagination.PageQuery, location="query")
-@blueprint.response(200, pagination.envelope(schemas.Secret))
-@access.requires("secret:read")
+@blueprint.operation("GET", "", page=schemas.Secret, requires="secret:read")
 def list_secrets(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Secrets the caller may read (metadata)."""
     return calls.page(secrets.list_secrets, query, namespace_id=namespace_id)
 
 
-@blueprint.route("/<secret_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.Secret))
-@access.requires("secret:read")
+@blueprint.operation("GET", "/<secret_id>", item=schemas.Secret, requires="secret:read")
 def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
     return calls.item(secrets.get_secret, namespace_id=namespace_id, secret_id=secret_id)
 
 
-@blueprint.route("/<secret_id>", methods=["DELETE"])
-@blueprint.response(204)
-@access.requires("secret:delete")
+@blueprint.operation("DELETE", "/<secret_id>", requires="secret:delete")
 def delete_secret(namespace_id: str, secret_id: str) -> None:
     """Delete a Secret no Agent's harness authentication uses (409 otherwise)."""
     calls.call(

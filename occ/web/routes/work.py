@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import marshmallow as ma
-
 from occ.controller import operations
-from occ.web import access, calls, routing
-from occ.web.schemas import common
+from occ.web import calls
+from occ.web.routes import blueprints
 from occ.web.schemas import operations as schemas
 
-blueprint = routing.Blueprint(
-    "work", __name__, url_prefix="/v1/work", description="Operator view of the work queue."
+blueprint = blueprints.Blueprint(
+    __name__,
+    url_prefix="/v1/work",
+    description="Operator view of the work queue.",
+    requires="installation:administer",
 )
 
 
-@blueprint.route("", methods=["GET"])
-@blueprint.arguments(schemas.WorkQuery, location="query", unknown=ma.RAISE)
-@blueprint.response(200, schemas.WorkItemListResponse)
-@access.requires("installation:administer")
+@blueprint.operation("GET", "", query=schemas.WorkQuery, answers=schemas.WorkItemListResponse)
 def list_work(query: dict[str, Any]) -> dict[str, Any]:
     """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor."""
     page = calls.call(
@@ -33,9 +31,7 @@ def list_work(query: dict[str, Any]) -> dict[str, Any]:
     return schemas.work_page(page)
 
 
-@blueprint.route("/<work_id>", methods=["GET"])
-@blueprint.response(200, common.envelope(schemas.WorkItem))
-@access.requires("installation:administer")
+@blueprint.operation("GET", "/<work_id>", item=schemas.WorkItem)
 def get_work(work_id: str) -> dict[str, Any]:
     """One work item (its id is its idempotency key, colons included)."""
     return calls.item(operations.get_work, work_id=work_id)
