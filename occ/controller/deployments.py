@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from occ import errors, iam
+from occ import errors, iam, ids
 from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
 from occ.db import Database, Session
@@ -18,10 +18,10 @@ from occ.state import (
     agents,
     audit,
     configurations,
+    deploys,
     keyset,
     namespaces,
     revisions,
-    values,
     work_keys,
     work_queue,
 )
@@ -57,9 +57,10 @@ def deploy_agent(
     enqueued.
 
     Authorization (one policy load per principal) and the Configuration read run before the
-    Agent row lock, so deploys of one Agent queue only behind each other's writes. The lock
-    comes with the revision number (``agents.begin_deploy``); if the draft changed in between,
-    the checks run again under the lock.
+    Agent row lock, so deploys of one Agent queue only behind each other's writes: one
+    statement (``occ.state.deploys``) takes the lock with the revision number and writes the
+    revision, its work and the audit event while the Agent still holds the draft the checks
+    saw; if it no longer does, the checks run again under the lock and the write follows.
 
     Raises:
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
@@ -71,76 +72,78 @@ def deploy_agent(
     admission.require_id("namespace", namespace_id)
     admission.require_id("agent", agent_id)
     policies = iam.PolicyCache()
+    revision_id = ids.new("agent_revision")
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
-        admitted = _admit(session, actor_id, namespace, agent, policies)
-        start = agents.begin_deploy(session, namespace.id, agent.id)
-        if start is None:
-            agent_use_cases.find(session, namespace.id, agent.id)  # NotFound when it is gone
-            raise errors.AgentDeleting("the Agent is being deleted")
-        if _draft(start.agent) != _draft(agent):
-            admitted = _admit(session, actor_id, namespace, start.agent, policies)
-        agent = start.agent
-        configuration = admitted.configuration
-        revision = revisions.insert_revision(
-            session,
-            revisions.RevisionSnapshot(
-                namespace_id=namespace.id,
-                agent_id=agent.id,
-                revision_number=start.revision_number,
-                actor_id=actor_id,
-                configuration_id=configuration.id,
-                configuration_generation=configuration.generation,
-                configuration_document=configuration.document,
-                harness_id=agent.harness_id,
-                harness_version=agent.harness_version,
-                harness_mode=agent.execution_mode,
-                compute_driver=agent.compute_driver,
-                harness_auth={"kind": "secret", "secretId": admitted.secret_id},
-                service_principal_id=agent.service_principal_id,
-            ),
+        plan, details = _plan(
+            session, actor_id, namespace, agent, revision_id=revision_id, policies=policies
         )
-        key = work_keys.revision_reconcile(revision.id)
-        work_queue.enqueue(
-            session,
-            key,
-            values.WorkOwner(
-                namespace_id=namespace.id,
-                actor_id=actor_id,
-                agent_id=agent.id,
-                revision_id=revision.id,
-            ),
-        )
-        audit.mutation(
-            session,
-            action="agents.deploy",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="agent",
-            resource_id=agent.id,
-            work_id=str(key),
-            details={
-                "revisionId": revision.id,
-                "revisionNumber": revision.revision_number,
-                "configurationId": configuration.id,
-                "configurationGeneration": configuration.generation,
-                "harness": {
-                    "id": revision.harness_id,
-                    "version": revision.harness_version,
-                    "mode": revision.harness_mode,
-                },
-                "computeDriver": revision.compute_driver,
-                "harnessAuth": dict(revision.harness_auth),
-                "desiredRuntimeState": agent.desired_runtime_state,
-                "previousDesiredRuntimeState": start.previous_desired_runtime_state,
-                "authorization": {
-                    "agent": admitted.decision.evidence.as_details(),
-                    **admitted.evidence,
-                },
-            },
-        )
-        return DeployAccepted(deployment_id=revision.id, revision=revision)
+        written = deploys.write(session, plan, _event(plan, details))
+        if written is None:
+            # deleting, gone or edited since the checks: the statement took the row lock all
+            # the same, so the checks run again on what it holds and the write cannot miss
+            agent = agent_use_cases.find(session, namespace.id, agent.id)
+            plan, details = _plan(
+                session, actor_id, namespace, agent, revision_id=revision_id, policies=policies
+            )
+            written = deploys.write(session, plan, _event(plan, details))
+            assert written is not None, "the locked Agent holds the draft just checked"
+        return DeployAccepted(deployment_id=revision_id, revision=written.revision)
+
+
+def _plan(
+    session: Session,
+    actor_id: str,
+    namespace: namespaces.Namespace,
+    agent: agents.Agent,
+    *,
+    revision_id: str,
+    policies: iam.PolicyCache,
+) -> tuple[deploys.DeployPlan, dict[str, Any]]:
+    """The deploy's checks (``_admit``) and what passing them pins: the plan and the audit
+    details (``deploys.write`` adds the revision number and the previous desired state)."""
+    admitted = _admit(session, actor_id, namespace, agent, policies)
+    configuration = admitted.configuration
+    plan = deploys.DeployPlan(
+        revision_id=revision_id,
+        agent=agent,
+        actor_id=actor_id,
+        configuration=configuration,
+        harness_auth={"kind": "secret", "secretId": admitted.secret_id},
+    )
+    details = {
+        "revisionId": revision_id,
+        "configurationId": configuration.id,
+        "configurationGeneration": configuration.generation,
+        "harness": {
+            "id": agent.harness_id,
+            "version": agent.harness_version,
+            "mode": agent.execution_mode,
+        },
+        "computeDriver": agent.compute_driver,
+        "harnessAuth": dict(plan.harness_auth),
+        "desiredRuntimeState": agents.DesiredRuntimeState.RUNNING,
+        "authorization": {
+            "agent": admitted.decision.evidence.as_details(),
+            **admitted.evidence,
+        },
+    }
+    return plan, details
+
+
+def _event(plan: deploys.DeployPlan, details: dict[str, Any]) -> dict[str, Any]:
+    return audit.parameters(
+        kind=audit.EventKind.MUTATION,
+        action="agents.deploy",
+        actor_id=plan.actor_id,
+        outcome=audit.EventOutcome.SUCCESS,
+        namespace_id=plan.agent.namespace_id,
+        resource_kind="agent",
+        resource_id=plan.agent.id,
+        work_id=str(plan.work_key),
+        details=details,
+    )
 
 
 def _admit(
@@ -174,21 +177,6 @@ def _admit(
     assert configuration is not None  # the Agent's foreign key keeps it
     return _Admitted(
         decision=decision, evidence=evidence, secret_id=secret_id, configuration=configuration
-    )
-
-
-def _draft(agent: agents.Agent) -> tuple[object, ...]:
-    """What a deploy's checks and pins depend on (a change of it between the unlocked read and
-    the lock makes the deploy check again)."""
-    return (
-        agent.status,
-        agent.configuration_id,
-        agent.harness_id,
-        agent.harness_version,
-        agent.execution_mode,
-        agent.harness_auth_secret_id,
-        agent.compute_driver,
-        agent.service_principal_id,
     )
 
 

@@ -2,8 +2,9 @@
 active pointer (the revisions themselves are ``revisions``).
 
 Takes the caller's session and never commits. Lock order is the Namespace row (shared, see
-``lock_namespace``), then the Agent row (``get(..., lock=True)``, or ``begin_deploy``);
-revision numbers come from the Agent's ``revision_counter``, taken under its row lock.
+``lock_namespace``), then the Agent row (``get(..., lock=True)``, or a deploy's write in
+``deploys``); revision numbers come from the Agent's ``revision_counter``, taken under its row
+lock.
 Revisions are immutable: a trigger rejects UPDATE and the application role may not DELETE them.
 """
 
@@ -248,52 +249,6 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
         session.execute(
             _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
         ).scalar_one()
-    )
-
-
-# -- deploys ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class DeployStart:
-    """What ``begin_deploy`` did: the locked Agent (now desired ``running``), the number its new
-    revision takes, and the desired state it had before."""
-
-    agent: Agent
-    revision_number: int
-    previous_desired_runtime_state: DesiredRuntimeState
-
-
-# One statement takes the Agent row lock (the subquery's FOR UPDATE), the next revision number
-# and desired ``running``; the subquery also returns the desired state it replaced.
-_BEGIN_DEPLOY = sa.text("""
-    UPDATE occ.agents a
-       SET revision_counter = a.revision_counter + 1,
-           desired_runtime_state = 'running', updated_at = clock_timestamp()
-      FROM (SELECT id, desired_runtime_state FROM occ.agents
-             WHERE id = :agent_id AND namespace_id = :namespace_id FOR UPDATE) AS before
-     WHERE a.id = before.id AND a.status = 'active'
- RETURNING a.*, before.desired_runtime_state AS previous_desired_runtime_state""")
-
-
-def begin_deploy(session: orm.Session, namespace_id: str, agent_id: str) -> DeployStart | None:
-    """Lock an active Agent, take its next revision number and set desired ``running``.
-
-    The row lock lasts until the transaction ends; a rollback gives the number back, so numbers
-    stay gap-free. ``None`` (the row still locked if it exists) when the Agent is missing or
-    deleting.
-    """
-    row = (
-        session.execute(_BEGIN_DEPLOY, {"agent_id": agent_id, "namespace_id": namespace_id})
-        .mappings()
-        .first()
-    )
-    if row is None:
-        return None
-    return DeployStart(
-        agent=_agent(row),
-        revision_number=int(row["revision_counter"]),
-        previous_desired_runtime_state=DesiredRuntimeState(row["previous_desired_runtime_state"]),
     )
 
 

@@ -2,7 +2,7 @@
 
 Takes the caller's session and never commits. Revisions are immutable: a trigger rejects
 UPDATE and the application role may not DELETE them; their numbers come from the Agent's
-``revision_counter`` (``agents.begin_deploy``).
+``revision_counter`` (``deploys.write``).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def insert_revision(session: orm.Session, snapshot: RevisionSnapshot) -> Revisio
         )
         .returning(*_REVISIONS.c)
     )
-    return _revision(session.execute(statement).mappings().one())
+    return record(session.execute(statement).mappings().one())
 
 
 def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revision | None:
@@ -104,7 +104,7 @@ def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revis
         .mappings()
         .first()
     )
-    return None if row is None else _revision(row)
+    return None if row is None else record(row)
 
 
 def list_revisions(
@@ -114,8 +114,9 @@ def list_revisions(
     query = keyset.NEWEST_REVISION_FIRST.window(
         sa.select(_REVISIONS).where(_REVISIONS.c.agent_id == agent_id), _REVISIONS, window
     )
-    return rows.every(session, query, _revision)
+    return rows.every(session, query, record)
 
 
-def _revision(row: sa.RowMapping) -> Revision:
+def record(row: sa.RowMapping) -> Revision:
+    """A revision of its row's columns."""
     return rows.record(Revision, row)

@@ -51,18 +51,7 @@ def enqueue(
     An existing item with the same owner and actor is returned unchanged, whatever its state;
     one with any difference raises ``IdempotencyConflict``.
     """
-    namespace_target, agent_target = _TARGETS[key.kind]
-    params = {
-        "work_id": str(key),
-        "kind": key.kind.value,
-        "delay_ms": max(delay_ms, 0),
-        "namespace_id": owner.namespace_id,
-        "agent_id": owner.agent_id,
-        "revision_id": owner.revision_id,
-        "actor_id": owner.actor_id,
-        "namespace_target": namespace_target,
-        "agent_target": agent_target,
-    }
+    params = {**item_parameters(key, owner), "delay_ms": max(delay_ms, 0)}
     row = session.execute(SQL["enqueue"], params).mappings().first()
     if row is None:
         row = session.execute(SQL["get"], {"work_id": str(key)}).mappings().one()
@@ -71,6 +60,22 @@ def enqueue(
                 "the work key already belongs to another owner, actor or target"
             )
     return _item(row)
+
+
+def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | None]:
+    """The bound parameters of a new item's columns (``enqueue``'s, and those of a statement
+    that inserts its item itself)."""
+    namespace_target, agent_target = _TARGETS[key.kind]
+    return {
+        "work_id": str(key),
+        "kind": key.kind.value,
+        "namespace_id": owner.namespace_id,
+        "agent_id": owner.agent_id,
+        "revision_id": owner.revision_id,
+        "actor_id": owner.actor_id,
+        "namespace_target": namespace_target,
+        "agent_target": agent_target,
+    }
 
 
 def get(session: orm.Session, key: WorkKey | str) -> values.WorkItem | None:

@@ -183,7 +183,7 @@ def test_refused_deploys_give_their_number_back(db: Database, world: World) -> N
     assert revision_numbers(db, world.agent.id) == [2, 1]
 
 
-def test_one_policy_load_per_principal_and_only_writes_under_the_agent_lock(
+def test_one_policy_load_per_principal_and_one_statement_under_the_agent_lock(
     db: Database, world: World
 ) -> None:
     deploy(db, world)  # the Agent is running now; the next deploy is the steady case
@@ -200,14 +200,18 @@ def test_one_policy_load_per_principal_and_only_writes_under_the_agent_lock(
 
     policy_loads = [s for s in statements if "FROM occ.principals p" in s]
     assert len(policy_loads) == 2  # the caller and the service principal
-    locking = [i for i, s in enumerate(statements) if "FOR UPDATE) AS before" in s]
+    locking = [s for s in statements if "FOR UPDATE" in s]
     assert len(locking) == 1
-    # under the lock: the revision, the work item and the audit event, nothing read
-    under_lock = statements[locking[0] + 1 :]
-    assert len(under_lock) == 3, under_lock
-    assert under_lock[0].startswith("INSERT INTO occ.agent_revisions")
-    assert "occ.controller_work" in under_lock[1]
-    assert "occ.append_audit_event" in under_lock[2]
+    # the lock is taken by the last statement, which writes the revision, the work item and
+    # the audit event: one round trip and the commit under the lock
+    assert statements[-1] == locking[0]
+    assert "SELECT id, desired_runtime_state FROM occ.agents" in locking[0]
+    for write in (
+        "INSERT INTO occ.agent_revisions",
+        "INSERT INTO occ.controller_work",
+        "occ.append_audit_event",
+    ):
+        assert write in locking[0]
 
 
 def test_a_draft_changed_before_the_lock_is_checked_again_under_it(

@@ -1,0 +1,105 @@
+"""The write of an admitted deploy: one statement under the Agent's row lock.
+
+A deploy checks everything it can without a lock first (IAM, the Namespace, the Agent's draft,
+the Configuration to pin). ``write`` then runs the named statement of ``sql/deploys.sql``: it
+locks the Agent, takes the next revision number from its counter and sets desired ``running``,
+inserts the immutable revision, its ``revision_reconcile`` work item and the ``agents.deploy``
+audit event, all only while the Agent is active and still holds the draft the checks saw. The
+lock is held for one round trip and the commit. Never commits (the caller's transaction does;
+a rollback gives the number back, so numbers stay gap-free).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sqlalchemy import orm
+
+from occ.state import (
+    agents,
+    configurations,
+    queries,
+    revisions,
+    values,
+    work_keys,
+    work_queue,
+)
+
+SQL: Final = queries.load("deploys.sql")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployPlan:
+    """What a deploy checked and will pin: the Agent as read, the caller, the Configuration and
+    the harness-auth reference; ``revision_id`` names the revision to write."""
+
+    revision_id: str
+    agent: agents.Agent
+    actor_id: str
+    configuration: configurations.PinnedConfiguration
+    harness_auth: Mapping[str, Any]
+
+    @property
+    def work_key(self) -> work_keys.WorkKey:
+        """The reconcile work the revision gets."""
+        return work_keys.revision_reconcile(self.revision_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployWritten:
+    """What ``write`` wrote: the revision and the desired state the Agent had before."""
+
+    revision: revisions.Revision
+    previous_desired_runtime_state: agents.DesiredRuntimeState
+
+
+def write(session: orm.Session, plan: DeployPlan, event: Mapping[str, Any]) -> DeployWritten | None:
+    """Write the plan's revision, work and ``event`` (``audit.parameters``; the statement adds
+    ``revisionNumber`` and ``previousDesiredRuntimeState`` to its details).
+
+    ``None`` when nothing was written: the Agent is missing, deleting, or its draft is no longer
+    the plan's. The row lock, when the row exists, is held either way, so checking again and
+    writing again cannot race another change.
+    """
+    agent, key = plan.agent, plan.work_key
+    owner = values.WorkOwner(
+        namespace_id=agent.namespace_id,
+        actor_id=plan.actor_id,
+        agent_id=agent.id,
+        revision_id=plan.revision_id,
+    )
+    item = work_queue.item_parameters(key, owner)
+    if any(event[name] != item[name] for name in ("work_id", "actor_id", "namespace_id")):
+        raise ValueError("the event must name the plan's work, caller and Namespace")
+    params = {
+        **{name: value for name, value in event.items() if name != "kind"},
+        **item,
+        "event_kind": event["kind"],
+        "revision_id": plan.revision_id,
+        "configuration_id": plan.configuration.id,
+        "configuration_generation": plan.configuration.generation,
+        "configuration_document": _json(plan.configuration.document),
+        "harness_id": agent.harness_id,
+        "harness_version": agent.harness_version,
+        "execution_mode": agent.execution_mode,
+        "harness_auth_secret_id": agent.harness_auth_secret_id,
+        "compute_driver": agent.compute_driver,
+        "service_principal_id": agent.service_principal_id,
+        "harness_auth": _json(plan.harness_auth),
+    }
+    row = session.execute(SQL["write_deploy"], params).mappings().first()
+    if row is None:
+        return None
+    return DeployWritten(
+        revision=revisions.record(row),
+        previous_desired_runtime_state=agents.DesiredRuntimeState(
+            row["previous_desired_runtime_state"]
+        ),
+    )
+
+
+def _json(document: Mapping[str, Any]) -> str:
+    return json.dumps(dict(document), separators=(",", ":"))
