@@ -52,7 +52,7 @@ def create_binding(
         "resource": None if target is None else {"kind": target.kind, "id": target.id},
     }
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "access_bindings.create", request)
+        change = policy.administer(session, actor_id, "access_bindings.create", request)
         if namespace_id is not None:
             policy.open_namespace(session, namespace_id)
         if target is not None:
@@ -73,14 +73,7 @@ def create_binding(
             resource_kind=None if target is None else target.kind,
             resource_id=None if target is None else target.id,
         )
-        policy.audit_change(
-            session,
-            "access_bindings.create",
-            actor_id,
-            resource=("access_binding", binding.id),
-            namespace_id=namespace_id,
-            details={**admission.present(request), "authorization": decision.evidence.as_details()},
-        )
+        change.audit("access_binding", binding.id, namespace_id, admission.present(request))
         return binding
 
 
@@ -91,9 +84,8 @@ def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.A
         NotFound: no binding has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    policy.known("access_binding", binding_id)
-    return policy.administered_read(
-        db, actor_id, "access_bindings.read", lambda session: _binding(session, binding_id)
+    return policy.administered_get(
+        db, actor_id, "access_binding", binding_id, iam_policy.get_binding
     )
 
 
@@ -102,11 +94,7 @@ def list_bindings(
 ) -> keyset.Page[iam_policy.AccessBinding]:
     """The live (unrevoked) bindings in creation order, the page ``window`` asks for."""
     return policy.administered_page(
-        db,
-        actor_id,
-        "access_bindings.list",
-        lambda session, rows: iam_policy.list_bindings(session, window=rows),
-        window,
+        db, actor_id, "access_bindings.list", iam_policy.list_bindings, window
     )
 
 
@@ -121,31 +109,17 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
     """
     policy.known("access_binding", binding_id)
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "access_bindings.revoke")
+        change = policy.administer(session, actor_id, "access_bindings.revoke")
         grants.lock_administrators(session)
-        binding = _binding(session, binding_id)
+        binding = admission.found(iam_policy.get_binding(session, binding_id), "access_binding")
         if binding.revoked_at is not None:
             return binding
         revoked = iam_policy.revoke_binding(session, binding_id)
         assert revoked is not None  # it existed a moment ago and rows are never removed
-        policy.keep_an_administrator(session, "access_bindings.revoke", {"bindingId": binding_id})
-        policy.audit_change(
-            session,
-            "access_bindings.revoke",
-            actor_id,
-            resource=("access_binding", binding.id),
-            namespace_id=binding.namespace_id,
-            details={
-                "roleId": binding.role_id,
-                "principalId": binding.principal_id,
-                "authorization": decision.evidence.as_details(),
-            },
-        )
+        policy.keep_an_administrator(change, {"bindingId": binding_id})
+        granted = {"roleId": binding.role_id, "principalId": binding.principal_id}
+        change.audit("access_binding", binding.id, binding.namespace_id, granted)
         return revoked
-
-
-def _binding(session: Session, binding_id: str) -> iam_policy.AccessBinding:
-    return admission.found(iam_policy.get_binding(session, binding_id), "access_binding")
 
 
 def _resource_ref(resource: Mapping[str, Any] | None) -> iam_policy.ResourceRef | None:

@@ -9,13 +9,29 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from occ import errors, iam
-from occ.controller import admission, contents, namespaces, preconditions
+from occ import errors
+from occ.controller import admission, contents, preconditions
 from occ.db import Database
-from occ.state import audit, keyset
 from occ.state import configurations as state
+from occ.state import keyset
 
 MAX_DOCUMENT_BYTES: Final = 64 * 1024
+
+
+def version(configuration: state.Configuration) -> str | None:
+    """The Configuration's version tag (its generation)."""
+    return preconditions.tag(configuration.id, generation=configuration.generation)
+
+
+ITEMS: Final = contents.Items(
+    kind="configuration",
+    noun="Configuration",
+    get=state.get,
+    list_in=state.list_in,
+    referencing_agents=state.referencing_agents,
+    delete_row=state.delete,
+    version=version,
+)
 
 
 def create_configuration(
@@ -35,25 +51,15 @@ def create_configuration(
     size = check_document(document, "/document")
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
-        namespace, decision = contents.admit_creation(
-            session, actor_id, namespace_id, kind="configuration", request=request
-        )
+        namespace, change = ITEMS.admit_creation(session, actor_id, namespace_id, request)
         configuration = state.insert(
             session, namespace_id=namespace.id, name=name, document=document
         )
-        audit.mutation(
-            session,
-            action="configurations.create",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="configuration",
-            resource_id=configuration.id,
-            details={
-                "name": name,
-                "generation": configuration.generation,
-                "documentBytes": size,
-                "authorization": decision.evidence.as_details(),
-            },
+        change.audit(
+            "configuration",
+            configuration.id,
+            namespace.id,
+            {"name": name, "generation": configuration.generation, "documentBytes": size},
         )
         return configuration
 
@@ -67,15 +73,7 @@ def get_configuration(
         NotFound: no such Configuration in this live Namespace, or the caller may not read it
             (audited).
     """
-    return contents.read(
-        db,
-        actor_id,
-        namespace_id,
-        configuration_id,
-        kind="configuration",
-        get=state.get,
-        resource_of=_resource,
-    )
+    return ITEMS.read(db, actor_id, namespace_id, configuration_id)
 
 
 def list_configurations(
@@ -88,15 +86,7 @@ def list_configurations(
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Configurations in it, nor any of its Configurations (audited).
     """
-    return contents.page(
-        db,
-        actor_id,
-        namespace_id,
-        window,
-        kind="configuration",
-        list_in=state.list_in,
-        resource_of=_resource,
-    )
+    return ITEMS.page(db, actor_id, namespace_id, window)
 
 
 def update_configuration(
@@ -123,7 +113,7 @@ def update_configuration(
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the new name is taken in the Namespace.
     """
-    _require_ids(namespace_id, configuration_id)
+    ITEMS.require_ids(namespace_id, configuration_id)
     if name is None and document is None:
         raise errors.InvalidInput.at("", "give at least one of name and document")
     if name is not None:
@@ -131,20 +121,15 @@ def update_configuration(
     size = None if document is None else check_document(document, "/document")
     request = admission.present({"name": name})
     with admission.guarded(db, actor_id) as session:
-        namespace = namespaces.live(session, namespace_id, lock=True)
-        current = admission.found(
-            state.get(session, namespace.id, configuration_id, lock=True), "configuration"
-        )
-        decision = admission.require(
+        namespace, current, change = ITEMS.locked(
             session,
             actor_id,
-            "configurations.update",
-            "configuration:update",
-            _resource(current),
-            hide_unless_readable=True,
+            namespace_id,
+            configuration_id,
+            verb="update",
+            if_match=if_match,
             request=request,
         )
-        preconditions.check(if_match, version(current))
         admission.require_ready(namespace.status)
         updated = state.update(
             session,
@@ -165,21 +150,12 @@ def update_configuration(
                 for field, value in (("name", name), ("document", document))
                 if value is not None
             ],
-            "authorization": decision.evidence.as_details(),
         }
         if updated.name != current.name:
             details["previousName"] = current.name
         if size is not None:
             details["documentBytes"] = size
-        audit.mutation(
-            session,
-            action="configurations.update",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="configuration",
-            resource_id=updated.id,
-            details=details,
-        )
+        change.audit("configuration", updated.id, namespace.id, details)
         return updated
 
 
@@ -202,40 +178,14 @@ def delete_configuration(
         PreconditionFailed: ``if_match`` does not admit the current generation.
         Conflict: an Agent references it.
     """
-    _require_ids(namespace_id, configuration_id)
-    with admission.guarded(db, actor_id) as session:
-        namespace = namespaces.live(session, namespace_id, lock=True)
-        current = admission.found(
-            state.get(session, namespace.id, configuration_id, lock=True), "configuration"
-        )
-        decision = admission.require(
-            session,
-            actor_id,
-            "configurations.delete",
-            "configuration:delete",
-            _resource(current),
-            hide_unless_readable=True,
-        )
-        preconditions.check(if_match, version(current))
-        agents = state.referencing_agents(session, namespace.id, current.id)
-        if agents:
-            raise errors.Conflict(f"the Configuration is used by agent(s) {', '.join(agents)}")
-        if not state.delete(session, namespace.id, current.id):
-            raise errors.NotFound("the configuration does not exist")
-        audit.mutation(
-            session,
-            action="configurations.delete",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="configuration",
-            resource_id=current.id,
-            details={
-                "name": current.name,
-                "generation": current.generation,
-                "authorization": decision.evidence.as_details(),
-            },
-        )
-        return current
+    return ITEMS.delete(
+        db,
+        actor_id,
+        namespace_id,
+        configuration_id,
+        if_match=if_match,
+        described=lambda current: {"name": current.name, "generation": current.generation},
+    )
 
 
 def check_document(document: object, pointer: str) -> int:
@@ -281,17 +231,3 @@ def _check_value(value: object, pointer: str) -> None:
 def _check_text(text: str, pointer: str) -> None:
     if "\x00" in text:  # PostgreSQL's jsonb cannot hold it
         raise errors.InvalidInput.at(pointer, "strings must not contain NUL characters")
-
-
-def _require_ids(namespace_id: str, configuration_id: str) -> None:
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("configuration", configuration_id)
-
-
-def version(configuration: state.Configuration) -> str | None:
-    """The Configuration's version tag (its generation)."""
-    return preconditions.tag(configuration.id, generation=configuration.generation)
-
-
-def _resource(configuration: state.Configuration) -> iam.Resource:
-    return iam.Resource("configuration", configuration.id, configuration.namespace_id)

@@ -14,30 +14,39 @@ with ``LastAdministrator`` and audited, so the API can never lock every administ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation, listing
+from occ.controller import admission, changes, installation, listing
 from occ.controller import namespaces as namespace_cases
 from occ.db import Database, Session
-from occ.state import api_keys, audit, grants, keyset, namespaces
+from occ.state import api_keys, grants, keyset, namespaces
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 PERMISSION: Final = "installation:administer"
 """What every IAM administration use case needs, on the Installation."""
 
 
+class Lister(Protocol[T_co]):
+    """A state function listing rows in creation order, those in ``window``."""
+
+    def __call__(self, session: Session, *, window: keyset.Window) -> Sequence[T_co]: ...
+
+
 def administer(
     session: Session, actor_id: str, action: str, request: Mapping[str, Any] | None = None
-) -> iam.Decision:
-    """The decision allowing ``installation:administer`` on the Installation, or ``Denied``.
+) -> changes.Change:
+    """The change ``installation:administer`` on the Installation allows ``action`` to make,
+    or ``Denied``.
 
     The Installation is never hidden: a caller without the permission is answered 403, as by
     ``GET /v1/installation``.
     """
     target = iam.Resource.installation(installation.current(session).id)
-    return admission.require(session, actor_id, action, PERMISSION, target, request=request)
+    decision = admission.require(session, actor_id, action, PERMISSION, target, request=request)
+    return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)
 
 
 def administered_read(db: Database, actor_id: str, action: str, read: Callable[[Session], T]) -> T:
@@ -51,12 +60,23 @@ def administered_read(db: Database, actor_id: str, action: str, read: Callable[[
         return read(session)
 
 
+def administered_get(
+    db: Database, actor_id: str, kind: str, row_id: str, get: Callable[[Session, str], T | None]
+) -> T:
+    """The ``kind`` row ``get`` finds, once ``administer`` allowed ``<kind>s.read``.
+
+    Raises:
+        NotFound: no ``kind`` has this id (a malformed id before any query).
+        Forbidden: the caller may not administer the Installation (audited).
+    """
+    known(kind, row_id)
+    return administered_read(
+        db, actor_id, f"{kind}s.read", lambda session: admission.found(get(session, row_id), kind)
+    )
+
+
 def administered_page(
-    db: Database,
-    actor_id: str,
-    action: str,
-    read: Callable[[Session, keyset.Window], Sequence[T]],
-    window: keyset.Window,
+    db: Database, actor_id: str, action: str, read: Lister[T], window: keyset.Window
 ) -> keyset.Page[T]:
     """The page ``window`` asks for of the rows ``read`` lists in creation order, once
     ``administer`` allowed ``action``.
@@ -68,7 +88,9 @@ def administered_page(
         db,
         actor_id,
         action,
-        lambda session: listing.page(lambda rows: read(session, rows), window, keyset.BY_CREATION),
+        lambda session: listing.page(
+            lambda rows: read(session, window=rows), window, keyset.BY_CREATION
+        ),
     )
 
 
@@ -103,16 +125,15 @@ def optional_id(kind: str, value: object, pointer: str) -> None:
         ids.require(kind, value, pointer)
 
 
-def keep_an_administrator(
-    session: Session, action: str, request: Mapping[str, Any] | None = None
-) -> None:
+def keep_an_administrator(change: changes.Change, request: Mapping[str, Any] | None = None) -> None:
     """``LastAdministrator`` (audited, nothing changed) unless a principal that can act may
     still administer the Installation.
 
     Only a principal that can sign in counts: not disabled and holding at least one live API
     key (keys are the only way to authenticate). Run after the change, in its transaction,
-    holding the administrators lock; ``action`` and ``request`` name the refused change.
+    holding the administrators lock; ``change`` and ``request`` name the refused change.
     """
+    session = change.session
     target = iam.Resource.installation(installation.current(session).id)
     holders = grants.principals_holding(session, PERMISSION)
     acting = api_keys.holders_of_live_keys(session, holders)
@@ -130,7 +151,7 @@ def keep_an_administrator(
             "no principal that can sign in would be left with installation:administer; grant "
             "it to another principal with a live API key first"
         ),
-        action=action,
+        action=change.action,
         resource=target,
         details=details,
     )
@@ -140,24 +161,3 @@ def known(kind: str, value: str) -> None:
     """A malformed id of ``kind`` answers ``NotFound`` before any query."""
     if not ids.is_valid(kind, value):
         raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")
-
-
-def audit_change(
-    session: Session,
-    action: str,
-    actor_id: str,
-    *,
-    resource: tuple[str, str],
-    namespace_id: str | None,
-    details: Mapping[str, Any],
-) -> None:
-    """Audit a successful IAM change on ``resource`` (kind, id)."""
-    audit.mutation(
-        session,
-        action=action,
-        actor_id=actor_id,
-        namespace_id=namespace_id,
-        resource_kind=resource[0],
-        resource_id=resource[1],
-        details=details,
-    )

@@ -58,20 +58,13 @@ def create_principal(
         )
     request = {"name": name, "kind": kind, "namespaceId": namespace_id}
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "principals.create", request)
+        change = policy.administer(session, actor_id, "principals.create", request)
         if namespace_id is not None:
             policy.open_namespace(session, namespace_id)
         principal = iam_policy.create_principal(
             session, name=name, kind=kind, namespace_id=namespace_id
         )
-        policy.audit_change(
-            session,
-            "principals.create",
-            actor_id,
-            resource=("principal", principal.id),
-            namespace_id=namespace_id,
-            details={**admission.present(request), "authorization": decision.evidence.as_details()},
-        )
+        change.audit("principal", principal.id, namespace_id, admission.present(request))
         return principal
 
 
@@ -82,9 +75,8 @@ def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_poli
         NotFound: no principal has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    policy.known("principal", principal_id)
-    return policy.administered_read(
-        db, actor_id, "principals.read", lambda session: _principal(session, principal_id)
+    return policy.administered_get(
+        db, actor_id, "principal", principal_id, iam_policy.get_principal
     )
 
 
@@ -110,7 +102,7 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
     """
     policy.known("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(
+        change = policy.administer(
             session, actor_id, "principals.disable", {"principalId": principal_id}
         )
         grants.lock_administrators(session)
@@ -122,18 +114,12 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
         disabled = iam_policy.disable_principal(session, principal_id)
         assert disabled is not None  # locked above
         revoked_keys = api_keys.revoke_all_of(session, principal_id)
-        policy.keep_an_administrator(session, "principals.disable", {"principalId": principal_id})
-        policy.audit_change(
-            session,
-            "principals.disable",
-            actor_id,
-            resource=("principal", principal_id),
-            namespace_id=principal.namespace_id,
-            details={
-                "reason": "requested",
-                "revokedKeyIds": revoked_keys,
-                "authorization": decision.evidence.as_details(),
-            },
+        policy.keep_an_administrator(change, {"principalId": principal_id})
+        change.audit(
+            "principal",
+            principal_id,
+            principal.namespace_id,
+            {"reason": "requested", "revokedKeyIds": revoked_keys},
         )
         return disabled
 
@@ -151,7 +137,7 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
     """
     policy.known("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(
+        change = policy.administer(
             session, actor_id, "api_keys.create", {"principalId": principal_id}
         )
         principal = _principal(session, principal_id, lock=True)
@@ -160,13 +146,8 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         if principal.agent_id is not None:
             raise errors.Conflict("an Agent's service principal gets no API keys")
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
-        policy.audit_change(
-            session,
-            "api_keys.create",
-            actor_id,
-            resource=("api_key", minted.key.id),
-            namespace_id=principal.namespace_id,
-            details={"principalId": principal_id, "authorization": decision.evidence.as_details()},
+        change.audit(
+            "api_key", minted.key.id, principal.namespace_id, {"principalId": principal_id}
         )
         return _new_key(minted)
 
@@ -206,7 +187,7 @@ def revoke_api_key(
     policy.known("principal", principal_id)
     _known("api_key", key_id, "the API key does not exist")
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "api_keys.revoke")
+        change = policy.administer(session, actor_id, "api_keys.revoke")
         grants.lock_administrators(session)
         key = api_keys.get(session, key_id, lock=True)
         if key is None or key.principal_id != principal_id:
@@ -215,21 +196,9 @@ def revoke_api_key(
         revoked = api_keys.revoke(session, key_id)
         assert revoked is not None  # locked above
         if not already_revoked:
-            policy.keep_an_administrator(
-                session, "api_keys.revoke", {"principalId": principal_id, "keyId": key_id}
-            )
+            policy.keep_an_administrator(change, {"principalId": principal_id, "keyId": key_id})
             principal = _principal(session, principal_id)
-            policy.audit_change(
-                session,
-                "api_keys.revoke",
-                actor_id,
-                resource=("api_key", key_id),
-                namespace_id=principal.namespace_id,
-                details={
-                    "principalId": principal_id,
-                    "authorization": decision.evidence.as_details(),
-                },
-            )
+            change.audit("api_key", key_id, principal.namespace_id, {"principalId": principal_id})
         return revoked
 
 

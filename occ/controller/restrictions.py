@@ -11,7 +11,7 @@ from __future__ import annotations
 from occ import errors, iam, ids
 from occ.controller import admission, policy
 from occ.controller import namespaces as namespace_cases
-from occ.db import Database, Session
+from occ.db import Database
 from occ.state import grants, iam_policy, keyset
 from occ.state import restrictions as state
 
@@ -50,7 +50,7 @@ def create_restriction(
         "resourceId": resource_id,
     }
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "restrictions.create", request)
+        change = policy.administer(session, actor_id, "restrictions.create", request)
         if permission == policy.PERMISSION:
             grants.lock_administrators(session)
         if principal_id is not None and iam_policy.get_principal(session, principal_id) is None:
@@ -66,15 +66,8 @@ def create_restriction(
             resource_id=resource_id,
         )
         if permission == policy.PERMISSION:
-            policy.keep_an_administrator(session, "restrictions.create", request)
-        policy.audit_change(
-            session,
-            "restrictions.create",
-            actor_id,
-            resource=("restriction", restriction.id),
-            namespace_id=namespace_id,
-            details={**admission.present(request), "authorization": decision.evidence.as_details()},
-        )
+            policy.keep_an_administrator(change, request)
+        change.audit("restriction", restriction.id, namespace_id, admission.present(request))
         return restriction
 
 
@@ -85,23 +78,14 @@ def get_restriction(db: Database, *, actor_id: str, restriction_id: str) -> stat
         NotFound: no restriction has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    policy.known("restriction", restriction_id)
-    return policy.administered_read(
-        db, actor_id, "restrictions.read", lambda session: _restriction(session, restriction_id)
-    )
+    return policy.administered_get(db, actor_id, "restriction", restriction_id, state.get)
 
 
 def list_restrictions(
     db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[state.Restriction]:
     """Every restriction in creation order, the page ``window`` asks for."""
-    return policy.administered_page(
-        db,
-        actor_id,
-        "restrictions.list",
-        lambda session, rows: state.list_all(session, window=rows),
-        window,
-    )
+    return policy.administered_page(db, actor_id, "restrictions.list", state.list_all, window)
 
 
 def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> state.Restriction:
@@ -113,26 +97,15 @@ def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> s
     """
     policy.known("restriction", restriction_id)
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "restrictions.delete")
-        restriction = _restriction(session, restriction_id)
+        change = policy.administer(session, actor_id, "restrictions.delete")
+        restriction = admission.found(state.get(session, restriction_id), "restriction")
         if not state.delete(session, restriction_id):
             raise errors.NotFound("the restriction does not exist")
-        policy.audit_change(
-            session,
-            "restrictions.delete",
-            actor_id,
-            resource=("restriction", restriction.id),
-            namespace_id=restriction.namespace_id,
-            details={
-                "permission": restriction.permission,
-                **admission.present(
-                    {"principalId": restriction.principal_id, "resourceId": restriction.resource_id}
-                ),
-                "authorization": decision.evidence.as_details(),
-            },
+        narrowed = {"principalId": restriction.principal_id, "resourceId": restriction.resource_id}
+        change.audit(
+            "restriction",
+            restriction.id,
+            restriction.namespace_id,
+            {"permission": restriction.permission, **admission.present(narrowed)},
         )
         return restriction
-
-
-def _restriction(session: Session, restriction_id: str) -> state.Restriction:
-    return admission.found(state.get(session, restriction_id), "restriction")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from occ import errors, iam
 from occ.controller import admission, policy
-from occ.db import Database, Session
+from occ.db import Database
 from occ.state import grants, keyset
 from occ.state import roles as role_rows
 
@@ -41,20 +41,13 @@ def create_role(
     checked = iam.check_permissions(permissions, namespace_scoped=namespace_id is not None)
     request = {"name": name, "permissions": list(checked), "namespaceId": namespace_id}
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "roles.create", request)
+        change = policy.administer(session, actor_id, "roles.create", request)
         if namespace_id is not None:
             policy.open_namespace(session, namespace_id)
         role = role_rows.create_role(
             session, name=name, permissions=checked, namespace_id=namespace_id
         )
-        policy.audit_change(
-            session,
-            "roles.create",
-            actor_id,
-            resource=("role", role.id),
-            namespace_id=namespace_id,
-            details={**admission.present(request), "authorization": decision.evidence.as_details()},
-        )
+        change.audit("role", role.id, namespace_id, admission.present(request))
         return role
 
 
@@ -65,23 +58,14 @@ def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
         NotFound: no Role has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    policy.known("role", role_id)
-    return policy.administered_read(
-        db, actor_id, "roles.read", lambda session: _role(session, role_id)
-    )
+    return policy.administered_get(db, actor_id, "role", role_id, role_rows.get_role)
 
 
 def list_roles(
     db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[role_rows.Role]:
     """The live Roles in creation order, the page ``window`` asks for."""
-    return policy.administered_page(
-        db,
-        actor_id,
-        "roles.list",
-        lambda session, rows: role_rows.list_roles(session, window=rows),
-        window,
-    )
+    return policy.administered_page(db, actor_id, "roles.list", role_rows.list_roles, window)
 
 
 def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
@@ -95,24 +79,13 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
     """
     policy.known("role", role_id)
     with admission.guarded(db, actor_id) as session:
-        decision = policy.administer(session, actor_id, "roles.delete")
+        change = policy.administer(session, actor_id, "roles.delete")
         grants.lock_administrators(session)
-        role = _role(session, role_id)
+        role = admission.found(role_rows.get_role(session, role_id), "role")
         if role.deleted_at is not None:
             return role
         deleted = role_rows.delete_role(session, role_id)
         assert deleted is not None  # it existed a moment ago and rows are never removed
-        policy.keep_an_administrator(session, "roles.delete", {"roleId": role_id})
-        policy.audit_change(
-            session,
-            "roles.delete",
-            actor_id,
-            resource=("role", role.id),
-            namespace_id=role.namespace_id,
-            details={"name": role.name, "authorization": decision.evidence.as_details()},
-        )
+        policy.keep_an_administrator(change, {"roleId": role_id})
+        change.audit("role", role.id, role.namespace_id, {"name": role.name})
         return deleted
-
-
-def _role(session: Session, role_id: str) -> role_rows.Role:
-    return admission.found(role_rows.get_role(session, role_id), "role")

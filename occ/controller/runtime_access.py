@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from occ import errors, iam
-from occ.controller import admission, installation, policy
+from occ.controller import admission, changes, installation, policy
 from occ.db import Session
 from occ.state import agents, iam_policy
 from occ.state import roles as role_rows
@@ -54,6 +54,9 @@ def grant(
     role = _role(session, actor_id, agent.namespace_id, decision)
     secret_id = agent.harness_auth_secret_id
     assert secret_id is not None  # creation requires harnessAuth
+    change = changes.Change(
+        session=session, actor_id=actor_id, action="access_bindings.create", decision=decision
+    )
     binding_ids = []
     for kind, resource_id in (("configuration", agent.configuration_id), ("secret", secret_id)):
         binding = iam_policy.bind(
@@ -65,19 +68,16 @@ def grant(
             resource_kind=kind,
             resource_id=resource_id,
         )
-        policy.audit_change(
-            session,
-            "access_bindings.create",
-            actor_id,
-            resource=("access_binding", binding.id),
-            namespace_id=agent.namespace_id,
-            details={
+        change.audit(
+            "access_binding",
+            binding.id,
+            agent.namespace_id,
+            {
                 "roleId": role.id,
                 "principalId": agent.service_principal_id,
                 "namespaceId": agent.namespace_id,
                 "resource": {"kind": kind, "id": resource_id},
                 "grantRuntimeAccess": {"agentId": agent.id},
-                "authorization": decision.evidence.as_details(),
             },
         )
         binding_ids.append(binding.id)
@@ -100,18 +100,18 @@ def _role(
             if role is None:
                 raise
         else:
-            policy.audit_change(
-                session,
-                "roles.create",
-                actor_id,
-                resource=("role", role.id),
-                namespace_id=namespace_id,
-                details={
+            created = changes.Change(
+                session=session, actor_id=actor_id, action="roles.create", decision=decision
+            )
+            created.audit(
+                "role",
+                role.id,
+                namespace_id,
+                {
                     "name": ROLE_NAME,
                     "permissions": list(role.permissions),
                     "namespaceId": namespace_id,
                     "builtIn": True,
-                    "authorization": decision.evidence.as_details(),
                 },
             )
     if tuple(sorted(role.permissions)) != PERMISSIONS:

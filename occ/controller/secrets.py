@@ -9,13 +9,23 @@ from __future__ import annotations
 
 from typing import Final
 
-from occ import errors, iam, ids, secret_store
-from occ.controller import admission, contents, namespaces, preconditions
+from occ import errors, ids, secret_store
+from occ.controller import admission, contents, preconditions
 from occ.db import Database
-from occ.state import audit, keyset
+from occ.state import keyset
 from occ.state import secrets as state
 
 MAX_VALUE_BYTES: Final = 64 * 1024
+
+ITEMS: Final = contents.Items(
+    kind="secret",
+    noun="Secret",
+    get=state.get,
+    list_in=state.list_in,
+    referencing_agents=state.referencing_agents,
+    delete_row=state.delete,
+    version=lambda secret: preconditions.tag(secret.id, updated_at=secret.updated_at),
+)
 
 
 def create_secret(
@@ -43,9 +53,7 @@ def create_secret(
     sealed = store.encrypt(secret_id, value)
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
-        namespace, decision = contents.admit_creation(
-            session, actor_id, namespace_id, kind="secret", request=request
-        )
+        namespace, change = ITEMS.admit_creation(session, actor_id, namespace_id, request)
         secret = state.insert(
             session,
             secret_id=secret_id,
@@ -53,15 +61,7 @@ def create_secret(
             name=name,
             value_ciphertext=sealed,
         )
-        audit.mutation(
-            session,
-            action="secrets.create",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="secret",
-            resource_id=secret.id,
-            details={"name": name, "authorization": decision.evidence.as_details()},
-        )
+        change.audit("secret", secret.id, namespace.id, {"name": name})
         return secret
 
 
@@ -72,15 +72,7 @@ def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str
         NotFound: no such Secret in this live Namespace, or the caller may not read it
             (audited).
     """
-    return contents.read(
-        db,
-        actor_id,
-        namespace_id,
-        secret_id,
-        kind="secret",
-        get=state.get,
-        resource_of=_resource,
-    )
+    return ITEMS.read(db, actor_id, namespace_id, secret_id)
 
 
 def list_secrets(
@@ -93,15 +85,7 @@ def list_secrets(
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Secrets in it, nor any of its Secrets (audited).
     """
-    return contents.page(
-        db,
-        actor_id,
-        namespace_id,
-        window,
-        kind="secret",
-        list_in=state.list_in,
-        resource_of=_resource,
-    )
+    return ITEMS.page(db, actor_id, namespace_id, window)
 
 
 def delete_secret(
@@ -123,34 +107,14 @@ def delete_secret(
         PreconditionFailed: ``if_match`` does not admit the locked Secret's version.
         Conflict: an Agent's harness authentication references it.
     """
-    _require_ids(namespace_id, secret_id)
-    with admission.guarded(db, actor_id) as session:
-        namespace = namespaces.live(session, namespace_id, lock=True)
-        current = admission.found(state.get(session, namespace.id, secret_id, lock=True), "secret")
-        decision = admission.require(
-            session,
-            actor_id,
-            "secrets.delete",
-            "secret:delete",
-            _resource(current),
-            hide_unless_readable=True,
-        )
-        preconditions.check(if_match, preconditions.tag(current.id, updated_at=current.updated_at))
-        agents = state.referencing_agents(session, namespace.id, current.id)
-        if agents:
-            raise errors.Conflict(f"the Secret is used by agent(s) {', '.join(agents)}")
-        if not state.delete(session, namespace.id, current.id):
-            raise errors.NotFound("the secret does not exist")
-        audit.mutation(
-            session,
-            action="secrets.delete",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="secret",
-            resource_id=current.id,
-            details={"name": current.name, "authorization": decision.evidence.as_details()},
-        )
-        return current
+    return ITEMS.delete(
+        db,
+        actor_id,
+        namespace_id,
+        secret_id,
+        if_match=if_match,
+        described=lambda current: {"name": current.name},
+    )
 
 
 def check_value(value: object, pointer: str) -> None:
@@ -163,12 +127,3 @@ def check_value(value: object, pointer: str) -> None:
         raise errors.InvalidInput.at(pointer, "must be valid Unicode text") from None
     if not 1 <= size <= MAX_VALUE_BYTES:
         raise errors.InvalidInput.at(pointer, f"must be 1 to {MAX_VALUE_BYTES} bytes long (UTF-8)")
-
-
-def _require_ids(namespace_id: str, secret_id: str) -> None:
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("secret", secret_id)
-
-
-def _resource(secret: state.Secret) -> iam.Resource:
-    return iam.Resource("secret", secret.id, secret.namespace_id)
