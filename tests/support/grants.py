@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from sqlalchemy import orm
 
 from occ import ids
+from occ.db import Database
 from occ.state import iam_policy
 from occ.state import roles as role_rows
+from tests.support import rows
 
 
 def grant(
@@ -37,3 +39,25 @@ def grant(
         resource_kind=resource_kind,
         resource_id=resource_id,
     )
+
+
+def principal(
+    db: Database,
+    *permissions: str,
+    namespace_id: str | None = None,
+    resource_kind: str | None = None,
+    resource_id: str | None = None,
+) -> str:
+    """A new human principal holding ``permissions`` (if any) at the scope asked; its id."""
+    with db.transaction() as session:
+        principal_id = rows.principal(session)
+        if permissions:
+            grant(
+                session,
+                principal_id,
+                permissions,
+                namespace_id=namespace_id,
+                resource_kind=resource_kind,
+                resource_id=resource_id,
+            )
+        return principal_id

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import orm
 
 from occ import ids
@@ -129,3 +131,29 @@ def agent_delete_work(
         work_keys.agent_deleted(agent_id),
         values.WorkOwner(namespace_id=namespace_id, actor_id=actor_id, agent_id=agent_id),
     )
+
+
+def configuration_and_secret(
+    session: orm.Session,
+    namespace_id: str,
+    *,
+    document: dict[str, Any],
+    configuration_name: str = "config",
+    secret_name: str = "token",
+) -> tuple[str, str]:
+    """A Configuration holding ``document`` and a Secret (a stand-in ciphertext); their ids."""
+    configuration_id, secret_id = ids.new("configuration"), ids.new("secret")
+    session.add(
+        models.Configuration(
+            id=configuration_id,
+            namespace_id=namespace_id,
+            name=configuration_name,
+            document=document,
+        )
+    )
+    session.add(
+        models.Secret(
+            id=secret_id, namespace_id=namespace_id, name=secret_name, value_ciphertext=b"x"
+        )
+    )
+    return configuration_id, secret_id

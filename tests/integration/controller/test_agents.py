@@ -14,21 +14,15 @@ import pytest
 import sqlalchemy as sa
 
 from occ import errors, ids
-from occ.controller import agent_lifecycle, agents, deployment_status, deployments, installation
+from occ.controller import agent_lifecycle, agents, deployment_status, deployments
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import audit, iam_policy, models, revisions, values, work_keys, work_queue
 from tests.integration.controller.support import count, events, work
 from tests.support import grants, rows
+from tests.support.grants import principal
 
 SP_PERMISSIONS = ("configuration:read", "secret:operate")
-
-
-@pytest.fixture
-def admin(db: Database) -> str:
-    boot = installation.bootstrap_installation(db, name="test", admin_name="admin")
-    assert boot.admin_principal_id is not None
-    return boot.admin_principal_id
 
 
 @dataclass(frozen=True)
@@ -46,18 +40,8 @@ def world(db: Database, admin: str) -> World:
 def make_world(db: Database, admin: str, *, status: str = "ready") -> World:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=admin, status=status)
-        configuration_id, secret_id = ids.new("configuration"), ids.new("secret")
-        session.add(
-            models.Configuration(
-                id=configuration_id, namespace_id=namespace_id, name="config", document={"v": 1}
-            )
-        )
-        session.add(
-            models.Secret(
-                id=secret_id, namespace_id=namespace_id, name="token", value_ciphertext=b"x"
-            )
-        )
-    return World(namespace_id, configuration_id, secret_id)
+        content = rows.configuration_and_secret(session, namespace_id, document={"v": 1})
+    return World(namespace_id, *content)
 
 
 def create(
@@ -82,14 +66,6 @@ def create(
 def grant(db: Database, principal_id: str, *permissions: str, **scope: Any) -> None:
     with db.transaction() as session:
         grants.grant(session, principal_id, permissions, **scope)
-
-
-def principal(db: Database, *permissions: str, namespace_id: str | None = None) -> str:
-    with db.transaction() as session:
-        principal_id = rows.principal(session)
-        if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
-        return principal_id
 
 
 def deploy(db: Database, actor_id: str, view: agent_rows.Agent) -> deployments.DeployAccepted:

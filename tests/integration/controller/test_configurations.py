@@ -10,24 +10,18 @@ import pytest
 import sqlalchemy as sa
 
 from occ import errors, ids, secret_store
-from occ.controller import configurations, installation, namespaces, secrets
+from occ.controller import configurations, namespaces, secrets
 from occ.db import Database
 from occ.state import audit, models
 from occ.state import configurations as configuration_rows
 from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
 from tests.integration.controller.support import count, events
-from tests.support import grants, rows
+from tests.support import rows
+from tests.support.grants import principal
 
 STORE = secret_store.SecretStore("admission-test-key")
 VALUE = "sk-admission-\u00e9-do-not-leak"
-
-
-@pytest.fixture
-def admin(db: Database) -> str:
-    boot = installation.bootstrap_installation(db, name="test", admin_name="admin")
-    assert boot.admin_principal_id is not None
-    return boot.admin_principal_id
 
 
 def ready_namespace(db: Database, owner_db: Database, admin: str, name: str) -> str:
@@ -43,27 +37,6 @@ def ready_namespace(db: Database, owner_db: Database, admin: str, name: str) -> 
 @pytest.fixture
 def namespace_id(db: Database, owner_db: Database, admin: str) -> str:
     return ready_namespace(db, owner_db, admin, "team-a")
-
-
-def principal(
-    db: Database,
-    *permissions: str,
-    namespace_id: str | None = None,
-    resource_kind: str | None = None,
-    resource_id: str | None = None,
-) -> str:
-    with db.transaction() as session:
-        principal_id = rows.principal(session)
-        if permissions:
-            grants.grant(
-                session,
-                principal_id,
-                permissions,
-                namespace_id=namespace_id,
-                resource_kind=resource_kind,
-                resource_id=resource_id,
-            )
-        return principal_id
 
 
 def create(

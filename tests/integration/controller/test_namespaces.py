@@ -14,26 +14,8 @@ from occ.db import Database
 from occ.state import audit, iam_policy, models, values, work_keys, work_queue
 from occ.state import roles as role_rows
 from tests.integration.controller.support import count, events, work
-from tests.support import grants, rows
-
-
-@pytest.fixture
-def boot(db: Database) -> installation.BootstrapResult:
-    return installation.bootstrap_installation(db, name="test installation", admin_name="admin")
-
-
-@pytest.fixture
-def admin(boot: installation.BootstrapResult) -> str:
-    assert boot.admin_principal_id is not None
-    return boot.admin_principal_id
-
-
-def principal(db: Database, *permissions: str, namespace_id: str | None = None) -> str:
-    with db.transaction() as session:
-        principal_id = rows.principal(session)
-        if permissions:
-            grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
-        return principal_id
+from tests.support import rows
+from tests.support.grants import principal
 
 
 def fail_work(db: Database, policy: values.QueuePolicy, work_id: str) -> None:

@@ -16,11 +16,6 @@ PEPPER = "policy-guard-pepper"
 
 
 @pytest.fixture
-def boot(db: Database) -> installation.BootstrapResult:
-    return installation.bootstrap_installation(db, name="test", admin_name="admin")
-
-
-@pytest.fixture
 def admin(db: Database, boot: installation.BootstrapResult) -> str:
     """The bootstrap administrator, signed in with one key."""
     assert boot.admin_principal_id is not None

@@ -20,17 +20,6 @@ from tests.support import grants, rows
 PEPPER = "policy-test-pepper"
 
 
-@pytest.fixture
-def boot(db: Database) -> installation.BootstrapResult:
-    return installation.bootstrap_installation(db, name="test", admin_name="admin")
-
-
-@pytest.fixture
-def admin(boot: installation.BootstrapResult) -> str:
-    assert boot.admin_principal_id is not None
-    return boot.admin_principal_id
-
-
 def someone(db: Database, *permissions: str, name: str = "someone", signed_in: bool = False) -> str:
     """A principal holding ``permissions``; ``signed_in`` gives it a live API key."""
     with db.transaction() as session:

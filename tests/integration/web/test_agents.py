@@ -40,21 +40,10 @@ class World:
 def make_world(db: Database, created_by: str, *, status: str = "ready") -> World:
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=created_by, status=status)
-        configuration_id, secret_id = ids.new("configuration"), ids.new("secret")
-        session.add(
-            models.Configuration(
-                id=configuration_id,
-                namespace_id=namespace_id,
-                name="config",
-                document={"model": "gpt", "n": 1},
-            )
+        content = rows.configuration_and_secret(
+            session, namespace_id, document={"model": "gpt", "n": 1}
         )
-        session.add(
-            models.Secret(
-                id=secret_id, namespace_id=namespace_id, name="token", value_ciphertext=b"x"
-            )
-        )
-    return World(namespace_id, configuration_id, secret_id)
+    return World(namespace_id, *content)
 
 
 @pytest.fixture
