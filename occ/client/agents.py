@@ -97,8 +97,7 @@ def create_agent(
 @shared.pass_session
 def list_agents(session: shared.Session, *, namespace: str, form: str) -> None:
     """The Namespace's Agents you may read."""
-    namespace_id = shared.namespace_id(session, namespace)
-    items = session.get(shared.path("namespaces", namespace_id, "agents"))
+    items = session.get(shared.collection_path(session, namespace, "agents"))
     shared.show(items, form, AGENT_COLUMNS)
 
 
@@ -109,8 +108,8 @@ def list_agents(session: shared.Session, *, namespace: str, form: str) -> None:
 @shared.pass_session
 def get_agent(session: shared.Session, *, agent: str, namespace: str, form: str) -> None:
     """One Agent (id or name)."""
-    namespace_id, agent_id = _agent(session, namespace, agent)
-    shared.show(session.get(shared.path("namespaces", namespace_id, "agents", agent_id)), form)
+    agent_path = shared.member_path(session, namespace, "agents", agent)
+    shared.show(session.get(agent_path), form)
 
 
 @agents.command("deploy")

@@ -209,8 +209,9 @@ def create_configuration(
 ) -> None:
     """Create a Configuration from a document."""
     body = {"name": name, "document": _document(file)}
-    namespace_id = shared.namespace_id(session, namespace)
-    created = session.client.post(shared.path("namespaces", namespace_id, "configurations"), body)
+    created = session.client.post(
+        shared.collection_path(session, namespace, "configurations"), body
+    )
     shared.show(created.data, form)
 
 
@@ -220,8 +221,7 @@ def create_configuration(
 @shared.pass_session
 def list_configurations(session: shared.Session, namespace: str, form: str) -> None:
     """The Namespace's Configurations you may read."""
-    namespace_id = shared.namespace_id(session, namespace)
-    items = session.get(shared.path("namespaces", namespace_id, "configurations"))
+    items = session.get(shared.collection_path(session, namespace, "configurations"))
     shared.show(items, form, CONFIGURATION_COLUMNS)
 
 
@@ -234,11 +234,8 @@ def get_configuration(
     session: shared.Session, configuration: str, namespace: str, form: str
 ) -> None:
     """One Configuration (id or name), with its document."""
-    namespace_id = shared.namespace_id(session, namespace)
-    item_id = shared.member_id(session, namespace_id, "configurations", configuration)
-    shared.show(
-        session.get(shared.path("namespaces", namespace_id, "configurations", item_id)), form
-    )
+    item_path = shared.member_path(session, namespace, "configurations", configuration)
+    shared.show(session.get(item_path), form)
 
 
 @configurations.command("update")
@@ -265,12 +262,8 @@ def update_configuration(
         body["name"] = new_name
     if not body:
         raise click.UsageError("give --file, --name or both")
-    namespace_id = shared.namespace_id(session, namespace)
-    item_id = shared.member_id(session, namespace_id, "configurations", configuration)
-    updated = session.client.patch(
-        shared.path("namespaces", namespace_id, "configurations", item_id), body
-    )
-    shared.show(updated.data, form)
+    item_path = shared.member_path(session, namespace, "configurations", configuration)
+    shared.show(session.client.patch(item_path, body).data, form)
 
 
 @configurations.command("delete")
@@ -279,10 +272,7 @@ def update_configuration(
 @shared.pass_session
 def delete_configuration(session: shared.Session, configuration: str, namespace: str) -> None:
     """Delete a Configuration no Agent uses."""
-    namespace_id = shared.namespace_id(session, namespace)
-    item_id = shared.member_id(session, namespace_id, "configurations", configuration)
-    session.client.delete(shared.path("namespaces", namespace_id, "configurations", item_id))
-    click.echo(f"deleted configuration {item_id}")
+    shared.delete_member(session, namespace, "configurations", configuration)
 
 
 # -- Secrets ------------------------------------------------------------------------------------
@@ -317,9 +307,8 @@ def create_secret(
     value = value[:-1] if value.endswith("\r") else value
     if not value:
         shared.fail("INVALID_FILE", "the Secret's value is empty")
-    namespace_id = shared.namespace_id(session, namespace)
     created = session.client.post(
-        shared.path("namespaces", namespace_id, "secrets"), {"name": name, "value": value}
+        shared.collection_path(session, namespace, "secrets"), {"name": name, "value": value}
     )
     shared.show(created.data, form)
 
@@ -330,10 +319,8 @@ def create_secret(
 @shared.pass_session
 def list_secrets(session: shared.Session, namespace: str, form: str) -> None:
     """The Namespace's Secrets you may read (metadata only)."""
-    namespace_id = shared.namespace_id(session, namespace)
-    shared.show(
-        session.get(shared.path("namespaces", namespace_id, "secrets")), form, SECRET_COLUMNS
-    )
+    items = session.get(shared.collection_path(session, namespace, "secrets"))
+    shared.show(items, form, SECRET_COLUMNS)
 
 
 @secrets.command("delete")
@@ -342,7 +329,4 @@ def list_secrets(session: shared.Session, namespace: str, form: str) -> None:
 @shared.pass_session
 def delete_secret(session: shared.Session, secret: str, namespace: str) -> None:
     """Delete a Secret no Agent uses."""
-    namespace_id = shared.namespace_id(session, namespace)
-    item_id = shared.member_id(session, namespace_id, "secrets", secret)
-    session.client.delete(shared.path("namespaces", namespace_id, "secrets", item_id))
-    click.echo(f"deleted secret {item_id}")
+    shared.delete_member(session, namespace, "secrets", secret)

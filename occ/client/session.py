@@ -172,6 +172,27 @@ def member_id(session: Session, namespace: str, collection: str, reference: str)
     return _by_name(items, reference, collection.rstrip("s"))
 
 
+def collection_path(session: Session, namespace: str, collection: str) -> str:
+    """The path of a collection of the Namespace named or identified by ``namespace``."""
+    return path("namespaces", namespace_id(session, namespace), collection)
+
+
+def member_path(session: Session, namespace: str, collection: str, reference: str) -> str:
+    """The path of the member of a Namespace's collection that ``reference`` names or
+    identifies."""
+    in_namespace = namespace_id(session, namespace)
+    item_id = member_id(session, in_namespace, collection, reference)
+    return path("namespaces", in_namespace, collection, item_id)
+
+
+def delete_member(session: Session, namespace: str, collection: str, reference: str) -> None:
+    """Delete a Namespace's Configuration or Secret and say so."""
+    in_namespace = namespace_id(session, namespace)
+    item_id = member_id(session, in_namespace, collection, reference)
+    session.client.delete(path("namespaces", in_namespace, collection, item_id))
+    click.echo(f"deleted {collection.rstrip('s')} {item_id}")
+
+
 def _by_name(items: Any, name: str, kind: str) -> str:
     matches = [item["id"] for item in items if isinstance(item, dict) and item.get("name") == name]
     if not matches:
