@@ -104,23 +104,17 @@ class World:
             namespace_rows.transition(
                 session, namespace_id, expected="provisioning", status="ready"
             )
-        resources = worlds.namespace_resources(
+        made = worlds.make(
             db,
             admin=admin,
             namespace_id=namespace_id,
+            compute_driver="local",
             store=secret_store.SecretStore(secret_key),
             secret_value=self.secret_value,
             document={"m": "x"},
+            agent_name=f"agent-{lane}",
         )
-        agent = worlds.bound_agent(
-            db,
-            admin=admin,
-            namespace_id=namespace_id,
-            resources=resources,
-            compute_driver="local",
-            name=f"agent-{lane}",
-        )
-        return AgentLane(namespace_id, agent.id)
+        return AgentLane(namespace_id, made.agent_id)
 
     def admit(self, step: Step) -> Admitted:
         """Admit one step and record its work id."""

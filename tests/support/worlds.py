@@ -122,6 +122,7 @@ def make(
     store: secret_store.SecretStore,
     secret_value: str,
     document: dict[str, Any] | None = None,
+    agent_name: str = "agent",
 ) -> World:
     """The resources of ``namespace_id`` (which must be ready) and one Agent on them."""
     resources = namespace_resources(
@@ -138,6 +139,7 @@ def make(
         namespace_id=namespace_id,
         resources=resources,
         compute_driver=compute_driver,
+        name=agent_name,
     )
     return World(
         admin=admin,
