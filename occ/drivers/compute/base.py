@@ -87,6 +87,16 @@ class Capabilities:
     maintenance_interval_s: float | None = None
 
 
+def after_commit(maintenance_interval_s: float | None) -> Capabilities:
+    """What a driver that activates after the commit can do: re-observe every
+    ``maintenance_interval_s`` (never when ``None``; ``ValueError`` unless it is positive)."""
+    if maintenance_interval_s is not None and maintenance_interval_s <= 0:
+        raise ValueError("maintenance_interval_s must be positive")
+    return Capabilities(
+        activation_order=ActivationOrder.AFTER_COMMIT, maintenance_interval_s=maintenance_interval_s
+    )
+
+
 @dataclass(frozen=True)
 class Operation:
     """One driver call under a claim: who asks, the event that cancels it, and whether the

@@ -196,22 +196,24 @@ class HookDispatcher:
     def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Run every owner's ``before_workload_stop`` in reverse; raise on the first failure."""
         frozen = _freeze_revision(revision)
-        for hook in reversed(self.hooks):
-            try:
-                hook.before_workload_stop(operation, frozen)
-            except Exception as exc:
-                _raise_classified(exc, hook, "before_workload_stop")
+        self._tear_down("before_workload_stop", lambda h: h.before_workload_stop(operation, frozen))
 
     def before_namespace_delete(
         self, operation: base.Operation, namespace: base.NamespaceSpec
     ) -> None:
         """Run every owner's ``before_namespace_delete`` in reverse; raise on the first failure."""
         frozen = _freeze_namespace(namespace)
+        self._tear_down(
+            "before_namespace_delete", lambda h: h.before_namespace_delete(operation, frozen)
+        )
+
+    def _tear_down(self, phase: str, call: Callable[[LifecycleHooks], None]) -> None:
+        """``call`` on every owner in reverse; the first failure is raised naming its owner."""
         for hook in reversed(self.hooks):
             try:
-                hook.before_namespace_delete(operation, frozen)
+                call(hook)
             except Exception as exc:
-                _raise_classified(exc, hook, "before_namespace_delete")
+                _raise_classified(exc, hook, phase)
 
     # -- compensation --------------------------------------------------------------------
 

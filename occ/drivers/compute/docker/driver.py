@@ -80,12 +80,7 @@ class DockerComputeDriver:
     ) -> None:
         """``readiness_wait_s``: how long one pass waits for a started gateway to answer;
         ``maintenance_interval_s`` enables the maintenance chain (re-observation)."""
-        if maintenance_interval_s is not None and maintenance_interval_s <= 0:
-            raise ValueError("maintenance_interval_s must be positive")
-        self.capabilities = base.Capabilities(
-            activation_order=base.ActivationOrder.AFTER_COMMIT,
-            maintenance_interval_s=maintenance_interval_s,
-        )
+        self.capabilities = base.after_commit(maintenance_interval_s)
         self.engine = engine
         self.image = image
         self.limits = limits
@@ -153,13 +148,7 @@ class DockerComputeDriver:
         network = self._network(namespace.id, create=False, refuse_foreign=False)
         if network is not None:
             self.hooks.before_namespace_delete(operation, namespace)
-        owned = naming.selector(naming.owned(namespace.id))
-        for container in self.engine.containers(owned):
-            operation.check()
-            self.engine.remove_container(container["Id"])
-        for volume in self.engine.volumes(owned):
-            operation.check()
-            self.engine.remove_volume(volume["Name"])
+        self._remove_labelled(operation, naming.owned(namespace.id))
         if network is not None:
             operation.check()
             try:
@@ -246,13 +235,7 @@ class DockerComputeDriver:
         self, operation: base.Operation, namespace_id: str, agent_id: str
     ) -> None:
         """Remove every container and volume of the Agent (also of never-retired revisions)."""
-        labels = naming.selector({**naming.owned(namespace_id), naming.AGENT_ID: agent_id})
-        for container in self.engine.containers(labels):
-            operation.check()
-            self.engine.remove_container(container["Id"])
-        for volume in self.engine.volumes(labels):
-            operation.check()
-            self.engine.remove_volume(volume["Name"])
+        self._remove_labelled(operation, {**naming.owned(namespace_id), naming.AGENT_ID: agent_id})
 
     # -- helpers for tests and tools ------------------------------------------------------
 
@@ -333,6 +316,16 @@ class DockerComputeDriver:
             self.hooks.compensate_workload_start(operation, revision)
             raise
         return self.engine.container(container_id)
+
+    def _remove_labelled(self, operation: base.Operation, labels: Mapping[str, str]) -> None:
+        """Remove every container, then every volume, that carries all of ``labels``."""
+        selector = naming.selector(labels)
+        for container in self.engine.containers(selector):
+            operation.check()
+            self.engine.remove_container(container["Id"])
+        for volume in self.engine.volumes(selector):
+            operation.check()
+            self.engine.remove_volume(volume["Name"])
 
     def _ensure_network(self, namespace_id: str) -> dict[str, Any]:
         network = self._network(namespace_id, create=True)

@@ -169,57 +169,38 @@ class KubernetesApi:
 
     def read(self, kind: Kind, namespace: str | None, name: str) -> Wire | None:
         """The object, or ``None`` when it does not exist."""
-        call = self._method("read", kind)
-        model = self._call(
-            f"read {kind.kind}",
-            lambda: call(name, **self._where(kind, namespace), _request_timeout=self.timeout_s),
-            missing_ok=True,
-        )
+        model = self._on_objects("read", kind, namespace, name, missing_ok=True)
         return None if model is None else self._wire(model)
 
     def find(self, kind: Kind, namespace: str | None, selector: str) -> list[Wire]:
         """The objects matching the label selector ``selector``."""
-        call = self._method("list", kind)
-        result = self._call(
-            f"list {kind.kind}",
-            lambda: call(
-                **self._where(kind, namespace),
-                label_selector=selector,
-                _request_timeout=self.timeout_s,
-            ),
-        )
+        result = self._on_objects("list", kind, namespace, label_selector=selector)
         return [self._wire(item) for item in (result.items or [])]
 
     def create(self, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Wire | None:
         """Create the object; ``None`` when one with that name already exists."""
-        call = self._method("create", kind)
-        model = self._call(
-            f"create {kind.kind}",
-            lambda: call(
-                **self._where(kind, namespace),
-                body=dict(body),
-                field_manager=FIELD_MANAGER,
-                _request_timeout=self.timeout_s,
-            ),
+        model = self._on_objects(
+            "create",
+            kind,
+            namespace,
+            body=dict(body),
+            field_manager=FIELD_MANAGER,
             exists_ok=True,
         )
         return None if model is None else self._wire(model)
 
     def apply(self, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Wire:
         """Server-side apply of the whole desired object (occ's field manager, forced)."""
-        call = self._method("patch", kind)
-        name = body["metadata"]["name"]
-        model = self._call(
-            f"apply {kind.kind}",
-            lambda: call(
-                name,
-                **self._where(kind, namespace),
-                body=dict(body),
-                field_manager=FIELD_MANAGER,
-                force=True,
-                _content_type=APPLY,
-                _request_timeout=self.timeout_s,
-            ),
+        model = self._on_objects(
+            "patch",
+            kind,
+            namespace,
+            body["metadata"]["name"],
+            label="apply",
+            body=dict(body),
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=APPLY,
         )
         return self._wire(model)
 
@@ -227,33 +208,52 @@ class KubernetesApi:
         self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any]
     ) -> Wire:
         """An RFC 7386 merge patch (used only for occ's keys on an adopted namespace)."""
-        call = self._method("patch", kind)
-        model = self._call(
-            f"patch {kind.kind}",
-            lambda: call(
-                name,
-                **self._where(kind, namespace),
-                body=dict(patch),
-                field_manager=FIELD_MANAGER,
-                _content_type=MERGE,
-                _request_timeout=self.timeout_s,
-            ),
+        model = self._on_objects(
+            "patch",
+            kind,
+            namespace,
+            name,
+            body=dict(patch),
+            field_manager=FIELD_MANAGER,
+            _content_type=MERGE,
         )
         return self._wire(model)
 
     def delete(self, kind: Kind, namespace: str | None, name: str, uid: str) -> None:
         """Delete the object with this ``uid``; already gone (404) or replaced (409) is done."""
-        call = self._method("delete", kind)
         options = k8s.V1DeleteOptions(
             preconditions=k8s.V1Preconditions(uid=uid), propagation_policy="Background"
         )
-        self._call(
-            f"delete {kind.kind}",
+        self._on_objects(
+            "delete", kind, namespace, name, body=options, missing_ok=True, conflict_ok=True
+        )
+
+    def _on_objects(
+        self,
+        verb: str,
+        kind: Kind,
+        namespace: str | None,
+        *names: str,
+        label: str | None = None,
+        missing_ok: bool = False,
+        exists_ok: bool = False,
+        conflict_ok: bool = False,
+        **arguments: Any,
+    ) -> Any:
+        """``verb`` on objects of ``kind`` (in ``namespace`` when the kind is namespaced) under
+        the request timeout; ``label`` (else ``verb``) names the call in errors and logs."""
+        call = self._method(verb, kind)
+        return self._call(
+            f"{label or verb} {kind.kind}",
             lambda: call(
-                name, **self._where(kind, namespace), body=options, _request_timeout=self.timeout_s
+                *names,
+                **self._where(kind, namespace),
+                **arguments,
+                _request_timeout=self.timeout_s,
             ),
-            missing_ok=True,
-            conflict_ok=True,
+            missing_ok=missing_ok,
+            exists_ok=exists_ok,
+            conflict_ok=conflict_ok,
         )
 
     # -- cluster checks -----------------------------------------------------------------

@@ -81,11 +81,10 @@ class Steps:
     ) -> dict[str, Any]:
         """The object converged to ``desired`` (no write when it already is)."""
         operation.check()
-        current = self.api.read(kind, namespace, desired["metadata"]["name"])
-        if current is not None:
-            require_owned(kind, current, desired["metadata"]["labels"])
-            if contains(current, desired):
-                return current
+        meta = desired["metadata"]
+        current = self.owned(kind, namespace, meta["name"], meta["labels"])
+        if current is not None and contains(current, desired):
+            return current
         operation.check()
         return self.api.apply(kind, namespace, desired)
 

@@ -70,12 +70,7 @@ class LocalComputeDriver:
                 raise ValueError(
                     f"the command of harness {harness!r} must be a non-empty list of strings"
                 )
-        if maintenance_interval_s is not None and maintenance_interval_s <= 0:
-            raise ValueError("maintenance_interval_s must be positive")
-        self.capabilities = base.Capabilities(
-            activation_order=base.ActivationOrder.AFTER_COMMIT,
-            maintenance_interval_s=maintenance_interval_s,
-        )
+        self.capabilities = base.after_commit(maintenance_interval_s)
         self.probe_timeout_s = probe_timeout_s
         self.stop_timeout_s = stop_timeout_s
 
