@@ -105,8 +105,7 @@ class Database:
         A connection failure during COMMIT raises ``UnknownOutcome``: the change may have
         landed, so the caller must not blindly replay it.
         """
-        session = self._sessions()
-        try:
+        with _reachable(), contextlib.closing(self._sessions()) as session:
             session.begin()
             try:
                 yield session
@@ -118,25 +117,13 @@ class Database:
                 session.commit()
             except sa_exc.OperationalError as exc:
                 raise errors.UnknownOutcome() from exc
-        except sa_exc.OperationalError as exc:
-            raise errors.DependencyUnavailable("the database is unavailable") from exc
-        finally:
-            session.close()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[orm.Session]:
         """A read-only session with one consistent snapshot (REPEATABLE READ READ ONLY)."""
-        session = self._sessions()
-        try:
-            with session.begin():
-                session.execute(
-                    sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                )
-                yield session
-        except sa_exc.OperationalError as exc:
-            raise errors.DependencyUnavailable("the database is unavailable") from exc
-        finally:
-            session.close()
+        with _reachable(), contextlib.closing(self._sessions()) as session, session.begin():
+            session.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
+            yield session
 
     @contextlib.contextmanager
     def autocommit(self) -> Iterator[orm.Session]:
@@ -145,12 +132,10 @@ class Database:
         For a request's single-statement reads and idempotent single-row writes (API-key
         authentication), where an explicit transaction would only add round trips.
         """
-        try:
+        with _reachable():
             connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             with connection, orm.Session(connection, expire_on_commit=False) as session:
                 yield session
-        except sa_exc.OperationalError as exc:
-            raise errors.DependencyUnavailable("the database is unavailable") from exc
 
     def ping(self) -> None:
         """One round trip to the database; ``DependencyUnavailable`` when it does not answer."""
@@ -160,6 +145,15 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """A database connection failure inside becomes ``DependencyUnavailable``."""
+    try:
+        yield
+    except sa_exc.OperationalError as exc:
+        raise errors.DependencyUnavailable("the database is unavailable") from exc
 
 
 def violated_constraint(error: sa_exc.IntegrityError) -> str | None:
