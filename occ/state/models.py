@@ -20,6 +20,29 @@ Id = Annotated[str, orm.mapped_column(primary_key=True)]
 """A table's text primary key."""
 Stamped = Annotated[dt.datetime, orm.mapped_column(server_default=sa.text("clock_timestamp()"))]
 """A timestamp the database sets when it writes the row (``created_at``, ``updated_at``)."""
+InNamespace = Annotated[str, orm.mapped_column(sa.ForeignKey("namespaces.id"))]
+"""The Namespace a row belongs to (``Mapped[InNamespace | None]``: a scope it may have)."""
+
+
+def _named_in_namespace(table: str) -> tuple[sa.UniqueConstraint, sa.UniqueConstraint, sa.Index]:
+    """The keys of a table whose rows are named in a Namespace: one name per Namespace, the
+    ``(namespace_id, id)`` key that references from the same Namespace point at, and the index
+    that pages a Namespace's rows by creation."""
+    return (
+        sa.UniqueConstraint("namespace_id", "name"),
+        sa.UniqueConstraint("namespace_id", "id"),
+        sa.Index(f"{table}_namespace_created", "namespace_id", "created_at", "id"),
+    )
+
+
+def _scoped_key(
+    name: str, columns: tuple[str, str], parent: str, scope: str, **options: Any
+) -> sa.ForeignKeyConstraint:
+    """The foreign key ``name``: ``columns`` name a row of ``parent`` by its ``(scope, id)``
+    key, so that a reference cannot cross into another Namespace (or Agent)."""
+    return sa.ForeignKeyConstraint(
+        list(columns), [f"{parent}.{scope}", f"{parent}.id"], name=name, **options
+    )
 
 
 def _live_by_creation(table: str, *, ended: str) -> sa.Index:
@@ -78,7 +101,7 @@ class Principal(Base):
     id: orm.Mapped[Id]
     name: orm.Mapped[str] = orm.mapped_column(Name)
     kind: orm.Mapped[str]
-    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    namespace_id: orm.Mapped[InNamespace | None]
     agent_id: orm.Mapped[str | None] = orm.mapped_column(
         sa.ForeignKey(
             "agents.id",
@@ -126,7 +149,7 @@ class Role(Base):
 
     id: orm.Mapped[Id]
     name: orm.Mapped[str] = orm.mapped_column(Name)
-    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    namespace_id: orm.Mapped[InNamespace | None]
     permissions: orm.Mapped[list[str]] = orm.mapped_column(pg.ARRAY(sa.Text))
     created_at: orm.Mapped[Stamped]
     deleted_at: orm.Mapped[dt.datetime | None]
@@ -143,7 +166,7 @@ class AccessBinding(Base):
     id: orm.Mapped[Id]
     role_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("roles.id"))
     principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
-    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    namespace_id: orm.Mapped[InNamespace | None]
     resource_kind: orm.Mapped[str | None]
     resource_id: orm.Mapped[str | None]
     created_by: orm.Mapped[str]
@@ -158,74 +181,71 @@ class Restriction(Base):
     id: orm.Mapped[Id]
     permission: orm.Mapped[str]
     principal_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("principals.id"))
-    namespace_id: orm.Mapped[str | None] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    namespace_id: orm.Mapped[InNamespace | None]
     resource_id: orm.Mapped[str | None]
     created_by: orm.Mapped[str]
     created_at: orm.Mapped[Stamped]
 
 
-class Configuration(Base):
-    __tablename__ = "configurations"
-    __table_args__ = (
-        sa.UniqueConstraint("namespace_id", "name"),
-        sa.UniqueConstraint("namespace_id", "id"),
-        sa.Index("configurations_namespace_created", "namespace_id", "created_at", "id"),
-    )
+class _NamedInNamespace:
+    """A row named in a Namespace: its id, Namespace and name lead its columns, with the keys
+    of ``_named_in_namespace``."""
 
-    id: orm.Mapped[Id]
-    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
-    name: orm.Mapped[str] = orm.mapped_column(Name)
+    __tablename__: Any
+
+    id: orm.Mapped[Id] = orm.mapped_column(sort_order=-3)
+    namespace_id: orm.Mapped[InNamespace] = orm.mapped_column(sort_order=-2)
+    name: orm.Mapped[str] = orm.mapped_column(Name, sort_order=-1)
+
+    @orm.declared_attr.directive
+    def __table_args__(cls) -> tuple[Any, ...]:
+        return _named_in_namespace(cls.__tablename__)
+
+
+class Configuration(_NamedInNamespace, Base):
+    __tablename__ = "configurations"
+
     document: orm.Mapped[dict[str, Any]]
     generation: orm.Mapped[int] = orm.mapped_column(server_default="1")
     created_at: orm.Mapped[Stamped]
     updated_at: orm.Mapped[Stamped]
 
 
-class Secret(Base):
+class Secret(_NamedInNamespace, Base):
     __tablename__ = "secrets"
-    __table_args__ = (
-        sa.UniqueConstraint("namespace_id", "name"),
-        sa.UniqueConstraint("namespace_id", "id"),
-        sa.Index("secrets_namespace_created", "namespace_id", "created_at", "id"),
-    )
 
-    id: orm.Mapped[Id]
-    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
-    name: orm.Mapped[str] = orm.mapped_column(Name)
     value_ciphertext: orm.Mapped[bytes] = orm.mapped_column(sa.LargeBinary)
     created_at: orm.Mapped[Stamped]
     updated_at: orm.Mapped[Stamped]
 
 
-class Agent(Base):
+class Agent(_NamedInNamespace, Base):
     __tablename__ = "agents"
     __table_args__ = (
-        sa.UniqueConstraint("namespace_id", "name"),
-        sa.UniqueConstraint("namespace_id", "id"),
-        sa.Index("agents_namespace_created", "namespace_id", "created_at", "id"),
-        sa.ForeignKeyConstraint(
-            ["namespace_id", "configuration_id"],
-            ["configurations.namespace_id", "configurations.id"],
-            name="agents_configuration_fkey",
+        *_named_in_namespace("agents"),
+        _scoped_key(
+            "agents_configuration_fkey",
+            ("namespace_id", "configuration_id"),
+            "configurations",
+            "namespace_id",
         ),
-        sa.ForeignKeyConstraint(
-            ["namespace_id", "harness_auth_secret_id"],
-            ["secrets.namespace_id", "secrets.id"],
-            name="agents_harness_auth_secret_fkey",
+        _scoped_key(
+            "agents_harness_auth_secret_fkey",
+            ("namespace_id", "harness_auth_secret_id"),
+            "secrets",
+            "namespace_id",
         ),
-        sa.ForeignKeyConstraint(
-            ["id", "active_revision_id"],
-            ["agent_revisions.agent_id", "agent_revisions.id"],
-            name="agents_active_revision_fkey",
+        _scoped_key(
+            "agents_active_revision_fkey",
+            ("id", "active_revision_id"),
+            "agent_revisions",
+            "agent_id",
             deferrable=True,
             initially="DEFERRED",
             use_alter=True,
         ),
     )
 
-    id: orm.Mapped[Id]
-    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
-    name: orm.Mapped[str] = orm.mapped_column(Name)
     configuration_id: orm.Mapped[str]
     harness_id: orm.Mapped[str]
     harness_version: orm.Mapped[str]
@@ -250,10 +270,8 @@ class AgentRevision(Base):
     __table_args__ = (
         sa.UniqueConstraint("agent_id", "revision_number"),
         sa.UniqueConstraint("agent_id", "id"),
-        sa.ForeignKeyConstraint(
-            ["namespace_id", "agent_id"],
-            ["agents.namespace_id", "agents.id"],
-            name="agent_revisions_agent_fkey",
+        _scoped_key(
+            "agent_revisions_agent_fkey", ("namespace_id", "agent_id"), "agents", "namespace_id"
         ),
     )
 
@@ -277,10 +295,11 @@ class AgentRevision(Base):
 class AgentRuntime(Base):
     __tablename__ = "agent_runtime"
     __table_args__ = (
-        sa.ForeignKeyConstraint(
-            ["agent_id", "revision_id"],
-            ["agent_revisions.agent_id", "agent_revisions.id"],
-            name="agent_runtime_revision_fkey",
+        _scoped_key(
+            "agent_runtime_revision_fkey",
+            ("agent_id", "revision_id"),
+            "agent_revisions",
+            "agent_id",
             ondelete="CASCADE",
         ),
     )
@@ -296,19 +315,23 @@ class AgentRuntime(Base):
 
 
 class ControllerWork(Base):
+    # fillfactor 80 (migration 0010): a claim's start and renewals are heap-only updates, so
+    # no index may cover the lease
     __tablename__ = "controller_work"
     __table_args__ = (
-        sa.ForeignKeyConstraint(
-            ["namespace_id", "agent_id"],
-            ["agents.namespace_id", "agents.id"],
-            name="controller_work_agent_fkey",
+        _scoped_key(
+            "controller_work_agent_fkey",
+            ("namespace_id", "agent_id"),
+            "agents",
+            "namespace_id",
             deferrable=True,
             initially="DEFERRED",
         ),
-        sa.ForeignKeyConstraint(
-            ["agent_id", "revision_id"],
-            ["agent_revisions.agent_id", "agent_revisions.id"],
-            name="controller_work_revision_fkey",
+        _scoped_key(
+            "controller_work_revision_fkey",
+            ("agent_id", "revision_id"),
+            "agent_revisions",
+            "agent_id",
             deferrable=True,
             initially="DEFERRED",
         ),
@@ -319,12 +342,6 @@ class ControllerWork(Base):
             "id",
             postgresql_include=["lane", "attempt_count"],
             postgresql_where=sa.text("state = 'queued'"),
-        ),
-        sa.Index(
-            "controller_work_expired",
-            "lease_expires_at",
-            "id",
-            postgresql_where=sa.text("state = 'claimed'"),
         ),
         sa.Index(
             "controller_work_one_claim_per_lane",
@@ -338,7 +355,7 @@ class ControllerWork(Base):
 
     id: orm.Mapped[Id]
     kind: orm.Mapped[str]
-    namespace_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("namespaces.id"))
+    namespace_id: orm.Mapped[InNamespace]
     agent_id: orm.Mapped[str | None]
     revision_id: orm.Mapped[str | None]
     actor_id: orm.Mapped[str]
