@@ -1,8 +1,7 @@
 """Access-binding use cases: grant a Role to a principal at a scope, read, list, revoke.
 
-Each needs ``installation:administer`` on the Installation and runs authorization, state and
-audit in one transaction; revoking the binding that would leave nobody able to administer the
-Installation (counting only principals that can sign in) is refused. They return
+They follow the rules of every IAM administration use case (``occ.controller.policy``); a
+revocation is what could leave nobody able to administer the Installation. They return
 ``occ.state.iam_policy.AccessBinding`` values.
 """
 
@@ -12,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ import errors, ids
-from occ.controller import admission, installation, policy
+from occ.controller import installation, policy
 from occ.db import Database, Session
-from occ.state import grants, iam_policy, keyset
+from occ.state import iam_policy, keyset
 
 
 def create_binding(
@@ -51,10 +50,8 @@ def create_binding(
         "namespaceId": namespace_id,
         "resource": None if target is None else {"kind": target.kind, "id": target.id},
     }
-    with admission.guarded(db, actor_id) as session:
-        change = policy.administer(session, actor_id, "access_bindings.create", request)
-        if namespace_id is not None:
-            policy.open_namespace(session, namespace_id)
+
+    def bind(session: Session) -> iam_policy.AccessBinding:
         if target is not None:
             _require_resource(session, target, namespace_id)
         principal = iam_policy.get_principal(session, principal_id)
@@ -64,7 +61,7 @@ def create_binding(
             raise errors.InvalidInput.at(
                 "/principalId", "a Namespace principal is bound only in its own Namespace"
             )
-        binding = iam_policy.bind(
+        return iam_policy.bind(
             session,
             role_id=role_id,
             principal_id=principal_id,
@@ -73,8 +70,8 @@ def create_binding(
             resource_kind=None if target is None else target.kind,
             resource_id=None if target is None else target.id,
         )
-        change.audit("access_binding", binding.id, namespace_id, admission.present(request))
-        return binding
+
+    return policy.administered_create(db, actor_id, "access_binding", request, bind)
 
 
 def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:
@@ -107,19 +104,18 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
         LastAdministrator: no principal that can sign in would be left able to administer the
             Installation (audited; nothing changed).
     """
-    policy.known("access_binding", binding_id)
-    with admission.guarded(db, actor_id) as session:
-        change = policy.administer(session, actor_id, "access_bindings.revoke")
-        grants.lock_administrators(session)
-        binding = admission.found(iam_policy.get_binding(session, binding_id), "access_binding")
-        if binding.revoked_at is not None:
-            return binding
-        revoked = iam_policy.revoke_binding(session, binding_id)
-        assert revoked is not None  # it existed a moment ago and rows are never removed
-        policy.keep_an_administrator(change, {"bindingId": binding_id})
-        granted = {"roleId": binding.role_id, "principalId": binding.principal_id}
-        change.audit("access_binding", binding.id, binding.namespace_id, granted)
-        return revoked
+    return policy.administered_revoke(
+        db,
+        actor_id,
+        "access_binding",
+        binding_id,
+        action="access_bindings.revoke",
+        request={"bindingId": binding_id},
+        get=iam_policy.get_binding,
+        revoke=iam_policy.revoke_binding,
+        revoked=lambda binding: binding.revoked_at is not None,
+        details=lambda binding: {"roleId": binding.role_id, "principalId": binding.principal_id},
+    )
 
 
 def _resource_ref(resource: Mapping[str, Any] | None) -> iam_policy.ResourceRef | None:

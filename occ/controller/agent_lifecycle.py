@@ -14,7 +14,7 @@ from occ import errors
 from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
 from occ.db import Database
-from occ.state import agents, audit, values, work_keys, work_queue
+from occ.state import agents, values, work_keys, work_queue
 
 
 def stop_agent(
@@ -29,37 +29,25 @@ def stop_agent(
         Forbidden: the caller may read but not operate the Agent (audited).
         AgentDeleting: the Agent is being deleted.
     """
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
+    agent_use_cases.require_ids(namespace_id, agent_id)
     with admission.guarded(db, actor_id) as session:
-        namespace = agent_use_cases.lock_namespace(session, namespace_id)
-        agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            "agents.stop",
-            "agent:operate",
-            agent_use_cases.resource(agent),
-            hide_unless_readable=True,
+        namespace, agent, change = agent_use_cases.locked(
+            session, actor_id, namespace_id, agent_id, verb="stop", permission="agent:operate"
         )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         stopped = agents.set_desired_state(session, agent.id, agents.DesiredRuntimeState.STOPPED)
         key = work_keys.agent_stopped(agent.id)
         work_queue.enqueue(session, key, _work_owner(agent, actor_id))
-        audit.mutation(
-            session,
-            action="agents.stop",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="agent",
-            resource_id=agent.id,
-            work_id=str(key),
-            details={
+        change.audit(
+            "agent",
+            agent.id,
+            namespace.id,
+            {
                 "desiredRuntimeState": stopped.desired_runtime_state,
                 "previousDesiredRuntimeState": agent.desired_runtime_state,
-                "authorization": decision.evidence.as_details(),
             },
+            work_id=str(key),
         )
         return observed_agents.observe(session, stopped)
 
@@ -84,18 +72,10 @@ def delete_agent(
         Forbidden: the caller may read but not delete the Agent (audited).
         PreconditionFailed: ``if_match`` does not admit the locked Agent's version.
     """
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
+    agent_use_cases.require_ids(namespace_id, agent_id)
     with admission.guarded(db, actor_id) as session:
-        namespace = agent_use_cases.lock_namespace(session, namespace_id)
-        agent = agent_use_cases.find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            "agents.delete",
-            "agent:delete",
-            agent_use_cases.resource(agent),
-            hide_unless_readable=True,
+        _, agent, change = agent_use_cases.locked(
+            session, actor_id, namespace_id, agent_id, verb="delete"
         )
         preconditions.check(if_match, agent_use_cases.version(agent))
         deletion = deletions.Deletion(
@@ -103,7 +83,7 @@ def delete_agent(
             resource_id=agent.id,
             key=work_keys.agent_deleted(agent.id),
             owner=_work_owner(agent, actor_id),
-            authorization=decision.evidence.as_details(),
+            authorization=change.decision.evidence.as_details(),
             deleting=agents.AgentStatus.DELETING,
             requeue=agents.requeue_deletion,
             what="Agent",

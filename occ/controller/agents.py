@@ -15,8 +15,9 @@ from typing import Any, Final
 
 from occ import errors, harnesses, iam, ids
 from occ.controller import admission, listing, observed_agents, preconditions, runtime_access
+from occ.controller.changes import Change
 from occ.db import Database, Session
-from occ.state import agents, audit, configurations, iam_policy, keyset, namespaces, secrets
+from occ.state import agents, configurations, iam_policy, keyset, namespaces, secrets
 
 EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -67,12 +68,13 @@ def create_agent(
     if not isinstance(grant_runtime_access, bool):
         raise errors.InvalidInput.at("/grantRuntimeAccess", "must be true or false")
     request = describe(columns)
+    action = "agents.create"
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, namespace_id)
         decision = admission.require(
             session,
             actor_id,
-            "agents.create",
+            action,
             "agent:create",
             iam.Resource.namespace(namespace.id),
             hide_unless_readable=True,
@@ -83,7 +85,7 @@ def create_agent(
         check_references(session, namespace.id, columns)
         grant_decision = (
             runtime_access.authorize(
-                session, actor_id, "agents.create", {**request, "grantRuntimeAccess": True}
+                session, actor_id, action, {**request, "grantRuntimeAccess": True}
             )
             if grant_runtime_access
             else None
@@ -111,20 +113,17 @@ def create_agent(
                 session, actor_id=actor_id, agent=agent, decision=grant_decision
             )
         )
-        audit.mutation(
-            session,
-            action="agents.create",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="agent",
-            resource_id=agent.id,
-            details={
+        change = Change(session=session, actor_id=actor_id, action=action, decision=decision)
+        change.audit(
+            "agent",
+            agent.id,
+            namespace.id,
+            {
                 **request,
                 "servicePrincipalId": principal.id,
                 "computeDriver": compute_driver,
                 "status": agent.status,
                 "desiredRuntimeState": agent.desired_runtime_state,
-                "authorization": decision.evidence.as_details(),
                 **({} if granted is None else {"runtimeAccess": granted}),
             },
         )
@@ -152,8 +151,7 @@ def update_agent(
         AgentDeleting: the Agent is being deleted.
         Conflict: the new name is taken.
     """
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
+    require_ids(namespace_id, agent_id)
     unknown = sorted(set(changes) - set(_FIELDS))
     if unknown:
         raise ValueError(f"unknown draft fields {unknown}")
@@ -162,16 +160,8 @@ def update_agent(
     columns = parse_draft(changes, complete=False)
     request = describe(columns)
     with admission.guarded(db, actor_id) as session:
-        namespace = lock_namespace(session, namespace_id)
-        agent = find(session, namespace.id, agent_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            "agents.update",
-            "agent:update",
-            resource(agent),
-            hide_unless_readable=True,
-            request=request,
+        namespace, agent, change = locked(
+            session, actor_id, namespace_id, agent_id, verb="update", request=request
         )
         preconditions.check(if_match, version(agent))
         if agent.deleting:
@@ -179,15 +169,7 @@ def update_agent(
         check_execution_mode(columns, current=agent)
         check_references(session, namespace.id, columns)
         updated = agents.update_draft(session, agent.id, columns)
-        audit.mutation(
-            session,
-            action="agents.update",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="agent",
-            resource_id=agent.id,
-            details={"changes": request, "authorization": decision.evidence.as_details()},
-        )
+        change.audit("agent", agent.id, namespace.id, {"changes": request})
         return observed_agents.observe(session, updated)
 
 
@@ -199,8 +181,7 @@ def get_agent(
     Raises:
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
     """
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
+    require_ids(namespace_id, agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         agent = find(session, live_namespace(session, namespace_id).id, agent_id)
         admission.require(
@@ -366,6 +347,45 @@ def live_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
     if namespace is None or not namespace.live:
         raise errors.NotFound("the namespace does not exist")
     return namespace
+
+
+def require_ids(namespace_id: str, agent_id: str) -> None:
+    """Malformed path ids answer ``NotFound`` before any query."""
+    admission.require_id("namespace", namespace_id)
+    admission.require_id("agent", agent_id)
+
+
+def locked(
+    session: Session,
+    actor_id: str,
+    namespace_id: str,
+    agent_id: str,
+    *,
+    verb: str,
+    permission: str | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> tuple[namespaces.Namespace, agents.Agent, Change]:
+    """The live Namespace (shared lock), its Agent (row lock) and the change ``permission``
+    (``agent:<verb>``) on the Agent allows the action ``agents.<verb>`` to make.
+
+    Raises:
+        NotFound: no such Agent in this live Namespace, or the caller may not read it.
+        Forbidden: the caller may read the Agent but lacks the permission (audited).
+    """
+    namespace = lock_namespace(session, namespace_id)
+    agent = find(session, namespace.id, agent_id, lock=True)
+    action = f"agents.{verb}"
+    decision = admission.require(
+        session,
+        actor_id,
+        action,
+        permission or f"agent:{verb}",
+        resource(agent),
+        hide_unless_readable=True,
+        request=request,
+    )
+    change = Change(session=session, actor_id=actor_id, action=action, decision=decision)
+    return namespace, agent, change
 
 
 def find(session: Session, namespace_id: str, agent_id: str, *, lock: bool = False) -> agents.Agent:

@@ -9,9 +9,9 @@ import re
 from typing import Final
 
 from occ import errors, iam, ids
-from occ.controller import admission, deletions, installation, listing, preconditions
+from occ.controller import admission, changes, deletions, installation, listing, preconditions
 from occ.db import Database, Session
-from occ.state import audit, keyset, namespaces, values, work_keys, work_queue
+from occ.state import keyset, namespaces, values, work_keys, work_queue
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -37,19 +37,15 @@ def create_namespace(
             "/existingNamespace", "must be a DNS-1123 label (lowercase, 1 to 63 characters)"
         )
     request = {"name": name, "existingNamespace": existing_namespace}
+    action = "namespaces.create"
     with admission.guarded(db, actor_id) as session:
         parent = iam.Resource.installation(installation.current(session).id)
         decision = admission.require(
-            session, actor_id, "namespaces.create", "namespace:create", parent, request=request
+            session, actor_id, action, "namespace:create", parent, request=request
         )
         if existing_namespace is not None:
             admission.require(
-                session,
-                actor_id,
-                "namespaces.create",
-                "installation:administer",
-                parent,
-                request=request,
+                session, actor_id, action, "installation:administer", parent, request=request
             )
         namespace = namespaces.insert(
             session, name=name, created_by=actor_id, existing_namespace=existing_namespace
@@ -57,20 +53,11 @@ def create_namespace(
         key = work_keys.namespace_ready(namespace.id)
         owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
         work_queue.enqueue(session, key, owner)
-        audit.mutation(
-            session,
-            action="namespaces.create",
-            actor_id=actor_id,
-            namespace_id=namespace.id,
-            resource_kind="namespace",
-            resource_id=namespace.id,
-            work_id=str(key),
-            details={
-                **admission.present(request),
-                "status": namespace.status,
-                "authorization": decision.evidence.as_details(),
-            },
+        change = changes.Change(
+            session=session, actor_id=actor_id, action=action, decision=decision
         )
+        details = {**admission.present(request), "status": namespace.status}
+        change.audit("namespace", namespace.id, namespace.id, details, work_id=str(key))
         return namespace
 
 

@@ -14,10 +14,10 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from occ import errors, iam, ids
-from occ.controller import admission, installation
+from occ.controller import admission, installation, policy
 from occ.db import Database, Session
 from occ.state import audit, values, work_queue, work_reads
 from occ.state.work_keys import WorkKey
@@ -38,6 +38,8 @@ RESOURCE_ID_PATTERN: Final = (
 
 _RESOURCE_ID: Final = re.compile(RESOURCE_ID_PATTERN)
 _CURSOR_MAX: Final = 512
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,10 +79,8 @@ def list_work(
         raise errors.InvalidInput.at(
             "/state", "must be one of " + ", ".join(s.value for s in values.WorkState)
         )
-    if namespace_id is not None:
-        ids.require("namespace", namespace_id, "/namespaceId")
-    if agent_id is not None:
-        ids.require("agent", agent_id, "/agentId")
+    policy.optional_id("namespace", namespace_id, "/namespaceId")
+    policy.optional_id("agent", agent_id, "/agentId")
     limit = _limit(limit)
     position = None if cursor is None else decode_cursor(cursor)
     with admission.guarded(db, actor_id, read_only=True) as session:
@@ -93,13 +93,10 @@ def list_work(
             after=position,
             limit=limit + 1,
         )
-        items = found[:limit]
-        more = len(found) > limit
+        items, last = _trimmed(found, limit)
         return WorkPage(
             items=items,
-            next_cursor=(
-                encode_cursor(items[-1].created_at, items[-1].id) if more and items else None
-            ),
+            next_cursor=None if last is None else encode_cursor(last.created_at, last.id),
         )
 
 
@@ -143,8 +140,7 @@ def list_audit_events(
             ``/before`` or ``/limit`` (before any query).
         Forbidden: the caller may not read the Installation (audited).
     """
-    if namespace_id is not None:
-        ids.require("namespace", namespace_id, "/namespaceId")
+    policy.optional_id("namespace", namespace_id, "/namespaceId")
     if resource_id is not None and not _RESOURCE_ID.fullmatch(resource_id):
         raise errors.InvalidInput.at("/resourceId", "must be an occ id (<prefix>_<uuid4>)")
     if work_id is not None and not valid_work_id(work_id):
@@ -165,9 +161,8 @@ def list_audit_events(
             before_sequence=before,
             limit=limit + 1,
         )
-        items = events[:limit]
-        more = len(events) > limit
-        return AuditPage(items=items, next_before=items[-1].sequence if more and items else None)
+        items, last = _trimmed(events, limit)
+        return AuditPage(items=items, next_before=None if last is None else last.sequence)
 
 
 def valid_work_id(value: object) -> bool:
@@ -186,6 +181,13 @@ def _require_installation(
 ) -> None:
     resource = iam.Resource.installation(installation.current(session).id)
     admission.require(session, actor_id, action, permission, resource, hide_unless_readable=hide)
+
+
+def _trimmed(rows: list[T], limit: int) -> tuple[list[T], T | None]:
+    """The first ``limit`` of ``rows`` (read with one more), and the last of those when more
+    rows follow (where the next page starts)."""
+    items = rows[:limit]
+    return items, items[-1] if len(rows) > limit and items else None
 
 
 def _limit(limit: int) -> int:

@@ -1,6 +1,6 @@
 """What the IAM administration use cases share: the ``installation:administer`` check (and
-the read-only transaction of their reads and lists), the Namespace an IAM row names, and the
-rule that someone can always administer the Installation.
+the transactions of their creations, reads and lists), the Namespace an IAM row names, and
+the rule that someone can always administer the Installation.
 
 Roles, access bindings, restrictions and principals each have their own module
 (``occ.controller.roles``, ``access_bindings``, ``restrictions``, ``principals``). Every one
@@ -92,6 +92,82 @@ def administered_page(
             lambda rows: read(session, window=rows), window, keyset.BY_CREATION
         ),
     )
+
+
+class Row(Protocol):
+    """An IAM row: what the audit of its creation or revocation names."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def namespace_id(self) -> str | None: ...
+
+
+R = TypeVar("R", bound=Row)
+
+
+def administered_create(
+    db: Database,
+    actor_id: str,
+    kind: str,
+    request: Mapping[str, Any],
+    insert: Callable[[Session], R],
+) -> R:
+    """The ``kind`` row ``insert`` writes, once ``administer`` allowed ``<kind>s.create`` and
+    the Namespace the request names (``namespaceId``, if any) is open; audited with the
+    request.
+
+    Raises:
+        Forbidden: the caller may not administer the Installation (audited).
+        NotFound: the Namespace does not exist.
+        Conflict: the Namespace is being deleted.
+    """
+    namespace_id = request.get("namespaceId")
+    with admission.guarded(db, actor_id) as session:
+        change = administer(session, actor_id, f"{kind}s.create", request)
+        if namespace_id is not None:
+            open_namespace(session, namespace_id)
+        row = insert(session)
+        change.audit(kind, row.id, namespace_id, admission.present(request))
+        return row
+
+
+def administered_revoke(
+    db: Database,
+    actor_id: str,
+    kind: str,
+    row_id: str,
+    *,
+    action: str,
+    request: Mapping[str, Any],
+    get: Callable[[Session, str], R | None],
+    revoke: Callable[[Session, str], R | None],
+    revoked: Callable[[R], bool],
+    details: Callable[[R], Mapping[str, Any]],
+) -> R:
+    """The ``kind`` row once ``revoke`` ended it (``revoked`` says a row is), once
+    ``administer`` allowed ``action``; a repeat changes nothing. Audited with ``details`` of the
+    row as it was.
+
+    Raises:
+        NotFound: no ``kind`` has this id.
+        Forbidden: the caller may not administer the Installation (audited).
+        LastAdministrator: no principal that can sign in would be left able to administer the
+            Installation (audited with ``request``; nothing changed).
+    """
+    known(kind, row_id)
+    with admission.guarded(db, actor_id) as session:
+        change = administer(session, actor_id, action)
+        grants.lock_administrators(session)
+        row = admission.found(get(session, row_id), kind)
+        if revoked(row):
+            return row
+        ended = revoke(session, row_id)
+        assert ended is not None  # it existed a moment ago and rows are never removed
+        keep_an_administrator(change, request)
+        change.audit(kind, row.id, row.namespace_id, details(row))
+        return ended
 
 
 def resource_input(resource: object) -> tuple[str, str]:

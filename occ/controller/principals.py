@@ -1,12 +1,12 @@
 """Principal and API-key use cases: create, read, list and disable principals; mint, list,
 revoke keys.
 
-Every use case needs ``installation:administer`` on the Installation and runs authorization,
-state and audit in one transaction (``admission.guarded``); disabling a principal or revoking
-a key that would leave no administrator able to sign in is refused. A minted key's plaintext
-leaves only through the return value, once: it is never audited, logged or stored. Agent-owned
-service principals are made with their Agent; they are listed here but get no API keys.
-Reads return ``occ.state.iam_policy.Principal`` and ``occ.state.api_keys.ApiKey`` values.
+They follow the rules of every IAM administration use case (``occ.controller.policy``);
+disabling a principal or revoking a key is what could leave no administrator able to sign
+in. A minted key's plaintext leaves only through the return value, once: it is never
+audited, logged or stored. Agent-owned service principals are made with their Agent; they are
+listed here but get no API keys. Reads return ``occ.state.iam_policy.Principal`` and
+``occ.state.api_keys.ApiKey`` values.
 """
 
 from __future__ import annotations
@@ -57,15 +57,15 @@ def create_principal(
             "/namespaceId", "only a service principal may belong to a Namespace"
         )
     request = {"name": name, "kind": kind, "namespaceId": namespace_id}
-    with admission.guarded(db, actor_id) as session:
-        change = policy.administer(session, actor_id, "principals.create", request)
-        if namespace_id is not None:
-            policy.open_namespace(session, namespace_id)
-        principal = iam_policy.create_principal(
+    return policy.administered_create(
+        db,
+        actor_id,
+        "principal",
+        request,
+        lambda session: iam_policy.create_principal(
             session, name=name, kind=kind, namespace_id=namespace_id
-        )
-        change.audit("principal", principal.id, namespace_id, admission.present(request))
-        return principal
+        ),
+    )
 
 
 def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:

@@ -1,9 +1,8 @@
-"""Restriction use cases: add, read, list and remove deny rules.
+"""Restriction use cases: add, read, list and remove deny rules (``occ.state.restrictions``).
 
-Each needs ``installation:administer`` on the Installation and runs authorization, state and
-audit in one transaction; a restriction that would leave nobody able to administer the
-Installation (counting only principals that can sign in) is refused. They return
-``occ.state.state.Restriction`` values.
+They follow the rules of every IAM administration use case (``occ.controller.policy``); an
+added restriction of ``installation:administer`` is what could leave nobody able to
+administer the Installation.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Role use cases: create, read, list and (soft-)delete Roles.
+"""Role use cases: create, read, list and (soft-)delete Roles (``occ.state.roles.Role``).
 
-Each needs ``installation:administer`` on the Installation and runs authorization, state and
-audit in one transaction; deleting a Role that would leave nobody able to administer the
-Installation (counting only principals that can sign in) is refused. They return
-``occ.state.role_rows.Role`` values.
+They follow the rules of every IAM administration use case (``occ.controller.policy``); a
+deletion is what could leave nobody able to administer the Installation.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from collections.abc import Sequence
 from occ import errors, iam
 from occ.controller import admission, policy
 from occ.db import Database
-from occ.state import grants, keyset
+from occ.state import keyset
 from occ.state import roles as role_rows
 
 
@@ -40,15 +38,15 @@ def create_role(
         raise errors.InvalidInput.at("/permissions", "must be a list of permissions")
     checked = iam.check_permissions(permissions, namespace_scoped=namespace_id is not None)
     request = {"name": name, "permissions": list(checked), "namespaceId": namespace_id}
-    with admission.guarded(db, actor_id) as session:
-        change = policy.administer(session, actor_id, "roles.create", request)
-        if namespace_id is not None:
-            policy.open_namespace(session, namespace_id)
-        role = role_rows.create_role(
+    return policy.administered_create(
+        db,
+        actor_id,
+        "role",
+        request,
+        lambda session: role_rows.create_role(
             session, name=name, permissions=checked, namespace_id=namespace_id
-        )
-        change.audit("role", role.id, namespace_id, admission.present(request))
-        return role
+        ),
+    )
 
 
 def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
@@ -77,15 +75,15 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
         LastAdministrator: no principal that can sign in would be left able to administer the
             Installation (audited; nothing changed).
     """
-    policy.known("role", role_id)
-    with admission.guarded(db, actor_id) as session:
-        change = policy.administer(session, actor_id, "roles.delete")
-        grants.lock_administrators(session)
-        role = admission.found(role_rows.get_role(session, role_id), "role")
-        if role.deleted_at is not None:
-            return role
-        deleted = role_rows.delete_role(session, role_id)
-        assert deleted is not None  # it existed a moment ago and rows are never removed
-        policy.keep_an_administrator(change, {"roleId": role_id})
-        change.audit("role", role.id, role.namespace_id, {"name": role.name})
-        return deleted
+    return policy.administered_revoke(
+        db,
+        actor_id,
+        "role",
+        role_id,
+        action="roles.delete",
+        request={"roleId": role_id},
+        get=role_rows.get_role,
+        revoke=role_rows.delete_role,
+        revoked=lambda role: role.deleted_at is not None,
+        details=lambda role: {"name": role.name},
+    )
