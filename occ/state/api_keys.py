@@ -31,7 +31,6 @@ _METADATA: Final = (
     _KEYS.c.revoked_at,
     _KEYS.c.last_used_at,
 )
-_NOW = sa.func.clock_timestamp()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,18 +176,14 @@ def list_for(
 
 def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
     """Revoke a key (idempotent: keeps the first ``revoked_at``); ``None`` when it is missing."""
-    rows.stamp_once(session, _KEYS, key_id, "revoked_at")
+    session.execute(rows.stamped(_KEYS, "revoked_at", _KEYS.c.id == key_id))
     return get(session, key_id)
 
 
 def revoke_all_of(session: orm.Session, principal_id: str) -> list[str]:
     """Revoke every live key of the principal; the ids of the keys this revoked, sorted."""
-    statement = (
-        sa.update(_KEYS)
-        .where(_KEYS.c.principal_id == principal_id, _KEYS.c.revoked_at.is_(None))
-        .values(revoked_at=_NOW)
-        .returning(_KEYS.c.id)
-    )
+    held = _KEYS.c.principal_id == principal_id
+    statement = rows.stamped(_KEYS, "revoked_at", held).returning(_KEYS.c.id)
     return sorted(session.execute(statement).scalars())
 
 

@@ -23,7 +23,6 @@ RESOURCE_KINDS: Final = frozenset(
     {"installation", "namespace", "configuration", "secret", "agent", "agent_revision"}
 )
 
-_NOW = sa.func.clock_timestamp()
 _PRINCIPALS: Final = cast(sa.Table, models.Principal.__table__)
 _BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
 _NAMESPACED_TABLES: Final = {
@@ -145,7 +144,7 @@ def list_principals(
 
 def disable_principal(session: orm.Session, principal_id: str) -> Principal | None:
     """Disable the principal (idempotent: keeps the first ``disabled_at``); ``None`` if missing."""
-    rows.stamp_once(session, _PRINCIPALS, principal_id, "disabled_at")
+    session.execute(rows.stamped(_PRINCIPALS, "disabled_at", _PRINCIPALS.c.id == principal_id))
     return get_principal(session, principal_id)
 
 
@@ -161,12 +160,8 @@ def enable_principal(session: orm.Session, principal_id: str) -> Principal | Non
 
 def disable_scoped_to(session: orm.Session, namespace_id: str) -> list[Principal]:
     """Disable every enabled principal scoped to the Namespace; the ones this disabled, by id."""
-    statement = (
-        sa.update(_PRINCIPALS)
-        .where(_PRINCIPALS.c.namespace_id == namespace_id, _PRINCIPALS.c.disabled_at.is_(None))
-        .values(disabled_at=_NOW)
-        .returning(*_PRINCIPALS.c)
-    )
+    scoped = _PRINCIPALS.c.namespace_id == namespace_id
+    statement = rows.stamped(_PRINCIPALS, "disabled_at", scoped).returning(*_PRINCIPALS.c)
     disabled = rows.every(session, statement, _principal)
     return sorted(disabled, key=lambda principal: principal.id)
 
@@ -259,7 +254,7 @@ def list_bindings(
 
 def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """Revoke the binding (idempotent); ``None`` if missing."""
-    rows.stamp_once(session, _BINDINGS, binding_id, "revoked_at")
+    session.execute(rows.stamped(_BINDINGS, "revoked_at", _BINDINGS.c.id == binding_id))
     return get_binding(session, binding_id)
 
 

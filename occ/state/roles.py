@@ -94,7 +94,7 @@ def list_roles(
 
 def delete_role(session: orm.Session, role_id: str) -> Role | None:
     """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
-    rows.stamp_once(session, _ROLES, role_id, "deleted_at")
+    session.execute(rows.stamped(_ROLES, "deleted_at", _ROLES.c.id == role_id))
     return get_role(session, role_id)
 
 

@@ -1,5 +1,5 @@
 """Rows into values: a record from a row's columns, the first row or every row a query selects;
-and the one-time stamp that disables, revokes or soft-deletes a row.
+and the UPDATE that stamps the moment rows were disabled, revoked or soft-deleted.
 
 The repositories' values are frozen dataclasses whose fields are named like the columns they
 come from (or the keys of a JSON object a statement builds); a repository converts only what
@@ -52,12 +52,13 @@ def every(
     return [make(row) for row in session.execute(query).mappings()]
 
 
-def stamp_once(session: orm.Session, table: sa.Table, row_id: str, column: str) -> None:
-    """Set the row's ``column`` to the current time unless it is set already: an idempotent
-    disable, revoke or soft delete that keeps the first moment."""
-    session.execute(
+def stamped(table: sa.Table, column: str, *where: sa.ColumnElement[bool]) -> sa.Update:
+    """The UPDATE that sets ``column`` to the current time on the rows ``where`` selects whose
+    ``column`` is unset: an idempotent disable, revoke or soft delete that keeps the first
+    moment."""
+    return (
         sa.update(table)
-        .where(table.c.id == row_id, table.c[column].is_(None))
+        .where(*where, table.c[column].is_(None))
         .values({column: sa.func.clock_timestamp()})
     )
 

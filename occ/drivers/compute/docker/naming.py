@@ -55,7 +55,7 @@ def snapshot(revision_id: str) -> str:
 
 def snapshot_writer(revision_id: str) -> str:
     """The never-started container through which the snapshot volume is written."""
-    return f"occ-cfg-{digest(revision_id)}-writer"
+    return f"{snapshot(revision_id)}-writer"
 
 
 def agent_alias(agent_id: str) -> str:
