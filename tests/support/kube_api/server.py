@@ -49,37 +49,32 @@ class Dispatcher:
         self.server_version = ("1", "34")
 
     def dispatch(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, list[str]],
-        content_type: str | None,
-        body: Any,
-        authorization: str | None,
-        user_agent: str,
+        self, request: faults.Request, authorization: str | None, user_agent: str
     ) -> Answer:
         if authorization != f"Bearer {self.token}":
             raise errors.ApiError(401, "Unauthorized", "Unauthorized")
-        target = routes.route(path)
+        target = routes.route(request.path)
         if target.special == "version":
-            return self._version(method)
+            return self._version(request.method)
         if target.special == "selfsubjectaccessreview":
-            return self._access_review(method, body)
+            return self._access_review(request.method, request.body)
         assert target.resource is not None
         resource = target.resource
-        if _param(query, "dryRun"):
+        if _param(request.query, "dryRun"):
             raise errors.bad_request("dryRun is not supported by this fake apiserver")
-        verb = self._verb(method, target)
+        verb = self._verb(request.method, target)
         rbac_resource = (
             f"{resource.plural}/{target.subresource}" if target.subresource else (resource.plural)
         )
         self.authorizer.check(verb, rbac_resource, resource.group, target.namespace, target.name)
-        manager = _param(query, "fieldManager") or user_agent.split("/", 1)[0] or "unknown"
+        manager = _param(request.query, "fieldManager") or user_agent.split("/", 1)[0] or "unknown"
         if target.subresource == "scale":
-            return self._scale(method, target, content_type, body, manager)
+            return self._scale(request.method, target, request.content_type, request.body, manager)
         if target.name is None:
-            return self._collection(method, target, query, body, manager)
-        return self._item(method, target, query, content_type, body, manager)
+            return self._collection(request.method, target, request.query, request.body, manager)
+        return self._item(
+            request.method, target, request.query, request.content_type, request.body, manager
+        )
 
     def _verb(self, method: str, target: routes.Route) -> str:
         if method == "GET":
@@ -338,9 +333,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = patches.parse_body(raw, content_type)
         except (ValueError, yaml.YAMLError) as error:
             body, parse_error = None, errors.bad_request(f"the request body is malformed: {error}")
-        ticket = self.server.journal.record(
-            faults.Request(method, split.path, query, content_type, body)
-        )
+        request = faults.Request(method, split.path, query, content_type, body)
+        ticket = self.server.journal.record(request)
         fault = self.server.faults.take(method, split.path)
         if fault is not None and fault.delay_s:
             time.sleep(fault.delay_s)
@@ -358,31 +352,17 @@ class _Handler(BaseHTTPRequestHandler):
             )
             answer: Answer = (code, injected.status(), injected.headers)
         else:
-            answer = self._answer(method, split.path, query, content_type, body, parse_error)
+            answer = self._answer(request, parse_error)
         # Journal first: a client that has read the answer must find it recorded.
         self.server.journal.answered(ticket, answer[0])
         self._send(*answer)
 
-    def _answer(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, list[str]],
-        content_type: str | None,
-        body: Any,
-        parse_error: errors.ApiError | None,
-    ) -> Answer:
+    def _answer(self, request: faults.Request, parse_error: errors.ApiError | None) -> Answer:
         try:
             if parse_error is not None:
                 raise parse_error
             return self.server.dispatcher.dispatch(
-                method,
-                path,
-                query,
-                content_type,
-                body,
-                self.headers.get("Authorization"),
-                self.headers.get("User-Agent") or "",
+                request, self.headers.get("Authorization"), self.headers.get("User-Agent") or ""
             )
         except errors.ApiError as error:
             return error.code, error.status(), error.headers

@@ -373,22 +373,13 @@ class Verbs:
 
 def _check_preconditions(resource: Resource, obj: Obj, preconditions: Any) -> None:
     metadata = obj["metadata"]
-    name = metadata["name"]
-    uid = preconditions.get("uid") if isinstance(preconditions, dict) else None
-    version = preconditions.get("resourceVersion") if isinstance(preconditions, dict) else None
-    if uid and uid != metadata["uid"]:
-        raise errors.conflict(
-            resource.plural,
-            name,
-            f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-            f"{metadata['uid']}",
-            resource.group,
-        )
-    if version and version != metadata["resourceVersion"]:
-        raise errors.conflict(
-            resource.plural,
-            name,
-            f"Precondition failed: ResourceVersion in precondition: {version}, ResourceVersion "
-            f"in object meta: {metadata['resourceVersion']}",
-            resource.group,
-        )
+    for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        wanted = preconditions.get(field) if isinstance(preconditions, dict) else None
+        if wanted and wanted != metadata[field]:
+            raise errors.conflict(
+                resource.plural,
+                metadata["name"],
+                f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta: "
+                f"{metadata[field]}",
+                resource.group,
+            )
