@@ -23,7 +23,7 @@ D = TypeVar("D", bound="DataclassInstance")
 T = TypeVar("T")
 
 
-def record(cls: type[D], row: Mapping[str, Any], **converted: Any) -> D:
+def record(cls: type[D], row: sa.RowMapping | Mapping[str, Any], **converted: Any) -> D:
     """A ``cls`` of the row's columns (or an object's keys) named like its fields,
     ``converted`` replacing some."""
     columns = {name: row[name] for name in _fields(cls) if name not in converted}
