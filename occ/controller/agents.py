@@ -366,12 +366,8 @@ def locked(
     request: Mapping[str, Any] | None = None,
 ) -> tuple[namespaces.Namespace, agents.Agent, Change]:
     """The live Namespace (shared lock), its Agent (row lock) and the change ``permission``
-    (``agent:<verb>``) on the Agent allows the action ``agents.<verb>`` to make.
-
-    Raises:
-        NotFound: no such Agent in this live Namespace, or the caller may not read it.
-        Forbidden: the caller may read the Agent but lacks the permission (audited).
-    """
+    (``agent:<verb>``) on the Agent allows ``agents.<verb>`` to make; ``NotFound`` when the
+    caller may not read the Agent, ``Forbidden`` (audited) when it lacks the permission."""
     namespace = lock_namespace(session, namespace_id)
     agent = find(session, namespace.id, agent_id, lock=True)
     action = f"agents.{verb}"
