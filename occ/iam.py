@@ -12,7 +12,7 @@ resource, and no restriction denies it. Restrictions beat every grant.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -173,6 +173,20 @@ class PolicyCache:
     def __init__(self) -> None:
         self._policies: dict[tuple[str, str | None], grants.Policy | None] = {}
         self.loads = 0
+
+    def preload(
+        self, session: Session, principal_ids: Collection[str], namespace_id: str | None
+    ) -> None:
+        """Load the policies of the principals not loaded yet, all in one query."""
+        missing = {each for each in principal_ids if (each, namespace_id) not in self._policies}
+        if not missing:
+            return
+        loaded = grants.load_policies(
+            session, sorted(missing), permission=None, namespace_id=namespace_id
+        )
+        for principal_id in missing:
+            self._policies[principal_id, namespace_id] = loaded.get(principal_id)
+        self.loads += 1
 
     def policy(
         self, session: Session, principal_id: str, namespace_id: str | None

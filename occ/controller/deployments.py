@@ -56,7 +56,7 @@ def deploy_agent(
     compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
     enqueued.
 
-    Authorization (one policy load per principal) and the Configuration read run before the
+    Authorization (one policy load for both principals) and the Configuration read run before the
     Agent row lock, so deploys of one Agent queue only behind each other's writes: one
     statement (``occ.state.deploys``) takes the lock with the revision number and writes the
     revision, its work and the audit event while the Agent still holds the draft the checks
@@ -76,6 +76,8 @@ def deploy_agent(
     with admission.guarded(db, actor_id) as session:
         namespace = agent_use_cases.lock_namespace(session, namespace_id)
         agent = agent_use_cases.find(session, namespace.id, agent_id)
+        # the caller's and the service principal's policies in one query
+        policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
         plan, details = _plan(
             session, actor_id, namespace, agent, revision_id=revision_id, policies=policies
         )

@@ -8,7 +8,7 @@ nothing and decides nothing: ``occ.iam`` evaluates what this returns.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -80,7 +80,7 @@ _LOAD_POLICY = sa.text("""
                          OR x.resource_id = CAST(:resource_id AS text))))
       ), '[]'::jsonb) AS restrictions
       FROM occ.principals p
-     WHERE p.id = :principal_id""")
+     WHERE p.id = ANY (CAST(:principal_ids AS text[]))""")
 
 
 def load_policy(
@@ -101,22 +101,42 @@ def load_policy(
     for every resource (to filter a list in one query). ``permission=None`` loads them for
     every permission. ``None`` when no principal has this id.
     """
-    row = (
-        session.execute(
-            _LOAD_POLICY,
-            {
-                "principal_id": principal_id,
-                "permission": permission,
-                "namespace_id": namespace_id,
-                "resource_id": resource_id,
-                "everywhere": everywhere,
-            },
-        )
-        .mappings()
-        .first()
+    return load_policies(
+        session,
+        (principal_id,),
+        permission=permission,
+        namespace_id=namespace_id,
+        resource_id=resource_id,
+        everywhere=everywhere,
+    ).get(principal_id)
+
+
+def load_policies(
+    session: orm.Session,
+    principal_ids: Collection[str],
+    *,
+    permission: str | None,
+    namespace_id: str | None = None,
+    resource_id: str | None = None,
+    everywhere: bool = False,
+) -> dict[str, Policy]:
+    """``load_policy`` for several principals in one query, by principal id (an id no
+    principal has is missing)."""
+    result = session.execute(
+        _LOAD_POLICY,
+        {
+            "principal_ids": list(principal_ids),
+            "permission": permission,
+            "namespace_id": namespace_id,
+            "resource_id": resource_id,
+            "everywhere": everywhere,
+        },
     )
-    if row is None:
-        return None
+    policies = (_policy(row) for row in result.mappings())
+    return {policy.principal.id: policy for policy in policies}
+
+
+def _policy(row: sa.RowMapping) -> Policy:
     return Policy(
         principal=rows.record(
             iam_policy.Principal, row, kind=iam_policy.PrincipalKind(row["kind"])

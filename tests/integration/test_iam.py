@@ -329,6 +329,33 @@ def test_authorize_each_matches_authorize(db: Database, world: World) -> None:
     assert [decision.allowed for decision in each] == [False, True, False, False]
 
 
+def test_preloaded_policies_decide_as_one_load_each(db: Database, world: World) -> None:
+    with db.transaction() as session:
+        bob = rows.principal(session, name="bob")
+        grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_a)
+        grants.grant(session, bob, ["agent:deploy"], namespace_id=world.ns_a)
+        restriction_rows.insert(
+            session, permission="agent:deploy", created_by=world.alice, principal_id=bob
+        )
+    unknown = ids.new("principal")
+    principals = (world.alice, bob, unknown)
+    checks = [
+        (principal_id, permission, agent(world.ns_a))
+        for principal_id in principals
+        for permission in ("agent:read", "agent:deploy")
+    ]
+    with db.transaction() as session:
+        policies = iam.PolicyCache()
+        policies.preload(session, principals, world.ns_a)
+        policies.preload(session, principals, world.ns_a)  # loaded already: no query
+        preloaded = [iam.authorize(session, *check, policies=policies) for check in checks]
+        assert policies.loads == 1
+        one_by_one = [iam.authorize(session, *check) for check in checks]
+    assert preloaded == one_by_one
+    # alice reads; bob's grant is restricted; the unknown principal is a revoked actor
+    assert [decision.allowed for decision in preloaded] == [True, False, False, False] + [False] * 2
+
+
 def test_resource_shapes_are_checked() -> None:
     with pytest.raises(ValueError, match="own id"):
         iam.Resource("namespace", ids.new("namespace"), None)

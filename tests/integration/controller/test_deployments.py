@@ -199,7 +199,7 @@ def test_one_policy_load_per_principal_and_one_statement_under_the_agent_lock(
         sa.event.remove(db.engine, "before_cursor_execute", record)
 
     policy_loads = [s for s in statements if "FROM occ.principals p" in s]
-    assert len(policy_loads) == 2  # the caller and the service principal
+    assert len(policy_loads) == 1  # the caller's and the service principal's, together
     locking = [s for s in statements if "FOR UPDATE" in s]
     assert len(locking) == 1
     # the lock is taken by the last statement, which writes the revision, the work item and
