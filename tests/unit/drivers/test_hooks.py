@@ -103,34 +103,34 @@ def test_recording_hook_satisfies_the_protocol() -> None:
     assert isinstance(RecordingHook("config:a", []), hooks.LifecycleHooks)
 
 
-def test_preparation_phases_run_in_selection_order() -> None:
-    calls: list[Call] = []
-    dispatcher = hooks.HookDispatcher(_hooks(calls, "configuration:a", "sandbox:b", "iam:c"))
-    dispatcher.after_namespace_prepared(_operation(), NAMESPACE)
-    dispatcher.before_workload_start(_operation(), REVISION)
-    assert _trace(calls) == [
-        ("configuration:a", "after_namespace_prepared"),
-        ("sandbox:b", "after_namespace_prepared"),
-        ("iam:c", "after_namespace_prepared"),
-        ("configuration:a", "before_workload_start"),
-        ("sandbox:b", "before_workload_start"),
-        ("iam:c", "before_workload_start"),
-    ]
+SELECTION = ("configuration:a", "sandbox:b", "iam:c")
+SUBJECTS: dict[str, base.NamespaceSpec | base.RevisionSpec] = {
+    "after_namespace_prepared": NAMESPACE,
+    "before_workload_start": REVISION,
+    "before_workload_stop": REVISION,
+    "before_namespace_delete": NAMESPACE,
+}
 
 
-def test_teardown_phases_run_in_reverse_order() -> None:
+@pytest.mark.parametrize(
+    ("phases", "order"),
+    [
+        pytest.param(
+            ("after_namespace_prepared", "before_workload_start"), SELECTION, id="preparation"
+        ),
+        pytest.param(
+            ("before_workload_stop", "before_namespace_delete"), SELECTION[::-1], id="teardown"
+        ),
+    ],
+)
+def test_preparation_runs_in_selection_order_and_teardown_in_reverse(
+    phases: tuple[str, str], order: tuple[str, ...]
+) -> None:
     calls: list[Call] = []
-    dispatcher = hooks.HookDispatcher(_hooks(calls, "configuration:a", "sandbox:b", "iam:c"))
-    dispatcher.before_workload_stop(_operation(), REVISION)
-    dispatcher.before_namespace_delete(_operation(), NAMESPACE)
-    assert _trace(calls) == [
-        ("iam:c", "before_workload_stop"),
-        ("sandbox:b", "before_workload_stop"),
-        ("configuration:a", "before_workload_stop"),
-        ("iam:c", "before_namespace_delete"),
-        ("sandbox:b", "before_namespace_delete"),
-        ("configuration:a", "before_namespace_delete"),
-    ]
+    dispatcher = hooks.HookDispatcher(_hooks(calls, *SELECTION))
+    for phase in phases:
+        getattr(dispatcher, phase)(_operation(), SUBJECTS[phase])
+    assert _trace(calls) == [(hook, phase) for phase in phases for hook in order]
 
 
 def test_hooks_receive_the_operation_of_the_call() -> None:

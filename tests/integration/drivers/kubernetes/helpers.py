@@ -49,6 +49,16 @@ class Specs:
         )
 
 
+def ready_namespace(
+    driver: KubernetesComputeDriver, operation: base.Operation, specs: Specs
+) -> str:
+    """Ensure ``specs.namespace`` (asserting it is ready at once); its Kubernetes name."""
+    assert isinstance(driver.ensure_namespace(operation, specs.namespace), base.Ready)
+    name = driver.kubernetes_namespace(specs.namespace.id)
+    assert name is not None
+    return name
+
+
 def deploy(
     driver: KubernetesComputeDriver,
     kube_api: FakeKubeAPI,

@@ -1,8 +1,8 @@
 """The ``kubernetes`` driver over real HTTP against the fake API server.
 
 Idempotency (versions and call counts), drift repair, rediscovery by labels, adoption,
-refusal of foreign objects, error classification and convergence, rollout verdicts,
-embedded redeploys, stop, retirement, Agent and Namespace teardown.
+refusal of foreign objects, rollout verdicts, embedded redeploys, stop, retirement, Agent and
+Namespace teardown.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from occ import codes
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver, client, naming
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
 from tests.integration.drivers.kubernetes import helpers
 from tests.integration.drivers.kubernetes.conftest import MakeDriver
 from tests.support.kube_api import FakeKubeAPI
@@ -28,19 +28,10 @@ NO_OP_PASS_CALLS = 7
 """Measured: prepare 5 reads, activate 2 (Deployment read, EndpointSlice list)."""
 
 
-def _ready_namespace(
-    driver: KubernetesComputeDriver, operation: base.Operation, specs: Specs
-) -> str:
-    assert isinstance(driver.ensure_namespace(operation, specs.namespace), base.Ready)
-    name = driver.kubernetes_namespace(specs.namespace.id)
-    assert name is not None
-    return name
-
-
 def test_ensure_namespace_twice_changes_nothing_the_second_time(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     assert name == naming.kubernetes_namespace("occ-", specs.namespace.id)
     labels = kube_api.get("namespaces", None, name)["metadata"]["labels"]  # type: ignore[index]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
@@ -60,7 +51,7 @@ def test_quota_and_limits_come_from_settings(
         kubernetes_resource_quota={"pods": "10"},
         kubernetes_limit_range={"default": {"cpu": "250m"}},
     )
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     quota = kube_api.get("resourcequotas", name, naming.RESOURCE_QUOTA)
     assert quota is not None and quota["spec"]["hard"] == {"pods": "10"}
     limits = kube_api.get("limitranges", name, naming.LIMIT_RANGE)
@@ -70,7 +61,7 @@ def test_quota_and_limits_come_from_settings(
 def test_first_deploy_and_a_no_op_pass_within_their_call_budgets(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     kube_api.clear_journal()
     assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
@@ -96,7 +87,7 @@ def test_first_deploy_and_a_no_op_pass_within_their_call_budgets(
 def test_objects_changed_behind_occs_back_are_repaired_on_the_next_pass(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     helpers.deploy(driver, kube_api, operation, revision)
     agent_object = naming.agent_object(revision.agent_id)
@@ -133,7 +124,7 @@ def test_a_new_driver_instance_finds_everything_by_labels(
     make_driver: MakeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
     first = make_driver()
-    name = _ready_namespace(first, operation, specs)
+    name = helpers.ready_namespace(first, operation, specs)
     revision = specs.revision()
     activation = helpers.deploy(first, kube_api, operation, revision)
     before = helpers.versions(kube_api, name)
@@ -213,7 +204,7 @@ def test_a_namespace_adopted_by_another_namespace_is_refused(
 def test_a_foreign_object_with_occs_name_is_refused_not_adopted(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     squatted = kube_api.create_foreign(
         "serviceaccounts", name, {"metadata": {"name": naming.agent_object(revision.agent_id)}}
@@ -234,103 +225,10 @@ def test_a_foreign_object_with_occs_name_is_refused_not_adopted(
         )
 
 
-@pytest.mark.parametrize("status", [500, 503])
-def test_server_errors_are_transient_and_the_retry_converges(
-    driver: KubernetesComputeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: Specs,
-    status: int,
-) -> None:
-    name = _ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    kube_api.inject("PATCH", r"/secrets/", status=status)
-    with pytest.raises(base.TransientDriverError) as failed:
-        driver.prepare_revision(operation, revision)
-    assert failed.value.code == client.UNAVAILABLE
-    assert str(status) in failed.value.reason
-    assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
-    assert kube_api.get("secrets", name, naming.credential_secret(revision.revision_id))
-
-
-def test_throttling_carries_retry_after_and_the_retry_converges(
-    driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
-) -> None:
-    _ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    kube_api.inject("POST", r"/configmaps$", status=429, retry_after=3)
-    with pytest.raises(client.Throttled) as throttled:
-        driver.prepare_revision(operation, revision)
-    assert isinstance(throttled.value, base.TransientDriverError)
-    assert throttled.value.retry_after_s == 3.0
-    assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
-
-
-@pytest.mark.parametrize("fault", ["timeout", "close"])
-def test_timeouts_and_dropped_connections_are_transient(
-    make_driver: MakeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: Specs,
-    fault: str,
-) -> None:
-    driver = make_driver(kubernetes_request_timeout_ms=1_500)  # roomy on a loaded machine
-    _ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    if fault == "timeout":
-        kube_api.inject("GET", r"/serviceaccounts/", delay_s=4.0)
-    else:
-        kube_api.inject("GET", r"/serviceaccounts/", close=True)
-    with pytest.raises(base.TransientDriverError) as failed:
-        driver.prepare_revision(operation, revision)
-    assert failed.value.code == client.UNAVAILABLE
-    assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
-
-
-def test_refusals_and_invalid_requests_are_permanent_with_the_kubernetes_reason(
-    driver: KubernetesComputeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: Specs,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    _ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    kube_api.deny("create", "configmaps")
-    with (
-        caplog.at_level(logging.WARNING, logger="occ"),
-        pytest.raises(base.PermanentDriverError) as denied,
-    ):
-        driver.prepare_revision(operation, revision)
-    assert denied.value.code == "KUBERNETES_FORBIDDEN"
-    assert "403 Forbidden" in denied.value.reason
-    logged = [json.loads(r.getMessage()) for r in caplog.records if "kubernetes" in r.getMessage()]
-    assert any(line.get("reason") == "Forbidden" and line.get("status") == 403 for line in logged)
-    assert all(helpers.CREDENTIAL not in r.getMessage() for r in caplog.records)
-
-
-@pytest.mark.parametrize("status", [400, 422])
-def test_an_invalid_request_is_permanent_and_changes_nothing(
-    driver: KubernetesComputeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: Specs,
-    status: int,
-) -> None:
-    name = _ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    kube_api.inject("POST", r"/configmaps$", status=status)
-    with pytest.raises(base.PermanentDriverError) as invalid:
-        driver.prepare_revision(operation, revision)
-    assert invalid.value.code == "KUBERNETES_REQUEST_INVALID"
-    assert f"HTTP {status}" in invalid.value.reason
-    assert kube_api.objects("configmaps", name) == []
-
-
 def test_a_rollout_that_never_becomes_ready_stays_pending(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
     assert isinstance(driver.activate_revision(operation, revision), base.Pending)
@@ -342,7 +240,7 @@ def test_a_rollout_that_never_becomes_ready_stays_pending(
 def test_a_progress_deadline_fails_the_activation_with_its_own_code(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     driver.prepare_revision(operation, revision)
     driver.activate_revision(operation, revision)
@@ -356,7 +254,7 @@ def test_a_progress_deadline_fails_the_activation_with_its_own_code(
 def test_an_embedded_redeploy_swaps_the_template_only_at_activation(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     first, second = specs.revision(), specs.revision()
     helpers.deploy(driver, kube_api, operation, first)
     gateway = naming.agent_object(first.agent_id)
@@ -383,7 +281,7 @@ def test_an_embedded_redeploy_swaps_the_template_only_at_activation(
 def test_stop_scales_to_zero_and_keeps_snapshot_credential_and_volume(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     helpers.deploy(driver, kube_api, operation, revision)
     driver.stop_revision(operation, revision)
@@ -400,7 +298,7 @@ def test_stop_scales_to_zero_and_keeps_snapshot_credential_and_volume(
 def test_dedicated_revisions_start_only_after_predecessors_stop(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     first = specs.revision(mode="dedicated")
     capabilities = driver.revision_capabilities(first)
     assert capabilities.requires_stopped_predecessors
@@ -436,7 +334,7 @@ def test_dedicated_revisions_start_only_after_predecessors_stop(
 def test_the_credential_reaches_the_gateway_only_through_its_secret(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     helpers.deploy(driver, kube_api, operation, revision)
     secret_name = naming.credential_secret(revision.revision_id)
@@ -471,7 +369,7 @@ def test_the_credential_reaches_the_gateway_only_through_its_secret(
 def test_deleting_the_agent_removes_every_object_labelled_with_it(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     first, second = specs.revision(), specs.revision()
     helpers.deploy(driver, kube_api, operation, first)
     helpers.deploy(driver, kube_api, operation, second)
@@ -490,7 +388,7 @@ def test_deleting_the_agent_removes_every_object_labelled_with_it(
 def test_namespace_deletion_waits_while_the_namespace_terminates(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = _ready_namespace(driver, operation, specs)
+    name = helpers.ready_namespace(driver, operation, specs)
     assert isinstance(driver.delete_namespace(operation, specs.namespace), base.Pending)
     terminating = kube_api.get("namespaces", None, name)
     assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
