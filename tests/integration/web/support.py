@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ.db import Database
-from occ.state import api_keys
+from occ.state import api_keys, audit
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.support import grants, rows
 
@@ -23,6 +25,18 @@ def caller(
             grants.grant(session, principal_id, permissions, namespace_id=namespace_id)
         minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
     return Caller(principal_id, minted.plaintext)
+
+
+Request = tuple[str, str, Any]
+"""One request: the method, the path and the JSON body (``None`` for none)."""
+
+
+def revoke(db: Database, who: Caller) -> None:
+    """Revoke the caller's API key."""
+    parsed = api_keys.parse(who.key)
+    assert parsed is not None
+    with db.transaction() as session:
+        api_keys.revoke(session, parsed[0])
 
 
 def namespace(
@@ -51,3 +65,78 @@ def problem(response: Any, status: int, code: str) -> dict[str, Any]:
     assert body["requestId"] == response.headers["X-Request-Id"]
     assert isinstance(body["title"], str) and isinstance(body["detail"], str)
     return body
+
+
+def problems(
+    client: FlaskClient,
+    requests: Iterable[Request],
+    headers: dict[str, str],
+    status: int,
+    code: str,
+) -> None:
+    """Send each request with ``headers``; every answer is the problem ``status`` ``code``."""
+    for method, path, body in requests:
+        problem(client.open(path, method=method, json=body, headers=headers), status, code)
+
+
+def denials(db: Database) -> list[audit.AuditEvent]:
+    """The authorization denials audited so far."""
+    with db.transaction() as session:
+        return audit.list_events(session, kind="authorization_denial")
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """A member of Namespace ``ns`` holding ``ours``, and Namespace ``other`` holding ``theirs``
+    (the created resources as the API answered them)."""
+
+    other: str
+    theirs: dict[str, Any]
+    ours: dict[str, Any]
+    member: Caller
+
+
+def neighbours(
+    client: FlaskClient,
+    db: Database,
+    owner_db: Database,
+    admin: Caller,
+    ns: str,
+    *,
+    create: Callable[..., Any],
+    permissions: Iterable[str],
+) -> Neighbours:
+    """Namespace ``team-b`` next to ``ns``, one resource ``create`` makes in each, and a member
+    of ``ns`` holding ``permissions`` and ``namespace:read`` there."""
+    other = namespace(client, owner_db, admin, "team-b")
+    theirs = create(client, admin, other, name="theirs").json["data"]
+    ours = create(client, admin, ns, name="ours").json["data"]
+    member = caller(db, *permissions, "namespace:read", namespace_id=ns)
+    return Neighbours(other, theirs, ours, member)
+
+
+def walk(
+    client: FlaskClient,
+    path: str,
+    caller: Caller,
+    limit: int,
+    field: str = "id",
+    *,
+    follow: tuple[str, str] = ("cursor", "nextCursor"),
+) -> list[list[Any]]:
+    """``field`` of every item of every page, to the end: each page's ``meta`` entry
+    ``follow[1]`` is the next request's query parameter ``follow[0]``."""
+    parameter, meta_key = follow
+    pages: list[list[Any]] = []
+    position: Any = None
+    while True:
+        query: dict[str, Any] = {"limit": limit}
+        if position is not None:
+            query[parameter] = position
+        response = client.get(path, query_string=query, headers=caller.headers)
+        assert response.status_code == 200, response.json
+        assert len(response.json["data"]) <= limit
+        pages.append([item[field] for item in response.json["data"]])
+        position = response.json["meta"][meta_key]
+        if position is None:
+            return pages

@@ -46,6 +46,18 @@ def make_world(db: Database, created_by: str, *, status: str = "ready") -> World
     return World(namespace_id, *content)
 
 
+def agent_routes(base: str) -> list[tuple[str, str]]:
+    """The routes of the Agent at ``base``: read, edit, delete, deploy, stop, its revisions."""
+    return [
+        ("GET", base),
+        ("PATCH", base),
+        ("DELETE", base),
+        ("POST", f"{base}/deploy"),
+        ("POST", f"{base}/stop"),
+        ("GET", f"{base}/revisions"),
+    ]
+
+
 @pytest.fixture
 def world(db: Database, admin: Caller) -> World:
     return make_world(db, admin.principal_id)
@@ -271,12 +283,7 @@ def test_every_route_needs_a_key(
     for method, url in (
         ("POST", world.agents),
         ("GET", world.agents),
-        ("GET", base),
-        ("PATCH", base),
-        ("DELETE", base),
-        ("POST", f"{base}/deploy"),
-        ("POST", f"{base}/stop"),
-        ("GET", f"{base}/revisions"),
+        *agent_routes(base),
         ("GET", f"{base}/revisions/{revision}"),
         ("GET", f"{base}/deployments/{revision}"),
     ):
@@ -304,12 +311,7 @@ def test_another_tenants_agent_is_not_found(
     )
     base = f"{world.agents}/{agent['id']}"
     for method, url in (
-        ("GET", base),
-        ("PATCH", base),
-        ("DELETE", base),
-        ("POST", f"{base}/deploy"),
-        ("POST", f"{base}/stop"),
-        ("GET", f"{base}/revisions"),
+        *agent_routes(base),
         ("GET", world.agents),
         ("POST", world.agents),
     ):

@@ -10,10 +10,9 @@ from flask.testing import FlaskClient
 
 from occ import ids
 from occ.db import Database
-from occ.state import api_keys, iam_policy
-from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.conftest import Caller
+from tests.integration.web.support import caller
 from tests.integration.web.test_agents import World, make_world
-from tests.support import grants
 
 ROUTE = "/v1/authorization-checks"
 
@@ -26,20 +25,18 @@ def world(db: Database, admin: Caller) -> World:
 @pytest.fixture
 def tenant(db: Database, world: World) -> Caller:
     """May read the Namespace and its Configuration, nothing else."""
-    with db.transaction() as session:
-        principal = iam_policy.create_principal(session, name="tenant", kind="human")
-        grants.grant(
-            session,
-            principal.id,
-            ["namespace:read", "configuration:read"],
-            namespace_id=world.namespace_id,
-        )
-        minted = api_keys.mint(session, principal_id=principal.id, pepper=PEPPER)
-    return Caller(principal.id, minted.plaintext)
+    return caller(
+        db, "namespace:read", "configuration:read", namespace_id=world.namespace_id, name="tenant"
+    )
 
 
-def _check(client: FlaskClient, caller: Caller, **body: Any) -> Any:
-    return client.post(ROUTE, json=body, headers=caller.headers)
+def _check(
+    client: FlaskClient, who: Caller, permission: str, resource: dict[str, str], **scope: str
+) -> Any:
+    """Ask whether ``permission`` on ``resource`` is allowed (``scope``: namespaceId,
+    principalId)."""
+    body = {"permission": permission, "resource": resource, **scope}
+    return client.post(ROUTE, json=body, headers=who.headers)
 
 
 def test_the_caller_gets_the_decision_for_itself(
@@ -47,11 +44,7 @@ def test_the_caller_gets_the_decision_for_itself(
 ) -> None:
     configuration = {"kind": "configuration", "id": world.configuration_id}
     allowed = _check(
-        client,
-        tenant,
-        permission="configuration:read",
-        resource=configuration,
-        namespaceId=world.namespace_id,
+        client, tenant, "configuration:read", configuration, namespaceId=world.namespace_id
     )
     assert allowed.status_code == 200, allowed.json
     assert allowed.json["data"] == {
@@ -63,11 +56,7 @@ def test_the_caller_gets_the_decision_for_itself(
         "reason": "allowed",
     }
     denied = _check(
-        client,
-        tenant,
-        permission="configuration:update",
-        resource=configuration,
-        namespaceId=world.namespace_id,
+        client, tenant, "configuration:update", configuration, namespaceId=world.namespace_id
     )
     assert denied.status_code == 200
     assert (denied.json["data"]["allowed"], denied.json["data"]["reason"]) == (
@@ -84,16 +73,14 @@ def test_a_resource_the_caller_may_not_read_is_missing_to_it(
     client: FlaskClient, tenant: Caller, world: World
 ) -> None:
     secret = {"kind": "secret", "id": world.secret_id}
-    hidden = _check(
-        client, tenant, permission="secret:operate", resource=secret, namespaceId=world.namespace_id
-    )
+    hidden = _check(client, tenant, "secret:operate", secret, namespaceId=world.namespace_id)
     assert hidden.status_code == 404, hidden.json
     wrong_namespace = ids.new("namespace")
     missing = _check(
         client,
         tenant,
-        permission="configuration:read",
-        resource={"kind": "configuration", "id": world.configuration_id},
+        "configuration:read",
+        {"kind": "configuration", "id": world.configuration_id},
         namespaceId=wrong_namespace,
     )
     assert missing.status_code == 404
@@ -103,31 +90,13 @@ def test_only_an_administrator_asks_for_another_principal(
     client: FlaskClient, admin: Caller, tenant: Caller, world: World
 ) -> None:
     namespace = {"kind": "namespace", "id": world.namespace_id}
-    refused = _check(
-        client,
-        tenant,
-        permission="namespace:read",
-        resource=namespace,
-        principalId=admin.principal_id,
-    )
+    refused = _check(client, tenant, "namespace:read", namespace, principalId=admin.principal_id)
     assert refused.status_code == 403, refused.json
-    answered = _check(
-        client,
-        admin,
-        permission="namespace:delete",
-        resource=namespace,
-        principalId=tenant.principal_id,
-    )
+    answered = _check(client, admin, "namespace:delete", namespace, principalId=tenant.principal_id)
     assert answered.status_code == 200, answered.json
     assert answered.json["data"]["principalId"] == tenant.principal_id
     assert answered.json["data"]["allowed"] is False
-    unknown = _check(
-        client,
-        admin,
-        permission="namespace:read",
-        resource=namespace,
-        principalId=ids.new("principal"),
-    )
+    unknown = _check(client, admin, "namespace:read", namespace, principalId=ids.new("principal"))
     assert unknown.status_code == 404
 
 

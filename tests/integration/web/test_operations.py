@@ -16,9 +16,9 @@ from flask.testing import FlaskClient
 
 from occ import ids
 from occ.db import Database
-from occ.state import api_keys, models, values, work_queue
+from occ.state import models, values, work_queue
 from tests.integration.web.conftest import Caller
-from tests.integration.web.support import caller, problem
+from tests.integration.web.support import caller, problem, revoke, walk
 from tests.support import rows
 
 WORK = "/v1/work"
@@ -200,23 +200,9 @@ def test_work_filters(
 def test_work_pages_newest_first(client: FlaskClient, admin: Caller) -> None:
     created = [create_namespace(client, admin, f"team-{n}") for n in range(5)]
     expected = [f"namespace:{n}:reconcile:ready" for n in reversed(created)]
-    seen: list[str] = []
-    cursor: str | None = None
-    pages = 0
-    while True:
-        query: dict[str, Any] = {"limit": 2}
-        if cursor is not None:
-            query["cursor"] = cursor
-        response = get(client, "/v1/work", admin, **query)
-        assert response.status_code == 200, response.json
-        assert len(response.json["data"]) <= 2
-        seen.extend(item["id"] for item in response.json["data"])
-        pages += 1
-        cursor = response.json["meta"]["nextCursor"]
-        if cursor is None:
-            break
-    assert seen == expected
-    assert pages == 3
+    pages = walk(client, "/v1/work", admin, 2)
+    assert [work_id for page in pages for work_id in page] == expected
+    assert len(pages) == 3
 
 
 # -- work: bad input ----------------------------------------------------------------------------
@@ -304,19 +290,8 @@ def test_audit_events_page_backwards_by_sequence(client: FlaskClient, admin: Cal
         create_namespace(client, admin, f"team-{n}")
     everything = [e["sequence"] for e in get(client, "/v1/audit-events", admin).json["data"]]
     assert len(everything) == 5  # bootstrap + four creations
-    seen: list[int] = []
-    before: int | None = None
-    while True:
-        query: dict[str, Any] = {"limit": 2}
-        if before is not None:
-            query["before"] = before
-        response = get(client, "/v1/audit-events", admin, **query)
-        assert response.status_code == 200, response.json
-        seen.extend(e["sequence"] for e in response.json["data"])
-        before = response.json["meta"]["nextBefore"]
-        if before is None:
-            break
-    assert seen == everything
+    pages = walk(client, "/v1/audit-events", admin, 2, "sequence", follow=("before", "nextBefore"))
+    assert [sequence for page in pages for sequence in page] == everything
     oldest_two = get(client, "/v1/audit-events", admin, before=everything[2]).json["data"]
     assert [e["sequence"] for e in oldest_two] == everything[3:]
 
@@ -365,10 +340,7 @@ def test_without_or_with_a_revoked_key(client: FlaskClient, admin: Caller, db: D
             401,
             "UNAUTHENTICATED",
         )
-    with db.transaction() as session:
-        parsed = api_keys.parse(operator.key)
-        assert parsed is not None
-        api_keys.revoke(session, parsed[0])
+    revoke(db, operator)
     for path in (*ROUTES, item):
         response = get(client, path, operator)
         problem(response, 401, "UNAUTHENTICATED")

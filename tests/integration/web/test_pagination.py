@@ -14,24 +14,8 @@ from occ.state import configurations as configuration_rows
 from tests.integration.state import test_keyset
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.support import walk
 from tests.support import grants, rows
-
-
-def walk(
-    client: FlaskClient, path: str, caller: Caller, limit: int, field: str = "id"
-) -> list[list[Any]]:
-    """``field`` of every item of every page, following ``meta.nextCursor`` to the end."""
-    pages: list[list[Any]] = []
-    cursor: str | None = None
-    while True:
-        query: dict[str, Any] = {"limit": limit} | ({"cursor": cursor} if cursor else {})
-        response = client.get(path, query_string=query, headers=caller.headers)
-        assert response.status_code == 200, response.json
-        assert len(response.json["data"]) <= limit
-        pages.append([item[field] for item in response.json["data"]])
-        cursor = response.json["meta"]["nextCursor"]
-        if cursor is None:
-            return pages
 
 
 def test_namespaces_page_in_order_and_end(client: FlaskClient, admin: Caller) -> None:

@@ -13,10 +13,19 @@ from flask.testing import FlaskClient
 from occ import ids, secret_store
 from occ.config import Settings
 from occ.db import Database
-from occ.state import api_keys, audit, models
+from occ.state import models
 from occ.state import secrets as secret_rows
 from tests.integration.web.conftest import Caller
-from tests.integration.web.support import caller, namespace, problem
+from tests.integration.web.support import (
+    Request,
+    caller,
+    denials,
+    namespace,
+    neighbours,
+    problem,
+    problems,
+    revoke,
+)
 from tests.support import rows
 
 VALUE = "sk-live-\u00e9\u6771-never-shown-7f3a9c"
@@ -155,52 +164,41 @@ def test_every_route_needs_a_valid_key(
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = caller(db, *ALL)
-    parsed = api_keys.parse(revoked.key)
-    assert parsed is not None
-    with db.transaction() as session:
-        api_keys.revoke(session, parsed[0])
-    requests = [
+    revoke(db, revoked)
+    requests: list[Request] = [
         ("POST", base(ns), {"name": "x", "value": VALUE}),
         ("GET", base(ns), None),
         ("GET", item, None),
         ("DELETE", item, None),
     ]
     for headers in ({}, revoked.headers):
-        for method, path, body in requests:
-            response = client.open(path, method=method, json=body, headers=headers)
-            problem(response, 401, "UNAUTHENTICATED")
+        problems(client, requests, headers, 401, "UNAUTHENTICATED")
     assert client.get(base(ns), headers=admin.headers).json["data"][0]["name"] == "token"
 
 
 def test_another_namespaces_secrets_are_not_found(
     client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str
 ) -> None:
-    other = namespace(client, owner_db, admin, "team-b")
-    theirs = create(client, admin, other, name="theirs").json["data"]
-    ours = create(client, admin, ns, name="ours").json["data"]
-    member = caller(db, *ALL, "namespace:read", namespace_id=ns)
-
-    their_item = f"{base(other)}/{theirs['id']}"
-    for method, path, body in [
+    near = neighbours(client, db, owner_db, admin, ns, create=create, permissions=ALL)
+    their_item = f"{base(near.other)}/{near.theirs['id']}"
+    requests: list[Request] = [
         ("GET", their_item, None),
         ("DELETE", their_item, None),
-        ("GET", base(other), None),
-        ("POST", base(other), {"name": "intruder", "value": VALUE}),
-        ("GET", f"{base(ns)}/{theirs['id']}", None),
-        ("DELETE", f"{base(ns)}/{theirs['id']}", None),
+        ("GET", base(near.other), None),
+        ("POST", base(near.other), {"name": "intruder", "value": VALUE}),
+        ("GET", f"{base(ns)}/{near.theirs['id']}", None),
+        ("DELETE", f"{base(ns)}/{near.theirs['id']}", None),
         ("GET", f"{base(ns)}/not-an-id", None),
         ("GET", f"{base(ns)}/{ids.new('secret')}", None),
-        ("GET", f"{base('ns_bad')}/{theirs['id']}", None),
-    ]:
-        response = client.open(path, method=method, json=body, headers=member.headers)
-        problem(response, 404, "NOT_FOUND")
+        ("GET", f"{base('ns_bad')}/{near.theirs['id']}", None),
+    ]
+    problems(client, requests, near.member.headers, 404, "NOT_FOUND")
 
-    assert client.get(base(ns), headers=member.headers).json["data"] == [ours]
-    assert client.get(their_item, headers=admin.headers).json["data"] == theirs
-    with db.transaction() as session:
-        denials = audit.list_events(session, kind="authorization_denial")
-    assert denials and {event.namespace_id for event in denials} == {other}
-    assert all(VALUE not in json.dumps(dict(event.details)) for event in denials)
+    assert client.get(base(ns), headers=near.member.headers).json["data"] == [near.ours]
+    assert client.get(their_item, headers=admin.headers).json["data"] == near.theirs
+    denied = denials(db)
+    assert denied and {event.namespace_id for event in denied} == {near.other}
+    assert all(VALUE not in json.dumps(dict(event.details)) for event in denied)
 
 
 def test_a_reader_is_forbidden_to_write(
