@@ -13,7 +13,7 @@ from typing import Any, Final
 import click
 
 from occ import harnesses
-from occ.client import http, resources, waiting
+from occ.client import http, namespaced, resources, waiting
 from occ.client import session as shared
 
 AGENT_COLUMNS: Final = (
@@ -91,25 +91,10 @@ def create_agent(
     _deploy(session, namespace_id, agent["id"], wait=wait, timeout=timeout, form=form)
 
 
-@agents.command("list")
-@shared.namespace_option
-@shared.output_option
-@shared.pass_session
-def list_agents(session: shared.Session, *, namespace: str, form: str) -> None:
-    """The Namespace's Agents you may read."""
-    items = session.get(shared.collection_path(session, namespace, "agents"))
-    shared.show(items, form, AGENT_COLUMNS)
+namespaced.list_command(agents, "agents", AGENT_COLUMNS, "The Namespace's Agents you may read.")
 
 
-@agents.command("get")
-@click.argument("agent")
-@shared.namespace_option
-@shared.output_option
-@shared.pass_session
-def get_agent(session: shared.Session, *, agent: str, namespace: str, form: str) -> None:
-    """One Agent (id or name)."""
-    agent_path = shared.member_path(session, namespace, "agents", agent)
-    shared.show(session.get(agent_path), form)
+namespaced.get_command(agents, "agents", "One Agent (id or name).")
 
 
 @agents.command("deploy")

@@ -16,7 +16,7 @@ from typing import Any, Final
 import click
 import yaml
 
-from occ.client import http, waiting
+from occ.client import http, namespaced, waiting
 from occ.client import session as shared
 
 NAMESPACE_COLUMNS: Final = ("id", "name", "status", "createdAt")
@@ -215,27 +215,17 @@ def create_configuration(
     shared.show(created.data, form)
 
 
-@configurations.command("list")
-@shared.namespace_option
-@shared.output_option
-@shared.pass_session
-def list_configurations(session: shared.Session, namespace: str, form: str) -> None:
-    """The Namespace's Configurations you may read."""
-    items = session.get(shared.collection_path(session, namespace, "configurations"))
-    shared.show(items, form, CONFIGURATION_COLUMNS)
+namespaced.list_command(
+    configurations,
+    "configurations",
+    CONFIGURATION_COLUMNS,
+    "The Namespace's Configurations you may read.",
+)
 
 
-@configurations.command("get")
-@click.argument("configuration")
-@shared.namespace_option
-@shared.output_option
-@shared.pass_session
-def get_configuration(
-    session: shared.Session, configuration: str, namespace: str, form: str
-) -> None:
-    """One Configuration (id or name), with its document."""
-    item_path = shared.member_path(session, namespace, "configurations", configuration)
-    shared.show(session.get(item_path), form)
+namespaced.get_command(
+    configurations, "configurations", "One Configuration (id or name), with its document."
+)
 
 
 @configurations.command("update")
@@ -266,13 +256,7 @@ def update_configuration(
     shared.show(session.client.patch(item_path, body).data, form)
 
 
-@configurations.command("delete")
-@click.argument("configuration")
-@shared.namespace_option
-@shared.pass_session
-def delete_configuration(session: shared.Session, configuration: str, namespace: str) -> None:
-    """Delete a Configuration no Agent uses."""
-    shared.delete_member(session, namespace, "configurations", configuration)
+namespaced.delete_command(configurations, "configurations", "Delete a Configuration no Agent uses.")
 
 
 # -- Secrets ------------------------------------------------------------------------------------
@@ -313,20 +297,9 @@ def create_secret(
     shared.show(created.data, form)
 
 
-@secrets.command("list")
-@shared.namespace_option
-@shared.output_option
-@shared.pass_session
-def list_secrets(session: shared.Session, namespace: str, form: str) -> None:
-    """The Namespace's Secrets you may read (metadata only)."""
-    items = session.get(shared.collection_path(session, namespace, "secrets"))
-    shared.show(items, form, SECRET_COLUMNS)
+namespaced.list_command(
+    secrets, "secrets", SECRET_COLUMNS, "The Namespace's Secrets you may read (metadata only)."
+)
 
 
-@secrets.command("delete")
-@click.argument("secret")
-@shared.namespace_option
-@shared.pass_session
-def delete_secret(session: shared.Session, secret: str, namespace: str) -> None:
-    """Delete a Secret no Agent uses."""
-    shared.delete_member(session, namespace, "secrets", secret)
+namespaced.delete_command(secrets, "secrets", "Delete a Secret no Agent uses.")

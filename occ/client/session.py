@@ -185,14 +185,6 @@ def member_path(session: Session, namespace: str, collection: str, reference: st
     return path("namespaces", in_namespace, collection, item_id)
 
 
-def delete_member(session: Session, namespace: str, collection: str, reference: str) -> None:
-    """Delete a Namespace's Configuration or Secret and say so."""
-    in_namespace = namespace_id(session, namespace)
-    item_id = member_id(session, in_namespace, collection, reference)
-    session.client.delete(path("namespaces", in_namespace, collection, item_id))
-    click.echo(f"deleted {collection.rstrip('s')} {item_id}")
-
-
 def _by_name(items: Any, name: str, kind: str) -> str:
     matches = [item["id"] for item in items if isinstance(item, dict) and item.get("name") == name]
     if not matches:
