@@ -1,4 +1,4 @@
-"""The blueprint class every resource uses: flask-smorest with occ's strict argument parser."""
+"""The blueprint base: flask-smorest with occ's strict argument parser (``json_input``)."""
 
 from __future__ import annotations
 

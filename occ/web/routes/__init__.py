@@ -1,4 +1,5 @@
-"""One blueprint per resource; ``ROUTE_MODULES`` is what the app registers."""
+"""One blueprint per resource (a ``blueprints.Blueprint``); ``ROUTE_MODULES`` is what the app
+registers."""
 
 from __future__ import annotations
 

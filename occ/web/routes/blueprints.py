@@ -11,7 +11,7 @@ its own (``occ.web.locations``): it changes the answer, which ``operation`` only
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import marshmallow as ma
 
@@ -19,6 +19,8 @@ from occ.web import access, pagination, routing
 from occ.web.schemas import common
 
 View = TypeVar("View", bound=Callable[..., Any])
+
+_ENVELOPED_STATUS: Final = {"item": 200, "created": 201, "accepted": 202}
 
 
 class Blueprint(routing.Blueprint):
@@ -61,6 +63,8 @@ class Blueprint(routing.Blueprint):
         """
         permissions = requires or self.requires
         permissions = (permissions,) if isinstance(permissions, str) else permissions
+        if not permissions:
+            raise TypeError(f"{rule!r}: an operation names the permissions it needs")
         inputs: list[tuple[type[ma.Schema], dict[str, Any]]] = []
         if body is not None:
             inputs.append((body, {"required": body_required}))
@@ -93,4 +97,4 @@ def _success(**kinds: type[ma.Schema] | None) -> tuple[Any, ...]:
         return (200, pagination.envelope(schema))
     if kind == "answers":
         return (200, schema)
-    return ({"item": 200, "created": 201, "accepted": 202}[kind], common.envelope(schema))
+    return (_ENVELOPED_STATUS[kind], common.envelope(schema))
