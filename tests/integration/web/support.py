@@ -140,3 +140,24 @@ def walk(
         position = response.json["meta"][meta_key]
         if position is None:
             return pages
+
+
+def kept_while_used(client: FlaskClient, admin: Caller, item: str, agent_id: str) -> None:
+    """Deleting ``item`` is refused as a conflict naming the Agent using it; it stays."""
+    response = client.delete(item, headers=admin.headers)
+    problem(response, 409, "RESOURCE_CONFLICT")
+    assert agent_id in response.json["detail"]
+    assert client.get(item, headers=admin.headers).status_code == 200
+
+
+def refused_until_ready(
+    client: FlaskClient, owner_db: Database, admin: Caller, create: Callable[[str], Any]
+) -> str:
+    """``create`` in a Namespace still provisioning, and in one being deleted, is refused as
+    not ready; the provisioning Namespace's id."""
+    young = namespace(client, owner_db, admin, "young", ready=False)
+    problem(create(young), 409, "NAMESPACE_NOT_READY")
+    ready = namespace(client, owner_db, admin, "ready")
+    assert client.delete(f"/v1/namespaces/{ready}", headers=admin.headers).status_code == 202
+    problem(create(ready), 409, "NAMESPACE_NOT_READY")
+    return young

@@ -16,10 +16,12 @@ from tests.integration.web.support import (
     Request,
     caller,
     denials,
+    kept_while_used,
     namespace,
     neighbours,
     problem,
     problems,
+    refused_until_ready,
     revoke,
 )
 from tests.support import rows
@@ -229,22 +231,14 @@ def test_a_configuration_used_by_an_agent_cannot_be_deleted(
         configuration_id = session.scalar(
             sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id)
         )
-    response = client.delete(f"{base(ns)}/{configuration_id}", headers=admin.headers)
-    problem(response, 409, "RESOURCE_CONFLICT")
-    assert agent_id in response.json["detail"]
-    assert client.get(f"{base(ns)}/{configuration_id}", headers=admin.headers).status_code == 200
+    kept_while_used(client, admin, f"{base(ns)}/{configuration_id}", agent_id)
 
 
 def test_a_namespace_that_is_not_ready_refuses_configurations(
     client: FlaskClient, owner_db: Database, admin: Caller
 ) -> None:
-    young = namespace(client, owner_db, admin, "young", ready=False)
-    problem(create(client, admin, young), 409, "NAMESPACE_NOT_READY")
+    young = refused_until_ready(client, owner_db, admin, lambda ns: create(client, admin, ns))
     assert client.get(base(young), headers=admin.headers).json["data"] == []
-
-    ready = namespace(client, owner_db, admin, "ready")
-    assert client.delete(f"/v1/namespaces/{ready}", headers=admin.headers).status_code == 202
-    problem(create(client, admin, ready), 409, "NAMESPACE_NOT_READY")
 
 
 def test_openapi_documents_the_routes(client: FlaskClient) -> None:
