@@ -7,8 +7,9 @@ values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from occ import errors, iam, ids
 from occ.controller import admission, deployment_status, listing
@@ -25,6 +26,8 @@ from occ.state import (
     work_keys,
     work_queue,
 )
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,8 +72,7 @@ def deploy_agent(
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the Agent has no harness authentication.
     """
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
+    agent_use_cases.require_ids(namespace_id, agent_id)
     policies = iam.PolicyCache()
     revision_id = ids.new("agent_revision")
     with admission.guarded(db, actor_id) as session:
@@ -263,11 +265,9 @@ def list_revisions(
     Raises:
         NotFound: no such Agent, or the caller may read neither it nor any of its revisions.
     """
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
+    agent_use_cases.require_ids(namespace_id, agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = agent_use_cases.live_namespace(session, namespace_id)
-        agent = agent_use_cases.find(session, namespace.id, agent_id)
+        agent = _live_agent(session, namespace_id, agent_id)
         visible = listing.readable_page(
             session,
             actor_id,
@@ -297,11 +297,15 @@ def get_revision(
     Raises:
         NotFound: no such revision of this Agent, or the caller may not read it.
     """
-    _require_ids(namespace_id, agent_id, revision_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        return _readable_revision(
-            session, actor_id, namespace_id, agent_id, revision_id, action="agents.revisions.read"
-        )
+    return _read_revision(
+        db,
+        actor_id,
+        namespace_id,
+        agent_id,
+        revision_id,
+        action="agents.revisions.read",
+        then=lambda _session, revision: revision,
+    )
 
 
 def get_deployment(
@@ -312,52 +316,60 @@ def get_deployment(
     Raises:
         NotFound: no such deployment of this Agent, or the caller may not read it.
     """
-    _require_ids(namespace_id, agent_id, deployment_id)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        revision = _readable_revision(
-            session,
-            actor_id,
-            namespace_id,
-            agent_id,
-            deployment_id,
-            action="agents.deployments.read",
-        )
+
+    def status(session: Session, revision: revisions.Revision) -> deployment_status.DeploymentView:
         agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
         work = work_queue.get(session, work_keys.revision_reconcile(revision.id))
         if work is None:
             raise errors.NotFound("the deployment does not exist")
         return deployment_status.project(work, agent)
 
+    return _read_revision(
+        db,
+        actor_id,
+        namespace_id,
+        agent_id,
+        deployment_id,
+        action="agents.deployments.read",
+        then=status,
+    )
 
-def _require_ids(namespace_id: str, agent_id: str, revision_id: str) -> None:
-    admission.require_id("namespace", namespace_id)
-    admission.require_id("agent", agent_id)
-    admission.require_id("agent_revision", revision_id)
 
-
-def _readable_revision(
-    session: Session,
+def _read_revision(
+    db: Database,
     actor_id: str,
     namespace_id: str,
     agent_id: str,
     revision_id: str,
     *,
     action: str,
-) -> revisions.Revision:
+    then: Callable[[Session, revisions.Revision], T],
+) -> T:
+    """What ``then`` makes of the Agent's revision in a read-only transaction, once
+    ``agent_revision:read`` on it allowed ``action``; malformed ids answer ``NotFound`` before
+    any query."""
+    agent_use_cases.require_ids(namespace_id, agent_id)
+    admission.require_id("agent_revision", revision_id)
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        agent = _live_agent(session, namespace_id, agent_id)
+        revision = revisions.get_revision(session, agent.id, revision_id)
+        if revision is None:
+            raise errors.NotFound("the agent revision does not exist")
+        admission.require(
+            session,
+            actor_id,
+            action,
+            "agent_revision:read",
+            _resource(revision),
+            hide_unless_readable=True,
+        )
+        return then(session, revision)
+
+
+def _live_agent(session: Session, namespace_id: str, agent_id: str) -> agents.Agent:
+    """The Agent of a live Namespace (no lock), or ``NotFound``."""
     namespace = agent_use_cases.live_namespace(session, namespace_id)
-    agent = agent_use_cases.find(session, namespace.id, agent_id)
-    revision = revisions.get_revision(session, agent.id, revision_id)
-    if revision is None:
-        raise errors.NotFound("the agent revision does not exist")
-    admission.require(
-        session,
-        actor_id,
-        action,
-        "agent_revision:read",
-        _resource(revision),
-        hide_unless_readable=True,
-    )
-    return revision
+    return agent_use_cases.find(session, namespace.id, agent_id)
 
 
 # -- resources -------------------------------------------------------------------------------------

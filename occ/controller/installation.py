@@ -7,8 +7,9 @@ Reads return ``occ.state.installation.Installation``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from occ import errors, iam
 from occ.controller import admission
@@ -57,12 +58,10 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         binding = iam_policy.bind(
             session, role_id=role.id, principal_id=admin.id, created_by=admin.id
         )
-        audit.append(
+        audit_bootstrap(
             session,
-            kind=audit.EventKind.BOOTSTRAP,
             action=BOOTSTRAP_ACTION,
             actor_id=admin.id,
-            outcome=audit.EventOutcome.SUCCESS,
             resource_kind="installation",
             resource_id=created.id,
             details={
@@ -122,19 +121,50 @@ def bootstrap_principal_id(session: Session) -> str | None:
     return None
 
 
+def installation_binding(
+    session: Session, role_id: str, principal_id: str
+) -> iam_policy.AccessBinding | None:
+    """The principal's first live Installation-wide binding to the Role, if any."""
+    for binding in iam_policy.list_bindings(session, role_id=role_id, principal_id=principal_id):
+        if binding.namespace_id is None and binding.resource_kind is None:
+            return binding
+    return None
+
+
+def audit_bootstrap(
+    session: Session,
+    *,
+    action: str,
+    actor_id: str,
+    resource_kind: str,
+    resource_id: str,
+    details: Mapping[str, Any],
+    namespace_id: str | None = None,
+) -> None:
+    """Audit what the operator of the database did through ``occ bootstrap`` (kind
+    ``bootstrap``, outcome ``success``): it authorizes nothing, so no decision is recorded."""
+    audit.append(
+        session,
+        kind=audit.EventKind.BOOTSTRAP,
+        action=action,
+        actor_id=actor_id,
+        outcome=audit.EventOutcome.SUCCESS,
+        namespace_id=namespace_id,
+        resource_kind=resource_kind,
+        resource_id=resource_id,
+        details=details,
+    )
+
+
 def _existing_bootstrap(session: Session) -> BootstrapResult:
     """What the first bootstrap made: its administrator, whatever other admins exist now."""
     installation = current(session)
     role = role_rows.find_role(session, name=ADMINISTRATOR_ROLE)
     admin_id = bootstrap_principal_id(session)
-    bindings = (
-        []
+    binding = (
+        None
         if role is None or admin_id is None
-        else [
-            binding
-            for binding in iam_policy.list_bindings(session, role_id=role.id, principal_id=admin_id)
-            if binding.namespace_id is None and binding.resource_kind is None
-        ]
+        else installation_binding(session, role.id, admin_id)
     )
     return BootstrapResult(
         installation_id=installation.id,
@@ -142,5 +172,5 @@ def _existing_bootstrap(session: Session) -> BootstrapResult:
         created=False,
         admin_principal_id=admin_id,
         administrator_role_id=None if role is None else role.id,
-        binding_id=bindings[0].id if bindings else None,
+        binding_id=None if binding is None else binding.id,
     )

@@ -13,6 +13,7 @@ import binascii
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
@@ -83,21 +84,25 @@ def list_work(
     policy.optional_id("agent", agent_id, "/agentId")
     limit = _limit(limit)
     position = None if cursor is None else decode_cursor(cursor)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        _require_installation(session, actor_id, "work.list", "installation:administer")
-        found = work_reads.page(
+    items, last = _newest_first(
+        db,
+        actor_id,
+        "work.list",
+        "installation:administer",
+        read=lambda session, rows: work_reads.page(
             session,
             state=None if state is None else values.WorkState(state),
             namespace_id=namespace_id,
             agent_id=agent_id,
             after=position,
-            limit=limit + 1,
-        )
-        items, last = _trimmed(found, limit)
-        return WorkPage(
-            items=items,
-            next_cursor=None if last is None else encode_cursor(last.created_at, last.id),
-        )
+            limit=rows,
+        ),
+        limit=limit,
+    )
+    return WorkPage(
+        items=items,
+        next_cursor=None if last is None else encode_cursor(last.created_at, last.id),
+    )
 
 
 def get_work(db: Database, *, actor_id: str, work_id: str) -> values.WorkItem:
@@ -150,19 +155,23 @@ def list_audit_events(
     if before is not None and (isinstance(before, bool) or not 1 <= before <= SEQUENCE_MAX):
         raise errors.InvalidInput.at("/before", "must be a positive sequence number")
     limit = _limit(limit)
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        _require_installation(session, actor_id, "audit_events.list", "installation:read")
-        events = audit.list_events(
+    items, last = _newest_first(
+        db,
+        actor_id,
+        "audit_events.list",
+        "installation:read",
+        read=lambda session, rows: audit.list_events(
             session,
             namespace_id=namespace_id,
             resource_id=resource_id,
             work_id=work_id,
             kind=kind,
             before_sequence=before,
-            limit=limit + 1,
-        )
-        items, last = _trimmed(events, limit)
-        return AuditPage(items=items, next_before=None if last is None else last.sequence)
+            limit=rows,
+        ),
+        limit=limit,
+    )
+    return AuditPage(items=items, next_before=None if last is None else last.sequence)
 
 
 def valid_work_id(value: object) -> bool:
@@ -183,9 +192,21 @@ def _require_installation(
     admission.require(session, actor_id, action, permission, resource, hide_unless_readable=hide)
 
 
-def _trimmed(rows: list[T], limit: int) -> tuple[list[T], T | None]:
-    """The first ``limit`` of ``rows`` (read with one more), and the last of those when more
-    rows follow (where the next page starts)."""
+def _newest_first(
+    db: Database,
+    actor_id: str,
+    action: str,
+    permission: str,
+    *,
+    read: Callable[[Session, int], list[T]],
+    limit: int,
+) -> tuple[list[T], T | None]:
+    """The first ``limit`` rows ``read`` returns (asked for one more) in a read-only
+    transaction, once ``permission`` on the Installation allowed ``action``; and the last of
+    them when more rows follow (where the next page starts)."""
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        _require_installation(session, actor_id, action, permission)
+        rows = read(session, limit + 1)
     items = rows[:limit]
     return items, items[-1] if len(rows) > limit and items else None
 

@@ -15,9 +15,9 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from occ import errors, ids
-from occ.controller import admission, listing, policy
+from occ.controller import admission, installation, listing, policy
 from occ.db import Database, Session
-from occ.state import api_keys, audit, grants, iam_policy, keyset
+from occ.state import api_keys, grants, iam_policy, keyset
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,12 +214,10 @@ def issue_first_key(db: Database, *, principal_id: str, pepper: str) -> NewApiKe
         if principal is None or principal.disabled or api_keys.list_for(session, principal_id):
             return None
         minted = api_keys.mint(session, principal_id=principal_id, pepper=pepper)
-        audit.append(
+        installation.audit_bootstrap(
             session,
-            kind=audit.EventKind.BOOTSTRAP,
             action="api_keys.create",
             actor_id=principal_id,
-            outcome=audit.EventOutcome.SUCCESS,
             namespace_id=principal.namespace_id,
             resource_kind="api_key",
             resource_id=minted.key.id,

@@ -18,7 +18,7 @@ from typing import Any, Final
 from occ import errors, iam
 from occ.controller import installation, policy
 from occ.db import Database, Session
-from occ.state import api_keys, audit, grants, iam_policy, restrictions
+from occ.state import api_keys, grants, iam_policy, restrictions
 from occ.state import roles as role_rows
 
 ACTION: Final = "installation.recover_admin"
@@ -81,12 +81,10 @@ def recover_admin(db: Database, *, pepper: str) -> RecoveredAdmin:
             "rebound": rebound,
             "liftedRestrictionIds": list(lifted),
         }
-        audit.append(
+        installation.audit_bootstrap(
             session,
-            kind=audit.EventKind.BOOTSTRAP,
             action=ACTION,
             actor_id=principal.id,
-            outcome=audit.EventOutcome.SUCCESS,
             resource_kind="installation",
             resource_id=current.id,
             details=details,
@@ -123,9 +121,9 @@ def _installation_binding(
     session: Session, role_id: str, principal_id: str
 ) -> tuple[iam_policy.AccessBinding, bool]:
     """The principal's live Installation-wide binding to the Role, and whether it is new."""
-    for binding in iam_policy.list_bindings(session, role_id=role_id, principal_id=principal_id):
-        if binding.namespace_id is None and binding.resource_kind is None:
-            return binding, False
+    existing = installation.installation_binding(session, role_id, principal_id)
+    if existing is not None:
+        return existing, False
     created = iam_policy.bind(
         session, role_id=role_id, principal_id=principal_id, created_by=principal_id
     )
