@@ -74,6 +74,27 @@ def deploy(db: Database, actor_id: str, view: agent_rows.Agent) -> deployments.D
     )
 
 
+def revision(
+    db: Database, actor_id: str, view: agent_rows.Agent, revision_id: str
+) -> revisions.Revision:
+    """Revision ``revision_id`` of the Agent, read as ``actor_id``."""
+    return deployments.get_revision(
+        db,
+        actor_id=actor_id,
+        namespace_id=view.namespace_id,
+        agent_id=view.id,
+        revision_id=revision_id,
+    )
+
+
+def revision_ids(db: Database, actor_id: str, view: agent_rows.Agent) -> list[str]:
+    """The ids of the Agent's revisions ``actor_id`` may see, newest first."""
+    listed = deployments.list_revisions(
+        db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
+    )
+    return [r.id for r in listed]
+
+
 def delete(db: Database, actor_id: str, view: agent_rows.Agent) -> agent_rows.Agent:
     return agent_lifecycle.delete_agent(
         db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
@@ -176,13 +197,7 @@ def test_draft_edits_leave_revisions_alone(db: Database, admin: str, world: Worl
         "dedicated",
     )
     assert updated.desired_runtime_state == "running"  # a draft edit is not a deployment
-    pinned = deployments.get_revision(
-        db,
-        actor_id=admin,
-        namespace_id=world.namespace_id,
-        agent_id=view.id,
-        revision_id=accepted.deployment_id,
-    )
+    pinned = revision(db, admin, view, accepted.deployment_id)
     assert pinned.harness == revisions.RevisionHarness("openclaw", "1.2.3", "embedded")
     assert count(db, models.ControllerWork) == 1
 
@@ -213,13 +228,7 @@ def test_deploy_pins_the_configuration_of_its_moment(
         second.revision.configuration_generation,
         second.revision.configuration_document,
     ) == (2, 2, {"v": 2})
-    again = deployments.get_revision(
-        db,
-        actor_id=admin,
-        namespace_id=world.namespace_id,
-        agent_id=view.id,
-        revision_id=first.deployment_id,
-    )
+    again = revision(db, admin, view, first.deployment_id)
     assert again == first.revision
     [latest, *_] = events(db, resource_id=view.id)
     assert (latest.action, latest.work_id) == (
@@ -358,24 +367,10 @@ def test_revision_reads_are_filtered_per_revision(db: Database, admin: str, worl
         resource_id=first.deployment_id,
     )
 
-    listed = deployments.list_revisions(
-        db, actor_id=reader, namespace_id=world.namespace_id, agent_id=view.id
-    )
-    assert [r.id for r in listed] == [first.deployment_id]
-    assert [
-        r.id
-        for r in deployments.list_revisions(
-            db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
-        )
-    ] == [second.deployment_id, first.deployment_id]
+    assert revision_ids(db, reader, view) == [first.deployment_id]
+    assert revision_ids(db, admin, view) == [second.deployment_id, first.deployment_id]
     with pytest.raises(errors.NotFound):
-        deployments.get_revision(
-            db,
-            actor_id=reader,
-            namespace_id=world.namespace_id,
-            agent_id=view.id,
-            revision_id=second.deployment_id,
-        )
+        revision(db, reader, view, second.deployment_id)
     other = create(db, admin, world, name="other")
     with pytest.raises(errors.NotFound):  # a revision of another Agent
         deployments.get_deployment(
@@ -386,9 +381,7 @@ def test_revision_reads_are_filtered_per_revision(db: Database, admin: str, worl
             deployment_id=first.deployment_id,
         )
     with pytest.raises(errors.NotFound):
-        deployments.list_revisions(
-            db, actor_id=principal(db), namespace_id=world.namespace_id, agent_id=view.id
-        )
+        revision_ids(db, principal(db), view)
 
 
 # -- stop and delete ----------------------------------------------------------------------------

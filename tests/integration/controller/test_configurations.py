@@ -108,6 +108,17 @@ def test_create_is_atomic(
     assert create(db, admin, namespace_id).name == "base"  # the name was not reserved
 
 
+def refuses_content(db: Database, admin: str, namespace_id: str) -> None:
+    """Neither a Configuration nor a Secret can be created in the Namespace: none exists."""
+    with pytest.raises(errors.NamespaceNotReady):
+        create(db, admin, namespace_id)
+    with pytest.raises(errors.NamespaceNotReady):
+        secrets.create_secret(
+            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=VALUE
+        )
+    assert count(db, models.Configuration) == 0 and count(db, models.Secret) == 0
+
+
 @pytest.mark.parametrize("status", ["provisioning", "failed"])
 def test_create_needs_a_ready_namespace(
     db: Database, owner_db: Database, admin: str, status: str
@@ -118,13 +129,7 @@ def test_create_needs_a_ready_namespace(
             sa.text("UPDATE occ.namespaces SET status = :s WHERE id = :id"),
             {"s": status, "id": namespace_id},
         )
-    with pytest.raises(errors.NamespaceNotReady):
-        create(db, admin, namespace_id)
-    with pytest.raises(errors.NamespaceNotReady):
-        secrets.create_secret(
-            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=VALUE
-        )
-    assert count(db, models.Configuration) == 0 and count(db, models.Secret) == 0
+    refuses_content(db, admin, namespace_id)
     assert [e.action for e in events(db, namespace_id=namespace_id)] == ["namespaces.create"]
 
 
@@ -135,13 +140,7 @@ def test_a_deleting_namespace_refuses_new_content(
         namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id).status
         == "deleting"
     )
-    with pytest.raises(errors.NamespaceNotReady):
-        create(db, admin, namespace_id)
-    with pytest.raises(errors.NamespaceNotReady):
-        secrets.create_secret(
-            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=VALUE
-        )
-    assert count(db, models.Configuration) == 0 and count(db, models.Secret) == 0
+    refuses_content(db, admin, namespace_id)
 
 
 def test_content_keeps_a_namespace_from_being_deleted(
