@@ -54,6 +54,14 @@ def problem(host: str, timeout_s: float = 3.0) -> str | None:
     return None
 
 
+def _stderr_of_failure(command: list[str], *, env: dict[str, str], timeout: float) -> str | None:
+    """Run ``command`` (our own or a fixed one); its stderr if it exits non-zero, else None."""
+    result = subprocess.run(  # noqa: S603 - fixed arguments or our own script
+        command, capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+    return result.stderr if result.returncode != 0 else None
+
+
 def install() -> None:
     """``apt-get install docker.io`` when there is no ``dockerd`` (about 25 s)."""
     if shutil.which("dockerd"):
@@ -64,16 +72,9 @@ def install() -> None:
     say("installing docker.io (apt-get)")
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for arguments in (["update", "-qq"], ["install", "-y", "-qq", "docker.io"]):
-        result = subprocess.run(  # noqa: S603 - fixed arguments
-            [apt_get, *arguments],
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=600,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise EngineError(f"apt-get {arguments[0]} failed: {result.stderr.strip()[-300:]}")
+        failed = _stderr_of_failure([apt_get, *arguments], env=environment, timeout=600)
+        if failed is not None:
+            raise EngineError(f"apt-get {arguments[0]} failed: {failed.strip()[-300:]}")
     if not shutil.which("dockerd"):
         raise EngineError("docker.io is installed but dockerd is not on PATH")
 
@@ -187,16 +188,13 @@ class PrivateEngine:
     @staticmethod
     def build_image_on(host: str) -> None:
         """Build the stand-in gateway image on the engine at ``host`` (when not current)."""
-        result = subprocess.run(  # noqa: S603 - our own script
+        failed = _stderr_of_failure(
             [str(BUILD_SCRIPT)],
             env={**os.environ, "DOCKER_HOST": host, "PYTHON": sys.executable},
-            capture_output=True,
-            text=True,
             timeout=300,
-            check=False,
         )
-        if result.returncode != 0:
-            raise EngineError(f"building the stand-in image failed: {result.stderr[-500:]}")
+        if failed is not None:
+            raise EngineError(f"building the stand-in image failed: {failed[-500:]}")
 
     def _remove_everything(self) -> None:
         client = docker.DockerClient(base_url=self.host, timeout=60)
