@@ -8,6 +8,9 @@ item when the caller may read the work queue), a delete until the Agent is gone.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import click
@@ -30,6 +33,65 @@ _STOP_DONE: Final = frozenset({"AGENT_STOPPED", "AGENT_ALREADY_STOPPED"})
 @click.group(cls=shared.ClientGroup)
 def agents() -> None:
     """Create, read, deploy, stop and delete Agents."""
+
+
+@dataclass(frozen=True)
+class _Following:
+    """What ``--wait``, ``--timeout`` and ``--output`` ask of a command on one Agent."""
+
+    wait: bool
+    timeout: float
+    form: str
+
+    def show_or_wait(
+        self, accepted: Any, observe: Callable[[], waiting.Observation], agent_id: str
+    ) -> None:
+        """Print the accepted answer, or (``--wait``) follow ``agent_id`` until it settles."""
+        shared.show_or_wait(
+            accepted,
+            observe,
+            wait=self.wait,
+            label=f"agent {agent_id}",
+            timeout_s=self.timeout,
+            form=self.form,
+        )
+
+
+def _agent_command(
+    group: click.Group, name: str, *arguments: shared.Decorator
+) -> Callable[[Callable[..., None]], click.Command]:
+    """``group``'s command ``name``: AGENT, ``arguments``, ``-n NAMESPACE``, ``--wait`` and
+    ``--output``. The command is handed the ids of the Namespace and the Agent (each named by
+    id or name), what to print or wait for, and its ``arguments``."""
+
+    def declare(command: Callable[..., None]) -> click.Command:
+        @functools.wraps(command)
+        def resolved(
+            session: shared.Session,
+            *,
+            agent: str,
+            namespace: str,
+            wait: bool,
+            timeout: float,
+            form: str,
+            **given: str,
+        ) -> None:
+            namespace_id, agent_id = _agent(session, namespace, agent)
+            command(session, namespace_id, agent_id, _Following(wait, timeout, form), **given)
+
+        options: tuple[shared.Decorator, ...] = (
+            shared.output_option,
+            shared.wait_options,
+            shared.namespace_option,
+            *reversed(arguments),
+            click.argument("agent"),
+        )
+        declared: Callable[..., Any] = shared.pass_session(resolved)
+        for option in options:
+            declared = option(declared)
+        return group.command(name)(declared)
+
+    return declare
 
 
 @agents.command("create")
@@ -88,7 +150,7 @@ def create_agent(
     if not deploy:
         shared.show(agent, form)
         return
-    _deploy(session, namespace_id, agent["id"], wait=wait, timeout=timeout, form=form)
+    _deploy(session, namespace_id, agent["id"], _Following(wait, timeout, form))
 
 
 namespaced.list_command(agents, "agents", AGENT_COLUMNS, "The Namespace's Agents you may read.")
@@ -97,64 +159,32 @@ namespaced.list_command(agents, "agents", AGENT_COLUMNS, "The Namespace's Agents
 namespaced.get_command(agents, "agents", "One Agent (id or name).")
 
 
-@agents.command("deploy")
-@click.argument("agent")
-@shared.namespace_option
-@shared.wait_options
-@shared.output_option
-@shared.pass_session
+@_agent_command(agents, "deploy")
 def deploy_agent(
-    session: shared.Session, *, agent: str, namespace: str, wait: bool, timeout: float, form: str
+    session: shared.Session, namespace_id: str, agent_id: str, follow: _Following
 ) -> None:
     """Deploy a new revision (--wait: until it is active, or failed)."""
-    namespace_id, agent_id = _agent(session, namespace, agent)
-    _deploy(session, namespace_id, agent_id, wait=wait, timeout=timeout, form=form)
+    _deploy(session, namespace_id, agent_id, follow)
 
 
-@agents.command("stop")
-@click.argument("agent")
-@shared.namespace_option
-@shared.wait_options
-@shared.output_option
-@shared.pass_session
+@_agent_command(agents, "stop")
 def stop_agent(
-    session: shared.Session, *, agent: str, namespace: str, wait: bool, timeout: float, form: str
+    session: shared.Session, namespace_id: str, agent_id: str, follow: _Following
 ) -> None:
     """Stop the Agent's runtime (--wait: until it is stopped)."""
-    namespace_id, agent_id = _agent(session, namespace, agent)
     accepted = session.client.post(
         shared.path("namespaces", namespace_id, "agents", agent_id, "stop")
     )
-    shared.show_or_wait(
-        accepted.data,
-        lambda: _stopped(session, namespace_id, agent_id),
-        wait=wait,
-        label=f"agent {agent_id}",
-        timeout_s=timeout,
-        form=form,
-    )
+    follow.show_or_wait(accepted.data, lambda: _stopped(session, namespace_id, agent_id), agent_id)
 
 
-@agents.command("delete")
-@click.argument("agent")
-@shared.namespace_option
-@shared.wait_options
-@shared.output_option
-@shared.pass_session
+@_agent_command(agents, "delete")
 def delete_agent(
-    session: shared.Session, *, agent: str, namespace: str, wait: bool, timeout: float, form: str
+    session: shared.Session, namespace_id: str, agent_id: str, follow: _Following
 ) -> None:
     """Delete the Agent and its runtime (--wait: until it is gone)."""
-    namespace_id, agent_id = _agent(session, namespace, agent)
     accepted = session.client.delete(shared.path("namespaces", namespace_id, "agents", agent_id))
-    shared.show_or_wait(
-        accepted.data,
-        lambda: _gone(session, namespace_id, agent_id),
-        wait=wait,
-        label=f"agent {agent_id}",
-        timeout_s=timeout,
-        form=form,
-    )
+    follow.show_or_wait(accepted.data, lambda: _gone(session, namespace_id, agent_id), agent_id)
 
 
 @click.group(cls=shared.ClientGroup)
@@ -162,33 +192,19 @@ def deployments() -> None:
     """Read an Agent's deployments."""
 
 
-@deployments.command("get")
-@click.argument("agent")
-@click.argument("deployment")
-@shared.namespace_option
-@shared.wait_options
-@shared.output_option
-@shared.pass_session
+@_agent_command(deployments, "get", click.argument("deployment"))
 def get_deployment(
-    session: shared.Session,
-    *,
-    agent: str,
-    deployment: str,
-    namespace: str,
-    wait: bool,
-    timeout: float,
-    form: str,
+    session: shared.Session, namespace_id: str, agent_id: str, follow: _Following, deployment: str
 ) -> None:
     """A deployment's status (--wait: until it is no longer pending)."""
-    namespace_id, agent_id = _agent(session, namespace, agent)
-    if not wait:
-        shared.show(_deployment_path(session, namespace_id, agent_id, deployment), form)
+    if not follow.wait:
+        shared.show(_deployment_path(session, namespace_id, agent_id, deployment), follow.form)
         return
     shared.run_wait(
         lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment)),
         label=f"deployment {deployment}",
-        timeout_s=timeout,
-        form=form,
+        timeout_s=follow.timeout,
+        form=follow.form,
     )
 
 
@@ -200,15 +216,7 @@ def _agent(session: shared.Session, namespace: str, agent: str) -> tuple[str, st
     return namespace_id, shared.member_id(session, namespace_id, "agents", agent)
 
 
-def _deploy(
-    session: shared.Session,
-    namespace_id: str,
-    agent_id: str,
-    *,
-    wait: bool,
-    timeout: float,
-    form: str,
-) -> None:
+def _deploy(session: shared.Session, namespace_id: str, agent_id: str, follow: _Following) -> None:
     accepted = session.client.post(
         shared.path("namespaces", namespace_id, "agents", agent_id, "deploy")
     ).data
@@ -216,10 +224,10 @@ def _deploy(
     shared.show_or_wait(
         {"deploymentId": deployment_id, "agentId": agent_id, "state": "pending"},
         lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment_id)),
-        wait=wait,
+        wait=follow.wait,
         label=f"deployment {deployment_id}",
-        timeout_s=timeout,
-        form=form,
+        timeout_s=follow.timeout,
+        form=follow.form,
     )
 
 

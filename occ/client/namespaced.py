@@ -8,13 +8,10 @@ function adds one such command to the collection's group, with the help it is gi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import click
 
 from occ.client import session as shared
-
-Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def _singular(collection: str) -> str:
@@ -60,7 +57,7 @@ def delete_command(group: click.Group, collection: str, summary: str) -> click.C
 
 
 def _member_command(
-    group: click.Group, name: str, collection: str, summary: str, *options: Decorator
+    group: click.Group, name: str, collection: str, summary: str, *options: shared.Decorator
 ) -> Callable[[Callable[..., None]], click.Command]:
     """``group``'s command ``name``: a member (by id or name), ``--namespace``, then
     ``options``; the callback is handed its Session."""

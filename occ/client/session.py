@@ -20,6 +20,8 @@ import click
 from occ.client import http, output, profile, waiting
 
 F = TypeVar("F", bound=Callable[..., Any])
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+"""A click option or argument (or a stack of them) as one decorator."""
 
 
 def fail(code: str, detail: str, exit_status: int = waiting.EXIT_ERROR) -> NoReturn:
