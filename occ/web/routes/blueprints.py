@@ -3,7 +3,7 @@
 One decorator declares the method and rule, the body or query schema, the answer and the
 permissions, so a view reads as its contract plus the call of its use case. The answer's kind
 gives its status: ``item`` 200, ``created`` 201 and ``accepted`` 202 (each in the ``data``
-envelope), ``page`` 200 (a list page; the view then takes ``limit`` and ``cursor``),
+envelope), ``page`` 200 (a list page; the view's query is ``limit`` and ``cursor``),
 ``answers`` 200 (a schema of its own), none of them 204. ``Location`` stays a decorator of
 its own (``occ.web.locations``): it changes the answer, which ``operation`` only documents.
 """
