@@ -19,7 +19,6 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import db, errors
 from occ.state import keyset, models, namespaces, rows
@@ -108,6 +107,13 @@ class Agent:
         return HarnessAuth("secret", self.harness_auth_secret_id)
 
 
+_VALUES: Final = rows.Values(
+    _AGENTS,
+    Agent,
+    convert={"status": AgentStatus, "desired_runtime_state": DesiredRuntimeState},
+)
+
+
 # -- the Namespace lock ---------------------------------------------------------------------------
 
 
@@ -145,49 +151,38 @@ def insert(
     Raises:
         Conflict: the Namespace already has an Agent with this name.
     """
-    statement = (
-        pg.insert(_AGENTS)
-        .values(
-            id=agent_id,
-            namespace_id=namespace_id,
-            name=name,
-            configuration_id=configuration_id,
-            harness_id=harness_id,
-            harness_version=harness_version,
-            execution_mode=execution_mode,
-            harness_auth_secret_id=harness_auth_secret_id,
-            compute_driver=compute_driver,
-            service_principal_id=service_principal_id,
-            status=AgentStatus.ACTIVE,
-            desired_runtime_state=DesiredRuntimeState.STOPPED,
-        )
-        .on_conflict_do_nothing(constraint=_NAME_KEY)
-        .returning(*_AGENTS.c)
-    )
-    row = session.execute(statement).mappings().first()
-    if row is None:
+    statement = _VALUES.insert(
+        id=agent_id,
+        namespace_id=namespace_id,
+        name=name,
+        configuration_id=configuration_id,
+        harness_id=harness_id,
+        harness_version=harness_version,
+        execution_mode=execution_mode,
+        harness_auth_secret_id=harness_auth_secret_id,
+        compute_driver=compute_driver,
+        service_principal_id=service_principal_id,
+        status=AgentStatus.ACTIVE,
+        desired_runtime_state=DesiredRuntimeState.STOPPED,
+    ).on_conflict_do_nothing(constraint=_NAME_KEY)
+    agent = _VALUES.returned(session, statement)
+    if agent is None:
         raise errors.Conflict("an Agent with this name already exists in the Namespace")
-    return _agent(row)
+    return agent
 
 
 def get(
     session: orm.Session, namespace_id: str, agent_id: str, *, lock: bool = False
 ) -> Agent | None:
     """The Agent of this Namespace, or ``None``; ``lock`` takes its row lock (``FOR UPDATE``)."""
-    query = sa.select(_AGENTS).where(
-        _AGENTS.c.namespace_id == namespace_id, _AGENTS.c.id == agent_id
-    )
-    return rows.first(session, query, _agent, lock=lock)
+    return _VALUES.get(session, agent_id, _AGENTS.c.namespace_id == namespace_id, lock=lock)
 
 
 def list_in(
     session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> list[Agent]:
     """The Namespace's Agents in creation order (those in ``window``)."""
-    query = keyset.BY_CREATION.window(
-        sa.select(_AGENTS).where(_AGENTS.c.namespace_id == namespace_id), _AGENTS, window
-    )
-    return rows.every(session, query, _agent)
+    return _VALUES.window(session, window, _AGENTS.c.namespace_id == namespace_id)
 
 
 def update_draft(session: orm.Session, agent_id: str, changes: Mapping[str, Any]) -> Agent:
@@ -305,13 +300,4 @@ def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
         .values(**values, updated_at=_NOW)
         .returning(*_AGENTS.c)
     )
-    return _agent(session.execute(statement).mappings().one())
-
-
-def _agent(row: sa.RowMapping) -> Agent:
-    return rows.record(
-        Agent,
-        row,
-        status=AgentStatus(row["status"]),
-        desired_runtime_state=DesiredRuntimeState(row["desired_runtime_state"]),
-    )
+    return _VALUES.make(session.execute(statement).mappings().one())

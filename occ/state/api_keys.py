@@ -24,13 +24,6 @@ from occ.state import keyset, models, rows
 PREFIX: Final = "occ_"
 _PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
 _KEYS: Final = cast(sa.Table, models.ApiKey.__table__)
-_METADATA: Final = (
-    _KEYS.c.id,
-    _KEYS.c.principal_id,
-    _KEYS.c.created_at,
-    _KEYS.c.revoked_at,
-    _KEYS.c.last_used_at,
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +35,10 @@ class ApiKey:
     created_at: dt.datetime
     revoked_at: dt.datetime | None
     last_used_at: dt.datetime | None
+
+
+_VALUES: Final = rows.Values(_KEYS, ApiKey)
+"""A key's metadata: every column but its hash (no field names it)."""
 
 
 @dataclass(frozen=True)
@@ -60,13 +57,10 @@ def mint(session: orm.Session, *, principal_id: str, pepper: str) -> MintedKey:
     """Create a key for a principal."""
     key_id = ids.new("api_key")
     secret = secrets.token_hex(32)
-    statement = (
-        sa.insert(_KEYS)
-        .values(id=key_id, principal_id=principal_id, secret_hash=_digest(pepper, key_id, secret))
-        .returning(*_METADATA)
+    key = _VALUES.inserted(
+        session, id=key_id, principal_id=principal_id, secret_hash=_digest(pepper, key_id, secret)
     )
-    row = session.execute(statement).mappings().one()
-    return MintedKey(key=_key(row), plaintext=f"{PREFIX}{key_id}_{secret}")
+    return MintedKey(key=key, plaintext=f"{PREFIX}{key_id}_{secret}")
 
 
 def parse(presented: str) -> tuple[str, str] | None:
@@ -95,13 +89,13 @@ def _proven(
 
 def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | None:
     """The live key that ``presented`` proves, compared in constant time; ``None`` otherwise."""
-    query = sa.select(*_METADATA, _KEYS.c.secret_hash)
+    query = sa.select(*_VALUES.columns, _KEYS.c.secret_hash)
     row = _proven(
         presented,
         pepper,
         lambda key_id: session.execute(query.where(_KEYS.c.id == key_id)).mappings().first(),
     )
-    return None if row is None else _key(row)
+    return None if row is None else _VALUES.make(row)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +134,7 @@ def identify(session: orm.Session, *, presented: str, pepper: str) -> Identified
     if row is None:
         return None
     return Identified(
-        key=_key(row),
+        key=_VALUES.make(row),
         principal_disabled=bool(row["principal_disabled"]),
         touch_due=bool(row["touch_due"]),
     )
@@ -160,18 +154,14 @@ def touch(session: orm.Session, key_id: str) -> None:
 
 def get(session: orm.Session, key_id: str, *, lock: bool = False) -> ApiKey | None:
     """The key's metadata, revoked or not, or ``None``; ``lock`` takes its row lock."""
-    query = sa.select(*_METADATA).where(_KEYS.c.id == key_id)
-    return rows.first(session, query, _key, lock=lock)
+    return _VALUES.get(session, key_id, lock=lock)
 
 
 def list_for(
     session: orm.Session, principal_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> list[ApiKey]:
     """The principal's keys (revoked ones included), oldest first (those in ``window``)."""
-    query = keyset.BY_CREATION.window(
-        sa.select(*_METADATA).where(_KEYS.c.principal_id == principal_id), _KEYS, window
-    )
-    return rows.every(session, query, _key)
+    return _VALUES.window(session, window, _KEYS.c.principal_id == principal_id)
 
 
 def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
@@ -197,7 +187,3 @@ def holders_of_live_keys(session: orm.Session, principal_ids: Collection[str]) -
         .where(_KEYS.c.principal_id.in_(list(principal_ids)), _KEYS.c.revoked_at.is_(None))
     )
     return set(session.execute(query).scalars())
-
-
-def _key(row: sa.RowMapping) -> ApiKey:
-    return rows.record(ApiKey, row)

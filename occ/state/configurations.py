@@ -13,7 +13,6 @@ from typing import Any, Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
 from occ.state import keyset, models, referenced_rows, rows
@@ -53,6 +52,9 @@ class PinnedConfiguration:
     document: Mapping[str, Any]
 
 
+_VALUES: Final = rows.Values(_CONFIGURATIONS, Configuration, convert={"document": dict})
+
+
 def insert(
     session: orm.Session, *, namespace_id: str, name: str, document: dict[str, Any]
 ) -> Configuration:
@@ -62,45 +64,32 @@ def insert(
         Conflict: the Namespace already holds a Configuration with this name.
         InvalidInput: the database refused the name.
     """
-    statement = (
-        pg.insert(_CONFIGURATIONS)
-        .values(
-            id=ids.new("configuration"),
-            namespace_id=namespace_id,
-            name=name,
-            document=document,
-            generation=1,
-        )
-        .on_conflict_do_nothing(constraint=_NAME_KEY)
-        .returning(*_CONFIGURATIONS.c)
-    )
-    row = _ROWS.guarded_write(session, lambda: session.execute(statement).mappings().first())
-    if row is None:
+    statement = _VALUES.insert(
+        id=ids.new("configuration"),
+        namespace_id=namespace_id,
+        name=name,
+        document=document,
+        generation=1,
+    ).on_conflict_do_nothing(constraint=_NAME_KEY)
+    configuration = _ROWS.guarded_write(session, lambda: _VALUES.returned(session, statement))
+    if configuration is None:
         raise errors.Conflict("a Configuration with this name already exists in the Namespace")
-    return _configuration(row)
+    return configuration
 
 
 def get(
     session: orm.Session, namespace_id: str, configuration_id: str, *, lock: bool = False
 ) -> Configuration | None:
     """The Configuration of this Namespace, or ``None``; ``lock`` takes its row lock."""
-    query = sa.select(_CONFIGURATIONS).where(
-        _CONFIGURATIONS.c.id == configuration_id,
-        _CONFIGURATIONS.c.namespace_id == namespace_id,
-    )
-    return rows.first(session, query, _configuration, lock=lock)
+    in_namespace = _CONFIGURATIONS.c.namespace_id == namespace_id
+    return _VALUES.get(session, configuration_id, in_namespace, lock=lock)
 
 
 def list_in(
     session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> list[Configuration]:
     """The Namespace's Configurations in creation order (those in ``window``)."""
-    query = keyset.BY_CREATION.window(
-        sa.select(_CONFIGURATIONS).where(_CONFIGURATIONS.c.namespace_id == namespace_id),
-        _CONFIGURATIONS,
-        window,
-    )
-    return rows.every(session, query, _configuration)
+    return _VALUES.window(session, window, _CONFIGURATIONS.c.namespace_id == namespace_id)
 
 
 def update(
@@ -136,10 +125,8 @@ def update(
             _CONFIGURATIONS.c.generation == expected_generation,
         )
         .values(**changes)
-        .returning(*_CONFIGURATIONS.c)
     )
-    row = _ROWS.guarded_write(session, lambda: session.execute(statement).mappings().first())
-    return None if row is None else _configuration(row)
+    return _ROWS.guarded_write(session, lambda: _VALUES.returned(session, statement))
 
 
 delete: Final = _ROWS.delete
@@ -171,7 +158,3 @@ def pinned(
     if row is None:
         return None
     return PinnedConfiguration(id=row["id"], generation=row["generation"], document=row["document"])
-
-
-def _configuration(row: sa.RowMapping) -> Configuration:
-    return rows.record(Configuration, row, document=dict(row["document"]))

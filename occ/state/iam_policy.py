@@ -97,6 +97,10 @@ class AccessBinding:
         return ResourceRef(self.resource_kind, self.resource_id)
 
 
+_PRINCIPAL_VALUES: Final = rows.Values(_PRINCIPALS, Principal, convert={"kind": PrincipalKind})
+_BINDING_VALUES: Final = rows.Values(_BINDINGS, AccessBinding)
+
+
 # -- principals ---------------------------------------------------------------------------------
 
 
@@ -111,26 +115,21 @@ def create_principal(
     """Insert a principal (``human`` or ``service``; Namespace-scoped if ``namespace_id``)."""
     if kind not in PRINCIPAL_KINDS:
         raise ValueError(f"unknown principal kind {kind!r}")
-    statement = (
-        sa.insert(_PRINCIPALS)
-        .values(
-            id=ids.new("principal"),
-            name=name,
-            kind=PrincipalKind(kind),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
-        )
-        .returning(*_PRINCIPALS.c)
+    return _PRINCIPAL_VALUES.inserted(
+        session,
+        id=ids.new("principal"),
+        name=name,
+        kind=PrincipalKind(kind),
+        namespace_id=namespace_id,
+        agent_id=agent_id,
     )
-    return _principal(session.execute(statement).mappings().one())
 
 
 def get_principal(
     session: orm.Session, principal_id: str, *, lock: bool = False
 ) -> Principal | None:
     """The principal, disabled or not, or ``None``; ``lock`` takes its row lock."""
-    query = sa.select(_PRINCIPALS).where(_PRINCIPALS.c.id == principal_id)
-    return rows.first(session, query, _principal, lock=lock)
+    return _PRINCIPAL_VALUES.get(session, principal_id, lock=lock)
 
 
 def list_principals(
@@ -138,8 +137,7 @@ def list_principals(
 ) -> list[Principal]:
     """Every principal (Agent-owned service principals included) in creation order (those in
     ``window``)."""
-    query = keyset.BY_CREATION.window(sa.select(_PRINCIPALS), _PRINCIPALS, window)
-    return rows.every(session, query, _principal)
+    return _PRINCIPAL_VALUES.window(session, window)
 
 
 def disable_principal(session: orm.Session, principal_id: str) -> Principal | None:
@@ -162,7 +160,7 @@ def disable_scoped_to(session: orm.Session, namespace_id: str) -> list[Principal
     """Disable every enabled principal scoped to the Namespace; the ones this disabled, by id."""
     scoped = _PRINCIPALS.c.namespace_id == namespace_id
     statement = rows.stamped(_PRINCIPALS, "disabled_at", scoped).returning(*_PRINCIPALS.c)
-    disabled = rows.every(session, statement, _principal)
+    disabled = rows.every(session, statement, _PRINCIPAL_VALUES.make)
     return sorted(disabled, key=lambda principal: principal.id)
 
 
@@ -207,26 +205,21 @@ def bind(
         raise errors.NotFound("the principal does not exist")
     if role.namespace_id is not None and role.namespace_id != namespace_id:
         raise errors.InvalidInput.at("/roleId", "a Namespace role is bound only in its Namespace")
-    statement = (
-        sa.insert(_BINDINGS)
-        .values(
-            id=ids.new("access_binding"),
-            role_id=role_id,
-            principal_id=principal_id,
-            namespace_id=namespace_id,
-            resource_kind=resource_kind,
-            resource_id=resource_id,
-            created_by=created_by,
-        )
-        .returning(*_BINDINGS.c)
+    return _BINDING_VALUES.inserted(
+        session,
+        id=ids.new("access_binding"),
+        role_id=role_id,
+        principal_id=principal_id,
+        namespace_id=namespace_id,
+        resource_kind=resource_kind,
+        resource_id=resource_id,
+        created_by=created_by,
     )
-    return _binding(session.execute(statement).mappings().one())
 
 
 def get_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """The binding, revoked or not, or ``None``."""
-    query = sa.select(_BINDINGS).where(_BINDINGS.c.id == binding_id)
-    return rows.first(session, query, _binding)
+    return _BINDING_VALUES.get(session, binding_id)
 
 
 def list_bindings(
@@ -239,17 +232,12 @@ def list_bindings(
     window: keyset.Window = keyset.EVERYTHING,
 ) -> list[AccessBinding]:
     """Bindings matching every given filter, in creation order (those in ``window``)."""
-    binding = _BINDINGS.c
-    query = keyset.BY_CREATION.window(sa.select(_BINDINGS), _BINDINGS, window)
-    if principal_id is not None:
-        query = query.where(binding.principal_id == principal_id)
-    if role_id is not None:
-        query = query.where(binding.role_id == role_id)
-    if namespace_id is not None:
-        query = query.where(binding.namespace_id == namespace_id)
+    where = rows.given(
+        _BINDINGS, principal_id=principal_id, role_id=role_id, namespace_id=namespace_id
+    )
     if not include_revoked:
-        query = query.where(binding.revoked_at.is_(None))
-    return rows.every(session, query, _binding)
+        where.append(_BINDINGS.c.revoked_at.is_(None))
+    return _BINDING_VALUES.window(session, window, *where)
 
 
 def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
@@ -266,14 +254,3 @@ def resource_exists(session: orm.Session, kind: str, resource_id: str, namespace
         sa.exists().where(table.c.id == resource_id, table.c.namespace_id == namespace_id)
     )
     return bool(session.execute(query).scalar())
-
-
-# -- conversions --------------------------------------------------------------------------------
-
-
-def _principal(row: sa.RowMapping) -> Principal:
-    return rows.record(Principal, row, kind=PrincipalKind(row["kind"]))
-
-
-def _binding(row: sa.RowMapping) -> AccessBinding:
-    return rows.record(AccessBinding, row)

@@ -13,7 +13,6 @@ from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
 from occ.state import keyset, models, rows
@@ -55,6 +54,9 @@ class Namespace:
         return self.deleted_at is None
 
 
+_VALUES: Final = rows.Values(_NAMESPACES, Namespace, convert={"status": NamespaceStatus})
+
+
 @dataclass(frozen=True, kw_only=True)
 class Contents:
     """How many resources a Namespace still holds."""
@@ -77,21 +79,16 @@ def insert(
         Conflict: the name is taken (tombstones keep theirs), or the existing Kubernetes
             namespace is already adopted by a live Namespace.
     """
-    statement = (
-        pg.insert(_NAMESPACES)
-        .values(
-            id=ids.new("namespace"),
-            name=name,
-            created_by=created_by,
-            existing_namespace=existing_namespace,
-            status=NamespaceStatus.PROVISIONING,
-        )
-        .on_conflict_do_nothing()
-        .returning(*_NAMESPACES.c)
-    )
-    row = session.execute(statement).mappings().first()
-    if row is not None:
-        return _namespace(row)
+    statement = _VALUES.insert(
+        id=ids.new("namespace"),
+        name=name,
+        created_by=created_by,
+        existing_namespace=existing_namespace,
+        status=NamespaceStatus.PROVISIONING,
+    ).on_conflict_do_nothing()
+    namespace = _VALUES.returned(session, statement)
+    if namespace is not None:
+        return namespace
     taken = session.execute(sa.select(sa.exists().where(_NAMESPACES.c.name == name))).scalar()
     if taken:
         raise errors.Conflict("a Namespace with this name already exists")
@@ -107,17 +104,14 @@ def get(
     """
     if not lock and not shared:  # the workers' reload: one statement built once
         row = session.execute(_GET, {"namespace_id": namespace_id}).mappings().first()
-        return None if row is None else _namespace(row)
-    query = sa.select(_NAMESPACES).where(_NAMESPACES.c.id == namespace_id)
-    return rows.first(session, query.with_for_update(read=not lock), _namespace)
+        return None if row is None else _VALUES.make(row)
+    query = _VALUES.select(_NAMESPACES.c.id == namespace_id)
+    return rows.first(session, query.with_for_update(read=not lock), _VALUES.make)
 
 
 def list_live(session: orm.Session, window: keyset.Window = keyset.EVERYTHING) -> list[Namespace]:
     """Every Namespace that is not tombstoned, in creation order (those in ``window``)."""
-    query = keyset.BY_CREATION.window(
-        sa.select(_NAMESPACES).where(_NAMESPACES.c.deleted_at.is_(None)), _NAMESPACES, window
-    )
-    return rows.every(session, query, _namespace)
+    return _VALUES.window(session, window, _NAMESPACES.c.deleted_at.is_(None))
 
 
 def contents(session: orm.Session, namespace_id: str) -> Contents:
@@ -137,17 +131,12 @@ def contents(session: orm.Session, namespace_id: str) -> Contents:
 
 def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
     """Move a live Namespace to ``deleting``; ``None`` if it is missing or tombstoned."""
-    row = (
-        session.execute(
-            sa.update(_NAMESPACES)
-            .where(_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None))
-            .values(status=NamespaceStatus.DELETING, updated_at=_NOW)
-            .returning(*_NAMESPACES.c)
-        )
-        .mappings()
-        .first()
+    statement = (
+        sa.update(_NAMESPACES)
+        .where(_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None))
+        .values(status=NamespaceStatus.DELETING, updated_at=_NOW)
     )
-    return None if row is None else _namespace(row)
+    return _VALUES.returned(session, statement)
 
 
 def transition(session: orm.Session, namespace_id: str, *, expected: str, status: str) -> bool:
@@ -205,7 +194,3 @@ def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
             _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
         ).scalar_one()
     )
-
-
-def _namespace(row: sa.RowMapping) -> Namespace:
-    return rows.record(Namespace, row, status=NamespaceStatus(row["status"]))

@@ -33,6 +33,9 @@ class Restriction:
     created_at: dt.datetime
 
 
+_VALUES: Final = rows.Values(_RESTRICTIONS, Restriction)
+
+
 def insert(
     session: orm.Session,
     *,
@@ -43,25 +46,20 @@ def insert(
     resource_id: str | None = None,
 ) -> Restriction:
     """Insert a deny rule; ``None`` narrowing fields match everything."""
-    statement = (
-        sa.insert(_RESTRICTIONS)
-        .values(
-            id=ids.new("restriction"),
-            permission=permission,
-            principal_id=principal_id,
-            namespace_id=namespace_id,
-            resource_id=resource_id,
-            created_by=created_by,
-        )
-        .returning(*_RESTRICTIONS.c)
+    return _VALUES.inserted(
+        session,
+        id=ids.new("restriction"),
+        permission=permission,
+        principal_id=principal_id,
+        namespace_id=namespace_id,
+        resource_id=resource_id,
+        created_by=created_by,
     )
-    return _restriction(session.execute(statement).mappings().one())
 
 
 def get(session: orm.Session, restriction_id: str) -> Restriction | None:
     """The restriction, or ``None``."""
-    query = sa.select(_RESTRICTIONS).where(_RESTRICTIONS.c.id == restriction_id)
-    return rows.first(session, query, _restriction)
+    return _VALUES.get(session, restriction_id)
 
 
 def list_all(
@@ -72,10 +70,7 @@ def list_all(
 ) -> list[Restriction]:
     """Restrictions in creation order, optionally those of one Namespace (those in
     ``window``)."""
-    query = keyset.BY_CREATION.window(sa.select(_RESTRICTIONS), _RESTRICTIONS, window)
-    if namespace_id is not None:
-        query = query.where(_RESTRICTIONS.c.namespace_id == namespace_id)
-    return rows.every(session, query, _restriction)
+    return _VALUES.window(session, window, *rows.given(_RESTRICTIONS, namespace_id=namespace_id))
 
 
 def delete(session: orm.Session, restriction_id: str) -> bool:
@@ -86,7 +81,3 @@ def delete(session: orm.Session, restriction_id: str) -> bool:
         .returning(_RESTRICTIONS.c.id)
     )
     return result.first() is not None
-
-
-def _restriction(row: sa.RowMapping) -> Restriction:
-    return rows.record(Restriction, row)

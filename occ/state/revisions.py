@@ -68,55 +68,44 @@ class Revision(RevisionSnapshot):
         )
 
 
+_VALUES: Final = rows.Values(_REVISIONS, Revision)
+
+
 def insert_revision(session: orm.Session, snapshot: RevisionSnapshot) -> Revision:
     """Write an immutable AgentRevision for the snapshot."""
-    statement = (
-        sa.insert(_REVISIONS)
-        .values(
-            id=ids.new("agent_revision"),
-            namespace_id=snapshot.namespace_id,
-            agent_id=snapshot.agent_id,
-            revision_number=snapshot.revision_number,
-            actor_id=snapshot.actor_id,
-            configuration_id=snapshot.configuration_id,
-            configuration_generation=snapshot.configuration_generation,
-            configuration_document=dict(snapshot.configuration_document),
-            harness_id=snapshot.harness_id,
-            harness_version=snapshot.harness_version,
-            harness_mode=snapshot.harness_mode,
-            compute_driver=snapshot.compute_driver,
-            harness_auth=dict(snapshot.harness_auth),
-            service_principal_id=snapshot.service_principal_id,
-        )
-        .returning(*_REVISIONS.c)
+    return _VALUES.inserted(
+        session,
+        id=ids.new("agent_revision"),
+        namespace_id=snapshot.namespace_id,
+        agent_id=snapshot.agent_id,
+        revision_number=snapshot.revision_number,
+        actor_id=snapshot.actor_id,
+        configuration_id=snapshot.configuration_id,
+        configuration_generation=snapshot.configuration_generation,
+        configuration_document=dict(snapshot.configuration_document),
+        harness_id=snapshot.harness_id,
+        harness_version=snapshot.harness_version,
+        harness_mode=snapshot.harness_mode,
+        compute_driver=snapshot.compute_driver,
+        harness_auth=dict(snapshot.harness_auth),
+        service_principal_id=snapshot.service_principal_id,
     )
-    return record(session.execute(statement).mappings().one())
 
 
 def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revision | None:
     """The Agent's revision, or ``None``."""
-    row = (
-        session.execute(
-            sa.select(_REVISIONS).where(
-                _REVISIONS.c.agent_id == agent_id, _REVISIONS.c.id == revision_id
-            )
-        )
-        .mappings()
-        .first()
-    )
-    return None if row is None else record(row)
+    return _VALUES.get(session, revision_id, _REVISIONS.c.agent_id == agent_id)
 
 
 def list_revisions(
     session: orm.Session, agent_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> list[Revision]:
     """The Agent's revisions, newest first (those in ``window``)."""
-    query = keyset.NEWEST_REVISION_FIRST.window(
-        sa.select(_REVISIONS).where(_REVISIONS.c.agent_id == agent_id), _REVISIONS, window
+    return _VALUES.window(
+        session, window, _REVISIONS.c.agent_id == agent_id, order=keyset.NEWEST_REVISION_FIRST
     )
-    return rows.every(session, query, record)
 
 
 def record(row: sa.RowMapping) -> Revision:
     """A revision of its row's columns."""
-    return rows.record(Revision, row)
+    return _VALUES.make(row)

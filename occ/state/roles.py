@@ -13,7 +13,6 @@ from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors, ids
 from occ.state import keyset, models, rows
@@ -36,6 +35,9 @@ class Role:
     deleted_at: dt.datetime | None
 
 
+_VALUES: Final = rows.Values(_ROLES, Role, convert={"permissions": tuple})
+
+
 def create_role(
     session: orm.Session, *, name: str, permissions: Sequence[str], namespace_id: str | None = None
 ) -> Role:
@@ -46,37 +48,32 @@ def create_role(
     Raises:
         Conflict: a live Role with this name exists in the same scope.
     """
-    statement = (
-        pg.insert(_ROLES)
-        .values(
-            id=ids.new("role"),
-            name=name,
-            namespace_id=namespace_id,
-            permissions=sorted(set(permissions)),
-        )
-        .on_conflict_do_nothing()
-        .returning(*_ROLES.c)
-    )
-    row = session.execute(statement).mappings().first()
-    if row is None:
+    statement = _VALUES.insert(
+        id=ids.new("role"),
+        name=name,
+        namespace_id=namespace_id,
+        permissions=sorted(set(permissions)),
+    ).on_conflict_do_nothing()
+    role = _VALUES.returned(session, statement)
+    if role is None:
         raise errors.Conflict("a role with this name already exists")
-    return _role(row)
+    return role
 
 
 def get_role(session: orm.Session, role_id: str) -> Role | None:
     """The Role, deleted or not, or ``None``."""
-    return rows.first(session, sa.select(_ROLES).where(_ROLES.c.id == role_id), _role)
+    return _VALUES.get(session, role_id)
 
 
 def find_role(session: orm.Session, *, name: str, namespace_id: str | None = None) -> Role | None:
     """The live Role with this name in this scope, or ``None``."""
     role = _ROLES.c
-    query = sa.select(_ROLES).where(
+    return _VALUES.find(
+        session,
         role.name == name,
         role.deleted_at.is_(None),
         role.namespace_id.is_(None) if namespace_id is None else role.namespace_id == namespace_id,
     )
-    return rows.first(session, query, _role)
 
 
 def list_roles(
@@ -86,17 +83,11 @@ def list_roles(
     window: keyset.Window = keyset.EVERYTHING,
 ) -> list[Role]:
     """Roles in creation order (those in ``window``)."""
-    query = keyset.BY_CREATION.window(sa.select(_ROLES), _ROLES, window)
-    if not include_deleted:
-        query = query.where(_ROLES.c.deleted_at.is_(None))
-    return rows.every(session, query, _role)
+    live = () if include_deleted else (_ROLES.c.deleted_at.is_(None),)
+    return _VALUES.window(session, window, *live)
 
 
 def delete_role(session: orm.Session, role_id: str) -> Role | None:
     """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
     session.execute(rows.stamped(_ROLES, "deleted_at", _ROLES.c.id == role_id))
     return get_role(session, role_id)
-
-
-def _role(row: sa.RowMapping) -> Role:
-    return rows.record(Role, row, permissions=tuple(row["permissions"]))

@@ -41,6 +41,9 @@ class RuntimeObservation:
     observed_at: dt.datetime
 
 
+_VALUES: Final = rows.Values(_TABLE, RuntimeObservation, convert={"status": RuntimeStatus})
+
+
 def record(
     session: orm.Session, agent_id: str, revision_id: str, status: RuntimeStatus, reason_code: str
 ) -> None:
@@ -61,8 +64,8 @@ def of_agents(session: orm.Session, agent_ids: list[str]) -> dict[str, RuntimeOb
     """The observations of these Agents, by Agent id (Agents never observed are absent)."""
     if not agent_ids:
         return {}
-    rows = session.execute(sa.select(_TABLE).where(_TABLE.c.agent_id.in_(agent_ids))).mappings()
-    return {row["agent_id"]: _observation(row) for row in rows}
+    observed = rows.every(session, _VALUES.select(_TABLE.c.agent_id.in_(agent_ids)), _VALUES.make)
+    return {observation.agent_id: observation for observation in observed}
 
 
 def status_of(
@@ -74,10 +77,6 @@ def status_of(
     if observation.revision_id != active_revision_id:
         return RuntimeStatus.UNKNOWN
     return observation.status
-
-
-def _observation(row: sa.RowMapping) -> RuntimeObservation:
-    return rows.record(RuntimeObservation, row, status=RuntimeStatus(row["status"]))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,6 @@ from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import errors
 from occ.state import keyset, models, referenced_rows, rows
@@ -29,13 +28,6 @@ _ROWS: Final = referenced_rows.ReferencedRows(
     agent_column="harness_auth_secret_id",
     agent_fkey="agents_harness_auth_secret_fkey",
 )
-_METADATA: Final = (
-    _SECRETS.c.id,
-    _SECRETS.c.namespace_id,
-    _SECRETS.c.name,
-    _SECRETS.c.created_at,
-    _SECRETS.c.updated_at,
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +41,10 @@ class Secret:
     updated_at: dt.datetime
 
 
+_VALUES: Final = rows.Values(_SECRETS, Secret)
+"""A Secret's metadata: every column but its value (no field names it)."""
+
+
 def insert(
     session: orm.Session, *, secret_id: str, namespace_id: str, name: str, value_ciphertext: bytes
 ) -> Secret:
@@ -58,38 +54,27 @@ def insert(
         Conflict: the Namespace already holds a Secret with this name.
         InvalidInput: the database refused the name.
     """
-    statement = (
-        pg.insert(_SECRETS)
-        .values(
-            id=secret_id, namespace_id=namespace_id, name=name, value_ciphertext=value_ciphertext
-        )
-        .on_conflict_do_nothing(constraint=_NAME_KEY)
-        .returning(*_METADATA)
-    )
-    row = _ROWS.guarded_write(session, lambda: session.execute(statement).mappings().first())
-    if row is None:
+    statement = _VALUES.insert(
+        id=secret_id, namespace_id=namespace_id, name=name, value_ciphertext=value_ciphertext
+    ).on_conflict_do_nothing(constraint=_NAME_KEY)
+    secret = _ROWS.guarded_write(session, lambda: _VALUES.returned(session, statement))
+    if secret is None:
         raise errors.Conflict("a Secret with this name already exists in the Namespace")
-    return _secret(row)
+    return secret
 
 
 def get(
     session: orm.Session, namespace_id: str, secret_id: str, *, lock: bool = False
 ) -> Secret | None:
     """The Secret's metadata, or ``None``; ``lock`` takes its row lock."""
-    query = sa.select(*_METADATA).where(
-        _SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id
-    )
-    return rows.first(session, query, _secret, lock=lock)
+    return _VALUES.get(session, secret_id, _SECRETS.c.namespace_id == namespace_id, lock=lock)
 
 
 def list_in(
     session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> list[Secret]:
     """The Namespace's Secrets (metadata) in creation order (those in ``window``)."""
-    query = keyset.BY_CREATION.window(
-        sa.select(*_METADATA).where(_SECRETS.c.namespace_id == namespace_id), _SECRETS, window
-    )
-    return rows.every(session, query, _secret)
+    return _VALUES.window(session, window, _SECRETS.c.namespace_id == namespace_id)
 
 
 def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
@@ -112,7 +97,3 @@ referencing_agents: Final = _ROWS.referencing_agents
 hold_reference: Final = _ROWS.hold_reference
 """Whether the Secret is in the Namespace; holds a key-share lock until commit so that it
 cannot be deleted before the Agent that references it is written."""
-
-
-def _secret(row: sa.RowMapping) -> Secret:
-    return rows.record(Secret, row)

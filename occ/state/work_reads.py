@@ -14,7 +14,7 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models, values, work_queue
+from occ.state import models, rows, values, work_queue
 from occ.state.work_keys import WorkKind
 
 _WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
@@ -41,15 +41,12 @@ def page(
     """Items matching every given filter, newest first (``created_at``, then id), at most
     ``limit``; ``after`` continues below that ``(created_at, id)`` position."""
     work = _WORK.c
-    query = sa.select(_WORK).order_by(work.created_at.desc(), work.id.desc()).limit(limit)
-    if state is not None:
-        query = query.where(work.state == state)
-    if namespace_id is not None:
-        query = query.where(work.namespace_id == namespace_id)
-    if agent_id is not None:
-        query = query.where(work.agent_id == agent_id)
+    where = rows.given(_WORK, state=state, namespace_id=namespace_id, agent_id=agent_id)
     if after is not None:
-        query = query.where(sa.tuple_(work.created_at, work.id) < after)
+        where.append(sa.tuple_(work.created_at, work.id) < after)
+    query = (
+        sa.select(_WORK).where(*where).order_by(work.created_at.desc(), work.id.desc()).limit(limit)
+    )
     # the queue's own row conversion: one WorkItem conversion for every reader
     return [work_queue._item(row) for row in session.execute(query).mappings()]
 
