@@ -25,6 +25,7 @@ from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
 from tests.integration.web.conftest import Caller
+from tests.support import processes
 
 DEADLINE_S = 10.0
 CANDIDATE_REDIS_DBS = (14, *range(12, 0, -1))
@@ -34,15 +35,9 @@ has no client connected (the suite's shared database may have a worker consuming
 
 
 def eventually(condition: Callable[[], Any], what: str, deadline_s: float = DEADLINE_S) -> Any:
-    """Poll ``condition`` until it returns something truthy, or fail after the deadline."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
-        time.sleep(0.02)
+    """Poll ``condition`` every 20 ms until it returns something truthy, or fail after the
+    deadline."""
+    return processes.wait_for(condition, timeout=deadline_s, interval=0.02, message=what)
 
 
 @pytest.fixture
