@@ -4,6 +4,7 @@ that keep the API's directory clean)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -68,6 +69,7 @@ def test_the_shell_gives_each_program_a_distinct_directory() -> None:
         assert seen == [f"{root}/{sub}" for sub in PROGRAMS.values()]
 
 
+@functools.cache  # parsed once: the tests only read it
 def _compose_services() -> dict[str, Any]:
     services = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))["services"]
     assert isinstance(services, dict)

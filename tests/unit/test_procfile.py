@@ -7,6 +7,7 @@ Heroku shutdown settings, Flower's authentication, the compose dependencies and 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -44,6 +45,7 @@ def _procfile() -> dict[str, list[str]]:
     return processes
 
 
+@functools.cache  # parsed once: the tests only read it
 def _compose() -> dict[str, Any]:
     document = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     assert isinstance(document, dict)
