@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 import kubernetes_validate  # type: ignore[import-untyped]
-from kubernetes_validate import utils  # type: ignore[import-untyped]
+from kubernetes_validate import utils
 
 ValidationError = kubernetes_validate.ValidationError
 
