@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pytest
 
@@ -14,6 +15,8 @@ from occ.drivers.compute.kubernetes import KubernetesComputeDriver, client, nami
 from tests.integration.drivers.kubernetes import helpers
 from tests.integration.drivers.kubernetes.conftest import MakeDriver
 from tests.support.kube_api import FakeKubeAPI
+
+E = TypeVar("E", bound=Exception)
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,12 @@ class Preparation:
     def prepare(self) -> base.Observation:
         return self.driver.prepare_revision(self.operation, self.revision)
 
+    def failure(self, expected: type[E]) -> E:
+        """Prepare, which must raise ``expected``; what it raised."""
+        with pytest.raises(expected) as raised:
+            self.prepare()
+        return raised.value
+
 
 @pytest.fixture
 def preparation(
@@ -48,10 +57,9 @@ def test_server_errors_are_transient_and_the_retry_converges(
     preparation: Preparation, kube_api: FakeKubeAPI, status: int
 ) -> None:
     kube_api.inject("PATCH", r"/secrets/", status=status)
-    with pytest.raises(base.TransientDriverError) as failed:
-        preparation.prepare()
-    assert failed.value.code == client.UNAVAILABLE
-    assert str(status) in failed.value.reason
+    failed = preparation.failure(base.TransientDriverError)
+    assert failed.code == client.UNAVAILABLE
+    assert str(status) in failed.reason
     assert isinstance(preparation.prepare(), base.Ready)
     secret = naming.credential_secret(preparation.revision.revision_id)
     assert kube_api.get("secrets", preparation.namespace, secret)
@@ -61,10 +69,9 @@ def test_throttling_carries_retry_after_and_the_retry_converges(
     preparation: Preparation, kube_api: FakeKubeAPI
 ) -> None:
     kube_api.inject("POST", r"/configmaps$", status=429, retry_after=3)
-    with pytest.raises(client.Throttled) as throttled:
-        preparation.prepare()
-    assert isinstance(throttled.value, base.TransientDriverError)
-    assert throttled.value.retry_after_s == 3.0
+    throttled = preparation.failure(client.Throttled)
+    assert isinstance(throttled, base.TransientDriverError)
+    assert throttled.retry_after_s == 3.0
     assert isinstance(preparation.prepare(), base.Ready)
 
 
@@ -82,9 +89,7 @@ def test_timeouts_and_dropped_connections_are_transient(
         kube_api.inject("GET", r"/serviceaccounts/", delay_s=4.0)
     else:
         kube_api.inject("GET", r"/serviceaccounts/", close=True)
-    with pytest.raises(base.TransientDriverError) as failed:
-        preparation.prepare()
-    assert failed.value.code == client.UNAVAILABLE
+    assert preparation.failure(base.TransientDriverError).code == client.UNAVAILABLE
     assert isinstance(preparation.prepare(), base.Ready)
 
 
@@ -92,13 +97,10 @@ def test_refusals_and_invalid_requests_are_permanent_with_the_kubernetes_reason(
     preparation: Preparation, kube_api: FakeKubeAPI, caplog: pytest.LogCaptureFixture
 ) -> None:
     kube_api.deny("create", "configmaps")
-    with (
-        caplog.at_level(logging.WARNING, logger="occ"),
-        pytest.raises(base.PermanentDriverError) as denied,
-    ):
-        preparation.prepare()
-    assert denied.value.code == "KUBERNETES_FORBIDDEN"
-    assert "403 Forbidden" in denied.value.reason
+    with caplog.at_level(logging.WARNING, logger="occ"):
+        denied = preparation.failure(base.PermanentDriverError)
+    assert denied.code == "KUBERNETES_FORBIDDEN"
+    assert "403 Forbidden" in denied.reason
     logged = [json.loads(r.getMessage()) for r in caplog.records if "kubernetes" in r.getMessage()]
     assert any(line.get("reason") == "Forbidden" and line.get("status") == 403 for line in logged)
     assert all(helpers.CREDENTIAL not in r.getMessage() for r in caplog.records)
@@ -109,8 +111,7 @@ def test_an_invalid_request_is_permanent_and_changes_nothing(
     preparation: Preparation, kube_api: FakeKubeAPI, status: int
 ) -> None:
     kube_api.inject("POST", r"/configmaps$", status=status)
-    with pytest.raises(base.PermanentDriverError) as invalid:
-        preparation.prepare()
-    assert invalid.value.code == "KUBERNETES_REQUEST_INVALID"
-    assert f"HTTP {status}" in invalid.value.reason
+    invalid = preparation.failure(base.PermanentDriverError)
+    assert invalid.code == "KUBERNETES_REQUEST_INVALID"
+    assert f"HTTP {status}" in invalid.reason
     assert kube_api.objects("configmaps", preparation.namespace) == []
