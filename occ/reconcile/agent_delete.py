@@ -19,11 +19,11 @@ Code = codes.Code
 
 def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
     """One pass over an ``AGENT_DELETED`` item."""
-    owner, claim = context.claim.owner, context.claim
+    claim = context.claim
     with worker.database.transaction() as session:
-        agent = agents.get(session, owner.namespace_id, owner.agent_id or "")
-        if agent is None:
-            return settle.fail(session, claim, Code.INVALID_AGENT_OWNER)
+        agent = settle.owner_agent(session, claim)
+        if isinstance(agent, outcome.PassResult):
+            return agent
         if agent.status != "deleting" or agent.desired_runtime_state != "stopped":
             return _fail(session, context, agent, Code.INVALID_AGENT_STATE)
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
@@ -49,16 +49,14 @@ def _fail(
     session: Session, context: ClaimContext, agent: agents.Agent, code: str
 ) -> outcome.PassResult:
     result = settle.fail(session, context.claim, code)
-    audit.append(
+    audit.work_event(
         session,
-        kind="mutation",
+        context.claim.owner,
+        context.claim.work_id,
         action="agents.lifecycle.delete",
-        actor_id=context.claim.owner.actor_id,
         outcome="failure",
-        namespace_id=agent.namespace_id,
         resource_kind="agent",
         resource_id=agent.id,
-        work_id=context.claim.work_id,
         details={"reasonCode": code},
     )
     return result

@@ -20,9 +20,9 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     """One pass over an ``AGENT_STOPPED`` item (one per stop request)."""
     owner, claim = context.claim.owner, context.claim
     with worker.database.transaction() as session:
-        agent = agents.get(session, owner.namespace_id, owner.agent_id or "")
-        if agent is None:
-            return settle.fail(session, claim, Code.INVALID_AGENT_OWNER)
+        agent = settle.owner_agent(session, claim)
+        if isinstance(agent, outcome.PassResult):
+            return agent
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
         refused = authority.refused(
             session, context, "agent:operate", action="agents.stop", resource=resource
@@ -56,16 +56,13 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         if active is not None:
             agents.clear_active(session, agent.id, active.id)
         code = Code.AGENT_STOPPED if active is not None else Code.AGENT_ALREADY_STOPPED
-        audit.append(
+        audit.work_event(
             session,
-            kind="mutation",
+            owner,
+            claim.work_id,
             action="agents.lifecycle.stop",
-            actor_id=owner.actor_id,
-            outcome="success",
-            namespace_id=agent.namespace_id,
             resource_kind="agent",
             resource_id=agent.id,
-            work_id=claim.work_id,
             details={
                 "computeDriverId": worker.driver.name,
                 "reasonCode": code,

@@ -55,16 +55,15 @@ def refuse(
     """Fail the item for a refused authorization and audit the denial."""
     code = codes.Code.ACTOR_REVOKED if decision.actor_revoked else codes.Code.AUTHORIZATION_DENIED
     result = settle.fail(session, context.claim, code)
-    audit.append(
+    audit.work_event(
         session,
+        context.claim.owner,
+        context.claim.work_id,
         kind="authorization_denial",
         action=action,
-        actor_id=context.claim.owner.actor_id,
         outcome="denied",
-        namespace_id=context.claim.owner.namespace_id,
         resource_kind=resource.kind,
         resource_id=resource.id,
-        work_id=context.claim.work_id,
         details={
             "reasonCode": code,
             "reason": str(decision.reason),

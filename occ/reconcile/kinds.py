@@ -31,16 +31,14 @@ def _fail_provisioning_namespace(
     namespace_id = item.owner.namespace_id
     if not namespaces.transition(session, namespace_id, expected="provisioning", status="failed"):
         return
-    audit.append(
+    audit.work_event(
         session,
-        kind="mutation",
+        item.owner,
+        item.id,
         action="namespaces.lifecycle.ensure",
-        actor_id=item.owner.actor_id,
         outcome="failure",
-        namespace_id=namespace_id,
         resource_kind="namespace",
         resource_id=namespace_id,
-        work_id=item.id,
         details={**details, "reasonCode": item.reason_code, "status": "failed"},
     )
 

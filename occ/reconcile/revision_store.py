@@ -225,16 +225,13 @@ class DatabaseRevisionStore:
             )
             if not _activation_audited(session, revision.id):
                 previous = snapshot.active.id if snapshot.active else None
-                audit.append(
+                audit.work_event(
                     session,
-                    kind="mutation",
+                    self._claim.owner,
+                    self._claim.work_id,
                     action=ACTIVATE_ACTION,
-                    actor_id=self._claim.owner.actor_id,
-                    outcome="success",
-                    namespace_id=agent.namespace_id,
                     resource_kind="agent_revision",
                     resource_id=revision.id,
-                    work_id=self._claim.work_id,
                     details={
                         "computeDriverId": self._worker.driver.name,
                         "reasonCode": code,
@@ -289,16 +286,13 @@ class DatabaseRevisionStore:
         """An older revision than the active one: done, audited, no Compute call."""
         with self._worker.database.transaction() as session:
             result = settle.complete(session, self._claim, Code.REVISION_SUPERSEDED)
-            audit.append(
+            audit.work_event(
                 session,
-                kind="mutation",
+                self._claim.owner,
+                self._claim.work_id,
                 action="agents.lifecycle.supersede",
-                actor_id=self._claim.owner.actor_id,
-                outcome="success",
-                namespace_id=snapshot.agent.namespace_id,
                 resource_kind="agent_revision",
                 resource_id=snapshot.revision.id,
-                work_id=self._claim.work_id,
                 details={
                     "activeRevisionId": snapshot.active.id if snapshot.active else None,
                     "reasonCode": Code.REVISION_SUPERSEDED,

@@ -1,5 +1,6 @@
 """How a pass ends its claim: complete, fail, retry or defer, as one fenced queue transition
-plus the kind's terminal-failure effect, in the caller's transaction, returning the result.
+plus the kind's terminal-failure effect, in the caller's transaction, returning the result;
+and the Agent an Agent item is for, or its failure when that Agent is gone.
 
 Every reconciler ends through these, so "what a failure of this kind also changes" is
 applied on every path, and every pass reports the same ``PassResult`` shape.
@@ -13,7 +14,7 @@ from typing import Any
 from occ import codes
 from occ.db import Session
 from occ.reconcile import kinds, outcome
-from occ.state import values, work_queue
+from occ.state import agents, values, work_queue
 
 
 def complete(
@@ -74,3 +75,13 @@ def defer(
     if item.state == values.WorkState.FAILED_PERMANENT:
         return outcome.permanent(codes.Code.CONVERGENCE_DEADLINE_EXCEEDED)
     return outcome.requeued(codes.Outcome.PENDING, code, item)
+
+
+def owner_agent(session: Session, claim: values.Claim) -> agents.Agent | outcome.PassResult:
+    """The Agent the item is for; when it is gone, the item failed with
+    ``INVALID_AGENT_OWNER``."""
+    owner = claim.owner
+    agent = agents.get(session, owner.namespace_id, owner.agent_id or "")
+    if agent is None:
+        return fail(session, claim, codes.Code.INVALID_AGENT_OWNER)
+    return agent

@@ -17,7 +17,7 @@ from typing import Any, Final, NotRequired, TypedDict, Unpack, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models, rows
+from occ.state import models, rows, values
 
 
 class EventKind(enum.StrEnum):
@@ -69,18 +69,30 @@ class AuditEvent:
     details: Mapping[str, Any]
 
 
-class Event(TypedDict):
-    """The fields of one event to append (``append``'s and ``parameters``' keywords)."""
+_VALUES: Final = rows.Values(
+    _EVENTS,
+    AuditEvent,
+    convert={"kind": EventKind, "outcome": EventOutcome, "details": dict},
+)
 
-    kind: str
+
+class Change(TypedDict):
+    """What an event records besides its kind and outcome (``mutation``'s keywords)."""
+
     action: str
     actor_id: str
-    outcome: str
     namespace_id: NotRequired[str | None]
     resource_kind: NotRequired[str | None]
     resource_id: NotRequired[str | None]
     work_id: NotRequired[str | None]
     details: NotRequired[Mapping[str, Any] | None]
+
+
+class Event(Change):
+    """The fields of one event to append (``append``'s and ``parameters``' keywords)."""
+
+    kind: str
+    outcome: str
 
 
 def append(session: orm.Session, **event: Unpack[Event]) -> str:
@@ -126,25 +138,33 @@ def parameters(**event: Unpack[Event]) -> dict[str, Any]:
     }
 
 
-def mutation(
+def mutation(session: orm.Session, **change: Unpack[Change]) -> str:
+    """Record a successful change (kind ``mutation``, outcome ``success``); see ``append``."""
+    return append(session, kind=EventKind.MUTATION, outcome=EventOutcome.SUCCESS, **change)
+
+
+def work_event(
     session: orm.Session,
+    owner: values.WorkOwner,
+    work_id: str,
     *,
     action: str,
-    actor_id: str,
-    namespace_id: str | None = None,
-    resource_kind: str | None = None,
-    resource_id: str | None = None,
-    work_id: str | None = None,
-    details: Mapping[str, Any] | None = None,
+    resource_kind: str,
+    resource_id: str,
+    details: Mapping[str, Any],
+    kind: str = EventKind.MUTATION,
+    outcome: str = EventOutcome.SUCCESS,
 ) -> str:
-    """Record a successful change (kind ``mutation``, outcome ``success``); see ``append``."""
+    """Record an event of a work item's pass (see ``append``): on behalf of the item's actor,
+    in its Namespace, under its id; a successful change unless ``kind`` and ``outcome`` say
+    otherwise."""
     return append(
         session,
-        kind=EventKind.MUTATION,
+        kind=kind,
         action=action,
-        actor_id=actor_id,
-        outcome=EventOutcome.SUCCESS,
-        namespace_id=namespace_id,
+        actor_id=owner.actor_id,
+        outcome=outcome,
+        namespace_id=owner.namespace_id,
         resource_kind=resource_kind,
         resource_id=resource_id,
         work_id=work_id,
@@ -169,25 +189,10 @@ def list_events(
     if limit < 1:
         raise ValueError("limit must be positive")
     event = _EVENTS.c
-    query = sa.select(_EVENTS).order_by(event.sequence.desc()).limit(min(limit, MAX_LIMIT))
-    if namespace_id is not None:
-        query = query.where(event.namespace_id == namespace_id)
-    if resource_id is not None:
-        query = query.where(event.resource_id == resource_id)
-    if work_id is not None:
-        query = query.where(event.work_id == work_id)
-    if kind is not None:
-        query = query.where(event.kind == kind)
-    if before_sequence is not None:
-        query = query.where(event.sequence < before_sequence)
-    return rows.every(session, query, _event)
-
-
-def _event(row: sa.RowMapping) -> AuditEvent:
-    return rows.record(
-        AuditEvent,
-        row,
-        kind=EventKind(row["kind"]),
-        outcome=EventOutcome(row["outcome"]),
-        details=dict(row["details"]),
+    where = rows.given(
+        _EVENTS, namespace_id=namespace_id, resource_id=resource_id, work_id=work_id, kind=kind
     )
+    if before_sequence is not None:
+        where.append(event.sequence < before_sequence)
+    query = _VALUES.select(*where).order_by(event.sequence.desc()).limit(min(limit, MAX_LIMIT))
+    return rows.every(session, query, _VALUES.make)
