@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
-from occ.controller import listing
+from occ.controller import configurations, listing
 from occ.db import Database
 from occ.state import api_keys
 from occ.state import configurations as configuration_rows
@@ -178,7 +179,9 @@ def test_a_long_list_answers_its_first_page_from_a_limited_read(
         read.append(len(answered))
         return answered
 
-    monkeypatch.setattr(configuration_rows, "list_in", counted)
+    # the use cases read through their Items value, which holds the repository function
+    counting = dataclasses.replace(configurations.ITEMS, list_in=counted)
+    monkeypatch.setattr(configurations, "ITEMS", counting)
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     page = client.get(path, query_string={"limit": 20}, headers=admin.headers)
     assert page.status_code == 200, page.json
