@@ -251,6 +251,16 @@ def _replaced(home: Path, name: str, old_pid: int) -> int | None:
     return pid if pid not in (None, old_pid) else None
 
 
+def _kill_and_await_restart(home: Path, pids: dict[str, int], child: str, what: str) -> int:
+    """SIGKILL ``child`` and wait for ``occ dev`` to start another; the new pid."""
+    os.kill(pids[child], signal.SIGKILL)
+    return wait_for(
+        lambda: _replaced(home, child, pids[child]),
+        timeout=STOP_DEADLINE_S,
+        message=f"{what} to be restarted",
+    )
+
+
 def test_occ_dev_restarts_killed_children_and_keeps_serving(run_dev: Any, home: Path) -> None:
     dev = run_dev(home)
     ready = dev.wait_ready(READY_DEADLINE_S)
@@ -261,12 +271,7 @@ def test_occ_dev_restarts_killed_children_and_keeps_serving(run_dev: Any, home: 
     assert marker.exists()
 
     # -- kill -9 the driver worker: restarted, and the next Namespace still becomes ready ------
-    os.kill(pids["drivers"], signal.SIGKILL)
-    drivers = wait_for(
-        lambda: _replaced(home, "drivers", pids["drivers"]),
-        timeout=STOP_DEADLINE_S,
-        message="the driver worker to be restarted",
-    )
+    drivers = _kill_and_await_restart(home, pids, "drivers", "the driver worker")
     wait_for(
         lambda: marker.exists() and marker.read_text() == str(drivers),
         timeout=READY_DEADLINE_S,
@@ -281,12 +286,7 @@ def test_occ_dev_restarts_killed_children_and_keeps_serving(run_dev: Any, home: 
     _wait_for_status(api_url, key, document["data"]["id"], "ready")
 
     # -- kill -9 the API: restarted on the same port, it answers again ------------------------
-    os.kill(pids["api"], signal.SIGKILL)
-    api = wait_for(
-        lambda: _replaced(home, "api", pids["api"]),
-        timeout=STOP_DEADLINE_S,
-        message="the API to be restarted",
-    )
+    api = _kill_and_await_restart(home, pids, "api", "the API")
     wait_for(
         lambda: _answers(f"{api_url}/v1/namespaces", key),
         timeout=READY_DEADLINE_S,

@@ -25,6 +25,28 @@ T = TypeVar("T")
 CELERY = [sys.executable, "-m", "celery", "-A", "occ.tasks.app"]
 
 
+def clean_environment() -> dict[str, str]:
+    """This process's environment without its ``OCC_`` settings, for a child given its own."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+
+
+def worker_environment(
+    *, database_url: str, broker_url: str, local_root: Path, settings: dict[str, str]
+) -> dict[str, str]:
+    """The environment of occ processes on ``database_url`` and ``broker_url`` with the local
+    driver under ``local_root``: dispatch leases of 3 s, recovery every 500 ms, and ``settings``
+    (``OCC_`` names) over these."""
+    return {
+        **clean_environment(),
+        "OCC_DATABASE_URL": database_url,
+        "OCC_BROKER_URL": broker_url,
+        "OCC_LOCAL_ROOT": str(local_root),
+        "OCC_DISPATCH_LEASE_MS": "3000",
+        "OCC_RECOVERY_INTERVAL_MS": "500",
+        **settings,
+    }
+
+
 def nudge(env: dict[str, str]) -> None:
     """Wake the workers of ``env`` as an admission does: a claim message on its broker."""
     nudges.Nudger(tasks_app.create(Settings.from_env(env))).send_now()

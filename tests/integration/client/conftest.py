@@ -5,7 +5,6 @@ run ``occ`` client commands as the operator would (a subprocess, its own config 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import urllib.request
@@ -46,7 +45,7 @@ class Operator:
     runs: list[Ran] = field(default_factory=list)
 
     def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
+        variables = processes.clean_environment()
         variables.update({"HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / "config")})
         variables.update(extra or {})
         return variables
@@ -85,22 +84,18 @@ def broker_url() -> Iterator[str]:
 def environment(
     database_urls: databases.DatabaseUrls, broker_url: str, tmp_path: Path, db: Database
 ) -> dict[str, str]:
-    variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
-    variables.update(
-        {
-            "OCC_DATABASE_URL": database_urls.app,
-            "OCC_BROKER_URL": broker_url,
-            "OCC_LOCAL_ROOT": str(tmp_path / "local"),
+    return processes.worker_environment(
+        database_url=database_urls.app,
+        broker_url=broker_url,
+        local_root=tmp_path / "local",
+        settings={
             "OCC_WORKER_LEASE_DURATION_MS": "3000",
-            "OCC_DISPATCH_LEASE_MS": "3000",
             "OCC_CLAIM_INTERVAL_MS": "500",
-            "OCC_RECOVERY_INTERVAL_MS": "500",
             "OCC_WORKER_CONVERGENCE_TIMEOUT_MS": str(CONVERGENCE_MS),
             "OCC_API_KEY_PEPPER": PEPPER,
             "OCC_SECRET_KEY": "test-secret-key-of-the-client-tests",
-        }
+        },
     )
-    return variables
 
 
 def _answers(url: str) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,21 +31,17 @@ def local_root(tmp_path: Path) -> Iterator[Path]:
 def env(
     database_urls: databases.DatabaseUrls, broker_url: str, local_root: Path, db: Database
 ) -> dict[str, str]:
-    variables = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
-    variables.update(
-        {
-            "OCC_DATABASE_URL": database_urls.app,
-            "OCC_BROKER_URL": broker_url,
-            "OCC_LOCAL_ROOT": str(local_root),
+    return processes.worker_environment(
+        database_url=database_urls.app,
+        broker_url=broker_url,
+        local_root=local_root,
+        settings={
             "OCC_WORKER_LEASE_DURATION_MS": str(LEASE_MS),
-            "OCC_DISPATCH_LEASE_MS": "3000",
             "OCC_CLAIM_INTERVAL_MS": "60000",
-            "OCC_RECOVERY_INTERVAL_MS": "500",
             "OCC_API_KEY_PEPPER": "test-pepper",
             "OCC_SECRET_KEY": "test-secret",
-        }
+        },
     )
-    return variables
 
 
 @pytest.fixture
