@@ -50,11 +50,9 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import math
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -72,10 +70,12 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import redis
 import sqlalchemy as sa
 
+from bench.support import answers, figure, percentile, say
 from occ.controller import installation
 from occ.db import Database
 from occ.state import api_keys
 from tests.support import brokers, databases, servers
+from tests.support.processes import poll
 
 WORKERS = 2
 WORKER_THREADS = 4
@@ -136,24 +136,6 @@ class Figures:
             count=len(latencies),
             errors=errors,
         )
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentile(ordered: list[float], fraction: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    if not ordered:
-        return math.nan
-    rank = max(1, math.ceil(fraction * len(ordered)))
-    return ordered[rank - 1]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def redis_url() -> str:
@@ -302,21 +284,13 @@ def start_server(
 
 
 def wait_ready(server: subprocess.Popen[bytes], port: int, log_path: str) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if server.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {server.returncode}:\n{tail(log_path)}")
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                connection.close()
-                return
-            connection.close()
-        except OSError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"gunicorn was not ready in {READY_TIMEOUT_S} s:\n{tail(log_path)}")
+        return answers(port, "/readyz", timeout=2)
+
+    if not poll(ready, timeout=READY_TIMEOUT_S, interval=0.1):
+        raise RuntimeError(f"gunicorn was not ready in {READY_TIMEOUT_S} s:\n{tail(log_path)}")
 
 
 def stop_server(server: subprocess.Popen[bytes]) -> None:
@@ -444,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if not os.environ.get("OCC_TEST_DATABASE_URL"):
-        log(
+        say(
             "set OCC_TEST_DATABASE_URL to a PostgreSQL server the benchmark may create a "
             "database on"
         )
@@ -455,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     broker.flushdb()
     urls = databases.create_test_database(f"occ_api_bench_{os.getpid()}")
     pepper = secrets.token_hex(32)
-    port = free_port()
+    port = servers.free_port()
     server = None
     with tempfile.NamedTemporaryFile(prefix="occ-api-bench-", suffix=".log") as server_log:
         try:
@@ -465,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
             setup = Client(port, key)
             world = build_world(setup, urls, max(1, args.agents))
             setup.close()
-            log(
+            say(
                 f"gunicorn: {WORKERS} gthread workers x {WORKER_THREADS} threads on "
                 f"127.0.0.1:{port}; {args.threads} client threads, {args.warmup:g} s warm-up + "
                 f"{args.duration:g} s per figure; deploys over {len(world.agent_ids)} Agent(s) "
@@ -514,14 +488,14 @@ def main(argv: list[str] | None = None) -> int:
                 ("get_namespace", reads),
                 ("healthz", healthz),
             ):
-                print(f"{name}_per_s={figures.per_s:.1f}", flush=True)
-                print(f"{name}_p50_ms={figures.p50_ms:.2f}", flush=True)
-                print(f"{name}_p99_ms={figures.p99_ms:.2f}", flush=True)
+                figure(f"{name}_per_s", figures.per_s)
+                figure(f"{name}_p50_ms", figures.p50_ms, 2)
+                figure(f"{name}_p99_ms", figures.p99_ms, 2)
             deploy_ratio = deploys.per_s / healthz.per_s
             one_agent_ratio = one_agent.per_s / deploys.per_s
-            print(f"deploy_per_healthz={deploy_ratio:.3f}", flush=True)
-            print(f"one_agent_per_spread={one_agent_ratio:.3f}", flush=True)
-            log(
+            figure("deploy_per_healthz", deploy_ratio, 3)
+            figure("one_agent_per_spread", one_agent_ratio, 3)
+            say(
                 f"deploy ({len(world.agent_ids)} Agents) / healthz = {deploy_ratio:.3f} "
                 f"(target >= {DEPLOY_PER_HEALTHZ_TARGET}: "
                 f"{'met' if deploy_ratio >= DEPLOY_PER_HEALTHZ_TARGET else 'not met'}); "
@@ -530,17 +504,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'met' if one_agent_ratio >= ONE_AGENT_TARGET else 'not met'}); "
                 f"get_namespace / healthz = {reads.per_s / healthz.per_s:.3f}"
             )
-            log(
+            say(
                 f"healthz per window: {Figures.of(healthz_a).per_s:.1f} before, "
                 f"{Figures.of(healthz_b).per_s:.1f} after the deploys"
             )
-            log(
+            say(
                 f"requests: deploy {deploys.count}, deploy_one_agent {one_agent.count}, "
                 f"get_namespace {reads.count}, healthz {healthz.count}; errors: deploy "
                 f"{deploys.errors or 0}, deploy_one_agent {one_agent.errors or 0}, "
                 f"get_namespace {reads.errors or 0}, healthz {healthz.errors or 0}"
             )
-            log(f"nudges waiting in occ.control: {broker.llen('occ.control')}")
+            say(f"nudges waiting in occ.control: {broker.llen('occ.control')}")
         finally:
             if server is not None:
                 stop_server(server)

@@ -63,7 +63,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import random
 import shutil
@@ -72,7 +71,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeVar
@@ -85,6 +84,7 @@ import redis  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
 from bench import noop_app  # noqa: E402
+from bench.support import BenchError, log, percentile, report  # noqa: E402
 from occ.config import Settings  # noqa: E402
 from occ.controller import installation, namespaces  # noqa: E402
 from occ.db import Database  # noqa: E402
@@ -118,28 +118,15 @@ OCC_APP: Final = "occ.tasks.app"
 NOOP_APP: Final = "bench.noop_app"
 
 
-class BenchError(RuntimeError):
-    """The benchmark could not measure (a process died, something never finished)."""
-
-
-def log(verbose: bool, message: str) -> None:
-    if verbose:
-        print(f"# {message}", file=sys.stderr, flush=True)
-
-
 def wait_for(
-    condition: Callable[[], T], *, timeout: float, interval: float = POLL_S, message: str
+    condition: Callable[[], T | None], *, timeout: float, interval: float = POLL_S, message: str
 ) -> T:
+    """``condition``'s first true value, polling every ``interval`` s; ``BenchError`` after
+    ``timeout`` s."""
     value = poll(condition, timeout=timeout, interval=interval)
     if value is None:
         raise BenchError(f"timed out after {timeout:.0f} s waiting for {message}")
     return value
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
 
 
 # -- processes --------------------------------------------------------------------------------
@@ -221,13 +208,20 @@ class Fleet:
             if process.alive():
                 process.kill_group()
 
-    def abandon(self, failure: BaseException) -> None:
-        """Kill every process after ``failure``; unless it is an interrupt, print the last
-        lines each one logged."""
-        self.kill_all()
-        if not isinstance(failure, SystemExit | KeyboardInterrupt):
-            for process in self.processes:
-                print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
+    @contextlib.contextmanager
+    def supervised(self) -> Iterator[Fleet]:
+        """Kill every process at the end; after a failure other than an interrupt, first print
+        the last lines each one logged."""
+        try:
+            yield self
+        except BaseException as failure:
+            self.kill_all()
+            if not isinstance(failure, SystemExit | KeyboardInterrupt):
+                for process in self.processes:
+                    print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
+            raise
+        finally:
+            self.kill_all()
 
 
 # -- CPU accounting (Linux /proc; diagnostics for -v) ------------------------------------------
@@ -535,6 +529,25 @@ def exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, terminated)
 
 
+@contextlib.contextmanager
+def scratch(label: str, broker: str) -> Iterator[tuple[Path, databases.DatabaseUrls]]:
+    """A run's temporary directory and fresh database (named after ``label``) on a flushed
+    broker: the database is dropped, the broker flushed and the directory removed at the end."""
+    broker_client = redis.Redis.from_url(broker)
+    broker_client.flushdb()
+    directory = Path(tempfile.mkdtemp(prefix=f"occ-{label}-bench-"))
+    urls = databases.urls_for(f"occ_{label}_bench_{os.getpid()}")
+    try:
+        databases.create_test_database(urls.name)
+        yield directory, urls
+    finally:
+        with contextlib.suppress(Exception):
+            databases.drop_database(urls)
+        broker_client.flushdb()
+        broker_client.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def broker_url() -> str:
     number = brokers.quiet_database(BROKER_DBS)
     if number is None:
@@ -666,38 +679,22 @@ def main(argv: list[str] | None = None) -> int:
 
     exit_on_sigterm()
     broker = broker_url()
-    broker_client = redis.Redis.from_url(broker)
-    broker_client.flushdb()
-    directory = Path(tempfile.mkdtemp(prefix="occ-e2e-bench-"))
-    urls = databases.urls_for(f"occ_e2e_bench_{os.getpid()}")
-    fleet = Fleet(fleet_env(urls, broker, directory / "local"), directory)
     started = time.monotonic()
     load_before = os.getloadavg()[0]
-    try:
-        databases.create_test_database(urls.name)
+    with scratch("e2e", broker) as (directory, urls):
         log(args.verbose, f"database {urls.name} created and migrated")
-        figures = measure(args, urls, broker, directory, fleet)
-        fleet.stop_all()
-    except BaseException as exc:
-        fleet.abandon(exc)
-        raise
-    finally:
-        fleet.kill_all()
-        with contextlib.suppress(Exception):
-            databases.drop_database(urls)
-        broker_client.flushdb()
-        broker_client.close()
-        shutil.rmtree(directory, ignore_errors=True)
+        with Fleet(fleet_env(urls, broker, directory / "local"), directory).supervised() as fleet:
+            figures = measure(args, urls, broker, directory, fleet)
+            fleet.stop_all()
 
-    for name, value in figures.items():
-        print(f"{name}={value:.1f}")
-    for line in summary(figures):
-        print(line, file=sys.stderr)
-    print(
-        f"({time.monotonic() - started:.0f} s in all; control pool {args.control_pool}; "
-        f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
-        f"on {os.cpu_count()} CPUs)",
-        file=sys.stderr,
+    report(
+        figures,
+        [
+            *summary(figures),
+            f"({time.monotonic() - started:.0f} s in all; control pool {args.control_pool}; "
+            f"1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+            f"on {os.cpu_count()} CPUs)",
+        ],
     )
     return 0
 

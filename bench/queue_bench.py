@@ -55,13 +55,18 @@ import os
 import sys
 import time
 from dataclasses import astuple, dataclass
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sqlalchemy as sa
 from alembic import util as alembic_util
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
+from bench.support import figure, log, percentile, say
 from occ import db, schema
 from occ.state import values, work_queue
 
@@ -120,11 +125,6 @@ QUICK = Plan(
     baseline_s=1.0,
     million=False,
 )
-
-
-def log(verbose: bool, message: str) -> None:
-    if verbose:
-        print(f"# {message}", file=sys.stderr, flush=True)
 
 
 # -- database setup (as the URL's user) -------------------------------------------------------
@@ -527,12 +527,7 @@ class Latency:
 
     @classmethod
     def of(cls, timings_ms: list[float]) -> Latency:
-        ordered = sorted(timings_ms)
-
-        def percentile(q: float) -> float:
-            return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-        return cls(percentile(0.50), percentile(0.99))
+        return cls(percentile(timings_ms, 0.50), percentile(timings_ms, 0.99))
 
 
 def latency_phase(
@@ -616,9 +611,6 @@ def main(argv: list[str] | None = None) -> int:
     empty(engine)
     baseline = Baseline(url, engine, plan.baseline_s)
 
-    def emit(name: str, value: float, digits: int) -> None:
-        print(f"{name}={value:.{digits}f}", flush=True)
-
     def throughput(*, lanes: int, items: int, batch: int, measure_s: float) -> Throughput:
         return throughput_phase(
             url,
@@ -646,11 +638,11 @@ def main(argv: list[str] | None = None) -> int:
     batch1 = throughput(
         lanes=BATCH_LANES, items=plan.batch1_items, batch=1, measure_s=plan.measure_s
     )
-    emit("batch1_items_per_s", batch1.items_per_s, 0)
+    figure("batch1_items_per_s", batch1.items_per_s, 0)
     batch50 = throughput(
         lanes=BATCH_LANES, items=plan.batch50_items, batch=50, measure_s=plan.measure_s
     )
-    emit("batch50_items_per_s", batch50.items_per_s, 0)
+    figure("batch50_items_per_s", batch50.items_per_s, 0)
 
     # 1k, 1m, 1k again: the two 1k halves bracket the 1m phase, so a drift in the machine's
     # other load during the run moves both figures alike instead of skewing their ratio.
@@ -661,19 +653,19 @@ def main(argv: list[str] | None = None) -> int:
         small = Latency.of(first + latency(1_000, plan.latency_samples - half))
     else:
         small = Latency.of(latency(1_000, plan.latency_samples))
-    emit("claim_p50_ms_1k", small.p50_ms, 3)
-    emit("claim_p99_ms_1k", small.p99_ms, 3)
+    figure("claim_p50_ms_1k", small.p50_ms, 3)
+    figure("claim_p99_ms_1k", small.p99_ms, 3)
     if plan.million:
-        emit("claim_p50_ms_1m", million.p50_ms, 3)
-        emit("claim_p99_ms_1m", million.p99_ms, 3)
+        figure("claim_p50_ms_1m", million.p50_ms, 3)
+        figure("claim_p99_ms_1m", million.p99_ms, 3)
 
     # backlog depth: 1,000 then 100,000 then 1,000 queued items (bracketed like the above)
     half = plan.latency_samples // 2
     shallow_first = latency(0, half, queued=1_000)
     deep = Latency.of(latency(0, plan.latency_samples, queued=100_000))
     shallow = Latency.of(shallow_first + latency(0, plan.latency_samples - half, queued=1_000))
-    emit("claim_p99_ms_1k_queued", shallow.p99_ms, 3)
-    emit("claim_p99_ms_100k_queued", deep.p99_ms, 3)
+    figure("claim_p99_ms_1k_queued", shallow.p99_ms, 3)
+    figure("claim_p99_ms_100k_queued", deep.p99_ms, 3)
 
     # own, shared, shared, own: the same bracketing for their ratio.
     slice_s = plan.measure_s
@@ -685,8 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     own += throughput(
         lanes=plan.batch50_items, items=plan.batch50_items, batch=50, measure_s=slice_s
     )
-    emit("own_lane_items_per_s", own.items_per_s, 0)
-    emit("shared_lanes_items_per_s", shared.items_per_s, 0)
+    figure("own_lane_items_per_s", own.items_per_s, 0)
+    figure("shared_lanes_items_per_s", shared.items_per_s, 0)
     baseline.sample()
     baseline.close()
     empty(engine)
@@ -730,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{phase_counters.spent_starts}; elapsed {time.perf_counter() - began:.0f} s"
     )
     for line in lines:
-        print(line, file=sys.stderr)
+        say(line)
     return 0
 
 
