@@ -3,7 +3,9 @@ generation compare-and-set, denials, Namespace readiness, references, and the se
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -158,43 +160,38 @@ def test_content_keeps_a_namespace_from_being_deleted(
     )
 
 
+def race(**actions: Callable[[], object]) -> dict[str, object]:
+    """Run ``actions`` at once, each in a thread behind one barrier; by name, what each
+    returned or the occ error it raised."""
+    barrier = threading.Barrier(len(actions))
+    outcomes: dict[str, object] = {}
+
+    def run(name: str, action: Callable[[], object]) -> None:
+        barrier.wait()
+        try:
+            outcomes[name] = action()
+        except errors.OccError as error:
+            outcomes[name] = error
+
+    threads = [threading.Thread(target=run, args=item) for item in actions.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return outcomes
+
+
 def test_create_racing_namespace_deletion_never_leaves_content_behind(
     db: Database, owner_db: Database, admin: str
 ) -> None:
     for round_number in range(8):
         namespace_id = ready_namespace(db, owner_db, admin, f"race-{round_number}")
-        barrier = threading.Barrier(2)
-        outcomes: dict[str, object] = {}
-
-        def add(
-            namespace_id: str = namespace_id,
-            barrier: threading.Barrier = barrier,
-            outcomes: dict[str, object] = outcomes,
-        ) -> None:
-            barrier.wait()
-            try:
-                outcomes["create"] = create(db, admin, namespace_id)
-            except errors.OccError as error:
-                outcomes["create"] = error
-
-        def remove(
-            namespace_id: str = namespace_id,
-            barrier: threading.Barrier = barrier,
-            outcomes: dict[str, object] = outcomes,
-        ) -> None:
-            barrier.wait()
-            try:
-                outcomes["delete"] = namespaces.delete_namespace(
-                    db, actor_id=admin, namespace_id=namespace_id
-                )
-            except errors.OccError as error:
-                outcomes["delete"] = error
-
-        threads = [threading.Thread(target=add), threading.Thread(target=remove)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
+        outcomes = race(
+            create=functools.partial(create, db, admin, namespace_id),
+            delete=functools.partial(
+                namespaces.delete_namespace, db, actor_id=admin, namespace_id=namespace_id
+            ),
+        )
         created = isinstance(outcomes["create"], configuration_rows.Configuration)
         deleting = isinstance(outcomes["delete"], namespace_rows.Namespace)
         assert created != deleting, outcomes
