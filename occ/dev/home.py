@@ -17,11 +17,25 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Final, overload
 
 from occ.dev import errors
 
 SECRET_NAMES: Final = ("OCC_API_KEY_PEPPER", "OCC_SECRET_KEY")
+
+
+class _Below:
+    """A read-only path of the home: ``name`` below its root."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, home: None, owner: type[Home]) -> _Below: ...
+    @overload
+    def __get__(self, home: Home, owner: type[Home]) -> Path: ...
+    def __get__(self, home: Home | None, owner: type[Home]) -> Path | _Below:
+        return self if home is None else home.root / self.name
 
 
 @dataclass(frozen=True)
@@ -29,34 +43,19 @@ class Home:
     """Paths under one home directory (absolute)."""
 
     root: Path
+    logs = _Below("logs")
+    run = _Below("run")
+    key_file = _Below("admin.key")
+    secrets_file = _Below("secrets.env")
+    metrics = _Below("metrics")
 
     @classmethod
     def at(cls, path: Path) -> Home:
         return cls(path.expanduser().resolve())
 
     @property
-    def logs(self) -> Path:
-        return self.root / "logs"
-
-    @property
-    def run(self) -> Path:
-        return self.root / "run"
-
-    @property
-    def key_file(self) -> Path:
-        return self.root / "admin.key"
-
-    @property
-    def secrets_file(self) -> Path:
-        return self.root / "secrets.env"
-
-    @property
     def pids_file(self) -> Path:
         return self.run / "dev.pids"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics"
 
     def metrics_dir(self, name: str) -> Path:
         """The Prometheus multiprocess directory of the child called ``name``."""

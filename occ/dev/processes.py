@@ -28,12 +28,8 @@ _PR_SET_PDEATHSIG: Final = 1
 
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` names a running process (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not _reachable(os.kill, pid):
         return False
-    except PermissionError:
-        return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -44,8 +40,14 @@ def pid_alive(pid: int) -> bool:
 
 def group_alive(pgid: int) -> bool:
     """Whether any process of process group ``pgid`` still runs."""
+    return _reachable(os.killpg, pgid)
+
+
+def _reachable(send: Callable[[int, int], None], target: int) -> bool:
+    """Whether ``send`` (``os.kill``, ``os.killpg``) finds ``target`` for signal 0: it exists,
+    this user's or another's."""
     try:
-        os.killpg(pgid, 0)
+        send(target, 0)
     except ProcessLookupError:
         return False
     except PermissionError:

@@ -15,7 +15,7 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import docker
@@ -64,14 +64,11 @@ class Engine:
                 raise base.TransientDriverError(UNAVAILABLE, "the engine did not answer OK")
 
     def version(self) -> Mapping[str, Any]:
-        with _translated():
-            document: dict[str, Any] = self._api().version()
-            return document
+        return self._document(lambda api: api.version())
 
     def image(self, name: str) -> Mapping[str, Any] | None:
-        with contextlib.suppress(NotFound), _translated():
-            document: dict[str, Any] = self._api().inspect_image(name)
-            return document
+        with contextlib.suppress(NotFound):
+            return self._document(lambda api: api.inspect_image(name))
         return None
 
     # -- networks -------------------------------------------------------------------------
@@ -91,9 +88,7 @@ class Engine:
             return found
 
     def network(self, network_id: str) -> dict[str, Any]:
-        with _translated():
-            document: dict[str, Any] = self._api().inspect_network(network_id)
-            return document
+        return self._document(lambda api: api.inspect_network(network_id))
 
     def create_network(self, name: str, labels: Mapping[str, str]) -> str:
         """The new bridge network's id; ``Conflict`` when the name is taken."""
@@ -130,9 +125,7 @@ class Engine:
 
     def container(self, name_or_id: str) -> dict[str, Any]:
         """The container's inspect document; ``NotFound`` when there is none."""
-        with _translated():
-            document: dict[str, Any] = self._api().inspect_container(name_or_id)
-            return document
+        return self._document(lambda api: api.inspect_container(name_or_id))
 
     def create_container(
         self,
@@ -205,9 +198,7 @@ class Engine:
             return list((found or {}).get("Volumes") or [])
 
     def volume(self, name: str) -> dict[str, Any]:
-        with _translated():
-            document: dict[str, Any] = self._api().inspect_volume(name)
-            return document
+        return self._document(lambda api: api.inspect_volume(name))
 
     def create_volume(self, name: str, labels: Mapping[str, str]) -> None:
         with _translated():
@@ -218,6 +209,12 @@ class Engine:
             self._api().remove_volume(name, force=True)
 
     # -- the client -----------------------------------------------------------------------
+
+    def _document(self, read: Callable[[Any], Any]) -> dict[str, Any]:
+        """The JSON document ``read`` answers through the SDK's low-level client."""
+        with _translated():
+            document: dict[str, Any] = read(self._api())
+            return document
 
     def _api(self) -> Any:
         """The SDK's low-level client, created on first use (and again after a fork)."""

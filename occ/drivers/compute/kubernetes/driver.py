@@ -300,11 +300,10 @@ class KubernetesComputeDriver:
 
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Scale the revision's gateway to zero; keep its ConfigMap, Secret and volume."""
-        operation.check()
-        namespace = self.kubernetes_namespace(revision.namespace_id)
-        if namespace is None:
+        placed = self._placed(operation, revision)
+        if placed is None:
             return
-        current = self._gateway_of(revision, namespace)
+        namespace, current = placed
         if current is None or (current.get("spec") or {}).get("replicas") == 0:
             return
         if self.hooks:
@@ -313,11 +312,10 @@ class KubernetesComputeDriver:
 
     def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Remove the revision's own objects (and its gateway when it still runs it)."""
-        operation.check()
-        namespace = self.kubernetes_namespace(revision.namespace_id)
-        if namespace is None:
+        placed = self._placed(operation, revision)
+        if placed is None:
             return
-        gateway = self._gateway_of(revision, namespace)
+        namespace, gateway = placed
         if gateway is not None:
             if self.hooks:
                 self.hooks.before_workload_stop(operation, revision)
@@ -350,6 +348,18 @@ class KubernetesComputeDriver:
         )
 
     # -- gateway --------------------------------------------------------------------------
+
+    def _placed(
+        self, operation: base.Operation, revision: base.RevisionSpec
+    ) -> tuple[str, dict[str, Any] | None] | None:
+        """The revision's Kubernetes namespace and the Deployment running it (``None`` when
+        none does), after checking the operation; ``None`` when the Namespace has no
+        Kubernetes namespace (nothing of the revision is left to stop or remove)."""
+        operation.check()
+        namespace = self.kubernetes_namespace(revision.namespace_id)
+        if namespace is None:
+            return None
+        return namespace, self._gateway_of(revision, namespace)
 
     def _gateway_of(self, revision: base.RevisionSpec, namespace: str) -> dict[str, Any] | None:
         """The Deployment running ``revision`` (embedded: only while its template does)."""
