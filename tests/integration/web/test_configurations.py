@@ -11,19 +11,9 @@ from flask.testing import FlaskClient
 from occ import ids
 from occ.db import Database
 from occ.state import models
+from tests.integration.web import support
 from tests.integration.web.conftest import Caller
-from tests.integration.web.support import (
-    Request,
-    caller,
-    denials,
-    kept_while_used,
-    namespace,
-    neighbours,
-    problem,
-    problems,
-    refused_until_ready,
-    revoke,
-)
+from tests.integration.web.support import caller, namespace, problem
 from tests.support import rows
 
 ALL = ("configuration:create", "configuration:read", "configuration:update", "configuration:delete")
@@ -145,8 +135,8 @@ def test_every_route_needs_a_valid_key(
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = caller(db, *ALL)
-    revoke(db, revoked)
-    requests: list[Request] = [
+    support.revoke(db, revoked)
+    requests: list[support.Request] = [
         ("POST", base(ns), {"name": "x", "document": {}}),
         ("GET", base(ns), None),
         ("GET", item, None),
@@ -154,16 +144,16 @@ def test_every_route_needs_a_valid_key(
         ("DELETE", item, None),
     ]
     for headers in ({}, revoked.headers, {"Authorization": "Bearer occ_nonsense"}):
-        problems(client, requests, headers, 401, "UNAUTHENTICATED")
+        support.problems(client, requests, headers, 401, "UNAUTHENTICATED")
     assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
 
 
 def test_another_namespaces_configurations_are_not_found(
     client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str
 ) -> None:
-    near = neighbours(client, db, owner_db, admin, ns, create=create, permissions=ALL)
+    near = support.neighbours(client, db, owner_db, admin, ns, create=create, permissions=ALL)
     their_item = f"{base(near.other)}/{near.theirs['id']}"
-    requests: list[Request] = [
+    requests: list[support.Request] = [
         ("GET", their_item, None),
         ("PATCH", their_item, {"name": "mine"}),
         ("DELETE", their_item, None),
@@ -174,11 +164,11 @@ def test_another_namespaces_configurations_are_not_found(
         ("PATCH", f"{base(ns)}/{near.theirs['id']}", {"name": "mine"}),
         ("DELETE", f"{base(ns)}/{near.theirs['id']}", None),
     ]
-    problems(client, requests, near.member.headers, 404, "NOT_FOUND")
+    support.problems(client, requests, near.member.headers, 404, "NOT_FOUND")
 
     assert client.get(base(ns), headers=near.member.headers).json["data"] == [near.ours]
     assert client.get(their_item, headers=admin.headers).json["data"] == near.theirs
-    denied = denials(db)
+    denied = support.denials(db)
     assert {event.namespace_id for event in denied} == {near.other}
     assert {event.actor_id for event in denied} == {near.member.principal_id}
 
@@ -231,13 +221,15 @@ def test_a_configuration_used_by_an_agent_cannot_be_deleted(
         configuration_id = session.scalar(
             sa.select(models.Agent.configuration_id).where(models.Agent.id == agent_id)
         )
-    kept_while_used(client, admin, f"{base(ns)}/{configuration_id}", agent_id)
+    support.kept_while_used(client, admin, f"{base(ns)}/{configuration_id}", agent_id)
 
 
 def test_a_namespace_that_is_not_ready_refuses_configurations(
     client: FlaskClient, owner_db: Database, admin: Caller
 ) -> None:
-    young = refused_until_ready(client, owner_db, admin, lambda ns: create(client, admin, ns))
+    young = support.refused_until_ready(
+        client, owner_db, admin, lambda ns: create(client, admin, ns)
+    )
     assert client.get(base(young), headers=admin.headers).json["data"] == []
 
 

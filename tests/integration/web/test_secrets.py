@@ -15,19 +15,9 @@ from occ.config import Settings
 from occ.db import Database
 from occ.state import models
 from occ.state import secrets as secret_rows
+from tests.integration.web import support
 from tests.integration.web.conftest import Caller
-from tests.integration.web.support import (
-    Request,
-    caller,
-    denials,
-    kept_while_used,
-    namespace,
-    neighbours,
-    problem,
-    problems,
-    refused_until_ready,
-    revoke,
-)
+from tests.integration.web.support import caller, namespace, problem
 from tests.support import rows
 
 VALUE = "sk-live-\u00e9\u6771-never-shown-7f3a9c"
@@ -166,24 +156,24 @@ def test_every_route_needs_a_valid_key(
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = caller(db, *ALL)
-    revoke(db, revoked)
-    requests: list[Request] = [
+    support.revoke(db, revoked)
+    requests: list[support.Request] = [
         ("POST", base(ns), {"name": "x", "value": VALUE}),
         ("GET", base(ns), None),
         ("GET", item, None),
         ("DELETE", item, None),
     ]
     for headers in ({}, revoked.headers):
-        problems(client, requests, headers, 401, "UNAUTHENTICATED")
+        support.problems(client, requests, headers, 401, "UNAUTHENTICATED")
     assert client.get(base(ns), headers=admin.headers).json["data"][0]["name"] == "token"
 
 
 def test_another_namespaces_secrets_are_not_found(
     client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str
 ) -> None:
-    near = neighbours(client, db, owner_db, admin, ns, create=create, permissions=ALL)
+    near = support.neighbours(client, db, owner_db, admin, ns, create=create, permissions=ALL)
     their_item = f"{base(near.other)}/{near.theirs['id']}"
-    requests: list[Request] = [
+    requests: list[support.Request] = [
         ("GET", their_item, None),
         ("DELETE", their_item, None),
         ("GET", base(near.other), None),
@@ -194,11 +184,11 @@ def test_another_namespaces_secrets_are_not_found(
         ("GET", f"{base(ns)}/{ids.new('secret')}", None),
         ("GET", f"{base('ns_bad')}/{near.theirs['id']}", None),
     ]
-    problems(client, requests, near.member.headers, 404, "NOT_FOUND")
+    support.problems(client, requests, near.member.headers, 404, "NOT_FOUND")
 
     assert client.get(base(ns), headers=near.member.headers).json["data"] == [near.ours]
     assert client.get(their_item, headers=admin.headers).json["data"] == near.theirs
-    denied = denials(db)
+    denied = support.denials(db)
     assert denied and {event.namespace_id for event in denied} == {near.other}
     assert all(VALUE not in json.dumps(dict(event.details)) for event in denied)
 
@@ -231,10 +221,10 @@ def test_a_secret_used_for_harness_auth_cannot_be_deleted(
             .where(models.Agent.id == agent_id)
             .values(harness_auth_secret_id=secret_id)
         )
-    kept_while_used(client, admin, f"{base(ns)}/{secret_id}", agent_id)
+    support.kept_while_used(client, admin, f"{base(ns)}/{secret_id}", agent_id)
 
 
 def test_a_namespace_that_is_not_ready_refuses_secrets(
     client: FlaskClient, owner_db: Database, admin: Caller
 ) -> None:
-    refused_until_ready(client, owner_db, admin, lambda ns: create(client, admin, ns))
+    support.refused_until_ready(client, owner_db, admin, lambda ns: create(client, admin, ns))
