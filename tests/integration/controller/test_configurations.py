@@ -19,7 +19,7 @@ from occ.state import configurations as configuration_rows
 from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
 from tests.integration.controller.support import count, events
-from tests.support import rows
+from tests.support import audits, rows
 from tests.support.grants import principal
 
 STORE = secret_store.SecretStore("admission-test-key")
@@ -79,12 +79,7 @@ def test_create_writes_the_row_and_its_audit_together(
     assert view.document == {"model": "gpt", "tools": [1, {"a": None}]}
     assert count(db, models.ControllerWork) == 1  # only the Namespace's own work
     [event] = events(db, resource_id=view.id)
-    assert (event.kind, event.action, event.actor_id, event.outcome) == (
-        "mutation",
-        "configurations.create",
-        admin,
-        "success",
-    )
+    assert audits.headline(event) == ("mutation", "configurations.create", admin, "success")
     assert (event.namespace_id, event.resource_kind) == (namespace_id, "configuration")
     assert event.details["name"] == "base" and event.details["generation"] == 1
     assert event.details["authorization"]["principalId"] == admin

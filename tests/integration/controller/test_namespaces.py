@@ -14,7 +14,7 @@ from occ.db import Database
 from occ.state import audit, iam_policy, models, values, work_keys, work_queue
 from occ.state import roles as role_rows
 from tests.integration.controller.support import count, events, work
-from tests.support import rows
+from tests.support import audits, rows
 from tests.support.grants import principal
 
 
@@ -97,12 +97,7 @@ def test_create_writes_row_audit_and_work_together(db: Database, admin: str) -> 
     assert item.owner == values.WorkOwner(namespace_id=view.id, actor_id=admin)
     assert item.kind == work_keys.WorkKind.NAMESPACE_READY
     [event] = events(db, namespace_id=view.id)
-    assert (event.kind, event.action, event.actor_id, event.outcome) == (
-        "mutation",
-        "namespaces.create",
-        admin,
-        "success",
-    )
+    assert audits.headline(event) == ("mutation", "namespaces.create", admin, "success")
     assert (event.resource_kind, event.resource_id, event.work_id) == (
         "namespace",
         view.id,
@@ -128,7 +123,7 @@ def test_denied_create_writes_only_the_denial(
     all_events = events(db)
     assert len(all_events) == before + 1
     denial = all_events[0]
-    assert (denial.kind, denial.action, denial.actor_id, denial.outcome) == (
+    assert audits.headline(denial) == (
         "authorization_denial",
         "namespaces.create",
         stranger,

@@ -9,6 +9,7 @@ from sqlalchemy import exc as sa_exc
 from occ import ids
 from occ.db import Database
 from occ.state import audit
+from tests.support import audits
 
 
 def append(db: Database, **fields: object) -> str:
@@ -40,12 +41,7 @@ def test_append_then_read_back(db: Database) -> None:
     with db.transaction() as session:
         [event] = audit.list_events(session)
     assert event.id == event_id
-    assert (event.kind, event.action, event.actor_id, event.outcome) == (
-        "mutation",
-        "namespaces.create",
-        actor,
-        "success",
-    )
+    assert audits.headline(event) == ("mutation", "namespaces.create", actor, "success")
     assert (event.namespace_id, event.resource_kind, event.resource_id) == (
         namespace_id,
         "namespace",
