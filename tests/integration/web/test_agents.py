@@ -93,6 +93,15 @@ def empower(db: Database, agent: dict[str, Any], *permissions: str) -> None:
         )
 
 
+def deployable(
+    client: FlaskClient, db: Database, admin: Caller, world: World
+) -> tuple[dict[str, Any], str]:
+    """An Agent ``admin`` created, its service principal empowered to deploy; it and its path."""
+    agent = create(client, admin, world)
+    empower(db, agent)
+    return agent, f"{world.agents}/{agent['id']}"
+
+
 def count(db: Database, model: type[models.Base], **where: Any) -> int:
     with db.transaction() as session:
         query = sa.select(sa.func.count()).select_from(model)
@@ -359,9 +368,7 @@ def test_list_is_filtered_per_agent(
 def test_deploy_twice_makes_two_revisions(
     client: FlaskClient, admin: Caller, world: World, db: Database
 ) -> None:
-    agent = create(client, admin, world)
-    empower(db, agent)
-    base = f"{world.agents}/{agent['id']}"
+    agent, base = deployable(client, db, admin, world)
 
     first = client.post(f"{base}/deploy", headers=admin.headers)
     assert first.status_code == 202, first.json
@@ -475,9 +482,7 @@ def test_deploy_denied_for_the_service_principal(
 def test_stop_admits_a_fresh_work_item_each_time(
     client: FlaskClient, admin: Caller, world: World, db: Database
 ) -> None:
-    agent = create(client, admin, world)
-    empower(db, agent)
-    base = f"{world.agents}/{agent['id']}"
+    agent, base = deployable(client, db, admin, world)
     client.post(f"{base}/deploy", headers=admin.headers)
     for _ in range(2):
         stopped = client.post(f"{base}/stop", headers=admin.headers)
@@ -492,9 +497,7 @@ def test_stop_admits_a_fresh_work_item_each_time(
 def test_delete_then_everything_else_conflicts(
     client: FlaskClient, admin: Caller, world: World, db: Database
 ) -> None:
-    agent = create(client, admin, world)
-    empower(db, agent)
-    base = f"{world.agents}/{agent['id']}"
+    agent, base = deployable(client, db, admin, world)
     deleted = client.delete(base, headers=admin.headers)
     assert deleted.status_code == 202, deleted.json
     assert (deleted.json["data"]["status"], deleted.json["data"]["desiredRuntimeState"]) == (
@@ -605,9 +608,7 @@ def activate(session: orm.Session, agent_id: str, revision_id: str | None) -> No
 def test_deployment_status_of_every_state(
     client: FlaskClient, admin: Caller, world: World, db: Database, policy: values.QueuePolicy
 ) -> None:
-    agent = create(client, admin, world)
-    empower(db, agent)
-    base = f"{world.agents}/{agent['id']}"
+    agent, base = deployable(client, db, admin, world)
 
     def deploy() -> str:
         response = client.post(f"{base}/deploy", headers=admin.headers)
@@ -716,9 +717,7 @@ def work_key(revision_id: str) -> str:
 def test_deployment_status_of_a_convergence_failure(
     client: FlaskClient, admin: Caller, world: World, db: Database, policy: values.QueuePolicy
 ) -> None:
-    agent = create(client, admin, world)
-    empower(db, agent)
-    base = f"{world.agents}/{agent['id']}"
+    _, base = deployable(client, db, admin, world)
     revision_id = client.post(f"{base}/deploy", headers=admin.headers).json["data"]["deploymentId"]
     expired = values.QueuePolicy(convergence_timeout_ms=1)
     drive(
@@ -742,11 +741,8 @@ def test_deployment_status_of_a_convergence_failure(
 def test_revisions_are_immutable(
     client: FlaskClient, admin: Caller, world: World, db: Database, owner_db: Database
 ) -> None:
-    agent = create(client, admin, world)
-    empower(db, agent)
-    revision_id = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers).json[
-        "data"
-    ]["deploymentId"]
+    _, base = deployable(client, db, admin, world)
+    revision_id = client.post(f"{base}/deploy", headers=admin.headers).json["data"]["deploymentId"]
     change = (
         sa.update(models.AgentRevision)
         .where(models.AgentRevision.id == revision_id)
@@ -759,7 +755,5 @@ def test_revisions_are_immutable(
         session.execute(change)  # occ_app holds no UPDATE privilege
     with pytest.raises(sa_exc.IntegrityError, match="immutable"), owner_db.transaction() as session:
         session.execute(change)  # and the trigger stops even the owner
-    revision = client.get(
-        f"{world.agents}/{agent['id']}/revisions/{revision_id}", headers=admin.headers
-    ).json["data"]
+    revision = client.get(f"{base}/revisions/{revision_id}", headers=admin.headers).json["data"]
     assert revision["harness"]["version"] == "2026.1.0"
