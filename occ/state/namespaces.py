@@ -167,16 +167,8 @@ def tombstone(session: orm.Session, namespace_id: str) -> bool:
     )
     if not result.rowcount:  # type: ignore[attr-defined]
         return False
-    session.execute(
-        sa.update(_BINDINGS)
-        .where(_BINDINGS.c.namespace_id == namespace_id, _BINDINGS.c.revoked_at.is_(None))
-        .values(revoked_at=_NOW)
-    )
-    session.execute(
-        sa.update(_ROLES)
-        .where(_ROLES.c.namespace_id == namespace_id, _ROLES.c.deleted_at.is_(None))
-        .values(deleted_at=_NOW)
-    )
+    session.execute(rows.stamped(_BINDINGS, "revoked_at", _BINDINGS.c.namespace_id == namespace_id))
+    session.execute(rows.stamped(_ROLES, "deleted_at", _ROLES.c.namespace_id == namespace_id))
     return True
 
 
