@@ -23,6 +23,18 @@ def admin(db: Database, boot: installation.BootstrapResult) -> str:
     return boot.admin_principal_id
 
 
+def administrator(
+    db: Database, admin: str, boot: installation.BootstrapResult, name: str, *, kind: str
+) -> iam_policy.Principal:
+    """A new principal ``admin`` binds to the administrator Role (without a key)."""
+    assert boot.administrator_role_id is not None
+    made = principals.create_principal(db, actor_id=admin, name=name, kind=kind)
+    access_bindings.create_binding(
+        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=made.id
+    )
+    return made
+
+
 def keys_of(db: Database, principal_id: str) -> list[api_keys.ApiKey]:
     with db.transaction() as session:
         return api_keys.list_for(session, principal_id)
@@ -43,10 +55,7 @@ def test_a_keyless_administrator_does_not_keep_the_installation_administered(
     # the sequence that used to lock the administrator out: bind the administrator Role to a
     # new service principal that has no key, then delete one's own binding
     assert boot.administrator_role_id is not None and boot.binding_id is not None
-    robot = principals.create_principal(db, actor_id=admin, name="robot", kind="service")
-    access_bindings.create_binding(
-        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=robot.id
-    )
+    robot = administrator(db, admin, boot, "robot", kind="service")
     with pytest.raises(errors.LastAdministrator) as refused:
         access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
     assert refused.value.code == "LAST_ADMINISTRATOR"
@@ -72,10 +81,7 @@ def test_the_last_key_of_the_last_acting_administrator_stays(
     db: Database, admin: str, boot: installation.BootstrapResult
 ) -> None:
     assert boot.administrator_role_id is not None
-    keyless = principals.create_principal(db, actor_id=admin, name="keyless", kind="human")
-    access_bindings.create_binding(
-        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=keyless.id
-    )
+    administrator(db, admin, boot, "keyless", kind="human")
     [only] = keys_of(db, admin)
     with pytest.raises(errors.LastAdministrator):
         principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id=only.id)
@@ -104,10 +110,7 @@ def test_disabling_a_principal_revokes_its_keys_and_is_audited(
     db: Database, admin: str, boot: installation.BootstrapResult
 ) -> None:
     assert boot.administrator_role_id is not None and boot.binding_id is not None
-    deputy = principals.create_principal(db, actor_id=admin, name="deputy", kind="human")
-    access_bindings.create_binding(
-        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=deputy.id
-    )
+    deputy = administrator(db, admin, boot, "deputy", kind="human")
     key = principals.mint_api_key(db, actor_id=admin, principal_id=deputy.id, pepper=PEPPER)
     disabled = principals.disable_principal(db, actor_id=admin, principal_id=deputy.id)
     assert disabled.disabled
