@@ -11,7 +11,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from bench import e2e_bench
+from bench import workers
 from bench.support import BenchError
 from occ import secret_store
 from occ.controller import deployments, installation, namespaces
@@ -36,8 +36,8 @@ class Deploys:
 def fleet_env(
     urls: databases.DatabaseUrls, broker: str, directory: Path, secret_key: str
 ) -> dict[str, str]:
-    """``e2e_bench.fleet_env`` with the Secret store's key and an API-key pepper."""
-    env = e2e_bench.fleet_env(urls, broker, directory / "local")
+    """``workers.fleet_env`` with the Secret store's key and an API-key pepper."""
+    env = workers.fleet_env(urls, broker, directory / "local")
     env.update(OCC_SECRET_KEY=secret_key, OCC_API_KEY_PEPPER=API_KEY_PEPPER)
     return env
 
@@ -74,7 +74,7 @@ def prepare_world(
             ).scalars()
             return all(status == "ready" for status in statuses)
 
-    e2e_bench.wait_for(
+    workers.wait_for(
         ready, timeout=READY_TIMEOUT_S, message=f"the {driver} Namespaces to become ready"
     )
     pairs: list[tuple[str, str]] = []
@@ -106,7 +106,7 @@ def deploy_all(
     nudger: nudge.Nudger,
     admin: str,
     pairs: list[tuple[str, str]],
-    fleet: e2e_bench.Fleet,
+    fleet: workers.Fleet,
     *,
     timeout: float,
 ) -> Deploys:
@@ -140,7 +140,7 @@ def deploy_all(
         found = {row.resource_id: row.occurred_at.timestamp() for row in rows}
         return found if len(found) == len(admitted) else None
 
-    done = e2e_bench.wait_for(
+    done = workers.wait_for(
         activations, timeout=timeout, interval=0.1, message="every deploy active"
     )
     latencies = [(done[rev] - at) * 1000 for rev, at in admitted.items()]
@@ -153,6 +153,6 @@ def work_ids(revision_ids: list[str]) -> set[str]:
     return {f"agent_revision:{revision}:reconcile" for revision in revision_ids}
 
 
-def passes(fleet: e2e_bench.Fleet, revision_ids: list[str]) -> list[float]:
+def passes(fleet: workers.Fleet, revision_ids: list[str]) -> list[float]:
     """Durations (ms) of the driver worker's passes over these revisions' deploy work."""
-    return e2e_bench.driver_durations(fleet, work_ids(revision_ids))
+    return workers.driver_durations(fleet, work_ids(revision_ids))

@@ -15,7 +15,7 @@ stderr gets a short summary (the ratios occ / floor) and, with ``-v``, progress 
 Set-up: ``OCC_TEST_DATABASE_URL`` names a PostgreSQL server (a fresh database is created and
 dropped, ``tests.support.databases``), ``OCC_TEST_REDIS_URL`` the Redis whose database 11 is
 the broker, ``OCC_TEST_DOCKER_HOST`` the engine (``make services`` starts one and builds the
-stand-in image). Processes are ``bench/e2e_bench.py``'s: one control worker (threads, 2), one
+stand-in image). Processes are ``bench/workers.py``'s: one control worker (threads, 2), one
 driver worker (prefork, ``--concurrency``, 4 by default: Docker calls mostly wait), and beat
 claiming every 250 ms. One Namespace is made ready through the fleet, then ``--agents``
 Agents (50) are created with their grants; the clock starts at the first deploy admission.
@@ -47,7 +47,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import docker
 
-from bench import deploys, e2e_bench
+from bench import deploys, workers
 from bench.support import answers, log, percentile, report
 from occ.config import Settings
 from occ.db import Database
@@ -70,7 +70,7 @@ def deploy_phase(
     database: Database,
     env: dict[str, str],
     admin: str,
-    fleet: e2e_bench.Fleet,
+    fleet: workers.Fleet,
     args: argparse.Namespace,
 ) -> tuple[str, deploys.Deploys]:
     """One Namespace of ``--agents`` docker Agents, each deployed once; the Namespace and what
@@ -183,15 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     if not host:
         parser.error("OCC_TEST_DOCKER_HOST is not set (make services starts an engine)")
 
-    e2e_bench.exit_on_sigterm()
+    workers.exit_on_sigterm()
     broker = brokers.url(BROKER_DB)
     namespace_id = None
     started = time.monotonic()
-    with e2e_bench.scratch("docker", broker) as (directory, urls):
+    with workers.scratch("docker", broker) as (directory, urls):
         env = deploys.fleet_env(urls, broker, directory, SECRET_KEY)
         env.update(OCC_COMPUTE_DRIVER="docker", OCC_DOCKER_HOST=host)
         try:
-            with e2e_bench.Fleet(env, directory).supervised() as fleet:
+            with workers.Fleet(env, directory).supervised() as fleet:
                 database = Database(urls.app, pool_size=4, application_name="occ-docker-bench")
                 try:
                     admin = deploys.bootstrap(database)

@@ -62,51 +62,46 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Final
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as ``python bench/e2e_bench.py``
-    sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import redis  # noqa: E402
-import sqlalchemy as sa  # noqa: E402
+import redis
+import sqlalchemy as sa
 
-from bench import noop_app  # noqa: E402
-from bench.support import BenchError, log, percentile, report  # noqa: E402
-from occ.config import Settings  # noqa: E402
-from occ.controller import installation, namespaces  # noqa: E402
-from occ.db import Database  # noqa: E402
-from occ.drivers.compute.local import LocalComputeDriver  # noqa: E402
-from occ.tasks import app as tasks_app  # noqa: E402
-from occ.tasks import nudge  # noqa: E402
-from tests.support import brokers, databases  # noqa: E402
-from tests.support.processes import (  # noqa: E402
-    Process,
-    beat_arguments,
-    poll,
-    start,
-    worker_arguments,
+from bench import noop_app
+from bench.support import BenchError, log, percentile, report
+from bench.workers import (
+    CLAIM_INTERVAL_MS,
+    OCC_APP,
+    POLL_S,
+    Fleet,
+    driver_durations,
+    exit_on_sigterm,
+    fleet_env,
+    scratch,
+    wait_for,
 )
-
-T = TypeVar("T")
+from occ.config import Settings
+from occ.controller import installation, namespaces
+from occ.db import Database
+from occ.drivers.compute.local import LocalComputeDriver
+from occ.tasks import app as tasks_app
+from occ.tasks import nudge
+from tests.support import brokers, databases
 
 BROKER_DBS: Final = (12, 13, 14, 15)
 """Redis databases the broker may use: the first one no other client is connected to."""
-POLL_S: Final = 0.02
 WARMUP_ITEMS: Final = 20
-NUDGE_BEAT_MS: Final = 60_000
+NUDGE_BEAT_MS: Final = CLAIM_INTERVAL_MS
 POLL_BEAT_MS: Final = 250
 SPACING_S: Final = (0.02, 0.05)
 READY_TIMEOUT_S: Final = 60.0
@@ -114,114 +109,10 @@ READY_TIMEOUT_S: Final = 60.0
 TARGET_RATIO: Final = 0.5
 TARGET_NUDGE_P99_MS: Final = 100.0
 
-OCC_APP: Final = "occ.tasks.app"
 NOOP_APP: Final = "bench.noop_app"
 
 
-def wait_for(
-    condition: Callable[[], T | None], *, timeout: float, interval: float = POLL_S, message: str
-) -> T:
-    """``condition``'s first true value, polling every ``interval`` s; ``BenchError`` after
-    ``timeout`` s."""
-    value = poll(condition, timeout=timeout, interval=interval)
-    if value is None:
-        raise BenchError(f"timed out after {timeout:.0f} s waiting for {message}")
-    return value
-
-
 # -- processes --------------------------------------------------------------------------------
-
-
-@dataclass
-class Fleet:
-    """Celery worker and beat processes sharing one environment."""
-
-    env: dict[str, str]
-    directory: Path
-    processes: list[Process] = field(default_factory=list)
-
-    def _start(self, name: str, arguments: list[str], extra: dict[str, str]) -> Process:
-        command = [sys.executable, "-m", "celery", *arguments]
-        process = start(self.directory, name, command, {**self.env, **extra}, cwd=ROOT)
-        self.processes.append(process)
-        return process
-
-    def worker(self, name: str, *, app: str, queues: str, pool: str, concurrency: int) -> Process:
-        readiness = self.directory / f"{name}.ready"
-        process = self._start(
-            name,
-            [
-                "-A",
-                app,
-                *worker_arguments(name, queues=queues, pool=pool, concurrency=concurrency),
-            ],
-            {"OCC_WORKER_READINESS_PATH": str(readiness)},
-        )
-        wait_for(
-            lambda: readiness.exists() or not process.alive(),
-            timeout=60,
-            interval=0.05,
-            message=f"worker {name} to become ready",
-        )
-        if not process.alive():
-            raise BenchError(f"worker {name} exited:\n{process.tail()}")
-        return process
-
-    def start_deploy_workers(self, driver_concurrency: int) -> None:
-        """What the deploy benchmarks run: a control worker (two threads), one driver worker
-        of ``driver_concurrency`` processes and a beat claiming every 250 ms."""
-        self.worker(
-            "control", app=OCC_APP, queues=tasks_app.CONTROL_QUEUE, pool="threads", concurrency=2
-        )
-        self.worker(
-            "drivers-1",
-            app=OCC_APP,
-            queues=tasks_app.DRIVER_QUEUE,
-            pool="prefork",
-            concurrency=driver_concurrency,
-        )
-        self.beat("beat", 250)
-
-    def beat(self, name: str, claim_interval_ms: int) -> Process:
-        return self._start(
-            name,
-            ["-A", OCC_APP, *beat_arguments(self.directory / f"{name}-schedule")],
-            {"OCC_CLAIM_INTERVAL_MS": str(claim_interval_ms)},
-        )
-
-    def check(self) -> None:
-        for process in self.processes:
-            if not process.alive():
-                raise BenchError(f"{process.name} exited:\n{process.tail()}")
-
-    def stop(self, process: Process) -> None:
-        process.stop()
-        self.processes.remove(process)
-
-    def stop_all(self) -> None:
-        for process in reversed(self.processes):
-            process.stop()
-        self.kill_all()
-
-    def kill_all(self) -> None:
-        for process in self.processes:
-            if process.alive():
-                process.kill_group()
-
-    @contextlib.contextmanager
-    def supervised(self) -> Iterator[Fleet]:
-        """Kill every process at the end; after a failure other than an interrupt, first print
-        the last lines each one logged."""
-        try:
-            yield self
-        except BaseException as failure:
-            self.kill_all()
-            if not isinstance(failure, SystemExit | KeyboardInterrupt):
-                for process in self.processes:
-                    print(f"--- {process.name} (last lines) ---\n{process.tail()}", file=sys.stderr)
-            raise
-        finally:
-            self.kill_all()
 
 
 # -- CPU accounting (Linux /proc; diagnostics for -v) ------------------------------------------
@@ -368,21 +259,6 @@ def quiesce(occ: Occ, broker: redis.Redis, verbose: bool, before: str) -> None:
     log(verbose, f"{stale} stale occ.claim messages were still queued before {before}: dropped")
 
 
-def driver_durations(fleet: Fleet, work_ids: set[str]) -> list[float]:
-    """``durationMs`` of the driver workers' ``worker.completed`` events for ``work_ids``."""
-    durations = []
-    for process in fleet.processes:
-        if not process.name.startswith("drivers-"):
-            continue
-        for line in process.log.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"event":"worker.completed"' not in line:
-                continue
-            event = json.loads(line)
-            if event.get("workId") in work_ids:
-                durations.append(float(event["durationMs"]))
-    return durations
-
-
 def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int, verbose: bool) -> float:
     warm = [occ.admit() for _ in range(WARMUP_ITEMS)]
     occ.nudger.send_now()
@@ -519,57 +395,11 @@ def celery_throughput(
 # -- main -------------------------------------------------------------------------------------
 
 
-def exit_on_sigterm() -> None:
-    """Make SIGTERM raise ``SystemExit(128 + 15)``, so that a benchmark's ``finally`` blocks
-    still stop its fleet and drop its database."""
-
-    def terminated(number: int, frame: object) -> None:
-        raise SystemExit(128 + number)
-
-    signal.signal(signal.SIGTERM, terminated)
-
-
-@contextlib.contextmanager
-def scratch(label: str, broker: str) -> Iterator[tuple[Path, databases.DatabaseUrls]]:
-    """A run's temporary directory and fresh database (named after ``label``) on a flushed
-    broker: the database is dropped, the broker flushed and the directory removed at the end."""
-    broker_client = redis.Redis.from_url(broker)
-    broker_client.flushdb()
-    directory = Path(tempfile.mkdtemp(prefix=f"occ-{label}-bench-"))
-    urls = databases.urls_for(f"occ_{label}_bench_{os.getpid()}")
-    try:
-        databases.create_test_database(urls.name)
-        yield directory, urls
-    finally:
-        with contextlib.suppress(Exception):
-            databases.drop_database(urls)
-        broker_client.flushdb()
-        broker_client.close()
-        shutil.rmtree(directory, ignore_errors=True)
-
-
 def broker_url() -> str:
     number = brokers.quiet_database(BROKER_DBS)
     if number is None:
         raise BenchError(f"every Redis database of {BROKER_DBS} is in use")
     return brokers.url(number)
-
-
-def fleet_env(urls: databases.DatabaseUrls, broker: str, local_root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
-    pythonpath = [str(ROOT), *filter(None, [env.get("PYTHONPATH")])]
-    env.update(
-        {
-            "PYTHONPATH": os.pathsep.join(pythonpath),
-            "OCC_DATABASE_URL": urls.app,
-            "OCC_BROKER_URL": broker,
-            "OCC_LOCAL_ROOT": str(local_root),
-            "OCC_WORKER_LEASE_DURATION_MS": "15000",
-            "OCC_CLAIM_INTERVAL_MS": str(NUDGE_BEAT_MS),
-            "OCC_RECOVERY_INTERVAL_MS": "5000",
-        }
-    )
-    return env
 
 
 def summary(figures: dict[str, float]) -> list[str]:

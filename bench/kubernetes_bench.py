@@ -22,7 +22,7 @@ the broker. The cluster is the fake Kubernetes API server of the tests
 validation (the tests validate; here it would only add the fake's own CPU). The workers reach
 it over HTTP through a kubeconfig file, as they would reach a cluster.
 
-Processes are ``bench/e2e_bench.py``'s: one control worker (threads, 2), one driver worker
+Processes are ``bench/workers.py``'s: one control worker (threads, 2), one driver worker
 (prefork, ``--concurrency``, 4 by default: API calls mostly wait) and beat claiming every
 250 ms, all with a maintenance interval of an hour so that no maintenance pass runs while
 deploys are measured. Per driver: Namespaces of ``--per-namespace`` Agents (10) are made
@@ -61,7 +61,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import sqlalchemy as sa
 
-from bench import deploys, e2e_bench
+from bench import deploys, workers
 from bench.support import BenchError, log, percentile, report
 from occ.config import Settings
 from occ.db import Database
@@ -106,13 +106,13 @@ def busy_work(database: Database) -> int:
         )
 
 
-def wait_idle(database: Database, fleet: e2e_bench.Fleet) -> None:
+def wait_idle(database: Database, fleet: workers.Fleet) -> None:
     def idle() -> bool:
         fleet.check()
         return busy_work(database) == 0
 
     for _ in range(2):  # idle twice, a quarter second apart
-        e2e_bench.wait_for(idle, timeout=IDLE_TIMEOUT_S, interval=0.1, message="an idle fleet")
+        workers.wait_for(idle, timeout=IDLE_TIMEOUT_S, interval=0.1, message="an idle fleet")
         time.sleep(0.25)
 
 
@@ -136,12 +136,10 @@ def maintenance_done(database: Database, revision_ids: list[str]) -> int:
 
 
 @contextlib.contextmanager
-def phase_fleet(
-    env: dict[str, str], directory: Path, concurrency: int
-) -> Iterator[e2e_bench.Fleet]:
+def phase_fleet(env: dict[str, str], directory: Path, concurrency: int) -> Iterator[workers.Fleet]:
     """A phase's deploy fleet, in a directory of its own, killed at the end."""
     directory.mkdir()
-    with e2e_bench.Fleet(env, directory).supervised() as fleet:
+    with workers.Fleet(env, directory).supervised() as fleet:
         fleet.start_deploy_workers(concurrency)
         yield fleet
 
@@ -151,7 +149,7 @@ def deploy_phase(
     env: dict[str, str],
     admin: str,
     driver: str,
-    fleet: e2e_bench.Fleet,
+    fleet: workers.Fleet,
     counts: tuple[int, int],
     verbose: bool,
     before_deploys: Callable[[], None] = lambda: None,
@@ -193,7 +191,7 @@ def repass(
     database: Database,
     env: dict[str, str],
     kube: FakeKubeAPI,
-    fleet: e2e_bench.Fleet,
+    fleet: workers.Fleet,
     revision_ids: list[str],
 ) -> tuple[float, float]:
     """API calls and writes per no-op maintenance pass (one per active revision)."""
@@ -208,7 +206,7 @@ def repass(
         fleet.check()
         return maintenance_done(database, revision_ids) >= len(revision_ids)
 
-    e2e_bench.wait_for(
+    workers.wait_for(
         all_observed,
         timeout=IDLE_TIMEOUT_S,
         interval=0.1,
@@ -248,10 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     count = args.agents or (QUICK_AGENTS if args.quick else FULL_AGENTS)
     counts = (count, max(args.per_namespace, 1))
 
-    e2e_bench.exit_on_sigterm()
+    workers.exit_on_sigterm()
     broker = brokers.url(BROKER_DB)
     started = time.monotonic()
-    with e2e_bench.scratch("kubernetes", broker) as (directory, urls):
+    with workers.scratch("kubernetes", broker) as (directory, urls):
         kube = FakeKubeAPI(validate=False).start()
         kube.auto_rollout = True
         common = deploys.fleet_env(urls, broker, directory, SECRET_KEY)
