@@ -83,6 +83,19 @@ def deploy(
     return activation
 
 
+def deployed(
+    driver: KubernetesComputeDriver,
+    kube_api: FakeKubeAPI,
+    operation: base.Operation,
+    specs: Specs,
+) -> tuple[str, base.RevisionSpec]:
+    """A revision deployed in a Namespace made ready: the Kubernetes namespace and the revision."""
+    name = ready_namespace(driver, operation, specs)
+    revision = specs.revision()
+    deploy(driver, kube_api, operation, revision)
+    return name, revision
+
+
 def gateway_name(revision: base.RevisionSpec) -> str:
     if revision.harness_mode == "dedicated":
         return naming.dedicated_deployment(revision.revision_id)

@@ -87,9 +87,7 @@ def test_first_deploy_and_a_no_op_pass_within_their_call_budgets(
 def test_objects_changed_behind_occs_back_are_repaired_on_the_next_pass(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = helpers.ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    helpers.deploy(driver, kube_api, operation, revision)
+    name, revision = helpers.deployed(driver, kube_api, operation, specs)
     agent_object = naming.agent_object(revision.agent_id)
 
     kube_api.remove("services", name, agent_object)
@@ -281,9 +279,7 @@ def test_an_embedded_redeploy_swaps_the_template_only_at_activation(
 def test_stop_scales_to_zero_and_keeps_snapshot_credential_and_volume(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = helpers.ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    helpers.deploy(driver, kube_api, operation, revision)
+    name, revision = helpers.deployed(driver, kube_api, operation, specs)
     driver.stop_revision(operation, revision)
     deployment = kube_api.get("deployments", name, naming.agent_object(revision.agent_id))
     assert deployment is not None and deployment["spec"]["replicas"] == 0
@@ -334,9 +330,7 @@ def test_dedicated_revisions_start_only_after_predecessors_stop(
 def test_the_credential_reaches_the_gateway_only_through_its_secret(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = helpers.ready_namespace(driver, operation, specs)
-    revision = specs.revision()
-    helpers.deploy(driver, kube_api, operation, revision)
+    name, revision = helpers.deployed(driver, kube_api, operation, specs)
     secret_name = naming.credential_secret(revision.revision_id)
     secret = kube_api.get("secrets", name, secret_name)
     assert secret is not None and secret["type"] == "Opaque"
