@@ -39,6 +39,13 @@ def revoke(db: Database, who: Caller) -> None:
         api_keys.revoke(session, parsed[0])
 
 
+def revoked_caller(db: Database, *permissions: str) -> Caller:
+    """A caller holding ``permissions`` whose API key has been revoked."""
+    revoked = caller(db, *permissions)
+    revoke(db, revoked)
+    return revoked
+
+
 def namespace(
     client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
 ) -> str:

@@ -134,8 +134,7 @@ def test_every_route_needs_a_valid_key(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
-    revoked = caller(db, *ALL)
-    support.revoke(db, revoked)
+    revoked = support.revoked_caller(db, *ALL)
     requests: list[support.Request] = [
         ("POST", base(ns), {"name": "x", "document": {}}),
         ("GET", base(ns), None),
