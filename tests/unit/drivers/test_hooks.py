@@ -140,25 +140,25 @@ def test_hooks_receive_the_operation_of_the_call() -> None:
     assert calls[0].operation is operation
 
 
+def _compensated(phase: str, compensation: str) -> list[tuple[str, str]]:
+    """The trace when ``iam:c``, last of SELECTION, fails ``phase``: all three ran it, then the
+    two before it ran ``compensation`` in reverse."""
+    return [(hook, phase) for hook in SELECTION] + [
+        (hook, compensation) for hook in reversed(SELECTION[:2])
+    ]
+
+
 def test_failed_namespace_preparation_compensates_completed_hooks_in_reverse() -> None:
     calls: list[Call] = []
     owners = _hooks(
         calls,
-        "configuration:a",
-        "sandbox:b",
-        "iam:c",
+        *SELECTION,
         "plugin:d",
         fail={"iam:c": {"after_namespace_prepared": RuntimeError("boom")}},
     )
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).after_namespace_prepared(_operation(), NAMESPACE)
-    assert _trace(calls) == [
-        ("configuration:a", "after_namespace_prepared"),
-        ("sandbox:b", "after_namespace_prepared"),
-        ("iam:c", "after_namespace_prepared"),
-        ("sandbox:b", "before_namespace_delete"),
-        ("configuration:a", "before_namespace_delete"),
-    ]
+    assert _trace(calls) == _compensated("after_namespace_prepared", "before_namespace_delete")
     assert raised.value.code == hooks.HOOK_FAILED
     assert "hook failed for iam:c" in raised.value.reason
     assert "boom" not in str(raised.value)  # an arbitrary exception's message is not echoed
@@ -167,22 +167,10 @@ def test_failed_namespace_preparation_compensates_completed_hooks_in_reverse() -
 def test_failed_workload_start_compensates_with_workload_stop_in_reverse() -> None:
     calls: list[Call] = []
     refusal = base.PermanentDriverError("SANDBOX_REFUSED", "no capacity class")
-    owners = _hooks(
-        calls,
-        "configuration:a",
-        "sandbox:b",
-        "iam:c",
-        fail={"iam:c": {"before_workload_start": refusal}},
-    )
+    owners = _hooks(calls, *SELECTION, fail={"iam:c": {"before_workload_start": refusal}})
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
-    assert _trace(calls) == [
-        ("configuration:a", "before_workload_start"),
-        ("sandbox:b", "before_workload_start"),
-        ("iam:c", "before_workload_start"),
-        ("sandbox:b", "before_workload_stop"),
-        ("configuration:a", "before_workload_stop"),
-    ]
+    assert _trace(calls) == _compensated("before_workload_start", "before_workload_stop")
     assert raised.value.code == "SANDBOX_REFUSED"
     assert raised.value.reason == (
         "hook failed for iam:c in before_workload_start: no capacity class"
