@@ -77,13 +77,12 @@ def test_installation_wide_binding_grants_everywhere(db: Database, world: World)
 
 
 def test_namespace_binding_grants_only_in_its_namespace(db: Database, world: World) -> None:
-    with db.transaction() as session:
-        grants.grant(
-            session,
-            world.alice,
-            ["namespace:read", "agent:read", "namespace:create"],
-            namespace_id=world.ns_a,
-        )
+    grants.give(
+        db,
+        world.alice,
+        ["namespace:read", "agent:read", "namespace:create"],
+        namespace_id=world.ns_a,
+    )
 
     assert decide(db, world.alice, "namespace:read", iam.Resource.namespace(world.ns_a)).allowed
     assert decide(db, world.alice, "agent:read", agent(world.ns_a)).allowed
@@ -117,14 +116,13 @@ def test_exact_resource_binding_grants_only_that_resource(db: Database, world: W
 
 
 def test_exact_installation_binding(db: Database, world: World) -> None:
-    with db.transaction() as session:
-        grants.grant(
-            session,
-            world.alice,
-            ["installation:read"],
-            resource_kind="installation",
-            resource_id=world.installation.id,
-        )
+    grants.give(
+        db,
+        world.alice,
+        ["installation:read"],
+        resource_kind="installation",
+        resource_id=world.installation.id,
+    )
 
     assert decide(db, world.alice, "installation:read", world.installation).allowed
     assert not decide(
@@ -293,8 +291,7 @@ def test_require_raises_forbidden_with_the_decision(db: Database, world: World) 
 
 
 def test_unknown_permission_is_denied(db: Database, world: World) -> None:
-    with db.transaction() as session:
-        grants.grant(session, world.alice, iam.ADMINISTRATOR_PERMISSIONS)
+    grants.give(db, world.alice, iam.ADMINISTRATOR_PERMISSIONS)
     decision = decide(db, world.alice, "namespace:administer", iam.Resource.namespace(world.ns_a))
     assert (decision.allowed, decision.reason) == (False, iam.Reason.UNKNOWN_PERMISSION)
 

@@ -41,6 +41,14 @@ def grant(
     )
 
 
+def give(
+    db: Database, principal_id: str, permissions: Sequence[str], **scope: str | None
+) -> iam_policy.AccessBinding:
+    """``grant`` in a transaction of its own."""
+    with db.transaction() as session:
+        return grant(session, principal_id, permissions, **scope)
+
+
 def principal(
     db: Database,
     *permissions: str,

@@ -64,8 +64,7 @@ def create(
 
 
 def grant(db: Database, principal_id: str, *permissions: str, **scope: Any) -> None:
-    with db.transaction() as session:
-        grants.grant(session, principal_id, permissions, **scope)
+    grants.give(db, principal_id, permissions, **scope)
 
 
 def deploy(db: Database, actor_id: str, view: agent_rows.Agent) -> deployments.DeployAccepted:

@@ -53,13 +53,12 @@ def world(db: Database) -> World:
         harness_auth={"kind": "secret", "secret_id": secret_id},
         compute_driver="local",
     )
-    with db.transaction() as session:
-        grants.grant(
-            session,
-            agent.service_principal_id,
-            ("configuration:read", "secret:operate"),
-            namespace_id=namespace_id,
-        )
+    grants.give(
+        db,
+        agent.service_principal_id,
+        ("configuration:read", "secret:operate"),
+        namespace_id=namespace_id,
+    )
     return World(admin_id, namespace_id, configuration_id, secret_id, agent)
 
 

@@ -84,13 +84,12 @@ def create(client: FlaskClient, caller: Caller, world: World, **overrides: Any) 
 
 def empower(db: Database, agent: dict[str, Any], *permissions: str) -> None:
     """Grant the Agent's service principal what a deploy needs (or the given permissions)."""
-    with db.transaction() as session:
-        grants.grant(
-            session,
-            agent["servicePrincipalId"],
-            permissions or ("configuration:read", "secret:operate"),
-            namespace_id=agent["namespaceId"],
-        )
+    grants.give(
+        db,
+        agent["servicePrincipalId"],
+        permissions or ("configuration:read", "secret:operate"),
+        namespace_id=agent["namespaceId"],
+    )
 
 
 def deployable(
@@ -348,15 +347,14 @@ def test_list_is_filtered_per_agent(
     first = create(client, admin, world, name="first")
     create(client, admin, world, name="second")
     reader = caller(db)
-    with db.transaction() as session:
-        grants.grant(
-            session,
-            reader.principal_id,
-            ["agent:read"],
-            namespace_id=world.namespace_id,
-            resource_kind="agent",
-            resource_id=first["id"],
-        )
+    grants.give(
+        db,
+        reader.principal_id,
+        ["agent:read"],
+        namespace_id=world.namespace_id,
+        resource_kind="agent",
+        resource_id=first["id"],
+    )
     listed = client.get(world.agents, headers=reader.headers)
     assert [agent["id"] for agent in listed.json["data"]] == [first["id"]]
     assert client.get(world.agents, headers=caller(db).headers).status_code == 404

@@ -249,8 +249,7 @@ def test_key_lifecycle(
     robot = client.post(
         "/v1/principals", json={"name": "robot", "kind": "service"}, headers=admin.headers
     ).json["data"]
-    with db.transaction() as session:
-        grants.grant(session, robot["id"], ["installation:read"])
+    grants.give(db, robot["id"], ["installation:read"])
 
     minted = client.post(f"/v1/principals/{robot['id']}/api-keys", headers=admin.headers)
     assert minted.status_code == 201, minted.json
