@@ -64,6 +64,11 @@ class Queue:
         assert item is not None
         return item
 
+    def progress(self, work_id: str) -> tuple[values.WorkState, int, str | None]:
+        """The item's state, attempts counted and last progress code."""
+        item = self.item(work_id)
+        return (item.state, item.attempt_count, item.last_progress_code)
+
     def evidence_codes(self, work_id: str) -> list[str]:
         """The reason codes of the item's reconcile audit events, oldest first."""
         with self.db.transaction() as session:

@@ -180,10 +180,7 @@ def test_claim_counts_an_attempt_and_defer_refunds_it(
         with db.transaction() as session:
             result = work_queue.defer(session, policy, run, code="NAMESPACE_INCOMPLETE", delay_ms=0)
         assert result.state == values.WorkState.QUEUED
-        item = queue.item(work_id)
-        assert item.attempt_count == 0
-        assert item.state == values.WorkState.QUEUED
-        assert item.last_progress_code == "NAMESPACE_INCOMPLETE"
+        assert queue.progress(work_id) == (values.WorkState.QUEUED, 0, "NAMESPACE_INCOMPLETE")
 
 
 def test_defer_without_delay_waits_the_backoff(
@@ -242,10 +239,7 @@ def test_release_requeues_at_once_with_the_attempt_refunded(
     run = queue.run_one()
     with db.transaction() as session:
         work_queue.release(session, run)
-    item = queue.item(work_id)
-    assert item.state == values.WorkState.QUEUED
-    assert item.attempt_count == 0
-    assert item.last_progress_code == "CLAIM_RELEASED"
+    assert queue.progress(work_id) == (values.WorkState.QUEUED, 0, "CLAIM_RELEASED")
     again = queue.run_one()
     assert again.work_id == work_id and again.attempt_count == 1
 
@@ -257,17 +251,18 @@ def test_recovery_requeues_below_the_limit_and_fails_at_it(
         queue.run_one()
         queue.expire(work_id)
         report = queue.recover()
-        item = queue.item(work_id)
-        assert item.attempt_count == attempt
         if attempt < policy.max_attempts:
             assert report.requeued == (work_id,)
-            assert item.state == values.WorkState.QUEUED
-            assert item.last_progress_code == "LEASE_EXPIRED"
+            assert queue.progress(work_id) == (values.WorkState.QUEUED, attempt, "LEASE_EXPIRED")
             queue.make_available(work_id)
         else:
             assert report.failed == (work_id,)
-            assert item.state == values.WorkState.FAILED_PERMANENT
-            assert item.reason_code == "LEASE_EXPIRED"
+            item = queue.item(work_id)
+            assert (item.state, item.attempt_count, item.reason_code) == (
+                values.WorkState.FAILED_PERMANENT,
+                attempt,
+                "LEASE_EXPIRED",
+            )
 
 
 def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
@@ -276,12 +271,7 @@ def test_an_expired_dispatch_is_requeued_with_the_attempt_refunded(
     dispatch = queue.claim_one()
     queue.expire(work_id)
     assert queue.recover().requeued == (work_id,)
-    item = queue.item(work_id)
-    assert (item.state, item.attempt_count, item.last_progress_code) == (
-        values.WorkState.QUEUED,
-        0,
-        "DISPATCH_EXPIRED",
-    )
+    assert queue.progress(work_id) == (values.WorkState.QUEUED, 0, "DISPATCH_EXPIRED")
     with db.transaction() as session:
         assert work_queue.start(session, policy, dispatch) is None
     assert queue.claim_one().work_id == work_id
