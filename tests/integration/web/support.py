@@ -39,9 +39,9 @@ def revoke(db: Database, who: Caller) -> None:
         api_keys.revoke(session, parsed[0])
 
 
-def revoked_caller(db: Database, *permissions: str) -> Caller:
+def revoked_caller(db: Database, *permissions: str, name: str = "someone") -> Caller:
     """A caller holding ``permissions`` whose API key has been revoked."""
-    revoked = caller(db, *permissions)
+    revoked = caller(db, *permissions, name=name)
     revoke(db, revoked)
     return revoked
 

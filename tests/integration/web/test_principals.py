@@ -13,7 +13,8 @@ from werkzeug.test import TestResponse
 from occ import ids
 from occ.db import Database
 from occ.state import api_keys, audit, iam_policy
-from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web import support
+from tests.integration.web.conftest import Caller
 from tests.integration.web.support import problem
 from tests.support import grants, rows
 
@@ -22,22 +23,12 @@ from tests.support import grants, rows
 
 def member(db: Database, *permissions: str, name: str = "member") -> Caller:
     """A principal with an API key and, when given, an Installation-wide grant."""
-    with db.transaction() as session:
-        principal_id = rows.principal(session, name=name)
-        if permissions:
-            grants.grant(session, principal_id, permissions)
-        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
-    return Caller(principal_id, minted.plaintext)
+    return support.caller(db, *permissions, name=name)
 
 
 def revoked_caller(db: Database) -> Caller:
     """An administrator whose only key is revoked."""
-    with db.transaction() as session:
-        principal_id = rows.principal(session, name="former administrator")
-        grants.grant(session, principal_id, ["installation:administer"])
-        minted = api_keys.mint(session, principal_id=principal_id, pepper=PEPPER)
-        api_keys.revoke(session, minted.key.id)
-    return Caller(principal_id, minted.plaintext)
+    return support.revoked_caller(db, "installation:administer", name="former administrator")
 
 
 _STATE_QUERIES = {
@@ -72,6 +63,15 @@ def events(db: Database, **filters: Any) -> list[audit.AuditEvent]:
 def pointers(response: TestResponse) -> list[str]:
     body = problem(response, 400, "INVALID_REQUEST")
     return [error["pointer"] for error in body["errors"]]
+
+
+def refused_at(
+    db: Database, client: FlaskClient, admin: Caller, path: str, body: Any, pointer: str
+) -> None:
+    """POSTing ``body`` to ``path`` is refused as invalid at ``pointer``; nothing is written."""
+    before = state(db)
+    assert pointer in pointers(client.post(path, json=body, headers=admin.headers))
+    assert state(db) == before
 
 
 def call(
@@ -195,10 +195,7 @@ def test_service_principal_in_a_namespace(client: FlaskClient, admin: Caller) ->
 def test_create_rejects_bad_input_with_the_pointer(
     db: Database, client: FlaskClient, admin: Caller, body: dict[str, Any], pointer: str
 ) -> None:
-    before = state(db)
-    response = client.post("/v1/principals", json=body, headers=admin.headers)
-    assert pointer in pointers(response)
-    assert state(db) == before
+    refused_at(db, client, admin, "/v1/principals", body, pointer)
 
 
 @pytest.mark.parametrize(
