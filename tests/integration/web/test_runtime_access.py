@@ -12,11 +12,11 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ.db import Database
-from occ.state import api_keys, iam_policy, models
+from occ.state import iam_policy, models
 from occ.state import roles as role_rows
-from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.conftest import Caller
+from tests.integration.web.support import caller
 from tests.integration.web.test_agents import World, body, make_world
-from tests.support import grants
 
 
 @pytest.fixture
@@ -25,11 +25,7 @@ def world(db: Database, admin: Caller) -> World:
 
 
 def _caller(db: Database, admin: Caller, permissions: list[str], namespace_id: str) -> Caller:
-    with db.transaction() as session:
-        principal = iam_policy.create_principal(session, name="tenant", kind="human")
-        grants.grant(session, principal.id, permissions, namespace_id=namespace_id)
-        minted = api_keys.mint(session, principal_id=principal.id, pepper=PEPPER)
-    return Caller(principal.id, minted.plaintext)
+    return caller(db, *permissions, namespace_id=namespace_id, name="tenant")
 
 
 def _bindings_of(db: Database, principal_id: str) -> list[iam_policy.AccessBinding]:
