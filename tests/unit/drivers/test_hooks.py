@@ -104,6 +104,8 @@ def test_recording_hook_satisfies_the_protocol() -> None:
 
 
 SELECTION = ("configuration:a", "sandbox:b", "iam:c")
+THREE = ("a", "b", "c")
+"""Three hooks where the names do not matter, in selection order."""
 SUBJECTS: dict[str, base.NamespaceSpec | base.RevisionSpec] = {
     "after_namespace_prepared": NAMESPACE,
     "before_workload_start": REVISION,
@@ -202,9 +204,7 @@ def test_a_failing_compensation_does_not_hide_the_original_failure() -> None:
     calls: list[Call] = []
     owners = _hooks(
         calls,
-        "a",
-        "b",
-        "c",
+        *THREE,
         fail={
             "b": {"before_workload_stop": RuntimeError("cleanup broke")},
             "c": {"before_workload_start": base.PermanentDriverError("REFUSED")},
@@ -221,9 +221,7 @@ def test_a_teardown_failure_stops_the_teardown() -> None:
     calls: list[Call] = []
     owners = _hooks(
         calls,
-        "a",
-        "b",
-        "c",
+        *THREE,
         fail={"b": {"before_workload_stop": base.TransientDriverError("REVOCATION_PENDING")}},
     )
     with pytest.raises(base.TransientDriverError) as raised:
@@ -286,9 +284,7 @@ def test_the_compensation_deadline_bounds_a_hanging_cleanup() -> None:
 
     owners = _hooks(
         calls,
-        "a",
-        "b",
-        "c",
+        *THREE,
         during={"b": {"before_workload_stop": hang}},
         fail={"c": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
     )
