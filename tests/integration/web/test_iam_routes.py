@@ -44,6 +44,14 @@ def role(
     return create(client, admin, "/v1/roles", body)
 
 
+def bind(
+    client: FlaskClient, admin: Caller, role_id: str, principal_id: str, **scope: Any
+) -> dict[str, Any]:
+    """A binding ``admin`` creates over HTTP; ``scope`` adds ``namespaceId`` or ``resource``."""
+    body = {"roleId": role_id, "principalId": principal_id, **scope}
+    return create(client, admin, "/v1/access-bindings", body)
+
+
 def namespace(client: FlaskClient, admin: Caller, name: str = "team") -> str:
     return str(create(client, admin, "/v1/namespaces", {"name": name})["id"])
 
@@ -148,12 +156,7 @@ def test_binding_grants_until_revoked(db: Database, client: FlaskClient, admin: 
     reader = member(db, name="reader")
     problem(client.get("/v1/installation", headers=reader.headers), 403, "FORBIDDEN")
     readers = role(client, admin, "installation:read")
-    binding = create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {"roleId": readers["id"], "principalId": reader.principal_id},
-    )
+    binding = bind(client, admin, readers["id"], reader.principal_id)
     assert set(binding) == {
         "id",
         "roleId",
@@ -194,12 +197,7 @@ def test_deleting_a_role_stops_its_bindings(
 ) -> None:
     reader = member(db, name="reader")
     readers = role(client, admin, "installation:read")
-    create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {"roleId": readers["id"], "principalId": reader.principal_id},
-    )
+    bind(client, admin, readers["id"], reader.principal_id)
     assert client.get("/v1/installation", headers=reader.headers).status_code == 200
     client.delete(f"/v1/roles/{readers['id']}", headers=admin.headers)
     problem(client.get("/v1/installation", headers=reader.headers), 403, "FORBIDDEN")
@@ -218,52 +216,22 @@ def test_namespace_and_resource_bindings(db: Database, client: FlaskClient, admi
     viewer = member(db, name="viewer")
     viewers = role(client, admin, "namespace:read", "agent:read")
 
-    in_namespace = create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {"roleId": viewers["id"], "principalId": viewer.principal_id, "namespaceId": namespace_id},
-    )
+    def view(**scope: Any) -> dict[str, Any]:
+        return bind(client, admin, viewers["id"], viewer.principal_id, **scope)
+
+    in_namespace = view(namespaceId=namespace_id)
     assert (in_namespace["namespaceId"], in_namespace["resource"]) == (namespace_id, None)
     assert client.get(f"/v1/namespaces/{namespace_id}", headers=viewer.headers).status_code == 200
 
-    on_namespace = create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {
-            "roleId": viewers["id"],
-            "principalId": viewer.principal_id,
-            "resource": {"kind": "namespace", "id": namespace_id},
-        },
-    )
+    on_namespace = view(resource={"kind": "namespace", "id": namespace_id})
     assert on_namespace["namespaceId"] == namespace_id
     assert on_namespace["resource"] == {"kind": "namespace", "id": namespace_id}
 
-    on_agent = create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {
-            "roleId": viewers["id"],
-            "principalId": viewer.principal_id,
-            "namespaceId": namespace_id,
-            "resource": {"kind": "agent", "id": agent_id},
-        },
-    )
+    on_agent = view(namespaceId=namespace_id, resource={"kind": "agent", "id": agent_id})
     assert on_agent["resource"] == {"kind": "agent", "id": agent_id}
 
     installation_id = client.get("/v1/installation", headers=admin.headers).json["data"]["id"]
-    on_installation = create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {
-            "roleId": viewers["id"],
-            "principalId": viewer.principal_id,
-            "resource": {"kind": "installation", "id": installation_id},
-        },
-    )
+    on_installation = view(resource={"kind": "installation", "id": installation_id})
     assert on_installation["namespaceId"] is None
 
     missing_agent = client.post(
@@ -316,12 +284,7 @@ def test_namespace_roles_and_principals_stay_in_their_namespace(
         },
     )
     assert pointers(elsewhere) == ["/principalId"]
-    create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {"roleId": scoped_role["id"], "principalId": scoped_principal["id"], "namespaceId": team},
-    )
+    bind(client, admin, scoped_role["id"], scoped_principal["id"], namespaceId=team)
 
 
 @pytest.mark.parametrize(
@@ -601,12 +564,7 @@ class Policy:
 def policy(db: Database, client: FlaskClient, admin: Caller) -> Policy:
     target = member(db, name="target")
     readers = role(client, admin, "agent:read")
-    binding = create(
-        client,
-        admin,
-        "/v1/access-bindings",
-        {"roleId": readers["id"], "principalId": target.principal_id},
-    )
+    binding = bind(client, admin, readers["id"], target.principal_id)
     rule = create(client, admin, "/v1/restrictions", {"permission": "agent:use"})
     return Policy(readers["id"], binding["id"], rule["id"], target.principal_id)
 
