@@ -16,7 +16,6 @@ from typing import Any
 import flask
 import pytest
 import redis
-from sqlalchemy.engine import make_url
 
 from occ.config import Settings
 from occ.db import Database
@@ -25,7 +24,7 @@ from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
 from tests.integration.web.conftest import Caller
-from tests.support import processes
+from tests.support import brokers, processes
 
 DEADLINE_S = 10.0
 CANDIDATE_REDIS_DBS = (14, *range(12, 0, -1))
@@ -102,24 +101,17 @@ def test_send_now_reports_failure_without_raising(unreachable_broker_nudger: nud
     assert unreachable_broker_nudger.failed == 1
 
 
-def _dedicated(url: str) -> str:
-    def on(number: int) -> str:
-        return make_url(url).set(database=str(number)).render_as_string(hide_password=False)
-
-    with redis.Redis.from_url(url, socket_timeout=5) as probe:
-        busy = {int(client["db"]) for client in probe.client_list()}
-    for number in CANDIDATE_REDIS_DBS:
-        if number in busy:
-            continue
-        with redis.Redis.from_url(on(number), socket_timeout=5) as candidate:
-            if candidate.dbsize() == 0:
-                return on(number)
-    raise AssertionError("no free Redis database on the test server")
+def _dedicated() -> str:
+    """The URL of a Redis database of the test server that nobody else uses."""
+    number = brokers.quiet_database(CANDIDATE_REDIS_DBS)
+    if number is None:
+        raise AssertionError("no free Redis database on the test server")
+    return brokers.url(number)
 
 
 @pytest.fixture
 def broker(settings: Settings) -> Iterator[tuple[Settings, redis.Redis]]:
-    url = _dedicated(settings.broker_url)
+    url = _dedicated()
     connection = redis.Redis.from_url(url, socket_timeout=5)  # empty, nobody connected
     try:
         yield settings.replace(broker_url=url), connection
