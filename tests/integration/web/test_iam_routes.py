@@ -234,27 +234,13 @@ def test_namespace_and_resource_bindings(db: Database, client: FlaskClient, admi
     on_installation = view(resource={"kind": "installation", "id": installation_id})
     assert on_installation["namespaceId"] is None
 
-    missing_agent = client.post(
-        "/v1/access-bindings",
-        headers=admin.headers,
-        json={
-            "roleId": viewers["id"],
-            "principalId": viewer.principal_id,
-            "namespaceId": namespace_id,
-            "resource": {"kind": "agent", "id": ids.new("agent")},
-        },
-    )
-    problem(missing_agent, 404, "NOT_FOUND")
-    other_installation = client.post(
-        "/v1/access-bindings",
-        headers=admin.headers,
-        json={
-            "roleId": viewers["id"],
-            "principalId": viewer.principal_id,
-            "resource": {"kind": "installation", "id": ids.new("installation")},
-        },
-    )
-    problem(other_installation, 404, "NOT_FOUND")
+    def refused(**scope: Any) -> None:
+        body = {"roleId": viewers["id"], "principalId": viewer.principal_id, **scope}
+        answer = client.post("/v1/access-bindings", json=body, headers=admin.headers)
+        problem(answer, 404, "NOT_FOUND")
+
+    refused(namespaceId=namespace_id, resource={"kind": "agent", "id": ids.new("agent")})
+    refused(resource={"kind": "installation", "id": ids.new("installation")})
 
 
 def test_namespace_roles_and_principals_stay_in_their_namespace(
