@@ -95,12 +95,27 @@ def denials(db: Database) -> list[audit.AuditEvent]:
 @dataclass(frozen=True)
 class Neighbours:
     """A member of Namespace ``ns`` holding ``ours``, and Namespace ``other`` holding ``theirs``
-    (the created resources as the API answered them)."""
+    (the created resources as the API answered them) in the collection at ``collection(ns)``."""
 
+    ns: str
     other: str
     theirs: dict[str, Any]
     ours: dict[str, Any]
     member: Caller
+    collection: Callable[[str], str]
+
+    @property
+    def their_item(self) -> str:
+        return f"{self.collection(self.other)}/{self.theirs['id']}"
+
+    def kept_apart(
+        self, client: FlaskClient, db: Database, admin: Caller
+    ) -> list[audit.AuditEvent]:
+        """The member lists only ``ours`` and ``theirs`` is intact; the denials audited."""
+        listed = client.get(self.collection(self.ns), headers=self.member.headers)
+        assert listed.json["data"] == [self.ours]
+        assert client.get(self.their_item, headers=admin.headers).json["data"] == self.theirs
+        return denials(db)
 
 
 def neighbours(
@@ -111,6 +126,7 @@ def neighbours(
     ns: str,
     *,
     create: Callable[..., Any],
+    collection: Callable[[str], str],
     permissions: Iterable[str],
 ) -> Neighbours:
     """Namespace ``team-b`` next to ``ns``, one resource ``create`` makes in each, and a member
@@ -119,7 +135,7 @@ def neighbours(
     theirs = create(client, admin, other, name="theirs").json["data"]
     ours = create(client, admin, ns, name="ours").json["data"]
     member = caller(db, *permissions, "namespace:read", namespace_id=ns)
-    return Neighbours(other, theirs, ours, member)
+    return Neighbours(ns, other, theirs, ours, member, collection)
 
 
 def walk(

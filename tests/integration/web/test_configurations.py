@@ -150,8 +150,10 @@ def test_every_route_needs_a_valid_key(
 def test_another_namespaces_configurations_are_not_found(
     client: FlaskClient, db: Database, owner_db: Database, admin: Caller, ns: str
 ) -> None:
-    near = support.neighbours(client, db, owner_db, admin, ns, create=create, permissions=ALL)
-    their_item = f"{base(near.other)}/{near.theirs['id']}"
+    near = support.neighbours(
+        client, db, owner_db, admin, ns, create=create, collection=base, permissions=ALL
+    )
+    their_item = near.their_item
     requests: list[support.Request] = [
         ("GET", their_item, None),
         ("PATCH", their_item, {"name": "mine"}),
@@ -165,9 +167,7 @@ def test_another_namespaces_configurations_are_not_found(
     ]
     support.problems(client, requests, near.member.headers, 404, "NOT_FOUND")
 
-    assert client.get(base(ns), headers=near.member.headers).json["data"] == [near.ours]
-    assert client.get(their_item, headers=admin.headers).json["data"] == near.theirs
-    denied = support.denials(db)
+    denied = near.kept_apart(client, db, admin)
     assert {event.namespace_id for event in denied} == {near.other}
     assert {event.actor_id for event in denied} == {near.member.principal_id}
 
