@@ -9,47 +9,21 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Annotated, Any, ClassVar
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
-Name = sa.Text(collation="C")
-Id = Annotated[str, orm.mapped_column(primary_key=True)]
-"""A table's text primary key."""
-Stamped = Annotated[dt.datetime, orm.mapped_column(server_default=sa.text("clock_timestamp()"))]
-"""A timestamp the database sets when it writes the row (``created_at``, ``updated_at``)."""
-InNamespace = Annotated[str, orm.mapped_column(sa.ForeignKey("namespaces.id"))]
-"""The Namespace a row belongs to (``Mapped[InNamespace | None]``: a scope it may have)."""
-
-
-def _named_in_namespace(table: str) -> tuple[sa.UniqueConstraint, sa.UniqueConstraint, sa.Index]:
-    """The keys of a table whose rows are named in a Namespace: one name per Namespace, the
-    ``(namespace_id, id)`` key that references from the same Namespace point at, and the index
-    that pages a Namespace's rows by creation."""
-    return (
-        sa.UniqueConstraint("namespace_id", "name"),
-        sa.UniqueConstraint("namespace_id", "id"),
-        sa.Index(f"{table}_namespace_created", "namespace_id", "created_at", "id"),
-    )
-
-
-def _scoped_key(
-    name: str, columns: tuple[str, str], parent: str, scope: str, **options: Any
-) -> sa.ForeignKeyConstraint:
-    """The foreign key ``name``: ``columns`` name a row of ``parent`` by its ``(scope, id)``
-    key, so that a reference cannot cross into another Namespace (or Agent)."""
-    return sa.ForeignKeyConstraint(
-        list(columns), [f"{parent}.{scope}", f"{parent}.id"], name=name, **options
-    )
-
-
-def _live_by_creation(table: str, *, ended: str) -> sa.Index:
-    """The index that pages a table's rows whose ``ended`` timestamp is unset by creation."""
-    return sa.Index(
-        f"{table}_live_created", "created_at", "id", postgresql_where=sa.text(f"{ended} IS NULL")
-    )
+from occ.state.columns import (
+    Id,
+    InNamespace,
+    Name,
+    Stamped,
+    live_by_creation,
+    named_in_namespace,
+    scoped_key,
+)
 
 
 class Base(orm.DeclarativeBase):
@@ -81,7 +55,7 @@ class Namespace(Base):
             unique=True,
             postgresql_where=sa.text("existing_namespace IS NOT NULL AND deleted_at IS NULL"),
         ),
-        _live_by_creation("namespaces", ended="deleted_at"),
+        live_by_creation("namespaces", ended="deleted_at"),
     )
 
     id: orm.Mapped[Id]
@@ -144,7 +118,7 @@ class Role(Base):
             unique=True,
             postgresql_where=sa.text("namespace_id IS NOT NULL AND deleted_at IS NULL"),
         ),
-        _live_by_creation("roles", ended="deleted_at"),
+        live_by_creation("roles", ended="deleted_at"),
     )
 
     id: orm.Mapped[Id]
@@ -160,7 +134,7 @@ class AccessBinding(Base):
     __table_args__ = (
         sa.Index("access_bindings_principal", "principal_id"),
         sa.Index("access_bindings_resource", "resource_id"),
-        _live_by_creation("access_bindings", ended="revoked_at"),
+        live_by_creation("access_bindings", ended="revoked_at"),
     )
 
     id: orm.Mapped[Id]
@@ -189,7 +163,7 @@ class Restriction(Base):
 
 class _NamedInNamespace:
     """A row named in a Namespace: its id, Namespace and name lead its columns, with the keys
-    of ``_named_in_namespace``."""
+    of ``named_in_namespace``."""
 
     __tablename__: Any
 
@@ -199,7 +173,7 @@ class _NamedInNamespace:
 
     @orm.declared_attr.directive
     def __table_args__(cls) -> tuple[Any, ...]:
-        return _named_in_namespace(cls.__tablename__)
+        return named_in_namespace(cls.__tablename__)
 
 
 class Configuration(_NamedInNamespace, Base):
@@ -222,20 +196,20 @@ class Secret(_NamedInNamespace, Base):
 class Agent(_NamedInNamespace, Base):
     __tablename__ = "agents"
     __table_args__ = (
-        *_named_in_namespace("agents"),
-        _scoped_key(
+        *named_in_namespace("agents"),
+        scoped_key(
             "agents_configuration_fkey",
             ("namespace_id", "configuration_id"),
             "configurations",
             "namespace_id",
         ),
-        _scoped_key(
+        scoped_key(
             "agents_harness_auth_secret_fkey",
             ("namespace_id", "harness_auth_secret_id"),
             "secrets",
             "namespace_id",
         ),
-        _scoped_key(
+        scoped_key(
             "agents_active_revision_fkey",
             ("id", "active_revision_id"),
             "agent_revisions",
@@ -270,7 +244,7 @@ class AgentRevision(Base):
     __table_args__ = (
         sa.UniqueConstraint("agent_id", "revision_number"),
         sa.UniqueConstraint("agent_id", "id"),
-        _scoped_key(
+        scoped_key(
             "agent_revisions_agent_fkey", ("namespace_id", "agent_id"), "agents", "namespace_id"
         ),
     )
@@ -295,7 +269,7 @@ class AgentRevision(Base):
 class AgentRuntime(Base):
     __tablename__ = "agent_runtime"
     __table_args__ = (
-        _scoped_key(
+        scoped_key(
             "agent_runtime_revision_fkey",
             ("agent_id", "revision_id"),
             "agent_revisions",
@@ -319,7 +293,7 @@ class ControllerWork(Base):
     # no index may cover the lease
     __tablename__ = "controller_work"
     __table_args__ = (
-        _scoped_key(
+        scoped_key(
             "controller_work_agent_fkey",
             ("namespace_id", "agent_id"),
             "agents",
@@ -327,7 +301,7 @@ class ControllerWork(Base):
             deferrable=True,
             initially="DEFERRED",
         ),
-        _scoped_key(
+        scoped_key(
             "controller_work_revision_fkey",
             ("agent_id", "revision_id"),
             "agent_revisions",
