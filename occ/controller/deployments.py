@@ -80,18 +80,18 @@ def deploy_agent(
         agent = agent_use_cases.find(session, namespace.id, agent_id)
         # the caller's and the service principal's policies in one query
         policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
-        plan, details = _plan(
-            session, actor_id, namespace, agent, revision_id=revision_id, policies=policies
-        )
-        written = deploys.write(session, plan, _event(plan, details))
+
+        def checked_write(current: agents.Agent) -> deploys.DeployWritten | None:
+            plan, event = _plan(
+                session, actor_id, namespace, current, revision_id=revision_id, policies=policies
+            )
+            return deploys.write(session, plan, event)
+
+        written = checked_write(agent)
         if written is None:
             # deleting, gone or edited since the checks: the statement took the row lock all
             # the same, so the checks run again on what it holds and the write cannot miss
-            agent = agent_use_cases.find(session, namespace.id, agent.id)
-            plan, details = _plan(
-                session, actor_id, namespace, agent, revision_id=revision_id, policies=policies
-            )
-            written = deploys.write(session, plan, _event(plan, details))
+            written = checked_write(agent_use_cases.find(session, namespace.id, agent.id))
             assert written is not None, "the locked Agent holds the draft just checked"
         return DeployAccepted(deployment_id=revision_id, revision=written.revision)
 
@@ -105,8 +105,9 @@ def _plan(
     revision_id: str,
     policies: iam.PolicyCache,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
-    """The deploy's checks (``_admit``) and what passing them pins: the plan and the audit
-    details (``deploys.write`` adds the revision number and the previous desired state)."""
+    """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
+    event (``deploys.write`` adds the revision number and the previous desired state to the
+    details)."""
     admitted = _admit(session, actor_id, namespace, agent, policies)
     configuration = admitted.configuration
     plan = deploys.DeployPlan(
@@ -133,11 +134,7 @@ def _plan(
             **admitted.evidence,
         },
     }
-    return plan, details
-
-
-def _event(plan: deploys.DeployPlan, details: dict[str, Any]) -> dict[str, Any]:
-    return audit.parameters(
+    event = audit.parameters(
         kind=audit.EventKind.MUTATION,
         action="agents.deploy",
         actor_id=plan.actor_id,
@@ -148,6 +145,7 @@ def _event(plan: deploys.DeployPlan, details: dict[str, Any]) -> dict[str, Any]:
         work_id=str(plan.work_key),
         details=details,
     )
+    return plan, event
 
 
 def _admit(
