@@ -196,16 +196,24 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
     world = _make_world(db, env)
     older = worlds.deploy(db, world)
     newer = worlds.deploy(db, world)
-    # the newer one runs first: pull the older one's work behind it
+    older_work = models.ControllerWork.id == f"agent_revision:{older}:reconcile"
+    # the newer one runs first: hold the older one's work back until the newer one is active
+    # (a newer pass that waits for its gateway frees the lane, so a delay would not do)
     with db.transaction() as session:
         session.execute(
             sa.update(models.ControllerWork)
-            .where(models.ControllerWork.id == f"agent_revision:{older}:reconcile")
-            .values(available_at=sa.func.clock_timestamp() + sa.text("interval '3 seconds'"))
+            .where(older_work)
+            .values(available_at=sa.func.clock_timestamp() + sa.text("interval '1 hour'"))
         )
     fleet.worker("drivers", concurrency=2)
     processes.nudge(env)
     _wait_state(db, world, newer, "active", "the newer revision")
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.ControllerWork)
+            .where(older_work)
+            .values(available_at=sa.func.clock_timestamp())
+        )
     env["OCC_CLAIM_INTERVAL_MS"] = "500"
     fleet.beat()
     wait_for(
