@@ -1,4 +1,5 @@
-"""AgentRevision rows: the immutable snapshot a deploy pins, written once, read by the workers.
+"""AgentRevision rows: the immutable snapshot a deploy pins (written by ``deploys.write``), read
+by the API and the workers.
 
 Takes the caller's session and never commits. Revisions are immutable: a trigger rejects
 UPDATE and the application role may not DELETE them; their numbers come from the Agent's
@@ -15,7 +16,6 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import ids
 from occ.state import agents, keyset, models, rows
 
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
@@ -69,27 +69,6 @@ class Revision(RevisionSnapshot):
 
 
 _VALUES: Final = rows.Values(_REVISIONS, Revision)
-
-
-def insert_revision(session: orm.Session, snapshot: RevisionSnapshot) -> Revision:
-    """Write an immutable AgentRevision for the snapshot."""
-    return _VALUES.inserted(
-        session,
-        id=ids.new("agent_revision"),
-        namespace_id=snapshot.namespace_id,
-        agent_id=snapshot.agent_id,
-        revision_number=snapshot.revision_number,
-        actor_id=snapshot.actor_id,
-        configuration_id=snapshot.configuration_id,
-        configuration_generation=snapshot.configuration_generation,
-        configuration_document=dict(snapshot.configuration_document),
-        harness_id=snapshot.harness_id,
-        harness_version=snapshot.harness_version,
-        harness_mode=snapshot.harness_mode,
-        compute_driver=snapshot.compute_driver,
-        harness_auth=dict(snapshot.harness_auth),
-        service_principal_id=snapshot.service_principal_id,
-    )
 
 
 def get_revision(session: orm.Session, agent_id: str, revision_id: str) -> Revision | None:
