@@ -14,6 +14,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Final
 
+from occ.drivers.compute import base
+
 PREFIX: Final = "dev.occ."
 MANAGED: Final = PREFIX + "managed"
 DRIVER: Final = PREFIX + "compute-driver"
@@ -73,15 +75,13 @@ def owned(namespace_id: str) -> dict[str, str]:
     return {MANAGED: "true", DRIVER: "docker", NAMESPACE_ID: namespace_id}
 
 
-def of_revision(
-    namespace_id: str, agent_id: str, revision_id: str, revision_number: int, role: str
-) -> dict[str, str]:
-    """The labels of an object that belongs to one revision."""
+def of_revision(revision: base.RevisionSpec, role: str) -> dict[str, str]:
+    """The labels of an object that belongs to ``revision`` and plays ``role`` for it."""
     return {
-        **owned(namespace_id),
-        AGENT_ID: agent_id,
-        REVISION_ID: revision_id,
-        REVISION_NUMBER: str(revision_number),
+        **owned(revision.namespace_id),
+        AGENT_ID: revision.agent_id,
+        REVISION_ID: revision.revision_id,
+        REVISION_NUMBER: str(revision.revision_number),
         ROLE: role,
     }
 

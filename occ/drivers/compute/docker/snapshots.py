@@ -27,13 +27,7 @@ def write(
     image: str,
 ) -> None:
     """Create the snapshot volume (or find it, verifying it is occ's) and write the file."""
-    labels = naming.of_revision(
-        revision.namespace_id,
-        revision.agent_id,
-        revision.revision_id,
-        revision.revision_number,
-        naming.SNAPSHOT,
-    )
+    labels = naming.of_revision(revision, naming.SNAPSHOT)
     volume = naming.snapshot(revision.revision_id)
     engine.create_volume(volume, labels)  # an existing name is returned as it is
     if not naming.is_owned(engine.volume(volume).get("Labels"), labels):

@@ -87,13 +87,7 @@ def gateway_config(
     ]
     if with_credential:
         command += ["--credential-stdin", CREDENTIAL_FILE]
-    labels = naming.of_revision(
-        revision.namespace_id,
-        revision.agent_id,
-        revision.revision_id,
-        revision.revision_number,
-        naming.GATEWAY,
-    )
+    labels = naming.of_revision(revision, naming.GATEWAY)
     labels[naming.CONFIGURATION_GENERATION] = str(revision.configuration_generation)
     labels[naming.CREDENTIAL_CHANNEL] = "stdin" if with_credential else "none"
     return {
@@ -135,13 +129,7 @@ def snapshot_writer_config(revision: base.RevisionSpec, *, image: str) -> dict[s
         "image": image,
         "name": naming.snapshot_writer(revision.revision_id),
         "user": USER,
-        "labels": naming.of_revision(
-            revision.namespace_id,
-            revision.agent_id,
-            revision.revision_id,
-            revision.revision_number,
-            naming.SNAPSHOT_WRITER,
-        ),
+        "labels": naming.of_revision(revision, naming.SNAPSHOT_WRITER),
         "network_disabled": True,
         "host_config": {
             "network_mode": "none",
