@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from occ.controller import access_bindings
-from occ.web import calls, locations
-from occ.web.routes import blueprints
+from occ.web.routes import blueprints, collections
 from occ.web.schemas import iam as schemas
 
 blueprint = blueprints.Blueprint(
@@ -17,33 +14,28 @@ blueprint = blueprints.Blueprint(
     requires="installation:administer",
 )
 
-
-@blueprint.operation("POST", "", body=schemas.AccessBindingCreate, created=schemas.AccessBinding)
-@locations.at("access_bindings.get_access_binding", binding_id="id")
-def create_access_binding(body: dict[str, Any]) -> dict[str, Any]:
-    """Bind a Role to a principal; ``resource`` limits it to that exact resource."""
-    return calls.item(
+collections.declare(
+    blueprint,
+    item=schemas.AccessBinding,
+    id_parameter="binding_id",
+    create=collections.Create(
+        "create_access_binding",
         access_bindings.create_binding,
-        role_id=body["role_id"],
-        principal_id=body["principal_id"],
-        namespace_id=body["namespace_id"],
-        resource=body["resource"],
-    )
-
-
-@blueprint.operation("GET", "", page=schemas.AccessBinding)
-def list_access_bindings(query: dict[str, Any]) -> dict[str, Any]:
-    """The live (unrevoked) bindings."""
-    return calls.page(access_bindings.list_bindings, query)
-
-
-@blueprint.operation("GET", "/<binding_id>", item=schemas.AccessBinding)
-def get_access_binding(binding_id: str) -> dict[str, Any]:
-    """A binding; a revoked one shows ``revokedAt``."""
-    return calls.item(access_bindings.get_binding, binding_id=binding_id)
-
-
-@blueprint.operation("DELETE", "/<binding_id>", item=schemas.AccessBinding)
-def revoke_access_binding(binding_id: str) -> dict[str, Any]:
-    """Revoke a binding. A repeat answers the same."""
-    return calls.item(access_bindings.revoke_binding, binding_id=binding_id)
+        body=schemas.AccessBindingCreate,
+        fields=("role_id", "principal_id", "namespace_id", "resource"),
+        doc="Bind a Role to a principal; ``resource`` limits it to that exact resource.",
+    ),
+    list=collections.Operation(
+        "list_access_bindings", access_bindings.list_bindings, "The live (unrevoked) bindings."
+    ),
+    get=collections.Operation(
+        "get_access_binding",
+        access_bindings.get_binding,
+        "A binding; a revoked one shows ``revokedAt``.",
+    ),
+    delete=collections.Operation(
+        "revoke_access_binding",
+        access_bindings.revoke_binding,
+        "Revoke a binding. A repeat answers the same.",
+    ),
+)

@@ -6,7 +6,7 @@ from typing import Any
 
 from occ.controller import principals
 from occ.web import calls, locations
-from occ.web.routes import blueprints
+from occ.web.routes import blueprints, collections
 from occ.web.schemas import iam as schemas
 
 blueprint = blueprints.Blueprint(
@@ -17,27 +17,29 @@ blueprint = blueprints.Blueprint(
 )
 
 
-@blueprint.operation("POST", "", body=schemas.PrincipalCreate, created=schemas.Principal)
-@locations.at("principals.get_principal", principal_id="id")
-def create_principal(body: dict[str, Any]) -> dict[str, Any]:
-    """Create a human or service principal (a service principal may belong to a Namespace)."""
-    return calls.item(
+collections.declare(
+    blueprint,
+    item=schemas.Principal,
+    id_parameter="principal_id",
+    create=collections.Create(
+        "create_principal",
         principals.create_principal,
-        name=body["name"],
-        kind=body["kind"],
-        namespace_id=body["namespace_id"],
-    )
-
-
-@blueprint.operation("GET", "", page=schemas.Principal)
-def list_principals(query: dict[str, Any]) -> dict[str, Any]:
-    """Every principal, Agent-owned service principals included (with their ``agentId``)."""
-    return calls.page(principals.list_principals, query)
-
-
-@blueprint.operation("GET", "/<principal_id>", item=schemas.Principal)
-def get_principal(principal_id: str) -> dict[str, Any]:
-    return calls.item(principals.get_principal, principal_id=principal_id)
+        body=schemas.PrincipalCreate,
+        fields=("name", "kind", "namespace_id"),
+        doc="Create a human or service principal (a service principal may belong to a Namespace).",
+    ),
+    list=collections.Operation(
+        "list_principals",
+        principals.list_principals,
+        "Every principal, Agent-owned service principals included (with their ``agentId``).",
+    ),
+    get=collections.Operation("get_principal", principals.get_principal),
+    delete=collections.Operation(
+        "disable_principal",
+        principals.disable_principal,
+        "Disable a principal and revoke its keys (rows are kept). A repeat answers the same.",
+    ),
+)
 
 
 @blueprint.operation(
@@ -63,9 +65,3 @@ def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
 def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
     """Revoke a key: it stops authenticating at once. A repeat answers the same."""
     return calls.item(principals.revoke_api_key, principal_id=principal_id, key_id=key_id)
-
-
-@blueprint.operation("DELETE", "/<principal_id>", item=schemas.Principal)
-def disable_principal(principal_id: str) -> dict[str, Any]:
-    """Disable a principal and revoke its keys (rows are kept). A repeat answers the same."""
-    return calls.item(principals.disable_principal, principal_id=principal_id)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from occ.controller import restrictions
-from occ.web import calls, locations
-from occ.web.routes import blueprints
+from occ.web.routes import blueprints, collections
 from occ.web.schemas import iam as schemas
 
 blueprint = blueprints.Blueprint(
@@ -17,32 +14,24 @@ blueprint = blueprints.Blueprint(
     requires="installation:administer",
 )
 
-
-@blueprint.operation("POST", "", body=schemas.RestrictionCreate, created=schemas.Restriction)
-@locations.at("restrictions.get_restriction", restriction_id="id")
-def create_restriction(body: dict[str, Any]) -> dict[str, Any]:
-    """Deny ``permission``; each optional field narrows the rule (unset: everything)."""
-    return calls.item(
+collections.declare(
+    blueprint,
+    item=schemas.Restriction,
+    id_parameter="restriction_id",
+    create=collections.Create(
+        "create_restriction",
         restrictions.create_restriction,
-        permission=body["permission"],
-        principal_id=body["principal_id"],
-        namespace_id=body["namespace_id"],
-        resource_id=body["resource_id"],
-    )
-
-
-@blueprint.operation("GET", "", page=schemas.Restriction)
-def list_restrictions(query: dict[str, Any]) -> dict[str, Any]:
-    """Every restriction."""
-    return calls.page(restrictions.list_restrictions, query)
-
-
-@blueprint.operation("GET", "/<restriction_id>", item=schemas.Restriction)
-def get_restriction(restriction_id: str) -> dict[str, Any]:
-    return calls.item(restrictions.get_restriction, restriction_id=restriction_id)
-
-
-@blueprint.operation("DELETE", "/<restriction_id>", item=schemas.Restriction)
-def delete_restriction(restriction_id: str) -> dict[str, Any]:
-    """Remove a restriction; the response is what it was."""
-    return calls.item(restrictions.delete_restriction, restriction_id=restriction_id)
+        body=schemas.RestrictionCreate,
+        fields=("permission", "principal_id", "namespace_id", "resource_id"),
+        doc="Deny ``permission``; each optional field narrows the rule (unset: everything).",
+    ),
+    list=collections.Operation(
+        "list_restrictions", restrictions.list_restrictions, "Every restriction."
+    ),
+    get=collections.Operation("get_restriction", restrictions.get_restriction),
+    delete=collections.Operation(
+        "delete_restriction",
+        restrictions.delete_restriction,
+        "Remove a restriction; the response is what it was.",
+    ),
+)
