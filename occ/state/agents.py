@@ -21,7 +21,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ import db, errors
-from occ.state import keyset, models, namespaces, rows
+from occ.state import models, namespaces, rows
 
 _NOW = sa.func.clock_timestamp()
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
@@ -171,18 +171,12 @@ def insert(
     return agent
 
 
-def get(
-    session: orm.Session, namespace_id: str, agent_id: str, *, lock: bool = False
-) -> Agent | None:
-    """The Agent of this Namespace, or ``None``; ``lock`` takes its row lock (``FOR UPDATE``)."""
-    return _VALUES.get(session, agent_id, _AGENTS.c.namespace_id == namespace_id, lock=lock)
+get: Final = _VALUES.get_in
+"""The Agent of this Namespace (``session, namespace_id, agent_id``), or ``None``; ``lock``
+takes its row lock (``FOR UPDATE``)."""
 
-
-def list_in(
-    session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
-) -> list[Agent]:
-    """The Namespace's Agents in creation order (those in ``window``)."""
-    return _VALUES.window(session, window, _AGENTS.c.namespace_id == namespace_id)
+list_in: Final = _VALUES.list_in
+"""The Namespace's Agents in creation order (``session, namespace_id``; those in ``window``)."""
 
 
 def update_draft(session: orm.Session, agent_id: str, changes: Mapping[str, Any]) -> Agent:

@@ -14,20 +14,11 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import errors, ids
-from occ.state import keyset, models, referenced_rows, rows
+from occ import ids
+from occ.state import models, referenced_rows, rows
 
 _NOW = sa.func.clock_timestamp()
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
-_NAME_KEY: Final = "configurations_namespace_id_name_key"
-_ROWS: Final = referenced_rows.ReferencedRows(
-    noun="Configuration",
-    table=_CONFIGURATIONS,
-    name_key=_NAME_KEY,
-    name_valid="configurations_name_valid",
-    agent_column="configuration_id",
-    agent_fkey="agents_configuration_fkey",
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +44,14 @@ class PinnedConfiguration:
 
 
 _VALUES: Final = rows.Values(_CONFIGURATIONS, Configuration, convert={"document": dict})
+_ROWS: Final = referenced_rows.ReferencedRows(
+    noun="Configuration",
+    values=_VALUES,
+    name_key="configurations_namespace_id_name_key",
+    name_valid="configurations_name_valid",
+    agent_column="configuration_id",
+    agent_fkey="agents_configuration_fkey",
+)
 
 
 def insert(
@@ -64,32 +63,23 @@ def insert(
         Conflict: the Namespace already holds a Configuration with this name.
         InvalidInput: the database refused the name.
     """
-    statement = _VALUES.insert(
+    return _ROWS.insert(
+        session,
         id=ids.new("configuration"),
         namespace_id=namespace_id,
         name=name,
         document=document,
         generation=1,
-    ).on_conflict_do_nothing(constraint=_NAME_KEY)
-    configuration = _ROWS.guarded_write(session, lambda: _VALUES.returned(session, statement))
-    if configuration is None:
-        raise errors.Conflict("a Configuration with this name already exists in the Namespace")
-    return configuration
+    )
 
 
-def get(
-    session: orm.Session, namespace_id: str, configuration_id: str, *, lock: bool = False
-) -> Configuration | None:
-    """The Configuration of this Namespace, or ``None``; ``lock`` takes its row lock."""
-    in_namespace = _CONFIGURATIONS.c.namespace_id == namespace_id
-    return _VALUES.get(session, configuration_id, in_namespace, lock=lock)
+get: Final = _VALUES.get_in
+"""The Configuration of this Namespace (``session, namespace_id, configuration_id``), or
+``None``; ``lock`` takes its row lock."""
 
-
-def list_in(
-    session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
-) -> list[Configuration]:
-    """The Namespace's Configurations in creation order (those in ``window``)."""
-    return _VALUES.window(session, window, _CONFIGURATIONS.c.namespace_id == namespace_id)
+list_in: Final = _VALUES.list_in
+"""The Namespace's Configurations in creation order (``session, namespace_id``; those in
+``window``)."""
 
 
 def update(
@@ -126,7 +116,7 @@ def update(
         )
         .values(**changes)
     )
-    return _ROWS.guarded_write(session, lambda: _VALUES.returned(session, statement))
+    return _ROWS.written(session, statement)
 
 
 delete: Final = _ROWS.delete

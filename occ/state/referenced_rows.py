@@ -1,6 +1,7 @@
 """Named Namespace rows that Agents reference (Configurations, Secrets): the parts they share.
 
-A write in a savepoint whose constraint violations become occ errors, a delete, the Agents
+An insert of a new name, a write in a savepoint whose constraint violations become occ
+errors, a delete, the Agents
 that reference a row, and the key-share lock that keeps a referenced row from being deleted before
 the Agent that references it is written. Takes the caller's session and never commits; knows
 nothing of what the rows hold.
@@ -10,27 +11,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ import db, errors
-from occ.state import models
+from occ.state import models, rows
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _REFERENCE_LIMIT: Final = 10
 _Result = TypeVar("_Result")
+D = TypeVar("D", bound="DataclassInstance")
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReferencedRows:
+class ReferencedRows(Generic[D]):
     """One kind of row Agents reference, and the constraints that guard it."""
 
     noun: str
     """What the API calls the row (``Configuration``), for error messages."""
-    table: sa.Table
+    values: rows.Values[D]
+    """Its table, and the value its rows are read into."""
     name_key: str
     """The unique constraint on (namespace_id, name)."""
     name_valid: str
@@ -39,6 +45,28 @@ class ReferencedRows:
     """The column of ``agents`` that references the row."""
     agent_fkey: str
     """The foreign key of that column."""
+
+    @property
+    def table(self) -> sa.Table:
+        return self.values.table
+
+    def insert(self, session: orm.Session, **columns: Any) -> D:
+        """The row of ``columns``, inserted.
+
+        Raises:
+            Conflict: the Namespace already holds a row with this name.
+            InvalidInput: the database refused the name.
+        """
+        statement = self.values.insert(**columns).on_conflict_do_nothing(constraint=self.name_key)
+        row = self.written(session, statement)
+        if row is None:
+            raise self._name_taken()
+        return row
+
+    def written(self, session: orm.Session, statement: sa.Insert | sa.Update) -> D | None:
+        """Run the INSERT or UPDATE in a savepoint (see ``guarded_write``): the row it wrote, or
+        ``None``."""
+        return self.guarded_write(session, lambda: self.values.returned(session, statement))
 
     def guarded_write(self, session: orm.Session, write: Callable[[], _Result]) -> _Result:
         """Run ``write`` in a savepoint and turn constraint violations into occ errors.
@@ -52,9 +80,7 @@ class ReferencedRows:
         except sa_exc.IntegrityError as exc:
             constraint = db.violated_constraint(exc)
             if constraint == self.name_key:
-                raise errors.Conflict(
-                    f"a {self.noun} with this name already exists in the Namespace"
-                ) from None
+                raise self._name_taken() from None
             if constraint == self.name_valid:
                 raise errors.InvalidInput.at("/name", "is not a valid name") from None
             if constraint == self.agent_fkey:
@@ -95,3 +121,6 @@ class ReferencedRows:
             ).first()
             is not None
         )
+
+    def _name_taken(self) -> errors.Conflict:
+        return errors.Conflict(f"a {self.noun} with this name already exists in the Namespace")

@@ -82,7 +82,8 @@ def given(table: sa.Table, **filters: object) -> list[sa.ColumnElement[bool]]:
 @dataclasses.dataclass(frozen=True)
 class Values(Generic[D]):
     """A table whose rows a repository hands out as ``value``s, and the statements it repeats:
-    insert one row, read one row by its id or a condition, read a window of a list.
+    insert one row, read one row by its id or a condition, read a window of a list (of one
+    Namespace's rows, for a table whose rows are in a Namespace).
 
     The statements read and return the columns named like the value's fields (a column no
     field names, such as a hash or a ciphertext, stays in the table); ``convert`` names the
@@ -139,6 +140,18 @@ class Values(Generic[D]):
     ) -> D | None:
         """The first row ``where`` selects, or ``None``; ``lock`` takes its row lock."""
         return first(session, self.select(*where), self.make, lock=lock)
+
+    def get_in(
+        self, session: orm.Session, namespace_id: str, row_id: str, *, lock: bool = False
+    ) -> D | None:
+        """The Namespace's row with this id, or ``None``; ``lock`` takes its row lock."""
+        return self.get(session, row_id, self.table.c.namespace_id == namespace_id, lock=lock)
+
+    def list_in(
+        self, session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+    ) -> list[D]:
+        """The Namespace's rows in creation order (those in ``window``)."""
+        return self.window(session, window, self.table.c.namespace_id == namespace_id)
 
     def window(
         self,

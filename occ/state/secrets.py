@@ -14,20 +14,9 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import errors
-from occ.state import keyset, models, referenced_rows, rows
+from occ.state import models, referenced_rows, rows
 
-_NAME_KEY: Final = "secrets_namespace_id_name_key"
 _SECRETS: Final = cast(sa.Table, models.Secret.__table__)
-# its writes drop the database's exception: the parameters hold the ciphertext
-_ROWS: Final = referenced_rows.ReferencedRows(
-    noun="Secret",
-    table=_SECRETS,
-    name_key=_NAME_KEY,
-    name_valid="secrets_name_valid",
-    agent_column="harness_auth_secret_id",
-    agent_fkey="agents_harness_auth_secret_fkey",
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +32,15 @@ class Secret:
 
 _VALUES: Final = rows.Values(_SECRETS, Secret)
 """A Secret's metadata: every column but its value (no field names it)."""
+# its writes drop the database's exception: the parameters hold the ciphertext
+_ROWS: Final = referenced_rows.ReferencedRows(
+    noun="Secret",
+    values=_VALUES,
+    name_key="secrets_namespace_id_name_key",
+    name_valid="secrets_name_valid",
+    agent_column="harness_auth_secret_id",
+    agent_fkey="agents_harness_auth_secret_fkey",
+)
 
 
 def insert(
@@ -54,27 +52,22 @@ def insert(
         Conflict: the Namespace already holds a Secret with this name.
         InvalidInput: the database refused the name.
     """
-    statement = _VALUES.insert(
-        id=secret_id, namespace_id=namespace_id, name=name, value_ciphertext=value_ciphertext
-    ).on_conflict_do_nothing(constraint=_NAME_KEY)
-    secret = _ROWS.guarded_write(session, lambda: _VALUES.returned(session, statement))
-    if secret is None:
-        raise errors.Conflict("a Secret with this name already exists in the Namespace")
-    return secret
+    return _ROWS.insert(
+        session,
+        id=secret_id,
+        namespace_id=namespace_id,
+        name=name,
+        value_ciphertext=value_ciphertext,
+    )
 
 
-def get(
-    session: orm.Session, namespace_id: str, secret_id: str, *, lock: bool = False
-) -> Secret | None:
-    """The Secret's metadata, or ``None``; ``lock`` takes its row lock."""
-    return _VALUES.get(session, secret_id, _SECRETS.c.namespace_id == namespace_id, lock=lock)
+get: Final = _VALUES.get_in
+"""The Secret's metadata (``session, namespace_id, secret_id``), or ``None``; ``lock`` takes its
+row lock."""
 
-
-def list_in(
-    session: orm.Session, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
-) -> list[Secret]:
-    """The Namespace's Secrets (metadata) in creation order (those in ``window``)."""
-    return _VALUES.window(session, window, _SECRETS.c.namespace_id == namespace_id)
+list_in: Final = _VALUES.list_in
+"""The Namespace's Secrets (metadata) in creation order (``session, namespace_id``; those in
+``window``)."""
 
 
 def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
