@@ -44,14 +44,15 @@ class _Following:
     form: str
 
     def show_or_wait(
-        self, accepted: Any, observe: Callable[[], waiting.Observation], agent_id: str
+        self, accepted: Any, observe: Callable[[], waiting.Observation], label: str
     ) -> None:
-        """Print the accepted answer, or (``--wait``) follow ``agent_id`` until it settles."""
+        """Print the accepted answer, or (``--wait``) follow what ``label`` names until it
+        settles."""
         shared.show_or_wait(
             accepted,
             observe,
             wait=self.wait,
-            label=f"agent {agent_id}",
+            label=label,
             timeout_s=self.timeout,
             form=self.form,
         )
@@ -175,7 +176,9 @@ def stop_agent(
     accepted = session.client.post(
         shared.path("namespaces", namespace_id, "agents", agent_id, "stop")
     )
-    follow.show_or_wait(accepted.data, lambda: _stopped(session, namespace_id, agent_id), agent_id)
+    follow.show_or_wait(
+        accepted.data, lambda: _stopped(session, namespace_id, agent_id), f"agent {agent_id}"
+    )
 
 
 @_agent_command(agents, "delete")
@@ -184,7 +187,9 @@ def delete_agent(
 ) -> None:
     """Delete the Agent and its runtime (--wait: until it is gone)."""
     accepted = session.client.delete(shared.path("namespaces", namespace_id, "agents", agent_id))
-    follow.show_or_wait(accepted.data, lambda: _gone(session, namespace_id, agent_id), agent_id)
+    follow.show_or_wait(
+        accepted.data, lambda: _gone(session, namespace_id, agent_id), f"agent {agent_id}"
+    )
 
 
 @click.group(cls=shared.ClientGroup)
@@ -221,13 +226,10 @@ def _deploy(session: shared.Session, namespace_id: str, agent_id: str, follow: _
         shared.path("namespaces", namespace_id, "agents", agent_id, "deploy")
     ).data
     deployment_id = accepted["deploymentId"]
-    shared.show_or_wait(
+    follow.show_or_wait(
         {"deploymentId": deployment_id, "agentId": agent_id, "state": "pending"},
         lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment_id)),
-        wait=follow.wait,
-        label=f"deployment {deployment_id}",
-        timeout_s=follow.timeout,
-        form=follow.form,
+        f"deployment {deployment_id}",
     )
 
 
