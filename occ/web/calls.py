@@ -1,7 +1,8 @@
 """How a view calls its use case: on the application's database, as the authenticated caller.
 
 ``item`` answers the use case's value in the ``data`` envelope, ``page`` the list page its
-query's window asks for, ``admitted`` the value of a use case that enqueued work, after
+query's window asks for, ``filtered`` the value of a listing use case for the filters and
+``limit`` of its query, ``admitted`` the value of a use case that enqueued work, after
 nudging the workers. Each view still names its use case and every argument it passes.
 """
 
@@ -32,6 +33,12 @@ def call(use_case: Callable[..., T], **arguments: Any) -> T:
 def item(use_case: Callable[..., Any], **arguments: Any) -> dict[str, Any]:
     """The use case's value in the ``data`` envelope."""
     return common.wrap(call(use_case, **arguments))
+
+
+def filtered(use_case: Callable[..., T], query: dict[str, Any], *filters: str) -> T:
+    """``call`` with the query's ``limit`` and each of ``filters`` (``None`` where the query
+    leaves one out)."""
+    return call(use_case, limit=query["limit"], **{name: query.get(name) for name in filters})
 
 
 def admitted(use_case: Callable[..., Any], **arguments: Any) -> dict[str, Any]:

@@ -25,13 +25,13 @@ blueprint = blueprints.Blueprint(
 )
 def list_audit_events(query: dict[str, Any]) -> dict[str, Any]:
     """Audit events filtered by Namespace, resource, work item and kind; paged by sequence."""
-    page = calls.call(
+    page = calls.filtered(
         operations.list_audit_events,
-        namespace_id=query.get("namespace_id"),
-        resource_id=query.get("resource_id"),
-        work_id=query.get("work_id"),
-        kind=query.get("kind"),
-        before=query.get("before"),
-        limit=query["limit"],
+        query,
+        "namespace_id",
+        "resource_id",
+        "work_id",
+        "kind",
+        "before",
     )
     return schemas.audit_page(page)

@@ -20,13 +20,8 @@ blueprint = blueprints.Blueprint(
 @blueprint.operation("GET", "", query=schemas.WorkQuery, answers=schemas.WorkItemListResponse)
 def list_work(query: dict[str, Any]) -> dict[str, Any]:
     """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor."""
-    page = calls.call(
-        operations.list_work,
-        state=query.get("state"),
-        namespace_id=query.get("namespace_id"),
-        agent_id=query.get("agent_id"),
-        limit=query["limit"],
-        cursor=query.get("cursor"),
+    page = calls.filtered(
+        operations.list_work, query, "state", "namespace_id", "agent_id", "cursor"
     )
     return schemas.work_page(page)
 
