@@ -91,14 +91,16 @@ def force_embedded() -> bool:
     return os.environ.get("OCC_TEST_FORCE_EMBEDDED", "").lower() in ("1", "true", "yes")
 
 
-def wait_for(check: Callable[[], str | None], seconds: float = START_WAIT_S) -> str | None:
-    """Call ``check`` until it returns a URL or ``seconds`` pass."""
+def wait_answering(
+    url: str, problem_of: Callable[[str], str | None], seconds: float = START_WAIT_S
+) -> str | None:
+    """``url`` once ``problem_of`` finds nothing wrong with it; ``None`` after ``seconds``."""
     deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result is not None or time.monotonic() >= deadline:
-            return result
+    while problem_of(url) is not None:
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(0.5)
+    return url
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------
@@ -129,10 +131,6 @@ def postgres_problem(url: str) -> str | None:
     return None
 
 
-def _postgres_ready(url: str) -> Callable[[], str | None]:
-    return lambda: url if postgres_problem(url) is None else None
-
-
 def start_debian_cluster() -> str | None:
     """Start the newest Debian cluster with pg_ctlcluster; its URL once it answers."""
     pg_ctlcluster = shutil.which("pg_ctlcluster")
@@ -159,7 +157,7 @@ def start_debian_cluster() -> str | None:
         return None
     if result.returncode != 0:
         say(f"pg_ctlcluster exited {result.returncode}: {result.stderr.strip()[:300]}")
-    return wait_for(_postgres_ready(LOCAL_POSTGRES))
+    return wait_answering(LOCAL_POSTGRES, postgres_problem)
 
 
 def start_embedded_postgres() -> str:
@@ -174,7 +172,7 @@ def start_embedded_postgres() -> str:
     # cleanup_mode=None: the server outlives this script, for the pytest run that follows
     server = pgserver.get_server(PG_DIR, cleanup_mode=None)
     url = str(server.get_uri("postgres"))
-    if wait_for(_postgres_ready(url), 10) is None:
+    if wait_answering(url, postgres_problem, 10) is None:
         raise ServiceError(f"embedded PostgreSQL does not answer: {postgres_problem(url)}")
     return url
 
@@ -221,10 +219,6 @@ def redis_problem(url: str) -> str | None:
     return None
 
 
-def _redis_ready(url: str) -> Callable[[], str | None]:
-    return lambda: url if redis_problem(url) is None else None
-
-
 def start_system_redis() -> str | None:
     executable = shutil.which("redis-server")
     if executable is None:
@@ -254,7 +248,7 @@ def start_system_redis() -> str | None:
     except (OSError, subprocess.SubprocessError) as exc:
         say(f"redis-server failed to start: {exc}")
         return None
-    return wait_for(_redis_ready(LOCAL_REDIS), 10)
+    return wait_answering(LOCAL_REDIS, redis_problem, 10)
 
 
 def _free_port() -> int:
@@ -314,7 +308,7 @@ def start_embedded_redis() -> str:
     )
     (REDIS_DIR / "port").write_text(f"{port}\n")
     url = f"redis://127.0.0.1:{port}/0"
-    if wait_for(_redis_ready(url), 10) is None:
+    if wait_answering(url, redis_problem, 10) is None:
         raise ServiceError(f"embedded Redis does not answer: {redis_problem(url)}")
     return url
 
