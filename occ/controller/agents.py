@@ -207,23 +207,16 @@ def list_agents(
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         namespace = live_namespace(session, namespace_id)
-        visible = listing.readable_page(
+        visible = listing.readable_children(
             session,
             actor_id,
+            "agents.list",
             "agent:read",
+            iam.Resource.namespace(namespace.id),
             resource_of=resource,
             read=lambda rows: agents.list_in(session, namespace.id, rows),
             window=window,
         )
-        if not visible:
-            admission.require(
-                session,
-                actor_id,
-                "agents.list",
-                "namespace:read",
-                iam.Resource.namespace(namespace.id),
-                hide_unless_readable=True,
-            )
         return keyset.Page(observed_agents.observe_all(session, visible), visible.next_after)
 
 

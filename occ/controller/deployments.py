@@ -266,25 +266,17 @@ def list_revisions(
     agent_use_cases.require_ids(namespace_id, agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         agent = _live_agent(session, namespace_id, agent_id)
-        visible = listing.readable_page(
+        return listing.readable_children(
             session,
             actor_id,
+            "agents.revisions.list",
             "agent_revision:read",
+            agent_use_cases.resource(agent),
             resource_of=_resource,
             read=lambda rows: revisions.list_revisions(session, agent.id, rows),
             window=window,
             order=keyset.NEWEST_REVISION_FIRST,
         )
-        if not visible:
-            admission.require(
-                session,
-                actor_id,
-                "agents.revisions.list",
-                "agent:read",
-                agent_use_cases.resource(agent),
-                hide_unless_readable=True,
-            )
-        return visible
 
 
 def get_revision(

@@ -4,7 +4,8 @@ A list with one authorization decision for all its items reads one window: the p
 row more (which says whether a next page exists). A list filtered by a per-item read
 permission reads window after window and keeps what the caller may read, until the page
 holds one visible item more than asked or the list ran out: a page is never short while more
-visible items exist, and reads no further than it needs.
+visible items exist, and reads no further than it needs. A list of one parent's items whose
+page comes out empty answers as the parent does: 404 unless the caller may read the parent.
 """
 
 from __future__ import annotations
@@ -64,3 +65,38 @@ def readable_page(
         order,
         lambda rows: admission.readable(session, actor_id, permission, rows, resource_of),
     )
+
+
+def readable_children(
+    session: Session,
+    actor_id: str,
+    action: str,
+    permission: str,
+    parent: iam.Resource,
+    *,
+    resource_of: Callable[[T], iam.Resource],
+    read: Callable[[keyset.Window], Sequence[T]],
+    window: keyset.Window,
+    order: keyset.Order = keyset.BY_CREATION,
+) -> keyset.Page[T]:
+    """The page of ``parent``'s items the caller holds ``permission`` on; an empty page needs
+    ``<kind>:read`` on ``parent`` (else ``action`` is denied, audited, as ``NotFound``)."""
+    visible = readable_page(
+        session,
+        actor_id,
+        permission,
+        resource_of=resource_of,
+        read=read,
+        window=window,
+        order=order,
+    )
+    if not visible:
+        admission.require(
+            session,
+            actor_id,
+            action,
+            f"{parent.kind}:read",
+            parent,
+            hide_unless_readable=True,
+        )
+    return visible
