@@ -7,9 +7,8 @@ Reads return ``occ.state.installation.Installation``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, Unpack
 
 from occ import errors, iam
 from occ.controller import admission
@@ -131,28 +130,11 @@ def installation_binding(
     return None
 
 
-def audit_bootstrap(
-    session: Session,
-    *,
-    action: str,
-    actor_id: str,
-    resource_kind: str,
-    resource_id: str,
-    details: Mapping[str, Any],
-    namespace_id: str | None = None,
-) -> None:
+def audit_bootstrap(session: Session, **event: Unpack[audit.Change]) -> None:
     """Audit what the operator of the database did through ``occ bootstrap`` (kind
     ``bootstrap``, outcome ``success``): it authorizes nothing, so no decision is recorded."""
     audit.append(
-        session,
-        kind=audit.EventKind.BOOTSTRAP,
-        action=action,
-        actor_id=actor_id,
-        outcome=audit.EventOutcome.SUCCESS,
-        namespace_id=namespace_id,
-        resource_kind=resource_kind,
-        resource_id=resource_id,
-        details=details,
+        session, kind=audit.EventKind.BOOTSTRAP, outcome=audit.EventOutcome.SUCCESS, **event
     )
 
 
