@@ -69,7 +69,7 @@ def administered_get(
         NotFound: no ``kind`` has this id (a malformed id before any query).
         Forbidden: the caller may not administer the Installation (audited).
     """
-    known(kind, row_id)
+    admission.require_id(kind, row_id)
     return administered_read(
         db, actor_id, f"{kind}s.read", lambda session: admission.found(get(session, row_id), kind)
     )
@@ -156,7 +156,7 @@ def administered_revoke(
         LastAdministrator: no principal that can sign in would be left able to administer the
             Installation (audited with ``request``; nothing changed).
     """
-    known(kind, row_id)
+    admission.require_id(kind, row_id)
     with admission.guarded(db, actor_id) as session:
         change = administer(session, actor_id, action)
         grants.lock_administrators(session)
@@ -231,9 +231,3 @@ def keep_an_administrator(change: changes.Change, request: Mapping[str, Any] | N
         resource=target,
         details=details,
     )
-
-
-def known(kind: str, value: str) -> None:
-    """A malformed id of ``kind`` answers ``NotFound`` before any query."""
-    if not ids.is_valid(kind, value):
-        raise errors.NotFound(f"the {kind.replace('_', ' ')} does not exist")

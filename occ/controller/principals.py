@@ -100,7 +100,7 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
         LastAdministrator: no administrator that can sign in would be left (audited; nothing
             changed).
     """
-    policy.known("principal", principal_id)
+    admission.require_id("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
         change = policy.administer(
             session, actor_id, "principals.disable", {"principalId": principal_id}
@@ -135,7 +135,7 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         Forbidden: the caller may not administer the Installation (audited).
         Conflict: the principal is disabled, or an Agent's service principal.
     """
-    policy.known("principal", principal_id)
+    admission.require_id("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
         change = policy.administer(
             session, actor_id, "api_keys.create", {"principalId": principal_id}
@@ -162,7 +162,7 @@ def list_api_keys(
         NotFound: no principal has this id.
         Forbidden: the caller may not administer the Installation (audited).
     """
-    policy.known("principal", principal_id)
+    admission.require_id("principal", principal_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "api_keys.list")
         _principal(session, principal_id)
@@ -184,7 +184,7 @@ def revoke_api_key(
         LastAdministrator: it is the last key of the last administrator that can sign in
             (audited; nothing changed).
     """
-    policy.known("principal", principal_id)
+    admission.require_id("principal", principal_id)
     _known("api_key", key_id, "the API key does not exist")
     with admission.guarded(db, actor_id) as session:
         change = policy.administer(session, actor_id, "api_keys.revoke")

@@ -94,7 +94,7 @@ def delete_restriction(db: Database, *, actor_id: str, restriction_id: str) -> s
         NotFound: no restriction has this id (also when it was already removed).
         Forbidden: the caller may not administer the Installation (audited).
     """
-    policy.known("restriction", restriction_id)
+    admission.require_id("restriction", restriction_id)
     with admission.guarded(db, actor_id) as session:
         change = policy.administer(session, actor_id, "restrictions.delete")
         restriction = admission.found(state.get(session, restriction_id), "restriction")
