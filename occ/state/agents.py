@@ -21,7 +21,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ import db, errors
-from occ.state import models, namespaces, rows
+from occ.state import finalizers, models, namespaces, rows
 
 _NOW = sa.func.clock_timestamp()
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
@@ -225,20 +225,9 @@ def count_by_status(session: orm.Session) -> dict[AgentStatus, int]:
     return counts
 
 
-_RETRY_FAILED_DELETION = sa.text("SELECT occ.retry_failed_deletion(:work_id, :actor_id)")
-
-
-def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
-    """Requeue a permanently failed Agent deletion for ``actor_id`` (the definer function).
-
-    The item restarts its attempts and deadline and takes the new actor. False unless the item
-    is ``failed_permanent`` and its Agent is still deleting.
-    """
-    return bool(
-        session.execute(
-            _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
-        ).scalar_one()
-    )
+requeue_deletion: Final = finalizers.requeue_deletion
+"""Requeue a permanently failed Agent deletion (``session, work_id, actor_id``) for the actor;
+False unless the item is ``failed_permanent`` and its Agent is still deleting."""
 
 
 # -- worker-side moves of the active pointer ----------------------------------------------------
@@ -249,7 +238,7 @@ def activate(session: orm.Session, agent_id: str, *, expected: str | None, candi
 
     Only while the Agent is active and desires running; False when anything moved on.
     """
-    result = session.execute(
+    statement = (
         sa.update(_AGENTS)
         .where(
             _AGENTS.c.id == agent_id,
@@ -259,29 +248,29 @@ def activate(session: orm.Session, agent_id: str, *, expected: str | None, candi
         )
         .values(active_revision_id=candidate, endpoint=None, updated_at=_NOW)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return rows.changed(session, statement)
 
 
 def publish_endpoint(
     session: orm.Session, agent_id: str, revision_id: str, endpoint: str | None
 ) -> bool:
     """Record where the active revision serves; False if it is no longer the active one."""
-    result = session.execute(
+    statement = (
         sa.update(_AGENTS)
         .where(_AGENTS.c.id == agent_id, _AGENTS.c.active_revision_id == revision_id)
         .values(endpoint=endpoint, updated_at=_NOW)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return rows.changed(session, statement)
 
 
 def clear_active(session: orm.Session, agent_id: str, revision_id: str) -> bool:
     """Clear the active pointer only if it still names ``revision_id`` (compare-and-clear)."""
-    result = session.execute(
+    statement = (
         sa.update(_AGENTS)
         .where(_AGENTS.c.id == agent_id, _AGENTS.c.active_revision_id == revision_id)
         .values(active_revision_id=None, endpoint=None, updated_at=_NOW)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return rows.changed(session, statement)
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -136,15 +136,9 @@ def pinned(
 ) -> PinnedConfiguration | None:
     """The Configuration's generation and native document, read together, or ``None``."""
     table = _CONFIGURATIONS
-    row = (
-        session.execute(
-            sa.select(table.c.id, table.c.generation, table.c.document)
-            .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
-            .with_for_update(key_share=True, read=True)
-        )
-        .mappings()
-        .first()
+    query = (
+        sa.select(table.c.id, table.c.generation, table.c.document)
+        .where(table.c.namespace_id == namespace_id, table.c.id == configuration_id)
+        .with_for_update(key_share=True, read=True)
     )
-    if row is None:
-        return None
-    return PinnedConfiguration(id=row["id"], generation=row["generation"], document=row["document"])
+    return rows.first(session, query, lambda row: rows.record(PinnedConfiguration, row))

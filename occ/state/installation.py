@@ -11,7 +11,6 @@ from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ import ids
 from occ.state import models, rows
@@ -28,26 +27,15 @@ class Installation:
     created_at: dt.datetime
 
 
+_VALUES: Final = rows.Values(_INSTALLATION, Installation)
+
+
 def insert(session: orm.Session, *, name: str) -> Installation | None:
     """Create the Installation; ``None`` when one already exists (the singleton key holds)."""
-    row = (
-        session.execute(
-            pg.insert(_INSTALLATION)
-            .values(id=ids.new("installation"), name=name)
-            .on_conflict_do_nothing()
-            .returning(*_INSTALLATION.c)
-        )
-        .mappings()
-        .first()
-    )
-    return None if row is None else _installation(row)
+    statement = _VALUES.insert(id=ids.new("installation"), name=name).on_conflict_do_nothing()
+    return _VALUES.returned(session, statement)
 
 
 def current(session: orm.Session) -> Installation | None:
     """The Installation, or ``None`` before bootstrap."""
-    row = session.execute(sa.select(_INSTALLATION)).mappings().first()
-    return None if row is None else _installation(row)
-
-
-def _installation(row: sa.RowMapping) -> Installation:
-    return rows.record(Installation, row)
+    return _VALUES.find(session)

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import errors, ids
-from occ.state import keyset, models, rows
+from occ.state import finalizers, keyset, models, rows
 
 _NOW = sa.func.clock_timestamp()
 _NAMESPACES: Final = cast(sa.Table, models.Namespace.__table__)
@@ -141,7 +141,7 @@ def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
 
 def transition(session: orm.Session, namespace_id: str, *, expected: str, status: str) -> bool:
     """Compare-and-set the status of a live Namespace; False when it moved on."""
-    result = session.execute(
+    statement = (
         sa.update(_NAMESPACES)
         .where(
             _NAMESPACES.c.id == namespace_id,
@@ -150,13 +150,13 @@ def transition(session: orm.Session, namespace_id: str, *, expected: str, status
         )
         .values(status=NamespaceStatus(status), updated_at=_NOW)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return rows.changed(session, statement)
 
 
 def tombstone(session: orm.Session, namespace_id: str) -> bool:
     """Finish a deletion: the row stays (its name stays reserved) but reads hide it, and the
     Namespace's Roles and access bindings stop granting anything."""
-    result = session.execute(
+    statement = (
         sa.update(_NAMESPACES)
         .where(
             _NAMESPACES.c.id == namespace_id,
@@ -165,24 +165,13 @@ def tombstone(session: orm.Session, namespace_id: str) -> bool:
         )
         .values(deleted_at=_NOW, updated_at=_NOW)
     )
-    if not result.rowcount:  # type: ignore[attr-defined]
+    if not rows.changed(session, statement):
         return False
     session.execute(rows.stamped(_BINDINGS, "revoked_at", _BINDINGS.c.namespace_id == namespace_id))
     session.execute(rows.stamped(_ROLES, "deleted_at", _ROLES.c.namespace_id == namespace_id))
     return True
 
 
-_RETRY_FAILED_DELETION = sa.text("SELECT occ.retry_failed_deletion(:work_id, :actor_id)")
-
-
-def requeue_deletion(session: orm.Session, work_id: str, actor_id: str) -> bool:
-    """Requeue a permanently failed deletion for ``actor_id`` (the definer function).
-
-    The item restarts its convergence deadline and attempt count and takes the new actor.
-    False unless the item is ``failed_permanent`` and its Namespace is still deleting.
-    """
-    return bool(
-        session.execute(
-            _RETRY_FAILED_DELETION, {"work_id": work_id, "actor_id": actor_id}
-        ).scalar_one()
-    )
+requeue_deletion: Final = finalizers.requeue_deletion
+"""Requeue a permanently failed Namespace deletion (``session, work_id, actor_id``) for the
+actor; False unless the item is ``failed_permanent`` and its Namespace is still deleting."""

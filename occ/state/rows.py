@@ -1,7 +1,7 @@
 """Rows into values: a record from a row's columns, the first row or every row a query selects,
 a table's recurring statements read into its values (``Values``), the equalities of the filters
-a list was given; and the UPDATE that stamps the moment rows were disabled, revoked or
-soft-deleted.
+a list was given; whether an UPDATE changed a row, and the UPDATE that stamps the moment rows
+were disabled, revoked or soft-deleted.
 
 The repositories' values are frozen dataclasses whose fields are named like the columns they
 come from (or the keys of a JSON object a statement builds); a repository converts only what
@@ -60,6 +60,12 @@ def every(
 ) -> list[T]:
     """Every row ``query`` selects (or a statement returns), in its order, made into values."""
     return [make(row) for row in session.execute(query).mappings()]
+
+
+def changed(session: orm.Session, statement: sa.Update) -> bool:
+    """Run the UPDATE: whether it changed a row (a compare-and-set that found its row as
+    expected)."""
+    return bool(session.execute(statement).rowcount)  # type: ignore[attr-defined]
 
 
 def stamped(table: sa.Table, column: str, *where: sa.ColumnElement[bool]) -> sa.Update:
