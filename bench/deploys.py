@@ -5,6 +5,7 @@ deploy per Agent timed from its admission to its activation audit row."""
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench import workers
-from bench.support import BenchError
+from bench.support import BenchError, percentile
 from occ import secret_store
 from occ.controller import deployments, installation, namespaces
 from occ.db import Database
@@ -26,11 +27,36 @@ API_KEY_PEPPER = "bench-pepper"
 
 @dataclass(frozen=True)
 class Deploys:
-    """What one deploy phase measured."""
+    """What one deploy phase measured (the docker floor's starts have no revisions)."""
 
     per_s: float
     latencies_ms: list[float]
     revision_ids: list[str]
+
+    def figures(self, prefix: str) -> dict[str, float]:
+        """``{prefix}_deploys_per_s`` and the median and p99 latency (``_deploy_p50_ms``,
+        ``_deploy_p99_ms``)."""
+        return {
+            f"{prefix}_deploys_per_s": self.per_s,
+            f"{prefix}_deploy_p50_ms": self.p50_ms,
+            f"{prefix}_deploy_p99_ms": self.p99_ms,
+        }
+
+    @property
+    def p50_ms(self) -> float:
+        return statistics.median(self.latencies_ms)
+
+    @property
+    def p99_ms(self) -> float:
+        return percentile(self.latencies_ms, 0.99)
+
+
+def versus(label: str, ours: Deploys, theirs: Deploys) -> str:
+    """``label: throughput R, p50 Rx, p99 Rx``: ``ours`` as a multiple of ``theirs``."""
+    return (
+        f"{label}: throughput {ours.per_s / theirs.per_s:.2f}, "
+        f"p50 {ours.p50_ms / theirs.p50_ms:.2f}x, p99 {ours.p99_ms / theirs.p99_ms:.2f}x"
+    )
 
 
 def fleet_env(

@@ -48,11 +48,9 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import docker
 
 from bench import deploys, workers
-from bench.support import answers, log, percentile, report
-from occ.config import Settings
+from bench.support import answers, log, report
 from occ.db import Database
 from occ.state import models
-from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from tests.integration.drivers.docker import objects as docker_objects
 from tests.support import audits, brokers
@@ -85,13 +83,10 @@ def deploy_phase(
         secret_key=SECRET_KEY,
     )
     log(args.verbose, f"{len(pairs)} Agents ready to deploy")
-    celery = tasks_app.create(Settings.from_env(env))
-    try:
+    with workers.celery_app(env) as celery:
         measured = deploys.deploy_all(
             database, nudge.Nudger(celery), admin, pairs, fleet, timeout=DEPLOY_TIMEOUT_S
         )
-    finally:
-        celery.close()
     if args.verbose:
         work_ids = deploys.work_ids(measured.revision_ids)
         durations = deploys.passes(fleet, measured.revision_ids)
@@ -111,7 +106,7 @@ def deploy_phase(
 # -- the floor ---------------------------------------------------------------------------------
 
 
-def floor(host: str, count: int, concurrency: int) -> tuple[float, list[float]]:
+def floor(host: str, count: int, concurrency: int) -> deploys.Deploys:
     """Bare SDK: create, start, probe ``count`` containers, ``concurrency`` at a time."""
     client = docker.DockerClient(base_url=host, timeout=60)
     network = client.networks.create(f"occ-bench-floor-{uuid.uuid4().hex[:8]}", driver="bridge")
@@ -153,7 +148,7 @@ def floor(host: str, count: int, concurrency: int) -> tuple[float, list[float]]:
         began = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
             latencies = list(pool.map(one, range(count)))
-        return count / (time.monotonic() - began), latencies
+        return deploys.Deploys(count / (time.monotonic() - began), latencies, revision_ids=[])
     finally:
         for container in created:
             with contextlib.suppress(docker.errors.DockerException):
@@ -201,26 +196,22 @@ def main(argv: list[str] | None = None) -> int:
                     database.dispose()
                 fleet.stop_all()
                 sweep(host, namespace_id)
-                floor_per_s, floor_latencies = floor(host, args.agents, args.concurrency)
+                bare = floor(host, args.agents, args.concurrency)
         finally:
             if namespace_id is not None:
                 with contextlib.suppress(Exception):
                     sweep(host, namespace_id)
 
     figures = {
-        "docker_deploys_per_s": occ.per_s,
-        "docker_deploy_p50_ms": statistics.median(occ.latencies_ms),
-        "docker_deploy_p99_ms": percentile(occ.latencies_ms, 0.99),
-        "floor_per_s": floor_per_s,
-        "floor_p50_ms": statistics.median(floor_latencies),
-        "floor_p99_ms": percentile(floor_latencies, 0.99),
+        **occ.figures("docker"),
+        "floor_per_s": bare.per_s,
+        "floor_p50_ms": bare.p50_ms,
+        "floor_p99_ms": bare.p99_ms,
     }
     report(
         figures,
         [
-            f"occ / floor: throughput {occ.per_s / floor_per_s:.2f}, "
-            f"p50 {figures['docker_deploy_p50_ms'] / figures['floor_p50_ms']:.2f}x, "
-            f"p99 {figures['docker_deploy_p99_ms'] / figures['floor_p99_ms']:.2f}x "
+            f"{deploys.versus('occ / floor', occ, bare)} "
             f"({args.agents} Agents, driver pool {args.concurrency}; "
             f"{time.monotonic() - started:.0f} s in all on {os.cpu_count()} CPUs)"
         ],

@@ -62,8 +62,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import sqlalchemy as sa
 
 from bench import deploys, workers
-from bench.support import BenchError, log, percentile, report
-from occ.config import Settings
+from bench.support import BenchError, log, report
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
@@ -167,16 +166,13 @@ def deploy_phase(
     )
     log(verbose, f"{driver}: {len(pairs)} Agents in {len(namespace_ids)} Namespaces")
     wait_idle(database, fleet)
-    celery = tasks_app.create(Settings.from_env(env))
-    try:
+    with workers.celery_app(env) as celery:
         before_deploys()
         cpu_before = time.process_time()
         measured = deploys.deploy_all(
             database, nudge.Nudger(celery), admin, pairs, fleet, timeout=DEPLOY_TIMEOUT_S
         )
         cpu_ms = (time.process_time() - cpu_before) * 1000 / len(pairs)
-    finally:
-        celery.close()
     durations = deploys.passes(fleet, measured.revision_ids)
     log(
         verbose,
@@ -196,11 +192,8 @@ def repass(
 ) -> tuple[float, float]:
     """API calls and writes per no-op maintenance pass (one per active revision)."""
     kube.clear_journal()
-    celery = tasks_app.create(Settings.from_env(env))
-    try:
+    with workers.celery_app(env) as celery:
         celery.send_task(names.OBSERVE_RUNTIMES, queue=tasks_app.CONTROL_QUEUE)
-    finally:
-        celery.close()
 
     def all_observed() -> bool:
         fleet.check()
@@ -293,22 +286,16 @@ def main(argv: list[str] | None = None) -> int:
             kube.stop()
 
     figures = {
-        "k8s_deploys_per_s": k8s.per_s,
-        "k8s_deploy_p50_ms": statistics.median(k8s.latencies_ms),
-        "k8s_deploy_p99_ms": percentile(k8s.latencies_ms, 0.99),
+        **k8s.figures("k8s"),
         "k8s_api_calls_per_deploy": calls_per_deploy,
         "k8s_repass_api_calls": repass_calls,
         "k8s_repass_writes": repass_writes,
-        "local_deploys_per_s": local.per_s,
-        "local_deploy_p50_ms": statistics.median(local.latencies_ms),
-        "local_deploy_p99_ms": percentile(local.latencies_ms, 0.99),
+        **local.figures("local"),
     }
     report(
         figures,
         [
-            f"kubernetes / local: throughput {k8s.per_s / local.per_s:.2f}, "
-            f"p50 {figures['k8s_deploy_p50_ms'] / figures['local_deploy_p50_ms']:.2f}x, "
-            f"p99 {figures['k8s_deploy_p99_ms'] / figures['local_deploy_p99_ms']:.2f}x; "
+            f"{deploys.versus('kubernetes / local', k8s, local)}; "
             f"{calls_per_deploy:.1f} API calls per deploy, {repass_calls:.1f} per no-op re-pass "
             f"({repass_writes:.1f} writes) ({count} Agents per driver, driver pool "
             f"{args.concurrency}; {time.monotonic() - started:.0f} s in all on "

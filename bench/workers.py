@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 import redis
+from celery import Celery
 
 from bench.support import BenchError
+from occ.config import Settings
 from occ.tasks import app as tasks_app
 from tests.support import databases
 from tests.support.processes import Process, beat_arguments, poll, start, worker_arguments
@@ -43,6 +45,17 @@ def wait_for(
     if value is None:
         raise BenchError(f"timed out after {timeout:.0f} s waiting for {message}")
     return value
+
+
+@contextlib.contextmanager
+def celery_app(env: dict[str, str]) -> Iterator[Celery]:
+    """A Celery app configured from the fleet's environment (to nudge it or send it a task),
+    closed at the end."""
+    app = tasks_app.create(Settings.from_env(env))
+    try:
+        yield app
+    finally:
+        app.close()
 
 
 @dataclass
