@@ -107,6 +107,12 @@ def current(session: Session) -> state.Installation:
     return installation
 
 
+def resource(session: Session) -> iam.Resource:
+    """The Installation as what permissions on it are checked on, or ``NotFound`` before
+    bootstrap."""
+    return iam.Resource.installation(current(session).id)
+
+
 def bootstrap_principal_id(session: Session) -> str | None:
     """The principal ``occ bootstrap`` made the first administrator (from its audit event)."""
     installation = current(session)

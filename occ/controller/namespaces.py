@@ -39,7 +39,7 @@ def create_namespace(
     request = {"name": name, "existingNamespace": existing_namespace}
     action = "namespaces.create"
     with admission.guarded(db, actor_id) as session:
-        parent = iam.Resource.installation(installation.current(session).id)
+        parent = installation.resource(session)
         decision = admission.require(
             session, actor_id, action, "namespace:create", parent, request=request
         )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from occ import errors, iam, ids
+from occ import errors, ids
 from occ.controller import admission, installation, policy
 from occ.db import Database, Session
 from occ.state import audit, values, work_queue, work_reads
@@ -188,7 +188,7 @@ def valid_work_id(value: object) -> bool:
 def _require_installation(
     session: Session, actor_id: str, action: str, permission: str, *, hide: bool = False
 ) -> None:
-    resource = iam.Resource.installation(installation.current(session).id)
+    resource = installation.resource(session)
     admission.require(session, actor_id, action, permission, resource, hide_unless_readable=hide)
 
 

@@ -44,7 +44,7 @@ def administer(
     The Installation is never hidden: a caller without the permission is answered 403, as by
     ``GET /v1/installation``.
     """
-    target = iam.Resource.installation(installation.current(session).id)
+    target = installation.resource(session)
     decision = admission.require(session, actor_id, action, PERMISSION, target, request=request)
     return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)
 
@@ -210,7 +210,7 @@ def keep_an_administrator(change: changes.Change, request: Mapping[str, Any] | N
     holding the administrators lock; ``change`` and ``request`` name the refused change.
     """
     session = change.session
-    target = iam.Resource.installation(installation.current(session).id)
+    target = installation.resource(session)
     holders = grants.principals_holding(session, PERMISSION)
     acting = api_keys.holders_of_live_keys(session, holders)
     for principal_id in holders:

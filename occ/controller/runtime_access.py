@@ -35,7 +35,7 @@ def authorize(
     session: Session, actor_id: str, action: str, request: dict[str, Any]
 ) -> iam.Decision:
     """The decision allowing the caller to grant runtime access, or ``admission.Denied`` (403)."""
-    target = iam.Resource.installation(installation.current(session).id)
+    target = installation.resource(session)
     return admission.require(
         session, actor_id, action, policy.PERMISSION, target, request=request, detail=_DENIED
     )
