@@ -363,19 +363,18 @@ class KubernetesComputeDriver:
 
     def _gateway_of(self, revision: base.RevisionSpec, namespace: str) -> dict[str, Any] | None:
         """The Deployment running ``revision`` (embedded: only while its template does)."""
-        mode = manifests.mode_of(revision)
-        expected = naming.labels(
-            naming.Role.GATEWAY,
-            namespace_id=revision.namespace_id,
-            agent_id=revision.agent_id,
-            revision_id=revision.revision_id if mode == naming.DEDICATED else None,
-        )
         current = self.steps.owned(
-            client.DEPLOYMENT, namespace, manifests.deployment_name(revision), expected
+            client.DEPLOYMENT,
+            namespace,
+            manifests.deployment_name(revision),
+            manifests.gateway_labels(revision),
         )
         if current is None:
             return None
-        if mode == naming.EMBEDDED and rollout.template_revision(current) != revision.revision_id:
+        if (
+            manifests.mode_of(revision) == naming.EMBEDDED
+            and rollout.template_revision(current) != revision.revision_id
+        ):
             return None  # the Agent's gateway runs another revision now
         return current
 

@@ -163,6 +163,19 @@ def deployment_name(revision: base.RevisionSpec) -> str:
     return naming.agent_object(revision.agent_id)
 
 
+def gateway_labels(revision: base.RevisionSpec) -> dict[str, str]:
+    """The labels of the gateway Deployment running ``revision``."""
+    mode = mode_of(revision)
+    return naming.labels(
+        naming.Role.GATEWAY,
+        namespace_id=revision.namespace_id,
+        agent_id=revision.agent_id,
+        # the embedded Deployment outlives its revisions: only its pods name one
+        revision_id=revision.revision_id if mode == naming.DEDICATED else None,
+        mode=mode,
+    )
+
+
 def gateway_deployment(
     revision: base.RevisionSpec,
     namespace_name: str,
@@ -177,14 +190,6 @@ def gateway_deployment(
     """
     mode = mode_of(revision)
     match = naming.gateway_selector(revision.agent_id, mode, revision.revision_id)
-    owner_labels = naming.labels(
-        naming.Role.GATEWAY,
-        namespace_id=revision.namespace_id,
-        agent_id=revision.agent_id,
-        # the embedded Deployment outlives its revisions: only its pods name one
-        revision_id=revision.revision_id if mode == naming.DEDICATED else None,
-        mode=mode,
-    )
     pod_labels = {
         **naming.labels(
             naming.Role.GATEWAY,
@@ -198,7 +203,9 @@ def gateway_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": naming.metadata(deployment_name(revision), namespace_name, owner_labels),
+        "metadata": naming.metadata(
+            deployment_name(revision), namespace_name, gateway_labels(revision)
+        ),
         "spec": {
             "replicas": replicas,
             "strategy": {"type": "Recreate"},

@@ -141,16 +141,6 @@ def gateway_selector(agent_id: str, mode: str, revision_id: str | None) -> dict[
     return match
 
 
-def is_owned(
-    metadata: Mapping[str, object], expected: Mapping[str, str], *, keys: tuple[str, ...]
-) -> bool:
-    """Whether an object's labels say occ owns it for ``expected`` (compared on ``keys``)."""
-    found = metadata.get("labels") or {}
-    if not isinstance(found, Mapping) or found.get(MANAGED_BY) != MANAGER:
-        return False
-    return all(found.get(key) == expected.get(key) for key in keys if key in expected)
-
-
 Manifest = dict[str, Any]
 """An object as the API takes it: a plain JSON-able dict in camelCase wire form."""
 
