@@ -87,7 +87,7 @@ def namespace_work(
 def revision(
     session: orm.Session, *, namespace_id: str, agent_id: str, actor_id: str, number: int
 ) -> str:
-    """An AgentRevision of ``agent_id`` (snapshot of the agent's configuration)."""
+    """An AgentRevision of ``agent_id``: a snapshot of the agent's configuration and harness."""
     agent_row = session.get(models.Agent, agent_id)
     assert agent_row is not None
     revision_id = ids.new("agent_revision")
@@ -101,10 +101,10 @@ def revision(
             configuration_id=agent_row.configuration_id,
             configuration_generation=1,
             configuration_document={},
-            harness_id="openclaw",
-            harness_version="1.0.0",
-            harness_mode="embedded",
-            compute_driver="local",
+            harness_id=agent_row.harness_id,
+            harness_version=agent_row.harness_version,
+            harness_mode=agent_row.execution_mode,
+            compute_driver=agent_row.compute_driver,
             harness_auth={"kind": "secret", "secretId": ids.new("secret")},
             service_principal_id=agent_row.service_principal_id,
         )
