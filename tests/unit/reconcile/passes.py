@@ -86,3 +86,11 @@ def harness(
         world, driver, guard, clock=manual, policy=policy, refusal=refusal, journal=journal
     )
     return Harness(world, driver, store, manual, journal)
+
+
+def redeploy(method: str, *answers: fake_driver.Step | fake_driver.Invalid) -> Harness:
+    """A pass deploying revision 2 of an Agent running revision 1, the driver giving ``answers``
+    to ``method`` (one a call) before its defaults."""
+    run = harness(scenarios.agent(revisions=2, active=1))
+    run.driver.script(method, *answers)
+    return run

@@ -129,8 +129,7 @@ def test_only_prepare_and_activate_carry_the_credential() -> None:
 def test_a_revision_not_ready_is_deferred_without_spending_an_attempt(
     not_ready: base.Pending | base.TransientDriverError,
 ) -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script("prepare_revision", not_ready)
+    run = passes.redeploy("prepare_revision", not_ready)
 
     result = run.run()
 
@@ -157,8 +156,7 @@ def test_a_revision_not_ready_is_deferred_without_spending_an_attempt(
 def test_a_permanent_prepare_failure_fails_the_item(
     failure: base.Failed | base.PermanentDriverError, expected: str
 ) -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script("prepare_revision", failure)
+    run = passes.redeploy("prepare_revision", failure)
 
     result = run.run()
 

@@ -129,8 +129,7 @@ def test_an_already_active_revision_resumes_at_activation(order: base.Activation
 
 
 def test_a_pending_activation_defers_and_the_next_pass_resumes() -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script("activate_revision", base.Pending("rolling out"))
+    run = passes.redeploy("activate_revision", base.Pending("rolling out"))
 
     first = run.run()
     assert first == outcome.PassResult(Outcome.PENDING, Code.REVISION_INCOMPLETE, passes.RECHECK_MS)
@@ -154,8 +153,7 @@ def test_a_pending_activation_defers_and_the_next_pass_resumes() -> None:
 def test_a_permanent_activation_failure_fails_with_the_drivers_code(
     failure: base.Failed | base.PermanentDriverError,
 ) -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script("activate_revision", failure)
+    run = passes.redeploy("activate_revision", failure)
 
     result = run.run()
 
@@ -172,8 +170,7 @@ def test_a_permanent_activation_failure_fails_with_the_drivers_code(
 def test_a_transient_activation_failure_leaves_finalization_incomplete(
     transient: base.Failed | base.TransientDriverError,
 ) -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script("activate_revision", transient)
+    run = passes.redeploy("activate_revision", transient)
 
     result = run.run()
 
@@ -184,8 +181,7 @@ def test_a_transient_activation_failure_leaves_finalization_incomplete(
 
 @pytest.mark.parametrize("answer", [base.Ready(), "fake://x", None])
 def test_an_activation_that_is_not_an_activation_publishes_no_endpoint(answer: object) -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script("activate_revision", fake_driver.Invalid(answer))
+    run = passes.redeploy("activate_revision", fake_driver.Invalid(answer))
 
     result = run.run()
 
@@ -252,8 +248,7 @@ def test_a_driver_without_maintenance_schedules_none() -> None:
 
 
 def test_a_throttled_activation_waits_as_asked_instead_of_backing_off() -> None:
-    run = passes.harness(scenarios.agent(revisions=2, active=1))
-    run.driver.script(
+    run = passes.redeploy(
         "activate_revision", base.TransientDriverError("TOO_MANY_REQUESTS", retry_after_s=4.0)
     )
 
