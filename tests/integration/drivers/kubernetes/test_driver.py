@@ -252,9 +252,8 @@ def test_a_progress_deadline_fails_the_activation_with_its_own_code(
 def test_an_embedded_redeploy_swaps_the_template_only_at_activation(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = helpers.ready_namespace(driver, operation, specs)
-    first, second = specs.revision(), specs.revision()
-    helpers.deploy(driver, kube_api, operation, first)
+    name, first = helpers.deployed(driver, kube_api, operation, specs)
+    second = specs.revision()
     gateway = naming.agent_object(first.agent_id)
     running = kube_api.get("deployments", name, gateway)
     assert running is not None
@@ -363,9 +362,8 @@ def test_the_credential_reaches_the_gateway_only_through_its_secret(
 def test_deleting_the_agent_removes_every_object_labelled_with_it(
     driver: KubernetesComputeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
 ) -> None:
-    name = helpers.ready_namespace(driver, operation, specs)
-    first, second = specs.revision(), specs.revision()
-    helpers.deploy(driver, kube_api, operation, first)
+    name, first = helpers.deployed(driver, kube_api, operation, specs)
+    second = specs.revision()
     helpers.deploy(driver, kube_api, operation, second)
     other = specs.revision(agent_id="agt_00000000-0000-4000-8000-000000000003")
     helpers.deploy(driver, kube_api, operation, other)
