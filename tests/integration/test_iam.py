@@ -95,14 +95,8 @@ def test_namespace_binding_grants_only_in_its_namespace(db: Database, world: Wor
 def test_exact_resource_binding_grants_only_that_resource(db: Database, world: World) -> None:
     mine, other = agent(world.ns_a), agent(world.ns_a)
     with db.transaction() as session:
-        binding = grants.grant(
-            session,
-            world.alice,
-            ["agent:read", "agent:deploy"],
-            namespace_id=world.ns_a,
-            resource_kind="agent",
-            resource_id=mine.id,
-        )
+        only_mine = grants.exactly(world.ns_a, "agent", mine.id)
+        binding = grants.grant(session, world.alice, ["agent:read", "agent:deploy"], **only_mine)
 
     decision = decide(db, world.alice, "agent:deploy", mine)
     assert decision.allowed
@@ -116,13 +110,8 @@ def test_exact_resource_binding_grants_only_that_resource(db: Database, world: W
 
 
 def test_exact_installation_binding(db: Database, world: World) -> None:
-    grants.give(
-        db,
-        world.alice,
-        ["installation:read"],
-        resource_kind="installation",
-        resource_id=world.installation.id,
-    )
+    only_this_one = grants.exactly(None, "installation", world.installation.id)
+    grants.give(db, world.alice, ["installation:read"], **only_this_one)
 
     assert decide(db, world.alice, "installation:read", world.installation).allowed
     assert not decide(
@@ -300,14 +289,8 @@ def test_authorize_each_matches_authorize(db: Database, world: World) -> None:
     target = agent(world.ns_a)
     with db.transaction() as session:
         grants.grant(session, world.alice, ["agent:read"], namespace_id=world.ns_a)
-        grants.grant(
-            session,
-            world.alice,
-            ["agent:read"],
-            namespace_id=world.ns_b,
-            resource_kind="agent",
-            resource_id=target.id,
-        )
+        only_target = grants.exactly(world.ns_b, "agent", target.id)
+        grants.grant(session, world.alice, ["agent:read"], **only_target)
         restriction_rows.insert(
             session, permission="agent:read", created_by=world.alice, resource_id=target.id
         )

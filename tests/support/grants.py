@@ -12,6 +12,14 @@ from occ.state import iam_policy
 from occ.state import roles as role_rows
 from tests.support import rows
 
+Scope = dict[str, str | None]
+"""Where a binding applies, as ``grant``'s keyword arguments."""
+
+
+def exactly(namespace_id: str | None, kind: str, resource_id: str) -> Scope:
+    """The scope of a binding on the one resource ``kind`` ``resource_id`` (in ``namespace_id``)."""
+    return {"namespace_id": namespace_id, "resource_kind": kind, "resource_id": resource_id}
+
 
 def grant(
     session: orm.Session,

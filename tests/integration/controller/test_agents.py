@@ -21,8 +21,7 @@ from occ.state import audit, iam_policy, models, revisions, values, work_keys, w
 from tests.integration.controller.support import count, events, work
 from tests.support import grants, rows
 from tests.support.grants import principal
-
-SP_PERMISSIONS = ("configuration:read", "secret:operate")
+from tests.support.worlds import RUNTIME_PERMISSIONS
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ def create(
         compute_driver="local",
     )
     if empower:
-        grant(db, view.service_principal_id, *SP_PERMISSIONS, namespace_id=world.namespace_id)
+        grant(db, view.service_principal_id, *RUNTIME_PERMISSIONS, namespace_id=world.namespace_id)
     return view
 
 
@@ -250,26 +249,36 @@ def test_deploy_pins_the_configuration_of_its_moment(
     [
         (
             ("agent:deploy", "agent:read", "secret:operate"),
-            SP_PERMISSIONS,
+            RUNTIME_PERMISSIONS,
             errors.Forbidden,
             "configuration:read",
         ),
         (
             ("agent:deploy", "agent:read", "configuration:read"),
-            SP_PERMISSIONS,
+            RUNTIME_PERMISSIONS,
             errors.Forbidden,
             "secret:operate",
         ),
-        (("agent:deploy", "configuration:read"), SP_PERMISSIONS, errors.NotFound, "secret:operate"),
+        (
+            ("agent:deploy", "configuration:read"),
+            RUNTIME_PERMISSIONS,
+            errors.NotFound,
+            "secret:operate",
+        ),
         (
             ("agent:read", "configuration:read", "secret:operate"),
-            SP_PERMISSIONS,
+            RUNTIME_PERMISSIONS,
             errors.Forbidden,
             "agent:deploy",
         ),
-        (("configuration:read", "secret:operate"), SP_PERMISSIONS, errors.NotFound, "agent:deploy"),
         (
-            ("agent:deploy", "agent:read", *SP_PERMISSIONS),
+            ("configuration:read", "secret:operate"),
+            RUNTIME_PERMISSIONS,
+            errors.NotFound,
+            "agent:deploy",
+        ),
+        (
+            ("agent:deploy", "agent:read", *RUNTIME_PERMISSIONS),
             ("secret:operate",),
             errors.Forbidden,
             "configuration:read",
@@ -357,14 +366,8 @@ def test_revision_reads_are_filtered_per_revision(db: Database, admin: str, worl
     view = create(db, admin, world)
     first, second = deploy(db, admin, view), deploy(db, admin, view)
     reader = principal(db)
-    grant(
-        db,
-        reader,
-        "agent_revision:read",
-        namespace_id=world.namespace_id,
-        resource_kind="agent_revision",
-        resource_id=first.deployment_id,
-    )
+    only_first = grants.exactly(world.namespace_id, "agent_revision", first.deployment_id)
+    grant(db, reader, "agent_revision:read", **only_first)
 
     assert revision_ids(db, reader, view) == [first.deployment_id]
     assert revision_ids(db, admin, view) == [second.deployment_id, first.deployment_id]

@@ -20,7 +20,7 @@ from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
 from tests.integration.controller.support import count, events
 from tests.support import audits, rows
-from tests.support.grants import principal
+from tests.support.grants import exactly, principal
 
 STORE = secret_store.SecretStore("admission-test-key")
 VALUE = "sk-admission-\u00e9-do-not-leak"
@@ -54,6 +54,14 @@ def create(
         namespace_id=namespace_id,
         name=name,
         document={"model": "gpt"} if document is None else document,
+    )
+
+
+def create_secret(
+    db: Database, actor_id: str, namespace_id: str, name: str, value: Any = VALUE
+) -> secret_rows.Secret:
+    return secrets.create_secret(
+        db, store=STORE, actor_id=actor_id, namespace_id=namespace_id, name=name, value=value
     )
 
 
@@ -110,9 +118,7 @@ def refuses_content(db: Database, admin: str, namespace_id: str) -> None:
     with pytest.raises(errors.NamespaceNotReady):
         create(db, admin, namespace_id)
     with pytest.raises(errors.NamespaceNotReady):
-        secrets.create_secret(
-            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=VALUE
-        )
+        create_secret(db, admin, namespace_id, "s")
     assert count(db, models.Configuration) == 0 and count(db, models.Secret) == 0
 
 
@@ -204,9 +210,7 @@ def test_bad_names_point_at_the_field(
         create(db, admin, namespace_id, name=name)
     assert [e.pointer for e in raised.value.errors] == ["/name"]
     with pytest.raises(errors.InvalidInput) as raised:
-        secrets.create_secret(
-            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name=name, value=VALUE
-        )
+        create_secret(db, admin, namespace_id, name)
     assert [e.pointer for e in raised.value.errors] == ["/name"]
 
 
@@ -342,13 +346,7 @@ def test_a_principal_of_another_namespace_sees_nothing(
 def test_lists_are_filtered_per_item(db: Database, admin: str, namespace_id: str) -> None:
     first = create(db, admin, namespace_id, name="first")
     create(db, admin, namespace_id, name="second")
-    exact = principal(
-        db,
-        "configuration:read",
-        namespace_id=namespace_id,
-        resource_kind="configuration",
-        resource_id=first.id,
-    )
+    exact = principal(db, "configuration:read", **exactly(namespace_id, "configuration", first.id))
     namespace_reader = principal(db, "namespace:read", namespace_id=namespace_id)
     collection_reader = principal(db, "configuration:read", namespace_id=namespace_id)
 
@@ -603,9 +601,7 @@ def test_a_configuration_used_by_an_agent_is_kept(
 def test_a_secret_is_stored_sealed_for_its_row(
     db: Database, owner_db: Database, admin: str, namespace_id: str
 ) -> None:
-    view = secrets.create_secret(
-        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="token", value=VALUE
-    )
+    view = create_secret(db, admin, namespace_id, "token")
     assert ids.is_valid("secret", view.id)
     assert not hasattr(view, "value")
     with db.transaction() as session:
@@ -627,17 +623,8 @@ def test_a_secret_is_stored_sealed_for_its_row(
 def test_a_ciphertext_copied_to_another_secret_does_not_decrypt(
     db: Database, owner_db: Database, admin: str, namespace_id: str
 ) -> None:
-    first = secrets.create_secret(
-        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="first", value=VALUE
-    )
-    second = secrets.create_secret(
-        db,
-        store=STORE,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="second",
-        value="other value",
-    )
+    first = create_secret(db, admin, namespace_id, "first")
+    second = create_secret(db, admin, namespace_id, "second", "other value")
     with owner_db.transaction() as session:
         session.execute(
             sa.text(
@@ -661,9 +648,7 @@ def test_bad_values_are_refused_without_repeating_them(
     db: Database, admin: str, namespace_id: str, value: Any
 ) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
-        secrets.create_secret(
-            db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="s", value=value
-        )
+        create_secret(db, admin, namespace_id, "s", value)
     assert [e.pointer for e in raised.value.errors] == ["/value"]
     if isinstance(value, str) and value:
         assert value not in raised.value.detail
@@ -673,9 +658,7 @@ def test_bad_values_are_refused_without_repeating_them(
 def test_secret_denials_never_carry_the_value(db: Database, admin: str, namespace_id: str) -> None:
     stranger = principal(db)
     with pytest.raises(errors.NotFound):
-        secrets.create_secret(
-            db, store=STORE, actor_id=stranger, namespace_id=namespace_id, name="s", value=VALUE
-        )
+        create_secret(db, stranger, namespace_id, "s")
     [denial] = events(db, kind="authorization_denial")
     assert denial.details["request"] == {"name": "s"}
     assert VALUE not in repr(denial)
@@ -685,15 +668,9 @@ def test_secret_denials_never_carry_the_value(db: Database, admin: str, namespac
 def test_secret_reads_and_lists_are_authorized(
     db: Database, owner_db: Database, admin: str, namespace_id: str
 ) -> None:
-    first = secrets.create_secret(
-        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="first", value=VALUE
-    )
-    secrets.create_secret(
-        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="second", value=VALUE
-    )
-    exact = principal(
-        db, "secret:read", namespace_id=namespace_id, resource_kind="secret", resource_id=first.id
-    )
+    first = create_secret(db, admin, namespace_id, "first")
+    create_secret(db, admin, namespace_id, "second")
+    exact = principal(db, "secret:read", **exactly(namespace_id, "secret", first.id))
     assert secrets.list_secrets(db, actor_id=exact, namespace_id=namespace_id) == [first]
     assert (
         secrets.get_secret(db, actor_id=exact, namespace_id=namespace_id, secret_id=first.id)
@@ -710,9 +687,7 @@ def test_secret_reads_and_lists_are_authorized(
 def test_a_secret_used_for_harness_auth_is_kept(
     db: Database, admin: str, namespace_id: str
 ) -> None:
-    view = secrets.create_secret(
-        db, store=STORE, actor_id=admin, namespace_id=namespace_id, name="auth", value=VALUE
-    )
+    view = create_secret(db, admin, namespace_id, "auth")
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=namespace_id)
         session.execute(

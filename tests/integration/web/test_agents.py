@@ -347,14 +347,8 @@ def test_list_is_filtered_per_agent(
     first = create(client, admin, world, name="first")
     create(client, admin, world, name="second")
     reader = caller(db)
-    grants.give(
-        db,
-        reader.principal_id,
-        ["agent:read"],
-        namespace_id=world.namespace_id,
-        resource_kind="agent",
-        resource_id=first["id"],
-    )
+    only_first = grants.exactly(world.namespace_id, "agent", first["id"])
+    grants.give(db, reader.principal_id, ["agent:read"], **only_first)
     listed = client.get(world.agents, headers=reader.headers)
     assert [agent["id"] for agent in listed.json["data"]] == [first["id"]]
     assert client.get(world.agents, headers=caller(db).headers).status_code == 404

@@ -150,14 +150,8 @@ def test_a_filtered_list_fills_its_pages_across_windows(
     with db.transaction() as session:
         principal_id = rows.principal(session)
         for configuration_id in readable:
-            grants.grant(
-                session,
-                principal_id,
-                ["configuration:read"],
-                namespace_id=world.namespace_id,
-                resource_kind="configuration",
-                resource_id=configuration_id,
-            )
+            only_it = grants.exactly(world.namespace_id, "configuration", configuration_id)
+            grants.grant(session, principal_id, ["configuration:read"], **only_it)
         reader = Caller(
             principal_id, api_keys.mint(session, principal_id=principal_id, pepper=PEPPER).plaintext
         )
