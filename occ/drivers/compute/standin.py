@@ -1,15 +1,17 @@
 """The stand-in gateway (``occ.gateway``) as every Compute Driver starts and probes it.
 
 Its options for one revision (the drivers add where it listens and how the credential
-arrives) and the one ``GET /healthz`` that says a gateway answers for that revision. Pure
-functions plus that probe; nothing here starts, finds or ends a process or a container.
+arrives), the configuration file it reads, and the one ``GET /healthz`` that says a gateway
+answers for that revision. Pure functions plus that probe; nothing here starts, finds or ends
+a process or a container.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from occ.drivers.compute import base
 
@@ -28,6 +30,17 @@ def revision_arguments(revision: base.RevisionSpec, *, config: str) -> list[str]
         "--config",
         config,
     ]
+
+
+def configuration_text(document: Mapping[str, Any]) -> str:
+    """The content of the revision's configuration file (stable: sorted keys)."""
+    return json.dumps(document, indent=2, sort_keys=True, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):  # a frozen document's mappings are read-only views
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def answers_for(host: str, port: int, revision_id: str, *, timeout_s: float) -> bool:

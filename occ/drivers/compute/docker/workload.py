@@ -15,7 +15,6 @@ Pure functions (plus one HTTP probe); nothing here talks to the engine.
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import time
 from collections.abc import Mapping
@@ -142,7 +141,7 @@ def snapshot_writer_config(revision: base.RevisionSpec, *, image: str) -> dict[s
 
 def snapshot_archive(document: Mapping[str, Any]) -> bytes:
     """A tar holding ``configuration.json`` (read-only for the gateway's user)."""
-    data = json.dumps(document, indent=2, sort_keys=True, default=_plain).encode()
+    data = standin.configuration_text(document).encode()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         info = tarfile.TarInfo(CONFIG_FILE.rsplit("/", 1)[1])
@@ -179,9 +178,3 @@ def endpoint(port: int) -> str:
 def answers_for(port: int, revision_id: str, *, timeout_s: float) -> bool:
     """One ``GET /healthz`` on the published port: 200 naming this revision."""
     return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from occ.drivers.compute import base, standin
 from occ.drivers.compute.kubernetes import naming
@@ -52,22 +51,9 @@ def mode_of(revision: base.RevisionSpec) -> str:
 # -- revision level ------------------------------------------------------------------------
 
 
-def configuration_text(document: Mapping[str, Any]) -> str:
-    """The snapshot file's content (stable: sorted keys)."""
-    return json.dumps(document, indent=2, sort_keys=True, default=_plain)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, tuple):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
 def configuration_map(revision: base.RevisionSpec, namespace_name: str) -> Manifest:
     """The revision's immutable configuration snapshot."""
-    text = configuration_text(revision.configuration_document)
+    text = standin.configuration_text(revision.configuration_document)
     labels = _revision_labels(naming.Role.CONFIGURATION, revision)
     annotations = {naming.CONTENT_ANNOTATION: hashlib.sha256(text.encode()).hexdigest()}
     return {

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 
 FILE_MODE: Final = 0o600
 """Mode of every file the driver writes."""
@@ -156,7 +156,7 @@ def write_json(path: Path, document: Mapping[str, Any]) -> None:
 
 def write_snapshot(path: Path, document: Mapping[str, Any]) -> None:
     """Write the configuration snapshot (unchanged content is not rewritten)."""
-    write_if_changed(path, json.dumps(document, indent=2, sort_keys=True, default=_plain))
+    write_if_changed(path, standin.configuration_text(document))
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -177,12 +177,6 @@ def open_for_append(path: Path) -> int:
         os.close(descriptor)
         raise
     return descriptor
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 # -- locks ---------------------------------------------------------------------------------
