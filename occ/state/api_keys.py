@@ -166,8 +166,7 @@ def list_for(
 
 def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
     """Revoke a key (idempotent: keeps the first ``revoked_at``); ``None`` when it is missing."""
-    session.execute(rows.stamped(_KEYS, "revoked_at", _KEYS.c.id == key_id))
-    return get(session, key_id)
+    return _VALUES.stamp(session, key_id, "revoked_at")
 
 
 def revoke_all_of(session: orm.Session, principal_id: str) -> list[str]:

@@ -142,8 +142,7 @@ def list_principals(
 
 def disable_principal(session: orm.Session, principal_id: str) -> Principal | None:
     """Disable the principal (idempotent: keeps the first ``disabled_at``); ``None`` if missing."""
-    session.execute(rows.stamped(_PRINCIPALS, "disabled_at", _PRINCIPALS.c.id == principal_id))
-    return get_principal(session, principal_id)
+    return _PRINCIPAL_VALUES.stamp(session, principal_id, "disabled_at")
 
 
 def enable_principal(session: orm.Session, principal_id: str) -> Principal | None:
@@ -242,8 +241,7 @@ def list_bindings(
 
 def revoke_binding(session: orm.Session, binding_id: str) -> AccessBinding | None:
     """Revoke the binding (idempotent); ``None`` if missing."""
-    session.execute(rows.stamped(_BINDINGS, "revoked_at", _BINDINGS.c.id == binding_id))
-    return get_binding(session, binding_id)
+    return _BINDING_VALUES.stamp(session, binding_id, "revoked_at")
 
 
 def resource_exists(session: orm.Session, kind: str, resource_id: str, namespace_id: str) -> bool:

@@ -89,5 +89,4 @@ def list_roles(
 
 def delete_role(session: orm.Session, role_id: str) -> Role | None:
     """Soft-delete the Role (idempotent); its bindings stop granting. ``None`` if missing."""
-    session.execute(rows.stamped(_ROLES, "deleted_at", _ROLES.c.id == role_id))
-    return get_role(session, role_id)
+    return _VALUES.stamp(session, role_id, "deleted_at")

@@ -88,8 +88,8 @@ def given(table: sa.Table, **filters: object) -> list[sa.ColumnElement[bool]]:
 @dataclasses.dataclass(frozen=True)
 class Values(Generic[D]):
     """A table whose rows a repository hands out as ``value``s, and the statements it repeats:
-    insert one row, read one row by its id or a condition, read a window of a list (of one
-    Namespace's rows, for a table whose rows are in a Namespace).
+    insert one row, read one row by its id or a condition, stamp one row, read a window of a
+    list (of one Namespace's rows, for a table whose rows are in a Namespace).
 
     The statements read and return the columns named like the value's fields (a column no
     field names, such as a hash or a ciphertext, stays in the table); ``convert`` names the
@@ -140,6 +140,12 @@ class Values(Generic[D]):
         """The row with this id (where ``where`` holds too), or ``None``; ``lock`` takes its
         row lock."""
         return self.find(session, self.table.c.id == row_id, *where, lock=lock)
+
+    def stamp(self, session: orm.Session, row_id: str, column: str) -> D | None:
+        """Set the row's ``column`` to the current time unless it is set (see ``stamped``): the
+        row then, or ``None`` if it is missing."""
+        session.execute(stamped(self.table, column, self.table.c.id == row_id))
+        return self.get(session, row_id)
 
     def find(
         self, session: orm.Session, *where: sa.ColumnElement[bool], lock: bool = False
