@@ -275,12 +275,7 @@ class KubernetesComputeDriver:
                 client.DEPLOYMENT,
                 namespace,
                 manifests.deployment_name(revision),
-                naming.labels(
-                    naming.Role.GATEWAY,
-                    namespace_id=revision.namespace_id,
-                    agent_id=revision.agent_id,
-                    revision_id=revision.revision_id,
-                ),
+                manifests.gateway_labels(revision),
             )
             if deployment is None:
                 return base.Pending("the revision's gateway does not exist (not prepared)")
@@ -320,17 +315,12 @@ class KubernetesComputeDriver:
             if self.hooks:
                 self.hooks.before_workload_stop(operation, revision)
             self.steps.deleted(operation, client.DEPLOYMENT, namespace, gateway)
-        labels = naming.labels(
-            naming.Role.CONFIGURATION,
-            namespace_id=revision.namespace_id,
-            agent_id=revision.agent_id,
-            revision_id=revision.revision_id,
-        )
+        revision_id = revision.revision_id
         for kind, name, role in (
-            (client.CONFIG_MAP, naming.configuration_map(revision.revision_id), None),
-            (client.SECRET, naming.credential_secret(revision.revision_id), naming.Role.CREDENTIAL),
+            (client.CONFIG_MAP, naming.configuration_map(revision_id), naming.Role.CONFIGURATION),
+            (client.SECRET, naming.credential_secret(revision_id), naming.Role.CREDENTIAL),
         ):
-            expected = {**labels, naming.ROLE: role} if role else labels
+            expected = manifests.revision_labels(role, revision)
             current = self.steps.owned(kind, namespace, name, expected)
             if current is not None:
                 self.steps.deleted(operation, kind, namespace, current)

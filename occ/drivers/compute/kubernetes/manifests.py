@@ -54,7 +54,7 @@ def mode_of(revision: base.RevisionSpec) -> str:
 def configuration_map(revision: base.RevisionSpec, namespace_name: str) -> Manifest:
     """The revision's immutable configuration snapshot."""
     text = standin.configuration_text(revision.configuration_document)
-    labels = _revision_labels(naming.Role.CONFIGURATION, revision)
+    labels = revision_labels(naming.Role.CONFIGURATION, revision)
     annotations = {naming.CONTENT_ANNOTATION: hashlib.sha256(text.encode()).hexdigest()}
     return {
         "apiVersion": "v1",
@@ -71,7 +71,7 @@ def credential_secret(
     revision: base.RevisionSpec, namespace_name: str, credential: base.Credential
 ) -> Manifest:
     """The revision's harness credential: the only manifest that holds its value."""
-    labels = _revision_labels(naming.Role.CREDENTIAL, revision)
+    labels = revision_labels(naming.Role.CREDENTIAL, revision)
     annotations = {naming.FINGERPRINT_ANNOTATION: credential.fingerprint}
     encoded = base64.b64encode(credential.value.encode()).decode("ascii")
     return {
@@ -295,7 +295,8 @@ def _agent_labels(role: str, revision: base.RevisionSpec) -> dict[str, str]:
     return naming.labels(role, namespace_id=revision.namespace_id, agent_id=revision.agent_id)
 
 
-def _revision_labels(role: str, revision: base.RevisionSpec) -> dict[str, str]:
+def revision_labels(role: str, revision: base.RevisionSpec) -> dict[str, str]:
+    """The labels of an object of ``revision`` that plays ``role`` (its ConfigMap, its Secret)."""
     return naming.labels(
         role,
         namespace_id=revision.namespace_id,
