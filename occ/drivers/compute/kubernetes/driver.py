@@ -271,12 +271,7 @@ class KubernetesComputeDriver:
                 operation, revision, namespace, replicas=1
             )
         else:
-            deployment = self.steps.owned(
-                client.DEPLOYMENT,
-                namespace,
-                manifests.deployment_name(revision),
-                manifests.gateway_labels(revision),
-            )
+            deployment = self._gateway_of(revision, namespace)
             if deployment is None:
                 return base.Pending("the revision's gateway does not exist (not prepared)")
             service = manifests.service(revision, namespace, selects=revision.revision_id)
