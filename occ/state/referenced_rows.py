@@ -1,10 +1,9 @@
 """Named Namespace rows that Agents reference (Configurations, Secrets): the parts they share.
 
-An insert of a new name, a write in a savepoint whose constraint violations become occ
-errors, a delete, the Agents
-that reference a row, and the key-share lock that keeps a referenced row from being deleted before
-the Agent that references it is written. Takes the caller's session and never commits; knows
-nothing of what the rows hold.
+An insert of a new name, a write in a savepoint whose constraint violations become occ errors,
+a delete, the Agents that reference a row, and the key-share lock that keeps a referenced row
+from being deleted before the Agent that references it is written. Takes the caller's session
+and never commits; knows nothing of what the rows hold.
 """
 
 from __future__ import annotations
@@ -48,6 +47,7 @@ class ReferencedRows(Generic[D]):
 
     @property
     def table(self) -> sa.Table:
+        """The table of the rows."""
         return self.values.table
 
     def insert(self, session: orm.Session, **columns: Any) -> D:
