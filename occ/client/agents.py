@@ -186,9 +186,12 @@ def delete_agent(
     session: shared.Session, namespace_id: str, agent_id: str, follow: _Following
 ) -> None:
     """Delete the Agent and its runtime (--wait: until it is gone)."""
-    accepted = session.client.delete(shared.path("namespaces", namespace_id, "agents", agent_id))
+    agent_path = shared.path("namespaces", namespace_id, "agents", agent_id)
+    accepted = session.client.delete(agent_path)
     follow.show_or_wait(
-        accepted.data, lambda: _gone(session, namespace_id, agent_id), f"agent {agent_id}"
+        accepted.data,
+        lambda: resources.deletion(session, agent_path, "agent", agent_id),
+        f"agent {agent_id}",
     )
 
 
@@ -297,24 +300,3 @@ def _latest_stop(session: shared.Session, namespace_id: str, agent_id: str) -> A
         raise
     prefix = f"agent:{agent_id}:reconcile:stopped:"
     return next((item for item in items if str(item["id"]).startswith(prefix)), None)
-
-
-def _gone(session: shared.Session, namespace_id: str, agent_id: str) -> waiting.Observation:
-    try:
-        agent = session.get(shared.path("namespaces", namespace_id, "agents", agent_id))
-    except http.ApiError as error:
-        if error.status == 404:
-            return waiting.Observation("deleted", ended=True)
-        raise
-    work = resources.readable_work(session, f"agent:{agent_id}:reconcile:deleted")
-    if work is not None and work["state"] == "failed_permanent":
-        return waiting.Observation(
-            agent["status"],
-            ended=True,
-            failed=True,
-            code=work.get("reasonCode") or "FAILED",
-            message=f"the deletion of agent {agent_id} failed (work {work['id']})",
-        )
-    return waiting.Observation(
-        agent["status"], progress=None if work is None else work.get("lastProgressCode")
-    )

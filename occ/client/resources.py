@@ -94,7 +94,9 @@ def delete_namespace(
     accepted = session.client.delete(shared.path("namespaces", namespace_id)).data
     shared.show_or_wait(
         accepted,
-        lambda: _namespace_gone(session, namespace_id),
+        lambda: deletion(
+            session, shared.path("namespaces", namespace_id), "namespace", namespace_id
+        ),
         wait=wait,
         label=f"namespace {namespace_id}",
         timeout_s=timeout,
@@ -112,24 +114,28 @@ def _namespace_ready(session: shared.Session, namespace_id: str) -> waiting.Obse
     return waiting.Observation(status, progress=_progress(session, namespace_id, "ready"))
 
 
-def _namespace_gone(session: shared.Session, namespace_id: str) -> waiting.Observation:
+def deletion(
+    session: shared.Session, item_path: str, kind: str, resource_id: str
+) -> waiting.Observation:
+    """How the deletion of the ``kind`` resource at ``item_path`` goes: ended once it is gone,
+    failed when its deletion work item (if the caller may read it) failed for good."""
     try:
-        namespace = session.get(shared.path("namespaces", namespace_id))
+        resource = session.get(item_path)
     except http.ApiError as error:
         if error.status == 404:
             return waiting.Observation("deleted", ended=True)
         raise
-    work = readable_work(session, f"namespace:{namespace_id}:reconcile:deleted")
+    work = readable_work(session, f"{kind}:{resource_id}:reconcile:deleted")
     if work is not None and work["state"] == "failed_permanent":
         return waiting.Observation(
-            namespace["status"],
+            resource["status"],
             ended=True,
             failed=True,
-            code=work["reasonCode"],
-            message=f"the deletion of namespace {namespace_id} failed (work {work['id']})",
+            code=work.get("reasonCode") or "FAILED",
+            message=f"the deletion of {kind} {resource_id} failed (work {work['id']})",
         )
     progress = None if work is None else work.get("lastProgressCode")
-    return waiting.Observation(namespace["status"], progress=progress)
+    return waiting.Observation(resource["status"], progress=progress)
 
 
 def _progress(session: shared.Session, namespace_id: str, goal: str) -> str | None:
