@@ -19,7 +19,7 @@ from occ.state import configurations as configuration_rows
 from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
 from tests.integration.controller.support import count, events
-from tests.support import audits, rows
+from tests.support import audits, namespace_status, rows
 from tests.support.grants import exactly, principal
 
 STORE = secret_store.SecretStore("admission-test-key")
@@ -28,11 +28,7 @@ VALUE = "sk-admission-\u00e9-do-not-leak"
 
 def ready_namespace(db: Database, owner_db: Database, admin: str, name: str) -> str:
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name=name).id
-    with owner_db.transaction() as session:
-        session.execute(
-            sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-            {"id": namespace_id},
-        )
+    namespace_status.set_status(owner_db, namespace_id)
     return namespace_id
 
 
@@ -127,11 +123,7 @@ def test_create_needs_a_ready_namespace(
     db: Database, owner_db: Database, admin: str, status: str
 ) -> None:
     namespace_id = namespaces.create_namespace(db, actor_id=admin, name="young").id
-    with owner_db.transaction() as session:
-        session.execute(
-            sa.text("UPDATE occ.namespaces SET status = :s WHERE id = :id"),
-            {"s": status, "id": namespace_id},
-        )
+    namespace_status.set_status(owner_db, namespace_id, status)
     refuses_content(db, admin, namespace_id)
     assert [e.action for e in events(db, namespace_id=namespace_id)] == ["namespaces.create"]
 
@@ -542,11 +534,7 @@ def test_update_needs_a_ready_namespace(
     db: Database, owner_db: Database, admin: str, namespace_id: str
 ) -> None:
     view = create(db, admin, namespace_id)
-    with owner_db.transaction() as session:
-        session.execute(
-            sa.text("UPDATE occ.namespaces SET status = 'failed' WHERE id = :id"),
-            {"id": namespace_id},
-        )
+    namespace_status.set_status(owner_db, namespace_id, "failed")
     with pytest.raises(errors.NamespaceNotReady):
         configurations.update_configuration(
             db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="later"
