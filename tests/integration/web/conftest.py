@@ -1,4 +1,5 @@
-"""Fixtures for the HTTP API: an app on the test database, a client, an administrator's key."""
+"""Fixtures for the HTTP API: an app on the test database, a client, an administrator's key,
+a ready Namespace."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from occ.state import api_keys
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
-from tests.support import databases
+from tests.support import databases, namespace_status
 
 PEPPER = "test-pepper"
 
@@ -62,6 +63,24 @@ def admin(db: Database) -> Caller:
     with db.transaction() as session:
         minted = api_keys.mint(session, principal_id=boot.admin_principal_id, pepper=PEPPER)
     return Caller(boot.admin_principal_id, minted.plaintext)
+
+
+def namespace(
+    client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
+) -> str:
+    """A Namespace ``admin`` created over HTTP, made ``ready`` (as a worker would) unless not."""
+    created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
+    assert created.status_code == 201, created.json
+    namespace_id = str(created.json["data"]["id"])
+    if ready:
+        namespace_status.set_status(owner_db, namespace_id)
+    return namespace_id
+
+
+@pytest.fixture
+def ns(client: FlaskClient, owner_db: Database, admin: Caller) -> str:
+    """A ready Namespace ``team-a``."""
+    return namespace(client, owner_db, admin, "team-a")
 
 
 @pytest.fixture

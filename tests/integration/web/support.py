@@ -6,12 +6,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ.db import Database
 from occ.state import api_keys, audit
-from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.conftest import PEPPER, Caller, namespace
 from tests.support import grants, rows
 
 
@@ -46,22 +45,6 @@ def revoked_caller(db: Database, *permissions: str, name: str = "someone") -> Ca
     return revoked
 
 
-def namespace(
-    client: FlaskClient, owner_db: Database, admin: Caller, name: str, *, ready: bool = True
-) -> str:
-    """A Namespace ``admin`` created over HTTP, made ``ready`` (as a worker would) unless not."""
-    created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
-    assert created.status_code == 201, created.json
-    namespace_id = str(created.json["data"]["id"])
-    if ready:
-        with owner_db.transaction() as session:
-            session.execute(
-                sa.text("UPDATE occ.namespaces SET status = 'ready' WHERE id = :id"),
-                {"id": namespace_id},
-            )
-    return namespace_id
-
-
 def problem(response: Any, status: int, code: str) -> dict[str, Any]:
     """The problem details of an error answer, checked: status, code, request id, text."""
     assert response.status_code == status, response.get_data(as_text=True)
@@ -86,6 +69,27 @@ def problems(
         problem(client.open(path, method=method, json=body, headers=headers), status, code)
 
 
+def item_routes(item: str, patch_body: dict[str, Any] | None = None) -> list[Request]:
+    """Read, patch (with ``patch_body``, when given) and delete ``item``."""
+    patch: list[Request] = [] if patch_body is None else [("PATCH", item, patch_body)]
+    return [("GET", item, None), *patch, ("DELETE", item, None)]
+
+
+def routes(
+    collection: str,
+    item: str,
+    create_body: dict[str, Any],
+    patch_body: dict[str, Any] | None = None,
+) -> list[Request]:
+    """Every route of ``collection`` and its ``item``: list, create with ``create_body``, and
+    the ``item_routes``."""
+    return [
+        ("GET", collection, None),
+        ("POST", collection, create_body),
+        *item_routes(item, patch_body),
+    ]
+
+
 def denials(db: Database) -> list[audit.AuditEvent]:
     """The authorization denials audited so far."""
     with db.transaction() as session:
@@ -107,6 +111,16 @@ class Neighbours:
     @property
     def their_item(self) -> str:
         return f"{self.collection(self.other)}/{self.theirs['id']}"
+
+    def reaching_theirs(
+        self, create_body: dict[str, Any], patch_body: dict[str, Any] | None = None
+    ) -> list[Request]:
+        """What a member of ``ns`` might try on ``theirs``: every route of ``other``'s collection
+        and of ``theirs`` there, and ``theirs`` through ``ns``'s path."""
+        return [
+            *routes(self.collection(self.other), self.their_item, create_body, patch_body),
+            *item_routes(f"{self.collection(self.ns)}/{self.theirs['id']}", patch_body),
+        ]
 
     def kept_apart(
         self, client: FlaskClient, db: Database, admin: Caller

@@ -13,7 +13,7 @@ from occ.db import Database
 from occ.state import models
 from tests.integration.web import support
 from tests.integration.web.conftest import Caller
-from tests.integration.web.support import caller, namespace, problem
+from tests.integration.web.support import caller, problem
 from tests.support import rows
 
 ALL = ("configuration:create", "configuration:read", "configuration:update", "configuration:delete")
@@ -31,11 +31,6 @@ def create(
         headers=who.headers,
         json={"name": name, "document": document or {"model": "gpt"}},
     )
-
-
-@pytest.fixture
-def ns(client: FlaskClient, owner_db: Database, admin: Caller) -> str:
-    return namespace(client, owner_db, admin, "team-a")
 
 
 def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: str) -> None:
@@ -135,13 +130,7 @@ def test_every_route_needs_a_valid_key(
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = support.revoked_caller(db, *ALL)
-    requests: list[support.Request] = [
-        ("POST", base(ns), {"name": "x", "document": {}}),
-        ("GET", base(ns), None),
-        ("GET", item, None),
-        ("PATCH", item, {"name": "y"}),
-        ("DELETE", item, None),
-    ]
+    requests = support.routes(base(ns), item, {"name": "x", "document": {}}, {"name": "y"})
     for headers in ({}, revoked.headers, {"Authorization": "Bearer occ_nonsense"}):
         support.problems(client, requests, headers, 401, "UNAUTHENTICATED")
     assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
@@ -153,18 +142,7 @@ def test_another_namespaces_configurations_are_not_found(
     near = support.neighbours(
         client, db, owner_db, admin, ns, create=create, collection=base, permissions=ALL
     )
-    their_item = near.their_item
-    requests: list[support.Request] = [
-        ("GET", their_item, None),
-        ("PATCH", their_item, {"name": "mine"}),
-        ("DELETE", their_item, None),
-        ("GET", base(near.other), None),
-        ("POST", base(near.other), {"name": "intruder", "document": {}}),
-        # B's Configuration through A's path
-        ("GET", f"{base(ns)}/{near.theirs['id']}", None),
-        ("PATCH", f"{base(ns)}/{near.theirs['id']}", {"name": "mine"}),
-        ("DELETE", f"{base(ns)}/{near.theirs['id']}", None),
-    ]
+    requests = near.reaching_theirs({"name": "intruder", "document": {}}, {"name": "mine"})
     support.problems(client, requests, near.member.headers, 404, "NOT_FOUND")
 
     denied = near.kept_apart(client, db, admin)

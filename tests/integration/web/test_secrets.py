@@ -17,7 +17,7 @@ from occ.state import models
 from occ.state import secrets as secret_rows
 from tests.integration.web import support
 from tests.integration.web.conftest import Caller
-from tests.integration.web.support import caller, namespace, problem
+from tests.integration.web.support import caller, problem
 from tests.support import rows
 
 VALUE = "sk-live-\u00e9\u6771-never-shown-7f3a9c"
@@ -32,11 +32,6 @@ def create(
     client: FlaskClient, who: Caller, namespace_id: str, name: str = "token", value: Any = VALUE
 ) -> Any:
     return client.post(base(namespace_id), json={"name": name, "value": value}, headers=who.headers)
-
-
-@pytest.fixture
-def ns(client: FlaskClient, owner_db: Database, admin: Caller) -> str:
-    return namespace(client, owner_db, admin, "team-a")
 
 
 def test_create_read_list_delete_never_show_the_value(
@@ -156,12 +151,7 @@ def test_every_route_needs_a_valid_key(
 ) -> None:
     item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
     revoked = support.revoked_caller(db, *ALL)
-    requests: list[support.Request] = [
-        ("POST", base(ns), {"name": "x", "value": VALUE}),
-        ("GET", base(ns), None),
-        ("GET", item, None),
-        ("DELETE", item, None),
-    ]
+    requests = support.routes(base(ns), item, {"name": "x", "value": VALUE})
     for headers in ({}, revoked.headers):
         support.problems(client, requests, headers, 401, "UNAUTHENTICATED")
     assert client.get(base(ns), headers=admin.headers).json["data"][0]["name"] == "token"
@@ -173,14 +163,8 @@ def test_another_namespaces_secrets_are_not_found(
     near = support.neighbours(
         client, db, owner_db, admin, ns, create=create, collection=base, permissions=ALL
     )
-    their_item = near.their_item
     requests: list[support.Request] = [
-        ("GET", their_item, None),
-        ("DELETE", their_item, None),
-        ("GET", base(near.other), None),
-        ("POST", base(near.other), {"name": "intruder", "value": VALUE}),
-        ("GET", f"{base(ns)}/{near.theirs['id']}", None),
-        ("DELETE", f"{base(ns)}/{near.theirs['id']}", None),
+        *near.reaching_theirs({"name": "intruder", "value": VALUE}),
         ("GET", f"{base(ns)}/not-an-id", None),
         ("GET", f"{base(ns)}/{ids.new('secret')}", None),
         ("GET", f"{base('ns_bad')}/{near.theirs['id']}", None),
