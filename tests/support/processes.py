@@ -31,19 +31,32 @@ def clean_environment() -> dict[str, str]:
 
 
 def worker_environment(
-    *, database_url: str, broker_url: str, local_root: Path, settings: dict[str, str]
+    *,
+    database_url: str,
+    broker_url: str,
+    local_root: Path,
+    lease_ms: int,
+    claim_interval_ms: int,
+    pepper: str = "test-pepper",
+    secret_key: str = "test-secret",
+    settings: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of occ processes on ``database_url`` and ``broker_url`` with the local
-    driver under ``local_root``: dispatch leases of 3 s, recovery every 500 ms, and ``settings``
-    (``OCC_`` names) over these."""
+    driver under ``local_root``: worker leases of ``lease_ms``, a claim every
+    ``claim_interval_ms``, dispatch leases of 3 s, recovery every 500 ms, the API key ``pepper``
+    and the ``secret_key``, and ``settings`` (``OCC_`` names) over these."""
     return {
         **clean_environment(),
         "OCC_DATABASE_URL": database_url,
         "OCC_BROKER_URL": broker_url,
         "OCC_LOCAL_ROOT": str(local_root),
+        "OCC_WORKER_LEASE_DURATION_MS": str(lease_ms),
+        "OCC_CLAIM_INTERVAL_MS": str(claim_interval_ms),
         "OCC_DISPATCH_LEASE_MS": "3000",
         "OCC_RECOVERY_INTERVAL_MS": "500",
-        **settings,
+        "OCC_API_KEY_PEPPER": pepper,
+        "OCC_SECRET_KEY": secret_key,
+        **(settings or {}),
     }
 
 

@@ -88,13 +88,11 @@ def environment(
         database_url=database_urls.app,
         broker_url=broker_url,
         local_root=tmp_path / "local",
-        settings={
-            "OCC_WORKER_LEASE_DURATION_MS": "3000",
-            "OCC_CLAIM_INTERVAL_MS": "500",
-            "OCC_WORKER_CONVERGENCE_TIMEOUT_MS": str(CONVERGENCE_MS),
-            "OCC_API_KEY_PEPPER": PEPPER,
-            "OCC_SECRET_KEY": "test-secret-key-of-the-client-tests",
-        },
+        lease_ms=3_000,
+        claim_interval_ms=500,
+        pepper=PEPPER,
+        secret_key="test-secret-key-of-the-client-tests",
+        settings={"OCC_WORKER_CONVERGENCE_TIMEOUT_MS": str(CONVERGENCE_MS)},
     )
 
 

@@ -35,12 +35,8 @@ def env(
         database_url=database_urls.app,
         broker_url=broker_url,
         local_root=local_root,
-        settings={
-            "OCC_WORKER_LEASE_DURATION_MS": str(LEASE_MS),
-            "OCC_CLAIM_INTERVAL_MS": "60000",
-            "OCC_API_KEY_PEPPER": "test-pepper",
-            "OCC_SECRET_KEY": "test-secret",
-        },
+        lease_ms=LEASE_MS,
+        claim_interval_ms=60_000,
     )
 
 
