@@ -1,4 +1,5 @@
-"""What the HTTP tests share: callers holding permissions, ready Namespaces, problem answers."""
+"""What the HTTP tests share: callers holding permissions, problem answers, the requests of a
+collection's routes, neighbouring Namespaces."""
 
 from __future__ import annotations
 
