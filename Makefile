@@ -17,6 +17,11 @@ ENV_FILE := .test-services/env.sh
 SERVICES := $(PY) scripts/test_services.py
 PYTEST_ARGS ?=
 
+# Compiled modules are cached in __pycache__ even where the environment says not to: otherwise
+# every worker, web and CLI process the tests start compiles occ again, and pytest rewrites
+# every test module's asserts on every run.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: help venv install services services-stop lint format typecheck imports pytest test dev \
 	bench coverage chaos clean distclean
 

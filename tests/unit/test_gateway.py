@@ -32,7 +32,7 @@ def test_input_without_a_whole_line_writes_nothing(tmp_path: Path) -> None:
 
 def test_no_line_in_time_is_a_timeout(tmp_path: Path) -> None:
     target = tmp_path / "credential"
-    assert gateway.receive_credential(_pipe(b"", close=False), target, 0.2) == "timeout"
+    assert gateway.receive_credential(_pipe(b"", close=False), target, 0.05) == "timeout"
     assert not target.exists()
 
 

@@ -288,7 +288,7 @@ def test_the_compensation_deadline_bounds_a_hanging_cleanup() -> None:
         during={"b": {"before_workload_stop": hang}},
         fail={"c": {"before_workload_start": base.PermanentDriverError("REFUSED")}},
     )
-    dispatcher = hooks.HookDispatcher(owners, compensation_timeout_s=0.2)
+    dispatcher = hooks.HookDispatcher(owners, compensation_timeout_s=0.05)
     started = time.monotonic()
     with pytest.raises(base.PermanentDriverError):
         dispatcher.before_workload_start(_operation(aborted=True), REVISION)

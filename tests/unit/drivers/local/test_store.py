@@ -127,7 +127,7 @@ def test_the_agent_lock_excludes_a_second_holder_until_released(tmp_path: Path) 
         assert _mode(agent / ".lock") == 0o600
         assert _mode(agent) == 0o700
         waiting = _operation()
-        timer = threading.Timer(0.2, waiting.abort.set)  # the abort event ends the wait
+        timer = threading.Timer(0.05, waiting.abort.set)  # the abort event ends the wait
         timer.start()
         with pytest.raises(base.Aborted), store.agent_lock(waiting, agent):
             pytest.fail("the lock was taken twice")
