@@ -50,6 +50,9 @@ PLACEHOLDERS: Final = (
 CREDENTIAL_PLACEHOLDER: Final = "{credential_file}"
 """The placeholder a harness needs a delivered credential for."""
 
+IDENTITY_SETTLE_S: Final = 0.25
+"""How long a live process's empty ``/proc`` identity is read again (exec or exit ends it)."""
+
 _PROC: Final = Path("/proc")
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -185,18 +188,24 @@ def alive(pid: int) -> bool:
 
 
 def is_gateway(pid: int, directory: Path, revision_id: str) -> bool:
-    """Whether ``pid`` is alive and is this revision's gateway (not a recycled pid)."""
-    if not alive(pid):
-        return False
+    """Whether ``pid`` is alive and is this revision's gateway (not a recycled pid).
+
+    A live process shows an empty command line and environment for a moment while it
+    execs (the parent's ``Popen`` has returned by then) and while it exits; a kernel
+    thread shows them empty for good. So an empty identity is read again for up to
+    ``IDENTITY_SETTLE_S``: the exec'ing gateway is found, the others are not ours.
+    """
     if not _PROC.is_dir():
-        return True  # no /proc (not Linux): trust runtime.json
-    try:
-        arguments = (_PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    if revision_id.encode() in arguments:
-        return True
-    return _marker(directory) in _environment_of(pid)
+        return alive(pid)  # no /proc (not Linux): trust runtime.json
+    deadline = time.monotonic() + IDENTITY_SETTLE_S
+    while alive(pid):
+        arguments, environment = _identity_of(pid)
+        if arguments or environment:
+            return revision_id.encode() in arguments or _marker(directory) in environment
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return False
 
 
 def marked_processes(directory: Path) -> list[int]:
@@ -292,8 +301,18 @@ def _process_environments() -> Iterator[tuple[int, list[bytes]]]:
 
 
 def _environment_of(pid: int) -> list[bytes]:
+    return _entries(_PROC / str(pid) / "environ")
+
+
+def _identity_of(pid: int) -> tuple[list[bytes], list[bytes]]:
+    """``pid``'s command line and environment entries (empty lists when unreadable)."""
+    return _entries(_PROC / str(pid) / "cmdline"), _environment_of(pid)
+
+
+def _entries(path: Path) -> list[bytes]:
+    """The NUL-separated entries of a ``/proc`` file, without the empty ones."""
     try:
-        return (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+        return [entry for entry in path.read_bytes().split(b"\0") if entry]
     except OSError:
         return []
 

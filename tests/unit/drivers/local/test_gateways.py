@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -143,3 +143,52 @@ def test_a_process_that_is_no_gateway_is_not_taken_for_one(tmp_path: Path) -> No
     assert gateways.is_gateway(os.getpid(), tmp_path, "rev_1") is False
     assert gateways.recorded_process({"pid": os.getpid(), "port": 1}, tmp_path, "rev_1") is None
     assert gateways.revision_processes({}, tmp_path / "missing", "rev_1") == []
+
+
+def _fake_process(proc: Path, pid: int, *, state: str = "S") -> Path:
+    """A ``/proc/<pid>`` with an empty command line and environment, as during exec."""
+    process = proc / str(pid)
+    process.mkdir(parents=True, exist_ok=True)
+    (process / "stat").write_text(f"{pid} (python3) {state} 1 {pid} {pid} 0 -1\n")
+    (process / "cmdline").write_bytes(b"")
+    (process / "environ").write_bytes(b"")
+    return process
+
+
+def _later(action: Callable[[], object]) -> threading.Timer:
+    timer = threading.Timer(0.03, action)
+    timer.start()
+    return timer
+
+
+def test_a_gateway_seen_while_it_execs_is_read_again_and_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process = _fake_process(tmp_path / "proc", 4242)
+    monkeypatch.setattr(gateways, "_PROC", tmp_path / "proc")
+    timer = _later(lambda: (process / "cmdline").write_bytes(b"python3\0-c\0rev_1\0"))
+    try:
+        assert gateways.is_gateway(4242, tmp_path / "revision", "rev_1")
+    finally:
+        timer.join()
+
+
+def test_a_live_process_without_an_identity_is_not_a_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_process(tmp_path / "proc", 4243)  # a kernel thread: empty for good
+    monkeypatch.setattr(gateways, "_PROC", tmp_path / "proc")
+    monkeypatch.setattr(gateways, "IDENTITY_SETTLE_S", 0.05)
+    assert not gateways.is_gateway(4243, tmp_path / "revision", "rev_1")
+
+
+def test_a_process_that_exits_while_it_is_read_again_is_not_a_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process = _fake_process(tmp_path / "proc", 4244)
+    monkeypatch.setattr(gateways, "_PROC", tmp_path / "proc")
+    timer = _later(lambda: (process / "stat").write_text("4244 (python3) Z 1 4244 4244\n"))
+    try:
+        assert not gateways.is_gateway(4244, tmp_path / "revision", "rev_1")
+    finally:
+        timer.join()
