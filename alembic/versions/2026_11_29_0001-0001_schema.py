@@ -1,8 +1,4 @@
 """The occ schema: tables, shape checks, queue indexes, roles and definer functions.
-
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-29
 """
 
 from __future__ import annotations

@@ -6,10 +6,6 @@ functions every audit row and every queue transition go through.
 * ``occ.append_audit_event`` is the one writer of audit rows: the repositories, the queue's
   statements (through ``occ.record_work_evidence``) and the definer function call it.
 * ``occ.work_backoff`` is the retry delay every queue statement uses.
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

@@ -4,10 +4,6 @@ revision found (``ready`` or ``degraded``), when, and why.
 Written by the workers' deploy and maintenance passes; removed with the Agent (cascade).
 An Agent without a row, or whose row names another revision than the active one, is
 ``unknown``.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

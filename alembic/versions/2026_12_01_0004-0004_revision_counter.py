@@ -3,10 +3,6 @@
 A deploy takes the next number with one ``UPDATE ... SET revision_counter = revision_counter
 + 1 ... RETURNING``, which is also what locks the Agent row, instead of a ``max()`` over its
 revisions. Existing Agents are backfilled from their highest revision number (0 without one).
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

@@ -4,10 +4,6 @@ One row per (principal, route, key): a SHA-256 HMAC of the canonical request bod
 the request succeeded its status, body and ``Location``. A row without a status is a request
 still running (or one that died; it may be taken over after a while). Rows older than 24
 hours are no longer honoured; nothing sweeps them yet.
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

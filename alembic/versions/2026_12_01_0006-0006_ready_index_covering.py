@@ -1,9 +1,5 @@
 """The ready index covers what a claim's window reads (lane, attempt count): the window is an
 index-only scan, so a claim touches as many pages over a deep backlog as over a shallow one.
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """The app role may read the migration revision (``occ.alembic_version``): the API and the
 workers wait at start-up until the database is at their code's revision.
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

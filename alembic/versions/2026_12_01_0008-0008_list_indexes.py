@@ -1,10 +1,6 @@
 """Every resource list reads its page through an index in its order: ``(created_at, id)``
 after the list's filter (the Namespace, the principal), so a page after a cursor reads the
 rows it shows, however long the list.
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

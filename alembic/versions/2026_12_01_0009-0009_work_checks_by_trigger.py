@@ -12,10 +12,6 @@ sets; each queue transition paid for the id-shape regular expressions and for
 
 A rejected row still fails with SQLSTATE 23514 (check_violation), the constraint's name and
 the message PostgreSQL writes for a CHECK. The cheap state checks stay CHECK constraints.
-
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations

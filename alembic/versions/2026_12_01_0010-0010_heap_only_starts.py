@@ -7,10 +7,6 @@ of the table. Recovery finds expired claims among the claimed rows, at most the 
 in-flight budget: it reads them through ``controller_work_one_claim_per_lane`` (the partial
 index of claimed rows) and sorts that handful by lease. The table keeps a fifth of each page
 free (fillfactor 80) so that the new version of a claimed row finds room beside the old one.
-
-Revision ID: 0010
-Revises: 0009
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
