@@ -1,5 +1,4 @@
-"""The occ schema: tables, shape checks, queue indexes, roles and definer functions.
-"""
+"""The occ schema: tables, shape checks, queue indexes, roles and definer functions."""
 
 from __future__ import annotations
 
