@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from occ import errors, harnesses, iam, ids
 from occ.controller import admission, listing, observed_agents, preconditions, runtime_access
+from occ.controller import namespaces as namespace_cases
 from occ.controller.changes import Change
 from occ.db import Database, Session
 from occ.state import agents, configurations, iam_policy, keyset, namespaces, secrets
@@ -183,7 +184,7 @@ def get_agent(
     """
     require_ids(namespace_id, agent_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
-        agent = find(session, live_namespace(session, namespace_id).id, agent_id)
+        agent = find(session, namespace_cases.live(session, namespace_id).id, agent_id)
         admission.require(
             session,
             actor_id,
@@ -206,7 +207,7 @@ def list_agents(
     """
     admission.require_id("namespace", namespace_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = live_namespace(session, namespace_id)
+        namespace = namespace_cases.live(session, namespace_id)
         visible = listing.readable_children(
             session,
             actor_id,
@@ -328,18 +329,7 @@ def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
 
 def lock_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
     """The live Namespace under its shared lock, or ``NotFound``."""
-    namespace = agents.lock_namespace(session, namespace_id)
-    if namespace is None or not namespace.live:
-        raise errors.NotFound("the namespace does not exist")
-    return namespace
-
-
-def live_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
-    """The live Namespace (no lock), or ``NotFound``."""
-    namespace = namespaces.get(session, namespace_id)
-    if namespace is None or not namespace.live:
-        raise errors.NotFound("the namespace does not exist")
-    return namespace
+    return namespace_cases.found_live(agents.lock_namespace(session, namespace_id))
 
 
 def require_ids(namespace_id: str, agent_id: str) -> None:

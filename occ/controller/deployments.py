@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from occ import errors, iam, ids
 from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
+from occ.controller import namespaces as namespace_cases
 from occ.db import Database, Session
 from occ.state import (
     agents,
@@ -342,9 +343,9 @@ def _read_revision(
     admission.require_id("agent_revision", revision_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         agent = _live_agent(session, namespace_id, agent_id)
-        revision = revisions.get_revision(session, agent.id, revision_id)
-        if revision is None:
-            raise errors.NotFound("the agent revision does not exist")
+        revision = admission.found(
+            revisions.get_revision(session, agent.id, revision_id), "agent_revision"
+        )
         admission.require(
             session,
             actor_id,
@@ -358,7 +359,7 @@ def _read_revision(
 
 def _live_agent(session: Session, namespace_id: str, agent_id: str) -> agents.Agent:
     """The Agent of a live Namespace (no lock), or ``NotFound``."""
-    namespace = agent_use_cases.live_namespace(session, namespace_id)
+    namespace = namespace_cases.live(session, namespace_id)
     return agent_use_cases.find(session, namespace.id, agent_id)
 
 

@@ -164,11 +164,17 @@ def list_namespaces(
 
 
 def live(session: Session, namespace_id: str, *, lock: bool = False) -> namespaces.Namespace:
-    namespace = (
+    """The live Namespace with this id (``lock``: under its row lock), or ``NotFound`` (a
+    malformed id before any query)."""
+    return found_live(
         namespaces.get(session, namespace_id, lock=lock)
         if ids.is_valid("namespace", namespace_id)
         else None
     )
+
+
+def found_live(namespace: namespaces.Namespace | None) -> namespaces.Namespace:
+    """The Namespace a look-up found, or ``NotFound`` when it found none or a tombstone."""
     if namespace is None or not namespace.live:
         raise errors.NotFound("the namespace does not exist")
     return namespace
