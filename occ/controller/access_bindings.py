@@ -54,9 +54,7 @@ def create_binding(
     def bind(session: Session) -> iam_policy.AccessBinding:
         if target is not None:
             _require_resource(session, target, namespace_id)
-        principal = iam_policy.get_principal(session, principal_id)
-        if principal is None:
-            raise errors.NotFound("the principal does not exist")
+        principal = policy.principal(session, principal_id)
         if principal.namespace_id is not None and principal.namespace_id != namespace_id:
             raise errors.InvalidInput.at(
                 "/principalId", "a Namespace principal is bound only in its own Namespace"

@@ -67,8 +67,7 @@ def check(
     with admission.guarded(db, actor_id, read_only=True) as session:
         if subject != actor_id:
             policy.administer(session, actor_id, ACTION, request)
-            if iam_policy.get_principal(session, subject) is None:
-                raise errors.NotFound("the principal does not exist")
+            policy.principal(session, subject)
         _require_exists(session, target)
         if subject == actor_id and target.kind != "installation":
             admission.require(

@@ -20,7 +20,7 @@ from occ import errors, iam, ids
 from occ.controller import admission, changes, installation, listing
 from occ.controller import namespaces as namespace_cases
 from occ.db import Database, Session
-from occ.state import api_keys, grants, keyset, namespaces
+from occ.state import api_keys, grants, iam_policy, keyset, namespaces
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -193,6 +193,11 @@ def open_namespace(session: Session, namespace_id: str) -> None:
     namespace = namespace_cases.live(session, namespace_id, lock=True)
     if namespace.status == namespaces.NamespaceStatus.DELETING:
         raise errors.Conflict("the Namespace is being deleted")
+
+
+def principal(session: Session, principal_id: str, *, lock: bool = False) -> iam_policy.Principal:
+    """The principal with this id (``lock``: under its row lock), or ``NotFound``."""
+    return admission.found(iam_policy.get_principal(session, principal_id, lock=lock), "principal")
 
 
 def optional_id(kind: str, value: object, pointer: str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from occ import errors, ids
 from occ.controller import admission, installation, listing, policy
-from occ.db import Database, Session
+from occ.db import Database
 from occ.state import api_keys, grants, iam_policy, keyset
 
 
@@ -106,7 +106,7 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
             session, actor_id, "principals.disable", {"principalId": principal_id}
         )
         grants.lock_administrators(session)
-        principal = _principal(session, principal_id, lock=True)
+        principal = policy.principal(session, principal_id, lock=True)
         if principal.disabled:
             return principal
         if principal.agent_id is not None:
@@ -140,7 +140,7 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
         change = policy.administer(
             session, actor_id, "api_keys.create", {"principalId": principal_id}
         )
-        principal = _principal(session, principal_id, lock=True)
+        principal = policy.principal(session, principal_id, lock=True)
         if principal.disabled:
             raise errors.Conflict("the principal is disabled")
         if principal.agent_id is not None:
@@ -165,7 +165,7 @@ def list_api_keys(
     admission.require_id("principal", principal_id)
     with admission.guarded(db, actor_id, read_only=True) as session:
         policy.administer(session, actor_id, "api_keys.list")
-        _principal(session, principal_id)
+        policy.principal(session, principal_id)
         return listing.page(
             lambda rows: api_keys.list_for(session, principal_id, rows),
             window,
@@ -197,7 +197,7 @@ def revoke_api_key(
         assert revoked is not None  # locked above
         if not already_revoked:
             policy.keep_an_administrator(change, {"principalId": principal_id, "keyId": key_id})
-            principal = _principal(session, principal_id)
+            principal = policy.principal(session, principal_id)
             change.audit("api_key", key_id, principal.namespace_id, {"principalId": principal_id})
         return revoked
 
@@ -232,10 +232,6 @@ def issue_first_key(db: Database, *, principal_id: str, pepper: str) -> NewApiKe
 def _known(kind: str, value: str, detail: str) -> None:
     if not ids.is_valid(kind, value):
         raise errors.NotFound(detail)
-
-
-def _principal(session: Session, principal_id: str, *, lock: bool = False) -> iam_policy.Principal:
-    return admission.found(iam_policy.get_principal(session, principal_id, lock=lock), "principal")
 
 
 def _new_key(minted: api_keys.MintedKey) -> NewApiKey:

@@ -11,7 +11,7 @@ from occ import errors, iam, ids
 from occ.controller import admission, policy
 from occ.controller import namespaces as namespace_cases
 from occ.db import Database
-from occ.state import grants, iam_policy, keyset
+from occ.state import grants, keyset
 from occ.state import restrictions as state
 
 
@@ -52,8 +52,8 @@ def create_restriction(
         change = policy.administer(session, actor_id, "restrictions.create", request)
         if permission == policy.PERMISSION:
             grants.lock_administrators(session)
-        if principal_id is not None and iam_policy.get_principal(session, principal_id) is None:
-            raise errors.NotFound("the principal does not exist")
+        if principal_id is not None:
+            policy.principal(session, principal_id)
         if namespace_id is not None:
             namespace_cases.live(session, namespace_id)
         restriction = state.insert(
