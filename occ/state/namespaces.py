@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from dataclasses import dataclass
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
@@ -131,24 +131,16 @@ def contents(session: orm.Session, namespace_id: str) -> Contents:
 
 def mark_deleting(session: orm.Session, namespace_id: str) -> Namespace | None:
     """Move a live Namespace to ``deleting``; ``None`` if it is missing or tombstoned."""
-    statement = (
-        sa.update(_NAMESPACES)
-        .where(_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None))
-        .values(status=NamespaceStatus.DELETING, updated_at=_NOW)
-    )
+    statement = _live_update(namespace_id, status=NamespaceStatus.DELETING)
     return _VALUES.returned(session, statement)
 
 
 def transition(session: orm.Session, namespace_id: str, *, expected: str, status: str) -> bool:
     """Compare-and-set the status of a live Namespace; False when it moved on."""
-    statement = (
-        sa.update(_NAMESPACES)
-        .where(
-            _NAMESPACES.c.id == namespace_id,
-            _NAMESPACES.c.deleted_at.is_(None),
-            _NAMESPACES.c.status == NamespaceStatus(expected),
-        )
-        .values(status=NamespaceStatus(status), updated_at=_NOW)
+    statement = _live_update(
+        namespace_id,
+        _NAMESPACES.c.status == NamespaceStatus(expected),
+        status=NamespaceStatus(status),
     )
     return rows.changed(session, statement)
 
@@ -156,20 +148,24 @@ def transition(session: orm.Session, namespace_id: str, *, expected: str, status
 def tombstone(session: orm.Session, namespace_id: str) -> bool:
     """Finish a deletion: the row stays (its name stays reserved) but reads hide it, and the
     Namespace's Roles and access bindings stop granting anything."""
-    statement = (
-        sa.update(_NAMESPACES)
-        .where(
-            _NAMESPACES.c.id == namespace_id,
-            _NAMESPACES.c.deleted_at.is_(None),
-            _NAMESPACES.c.status == NamespaceStatus.DELETING,
-        )
-        .values(deleted_at=_NOW, updated_at=_NOW)
+    statement = _live_update(
+        namespace_id, _NAMESPACES.c.status == NamespaceStatus.DELETING, deleted_at=_NOW
     )
     if not rows.changed(session, statement):
         return False
     session.execute(rows.stamped(_BINDINGS, "revoked_at", _BINDINGS.c.namespace_id == namespace_id))
     session.execute(rows.stamped(_ROLES, "deleted_at", _ROLES.c.namespace_id == namespace_id))
     return True
+
+
+def _live_update(namespace_id: str, *where: sa.ColumnElement[bool], **values: Any) -> sa.Update:
+    """The UPDATE that sets ``values`` (and ``updated_at``) on the Namespace with this id while
+    it is live (not tombstoned) and ``where`` holds."""
+    return (
+        sa.update(_NAMESPACES)
+        .where(_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None), *where)
+        .values(**values, updated_at=_NOW)
+    )
 
 
 requeue_deletion: Final = finalizers.requeue_deletion
