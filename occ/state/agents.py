@@ -23,7 +23,6 @@ from sqlalchemy import orm
 from occ import db, errors
 from occ.state import finalizers, models, namespaces, rows
 
-_NOW = sa.func.clock_timestamp()
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _NAME_KEY: Final = "agents_namespace_id_name_key"
 
@@ -238,15 +237,14 @@ def activate(session: orm.Session, agent_id: str, *, expected: str | None, candi
 
     Only while the Agent is active and desires running; False when anything moved on.
     """
-    statement = (
-        sa.update(_AGENTS)
-        .where(
-            _AGENTS.c.id == agent_id,
-            _AGENTS.c.status == AgentStatus.ACTIVE,
-            _AGENTS.c.desired_runtime_state == DesiredRuntimeState.RUNNING,
-            _AGENTS.c.active_revision_id.is_not_distinct_from(expected),
-        )
-        .values(active_revision_id=candidate, endpoint=None, updated_at=_NOW)
+    statement = rows.touched(
+        _AGENTS,
+        _AGENTS.c.id == agent_id,
+        _AGENTS.c.status == AgentStatus.ACTIVE,
+        _AGENTS.c.desired_runtime_state == DesiredRuntimeState.RUNNING,
+        _AGENTS.c.active_revision_id.is_not_distinct_from(expected),
+        active_revision_id=candidate,
+        endpoint=None,
     )
     return rows.changed(session, statement)
 
@@ -255,20 +253,23 @@ def publish_endpoint(
     session: orm.Session, agent_id: str, revision_id: str, endpoint: str | None
 ) -> bool:
     """Record where the active revision serves; False if it is no longer the active one."""
-    statement = (
-        sa.update(_AGENTS)
-        .where(_AGENTS.c.id == agent_id, _AGENTS.c.active_revision_id == revision_id)
-        .values(endpoint=endpoint, updated_at=_NOW)
+    statement = rows.touched(
+        _AGENTS,
+        _AGENTS.c.id == agent_id,
+        _AGENTS.c.active_revision_id == revision_id,
+        endpoint=endpoint,
     )
     return rows.changed(session, statement)
 
 
 def clear_active(session: orm.Session, agent_id: str, revision_id: str) -> bool:
     """Clear the active pointer only if it still names ``revision_id`` (compare-and-clear)."""
-    statement = (
-        sa.update(_AGENTS)
-        .where(_AGENTS.c.id == agent_id, _AGENTS.c.active_revision_id == revision_id)
-        .values(active_revision_id=None, endpoint=None, updated_at=_NOW)
+    statement = rows.touched(
+        _AGENTS,
+        _AGENTS.c.id == agent_id,
+        _AGENTS.c.active_revision_id == revision_id,
+        active_revision_id=None,
+        endpoint=None,
     )
     return rows.changed(session, statement)
 
@@ -277,10 +278,5 @@ def clear_active(session: orm.Session, agent_id: str, revision_id: str) -> bool:
 
 
 def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
-    statement = (
-        sa.update(_AGENTS)
-        .where(_AGENTS.c.id == agent_id)
-        .values(**values, updated_at=_NOW)
-        .returning(*_AGENTS.c)
-    )
+    statement = rows.touched(_AGENTS, _AGENTS.c.id == agent_id, **values).returning(*_AGENTS.c)
     return _VALUES.make(session.execute(statement).mappings().one())

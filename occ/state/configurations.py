@@ -17,7 +17,6 @@ from sqlalchemy import orm
 from occ import ids
 from occ.state import models, referenced_rows, rows
 
-_NOW = sa.func.clock_timestamp()
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)
 
 
@@ -99,22 +98,17 @@ def update(
         Conflict: another Configuration of the Namespace has the new name.
         InvalidInput: the database refused the name.
     """
-    changes: dict[str, Any] = {
-        "generation": _CONFIGURATIONS.c.generation + 1,
-        "updated_at": _NOW,
-    }
+    changes: dict[str, Any] = {"generation": _CONFIGURATIONS.c.generation + 1}
     if name is not None:
         changes["name"] = name
     if document is not None:
         changes["document"] = document
-    statement = (
-        sa.update(_CONFIGURATIONS)
-        .where(
-            _CONFIGURATIONS.c.id == configuration_id,
-            _CONFIGURATIONS.c.namespace_id == namespace_id,
-            _CONFIGURATIONS.c.generation == expected_generation,
-        )
-        .values(**changes)
+    statement = rows.touched(
+        _CONFIGURATIONS,
+        _CONFIGURATIONS.c.id == configuration_id,
+        _CONFIGURATIONS.c.namespace_id == namespace_id,
+        _CONFIGURATIONS.c.generation == expected_generation,
+        **changes,
     )
     return _ROWS.written(session, statement)
 

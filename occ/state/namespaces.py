@@ -161,11 +161,8 @@ def tombstone(session: orm.Session, namespace_id: str) -> bool:
 def _live_update(namespace_id: str, *where: sa.ColumnElement[bool], **values: Any) -> sa.Update:
     """The UPDATE that sets ``values`` (and ``updated_at``) on the Namespace with this id while
     it is live (not tombstoned) and ``where`` holds."""
-    return (
-        sa.update(_NAMESPACES)
-        .where(_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None), *where)
-        .values(**values, updated_at=_NOW)
-    )
+    live = (_NAMESPACES.c.id == namespace_id, _NAMESPACES.c.deleted_at.is_(None))
+    return rows.touched(_NAMESPACES, *live, *where, **values)
 
 
 requeue_deletion: Final = finalizers.requeue_deletion

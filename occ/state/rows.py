@@ -1,7 +1,7 @@
 """Rows into values: a record from a row's columns, the first row or every row a query selects,
 a table's recurring statements read into its values (``Values``), the equalities of the filters
-a list was given; whether an UPDATE changed a row, and the UPDATE that stamps the moment rows
-were disabled, revoked or soft-deleted.
+a list was given; whether an UPDATE changed a row, the UPDATE that stamps the moment rows were
+disabled, revoked or soft-deleted, and the UPDATE of rows that records when they changed.
 
 The repositories' values are frozen dataclasses whose fields are named like the columns they
 come from (or the keys of a JSON object a statement builds); a repository converts only what
@@ -77,6 +77,12 @@ def stamped(table: sa.Table, column: str, *where: sa.ColumnElement[bool]) -> sa.
         .where(*where, table.c[column].is_(None))
         .values({column: sa.func.clock_timestamp()})
     )
+
+
+def touched(table: sa.Table, *where: sa.ColumnElement[bool], **values: Any) -> sa.Update:
+    """The UPDATE that sets ``values`` on the rows ``where`` selects and moves their
+    ``updated_at`` to the current time."""
+    return sa.update(table).where(*where).values(**values, updated_at=sa.func.clock_timestamp())
 
 
 def given(table: sa.Table, **filters: object) -> list[sa.ColumnElement[bool]]:
