@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ import secret_store
-from occ.controller import agents, configurations, deployment_status, deployments, secrets
+from occ.controller import (
+    agents,
+    configurations,
+    deployment_status,
+    deployments,
+    installation,
+    secrets,
+)
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import iam_policy
@@ -42,6 +49,13 @@ class World:
     secret_id: str
     agent_id: str
     service_principal_id: str
+
+
+def installation_admin(db: Database, name: str) -> str:
+    """Bootstrap the Installation ``name``; the id of its first administrator, ``admin``."""
+    boot = installation.bootstrap_installation(db, name=name, admin_name="admin")
+    assert boot.admin_principal_id is not None
+    return boot.admin_principal_id
 
 
 def namespace_resources(

@@ -10,25 +10,20 @@ import sqlalchemy as sa
 
 from occ import secret_store
 from occ.config import Settings
-from occ.controller import installation, namespaces
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor, outcome
 from occ.reconcile.environment import Worker
 from occ.state import models, values
-from occ.state import namespaces as namespace_rows
-from tests.support import worlds
+from tests.support import namespace_status, worlds
 
 
 def ready_world(db: Database) -> worlds.World:
     """An Installation, a Namespace set ready (its own work item done) and one ``local`` Agent
     in it, as the administrator made them."""
-    boot = installation.bootstrap_installation(db, name="reconcile", admin_name="admin")
-    admin = boot.admin_principal_id
-    assert admin is not None
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
+    admin = worlds.installation_admin(db, "reconcile")
+    namespace_id = namespace_status.created_ready(db, admin=admin)
     with db.transaction() as session:
-        namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
         session.execute(
             sa.update(models.ControllerWork).values(
                 state="succeeded",

@@ -18,18 +18,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ import secret_store
 from occ.controller import (
     agent_lifecycle,
     installation,
-    namespaces,
 )
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
-from occ.state import namespaces as namespace_rows
 from occ.state import restrictions as restriction_rows
-from tests.support import audits, processes, worlds
+from tests.support import audits, namespace_status, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 World = worlds.World
@@ -51,18 +48,15 @@ def control(fleet: processes.Fleet, installed: None) -> processes.Process:
 def _make_world(
     db: Database, env: dict[str, str], *, document: dict[str, Any] | None = None
 ) -> World:
-    boot = installation.bootstrap_installation(db, name="agents", admin_name="admin")
-    admin = boot.admin_principal_id
-    assert admin is not None
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    with db.transaction() as session:  # Namespace reconciliation is shown elsewhere
-        namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
+    admin = worlds.installation_admin(db, "agents")
+    # Namespace reconciliation is shown elsewhere
+    namespace_id = namespace_status.created_ready(db, admin=admin)
     return worlds.make(
         db,
         admin=admin,
         namespace_id=namespace_id,
         compute_driver="local",
-        store=secret_store.SecretStore("test-secret"),
+        store=worker_worlds.store(env),
         secret_value="sk-never-logged",
         document=document,
     )

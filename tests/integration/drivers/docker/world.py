@@ -7,16 +7,10 @@ import json
 import urllib.request
 from typing import Any
 
-from occ import secret_store
-from occ.controller import (
-    installation,
-    namespaces,
-)
 from occ.db import Database
 from occ.drivers.compute.docker import naming
 from occ.state import models
-from tests.support import audits, processes, worlds
-from tests.support.processes import wait_for
+from tests.support import audits, processes, worker_worlds, worlds
 
 SECRET_VALUE = "sk-docker-lifecycle-never-logged"
 
@@ -27,22 +21,11 @@ World = worlds.World
 def make(db: Database, env: dict[str, str], *, document: dict[str, Any] | None = None) -> World:
     """Bootstrap, a Namespace reconciled by the workers (its network), a Configuration, a
     Secret and a ``docker`` Agent whose service principal may use both."""
-    boot = installation.bootstrap_installation(db, name="docker", admin_name="admin")
-    admin = boot.admin_principal_id
-    assert admin is not None
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    processes.nudge(env)
-    wait_for(
-        lambda: namespace_status(db, namespace_id) == "ready",
-        timeout=30,
-        message="the Namespace to become ready",
-    )
-    return worlds.make(
+    return worker_worlds.reconciled(
         db,
-        admin=admin,
-        namespace_id=namespace_id,
+        env,
+        admin=worlds.installation_admin(db, "docker"),
         compute_driver="docker",
-        store=secret_store.SecretStore("test-secret"),
         secret_value=SECRET_VALUE,
         document=document,
     )

@@ -16,13 +16,11 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ import secret_store
 from occ.controller import (
     agent_lifecycle,
     agents,
     configurations,
     deployments,
-    installation,
     namespaces,
     secrets,
 )
@@ -30,7 +28,7 @@ from occ.db import Database
 from occ.drivers.compute.kubernetes import client, naming
 from occ.state import models
 from tests.integration.drivers.kubernetes import helpers
-from tests.support import processes, worlds
+from tests.support import processes, worker_worlds, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -87,28 +85,6 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
 World = worlds.World
 
 
-def _world(db: Database, env: dict[str, str], admin: str) -> World:
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
-    processes.nudge(env)
-    wait_for(
-        lambda: (
-            namespaces.get_namespace(db, actor_id=admin, namespace_id=namespace_id).status
-            == "ready"
-        ),
-        timeout=TIMEOUT,
-        message="the Namespace to become ready",
-    )
-    return worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver="kubernetes",
-        store=secret_store.SecretStore("test-secret"),
-        secret_value=helpers.CREDENTIAL,
-        document={"model": "m"},
-    )
-
-
 def _deploy_until_active(
     db: Database, env: dict[str, str], cluster: Cluster, world: World, namespace: str
 ) -> str:
@@ -148,9 +124,7 @@ def _tombstoned(db: Database, namespace_id: str) -> bool:
 def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     db: Database, env: dict[str, str], fleet: processes.Fleet, cluster: Cluster
 ) -> None:
-    boot = installation.bootstrap_installation(db, name="agents", admin_name="admin")
-    admin = boot.admin_principal_id
-    assert admin is not None
+    admin = worlds.installation_admin(db, "agents")
     env.update(
         OCC_COMPUTE_DRIVER="kubernetes",
         OCC_KUBERNETES_KUBECONFIG=str(cluster.kubeconfig),
@@ -162,7 +136,15 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     fleet.worker("drivers", concurrency=2)
     fleet.beat()
 
-    world = _world(db, env, admin)
+    world = worker_worlds.reconciled(
+        db,
+        env,
+        admin=admin,
+        compute_driver="kubernetes",
+        secret_value=helpers.CREDENTIAL,
+        document={"model": "m"},
+        timeout=TIMEOUT,
+    )
     namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
     assert cluster.get("namespaces", None, namespace) is not None
 
