@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from occ import errors, iam, ids
-from occ.controller import idempotency
+from occ.controller import changes, idempotency
 from occ.db import Database, Session
 from occ.state import audit, namespaces
 
@@ -158,6 +158,30 @@ def require(
         request=request,
         detail=detail,
     )
+
+
+def permitted_change(
+    session: Session,
+    actor_id: str,
+    action: str,
+    permission: str,
+    resource: iam.Resource,
+    *,
+    hide_unless_readable: bool = False,
+    request: Mapping[str, Any] | None = None,
+) -> changes.Change:
+    """The change ``permission`` on ``resource`` allows ``action`` to make, or ``Denied`` (see
+    ``require``)."""
+    decision = require(
+        session,
+        actor_id,
+        action,
+        permission,
+        resource,
+        hide_unless_readable=hide_unless_readable,
+        request=request,
+    )
+    return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)
 
 
 def present(fields: Mapping[str, Any]) -> dict[str, Any]:

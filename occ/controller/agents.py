@@ -72,7 +72,7 @@ def create_agent(
     action = "agents.create"
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, namespace_id)
-        decision = admission.require(
+        change = admission.permitted_change(
             session,
             actor_id,
             action,
@@ -114,7 +114,6 @@ def create_agent(
                 session, actor_id=actor_id, agent=agent, decision=grant_decision
             )
         )
-        change = Change(session=session, actor_id=actor_id, action=action, decision=decision)
         change.audit(
             "agent",
             agent.id,
@@ -353,17 +352,15 @@ def locked(
     caller may not read the Agent, ``Forbidden`` (audited) when it lacks the permission."""
     namespace = lock_namespace(session, namespace_id)
     agent = find(session, namespace.id, agent_id, lock=True)
-    action = f"agents.{verb}"
-    decision = admission.require(
+    change = admission.permitted_change(
         session,
         actor_id,
-        action,
+        f"agents.{verb}",
         permission or f"agent:{verb}",
         resource(agent),
         hide_unless_readable=True,
         request=request,
     )
-    change = Change(session=session, actor_id=actor_id, action=action, decision=decision)
     return namespace, agent, change
 
 

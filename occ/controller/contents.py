@@ -197,14 +197,12 @@ class Items(Generic[T]):
     ) -> changes.Change:
         """The change ``permission`` (``<kind>:<verb>``) on ``resource`` allows the action
         ``<kind>s.<verb>`` to make; hidden (404) when the caller may not even read."""
-        action = f"{self.kind}s.{verb}"
-        decision = admission.require(
+        return admission.permitted_change(
             session,
             actor_id,
-            action,
+            f"{self.kind}s.{verb}",
             permission or f"{self.kind}:{verb}",
             resource,
             hide_unless_readable=True,
             request=request,
         )
-        return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)

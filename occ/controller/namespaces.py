@@ -9,7 +9,7 @@ import re
 from typing import Final
 
 from occ import errors, iam, ids
-from occ.controller import admission, changes, deletions, installation, listing, preconditions
+from occ.controller import admission, deletions, installation, listing, preconditions
 from occ.db import Database, Session
 from occ.state import keyset, namespaces, values, work_keys, work_queue
 
@@ -40,7 +40,7 @@ def create_namespace(
     action = "namespaces.create"
     with admission.guarded(db, actor_id) as session:
         parent = installation.resource(session)
-        decision = admission.require(
+        change = admission.permitted_change(
             session, actor_id, action, "namespace:create", parent, request=request
         )
         if existing_namespace is not None:
@@ -53,9 +53,6 @@ def create_namespace(
         key = work_keys.namespace_ready(namespace.id)
         owner = values.WorkOwner(namespace_id=namespace.id, actor_id=actor_id)
         work_queue.enqueue(session, key, owner)
-        change = changes.Change(
-            session=session, actor_id=actor_id, action=action, decision=decision
-        )
         details = {**admission.present(request), "status": namespace.status}
         change.audit("namespace", namespace.id, namespace.id, details, work_id=str(key))
         return namespace

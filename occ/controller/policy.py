@@ -45,8 +45,9 @@ def administer(
     ``GET /v1/installation``.
     """
     target = installation.resource(session)
-    decision = admission.require(session, actor_id, action, PERMISSION, target, request=request)
-    return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)
+    return admission.permitted_change(
+        session, actor_id, action, PERMISSION, target, request=request
+    )
 
 
 def administered_read(db: Database, actor_id: str, action: str, read: Callable[[Session], T]) -> T:
