@@ -311,9 +311,7 @@ def get_deployment(
     def status(session: Session, revision: revisions.Revision) -> deployment_status.DeploymentView:
         agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
         work = work_queue.get(session, work_keys.revision_reconcile(revision.id))
-        if work is None:
-            raise errors.NotFound("the deployment does not exist")
-        return deployment_status.project(work, agent)
+        return deployment_status.project(admission.found(work, "deployment"), agent)
 
     return _read_revision(
         db,

@@ -119,10 +119,7 @@ def get_work(db: Database, *, actor_id: str, work_id: str) -> values.WorkItem:
         raise errors.NotFound("the work item does not exist")
     with admission.guarded(db, actor_id, read_only=True) as session:
         _require_installation(session, actor_id, "work.read", "installation:administer", hide=True)
-        item = work_queue.get(session, work_id)
-        if item is None:
-            raise errors.NotFound("the work item does not exist")
-        return item
+        return admission.found(work_queue.get(session, work_id), "work_item")
 
 
 def list_audit_events(
