@@ -95,12 +95,8 @@ def delete_agent(
         deletions.admit(
             session,
             deletion,
-            {
-                "status": deleting.status,
-                "previousStatus": agent.status,
-                "previousDesiredRuntimeState": agent.desired_runtime_state,
-                "authorization": deletion.authorization,
-            },
+            agent.status,
+            {"previousDesiredRuntimeState": agent.desired_runtime_state},
         )
         return observed_agents.observe(session, deleting)
 

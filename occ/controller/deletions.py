@@ -37,10 +37,22 @@ class Deletion:
     """The resource's name in a conflict message (``Agent``, ``Namespace``)."""
 
 
-def admit(session: Session, deletion: Deletion, details: Mapping[str, Any]) -> None:
-    """Enqueue the deletion's work item and audit it with ``details``."""
+def admit(
+    session: Session,
+    deletion: Deletion,
+    previous_status: str,
+    details: Mapping[str, Any] | None = None,
+) -> None:
+    """Enqueue the deletion's work item and audit the move from ``previous_status`` to
+    ``deleting`` (with ``details``, if any)."""
     work_queue.enqueue(session, deletion.key, deletion.owner)
-    _audit(session, deletion, str(deletion.key), details)
+    moved = {
+        "status": deletion.deleting,
+        "previousStatus": previous_status,
+        **(details or {}),
+        "authorization": deletion.authorization,
+    }
+    _audit(session, deletion, str(deletion.key), moved)
 
 
 def repeat(session: Session, deletion: Deletion) -> None:
@@ -52,15 +64,7 @@ def repeat(session: Session, deletion: Deletion) -> None:
     """
     work = work_queue.get(session, deletion.key)
     if work is None:
-        admit(
-            session,
-            deletion,
-            {
-                "status": deletion.deleting,
-                "previousStatus": deletion.deleting,
-                "authorization": deletion.authorization,
-            },
-        )
+        admit(session, deletion, deletion.deleting)
     elif work.state == values.WorkState.FAILED_PERMANENT:
         _requeue(session, deletion, work)
 

@@ -113,15 +113,7 @@ def delete_namespace(
             return namespace
         deleting = namespaces.mark_deleting(session, namespace.id)
         assert deleting is not None  # the row is locked and live
-        deletions.admit(
-            session,
-            deletion,
-            {
-                "status": deleting.status,
-                "previousStatus": namespace.status,
-                "authorization": deletion.authorization,
-            },
-        )
+        deletions.admit(session, deletion, namespace.status)
         return deleting
 
 
