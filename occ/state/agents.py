@@ -253,28 +253,22 @@ def publish_endpoint(
     session: orm.Session, agent_id: str, revision_id: str, endpoint: str | None
 ) -> bool:
     """Record where the active revision serves; False if it is no longer the active one."""
-    statement = rows.touched(
-        _AGENTS,
-        _AGENTS.c.id == agent_id,
-        _AGENTS.c.active_revision_id == revision_id,
-        endpoint=endpoint,
-    )
-    return rows.changed(session, statement)
+    return _while_active(session, agent_id, revision_id, endpoint=endpoint)
 
 
 def clear_active(session: orm.Session, agent_id: str, revision_id: str) -> bool:
     """Clear the active pointer only if it still names ``revision_id`` (compare-and-clear)."""
-    statement = rows.touched(
-        _AGENTS,
-        _AGENTS.c.id == agent_id,
-        _AGENTS.c.active_revision_id == revision_id,
-        active_revision_id=None,
-        endpoint=None,
-    )
-    return rows.changed(session, statement)
+    return _while_active(session, agent_id, revision_id, active_revision_id=None, endpoint=None)
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+def _while_active(session: orm.Session, agent_id: str, revision_id: str, **values: Any) -> bool:
+    """Set ``values`` on the Agent if ``revision_id`` is still its active revision; whether it
+    was."""
+    active = (_AGENTS.c.id == agent_id, _AGENTS.c.active_revision_id == revision_id)
+    return rows.changed(session, rows.touched(_AGENTS, *active, **values))
 
 
 def _update(session: orm.Session, agent_id: str, **values: Any) -> Agent:
