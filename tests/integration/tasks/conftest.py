@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from occ.db import Database
-from tests.support import brokers, databases, gateways, processes
+from tests.support import brokers, databases, gateways, processes, worlds
 
 LEASE_MS = 2_000
 
@@ -17,6 +17,12 @@ LEASE_MS = 2_000
 def broker_url() -> Iterator[str]:
     with brokers.flushed(13) as url:
         yield url
+
+
+@pytest.fixture
+def admin(db: Database) -> str:
+    """The administrator of a bootstrapped Installation (workers refuse to start before it)."""
+    return worlds.installation_admin(db, "tasks")
 
 
 @pytest.fixture

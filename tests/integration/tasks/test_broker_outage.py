@@ -20,7 +20,7 @@ import redis
 import sqlalchemy as sa
 from kombu.transport import redis as kombu_redis
 
-from occ.controller import installation, namespaces
+from occ.controller import namespaces
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
@@ -100,13 +100,6 @@ def test_the_guard_makes_that_close_a_connection_error(
 
 
 # -- the broker restarted under the fleet, ten times --------------------------------------------
-
-
-@pytest.fixture
-def admin(db: Database) -> str:
-    boot = installation.bootstrap_installation(db, name="outage", admin_name="admin")
-    assert boot.admin_principal_id is not None
-    return boot.admin_principal_id
 
 
 def _admit(db: Database, admin: str, count: int) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 
 from occ import observability
 from occ.config import Settings
-from occ.controller import installation, namespaces
+from occ.controller import namespaces
 from occ.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import worker_process
@@ -16,13 +16,12 @@ from tests.support.processes import wait_for
 
 def test_health_reports_pending_work(
     db: Database,
+    admin: str,
     database_urls: databases.DatabaseUrls,
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    boot = installation.bootstrap_installation(db, name="health", admin_name="admin")
-    assert boot.admin_principal_id is not None
-    namespaces.create_namespace(db, actor_id=boot.admin_principal_id, name="pending")
+    namespaces.create_namespace(db, actor_id=admin, name="pending")
     app = tasks_app.create(Settings(database_url=database_urls.app))
     observability.configure("occ-worker")
     process = worker_process.of(app)

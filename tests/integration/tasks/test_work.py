@@ -13,12 +13,11 @@ import signal
 import uuid
 from pathlib import Path
 
-import pytest
 import redis
 import sqlalchemy as sa
 
 from occ.config import Settings
-from occ.controller import installation, namespaces
+from occ.controller import namespaces
 from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
@@ -30,13 +29,6 @@ from tests.support import audits, processes
 from tests.support.processes import wait_for
 
 LEASE_MS = 2_000
-
-
-@pytest.fixture
-def admin(db: Database) -> str:
-    boot = installation.bootstrap_installation(db, name="runtime", admin_name="admin")
-    assert boot.admin_principal_id is not None
-    return boot.admin_principal_id
 
 
 def _settings(env: dict[str, str]) -> Settings:
