@@ -43,10 +43,10 @@ def create(settings: Settings) -> Celery:
     app.conf.update(configuration)
     broker_url = settings.broker_url
 
-    @app.task(name=NOOP, ignore_result=True)
     def noop() -> None:
         _counter_client(broker_url).incr(COUNTER)
 
+    app.task(name=NOOP, ignore_result=True)(noop)  # a call, not a decorator: celery is untyped
     return app
 
 
@@ -58,11 +58,13 @@ def _counter_client(url: str) -> redis.Redis:
     return client
 
 
-@signals.worker_ready.connect(weak=False)
 def _ready(**_: Any) -> None:
     path = Settings.from_env().worker_readiness_path
     if path:
         Path(path).write_text(str(os.getpid()), encoding="utf-8")
+
+
+signals.worker_ready.connect(_ready, weak=False)
 
 
 def __getattr__(name: str) -> Celery:
