@@ -1,8 +1,9 @@
 """The client end to end against a running occ (gunicorn API, worker fleet, beat).
 
 The first session in five commands; ``--wait`` ending active (0), failed (1, a never-healthy
-gateway past the convergence deadline) and timed out (3); ``-o json`` and ``-o yaml`` parse;
-``auth can-i`` agrees with what the API then does; refused requests print
+gateway past the convergence deadline) and timed out (3); a Namespace's deletion refused while
+it holds contents, then followed with ``--wait`` until it is gone; ``-o json`` and ``-o yaml``
+parse; ``auth can-i`` agrees with what the API then does; refused requests print
 ``occ: error: CODE: detail``; and neither the Secret's value nor any key is ever printed.
 """
 
@@ -147,6 +148,22 @@ def test_the_first_session_waits_and_reports_how_operations_end(operator: Operat
         2,
         "occ: error: INVALID_FILE: the Secret's value is empty\n",
     )
+
+    # -- a Namespace with contents is refused; emptied, its deletion waits for the workers -------
+    refused_delete = operator.run("namespaces", "delete", "team-a", "--wait")
+    assert refused_delete.exit_status == 2
+    assert refused_delete.stderr.startswith("occ: error: NAMESPACE_NOT_EMPTY: "), refused_delete
+    for collection, name in (
+        ("configurations", "default"),
+        ("configurations", "sick"),
+        ("secrets", "openclaw-token"),
+    ):
+        operator.ok(collection, "delete", name, "-n", "team-a")
+    removed = operator.run("namespaces", "delete", "team-a", "--wait")
+    assert removed.exit_status == 0, removed
+    after = operator.run("namespaces", "get", "team-a")
+    assert after.exit_status == 2
+    assert after.stderr.startswith("occ: error: NOT_FOUND: "), after.stderr
 
     # -- nothing printed a secret ----------------------------------------------------------------
     printed = operator.everything_printed()
