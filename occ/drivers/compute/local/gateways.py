@@ -199,9 +199,12 @@ def is_gateway(pid: int, directory: Path, revision_id: str) -> bool:
         return alive(pid)  # no /proc (not Linux): trust runtime.json
     deadline = time.monotonic() + IDENTITY_SETTLE_S
     while alive(pid):
-        arguments, environment = _identity_of(pid)
+        arguments = _entries(_PROC / str(pid) / "cmdline")
+        if revision_id.encode() in arguments:
+            return True  # the common case: no need to read the environment
+        environment = _environment_of(pid)
         if arguments or environment:
-            return revision_id.encode() in arguments or _marker(directory) in environment
+            return _marker(directory) in environment
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.005)
@@ -302,11 +305,6 @@ def _process_environments() -> Iterator[tuple[int, list[bytes]]]:
 
 def _environment_of(pid: int) -> list[bytes]:
     return _entries(_PROC / str(pid) / "environ")
-
-
-def _identity_of(pid: int) -> tuple[list[bytes], list[bytes]]:
-    """``pid``'s command line and environment entries (empty lists when unreadable)."""
-    return _entries(_PROC / str(pid) / "cmdline"), _environment_of(pid)
 
 
 def _entries(path: Path) -> list[bytes]:
