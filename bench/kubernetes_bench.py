@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     with workers.scratch("kubernetes", broker) as (directory, urls):
         kube = FakeKubeAPI(validate=False).start()
-        kube.auto_rollout = True
+        kube.simulation.auto_rollout = True
         common = deploys.fleet_env(urls, broker, directory, SECRET_KEY)
         common.update(OCC_MAINTENANCE_INTERVAL_MS=str(MAINTENANCE_INTERVAL_MS))
         k8s_env = {

@@ -51,8 +51,7 @@ def _fail(
     result = settle.fail(session, context.claim, code)
     audit.work_event(
         session,
-        context.claim.owner,
-        context.claim.work_id,
+        context.claim,
         action="agents.lifecycle.delete",
         outcome="failure",
         resource_kind="agent",

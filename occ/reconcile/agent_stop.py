@@ -18,7 +18,7 @@ Code = codes.Code
 
 def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
     """One pass over an ``AGENT_STOPPED`` item (one per stop request)."""
-    owner, claim = context.claim.owner, context.claim
+    claim = context.claim
     with worker.database.transaction() as session:
         agent = settle.owner_agent(session, claim)
         if isinstance(agent, outcome.PassResult):
@@ -58,8 +58,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         code = Code.AGENT_STOPPED if active is not None else Code.AGENT_ALREADY_STOPPED
         audit.work_event(
             session,
-            owner,
-            claim.work_id,
+            claim,
             action="agents.lifecycle.stop",
             resource_kind="agent",
             resource_id=agent.id,

@@ -57,8 +57,7 @@ def refuse(
     result = settle.fail(session, context.claim, code)
     audit.work_event(
         session,
-        context.claim.owner,
-        context.claim.work_id,
+        context.claim,
         kind="authorization_denial",
         action=action,
         outcome="denied",

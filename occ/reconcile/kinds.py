@@ -33,8 +33,7 @@ def _fail_provisioning_namespace(
         return
     audit.work_event(
         session,
-        item.owner,
-        item.id,
+        item,
         action="namespaces.lifecycle.ensure",
         outcome="failure",
         resource_kind="namespace",

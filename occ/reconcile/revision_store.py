@@ -227,8 +227,7 @@ class DatabaseRevisionStore:
                 previous = snapshot.active.id if snapshot.active else None
                 audit.work_event(
                     session,
-                    self._claim.owner,
-                    self._claim.work_id,
+                    self._claim,
                     action=ACTIVATE_ACTION,
                     resource_kind="agent_revision",
                     resource_id=revision.id,
@@ -288,8 +287,7 @@ class DatabaseRevisionStore:
             result = settle.complete(session, self._claim, Code.REVISION_SUPERSEDED)
             audit.work_event(
                 session,
-                self._claim.owner,
-                self._claim.work_id,
+                self._claim,
                 action="agents.lifecycle.supersede",
                 resource_kind="agent_revision",
                 resource_id=snapshot.revision.id,

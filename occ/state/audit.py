@@ -145,8 +145,7 @@ def mutation(session: orm.Session, **change: Unpack[Change]) -> str:
 
 def work_event(
     session: orm.Session,
-    owner: values.WorkOwner,
-    work_id: str,
+    work: values.Claim | values.WorkItem,
     *,
     action: str,
     resource_kind: str,
@@ -155,19 +154,19 @@ def work_event(
     kind: str = EventKind.MUTATION,
     outcome: str = EventOutcome.SUCCESS,
 ) -> str:
-    """Record an event of a work item's pass (see ``append``): on behalf of the item's actor,
-    in its Namespace, under its id; a successful change unless ``kind`` and ``outcome`` say
-    otherwise."""
+    """Record an event of a work item's pass (see ``append``), given its claim or its row: on
+    behalf of the item's actor, in its Namespace, under its id; a successful change unless
+    ``kind`` and ``outcome`` say otherwise."""
     return append(
         session,
         kind=kind,
         action=action,
-        actor_id=owner.actor_id,
+        actor_id=work.owner.actor_id,
         outcome=outcome,
-        namespace_id=owner.namespace_id,
+        namespace_id=work.owner.namespace_id,
         resource_kind=resource_kind,
         resource_id=resource_id,
-        work_id=work_id,
+        work_id=work.work_id if isinstance(work, values.Claim) else work.id,
         details=details,
     )
 

@@ -57,6 +57,12 @@ def _int(text: str) -> int:
     return int(text)
 
 
+_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int
+)
+"""The strict decoder, built once (``json.loads`` with hooks builds one per call)."""
+
+
 def _check(value: Any, depth: int = 0) -> None:
     if depth > MAX_DEPTH:
         raise _Rejected(f"nesting deeper than {MAX_DEPTH} levels")
@@ -89,13 +95,7 @@ def load(request: flask.Request) -> dict[str, Any]:
         raise problems.UnsupportedMediaType("the request body must be application/json")
     try:
         text = raw.decode("utf-8")
-        document = json.loads(
-            text,
-            object_pairs_hook=_pairs,
-            parse_constant=_constant,
-            parse_float=_float,
-            parse_int=_int,
-        )
+        document = _DECODER.decode(text)
         _check(document)
     except UnicodeDecodeError:
         raise errors.InvalidInput.at("", "the body is not valid UTF-8") from None

@@ -441,7 +441,7 @@ def test_terminating_namespace_refuses_new_content_until_it_is_gone(
 def test_namespace_deletion_can_finish_on_the_next_read(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    fake.auto_finish_namespace_deletion = True
+    fake.simulation.auto_finish_namespace_deletion = True
     deleted = clients.core.delete_namespace(ns)
     assert deleted["status"]["phase"] == "Terminating"
     with pytest.raises(exceptions.NotFoundException):
@@ -563,7 +563,7 @@ def test_mark_rollout_sets_status_pods_and_endpoint_slices(
 def test_auto_rollout_follows_spec_changes_and_scaling_to_zero(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    fake.auto_rollout = True
+    fake.simulation.auto_rollout = True
     clients.core.patch_namespaced_service(
         "web", ns, _service(), field_manager=MANAGER, force=True, _content_type=APPLY
     )

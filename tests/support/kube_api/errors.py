@@ -7,31 +7,25 @@ This module only describes errors; it must not decide when they happen.
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 
+@dataclass(eq=False)
 class ApiError(Exception):
     """A request the fake refuses, answered as a ``Status`` with ``code`` and ``reason``."""
 
-    def __init__(
-        self,
-        code: int,
-        reason: str,
-        message: str,
-        *,
-        name: str | None = None,
-        kind: str | None = None,
-        group: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.name = name
-        self.kind = kind
-        self.group = group
-        self.headers = dict(headers or {})
+    code: int
+    reason: str
+    message: str
+    _: KW_ONLY
+    name: str | None = None
+    kind: str | None = None
+    group: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` body the apiserver sends for this error."""

@@ -41,9 +41,9 @@ class FakeKubeAPI:
     ) -> None:
         self.token = token
         self._store = store.Store()
-        self._controllers = simulation.Simulation(self._store)
+        self.simulation = simulation.Simulation(self._store)
         self._verbs = verbs.Verbs(
-            self._store, self._controllers, validate=validate, schema_version=schema_version
+            self._store, self.simulation, validate=validate, schema_version=schema_version
         )
         self._authorizer = access.Authorizer()
         self._faults = faults.Faults()
@@ -108,8 +108,8 @@ class FakeKubeAPI:
         self._faults.clear()
         self._authorizer.clear()
         self._verbs.clear_validation_failures()
-        self._controllers.auto_rollout = False
-        self._controllers.auto_finish_namespace_deletion = False
+        self.simulation.auto_rollout = False
+        self.simulation.auto_finish_namespace_deletion = False
         self._dispatcher.server_version = ("1", "34")
 
     # -- client configuration -------------------------------------------------------------
@@ -132,22 +132,6 @@ class FakeKubeAPI:
         return target
 
     # -- switches -------------------------------------------------------------------------
-
-    @property
-    def auto_rollout(self) -> bool:
-        return self._controllers.auto_rollout
-
-    @auto_rollout.setter
-    def auto_rollout(self, value: bool) -> None:
-        self._controllers.auto_rollout = value
-
-    @property
-    def auto_finish_namespace_deletion(self) -> bool:
-        return self._controllers.auto_finish_namespace_deletion
-
-    @auto_finish_namespace_deletion.setter
-    def auto_finish_namespace_deletion(self, value: bool) -> None:
-        self._controllers.auto_finish_namespace_deletion = value
 
     @property
     def server_version(self) -> tuple[str, str]:
@@ -211,7 +195,7 @@ class FakeKubeAPI:
                 for key in list(self._store.keys_in_namespace(name)):
                     self._store.remove(*key)
             self._store.remove(resource.plural, namespace, name)
-            self._controllers.after_delete(resource, obj)
+            self.simulation.after_delete(resource, obj)
 
     def mark_rollout(
         self,
@@ -223,12 +207,12 @@ class FakeKubeAPI:
     ) -> Obj:
         """The Deployment controller finished (True), is waiting (False) or gave up
         ("deadline"); Pods and EndpointSlices follow."""
-        return self._controllers.mark_rollout(
+        return self.simulation.mark_rollout(
             namespace, deployment_name, ready, waiting_reason=waiting_reason
         )
 
     def finish_namespace_deletion(self, name: str) -> None:
-        self._controllers.finish_namespace_deletion(name)
+        self.simulation.finish_namespace_deletion(name)
 
     # -- misbehaviour ---------------------------------------------------------------------
 

@@ -348,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
                 code,
                 fault.reason or faults.default_reason(code),
                 "injected fault",
-                headers={"Retry-After": str(fault.retry_after)} if fault.retry_after else None,
+                headers={"Retry-After": str(fault.retry_after)} if fault.retry_after else {},
             )
             answer: Answer = (code, injected.status(), injected.headers)
         else:
