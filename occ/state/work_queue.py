@@ -17,15 +17,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ import codes, errors
-from occ.state import queries, values
+from occ.state import hot_statements, queries, values
 from occ.state.work_keys import WorkKey, WorkKind
 
 SQL: Final = queries.load("work_queue.sql")
+_HOT: Final = hot_statements.compile_all(
+    SQL, "start", "renew", "release", "complete", "fail", "retry", "defer"
+)
+"""The one-row transitions every item runs, executed below SQLAlchemy's execution layer."""
 
 LANE_LOCK_CLASS: Final = 204
 """First key of the transaction-scoped advisory locks that keep two claimers off one lane."""
@@ -41,6 +44,9 @@ _TARGETS: Final = {
 """The ``namespace_target`` / ``agent_target`` columns each kind writes (operators read them)."""
 
 _CLAIM_RACE_RETRIES: Final = 3
+
+_Row = Mapping[Any, Any]
+"""A row by column name: SQLAlchemy's ``RowMapping`` or a hot statement's dict."""
 
 
 def enqueue(
@@ -172,7 +178,7 @@ def start_token(
 ) -> values.Claim | None:
     """``start`` for a work id and dispatch token as a task message carries them."""
     params = {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
-    row = session.connection().execute(SQL["start"], params).mappings().first()
+    row = hot_statements.first(session, _HOT["start"], params)
     return None if row is None else _claim(row)
 
 
@@ -310,10 +316,9 @@ def recover_stale(
 
 def _one_fenced(
     session: orm.Session, name: str, claim: values.Claim, **params: Any
-) -> sa.RowMapping:
-    # on the session's connection, past the ORM's execution layer: these are the hot path
+) -> Mapping[str, Any]:
     statement_params = {"work_id": claim.work_id, "token": claim.token, **params}
-    row = session.connection().execute(SQL[name], statement_params).mappings().first()
+    row = hot_statements.first(session, _HOT[name], statement_params)
     if row is None:
         raise errors.ClaimLost(claim.work_id)
     return row
@@ -323,7 +328,7 @@ def _json(data: Mapping[str, Any] | None) -> str | None:
     return None if data is None else json.dumps(data, separators=(",", ":"))
 
 
-def _owner(row: sa.RowMapping) -> values.WorkOwner:
+def _owner(row: _Row) -> values.WorkOwner:
     return values.WorkOwner(
         namespace_id=row["namespace_id"],
         actor_id=row["actor_id"],
@@ -332,14 +337,14 @@ def _owner(row: sa.RowMapping) -> values.WorkOwner:
     )
 
 
-def _key(row: sa.RowMapping) -> WorkKey:
+def _key(row: _Row) -> WorkKey:
     key = WorkKey.parse(row["id"])
     if key.kind != row["kind"]:
         raise ValueError(f"work item {row['id']} has kind {row['kind']}")  # the CHECK prevents it
     return key
 
 
-def _item(row: sa.RowMapping) -> values.WorkItem:
+def _item(row: _Row) -> values.WorkItem:
     return values.WorkItem(
         id=row["id"],
         key=_key(row),
@@ -360,7 +365,7 @@ def _item(row: sa.RowMapping) -> values.WorkItem:
     )
 
 
-def _claim(row: sa.RowMapping) -> values.Claim:
+def _claim(row: _Row) -> values.Claim:
     token = row["claim_token"]
     return values.Claim(
         work_id=row["id"],

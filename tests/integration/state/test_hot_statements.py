@@ -1,0 +1,74 @@
+"""Hot statements on the session's psycopg connection: same transaction, same errors."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from occ import db as occ_db
+from occ import errors
+from occ.db import Database
+from occ.state import hot_statements
+
+_SQL = {
+    "create": sa.text(
+        "CREATE TEMP TABLE hot_probe (id text PRIMARY KEY,"
+        " n integer NOT NULL CONSTRAINT hot_probe_n_positive CHECK (n > 0)) ON COMMIT DROP"
+    ),
+    "insert": sa.text(
+        "INSERT INTO hot_probe (id, n) VALUES (:id, :n) ON CONFLICT (id) DO NOTHING"
+        " RETURNING id, n, '100%' AS literal"
+    ),
+}
+HOT = hot_statements.compile_all(_SQL, "insert")
+
+
+def test_parameters_take_the_drivers_style_and_literal_percent_signs_are_escaped() -> None:
+    sql = HOT["insert"].sql
+    assert "%(id)s" in sql and "%(n)s" in sql and ":id" not in sql
+    assert "'100%%'" in sql
+
+
+def test_a_hot_statement_runs_in_the_sessions_transaction(db: Database) -> None:
+    with db.transaction() as session:
+        session.execute(_SQL["create"])
+        row = hot_statements.first(session, HOT["insert"], {"id": "a", "n": 1})
+        assert row == {"id": "a", "n": 1, "literal": "100%"}
+        assert hot_statements.first(session, HOT["insert"], {"id": "a", "n": 2}) is None
+        seen = session.execute(sa.text("SELECT n FROM hot_probe WHERE id = 'a'")).scalar_one()
+        assert seen == 1
+        session.rollback()
+        # the rollback took the table and its row with it
+        missing = session.execute(
+            sa.text("SELECT to_regclass('pg_temp.hot_probe') IS NULL")
+        ).scalar_one()
+        assert missing is True
+
+
+def test_a_constraint_violation_is_sqlalchemys_integrity_error_with_its_parameters_hidden(
+    db: Database,
+) -> None:
+    with pytest.raises(sa_exc.IntegrityError) as raised, db.transaction() as session:
+        session.execute(_SQL["create"])
+        hot_statements.first(session, HOT["insert"], {"id": "a", "n": 0})
+    assert occ_db.violated_constraint(raised.value) == "hot_probe_n_positive"
+    assert "[SQL: INSERT INTO hot_probe" in str(raised.value)
+    assert "parameters" not in str(raised.value)
+
+
+def test_a_lost_connection_is_invalidated_and_reported_as_unavailable(
+    db: Database, owner_db: Database
+) -> None:
+    with pytest.raises(errors.DependencyUnavailable), db.transaction() as session:
+        session.execute(_SQL["create"])
+        pid = session.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        with owner_db.transaction() as admin:
+            admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+        try:
+            hot_statements.first(session, HOT["insert"], {"id": "a", "n": 1})
+        except sa_exc.OperationalError as exc:
+            assert exc.connection_invalidated
+            raise
+    # the pool never hands the dead connection out again
+    db.ping()
