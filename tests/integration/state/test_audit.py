@@ -154,3 +154,35 @@ def test_events_are_append_only(db: Database, owner_db: Database) -> None:
         session.execute(sa.text("DELETE FROM occ.audit_events WHERE id = :id"), {"id": event_id})
     with db.transaction() as session:
         assert [event.id for event in audit.list_events(session)] == [event_id]
+
+
+WRITER = sa.text(
+    "SELECT occ.append_audit_event('mutation', :action, :actor, NULL, NULL, NULL, NULL,"
+    " 'success', NULL)"
+)
+
+
+def test_the_database_writer_checks_every_row_its_cached_plan_inserts(db: Database) -> None:
+    """The writer is PL/pgSQL (its INSERT planned once per connection, migration 0011): every
+    call on one connection still writes its own row and is checked by the table."""
+    actor = ids.new("principal")
+    with db.transaction() as session:
+        language = session.execute(
+            sa.text(
+                "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang"
+                " WHERE p.oid = 'occ.append_audit_event'::regproc"
+            )
+        ).scalar_one()
+        written = [
+            session.execute(WRITER, {"action": f"namespaces.step{n}", "actor": actor}).scalar_one()
+            for n in range(7)  # past PL/pgSQL's switch to a generic plan
+        ]
+        with pytest.raises(sa_exc.IntegrityError) as refused, session.begin_nested():
+            session.execute(WRITER, {"action": "Not An Action", "actor": actor})
+    assert language == "plpgsql"
+    assert getattr(refused.value.orig, "diag").constraint_name == "audit_events_action_format"
+    with db.transaction() as session:
+        events = audit.list_events(session)
+    assert [event.id for event in reversed(events)] == written
+    assert [event.action for event in reversed(events)] == [f"namespaces.step{n}" for n in range(7)]
+    assert all(event.details == {} for event in events)
