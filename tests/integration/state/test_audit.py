@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from occ import ids
-from occ.db import Database
+from occ.db import Database, violated_constraint
 from occ.state import audit
 from tests.support import audits
 
@@ -180,7 +180,7 @@ def test_the_database_writer_checks_every_row_its_cached_plan_inserts(db: Databa
         with pytest.raises(sa_exc.IntegrityError) as refused, session.begin_nested():
             session.execute(WRITER, {"action": "Not An Action", "actor": actor})
     assert language == "plpgsql"
-    assert getattr(refused.value.orig, "diag").constraint_name == "audit_events_action_format"
+    assert violated_constraint(refused.value) == "audit_events_action_format"
     with db.transaction() as session:
         events = audit.list_events(session)
     assert [event.id for event in reversed(events)] == written
