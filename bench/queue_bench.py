@@ -23,11 +23,12 @@ machines or under different load can be compared as ratios.
 An item is processed the way a driver task processes it: the claim transaction hands out a
 batch of dispatch claims, then each item gets its own start (``work_queue.start`` exchanges the
 dispatch token for a run token) and its own completion (``work_queue.complete``, which writes
-the audit evidence row in the same statement), each one statement in autocommit (no BEGIN or
-COMMIT round trip). So one item costs two commits plus its share of one claim commit.
-``WORKERS`` worker processes (4, on a 2-core machine, like a prefork pool) each loop: claim tx
-(batch) ; per item: start ; complete (autocommit). They connect as the URL's user through
-``occ.db.Database``, the stack the workers use. The work is Agent-revision work
+the audit evidence row in the same statement), each one statement on an autocommit connection
+(``Database.autocommit_connection``: no BEGIN or COMMIT round trip, no session). So one item
+costs two commits plus its share of one claim commit. ``WORKERS`` worker processes (4, on a
+2-core machine, like a prefork pool) each loop: claim tx (batch) ; per item: start ; complete
+(autocommit). They connect as the URL's user through ``occ.db.Database``, the stack the
+workers use. The work is Agent-revision work
 (``agent_revision:<rev>:reconcile``); its lane is the Agent, so many revisions of one Agent are
 many items in one lane. Rows are set up with bulk INSERT ... SELECT
 statements, then VACUUM ANALYZE (and CHECKPOINT when the user may).
@@ -424,14 +425,15 @@ def _worker(
                 time.sleep(0.002)
                 continue
             for dispatch in claims:
-                # start and complete are one statement each: autocommit, as the workers run them
-                with database.autocommit() as session:
-                    run = work_queue.start(session, POLICY, dispatch)
+                # start and complete are one statement each on an autocommit connection, as
+                # the workers run them
+                with database.autocommit_connection() as connection:
+                    run = work_queue.start(connection, POLICY, dispatch)
                 if run is None:
                     counters.spent_starts += 1
                     continue
-                with database.autocommit() as session:
-                    work_queue.complete(session, run)
+                with database.autocommit_connection() as connection:
+                    work_queue.complete(connection, run)
                 counters.done += 1
     except BaseException as exc:
         failures.append(exc)

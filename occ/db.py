@@ -1,7 +1,8 @@
 """Database: the engine, the session factory and explicit transactions; nothing about tables.
 
 Use cases open transactions with ``Database.transaction()``; everything below them takes the
-session it is given and never commits.
+session it is given and never commits. ``Database.autocommit_connection()`` hands the hot path
+a pooled connection in autocommit with no session around it, for single statements.
 """
 
 from __future__ import annotations
@@ -126,6 +127,23 @@ class Database:
             yield session
 
     @contextlib.contextmanager
+    def autocommit_connection(self) -> Iterator[AutocommitConnection]:
+        """A pooled connection in autocommit, with no session or SQLAlchemy connection around it.
+
+        For the work queue's single-statement transitions (``occ.state.hot_statements``), run
+        two to four times per work item: the checkout costs a pool checkout, where
+        ``autocommit()`` also builds a connection, switches its isolation level and opens a
+        session, which together cost more client CPU than the statement. The connection goes
+        back to the pool in its transactional mode; a lost one is never handed out again.
+        """
+        with _reachable():
+            connection = AutocommitConnection(self.engine.raw_connection(), self.engine.dialect)
+            try:
+                yield connection
+            finally:
+                connection.close()
+
+    @contextlib.contextmanager
     def autocommit(self) -> Iterator[orm.Session]:
         """A session whose every statement is its own transaction (no BEGIN, no COMMIT).
 
@@ -145,6 +163,38 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
+
+
+class AutocommitConnection:
+    """A pooled DBAPI connection switched to autocommit for as long as it is checked out.
+
+    It answers ``connection``, ``dialect`` and ``invalidate`` as a SQLAlchemy ``Connection``
+    does, so code below the execution layer treats both alike.
+    """
+
+    def __init__(self, pooled: pool.PoolProxiedConnection, dialect: sa.Dialect) -> None:
+        self.connection = pooled
+        self.dialect = dialect
+        try:
+            pooled.driver_connection.autocommit = True  # type: ignore[union-attr]
+        except Exception as exc:  # not idle, or closed: never hand it out again
+            pooled.invalidate(exc)
+            pooled.close()
+            raise
+
+    def invalidate(self, exception: BaseException | None = None) -> None:
+        """The connection is lost: the pool discards it."""
+        self.connection.invalidate(exception)
+
+    def close(self) -> None:
+        """Back to the pool, transactional again (an invalidated one is discarded)."""
+        pooled = self.connection
+        if pooled.is_valid:
+            try:
+                pooled.driver_connection.autocommit = False  # type: ignore[union-attr]
+            except Exception as exc:  # closed under us: never hand it out again
+                pooled.invalidate(exc)
+        pooled.close()
 
 
 @contextlib.contextmanager

@@ -101,9 +101,9 @@ class ClaimContext:
         if fresh and progress_code is None:
             return  # confirmed a moment ago (e.g. the start): the lease is nearly full
         try:
-            with self._database.autocommit() as session:  # one statement, no BEGIN/COMMIT
+            with self._database.autocommit_connection() as connection:  # one statement
                 renewed = work_queue.renew(
-                    session, self._policy, self.claim, progress_code=progress_code
+                    connection, self._policy, self.claim, progress_code=progress_code
                 )
         except errors.ClaimLost:
             self._lose()

@@ -1,10 +1,10 @@
 """The worker-side use cases: claim a batch, recover stale claims, run one claimed item.
 
 ``run`` exchanges the dispatch token first (a redelivered message ends here with no effect),
-one autocommit statement followed on the same connection by the kind's reload when the kind
-has a preparer, then runs the reconciler registered for the item's kind inside a
-``ClaimContext``. A lost
-claim publishes nothing; a worker shutting down releases the claim with the attempt refunded.
+one statement on an autocommit connection, followed by the kind's reload in an autocommit
+session when the kind has a preparer, then runs the reconciler registered for the item's kind
+inside a ``ClaimContext``. A lost claim publishes nothing; a worker shutting down releases the
+claim with the attempt refunded.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ PREPARERS: Final[Mapping[WorkKind, Preparer]] = {
     WorkKind.NAMESPACE_READY: namespace.prepare,
     WorkKind.NAMESPACE_DELETED: namespace.prepare,
 }
-"""Kinds whose reload (and refusals) run right after the start on its connection, with no
-transaction around the reads: the reconciler finds the result in ``ClaimContext.prepared``."""
+"""Kinds whose reload (and refusals) run right after the start, with no transaction around the
+reads: the reconciler finds the result in ``ClaimContext.prepared``."""
 
 _AGENT_OPERATIONS: Final[Mapping[str, str]] = {
     codes.Code.REVISION_ACTIVATED: "deploy",
@@ -91,8 +91,8 @@ def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
     """Give back dispatch claims whose messages could not be sent (attempts refunded)."""
     for claim in claims:
         try:
-            with database.autocommit() as session:  # one statement each
-                work_queue.release(session, claim)
+            with database.autocommit_connection() as connection:  # one statement each
+                work_queue.release(connection, claim)
         except errors.ClaimLost:
             continue
 
@@ -199,22 +199,23 @@ def _start(
     worker: Worker, work_id: str, token: uuid.UUID
 ) -> tuple[ClaimContext | None, Exception | None]:
     """Exchange the dispatch token (one autocommit statement) and, for a kind with a preparer,
-    run its reload on the same connection; ``(None, None)`` for a stale message.
+    run its reload (an autocommit session); ``(None, None)`` for a stale message.
 
     A preparer's exception is returned, to be handled as the pass's own: the start stands.
     """
     kind = _kind(work_id)
     prepare = None if kind is None else PREPARERS.get(kind)
-    with worker.database.autocommit() as session:
-        claim = work_queue.start_token(session, worker.policy, work_id, token)
-        if claim is None:
-            return None, None
-        context = _context(worker, claim)
-        if prepare is not None:
-            try:
+    with worker.database.autocommit_connection() as connection:
+        claim = work_queue.start_token(connection, worker.policy, work_id, token)
+    if claim is None:
+        return None, None
+    context = _context(worker, claim)
+    if prepare is not None:
+        try:
+            with worker.database.autocommit() as session:
                 context.prepared = prepare(session, worker, context)
-            except Exception as exc:  # handled as the pass's own, once started
-                return context, exc
+        except Exception as exc:  # handled as the pass's own, once started
+            return context, exc
     return context, None
 
 
@@ -234,8 +235,8 @@ def _stopped(
 ) -> outcome.PassResult | None:
     if context.interrupted and not context.lost:
         try:
-            with worker.database.autocommit() as session:  # one statement
-                work_queue.release(session, context.claim)
+            with worker.database.autocommit_connection() as connection:  # one statement
+                work_queue.release(connection, context.claim)
         except errors.ClaimLost:
             pass
         else:
@@ -253,8 +254,8 @@ def _stopped(
 
 def _release(worker: Worker, context: ClaimContext) -> None:
     try:
-        with worker.database.autocommit() as session:  # one statement
-            work_queue.release(session, context.claim)
+        with worker.database.autocommit_connection() as connection:  # one statement
+            work_queue.release(connection, context.claim)
     except errors.OccError:
         return
 

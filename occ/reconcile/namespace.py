@@ -18,7 +18,15 @@ from occ.db import Session
 from occ.drivers.compute import base
 from occ.reconcile import authority, environment, outcome, settle
 from occ.reconcile.context import ClaimContext
-from occ.state import api_keys, audit, iam_policy, namespaces, publications, values
+from occ.state import (
+    api_keys,
+    audit,
+    hot_statements,
+    iam_policy,
+    namespaces,
+    publications,
+    values,
+)
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code
@@ -50,8 +58,8 @@ def prepare(
     """Reload the Namespace and re-authorize the actor: the Namespace to act on, or the pass's
     result when it ends here.
 
-    ``session`` may be in autocommit (the executor runs this on the start's connection): it
-    only reads, and writes one statement at most; a refusal writes in a transaction of its own.
+    ``session`` may be in autocommit (the executor runs this right after the start): it only
+    reads, and writes one statement at most; a refusal writes in a transaction of its own.
     """
     claim = context.claim
     target = _TARGETS[claim.kind]
@@ -101,9 +109,9 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     if not isinstance(observation, base.Ready | base.Pending | base.Failed):
         observation = base.Failed(Code.INVALID_DRIVER_OBSERVATION, permanent=True)
     if isinstance(observation, base.Ready) and claim.kind == WorkKind.NAMESPACE_READY:
-        with database.autocommit() as session:  # one fenced statement
+        with database.autocommit_connection() as connection:  # one fenced statement
             return _publish_ready(
-                session, worker, context, target=target, namespace=namespace, ready=observation
+                connection, worker, context, target=target, namespace=namespace, ready=observation
             )
     with database.transaction() as session:
         return _publish(
@@ -135,7 +143,7 @@ def _denial(
 
 
 def _publish_ready(
-    session: Session,
+    connection: hot_statements.Target,
     worker: environment.Worker,
     context: ClaimContext,
     *,
@@ -149,7 +157,7 @@ def _publish_ready(
     details = {**_details(worker, claim, ready), "reasonCode": target.done}
     event = _lifecycle(target, claim, namespace.id, outcome="success", details=details)
     publications.complete_namespace_ready(
-        session, claim, code=target.done, event=audit.parameters(**event)
+        connection, claim, code=target.done, event=audit.parameters(**event)
     )
     return outcome.success(target.done)
 

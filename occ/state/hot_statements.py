@@ -1,11 +1,13 @@
-"""Hot-path statements: named SQL run straight on the psycopg connection a session holds.
+"""Hot-path statements: named SQL run straight on a psycopg connection.
 
 The work queue's one-row fenced transitions (start, renew, complete, ...) run two to four
 times for every work item, and for them SQLAlchemy's execution layer (the execution context,
 result metadata rebuilt from every cursor description, the rows) costs more client CPU than
 the statement itself. These statements are the same named SQL (``occ.state.queries``),
-compiled once to the driver's parameter style and executed on the session's own DBAPI
-connection, so they run in its transaction, or in its autocommit, exactly as before.
+compiled once to the driver's parameter style and executed on a ``Target``'s DBAPI
+connection: a session's own (in its transaction, or its autocommit), or an
+``AutocommitConnection`` (``Database.autocommit_connection()``: one statement, one commit, and
+no session to build around it).
 
 A driver error is raised as the SQLAlchemy exception SQLAlchemy's own execution raises for it
 (``IntegrityError``, ``OperationalError``, ...; a lost connection is invalidated first, so the
@@ -17,14 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, Protocol, cast
 
 import psycopg
 import sqlalchemy as sa
 from psycopg.rows import dict_row
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import orm
+from sqlalchemy import orm, pool
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
+
+from occ.db import AutocommitConnection
+
+Target = orm.Session | AutocommitConnection
+"""Where a hot statement runs: a session (its transaction) or a connection in autocommit."""
 
 _DIALECT: Final = psycopg_dialect.dialect()  # type: ignore[no-untyped-call]
 
@@ -46,11 +53,26 @@ def compile_all(statements: Mapping[str, sa.TextClause], *names: str) -> dict[st
     }
 
 
+class _Connected(Protocol):
+    """What running a statement needs of a SQLAlchemy ``Connection`` or an
+    ``AutocommitConnection``: the pooled DBAPI connection, the dialect, and invalidation."""
+
+    @property
+    def connection(self) -> pool.PoolProxiedConnection: ...
+
+    @property
+    def dialect(self) -> sa.Dialect: ...
+
+    def invalidate(self, exception: BaseException | None = None) -> None: ...
+
+
 def first(
-    session: orm.Session, statement: HotStatement, params: Mapping[str, Any]
+    target: Target, statement: HotStatement, params: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """The statement's first row as a dict of its columns, or ``None`` when it has none."""
-    connection = session.connection()
+    connection: _Connected = (
+        target if isinstance(target, AutocommitConnection) else target.connection()
+    )
     driver_connection = cast(psycopg.Connection[Any], connection.connection.driver_connection)
     try:
         with driver_connection.cursor(row_factory=dict_row) as cursor:
@@ -62,7 +84,7 @@ def first(
 
 
 def _translated(
-    connection: sa.Connection, statement: HotStatement, exc: psycopg.Error
+    connection: _Connected, statement: HotStatement, exc: psycopg.Error
 ) -> BaseException:
     dbapi_connection = connection.connection.dbapi_connection
     lost = connection.dialect.is_disconnect(cast(Any, exc), dbapi_connection, None)

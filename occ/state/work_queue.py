@@ -1,11 +1,13 @@
 """The durable work queue: enqueue, claim, start, renew, release, defer, retry, complete, fail,
 recover_stale.
 
-Runs the named statements of ``sql/work_queue.sql`` on the caller's session; never commits,
-never imports Celery, knows nothing about what an item is for. Every transition of a claimed
-item is fenced by id + ``state='claimed'`` + the live token + an unexpired lease, all measured
-on the database clock; zero rows changed raises ``ClaimLost``. Each transition writes its
-audit evidence in the same statement. ``docs/queue.md`` states the contract this module keeps.
+Runs the named statements of ``sql/work_queue.sql`` on the caller's session, and the one-row
+transitions of a claim on a session or an autocommit connection (``hot_statements.Target``);
+never commits, never imports Celery, knows nothing about what an item is for. Every
+transition of a claimed item is fenced by id + the live token (only a claimed row holds one) +
+an unexpired lease, all measured on the database clock; zero rows changed raises
+``ClaimLost``. Each transition writes its audit evidence in the same statement.
+``docs/queue.md`` states the contract this module keeps.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from occ.state import hot_statements, queries, values
 from occ.state.work_keys import WorkKey, WorkKind
 
 SQL: Final = queries.load("work_queue.sql")
-_HOT: Final = hot_statements.compile_all(
+HOT: Final = hot_statements.compile_all(
     SQL, "start", "renew", "release", "complete", "fail", "retry", "defer"
 )
 """The one-row transitions every item runs, executed below SQLAlchemy's execution layer."""
@@ -164,7 +166,7 @@ def claim(
 
 
 def start(
-    session: orm.Session, policy: values.QueuePolicy, dispatch: values.Claim
+    session: hot_statements.Target, policy: values.QueuePolicy, dispatch: values.Claim
 ) -> values.Claim | None:
     """Exchange a dispatch token, once, for a run token and the full lease.
 
@@ -174,11 +176,14 @@ def start(
 
 
 def start_token(
-    session: orm.Session, policy: values.QueuePolicy, work_id: str, dispatch_token: uuid.UUID
+    session: hot_statements.Target,
+    policy: values.QueuePolicy,
+    work_id: str,
+    dispatch_token: uuid.UUID,
 ) -> values.Claim | None:
     """``start`` for a work id and dispatch token as a task message carries them."""
     params = {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
-    row = hot_statements.first(session, _HOT["start"], params)
+    row = hot_statements.first(session, HOT["start"], params)
     return None if row is None else _claim(row)
 
 
@@ -202,7 +207,7 @@ def live_claims(session: orm.Session) -> int:
 
 
 def renew(
-    session: orm.Session,
+    session: hot_statements.Target,
     policy: values.QueuePolicy,
     claim: values.Claim,
     *,
@@ -217,13 +222,13 @@ def renew(
     return _claim(row)
 
 
-def release(session: orm.Session, claim: values.Claim) -> None:
+def release(session: hot_statements.Target, claim: values.Claim) -> None:
     """Give the item back (graceful shutdown): queued now, the attempt refunded."""
     _one_fenced(session, "release", claim)
 
 
 def complete(
-    session: orm.Session,
+    session: hot_statements.Target,
     claim: values.Claim,
     *,
     code: str = codes.Code.RECONCILE_SUCCEEDED,
@@ -236,7 +241,7 @@ def complete(
 
 
 def fail(
-    session: orm.Session,
+    session: hot_statements.Target,
     claim: values.Claim,
     *,
     code: str,
@@ -249,7 +254,7 @@ def fail(
 
 
 def retry(
-    session: orm.Session, policy: values.QueuePolicy, claim: values.Claim, *, code: str
+    session: hot_statements.Target, policy: values.QueuePolicy, claim: values.Claim, *, code: str
 ) -> values.WorkItem:
     """A dependency failed: requeue after backoff keeping the attempt, or fail at the limit."""
     codes.require(code, codes.Outcome.RETRY)
@@ -258,7 +263,7 @@ def retry(
 
 
 def defer(
-    session: orm.Session,
+    session: hot_statements.Target,
     policy: values.QueuePolicy,
     claim: values.Claim,
     *,
@@ -315,10 +320,10 @@ def recover_stale(
 
 
 def _one_fenced(
-    session: orm.Session, name: str, claim: values.Claim, **params: Any
+    session: hot_statements.Target, name: str, claim: values.Claim, **params: Any
 ) -> Mapping[str, Any]:
     statement_params = {"work_id": claim.work_id, "token": claim.token, **params}
-    row = hot_statements.first(session, _HOT[name], statement_params)
+    row = hot_statements.first(session, HOT[name], statement_params)
     if row is None:
         raise errors.ClaimLost(claim.work_id)
     return row

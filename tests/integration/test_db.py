@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -72,3 +73,31 @@ def test_without_the_idle_ping_the_first_request_fails(
     with pytest.raises(errors.DependencyUnavailable):
         _select_one(trusting)
     assert _select_one(trusting) == 1
+
+
+def test_an_autocommit_connection_goes_back_to_the_pool_transactional(
+    trusting: Database,
+) -> None:
+    with trusting.autocommit_connection() as connection:
+        driver = connection.connection.driver_connection
+        pid = driver.info.backend_pid
+        driver.execute("SELECT 1")
+        assert driver.autocommit
+        assert driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    with trusting.transaction() as session:
+        # the same pooled connection (the pool hands the last one back), in a transaction again
+        assert session.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == pid
+        status = session.connection().connection.driver_connection.info.transaction_status
+        assert status == psycopg.pq.TransactionStatus.INTRANS
+
+
+def test_an_autocommit_connection_the_server_dropped_is_replaced_before_use(
+    pinging: Database, owner_db: Database, name: str
+) -> None:
+    with pinging.autocommit_connection() as connection:
+        connection.connection.driver_connection.execute("SELECT 1")
+    assert _terminate(owner_db, name) == 1
+
+    with pinging.autocommit_connection() as connection:
+        row = connection.connection.driver_connection.execute("SELECT 1").fetchone()
+    assert row == (1,)

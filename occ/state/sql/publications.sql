@@ -9,7 +9,7 @@ WITH moved AS (
      SET state = 'succeeded', claim_token = NULL, claimed_at = NULL, started_at = NULL,
          lease_expires_at = NULL, completed_at = clock_timestamp(), reason_code = :code,
          result_data = NULL, updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.state = 'claimed' AND w.claim_token = :token
+   WHERE w.id = :work_id AND w.claim_token = :token
      AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
      AND w.kind = 'namespace_ready'
   RETURNING w

@@ -1,4 +1,5 @@
-"""Hot statements on the session's psycopg connection: same transaction, same errors."""
+"""Hot statements on a session's psycopg connection (same transaction, same errors) and on an
+autocommit connection (one statement, one commit)."""
 
 from __future__ import annotations
 
@@ -71,4 +72,43 @@ def test_a_lost_connection_is_invalidated_and_reported_as_unavailable(
             assert exc.connection_invalidated
             raise
     # the pool never hands the dead connection out again
+    db.ping()
+
+
+# -- on an autocommit connection (no session) ---------------------------------------------------
+
+_CREATE_PROBE = (
+    "CREATE TEMP TABLE hot_probe (id text PRIMARY KEY,"
+    " n integer NOT NULL CONSTRAINT hot_probe_n_positive CHECK (n > 0))"
+)
+"""The probe table for the life of the connection (a statement's commit would drop it)."""
+
+
+def test_on_an_autocommit_connection_each_statement_commits_by_itself(db: Database) -> None:
+    with db.autocommit_connection() as connection:
+        connection.connection.driver_connection.execute(_CREATE_PROBE)
+        assert hot_statements.first(connection, HOT["insert"], {"id": "a", "n": 1}) is not None
+        with pytest.raises(sa_exc.IntegrityError):
+            hot_statements.first(connection, HOT["insert"], {"id": "b", "n": 0})
+        # no transaction was open to fail: the first row stands and the connection goes on
+        assert hot_statements.first(connection, HOT["insert"], {"id": "c", "n": 3}) is not None
+        rows = connection.connection.driver_connection.execute(
+            "SELECT id FROM hot_probe ORDER BY id"
+        ).fetchall()
+        assert rows == [("a",), ("c",)]
+
+
+def test_a_lost_autocommit_connection_is_invalidated_and_reported_as_unavailable(
+    db: Database, owner_db: Database
+) -> None:
+    with pytest.raises(errors.DependencyUnavailable), db.autocommit_connection() as connection:
+        pid = connection.connection.driver_connection.info.backend_pid
+        with owner_db.transaction() as admin:
+            admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+        try:
+            hot_statements.first(connection, HOT["insert"], {"id": "a", "n": 1})
+        except sa_exc.OperationalError as exc:
+            assert exc.connection_invalidated
+            raise
+    assert not connection.connection.is_valid
     db.ping()

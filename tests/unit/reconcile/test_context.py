@@ -61,7 +61,7 @@ class _Database:
         raise self.error
         yield  # a generator, for contextmanager
 
-    autocommit = transaction  # a renewal is one statement in autocommit
+    autocommit_connection = transaction  # a renewal is one statement in autocommit
 
 
 def _context(

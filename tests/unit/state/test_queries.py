@@ -76,7 +76,7 @@ def test_text_without_a_named_statement_is_refused_clearly() -> None:
 
 
 def _statements_the_queue_runs() -> tuple[set[str], set[str]]:
-    """Names in ``SQL["..."]`` and ``_HOT["..."]``, and in ``_one_fenced(session, "...", ...)``
+    """Names in ``SQL["..."]`` and ``HOT["..."]``, and in ``_one_fenced(session, "...", ...)``
     calls."""
     tree = ast.parse(inspect.getsource(work_queue))
     indexed: set[str] = set()
@@ -85,7 +85,7 @@ def _statements_the_queue_runs() -> tuple[set[str], set[str]]:
         if (
             isinstance(node, ast.Subscript)
             and isinstance(node.value, ast.Name)
-            and node.value.id in ("SQL", "_HOT")
+            and node.value.id in ("SQL", "HOT")
             and isinstance(node.slice, ast.Constant)
             and isinstance(node.slice.value, str)
         ):
