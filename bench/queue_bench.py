@@ -17,8 +17,9 @@ TRUNCATE between phases, all as the URL's user). stdout gets exactly these lines
 
 stderr gets a short summary: the ratios, the targets, and a baseline measured in the same run
 (``baseline_update_commits_per_s``: one client committing a plain single-row UPDATE through the
-same ``Database`` stack, sampled before every throughput phase and averaged), so runs on different
-machines or under different load can be compared as ratios.
+same ``Database`` stack, sampled right before and right after every throughput phase), so runs on
+different machines or under different load can be compared as ratios: each phase's ratio is
+against the mean of its own two samples, which bracket it.
 
 An item is processed the way a driver task processes it: the claim transaction hands out a
 batch of dispatch claims, then each item gets its own start (``work_queue.start`` exchanges the
@@ -93,7 +94,7 @@ POLICY = values.QueuePolicy()
 HOLD_POLICY = values.QueuePolicy(dispatch_lease_ms=3_600_000)
 
 TARGET_BATCH50_PER_BASELINE = 0.8
-"""batch50 items/s per baseline commit/s (sampled before the batch50 phase) at the least."""
+"""batch50 items/s per baseline commit/s (sampled around the batch50 phase) at the least."""
 TARGET_P99_RATIO = 1.2
 TARGET_SHARED_RATIO = 0.8
 
@@ -320,7 +321,8 @@ def populate(engine: sa.Engine, *, agents: int, revisions: int, terminal: int = 
 class Baseline:
     """One client committing a plain single-row UPDATE, one transaction each, same stack.
 
-    Sampled before every phase, because other load on the machine drifts during a run.
+    Sampled before and after every phase, because other load on the machine drifts during a
+    run.
     """
 
     TABLE = "public.queue_bench_baseline"
@@ -390,7 +392,7 @@ class Throughput:
     seconds: float
     counters: Counters
     baseline: float
-    """Baseline commits/s sampled just before the phase."""
+    """Baseline commits/s: the mean of the samples taken just before and just after the phase."""
 
     @property
     def items_per_s(self) -> float:
@@ -512,10 +514,11 @@ def throughput_phase(
     total = populate(engine, agents=lanes, revisions=math.ceil(items / lanes))
     settle(engine)
     log(verbose, f"set up {total} items in {lanes} lanes in {time.perf_counter() - started:.1f} s")
-    local = baseline.sample()
+    before = baseline.sample()
     done, seconds, counters = measure_throughput(
         url, batch=batch, total=total, warmup_s=plan.warmup_s, measure_s=measure_s
     )
+    local = (before + baseline.sample()) / 2
     result = Throughput(done, seconds, counters, local)
     log(
         verbose,
@@ -711,7 +714,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     figure("own_lane_items_per_s", own.items_per_s, 0)
     figure("shared_lanes_items_per_s", shared.items_per_s, 0)
-    baseline.sample()
     baseline.close()
     empty(engine)
     engine.dispose()
@@ -731,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
         "samples (a wide range: other load moved the figures)",
         f"{WORKERS} worker processes on {os.cpu_count()} cores;"
         " per item: start ; complete (autocommit)",
-        "items/s per baseline commit/s sampled before each phase: "
+        "items/s per baseline commit/s sampled around each phase: "
         + ", ".join(f"{name} {r.items_per_s / r.baseline:.2f}" for name, r in runs.items()),
         f"batch50/baseline = {batch50_ratio:.2f} (target >= {TARGET_BATCH50_PER_BASELINE}: "
         f"{verdict(batch50_ratio >= TARGET_BATCH50_PER_BASELINE)}); "
