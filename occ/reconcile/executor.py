@@ -1,10 +1,10 @@
 """The worker-side use cases: claim a batch, recover stale claims, run one claimed item.
 
 ``run`` exchanges the dispatch token first (a redelivered message ends here with no effect),
-one statement on an autocommit connection, followed by the kind's reload in an autocommit
-session when the kind has a preparer, then runs the reconciler registered for the item's kind
-inside a ``ClaimContext``. A lost claim publishes nothing; a worker shutting down releases the
-claim with the attempt refunded.
+one statement on an autocommit connection (for Namespace work the same statement reads the
+Namespace, and its checks follow in an autocommit session), then runs the reconciler
+registered for the item's kind inside a ``ClaimContext``. A lost claim publishes nothing; a
+worker shutting down releases the claim with the attempt refunded.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from occ import codes, errors, metrics, observability
-from occ.db import Database, Session
+from occ.db import Database
 from occ.drivers.compute import base
 from occ.reconcile import (
     agent_delete,
@@ -30,7 +30,7 @@ from occ.reconcile import (
     settle,
 )
 from occ.reconcile.context import ClaimContext
-from occ.state import runtime_observations, values, work_keys, work_queue
+from occ.state import runtime_observations, starts, values, work_keys, work_queue
 from occ.state.work_keys import WorkKey, WorkKind
 
 Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
@@ -46,14 +46,10 @@ RECONCILERS: Final[Mapping[WorkKind, Reconciler]] = {
 }
 """The reconciler of each work kind: what ``run`` dispatches to."""
 
-Preparer = Callable[[Session, environment.Worker, ClaimContext], object]
-
-PREPARERS: Final[Mapping[WorkKind, Preparer]] = {
-    WorkKind.NAMESPACE_READY: namespace.prepare,
-    WorkKind.NAMESPACE_DELETED: namespace.prepare,
-}
-"""Kinds whose reload (and refusals) run right after the start, with no transaction around the
-reads: the reconciler finds the result in ``ClaimContext.prepared``."""
+STARTED_WITH_RELOAD: Final = frozenset({WorkKind.NAMESPACE_READY, WorkKind.NAMESPACE_DELETED})
+"""Kinds whose start reads their Namespace in the same statement (``occ.state.starts``) and whose
+checks on it (``namespace.prepare``, refusals included) run right after, with no transaction
+around the reads: the reconciler finds the result in ``ClaimContext.prepared``."""
 
 _AGENT_OPERATIONS: Final[Mapping[str, str]] = {
     codes.Code.REVISION_ACTIVATED: "deploy",
@@ -198,24 +194,31 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
 def _start(
     worker: Worker, work_id: str, token: uuid.UUID
 ) -> tuple[ClaimContext | None, Exception | None]:
-    """Exchange the dispatch token (one autocommit statement) and, for a kind with a preparer,
-    run its reload (an autocommit session); ``(None, None)`` for a stale message.
-
-    A preparer's exception is returned, to be handled as the pass's own: the start stands.
-    """
-    kind = _kind(work_id)
-    prepare = None if kind is None else PREPARERS.get(kind)
+    """Exchange the dispatch token (one statement on an autocommit connection);
+    ``(None, None)`` for a stale message. A kind started with its reload is prepared too."""
+    if _kind(work_id) in STARTED_WITH_RELOAD:
+        return _start_namespace_work(worker, work_id, token)
     with worker.database.autocommit_connection() as connection:
         claim = work_queue.start_token(connection, worker.policy, work_id, token)
-    if claim is None:
+    return (None if claim is None else _context(worker, claim)), None
+
+
+def _start_namespace_work(
+    worker: Worker, work_id: str, token: uuid.UUID
+) -> tuple[ClaimContext | None, Exception | None]:
+    """The start that reads the Namespace beside it, then the pass's checks on that Namespace
+    (an autocommit session). An exception of the checks is returned, to be handled as the
+    pass's own: the start stands."""
+    with worker.database.autocommit_connection() as connection:
+        started = starts.start_namespace_work(connection, worker.policy, work_id, token)
+    if started is None:
         return None, None
-    context = _context(worker, claim)
-    if prepare is not None:
-        try:
-            with worker.database.autocommit() as session:
-                context.prepared = prepare(session, worker, context)
-        except Exception as exc:  # handled as the pass's own, once started
-            return context, exc
+    context = _context(worker, started.claim)
+    try:
+        with worker.database.autocommit() as session:
+            context.prepared = namespace.prepare(session, worker, context, started.namespace)
+    except Exception as exc:  # handled as the pass's own, once started
+        return context, exc
     return context, None
 
 

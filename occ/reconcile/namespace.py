@@ -53,17 +53,20 @@ _TARGETS: Final = {
 
 
 def prepare(
-    session: Session, worker: environment.Worker, context: ClaimContext
+    session: Session,
+    worker: environment.Worker,
+    context: ClaimContext,
+    namespace: namespaces.Namespace | None,
 ) -> namespaces.Namespace | outcome.PassResult:
-    """Reload the Namespace and re-authorize the actor: the Namespace to act on, or the pass's
-    result when it ends here.
+    """Check the reloaded Namespace (``None``: gone) and re-authorize the actor: the Namespace
+    to act on, or the pass's result when it ends here.
 
-    ``session`` may be in autocommit (the executor runs this right after the start): it only
-    reads, and writes one statement at most; a refusal writes in a transaction of its own.
+    ``session`` may be in autocommit (the executor runs this right after the start, which read
+    the Namespace): it only reads, and writes one statement at most; a refusal writes in a
+    transaction of its own.
     """
     claim = context.claim
     target = _TARGETS[claim.kind]
-    namespace = namespaces.get(session, claim.owner.namespace_id)
     if namespace is None or not namespace.live or namespace.status != target.expected_status:
         return settle.complete(session, claim, Code.SUPERSEDED_TARGET)  # one statement
     denial = _denial(session, worker, claim.owner.actor_id, claim.kind, namespace)
@@ -87,7 +90,8 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     loaded = context.prepared
     if not isinstance(loaded, namespaces.Namespace | outcome.PassResult):
         with database.autocommit() as session:
-            loaded = prepare(session, worker, context)
+            reloaded = namespaces.get(session, claim.owner.namespace_id)
+            loaded = prepare(session, worker, context, reloaded)
     if isinstance(loaded, outcome.PassResult):
         return loaded
     namespace = loaded

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -107,6 +108,11 @@ def get(
         return None if row is None else _VALUES.make(row)
     query = _VALUES.select(_NAMESPACES.c.id == namespace_id)
     return rows.first(session, query.with_for_update(read=not lock), _VALUES.make)
+
+
+def of_columns(columns: Mapping[str, Any]) -> Namespace:
+    """The Namespace of a row's columns read beside others (``starts``)."""
+    return _VALUES.make(columns)
 
 
 def list_live(session: orm.Session, window: keyset.Window = keyset.EVERYTHING) -> list[Namespace]:

@@ -107,7 +107,7 @@ class Values(Generic[D]):
     value: type[D]
     convert: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
 
-    def make(self, row: sa.RowMapping) -> D:
+    def make(self, row: sa.RowMapping | Mapping[str, Any]) -> D:
         """The value of one row."""
         converted = {name: convert(row[name]) for name, convert in self.convert.items()}
         return record(self.value, row, **converted)

@@ -162,7 +162,7 @@ def claim(
             if attempt == _CLAIM_RACE_RETRIES - 1:
                 raise
     ordered = sorted(rows, key=lambda r: (r["available_at"], r["created_at"], r["id"]))
-    return [_claim(row) for row in ordered]
+    return [claim_of(row) for row in ordered]
 
 
 def start(
@@ -184,7 +184,7 @@ def start_token(
     """``start`` for a work id and dispatch token as a task message carries them."""
     params = {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
     row = hot_statements.first(session, HOT["start"], params)
-    return None if row is None else _claim(row)
+    return None if row is None else claim_of(row)
 
 
 def database_now(session: orm.Session) -> dt.datetime:
@@ -219,7 +219,7 @@ def renew(
     row = _one_fenced(
         session, "renew", claim, lease_ms=policy.lease_ms, progress_code=progress_code
     )
-    return _claim(row)
+    return claim_of(row)
 
 
 def release(session: hot_statements.Target, claim: values.Claim) -> None:
@@ -370,7 +370,8 @@ def _item(row: _Row) -> values.WorkItem:
     )
 
 
-def _claim(row: _Row) -> values.Claim:
+def claim_of(row: _Row) -> values.Claim:
+    """The claim of a row with a claim's columns (a start's, a renewal's, a claim's)."""
     token = row["claim_token"]
     return values.Claim(
         work_id=row["id"],

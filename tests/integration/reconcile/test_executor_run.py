@@ -13,9 +13,8 @@ from occ.config import Settings
 from occ.db import Database
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor
+from occ.reconcile import executor, namespace
 from occ.state import models, values, work_queue
-from occ.state.work_keys import WorkKind
 from tests.integration.reconcile.test_executor import (
     _admit_namespace,
     _expire,
@@ -115,7 +114,7 @@ def test_a_failing_reload_still_starts_the_claim_and_retries_it(
     def broken(*_: object) -> object:
         raise RuntimeError("a bug in the reload")
 
-    monkeypatch.setitem(executor.PREPARERS, WorkKind.NAMESPACE_READY, broken)  # type: ignore[arg-type]
+    monkeypatch.setattr(namespace, "prepare", broken)
     [dispatch] = executor.claim_batch(db, worker.policy, max_in_flight=5)
 
     result = executor.run(worker, dispatch.work_id, str(dispatch.token))

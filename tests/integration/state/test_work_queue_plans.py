@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ.db import Database
-from occ.state import hot_statements, publications, values, work_queue
+from occ.state import hot_statements, publications, starts, values, work_queue
 from tests.support import rows
 
 QUEUED = 2_000
@@ -84,10 +84,15 @@ def test_a_fenced_transition_reads_its_row_by_the_primary_key(
     assert "controller_work_one_claim_per_lane" not in plan
 
 
-def test_the_namespace_ready_publication_reads_its_row_by_the_primary_key(
-    admin: orm.Session,
+@pytest.mark.parametrize(
+    "statement",
+    [publications.HOT["complete_namespace_ready"], starts.HOT["start_namespace_work"]],
+    ids=lambda statement: statement.name,
+)
+def test_the_namespace_start_and_publication_read_their_row_by_the_primary_key(
+    admin: orm.Session, statement: hot_statements.HotStatement
 ) -> None:
-    plan = _generic_plan(admin, publications.HOT["complete_namespace_ready"])
+    plan = _generic_plan(admin, statement)
     assert "controller_work_pkey" in plan
     assert "controller_work_one_claim_per_lane" not in plan
 

@@ -10,7 +10,7 @@ import inspect
 import pytest
 import sqlalchemy as sa
 
-from occ.state import queries, work_queue
+from occ.state import queries, starts, work_queue
 
 TEXT = """\
 -- The file's own header: not a statement.
@@ -117,3 +117,14 @@ def test_every_fenced_statement_binds_the_work_id_and_the_claim_token() -> None:
 
     for name in fenced:
         assert {"work_id", "token"} <= set(loaded[name].compile().params), name
+
+
+def test_the_namespace_start_runs_the_queues_start_word_for_word() -> None:
+    """``starts.sql`` repeats the start's fenced UPDATE to read the Namespace beside it."""
+
+    def words(sql: str) -> str:
+        return " ".join(sql.replace(";", " ").split())
+
+    start = words(work_queue.HOT["start"].sql)
+    joined = words(starts.HOT["start_namespace_work"].sql)
+    assert f"WITH started AS ( {start} ) SELECT" in joined
