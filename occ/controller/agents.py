@@ -331,6 +331,15 @@ def lock_namespace(session: Session, namespace_id: str) -> namespaces.Namespace:
     return namespace_cases.found_live(agents.lock_namespace(session, namespace_id))
 
 
+def lock_namespace_finding(
+    session: Session, namespace_id: str, agent_id: str
+) -> tuple[namespaces.Namespace, agents.Agent]:
+    """``lock_namespace`` and ``find`` (no Agent lock) in one statement, with the same
+    answers: ``NotFound`` for a missing or tombstoned Namespace, then for a missing Agent."""
+    namespace, agent = agents.lock_namespace_reading(session, namespace_id, agent_id)
+    return namespace_cases.found_live(namespace), admission.found(agent, "agent")
+
+
 def require_ids(namespace_id: str, agent_id: str) -> None:
     """Malformed path ids answer ``NotFound`` before any query."""
     admission.require_id("namespace", namespace_id)

@@ -77,8 +77,7 @@ def deploy_agent(
     policies = iam.PolicyCache()
     revision_id = ids.new("agent_revision")
     with admission.guarded(db, actor_id) as session:
-        namespace = agent_use_cases.lock_namespace(session, namespace_id)
-        agent = agent_use_cases.find(session, namespace.id, agent_id)
+        namespace, agent = agent_use_cases.lock_namespace_finding(session, namespace_id, agent_id)
         # the caller's and the service principal's policies in one query
         policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
 

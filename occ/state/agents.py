@@ -112,6 +112,28 @@ _VALUES: Final = rows.Values(
     convert={"status": AgentStatus, "desired_runtime_state": DesiredRuntimeState},
 )
 
+_NAMESPACES: Final = cast(sa.Table, models.Namespace.__table__)
+_NAMESPACE_PREFIX: Final = "namespace__"
+_AGENT_PREFIX: Final = "agent__"
+_NAMESPACE_AND_AGENT: Final = (
+    sa.select(
+        *(column.label(_NAMESPACE_PREFIX + column.name) for column in _NAMESPACES.c),
+        *(column.label(_AGENT_PREFIX + column.name) for column in _VALUES.columns),
+    )
+    .select_from(
+        _NAMESPACES.outerjoin(
+            _AGENTS,
+            sa.and_(
+                _AGENTS.c.namespace_id == _NAMESPACES.c.id,
+                _AGENTS.c.id == sa.bindparam("agent_id"),
+            ),
+        )
+    )
+    .where(_NAMESPACES.c.id == sa.bindparam("namespace_id"))
+    .with_for_update(read=True, of=_NAMESPACES)
+)
+"""A Namespace under its shared lock, with one of its Agents beside it: built once."""
+
 
 # -- the Namespace lock ---------------------------------------------------------------------------
 
@@ -123,6 +145,29 @@ def lock_namespace(session: orm.Session, namespace_id: str) -> namespaces.Namesp
     deletion (``FOR UPDATE``) or status change waits for them, and they for it.
     """
     return namespaces.get(session, namespace_id, shared=True)
+
+
+def lock_namespace_reading(
+    session: orm.Session, namespace_id: str, agent_id: str
+) -> tuple[namespaces.Namespace | None, Agent | None]:
+    """``lock_namespace`` and the Namespace's Agent ``agent_id`` (not locked) in one
+    statement: the Namespace (``None``: no such row) and the Agent (``None``: not in it)."""
+    row = (
+        session.execute(_NAMESPACE_AND_AGENT, {"namespace_id": namespace_id, "agent_id": agent_id})
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None, None
+    namespace = namespaces.of_columns(_unprefixed(row, _NAMESPACE_PREFIX))
+    agent_columns = _unprefixed(row, _AGENT_PREFIX)
+    return namespace, None if agent_columns["id"] is None else _VALUES.make(agent_columns)
+
+
+def _unprefixed(row: sa.RowMapping, prefix: str) -> dict[str, Any]:
+    return {
+        name.removeprefix(prefix): value for name, value in row.items() if name.startswith(prefix)
+    }
 
 
 # -- Agents -------------------------------------------------------------------------------------

@@ -213,6 +213,66 @@ def test_one_policy_load_per_principal_and_one_statement_under_the_agent_lock(
         assert write in locking[0]
 
 
+def test_a_steady_deploy_is_four_statements_the_namespace_read_with_its_agent(
+    db: Database, world: World
+) -> None:
+    deploy(db, world)
+    statements: list[str] = []
+
+    def record(*args: Any) -> None:
+        statements.append(str(args[2]))
+
+    sa.event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        deploy(db, world)
+    finally:
+        sa.event.remove(db.engine, "before_cursor_execute", record)
+
+    # the Namespace under its shared lock with the Agent, the policies, the Configuration,
+    # the write
+    assert len(statements) == 4
+    assert "FOR SHARE OF namespaces" in statements[0]
+    assert "LEFT OUTER JOIN occ.agents" in statements[0]
+
+
+def test_the_namespace_read_with_an_agent_holds_the_namespaces_shared_lock(
+    db: Database, owner_db: Database, world: World
+) -> None:
+    nowait = sa.text("SELECT id FROM occ.namespaces WHERE id = :id FOR UPDATE NOWAIT")
+    other = ids.new("agent")
+    with db.transaction() as session:
+        namespace, agent = agent_rows.lock_namespace_reading(
+            session, world.namespace_id, world.agent.id
+        )
+        assert namespace == agent_rows.lock_namespace(session, world.namespace_id)
+        assert agent == agent_rows.get(session, world.namespace_id, world.agent.id)
+        assert agent_rows.lock_namespace_reading(session, world.namespace_id, other) == (
+            namespace,
+            None,
+        )
+        assert agent_rows.lock_namespace_reading(session, ids.new("namespace"), other) == (
+            None,
+            None,
+        )
+        # a deletion's exclusive lock must wait for the admission
+        with pytest.raises(errors.DependencyUnavailable) as raised, owner_db.transaction() as admin:
+            admin.execute(nowait, {"id": world.namespace_id})
+        lock_not_available = getattr(raised.value.__cause__, "orig", None)
+        assert getattr(lock_not_available, "sqlstate", None) == "55P03"
+    with owner_db.transaction() as admin:
+        admin.execute(nowait, {"id": world.namespace_id})
+
+
+def test_an_agent_of_another_namespace_is_not_found(db: Database, world: World) -> None:
+    with db.transaction() as session:
+        elsewhere = rows.namespace(session, created_by=world.admin_id, status="ready")
+
+    with pytest.raises(errors.NotFound):
+        deployments.deploy_agent(
+            db, actor_id=world.admin_id, namespace_id=elsewhere, agent_id=world.agent.id
+        )
+
+
 def test_a_draft_changed_before_the_lock_is_checked_again_under_it(
     db: Database, owner_db: Database, world: World
 ) -> None:
