@@ -137,7 +137,11 @@ class Database:
         back to the pool in its transactional mode; a lost one is never handed out again.
         """
         with _reachable():
-            connection = AutocommitConnection(self.engine.raw_connection(), self.engine.dialect)
+            try:
+                pooled = self.engine.raw_connection()
+            except self.engine.dialect.loaded_dbapi.Error as exc:  # the pool raises it as is
+                raise errors.DependencyUnavailable("the database is unavailable") from exc
+            connection = AutocommitConnection(pooled, self.engine.dialect)
             try:
                 yield connection
             finally:

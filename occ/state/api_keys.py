@@ -11,15 +11,15 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ import ids
-from occ.state import keyset, models, rows
+from occ.state import hot_statements, keyset, models, rows
 
 PREFIX: Final = "occ_"
 _PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
@@ -70,8 +70,8 @@ def parse(presented: str) -> tuple[str, str] | None:
 
 
 def _proven(
-    presented: str, pepper: str, read: Callable[[str], sa.RowMapping | None]
-) -> sa.RowMapping | None:
+    presented: str, pepper: str, read: Callable[[str], Mapping[Any, Any] | None]
+) -> Mapping[Any, Any] | None:
     """The row ``read`` finds for the key id of ``presented`` if it is live and its hash
     matches the presented secret (compared in constant time); ``None`` otherwise."""
     parsed = parse(presented)
@@ -120,15 +120,14 @@ _IDENTIFY = sa.text("""
      WHERE k.id = :key_id""")
 
 
-def identify(session: orm.Session, *, presented: str, pepper: str) -> Identified | None:
-    """Like ``verify`` in one statement, with the owner's state and whether to ``touch``."""
+def identify(target: hot_statements.Target, *, presented: str, pepper: str) -> Identified | None:
+    """Like ``verify`` in one statement (a hot statement: every request runs it), with the
+    owner's state and whether to ``touch``."""
     row = _proven(
         presented,
         pepper,
-        lambda key_id: (
-            session.execute(_IDENTIFY, {"key_id": key_id, "touch_every": TOUCH_EVERY})
-            .mappings()
-            .first()
+        lambda key_id: hot_statements.first(
+            target, _HOT["identify"], {"key_id": key_id, "touch_every": TOUCH_EVERY}
         ),
     )
     if row is None:
@@ -147,9 +146,14 @@ _TOUCH = sa.text("""
             OR last_used_at < clock_timestamp() - CAST(:touch_every AS interval))""")
 
 
-def touch(session: orm.Session, key_id: str) -> None:
+_HOT: Final = hot_statements.compile_all(
+    {"identify": _IDENTIFY, "touch": _TOUCH}, "identify", "touch"
+)
+
+
+def touch(target: hot_statements.Target, key_id: str) -> None:
     """Record use of a key (at most once per ``TOUCH_EVERY``, so reads stay cheap)."""
-    session.execute(_TOUCH, {"key_id": key_id, "touch_every": TOUCH_EVERY})
+    hot_statements.run(target, _HOT["touch"], {"key_id": key_id, "touch_every": TOUCH_EVERY})
 
 
 def get(session: orm.Session, key_id: str, *, lock: bool = False) -> ApiKey | None:

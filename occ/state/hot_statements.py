@@ -17,13 +17,14 @@ statement's parameters are kept out of the error's text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
 
 import psycopg
 import sqlalchemy as sa
-from psycopg.rows import dict_row
+from psycopg.rows import RowFactory, dict_row, tuple_row
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm, pool
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
@@ -70,15 +71,34 @@ def first(
     target: Target, statement: HotStatement, params: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """The statement's first row as a dict of its columns, or ``None`` when it has none."""
+    with _executed(target, statement, params, dict_row) as cursor:
+        row: dict[str, Any] | None = cursor.fetchone()
+        return row
+
+
+def run(target: Target, statement: HotStatement, params: Mapping[str, Any]) -> int:
+    """Run a statement that returns no rows; how many rows it changed."""
+    with _executed(target, statement, params, tuple_row) as cursor:
+        return cursor.rowcount
+
+
+@contextlib.contextmanager
+def _executed(
+    target: Target,
+    statement: HotStatement,
+    params: Mapping[str, Any],
+    row_factory: RowFactory[Any],
+) -> Iterator[psycopg.Cursor[Any]]:
+    """A cursor that ran the statement on the target's driver connection; a driver error
+    inside is raised as SQLAlchemy's."""
     connection: _Connected = (
         target if isinstance(target, AutocommitConnection) else target.connection()
     )
     driver_connection = cast(psycopg.Connection[Any], connection.connection.driver_connection)
     try:
-        with driver_connection.cursor(row_factory=dict_row) as cursor:
+        with driver_connection.cursor(row_factory=row_factory) as cursor:
             cursor.execute(statement.sql, params)
-            row: dict[str, Any] | None = cursor.fetchone()
-            return row
+            yield cursor
     except psycopg.Error as exc:
         raise _translated(connection, statement, exc) from exc
 

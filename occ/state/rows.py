@@ -28,7 +28,7 @@ D = TypeVar("D", bound="DataclassInstance")
 T = TypeVar("T")
 
 
-def record(cls: type[D], row: sa.RowMapping | Mapping[str, Any], **converted: Any) -> D:
+def record(cls: type[D], row: Mapping[Any, Any], **converted: Any) -> D:
     """A ``cls`` of the row's columns (or an object's keys) named like its fields,
     ``converted`` replacing some."""
     columns = {name: row[name] for name in _fields(cls) if name not in converted}
@@ -107,7 +107,7 @@ class Values(Generic[D]):
     value: type[D]
     convert: Mapping[str, Callable[[Any], Any]] = dataclasses.field(default_factory=dict)
 
-    def make(self, row: sa.RowMapping | Mapping[str, Any]) -> D:
+    def make(self, row: Mapping[Any, Any]) -> D:
         """The value of one row."""
         converted = {name: convert(row[name]) for name, convert in self.convert.items()}
         return record(self.value, row, **converted)

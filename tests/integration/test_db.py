@@ -101,3 +101,12 @@ def test_an_autocommit_connection_the_server_dropped_is_replaced_before_use(
     with pinging.autocommit_connection() as connection:
         row = connection.connection.driver_connection.execute("SELECT 1").fetchone()
     assert row == (1,)
+
+
+def test_an_autocommit_connection_to_an_unreachable_database_is_unavailable() -> None:
+    unreachable = Database("postgresql+psycopg://occ:occ@127.0.0.1:1/occ", pool_size=1)
+    try:
+        with pytest.raises(errors.DependencyUnavailable), unreachable.autocommit_connection():
+            pass
+    finally:
+        unreachable.dispose()
