@@ -15,7 +15,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import iam_policy, models, restrictions, rows
+from occ.state import hot_statements, iam_policy, models, restrictions, rows
 
 _ROLES: Final = cast(sa.Table, models.Role.__table__)
 _BINDINGS: Final = cast(sa.Table, models.AccessBinding.__table__)
@@ -83,8 +83,11 @@ _LOAD_POLICY = sa.text("""
      WHERE p.id = ANY (CAST(:principal_ids AS text[]))""")
 
 
+_HOT: Final = hot_statements.compile_all({"load_policy": _LOAD_POLICY}, "load_policy")
+
+
 def load_policy(
-    session: orm.Session,
+    target: hot_statements.Target,
     principal_id: str,
     *,
     permission: str | None,
@@ -102,7 +105,7 @@ def load_policy(
     every permission. ``None`` when no principal has this id.
     """
     return load_policies(
-        session,
+        target,
         (principal_id,),
         permission=permission,
         namespace_id=namespace_id,
@@ -112,7 +115,7 @@ def load_policy(
 
 
 def load_policies(
-    session: orm.Session,
+    target: hot_statements.Target,
     principal_ids: Collection[str],
     *,
     permission: str | None,
@@ -121,9 +124,10 @@ def load_policies(
     everywhere: bool = False,
 ) -> dict[str, Policy]:
     """``load_policy`` for several principals in one query, by principal id (an id no
-    principal has is missing)."""
-    result = session.execute(
-        _LOAD_POLICY,
+    principal has is missing). A hot statement: every authorization decision runs it."""
+    found = hot_statements.every(
+        target,
+        _HOT["load_policy"],
         {
             "principal_ids": list(principal_ids),
             "permission": permission,
@@ -132,11 +136,11 @@ def load_policies(
             "everywhere": everywhere,
         },
     )
-    policies = (_policy(row) for row in result.mappings())
+    policies = (_policy(row) for row in found)
     return {policy.principal.id: policy for policy in policies}
 
 
-def _policy(row: sa.RowMapping) -> Policy:
+def _policy(row: Mapping[str, Any]) -> Policy:
     return Policy(
         principal=rows.record(
             iam_policy.Principal, row, kind=iam_policy.PrincipalKind(row["kind"])

@@ -76,6 +76,15 @@ def first(
         return row
 
 
+def every(
+    target: Target, statement: HotStatement, params: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Every row of the statement, in its order, as dicts of their columns."""
+    with _executed(target, statement, params, dict_row) as cursor:
+        found: list[dict[str, Any]] = cursor.fetchall()
+        return found
+
+
 def run(target: Target, statement: HotStatement, params: Mapping[str, Any]) -> int:
     """Run a statement that returns no rows; how many rows it changed."""
     with _executed(target, statement, params, tuple_row) as cursor:

@@ -5,8 +5,6 @@ disabled principals are refused."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -14,8 +12,8 @@ import sqlalchemy as sa
 from occ import errors
 from occ.controller import authentication
 from occ.db import Database
-from occ.state import api_keys, hot_statements
-from tests.support import rows
+from occ.state import api_keys
+from tests.support import rows, statements
 
 PEPPER = "test-pepper"
 
@@ -32,47 +30,23 @@ def last_used(db: Database, key_id: str) -> dt.datetime | None:
     return key.last_used_at
 
 
-def statements_of(
-    db: Database, presented: str, monkeypatch: pytest.MonkeyPatch
-) -> tuple[str, list[str]]:
-    """The principal ``presented`` authenticates as, and the statements that took (through
-    SQLAlchemy's execution, or as hot statements below it)."""
-    seen: list[str] = []
-
-    def record(*args: Any) -> None:
-        seen.append(str(args[2]))
-
-    def hot(run: Callable[..., Any]) -> Callable[..., Any]:
-        def recorded(target: Any, statement: hot_statements.HotStatement, params: Any) -> Any:
-            seen.append(statement.sql)
-            return run(target, statement, params)
-
-        return recorded
-
-    with monkeypatch.context() as patched:
-        patched.setattr(hot_statements, "first", hot(hot_statements.first))
-        patched.setattr(hot_statements, "run", hot(hot_statements.run))
-        sa.event.listen(db.engine, "before_cursor_execute", record)
-        try:
-            principal_id = authentication.authenticate(db, presented_key=presented, pepper=PEPPER)
-        finally:
-            sa.event.remove(db.engine, "before_cursor_execute", record)
+def statements_of(db: Database, presented: str) -> tuple[str, list[str]]:
+    with statements.recorded(db) as seen:
+        principal_id = authentication.authenticate(db, presented_key=presented, pepper=PEPPER)
     return principal_id, seen
 
 
-def test_use_is_recorded_at_most_once_a_minute(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_use_is_recorded_at_most_once_a_minute(db: Database) -> None:
     minted = mint(db)
     assert last_used(db, minted.key.id) is None
 
-    principal_id, first = statements_of(db, minted.plaintext, monkeypatch)
+    principal_id, first = statements_of(db, minted.plaintext)
     assert principal_id == minted.key.principal_id
     assert len(first) == 2  # identify, then the due last_used_at update
     recorded = last_used(db, minted.key.id)
     assert recorded is not None
 
-    _, second = statements_of(db, minted.plaintext, monkeypatch)
+    _, second = statements_of(db, minted.plaintext)
     assert len(second) == 1  # fresh: no update
     assert last_used(db, minted.key.id) == recorded
 
@@ -81,7 +55,7 @@ def test_use_is_recorded_at_most_once_a_minute(
             sa.text("UPDATE occ.api_keys SET last_used_at = :at WHERE id = :id"),
             {"at": recorded - dt.timedelta(minutes=2), "id": minted.key.id},
         )
-    _, third = statements_of(db, minted.plaintext, monkeypatch)
+    _, third = statements_of(db, minted.plaintext)
     assert len(third) == 2
     again = last_used(db, minted.key.id)
     assert again is not None and again > recorded

@@ -19,7 +19,7 @@ from occ.controller import agent_lifecycle, agents, deployments, installation
 from occ.db import Database
 from occ.state import agents as agent_rows
 from occ.state import audit, models, revisions, work_keys
-from tests.support import databases, grants, processes, rows
+from tests.support import databases, grants, processes, rows, statements
 
 THREADS = 8
 DEPLOYS_PER_THREAD = 5
@@ -186,24 +186,16 @@ def test_one_policy_load_per_principal_and_one_statement_under_the_agent_lock(
     db: Database, world: World
 ) -> None:
     deploy(db, world)  # the Agent is running now; the next deploy is the steady case
-    statements: list[str] = []
-
-    def record(*args: Any) -> None:
-        statements.append(str(args[2]))
-
-    sa.event.listen(db.engine, "before_cursor_execute", record)
-    try:
+    with statements.recorded(db) as ran:
         deploy(db, world)
-    finally:
-        sa.event.remove(db.engine, "before_cursor_execute", record)
 
-    policy_loads = [s for s in statements if "FROM occ.principals p" in s]
+    policy_loads = [s for s in ran if "FROM occ.principals p" in s]
     assert len(policy_loads) == 1  # the caller's and the service principal's, together
-    locking = [s for s in statements if "FOR UPDATE" in s]
+    locking = [s for s in ran if "FOR UPDATE" in s]
     assert len(locking) == 1
     # the lock is taken by the last statement, which writes the revision, the work item and
     # the audit event: one round trip and the commit under the lock
-    assert statements[-1] == locking[0]
+    assert ran[-1] == locking[0]
     assert "SELECT id, desired_runtime_state FROM occ.agents" in locking[0]
     for write in (
         "INSERT INTO occ.agent_revisions",
@@ -217,22 +209,14 @@ def test_a_steady_deploy_is_four_statements_the_namespace_read_with_its_agent(
     db: Database, world: World
 ) -> None:
     deploy(db, world)
-    statements: list[str] = []
-
-    def record(*args: Any) -> None:
-        statements.append(str(args[2]))
-
-    sa.event.listen(db.engine, "before_cursor_execute", record)
-    try:
+    with statements.recorded(db) as ran:
         deploy(db, world)
-    finally:
-        sa.event.remove(db.engine, "before_cursor_execute", record)
 
     # the Namespace under its shared lock with the Agent, the policies, the Configuration,
     # the write
-    assert len(statements) == 4
-    assert "FOR SHARE OF namespaces" in statements[0]
-    assert "LEFT OUTER JOIN occ.agents" in statements[0]
+    assert len(ran) == 4
+    assert "FOR SHARE OF namespaces" in ran[0]
+    assert "LEFT OUTER JOIN occ.agents" in ran[0]
 
 
 def test_the_namespace_read_with_an_agent_holds_the_namespaces_shared_lock(

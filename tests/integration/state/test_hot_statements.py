@@ -112,3 +112,25 @@ def test_a_lost_autocommit_connection_is_invalidated_and_reported_as_unavailable
             raise
     assert not connection.connection.is_valid
     db.ping()
+
+
+def test_every_row_and_a_statement_without_rows(db: Database) -> None:
+    listing = hot_statements.compile_all(
+        {
+            "bump": sa.text("UPDATE hot_probe SET n = n + 1 WHERE n >= :least"),
+            "all": sa.text("SELECT id, n FROM hot_probe ORDER BY id"),
+        },
+        "bump",
+        "all",
+    )
+    with db.autocommit_connection() as connection:
+        connection.connection.driver_connection.execute(_CREATE_PROBE)
+        for row_id, n in (("b", 2), ("a", 1), ("c", 3)):
+            hot_statements.first(connection, HOT["insert"], {"id": row_id, "n": n})
+
+        assert hot_statements.run(connection, listing["bump"], {"least": 2}) == 2
+        assert hot_statements.every(connection, listing["all"], {}) == [
+            {"id": "a", "n": 1},
+            {"id": "b", "n": 3},
+            {"id": "c", "n": 4},
+        ]
