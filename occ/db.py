@@ -130,8 +130,9 @@ class Database:
     def autocommit_connection(self) -> Iterator[AutocommitConnection]:
         """A pooled connection in autocommit, with no session or SQLAlchemy connection around it.
 
-        For the work queue's single-statement transitions (``occ.state.hot_statements``), run
-        two to four times per work item: the checkout costs a pool checkout, where
+        For the hot path's single statements (``occ.state.hot_statements``: the work queue's
+        transitions, run two to four times per work item, and API-key authentication, run
+        once per request): the checkout costs a pool checkout, where
         ``autocommit()`` also builds a connection, switches its isolation level and opens a
         session, which together cost more client CPU than the statement. The connection goes
         back to the pool in its transactional mode; a lost one is never handed out again.

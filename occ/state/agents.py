@@ -159,15 +159,9 @@ def lock_namespace_reading(
     )
     if row is None:
         return None, None
-    namespace = namespaces.of_columns(_unprefixed(row, _NAMESPACE_PREFIX))
-    agent_columns = _unprefixed(row, _AGENT_PREFIX)
+    namespace = namespaces.of_columns(rows.unprefixed(row, _NAMESPACE_PREFIX))
+    agent_columns = rows.unprefixed(row, _AGENT_PREFIX)
     return namespace, None if agent_columns["id"] is None else _VALUES.make(agent_columns)
-
-
-def _unprefixed(row: sa.RowMapping, prefix: str) -> dict[str, Any]:
-    return {
-        name.removeprefix(prefix): value for name, value in row.items() if name.startswith(prefix)
-    }
 
 
 # -- Agents -------------------------------------------------------------------------------------

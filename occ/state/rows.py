@@ -35,6 +35,14 @@ def record(cls: type[D], row: Mapping[Any, Any], **converted: Any) -> D:
     return cls(**columns, **converted)
 
 
+def unprefixed(row: Mapping[Any, Any], prefix: str) -> dict[str, Any]:
+    """The columns a statement read under ``prefix`` (one table's, beside another's), by their
+    own names."""
+    return {
+        name.removeprefix(prefix): value for name, value in row.items() if name.startswith(prefix)
+    }
+
+
 def first(
     session: orm.Session,
     query: sa.Select[Any],

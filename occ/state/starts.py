@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from occ.state import hot_statements, namespaces, queries, values, work_queue
+from occ.state import hot_statements, namespaces, queries, rows, values, work_queue
 
 SQL: Final = queries.load("starts.sql")
 HOT: Final = hot_statements.compile_all(SQL, "start_namespace_work")
@@ -42,10 +42,6 @@ def start_namespace_work(
     row = hot_statements.first(target, HOT["start_namespace_work"], params)
     if row is None:
         return None
-    columns = {
-        name.removeprefix(_NAMESPACE_PREFIX): value
-        for name, value in row.items()
-        if name.startswith(_NAMESPACE_PREFIX)
-    }
+    columns = rows.unprefixed(row, _NAMESPACE_PREFIX)
     namespace = None if columns["id"] is None else namespaces.of_columns(columns)
     return NamespaceStart(work_queue.claim_of(row), namespace)

@@ -15,12 +15,6 @@ from occ.state import audit, models, publications, values, work_queue
 from tests.support import rows
 
 
-@pytest.fixture
-def actor(db: Database) -> str:
-    with db.transaction() as session:
-        return rows.principal(session)
-
-
 def _running(db: Database, policy: values.QueuePolicy, actor: str) -> values.Claim:
     """A started ``namespace_ready`` claim of a new provisioning Namespace."""
     with db.transaction() as session:

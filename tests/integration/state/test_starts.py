@@ -7,25 +7,8 @@ import pytest
 from occ import errors
 from occ.db import Database
 from occ.state import namespaces, starts, values, work_queue
-from tests.support import namespace_status, rows
+from tests.support import namespace_status
 from tests.support.queue_steps import Queue
-
-
-@pytest.fixture
-def actor(db: Database) -> str:
-    with db.transaction() as session:
-        return rows.principal(session)
-
-
-@pytest.fixture
-def namespace_id(db: Database, actor: str) -> str:
-    with db.transaction() as session:
-        return rows.namespace(session, created_by=actor)
-
-
-@pytest.fixture
-def queue(db: Database, owner_db: Database, policy: values.QueuePolicy) -> Queue:
-    return Queue(db, owner_db, policy)
 
 
 @pytest.fixture

@@ -16,23 +16,6 @@ from tests.support.queue_steps import Queue, enqueue_revision
 
 
 @pytest.fixture
-def actor(db: Database) -> str:
-    with db.transaction() as session:
-        return rows.principal(session)
-
-
-@pytest.fixture
-def namespace_id(db: Database, actor: str) -> str:
-    with db.transaction() as session:
-        return rows.namespace(session, created_by=actor)
-
-
-@pytest.fixture
-def queue(db: Database, owner_db: Database, policy: values.QueuePolicy) -> Queue:
-    return Queue(db, owner_db, policy)
-
-
-@pytest.fixture
 def work_id(queue: Queue, namespace_id: str, actor: str) -> str:
     """The provisioning Namespace's work towards ready, enqueued."""
     return queue.enqueue_namespace(namespace_id, actor)

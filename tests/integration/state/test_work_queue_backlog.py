@@ -6,25 +6,10 @@ import sqlalchemy as sa
 
 from occ.db import Database
 from occ.state import values, work_queue
-from tests.support import rows
+from tests.support import queue_steps, rows
 
 BACKLOG = 100_000
 LIMIT = 10
-
-_FILL = sa.text("""
-    WITH made AS (
-      INSERT INTO occ.namespaces (id, name, created_by, status)
-      SELECT 'ns_' || gen_random_uuid(), 'backlog-' || n, :actor, 'provisioning'
-        FROM generate_series(1, :count) n
-      RETURNING id
-    )
-    INSERT INTO occ.controller_work
-      (id, kind, namespace_id, actor_id, namespace_target, available_at, created_at, updated_at)
-    SELECT 'namespace:' || id || ':reconcile:ready', 'namespace_ready', id, :actor, 'ready',
-           clock_timestamp() - interval '1 hour' + n * interval '1 millisecond',
-           clock_timestamp(), clock_timestamp()
-      FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM made) numbered
-""")
 
 _MY_ADVISORY_LOCKS = sa.text(
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
@@ -42,7 +27,7 @@ def test_a_claim_over_100k_queued_items_takes_at_most_twice_its_limit_in_lane_lo
     with db.transaction() as session:
         actor = rows.principal(session)
     with owner_db.transaction() as session:
-        session.execute(_FILL, {"actor": actor, "count": BACKLOG})
+        queue_steps.fill(session, actor, BACKLOG)
         session.execute(sa.text("ANALYZE occ.controller_work"))
     with db.transaction() as session:
         expected = session.execute(_OLDEST, {"limit": LIMIT}).scalars().all()

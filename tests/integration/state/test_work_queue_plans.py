@@ -18,24 +18,10 @@ from sqlalchemy import orm
 
 from occ.db import Database
 from occ.state import hot_statements, publications, starts, values, work_queue
-from tests.support import rows
+from tests.support import queue_steps, rows
 
 QUEUED = 2_000
 CLAIMED = 200
-
-_FILL = sa.text("""
-    WITH made AS (
-      INSERT INTO occ.namespaces (id, name, created_by, status)
-      SELECT 'ns_' || gen_random_uuid(), 'plans-' || n, :actor, 'provisioning'
-        FROM generate_series(1, :count) n
-      RETURNING id
-    )
-    INSERT INTO occ.controller_work
-      (id, kind, namespace_id, actor_id, namespace_target, available_at, created_at, updated_at)
-    SELECT 'namespace:' || id || ':reconcile:ready', 'namespace_ready', id, :actor, 'ready',
-           clock_timestamp() - interval '1 hour', clock_timestamp(), clock_timestamp()
-      FROM made
-""")
 
 FENCED = ("start", "renew", "release", "complete", "fail", "retry", "defer")
 
@@ -47,7 +33,7 @@ def admin(db: Database, owner_db: Database, policy: values.QueuePolicy) -> Itera
     with db.transaction() as session:
         actor = rows.principal(session)
     with owner_db.transaction() as session:
-        session.execute(_FILL, {"actor": actor, "count": QUEUED})
+        queue_steps.fill(session, actor, QUEUED)
         session.execute(sa.text("ANALYZE occ.controller_work"))
     with db.transaction() as session:
         assert len(work_queue.claim(session, policy, limit=CLAIMED)) == CLAIMED
