@@ -34,7 +34,10 @@ Baseline: ``bench/noop_app.py`` is a plain Celery app built with the same
 ``occ.tasks.app._configuration(settings)`` and one no-op task on its own queue, run by two
 prefork worker processes with ``-c 1`` and the same flags. Each task INCRs a Redis counter
 (there is no result backend); the clock runs from the first publish until the counter reaches
-N. Target: ``occ_items_per_s`` at least a quarter of ``celery_tasks_per_s``.
+the count. Its workers start before occ's throughput run and run N/2 tasks right before it
+and the other half right after it (``celery_tasks_per_s`` is their total over both times), so a
+drift in the machine's other load during the run moves both sides of the ratio alike. Target:
+``occ_items_per_s`` at least a quarter of ``celery_tasks_per_s``.
 
 Pickup latency: the time from an admission's commit (``time.time()`` taken in this process
 right after ``create_namespace`` returns) to the ``started`` line of its effect in the local
@@ -276,7 +279,7 @@ def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int, verb
         f"({items / admitted_in:.0f}/s); ready before the nudge: {before}",
     )
 
-    groups = cpu_groups(fleet, occ, broker)
+    groups = {role: pids for role, pids in cpu_groups(fleet, occ, broker).items() if role != "noop"}
     cpu_before = cpu_snapshot(groups)
     begin = time.monotonic()
     occ.nudger.send_now()
@@ -349,47 +352,69 @@ def pickup_latencies(
 # -- the plain Celery side -------------------------------------------------------------------
 
 
-def celery_throughput(
-    env: dict[str, str], fleet: Fleet, counter: redis.Redis, tasks: int, verbose: bool
-) -> float:
-    workers = [
-        fleet.worker(
-            f"noop-{i}", app=NOOP_APP, queues=noop_app.QUEUE, pool="prefork", concurrency=1
-        )
-        for i in (1, 2)
-    ]
-    app = noop_app.create(Settings.from_env(env))
+class PlainCelery:
+    """The baseline: ``noop_app``'s two worker processes, started once, run in slices."""
 
-    def run(count: int) -> float:
-        counter.set(noop_app.COUNTER, 0)
-        cpu_before = cpu_snapshot(groups)
+    def __init__(self, env: dict[str, str], fleet: Fleet, counter: redis.Redis) -> None:
+        self.fleet, self.counter = fleet, counter
+        self.workers = [
+            fleet.worker(
+                f"noop-{i}", app=NOOP_APP, queues=noop_app.QUEUE, pool="prefork", concurrency=1
+            )
+            for i in (1, 2)
+        ]
+        self.app = noop_app.create(Settings.from_env(env))
+        self.groups = {
+            role: pids
+            for role, pids in cpu_groups(fleet, None, counter).items()
+            if role in ("noop", "redis", "bench")
+        }
+        self.run(WARMUP_ITEMS)
+
+    def run(self, count: int) -> tuple[float, str]:
+        """Seconds from the first publish until ``count`` tasks ran, and their CPU report."""
+        self.counter.set(noop_app.COUNTER, 0)
+        cpu_before = cpu_snapshot(self.groups)
         begin = time.monotonic()
         for _ in range(count):
-            app.send_task(noop_app.NOOP, queue=noop_app.QUEUE)
-        while int(counter.get(noop_app.COUNTER) or 0) < count:
+            self.app.send_task(noop_app.NOOP, queue=noop_app.QUEUE)
+        while int(self.counter.get(noop_app.COUNTER) or 0) < count:
             if time.monotonic() - begin > READY_TIMEOUT_S + count / 50:
-                done = int(counter.get(noop_app.COUNTER) or 0)
+                done = int(self.counter.get(noop_app.COUNTER) or 0)
                 raise BenchError(f"plain Celery: only {done} of {count} tasks completed")
-            fleet.check()
+            self.fleet.check()
             time.sleep(POLL_S)
         elapsed = time.monotonic() - begin
-        cpu[:] = [cpu_report(cpu_before, cpu_snapshot(groups), count, elapsed)]
-        return elapsed
+        return elapsed, cpu_report(cpu_before, cpu_snapshot(self.groups), count, elapsed)
 
-    groups = {
-        role: pids
-        for role, pids in cpu_groups(fleet, None, counter).items()
-        if role in ("noop", "redis", "bench")
-    }
-    cpu: list[str] = []
-    run(WARMUP_ITEMS)
-    elapsed = run(tasks)
-    log(verbose, f"plain Celery: {tasks} tasks done in {elapsed:.2f} s")
-    log(verbose, f"plain Celery: {cpu[0]}")
-    for worker in workers:
-        fleet.stop(worker)
-    app.close()
-    return tasks / elapsed
+    def close(self) -> None:
+        for worker in self.workers:
+            self.fleet.stop(worker)
+        self.app.close()
+
+
+def bracketed_throughputs(
+    occ: Occ, env: dict[str, str], fleet: Fleet, counter: redis.Redis, items: int, verbose: bool
+) -> tuple[float, float]:
+    """occ's items/s and plain Celery's tasks/s, Celery's run split in two halves that bracket
+    occ's (a drift in the machine's other load during the run moves both sides alike)."""
+    celery = PlainCelery(env, fleet, counter)
+    try:
+        first = items // 2 or 1
+        second = max(items - first, 1)
+        before, cpu_before = celery.run(first)
+        occ_per_s = occ_throughput(occ, fleet, counter, items, verbose)
+        after, cpu_after = celery.run(second)
+    finally:
+        celery.close()
+    log(
+        verbose,
+        f"plain Celery: {first} tasks in {before:.2f} s before occ's run, {second} in "
+        f"{after:.2f} s after it",
+    )
+    log(verbose, f"plain Celery, before: {cpu_before}")
+    log(verbose, f"plain Celery, after: {cpu_after}")
+    return occ_per_s, (first + second) / (before + after)
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -456,8 +481,9 @@ def measure(
         log(verbose, "occ workers ready")
 
         figures: dict[str, float] = {}
-        figures["occ_items_per_s"] = occ_throughput(occ, fleet, counter, args.items, verbose)
-        figures["celery_tasks_per_s"] = celery_throughput(env, fleet, counter, args.items, verbose)
+        figures["occ_items_per_s"], figures["celery_tasks_per_s"] = bracketed_throughputs(
+            occ, env, fleet, counter, args.items, verbose
+        )
         local_root = Path(settings.local_root)
         for with_nudge, label in ((True, "nudge"), (False, "poll")):
             latencies = pickup_latencies(
