@@ -38,7 +38,7 @@ def start_namespace_work(
 ) -> NamespaceStart | None:
     """``work_queue.start_token`` for a Namespace item, with its Namespace; ``None`` when the
     token is spent or its dispatch lease lapsed."""
-    params = {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
+    params = work_queue.start_parameters(policy, work_id, dispatch_token)
     row = hot_statements.first(target, HOT["start_namespace_work"], params)
     if row is None:
         return None

@@ -182,9 +182,18 @@ def start_token(
     dispatch_token: uuid.UUID,
 ) -> values.Claim | None:
     """``start`` for a work id and dispatch token as a task message carries them."""
-    params = {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
-    row = hot_statements.first(session, HOT["start"], params)
+    row = hot_statements.first(
+        session, HOT["start"], start_parameters(policy, work_id, dispatch_token)
+    )
     return None if row is None else claim_of(row)
+
+
+def start_parameters(
+    policy: values.QueuePolicy, work_id: str, dispatch_token: uuid.UUID
+) -> dict[str, Any]:
+    """The bound parameters of the start (``start``'s, and those of a statement that runs the
+    start with a read beside it)."""
+    return {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
 
 
 def database_now(session: orm.Session) -> dt.datetime:

@@ -43,8 +43,10 @@ _FILL: Final = sa.text("""
 
 def fill(owner: orm.Session, actor_id: str, count: int) -> None:
     """``count`` provisioning Namespaces of ``actor_id``, each with its ready work queued and
-    due, a millisecond apart, in one statement (run as the owner: bulk rows for a deep queue)."""
+    due, a millisecond apart, in one statement (run as the owner: bulk rows for a deep queue),
+    then the queue's statistics, taken as autovacuum would take them."""
     owner.execute(_FILL, {"actor": actor_id, "count": count})
+    owner.execute(sa.text("ANALYZE occ.controller_work"))
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,15 @@ autocommit connection (one statement, one commit)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from occ import db as occ_db
 from occ import errors
-from occ.db import Database
+from occ.db import AutocommitConnection, Database
 from occ.state import hot_statements
 
 _SQL = {
@@ -84,18 +86,26 @@ _CREATE_PROBE = (
 """The probe table for the life of the connection (a statement's commit would drop it)."""
 
 
-def test_on_an_autocommit_connection_each_statement_commits_by_itself(db: Database) -> None:
+@pytest.fixture
+def probed(db: Database) -> Iterator[AutocommitConnection]:
+    """An autocommit connection holding the probe table."""
     with db.autocommit_connection() as connection:
         connection.connection.driver_connection.execute(_CREATE_PROBE)
-        assert hot_statements.first(connection, HOT["insert"], {"id": "a", "n": 1}) is not None
-        with pytest.raises(sa_exc.IntegrityError):
-            hot_statements.first(connection, HOT["insert"], {"id": "b", "n": 0})
-        # no transaction was open to fail: the first row stands and the connection goes on
-        assert hot_statements.first(connection, HOT["insert"], {"id": "c", "n": 3}) is not None
-        rows = connection.connection.driver_connection.execute(
-            "SELECT id FROM hot_probe ORDER BY id"
-        ).fetchall()
-        assert rows == [("a",), ("c",)]
+        yield connection
+
+
+def test_on_an_autocommit_connection_each_statement_commits_by_itself(
+    probed: AutocommitConnection,
+) -> None:
+    assert hot_statements.first(probed, HOT["insert"], {"id": "a", "n": 1}) is not None
+    with pytest.raises(sa_exc.IntegrityError):
+        hot_statements.first(probed, HOT["insert"], {"id": "b", "n": 0})
+    # no transaction was open to fail: the first row stands and the connection goes on
+    assert hot_statements.first(probed, HOT["insert"], {"id": "c", "n": 3}) is not None
+    rows = probed.connection.driver_connection.execute(
+        "SELECT id FROM hot_probe ORDER BY id"
+    ).fetchall()
+    assert rows == [("a",), ("c",)]
 
 
 def test_a_lost_autocommit_connection_is_invalidated_and_reported_as_unavailable(
@@ -114,7 +124,7 @@ def test_a_lost_autocommit_connection_is_invalidated_and_reported_as_unavailable
     db.ping()
 
 
-def test_every_row_and_a_statement_without_rows(db: Database) -> None:
+def test_every_row_and_a_statement_without_rows(probed: AutocommitConnection) -> None:
     listing = hot_statements.compile_all(
         {
             "bump": sa.text("UPDATE hot_probe SET n = n + 1 WHERE n >= :least"),
@@ -123,14 +133,12 @@ def test_every_row_and_a_statement_without_rows(db: Database) -> None:
         "bump",
         "all",
     )
-    with db.autocommit_connection() as connection:
-        connection.connection.driver_connection.execute(_CREATE_PROBE)
-        for row_id, n in (("b", 2), ("a", 1), ("c", 3)):
-            hot_statements.first(connection, HOT["insert"], {"id": row_id, "n": n})
+    for row_id, n in (("b", 2), ("a", 1), ("c", 3)):
+        hot_statements.first(probed, HOT["insert"], {"id": row_id, "n": n})
 
-        assert hot_statements.run(connection, listing["bump"], {"least": 2}) == 2
-        assert hot_statements.every(connection, listing["all"], {}) == [
-            {"id": "a", "n": 1},
-            {"id": "b", "n": 3},
-            {"id": "c", "n": 4},
-        ]
+    assert hot_statements.run(probed, listing["bump"], {"least": 2}) == 2
+    assert hot_statements.every(probed, listing["all"], {}) == [
+        {"id": "a", "n": 1},
+        {"id": "b", "n": 3},
+        {"id": "c", "n": 4},
+    ]

@@ -18,7 +18,7 @@ from sqlalchemy import orm
 
 from occ.db import Database
 from occ.state import hot_statements, publications, starts, values, work_queue
-from tests.support import queue_steps, rows
+from tests.support import queue_steps
 
 QUEUED = 2_000
 CLAIMED = 200
@@ -27,14 +27,13 @@ FENCED = ("start", "renew", "release", "complete", "fail", "retry", "defer")
 
 
 @pytest.fixture
-def admin(db: Database, owner_db: Database, policy: values.QueuePolicy) -> Iterator[orm.Session]:
+def admin(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str
+) -> Iterator[orm.Session]:
     """The owner's session after statistics taken with nothing claimed, and then ``CLAIMED``
     items claimed, in a transaction whose plans are all generic."""
-    with db.transaction() as session:
-        actor = rows.principal(session)
     with owner_db.transaction() as session:
         queue_steps.fill(session, actor, QUEUED)
-        session.execute(sa.text("ANALYZE occ.controller_work"))
     with db.transaction() as session:
         assert len(work_queue.claim(session, policy, limit=CLAIMED)) == CLAIMED
     with owner_db.transaction() as session:
