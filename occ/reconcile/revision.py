@@ -110,11 +110,17 @@ def _maintain(
 ) -> outcome.PassResult:
     """Observe the active revision and repair what is gone (prepare starts or re-applies it,
     activation re-reads its endpoint); an unhealthy runtime is recorded ``degraded`` and looked
-    at again, never retired. A revision that is no longer the active one ends its chain."""
-    if snapshot.agent.active_revision_id != snapshot.revision.id:
+    at again, never retired. Before each effect the pass reads the Agent again under its
+    claim: a revision that is no longer the active one, or one a newer deploy was admitted
+    over, ends its chain with no further effect (the newer pass may be stopping it)."""
+    snapshot = store.refresh(snapshot)
+    if snapshot.maintenance_superseded:
         return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
     observation = _prepare(driver, guard, snapshot.spec)
     if isinstance(observation, base.Ready):
+        snapshot = store.refresh(snapshot)
+        if snapshot.maintenance_superseded:
+            return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
         activation = _activate(driver, guard, snapshot.spec)
         if isinstance(activation, base.Activation):
             return store.publish_activation(snapshot, activation, Code.REVISION_ALREADY_ACTIVE)

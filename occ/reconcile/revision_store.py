@@ -8,6 +8,7 @@ Compute Driver.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -46,6 +47,14 @@ class Snapshot:
     """The Agent's older revisions on this driver, oldest first."""
     spec: base.RevisionSpec
     """The revision as the driver sees it, with its credential for a deploy pass."""
+    successor_id: str | None = None
+    """A newer revision of the Agent whose deployment is under way (the newest such)."""
+
+    @property
+    def maintenance_superseded(self) -> bool:
+        """Maintenance of this revision must not act: it is no longer the active one, or a
+        newer deploy was admitted (whose pass may be stopping this revision right now)."""
+        return self.agent.active_revision_id != self.revision.id or self.successor_id is not None
 
     @property
     def superseded(self) -> bool:
@@ -64,6 +73,8 @@ class RevisionStore(Protocol):
     """Reads and publications of one revision pass (each one fenced transaction)."""
 
     def load(self) -> Snapshot | outcome.PassResult: ...
+
+    def refresh(self, snapshot: Snapshot) -> Snapshot: ...
 
     def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult: ...
 
@@ -173,6 +184,19 @@ class DatabaseRevisionStore:
                 )
             ),
             spec=specs.revision(revision, credential),
+            successor_id=revisions.pending_successor(session, agent.id, revision.revision_number),
+        )
+
+    def refresh(self, snapshot: Snapshot) -> Snapshot:
+        """Under a renewed claim, the snapshot with its Agent and pending successor read again
+        (what a pass checks right before an effect)."""
+        agent, revision = snapshot.agent, snapshot.revision
+        with self._worker.database.transaction() as session:
+            self._fence(session)
+            current = agents.get(session, agent.namespace_id, agent.id)
+            successor = revisions.pending_successor(session, agent.id, revision.revision_number)
+        return dataclasses.replace(
+            snapshot, agent=current if current is not None else agent, successor_id=successor
         )
 
     def _unseal(

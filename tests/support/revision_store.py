@@ -113,6 +113,7 @@ class InMemoryRevisionStore:
         self._policy = policy or values.QueuePolicy()
         self._refusal = refusal
         self._changes: dict[str, list[AgentChange]] = {}
+        self._admitted = set(world.admitted)
 
     # -- test controls ------------------------------------------------------------------------
 
@@ -121,6 +122,11 @@ class InMemoryRevisionStore:
         if not callable(getattr(revision_store.RevisionStore, step, None)):
             raise ValueError(f"{step!r} is not a RevisionStore step")
         self._changes.setdefault(step, []).append(change)
+
+    def admit(self, number: int) -> None:
+        """Another request admitted a deploy of revision ``number`` now (its deployment is
+        under way until the test says otherwise)."""
+        self._admitted.add(self.world.numbered(number).id)
 
     def next_pass(self, guard: claim_guard.FakeClaimGuard | None = None) -> None:
         """Claim the requeued item again (one more attempt), under ``guard`` if given."""
@@ -161,6 +167,15 @@ class InMemoryRevisionStore:
                 )
             ),
             spec=specs.revision(revision, self.world.credential),
+            successor_id=self._successor(revision.revision_number),
+        )
+
+    def refresh(self, snapshot: revision_store.Snapshot) -> revision_store.Snapshot:
+        self._begin("refresh")
+        return dataclasses.replace(
+            snapshot,
+            agent=self.agent,
+            successor_id=self._successor(snapshot.revision.revision_number),
         )
 
     def move_pointer(
@@ -289,6 +304,12 @@ class InMemoryRevisionStore:
             raise AssertionError(f"{step} after the pass settled the item ({self.row.state})")
         for change in self._changes.pop(step, []):
             self.agent = change(self.agent)
+
+    def _successor(self, number: int) -> str | None:
+        newer = [
+            r for r in self.world.revisions if r.id in self._admitted and r.revision_number > number
+        ]
+        return max(newer, key=lambda r: r.revision_number).id if newer else None
 
     def _settle_by_class(self, code: Code) -> outcome.PassResult:
         match code.outcome:

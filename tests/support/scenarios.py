@@ -29,6 +29,8 @@ class Scenario:
     revision_id: str
     key: work_keys.WorkKey
     credential: base.Credential | None
+    admitted: frozenset[str] = frozenset()
+    """Revisions (ids) whose deployment was admitted and has not ended, beside the item's own."""
 
     @property
     def revision(self) -> revision_rows.Revision:
@@ -47,9 +49,11 @@ def agent(
     maintenance_bucket: int | None = None,
     on_other_driver: tuple[int, ...] = (),
     credential: str | None = "harness-credential-value",
+    admitted: tuple[int, ...] = (),
 ) -> Scenario:
     """Revisions 1..``revisions``; the item deploys ``deploying`` (the newest by default), or
-    maintains it in ``maintenance_bucket``; ``active`` is the Agent's active revision number."""
+    maintains it in ``maintenance_bucket``; ``active`` is the Agent's active revision number;
+    ``admitted`` numbers revisions whose deployments are still under way."""
     deploying = revisions if deploying is None else deploying
     if not 1 <= deploying <= revisions or (active is not None and not 1 <= active <= revisions):
         raise ValueError("deploying and active must name revisions 1..revisions")
@@ -106,4 +110,5 @@ def agent(
         revision_id=target,
         key=key,
         credential=base.Credential(credential) if credential is not None else None,
+        admitted=frozenset(rows[number - 1].id for number in admitted),
     )

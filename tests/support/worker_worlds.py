@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from occ import secret_store
+from occ import harnesses, secret_store
 from occ.controller import namespaces
 from occ.db import Database
 from tests.support import processes, worlds
@@ -25,6 +25,7 @@ def reconciled(
     secret_value: str,
     document: dict[str, Any] | None = None,
     timeout: float = 30.0,
+    harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
 ) -> worlds.World:
     """A Namespace ``team`` that the workers of ``env``, woken, make ready within ``timeout``
     seconds, then its resources and one ``compute_driver`` Agent (see ``worlds.make``)."""
@@ -46,4 +47,5 @@ def reconciled(
         store=store(env),
         secret_value=secret_value,
         document=document,
+        harness=harness,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from occ import secret_store
+from occ import harnesses, secret_store
 from occ.controller import (
     agents,
     configurations,
@@ -103,16 +103,18 @@ def bound_agent(
     resources: Resources,
     compute_driver: str,
     name: str = "agent",
+    harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
 ) -> agent_rows.Agent:
-    """An embedded ``openclaw`` Agent on ``resources`` whose service principal holds the Role."""
+    """An Agent of ``harness`` (in its one execution mode) on ``resources`` whose service
+    principal holds the Role."""
     agent = agents.create_agent(
         db,
         actor_id=admin,
         namespace_id=namespace_id,
         name=name,
         configuration_id=resources.configuration_id,
-        harness={"id": "openclaw", "version": "1.0.0"},
-        execution_mode="embedded",
+        harness={"id": str(harness), "version": "1.0.0"},
+        execution_mode=str(harnesses.MODES[harness]),
         harness_auth={"kind": "secret", "secret_id": resources.secret_id},
         compute_driver=compute_driver,
     )
@@ -137,6 +139,7 @@ def make(
     secret_value: str,
     document: dict[str, Any] | None = None,
     agent_name: str = "agent",
+    harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
 ) -> World:
     """The resources of ``namespace_id`` (which must be ready) and one Agent on them."""
     resources = namespace_resources(
@@ -154,6 +157,7 @@ def make(
         resources=resources,
         compute_driver=compute_driver,
         name=agent_name,
+        harness=harness,
     )
     return World(
         admin=admin,

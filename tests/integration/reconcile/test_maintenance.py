@@ -97,11 +97,13 @@ def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Wor
     items = _maintenance_items(db, first)
     assert [int(i.id.rsplit(":", 1)[1]) > bucket for i in items if i.state == "queued"] == [True]
 
-    # a second revision, which supersedes the first
+    # a second revision, which supersedes the first: the first's chain ends without an effect
+    # (its pending item runs while the second is admitted, or after it is active)
     _activate(db, worker, world)
-    [pending] = [i for i in _maintenance_items(db, first) if i.state == "queued"]
-    _run_until(db, worker, pending.id, "REVISION_MAINTENANCE_SUPERSEDED")
-    assert [i for i in _maintenance_items(db, first) if i.state == "queued"] == []
+    chain = _maintenance_items(db, first)
+    assert [i.state for i in chain] == ["succeeded"] * len(chain)
+    last = max(chain, key=lambda i: int(i.id.rsplit(":", 1)[1]))
+    assert last.reason_code == "REVISION_MAINTENANCE_SUPERSEDED"
     assert worker.driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
 
 
@@ -176,3 +178,36 @@ def test_the_seed_observes_every_active_revision_once_per_bucket(
     seeded = [i for i in _maintenance_items(db, revision) if i.id not in before]
     assert len(seeded) == 1 and seeded[0].state == "queued"
     assert seeded[0].available_at <= seeded[0].created_at  # due now, not an interval later
+
+
+def test_a_newer_admitted_deploy_supersedes_the_active_revisions_maintenance(
+    db: Database, worker: Worker
+) -> None:
+    world = support.ready_world(db)
+    first = _activate(db, worker, world)
+    [maintenance] = _maintenance_items(db, first)
+    driver = worker.driver
+    pid = driver.revision_process(world.agent_id, first)  # type: ignore[attr-defined]
+    os.kill(pid, signal.SIGKILL)
+    wait_for(
+        lambda: driver.revision_process(world.agent_id, first) is None,  # type: ignore[attr-defined]
+        timeout=10,
+        message="the gateway to be gone",
+    )
+    second = worlds.deploy(db, world)  # admitted; its pass has not run yet
+    with db.transaction() as session:  # the maintenance item is the lane's head
+        session.execute(
+            sa.update(models.ControllerWork)
+            .where(models.ControllerWork.id == maintenance.id)
+            .values(available_at=sa.func.clock_timestamp() - sa.text("interval '1 hour'"))
+        )
+
+    [claim] = executor.claim_batch(db, POLICY, max_in_flight=10)
+    result = executor.run(worker, claim.work_id, str(claim.token))
+
+    assert claim.work_id == maintenance.id
+    assert result is not None and result.code == "REVISION_MAINTENANCE_SUPERSEDED"
+    # no repair of the older revision: its gateway stays gone while the newer deploy waits
+    assert driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
+    assert [i.state for i in _maintenance_items(db, first)] == ["succeeded"]
+    _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")

@@ -141,3 +141,33 @@ def test_the_next_bucket_is_after_the_running_one_and_after_now(
     assert scheduled.key.maintenance_bucket == expected
     assert expected * 60 > now_s and expected > BUCKET
     assert scheduled.delay_ms == round((expected * 60 - now_s) * 1000)
+
+
+def test_a_newer_admitted_deploy_supersedes_maintenance_without_compute() -> None:
+    world = scenarios.agent(
+        revisions=2, deploying=1, active=1, maintenance_bucket=BUCKET, admitted=(2,)
+    )
+    run = passes.harness(world, maintenance_interval_s=60, requires_stopped_predecessors=True)
+
+    result = run.run()
+
+    assert result == outcome.success(Code.REVISION_MAINTENANCE_SUPERSEDED)
+    assert run.driver.calls == []
+    assert run.store.scheduled == [] and run.store.observed == []
+
+
+def test_a_deploy_admitted_while_maintenance_prepares_stops_it_before_activation() -> None:
+    world = scenarios.agent(revisions=2, deploying=1, active=1, maintenance_bucket=BUCKET)
+    run = passes.harness(world, maintenance_interval_s=60, requires_stopped_predecessors=True)
+
+    def admitted_meanwhile(operation: base.Operation) -> base.Ready:
+        run.store.admit(2)
+        return base.Ready()
+
+    run.driver.script("prepare_revision", admitted_meanwhile)
+
+    result = run.run()
+
+    assert result == outcome.success(Code.REVISION_MAINTENANCE_SUPERSEDED)
+    assert run.driver.calls == [("prepare_revision", run.rev(1))]
+    assert run.store.scheduled == [] and run.store.observed == []
