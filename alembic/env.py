@@ -8,9 +8,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from occ import db
-from occ.config import Settings
-from occ.state import models
+from occ.settings.config import Settings
+from occ.state import db, models
 
 config = context.config
 

@@ -72,8 +72,8 @@ import sqlalchemy as sa
 
 from bench.support import answers, figure, percentile, say
 from occ.controller import installation
-from occ.db import Database
 from occ.state import api_keys
+from occ.state.db import Database
 from tests.support import brokers, databases, servers
 from tests.support.processes import poll
 

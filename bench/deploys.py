@@ -14,10 +14,9 @@ import sqlalchemy as sa
 
 from bench import workers
 from bench.support import BenchError, percentile
-from occ import secret_store
 from occ.controller import deployments, installation, namespaces
-from occ.db import Database
-from occ.state import models
+from occ.state import models, secret_store
+from occ.state.db import Database
 from occ.tasks import nudge
 from tests.support import databases, processes, worlds
 

@@ -49,8 +49,8 @@ import docker
 
 from bench import deploys, workers
 from bench.support import answers, log, report
-from occ.db import Database
 from occ.state import models
+from occ.state.db import Database
 from occ.tasks import nudge
 from tests.integration.drivers.docker import objects as docker_objects
 from tests.support import audits, brokers

@@ -93,10 +93,10 @@ from bench.workers import (
     scratch,
     wait_for,
 )
-from occ.config import Settings
 from occ.controller import installation, namespaces
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.settings.config import Settings
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from tests.support import brokers, databases

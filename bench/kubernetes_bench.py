@@ -63,9 +63,9 @@ import sqlalchemy as sa
 
 from bench import deploys, workers
 from bench.support import BenchError, log, report
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import names, nudge
 from tests.support import brokers

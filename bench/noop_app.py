@@ -17,7 +17,7 @@ from typing import Any, Final
 import redis
 from celery import Celery, signals
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import app as occ_app
 
 NOOP: Final = "bench.noop"

@@ -15,7 +15,7 @@ import time
 
 import sqlalchemy as sa
 
-from occ.db import IDLE_PING_AFTER_S, Database
+from occ.state.db import IDLE_PING_AFTER_S, Database
 from tests.support import databases
 
 

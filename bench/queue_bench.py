@@ -1,7 +1,7 @@
 """Benchmark of the work queue (``occ.state.work_queue``): prints ``name=value`` figures.
 
 Not a test: it asserts nothing, it measures. ``OCC_TEST_DATABASE_URL`` names an empty database
-the benchmark owns (created if missing, migrated with ``occ.schema.upgrade``, emptied with
+the benchmark owns (created if missing, migrated with ``occ.state.schema.upgrade``, emptied with
 TRUNCATE between phases, all as the URL's user). stdout gets exactly these lines::
 
     batch1_items_per_s        no-op items/s, batch-1 claims, 100 lanes
@@ -28,7 +28,7 @@ the audit evidence row in the same statement), each one statement on an autocomm
 (``Database.autocommit_connection``: no BEGIN or COMMIT round trip, no session). So one item
 costs two commits plus its share of one claim commit. ``WORKERS`` worker processes (4, on a
 2-core machine, like a prefork pool) each loop: claim tx (batch) ; per item: start ; complete
-(autocommit). They connect as the URL's user through ``occ.db.Database``, the stack the
+(autocommit). They connect as the URL's user through ``occ.state.db.Database``, the stack the
 workers use. The work is Agent-revision work
 (``agent_revision:<rev>:reconcile``); its lane is the Agent, so many revisions of one Agent are
 many items in one lane. Rows are set up with bulk INSERT ... SELECT
@@ -74,8 +74,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from bench.support import figure, log, percentile, say
-from occ import db, schema
-from occ.state import values, work_queue
+from occ.state import db, schema, values, work_queue
 
 WORKERS = 4
 """Worker threads of the throughput phases (the machine this was tuned on has 2 cores)."""

@@ -21,7 +21,7 @@ import redis
 from celery import Celery
 
 from bench.support import BenchError
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import app as tasks_app
 from tests.support import databases
 from tests.support.processes import Process, beat_arguments, poll, start, worker_arguments

@@ -16,9 +16,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from occ import errors
-from occ.db import Session
+from occ.foundation import errors
 from occ.state import grants, restrictions
+from occ.state.db import Session
 
 PERMISSION_TABLE: Final[Mapping[str, tuple[str, ...]]] = {
     "installation": ("read", "administer"),

@@ -3,8 +3,8 @@
 #
 # The image is a small root filesystem made from this machine's Python (the interpreter, the
 # shared libraries it links, and only the standard-library modules the stand-in gateway
-# imports, found by running it once) plus occ/__init__.py, occ/fingerprints.py and
-# occ/gateway.py, loaded with `docker import` (no network, a few seconds). It runs as the
+# imports, found by running it once) plus the occ sources it runs from (GATEWAY_SOURCES below),
+# loaded with `docker import` (no network, a few seconds). It runs as the
 # non-root user occ (uid 10001) and has no shell.
 #
 # Idempotent: the image carries a label with the digest of its inputs; when the tagged image
@@ -20,6 +20,9 @@ PYTHON=${PYTHON:-python3}
 DOCKER=${DOCKER:-docker}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+# the occ sources the gateway runs from (standard library only besides these)
+export GATEWAY_SOURCES="occ/__init__.py occ/foundation/__init__.py occ/foundation/fingerprints.py
+  occ/drivers/__init__.py occ/drivers/gateway.py"
 
 # 1. the list of files and the digest of the inputs
 "$PYTHON" -S -B - "$ROOT" "$WORK/files.txt" "${BASH_SOURCE[0]}" <<'PY'
@@ -27,11 +30,12 @@ trap 'rm -rf "$WORK"' EXIT
 import hashlib, http.client, os, re, socket, subprocess, sys, threading
 
 root, out = sys.argv[1], sys.argv[2]
+GATEWAY_SOURCES = os.environ["GATEWAY_SOURCES"].split()
 sys.path.insert(0, root)
-import occ.gateway  # noqa: E402  (the import under test)
+import occ.drivers.gateway  # noqa: E402  (the import under test)
 
 # serve one request, as a health probe does, so lazily imported modules are loaded too
-server = occ.gateway.GatewayServer(
+server = occ.drivers.gateway.GatewayServer(
     ("127.0.0.1", 0), health={"revisionId": "probe"}, healthy=True, configuration=b"{}"
 )
 threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -81,8 +85,8 @@ for path in sorted(files):
     digest.update(path.encode())
     stat = os.stat(path)
     digest.update(f"{stat.st_size}:{int(stat.st_mtime)}".encode())
-for name in ("__init__.py", "fingerprints.py", "gateway.py"):
-    with open(os.path.join(root, "occ", name), "rb") as handle:
+for name in GATEWAY_SOURCES:
+    with open(os.path.join(root, name), "rb") as handle:
         digest.update(name.encode() + handle.read())
 with open(sys.argv[3], "rb") as handle:  # this script: how the image is laid out
     digest.update(handle.read())
@@ -106,6 +110,7 @@ fi
 import io, os, sys, tarfile
 
 root, listing, out = sys.argv[1], sys.argv[2], sys.argv[3]
+GATEWAY_SOURCES = os.environ["GATEWAY_SOURCES"].split()
 lines = open(listing).read().splitlines()
 executable, files = lines[0], lines[2:]
 directories = set()
@@ -140,9 +145,9 @@ with tarfile.open(out, "w") as archive:
     link = tarfile.TarInfo("usr/bin/python3")
     link.type, link.linkname = tarfile.SYMTYPE, executable
     archive.addfile(link)
-    for name in ("__init__.py", "fingerprints.py", "gateway.py"):
-        with open(os.path.join(root, "occ", name), "rb") as handle:
-            add_bytes(archive, f"app/occ/{name}", handle.read())
+    for name in GATEWAY_SOURCES:
+        with open(os.path.join(root, name), "rb") as handle:
+            add_bytes(archive, f"app/{name}", handle.read())
     add_bytes(
         archive,
         "etc/passwd",
@@ -156,7 +161,7 @@ with tarfile.open(out, "w") as archive:
 PY
 
 "$DOCKER" import \
-  --change "ENTRYPOINT [\"/usr/bin/python3\", \"-B\", \"-S\", \"-E\", \"-m\", \"occ.gateway\"]" \
+  --change "ENTRYPOINT [\"/usr/bin/python3\", \"-B\", \"-S\", \"-E\", \"-m\", \"occ.drivers.gateway\"]" \
   --change "WORKDIR /app" \
   --change "USER 10001:10001" \
   --change "ENV LANG=C.UTF-8 PYTHONUNBUFFERED=1" \

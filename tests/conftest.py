@@ -17,8 +17,8 @@ for _name in [
 ]:
     del os.environ[_name]
 
-from occ.db import Database  # noqa: E402
 from occ.state import values  # noqa: E402
+from occ.state.db import Database  # noqa: E402
 from tests.support import databases  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0001"
 down_revision = None

@@ -10,7 +10,7 @@ functions every audit row and every queue transition go through.
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0002"
 down_revision = "0001"

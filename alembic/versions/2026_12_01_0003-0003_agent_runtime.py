@@ -8,7 +8,7 @@ An Agent without a row, or whose row names another revision than the active one,
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0003"
 down_revision = "0002"

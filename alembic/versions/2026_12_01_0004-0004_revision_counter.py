@@ -7,7 +7,7 @@ revisions. Existing Agents are backfilled from their highest revision number (0 
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0004"
 down_revision = "0003"

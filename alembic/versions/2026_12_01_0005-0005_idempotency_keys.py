@@ -8,7 +8,7 @@ hours are no longer honoured; nothing sweeps them yet.
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0005"
 down_revision = "0004"

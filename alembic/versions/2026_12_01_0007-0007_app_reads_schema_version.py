@@ -4,7 +4,7 @@ workers wait at start-up until the database is at their code's revision.
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0007"
 down_revision = "0006"

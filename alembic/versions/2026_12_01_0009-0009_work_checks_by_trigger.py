@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from alembic import op
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0009"
 down_revision = "0008"

@@ -9,7 +9,7 @@ signature, same row, same returned id, same grants (``CREATE OR REPLACE`` keeps 
 
 from __future__ import annotations
 
-from occ import schema_steps as steps
+from occ.state import schema_steps as steps
 
 revision = "0011"
 down_revision = "0010"

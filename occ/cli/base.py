@@ -11,8 +11,8 @@ from typing import Any, NoReturn
 import click
 
 import occ
-from occ import errors
-from occ.config import Settings
+from occ.foundation import errors
+from occ.settings.config import Settings
 
 EXIT_OCC_ERROR = 2
 """Exit code of a command that failed with an ``OccError``."""

@@ -10,11 +10,13 @@ from typing import Any
 import click
 from alembic.util import CommandError
 
-from occ import errors, runtime, schema
 from occ.cli import base
-from occ.config import Settings
 from occ.controller import installation, principals, recovery
-from occ.db import Database
+from occ.foundation import errors
+from occ.runtime import composition
+from occ.settings.config import Settings
+from occ.state import schema
+from occ.state.db import Database
 
 
 @base.cli.group()
@@ -100,7 +102,7 @@ def bootstrap(
         finally:
             owner.dispose()
         return
-    built = runtime.build(Settings.from_env(), pool_size=1, application_name="occ-bootstrap")
+    built = composition.build(Settings.from_env(), pool_size=1, application_name="occ-bootstrap")
     try:
         _bootstrap(
             built, if_missing=if_missing, key_file=key_file, name=name, admin_name=admin_name
@@ -110,7 +112,12 @@ def bootstrap(
 
 
 def _bootstrap(
-    built: runtime.Runtime, *, if_missing: bool, key_file: str | None, name: str, admin_name: str
+    built: composition.Runtime,
+    *,
+    if_missing: bool,
+    key_file: str | None,
+    name: str,
+    admin_name: str,
 ) -> None:
     if key_file is not None and os.path.lexists(key_file):
         existing = _existing_installation(built)
@@ -208,7 +215,7 @@ class _KeyDelivery:
                 os.unlink(self.key_file)
 
 
-def _existing_installation(built: runtime.Runtime) -> str | None:
+def _existing_installation(built: composition.Runtime) -> str | None:
     with built.database.snapshot() as session:
         try:
             return installation.current(session).id

@@ -11,10 +11,10 @@ from typing import NoReturn
 import click
 
 from occ import dev as dev_runner
-from occ import gateway as gateway_server
 from occ.cli import base
-from occ.config import Settings
 from occ.dev import options as dev_options
+from occ.drivers import gateway as gateway_server
+from occ.settings.config import Settings
 from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
 from occ.web import gunicorn_hooks, serving
 

@@ -15,9 +15,9 @@ from typing import Any, Final
 
 import click
 
-from occ import harnesses
 from occ.client import http, namespaced, resources, waiting
 from occ.client import session as shared
+from occ.foundation import harnesses
 
 AGENT_COLUMNS: Final = (
     "id",

@@ -2,7 +2,7 @@
 
 ``$XDG_CONFIG_HOME/occ/profile.json`` (else ``~/.config/occ/profile.json``), written mode 0600
 in a 0700 directory by ``occ login``; ``OCC_URL`` and ``OCC_API_KEY`` override its fields.
-These are the client's settings, not the server's (``occ.config``): the caller hands in the
+These are the client's settings, not the server's (``occ.settings.config``): the caller hands in the
 environment, nothing here reads ``os.environ``. The key is only ever in the ``key`` field.
 """
 

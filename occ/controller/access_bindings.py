@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from occ import errors, ids
 from occ.controller import installation, policy
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import iam_policy, keyset
+from occ.state.db import Database, Session
 
 
 def create_binding(

@@ -12,10 +12,11 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import changes, idempotency
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import audit, namespaces
+from occ.state.db import Database, Session
 
 NAME_MAX: Final = 200
 

@@ -10,11 +10,11 @@ permanent failure. Both return the Agent as admitted, with its runtime status
 
 from __future__ import annotations
 
-from occ import errors
 from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import agents, values, work_keys, work_queue
+from occ.state.db import Database
 
 
 def stop_agent(

@@ -13,12 +13,13 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from occ import errors, harnesses, iam, ids
+from occ import iam
 from occ.controller import admission, listing, observed_agents, preconditions, runtime_access
 from occ.controller import namespaces as namespace_cases
 from occ.controller.changes import Change
-from occ.db import Database, Session
+from occ.foundation import errors, harnesses, ids
 from occ.state import agents, configurations, iam_policy, keyset, namespaces, secrets
+from occ.state.db import Database, Session
 
 EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from occ import errors
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import api_keys
+from occ.state.db import Database
 
 
 def authenticate(db: Database, *, presented_key: str, pepper: str) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import admission, installation, policy
 from occ.controller import namespaces as namespace_cases
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import iam_policy
+from occ.state.db import Database, Session
 
 ACTION = "authorization_checks.create"
 

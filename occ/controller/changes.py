@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ import iam
-from occ.db import Session
 from occ.state import audit
+from occ.state.db import Session
 
 
 @dataclass(frozen=True, kw_only=True)

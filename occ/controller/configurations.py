@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from occ import errors
 from occ.controller import admission, contents, preconditions
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import configurations as state
 from occ.state import keyset
+from occ.state.db import Database
 
 MAX_DOCUMENT_BYTES: Final = 64 * 1024
 

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from occ import errors, iam
+from occ import iam
 from occ.controller import admission, changes, listing, namespaces, preconditions
-from occ.db import Database, Session
+from occ.foundation import errors
 from occ.state import keyset
 from occ.state import namespaces as namespace_rows
+from occ.state.db import Database, Session
 
 
 class Item(Protocol):

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from occ import errors
-from occ.db import Session
+from occ.foundation import errors
 from occ.state import audit, values, work_keys, work_queue
+from occ.state.db import Session
 
 
 @dataclass(frozen=True, kw_only=True)

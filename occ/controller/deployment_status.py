@@ -1,8 +1,8 @@
 """A deployment's status, projected from its ``agent_revision:<rev>:reconcile`` work item.
 
 ``project`` is pure: the status is a function of the work item and the Agent's current active
-revision, with fixed public messages from ``occ.codes`` (never driver text). The deployment id
-is the revision id.
+revision, with fixed public messages from ``occ.foundation.codes`` (never driver text). The
+deployment id is the revision id.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ import codes
+from occ.foundation import codes
 from occ.state import agents, values
 
 ACTIVATED: Final = codes.SUCCESS_WITH_RESULT

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
 from occ.controller import namespaces as namespace_cases
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import (
     agents,
     audit,
@@ -27,6 +27,7 @@ from occ.state import (
     work_keys,
     work_queue,
 )
+from occ.state.db import Database, Session
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ import contextvars
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ import errors
-from occ.db import Database, Session
+from occ.foundation import errors
 from occ.state import idempotency
+from occ.state.db import Database, Session
 
 Record = idempotency.Record
 Scope = idempotency.Scope

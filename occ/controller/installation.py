@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Unpack
 
-from occ import errors, iam
+from occ import iam
 from occ.controller import admission
-from occ.db import Database, Session
+from occ.foundation import errors
 from occ.state import audit, iam_policy
 from occ.state import installation as state
 from occ.state import roles as role_rows
+from occ.state.db import Database, Session
 
 ADMINISTRATOR_ROLE: Final = "Installation administrator"
 BOOTSTRAP_ACTION: Final = "installation.bootstrap"

@@ -15,8 +15,8 @@ from typing import Final, TypeVar
 
 from occ import iam
 from occ.controller import admission
-from occ.db import Session
 from occ.state import keyset
+from occ.state.db import Session
 
 T = TypeVar("T")
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import admission, deletions, installation, listing, preconditions
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import keyset, namespaces, values, work_keys, work_queue
+from occ.state.db import Database, Session
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 

@@ -12,8 +12,8 @@ import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 
-from occ.db import Session
 from occ.state import agents, runtime_observations
+from occ.state.db import Session
 
 RuntimeStatus = runtime_observations.RuntimeStatus
 

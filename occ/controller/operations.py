@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from occ import errors, ids
 from occ.controller import admission, installation, policy
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import audit, values, work_queue, work_reads
+from occ.state.db import Database, Session
 from occ.state.work_keys import WorkKey
 
 MAX_LIMIT: Final = 500

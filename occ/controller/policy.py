@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import admission, changes, installation, listing
 from occ.controller import namespaces as namespace_cases
-from occ.db import Database, Session
+from occ.foundation import errors, ids
 from occ.state import api_keys, grants, iam_policy, keyset, namespaces
+from occ.state.db import Database, Session
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)

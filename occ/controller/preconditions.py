@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Final
 
-from occ import errors
+from occ.foundation import errors
 
 ANY: Final = "*"
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from occ import errors, ids
 from occ.controller import admission, installation, listing, policy
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import api_keys, grants, iam_policy, keyset
+from occ.state.db import Database
 
 
 @dataclass(frozen=True, kw_only=True)

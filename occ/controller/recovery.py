@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from occ import errors, iam
+from occ import iam
 from occ.controller import installation, policy
-from occ.db import Database, Session
+from occ.foundation import errors
 from occ.state import api_keys, grants, iam_policy, restrictions
 from occ.state import roles as role_rows
+from occ.state.db import Database, Session
 
 ACTION: Final = "installation.recover_admin"
 RECOVERED_ROLE: Final = f"{installation.ADMINISTRATOR_ROLE} (recovered)"

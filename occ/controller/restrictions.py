@@ -7,12 +7,13 @@ administer the Installation.
 
 from __future__ import annotations
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import admission, policy
 from occ.controller import namespaces as namespace_cases
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import grants, keyset
 from occ.state import restrictions as state
+from occ.state.db import Database
 
 
 def create_restriction(

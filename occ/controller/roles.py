@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from occ import errors, iam
+from occ import iam
 from occ.controller import admission, policy
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import keyset
 from occ.state import roles as role_rows
+from occ.state.db import Database
 
 
 def create_role(

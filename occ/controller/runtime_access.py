@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from occ import errors, iam
+from occ import iam
 from occ.controller import admission, changes, installation, policy
-from occ.db import Session
+from occ.foundation import errors
 from occ.state import agents, iam_policy
 from occ.state import roles as role_rows
+from occ.state.db import Session
 
 ROLE_NAME: Final = "agent-runtime"
 """The built-in Role's name in each Namespace that uses it."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from occ import errors, ids, secret_store
 from occ.controller import admission, contents, preconditions
-from occ.db import Database
-from occ.state import keyset
+from occ.foundation import errors, ids
+from occ.state import keyset, secret_store
 from occ.state import secrets as state
+from occ.state.db import Database
 
 MAX_VALUE_BYTES: Final = 64 * 1024
 

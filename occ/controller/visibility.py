@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from occ import iam, ids
-from occ.db import Database
+from occ import iam
+from occ.foundation import ids
 from occ.state import namespaces
+from occ.state.db import Database
 
 
 def namespace_visible(

@@ -9,12 +9,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from occ import schema
-from occ.config import Settings
 from occ.controller import installation, principals
-from occ.db import Database
 from occ.dev import errors, home, terminal
-from occ.state import api_keys
+from occ.settings.config import Settings
+from occ.state import api_keys, schema
+from occ.state.db import Database
 
 logger = logging.getLogger("occ.dev")
 

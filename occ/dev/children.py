@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final
 
-from occ import metrics_directory
 from occ.dev import fleet, home
 from occ.tasks import lifecycle, names
+from occ.telemetry import metrics_directory
 from occ.web import gunicorn_hooks, serving
 
 API: Final = "api"

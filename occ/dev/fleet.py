@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from occ import observability
 from occ.dev import errors, logs, processes, restarts, terminal
+from occ.telemetry import observability
 
 logger = logging.getLogger("occ.dev")
 

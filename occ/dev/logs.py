@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import IO, Final
 
-from occ import observability
+from occ.telemetry import observability
 
 MAX_BYTES: Final = 10 * 1024 * 1024
 FILES: Final = 3

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from occ.config import Settings
+from occ.settings.config import Settings
 
 logger = logging.getLogger("occ.dev")
 

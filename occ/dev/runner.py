@@ -22,7 +22,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Final
 
-from occ.config import Settings
 from occ.dev import (
     bootstrap,
     broker,
@@ -37,6 +36,7 @@ from occ.dev import (
     terminal,
 )
 from occ.drivers.compute import local
+from occ.settings.config import Settings
 from occ.tasks import names
 
 logger = logging.getLogger("occ.dev")

@@ -7,12 +7,13 @@ IAM references and work rows only under this live claim (and writes the success 
 
 from __future__ import annotations
 
-from occ import codes, iam
-from occ.db import Session
+from occ import iam
+from occ.foundation import codes
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, finalizers
 from occ.state import revisions as revision_rows
+from occ.state.db import Session
 
 Code = codes.Code
 

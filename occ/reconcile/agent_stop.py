@@ -7,7 +7,8 @@ stopped revision. Revisions, snapshots and data stay.
 
 from __future__ import annotations
 
-from occ import codes, iam
+from occ import iam
+from occ.foundation import codes
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, work_queue

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from occ import codes, iam
-from occ.db import Session
+from occ import iam
+from occ.foundation import codes
 from occ.reconcile import outcome, settle
 from occ.reconcile.context import ClaimContext
 from occ.state import audit
+from occ.state.db import Session
 
 
 def first_denial(

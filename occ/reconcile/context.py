@@ -17,10 +17,11 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Final, Protocol
 
-from occ import errors, observability
-from occ.db import Database
 from occ.drivers.compute import base
+from occ.foundation import errors
 from occ.state import values, work_queue
+from occ.state.db import Database
+from occ.telemetry import observability
 
 
 class ClaimGuard(Protocol):

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from occ.config import Settings
-from occ.db import Database, Session
 from occ.drivers.compute import base
+from occ.settings.config import Settings
 from occ.state import installation, values
+from occ.state.db import Database, Session
 
 INSTALLATION_TTL_S: Final = 5.0
 """How long a worker trusts the Installation row it read (it changes only at bootstrap)."""

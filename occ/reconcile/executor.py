@@ -16,9 +16,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from occ import codes, errors, metrics, observability
-from occ.db import Database
 from occ.drivers.compute import base
+from occ.foundation import codes, errors
 from occ.reconcile import (
     agent_delete,
     agent_stop,
@@ -31,7 +30,9 @@ from occ.reconcile import (
 )
 from occ.reconcile.context import ClaimContext
 from occ.state import runtime_observations, starts, values, work_keys, work_queue
+from occ.state.db import Database
 from occ.state.work_keys import WorkKey, WorkKind
+from occ.telemetry import metrics, observability
 
 Reconciler = Callable[[environment.Worker, ClaimContext], outcome.PassResult]
 Worker = environment.Worker

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ.db import Session
 from occ.state import audit, namespaces, values
+from occ.state.db import Session
 from occ.state.work_keys import WorkKind
 
 FailureEffect = Callable[[Session, values.WorkItem, Mapping[str, Any]], None]

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ import codes, errors, iam
-from occ.db import Session
+from occ import iam
 from occ.drivers.compute import base
+from occ.foundation import codes, errors
 from occ.reconcile import authority, environment, outcome, settle
 from occ.reconcile.context import ClaimContext
 from occ.state import (
@@ -27,6 +27,7 @@ from occ.state import (
     publications,
     values,
 )
+from occ.state.db import Session
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code

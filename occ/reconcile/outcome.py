@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from occ import codes
+from occ.foundation import codes
 from occ.state import values
 
 

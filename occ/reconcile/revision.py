@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from occ import codes
 from occ.drivers.compute import base
+from occ.foundation import codes
 from occ.reconcile import environment, outcome, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore, Snapshot

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from occ import codes, harnesses, iam, secret_store
-from occ.db import Session
+from occ import iam
 from occ.drivers.compute import base
+from occ.foundation import codes, harnesses
 from occ.reconcile import authority, environment, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import (
@@ -25,11 +25,13 @@ from occ.state import (
     namespaces,
     revisions,
     runtime_observations,
+    secret_store,
     secrets,
     values,
     work_keys,
     work_queue,
 )
+from occ.state.db import Session
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from occ import codes
-from occ.db import Session
+from occ.foundation import codes
 from occ.reconcile import kinds, outcome
 from occ.state import agents, values, work_queue
+from occ.state.db import Session
 
 
 def complete(

@@ -20,8 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
-from occ import db, errors
-from occ.state import finalizers, models, namespaces, rows
+from occ.foundation import errors
+from occ.state import db, finalizers, models, namespaces, rows
 
 _AGENTS: Final = cast(sa.Table, models.Agent.__table__)
 _NAME_KEY: Final = "agents_namespace_id_name_key"

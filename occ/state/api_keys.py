@@ -18,7 +18,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import ids
+from occ.foundation import ids
 from occ.state import hot_statements, keyset, models, rows
 
 PREFIX: Final = "occ_"

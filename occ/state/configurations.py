@@ -14,7 +14,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import ids
+from occ.foundation import ids
 from occ.state import models, referenced_rows, rows
 
 _CONFIGURATIONS: Final = cast(sa.Table, models.Configuration.__table__)

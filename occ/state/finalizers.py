@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import errors
+from occ.foundation import errors
 from occ.state import values
 
 _FINALIZE_AGENT_DELETION = sa.text(

@@ -11,7 +11,7 @@ no session to build around it).
 
 A driver error is raised as the SQLAlchemy exception SQLAlchemy's own execution raises for it
 (``IntegrityError``, ``OperationalError``, ...; a lost connection is invalidated first, so the
-pool never hands it out again), so callers and ``occ.db`` handle either path alike. The
+pool never hands it out again), so callers and ``occ.state.db`` handle either path alike. The
 statement's parameters are kept out of the error's text.
 """
 
@@ -29,7 +29,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm, pool
 from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 
-from occ.db import AutocommitConnection
+from occ.state.db import AutocommitConnection
 
 Target = orm.Session | AutocommitConnection
 """Where a hot statement runs: a session (its transaction) or a connection in autocommit."""

@@ -16,7 +16,7 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import errors, ids
+from occ.foundation import errors, ids
 from occ.state import keyset, models, roles, rows
 
 RESOURCE_KINDS: Final = frozenset(

@@ -12,7 +12,7 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import ids
+from occ.foundation import ids
 from occ.state import models, rows
 
 _INSTALLATION: Final = cast(sa.Table, models.Installation.__table__)

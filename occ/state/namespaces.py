@@ -15,7 +15,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import errors, ids
+from occ.foundation import errors, ids
 from occ.state import finalizers, keyset, models, rows
 
 _NOW = sa.func.clock_timestamp()

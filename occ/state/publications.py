@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from occ import codes, errors
+from occ.foundation import codes, errors
 from occ.state import hot_statements, queries, values
 
 SQL: Final = queries.load("publications.sql")

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
-from occ import db, errors
-from occ.state import models, rows
+from occ.foundation import errors
+from occ.state import db, models, rows
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -14,7 +14,7 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import ids
+from occ.foundation import ids
 from occ.state import keyset, models, rows
 
 _RESTRICTIONS: Final = cast(sa.Table, models.Restriction.__table__)

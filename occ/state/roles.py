@@ -14,7 +14,7 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ import errors, ids
+from occ.foundation import errors, ids
 from occ.state import keyset, models, rows
 
 _ROLES: Final = cast(sa.Table, models.Role.__table__)

@@ -1,7 +1,7 @@
 """Secret rows: insert, read metadata, read the sealed value, delete, and references.
 
 Takes the caller's session and never commits. The row holds metadata and the value sealed by
-``occ.secret_store``; this module never sees a plaintext value. ``Secret`` (metadata) is what
+``occ.state.secret_store``; this module never sees a plaintext value. ``Secret`` (metadata) is what
 reads return; only ``sealed_value`` returns the ciphertext, for the runtime that decrypts it.
 """
 
@@ -71,7 +71,7 @@ list_in: Final = _VALUES.list_in
 
 
 def sealed_value(session: orm.Session, namespace_id: str, secret_id: str) -> bytes | None:
-    """The stored ciphertext of the Secret's value (``occ.secret_store`` opens it), or ``None``."""
+    """The stored ciphertext of the Secret's value (``secret_store`` opens it), or ``None``."""
     value = session.execute(
         sa.select(_SECRETS.c.value_ciphertext).where(
             _SECRETS.c.id == secret_id, _SECRETS.c.namespace_id == namespace_id

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from occ import ids
+from occ.foundation import ids
 
 
 class WorkKind(enum.StrEnum):

@@ -22,7 +22,7 @@ from typing import Any, Final
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
-from occ import codes, errors
+from occ.foundation import codes, errors
 from occ.state import hot_statements, queries, values
 from occ.state.work_keys import WorkKey, WorkKind
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from celery import Celery
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import broker_guard, lifecycle, logs, names, work, worker_process
 
 CONTROL_QUEUE: Final = names.CONTROL_QUEUE

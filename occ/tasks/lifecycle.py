@@ -1,14 +1,14 @@
 """The life cycle of a Celery worker process: start-up checks, readiness, warm shutdown.
 
-Wires Celery's worker and beat signals to the app's ``WorkerProcess``. Start-up checks the
-settings, waits (bounded, ``occ.startup``) for a migrated, bootstrapped database and runs the
-Compute Driver's preflight before the readiness marker is written; beat waits for the database
-the same way. When a check fails it logs ``worker.startup-error`` (``beat.startup-error``: the
-error's class and reason, never a secret) and exits with ``EXIT_NOT_READY``. Warm shutdown
-aborts in-flight effects so their claims are released with the attempt refunded. The worker
-and beat also require their own metrics directory (``occ.metrics_directory``, claimed when
-``occ.metrics`` was imported, before the pool forks), and a pool process that exits is marked
-dead there. No task is defined here.
+Wires Celery's worker and beat signals to the app's ``WorkerProcess``. Start-up checks the settings,
+waits (bounded, ``occ.runtime.startup``) for a migrated, bootstrapped database and runs the Compute
+Driver's preflight before the readiness marker is written; beat waits for the database the same way.
+When a check fails it logs ``worker.startup-error`` (``beat.startup-error``: the error's class and
+reason, never a secret) and exits with ``EXIT_NOT_READY``. Warm shutdown aborts in-flight effects so
+their claims are released with the attempt refunded. The worker and beat also require their own
+metrics directory (``occ.telemetry.metrics_directory``, claimed when ``occ.telemetry.metrics`` was
+imported, before the pool forks), and a pool process that exits is marked dead there. No task is
+defined here.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from typing import Any, Final, NoReturn
 
 from celery import Celery, signals
 
-from occ import errors, metrics, metrics_directory, observability, runtime, startup
-from occ.config import Settings
 from occ.drivers.compute import base
+from occ.foundation import errors
+from occ.runtime import composition, gauges, startup
+from occ.settings.config import Settings
 from occ.tasks import worker_process
+from occ.telemetry import metrics, metrics_directory, observability
 
 EXIT_NOT_READY: Final = startup.EXIT_NOT_READY
 """Exit status of a worker whose start-up checks failed (settings, wait, preflight)."""
@@ -94,7 +96,7 @@ def check_before_start(process: worker_process.WorkerProcess) -> None:
 def wait_before_beat(settings: Settings) -> None:
     """Wait for a migrated, bootstrapped database before beat sends its first task."""
     metrics_directory.require_claimed()
-    built = runtime.build(settings, pool_size=1, application_name="occ-beat")
+    built = composition.build(settings, pool_size=1, application_name="occ-beat")
     try:
         startup.wait_until_ready(built.database, timeout_s=settings.startup_wait_ms / 1000)
     finally:
@@ -137,7 +139,9 @@ def connect_signals(app: Celery) -> None:
         observability.log("worker.started", pid=os.getpid(), computeDriver=settings.compute_driver)
         if settings.metrics_port:
             metrics.serve(
-                settings.metrics_port, process.worker().database, address=settings.metrics_address
+                settings.metrics_port,
+                gauges.reader(process.worker().database),
+                address=settings.metrics_address,
             )
         process.mark_ready()
         process.start_health_reporter()
@@ -177,7 +181,7 @@ def _forget_pool_process(**_: Any) -> None:
 
 # for every app: it only acts on this process's own claimed metrics directory
 signals.worker_process_shutdown.connect(
-    _forget_pool_process, weak=False, dispatch_uid="occ.metrics_directory"
+    _forget_pool_process, weak=False, dispatch_uid="occ.telemetry.metrics_directory"
 )
 
 

@@ -1,7 +1,7 @@
 """How occ's Celery processes log: occ's JSON lines for every record, quiet periodic ticks.
 
 ``install(app, settings)`` runs once in every ``celery -A occ.tasks.app`` process (worker, beat,
-Flower). The root logger writes occ's JSON lines (``occ.observability``) at
+Flower). The root logger writes occ's JSON lines (``occ.telemetry.observability``) at
 ``Settings.log_level``; Celery's own logging set-up is replaced through its ``setup_logging``
 signal, so Celery's ``-l`` is not used and nothing adds a text handler. The worker's and beat's
 banners (multi-line text) are not printed, and the lines Celery writes straight to the
@@ -26,9 +26,9 @@ from celery import Celery, signals
 from celery.apps import beat as celery_beat
 from celery.apps import worker as celery_worker
 
-from occ import observability
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import names
+from occ.telemetry import observability
 
 PERIODIC_TASKS: Final = frozenset({names.CLAIM, names.RECOVER_STALE, names.OBSERVE_RUNTIMES})
 """Tasks beat sends every few seconds: Celery's lines about them are DEBUG."""

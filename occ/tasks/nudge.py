@@ -17,8 +17,8 @@ from typing import Final
 
 from celery import Celery
 
-from occ import observability
 from occ.tasks import names
+from occ.telemetry import observability
 
 COALESCE_S: Final = 0.02
 """The shortest time between two ``occ.claim`` messages of one process: nudges meanwhile wait

@@ -15,9 +15,9 @@ from typing import Final
 
 from celery import Celery
 
-from occ import observability
 from occ.reconcile import executor
 from occ.tasks import names, worker_process
+from occ.telemetry import observability
 
 SHORT_DEFERRAL_MS: Final = 30_000
 """A requeue due within this long sends its own delayed nudge (beat stays the backstop)."""

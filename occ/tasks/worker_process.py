@@ -21,12 +21,14 @@ from typing import Final
 
 from celery import Celery
 
-from occ import errors, observability, runtime
-from occ.config import Settings
 from occ.drivers import compute
+from occ.foundation import errors
 from occ.reconcile import executor
+from occ.runtime import composition
+from occ.settings.config import Settings
 from occ.state import work_queue
 from occ.tasks import names
+from occ.telemetry import observability
 
 COMPLETION_NUDGE_GAP_S: Final = 0.25
 """A pool process sends at most one completion nudge per gap (a later one is delayed to the end
@@ -60,7 +62,7 @@ class WorkerProcess:
         """This process's worker (built after fork, once per pid)."""
         if self._worker is None or self._pid != os.getpid():
             settings = self.settings
-            built = runtime.build(
+            built = composition.build(
                 settings,
                 pool_size=3,
                 application_name="occ-worker",

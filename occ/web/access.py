@@ -11,8 +11,8 @@ from typing import Any, Final, TypeVar
 
 import flask
 
-from occ import errors
 from occ.controller import authentication
+from occ.foundation import errors
 
 View = TypeVar("View", bound=Callable[..., Any])
 

@@ -18,10 +18,12 @@ import flask
 import flask_smorest
 import flask_smorest.utils
 
-from occ import errors, metrics, observability, runtime
-from occ.config import Settings
+from occ.foundation import errors
+from occ.runtime import composition
+from occ.settings.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import lifecycle, nudge
+from occ.telemetry import metrics, observability
 from occ.web import (
     access,
     documentation,
@@ -45,7 +47,7 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 class WebContext:
     """What views need, stored in ``app.extensions["occ"]``."""
 
-    runtime: runtime.Runtime
+    runtime: composition.Runtime
     nudger: nudge.Nudger
 
 
@@ -53,7 +55,7 @@ def create_app(
     settings: Settings | None = None, *, nudger: nudge.Nudger | None = None
 ) -> flask.Flask:
     """Build the API for ``settings`` (from the environment when not given)."""
-    built = runtime.build(
+    built = composition.build(
         settings or _settings_from_env(), pool_size=10, application_name="occ-api"
     )
     observability.configure("occ-api", built.settings.log_level)

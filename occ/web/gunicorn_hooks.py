@@ -2,14 +2,14 @@
 
 Load them with ``gunicorn --config python:occ.web.gunicorn_hooks`` (``CONFIG_OPTION``).
 ``on_starting`` runs once, before the master binds the port or forks a worker: it waits
-(``occ.startup``, bounded by ``OCC_STARTUP_WAIT_MS``) until the database is migrated and
+(``occ.runtime.startup``, bounded by ``OCC_STARTUP_WAIT_MS``) until the database is migrated and
 bootstrapped, so no worker boots into a database that cannot serve, and gunicorn's worker
 timeout, which also kills a worker still loading the app, never cuts the wait short. After the
 bound it logs ``api.startup-error`` and the master exits with ``EXIT_NOT_READY``.
 
-The master also owns the API's metrics directory (``occ.metrics_directory``: claimed, and
-emptied of a previous run's files, when this module's imports load ``occ.metrics``, before any
-worker is forked): ``on_starting`` refuses a directory another running program holds the same
+The master also owns the API's metrics directory (``occ.telemetry.metrics_directory``: claimed, and
+emptied of a previous run's files, when this module's imports load ``occ.telemetry.metrics``, before
+any worker is forked): ``on_starting`` refuses a directory another running program holds the same
 way, and ``child_exit`` forgets the live gauges of every worker that exits.
 """
 
@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from occ import errors, metrics_directory, observability, runtime, startup
-from occ.config import Settings
+from occ.foundation import errors
+from occ.runtime import composition, startup
+from occ.settings.config import Settings
 from occ.tasks import lifecycle
+from occ.telemetry import metrics_directory, observability
 
 CONFIG_OPTION: Final = "python:occ.web.gunicorn_hooks"
 """The value of gunicorn's ``--config`` that installs these hooks."""
@@ -51,7 +53,7 @@ def wait_for_database() -> None:
     try:
         settings = Settings.from_env()
         observability.configure("occ-api", settings.log_level)
-        built = runtime.build(settings, pool_size=1, application_name="occ-api")
+        built = composition.build(settings, pool_size=1, application_name="occ-api")
         try:
             startup.wait_until_ready(built.database, timeout_s=settings.startup_wait_ms / 1000)
         finally:

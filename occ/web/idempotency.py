@@ -28,8 +28,9 @@ from typing import Any, Final
 
 import flask
 
-from occ import errors, observability
 from occ.controller import idempotency
+from occ.foundation import errors
+from occ.telemetry import observability
 from occ.web import json_input, problems
 
 HEADER: Final = "Idempotency-Key"

@@ -17,7 +17,7 @@ import flask
 import marshmallow
 from webargs import flaskparser
 
-from occ import errors
+from occ.foundation import errors
 from occ.web import problems
 
 MAX_DEPTH: Final = 32

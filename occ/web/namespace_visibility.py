@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import flask
 
-from occ import errors
 from occ.controller import visibility
+from occ.foundation import errors
 from occ.web import access
 
 

@@ -18,7 +18,7 @@ import flask
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from occ import errors
+from occ.foundation import errors
 from occ.state import keyset
 from occ.web.schemas import common
 

@@ -12,7 +12,8 @@ from typing import Any, Final
 import flask
 from werkzeug import exceptions as http
 
-from occ import errors, observability
+from occ.foundation import errors
+from occ.telemetry import observability
 
 CONTENT_TYPE: Final = "application/problem+json"
 RETRY_AFTER_S: Final = 5  # what a 503 asks the client to wait before it tries again

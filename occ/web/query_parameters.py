@@ -14,7 +14,7 @@ from typing import Any
 import flask
 import marshmallow as ma
 
-from occ import errors
+from occ.foundation import errors
 
 
 def documented(view: Callable[..., Any]) -> frozenset[str]:

@@ -7,8 +7,8 @@ answers replaced by ``application/problem+json`` carrying a status, a title and 
 (``URI_TOO_LONG``, ``REQUEST_HEADER_FIELDS_TOO_LARGE``, ``MALFORMED_REQUEST``, ...), and never
 any part of the request. Every other error goes to gunicorn's own handling.
 
-``JsonLogger`` is gunicorn's logger with occ's JSON format (``occ.observability``) on its error
-log and its access log (when one is configured), at ``Settings.log_level``; an access line is
+``JsonLogger`` is gunicorn's logger with occ's JSON format (``occ.telemetry.observability``) on its
+error log and its access log (when one is configured), at ``Settings.log_level``; an access line is
 the ``http.access`` event (method, path without the query, status, duration), never headers.
 
 Run gunicorn with ``--worker-class occ.web.serving.ProblemWorker`` (``WORKER_CLASS``) and
@@ -29,8 +29,9 @@ from gunicorn import glogging, util
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import sync
 
-from occ import errors, observability
-from occ.config import Settings
+from occ.foundation import errors
+from occ.settings.config import Settings
+from occ.telemetry import observability
 from occ.web import problems
 
 WORKER_CLASS: Final = "occ.web.serving.ProblemWorker"

@@ -26,8 +26,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from occ import codes
-from occ.db import Database
+from occ.foundation import codes
+from occ.state.db import Database
 from tests.chaos import world as chaos_world
 
 

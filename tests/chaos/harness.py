@@ -20,10 +20,10 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from occ import errors
-from occ.config import Settings
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.foundation import errors
+from occ.settings.config import Settings
+from occ.state.db import Database
 from tests.chaos import checker, nemesis, proxy, world
 from tests.chaos import cluster as chaos_cluster
 from tests.support import databases, servers

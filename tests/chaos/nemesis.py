@@ -18,9 +18,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from occ import errors
-from occ.config import Settings
-from occ.db import Database
+from occ.foundation import errors
+from occ.settings.config import Settings
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import names
 from tests.chaos import cluster as chaos_cluster

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from occ import secret_store
 from occ.controller import agent_lifecycle, deployments, installation, namespaces
-from occ.db import Database
-from occ.state import models
+from occ.state import models, secret_store
 from occ.state import namespaces as namespace_rows
+from occ.state.db import Database
 from tests.support import worlds
 
 AGENT_STEPS = ("deploy", "deploy", "stop", "deploy", "deploy", "delete")

@@ -122,7 +122,7 @@ class Honcho:
         but the gateways: an Agent's runtime runs in a session of its own and outlives them."""
         for process in psutil.Process(self.popen.pid).children(recursive=True):
             try:
-                if "occ.gateway" not in " ".join(process.cmdline()):
+                if "occ.drivers.gateway" not in " ".join(process.cmdline()):
                     self.seen[process.pid] = process
             except psutil.NoSuchProcess:
                 continue

@@ -115,7 +115,7 @@ def _gateway_pid(revision_id: str) -> int:
     """The pid of the stand-in gateway serving this revision."""
     for process in psutil.process_iter(["pid", "cmdline"]):
         command = process.info["cmdline"] or []
-        if "occ.gateway" in " ".join(command) and revision_id in command:
+        if "occ.drivers.gateway" in " ".join(command) and revision_id in command:
             return int(process.info["pid"])
     raise AssertionError(f"no gateway process serves {revision_id}")
 

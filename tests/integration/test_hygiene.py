@@ -30,9 +30,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from occ.controller import installation
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver, store
 from occ.state import api_keys
+from occ.state.db import Database
 from tests.support import databases, servers
 from tests.support.processes import wait_for
 

@@ -10,11 +10,12 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from occ import errors, iam, ids
-from occ.db import Database
+from occ import iam
+from occ.foundation import errors, ids
 from occ.state import iam_policy
 from occ.state import restrictions as restriction_rows
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from tests.support import grants, rows
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from occ.db import Database
 from occ.state import audit, models
+from occ.state.db import Database
 
 
 def count(db: Database, *conditions: sa.ColumnElement[bool]) -> int:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 import uuid
 
-from occ import errors
 from occ.drivers.compute import base
+from occ.foundation import errors
 
 
 class FakeClaimGuard:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from occ import db, schema
+from occ.state import db, schema
 
 APP_ROLE = "occ_app"
 APP_PASSWORD = "occ-test-only"  # a throwaway test database role

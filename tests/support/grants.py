@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from sqlalchemy import orm
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
 from occ.state import iam_policy
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from tests.support import rows
 
 Scope = dict[str, str | None]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from occ.controller import namespaces
-from occ.db import Database
 from occ.state import namespaces as namespace_rows
+from occ.state.db import Database
 
 
 def set_status(owner_db: Database, namespace_id: str, status: str = "ready") -> None:

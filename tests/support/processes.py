@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import pytest
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge as nudges
 

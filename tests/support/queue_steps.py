@@ -8,8 +8,8 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.db import Database
 from occ.state import models, values, work_queue
+from occ.state.db import Database
 from tests.support import rows
 
 

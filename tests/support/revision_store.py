@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from occ import codes
 from occ.drivers.compute import base
+from occ.foundation import codes
 from occ.reconcile import outcome, revision_store, specs
 from occ.state import agents, runtime_observations, values, work_keys
 from tests.support import claim_guard, scenarios

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import orm
 
-from occ import ids
+from occ.foundation import ids
 from occ.state import models, values, work_keys
 
 

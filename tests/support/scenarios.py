@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from occ import ids
 from occ.drivers.compute import base
+from occ.foundation import ids
 from occ.state import agents, work_keys
 from occ.state import revisions as revision_rows
 from tests.support import fake_driver

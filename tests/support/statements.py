@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ.db import Database
 from occ.state import hot_statements
+from occ.state.db import Database
 
 
 @contextlib.contextmanager

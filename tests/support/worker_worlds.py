@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from occ import harnesses, secret_store
 from occ.controller import namespaces
-from occ.db import Database
+from occ.foundation import harnesses
+from occ.state import secret_store
+from occ.state.db import Database
 from tests.support import processes, worlds
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from occ import harnesses, secret_store
 from occ.controller import (
     agents,
     configurations,
@@ -21,10 +20,11 @@ from occ.controller import (
     installation,
     secrets,
 )
-from occ.db import Database
+from occ.foundation import harnesses
 from occ.state import agents as agent_rows
-from occ.state import iam_policy
+from occ.state import iam_policy, secret_store
 from occ.state import roles as role_rows
+from occ.state.db import Database
 
 RUNTIME_PERMISSIONS = ("configuration:read", "secret:operate")
 """What an Agent's service principal needs to start: read its Configuration, use its Secret."""

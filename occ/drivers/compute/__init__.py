@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Final
 
-from occ import errors
-from occ.config import Settings
 from occ.drivers.compute import base
+from occ.foundation import errors
+from occ.settings.config import Settings
 
 _DRIVERS: Final = {
     "local": "occ.drivers.compute.local:LocalComputeDriver",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from occ import fingerprints
+from occ.foundation import fingerprints
 
 
 class DriverError(Exception):

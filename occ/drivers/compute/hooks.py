@@ -34,8 +34,8 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NoReturn, Protocol, runtime_checkable
 
-from occ import observability
 from occ.drivers.compute import base
+from occ.telemetry import observability
 
 MAX_ENVIRONMENT_ENTRIES: Final = 64
 """Most launch environment entries the hooks of one workload may contribute together."""

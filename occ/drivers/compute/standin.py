@@ -1,4 +1,4 @@
-"""The stand-in gateway (``occ.gateway``) as every Compute Driver starts and probes it.
+"""The stand-in gateway (``occ.drivers.gateway``) as every Compute Driver starts and probes it.
 
 Its options for one revision (the drivers add where it listens and how the credential
 arrives), the configuration file it reads, and the one ``GET /healthz`` that says a gateway

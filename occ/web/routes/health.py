@@ -8,7 +8,7 @@ import flask
 import marshmallow as ma
 from marshmallow import fields
 
-from occ import errors
+from occ.foundation import errors
 from occ.web import access
 from occ.web.routes import blueprints
 

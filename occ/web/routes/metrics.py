@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import flask
 
-from occ import metrics
 from occ.controller import installation
+from occ.runtime import gauges
+from occ.telemetry import metrics
 from occ.web import access
 from occ.web.routes import blueprints
 
@@ -28,5 +29,5 @@ def get_metrics() -> flask.Response:
     """HTTP and queue metrics of this API process (all processes in multiprocess mode)."""
     database = flask.current_app.extensions["occ"].runtime.database
     installation.get_installation(database, actor_id=access.principal_id())  # authorizes
-    body, content_type = metrics.render(database)
+    body, content_type = metrics.render(gauges.reader(database))
     return flask.Response(body, content_type=content_type)

@@ -1,14 +1,14 @@
 """``/v1/namespaces/<namespace_id>/secrets``: create, list, read metadata, delete.
 
-The value is accepted on create and never returned; it is sealed by ``occ.secret_store``.
+The value is accepted on create and never returned; it is sealed by ``occ.state.secret_store``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from occ import secret_store
 from occ.controller import secrets
+from occ.state import secret_store
 from occ.web import calls, locations, preconditions
 from occ.web.routes import blueprints
 from occ.web.schemas import secrets as schemas

@@ -11,8 +11,8 @@ from __future__ import annotations
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from occ import harnesses
 from occ.controller import deployment_status
+from occ.foundation import harnesses
 from occ.state import agents, runtime_observations
 from occ.web.schemas import common
 

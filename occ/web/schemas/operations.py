@@ -11,8 +11,8 @@ import flask
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from occ import ids
 from occ.controller import operations
+from occ.foundation import ids
 from occ.state import audit, values, work_reads
 from occ.state.work_keys import WorkKind
 from occ.web.schemas import common

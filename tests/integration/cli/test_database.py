@@ -12,12 +12,13 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner, Result
 
-from occ import cli, errors, ids
+from occ import cli
 from occ.controller import access_bindings, installation, principals
 from occ.controller.authentication import authenticate
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import api_keys, audit, iam_policy, models, restrictions
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from tests.support import databases
 
 PEPPER = "cli-test-pepper"

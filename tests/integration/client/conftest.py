@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from occ.controller import installation
-from occ.db import Database
 from occ.state import api_keys
+from occ.state.db import Database
 from tests.support import brokers, databases, gateways, processes, servers
 
 PEPPER = "test-pepper"

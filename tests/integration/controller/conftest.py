@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from occ.controller import installation
-from occ.db import Database
+from occ.state.db import Database
 
 
 @pytest.fixture

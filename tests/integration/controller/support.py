@@ -6,8 +6,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from occ.db import Database
 from occ.state import audit, models, values, work_queue
+from occ.state.db import Database
 
 
 def count(db: Database, model: type[models.Base]) -> int:

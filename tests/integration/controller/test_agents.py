@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ import errors, ids
 from occ.controller import agent_lifecycle, agents, deployment_status, deployments
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import agents as agent_rows
 from occ.state import audit, iam_policy, models, revisions, values, work_keys, work_queue
+from occ.state.db import Database
 from tests.integration.controller.support import count, events, work
 from tests.support import grants, rows
 from tests.support.grants import principal

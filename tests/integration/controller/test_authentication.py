@@ -9,10 +9,10 @@ import datetime as dt
 import pytest
 import sqlalchemy as sa
 
-from occ import errors
 from occ.controller import authentication
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import api_keys
+from occ.state.db import Database
 from tests.support import rows, statements
 
 PEPPER = "test-pepper"

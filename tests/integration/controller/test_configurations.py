@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ import errors, ids, secret_store
 from occ.controller import configurations, namespaces, secrets
-from occ.db import Database
-from occ.state import audit, models
+from occ.foundation import errors, ids
+from occ.state import audit, models, secret_store
 from occ.state import configurations as configuration_rows
 from occ.state import namespaces as namespace_rows
 from occ.state import secrets as secret_rows
+from occ.state.db import Database
 from tests.integration.controller.support import count, events
 from tests.support import audits, namespace_status, rows
 from tests.support.grants import exactly, principal

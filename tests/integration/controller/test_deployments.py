@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ import errors, ids
 from occ.controller import agent_lifecycle, agents, deployments, installation
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import agents as agent_rows
 from occ.state import audit, models, revisions, work_keys
+from occ.state.db import Database
 from tests.support import databases, grants, processes, rows, statements
 
 THREADS = 8

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ import errors, iam, ids
+from occ import iam
 from occ.controller import installation, namespaces
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import audit, iam_policy, models, values, work_keys, work_queue
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from tests.integration.controller.support import count, events, work
 from tests.support import audits, rows
 from tests.support.grants import principal

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from occ import errors
 from occ.controller import access_bindings, installation, principals, roles
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import api_keys, audit, iam_policy
+from occ.state.db import Database
 from tests.support import rows
 
 PEPPER = "policy-guard-pepper"

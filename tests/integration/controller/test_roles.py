@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from occ import errors, ids
 from occ.controller import access_bindings, installation, principals, restrictions, roles
 from occ.controller.authentication import authenticate
-from occ.db import Database
+from occ.foundation import errors, ids
 from occ.state import api_keys, audit, iam_policy, models
+from occ.state.db import Database
 from tests.integration.controller.support import count, events
 from tests.support import grants, rows
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 import uuid
 
-from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
+from occ.settings.config import Settings
 from tests.integration.drivers.kubernetes import helpers
 from tests.support.kube_api import FakeKubeAPI
 

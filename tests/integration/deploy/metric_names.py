@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from occ import metrics
-from occ.db import Database
+from occ.runtime import gauges
+from occ.state.db import Database
+from occ.telemetry import metrics
 
 _STRING: Final = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _VARIABLE: Final = re.compile(r"\$\{[^}]*\}|\$\w+")
@@ -44,7 +45,7 @@ def referenced(expr: str) -> set[str]:
 
 def exported(database: Database) -> set[str]:
     """Every series name occ's exposition can carry (histogram and counter suffixes included)."""
-    text = metrics.render(database)[0].decode()
+    text = metrics.render(gauges.reader(database))[0].decode()
     names: set[str] = set()
     for line in text.splitlines():
         if line.startswith("# TYPE "):

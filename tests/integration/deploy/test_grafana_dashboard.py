@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from occ.db import Database
+from occ.state.db import Database
 from tests.integration.deploy import metric_names
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "deploy" / "grafana" / "occ.json"

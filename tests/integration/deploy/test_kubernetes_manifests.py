@@ -23,9 +23,10 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from occ import cli, errors
-from occ.config import Settings
+from occ import cli
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
+from occ.foundation import errors
+from occ.settings.config import Settings
 from tests.integration.deploy import driver_lifecycle, kubernetes_access, kubernetes_files
 from tests.support.kube_api import FakeKubeAPI
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from occ.db import Database
+from occ.state.db import Database
 from tests.integration.deploy import metric_names
 
 ALERTS = Path(__file__).resolve().parents[3] / "deploy" / "prometheus" / "alerts.yml"

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.settings.config import Settings
 from tests.integration.drivers.docker import objects as docker_objects
 from tests.integration.drivers.kubernetes import helpers
 from tests.support.kube_api import FakeKubeAPI

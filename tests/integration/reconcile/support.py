@@ -8,13 +8,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from occ import secret_store
-from occ.config import Settings
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor, outcome
 from occ.reconcile.environment import Worker
-from occ.state import models, values
+from occ.settings.config import Settings
+from occ.state import models, secret_store, values
+from occ.state.db import Database
 from tests.support import namespace_status, worlds
 
 

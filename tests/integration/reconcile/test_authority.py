@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from occ.controller import agent_lifecycle
-from occ.db import Database
 from occ.state import models, values
 from occ.state import restrictions as restriction_rows
+from occ.state.db import Database
 from tests.integration.reconcile import support
 
 POLICY = values.QueuePolicy()

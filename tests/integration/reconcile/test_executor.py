@@ -7,9 +7,9 @@ import dataclasses
 import sqlalchemy as sa
 
 from occ.controller import installation, namespaces
-from occ.db import Database
 from occ.reconcile import executor
 from occ.state import models, values, work_queue
+from occ.state.db import Database
 
 POLICY = values.QueuePolicy(max_attempts=1)
 

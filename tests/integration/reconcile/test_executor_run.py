@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from occ.config import Settings
-from occ.db import Database
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor, namespace
+from occ.settings.config import Settings
 from occ.state import models, values, work_queue
+from occ.state.db import Database
 from tests.integration.reconcile.test_executor import (
     _admit_namespace,
     _expire,

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from occ.config import Settings
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.reconcile.environment import Worker
+from occ.settings.config import Settings
 from occ.state import models, values
+from occ.state.db import Database
 from tests.integration.reconcile import support
 from tests.support import worlds
 from tests.support.processes import wait_for

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from occ.controller import installation, namespaces
-from occ.db import Database
 from occ.state import iam_policy, models, values
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from tests.integration.reconcile import support
 
 POLICY = values.QueuePolicy()

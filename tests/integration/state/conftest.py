@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from occ.db import Database
 from occ.state import values
+from occ.state.db import Database
 from tests.support import rows
 from tests.support.queue_steps import Queue
 

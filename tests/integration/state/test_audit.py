@@ -6,9 +6,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from occ import ids
-from occ.db import Database, violated_constraint
+from occ.foundation import ids
 from occ.state import audit
+from occ.state.db import Database, violated_constraint
 from tests.support import audits
 
 

@@ -9,10 +9,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from occ import db as occ_db
-from occ import errors
-from occ.db import AutocommitConnection, Database
+from occ.foundation import errors
+from occ.state import db as occ_db
 from occ.state import hot_statements
+from occ.state.db import AutocommitConnection, Database
 
 _SQL = {
     "create": sa.text(

@@ -6,9 +6,9 @@ from typing import cast
 
 import sqlalchemy as sa
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
 from occ.state import configurations, keyset, models
+from occ.state.db import Database
 from tests.support import rows
 
 

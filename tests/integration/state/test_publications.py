@@ -9,9 +9,9 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from occ import errors
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import audit, models, publications, values, work_queue
+from occ.state.db import Database
 from tests.support import rows
 
 

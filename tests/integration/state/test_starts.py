@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from occ import errors
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import namespaces, starts, values, work_queue
+from occ.state.db import Database
 from tests.support import namespace_status
 from tests.support.queue_steps import Queue
 

@@ -8,9 +8,9 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from occ import errors
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import finalizers, models, values, work_queue
+from occ.state.db import Database
 from tests.support import rows
 from tests.support.queue_steps import Queue, enqueue_revision
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from occ.db import Database
 from occ.state import values, work_queue
+from occ.state.db import Database
 from tests.support import queue_steps
 
 BACKLOG = 100_000

@@ -3,8 +3,8 @@ backlog remains."""
 
 from __future__ import annotations
 
-from occ.db import Database
 from occ.state import values, work_queue
+from occ.state.db import Database
 from tests.support import rows
 
 BUDGET = 8

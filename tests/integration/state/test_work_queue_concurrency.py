@@ -11,8 +11,8 @@ import time
 
 import sqlalchemy as sa
 
-from occ.db import Database
 from occ.state import models, values, work_queue
+from occ.state.db import Database
 from tests.support import queue_steps, rows
 
 THREADS = 16

@@ -22,9 +22,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from occ import errors
-from occ.db import Database
+from occ.foundation import errors
 from occ.state import values, work_queue
+from occ.state.db import Database
 from tests.support import databases, rows
 
 POLICY = values.QueuePolicy(

@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.db import Database
 from occ.state import hot_statements, publications, starts, values, work_queue
+from occ.state.db import Database
 from tests.support import queue_steps
 
 QUEUED = 2_000

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from occ.db import Database
 from occ.state import values, work_queue, work_reads
+from occ.state.db import Database
 from occ.state.work_keys import WorkKind
 from tests.support import rows
 

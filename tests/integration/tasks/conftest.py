@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from occ.db import Database
+from occ.state.db import Database
 from tests.support import brokers, databases, gateways, processes, worlds
 
 LEASE_MS = 2_000

@@ -22,10 +22,10 @@ from occ.controller import (
     agent_lifecycle,
     installation,
 )
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
 from occ.state import restrictions as restriction_rows
+from occ.state.db import Database
 from tests.support import audits, namespace_status, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 

@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from kombu.transport import redis as kombu_redis
 
 from occ.controller import namespaces
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
+from occ.state.db import Database
 from occ.tasks import broker_guard
 from tests.support import processes, servers
 from tests.support.processes import wait_for

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from occ import observability
-from occ.config import Settings
 from occ.controller import namespaces
-from occ.db import Database
+from occ.settings.config import Settings
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import worker_process
+from occ.telemetry import observability
 from tests.support import databases
 from tests.support.processes import wait_for
 

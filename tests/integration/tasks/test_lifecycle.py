@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from occ.controller import installation
-from occ.db import Database
+from occ.state.db import Database
 from occ.tasks import lifecycle
 from tests.support import processes
 from tests.support.processes import wait_for

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 
-from occ import metrics, metrics_directory
 from occ.controller import installation
-from occ.db import Database
+from occ.state.db import Database
 from occ.tasks import lifecycle
+from occ.telemetry import metrics, metrics_directory
 from tests.support import processes, servers
 from tests.support.processes import wait_for
 

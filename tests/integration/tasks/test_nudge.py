@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import names, nudge
 from tests.support import brokers, processes

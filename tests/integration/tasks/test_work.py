@@ -16,13 +16,13 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from occ.config import Settings
 from occ.controller import namespaces
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
-from occ.runtime import queue_policy
+from occ.runtime.composition import queue_policy
+from occ.settings.config import Settings
 from occ.state import api_keys, models
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.web.app import create_app
 from tests.support import audits, processes

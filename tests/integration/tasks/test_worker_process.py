@@ -6,7 +6,7 @@ import uuid
 
 import redis
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import app as tasks_app
 from occ.tasks import names, worker_process
 from tests.support import databases

@@ -11,10 +11,10 @@ import flask
 import pytest
 from flask.testing import FlaskClient
 
-from occ.config import Settings
 from occ.controller import installation
-from occ.db import Database
+from occ.settings.config import Settings
 from occ.state import api_keys
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app

@@ -9,8 +9,8 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from occ.db import Database
 from occ.state import api_keys, audit
+from occ.state.db import Database
 from tests.integration.web.conftest import PEPPER, Caller, namespace
 from tests.support import grants, rows
 

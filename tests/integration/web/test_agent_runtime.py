@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from occ.db import Database
 from occ.state import runtime_observations
+from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.test_agents import World, activate, create, empower, make_world
 

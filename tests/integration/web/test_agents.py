@@ -14,9 +14,9 @@ from flask.testing import FlaskClient
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
 from occ.state import audit, models, values, work_queue
+from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
 from tests.support import grants, rows

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
+from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
 from tests.integration.web.test_agents import World, make_world

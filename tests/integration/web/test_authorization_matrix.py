@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ import iam
-from occ.db import Database
 from occ.state import api_keys, iam_policy, models
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from occ.web import access
 from tests.integration.web.conftest import PEPPER, Caller
 

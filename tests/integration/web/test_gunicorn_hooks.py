@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from occ.controller import installation
-from occ.db import Database
+from occ.state.db import Database
 from occ.tasks import lifecycle
 from occ.web import gunicorn_hooks, serving
 from tests.support import databases, processes, servers

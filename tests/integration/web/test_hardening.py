@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
-from occ.db import Database
 from occ.state import models
+from occ.state.db import Database
 from occ.web import app as web_app
 from occ.web import json_input
 from tests.integration.web.conftest import Caller

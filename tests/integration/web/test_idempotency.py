@@ -9,10 +9,10 @@ import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
-from occ import errors
 from occ.controller import idempotency as idempotency_cases
-from occ.db import Database, Session
+from occ.foundation import errors
 from occ.state import audit, idempotency, models
+from occ.state.db import Database, Session
 from tests.integration.web import test_agents, test_preconditions
 from tests.integration.web.conftest import Caller
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
 from occ.state import models
+from occ.state.db import Database
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller
 

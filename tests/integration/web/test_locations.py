@@ -6,7 +6,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from occ.db import Database
+from occ.state.db import Database
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from flask.testing import FlaskClient
 
-from occ.config import Settings
-from occ.db import Database
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.reconcile.environment import Worker
+from occ.settings.config import Settings
 from occ.state import audit, values
+from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 
 POLICY = values.QueuePolicy()

@@ -17,9 +17,9 @@ import flask
 import pytest
 import redis
 
-from occ.config import Settings
-from occ.db import Database
+from occ.settings.config import Settings
 from occ.state import work_queue
+from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app

@@ -14,9 +14,9 @@ import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
 from occ.state import models, values, work_queue
+from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller, problem, revoke, walk
 from tests.support import rows

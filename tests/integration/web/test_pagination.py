@@ -9,9 +9,9 @@ import pytest
 from flask.testing import FlaskClient
 
 from occ.controller import configurations, listing
-from occ.db import Database
 from occ.state import api_keys
 from occ.state import configurations as configuration_rows
+from occ.state.db import Database
 from tests.integration.state import test_keyset
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import PEPPER, Caller

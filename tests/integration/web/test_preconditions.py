@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from occ.db import Database
 from occ.state import models
+from occ.state.db import Database
 from tests.integration.controller.test_deployments import lock_waiters
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from occ import ids
-from occ.db import Database
+from occ.foundation import ids
 from occ.state import api_keys, audit, iam_policy
+from occ.state.db import Database
 from tests.integration.web import support
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import problem

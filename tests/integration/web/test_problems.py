@@ -6,7 +6,7 @@ import uuid
 
 from flask.testing import FlaskClient
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.web import problems
 from occ.web.app import create_app
 

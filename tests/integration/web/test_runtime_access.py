@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
-from occ.db import Database
 from occ.state import iam_policy, models
 from occ.state import roles as role_rows
+from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
 from tests.integration.web.test_agents import World, body, make_world

@@ -10,11 +10,11 @@ import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
-from occ import ids, secret_store
-from occ.config import Settings
-from occ.db import Database
-from occ.state import models
+from occ.foundation import ids
+from occ.settings.config import Settings
+from occ.state import models, secret_store
 from occ.state import secrets as secret_rows
+from occ.state.db import Database
 from tests.integration.web import support
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller, problem

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from occ import errors, ids
 from occ.controller import operations
+from occ.foundation import errors, ids
 from occ.state import work_keys
 
 

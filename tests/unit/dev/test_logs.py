@@ -7,8 +7,8 @@ import logging
 import os
 from pathlib import Path
 
-from occ import observability
 from occ.dev import logs
+from occ.telemetry import observability
 
 
 def test_a_log_is_appended_to_by_a_second_writer(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from occ import codes
 from occ.drivers.compute import base
+from occ.foundation import codes
 from occ.reconcile import outcome, revision
 from occ.state import values, work_keys
 from tests.support import claim_guard, clock, fake_driver, revision_store, scenarios

@@ -17,11 +17,11 @@ from typing import cast
 
 import pytest
 
-from occ import errors
-from occ.db import Database
 from occ.drivers.compute import base
+from occ.foundation import errors
 from occ.reconcile import context
 from occ.state import values, work_keys
+from occ.state.db import Database
 from tests.support import clock
 
 LEASE_MS = 15_000

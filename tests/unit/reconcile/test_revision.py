@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from occ import codes
 from occ.drivers.compute import base
+from occ.foundation import codes
 from occ.reconcile import outcome
 from occ.state import agents, values
 from tests.support import fake_driver, scenarios

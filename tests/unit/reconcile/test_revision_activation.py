@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from occ import codes
 from occ.drivers.compute import base
+from occ.foundation import codes
 from occ.reconcile import outcome
 from occ.state import values
 from tests.support import fake_driver, revision_store, scenarios

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from occ import codes, errors
 from occ.drivers.compute import base
+from occ.foundation import codes, errors
 from occ.state import values
 from tests.support import scenarios
 from tests.unit.reconcile import passes

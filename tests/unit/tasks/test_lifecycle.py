@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from occ.config import Settings
+from occ.settings.config import Settings
 from occ.tasks import lifecycle
 
 

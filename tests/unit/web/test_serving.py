@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from gunicorn.config import Config
 
-from occ import observability
+from occ.telemetry import observability
 from occ.web import serving
 
 

@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, ParamSpec, TypeVar
 
-from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.docker import engine as docker_engine
 from occ.drivers.compute.docker import naming, snapshots, workload
+from occ.settings.config import Settings
 
 MIN_API_VERSION: Final = (1, 40)
 """Oldest Engine API the driver's create arguments are valid for (Docker 19.03)."""

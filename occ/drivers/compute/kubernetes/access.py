@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from occ import observability
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import client
+from occ.telemetry import observability
 
 MINIMUM_VERSION: Final = (1, 30)
 """API server versions below this one get a warning at preflight."""

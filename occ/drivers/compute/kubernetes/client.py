@@ -24,8 +24,8 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as _k8s_config
 
-from occ import observability
 from occ.drivers.compute import base
+from occ.telemetry import observability
 
 FIELD_MANAGER: Final = "occ"
 APPLY: Final = "application/apply-patch+yaml"

@@ -22,7 +22,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
-from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.kubernetes import (
@@ -34,6 +33,7 @@ from occ.drivers.compute.kubernetes import (
     naming,
     rollout,
 )
+from occ.settings.config import Settings
 
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
 

@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.local import gateways, journal, store
+from occ.settings.config import Settings
 
 MAX_RESTARTS: Final = 1
 """Restarts of a gateway that exited before it became healthy, before ``Failed``."""

@@ -1,7 +1,7 @@
 """Gateway processes: their command and environment, starting, finding, probing, ending.
 
 Each revision runs one gateway on a free 127.0.0.1 port: the stand-in gateway
-(``python -m occ.gateway``) or the command configured for the revision's harness, started
+(``python -m occ.drivers.gateway``) or the command configured for the revision's harness, started
 detached in its own session with a minimal environment (``PATH``, ``HOME`` = the revision
 directory, the hooks' opaque placeholders, and the ``OCC_GATEWAY_DIR`` marker). Gateways
 outlive the worker that started them; a worker finds a revision's process again through
@@ -81,7 +81,7 @@ def command(
         argv = [
             sys.executable,
             "-m",
-            "occ.gateway",
+            "occ.drivers.gateway",
             "--port",
             str(port),
             *standin.revision_arguments(revision, config=str(snapshot)),

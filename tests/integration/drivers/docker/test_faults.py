@@ -14,9 +14,9 @@ import docker.errors
 import pytest
 
 from occ.controller import installation
-from occ.db import Database
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import workload
+from occ.state.db import Database
 from scripts import docker_engine
 from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import sweep

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from occ.controller import agent_lifecycle, configurations, installation, namespaces, secrets
-from occ.db import Database
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import naming
 from occ.state import models
+from occ.state.db import Database
 from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import owned_objects, sweep
 from tests.support import processes

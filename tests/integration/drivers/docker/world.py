@@ -7,9 +7,9 @@ import json
 import urllib.request
 from typing import Any
 
-from occ.db import Database
 from occ.drivers.compute.docker import naming
 from occ.state import models
+from occ.state.db import Database
 from tests.support import audits, processes, worker_worlds, worlds
 
 SECRET_VALUE = "sk-docker-lifecycle-never-logged"

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from occ.config import Settings
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
+from occ.settings.config import Settings
 from tests.integration.drivers.kubernetes import helpers
 from tests.integration.tasks.conftest import broker_url, env, fleet, local_root  # noqa: F401
 from tests.support.kube_api import FakeKubeAPI

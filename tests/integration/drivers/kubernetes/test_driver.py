@@ -13,9 +13,9 @@ import logging
 
 import pytest
 
-from occ import codes
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
+from occ.foundation import codes
 from tests.integration.drivers.kubernetes import helpers
 from tests.integration.drivers.kubernetes.conftest import MakeDriver
 from tests.support.kube_api import FakeKubeAPI

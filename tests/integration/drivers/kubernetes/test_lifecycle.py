@@ -24,9 +24,9 @@ from occ.controller import (
     namespaces,
     secrets,
 )
-from occ.db import Database
 from occ.drivers.compute.kubernetes import client, naming
 from occ.state import models
+from occ.state.db import Database
 from tests.integration.drivers.kubernetes import helpers
 from tests.support import processes, worker_worlds, worlds
 from tests.support.kube_api import FakeKubeAPI

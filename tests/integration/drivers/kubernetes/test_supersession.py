@@ -14,10 +14,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from occ import harnesses
-from occ.db import Database
 from occ.drivers.compute.kubernetes import naming
+from occ.foundation import harnesses
 from occ.state import models
+from occ.state.db import Database
 from tests.integration.drivers.kubernetes import helpers
 from tests.support import processes, worker_worlds, worlds
 from tests.support.kube_api import FakeKubeAPI

@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from occ import ids
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.foundation import ids
 from tests.support.processes import wait_for
 
 READY_TIMEOUT = 20.0
@@ -36,7 +36,7 @@ GATEWAY_ARGUMENTS = [
 ]
 """The stand-in gateway's arguments, with the placeholders the driver fills in."""
 
-GATEWAY_TEMPLATE = [sys.executable, "-m", "occ.gateway", *GATEWAY_ARGUMENTS]
+GATEWAY_TEMPLATE = [sys.executable, "-m", "occ.drivers.gateway", *GATEWAY_ARGUMENTS]
 """The stand-in gateway as a harness command template."""
 
 

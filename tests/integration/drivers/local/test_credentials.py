@@ -12,9 +12,9 @@ import signal
 import stat
 from pathlib import Path
 
-from occ import ids
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.foundation import ids
 from tests.integration.drivers.local import support
 from tests.support.processes import wait_for
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from occ import ids
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.foundation import ids
 from tests.integration.drivers.local import support
 
 # -- preparation and readiness -------------------------------------------------------------

@@ -24,7 +24,7 @@ REVISION = specs.revision(
 def test_the_stand_in_gets_the_credential_file_path_only_when_there_is_one() -> None:
     snapshot, credential = Path("/r/configuration.json"), Path("/r/credential")
     without = gateways.command(None, REVISION, port=4100, snapshot=snapshot, credential_file=None)
-    assert without[:3] == [sys.executable, "-m", "occ.gateway"]
+    assert without[:3] == [sys.executable, "-m", "occ.drivers.gateway"]
     assert "--credential-file" not in without
     assert without[without.index("--port") + 1] == "4100"
     assert without[without.index("--generation") + 1] == "4"
@@ -83,7 +83,7 @@ def test_the_environment_holds_only_the_launch_entries_and_the_runtime_basics(
     assert environment["HOME"] == environment[gateways.MARKER] == str(directory)
     assert "worker-secret" not in environment.values()
     stand_in = gateways.environment(directory, launch, stand_in=True)
-    assert Path(stand_in["PYTHONPATH"], "occ", "gateway.py").is_file()
+    assert Path(stand_in["PYTHONPATH"], "occ", "drivers", "gateway.py").is_file()
 
 
 class _HealthServer(http.server.HTTPServer):

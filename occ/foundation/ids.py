@@ -1,0 +1,53 @@
+"""Prefixed resource ids (``ns_<uuid4>``, ``agt_<uuid4>``, ...): minting and validation."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Final
+
+from occ.foundation import errors
+
+PREFIXES: Final = {
+    "installation": "ins",
+    "namespace": "ns",
+    "configuration": "cfg",
+    "secret": "sec",
+    "agent": "agt",
+    "agent_revision": "rev",
+    "principal": "prn",
+    "api_key": "key",
+    "role": "rol",
+    "access_binding": "bnd",
+    "restriction": "rst",
+    "audit_event": "aud",
+    "request": "req",
+}
+
+UUID4_PATTERN: Final = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+
+
+def new(kind: str) -> str:
+    """A fresh id for a resource kind."""
+    return f"{PREFIXES[kind]}_{uuid.uuid4()}"
+
+
+def pattern(kind: str) -> str:
+    """The anchored regular expression of a kind's ids (also used by CHECK constraints)."""
+    return f"^{PREFIXES[kind]}_{UUID4_PATTERN}$"
+
+
+_COMPILED: Final = {kind: re.compile(pattern(kind)) for kind in PREFIXES}
+
+
+def is_valid(kind: str, value: object) -> bool:
+    """Whether ``value`` is a well-formed id of ``kind``."""
+    return isinstance(value, str) and _COMPILED[kind].fullmatch(value) is not None
+
+
+def require(kind: str, value: object, pointer: str) -> str:
+    """``value`` as an id of ``kind``, or ``InvalidInput`` naming ``pointer``."""
+    if not is_valid(kind, value):
+        raise errors.InvalidInput.at(pointer, f"must be a {kind} id ({PREFIXES[kind]}_<uuid4>)")
+    assert isinstance(value, str)
+    return value

@@ -1,0 +1,79 @@
+"""Waiting at start-up until the database can serve: migrated to this code's schema, bootstrapped.
+
+The API (in gunicorn's master), the workers and beat start beside the one-shot migration and
+bootstrap (a Procfile's ``release``, compose's ``migrate``): each waits here, bounded, instead of
+exiting on a database that is not ready yet. It logs ``startup.waiting`` when it starts waiting
+and every ``LOG_EVERY_S`` after, ``startup.ready`` once ready, and raises after the bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Final
+
+from occ.foundation import errors
+from occ.state import installation, schema, schema_version
+from occ.state.db import Database
+from occ.telemetry import observability
+
+EXIT_NOT_READY: Final = 3
+"""Exit status of a process whose start-up checks failed (settings, wait, preflight)."""
+
+POLL_S: Final = 0.5
+"""Pause between two looks at the database."""
+
+LOG_EVERY_S: Final = 10.0
+"""Period of ``startup.waiting`` while the wait lasts."""
+
+NOT_MIGRATED: Final = "the schema is not migrated to this release: run `occ db upgrade`"
+NOT_BOOTSTRAPPED: Final = "the installation is not bootstrapped: run `occ bootstrap`"
+UNAVAILABLE: Final = "the database is unavailable"
+
+
+def missing(database: Database) -> str | None:
+    """What ``database`` still lacks before occ can serve, in words; ``None`` when ready."""
+    try:
+        with database.snapshot() as session:
+            if not schema.is_current(schema_version.applied(session)):
+                return NOT_MIGRATED
+            if installation.current(session) is None:
+                return NOT_BOOTSTRAPPED
+    except errors.DependencyUnavailable:
+        return UNAVAILABLE
+    return None
+
+
+def wait_until_ready(
+    database: Database,
+    *,
+    timeout_s: float,
+    poll_s: float = POLL_S,
+    log_every_s: float = LOG_EVERY_S,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Return once ``database`` is migrated and bootstrapped (at once, silently, when it is).
+
+    Raises:
+        DependencyUnavailable: still not ready after ``timeout_s``; the detail says what lacks.
+    """
+    started = clock()
+    reason = missing(database)
+    if reason is None:
+        return
+    logged_at: float | None = None
+    while reason is not None:
+        now = clock()
+        waited_ms = round((now - started) * 1000)
+        if now - started >= timeout_s:
+            raise errors.DependencyUnavailable(f"{reason} (waited {timeout_s:g} s)")
+        if logged_at is None or now - logged_at >= log_every_s:
+            observability.log(
+                "startup.waiting", level=logging.WARNING, reason=reason, durationMs=waited_ms
+            )
+            logged_at = now
+        sleep(min(poll_s, max(timeout_s - (now - started), 0.0)))
+        reason = missing(database)
+    observability.log("startup.ready", durationMs=round((clock() - started) * 1000))

@@ -1,0 +1,1 @@
+"""Settings: the one reader of the environment and the optional YAML file."""

@@ -1,0 +1,357 @@
+"""Settings: every knob of occ, read once from the environment (and an optional YAML file).
+
+The only module that reads ``os.environ``; everything else receives a ``Settings``, a frozen
+pydantic-settings model. Every value is type-checked wherever it comes from; a bad one is an
+``errors.InvalidInput`` naming its key (the variable or the YAML key), never its value.
+
+``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
+fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
+given as ``<variable>_FILE``, a file holding it). ``Settings(...)`` takes explicit values only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pydantic
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from occ.foundation import errors
+from occ.settings import sources as settings_sources
+
+PRODUCTION_KEY_MIN_BYTES = 32
+"""Shortest API-key pepper and secret key a production process accepts."""
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""Values of ``log_level``."""
+
+_HIDDEN = frozenset({"api_key_pepper", "secret_key"})
+_PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
+_POSITIVE = (
+    "lease_ms",
+    "dispatch_lease_ms",
+    "max_attempts",
+    "convergence_timeout_ms",
+    "claim_interval_ms",
+    "recovery_interval_ms",
+    "max_in_flight",
+    "unready_recheck_ms",
+    "database_timeout_ms",
+    "kubernetes_request_timeout_ms",
+    "docker_request_timeout_ms",
+    "docker_memory_bytes",
+    "docker_nano_cpus",
+    "docker_pids_limit",
+    "startup_wait_ms",
+)
+
+
+class Settings(BaseSettings):
+    """Frozen configuration of one occ process."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, strict=True, extra="forbid", use_attribute_docstrings=True
+    )
+
+    database_url: str = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
+    """SQLAlchemy URL the API and workers use (role ``occ_app``). Env: OCC_DATABASE_URL."""
+
+    migration_database_url: str | None = None
+    """Owner connection for migrations (else database_url). Env: OCC_MIGRATION_DATABASE_URL."""
+
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    """Celery broker. Env: OCC_BROKER_URL."""
+
+    environment: str = "development"
+    """``development`` or ``production``. Env: OCC_ENV."""
+
+    lease_ms: int = 15_000
+    """Run lease of a started claim; renewed every third. Env: OCC_WORKER_LEASE_DURATION_MS."""
+
+    dispatch_lease_ms: int = 30_000
+    """Lease of a claim that was dispatched but not yet started. Env: OCC_DISPATCH_LEASE_MS."""
+
+    max_attempts: int = 5
+    """Claims an item may consume before it fails. Env: OCC_WORKER_MAX_ATTEMPTS."""
+
+    convergence_timeout_ms: int = 900_000
+    """Age after which pending work fails. Env: OCC_WORKER_CONVERGENCE_TIMEOUT_MS."""
+
+    claim_interval_ms: int = 2_000
+    """Beat period of ``occ.claim``. Env: OCC_CLAIM_INTERVAL_MS."""
+
+    recovery_interval_ms: int = 5_000
+    """Beat period of ``occ.recover_stale``. Env: OCC_RECOVERY_INTERVAL_MS."""
+
+    max_in_flight: int = 64
+    """Most items claimed at once across the fleet. Env: OCC_MAX_IN_FLIGHT."""
+
+    unready_recheck_ms: int = 500
+    """Delay before an unready revision is checked again. Env: OCC_UNREADY_RECHECK_MS."""
+
+    database_timeout_ms: int = 60_000
+    """Client-side statement timeout of worker connections. Env: OCC_WORKER_DATABASE_TIMEOUT_MS."""
+
+    api_key_pepper: str = "development-pepper"
+    """Server secret keying API-key hashes. Env: OCC_API_KEY_PEPPER."""
+
+    secret_key: str = pydantic.Field(default="development-secret-key")
+    """Key protecting stored Secret values. Env: OCC_SECRET_KEY."""
+
+    compute_driver: str = "local"
+    """Compute Driver of this installation. Env: OCC_COMPUTE_DRIVER."""
+
+    local_root: str = ".occ/local"
+    """State directory of the local Compute Driver. Env: OCC_LOCAL_ROOT."""
+
+    local_effect_delay_ms: int = 0
+    """Simulated duration of each local Compute effect (demos, fault drills).
+    Env: OCC_LOCAL_EFFECT_DELAY_MS."""
+
+    maintenance_interval_ms: int | None = None
+    """How often every active revision is observed and repaired (unset: the Compute Driver's
+    own default, 30 s for ``local`` and ``docker``, 60 s for ``kubernetes``).
+    Env: OCC_MAINTENANCE_INTERVAL_MS."""
+
+    kubernetes_kubeconfig: str | None = None
+    """Kubeconfig of the cluster the ``kubernetes`` driver uses (unset: in-cluster
+    configuration when available, else the user's default kubeconfig).
+    Env: OCC_KUBERNETES_KUBECONFIG."""
+
+    kubernetes_context: str | None = None
+    """Context of that kubeconfig (unset: its current context). Env: OCC_KUBERNETES_CONTEXT."""
+
+    kubernetes_gateway_image: str | None = None
+    """Image of every gateway the ``kubernetes`` driver runs (required by that driver).
+    Env: OCC_KUBERNETES_GATEWAY_IMAGE."""
+
+    kubernetes_storage_class: str | None = None
+    """StorageClass of gateway volumes (unset: the cluster's default).
+    Env: OCC_KUBERNETES_STORAGE_CLASS."""
+
+    kubernetes_namespace_prefix: str = "occ-"
+    """Prefix of the Kubernetes namespaces occ creates. Env: OCC_KUBERNETES_NAMESPACE_PREFIX."""
+
+    kubernetes_request_timeout_ms: int = 10_000
+    """Timeout of one Kubernetes API request. Env: OCC_KUBERNETES_REQUEST_TIMEOUT_MS."""
+
+    kubernetes_resource_quota: dict[str, str] | None = None
+    """``spec.hard`` of a ResourceQuota put in every namespace occ creates (YAML only;
+    unset: none)."""
+
+    kubernetes_limit_range: dict[str, dict[str, str]] | None = None
+    """Container ``default`` / ``defaultRequest`` / ``max`` of a LimitRange put in every
+    namespace occ creates (YAML only; unset: none)."""
+
+    docker_host: str | None = None
+    """Engine of the ``docker`` driver (unset: ``DOCKER_HOST``, else the default socket).
+    Env: OCC_DOCKER_HOST."""
+
+    docker_gateway_image: str = "occ-standin-gateway:dev"
+    """Image of every gateway container the ``docker`` driver runs.
+    Env: OCC_DOCKER_GATEWAY_IMAGE."""
+
+    docker_request_timeout_ms: int = 30_000
+    """Timeout of one Docker Engine request. Env: OCC_DOCKER_REQUEST_TIMEOUT_MS."""
+
+    docker_memory_bytes: int = 268_435_456
+    """Memory limit of a gateway container. Env: OCC_DOCKER_MEMORY_BYTES."""
+
+    docker_nano_cpus: int = 500_000_000
+    """CPU limit of a gateway container, in billionths of a CPU. Env: OCC_DOCKER_NANO_CPUS."""
+
+    docker_pids_limit: int = 128
+    """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
+
+    metrics_port: int | None = None
+    """Port of a worker's private Prometheus listener (off when unset).
+    Env: OCC_METRICS_PORT."""
+
+    metrics_address: str = "127.0.0.1"
+    """Address the worker's Prometheus listener binds (loopback unless set).
+    Env: OCC_METRICS_ADDRESS."""
+
+    worker_readiness_path: str | None = None
+    """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
+
+    log_level: str = "INFO"
+    """Threshold of occ's logs: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case, stored
+    upper-case). Env: OCC_LOG_LEVEL."""
+
+    startup_wait_ms: int = 120_000
+    """How long the API, the workers and beat wait at start-up for a migrated, bootstrapped
+    database before they exit. Env: OCC_STARTUP_WAIT_MS."""
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except pydantic.ValidationError as exc:
+            raise _invalid(exc, {}) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # explicit values only: the environment is read by from_env, from the mapping it is given
+        return (init_settings,)
+
+    @property
+    def owner_database_url(self) -> str:
+        """The URL migrations run with."""
+        return self.migration_database_url or self.database_url
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from the environment (``os.environ`` unless given), as layered above."""
+        env = os.environ if environ is None else environ
+        sources: list[settings_sources.Source] = [settings_sources.FallbackSource(cls, env)]
+        if env.get("OCC_CONFIG_PATH"):
+            sources.append(settings_sources.YamlSource(cls, Path(env["OCC_CONFIG_PATH"])))
+        sources.append(settings_sources.EnvironmentSource(cls, env))
+        values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        for source in sources:
+            values.update(source())
+            origins.update(source.origins)
+        try:
+            return cls.model_validate(values)
+        except pydantic.ValidationError as exc:
+            raise _invalid(exc, origins) from None
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some fields changed (checked like any settings)."""
+        return type(self)(**{**self.model_dump(), **changes})
+
+    @pydantic.field_validator("database_url", "migration_database_url")
+    @classmethod
+    def _use_psycopg(cls, url: str | None) -> str | None:
+        # postgres:// (Heroku) and postgresql:// name no driver: occ's is psycopg 3
+        if url is None:
+            return None
+        scheme, separator, rest = url.partition("://")
+        if separator and scheme.lower() in ("postgres", "postgresql"):
+            return f"postgresql+psycopg://{rest}"
+        return url
+
+    @pydantic.field_validator("log_level")
+    @classmethod
+    def _known_level(cls, level: str) -> str:
+        if level.upper() not in LOG_LEVELS:
+            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+        return level.upper()
+
+    @pydantic.model_validator(mode="after")
+    def _work_together(self) -> Settings:
+        """Reject settings that cannot work together."""
+        if self.environment not in ("development", "production"):
+            raise errors.InvalidInput.at("/environment", "must be development or production")
+        for name in _POSITIVE:
+            if getattr(self, name) <= 0:
+                raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+        if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
+            raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
+        if self.local_effect_delay_ms < 0:
+            raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
+        if not self.database_url.startswith(("postgresql", "postgres")):
+            raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
+        if self.environment == "production":
+            for name in ("api_key_pepper", "secret_key"):
+                if getattr(self, name).startswith("development-"):
+                    raise errors.InvalidInput.at(f"/{name}", "must be set in production")
+                if len(getattr(self, name).encode()) < PRODUCTION_KEY_MIN_BYTES:
+                    raise errors.InvalidInput.at(
+                        f"/{name}",
+                        f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
+                    )
+            if self.compute_driver == "local":
+                raise errors.InvalidInput.at(
+                    "/compute_driver",
+                    "the local driver runs gateways on this machine and is for development only;"
+                    " choose docker or kubernetes in production",
+                )
+        return self
+
+    def startup_warnings(self) -> tuple[errors.FieldError, ...]:
+        """What a production process should warn about once at start-up (never a value).
+
+        A database or broker URL whose scheme normally authenticates with a password but
+        carries none works (trust, peer or an unprotected Redis) and is worth a warning.
+        """
+        if self.environment != "production":
+            return ()
+        found = []
+        for name in ("database_url", "migration_database_url", "broker_url"):
+            url = getattr(self, name)
+            if url and _expects_password(url) and not _has_password(url):
+                found.append(
+                    errors.FieldError(f"/{name}", "has no password; is the service protected?")
+                )
+        return tuple(found)
+
+    def __repr_args__(self) -> Iterator[tuple[str, Any]]:
+        # credentials never reach a log or a configuration dump: peppers and keys are hidden,
+        # URL passwords masked
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if name in _HIDDEN:
+                value = "***"
+            elif isinstance(value, str):
+                value = mask_url_password(value)
+            yield name, value
+
+    def __repr__(self) -> str:
+        return f"Settings({', '.join(f'{name}={value!r}' for name, value in self.__repr_args__())})"
+
+    __str__ = __repr__
+
+
+def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidInput:
+    """``exc`` as ``InvalidInput``: each error at the key it came from, without the input."""
+    found = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        where = [str(part) for part in error["loc"]]
+        head = origins.get(where[0], f"/{where[0]}") if where else ""
+        message = error["msg"][:1].lower() + error["msg"][1:]
+        found.append(errors.FieldError("/".join([head, *where[1:]]), message))
+    return errors.InvalidInput("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
+
+
+def mask_url_password(url: str) -> str:
+    """``url`` with the password of its user part replaced by ``***`` (other text unchanged)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    # the last '@' ends the user part: a password may itself hold an '@'
+    user_part, at, host_part = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, _password = user_part.partition(":")
+    if not colon:
+        return url
+    return f"{scheme}://{user}:***@{host_part}"
+
+
+def _scheme(url: str) -> str:
+    return url.partition("://")[0].split("+", 1)[0].lower()
+
+
+def _expects_password(url: str) -> bool:
+    if _scheme(url) not in _PASSWORD_SCHEMES:
+        return False
+    # PostgreSQL over a unix socket (no host, or ``host=/path``) authenticates by peer
+    rest = url.partition("://")[2]
+    host_part = rest.rpartition("@")[2]
+    return not (host_part.startswith("/") or "host=/" in url or host_part.split("?")[0] == "")
+
+
+def _has_password(url: str) -> bool:
+    user_part, at, _ = url.partition("://")[2].rpartition("@")
+    return bool(at) and ":" in user_part and user_part.partition(":")[2] != ""

@@ -1,0 +1,1 @@
+"""Telemetry: the one JSON log format and the Prometheus metrics."""

@@ -1,0 +1,350 @@
+"""Settings: credentials masked in ``repr``, production refusals, start-up warnings, typed
+values from the environment and the YAML file, secret files and conventional URLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from occ.foundation import errors
+from occ.settings import sources as settings_sources
+from occ.settings.config import Settings, mask_url_password
+
+PEPPER = "pepper-" + "p" * 40
+SECRET_KEY = "secret-key-" + "k" * 40
+DB_PASSWORD = "db-pa55word"
+BROKER_PASSWORD = "broker-pa55word"
+
+
+def _production(**changes: object) -> dict[str, str]:
+    env = {
+        "OCC_ENV": "production",
+        "OCC_DATABASE_URL": f"postgresql+psycopg://occ_app:{DB_PASSWORD}@db.example:5432/occ",
+        "OCC_BROKER_URL": f"rediss://:{BROKER_PASSWORD}@redis.example:6380/0",
+        "OCC_API_KEY_PEPPER": PEPPER,
+        "OCC_SECRET_KEY": SECRET_KEY,
+        "OCC_COMPUTE_DRIVER": "kubernetes",
+        "OCC_KUBERNETES_GATEWAY_IMAGE": "registry.example/gateway:1",
+    }
+    env.update({key: str(value) for key, value in changes.items()})
+    return env
+
+
+def _refusal(env: dict[str, str]) -> errors.InvalidInput:
+    with pytest.raises(errors.InvalidInput) as refused:
+        Settings.from_env(env)
+    return refused.value
+
+
+def test_repr_masks_every_credential() -> None:
+    settings = Settings.from_env(
+        _production(OCC_MIGRATION_DATABASE_URL=f"postgresql://owner:{DB_PASSWORD}x@db.example/occ")
+    )
+    shown = repr(settings)
+    for secret in (DB_PASSWORD, BROKER_PASSWORD, PEPPER, SECRET_KEY):
+        assert secret not in shown
+    assert "postgresql+psycopg://occ_app:***@db.example:5432/occ" in shown
+    assert "postgresql+psycopg://owner:***@db.example/occ" in shown  # normalised, then masked
+    assert "rediss://:***@redis.example:6380/0" in shown
+    assert "api_key_pepper='***'" in shown and "secret_key='***'" in shown
+    assert str(settings) == shown
+    assert "lease_ms=15000" in shown  # everything else is still shown
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://u:p@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),
+        ("redis://:p@h:6379/0", "redis://:***@h:6379/0"),
+        ("redis://h:6379/0", "redis://h:6379/0"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("filesystem://", "filesystem://"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_mask_url_password(url: str, masked: str) -> None:
+    assert mask_url_password(url) == masked
+
+
+def test_production_accepts_good_settings_without_warnings() -> None:
+    settings = Settings.from_env(_production())
+    assert settings.startup_warnings() == ()
+
+
+def test_production_refuses_the_local_driver() -> None:
+    refused = _refusal(_production(OCC_COMPUTE_DRIVER="local"))
+    assert [field.pointer for field in refused.errors] == ["/compute_driver"]
+    assert "development only" in refused.errors[0].message
+
+
+@pytest.mark.parametrize(
+    ("variable", "field"),
+    [("OCC_API_KEY_PEPPER", "/api_key_pepper"), ("OCC_SECRET_KEY", "/secret_key")],
+)
+def test_production_refuses_short_keys_naming_the_setting(variable: str, field: str) -> None:
+    short = "x" * 31
+    refused = _refusal(_production(**{variable: short}))
+    assert [error.pointer for error in refused.errors] == [field]
+    assert "at least 32 bytes" in refused.errors[0].message
+    assert short not in str(refused.errors) and short not in refused.detail
+    Settings.from_env(_production(**{variable: "x" * 32}))  # 32 bytes is enough
+
+
+def test_development_accepts_short_keys_and_the_local_driver() -> None:
+    settings = Settings.from_env(
+        {"OCC_API_KEY_PEPPER": "short", "OCC_SECRET_KEY": "short", "OCC_COMPUTE_DRIVER": "local"}
+    )
+    assert settings.compute_driver == "local"
+    assert settings.startup_warnings() == ()  # warnings are for production
+
+
+@pytest.mark.parametrize(
+    ("variable", "url", "field"),
+    [
+        ("OCC_DATABASE_URL", "postgresql+psycopg://occ_app@db.example/occ", "/database_url"),
+        (
+            "OCC_MIGRATION_DATABASE_URL",
+            "postgresql://owner@db.example/occ",
+            "/migration_database_url",
+        ),
+        ("OCC_BROKER_URL", "redis://redis.example:6379/0", "/broker_url"),
+        ("OCC_BROKER_URL", "rediss://user:@redis.example:6380/0", "/broker_url"),
+    ],
+)
+def test_production_warns_about_a_url_without_a_password(
+    variable: str, url: str, field: str
+) -> None:
+    settings = Settings.from_env(_production(**{variable: url}))  # a warning, not an error
+    [warning] = settings.startup_warnings()
+    assert warning.pointer == field
+    assert "no password" in warning.message and url not in warning.message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://occ_app@/occ?host=/var/run/postgresql",  # peer authentication
+        "postgresql:///occ",
+    ],
+)
+def test_a_unix_socket_database_url_needs_no_password(url: str) -> None:
+    assert Settings.from_env(_production(OCC_DATABASE_URL=url)).startup_warnings() == ()
+
+
+def test_a_broker_other_than_redis_is_not_warned_about() -> None:
+    settings = Settings.from_env(_production(OCC_BROKER_URL="filesystem://"))
+    assert settings.startup_warnings() == ()
+
+
+def test_log_level_defaults_to_info() -> None:
+    assert Settings.from_env({}).log_level == "INFO"
+
+
+@pytest.mark.parametrize("raw", ["debug", "Warning", "CRITICAL"])
+def test_log_level_is_case_insensitive_and_stored_upper_case(raw: str) -> None:
+    assert Settings.from_env({"OCC_LOG_LEVEL": raw}).log_level == raw.upper()
+
+
+def test_log_level_refuses_an_unknown_level() -> None:
+    refused = _refusal({"OCC_LOG_LEVEL": "verbose"})
+    assert [error.pointer for error in refused.errors] == ["/log_level"]
+    assert "DEBUG" in refused.errors[0].message
+
+
+# -- types, wherever a value comes from ------------------------------------------------------
+
+
+def _yaml(tmp_path: Path, text: str) -> dict[str, str]:
+    path = tmp_path / "settings.yaml"
+    path.write_text(text)
+    return {"OCC_CONFIG_PATH": str(path)}
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ("lease_ms: soon\n", "/lease_ms"),
+        ("max_attempts: true\n", "/max_attempts"),  # a boolean is not a number
+        ("lease_ms: '15000'\n", "/lease_ms"),  # nor is a quoted one in YAML
+        ("database_url: 5432\n", "/database_url"),
+        ("kubernetes_resource_quota:\n  pods: 20\n", "/kubernetes_resource_quota/pods"),
+        ("kubernetes_limit_range: [cpu]\n", "/kubernetes_limit_range"),
+    ],
+)
+def test_a_wrong_type_in_the_yaml_file_names_the_key(
+    tmp_path: Path, text: str, pointer: str
+) -> None:
+    refused = _refusal(_yaml(tmp_path, text))
+    assert [error.pointer for error in refused.errors] == [pointer]
+    assert "valid" in refused.errors[0].message
+    assert pointer in refused.detail
+
+
+def test_the_yaml_file_is_typed_and_the_environment_overrides_it(tmp_path: Path) -> None:
+    env = _yaml(tmp_path, "lease_ms: 20000\nmax_attempts: 3\nlog_level: debug\n")
+    settings = Settings.from_env({**env, "OCC_WORKER_MAX_ATTEMPTS": "7"})
+    assert (settings.lease_ms, settings.max_attempts, settings.log_level) == (20000, 7, "DEBUG")
+
+
+def test_an_unknown_yaml_key_is_refused(tmp_path: Path) -> None:
+    refused = _refusal(_yaml(tmp_path, "lease_ms: 20000\nlease_seconds: 20\n"))
+    assert [(e.pointer, e.message) for e in refused.errors] == [
+        ("/lease_seconds", "unknown setting")
+    ]
+
+
+@pytest.mark.parametrize("raw", ["soon", "-5", "1.5", " 7", "1_000"])
+def test_an_environment_type_error_names_the_variable(raw: str) -> None:
+    refused = _refusal({"OCC_METRICS_PORT": raw})
+    assert [error.pointer for error in refused.errors] == ["/OCC_METRICS_PORT"]
+    assert raw.strip() not in refused.detail
+
+
+def test_direct_construction_is_typed_frozen_and_reads_no_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OCC_WORKER_LEASE_DURATION_MS", "1")
+    settings = Settings(max_attempts=2)
+    assert (settings.lease_ms, settings.max_attempts) == (15_000, 2)
+    with pytest.raises(errors.InvalidInput) as refused:
+        Settings(max_attempts="2")
+    assert [error.pointer for error in refused.value.errors] == ["/max_attempts"]
+    with pytest.raises(errors.InvalidInput) as unknown:
+        Settings(max_attempt=2)
+    assert [error.pointer for error in unknown.value.errors] == ["/max_attempt"]
+    with pytest.raises(pydantic.ValidationError):
+        settings.lease_ms = 5  # type: ignore[misc]
+
+
+def test_replace_checks_the_copy() -> None:
+    settings = Settings()
+    assert settings.replace(lease_ms=5).lease_ms == 5 and settings.lease_ms == 15_000
+    with pytest.raises(errors.InvalidInput) as refused:
+        settings.replace(lease_ms=0)
+    assert [error.pointer for error in refused.value.errors] == ["/lease_ms"]
+
+
+# -- secrets in files ------------------------------------------------------------------------
+
+SECRET_VARIABLES = [
+    ("OCC_API_KEY_PEPPER", "api_key_pepper", PEPPER, PEPPER),
+    ("OCC_SECRET_KEY", "secret_key", SECRET_KEY, SECRET_KEY),
+    (
+        "OCC_DATABASE_URL",
+        "database_url",
+        f"postgresql+psycopg://occ_app:{DB_PASSWORD}@db.example/occ",
+        f"postgresql+psycopg://occ_app:{DB_PASSWORD}@db.example/occ",
+    ),
+    (
+        "OCC_MIGRATION_DATABASE_URL",
+        "migration_database_url",
+        f"postgres://owner:{DB_PASSWORD}@db.example/occ",
+        f"postgresql+psycopg://owner:{DB_PASSWORD}@db.example/occ",
+    ),
+    (
+        "OCC_BROKER_URL",
+        "broker_url",
+        f"rediss://:{BROKER_PASSWORD}@redis.example:6380/0",
+        f"rediss://:{BROKER_PASSWORD}@redis.example:6380/0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("variable", "name", "content", "value"), SECRET_VARIABLES)
+def test_a_secret_can_be_read_from_the_file_its_file_variable_names(
+    tmp_path: Path, variable: str, name: str, content: str, value: str
+) -> None:
+    path = tmp_path / "secret"
+    path.write_text(content + "\n")
+    env = _production(**{f"{variable}_FILE": path})
+    env.pop(variable, None)
+    settings = Settings.from_env(env)
+    assert getattr(settings, name) == value  # the trailing newline is not part of it
+    assert content not in repr(settings)
+
+
+@pytest.mark.parametrize(("variable", "name", "content", "value"), SECRET_VARIABLES)
+def test_a_secret_and_its_file_variable_together_are_refused_naming_both(
+    tmp_path: Path, variable: str, name: str, content: str, value: str
+) -> None:
+    path = tmp_path / "secret"
+    path.write_text(content)
+    refused = _refusal(_production(**{variable: content, f"{variable}_FILE": path}))
+    assert [error.pointer for error in refused.errors] == [f"/{variable}"]
+    assert f"{variable}_FILE" in refused.errors[0].message
+    assert content not in refused.detail
+
+
+@pytest.mark.parametrize("problem", ["missing", "directory", "empty", "not text"])
+def test_an_unusable_secret_file_names_the_variable_never_the_content(
+    tmp_path: Path, problem: str
+) -> None:
+    path = tmp_path / "secret"
+    if problem == "directory":
+        path.mkdir()
+    elif problem == "empty":
+        path.write_text("\n")
+    elif problem == "not text":
+        path.write_bytes(b"\xff\xfe" + SECRET_KEY.encode())
+    refused = _refusal({"OCC_SECRET_KEY_FILE": str(path)})
+    assert [error.pointer for error in refused.errors] == ["/OCC_SECRET_KEY_FILE"]
+    assert SECRET_KEY not in refused.detail
+
+
+def test_a_file_variable_of_a_setting_that_is_no_secret_is_ignored(tmp_path: Path) -> None:
+    assert Settings.from_env({"OCC_ENV_FILE": str(tmp_path / "none")}).environment == "development"
+
+
+# -- conventional URLs and drivers -----------------------------------------------------------
+
+
+def test_database_url_and_redis_url_are_fallbacks(tmp_path: Path) -> None:
+    conventional = {
+        "DATABASE_URL": f"postgres://u:{DB_PASSWORD}@heroku.example:5432/d1",
+        "REDIS_URL": f"rediss://:{BROKER_PASSWORD}@heroku.example:6380",
+    }
+    settings = Settings.from_env(conventional)
+    assert settings.database_url == f"postgresql+psycopg://u:{DB_PASSWORD}@heroku.example:5432/d1"
+    assert settings.broker_url == conventional["REDIS_URL"]
+    assert DB_PASSWORD not in repr(settings) and BROKER_PASSWORD not in repr(settings)
+    own = {
+        "OCC_DATABASE_URL": "postgresql+psycopg://occ@own.example/occ",
+        "OCC_BROKER_URL": "redis://own.example:6379/0",
+    }
+    settings = Settings.from_env({**conventional, **own})
+    assert (settings.database_url, settings.broker_url) == tuple(own.values())
+    text = "database_url: postgresql://occ@yaml.example/occ\nbroker_url: redis://yaml.example\n"
+    settings = Settings.from_env({**conventional, **_yaml(tmp_path, text)})
+    assert settings.database_url == "postgresql+psycopg://occ@yaml.example/occ"
+    assert settings.broker_url == "redis://yaml.example"
+
+
+def test_a_bad_fallback_names_the_conventional_variable() -> None:
+    refused = _refusal({"DATABASE_URL": "mysql://u@h/d"})
+    assert [error.pointer for error in refused.errors] == ["/database_url"]
+
+
+@pytest.mark.parametrize(
+    ("url", "normalised"),
+    [
+        ("postgres://u:p@h:5432/d", "postgresql+psycopg://u:p@h:5432/d"),
+        ("postgresql://u@h/d?sslmode=require", "postgresql+psycopg://u@h/d?sslmode=require"),
+        ("POSTGRES://u@h/d", "postgresql+psycopg://u@h/d"),
+        ("postgresql+psycopg://u@h/d", "postgresql+psycopg://u@h/d"),
+    ],
+)
+def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalised: str) -> None:
+    settings = Settings.from_env({"OCC_DATABASE_URL": url, "OCC_MIGRATION_DATABASE_URL": url})
+    assert settings.database_url == settings.migration_database_url == normalised
+    assert Settings(database_url=url).database_url == normalised
+
+
+def test_every_setting_but_the_yaml_only_ones_has_a_variable() -> None:
+    assert set(settings_sources.ENVIRONMENT) <= set(Settings.model_fields)
+    yaml_only = set(Settings.model_fields) - set(settings_sources.ENVIRONMENT)
+    assert yaml_only == {"kubernetes_resource_quota", "kubernetes_limit_range"}
+    variables = list(settings_sources.ENVIRONMENT.values())
+    assert len(set(variables)) == len(variables)
