@@ -7,6 +7,7 @@ values.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,7 +15,9 @@ from typing import Any, TypeVar
 from occ import iam
 from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
+from occ.controller import configurations as configuration_cases
 from occ.controller import namespaces as namespace_cases
+from occ.drivers import sandbox as sandboxes
 from occ.foundation import errors, ids
 from occ.state import (
     agents,
@@ -51,7 +54,12 @@ class _Admitted:
 
 
 def deploy_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    agent_id: str,
+    sandbox: sandboxes.SandboxDriver | None = None,
 ) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
@@ -59,7 +67,9 @@ def deploy_agent(
     ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
     principal. The revision pins the Configuration's generation and document, the harness, the
     compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
-    enqueued.
+    enqueued. With a selected ``sandbox``, the document pinned is the Sandbox Driver's transformed
+    copy of the native one, validated like any document (identity and generation stay the
+    source's).
 
     Authorization (one policy load for both principals) and the Configuration read run before the
     Agent row lock, so deploys of one Agent queue only behind each other's writes: one
@@ -84,7 +94,13 @@ def deploy_agent(
 
         def checked_write(current: agents.Agent) -> deploys.DeployWritten | None:
             plan, event = _plan(
-                session, actor_id, namespace, current, revision_id=revision_id, policies=policies
+                session,
+                actor_id,
+                namespace,
+                current,
+                revision_id=revision_id,
+                policies=policies,
+                sandbox=sandbox,
             )
             return deploys.write(session, plan, event)
 
@@ -105,12 +121,15 @@ def _plan(
     *,
     revision_id: str,
     policies: iam.PolicyCache,
+    sandbox: sandboxes.SandboxDriver | None,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
     """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
     event (``deploys.write`` adds the revision number and the previous desired state to the
     details)."""
     admitted = _admit(session, actor_id, namespace, agent, policies)
     configuration = admitted.configuration
+    if sandbox is not None:
+        configuration = _sandboxed(configuration, sandbox)
     plan = deploys.DeployPlan(
         revision_id=revision_id,
         agent=agent,
@@ -128,6 +147,7 @@ def _plan(
             "mode": agent.execution_mode,
         },
         "computeDriver": agent.compute_driver,
+        "sandboxDriver": None if sandbox is None else sandbox.id,
         "harnessAuth": dict(plan.harness_auth),
         "desiredRuntimeState": agents.DesiredRuntimeState.RUNNING,
         "authorization": {
@@ -147,6 +167,15 @@ def _plan(
         details=details,
     )
     return plan, event
+
+
+def _sandboxed(
+    configuration: configurations.PinnedConfiguration, sandbox: sandboxes.SandboxDriver
+) -> configurations.PinnedConfiguration:
+    """The Configuration with the Sandbox Driver's copy of its document, validated."""
+    document = sandbox.transform(configuration.document)
+    configuration_cases.check_document(document, "/configuration/document")
+    return dataclasses.replace(configuration, document=document)
 
 
 def _admit(

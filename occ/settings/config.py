@@ -46,6 +46,7 @@ _POSITIVE = (
     "docker_nano_cpus",
     "docker_pids_limit",
     "startup_wait_ms",
+    "ssh_connect_timeout_ms",
 )
 
 
@@ -165,6 +166,36 @@ class Settings(BaseSettings):
 
     docker_pids_limit: int = 128
     """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
+
+    lifecycle_hook_owners: str | None = None
+    """Drivers that own lifecycle hooks, in selection order, comma-separated capabilities
+    (``configuration``, ``sandbox``, ``iam``); unset: the selected ones that have hooks, in that
+    order. Env: OCC_LIFECYCLE_HOOK_OWNERS."""
+
+    sandbox_driver: str | None = None
+    """Sandbox Driver (``reference``; unset: none). Env: OCC_SANDBOX_DRIVER."""
+
+    sandbox_egress_allow: list[str] | None = None
+    """Hosts the ``reference`` Sandbox Driver pins as the egress allow-list (YAML only)."""
+
+    iam_hook: str | None = None
+    """IAM lifecycle hook (``runtime-identities``; unset: none). Env: OCC_IAM_HOOK."""
+
+    iam_identity_root: str = ".occ/identities"
+    """Ledger of the runtime identities the IAM hook issued. Env: OCC_IAM_IDENTITY_ROOT."""
+
+    ssh_hosts: list[dict[str, Any]] | None = None
+    """Host pool of the ``ssh`` driver: ``name``, ``host``, ``port``, ``user``,
+    ``private_key_file``, ``host_key`` (pinned), ``init`` (YAML only; docs/ssh.md)."""
+
+    ssh_root: str = "/var/lib/occ"
+    """Directory of occ's files on every SSH host. Env: OCC_SSH_ROOT."""
+
+    ssh_connect_timeout_ms: int = 10_000
+    """Timeout of one SSH connection or command. Env: OCC_SSH_CONNECT_TIMEOUT_MS."""
+
+    ssh_gateway_command: list[str] | None = None
+    """Gateway command on the hosts (unset: the stand-in gateway occ installs; YAML only)."""
 
     metrics_port: int | None = None
     """Port of a worker's private Prometheus listener (off when unset).

@@ -18,6 +18,7 @@ import flask
 import flask_smorest
 import flask_smorest.utils
 
+from occ.drivers import selection as driver_selection
 from occ.foundation import errors
 from occ.runtime import composition
 from occ.settings.config import Settings
@@ -49,6 +50,7 @@ class WebContext:
 
     runtime: composition.Runtime
     nudger: nudge.Nudger
+    drivers: driver_selection.Selection
 
 
 def create_app(
@@ -73,6 +75,7 @@ def create_app(
     app.extensions["occ"] = WebContext(
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
+        drivers=driver_selection.select(built.settings),
     )
     api = _Api(
         app,

@@ -84,7 +84,12 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 @locations.at("agents.get_deployment", deployment_id="deployment_id")
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
-    return calls.admitted(deployments.deploy_agent, namespace_id=namespace_id, agent_id=agent_id)
+    return calls.admitted(
+        deployments.deploy_agent,
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+        sandbox=calls.context().drivers.sandbox,
+    )
 
 
 @blueprint.operation(

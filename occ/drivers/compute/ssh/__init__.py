@@ -1,0 +1,1 @@
+"""The ``ssh`` Compute Driver (work in progress)."""

@@ -1,0 +1,121 @@
+"""Startup selection of the Installation's drivers and of the lifecycle hook owners.
+
+Trusted startup configuration (``Settings``) names the Compute Driver, the optional Sandbox
+Driver and IAM hook, and, in order, the drivers that own lifecycle hooks
+(``lifecycle_hook_owners``; unset: the selected ones that have hooks, in the order
+configuration, sandbox, iam). ``select`` builds each selected owner once, from its own settings
+only (never the whole ``Settings``, which holds keys), registers them in a ``HookDispatcher``
+(identity and callbacks captured then) and hands that to the Compute Driver when it is built,
+before its first operation. Anything unavailable fails closed: an unknown or repeated owner,
+an owner whose driver is not selected, a selected Sandbox Driver or IAM hook left out of an
+explicit order, a driver that cannot own hooks, an owner missing a stage. The error names the
+setting and never a value it could not use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from occ.drivers import compute
+from occ.drivers.compute import base, hooks
+from occ.drivers.iam import identities
+from occ.drivers.sandbox import reference
+from occ.foundation import errors
+from occ.settings.config import Settings
+
+SANDBOX_DRIVERS: Final = (reference.DRIVER_ID,)
+IAM_HOOKS: Final = (identities.DRIVER_ID,)
+OWNER_ORDER: Final = ("configuration", "sandbox", "iam")
+"""Capabilities that may own hooks, in the default selection order."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The drivers one process runs with, built once at startup."""
+
+    compute_driver: str
+    sandbox: reference.ReferenceSandbox | None
+    dispatcher: hooks.HookDispatcher
+
+    @property
+    def sandbox_driver(self) -> str | None:
+        """The selected Sandbox Driver's id (``None`` without one)."""
+        return None if self.sandbox is None else self.sandbox.id
+
+    @property
+    def hook_owners(self) -> tuple[str, ...]:
+        """The hook owners' identities, in selection order."""
+        return self.dispatcher.owners
+
+
+def select(settings: Settings) -> Selection:
+    """Build the selected owners and their dispatcher; ``InvalidInput`` when one is unavailable."""
+    sandbox = _sandbox(settings)
+    available: dict[str, hooks.LifecycleHooks] = {}
+    if sandbox is not None:
+        available["sandbox"] = sandbox
+    if settings.iam_hook is not None:
+        available["iam"] = _iam_hook(settings)
+    order = _order(settings.lifecycle_hook_owners, available)
+    try:
+        dispatcher = hooks.HookDispatcher([available[capability] for capability in order])
+    except hooks.OwnerInvalid as exc:
+        raise errors.InvalidInput.at("/lifecycle_hook_owners", str(exc)) from None
+    return Selection(compute_driver=settings.compute_driver, sandbox=sandbox, dispatcher=dispatcher)
+
+
+def compute_driver(settings: Settings, selection: Selection) -> base.ComputeDriver:
+    """The selected Compute Driver with the selection's hooks attached (once, at build)."""
+    return compute.load(settings.compute_driver, settings, hooks=selection.dispatcher)
+
+
+def _sandbox(settings: Settings) -> reference.ReferenceSandbox | None:
+    if settings.sandbox_driver is None:
+        if settings.sandbox_egress_allow is not None:
+            raise errors.InvalidInput.at(
+                "/sandbox_egress_allow", "is set but no sandbox driver is selected"
+            )
+        return None
+    if settings.sandbox_driver not in SANDBOX_DRIVERS:
+        raise errors.InvalidInput.at(
+            "/sandbox_driver", f"unknown sandbox driver; known: {', '.join(SANDBOX_DRIVERS)}"
+        )
+    try:
+        return reference.ReferenceSandbox(settings.sandbox_egress_allow or ())
+    except ValueError as exc:
+        raise errors.InvalidInput.at("/sandbox_egress_allow", str(exc)) from None
+
+
+def _iam_hook(settings: Settings) -> identities.RuntimeIdentities:
+    if settings.iam_hook not in IAM_HOOKS:
+        raise errors.InvalidInput.at(
+            "/iam_hook", f"unknown IAM hook; known: {', '.join(IAM_HOOKS)}"
+        )
+    return identities.RuntimeIdentities(Path(settings.iam_identity_root).resolve())
+
+
+def _order(configured: str | None, available: dict[str, hooks.LifecycleHooks]) -> tuple[str, ...]:
+    """The owners' capabilities in selection order, checked against what is selected."""
+    if configured is None:
+        return tuple(capability for capability in OWNER_ORDER if capability in available)
+    pointer = "/lifecycle_hook_owners"
+    order = tuple(part.strip() for part in configured.split(",") if part.strip())
+    for capability in order:
+        if capability not in OWNER_ORDER:
+            raise errors.InvalidInput.at(
+                pointer, f"names an unknown hook owner; known: {', '.join(OWNER_ORDER)}"
+            )
+        if capability not in available:
+            raise errors.InvalidInput.at(
+                pointer, f"{capability} owns hooks but no {capability} driver is selected"
+            )
+    if len(set(order)) != len(order):
+        raise errors.InvalidInput.at(pointer, "names an owner twice")
+    left_out = [capability for capability in available if capability not in order]
+    if left_out:
+        raise errors.InvalidInput.at(
+            pointer, f"leaves out the selected {', '.join(left_out)} driver, whose hooks must run"
+        )
+    return order
