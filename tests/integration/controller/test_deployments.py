@@ -15,9 +15,10 @@ import pytest
 import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle, agents, deployments, installation
+from occ.drivers.sandbox import reference
 from occ.foundation import errors, ids
 from occ.state import agents as agent_rows
-from occ.state import audit, models, revisions, work_keys
+from occ.state import audit, configurations, models, revisions, work_keys
 from occ.state.db import Database
 from tests.support import databases, grants, processes, rows, statements
 
@@ -315,3 +316,45 @@ def lock_waiters(owner_db: Database) -> int:
                 )
             ).scalar_one()
         )
+
+
+def test_a_selected_sandbox_pins_its_transformed_copy_under_the_source_identity(
+    db: Database, world: World
+) -> None:
+    sandbox = reference.ReferenceSandbox(["api.example.com"])
+    accepted = deployments.deploy_agent(
+        db,
+        actor_id=world.admin_id,
+        namespace_id=world.namespace_id,
+        agent_id=world.agent.id,
+        sandbox=sandbox,
+    )
+    revision = accepted.revision
+    assert revision.configuration_document == sandbox.transform({"name": "config"})
+    assert revision.configuration_id == world.configuration_id
+    assert revision.configuration_generation == 1
+    with db.transaction() as session:
+        native = configurations.get(session, world.namespace_id, world.configuration_id)
+    assert native is not None and native.document == {"name": "config"}  # the source is kept
+    [event] = deploy_events(db, world)
+    assert event.details["sandboxDriver"] == "reference"
+    assert deploy(db, world).revision.configuration_document == {"name": "config"}
+
+
+def test_a_sandboxed_copy_that_fails_validation_is_refused(db: Database, world: World) -> None:
+    class Oversized:
+        id = "oversized"
+
+        def transform(self, document: Any) -> dict[str, Any]:
+            return {**document, "padding": "x" * (70 * 1024)}
+
+    with pytest.raises(errors.InvalidInput) as raised:
+        deployments.deploy_agent(
+            db,
+            actor_id=world.admin_id,
+            namespace_id=world.namespace_id,
+            agent_id=world.agent.id,
+            sandbox=Oversized(),
+        )
+    assert raised.value.errors[0].pointer == "/configuration/document"
+    assert revision_numbers(db, world.agent.id) == []

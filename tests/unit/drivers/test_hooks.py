@@ -536,7 +536,7 @@ def test_owners_never_receive_the_credential_nor_the_claim_token() -> None:
     def look(operation: base.Operation, subject: object) -> None:
         seen.append((operation, subject))
 
-    phases = {phase: look for phase in hooks.STAGES}
+    phases: dict[str, Callable[[base.Operation, Any], None]] = {s: look for s in hooks.STAGES}
     owners = _hooks(calls, "iam:a", during={"iam:a": phases}, environment={"iam:a": {}})
     dispatcher = hooks.HookDispatcher(owners)
     operation = _operation()
