@@ -4,7 +4,8 @@ One suite, parametrised over the drivers that exist: each ``Harness`` builds its
 real infrastructure (local: gateway processes on this machine; docker: a real engine;
 kubernetes: the fake API server over HTTP, whose simulated controllers stand in for the
 cluster's; ssh: a real OpenSSH server on a loopback port, units under occ's supervisor) and
-knows how to let a runtime become ready. Adding a driver means adding one harness and one fixture param.
+knows how to let a runtime become ready. Adding a driver means adding one harness and one
+fixture param.
 """
 
 from __future__ import annotations
