@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -51,7 +51,7 @@ def require_tools() -> None:
             _unavailable(f"{command} failed: {done.stderr.decode()[-300:]}")
 
 
-def _unavailable(message: str) -> None:
+def _unavailable(message: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)

@@ -123,7 +123,8 @@ class SshComputeDriver:
     def ensure_namespace(
         self, operation: base.Operation, namespace: base.NamespaceSpec
     ) -> base.Observation:
-        host = self._locate(operation, namespace.id) or hosts.ranked(self.pool, namespace.id)[0]
+        located = self._locate(operation, namespace.id)
+        host = located[0] if located else hosts.ranked(self.pool, namespace.id)[0]
         self._call(operation, host, "ensure-namespace", {"namespace": namespace.id})
         self.hooks.after_namespace_prepared(operation, namespace)
         return base.Ready({"host": host.name})
@@ -131,10 +132,10 @@ class SshComputeDriver:
     def delete_namespace(
         self, operation: base.Operation, namespace: base.NamespaceSpec
     ) -> base.Observation:
-        host = self._locate(operation, namespace.id)
-        if host is not None:
+        located = self._locate(operation, namespace.id)
+        if located is not None:
             self.hooks.before_namespace_delete(operation, namespace)
-            self._call(operation, host, "delete-namespace", {"namespace": namespace.id})
+            self._call(operation, located[0], "delete-namespace", {"namespace": namespace.id})
         return base.Ready()
 
     # -- contract: revisions --------------------------------------------------------------
@@ -143,7 +144,7 @@ class SshComputeDriver:
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Observation:
         """Stage the snapshot (and credential) in the revision's directory; start nothing."""
-        host = self._placed(operation, revision.namespace_id)
+        host, _ = self._placed(operation, revision.namespace_id)
         credential = revision.credential.value if revision.credential is not None else None
         request = {
             **_ids(revision),
@@ -157,10 +158,10 @@ class SshComputeDriver:
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Activation | base.Pending | base.Failed:
         """Point the Agent's unit at the revision (restarting it), then check its health."""
-        host = self._placed(operation, revision.namespace_id)
+        host, seen = self._placed(operation, revision.namespace_id)
         environment = self.hooks.before_workload_start(operation, revision)
         try:
-            staged = self._agent(operation, host, revision)
+            staged = _agent(seen, revision)
             unit = units.render(
                 revision,
                 root=self.root,
@@ -192,7 +193,7 @@ class SshComputeDriver:
         self, operation: base.Operation, namespace_id: str, agent_id: str
     ) -> None:
         """Remove the Agent's unit, files and user from its host."""
-        host = self._placed(operation, namespace_id)
+        host, _ = self._placed(operation, namespace_id)
         self._call(operation, host, "delete-agent", {"namespace": namespace_id, "agent": agent_id})
 
     # -- observation ------------------------------------------------------------------------
@@ -211,15 +212,11 @@ class SshComputeDriver:
             self._observed[host.name] = (time.monotonic(), seen)
         return seen
 
-    def _agent(
-        self, operation: base.Operation, host: hosts.Host, revision: base.RevisionSpec
-    ) -> dict[str, Any] | None:
-        namespace = self._observe(operation, host)["namespaces"].get(revision.namespace_id)
-        found = (namespace or {}).get("agents", {}).get(revision.agent_id)
-        return found if isinstance(found, dict) else None
-
-    def _locate(self, operation: base.Operation, namespace_id: str) -> hosts.Host | None:
-        """The host holding the Namespace; ``None`` when no host does and every host answered.
+    def _locate(
+        self, operation: base.Operation, namespace_id: str
+    ) -> tuple[hosts.Host, dict[str, Any]] | None:
+        """The host holding the Namespace and what it holds; ``None`` when no host does and
+        every host answered.
 
         Hosts are asked in placement order, so the usual answer costs one (cached) command.
         """
@@ -233,7 +230,7 @@ class SshComputeDriver:
                 unreachable.append(host.name)
                 continue
             if namespace_id in seen["namespaces"]:
-                return host
+                return host, seen
         if unreachable:
             raise base.TransientDriverError(
                 connection.UNREACHABLE,
@@ -241,19 +238,21 @@ class SshComputeDriver:
             )
         return None
 
-    def _placed(self, operation: base.Operation, namespace_id: str) -> hosts.Host:
-        host = self._locate(operation, namespace_id)
-        if host is None:
+    def _placed(
+        self, operation: base.Operation, namespace_id: str
+    ) -> tuple[hosts.Host, dict[str, Any]]:
+        located = self._locate(operation, namespace_id)
+        if located is None:
             raise base.PermanentDriverError(
                 HOST_REMOVED, "the Namespace is on no host of the pool: was its host removed?"
             )
-        return host
+        return located
 
     # -- internals ----------------------------------------------------------------------
 
     def _tear_down(self, operation: base.Operation, revision: base.RevisionSpec, verb: str) -> None:
-        host = self._placed(operation, revision.namespace_id)
-        agent = self._agent(operation, host, revision)
+        host, seen = self._placed(operation, revision.namespace_id)
+        agent = _agent(seen, revision)
         if agent is None or revision.revision_id not in agent["revisions"]:
             return  # never staged here, or retired already: nothing runs, nothing to revoke
         self.hooks.before_workload_stop(operation, revision)
@@ -329,6 +328,13 @@ def _ids(revision: base.RevisionSpec) -> dict[str, str]:
         "agent": revision.agent_id,
         "revision": revision.revision_id,
     }
+
+
+def _agent(seen: dict[str, Any], revision: base.RevisionSpec) -> dict[str, Any] | None:
+    """What an observation of the host holds of the revision's Agent."""
+    namespace = seen["namespaces"].get(revision.namespace_id) or {}
+    found = namespace.get("agents", {}).get(revision.agent_id)
+    return found if isinstance(found, dict) else None
 
 
 def _has_credential(agent: dict[str, Any] | None, revision: base.RevisionSpec) -> bool:
