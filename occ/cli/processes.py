@@ -21,7 +21,7 @@ from occ.web import gunicorn_hooks, serving
 CELERY_APP = "occ.tasks.app"
 """What ``celery -A`` loads: the lazily built app of ``occ.tasks.app``."""
 
-COMPUTE_DRIVERS = ("local", "docker", "kubernetes")
+COMPUTE_DRIVERS = ("local", "docker", "kubernetes", "ssh")
 
 
 @base.cli.command()

@@ -345,6 +345,12 @@ def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalis
 def test_every_setting_but_the_yaml_only_ones_has_a_variable() -> None:
     assert set(settings_sources.ENVIRONMENT) <= set(Settings.model_fields)
     yaml_only = set(Settings.model_fields) - set(settings_sources.ENVIRONMENT)
-    assert yaml_only == {"kubernetes_resource_quota", "kubernetes_limit_range"}
+    assert yaml_only == {
+        "kubernetes_resource_quota",
+        "kubernetes_limit_range",
+        "sandbox_egress_allow",
+        "ssh_hosts",
+        "ssh_gateway_command",
+    }
     variables = list(settings_sources.ENVIRONMENT.values())
     assert len(set(variables)) == len(variables)
