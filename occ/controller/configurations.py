@@ -2,15 +2,20 @@
 
 Every mutation is one transaction: lock the Namespace row, authorize, lock and change the
 Configuration row, audit. Configurations need no infrastructure, so no work is enqueued.
+Documents are written and read through the selected Configuration Driver (``store``: the row
+itself by default, or the development filesystem root), once the request is authorized.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Final
 
 from occ.controller import admission, contents, preconditions
-from occ.foundation import errors
+from occ.drivers.configuration import ConfigurationDriver
+from occ.drivers.configuration.database import DATABASE
+from occ.foundation import errors, ids
 from occ.state import configurations as state
 from occ.state import keyset
 from occ.state.db import Database
@@ -35,7 +40,13 @@ ITEMS: Final = contents.Items(
 
 
 def create_configuration(
-    db: Database, *, actor_id: str, namespace_id: str, name: str, document: dict[str, Any]
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    name: str,
+    document: dict[str, Any],
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """Admit a Configuration at generation 1 (``configuration:create`` on the Namespace).
 
@@ -52,8 +63,13 @@ def create_configuration(
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
         namespace, change = ITEMS.admit_creation(session, actor_id, namespace_id, request)
+        configuration_id = ids.new("configuration")
         configuration = state.insert(
-            session, namespace_id=namespace.id, name=name, document=document
+            session,
+            namespace_id=namespace.id,
+            name=name,
+            document=store.keep(namespace.id, configuration_id, 1, document),
+            configuration_id=configuration_id,
         )
         change.audit(
             "configuration",
@@ -61,11 +77,16 @@ def create_configuration(
             namespace.id,
             {"name": name, "generation": configuration.generation, "documentBytes": size},
         )
-        return configuration
+        return dataclasses.replace(configuration, document=document)
 
 
 def get_configuration(
-    db: Database, *, actor_id: str, namespace_id: str, configuration_id: str
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    configuration_id: str,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """A Configuration (``configuration:read``).
 
@@ -73,11 +94,16 @@ def get_configuration(
         NotFound: no such Configuration in this live Namespace, or the caller may not read it
             (audited).
     """
-    return ITEMS.read(db, actor_id, namespace_id, configuration_id)
+    return loaded(store, ITEMS.read(db, actor_id, namespace_id, configuration_id))
 
 
 def list_configurations(
-    db: Database, *, actor_id: str, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database,
+    *,
+    actor_id: str,
+    namespace_id: str,
+    window: keyset.Window = keyset.EVERYTHING,
+    store: ConfigurationDriver = DATABASE,
 ) -> keyset.Page[state.Configuration]:
     """The Namespace's Configurations the caller may read (``configuration:read`` per item),
     the page ``window`` asks for.
@@ -86,7 +112,8 @@ def list_configurations(
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Configurations in it, nor any of its Configurations (audited).
     """
-    return ITEMS.page(db, actor_id, namespace_id, window)
+    page = ITEMS.page(db, actor_id, namespace_id, window)
+    return keyset.Page((loaded(store, item) for item in page), page.next_after)
 
 
 def update_configuration(
@@ -98,6 +125,7 @@ def update_configuration(
     name: str | None = None,
     document: dict[str, Any] | None = None,
     if_match: preconditions.Expected | None = None,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """Change the name and/or document; ``generation`` moves by exactly one.
 
@@ -137,7 +165,11 @@ def update_configuration(
             configuration_id=current.id,
             expected_generation=current.generation,
             name=name,
-            document=document,
+            document=(
+                None
+                if document is None
+                else store.keep(namespace.id, current.id, current.generation + 1, document)
+            ),
         )
         if updated is None:  # the row lock makes this a backstop
             raise errors.Conflict("the Configuration changed concurrently; read it and retry")
@@ -156,7 +188,9 @@ def update_configuration(
         if size is not None:
             details["documentBytes"] = size
         change.audit("configuration", updated.id, namespace.id, details)
-        return updated
+        if document is not None:
+            return dataclasses.replace(updated, document=document)
+        return loaded(store, updated)
 
 
 def delete_configuration(
@@ -166,6 +200,7 @@ def delete_configuration(
     namespace_id: str,
     configuration_id: str,
     if_match: preconditions.Expected | None = None,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """Remove a Configuration no Agent references (``configuration:delete``); the removed one.
 
@@ -178,7 +213,7 @@ def delete_configuration(
         PreconditionFailed: ``if_match`` does not admit the current generation.
         Conflict: an Agent references it.
     """
-    return ITEMS.delete(
+    removed = ITEMS.delete(
         db,
         actor_id,
         namespace_id,
@@ -186,6 +221,14 @@ def delete_configuration(
         if_match=if_match,
         described=lambda current: {"name": current.name, "generation": current.generation},
     )
+    store.forget(removed.namespace_id, removed.id)  # after the commit: revisions keep snapshots
+    return removed
+
+
+def loaded(store: ConfigurationDriver, configuration: state.Configuration) -> state.Configuration:
+    """``configuration`` with its native document, read through ``store``."""
+    document = store.load(configuration.namespace_id, configuration.id, configuration.document)
+    return dataclasses.replace(configuration, document=document)
 
 
 def check_document(document: object, pointer: str) -> int:

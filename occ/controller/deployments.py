@@ -18,6 +18,8 @@ from occ.controller import agents as agent_use_cases
 from occ.controller import configurations as configuration_cases
 from occ.controller import namespaces as namespace_cases
 from occ.drivers import sandbox as sandboxes
+from occ.drivers.configuration import ConfigurationDriver
+from occ.drivers.configuration.database import DATABASE
 from occ.foundation import errors, ids
 from occ.state import (
     agents,
@@ -60,6 +62,7 @@ def deploy_agent(
     namespace_id: str,
     agent_id: str,
     sandbox: sandboxes.SandboxDriver | None = None,
+    configurations: ConfigurationDriver = DATABASE,
 ) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
@@ -67,9 +70,10 @@ def deploy_agent(
     ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
     principal. The revision pins the Configuration's generation and document, the harness, the
     compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
-    enqueued. With a selected ``sandbox``, the document pinned is the Sandbox Driver's transformed
-    copy of the native one, validated like any document (identity and generation stay the
-    source's).
+    enqueued. The native document is read through the selected Configuration Driver
+    (``configurations``); with a selected ``sandbox``, the document pinned is the Sandbox
+    Driver's transformed copy of it, validated like any document (identity and generation stay
+    the source's).
 
     Authorization (one policy load for both principals) and the Configuration read run before the
     Agent row lock, so deploys of one Agent queue only behind each other's writes: one
@@ -101,6 +105,7 @@ def deploy_agent(
                 revision_id=revision_id,
                 policies=policies,
                 sandbox=sandbox,
+                configurations=configurations,
             )
             return deploys.write(session, plan, event)
 
@@ -122,12 +127,15 @@ def _plan(
     revision_id: str,
     policies: iam.PolicyCache,
     sandbox: sandboxes.SandboxDriver | None,
+    configurations: ConfigurationDriver,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
     """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
     event (``deploys.write`` adds the revision number and the previous desired state to the
     details)."""
     admitted = _admit(session, actor_id, namespace, agent, policies)
     configuration = admitted.configuration
+    native = configurations.load(agent.namespace_id, configuration.id, configuration.document)
+    configuration = dataclasses.replace(configuration, document=native)
     if sandbox is not None:
         configuration = _sandboxed(configuration, sandbox)
     plan = deploys.DeployPlan(

@@ -1,7 +1,7 @@
 """Startup selection of the Installation's drivers and of the lifecycle hook owners.
 
-Trusted startup configuration (``Settings``) names the Compute Driver, the optional Sandbox
-Driver and IAM hook, and, in order, the drivers that own lifecycle hooks
+Trusted startup configuration (``Settings``) names the Compute Driver, the Configuration
+Driver, the optional Sandbox Driver and IAM hook, and, in order, the drivers that own lifecycle hooks
 (``lifecycle_hook_owners``; unset: the selected ones that have hooks, in the order
 configuration, sandbox, iam). ``select`` builds each selected owner once, from its own settings
 only (never the whole ``Settings``, which holds keys), registers them in a ``HookDispatcher``
@@ -20,11 +20,18 @@ from typing import Final
 
 from occ.drivers import compute
 from occ.drivers.compute import base, hooks
+from occ.drivers.configuration import ConfigurationDriver
+from occ.drivers.configuration import database as configuration_database
+from occ.drivers.configuration import filesystem as configuration_filesystem
 from occ.drivers.iam import identities
 from occ.drivers.sandbox import reference
 from occ.foundation import errors
 from occ.settings.config import Settings
 
+CONFIGURATION_DRIVERS: Final = (
+    configuration_database.DRIVER_ID,
+    configuration_filesystem.DRIVER_ID,
+)
 SANDBOX_DRIVERS: Final = (reference.DRIVER_ID,)
 IAM_HOOKS: Final = (identities.DRIVER_ID,)
 OWNER_ORDER: Final = ("configuration", "sandbox", "iam")
@@ -36,6 +43,7 @@ class Selection:
     """The drivers one process runs with, built once at startup."""
 
     compute_driver: str
+    configuration: ConfigurationDriver
     sandbox: reference.ReferenceSandbox | None
     dispatcher: hooks.HookDispatcher
 
@@ -51,7 +59,9 @@ class Selection:
 
 
 def select(settings: Settings) -> Selection:
-    """Build the selected owners and their dispatcher; ``InvalidInput`` when one is unavailable."""
+    """Build the selected drivers, the hook owners and their dispatcher; ``InvalidInput`` when
+    one is unavailable."""
+    configuration = _configuration(settings)
     sandbox = _sandbox(settings)
     available: dict[str, hooks.LifecycleHooks] = {}
     if sandbox is not None:
@@ -63,12 +73,39 @@ def select(settings: Settings) -> Selection:
         dispatcher = hooks.HookDispatcher([available[capability] for capability in order])
     except hooks.OwnerInvalid as exc:
         raise errors.InvalidInput.at("/lifecycle_hook_owners", str(exc)) from None
-    return Selection(compute_driver=settings.compute_driver, sandbox=sandbox, dispatcher=dispatcher)
+    return Selection(
+        compute_driver=settings.compute_driver,
+        configuration=configuration,
+        sandbox=sandbox,
+        dispatcher=dispatcher,
+    )
 
 
 def compute_driver(settings: Settings, selection: Selection) -> base.ComputeDriver:
     """The selected Compute Driver with the selection's hooks attached (once, at build)."""
     return compute.load(settings.compute_driver, settings, hooks=selection.dispatcher)
+
+
+def _configuration(settings: Settings) -> ConfigurationDriver:
+    """The Configuration Driver (none of today's has lifecycle hooks)."""
+    chosen = settings.configuration_driver
+    if chosen == configuration_database.DRIVER_ID:
+        return configuration_database.DATABASE
+    if chosen != configuration_filesystem.DRIVER_ID:
+        raise errors.InvalidInput.at(
+            "/configuration_driver",
+            f"unknown Configuration Driver; known: {', '.join(CONFIGURATION_DRIVERS)}",
+        )
+    if settings.environment == "production":
+        raise errors.InvalidInput.at(
+            "/configuration_driver", "the filesystem Configuration Driver is for development"
+        )
+    if not settings.development_configuration_root:
+        raise errors.InvalidInput.at(
+            "/development_configuration_root", "the filesystem Configuration Driver needs it"
+        )
+    root = Path(settings.development_configuration_root).resolve()
+    return configuration_filesystem.FilesystemConfigurations(root)
 
 
 def _sandbox(settings: Settings) -> reference.ReferenceSandbox | None:

@@ -167,6 +167,14 @@ class Settings(BaseSettings):
     docker_pids_limit: int = 128
     """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
 
+    configuration_driver: str = "database"
+    """Where Configuration documents live: ``database`` (the row) or ``filesystem`` (development
+    only, under development_configuration_root). Env: OCC_CONFIGURATION_DRIVER."""
+
+    development_configuration_root: str | None = None
+    """Root of the filesystem Configuration Driver, written by the API only.
+    Env: OCC_DEVELOPMENT_CONFIGURATION_ROOT."""
+
     lifecycle_hook_owners: str | None = None
     """Drivers that own lifecycle hooks, in selection order, comma-separated capabilities
     (``configuration``, ``sandbox``, ``iam``); unset: the selected ones that have hooks, in that

@@ -52,6 +52,8 @@ ENVIRONMENT: dict[str, str] = {
     "docker_memory_bytes": "OCC_DOCKER_MEMORY_BYTES",
     "docker_nano_cpus": "OCC_DOCKER_NANO_CPUS",
     "docker_pids_limit": "OCC_DOCKER_PIDS_LIMIT",
+    "configuration_driver": "OCC_CONFIGURATION_DRIVER",
+    "development_configuration_root": "OCC_DEVELOPMENT_CONFIGURATION_ROOT",
     "lifecycle_hook_owners": "OCC_LIFECYCLE_HOOK_OWNERS",
     "sandbox_driver": "OCC_SANDBOX_DRIVER",
     "iam_hook": "OCC_IAM_HOOK",

@@ -89,6 +89,7 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
         namespace_id=namespace_id,
         agent_id=agent_id,
         sandbox=calls.context().drivers.sandbox,
+        configurations=calls.context().drivers.configuration,
     )
 
 

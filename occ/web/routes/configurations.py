@@ -31,13 +31,19 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
         namespace_id=namespace_id,
         name=body["name"],
         document=body["document"],
+        store=calls.context().drivers.configuration,
     )
 
 
 @blueprint.operation("GET", "", page=schemas.Configuration, requires="configuration:read")
 def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
-    return calls.page(configurations.list_configurations, query, namespace_id=namespace_id)
+    return calls.page(
+        configurations.list_configurations,
+        query,
+        namespace_id=namespace_id,
+        store=calls.context().drivers.configuration,
+    )
 
 
 @blueprint.operation(
@@ -48,6 +54,7 @@ def get_configuration(namespace_id: str, configuration_id: str) -> dict[str, Any
         configurations.get_configuration,
         namespace_id=namespace_id,
         configuration_id=configuration_id,
+        store=calls.context().drivers.configuration,
     )
 
 
@@ -69,6 +76,7 @@ def update_configuration(
         name=body.get("name"),
         document=body.get("document"),
         if_match=preconditions.expected(),
+        store=calls.context().drivers.configuration,
     )
 
 
@@ -80,4 +88,5 @@ def delete_configuration(namespace_id: str, configuration_id: str) -> None:
         namespace_id=namespace_id,
         configuration_id=configuration_id,
         if_match=preconditions.expected(),
+        store=calls.context().drivers.configuration,
     )

@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle, agents, deployments, installation
+from occ.drivers.configuration import filesystem
 from occ.drivers.sandbox import reference
 from occ.foundation import errors, ids
 from occ.state import agents as agent_rows
@@ -358,3 +360,31 @@ def test_a_sandboxed_copy_that_fails_validation_is_refused(db: Database, world: 
         )
     assert raised.value.errors[0].pointer == "/configuration/document"
     assert revision_numbers(db, world.agent.id) == []
+
+
+def test_a_bodyless_deploy_reads_the_native_document_through_the_configuration_driver(
+    db: Database, world: World, tmp_path: Path
+) -> None:
+    store = filesystem.FilesystemConfigurations(tmp_path / "configurations")
+    stored = store.keep(world.namespace_id, world.configuration_id, 1, {"model": "from-a-file"})
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.Configuration)
+            .where(models.Configuration.id == world.configuration_id)
+            .values(document=stored)
+        )
+    with pytest.raises(errors.DependencyUnavailable):  # the row names a driver not selected
+        deploy(db, world)
+    assert revision_numbers(db, world.agent.id) == []
+
+    accepted = deployments.deploy_agent(
+        db,
+        actor_id=world.admin_id,
+        namespace_id=world.namespace_id,
+        agent_id=world.agent.id,
+        configurations=store,
+        sandbox=reference.ReferenceSandbox(),
+    )
+    document = accepted.revision.configuration_document
+    assert document["model"] == "from-a-file"
+    assert document["sandbox"]["egress"] == {"allow": []}

@@ -59,6 +59,29 @@ def test_an_explicit_order_is_kept() -> None:
         ),
         ({"sandbox_driver": "firecracker"}, "/sandbox_driver", "unknown sandbox driver"),
         ({"iam_hook": "oidc"}, "/iam_hook", "unknown IAM hook"),
+        ({"configuration_driver": "nfs"}, "/configuration_driver", "unknown Configuration"),
+        (
+            {"configuration_driver": "filesystem"},
+            "/development_configuration_root",
+            "needs it",
+        ),
+        (
+            {
+                "environment": "production",
+                "api_key_pepper": "p" * 40,
+                "secret_key": "k" * 40,
+                "compute_driver": "docker",
+                "configuration_driver": "filesystem",
+                "development_configuration_root": "/srv/configurations",
+            },
+            "/configuration_driver",
+            "for development",
+        ),
+        (
+            {"lifecycle_hook_owners": "configuration"},
+            "/lifecycle_hook_owners",
+            "no configuration driver",
+        ),
         ({"sandbox_egress_allow": ["a.example"]}, "/sandbox_egress_allow", "no sandbox driver"),
         (
             {"sandbox_driver": "reference", "sandbox_egress_allow": ["https://x"]},
@@ -85,3 +108,14 @@ def test_owners_are_built_from_their_own_settings_only() -> None:
         for instance in bound:
             assert key not in repr(vars(instance))
             assert not any(isinstance(value, Settings) for value in vars(instance).values())
+
+
+def test_the_configuration_driver_is_the_database_unless_the_filesystem_is_chosen(
+    tmp_path: Path,
+) -> None:
+    assert _select().configuration.id == "database"
+    chosen = _select(
+        configuration_driver="filesystem", development_configuration_root=str(tmp_path)
+    )
+    assert chosen.configuration.id == "filesystem"
+    assert chosen.hook_owners == ()  # no Configuration Driver of today owns hooks
