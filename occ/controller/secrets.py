@@ -1,8 +1,10 @@
-"""Secret use cases: create (value sealed by the Secret store), read and list metadata, delete.
+"""Secret use cases: create (value kept by the Secret Driver), read and list metadata, delete.
 
-The value is write-only: it is sealed before the transaction opens and never returned,
-logged, audited or put in an error message. Every mutation is one transaction: lock the
-Namespace row, authorize, change the Secret row, audit. No work is enqueued.
+The value is write-only: the selected Secret Driver (``store``) keeps it once the creation is
+authorized, inside the transaction (a creation that then fails removes what it kept), and it is
+never returned, logged, audited or put in an error message. Every mutation is one
+transaction: lock the Namespace row, authorize, change the Secret row, audit. No work is
+enqueued; a deleted Secret's value is removed from the driver after the commit.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from typing import Final
 
 from occ.controller import admission, contents, preconditions
+from occ.drivers.secret import SecretDriver
 from occ.foundation import errors, ids
-from occ.state import keyset, secret_store
+from occ.state import keyset
 from occ.state import secrets as state
 from occ.state.db import Database
 
@@ -31,13 +34,13 @@ ITEMS: Final = contents.Items(
 def create_secret(
     db: Database,
     *,
-    store: secret_store.SecretStore,
+    store: SecretDriver,
     actor_id: str,
     namespace_id: str,
     name: str,
     value: str,
 ) -> state.Secret:
-    """Admit a Secret (``secret:create`` on the Namespace); its value is stored sealed.
+    """Admit a Secret (``secret:create`` on the Namespace); ``store`` keeps its value.
 
     Raises:
         NotFound: no such live Namespace, or the caller may not read it (audited).
@@ -45,24 +48,32 @@ def create_secret(
         Forbidden: the caller may read the Namespace but not create here (audited).
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the name is taken in the Namespace.
+        DependencyUnavailable: the Secret Driver cannot keep the value now.
     """
     admission.require_id("namespace", namespace_id)
     name = admission.name(name, "/name")
     check_value(value, "/value")
     secret_id = ids.new("secret")
-    sealed = store.encrypt(secret_id, value)
     request = {"name": name}
-    with admission.guarded(db, actor_id) as session:
-        namespace, change = ITEMS.admit_creation(session, actor_id, namespace_id, request)
-        secret = state.insert(
-            session,
-            secret_id=secret_id,
-            namespace_id=namespace.id,
-            name=name,
-            value_ciphertext=sealed,
-        )
-        change.audit("secret", secret.id, namespace.id, {"name": name})
-        return secret
+    kept = False
+    try:
+        with admission.guarded(db, actor_id) as session:
+            namespace, change = ITEMS.admit_creation(session, actor_id, namespace_id, request)
+            sealed = store.seal(namespace.id, secret_id, value)
+            kept = True
+            secret = state.insert(
+                session,
+                secret_id=secret_id,
+                namespace_id=namespace.id,
+                name=name,
+                value_ciphertext=sealed,
+            )
+            change.audit("secret", secret.id, namespace.id, {"name": name})
+    except BaseException:
+        if kept:  # nothing committed names it: the value must not outlive the failure
+            store.remove(namespace_id, secret_id)
+        raise
+    return secret
 
 
 def get_secret(db: Database, *, actor_id: str, namespace_id: str, secret_id: str) -> state.Secret:
@@ -95,6 +106,7 @@ def delete_secret(
     namespace_id: str,
     secret_id: str,
     if_match: preconditions.Expected | None = None,
+    store: SecretDriver | None = None,
 ) -> state.Secret:
     """Remove a Secret no Agent references (``secret:delete``); the removed one's metadata.
 
@@ -107,7 +119,7 @@ def delete_secret(
         PreconditionFailed: ``if_match`` does not admit the locked Secret's version.
         Conflict: an Agent's harness authentication references it.
     """
-    return ITEMS.delete(
+    removed = ITEMS.delete(
         db,
         actor_id,
         namespace_id,
@@ -115,6 +127,9 @@ def delete_secret(
         if_match=if_match,
         described=lambda current: {"name": current.name},
     )
+    if store is not None:  # after the commit: nothing refers to the value any more
+        store.remove(removed.namespace_id, removed.id)
+    return removed
 
 
 def check_value(value: object, pointer: str) -> None:

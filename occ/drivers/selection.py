@@ -1,15 +1,16 @@
 """Startup selection of the Installation's drivers and of the lifecycle hook owners.
 
 Trusted startup configuration (``Settings``) names the Compute Driver, the Configuration
-Driver, the optional Sandbox Driver and IAM hook, and, in order, the drivers that own lifecycle hooks
-(``lifecycle_hook_owners``; unset: the selected ones that have hooks, in the order
-configuration, sandbox, iam). ``select`` builds each selected owner once, from its own settings
-only (never the whole ``Settings``, which holds keys), registers them in a ``HookDispatcher``
-(identity and callbacks captured then) and hands that to the Compute Driver when it is built,
-before its first operation. Anything unavailable fails closed: an unknown or repeated owner,
-an owner whose driver is not selected, a selected Sandbox Driver or IAM hook left out of an
-explicit order, a driver that cannot own hooks, an owner missing a stage. The error names the
-setting and never a value it could not use.
+Driver, the optional Sandbox Driver and IAM hook, and, in order, the drivers that own
+lifecycle hooks (``lifecycle_hook_owners``; unset: the selected ones that have hooks, in the
+order configuration, sandbox, iam). ``select`` builds each selected owner once, from its own
+settings only (never the whole ``Settings``, which holds keys), registers them in a
+``HookDispatcher`` (identity and callbacks captured then) and hands that to the Compute Driver
+when it is built, before its first operation. Anything unavailable fails closed: an unknown or
+repeated owner, an owner whose driver is not selected, a selected Sandbox Driver or IAM hook
+left out of an explicit order, a driver that cannot own hooks, an owner missing a stage. The
+error names the setting and never a value it could not use. (The Secret Driver is chosen by
+``occ.runtime.composition``: its default implementation belongs to the state layer.)
 """
 
 from __future__ import annotations

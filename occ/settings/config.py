@@ -167,6 +167,10 @@ class Settings(BaseSettings):
     docker_pids_limit: int = 128
     """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
 
+    secret_driver: str = "sealed"  # noqa: S105 - a driver's name
+    """Where Secret values live: ``sealed`` (in their rows, sealed with secret_key) or
+    ``kubernetes`` (tenant-local Kubernetes Secrets). Env: OCC_SECRET_DRIVER."""
+
     configuration_driver: str = "database"
     """Where Configuration documents live: ``database`` (the row) or ``filesystem`` (development
     only, under development_configuration_root). Env: OCC_CONFIGURATION_DRIVER."""

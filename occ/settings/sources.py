@@ -52,6 +52,7 @@ ENVIRONMENT: dict[str, str] = {
     "docker_memory_bytes": "OCC_DOCKER_MEMORY_BYTES",
     "docker_nano_cpus": "OCC_DOCKER_NANO_CPUS",
     "docker_pids_limit": "OCC_DOCKER_PIDS_LIMIT",
+    "secret_driver": "OCC_SECRET_DRIVER",
     "configuration_driver": "OCC_CONFIGURATION_DRIVER",
     "development_configuration_root": "OCC_DEVELOPMENT_CONFIGURATION_ROOT",
     "lifecycle_hook_owners": "OCC_LIFECYCLE_HOOK_OWNERS",

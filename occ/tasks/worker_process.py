@@ -74,6 +74,7 @@ class WorkerProcess:
                 database=built.database,
                 policy=built.policy,
                 driver=driver_selection.compute_driver(settings, self.selection()),
+                secrets=composition.secret_driver(settings),
                 shutdown=self.shutdown,
                 settings=settings,
             )

@@ -19,6 +19,7 @@ import flask_smorest
 import flask_smorest.utils
 
 from occ.drivers import selection as driver_selection
+from occ.drivers.secret import SecretDriver
 from occ.foundation import errors
 from occ.runtime import composition
 from occ.settings.config import Settings
@@ -51,6 +52,7 @@ class WebContext:
     runtime: composition.Runtime
     nudger: nudge.Nudger
     drivers: driver_selection.Selection
+    secrets: SecretDriver
 
 
 def create_app(
@@ -76,6 +78,7 @@ def create_app(
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
         drivers=driver_selection.select(built.settings),
+        secrets=composition.secret_driver(built.settings),
     )
     api = _Api(
         app,

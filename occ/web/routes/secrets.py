@@ -1,6 +1,7 @@
 """``/v1/namespaces/<namespace_id>/secrets``: create, list, read metadata, delete.
 
-The value is accepted on create and never returned; it is sealed by ``occ.state.secret_store``.
+The value is accepted on create and never returned; it is kept by the selected Secret Driver
+(``occ.drivers.secret``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import secrets
-from occ.state import secret_store
 from occ.web import calls, locations, preconditions
 from occ.web.routes import blueprints
 from occ.web.schemas import secrets as schemas
@@ -28,7 +28,7 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
     return calls.item(
         secrets.create_secret,
-        store=secret_store.SecretStore.from_settings(calls.context().runtime.settings),
+        store=calls.context().secrets,
         namespace_id=namespace_id,
         name=body["name"],
         value=body["value"],
@@ -54,4 +54,5 @@ def delete_secret(namespace_id: str, secret_id: str) -> None:
         namespace_id=namespace_id,
         secret_id=secret_id,
         if_match=preconditions.expected(),
+        store=calls.context().secrets,
     )
