@@ -141,8 +141,11 @@ def new_root() -> Path:
 def cleanup(root: Path) -> None:
     """Stop every unit supervised under ``root``, remove the Agents' users, then ``root``."""
     for pid_file in root.glob("run/*.pid"):
-        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
-            os.killpg(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        with contextlib.suppress(ValueError, IndexError):
+            pid = int(pid_file.read_text().split()[0])
+            for kill in (os.killpg, os.kill):  # its group, and the unit should it lead none
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    kill(pid, signal.SIGKILL)
     for agent in root.glob("namespaces/*/agents/*"):
         subprocess.run(
             ["userdel", hostside.user_name(agent.name)], capture_output=True, check=False
