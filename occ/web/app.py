@@ -77,8 +77,7 @@ def create_app(
     app.extensions["occ"] = WebContext(
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
-        drivers=driver_selection.select(built.settings),
-        secrets=composition.secret_driver(built.settings),
+        **_selected_drivers(built.settings),
     )
     api = _Api(
         app,
@@ -106,6 +105,19 @@ def create_app(
     app.after_request(idempotency.record_outcome)
     app.after_request(preconditions.tag_response)  # after_request runs last-registered first
     return app
+
+
+def _selected_drivers(settings: Settings) -> dict[str, Any]:
+    """The drivers the startup configuration selects; an unavailable one ends the process with
+    one line (like invalid settings): the API fails closed before its first request."""
+    try:
+        return {
+            "drivers": driver_selection.select(settings),
+            "secrets": composition.secret_driver(settings),
+        }
+    except errors.OccError as exc:
+        print(f"occ-api: error: {exc.code}: {lifecycle.startup_reason(exc)}", file=sys.stderr)
+        raise SystemExit(EXIT_WORKER_BOOT_ERROR) from None
 
 
 def _settings_from_env() -> Settings:
