@@ -24,8 +24,6 @@ from occ.state import (
     keyset,
     namespaces,
     revisions,
-    work_keys,
-    work_queue,
 )
 from occ.state.db import Database, Session
 
@@ -310,7 +308,7 @@ def get_deployment(
 
     def status(session: Session, revision: revisions.Revision) -> deployment_status.DeploymentView:
         agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
-        work = work_queue.get(session, work_keys.revision_reconcile(revision.id))
+        work = deploys.deployment(session, revision.id)
         return deployment_status.project(admission.found(work, "deployment"), agent)
 
     return _read_revision(

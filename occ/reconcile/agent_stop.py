@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from occ import iam
 from occ.foundation import codes
-from occ.reconcile import authority, environment, outcome, settle, specs
+from occ.reconcile import authority, environment, kinds, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, work_queue
 from occ.state import revisions as revision_rows
+from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 
 
-def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
+def reconcile(
+    worker: environment.Worker, context: ClaimContext, loaded: None
+) -> outcome.PassResult:
     """One pass over an ``AGENT_STOPPED`` item (one per stop request)."""
     claim = context.claim
     with worker.database.transaction() as session:
-        agent = settle.owner_agent(session, claim)
+        agent = settle.owner_agent(session, context)
         if isinstance(agent, outcome.PassResult):
             return agent
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
@@ -30,14 +33,14 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         )
         if refused is not None:
             return refused
-        if agent.desired_runtime_state != "stopped":
-            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
+        if agent.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
+            return settle.complete(session, context, Code.STOP_SUPERSEDED)
         revisions = revision_rows.list_revisions(session, agent.id)
         active = next((r for r in revisions if r.id == agent.active_revision_id), None)
         if active is not None and active.created_at > claim.created_at:
-            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
+            return settle.complete(session, context, Code.STOP_SUPERSEDED)
         if active is not None and active.compute_driver != worker.driver.name:
-            return settle.fail(session, claim, Code.COMPUTE_DRIVER_MISMATCH)
+            return settle.fail(session, context, Code.COMPUTE_DRIVER_MISMATCH)
         others = [
             r
             for r in revisions
@@ -52,8 +55,8 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     with worker.database.transaction() as session:
         work_queue.renew(session, worker.policy, claim)  # fences the publication
         current = agents.get(session, agent.namespace_id, agent.id, lock=True)
-        if current is None or current.desired_runtime_state != "stopped":
-            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
+        if current is None or current.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
+            return settle.complete(session, context, Code.STOP_SUPERSEDED)
         if active is not None:
             agents.clear_active(session, agent.id, active.id)
         code = Code.AGENT_STOPPED if active is not None else Code.AGENT_ALREADY_STOPPED
@@ -70,4 +73,14 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
                 "stoppedRevisionIds": [r.id for r in others],
             },
         )
-        return settle.complete(session, claim, code)
+        return settle.complete(session, context, code)
+
+
+HANDLER = kinds.Handler(
+    kind=WorkKind.AGENT_STOPPED,
+    start=kinds.start_claim,
+    reconcile=reconcile,
+    metric_label="agent",
+    operation="agent.stopped",
+    ends=kinds.AgentOperation("stop", frozenset({Code.AGENT_STOPPED})),
+)

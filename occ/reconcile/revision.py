@@ -21,23 +21,34 @@ from typing import TypeVar
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import environment, outcome, specs
+from occ.reconcile import environment, kinds, outcome, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore, Snapshot
-from occ.state import revisions
+from occ.state import agents, revisions
 from occ.state.work_keys import WorkKind
 
 T = TypeVar("T")
 Code = codes.Code
 
 
-def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
-    """One pass over a ``REVISION_RECONCILE`` or ``REVISION_MAINTENANCE`` item."""
+def deploy(worker: environment.Worker, context: ClaimContext, loaded: None) -> outcome.PassResult:
+    """One pass over a ``REVISION_RECONCILE`` item (the revision's deployment)."""
+    return _run(worker, context, maintenance=False)
+
+
+def maintain(worker: environment.Worker, context: ClaimContext, loaded: None) -> outcome.PassResult:
+    """One pass over a ``REVISION_MAINTENANCE`` item (an observation of the active revision)."""
+    return _run(worker, context, maintenance=True)
+
+
+def _run(
+    worker: environment.Worker, context: ClaimContext, *, maintenance: bool
+) -> outcome.PassResult:
     return run_pass(
-        DatabaseRevisionStore(worker, context),
+        DatabaseRevisionStore(worker, context, maintenance=maintenance),
         worker.driver,
         context,
-        maintenance=context.claim.kind == WorkKind.REVISION_MAINTENANCE,
+        maintenance=maintenance,
         unready_recheck_ms=worker.settings.unready_recheck_ms,
     )
 
@@ -56,7 +67,7 @@ def run_pass(
         return loaded
     snapshot, spec = loaded, loaded.spec
     capabilities = driver.revision_capabilities(spec)
-    if snapshot.agent.desired_runtime_state != "running":
+    if snapshot.agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING:
         return _stopped_agent(store, driver, guard, snapshot, maintenance=maintenance)
     if maintenance:
         return _maintain(store, driver, guard, snapshot, unready_recheck_ms)
@@ -246,3 +257,22 @@ def _each(
     for revision in revisions:
         guard.renew_now()
         operation(guard.operation(), specs.revision(revision))
+
+
+DEPLOYMENT = kinds.Handler(
+    kind=WorkKind.REVISION_RECONCILE,
+    start=kinds.start_claim,
+    reconcile=deploy,
+    metric_label="agent_revision",
+    operation="agent_revision.reconcile",
+    ends=kinds.AgentOperation(
+        "deploy", frozenset({Code.REVISION_ACTIVATED, Code.REVISION_ALREADY_ACTIVE})
+    ),
+)
+MAINTENANCE = kinds.Handler(
+    kind=WorkKind.REVISION_MAINTENANCE,
+    start=kinds.start_claim,
+    reconcile=maintain,
+    metric_label="agent_revision",
+    operation="agent_revision.maintenance",
+)

@@ -21,6 +21,7 @@ from occ.reconcile.context import ClaimContext
 from occ.state import (
     agents,
     audit,
+    deploys,
     iam_policy,
     namespaces,
     revisions,
@@ -32,7 +33,6 @@ from occ.state import (
     work_queue,
 )
 from occ.state.db import Session
-from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 ACTIVATE_ACTION = "agents.lifecycle.activate"
@@ -109,9 +109,12 @@ def maintenance_bucket(now_ms: float, interval_ms: int, current: int | None) -> 
 class DatabaseRevisionStore:
     """``RevisionStore`` on PostgreSQL for one claimed revision item."""
 
-    def __init__(self, worker: environment.Worker, context: ClaimContext) -> None:
+    def __init__(
+        self, worker: environment.Worker, context: ClaimContext, *, maintenance: bool
+    ) -> None:
         self._worker = worker
         self._context = context
+        self._maintenance = maintenance
 
     @property
     def _claim(self) -> values.Claim:
@@ -132,31 +135,31 @@ class DatabaseRevisionStore:
             else None
         )
         if namespace is None or agent is None or revision is None:
-            return settle.fail(session, claim, Code.INVALID_REVISION_OWNER)
-        if not namespace.live or namespace.status != "ready":
-            return settle.fail(session, claim, Code.NAMESPACE_NOT_READY)
+            return settle.fail(session, self._context, Code.INVALID_REVISION_OWNER)
+        if not namespace.live or namespace.status != namespaces.NamespaceStatus.READY:
+            return settle.fail(session, self._context, Code.NAMESPACE_NOT_READY)
         if (
             revision.namespace_id != agent.namespace_id
             or revision.service_principal_id != agent.service_principal_id
         ):
-            return settle.fail(session, claim, Code.INVALID_REVISION_OWNER)
-        if agent.status != "active":
-            return settle.fail(session, claim, Code.INVALID_AGENT_STATE)
+            return settle.fail(session, self._context, Code.INVALID_REVISION_OWNER)
+        if agent.status != agents.AgentStatus.ACTIVE:
+            return settle.fail(session, self._context, Code.INVALID_AGENT_STATE)
         principal = iam_policy.get_principal(session, agent.service_principal_id)
         if principal is None or principal.disabled:
-            return settle.fail(session, claim, Code.INVALID_AGENT_PRINCIPAL)
+            return settle.fail(session, self._context, Code.INVALID_AGENT_PRINCIPAL)
         if harnesses.mode_of(revision.harness_id) != revision.harness_mode:
-            return settle.fail(session, claim, Code.HARNESS_MISMATCH)
+            return settle.fail(session, self._context, Code.HARNESS_MISMATCH)
         if revision.compute_driver != driver.name:
-            return settle.fail(session, claim, Code.COMPUTE_DRIVER_MISMATCH)
-        if claim.kind == WorkKind.REVISION_MAINTENANCE:
-            deployment = work_queue.get(session, work_keys.revision_reconcile(revision.id))
+            return settle.fail(session, self._context, Code.COMPUTE_DRIVER_MISMATCH)
+        if self._maintenance:
+            deployment = deploys.deployment(session, revision.id)
             if (
                 deployment is None
                 or deployment.state == values.WorkState.FAILED_PERMANENT
                 or deployment.reason_code == Code.REVISION_SUPERSEDED
             ):
-                return settle.complete(session, claim, Code.REVISION_SUPERSEDED)
+                return settle.complete(session, self._context, Code.REVISION_SUPERSEDED)
         denial = authority.first_denial(session, _deploy_checks(owner.actor_id, agent, revision))
         if denial is not None:
             return authority.refuse(
@@ -186,7 +189,7 @@ class DatabaseRevisionStore:
                 )
             ),
             spec=specs.revision(revision, credential),
-            successor_id=revisions.pending_successor(session, agent.id, revision.revision_number),
+            successor_id=deploys.pending_successor(session, agent.id, revision.revision_number),
         )
 
     def refresh(self, snapshot: Snapshot) -> Snapshot:
@@ -196,7 +199,7 @@ class DatabaseRevisionStore:
         with self._worker.database.transaction() as session:
             self._fence(session)
             current = agents.get(session, agent.namespace_id, agent.id)
-            successor = revisions.pending_successor(session, agent.id, revision.revision_number)
+            successor = deploys.pending_successor(session, agent.id, revision.revision_number)
         return dataclasses.replace(
             snapshot, agent=current if current is not None else agent, successor_id=successor
         )
@@ -212,11 +215,11 @@ class DatabaseRevisionStore:
         work_queue.renew(session, self._worker.policy, self._claim)
         sealed = secrets.sealed_value(session, revision.namespace_id, secret_id)
         if sealed is None:
-            return settle.fail(session, self._claim, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+            return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
         try:
             value = secret_store.decrypt(self._worker.settings, secret_id, sealed)
         except secret_store.SecretUnreadable:
-            return settle.fail(session, self._claim, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+            return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
         return base.Credential(value)
 
     def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult:
@@ -226,7 +229,10 @@ class DatabaseRevisionStore:
             self._fence(session)
             agents.lock_namespace(session, agent.namespace_id)
             current = agents.get(session, agent.namespace_id, agent.id, lock=True)
-            if current is not None and current.desired_runtime_state != "running":
+            if (
+                current is not None
+                and current.desired_runtime_state != agents.DesiredRuntimeState.RUNNING
+            ):
                 return "stopped"
             if current is None or not agents.activate(
                 session, agent.id, expected=agent.active_revision_id, candidate=revision.id
@@ -264,7 +270,7 @@ class DatabaseRevisionStore:
                         "revisionNumber": revision.revision_number,
                     },
                 )
-            result = settle.complete(session, self._claim, code)
+            result = settle.complete(session, self._context, code)
             self._schedule_maintenance(session, snapshot.spec)
         return result
 
@@ -279,7 +285,7 @@ class DatabaseRevisionStore:
             self._fence(session)
             current = agents.get(session, agent.namespace_id, agent.id)
             if current is None or current.active_revision_id != revision.id:
-                return settle.complete(session, self._claim, Code.REVISION_MAINTENANCE_SUPERSEDED)
+                return settle.complete(session, self._context, Code.REVISION_MAINTENANCE_SUPERSEDED)
             runtime_observations.record(
                 session,
                 agent.id,
@@ -291,26 +297,26 @@ class DatabaseRevisionStore:
                 result = settle.defer(
                     session,
                     self._worker.policy,
-                    self._claim,
+                    self._context,
                     Code.REVISION_INCOMPLETE,
                     delay_ms=recheck_ms,
                 )
                 if result.outcome != codes.Outcome.PERMANENT:
                     return result
             else:
-                result = settle.complete(session, self._claim, Code.REVISION_DEGRADED)
+                result = settle.complete(session, self._context, Code.REVISION_DEGRADED)
             # the chain goes on whatever this pass found: the next bucket observes again
             self._schedule_maintenance(session, snapshot.spec)
         return result
 
     def complete(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
-            return settle.complete(session, self._claim, code)
+            return settle.complete(session, self._context, code)
 
     def supersede(self, snapshot: Snapshot) -> outcome.PassResult:
         """An older revision than the active one: done, audited, no Compute call."""
         with self._worker.database.transaction() as session:
-            result = settle.complete(session, self._claim, Code.REVISION_SUPERSEDED)
+            result = settle.complete(session, self._context, Code.REVISION_SUPERSEDED)
             audit.work_event(
                 session,
                 self._claim,
@@ -326,11 +332,13 @@ class DatabaseRevisionStore:
 
     def defer(self, code: Code, *, delay_ms: int | None) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
-            return settle.defer(session, self._worker.policy, self._claim, code, delay_ms=delay_ms)
+            return settle.defer(
+                session, self._worker.policy, self._context, code, delay_ms=delay_ms
+            )
 
     def fail(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
-            return settle.fail(session, self._claim, code)
+            return settle.fail(session, self._context, code)
 
     def retry(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
@@ -343,7 +351,7 @@ class DatabaseRevisionStore:
         work_queue.renew(session, self._worker.policy, self._claim)
 
     def _retry_in(self, session: Session, code: Code) -> outcome.PassResult:
-        return settle.retry(session, self._worker.policy, self._claim, code)
+        return settle.retry(session, self._worker.policy, self._context, code)
 
     def _schedule_maintenance(self, session: Session, spec: base.RevisionSpec) -> None:
         interval_s = self._worker.driver.revision_capabilities(spec).maintenance_interval_s
@@ -351,8 +359,7 @@ class DatabaseRevisionStore:
             return
         interval_ms = max(int(interval_s * 1000), 1)
         now_ms = work_queue.database_now(session).timestamp() * 1000
-        key = self._claim.key
-        current = key.maintenance_bucket if key.kind == WorkKind.REVISION_MAINTENANCE else None
+        current = self._claim.key.maintenance_bucket if self._maintenance else None
         bucket = maintenance_bucket(now_ms, interval_ms, current)
         work_queue.enqueue(
             session,

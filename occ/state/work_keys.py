@@ -1,7 +1,9 @@
 """Work kinds and work keys: what a work item is for, and its deterministic id.
 
-A work id names its kind and subject, so a repeated admission finds the item it already made
-(enqueue is idempotent on the id). ``WorkKey`` is the only code that formats or parses ids::
+Every kind is declared once in ``SPECS``: the format of its id (whose shape, read back by
+``WorkKey.parse``, is derived from the format), what the id's subject is, what its
+discriminator is, and the target columns operators read. A work id names its kind and subject,
+so a repeated admission finds the item it already made (enqueue is idempotent on the id)::
 
     namespace:<namespace id>:reconcile:ready         NAMESPACE_READY
     namespace:<namespace id>:reconcile:deleted       NAMESPACE_DELETED
@@ -10,7 +12,9 @@ A work id names its kind and subject, so a repeated admission finds the item it 
     agent_revision:<revision id>:reconcile           REVISION_RECONCILE (the deployment)
     agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (bucket n)
 
-The ``controller_work_shape`` CHECK constraint ties the ``kind`` column to the same shapes.
+The ``controller_work_shape`` CHECK constraint ties the ``kind`` column to the same shapes. How
+the workers run each kind is declared in ``occ.reconcile`` (one ``kinds.Handler`` per kind); the
+queue itself reads only these specs.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import enum
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -35,26 +40,85 @@ class WorkKind(enum.StrEnum):
     REVISION_MAINTENANCE = "revision_maintenance"
 
 
-_UUID4: Final = ids.UUID4_PATTERN
-_SHAPES: Final = {
-    WorkKind.NAMESPACE_READY: re.compile(rf"namespace:(ns_{_UUID4}):reconcile:ready"),
-    WorkKind.NAMESPACE_DELETED: re.compile(rf"namespace:(ns_{_UUID4}):reconcile:deleted"),
-    WorkKind.AGENT_STOPPED: re.compile(rf"agent:(agt_{_UUID4}):reconcile:stopped:({_UUID4})"),
-    WorkKind.AGENT_DELETED: re.compile(rf"agent:(agt_{_UUID4}):reconcile:deleted"),
-    WorkKind.REVISION_RECONCILE: re.compile(rf"agent_revision:(rev_{_UUID4}):reconcile"),
-    WorkKind.REVISION_MAINTENANCE: re.compile(
-        rf"agent_revision:(rev_{_UUID4}):maintenance:(0|[1-9][0-9]{{0,14}})"
-    ),
+class Subject(enum.Enum):
+    """What a work id is about: the prefix of its subject's id."""
+
+    NAMESPACE = "ns"
+    AGENT = "agt"
+    REVISION = "rev"
+
+
+UUID4: Final = ids.UUID4_PATTERN
+"""A stop request's discriminator."""
+BUCKET: Final = "0|[1-9][0-9]{0,14}"
+"""A maintenance bucket's discriminator (no leading zeros: one bucket has one id)."""
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """What the queue and the admissions know of one work kind."""
+
+    kind: WorkKind
+    id_format: str
+    """The id, with ``{subject}`` and, where the kind has one, ``{discriminator}``."""
+    subject: Subject
+    discriminator: str | None = None
+    """The pattern of the discriminator, for kinds with one."""
+    namespace_target: str | None = None
+    agent_target: str | None = None
+    """The target columns an item of this kind writes (operators read them)."""
+
+    @property
+    def shape(self) -> re.Pattern[str]:
+        """The id's shape: the format with the subject's and discriminator's patterns."""
+        pattern = re.escape(self.id_format)
+        pattern = pattern.replace(r"\{subject\}", rf"({self.subject.value}_{UUID4})")
+        pattern = pattern.replace(r"\{discriminator\}", f"({self.discriminator})")
+        return re.compile(pattern)
+
+
+SPECS: Final[Mapping[WorkKind, KindSpec]] = {
+    spec.kind: spec
+    for spec in (
+        KindSpec(
+            WorkKind.NAMESPACE_READY,
+            "namespace:{subject}:reconcile:ready",
+            Subject.NAMESPACE,
+            namespace_target="ready",
+        ),
+        KindSpec(
+            WorkKind.NAMESPACE_DELETED,
+            "namespace:{subject}:reconcile:deleted",
+            Subject.NAMESPACE,
+            namespace_target="deleted",
+        ),
+        KindSpec(
+            WorkKind.AGENT_STOPPED,
+            "agent:{subject}:reconcile:stopped:{discriminator}",
+            Subject.AGENT,
+            discriminator=UUID4,
+            agent_target="stopped",
+        ),
+        KindSpec(
+            WorkKind.AGENT_DELETED,
+            "agent:{subject}:reconcile:deleted",
+            Subject.AGENT,
+            agent_target="deleted",
+        ),
+        KindSpec(
+            WorkKind.REVISION_RECONCILE, "agent_revision:{subject}:reconcile", Subject.REVISION
+        ),
+        KindSpec(
+            WorkKind.REVISION_MAINTENANCE,
+            "agent_revision:{subject}:maintenance:{discriminator}",
+            Subject.REVISION,
+            discriminator=BUCKET,
+        ),
+    )
 }
-_FORMATS: Final = {
-    WorkKind.NAMESPACE_READY: "namespace:{subject}:reconcile:ready",
-    WorkKind.NAMESPACE_DELETED: "namespace:{subject}:reconcile:deleted",
-    WorkKind.AGENT_STOPPED: "agent:{subject}:reconcile:stopped:{discriminator}",
-    WorkKind.AGENT_DELETED: "agent:{subject}:reconcile:deleted",
-    WorkKind.REVISION_RECONCILE: "agent_revision:{subject}:reconcile",
-    WorkKind.REVISION_MAINTENANCE: "agent_revision:{subject}:maintenance:{discriminator}",
-}
-"""How ``WorkKey`` writes an id of each kind (``_SHAPES`` reads it back)."""
+"""Every work kind's spec, by kind."""
+
+_SHAPES: Final = {kind: spec.shape for kind, spec in SPECS.items()}
 
 
 @dataclass(frozen=True)
@@ -68,12 +132,17 @@ class WorkKey:
     """The stop request's uuid, or the maintenance bucket number."""
 
     def __str__(self) -> str:
-        return _FORMATS[self.kind].format(subject=self.subject, discriminator=self.discriminator)
+        return SPECS[self.kind].id_format.format(
+            subject=self.subject, discriminator=self.discriminator
+        )
+
+    @property
+    def spec(self) -> KindSpec:
+        return SPECS[self.kind]
 
     @classmethod
     def parse(cls, work_id: str) -> WorkKey:
-        """The key of a well-formed work id; ``ValueError`` for anything else (a bucket with
-        leading zeros too: one bucket has one id)."""
+        """The key of a well-formed work id; ``ValueError`` for anything else."""
         for kind, shape in _SHAPES.items():
             match = shape.fullmatch(work_id)
             if match is not None:

@@ -24,7 +24,7 @@ from sqlalchemy import orm
 
 from occ.foundation import codes, errors
 from occ.state import hot_statements, queries, values
-from occ.state.work_keys import WorkKey, WorkKind
+from occ.state.work_keys import WorkKey
 
 SQL: Final = queries.load("work_queue.sql")
 HOT: Final = hot_statements.compile_all(
@@ -34,16 +34,6 @@ HOT: Final = hot_statements.compile_all(
 
 LANE_LOCK_CLASS: Final = 204
 """First key of the transaction-scoped advisory locks that keep two claimers off one lane."""
-
-_TARGETS: Final = {
-    WorkKind.NAMESPACE_READY: ("ready", None),
-    WorkKind.NAMESPACE_DELETED: ("deleted", None),
-    WorkKind.AGENT_STOPPED: (None, "stopped"),
-    WorkKind.AGENT_DELETED: (None, "deleted"),
-    WorkKind.REVISION_RECONCILE: (None, None),
-    WorkKind.REVISION_MAINTENANCE: (None, None),
-}
-"""The ``namespace_target`` / ``agent_target`` columns each kind writes (operators read them)."""
 
 _CLAIM_RACE_RETRIES: Final = 3
 
@@ -73,7 +63,7 @@ def enqueue(
 def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | None]:
     """The bound parameters of a new item's columns (``enqueue``'s, and those of a statement
     that inserts its item itself)."""
-    namespace_target, agent_target = _TARGETS[key.kind]
+    spec = key.spec
     return {
         "work_id": str(key),
         "kind": key.kind.value,
@@ -81,8 +71,8 @@ def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | No
         "agent_id": owner.agent_id,
         "revision_id": owner.revision_id,
         "actor_id": owner.actor_id,
-        "namespace_target": namespace_target,
-        "agent_target": agent_target,
+        "namespace_target": spec.namespace_target,
+        "agent_target": spec.agent_target,
     }
 
 

@@ -57,6 +57,11 @@ AGENT_OPERATION_DURATION: Final = prometheus_client.Histogram(
 CLAIM_DURATION: Final = prometheus_client.Histogram(
     "occ_claim_duration_seconds", "Time of one claim statement."
 )
+RECONCILER_ERRORS: Final = prometheus_client.Counter(
+    "occ_reconciler_errors_total",
+    "Passes that raised an unexpected exception (a bug), by work kind; each is retried.",
+    ["work_kind"],
+)
 CLAIMS_LOST: Final = prometheus_client.Counter(
     "occ_claims_lost_total", "Passes that found their claim gone and published nothing."
 )

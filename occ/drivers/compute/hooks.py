@@ -239,7 +239,7 @@ class HookDispatcher:
         completed: list[LifecycleHooks],
         phase: str,
         call: Callable[[LifecycleHooks, base.Operation], None],
-        **fields: str,
+        **fields: Any,
     ) -> None:
         """Best effort: ``call`` on ``completed`` in reverse; failures are only logged."""
         with _CompensationOperation(operation, self.compensation_timeout_s) as operations:
