@@ -32,7 +32,7 @@ help:
 	@echo "make format     ruff format the tree"
 	@echo "make typecheck  mypy (strict: occ, bench, scripts/generate.py)"
 	@echo "make imports    lint-imports (contracts in pyproject.toml)"
-	@echo "make generate   write the Procfile and the doc tables from the process table"
+	@echo "make generate   write the Procfile and the doc tables from the process table and Settings"
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
 	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
@@ -76,8 +76,8 @@ typecheck: install
 imports: install
 	$(BIN)/lint-imports --no-cache
 
-# The Procfile and the generated regions of README.md and docs/running.md, from
-# occ/process_table/table.py (a test fails when they drift)
+# The Procfile and the generated regions of README.md, docs/running.md and docs/settings.md,
+# from occ/process_table/table.py and the fields of Settings (a test fails when they drift)
 generate: install
 	$(PY) scripts/generate.py
 

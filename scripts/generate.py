@@ -1,10 +1,11 @@
-"""Write the files generated from occ's process table, or check them.
+"""Write the files generated from occ's process table and settings, or check them.
 
-``make generate`` runs it after a change to ``occ/process_table/table.py``. The Procfile is
-generated whole; in the documentation, each region between ``<!-- BEGIN GENERATED name ...-->``
-and ``<!-- END GENERATED name -->`` is (everything outside the regions is written by hand).
-``--check`` writes nothing and exits 1 naming every file that differs from what it would
-write; the test suite runs it. A file whose regions are missing or unknown stops it (exit 2).
+``make generate`` runs it after a change to ``occ/process_table/table.py`` or to a field of
+``occ.settings.config.Settings``. The Procfile is generated whole; in the documentation, each
+region between ``<!-- BEGIN GENERATED name ...-->`` and ``<!-- END GENERATED name -->`` is
+(everything outside the regions is written by hand). ``--check`` writes nothing and exits 1
+naming every file that differs from what it would write; the test suite runs it. A file whose
+regions are missing or unknown stops it (exit 2).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from pathlib import Path
 
 from occ.process_table import documentation, procfile
 from occ.process_table.table import Layout
+from occ.settings import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 PROCESS_SOURCE = "occ/process_table/table.py"
+SETTINGS_SOURCE = "the fields of occ/settings/config.py"
 _REGION = re.compile(
     r"<!-- BEGIN GENERATED (?P<name>[a-z-]+)\b[^\n]*-->\n.*?<!-- END GENERATED (?P=name) -->\n",
     re.DOTALL,
@@ -65,12 +68,20 @@ def _commands(layout: Layout) -> Callable[[], str]:
 REGIONS: dict[str, tuple[Region, ...]] = {
     "README.md": (
         Region("processes", PROCESS_SOURCE, lambda: markdown_table(documentation.processes())),
+        Region(
+            "configuration",
+            SETTINGS_SOURCE,
+            lambda: markdown_table(reference.configuration_rows()),
+        ),
     ),
     "docs/running.md": (
         Region("dev-children", PROCESS_SOURCE, _commands(Layout.DEV)),
         Region("compose-commands", PROCESS_SOURCE, _commands(Layout.COMPOSE)),
         Region("kubernetes-commands", PROCESS_SOURCE, _commands(Layout.KUBERNETES)),
         Region("procfile", PROCESS_SOURCE, lambda: f"```\n{procfile.text()}```\n"),
+    ),
+    "docs/settings.md": (
+        Region("settings", SETTINGS_SOURCE, lambda: markdown_table(reference.reference_rows())),
     ),
 }
 """The regions of each hand-written file, by its path from the repository's root."""

@@ -1,5 +1,5 @@
 """``scripts/generate.py``: the checked-in Procfile and documentation tables are what the process
-table writes; ``--check`` names a file that drifted, a run rewrites it, and a
+table and the settings write; ``--check`` names a file that drifted, a run rewrites it, and a
 file whose regions are broken stops the generator."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "generate.py"
-TARGETS = ("Procfile", "README.md", "docs/running.md")
+TARGETS = ("Procfile", "README.md", "docs/running.md", "docs/settings.md")
 
 
 def _load() -> ModuleType:
@@ -61,8 +61,9 @@ def test_the_checked_in_files_are_what_the_generator_writes() -> None:
     ("target", "old", "new"),
     [
         ("Procfile", "-c 4", "-c 8"),
-        ("README.md", "| the schedule;", "| the timetable;"),
+        ("README.md", "| Celery broker |", "| the broker |"),
         ("docs/running.md", "`occ-beat` | 1 |", "`occ-beat` | 2 |"),
+        ("docs/settings.md", "`OCC_LOG_LEVEL`", "`OCC_LOGLEVEL`"),
     ],
 )
 def test_check_names_a_drifted_file_and_a_run_writes_it_back(
