@@ -37,7 +37,7 @@ PRODUCTION = {
     "OCC_SECRET_KEY": SAMPLES["secret_key"],
 }
 """Valid production settings: a sample of any one setting is checked among them."""
-DOCUMENTS = ["README.md", "Procfile", "docker-compose.yml", "Dockerfile"]
+DOCUMENTS = ["README.md", "CONTRIBUTING.md", "Procfile", "docker-compose.yml", "Dockerfile"]
 
 
 def _sample(entry: reference.Entry) -> str:
