@@ -76,8 +76,9 @@ typecheck: install
 imports: install
 	$(BIN)/lint-imports --no-cache
 
-# The Procfile and the generated regions of README.md, docs/running.md and docs/settings.md,
-# from occ/process_table/table.py and the fields of Settings (a test fails when they drift)
+# The Procfile and the generated regions of README.md and docs/ (running, operations,
+# settings), from occ/process_table/table.py and the fields of Settings (a test fails when
+# they drift)
 generate: install
 	$(PY) scripts/generate.py
 

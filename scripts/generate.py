@@ -80,6 +80,13 @@ REGIONS: dict[str, tuple[Region, ...]] = {
         Region("kubernetes-commands", PROCESS_SOURCE, _commands(Layout.KUBERNETES)),
         Region("procfile", PROCESS_SOURCE, lambda: f"```\n{procfile.text()}```\n"),
     ),
+    "docs/operations.md": (
+        Region(
+            "metrics-directories",
+            PROCESS_SOURCE,
+            lambda: markdown_table(documentation.metrics_directories()),
+        ),
+    ),
     "docs/settings.md": (
         Region("settings", SETTINGS_SOURCE, lambda: markdown_table(reference.reference_rows())),
     ),

@@ -10,6 +10,7 @@ from typing import Final
 
 from occ.process_table import shell, table
 from occ.process_table.table import Layout
+from occ.telemetry import metrics_directory
 
 Rows = tuple[tuple[str, ...], ...]
 """A table: its header, then one row per process."""
@@ -48,6 +49,23 @@ def commands(layout: Layout) -> Rows:
         text = shell.line(run.filled(shown)) if shown else run.text
         replicas = () if layout is not Layout.KUBERNETES else (_replicas(run),)
         rows.append((_code(run.name), *replicas, _code(text)))
+    return (header, *rows)
+
+
+def metrics_directories() -> Rows:
+    """Each scraped program's ``PROMETHEUS_MULTIPROC_DIR`` in occ dev, the Procfile and the
+    image (occ dev's is ``occ.dev.home``'s, under the home)."""
+    header = ("program", "occ dev", "Procfile", "image, compose")
+    rows = [
+        (
+            process.name,
+            _code(f"<home>/metrics/{process.runs[Layout.DEV].name}"),
+            _code(dict(process.runs[Layout.PROCFILE].environment)[metrics_directory.VARIABLE]),
+            _code(table.IMAGE_METRICS),
+        )
+        for process in table.PROCESSES
+        if process.metrics
+    ]
     return (header, *rows)
 
 

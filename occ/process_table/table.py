@@ -132,6 +132,8 @@ CELERY_BEAT: Final = (*CELERY, "beat", "-S", "celery.beat:Scheduler")
 RELEASE_STEPS: Final = "occ db upgrade && occ bootstrap --if-missing"
 PROCFILE_METRICS: Final = f"${{{metrics_directory.VARIABLE}:-/tmp/occ-metrics}}"
 """The Procfile's base of the programs' metrics directories (one directory per program below)."""
+IMAGE_METRICS: Final = "/var/lib/occ/metrics"
+"""The image's metrics directory, which compose sets too: a container runs one program."""
 
 _IDLE_UNDER_HONCHO = 'if [ -n "$HONCHO_PROCESS_NAME" ]; then exec tail -f /dev/null; fi'
 # gunicorn's worker timeout and graceful stop, within Heroku's 30 s before SIGKILL, compose's

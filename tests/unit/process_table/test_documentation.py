@@ -3,6 +3,9 @@ whole command lines with occ dev's placeholders shown readably."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from occ.dev import home
 from occ.process_table import documentation, table
 from occ.process_table.table import Layout
 
@@ -42,3 +45,16 @@ def test_the_kubernetes_table_gives_replicas_and_the_job() -> None:
 def test_a_script_is_shown_as_the_script() -> None:
     _, *rows = documentation.commands(Layout.COMPOSE)
     assert dict(rows)["`migrate`"] == f"`{table.RELEASE.runs[Layout.COMPOSE].text}`"
+
+
+def test_the_metrics_table_gives_each_scraped_program_its_directories() -> None:
+    header, *rows = documentation.metrics_directories()
+    assert header == ("program", "occ dev", "Procfile", "image, compose")
+    assert [row[0] for row in rows] == ["API", "control worker", "driver worker", "beat"]
+    layout = home.Home(Path("<home>"))
+    for process, row in zip(
+        [table.API, table.CONTROL, table.DRIVERS, table.BEAT], rows, strict=True
+    ):
+        assert row[1] == f"`{layout.metrics_dir(process.runs[Layout.DEV].name)}`"
+        assert row[2] == f"`{table.PROCFILE_METRICS}/{process.runs[Layout.PROCFILE].name}`"
+        assert row[3] == f"`{table.IMAGE_METRICS}`"

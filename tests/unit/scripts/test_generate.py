@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "generate.py"
-TARGETS = ("Procfile", "README.md", "docs/running.md", "docs/settings.md")
+TARGETS = ("Procfile", "README.md", "docs/running.md", "docs/operations.md", "docs/settings.md")
 
 
 def _load() -> ModuleType:
