@@ -128,7 +128,7 @@ GUNICORN: Final = (
 )
 """How every layout starts the API: occ's app factory, server hooks, worker and logger class."""
 CELERY_BEAT: Final = (*CELERY, "beat", "-S", "celery.beat:Scheduler")
-"""Beat with the in-memory scheduler: the schedule is in the code, nothing is stored."""
+"""Beat with the in-memory scheduler: the schedule is the code's (``occ.tasks.app``)."""
 RELEASE_STEPS: Final = "occ db upgrade && occ bootstrap --if-missing"
 PROCFILE_METRICS: Final = f"${{{metrics_directory.VARIABLE}:-/tmp/occ-metrics}}"
 """The Procfile's base of the programs' metrics directories (one directory per program below)."""
