@@ -7,6 +7,11 @@ pydantic-settings model. Every value is type-checked wherever it comes from; a b
 ``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
 fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
 given as ``<variable>_FILE``, a file holding it). ``Settings(...)`` takes explicit values only.
+
+Each field is declared once, with everything said about it: its type, its default, its variable
+(``Annotated[..., Variable(...)]``; a field without one is set in the YAML file only) and its
+description (the docstring under it). ``occ.settings.reference`` writes the documentation from
+them.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from occ.foundation import errors
 from occ.settings import sources as settings_sources
+from occ.settings.sources import Variable
 
 PRODUCTION_KEY_MIN_BYTES = 32
 """Shortest API-key pepper and secret key a production process accepts."""
@@ -56,134 +62,145 @@ class Settings(BaseSettings):
         frozen=True, strict=True, extra="forbid", use_attribute_docstrings=True
     )
 
-    database_url: str = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
-    """SQLAlchemy URL the API and workers use (role ``occ_app``). Env: OCC_DATABASE_URL."""
+    database_url: Annotated[
+        str, Variable("OCC_DATABASE_URL", file=True, fallback="DATABASE_URL")
+    ] = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
+    """Database of the API and workers (role ``occ_app``). A ``postgres://`` or
+    ``postgresql://`` URL means ``postgresql+psycopg://``."""
 
-    migration_database_url: str | None = None
-    """Owner connection for migrations (else database_url). Env: OCC_MIGRATION_DATABASE_URL."""
+    migration_database_url: Annotated[
+        str | None, Variable("OCC_MIGRATION_DATABASE_URL", file=True)
+    ] = None
+    """Owner connection for migrations and ``occ bootstrap --recover-admin`` (unset: the
+    database of the API and workers)."""
 
-    broker_url: str = "redis://127.0.0.1:6379/0"
-    """Celery broker. Env: OCC_BROKER_URL."""
+    broker_url: Annotated[str, Variable("OCC_BROKER_URL", file=True, fallback="REDIS_URL")] = (
+        "redis://127.0.0.1:6379/0"
+    )
+    """Celery broker."""
 
-    environment: str = "development"
-    """``development`` or ``production``. Env: OCC_ENV."""
+    environment: Annotated[str, Variable("OCC_ENV")] = "development"
+    """``development`` or ``production``. Production refuses the development pepper and secret
+    key, keys shorter than 32 bytes, and the ``local`` driver."""
 
-    lease_ms: int = 15_000
-    """Run lease of a started claim; renewed every third. Env: OCC_WORKER_LEASE_DURATION_MS."""
+    lease_ms: Annotated[int, Variable("OCC_WORKER_LEASE_DURATION_MS")] = 15_000
+    """Run lease of a started claim. It is renewed every third of it and before each effect."""
 
-    dispatch_lease_ms: int = 30_000
-    """Lease of a claim that was dispatched but not yet started. Env: OCC_DISPATCH_LEASE_MS."""
+    dispatch_lease_ms: Annotated[int, Variable("OCC_DISPATCH_LEASE_MS")] = 30_000
+    """Lease of a dispatched claim that has not started yet (also the expiry of its
+    ``occ.run_work`` message)."""
 
-    max_attempts: int = 5
-    """Claims an item may consume before it fails. Env: OCC_WORKER_MAX_ATTEMPTS."""
+    max_attempts: Annotated[int, Variable("OCC_WORKER_MAX_ATTEMPTS")] = 5
+    """Claims an item may use before it fails."""
 
-    convergence_timeout_ms: int = 900_000
-    """Age after which pending work fails. Env: OCC_WORKER_CONVERGENCE_TIMEOUT_MS."""
+    convergence_timeout_ms: Annotated[int, Variable("OCC_WORKER_CONVERGENCE_TIMEOUT_MS")] = 900_000
+    """Age after which pending work fails (``CONVERGENCE_DEADLINE_EXCEEDED``)."""
 
-    claim_interval_ms: int = 2_000
-    """Beat period of ``occ.claim``. Env: OCC_CLAIM_INTERVAL_MS."""
+    claim_interval_ms: Annotated[int, Variable("OCC_CLAIM_INTERVAL_MS")] = 2_000
+    """Beat period of ``occ.claim``."""
 
-    recovery_interval_ms: int = 5_000
-    """Beat period of ``occ.recover_stale``. Env: OCC_RECOVERY_INTERVAL_MS."""
+    recovery_interval_ms: Annotated[int, Variable("OCC_RECOVERY_INTERVAL_MS")] = 5_000
+    """Beat period of ``occ.recover_stale``."""
 
-    max_in_flight: int = 64
-    """Most items claimed at once across the fleet. Env: OCC_MAX_IN_FLIGHT."""
+    max_in_flight: Annotated[int, Variable("OCC_MAX_IN_FLIGHT")] = 64
+    """Most items claimed at once across the fleet."""
 
-    unready_recheck_ms: int = 500
-    """Delay before an unready revision is checked again. Env: OCC_UNREADY_RECHECK_MS."""
+    unready_recheck_ms: Annotated[int, Variable("OCC_UNREADY_RECHECK_MS")] = 500
+    """Delay before an unready revision is checked again."""
 
-    database_timeout_ms: int = 60_000
-    """Client-side statement timeout of worker connections. Env: OCC_WORKER_DATABASE_TIMEOUT_MS."""
+    database_timeout_ms: Annotated[int, Variable("OCC_WORKER_DATABASE_TIMEOUT_MS")] = 60_000
+    """Statement timeout of worker connections (capped at the lease)."""
 
-    api_key_pepper: str = "development-pepper"
-    """Server secret keying API-key hashes. Env: OCC_API_KEY_PEPPER."""
+    api_key_pepper: Annotated[str, Variable("OCC_API_KEY_PEPPER", file=True)] = "development-pepper"
+    """Server secret keying API-key hashes; set it in production. A new pepper invalidates
+    every API key."""
 
-    secret_key: str = pydantic.Field(default="development-secret-key")
-    """Key protecting stored Secret values. Env: OCC_SECRET_KEY."""
+    secret_key: Annotated[str, Variable("OCC_SECRET_KEY", file=True)] = pydantic.Field(
+        default="development-secret-key"
+    )
+    """Key protecting stored Secret values; set it in production."""
 
-    compute_driver: str = "local"
-    """Compute Driver of this installation. Env: OCC_COMPUTE_DRIVER."""
+    compute_driver: Annotated[str, Variable("OCC_COMPUTE_DRIVER")] = "local"
+    """Compute Driver of this installation: ``local``, ``docker`` or ``kubernetes``."""
 
-    local_root: str = ".occ/local"
-    """State directory of the local Compute Driver. Env: OCC_LOCAL_ROOT."""
+    local_root: Annotated[str, Variable("OCC_LOCAL_ROOT")] = ".occ/local"
+    """State directory of the ``local`` driver."""
 
-    local_effect_delay_ms: int = 0
-    """Simulated duration of each local Compute effect (demos, fault drills).
-    Env: OCC_LOCAL_EFFECT_DELAY_MS."""
+    local_effect_delay_ms: Annotated[int, Variable("OCC_LOCAL_EFFECT_DELAY_MS")] = 0
+    """Simulated duration of each ``local`` Compute effect (demos, fault drills); 0 or more."""
 
-    maintenance_interval_ms: int | None = None
-    """How often every active revision is observed and repaired (unset: the Compute Driver's
-    own default, 30 s for ``local`` and ``docker``, 60 s for ``kubernetes``).
-    Env: OCC_MAINTENANCE_INTERVAL_MS."""
+    maintenance_interval_ms: Annotated[int | None, Variable("OCC_MAINTENANCE_INTERVAL_MS")] = None
+    """How often every active revision is observed and repaired (unset: the driver's own, 30 s
+    for ``local`` and ``docker``, 60 s for ``kubernetes``)."""
 
-    kubernetes_kubeconfig: str | None = None
-    """Kubeconfig of the cluster the ``kubernetes`` driver uses (unset: in-cluster
-    configuration when available, else the user's default kubeconfig).
-    Env: OCC_KUBERNETES_KUBECONFIG."""
+    kubernetes_kubeconfig: Annotated[str | None, Variable("OCC_KUBERNETES_KUBECONFIG")] = None
+    """Kubeconfig of the ``kubernetes`` driver's cluster (unset: the in-cluster configuration
+    when there is one, else the default kubeconfig)."""
 
-    kubernetes_context: str | None = None
-    """Context of that kubeconfig (unset: its current context). Env: OCC_KUBERNETES_CONTEXT."""
+    kubernetes_context: Annotated[str | None, Variable("OCC_KUBERNETES_CONTEXT")] = None
+    """Context of that kubeconfig (unset: its current context)."""
 
-    kubernetes_gateway_image: str | None = None
-    """Image of every gateway the ``kubernetes`` driver runs (required by that driver).
-    Env: OCC_KUBERNETES_GATEWAY_IMAGE."""
+    kubernetes_gateway_image: Annotated[str | None, Variable("OCC_KUBERNETES_GATEWAY_IMAGE")] = None
+    """Gateway image of the ``kubernetes`` driver (required by that driver)."""
 
-    kubernetes_storage_class: str | None = None
-    """StorageClass of gateway volumes (unset: the cluster's default).
-    Env: OCC_KUBERNETES_STORAGE_CLASS."""
+    kubernetes_storage_class: Annotated[str | None, Variable("OCC_KUBERNETES_STORAGE_CLASS")] = None
+    """StorageClass of gateway volumes (unset: the cluster's default)."""
 
-    kubernetes_namespace_prefix: str = "occ-"
-    """Prefix of the Kubernetes namespaces occ creates. Env: OCC_KUBERNETES_NAMESPACE_PREFIX."""
+    kubernetes_namespace_prefix: Annotated[str, Variable("OCC_KUBERNETES_NAMESPACE_PREFIX")] = (
+        "occ-"
+    )
+    """Prefix of the Kubernetes namespaces occ creates."""
 
-    kubernetes_request_timeout_ms: int = 10_000
-    """Timeout of one Kubernetes API request. Env: OCC_KUBERNETES_REQUEST_TIMEOUT_MS."""
+    kubernetes_request_timeout_ms: Annotated[int, Variable("OCC_KUBERNETES_REQUEST_TIMEOUT_MS")] = (
+        10_000
+    )
+    """Timeout of one Kubernetes API request."""
 
     kubernetes_resource_quota: dict[str, str] | None = None
-    """``spec.hard`` of a ResourceQuota put in every namespace occ creates (YAML only;
-    unset: none)."""
+    """``spec.hard`` of a ResourceQuota put in every namespace occ creates (unset: none)."""
 
     kubernetes_limit_range: dict[str, dict[str, str]] | None = None
-    """Container ``default`` / ``defaultRequest`` / ``max`` of a LimitRange put in every
-    namespace occ creates (YAML only; unset: none)."""
+    """Container ``default``, ``defaultRequest`` and ``max`` of a LimitRange put in every
+    namespace occ creates (unset: none)."""
 
-    docker_host: str | None = None
-    """Engine of the ``docker`` driver (unset: ``DOCKER_HOST``, else the default socket).
-    Env: OCC_DOCKER_HOST."""
+    docker_host: Annotated[str | None, Variable("OCC_DOCKER_HOST")] = None
+    """Engine of the ``docker`` driver (unset: ``DOCKER_HOST``, else the default socket)."""
 
-    docker_gateway_image: str = "occ-standin-gateway:dev"
-    """Image of every gateway container the ``docker`` driver runs.
-    Env: OCC_DOCKER_GATEWAY_IMAGE."""
+    docker_gateway_image: Annotated[str, Variable("OCC_DOCKER_GATEWAY_IMAGE")] = (
+        "occ-standin-gateway:dev"
+    )
+    """Gateway image of the ``docker`` driver (``scripts/build-standin-image.sh`` builds the
+    stand-in)."""
 
-    docker_request_timeout_ms: int = 30_000
-    """Timeout of one Docker Engine request. Env: OCC_DOCKER_REQUEST_TIMEOUT_MS."""
+    docker_request_timeout_ms: Annotated[int, Variable("OCC_DOCKER_REQUEST_TIMEOUT_MS")] = 30_000
+    """Timeout of one Docker Engine request."""
 
-    docker_memory_bytes: int = 268_435_456
-    """Memory limit of a gateway container. Env: OCC_DOCKER_MEMORY_BYTES."""
+    docker_memory_bytes: Annotated[int, Variable("OCC_DOCKER_MEMORY_BYTES")] = 268_435_456
+    """Memory limit of a gateway container, in bytes (256 MiB)."""
 
-    docker_nano_cpus: int = 500_000_000
-    """CPU limit of a gateway container, in billionths of a CPU. Env: OCC_DOCKER_NANO_CPUS."""
+    docker_nano_cpus: Annotated[int, Variable("OCC_DOCKER_NANO_CPUS")] = 500_000_000
+    """CPU limit of a gateway container, in billionths of a CPU (half a CPU)."""
 
-    docker_pids_limit: int = 128
-    """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
+    docker_pids_limit: Annotated[int, Variable("OCC_DOCKER_PIDS_LIMIT")] = 128
+    """Process limit of a gateway container."""
 
-    metrics_port: int | None = None
-    """Port of a worker's private Prometheus listener (off when unset).
-    Env: OCC_METRICS_PORT."""
+    metrics_port: Annotated[int | None, Variable("OCC_METRICS_PORT")] = None
+    """Port of a worker's Prometheus listener (unset: no listener)."""
 
-    metrics_address: str = "127.0.0.1"
-    """Address the worker's Prometheus listener binds (loopback unless set).
-    Env: OCC_METRICS_ADDRESS."""
+    metrics_address: Annotated[str, Variable("OCC_METRICS_ADDRESS")] = "127.0.0.1"
+    """Address a worker's Prometheus listener binds."""
 
-    worker_readiness_path: str | None = None
-    """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
+    worker_readiness_path: Annotated[str | None, Variable("OCC_WORKER_READINESS_PATH")] = None
+    """Marker file a worker writes once its start-up checks passed and removes at shutdown
+    (unset: none)."""
 
-    log_level: str = "INFO"
-    """Threshold of occ's logs: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case, stored
-    upper-case). Env: OCC_LOG_LEVEL."""
+    log_level: Annotated[str, Variable("OCC_LOG_LEVEL")] = "INFO"
+    """Threshold of every process's logs (occ's, Celery's, gunicorn's): ``DEBUG``, ``INFO``,
+    ``WARNING``, ``ERROR`` or ``CRITICAL``, in any case."""
 
-    startup_wait_ms: int = 120_000
-    """How long the API, the workers and beat wait at start-up for a migrated, bootstrapped
-    database before they exit. Env: OCC_STARTUP_WAIT_MS."""
+    startup_wait_ms: Annotated[int, Variable("OCC_STARTUP_WAIT_MS")] = 120_000
+    """How long the API (gunicorn's master), the workers and beat wait at start-up for a
+    migrated, bootstrapped database before they exit (status 3)."""
 
     def __init__(self, **values: Any) -> None:
         try:
