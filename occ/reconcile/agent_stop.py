@@ -7,6 +7,10 @@ stopped revision. Revisions, snapshots and data stay.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from occ import iam
 from occ.foundation import codes
 from occ.reconcile import authority, environment, kinds, outcome, settle, specs
@@ -16,6 +20,40 @@ from occ.state import revisions as revision_rows
 from occ.state.work_keys import WorkKind
 
 Code = codes.Code
+
+
+@dataclass(frozen=True)
+class StopPlan:
+    """What a stop stops: the active revision first, then this driver's other revisions made
+    before the stop was requested."""
+
+    active: revision_rows.Revision | None
+    others: tuple[revision_rows.Revision, ...]
+
+
+def plan_stop(
+    agent: agents.Agent,
+    revisions: Sequence[revision_rows.Revision],
+    *,
+    requested_at: dt.datetime,
+    driver_name: str,
+) -> StopPlan | Code:
+    """The stop's plan, or the code that ends it first: ``STOP_SUPERSEDED`` when the Agent is
+    wanted running again or its active revision came after the request,
+    ``COMPUTE_DRIVER_MISMATCH`` when another driver runs it."""
+    if agent.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
+        return Code.STOP_SUPERSEDED
+    active = next((r for r in revisions if r.id == agent.active_revision_id), None)
+    if active is not None and active.created_at > requested_at:
+        return Code.STOP_SUPERSEDED
+    if active is not None and active.compute_driver != driver_name:
+        return Code.COMPUTE_DRIVER_MISMATCH
+    others = tuple(
+        r
+        for r in revisions
+        if r is not active and r.compute_driver == driver_name and r.created_at <= requested_at
+    )
+    return StopPlan(active, others)
 
 
 def reconcile(
@@ -33,22 +71,16 @@ def reconcile(
         )
         if refused is not None:
             return refused
-        if agent.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
-            return settle.complete(session, context, Code.STOP_SUPERSEDED)
-        revisions = revision_rows.list_revisions(session, agent.id)
-        active = next((r for r in revisions if r.id == agent.active_revision_id), None)
-        if active is not None and active.created_at > claim.created_at:
-            return settle.complete(session, context, Code.STOP_SUPERSEDED)
-        if active is not None and active.compute_driver != worker.driver.name:
-            return settle.fail(session, context, Code.COMPUTE_DRIVER_MISMATCH)
-        others = [
-            r
-            for r in revisions
-            if r is not active
-            and r.compute_driver == worker.driver.name
-            and r.created_at <= claim.created_at
-        ]
-    for revision in ([active] if active else []) + others:
+        plan = plan_stop(
+            agent,
+            revision_rows.list_revisions(session, agent.id),
+            requested_at=claim.created_at,
+            driver_name=worker.driver.name,
+        )
+        if isinstance(plan, Code):
+            return settle.by_class(session, worker.policy, context, plan)
+    active, others = plan.active, plan.others
+    for revision in [*([active] if active else []), *others]:
         context.renew_now()
         worker.driver.stop_revision(context.operation(), specs.revision(revision))
 

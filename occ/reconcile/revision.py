@@ -23,7 +23,8 @@ from occ.drivers.compute import base
 from occ.foundation import codes
 from occ.reconcile import environment, kinds, outcome, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
-from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore, Snapshot
+from occ.reconcile.revision_snapshot import Snapshot
+from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore
 from occ.state import agents, revisions
 from occ.state.work_keys import WorkKind
 

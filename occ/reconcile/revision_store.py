@@ -1,5 +1,6 @@
-"""The database side of a revision pass: the consistent read and checks, and every
-publication, each in its own short transaction fenced by the claim.
+"""The database side of a revision pass: the consistent first read (decided by
+``revision_snapshot``), the reads before each effect, and every publication, each in its own
+short transaction fenced by the claim.
 
 ``revision.run_pass`` sees it through the ``RevisionStore`` protocol, so the pass's logic can be
 exercised with an in-memory store; this module is the PostgreSQL one. Nothing here calls a
@@ -10,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from occ import iam
 from occ.drivers.compute import base
-from occ.foundation import codes, harnesses
-from occ.reconcile import authority, environment, outcome, settle, specs
+from occ.foundation import codes
+from occ.reconcile import authority, environment, outcome, revision_snapshot, settle
 from occ.reconcile.context import ClaimContext
+from occ.reconcile.revision_snapshot import Snapshot
 from occ.state import (
     agents,
     audit,
@@ -36,36 +37,6 @@ from occ.state.db import Session
 
 Code = codes.Code
 ACTIVATE_ACTION = "agents.lifecycle.activate"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What a pass read in one transaction, after every check passed."""
-
-    agent: agents.Agent
-    revision: revisions.Revision
-    active: revisions.Revision | None
-    earlier: tuple[revisions.Revision, ...]
-    """The Agent's older revisions on this driver, oldest first."""
-    spec: base.RevisionSpec
-    """The revision as the driver sees it, with its credential for a deploy pass."""
-    successor_id: str | None = None
-    """A newer revision of the Agent whose deployment is under way (the newest such)."""
-
-    @property
-    def maintenance_superseded(self) -> bool:
-        """Maintenance of this revision must not act: it is no longer the active one, or a
-        newer deploy was admitted (whose pass may be stopping this revision right now)."""
-        return self.agent.active_revision_id != self.revision.id or self.successor_id is not None
-
-    @property
-    def superseded(self) -> bool:
-        """A revision at least as new as this one is active already."""
-        return (
-            self.active is not None
-            and self.active.id != self.revision.id
-            and self.active.revision_number >= self.revision.revision_number
-        )
 
 
 Moved = Literal["moved", "stopped"]
@@ -125,42 +96,34 @@ class DatabaseRevisionStore:
             return self._load(session)
 
     def _load(self, session: Session) -> Snapshot | outcome.PassResult:
-        claim, driver = self._claim, self._worker.driver
-        owner = claim.owner
-        namespace = namespaces.get(session, owner.namespace_id)
+        owner, driver_name = self._claim.owner, self._worker.driver.name
         agent = agents.get(session, owner.namespace_id, owner.agent_id) if owner.agent_id else None
         revision = (
             revisions.get_revision(session, owner.agent_id, owner.revision_id)
             if owner.agent_id and owner.revision_id
             else None
         )
-        if namespace is None or agent is None or revision is None:
-            return settle.fail(session, self._context, Code.INVALID_REVISION_OWNER)
-        if not namespace.live or namespace.status != namespaces.NamespaceStatus.READY:
-            return settle.fail(session, self._context, Code.NAMESPACE_NOT_READY)
-        if (
-            revision.namespace_id != agent.namespace_id
-            or revision.service_principal_id != agent.service_principal_id
-        ):
-            return settle.fail(session, self._context, Code.INVALID_REVISION_OWNER)
-        if agent.status != agents.AgentStatus.ACTIVE:
-            return settle.fail(session, self._context, Code.INVALID_AGENT_STATE)
-        principal = iam_policy.get_principal(session, agent.service_principal_id)
-        if principal is None or principal.disabled:
-            return settle.fail(session, self._context, Code.INVALID_AGENT_PRINCIPAL)
-        if harnesses.mode_of(revision.harness_id) != revision.harness_mode:
-            return settle.fail(session, self._context, Code.HARNESS_MISMATCH)
-        if revision.compute_driver != driver.name:
-            return settle.fail(session, self._context, Code.COMPUTE_DRIVER_MISMATCH)
-        if self._maintenance:
-            deployment = deploys.deployment(session, revision.id)
-            if (
-                deployment is None
-                or deployment.state == values.WorkState.FAILED_PERMANENT
-                or deployment.reason_code == Code.REVISION_SUPERSEDED
-            ):
-                return settle.complete(session, self._context, Code.REVISION_SUPERSEDED)
-        denial = authority.first_denial(session, _deploy_checks(owner.actor_id, agent, revision))
+        read = revision_snapshot.RevisionRead(
+            namespace=namespaces.get(session, owner.namespace_id),
+            agent=agent,
+            revision=revision,
+            principal=(
+                iam_policy.get_principal(session, agent.service_principal_id) if agent else None
+            ),
+            deployment=(
+                deploys.deployment(session, revision.id)
+                if revision is not None and self._maintenance
+                else None
+            ),
+        )
+        refusal = revision_snapshot.refusal(
+            read, driver_name=driver_name, maintenance=self._maintenance
+        )
+        if refusal is not None:
+            return settle.by_class(session, self._worker.policy, self._context, refusal)
+        assert agent is not None and revision is not None  # the refusal checked them
+        checks = revision_snapshot.deploy_checks(owner.actor_id, agent, revision)
+        denial = authority.first_denial(session, checks)
         if denial is not None:
             return authority.refuse(
                 session,
@@ -172,23 +135,12 @@ class DatabaseRevisionStore:
         credential = self._unseal(session, revision)
         if isinstance(credential, outcome.PassResult):
             return credential
-        all_revisions = revisions.list_revisions(session, agent.id)
-        return Snapshot(
-            agent=agent,
-            revision=revision,
-            active=next((r for r in all_revisions if r.id == agent.active_revision_id), None),
-            earlier=tuple(
-                sorted(
-                    (
-                        r
-                        for r in all_revisions
-                        if r.revision_number < revision.revision_number
-                        and r.compute_driver == driver.name
-                    ),
-                    key=lambda r: r.revision_number,
-                )
-            ),
-            spec=specs.revision(revision, credential),
+        return revision_snapshot.snapshot(
+            agent,
+            revision,
+            revisions.list_revisions(session, agent.id),
+            driver_name=driver_name,
+            credential=credential,
             successor_id=deploys.pending_successor(session, agent.id, revision.revision_number),
         )
 
@@ -372,22 +324,6 @@ class DatabaseRevisionStore:
 def _observation_code(code: str) -> str:
     """A driver's code as an observation's reason (codes are data, shaped like occ's own)."""
     return code if codes.is_code_shaped(code) else Code.RUNTIME_STARTUP_FAILED
-
-
-def _deploy_checks(
-    actor_id: str, agent: agents.Agent, revision: revisions.Revision
-) -> list[tuple[str, str, iam.Resource]]:
-    namespace_id = agent.namespace_id
-    checks = [(actor_id, "agent:deploy", iam.Resource("agent", agent.id, namespace_id))]
-    configuration = iam.Resource("configuration", revision.configuration_id, namespace_id)
-    secret_id = revision.harness_auth.get("secretId")
-    for principal in (actor_id, agent.service_principal_id):
-        checks.append((principal, "configuration:read", configuration))
-        if isinstance(secret_id, str):
-            checks.append(
-                (principal, "secret:operate", iam.Resource("secret", secret_id, namespace_id))
-            )
-    return checks
 
 
 def _activation_audited(session: Session, revision_id: str) -> bool:

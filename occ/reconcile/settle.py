@@ -79,6 +79,21 @@ def defer(
     return outcome.requeued(codes.Outcome.PENDING, code, item)
 
 
+def by_class(
+    session: Session, policy: values.QueuePolicy, context: ClaimContext, code: codes.Code
+) -> outcome.PassResult:
+    """End the item as ``code``'s outcome class says (a decision that ends a pass early)."""
+    match code.outcome:
+        case codes.Outcome.SUCCESS:
+            return complete(session, context, code)
+        case codes.Outcome.RETRY:
+            return retry(session, policy, context, code)
+        case codes.Outcome.PENDING:
+            return defer(session, policy, context, code)
+        case codes.Outcome.PERMANENT:
+            return fail(session, context, code)
+
+
 def owner_agent(session: Session, context: ClaimContext) -> agents.Agent | outcome.PassResult:
     """The Agent the item is for; when it is gone, the item failed with
     ``INVALID_AGENT_OWNER``."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import outcome, revision_store, specs
+from occ.reconcile import outcome, revision_snapshot, revision_store
 from occ.state import agents, runtime_observations, values, work_keys
 from tests.support import claim_guard, scenarios
 from tests.support import clock as clocks
@@ -144,33 +144,21 @@ class InMemoryRevisionStore:
 
     # -- the protocol -------------------------------------------------------------------------
 
-    def load(self) -> revision_store.Snapshot | outcome.PassResult:
+    def load(self) -> revision_snapshot.Snapshot | outcome.PassResult:
         self._begin("load")
         if self._refusal is not None:
             return self._settle_by_class(self._refusal)
         revision = self.world.revision
-        return revision_store.Snapshot(
-            agent=self.agent,
-            revision=revision,
-            active=next(
-                (r for r in self.world.revisions if r.id == self.agent.active_revision_id), None
-            ),
-            earlier=tuple(
-                sorted(
-                    (
-                        r
-                        for r in self.world.revisions
-                        if r.revision_number < revision.revision_number
-                        and r.compute_driver == self._driver.name
-                    ),
-                    key=lambda r: r.revision_number,
-                )
-            ),
-            spec=specs.revision(revision, self.world.credential),
+        return revision_snapshot.snapshot(
+            self.agent,
+            revision,
+            self.world.revisions,
+            driver_name=self._driver.name,
+            credential=self.world.credential,
             successor_id=self._successor(revision.revision_number),
         )
 
-    def refresh(self, snapshot: revision_store.Snapshot) -> revision_store.Snapshot:
+    def refresh(self, snapshot: revision_snapshot.Snapshot) -> revision_snapshot.Snapshot:
         self._begin("refresh")
         return dataclasses.replace(
             snapshot,
@@ -179,7 +167,7 @@ class InMemoryRevisionStore:
         )
 
     def move_pointer(
-        self, snapshot: revision_store.Snapshot
+        self, snapshot: revision_snapshot.Snapshot
     ) -> revision_store.Moved | outcome.PassResult:
         self._begin("move_pointer")
         if self.agent.desired_runtime_state != "running":
@@ -190,7 +178,7 @@ class InMemoryRevisionStore:
         return "moved"
 
     def publish_activation(
-        self, snapshot: revision_store.Snapshot, activation: base.Activation, code: Code
+        self, snapshot: revision_snapshot.Snapshot, activation: base.Activation, code: Code
     ) -> outcome.PassResult:
         self._begin("publish_activation")
         revision = snapshot.revision
@@ -218,7 +206,7 @@ class InMemoryRevisionStore:
         return result
 
     def degrade(
-        self, snapshot: revision_store.Snapshot, reason_code: str, *, recheck_ms: int | None
+        self, snapshot: revision_snapshot.Snapshot, reason_code: str, *, recheck_ms: int | None
     ) -> outcome.PassResult:
         self._begin("degrade")
         revision = snapshot.revision
@@ -242,7 +230,7 @@ class InMemoryRevisionStore:
         codes.require(code, codes.Outcome.SUCCESS)
         return self._finish(values.WorkState.SUCCEEDED, code, outcome.success(code))
 
-    def supersede(self, snapshot: revision_store.Snapshot) -> outcome.PassResult:
+    def supersede(self, snapshot: revision_snapshot.Snapshot) -> outcome.PassResult:
         self._begin("supersede")
         active_id = snapshot.active.id if snapshot.active else None
         self.audits.append(
