@@ -1,8 +1,8 @@
 """Deployments: deploy an Agent (an immutable AgentRevision + its work), read revisions, and
 read a deployment's status (projected by ``occ.controller.deployment_status``).
 
-The deployment id is the revision id. Revisions are returned as ``occ.state.revisions.Revision``
-values.
+A deploy takes its command value (``Deploy``). The deployment id is the revision id. Revisions
+are returned as ``occ.state.revisions.Revision`` values.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
+class Deploy:
+    """A deploy of an Agent's current draft."""
+
+    namespace_id: str
+    agent_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class DeployAccepted:
     """What a deploy admitted: the deployment (= revision) id and the revision."""
 
@@ -48,9 +56,7 @@ class _Admitted:
     configuration: configurations.PinnedConfiguration
 
 
-def deploy_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> DeployAccepted:
+def deploy_agent(db: Database, actor_id: str, command: Deploy) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
     Needs ``agent:deploy`` on the Agent, and ``configuration:read`` on its Configuration and
@@ -72,11 +78,13 @@ def deploy_agent(
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the Agent has no harness authentication.
     """
-    agent_use_cases.require_ids(namespace_id, agent_id)
+    agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     policies = iam.PolicyCache()
     revision_id = ids.new("agent_revision")
     with admission.guarded(db, actor_id) as session:
-        namespace, agent = agent_use_cases.lock_namespace_finding(session, namespace_id, agent_id)
+        namespace, agent = agent_use_cases.lock_namespace_finding(
+            session, command.namespace_id, command.agent_id
+        )
         # the caller's and the service principal's policies in one query
         policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
 
@@ -250,11 +258,11 @@ def _missing(
 
 def list_revisions(
     db: Database,
-    *,
     actor_id: str,
+    window: keyset.Window = keyset.EVERYTHING,
+    *,
     namespace_id: str,
     agent_id: str,
-    window: keyset.Window = keyset.EVERYTHING,
 ) -> keyset.Page[revisions.Revision]:
     """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first,
     the page ``window`` asks for.
@@ -279,7 +287,7 @@ def list_revisions(
 
 
 def get_revision(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, revision_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str, revision_id: str
 ) -> revisions.Revision:
     """One revision of the Agent (``agent_revision:read``).
 
@@ -298,7 +306,7 @@ def get_revision(
 
 
 def get_deployment(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, deployment_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str, deployment_id: str
 ) -> deployment_status.DeploymentView:
     """The status of a deployment (``agent_revision:read`` on its revision).
 

@@ -2,7 +2,7 @@
 
 The only module that reads ``os.environ``; everything else receives a ``Settings``, a frozen
 pydantic-settings model. Every value is type-checked wherever it comes from; a bad one is an
-``errors.InvalidInput`` naming its key (the variable or the YAML key), never its value.
+``errors.InvalidSettings`` naming its key (the variable or the YAML key), never its value.
 
 ``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
 fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
@@ -262,35 +262,39 @@ class Settings(BaseSettings):
     @classmethod
     def _known_level(cls, level: str) -> str:
         if level.upper() not in LOG_LEVELS:
-            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+            raise errors.InvalidSettings.at(
+                ("log_level",), f"must be one of {', '.join(LOG_LEVELS)}"
+            )
         return level.upper()
 
     @pydantic.model_validator(mode="after")
     def _work_together(self) -> Settings:
         """Reject settings that cannot work together."""
         if self.environment not in ("development", "production"):
-            raise errors.InvalidInput.at("/environment", "must be development or production")
+            raise errors.InvalidSettings.at(("environment",), "must be development or production")
         for name in _POSITIVE:
             if getattr(self, name) <= 0:
-                raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+                raise errors.InvalidSettings.at((name,), "must be a positive integer")
         if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
-            raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
+            raise errors.InvalidSettings.at(
+                ("maintenance_interval_ms",), "must be a positive integer"
+            )
         if self.local_effect_delay_ms < 0:
-            raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
+            raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
-            raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
+            raise errors.InvalidSettings.at(("database_url",), "must be a PostgreSQL URL")
         if self.environment == "production":
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
-                    raise errors.InvalidInput.at(f"/{name}", "must be set in production")
+                    raise errors.InvalidSettings.at((name,), "must be set in production")
                 if len(getattr(self, name).encode()) < PRODUCTION_KEY_MIN_BYTES:
-                    raise errors.InvalidInput.at(
-                        f"/{name}",
+                    raise errors.InvalidSettings.at(
+                        (name,),
                         f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
                     )
             if self.compute_driver == "local":
-                raise errors.InvalidInput.at(
-                    "/compute_driver",
+                raise errors.InvalidSettings.at(
+                    ("compute_driver",),
                     "the local driver runs gateways on this machine and is for development only;"
                     " choose docker or kubernetes in production",
                 )
@@ -309,7 +313,7 @@ class Settings(BaseSettings):
             url = getattr(self, name)
             if url and _expects_password(url) and not _has_password(url):
                 found.append(
-                    errors.FieldError(f"/{name}", "has no password; is the service protected?")
+                    errors.FieldError((name,), "has no password; is the service protected?")
                 )
         return tuple(found)
 
@@ -330,15 +334,15 @@ class Settings(BaseSettings):
     __str__ = __repr__
 
 
-def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidInput:
-    """``exc`` as ``InvalidInput``: each error at the key it came from, without the input."""
+def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidSettings:
+    """``exc`` as ``InvalidSettings``: each error at the key it came from, without the input."""
     found = []
     for error in exc.errors(include_url=False, include_input=False, include_context=False):
         where = [str(part) for part in error["loc"]]
-        head = origins.get(where[0], f"/{where[0]}") if where else ""
+        path = (origins.get(where[0], where[0]), *where[1:]) if where else ()
         message = error["msg"][:1].lower() + error["msg"][1:]
-        found.append(errors.FieldError("/".join([head, *where[1:]]), message))
-    return errors.InvalidInput("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
+        found.append(errors.FieldError(path, message))
+    return errors.InvalidSettings("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
 
 
 def mask_url_password(url: str) -> str:

@@ -250,8 +250,7 @@ class Agent(_NamedInNamespace, Base):
     # where in each observation interval the Agent's active revision is observed (migration
     # 0013): a stable hash of the id
     observe_phase: orm.Mapped[int] = orm.mapped_column(
-        sa.Integer,
-        sa.Computed("mod(abs(hashtext(id)::bigint), 1000000)::integer", persisted=True)
+        sa.Integer, sa.Computed("mod(abs(hashtext(id)::bigint), 1000000)::integer", persisted=True)
     )
 
 

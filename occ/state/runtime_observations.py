@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
+from occ.state import agents as agent_rows
 from occ.state import models, rows
 
 _TABLE: Final = cast(sa.Table, models.AgentRuntime.__table__)
@@ -106,8 +107,8 @@ def active_revisions(session: orm.Session, compute_driver: str) -> list[ActiveRe
             ),
         )
         .where(
-            agents.c.status == "active",
-            agents.c.desired_runtime_state == "running",
+            agents.c.status == agent_rows.AgentStatus.ACTIVE,
+            agents.c.desired_runtime_state == agent_rows.DesiredRuntimeState.RUNNING,
             revisions.c.compute_driver == compute_driver,
         )
         .order_by(revisions.c.agent_id)

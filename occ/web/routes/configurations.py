@@ -26,12 +26,10 @@ blueprint = blueprints.Blueprint(
 @locations.at("configurations.get_configuration", configuration_id="id")
 def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a Configuration at generation 1 (the Namespace must be ``ready``)."""
-    return calls.item(
-        configurations.create_configuration,
-        namespace_id=namespace_id,
-        name=body["name"],
-        document=body["document"],
+    command = configurations.CreateConfiguration(
+        namespace_id=namespace_id, name=body["name"], document=body["document"]
     )
+    return calls.item(configurations.create_configuration, command)
 
 
 @blueprint.operation("GET", "", page=schemas.Configuration, requires="configuration:read")
@@ -62,22 +60,22 @@ def update_configuration(
     body: dict[str, Any], namespace_id: str, configuration_id: str
 ) -> dict[str, Any]:
     """Change the name and/or replace the document; ``generation`` moves by one."""
-    return calls.item(
-        configurations.update_configuration,
+    command = configurations.UpdateConfiguration(
         namespace_id=namespace_id,
         configuration_id=configuration_id,
         name=body.get("name"),
         document=body.get("document"),
         if_match=preconditions.expected(),
     )
+    return calls.item(configurations.update_configuration, command)
 
 
 @blueprint.operation("DELETE", "/<configuration_id>", requires="configuration:delete")
 def delete_configuration(namespace_id: str, configuration_id: str) -> None:
     """Delete a Configuration no Agent uses (409 otherwise)."""
-    calls.call(
-        configurations.delete_configuration,
+    command = configurations.DeleteConfiguration(
         namespace_id=namespace_id,
         configuration_id=configuration_id,
         if_match=preconditions.expected(),
     )
+    calls.call(configurations.delete_configuration, command)

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle, agents, deployments, installation
-from occ.foundation import errors, ids
+from occ.foundation import errors, harnesses, ids
 from occ.state import agents as agent_rows
 from occ.state import audit, models, revisions, work_keys
 from occ.state.db import Database
@@ -44,13 +44,15 @@ def world(db: Database) -> World:
         configuration_id, secret_id = add_configuration(session, namespace_id, "config")
     agent = agents.create_agent(
         db,
-        actor_id=admin_id,
-        namespace_id=namespace_id,
-        name="helper",
-        configuration_id=configuration_id,
-        harness={"id": "openclaw", "version": "1.2.3"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": secret_id},
+        admin_id,
+        agents.CreateAgent(
+            namespace_id=namespace_id,
+            name="helper",
+            configuration_id=configuration_id,
+            harness=agent_rows.Harness("openclaw", "1.2.3"),
+            execution_mode=harnesses.ExecutionMode.EMBEDDED,
+            harness_auth=agent_rows.HarnessAuth("secret", secret_id),
+        ),
         compute_driver="local",
     )
     grants.give(
@@ -89,9 +91,8 @@ def clients(database_urls: databases.DatabaseUrls) -> Iterator[list[Database]]:
 def deploy(db: Database, world: World, actor_id: str | None = None) -> deployments.DeployAccepted:
     return deployments.deploy_agent(
         db,
-        actor_id=actor_id or world.admin_id,
-        namespace_id=world.namespace_id,
-        agent_id=world.agent.id,
+        actor_id or world.admin_id,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent.id),
     )
 
 
@@ -174,7 +175,9 @@ def test_refused_deploys_give_their_number_back(db: Database, world: World) -> N
     assert deploy(db, world).revision.revision_number == 2
 
     agent_lifecycle.delete_agent(
-        db, actor_id=world.admin_id, namespace_id=world.namespace_id, agent_id=world.agent.id
+        db,
+        world.admin_id,
+        agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=world.agent.id),
     )
     with pytest.raises(errors.AgentDeleting):
         deploy(db, world)
@@ -253,7 +256,7 @@ def test_an_agent_of_another_namespace_is_not_found(db: Database, world: World) 
 
     with pytest.raises(errors.NotFound):
         deployments.deploy_agent(
-            db, actor_id=world.admin_id, namespace_id=elsewhere, agent_id=world.agent.id
+            db, world.admin_id, deployments.Deploy(namespace_id=elsewhere, agent_id=world.agent.id)
         )
 
 
