@@ -43,6 +43,7 @@ _POSITIVE = (
     "convergence_timeout_ms",
     "claim_interval_ms",
     "recovery_interval_ms",
+    "observer_tick_ms",
     "max_in_flight",
     "unready_recheck_ms",
     "database_timeout_ms",
@@ -130,8 +131,13 @@ class Settings(BaseSettings):
     """Simulated duration of each ``local`` Compute effect (demos, fault drills); 0 or more."""
 
     maintenance_interval_ms: Annotated[int | None, Variable("OCC_MAINTENANCE_INTERVAL_MS")] = None
-    """How often every active revision is observed and repaired (unset: the driver's own, 30 s
-    for ``local`` and ``docker``, 60 s for ``kubernetes``)."""
+    """How often every running Agent's active revision is observed (unset: the driver's own,
+    30 s for ``local`` and ``docker``, 60 s for ``kubernetes``); a runtime found different is
+    repaired."""
+
+    observer_tick_ms: Annotated[int, Variable("OCC_OBSERVER_TICK_MS")] = 1_000
+    """Beat period of ``occ.observe_runtimes``: each tick observes the Agents that fell due
+    since the last (a tick that could not take them all is followed at once by another)."""
 
     kubernetes_kubeconfig: Annotated[str | None, Variable("OCC_KUBERNETES_KUBECONFIG")] = None
     """Kubeconfig of the ``kubernetes`` driver's cluster (unset: the in-cluster configuration

@@ -44,6 +44,8 @@ ALLOWED_FIELDS: Final = frozenset(
         "revisionId",
         "outcome",
         "count",
+        "repairs",
+        "lagS",
         "queue",
         "task",
         "worker",
