@@ -22,16 +22,17 @@ PYTEST_ARGS ?=
 # every test module's asserts on every run.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help venv install services services-stop lint format typecheck imports pytest test dev \
-	bench coverage chaos clean distclean
+.PHONY: help venv install services services-stop lint format typecheck imports generate pytest \
+	test dev bench coverage chaos clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
 	@echo "make test       ruff, mypy, import contracts and the whole pytest suite"
 	@echo "make lint       ruff check and ruff format --check (occ tests bench scripts alembic)"
 	@echo "make format     ruff format the tree"
-	@echo "make typecheck  mypy (strict, package occ)"
+	@echo "make typecheck  mypy (strict: occ, bench, scripts/generate.py)"
 	@echo "make imports    lint-imports (contracts in pyproject.toml)"
+	@echo "make generate   write the Procfile and the doc tables from the process table and Settings"
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
 	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
@@ -74,6 +75,12 @@ typecheck: install
 
 imports: install
 	$(BIN)/lint-imports --no-cache
+
+# The Procfile and the generated regions of README.md and docs/ (running, operations,
+# settings), from occ/process_table/table.py and the fields of Settings (a test fails when
+# they drift)
+generate: install
+	$(PY) scripts/generate.py
 
 pytest: services
 	. $(ENV_FILE) && $(PY) -m pytest $(PYTEST_ARGS)

@@ -14,12 +14,9 @@ from occ import dev as dev_runner
 from occ.cli import base
 from occ.dev import options as dev_options
 from occ.drivers import gateway as gateway_server
+from occ.process_table import table
 from occ.settings.config import Settings
-from occ.tasks.app import CONTROL_QUEUE, DRIVER_QUEUE
-from occ.web import gunicorn_hooks, serving
-
-CELERY_APP = "occ.tasks.app"
-"""What ``celery -A`` loads: the lazily built app of ``occ.tasks.app``."""
+from occ.tasks.names import CONTROL_QUEUE, DRIVER_QUEUE
 
 COMPUTE_DRIVERS = ("local", "docker", "kubernetes", "ssh")
 
@@ -88,14 +85,7 @@ _LOGLEVEL_HELP = "Celery's -l; occ's logging replaces Celery's: OCC_LOG_LEVEL se
 def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     """Run the HTTP API under gunicorn (further arguments go to gunicorn)."""
     Settings.from_env()  # fail here, in one line, rather than in every gunicorn worker
-    argv = [
-        "gunicorn",
-        "occ.web.app:create_app()",
-        "--config",
-        gunicorn_hooks.CONFIG_OPTION,
-        *serving.CLASSES,
-    ]
-    argv += ["--bind", bind]
+    argv = [*table.GUNICORN, "--bind", bind]
     if workers is not None:
         argv += ["--workers", str(workers)]
     _exec_python_module([*argv, *gunicorn_args])
@@ -147,26 +137,10 @@ def worker(
     if not names:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     if name is None:
-        prefixes: dict[tuple[str, ...], str] = {
-            (CONTROL_QUEUE,): "control",
-            (DRIVER_QUEUE,): "drivers",
-        }
-        prefix = prefixes.get(tuple(names), "worker")
-        name = f"{prefix}@%h"
-    argv = [
-        "celery",
-        "-A",
-        CELERY_APP,
-        "worker",
-        "-Q",
-        ",".join(names),
-        "-P",
-        pool,
-        "-n",
-        name,
-        "-l",
-        loglevel,
-    ]
+        # a worker of one queue is named as in the process table; any other mix is "worker"
+        node = table.worker_nodes().get(names[0], "worker") if len(names) == 1 else "worker"
+        name = f"{node}@%h"
+    argv = [*table.CELERY, "worker", "-Q", ",".join(names), "-P", pool, "-n", name, "-l", loglevel]
     if concurrency is not None:
         argv += ["-c", str(concurrency)]
     _exec_python_module([*argv, *celery_args])
@@ -178,19 +152,7 @@ def worker(
 def beat(loglevel: str, celery_args: tuple[str, ...]) -> None:
     """Run Celery beat with the in-memory scheduler (one is enough; two are harmless)."""
     Settings.from_env()
-    _exec_python_module(
-        [
-            "celery",
-            "-A",
-            CELERY_APP,
-            "beat",
-            "-S",
-            "celery.beat:Scheduler",
-            "-l",
-            loglevel,
-            *celery_args,
-        ]
-    )
+    _exec_python_module([*table.CELERY_BEAT, "-l", loglevel, *celery_args])
 
 
 def _exec_python_module(argv: list[str]) -> NoReturn:

@@ -1,8 +1,8 @@
 """Deployments: deploy an Agent (an immutable AgentRevision + its work), read revisions, and
 read a deployment's status (projected by ``occ.controller.deployment_status``).
 
-The deployment id is the revision id. Revisions are returned as ``occ.state.revisions.Revision``
-values.
+A deploy takes its command value (``Deploy``). The deployment id is the revision id. Revisions
+are returned as ``occ.state.revisions.Revision`` values.
 """
 
 from __future__ import annotations
@@ -29,12 +29,18 @@ from occ.state import (
     keyset,
     namespaces,
     revisions,
-    work_keys,
-    work_queue,
 )
 from occ.state.db import Database, Session
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deploy:
+    """A deploy of an Agent's current draft."""
+
+    namespace_id: str
+    agent_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,12 +63,11 @@ class _Admitted:
 
 def deploy_agent(
     db: Database,
-    *,
     actor_id: str,
-    namespace_id: str,
-    agent_id: str,
+    command: Deploy,
+    *,
     sandbox: sandboxes.SandboxDriver | None = None,
-    configurations: ConfigurationDriver = DATABASE,
+    configuration_store: ConfigurationDriver = DATABASE,
 ) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
@@ -71,7 +76,7 @@ def deploy_agent(
     principal. The revision pins the Configuration's generation and document, the harness, the
     compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
     enqueued. The native document is read through the selected Configuration Driver
-    (``configurations``); with a selected ``sandbox``, the document pinned is the Sandbox
+    (``configuration_store``); with a selected ``sandbox``, the document pinned is the Sandbox
     Driver's transformed copy of it, validated like any document (identity and generation stay
     the source's).
 
@@ -88,11 +93,13 @@ def deploy_agent(
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the Agent has no harness authentication.
     """
-    agent_use_cases.require_ids(namespace_id, agent_id)
+    agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     policies = iam.PolicyCache()
     revision_id = ids.new("agent_revision")
     with admission.guarded(db, actor_id) as session:
-        namespace, agent = agent_use_cases.lock_namespace_finding(session, namespace_id, agent_id)
+        namespace, agent = agent_use_cases.lock_namespace_finding(
+            session, command.namespace_id, command.agent_id
+        )
         # the caller's and the service principal's policies in one query
         policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
 
@@ -105,7 +112,7 @@ def deploy_agent(
                 revision_id=revision_id,
                 policies=policies,
                 sandbox=sandbox,
-                configurations=configurations,
+                configuration_store=configuration_store,
             )
             return deploys.write(session, plan, event)
 
@@ -127,14 +134,14 @@ def _plan(
     revision_id: str,
     policies: iam.PolicyCache,
     sandbox: sandboxes.SandboxDriver | None,
-    configurations: ConfigurationDriver,
+    configuration_store: ConfigurationDriver,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
     """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
     event (``deploys.write`` adds the revision number and the previous desired state to the
     details)."""
     admitted = _admit(session, actor_id, namespace, agent, policies)
     configuration = admitted.configuration
-    native = configurations.load(agent.namespace_id, configuration.id, configuration.document)
+    native = configuration_store.load(agent.namespace_id, configuration.id, configuration.document)
     configuration = dataclasses.replace(configuration, document=native)
     if sandbox is not None:
         configuration = _sandboxed(configuration, sandbox)
@@ -182,7 +189,7 @@ def _sandboxed(
 ) -> configurations.PinnedConfiguration:
     """The Configuration with the Sandbox Driver's copy of its document, validated."""
     document = sandbox.transform(configuration.document)
-    configuration_cases.check_document(document, "/configuration/document")
+    configuration_cases.document_size(document, ("configuration", "document"))
     return dataclasses.replace(configuration, document=document)
 
 
@@ -289,11 +296,11 @@ def _missing(
 
 def list_revisions(
     db: Database,
-    *,
     actor_id: str,
+    window: keyset.Window = keyset.EVERYTHING,
+    *,
     namespace_id: str,
     agent_id: str,
-    window: keyset.Window = keyset.EVERYTHING,
 ) -> keyset.Page[revisions.Revision]:
     """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first,
     the page ``window`` asks for.
@@ -318,7 +325,7 @@ def list_revisions(
 
 
 def get_revision(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, revision_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str, revision_id: str
 ) -> revisions.Revision:
     """One revision of the Agent (``agent_revision:read``).
 
@@ -337,7 +344,7 @@ def get_revision(
 
 
 def get_deployment(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, deployment_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str, deployment_id: str
 ) -> deployment_status.DeploymentView:
     """The status of a deployment (``agent_revision:read`` on its revision).
 
@@ -347,7 +354,7 @@ def get_deployment(
 
     def status(session: Session, revision: revisions.Revision) -> deployment_status.DeploymentView:
         agent = agent_use_cases.find(session, revision.namespace_id, revision.agent_id)
-        work = work_queue.get(session, work_keys.revision_reconcile(revision.id))
+        work = deploys.deployment(session, revision.id)
         return deployment_status.project(admission.found(work, "deployment"), agent)
 
     return _read_revision(

@@ -10,9 +10,9 @@ that leaves no claim behind, then Redis and PostgreSQL.
 
 Modules: ``runner`` (the run), ``home`` (layout, lock, secrets), ``postgres`` and ``broker``
 (embedded services), ``bootstrap`` (migration, Installation, key file), ``children`` (the four
-commands and their stop order), ``fleet`` (spawn, supervise, ordered stop), ``restarts`` (the
-backoff policy), ``processes`` (one child process), ``readiness``, ``logs``, ``terminal``. The
-package is outside the layers contract and must not be imported by anything but ``occ.cli``.
+children, from the process table, and their stop order), ``fleet`` (spawn, supervise, ordered
+stop), ``restarts`` (the backoff policy), ``processes`` (one child process), ``readiness``,
+``logs``, ``terminal``. Nothing but ``occ.cli`` imports the package.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """The four children of ``occ dev`` and the order they stop in: API, control, drivers, beat.
 
-Builds each ``fleet.ChildSpec`` (argv, environment with the child's own
-``PROMETHEUS_MULTIPROC_DIR`` under the home and, when ``OCC_METRICS_PORT`` is set, a listener
-port of its own per worker, working directory, the start-up failure statuses) and the
-``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the
-control worker), then the driver worker takes what was already dispatched and its warm shutdown
+Builds each ``fleet.ChildSpec`` from the process table's ``occ dev`` runs
+(``occ.process_table.table``): the command line, with its placeholders filled and run by this
+interpreter (``python -m gunicorn``, ``python -m celery``); the environment, with the child's
+own ``PROMETHEUS_MULTIPROC_DIR`` under the home and, when ``OCC_METRICS_PORT`` is set, a
+listener port of its own per worker; the working directory and the start-up failure statuses.
+Also the ``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the control
+worker), then the driver worker takes what was already dispatched and its warm shutdown
 releases every claim it holds. Nothing here starts a process.
 """
 
@@ -18,14 +20,15 @@ from pathlib import Path
 from typing import Final
 
 from occ.dev import fleet, home
-from occ.tasks import lifecycle, names
+from occ.process_table import table
+from occ.tasks import lifecycle
 from occ.telemetry import metrics_directory
-from occ.web import gunicorn_hooks, serving
 
-API: Final = "api"
-CONTROL: Final = "control"
-DRIVERS: Final = "drivers"
-BEAT: Final = "beat"
+_DEV: Final = table.Layout.DEV
+API: Final = table.API.runs[_DEV].name
+CONTROL: Final = table.CONTROL.runs[_DEV].name
+DRIVERS: Final = table.DRIVERS.runs[_DEV].name
+BEAT: Final = table.BEAT.runs[_DEV].name
 WORKERS: Final[tuple[str, ...]] = (CONTROL, DRIVERS)
 
 GUNICORN_STARTUP_FAILURES: Final = frozenset({3, 4})
@@ -36,91 +39,40 @@ def specs(
     *, layout: home.Home, env: Mapping[str, str], cwd: Path, listener_fd: int
 ) -> list[fleet.ChildSpec]:
     """The API on the inherited socket ``listener_fd``, both workers and beat, run in ``cwd``."""
-    python = sys.executable
-    celery = (python, "-m", "celery", "-A", "occ.tasks.app")
-    gunicorn = [
-        python,
-        "-m",
-        "gunicorn",
-        "occ.web.app:create_app()",
-        "--config",
-        gunicorn_hooks.CONFIG_OPTION,
-        *serving.CLASSES,
-        "--bind",
-        f"fd://{listener_fd}",
-        "--workers",
-        "2",
-        "--graceful-timeout",
-        "10",
-    ]
-    if package_version("gunicorn") >= (25, 1):
-        gunicorn.append("--no-control-socket")  # else one shared socket under $HOME
-    children = [
-        fleet.ChildSpec(
-            API,
-            tuple(gunicorn),
-            _with_metrics_dir(env, layout, API),
-            cwd=cwd,
-            pass_fds=(listener_fd,),
-            startup_failure_statuses=GUNICORN_STARTUP_FAILURES,
-        )
-    ]
     # prefork on kombu's polling transports (filesystem) hangs at shutdown in billiard's
     # pool teardown; threads are the other pool the driver tasks support
-    drivers_pool = "threads" if env["OCC_BROKER_URL"].startswith("filesystem:") else "prefork"
-    for offset, (name, queue, pool) in enumerate(
-        ((CONTROL, names.CONTROL_QUEUE, "threads"), (DRIVERS, names.DRIVER_QUEUE, drivers_pool))
-    ):
-        marker = layout.marker(name)
-        argv = (
-            *celery,
-            "worker",
-            "-Q",
-            queue,
-            "-P",
-            pool,
-            "-c",
-            "2",
-            "-n",
-            f"{name}@%h",
-            "-l",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-        )
+    polling = env["OCC_BROKER_URL"].startswith("filesystem:")
+    values = {
+        "listener_fd": str(listener_fd),
+        "schedule": str(layout.root / "beat-schedule"),
+        "drivers_pool": "threads" if polling else table.DRIVER_WORKER.pool,
+    }
+    children = []
+    for process, run in table.runs(_DEV):
+        argv = (sys.executable, "-m", *run.filled(values))
+        environment = _with_metrics_dir(env, layout, run.name)
+        failures = frozenset({lifecycle.EXIT_NOT_READY})
+        marker = None
+        pass_fds: tuple[int, ...] = ()
+        if process is table.API:
+            if package_version("gunicorn") >= (25, 1):
+                argv += ("--no-control-socket",)  # else one shared socket under $HOME
+            failures, pass_fds = GUNICORN_STARTUP_FAILURES, (listener_fd,)
+        if process.worker is not None:
+            marker = layout.marker(run.name)
+            environment.update(_listener_port(env, WORKERS.index(run.name)))
+            environment["OCC_WORKER_READINESS_PATH"] = str(marker)
         children.append(
             fleet.ChildSpec(
-                name,
+                run.name,
                 argv,
-                {
-                    **_with_metrics_dir(env, layout, name),
-                    **_listener_port(env, offset),
-                    "OCC_WORKER_READINESS_PATH": str(marker),
-                },
+                environment,
                 cwd=cwd,
-                startup_failure_statuses=frozenset({lifecycle.EXIT_NOT_READY}),
+                pass_fds=pass_fds,
+                startup_failure_statuses=failures,
                 marker=marker,
             )
         )
-    beat_argv = (
-        *celery,
-        "beat",
-        "-S",
-        "celery.beat:Scheduler",
-        "--schedule",
-        str(layout.root / "beat-schedule"),
-        "-l",
-        "INFO",
-    )
-    children.append(
-        fleet.ChildSpec(
-            BEAT,
-            beat_argv,
-            _with_metrics_dir(env, layout, BEAT),
-            cwd=cwd,
-            startup_failure_statuses=frozenset({lifecycle.EXIT_NOT_READY}),
-        )
-    )
     return children
 
 

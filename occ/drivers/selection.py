@@ -60,7 +60,7 @@ class Selection:
 
 
 def select(settings: Settings) -> Selection:
-    """Build the selected drivers, the hook owners and their dispatcher; ``InvalidInput`` when
+    """Build the selected drivers, the hook owners and their dispatcher; ``InvalidSettings`` when
     one is unavailable."""
     configuration = _configuration(settings)
     sandbox = _sandbox(settings)
@@ -73,7 +73,7 @@ def select(settings: Settings) -> Selection:
     try:
         dispatcher = hooks.HookDispatcher([available[capability] for capability in order])
     except hooks.OwnerInvalid as exc:
-        raise errors.InvalidInput.at("/lifecycle_hook_owners", str(exc)) from None
+        raise errors.InvalidSettings.at(("lifecycle_hook_owners",), str(exc)) from None
     return Selection(
         compute_driver=settings.compute_driver,
         configuration=configuration,
@@ -93,17 +93,17 @@ def _configuration(settings: Settings) -> ConfigurationDriver:
     if chosen == configuration_database.DRIVER_ID:
         return configuration_database.DATABASE
     if chosen != configuration_filesystem.DRIVER_ID:
-        raise errors.InvalidInput.at(
-            "/configuration_driver",
+        raise errors.InvalidSettings.at(
+            ("configuration_driver",),
             f"unknown Configuration Driver; known: {', '.join(CONFIGURATION_DRIVERS)}",
         )
     if settings.environment == "production":
-        raise errors.InvalidInput.at(
-            "/configuration_driver", "the filesystem Configuration Driver is for development"
+        raise errors.InvalidSettings.at(
+            ("configuration_driver",), "the filesystem Configuration Driver is for development"
         )
     if not settings.development_configuration_root:
-        raise errors.InvalidInput.at(
-            "/development_configuration_root", "the filesystem Configuration Driver needs it"
+        raise errors.InvalidSettings.at(
+            ("development_configuration_root",), "the filesystem Configuration Driver needs it"
         )
     root = Path(settings.development_configuration_root).resolve()
     return configuration_filesystem.FilesystemConfigurations(root)
@@ -112,24 +112,24 @@ def _configuration(settings: Settings) -> ConfigurationDriver:
 def _sandbox(settings: Settings) -> reference.ReferenceSandbox | None:
     if settings.sandbox_driver is None:
         if settings.sandbox_egress_allow is not None:
-            raise errors.InvalidInput.at(
-                "/sandbox_egress_allow", "is set but no sandbox driver is selected"
+            raise errors.InvalidSettings.at(
+                ("sandbox_egress_allow",), "is set but no sandbox driver is selected"
             )
         return None
     if settings.sandbox_driver not in SANDBOX_DRIVERS:
-        raise errors.InvalidInput.at(
-            "/sandbox_driver", f"unknown sandbox driver; known: {', '.join(SANDBOX_DRIVERS)}"
+        raise errors.InvalidSettings.at(
+            ("sandbox_driver",), f"unknown sandbox driver; known: {', '.join(SANDBOX_DRIVERS)}"
         )
     try:
         return reference.ReferenceSandbox(settings.sandbox_egress_allow or ())
     except ValueError as exc:
-        raise errors.InvalidInput.at("/sandbox_egress_allow", str(exc)) from None
+        raise errors.InvalidSettings.at(("sandbox_egress_allow",), str(exc)) from None
 
 
 def _iam_hook(settings: Settings) -> identities.RuntimeIdentities:
     if settings.iam_hook not in IAM_HOOKS:
-        raise errors.InvalidInput.at(
-            "/iam_hook", f"unknown IAM hook; known: {', '.join(IAM_HOOKS)}"
+        raise errors.InvalidSettings.at(
+            ("iam_hook",), f"unknown IAM hook; known: {', '.join(IAM_HOOKS)}"
         )
     return identities.RuntimeIdentities(Path(settings.iam_identity_root).resolve())
 
@@ -138,22 +138,22 @@ def _order(configured: str | None, available: dict[str, hooks.LifecycleHooks]) -
     """The owners' capabilities in selection order, checked against what is selected."""
     if configured is None:
         return tuple(capability for capability in OWNER_ORDER if capability in available)
-    pointer = "/lifecycle_hook_owners"
+    path: errors.Path = ("lifecycle_hook_owners",)
     order = tuple(part.strip() for part in configured.split(",") if part.strip())
     for capability in order:
         if capability not in OWNER_ORDER:
-            raise errors.InvalidInput.at(
-                pointer, f"names an unknown hook owner; known: {', '.join(OWNER_ORDER)}"
+            raise errors.InvalidSettings.at(
+                path, f"names an unknown hook owner; known: {', '.join(OWNER_ORDER)}"
             )
         if capability not in available:
-            raise errors.InvalidInput.at(
-                pointer, f"{capability} owns hooks but no {capability} driver is selected"
+            raise errors.InvalidSettings.at(
+                path, f"{capability} owns hooks but no {capability} driver is selected"
             )
     if len(set(order)) != len(order):
-        raise errors.InvalidInput.at(pointer, "names an owner twice")
+        raise errors.InvalidSettings.at(path, "names an owner twice")
     left_out = [capability for capability in available if capability not in order]
     if left_out:
-        raise errors.InvalidInput.at(
-            pointer, f"leaves out the selected {', '.join(left_out)} driver, whose hooks must run"
+        raise errors.InvalidSettings.at(
+            path, f"leaves out the selected {', '.join(left_out)} driver, whose hooks must run"
         )
     return order

@@ -64,6 +64,11 @@ class Code(enum.StrEnum):
         R,
         "A dependency was unavailable; the item will be retried.",
     )
+    RECONCILER_ERROR = (
+        "RECONCILER_ERROR",
+        R,
+        "The worker met an unexpected error; the item will be retried.",
+    )
     # authorization and ownership
     ACTOR_REVOKED = (
         "ACTOR_REVOKED",

@@ -9,23 +9,29 @@ from __future__ import annotations
 
 from occ import iam
 from occ.foundation import codes
-from occ.reconcile import authority, environment, outcome, settle, specs
+from occ.reconcile import authority, environment, kinds, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, finalizers
 from occ.state import revisions as revision_rows
 from occ.state.db import Session
+from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 
 
-def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
+def reconcile(
+    worker: environment.Worker, context: ClaimContext, loaded: None
+) -> outcome.PassResult:
     """One pass over an ``AGENT_DELETED`` item."""
     claim = context.claim
     with worker.database.transaction() as session:
-        agent = settle.owner_agent(session, claim)
+        agent = settle.owner_agent(session, context)
         if isinstance(agent, outcome.PassResult):
             return agent
-        if agent.status != "deleting" or agent.desired_runtime_state != "stopped":
+        if (
+            agent.status != agents.AgentStatus.DELETING
+            or agent.desired_runtime_state != agents.DesiredRuntimeState.STOPPED
+        ):
             return _fail(session, context, agent, Code.INVALID_AGENT_STATE)
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
         refused = authority.refused(
@@ -49,7 +55,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
 def _fail(
     session: Session, context: ClaimContext, agent: agents.Agent, code: str
 ) -> outcome.PassResult:
-    result = settle.fail(session, context.claim, code)
+    result = settle.fail(session, context, code)
     audit.work_event(
         session,
         context.claim,
@@ -60,3 +66,13 @@ def _fail(
         details={"reasonCode": code},
     )
     return result
+
+
+HANDLER = kinds.Handler(
+    kind=WorkKind.AGENT_DELETED,
+    start=kinds.start_claim,
+    reconcile=reconcile,
+    metric_label="agent",
+    operation="agent.deleted",
+    ends=kinds.AgentOperation("delete", frozenset({Code.AGENT_DELETED})),
+)

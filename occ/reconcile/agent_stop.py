@@ -7,21 +7,62 @@ stopped revision. Revisions, snapshots and data stay.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from occ import iam
 from occ.foundation import codes
-from occ.reconcile import authority, environment, outcome, settle, specs
+from occ.reconcile import authority, environment, kinds, outcome, settle, specs
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, audit, work_queue
 from occ.state import revisions as revision_rows
+from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 
 
-def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
+@dataclass(frozen=True)
+class StopPlan:
+    """What a stop stops: the active revision first, then this driver's other revisions made
+    before the stop was requested."""
+
+    active: revision_rows.Revision | None
+    others: tuple[revision_rows.Revision, ...]
+
+
+def plan_stop(
+    agent: agents.Agent,
+    revisions: Sequence[revision_rows.Revision],
+    *,
+    requested_at: dt.datetime,
+    driver_name: str,
+) -> StopPlan | Code:
+    """The stop's plan, or the code that ends it first: ``STOP_SUPERSEDED`` when the Agent is
+    wanted running again or its active revision came after the request,
+    ``COMPUTE_DRIVER_MISMATCH`` when another driver runs it."""
+    if agent.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
+        return Code.STOP_SUPERSEDED
+    active = next((r for r in revisions if r.id == agent.active_revision_id), None)
+    if active is not None and active.created_at > requested_at:
+        return Code.STOP_SUPERSEDED
+    if active is not None and active.compute_driver != driver_name:
+        return Code.COMPUTE_DRIVER_MISMATCH
+    others = tuple(
+        r
+        for r in revisions
+        if r is not active and r.compute_driver == driver_name and r.created_at <= requested_at
+    )
+    return StopPlan(active, others)
+
+
+def reconcile(
+    worker: environment.Worker, context: ClaimContext, loaded: None
+) -> outcome.PassResult:
     """One pass over an ``AGENT_STOPPED`` item (one per stop request)."""
     claim = context.claim
     with worker.database.transaction() as session:
-        agent = settle.owner_agent(session, claim)
+        agent = settle.owner_agent(session, context)
         if isinstance(agent, outcome.PassResult):
             return agent
         resource = iam.Resource("agent", agent.id, agent.namespace_id)
@@ -30,30 +71,24 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         )
         if refused is not None:
             return refused
-        if agent.desired_runtime_state != "stopped":
-            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
-        revisions = revision_rows.list_revisions(session, agent.id)
-        active = next((r for r in revisions if r.id == agent.active_revision_id), None)
-        if active is not None and active.created_at > claim.created_at:
-            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
-        if active is not None and active.compute_driver != worker.driver.name:
-            return settle.fail(session, claim, Code.COMPUTE_DRIVER_MISMATCH)
-        others = [
-            r
-            for r in revisions
-            if r is not active
-            and r.compute_driver == worker.driver.name
-            and r.created_at <= claim.created_at
-        ]
-    for revision in ([active] if active else []) + others:
+        plan = plan_stop(
+            agent,
+            revision_rows.list_revisions(session, agent.id),
+            requested_at=claim.created_at,
+            driver_name=worker.driver.name,
+        )
+        if isinstance(plan, Code):
+            return settle.by_class(session, worker.policy, context, plan)
+    active, others = plan.active, plan.others
+    for revision in [*([active] if active else []), *others]:
         context.renew_now()
         worker.driver.stop_revision(context.operation(), specs.revision(revision))
 
     with worker.database.transaction() as session:
         work_queue.renew(session, worker.policy, claim)  # fences the publication
         current = agents.get(session, agent.namespace_id, agent.id, lock=True)
-        if current is None or current.desired_runtime_state != "stopped":
-            return settle.complete(session, claim, Code.STOP_SUPERSEDED)
+        if current is None or current.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
+            return settle.complete(session, context, Code.STOP_SUPERSEDED)
         if active is not None:
             agents.clear_active(session, agent.id, active.id)
         code = Code.AGENT_STOPPED if active is not None else Code.AGENT_ALREADY_STOPPED
@@ -70,4 +105,14 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
                 "stoppedRevisionIds": [r.id for r in others],
             },
         )
-        return settle.complete(session, claim, code)
+        return settle.complete(session, context, code)
+
+
+HANDLER = kinds.Handler(
+    kind=WorkKind.AGENT_STOPPED,
+    start=kinds.start_claim,
+    reconcile=reconcile,
+    metric_label="agent",
+    operation="agent.stopped",
+    ends=kinds.AgentOperation("stop", frozenset({Code.AGENT_STOPPED})),
+)

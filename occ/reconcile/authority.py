@@ -55,7 +55,7 @@ def refuse(
 ) -> outcome.PassResult:
     """Fail the item for a refused authorization and audit the denial."""
     code = codes.Code.ACTOR_REVOKED if decision.actor_revoked else codes.Code.AUTHORIZATION_DENIED
-    result = settle.fail(session, context.claim, code)
+    result = settle.fail(session, context, code)
     audit.work_event(
         session,
         context.claim,

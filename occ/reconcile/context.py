@@ -1,5 +1,8 @@
 """ClaimContext: keeps a running claim alive while a pass works, and says when it is gone.
 
+It also carries what a terminal failure of the claimed item changes beyond the work row (its
+kind's ``FailureEffect``), so every settlement of the pass applies it (``settle``).
+
 One background thread per process (``RENEWER``) watches every entered context and renews each
 lease once a third of it has passed since the last confirmed renewal; ``renew_now()`` renews
 before each Compute effect. The abort event is set when a renewal finds the claim gone, when
@@ -13,15 +16,22 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from occ.drivers.compute import base
 from occ.foundation import errors
 from occ.state import values, work_queue
-from occ.state.db import Database
+from occ.state.db import Database, Session
 from occ.telemetry import observability
+
+FailureEffect = Callable[[Session, values.WorkItem, Mapping[str, Any]], None]
+"""What a terminal failure of an item also changes, in the transaction that failed it."""
+
+
+def no_effect(session: Session, item: values.WorkItem, details: Mapping[str, Any]) -> None:
+    """Nothing beyond the work row (the failure is visible there and in its evidence)."""
 
 
 class ClaimGuard(Protocol):
@@ -49,6 +59,7 @@ class ClaimContext:
         *,
         shutdown: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_failed: FailureEffect = no_effect,
     ) -> None:
         self._database = database
         self._clock = clock
@@ -62,8 +73,8 @@ class ClaimContext:
         self.interrupted = False
         self._confirmed_at = self._clock()
         self._attempted_at = self._confirmed_at
-        self.prepared: object | None = None
-        """What the executor loaded for the pass in the start's transaction, if anything."""
+        self.on_failed = on_failed
+        """The item's kind's terminal-failure effect."""
 
     @property
     def claim(self) -> values.Claim:

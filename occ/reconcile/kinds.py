@@ -1,72 +1,86 @@
-"""The work kinds as the workers see them: how each is named in logs and metrics, and the
-effect a terminal failure of that kind has beyond the work row.
+"""How the workers run one work kind: its ``Handler``, declared beside its reconciler.
 
-Only ``NAMESPACE_READY`` has such an effect today: a Namespace whose provisioning failed for
-good must not stay ``provisioning``, so it becomes ``failed`` (audited) in the same
-transaction that failed the item, wherever that happens (a reconciler, a retry at the limit,
-a deadline, or recovery). The queue itself knows nothing about Namespaces.
+A handler says how an item of its kind starts (the start token exchanged, and what the same
+statement reads for the pass), the reconciler that runs the pass, how the kind is named in logs
+and metrics, the Agent operation a success of it ends, and the effect a terminal failure of an
+item of the kind has beyond the work row. The executor and recovery look handlers up in
+``registry``; nothing below the reconcilers names a kind. The queue's own knowledge of a kind
+(its id, its target columns) is ``occ.state.work_keys.KindSpec``.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
-from occ.state import audit, namespaces, values
-from occ.state.db import Session
+from occ.foundation import codes
+from occ.reconcile import environment, outcome
+from occ.reconcile.context import ClaimContext, FailureEffect, no_effect
+from occ.state import values, work_queue
 from occ.state.work_keys import WorkKind
 
-FailureEffect = Callable[[Session, values.WorkItem, Mapping[str, Any]], None]
-
-
-def _no_effect(session: Session, item: values.WorkItem, details: Mapping[str, Any]) -> None:
-    """Nothing beyond the work row (the failure is visible there and in its evidence)."""
-
-
-def _fail_provisioning_namespace(
-    session: Session, item: values.WorkItem, details: Mapping[str, Any]
-) -> None:
-    """The Namespace becomes ``failed`` if it is still provisioning, with one audit event."""
-    namespace_id = item.owner.namespace_id
-    if not namespaces.transition(session, namespace_id, expected="provisioning", status="failed"):
-        return
-    audit.work_event(
-        session,
-        item,
-        action="namespaces.lifecycle.ensure",
-        outcome="failure",
-        resource_kind="namespace",
-        resource_id=namespace_id,
-        details={**details, "reasonCode": item.reason_code, "status": "failed"},
-    )
+Loaded = TypeVar("Loaded")
+"""What a kind's start reads beside the claim for its pass (``None`` for most kinds)."""
 
 
 @dataclass(frozen=True)
-class Kind:
-    """What the workers know about one work kind."""
+class Started(Generic[Loaded]):
+    """A started claim and what its start read."""
 
+    claim: values.Claim
+    loaded: Loaded
+
+
+Starter = Callable[[environment.Worker, str, uuid.UUID], "Started[Loaded] | None"]
+"""Exchange a dispatch token for a run claim (``None``: a stale message)."""
+Reconciler = Callable[[environment.Worker, ClaimContext, Loaded], outcome.PassResult]
+"""One pass over a started item."""
+
+
+def start_claim(worker: environment.Worker, work_id: str, token: uuid.UUID) -> Started[None] | None:
+    """The plain start: one statement on an autocommit connection, nothing read beside it."""
+    with worker.database.autocommit_connection() as connection:
+        claim = work_queue.start_token(connection, worker.policy, work_id, token)
+    return None if claim is None else Started(claim, None)
+
+
+@dataclass(frozen=True)
+class AgentOperation:
+    """An Agent operation an operator waits for, which a pass of a kind ends: measured from
+    the admission to a pass that succeeded with one of ``codes``."""
+
+    name: str
+    """The ``operation`` label of ``occ_agent_operation_duration_seconds``."""
+    codes: frozenset[codes.Code]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Handler(Generic[Loaded]):
+    """Everything the workers know about one work kind."""
+
+    kind: WorkKind
+    start: Starter[Loaded]
+    reconcile: Reconciler[Loaded]
     metric_label: str
     """The ``work_kind`` label of the reconciliation metrics."""
     operation: str
     """The ``operation`` field of log lines."""
-    on_failed: FailureEffect
-    """Applied in the transaction that failed an item of this kind for good."""
+    on_failed: FailureEffect = field(default=no_effect)
+    """Applied in the transaction that fails an item of this kind for good, wherever that
+    happens (a reconciler, a retry at the limit, a deadline, or recovery)."""
+    ends: AgentOperation | None = None
 
 
-KINDS: Final[Mapping[WorkKind, Kind]] = {
-    WorkKind.NAMESPACE_READY: Kind("namespace", "namespace.ready", _fail_provisioning_namespace),
-    WorkKind.NAMESPACE_DELETED: Kind("namespace", "namespace.deleted", _no_effect),
-    WorkKind.AGENT_STOPPED: Kind("agent", "agent.stopped", _no_effect),
-    WorkKind.AGENT_DELETED: Kind("agent", "agent.deleted", _no_effect),
-    WorkKind.REVISION_RECONCILE: Kind("agent_revision", "agent_revision.reconcile", _no_effect),
-    WorkKind.REVISION_MAINTENANCE: Kind("agent_revision", "agent_revision.maintenance", _no_effect),
-}
-
-
-def settle(
-    session: Session, item: values.WorkItem, details: Mapping[str, Any] | None = None
-) -> None:
-    """Apply the kind's terminal-failure effect when ``item`` ended failed; else nothing."""
-    if item.state == values.WorkState.FAILED_PERMANENT:
-        KINDS[item.kind].on_failed(session, item, details or {})
+def index(*handlers: Handler[Any]) -> Mapping[WorkKind, Handler[Any]]:
+    """Handlers by kind; ``ValueError`` unless every kind has exactly one."""
+    by_kind: dict[WorkKind, Handler[Any]] = {}
+    for handler in handlers:
+        if handler.kind in by_kind:
+            raise ValueError(f"two handlers for {handler.kind}")
+        by_kind[handler.kind] = handler
+    missing = set(WorkKind) - set(by_kind)
+    if missing:
+        raise ValueError(f"no handler for {sorted(missing)}")
+    return by_kind

@@ -1,22 +1,26 @@
 """Namespace work: ensure (``NAMESPACE_READY``) and delete (``NAMESPACE_DELETED``) through the
-Compute Driver.
+Compute Driver, and the handlers of both kinds.
 
-Reload the Namespace, re-authorize the original actor against current IAM, call the driver
-under the claim, then publish the observation in one short transaction whose first statement
-is the fenced queue transition: a stale worker's publication rolls back whole. A terminal
-failure of ready work fails the Namespace through the kind's failure effect (``kinds``). A
-deleted Namespace's service principals are disabled, and their keys revoked, with its tombstone.
+The start reads the Namespace in the same statement (``occ.state.starts``); the pass checks it
+and re-authorizes the original actor against current IAM (``prepare``), calls the driver under
+the claim, then publishes the observation in one short transaction whose first statement is the
+fenced queue transition: a stale worker's publication rolls back whole. A terminal failure of
+ready work, wherever it happens, fails a still-provisioning Namespace (the kind's failure
+effect). A deleted Namespace's service principals are disabled, and their keys revoked, with
+its tombstone.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from occ import iam
 from occ.drivers.compute import base
 from occ.foundation import codes, errors
-from occ.reconcile import authority, environment, outcome, settle
+from occ.reconcile import authority, environment, kinds, outcome, settle
 from occ.reconcile.context import ClaimContext
 from occ.state import (
     api_keys,
@@ -25,6 +29,7 @@ from occ.state import (
     iam_policy,
     namespaces,
     publications,
+    starts,
     values,
 )
 from occ.state.db import Session
@@ -37,20 +42,51 @@ Code = codes.Code
 class _Target:
     """What a Namespace work kind expects, calls and records."""
 
-    expected_status: str
+    ensure: bool
+    """Ensure the infrastructure (else delete it)."""
+    expected_status: namespaces.NamespaceStatus
     lifecycle_action: str
     admission_action: str
     done: Code
 
 
-_TARGETS: Final = {
-    WorkKind.NAMESPACE_READY: _Target(
-        "provisioning", "namespaces.lifecycle.ensure", "namespaces.create", Code.NAMESPACE_READY
-    ),
-    WorkKind.NAMESPACE_DELETED: _Target(
-        "deleting", "namespaces.lifecycle.delete", "namespaces.delete", Code.NAMESPACE_DELETED
-    ),
-}
+_ENSURE = _Target(
+    True,
+    namespaces.NamespaceStatus.PROVISIONING,
+    "namespaces.lifecycle.ensure",
+    "namespaces.create",
+    Code.NAMESPACE_READY,
+)
+_DELETE = _Target(
+    False,
+    namespaces.NamespaceStatus.DELETING,
+    "namespaces.lifecycle.delete",
+    "namespaces.delete",
+    Code.NAMESPACE_DELETED,
+)
+
+
+def start_with_namespace(
+    worker: environment.Worker, work_id: str, token: uuid.UUID
+) -> kinds.Started[namespaces.Namespace | None] | None:
+    """The start that reads the item's Namespace in the same statement (``None``: gone)."""
+    with worker.database.autocommit_connection() as connection:
+        started = starts.start_namespace_work(connection, worker.policy, work_id, token)
+    return None if started is None else kinds.Started(started.claim, started.namespace)
+
+
+def ensure(
+    worker: environment.Worker, context: ClaimContext, loaded: namespaces.Namespace | None
+) -> outcome.PassResult:
+    """One pass over a ``NAMESPACE_READY`` item."""
+    return _reconcile(worker, context, loaded, _ENSURE)
+
+
+def delete(
+    worker: environment.Worker, context: ClaimContext, loaded: namespaces.Namespace | None
+) -> outcome.PassResult:
+    """One pass over a ``NAMESPACE_DELETED`` item."""
+    return _reconcile(worker, context, loaded, _DELETE)
 
 
 def prepare(
@@ -58,19 +94,18 @@ def prepare(
     worker: environment.Worker,
     context: ClaimContext,
     namespace: namespaces.Namespace | None,
+    target: _Target,
 ) -> namespaces.Namespace | outcome.PassResult:
-    """Check the reloaded Namespace (``None``: gone) and re-authorize the actor: the Namespace
-    to act on, or the pass's result when it ends here.
+    """Check the Namespace the start read (``None``: gone) and re-authorize the actor: the
+    Namespace to act on, or the pass's result when it ends here.
 
-    ``session`` may be in autocommit (the executor runs this right after the start, which read
-    the Namespace): it only reads, and writes one statement at most; a refusal writes in a
-    transaction of its own.
+    ``session`` is in autocommit (right after the start, which read the Namespace): it only
+    reads, and writes one statement at most; a refusal writes in a transaction of its own.
     """
     claim = context.claim
-    target = _TARGETS[claim.kind]
     if namespace is None or not namespace.live or namespace.status != target.expected_status:
-        return settle.complete(session, claim, Code.SUPERSEDED_TARGET)  # one statement
-    denial = _denial(session, worker, claim.owner.actor_id, claim.kind, namespace)
+        return settle.complete(session, context, Code.SUPERSEDED_TARGET)  # one statement
+    denial = _denial(session, worker, claim.owner.actor_id, target, namespace)
     if denial is not None:
         with worker.database.transaction() as refusal:
             return authority.refuse(
@@ -83,19 +118,18 @@ def prepare(
     return namespace
 
 
-def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
-    """One pass over a Namespace work item."""
+def _reconcile(
+    worker: environment.Worker,
+    context: ClaimContext,
+    loaded: namespaces.Namespace | None,
+    target: _Target,
+) -> outcome.PassResult:
     database, driver = worker.database, worker.driver
-    claim = context.claim
-    target = _TARGETS[claim.kind]
-    loaded = context.prepared
-    if not isinstance(loaded, namespaces.Namespace | outcome.PassResult):
-        with database.autocommit() as session:
-            reloaded = namespaces.get(session, claim.owner.namespace_id)
-            loaded = prepare(session, worker, context, reloaded)
-    if isinstance(loaded, outcome.PassResult):
-        return loaded
-    namespace = loaded
+    with database.autocommit() as session:
+        prepared = prepare(session, worker, context, loaded, target)
+    if isinstance(prepared, outcome.PassResult):
+        return prepared
+    namespace = prepared
 
     spec = base.NamespaceSpec(
         id=namespace.id, name=namespace.name, existing_namespace=namespace.existing_namespace
@@ -103,7 +137,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
     context.renew_now()
     operation = context.operation()
     try:
-        if claim.kind == WorkKind.NAMESPACE_READY:
+        if target.ensure:
             observation = driver.ensure_namespace(operation, spec)
         else:
             observation = driver.delete_namespace(operation, spec)
@@ -113,7 +147,7 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         observation = base.Failed(exc.code, permanent=True, reason=exc.reason)
     if not isinstance(observation, base.Ready | base.Pending | base.Failed):
         observation = base.Failed(Code.INVALID_DRIVER_OBSERVATION, permanent=True)
-    if isinstance(observation, base.Ready) and claim.kind == WorkKind.NAMESPACE_READY:
+    if isinstance(observation, base.Ready) and target.ensure:
         with database.autocommit_connection() as connection:  # one fenced statement
             return _publish_ready(
                 connection, worker, context, target=target, namespace=namespace, ready=observation
@@ -124,15 +158,55 @@ def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.Pass
         )
 
 
+def _fail_provisioning_namespace(
+    session: Session, item: values.WorkItem, details: Mapping[str, Any]
+) -> None:
+    """The Namespace becomes ``failed`` if it is still provisioning, with one audit event."""
+    namespace_id = item.owner.namespace_id
+    if not namespaces.transition(
+        session,
+        namespace_id,
+        expected=namespaces.NamespaceStatus.PROVISIONING,
+        status=namespaces.NamespaceStatus.FAILED,
+    ):
+        return
+    audit.work_event(
+        session,
+        item,
+        action=_ENSURE.lifecycle_action,
+        outcome="failure",
+        resource_kind="namespace",
+        resource_id=namespace_id,
+        details={**details, "reasonCode": item.reason_code, "status": "failed"},
+    )
+
+
+READY = kinds.Handler(
+    kind=WorkKind.NAMESPACE_READY,
+    start=start_with_namespace,
+    reconcile=ensure,
+    metric_label="namespace",
+    operation="namespace.ready",
+    on_failed=_fail_provisioning_namespace,
+)
+DELETED = kinds.Handler(
+    kind=WorkKind.NAMESPACE_DELETED,
+    start=start_with_namespace,
+    reconcile=delete,
+    metric_label="namespace",
+    operation="namespace.deleted",
+)
+
+
 def _denial(
     session: Session,
     worker: environment.Worker,
     actor_id: str,
-    kind: WorkKind,
+    target: _Target,
     namespace: namespaces.Namespace,
 ) -> iam.Decision | None:
     """The refusal of the original actor under current IAM, or ``None``."""
-    if kind == WorkKind.NAMESPACE_DELETED:
+    if not target.ensure:
         return authority.first_denial(
             session, [(actor_id, "namespace:delete", iam.Resource.namespace(namespace.id))]
         )
@@ -181,17 +255,19 @@ def _publish(
     claim, policy = context.claim, worker.policy
     details = _details(worker, claim, observation)
     if isinstance(observation, base.Ready):  # a deletion (a ready ensure is _publish_ready)
-        result = settle.complete(session, claim, target.done)
+        result = settle.complete(session, context, target.done)
         if namespaces.tombstone(session, namespace.id):
             _disable_principals(session, context, namespace.id)
     elif isinstance(observation, base.Pending):
         details["convergencePending"] = True
-        result = settle.defer(session, policy, claim, Code.NAMESPACE_INCOMPLETE, details=details)
+        result = settle.defer(session, policy, context, Code.NAMESPACE_INCOMPLETE, details=details)
     elif observation.permanent:
-        result = settle.fail(session, claim, Code.NAMESPACE_FAILED, details=details)
+        result = settle.fail(session, context, Code.NAMESPACE_FAILED, details=details)
     else:
-        result = settle.retry(session, policy, claim, Code.DEPENDENCY_UNAVAILABLE, details=details)
-    if result.outcome == codes.Outcome.PERMANENT and claim.kind == WorkKind.NAMESPACE_READY:
+        result = settle.retry(
+            session, policy, context, Code.DEPENDENCY_UNAVAILABLE, details=details
+        )
+    if result.outcome == codes.Outcome.PERMANENT and target.ensure:
         return result  # the kind's failure effect recorded the failed Namespace
     details = {**details, "reasonCode": result.code}
     audit_outcome = _audit_outcome(result, observation)

@@ -21,23 +21,35 @@ from typing import TypeVar
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import environment, outcome, specs
+from occ.reconcile import environment, kinds, outcome, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
-from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore, Snapshot
-from occ.state import revisions
+from occ.reconcile.revision_snapshot import Snapshot
+from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore
+from occ.state import agents, revisions
 from occ.state.work_keys import WorkKind
 
 T = TypeVar("T")
 Code = codes.Code
 
 
-def reconcile(worker: environment.Worker, context: ClaimContext) -> outcome.PassResult:
-    """One pass over a ``REVISION_RECONCILE`` or ``REVISION_MAINTENANCE`` item."""
+def deploy(worker: environment.Worker, context: ClaimContext, loaded: None) -> outcome.PassResult:
+    """One pass over a ``REVISION_RECONCILE`` item (the revision's deployment)."""
+    return _run(worker, context, maintenance=False)
+
+
+def maintain(worker: environment.Worker, context: ClaimContext, loaded: None) -> outcome.PassResult:
+    """One pass over a ``REVISION_MAINTENANCE`` item (an observation of the active revision)."""
+    return _run(worker, context, maintenance=True)
+
+
+def _run(
+    worker: environment.Worker, context: ClaimContext, *, maintenance: bool
+) -> outcome.PassResult:
     return run_pass(
-        DatabaseRevisionStore(worker, context),
+        DatabaseRevisionStore(worker, context, maintenance=maintenance),
         worker.driver,
         context,
-        maintenance=context.claim.kind == WorkKind.REVISION_MAINTENANCE,
+        maintenance=maintenance,
         unready_recheck_ms=worker.settings.unready_recheck_ms,
     )
 
@@ -56,7 +68,7 @@ def run_pass(
         return loaded
     snapshot, spec = loaded, loaded.spec
     capabilities = driver.revision_capabilities(spec)
-    if snapshot.agent.desired_runtime_state != "running":
+    if snapshot.agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING:
         return _stopped_agent(store, driver, guard, snapshot, maintenance=maintenance)
     if maintenance:
         return _maintain(store, driver, guard, snapshot, unready_recheck_ms)
@@ -108,11 +120,12 @@ def _maintain(
     snapshot: Snapshot,
     unready_recheck_ms: int,
 ) -> outcome.PassResult:
-    """Observe the active revision and repair what is gone (prepare starts or re-applies it,
-    activation re-reads its endpoint); an unhealthy runtime is recorded ``degraded`` and looked
-    at again, never retired. Before each effect the pass reads the Agent again under its
-    claim: a revision that is no longer the active one, or one a newer deploy was admitted
-    over, ends its chain with no further effect (the newer pass may be stopping it)."""
+    """A repair the fleet observer admitted: observe the active revision and repair what is
+    gone (prepare starts or re-applies it, activation re-reads its endpoint); an unhealthy
+    runtime is recorded ``degraded`` and looked at again, never retired. Before each effect
+    the pass reads the Agent again under its claim: a revision that is no longer the active
+    one, or one a newer deploy was admitted over, ends the repair with no further effect (the
+    newer pass may be stopping it)."""
     snapshot = store.refresh(snapshot)
     if snapshot.maintenance_superseded:
         return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
@@ -132,8 +145,21 @@ def _maintain(
     if isinstance(step, base.Pending):
         # a runtime on its way back: the driver's code, else plainly "not ready yet"
         reason = step.reason if codes.is_code_shaped(step.reason) else Code.REVISION_INCOMPLETE
-        return store.degrade(snapshot, reason, recheck_ms=_recheck_ms(step, unready_recheck_ms))
+        interval_s = driver.revision_capabilities(snapshot.spec).maintenance_interval_s
+        recheck = _repair_recheck_ms(step, snapshot.age_ms, interval_s, unready_recheck_ms)
+        return store.degrade(snapshot, reason, recheck_ms=recheck)
     return store.degrade(snapshot, step.code, recheck_ms=None)
+
+
+def _repair_recheck_ms(
+    pending: base.Pending, age_ms: int, interval_s: float | None, unready_recheck_ms: int
+) -> int | None:
+    """How soon a repair looks again at a runtime on its way back: after the repair's own age
+    (so the checks space out, doubling from the usual recheck) while it is younger than one
+    observation interval; after that, ``None``: the fleet observer looks again."""
+    if not interval_s or age_ms >= interval_s * 1000:
+        return None
+    return max(_recheck_ms(pending, unready_recheck_ms), age_ms)
 
 
 def _prepare(
@@ -246,3 +272,22 @@ def _each(
     for revision in revisions:
         guard.renew_now()
         operation(guard.operation(), specs.revision(revision))
+
+
+DEPLOYMENT = kinds.Handler(
+    kind=WorkKind.REVISION_RECONCILE,
+    start=kinds.start_claim,
+    reconcile=deploy,
+    metric_label="agent_revision",
+    operation="agent_revision.reconcile",
+    ends=kinds.AgentOperation(
+        "deploy", frozenset({Code.REVISION_ACTIVATED, Code.REVISION_ALREADY_ACTIVE})
+    ),
+)
+MAINTENANCE = kinds.Handler(
+    kind=WorkKind.REVISION_MAINTENANCE,
+    start=kinds.start_claim,
+    reconcile=maintain,
+    metric_label="agent_revision",
+    operation="agent_revision.maintenance",
+)

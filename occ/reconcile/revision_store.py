@@ -1,5 +1,6 @@
-"""The database side of a revision pass: the consistent read and checks, and every
-publication, each in its own short transaction fenced by the claim.
+"""The database side of a revision pass: the consistent first read (decided by
+``revision_snapshot``), the reads before each effect, and every publication, each in its own
+short transaction fenced by the claim.
 
 ``revision.run_pass`` sees it through the ``RevisionStore`` protocol, so the pass's logic can be
 exercised with an in-memory store; this module is the PostgreSQL one. Nothing here calls a
@@ -9,18 +10,18 @@ Compute Driver.
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from occ import iam
 from occ.drivers.compute import base
-from occ.foundation import codes, errors, harnesses
-from occ.reconcile import authority, environment, outcome, settle, specs
+from occ.foundation import codes, errors
+from occ.reconcile import authority, environment, outcome, revision_snapshot, settle
 from occ.reconcile.context import ClaimContext
+from occ.reconcile.revision_snapshot import Snapshot
 from occ.state import (
     agents,
     audit,
+    deploys,
     iam_policy,
     namespaces,
     revisions,
@@ -28,44 +29,12 @@ from occ.state import (
     secret_store,
     secrets,
     values,
-    work_keys,
     work_queue,
 )
 from occ.state.db import Session
-from occ.state.work_keys import WorkKind
 
 Code = codes.Code
 ACTIVATE_ACTION = "agents.lifecycle.activate"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What a pass read in one transaction, after every check passed."""
-
-    agent: agents.Agent
-    revision: revisions.Revision
-    active: revisions.Revision | None
-    earlier: tuple[revisions.Revision, ...]
-    """The Agent's older revisions on this driver, oldest first."""
-    spec: base.RevisionSpec
-    """The revision as the driver sees it, with its credential for a deploy pass."""
-    successor_id: str | None = None
-    """A newer revision of the Agent whose deployment is under way (the newest such)."""
-
-    @property
-    def maintenance_superseded(self) -> bool:
-        """Maintenance of this revision must not act: it is no longer the active one, or a
-        newer deploy was admitted (whose pass may be stopping this revision right now)."""
-        return self.agent.active_revision_id != self.revision.id or self.successor_id is not None
-
-    @property
-    def superseded(self) -> bool:
-        """A revision at least as new as this one is active already."""
-        return (
-            self.active is not None
-            and self.active.id != self.revision.id
-            and self.active.revision_number >= self.revision.revision_number
-        )
 
 
 Moved = Literal["moved", "stopped"]
@@ -99,19 +68,15 @@ class RevisionStore(Protocol):
     def retry(self, code: Code) -> outcome.PassResult: ...
 
 
-def maintenance_bucket(now_ms: float, interval_ms: int, current: int | None) -> int:
-    """The bucket of the next maintenance pass: the next interval boundary after ``now``, and
-    always after the bucket that is running (``current``), so a chain never repeats itself."""
-    bucket = math.floor((now_ms + interval_ms) / interval_ms)
-    return bucket if current is None else max(bucket, current + 1)
-
-
 class DatabaseRevisionStore:
     """``RevisionStore`` on PostgreSQL for one claimed revision item."""
 
-    def __init__(self, worker: environment.Worker, context: ClaimContext) -> None:
+    def __init__(
+        self, worker: environment.Worker, context: ClaimContext, *, maintenance: bool
+    ) -> None:
         self._worker = worker
         self._context = context
+        self._maintenance = maintenance
 
     @property
     def _claim(self) -> values.Claim:
@@ -122,42 +87,34 @@ class DatabaseRevisionStore:
             return self._load(session)
 
     def _load(self, session: Session) -> Snapshot | outcome.PassResult:
-        claim, driver = self._claim, self._worker.driver
-        owner = claim.owner
-        namespace = namespaces.get(session, owner.namespace_id)
+        owner, driver_name = self._claim.owner, self._worker.driver.name
         agent = agents.get(session, owner.namespace_id, owner.agent_id) if owner.agent_id else None
         revision = (
             revisions.get_revision(session, owner.agent_id, owner.revision_id)
             if owner.agent_id and owner.revision_id
             else None
         )
-        if namespace is None or agent is None or revision is None:
-            return settle.fail(session, claim, Code.INVALID_REVISION_OWNER)
-        if not namespace.live or namespace.status != "ready":
-            return settle.fail(session, claim, Code.NAMESPACE_NOT_READY)
-        if (
-            revision.namespace_id != agent.namespace_id
-            or revision.service_principal_id != agent.service_principal_id
-        ):
-            return settle.fail(session, claim, Code.INVALID_REVISION_OWNER)
-        if agent.status != "active":
-            return settle.fail(session, claim, Code.INVALID_AGENT_STATE)
-        principal = iam_policy.get_principal(session, agent.service_principal_id)
-        if principal is None or principal.disabled:
-            return settle.fail(session, claim, Code.INVALID_AGENT_PRINCIPAL)
-        if harnesses.mode_of(revision.harness_id) != revision.harness_mode:
-            return settle.fail(session, claim, Code.HARNESS_MISMATCH)
-        if revision.compute_driver != driver.name:
-            return settle.fail(session, claim, Code.COMPUTE_DRIVER_MISMATCH)
-        if claim.kind == WorkKind.REVISION_MAINTENANCE:
-            deployment = work_queue.get(session, work_keys.revision_reconcile(revision.id))
-            if (
-                deployment is None
-                or deployment.state == values.WorkState.FAILED_PERMANENT
-                or deployment.reason_code == Code.REVISION_SUPERSEDED
-            ):
-                return settle.complete(session, claim, Code.REVISION_SUPERSEDED)
-        denial = authority.first_denial(session, _deploy_checks(owner.actor_id, agent, revision))
+        read = revision_snapshot.RevisionRead(
+            namespace=namespaces.get(session, owner.namespace_id),
+            agent=agent,
+            revision=revision,
+            principal=(
+                iam_policy.get_principal(session, agent.service_principal_id) if agent else None
+            ),
+            deployment=(
+                deploys.deployment(session, revision.id)
+                if revision is not None and self._maintenance
+                else None
+            ),
+        )
+        refusal = revision_snapshot.refusal(
+            read, driver_name=driver_name, maintenance=self._maintenance
+        )
+        if refusal is not None:
+            return settle.by_class(session, self._worker.policy, self._context, refusal)
+        assert agent is not None and revision is not None  # the refusal checked them
+        checks = revision_snapshot.deploy_checks(owner.actor_id, agent, revision)
+        denial = authority.first_denial(session, checks)
         if denial is not None:
             return authority.refuse(
                 session,
@@ -169,25 +126,20 @@ class DatabaseRevisionStore:
         credential = self._unseal(session, revision)
         if isinstance(credential, outcome.PassResult):
             return credential
-        all_revisions = revisions.list_revisions(session, agent.id)
-        return Snapshot(
-            agent=agent,
-            revision=revision,
-            active=next((r for r in all_revisions if r.id == agent.active_revision_id), None),
-            earlier=tuple(
-                sorted(
-                    (
-                        r
-                        for r in all_revisions
-                        if r.revision_number < revision.revision_number
-                        and r.compute_driver == driver.name
-                    ),
-                    key=lambda r: r.revision_number,
-                )
-            ),
-            spec=specs.revision(revision, credential),
-            successor_id=revisions.pending_successor(session, agent.id, revision.revision_number),
+        return revision_snapshot.snapshot(
+            agent,
+            revision,
+            revisions.list_revisions(session, agent.id),
+            driver_name=driver_name,
+            credential=credential,
+            successor_id=deploys.pending_successor(session, agent.id, revision.revision_number),
+            age_ms=self._age_ms(session),
         )
+
+    def _age_ms(self, session: Session) -> int:
+        """How long ago the claimed item was admitted, on the database clock."""
+        age = work_queue.database_now(session) - self._claim.created_at
+        return max(int(age.total_seconds() * 1000), 0)
 
     def refresh(self, snapshot: Snapshot) -> Snapshot:
         """Under a renewed claim, the snapshot with its Agent and pending successor read again
@@ -196,7 +148,7 @@ class DatabaseRevisionStore:
         with self._worker.database.transaction() as session:
             self._fence(session)
             current = agents.get(session, agent.namespace_id, agent.id)
-            successor = revisions.pending_successor(session, agent.id, revision.revision_number)
+            successor = deploys.pending_successor(session, agent.id, revision.revision_number)
         return dataclasses.replace(
             snapshot, agent=current if current is not None else agent, successor_id=successor
         )
@@ -212,14 +164,14 @@ class DatabaseRevisionStore:
         work_queue.renew(session, self._worker.policy, self._claim)
         sealed = secrets.sealed_value(session, revision.namespace_id, secret_id)
         if sealed is None:
-            return settle.fail(session, self._claim, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+            return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
         driver = self._worker.secrets or secret_store.SecretStore.from_settings(
             self._worker.settings
         )
         try:
             value = driver.unseal(revision.namespace_id, secret_id, sealed)
         except errors.SecretUnreadable:
-            return settle.fail(session, self._claim, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+            return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
         return base.Credential(value)
 
     def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult:
@@ -229,7 +181,10 @@ class DatabaseRevisionStore:
             self._fence(session)
             agents.lock_namespace(session, agent.namespace_id)
             current = agents.get(session, agent.namespace_id, agent.id, lock=True)
-            if current is not None and current.desired_runtime_state != "running":
+            if (
+                current is not None
+                and current.desired_runtime_state != agents.DesiredRuntimeState.RUNNING
+            ):
                 return "stopped"
             if current is None or not agents.activate(
                 session, agent.id, expected=agent.active_revision_id, candidate=revision.id
@@ -252,7 +207,7 @@ class DatabaseRevisionStore:
             runtime_observations.record(
                 session, agent.id, revision.id, runtime_observations.RuntimeStatus.READY, code
             )
-            if not _activation_audited(session, revision.id):
+            if not audit.has_event(session, revision.id, ACTIVATE_ACTION):
                 previous = snapshot.active.id if snapshot.active else None
                 audit.work_event(
                     session,
@@ -267,22 +222,20 @@ class DatabaseRevisionStore:
                         "revisionNumber": revision.revision_number,
                     },
                 )
-            result = settle.complete(session, self._claim, code)
-            self._schedule_maintenance(session, snapshot.spec)
-        return result
+            return settle.complete(session, self._context, code)
 
     def degrade(
         self, snapshot: Snapshot, reason_code: str, *, recheck_ms: int | None
     ) -> outcome.PassResult:
-        """A maintenance pass found the active revision unhealthy: record it ``degraded``, then
-        look again after ``recheck_ms`` (the runtime is coming back) or, without it, complete
-        and let the next maintenance pass repair it. Never retires or fails the revision."""
+        """A repair found the active revision unhealthy: record it ``degraded``, then look
+        again after ``recheck_ms`` (the runtime is coming back) or, without it, complete
+        ``REVISION_DEGRADED`` (the fleet observer looks again). Never retires or fails it."""
         agent, revision = snapshot.agent, snapshot.revision
         with self._worker.database.transaction() as session:
             self._fence(session)
             current = agents.get(session, agent.namespace_id, agent.id)
             if current is None or current.active_revision_id != revision.id:
-                return settle.complete(session, self._claim, Code.REVISION_MAINTENANCE_SUPERSEDED)
+                return settle.complete(session, self._context, Code.REVISION_MAINTENANCE_SUPERSEDED)
             runtime_observations.record(
                 session,
                 agent.id,
@@ -290,30 +243,24 @@ class DatabaseRevisionStore:
                 runtime_observations.RuntimeStatus.DEGRADED,
                 _observation_code(reason_code),
             )
-            if recheck_ms is not None:
-                result = settle.defer(
-                    session,
-                    self._worker.policy,
-                    self._claim,
-                    Code.REVISION_INCOMPLETE,
-                    delay_ms=recheck_ms,
-                )
-                if result.outcome != codes.Outcome.PERMANENT:
-                    return result
-            else:
-                result = settle.complete(session, self._claim, Code.REVISION_DEGRADED)
-            # the chain goes on whatever this pass found: the next bucket observes again
-            self._schedule_maintenance(session, snapshot.spec)
-        return result
+            if recheck_ms is None:
+                return settle.complete(session, self._context, Code.REVISION_DEGRADED)
+            return settle.defer(
+                session,
+                self._worker.policy,
+                self._context,
+                Code.REVISION_INCOMPLETE,
+                delay_ms=recheck_ms,
+            )
 
     def complete(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
-            return settle.complete(session, self._claim, code)
+            return settle.complete(session, self._context, code)
 
     def supersede(self, snapshot: Snapshot) -> outcome.PassResult:
         """An older revision than the active one: done, audited, no Compute call."""
         with self._worker.database.transaction() as session:
-            result = settle.complete(session, self._claim, Code.REVISION_SUPERSEDED)
+            result = settle.complete(session, self._context, Code.REVISION_SUPERSEDED)
             audit.work_event(
                 session,
                 self._claim,
@@ -329,11 +276,13 @@ class DatabaseRevisionStore:
 
     def defer(self, code: Code, *, delay_ms: int | None) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
-            return settle.defer(session, self._worker.policy, self._claim, code, delay_ms=delay_ms)
+            return settle.defer(
+                session, self._worker.policy, self._context, code, delay_ms=delay_ms
+            )
 
     def fail(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
-            return settle.fail(session, self._claim, code)
+            return settle.fail(session, self._context, code)
 
     def retry(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
@@ -346,48 +295,9 @@ class DatabaseRevisionStore:
         work_queue.renew(session, self._worker.policy, self._claim)
 
     def _retry_in(self, session: Session, code: Code) -> outcome.PassResult:
-        return settle.retry(session, self._worker.policy, self._claim, code)
-
-    def _schedule_maintenance(self, session: Session, spec: base.RevisionSpec) -> None:
-        interval_s = self._worker.driver.revision_capabilities(spec).maintenance_interval_s
-        if not interval_s:
-            return
-        interval_ms = max(int(interval_s * 1000), 1)
-        now_ms = work_queue.database_now(session).timestamp() * 1000
-        key = self._claim.key
-        current = key.maintenance_bucket if key.kind == WorkKind.REVISION_MAINTENANCE else None
-        bucket = maintenance_bucket(now_ms, interval_ms, current)
-        work_queue.enqueue(
-            session,
-            work_keys.revision_maintenance(spec.revision_id, bucket),
-            self._claim.owner,
-            delay_ms=max(int(bucket * interval_ms - now_ms), 0),
-        )
+        return settle.retry(session, self._worker.policy, self._context, code)
 
 
 def _observation_code(code: str) -> str:
     """A driver's code as an observation's reason (codes are data, shaped like occ's own)."""
     return code if codes.is_code_shaped(code) else Code.RUNTIME_STARTUP_FAILED
-
-
-def _deploy_checks(
-    actor_id: str, agent: agents.Agent, revision: revisions.Revision
-) -> list[tuple[str, str, iam.Resource]]:
-    namespace_id = agent.namespace_id
-    checks = [(actor_id, "agent:deploy", iam.Resource("agent", agent.id, namespace_id))]
-    configuration = iam.Resource("configuration", revision.configuration_id, namespace_id)
-    secret_id = revision.harness_auth.get("secretId")
-    for principal in (actor_id, agent.service_principal_id):
-        checks.append((principal, "configuration:read", configuration))
-        if isinstance(secret_id, str):
-            checks.append(
-                (principal, "secret:operate", iam.Resource("secret", secret_id, namespace_id))
-            )
-    return checks
-
-
-def _activation_audited(session: Session, revision_id: str) -> bool:
-    return any(
-        event.action == ACTIVATE_ACTION
-        for event in audit.list_events(session, resource_id=revision_id, limit=50)
-    )

@@ -58,12 +58,12 @@ SECRET_DRIVERS = (secret_store.DRIVER_ID, KUBERNETES_SECRETS)
 
 
 def secret_driver(settings: Settings) -> SecretDriver:
-    """The Secret Driver the settings select (``InvalidInput`` naming the setting otherwise)."""
+    """The Secret Driver the settings select (``InvalidSettings`` naming the setting otherwise)."""
     if settings.secret_driver == secret_store.DRIVER_ID:
         return secret_store.SecretStore.from_settings(settings)
     if settings.secret_driver != KUBERNETES_SECRETS:
-        raise errors.InvalidInput.at(
-            "/secret_driver", f"unknown Secret Driver; known: {', '.join(SECRET_DRIVERS)}"
+        raise errors.InvalidSettings.at(
+            ("secret_driver",), f"unknown Secret Driver; known: {', '.join(SECRET_DRIVERS)}"
         )
     # imported here: only an installation that selects it pays for the Kubernetes client
     from occ.drivers.secret import kubernetes  # noqa: PLC0415
@@ -72,4 +72,4 @@ def secret_driver(settings: Settings) -> SecretDriver:
         return kubernetes.KubernetesSecrets.from_settings(settings)
     except base.DriverError as exc:
         reason = f"the Kubernetes client cannot be configured: {exc.code}"
-        raise errors.InvalidInput.at("/secret_driver", reason) from None
+        raise errors.InvalidSettings.at(("secret_driver",), reason) from None

@@ -2,11 +2,16 @@
 
 The only module that reads ``os.environ``; everything else receives a ``Settings``, a frozen
 pydantic-settings model. Every value is type-checked wherever it comes from; a bad one is an
-``errors.InvalidInput`` naming its key (the variable or the YAML key), never its value.
+``errors.InvalidSettings`` naming its key (the variable or the YAML key), never its value.
 
 ``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
 fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
 given as ``<variable>_FILE``, a file holding it). ``Settings(...)`` takes explicit values only.
+
+Each field is declared once, with everything said about it: its type, its default, its variable
+(``Annotated[..., Variable(...)]``; a field without one is set in the YAML file only) and its
+description (the docstring under it). ``occ.settings.reference`` writes the documentation from
+them.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from occ.foundation import errors
 from occ.settings import sources as settings_sources
+from occ.settings.sources import Variable
 
 PRODUCTION_KEY_MIN_BYTES = 32
 """Shortest API-key pepper and secret key a production process accepts."""
@@ -37,6 +43,7 @@ _POSITIVE = (
     "convergence_timeout_ms",
     "claim_interval_ms",
     "recovery_interval_ms",
+    "observer_tick_ms",
     "max_in_flight",
     "unready_recheck_ms",
     "database_timeout_ms",
@@ -57,176 +64,193 @@ class Settings(BaseSettings):
         frozen=True, strict=True, extra="forbid", use_attribute_docstrings=True
     )
 
-    database_url: str = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
-    """SQLAlchemy URL the API and workers use (role ``occ_app``). Env: OCC_DATABASE_URL."""
+    database_url: Annotated[
+        str, Variable("OCC_DATABASE_URL", file=True, fallback="DATABASE_URL")
+    ] = "postgresql+psycopg://occ_app@127.0.0.1:5432/occ"
+    """Database of the API and workers (role ``occ_app``). A ``postgres://`` or
+    ``postgresql://`` URL means ``postgresql+psycopg://``."""
 
-    migration_database_url: str | None = None
-    """Owner connection for migrations (else database_url). Env: OCC_MIGRATION_DATABASE_URL."""
+    migration_database_url: Annotated[
+        str | None, Variable("OCC_MIGRATION_DATABASE_URL", file=True)
+    ] = None
+    """Owner connection for migrations and ``occ bootstrap --recover-admin`` (unset: the
+    database of the API and workers)."""
 
-    broker_url: str = "redis://127.0.0.1:6379/0"
-    """Celery broker. Env: OCC_BROKER_URL."""
+    broker_url: Annotated[str, Variable("OCC_BROKER_URL", file=True, fallback="REDIS_URL")] = (
+        "redis://127.0.0.1:6379/0"
+    )
+    """Celery broker."""
 
-    environment: str = "development"
-    """``development`` or ``production``. Env: OCC_ENV."""
+    environment: Annotated[str, Variable("OCC_ENV")] = "development"
+    """``development`` or ``production``. Production refuses the development pepper and secret
+    key, keys shorter than 32 bytes, and the ``local`` driver."""
 
-    lease_ms: int = 15_000
-    """Run lease of a started claim; renewed every third. Env: OCC_WORKER_LEASE_DURATION_MS."""
+    lease_ms: Annotated[int, Variable("OCC_WORKER_LEASE_DURATION_MS")] = 15_000
+    """Run lease of a started claim. It is renewed every third of it and before each effect."""
 
-    dispatch_lease_ms: int = 30_000
-    """Lease of a claim that was dispatched but not yet started. Env: OCC_DISPATCH_LEASE_MS."""
+    dispatch_lease_ms: Annotated[int, Variable("OCC_DISPATCH_LEASE_MS")] = 30_000
+    """Lease of a dispatched claim that has not started yet (also the expiry of its
+    ``occ.run_work`` message)."""
 
-    max_attempts: int = 5
-    """Claims an item may consume before it fails. Env: OCC_WORKER_MAX_ATTEMPTS."""
+    max_attempts: Annotated[int, Variable("OCC_WORKER_MAX_ATTEMPTS")] = 5
+    """Claims an item may use before it fails."""
 
-    convergence_timeout_ms: int = 900_000
-    """Age after which pending work fails. Env: OCC_WORKER_CONVERGENCE_TIMEOUT_MS."""
+    convergence_timeout_ms: Annotated[int, Variable("OCC_WORKER_CONVERGENCE_TIMEOUT_MS")] = 900_000
+    """Age after which pending work fails (``CONVERGENCE_DEADLINE_EXCEEDED``)."""
 
-    claim_interval_ms: int = 2_000
-    """Beat period of ``occ.claim``. Env: OCC_CLAIM_INTERVAL_MS."""
+    claim_interval_ms: Annotated[int, Variable("OCC_CLAIM_INTERVAL_MS")] = 2_000
+    """Beat period of ``occ.claim``."""
 
-    recovery_interval_ms: int = 5_000
-    """Beat period of ``occ.recover_stale``. Env: OCC_RECOVERY_INTERVAL_MS."""
+    recovery_interval_ms: Annotated[int, Variable("OCC_RECOVERY_INTERVAL_MS")] = 5_000
+    """Beat period of ``occ.recover_stale``."""
 
-    max_in_flight: int = 64
-    """Most items claimed at once across the fleet. Env: OCC_MAX_IN_FLIGHT."""
+    max_in_flight: Annotated[int, Variable("OCC_MAX_IN_FLIGHT")] = 64
+    """Most items claimed at once across the fleet."""
 
-    unready_recheck_ms: int = 500
-    """Delay before an unready revision is checked again. Env: OCC_UNREADY_RECHECK_MS."""
+    unready_recheck_ms: Annotated[int, Variable("OCC_UNREADY_RECHECK_MS")] = 500
+    """Delay before an unready revision is checked again."""
 
-    database_timeout_ms: int = 60_000
-    """Client-side statement timeout of worker connections. Env: OCC_WORKER_DATABASE_TIMEOUT_MS."""
+    database_timeout_ms: Annotated[int, Variable("OCC_WORKER_DATABASE_TIMEOUT_MS")] = 60_000
+    """Statement timeout of worker connections (capped at the lease)."""
 
-    api_key_pepper: str = "development-pepper"
-    """Server secret keying API-key hashes. Env: OCC_API_KEY_PEPPER."""
+    api_key_pepper: Annotated[str, Variable("OCC_API_KEY_PEPPER", file=True)] = "development-pepper"
+    """Server secret keying API-key hashes; set it in production. A new pepper invalidates
+    every API key."""
 
-    secret_key: str = pydantic.Field(default="development-secret-key")
-    """Key protecting stored Secret values. Env: OCC_SECRET_KEY."""
+    secret_key: Annotated[str, Variable("OCC_SECRET_KEY", file=True)] = pydantic.Field(
+        default="development-secret-key"
+    )
+    """Key protecting stored Secret values; set it in production."""
 
-    compute_driver: str = "local"
-    """Compute Driver of this installation. Env: OCC_COMPUTE_DRIVER."""
+    compute_driver: Annotated[str, Variable("OCC_COMPUTE_DRIVER")] = "local"
+    """Compute Driver of this installation: ``local``, ``docker``, ``kubernetes`` or ``ssh``."""
 
-    local_root: str = ".occ/local"
-    """State directory of the local Compute Driver. Env: OCC_LOCAL_ROOT."""
+    local_root: Annotated[str, Variable("OCC_LOCAL_ROOT")] = ".occ/local"
+    """State directory of the ``local`` driver."""
 
-    local_effect_delay_ms: int = 0
-    """Simulated duration of each local Compute effect (demos, fault drills).
-    Env: OCC_LOCAL_EFFECT_DELAY_MS."""
+    local_effect_delay_ms: Annotated[int, Variable("OCC_LOCAL_EFFECT_DELAY_MS")] = 0
+    """Simulated duration of each ``local`` Compute effect (demos, fault drills); 0 or more."""
 
-    maintenance_interval_ms: int | None = None
-    """How often every active revision is observed and repaired (unset: the Compute Driver's
-    own default, 30 s for ``local`` and ``docker``, 60 s for ``kubernetes``).
-    Env: OCC_MAINTENANCE_INTERVAL_MS."""
+    maintenance_interval_ms: Annotated[int | None, Variable("OCC_MAINTENANCE_INTERVAL_MS")] = None
+    """How often every running Agent's active revision is observed (unset: the driver's own,
+    30 s for ``local`` and ``docker``, 60 s for ``kubernetes``); a runtime found different is
+    repaired."""
 
-    kubernetes_kubeconfig: str | None = None
-    """Kubeconfig of the cluster the ``kubernetes`` driver uses (unset: in-cluster
-    configuration when available, else the user's default kubeconfig).
-    Env: OCC_KUBERNETES_KUBECONFIG."""
+    observer_tick_ms: Annotated[int, Variable("OCC_OBSERVER_TICK_MS")] = 1_000
+    """Beat period of ``occ.observe_runtimes``: each tick observes the Agents that fell due
+    since the last (a tick that could not take them all is followed at once by another)."""
 
-    kubernetes_context: str | None = None
-    """Context of that kubeconfig (unset: its current context). Env: OCC_KUBERNETES_CONTEXT."""
+    kubernetes_kubeconfig: Annotated[str | None, Variable("OCC_KUBERNETES_KUBECONFIG")] = None
+    """Kubeconfig of the ``kubernetes`` driver's cluster (unset: the in-cluster configuration
+    when there is one, else the default kubeconfig)."""
 
-    kubernetes_gateway_image: str | None = None
-    """Image of every gateway the ``kubernetes`` driver runs (required by that driver).
-    Env: OCC_KUBERNETES_GATEWAY_IMAGE."""
+    kubernetes_context: Annotated[str | None, Variable("OCC_KUBERNETES_CONTEXT")] = None
+    """Context of that kubeconfig (unset: its current context)."""
 
-    kubernetes_storage_class: str | None = None
-    """StorageClass of gateway volumes (unset: the cluster's default).
-    Env: OCC_KUBERNETES_STORAGE_CLASS."""
+    kubernetes_gateway_image: Annotated[str | None, Variable("OCC_KUBERNETES_GATEWAY_IMAGE")] = None
+    """Gateway image of the ``kubernetes`` driver (required by that driver)."""
 
-    kubernetes_namespace_prefix: str = "occ-"
-    """Prefix of the Kubernetes namespaces occ creates. Env: OCC_KUBERNETES_NAMESPACE_PREFIX."""
+    kubernetes_storage_class: Annotated[str | None, Variable("OCC_KUBERNETES_STORAGE_CLASS")] = None
+    """StorageClass of gateway volumes (unset: the cluster's default)."""
 
-    kubernetes_request_timeout_ms: int = 10_000
-    """Timeout of one Kubernetes API request. Env: OCC_KUBERNETES_REQUEST_TIMEOUT_MS."""
+    kubernetes_namespace_prefix: Annotated[str, Variable("OCC_KUBERNETES_NAMESPACE_PREFIX")] = (
+        "occ-"
+    )
+    """Prefix of the Kubernetes namespaces occ creates."""
+
+    kubernetes_request_timeout_ms: Annotated[int, Variable("OCC_KUBERNETES_REQUEST_TIMEOUT_MS")] = (
+        10_000
+    )
+    """Timeout of one Kubernetes API request."""
 
     kubernetes_resource_quota: dict[str, str] | None = None
-    """``spec.hard`` of a ResourceQuota put in every namespace occ creates (YAML only;
-    unset: none)."""
+    """``spec.hard`` of a ResourceQuota put in every namespace occ creates (unset: none)."""
 
     kubernetes_limit_range: dict[str, dict[str, str]] | None = None
-    """Container ``default`` / ``defaultRequest`` / ``max`` of a LimitRange put in every
-    namespace occ creates (YAML only; unset: none)."""
+    """Container ``default``, ``defaultRequest`` and ``max`` of a LimitRange put in every
+    namespace occ creates (unset: none)."""
 
-    docker_host: str | None = None
-    """Engine of the ``docker`` driver (unset: ``DOCKER_HOST``, else the default socket).
-    Env: OCC_DOCKER_HOST."""
+    docker_host: Annotated[str | None, Variable("OCC_DOCKER_HOST")] = None
+    """Engine of the ``docker`` driver (unset: ``DOCKER_HOST``, else the default socket)."""
 
-    docker_gateway_image: str = "occ-standin-gateway:dev"
-    """Image of every gateway container the ``docker`` driver runs.
-    Env: OCC_DOCKER_GATEWAY_IMAGE."""
+    docker_gateway_image: Annotated[str, Variable("OCC_DOCKER_GATEWAY_IMAGE")] = (
+        "occ-standin-gateway:dev"
+    )
+    """Gateway image of the ``docker`` driver (``scripts/build-standin-image.sh`` builds the
+    stand-in)."""
 
-    docker_request_timeout_ms: int = 30_000
-    """Timeout of one Docker Engine request. Env: OCC_DOCKER_REQUEST_TIMEOUT_MS."""
+    docker_request_timeout_ms: Annotated[int, Variable("OCC_DOCKER_REQUEST_TIMEOUT_MS")] = 30_000
+    """Timeout of one Docker Engine request."""
 
-    docker_memory_bytes: int = 268_435_456
-    """Memory limit of a gateway container. Env: OCC_DOCKER_MEMORY_BYTES."""
+    docker_memory_bytes: Annotated[int, Variable("OCC_DOCKER_MEMORY_BYTES")] = 268_435_456
+    """Memory limit of a gateway container, in bytes (256 MiB)."""
 
-    docker_nano_cpus: int = 500_000_000
-    """CPU limit of a gateway container, in billionths of a CPU. Env: OCC_DOCKER_NANO_CPUS."""
+    docker_nano_cpus: Annotated[int, Variable("OCC_DOCKER_NANO_CPUS")] = 500_000_000
+    """CPU limit of a gateway container, in billionths of a CPU (half a CPU)."""
 
-    docker_pids_limit: int = 128
-    """Process limit of a gateway container. Env: OCC_DOCKER_PIDS_LIMIT."""
+    docker_pids_limit: Annotated[int, Variable("OCC_DOCKER_PIDS_LIMIT")] = 128
+    """Process limit of a gateway container."""
 
-    secret_driver: str = "sealed"  # noqa: S105 - a driver's name
-    """Where Secret values live: ``sealed`` (in their rows, sealed with secret_key) or
-    ``kubernetes`` (tenant-local Kubernetes Secrets). Env: OCC_SECRET_DRIVER."""
+    secret_driver: Annotated[str, Variable("OCC_SECRET_DRIVER")] = "sealed"  # noqa: S105
+    """Where Secret values live: ``sealed`` (in their rows, sealed with the secret key) or
+    ``kubernetes`` (tenant-local Kubernetes Secrets)."""
 
-    configuration_driver: str = "database"
-    """Where Configuration documents live: ``database`` (the row) or ``filesystem`` (development
-    only, under development_configuration_root). Env: OCC_CONFIGURATION_DRIVER."""
+    configuration_driver: Annotated[str, Variable("OCC_CONFIGURATION_DRIVER")] = "database"
+    """Where Configuration documents live: ``database`` (their rows) or ``filesystem``
+    (development only, under the development configuration root)."""
 
-    development_configuration_root: str | None = None
-    """Root of the filesystem Configuration Driver, written by the API only.
-    Env: OCC_DEVELOPMENT_CONFIGURATION_ROOT."""
+    development_configuration_root: Annotated[
+        str | None, Variable("OCC_DEVELOPMENT_CONFIGURATION_ROOT")
+    ] = None
+    """Root of the ``filesystem`` Configuration Driver, which only the API writes."""
 
-    lifecycle_hook_owners: str | None = None
-    """Drivers that own lifecycle hooks, in selection order, comma-separated capabilities
-    (``configuration``, ``sandbox``, ``iam``); unset: the selected ones that have hooks, in that
-    order. Env: OCC_LIFECYCLE_HOOK_OWNERS."""
+    lifecycle_hook_owners: Annotated[str | None, Variable("OCC_LIFECYCLE_HOOK_OWNERS")] = None
+    """Drivers that own lifecycle hooks, in order, as comma-separated capabilities
+    (``configuration``, ``sandbox``, ``iam``; unset: the selected ones with hooks, in that
+    order); an unavailable one stops the process at start-up."""
 
-    sandbox_driver: str | None = None
-    """Sandbox Driver (``reference``; unset: none). Env: OCC_SANDBOX_DRIVER."""
+    sandbox_driver: Annotated[str | None, Variable("OCC_SANDBOX_DRIVER")] = None
+    """Sandbox Driver: ``reference`` (unset: none)."""
 
     sandbox_egress_allow: list[str] | None = None
-    """Hosts the ``reference`` Sandbox Driver pins as the egress allow-list (YAML only)."""
+    """Host names the ``reference`` Sandbox Driver pins as the egress allow-list."""
 
-    iam_hook: str | None = None
-    """IAM lifecycle hook (``runtime-identities``; unset: none). Env: OCC_IAM_HOOK."""
+    iam_hook: Annotated[str | None, Variable("OCC_IAM_HOOK")] = None
+    """IAM lifecycle hook: ``runtime-identities`` (unset: none)."""
 
-    iam_identity_root: str = ".occ/identities"
-    """Ledger of the runtime identities the IAM hook issued. Env: OCC_IAM_IDENTITY_ROOT."""
+    iam_identity_root: Annotated[str, Variable("OCC_IAM_IDENTITY_ROOT")] = ".occ/identities"
+    """Ledger of the runtime identities the IAM hook issued (shared by the workers)."""
 
     ssh_hosts: list[dict[str, Any]] | None = None
     """Host pool of the ``ssh`` driver: ``name``, ``host``, ``port``, ``user``,
-    ``private_key_file``, ``host_key`` (pinned), ``init`` (YAML only; docs/ssh.md)."""
+    ``private_key_file``, ``host_key`` (pinned), ``init``, ``bind`` (docs/ssh.md)."""
 
-    ssh_root: str = "/var/lib/occ"
-    """Directory of occ's files on every SSH host. Env: OCC_SSH_ROOT."""
+    ssh_root: Annotated[str, Variable("OCC_SSH_ROOT")] = "/var/lib/occ"
+    """Directory of occ's files on every SSH host."""
 
-    ssh_connect_timeout_ms: int = 10_000
-    """Timeout of one SSH connection or command. Env: OCC_SSH_CONNECT_TIMEOUT_MS."""
+    ssh_connect_timeout_ms: Annotated[int, Variable("OCC_SSH_CONNECT_TIMEOUT_MS")] = 10_000
+    """Timeout of one SSH connection or command."""
 
     ssh_gateway_command: list[str] | None = None
-    """Gateway command on the hosts (unset: the stand-in gateway occ installs; YAML only)."""
+    """Gateway command on the SSH hosts (unset: the stand-in gateway occ installs there)."""
 
-    metrics_port: int | None = None
-    """Port of a worker's private Prometheus listener (off when unset).
-    Env: OCC_METRICS_PORT."""
+    metrics_port: Annotated[int | None, Variable("OCC_METRICS_PORT")] = None
+    """Port of a worker's Prometheus listener (unset: no listener)."""
 
-    metrics_address: str = "127.0.0.1"
-    """Address the worker's Prometheus listener binds (loopback unless set).
-    Env: OCC_METRICS_ADDRESS."""
+    metrics_address: Annotated[str, Variable("OCC_METRICS_ADDRESS")] = "127.0.0.1"
+    """Address a worker's Prometheus listener binds."""
 
-    worker_readiness_path: str | None = None
-    """Marker file written once a worker is ready. Env: OCC_WORKER_READINESS_PATH."""
+    worker_readiness_path: Annotated[str | None, Variable("OCC_WORKER_READINESS_PATH")] = None
+    """Marker file a worker writes once its start-up checks passed and removes at shutdown
+    (unset: none)."""
 
-    log_level: str = "INFO"
-    """Threshold of occ's logs: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case, stored
-    upper-case). Env: OCC_LOG_LEVEL."""
+    log_level: Annotated[str, Variable("OCC_LOG_LEVEL")] = "INFO"
+    """Threshold of every process's logs (occ's, Celery's, gunicorn's): ``DEBUG``, ``INFO``,
+    ``WARNING``, ``ERROR`` or ``CRITICAL``, in any case."""
 
-    startup_wait_ms: int = 120_000
-    """How long the API, the workers and beat wait at start-up for a migrated, bootstrapped
-    database before they exit. Env: OCC_STARTUP_WAIT_MS."""
+    startup_wait_ms: Annotated[int, Variable("OCC_STARTUP_WAIT_MS")] = 120_000
+    """How long the API (gunicorn's master), the workers and beat wait at start-up for a
+    migrated, bootstrapped database before they exit (status 3)."""
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -288,35 +312,39 @@ class Settings(BaseSettings):
     @classmethod
     def _known_level(cls, level: str) -> str:
         if level.upper() not in LOG_LEVELS:
-            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+            raise errors.InvalidSettings.at(
+                ("log_level",), f"must be one of {', '.join(LOG_LEVELS)}"
+            )
         return level.upper()
 
     @pydantic.model_validator(mode="after")
     def _work_together(self) -> Settings:
         """Reject settings that cannot work together."""
         if self.environment not in ("development", "production"):
-            raise errors.InvalidInput.at("/environment", "must be development or production")
+            raise errors.InvalidSettings.at(("environment",), "must be development or production")
         for name in _POSITIVE:
             if getattr(self, name) <= 0:
-                raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+                raise errors.InvalidSettings.at((name,), "must be a positive integer")
         if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
-            raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
+            raise errors.InvalidSettings.at(
+                ("maintenance_interval_ms",), "must be a positive integer"
+            )
         if self.local_effect_delay_ms < 0:
-            raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
+            raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
-            raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
+            raise errors.InvalidSettings.at(("database_url",), "must be a PostgreSQL URL")
         if self.environment == "production":
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
-                    raise errors.InvalidInput.at(f"/{name}", "must be set in production")
+                    raise errors.InvalidSettings.at((name,), "must be set in production")
                 if len(getattr(self, name).encode()) < PRODUCTION_KEY_MIN_BYTES:
-                    raise errors.InvalidInput.at(
-                        f"/{name}",
+                    raise errors.InvalidSettings.at(
+                        (name,),
                         f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
                     )
             if self.compute_driver == "local":
-                raise errors.InvalidInput.at(
-                    "/compute_driver",
+                raise errors.InvalidSettings.at(
+                    ("compute_driver",),
                     "the local driver runs gateways on this machine and is for development only;"
                     " choose docker or kubernetes in production",
                 )
@@ -335,7 +363,7 @@ class Settings(BaseSettings):
             url = getattr(self, name)
             if url and _expects_password(url) and not _has_password(url):
                 found.append(
-                    errors.FieldError(f"/{name}", "has no password; is the service protected?")
+                    errors.FieldError((name,), "has no password; is the service protected?")
                 )
         return tuple(found)
 
@@ -356,15 +384,15 @@ class Settings(BaseSettings):
     __str__ = __repr__
 
 
-def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidInput:
-    """``exc`` as ``InvalidInput``: each error at the key it came from, without the input."""
+def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidSettings:
+    """``exc`` as ``InvalidSettings``: each error at the key it came from, without the input."""
     found = []
     for error in exc.errors(include_url=False, include_input=False, include_context=False):
         where = [str(part) for part in error["loc"]]
-        head = origins.get(where[0], f"/{where[0]}") if where else ""
+        path = (origins.get(where[0], where[0]), *where[1:]) if where else ()
         message = error["msg"][:1].lower() + error["msg"][1:]
-        found.append(errors.FieldError("/".join([head, *where[1:]]), message))
-    return errors.InvalidInput("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
+        found.append(errors.FieldError(path, message))
+    return errors.InvalidSettings("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
 
 
 def mask_url_password(url: str) -> str:

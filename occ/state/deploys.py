@@ -1,4 +1,5 @@
-"""The write of an admitted deploy: one statement under the Agent's row lock.
+"""Deployments: the write of an admitted deploy (one statement under the Agent's row lock) and
+the reads of a revision's deployment item.
 
 A deploy checks everything it can without a lock first (IAM, the Namespace, the Agent's draft,
 the Configuration to pin). ``write`` then runs the named statement of ``sql/deploys.sql``: it
@@ -6,7 +7,9 @@ locks the Agent, takes the next revision number from its counter and sets desire
 inserts the immutable revision, its ``revision_reconcile`` work item and the ``agents.deploy``
 audit event, all only while the Agent is active and still holds the draft the checks saw. The
 lock is held for one round trip and the commit. Never commits (the caller's transaction does;
-a rollback gives the number back, so numbers stay gap-free).
+a rollback gives the number back, so numbers stay gap-free). A revision's deployment is its
+``revision_reconcile`` item: ``deployment`` reads it, ``pending_successor`` finds a newer
+revision of the Agent whose deployment is still under way.
 """
 
 from __future__ import annotations
@@ -14,13 +17,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
+import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ.state import (
     agents,
     configurations,
+    models,
     queries,
     revisions,
     values,
@@ -29,6 +34,10 @@ from occ.state import (
 )
 
 SQL: Final = queries.load("deploys.sql")
+KIND: Final = work_keys.WorkKind.REVISION_RECONCILE
+"""The kind of a revision's deployment item."""
+_REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
+_WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,8 +53,8 @@ class DeployPlan:
 
     @property
     def work_key(self) -> work_keys.WorkKey:
-        """The reconcile work the revision gets."""
-        return work_keys.revision_reconcile(self.revision_id)
+        """The deployment item the revision gets."""
+        return _deployment_key(self.revision_id)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +108,37 @@ def write(session: orm.Session, plan: DeployPlan, event: Mapping[str, Any]) -> D
             row["previous_desired_runtime_state"]
         ),
     )
+
+
+def deployment(session: orm.Session, revision_id: str) -> values.WorkItem | None:
+    """The revision's deployment item, or ``None``."""
+    return work_queue.get(session, _deployment_key(revision_id))
+
+
+def pending_successor(session: orm.Session, agent_id: str, revision_number: int) -> str | None:
+    """The newest revision of the Agent after ``revision_number`` whose deployment is still
+    under way (admitted: queued or claimed), or ``None``."""
+    statement = (
+        sa.select(_REVISIONS.c.id)
+        .join(
+            _WORK,
+            (_WORK.c.agent_id == _REVISIONS.c.agent_id) & (_WORK.c.revision_id == _REVISIONS.c.id),
+        )
+        .where(
+            _REVISIONS.c.agent_id == agent_id,
+            _REVISIONS.c.revision_number > revision_number,
+            _WORK.c.kind == KIND,
+            _WORK.c.state.in_((values.WorkState.QUEUED, values.WorkState.CLAIMED)),
+        )
+        .order_by(_REVISIONS.c.revision_number.desc())
+        .limit(1)
+    )
+    found: str | None = session.execute(statement).scalar_one_or_none()
+    return found
+
+
+def _deployment_key(revision_id: str) -> work_keys.WorkKey:
+    return work_keys.WorkKey(KIND, revision_id)
 
 
 def _json(document: Mapping[str, Any]) -> str:

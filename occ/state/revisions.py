@@ -16,11 +16,9 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import agents, keyset, models, rows, values
-from occ.state.work_keys import WorkKind
+from occ.state import agents, keyset, models, rows
 
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
-_WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
 
 
 @dataclass(frozen=True)
@@ -85,28 +83,6 @@ def list_revisions(
     return _VALUES.window(
         session, window, _REVISIONS.c.agent_id == agent_id, order=keyset.NEWEST_REVISION_FIRST
     )
-
-
-def pending_successor(session: orm.Session, agent_id: str, revision_number: int) -> str | None:
-    """The newest revision of the Agent after ``revision_number`` whose deployment is still
-    under way (admitted: queued or claimed), or ``None``."""
-    statement = (
-        sa.select(_REVISIONS.c.id)
-        .join(
-            _WORK,
-            (_WORK.c.agent_id == _REVISIONS.c.agent_id) & (_WORK.c.revision_id == _REVISIONS.c.id),
-        )
-        .where(
-            _REVISIONS.c.agent_id == agent_id,
-            _REVISIONS.c.revision_number > revision_number,
-            _WORK.c.kind == WorkKind.REVISION_RECONCILE,
-            _WORK.c.state.in_((values.WorkState.QUEUED, values.WorkState.CLAIMED)),
-        )
-        .order_by(_REVISIONS.c.revision_number.desc())
-        .limit(1)
-    )
-    found: str | None = session.execute(statement).scalar_one_or_none()
-    return found
 
 
 def record(row: sa.RowMapping) -> Revision:

@@ -45,7 +45,7 @@ class SecretStore:
 
     def __init__(self, secret_key: str) -> None:
         if not isinstance(secret_key, str) or not secret_key:
-            raise errors.InvalidInput.at("/secret_key", "must be a non-empty string")
+            raise errors.InvalidSettings.at(("secret_key",), "must be a non-empty string")
         derived = hkdf.HKDF(
             algorithm=hashes.SHA256(), length=KEY_BYTES, salt=_SALT, info=_INFO
         ).derive(secret_key.encode("utf-8"))

@@ -1,16 +1,21 @@
 """Work kinds and work keys: what a work item is for, and its deterministic id.
 
-A work id names its kind and subject, so a repeated admission finds the item it already made
-(enqueue is idempotent on the id). ``WorkKey`` is the only code that formats or parses ids::
+Every kind is declared once in ``SPECS``: the format of its id (whose shape, read back by
+``WorkKey.parse``, is derived from the format), what the id's subject is, what its
+discriminator is, and the target columns operators read. A work id names its kind and subject,
+so a repeated admission finds the item it already made (enqueue is idempotent on the id)::
 
     namespace:<namespace id>:reconcile:ready         NAMESPACE_READY
     namespace:<namespace id>:reconcile:deleted       NAMESPACE_DELETED
     agent:<agent id>:reconcile:stopped:<uuid4>       AGENT_STOPPED (one per stop request)
     agent:<agent id>:reconcile:deleted               AGENT_DELETED
     agent_revision:<revision id>:reconcile           REVISION_RECONCILE (the deployment)
-    agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (bucket n)
+    agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (a repair, admitted
+                                                     in second n of the epoch)
 
-The ``controller_work_shape`` CHECK constraint ties the ``kind`` column to the same shapes.
+The ``controller_work_shape`` CHECK constraint ties the ``kind`` column to the same shapes. How
+the workers run each kind is declared in ``occ.reconcile`` (one ``kinds.Handler`` per kind); the
+queue itself reads only these specs.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import enum
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -35,26 +41,85 @@ class WorkKind(enum.StrEnum):
     REVISION_MAINTENANCE = "revision_maintenance"
 
 
-_UUID4: Final = ids.UUID4_PATTERN
-_SHAPES: Final = {
-    WorkKind.NAMESPACE_READY: re.compile(rf"namespace:(ns_{_UUID4}):reconcile:ready"),
-    WorkKind.NAMESPACE_DELETED: re.compile(rf"namespace:(ns_{_UUID4}):reconcile:deleted"),
-    WorkKind.AGENT_STOPPED: re.compile(rf"agent:(agt_{_UUID4}):reconcile:stopped:({_UUID4})"),
-    WorkKind.AGENT_DELETED: re.compile(rf"agent:(agt_{_UUID4}):reconcile:deleted"),
-    WorkKind.REVISION_RECONCILE: re.compile(rf"agent_revision:(rev_{_UUID4}):reconcile"),
-    WorkKind.REVISION_MAINTENANCE: re.compile(
-        rf"agent_revision:(rev_{_UUID4}):maintenance:(0|[1-9][0-9]{{0,14}})"
-    ),
+class Subject(enum.Enum):
+    """What a work id is about: the prefix of its subject's id."""
+
+    NAMESPACE = "ns"
+    AGENT = "agt"
+    REVISION = "rev"
+
+
+UUID4: Final = ids.UUID4_PATTERN
+"""A stop request's discriminator."""
+SECOND: Final = "0|[1-9][0-9]{0,14}"
+"""A repair's discriminator: the second it was admitted (no leading zeros: one id a second)."""
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """What the queue and the admissions know of one work kind."""
+
+    kind: WorkKind
+    id_format: str
+    """The id, with ``{subject}`` and, where the kind has one, ``{discriminator}``."""
+    subject: Subject
+    discriminator: str | None = None
+    """The pattern of the discriminator, for kinds with one."""
+    namespace_target: str | None = None
+    agent_target: str | None = None
+    """The target columns an item of this kind writes (operators read them)."""
+
+    @property
+    def shape(self) -> re.Pattern[str]:
+        """The id's shape: the format with the subject's and discriminator's patterns."""
+        pattern = re.escape(self.id_format)
+        pattern = pattern.replace(r"\{subject\}", rf"({self.subject.value}_{UUID4})")
+        pattern = pattern.replace(r"\{discriminator\}", f"({self.discriminator})")
+        return re.compile(pattern)
+
+
+SPECS: Final[Mapping[WorkKind, KindSpec]] = {
+    spec.kind: spec
+    for spec in (
+        KindSpec(
+            WorkKind.NAMESPACE_READY,
+            "namespace:{subject}:reconcile:ready",
+            Subject.NAMESPACE,
+            namespace_target="ready",
+        ),
+        KindSpec(
+            WorkKind.NAMESPACE_DELETED,
+            "namespace:{subject}:reconcile:deleted",
+            Subject.NAMESPACE,
+            namespace_target="deleted",
+        ),
+        KindSpec(
+            WorkKind.AGENT_STOPPED,
+            "agent:{subject}:reconcile:stopped:{discriminator}",
+            Subject.AGENT,
+            discriminator=UUID4,
+            agent_target="stopped",
+        ),
+        KindSpec(
+            WorkKind.AGENT_DELETED,
+            "agent:{subject}:reconcile:deleted",
+            Subject.AGENT,
+            agent_target="deleted",
+        ),
+        KindSpec(
+            WorkKind.REVISION_RECONCILE, "agent_revision:{subject}:reconcile", Subject.REVISION
+        ),
+        KindSpec(
+            WorkKind.REVISION_MAINTENANCE,
+            "agent_revision:{subject}:maintenance:{discriminator}",
+            Subject.REVISION,
+            discriminator=SECOND,
+        ),
+    )
 }
-_FORMATS: Final = {
-    WorkKind.NAMESPACE_READY: "namespace:{subject}:reconcile:ready",
-    WorkKind.NAMESPACE_DELETED: "namespace:{subject}:reconcile:deleted",
-    WorkKind.AGENT_STOPPED: "agent:{subject}:reconcile:stopped:{discriminator}",
-    WorkKind.AGENT_DELETED: "agent:{subject}:reconcile:deleted",
-    WorkKind.REVISION_RECONCILE: "agent_revision:{subject}:reconcile",
-    WorkKind.REVISION_MAINTENANCE: "agent_revision:{subject}:maintenance:{discriminator}",
-}
-"""How ``WorkKey`` writes an id of each kind (``_SHAPES`` reads it back)."""
+"""Every work kind's spec, by kind."""
+
+_SHAPES: Final = {kind: spec.shape for kind, spec in SPECS.items()}
 
 
 @dataclass(frozen=True)
@@ -65,28 +130,26 @@ class WorkKey:
     subject: str
     """The Namespace, Agent or AgentRevision id the item is about."""
     discriminator: str | None = None
-    """The stop request's uuid, or the maintenance bucket number."""
+    """The stop request's uuid, or the second a repair was admitted in."""
 
     def __str__(self) -> str:
-        return _FORMATS[self.kind].format(subject=self.subject, discriminator=self.discriminator)
+        return SPECS[self.kind].id_format.format(
+            subject=self.subject, discriminator=self.discriminator
+        )
+
+    @property
+    def spec(self) -> KindSpec:
+        return SPECS[self.kind]
 
     @classmethod
     def parse(cls, work_id: str) -> WorkKey:
-        """The key of a well-formed work id; ``ValueError`` for anything else (a bucket with
-        leading zeros too: one bucket has one id)."""
+        """The key of a well-formed work id; ``ValueError`` for anything else."""
         for kind, shape in _SHAPES.items():
             match = shape.fullmatch(work_id)
             if match is not None:
                 groups = match.groups()
                 return cls(kind, groups[0], groups[1] if len(groups) > 1 else None)
         raise ValueError("not a work id")
-
-    @property
-    def maintenance_bucket(self) -> int:
-        """The bucket number of a maintenance key."""
-        if self.kind != WorkKind.REVISION_MAINTENANCE or self.discriminator is None:
-            raise ValueError(f"{self} is not a maintenance key")
-        return int(self.discriminator)
 
 
 def namespace_ready(namespace_id: str) -> WorkKey:
@@ -111,5 +174,6 @@ def revision_reconcile(revision_id: str) -> WorkKey:
     return WorkKey(WorkKind.REVISION_RECONCILE, revision_id)
 
 
-def revision_maintenance(revision_id: str, bucket: int) -> WorkKey:
-    return WorkKey(WorkKind.REVISION_MAINTENANCE, revision_id, str(bucket))
+def revision_maintenance(revision_id: str, second: int) -> WorkKey:
+    """A repair's key: the revision and the second (of the epoch) it was admitted in."""
+    return WorkKey(WorkKind.REVISION_MAINTENANCE, revision_id, str(second))

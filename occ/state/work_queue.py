@@ -35,16 +35,6 @@ HOT: Final = hot_statements.compile_all(
 LANE_LOCK_CLASS: Final = 204
 """First key of the transaction-scoped advisory locks that keep two claimers off one lane."""
 
-_TARGETS: Final = {
-    WorkKind.NAMESPACE_READY: ("ready", None),
-    WorkKind.NAMESPACE_DELETED: ("deleted", None),
-    WorkKind.AGENT_STOPPED: (None, "stopped"),
-    WorkKind.AGENT_DELETED: (None, "deleted"),
-    WorkKind.REVISION_RECONCILE: (None, None),
-    WorkKind.REVISION_MAINTENANCE: (None, None),
-}
-"""The ``namespace_target`` / ``agent_target`` columns each kind writes (operators read them)."""
-
 _CLAIM_RACE_RETRIES: Final = 3
 
 _Row = Mapping[Any, Any]
@@ -73,7 +63,7 @@ def enqueue(
 def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | None]:
     """The bound parameters of a new item's columns (``enqueue``'s, and those of a statement
     that inserts its item itself)."""
-    namespace_target, agent_target = _TARGETS[key.kind]
+    spec = key.spec
     return {
         "work_id": str(key),
         "kind": key.kind.value,
@@ -81,8 +71,8 @@ def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | No
         "agent_id": owner.agent_id,
         "revision_id": owner.revision_id,
         "actor_id": owner.actor_id,
-        "namespace_target": namespace_target,
-        "agent_target": agent_target,
+        "namespace_target": spec.namespace_target,
+        "agent_target": spec.agent_target,
     }
 
 
@@ -194,6 +184,12 @@ def start_parameters(
     """The bound parameters of the start (``start``'s, and those of a statement that runs the
     start with a read beside it)."""
     return {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
+
+
+def has_live(session: orm.Session, agent_id: str, revision_id: str, kind: WorkKind) -> bool:
+    """Whether an item of ``kind`` for the Agent's revision is queued or claimed."""
+    params = {"agent_id": agent_id, "revision_id": revision_id, "kind": kind}
+    return bool(session.execute(SQL["has_live"], params).scalar_one())
 
 
 def database_now(session: orm.Session) -> dt.datetime:

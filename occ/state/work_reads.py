@@ -14,7 +14,7 @@ from typing import Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models, rows, values, work_queue
+from occ.state import models, rows, values, work_keys, work_queue
 from occ.state.work_keys import WorkKind
 
 _WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
@@ -54,7 +54,8 @@ def page(
 def targets(kind: WorkKind) -> tuple[str | None, str | None]:
     """The ``(namespace_target, agent_target)`` an item of this kind carries (operators read
     them in the work representation)."""
-    return work_queue._TARGETS[kind]  # the queue writes these columns from the same table
+    spec = work_keys.SPECS[kind]
+    return spec.namespace_target, spec.agent_target
 
 
 def backlog(session: orm.Session) -> Backlog:

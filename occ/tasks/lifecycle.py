@@ -152,7 +152,7 @@ def connect_signals(app: Celery) -> None:
         if settings.metrics_port:
             metrics.serve(
                 settings.metrics_port,
-                gauges.reader(process.worker().database),
+                gauges.reader(process.worker().database, settings.compute_driver),
                 address=settings.metrics_address,
             )
         process.mark_ready()

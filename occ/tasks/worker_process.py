@@ -18,7 +18,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from celery import Celery
 
@@ -27,7 +27,7 @@ from occ.foundation import errors
 from occ.reconcile import executor
 from occ.runtime import composition
 from occ.settings.config import Settings
-from occ.state import work_queue
+from occ.state import observations, work_queue
 from occ.tasks import names
 from occ.telemetry import observability
 
@@ -163,11 +163,13 @@ class WorkerProcess:
         return thread
 
     def report_health(self) -> None:
-        """``worker.health`` every interval until shutdown: alive, and how much is pending."""
+        """``worker.health`` every interval until shutdown: alive, how much is pending, and
+        how far behind the fleet was observed (``lagS``; absent before the first tick)."""
         while not self.shutdown.wait(self.health_interval_s):
             try:
                 with self.worker().database.snapshot() as session:
                     pending = work_queue.pending(session)
+                    lag_s = observations.lag_s(session, self.settings.compute_driver)
             except errors.OccError as exc:
                 observability.log(
                     "worker.error",
@@ -176,7 +178,10 @@ class WorkerProcess:
                     error=exc.code,
                 )
                 continue
-            observability.log("worker.health", pid=os.getpid(), count=pending)
+            fields: dict[str, Any] = {"pid": os.getpid(), "count": pending}
+            if lag_s is not None:
+                fields["lagS"] = round(lag_s, 3)
+            observability.log("worker.health", **fields)
 
 
 # Kept beside the app, never in ``app.conf``: Celery serialises its configuration for

@@ -44,6 +44,8 @@ ALLOWED_FIELDS: Final = frozenset(
         "revisionId",
         "outcome",
         "count",
+        "repairs",
+        "lagS",
         "queue",
         "task",
         "worker",
@@ -173,13 +175,27 @@ def capture_uncaught() -> None:
     threading.excepthook = on_thread
 
 
-def log(event: str, *, level: int = logging.INFO, **fields: Any) -> None:
-    """Write one event; only allow-listed fields are kept."""
-    emit(_logger, event, level, **fields)
+def log(
+    event: str,
+    *,
+    level: int = logging.INFO,
+    exc_info: BaseException | None = None,
+    **fields: Any,
+) -> None:
+    """Write one event; only allow-listed fields are kept (``exc_info``: its traceback too)."""
+    emit(_logger, event, level, exc_info=exc_info, **fields)
 
 
-def emit(logger: logging.Logger, event: str, level: int, /, **fields: Any) -> None:
-    """Write one event on ``logger`` (gunicorn's access log, for one); only allowed fields.
+def emit(
+    logger: logging.Logger,
+    event: str,
+    level: int,
+    /,
+    exc_info: BaseException | None = None,
+    **fields: Any,
+) -> None:
+    """Write one event on ``logger`` (gunicorn's access log, for one); only allowed fields,
+    and with ``exc_info`` the exception's class and traceback (URL passwords masked).
 
     The record's message is the event's JSON too (for in-process readers of messages, such as
     ``occ dev``'s own log); handlers format it from ``EVENT_ATTRIBUTE``.
@@ -197,5 +213,6 @@ def emit(logger: logging.Logger, event: str, level: int, /, **fields: Any) -> No
     logger.log(
         level,
         json.dumps(message, default=str, separators=(",", ":")),
+        exc_info=exc_info,
         extra={EVENT_ATTRIBUTE: {"event": event, **kept}},
     )

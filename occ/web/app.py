@@ -11,8 +11,9 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, ParamSpec, TypeVar
 
 import flask
 import flask_smorest
@@ -43,6 +44,9 @@ MAX_BODY_BYTES: Final = 256 * 1024
 EXIT_WORKER_BOOT_ERROR: Final = 3
 """Exit status of a gunicorn worker that cannot boot (gunicorn then stops)."""
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -151,13 +155,19 @@ class _Api(flask_smorest.Api):  # type: ignore[misc]
 
 
 def _make_public(app: flask.Flask, endpoint: str) -> None:
-    view = app.view_functions[endpoint]
+    """Declare the view of ``endpoint`` public, on a function of its own (the view may be a
+    bound method, which takes no declaration)."""
+    view: Callable[..., Any] = app.view_functions[endpoint]
+    app.view_functions[endpoint] = access.public(_forwarding(view))
 
-    @access.public
-    def public_view(*args: Any, **kwargs: Any) -> Any:
+
+def _forwarding(view: Callable[P, R]) -> Callable[P, R]:
+    """A new function that calls ``view`` with what it is called with."""
+
+    def forwarded(*args: P.args, **kwargs: P.kwargs) -> R:
         return view(*args, **kwargs)
 
-    app.view_functions[endpoint] = public_view
+    return forwarded
 
 
 def _begin() -> None:

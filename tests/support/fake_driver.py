@@ -12,7 +12,7 @@ milliseconds.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
 
@@ -83,6 +83,11 @@ class FakeComputeDriver:
         self.aborted: list[tuple[str, str]] = []
         self.specs: list[tuple[str, base.RevisionSpec]] = []
         self._scripts: dict[tuple[str, str | None], collections.deque[Step | Invalid]] = {}
+        self.observations: dict[str, base.Observed] = {}
+        """What ``observe_revisions`` answers for a revision (default: healthy at
+        ``fake://<revision id>``)."""
+        self.observed_batches: list[list[str]] = []
+        """The revision ids of each ``observe_revisions`` call, in order."""
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -157,6 +162,17 @@ class FakeComputeDriver:
         self, operation: base.Operation, namespace_id: str, agent_id: str
     ) -> None:
         self._answer("delete_agent_credentials", agent_id, operation, None)
+
+    def observe_revisions(
+        self, revisions: Sequence[base.RevisionSpec]
+    ) -> Mapping[str, base.Observed]:
+        self.observed_batches.append([revision.revision_id for revision in revisions])
+        return {
+            revision.revision_id: self.observations.get(
+                revision.revision_id, base.Observed(True, f"fake://{revision.revision_id}")
+            )
+            for revision in revisions
+        }
 
     # -- answering ----------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 ``scenarios.Scenario`` the way the PostgreSQL store does: a claim-fenced compare-and-set of
 the active pointer, one activation audit, the queue's settlement rules (defer refunds the
 attempt and fails past the convergence deadline on an injected clock; retry keeps it and fails
-at the attempt limit) and the next maintenance item. It keeps what was published so tests
+at the attempt limit). It keeps what was published so tests
 assert the outcome. It must not grow logic the pass itself should have: everything here
 mirrors ``occ.reconcile.revision_store`` and ``occ.state.work_queue``.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import outcome, revision_store, specs
+from occ.reconcile import outcome, revision_snapshot, revision_store
 from occ.state import agents, runtime_observations, values, work_keys
 from tests.support import claim_guard, scenarios
 from tests.support import clock as clocks
@@ -55,14 +55,6 @@ class Observed:
     revision_id: str
     status: runtime_observations.RuntimeStatus
     reason_code: str
-
-
-@dataclass(frozen=True)
-class Scheduled:
-    """A maintenance item the store enqueued, due ``delay_ms`` after it was scheduled."""
-
-    key: work_keys.WorkKey
-    delay_ms: int
 
 
 def stopped(agent: agents.Agent) -> agents.Agent:
@@ -106,7 +98,6 @@ class InMemoryRevisionStore:
         self.row = WorkRow(world.key, values.WorkState.CLAIMED, 1, clock.now_ms)
         self.results: list[outcome.PassResult] = []
         self.audits: list[Audit] = []
-        self.scheduled: list[Scheduled] = []
         self.observed: list[Observed] = []
         self._driver = driver
         self._clock = clock
@@ -144,33 +135,22 @@ class InMemoryRevisionStore:
 
     # -- the protocol -------------------------------------------------------------------------
 
-    def load(self) -> revision_store.Snapshot | outcome.PassResult:
+    def load(self) -> revision_snapshot.Snapshot | outcome.PassResult:
         self._begin("load")
         if self._refusal is not None:
             return self._settle_by_class(self._refusal)
         revision = self.world.revision
-        return revision_store.Snapshot(
-            agent=self.agent,
-            revision=revision,
-            active=next(
-                (r for r in self.world.revisions if r.id == self.agent.active_revision_id), None
-            ),
-            earlier=tuple(
-                sorted(
-                    (
-                        r
-                        for r in self.world.revisions
-                        if r.revision_number < revision.revision_number
-                        and r.compute_driver == self._driver.name
-                    ),
-                    key=lambda r: r.revision_number,
-                )
-            ),
-            spec=specs.revision(revision, self.world.credential),
+        return revision_snapshot.snapshot(
+            self.agent,
+            revision,
+            self.world.revisions,
+            driver_name=self._driver.name,
+            credential=self.world.credential,
             successor_id=self._successor(revision.revision_number),
+            age_ms=int(self._clock.now_ms - self.row.created_ms),
         )
 
-    def refresh(self, snapshot: revision_store.Snapshot) -> revision_store.Snapshot:
+    def refresh(self, snapshot: revision_snapshot.Snapshot) -> revision_snapshot.Snapshot:
         self._begin("refresh")
         return dataclasses.replace(
             snapshot,
@@ -179,7 +159,7 @@ class InMemoryRevisionStore:
         )
 
     def move_pointer(
-        self, snapshot: revision_store.Snapshot
+        self, snapshot: revision_snapshot.Snapshot
     ) -> revision_store.Moved | outcome.PassResult:
         self._begin("move_pointer")
         if self.agent.desired_runtime_state != "running":
@@ -190,7 +170,7 @@ class InMemoryRevisionStore:
         return "moved"
 
     def publish_activation(
-        self, snapshot: revision_store.Snapshot, activation: base.Activation, code: Code
+        self, snapshot: revision_snapshot.Snapshot, activation: base.Activation, code: Code
     ) -> outcome.PassResult:
         self._begin("publish_activation")
         revision = snapshot.revision
@@ -213,12 +193,10 @@ class InMemoryRevisionStore:
                     },
                 )
             )
-        result = self.complete(code, begun=True)
-        self._schedule_maintenance(snapshot.spec)
-        return result
+        return self.complete(code, begun=True)
 
     def degrade(
-        self, snapshot: revision_store.Snapshot, reason_code: str, *, recheck_ms: int | None
+        self, snapshot: revision_snapshot.Snapshot, reason_code: str, *, recheck_ms: int | None
     ) -> outcome.PassResult:
         self._begin("degrade")
         revision = snapshot.revision
@@ -227,22 +205,16 @@ class InMemoryRevisionStore:
         self.observed.append(
             Observed(revision.id, runtime_observations.RuntimeStatus.DEGRADED, reason_code)
         )
-        if recheck_ms is not None:
-            result = self.defer(Code.REVISION_INCOMPLETE, delay_ms=recheck_ms, begun=True)
-            if result.outcome != codes.Outcome.PERMANENT:
-                return result
-        else:
-            result = self.complete(Code.REVISION_DEGRADED, begun=True)
-        # the chain goes on whatever the pass found
-        self._schedule_maintenance(snapshot.spec)
-        return result
+        if recheck_ms is None:
+            return self.complete(Code.REVISION_DEGRADED, begun=True)
+        return self.defer(Code.REVISION_INCOMPLETE, delay_ms=recheck_ms, begun=True)
 
     def complete(self, code: Code, *, begun: bool = False) -> outcome.PassResult:
         self._begin("complete", begun=begun)
         codes.require(code, codes.Outcome.SUCCESS)
         return self._finish(values.WorkState.SUCCEEDED, code, outcome.success(code))
 
-    def supersede(self, snapshot: revision_store.Snapshot) -> outcome.PassResult:
+    def supersede(self, snapshot: revision_snapshot.Snapshot) -> outcome.PassResult:
         self._begin("supersede")
         active_id = snapshot.active.id if snapshot.active else None
         self.audits.append(
@@ -331,24 +303,6 @@ class InMemoryRevisionStore:
     def _record(self, result: outcome.PassResult) -> outcome.PassResult:
         self.results.append(result)
         return result
-
-    def _schedule_maintenance(self, spec: base.RevisionSpec) -> None:
-        interval_s = self._driver.revision_capabilities(spec).maintenance_interval_s
-        if not interval_s:
-            return
-        interval_ms = max(int(interval_s * 1000), 1)
-        now_ms = self._clock.now_ms
-        key = self.row.key
-        current = (
-            key.maintenance_bucket if key.kind == work_keys.WorkKind.REVISION_MAINTENANCE else None
-        )
-        bucket = revision_store.maintenance_bucket(now_ms, interval_ms, current)
-        self.scheduled.append(
-            Scheduled(
-                work_keys.revision_maintenance(spec.revision_id, bucket),
-                delay_ms=max(int(bucket * interval_ms - now_ms), 0),
-            )
-        )
 
 
 def _backoff_ms(attempt_count: int) -> int:

@@ -72,18 +72,18 @@ def namespace_resources(
     ``secret_value`` and the runtime Role in ``namespace_id``."""
     configuration = configurations.create_configuration(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="config",
-        document={"model": "stand-in"} if document is None else document,
+        admin,
+        configurations.CreateConfiguration(
+            namespace_id=namespace_id,
+            name="config",
+            document={"model": "stand-in"} if document is None else document,
+        ),
     )
     secret = secrets.create_secret(
         db,
+        admin,
+        secrets.CreateSecret(namespace_id=namespace_id, name="harness-key", value=secret_value),
         store=store,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="harness-key",
-        value=secret_value,
     )
     with db.transaction() as session:
         role = role_rows.create_role(
@@ -110,13 +110,15 @@ def bound_agent(
     principal holds the Role."""
     agent = agents.create_agent(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name=name,
-        configuration_id=resources.configuration_id,
-        harness={"id": str(harness), "version": "1.0.0"},
-        execution_mode=str(harnesses.MODES[harness]),
-        harness_auth={"kind": "secret", "secret_id": resources.secret_id},
+        admin,
+        agents.CreateAgent(
+            namespace_id=namespace_id,
+            name=name,
+            configuration_id=resources.configuration_id,
+            harness=agent_rows.Harness(str(harness), "1.0.0"),
+            execution_mode=harnesses.MODES[harness],
+            harness_auth=agent_rows.HarnessAuth("secret", resources.secret_id),
+        ),
         compute_driver=compute_driver,
     )
     with db.transaction() as session:
@@ -173,7 +175,9 @@ def make(
 def deploy(db: Database, world: World) -> str:
     """Deploy the World's Agent; the new deployment's (revision's) id."""
     accepted = deployments.deploy_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     return accepted.deployment_id
 

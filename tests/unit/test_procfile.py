@@ -1,8 +1,10 @@
 """The deployment files keep occ's process shapes (docs/running.md; no Docker engine needed).
 
-Parses ``Procfile``, ``docker-compose.yml`` and ``Dockerfile`` and checks the commands, the
-Heroku shutdown settings, Flower's authentication, the compose dependencies and secrets files
-(the owner's URL for ``migrate`` only) and the thin ``occ`` wrappers.
+Parses ``Procfile``, ``docker-compose.yml`` and ``Dockerfile`` and checks the commands (compose's
+and the image's against the process table; the Procfile is written from it and checked by
+``tests/unit/scripts/test_generate.py``), the Heroku shutdown settings, Flower's authentication,
+the compose dependencies and secrets files (the owner's URL for ``migrate`` only) and the thin
+``occ`` wrappers.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from click.testing import CliRunner
 
 from occ import cli
 from occ.dev import children, home
+from occ.process_table import table
+from occ.process_table.table import Layout
 from occ.web import gunicorn_hooks, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -315,19 +319,23 @@ def test_compose_flower_requires_its_credentials_from_the_secret() -> None:
     assert "flower_basic_auth" in flower["secrets"]
 
 
-def test_compose_process_commands_match_the_procfile() -> None:
-    services, procfile = _services(), _procfile()
-    api = _command(services["api"])
-    assert api[:2] == procfile["web"][:2]
-    assert _option(api, "--worker-class", "-k") == serving.WORKER_CLASS
-    assert _option(api, "--config", "-c") == gunicorn_hooks.CONFIG_OPTION
-    for service, process in (("control", "control"), ("worker", "worker")):
-        compose_argv = _celery(_command(services[service]), "worker")
-        heroku_argv = _celery(procfile[process], "worker")
-        for option in (("-Q", "--queues"), ("-P", "--pool"), ("-n", "--hostname")):
-            assert _option(compose_argv, *option) == _option(heroku_argv, *option), option
-    beat = _celery(_command(services["beat"]), "beat")
-    assert _option(beat, "-S", "--scheduler") == "celery.beat:Scheduler"
+@pytest.mark.parametrize(
+    "run", [run for _, run in table.runs(Layout.COMPOSE)], ids=lambda run: run.name
+)
+def test_compose_runs_the_process_tables_commands(run: table.Run) -> None:
+    # compose reads "$$" as one "$": the container runs the command with "$"
+    command = [arg.replace("$$", "$") for arg in _command(_services()[run.name])]
+    assert command == list(run.argv)
+
+
+def test_every_service_of_the_occ_image_is_in_the_process_table() -> None:
+    image = _services()["migrate"]["image"]
+    on_image = {name for name, service in _services().items() if service.get("image") == image}
+    assert on_image == {run.name for _, run in table.runs(Layout.COMPOSE)}
+
+
+def test_compose_workers_shut_down_warm_and_beat_runs_once() -> None:
+    services = _services()
     assert services["beat"]["deploy"]["replicas"] == 1
     # Docker signals only the main process: warm shutdown, within the grace period
     for name in ("control", "worker"):
@@ -367,9 +375,7 @@ def test_dockerfile_installs_the_source_tree_and_runs_unprivileged() -> None:
         if keyword == "RUN"
     )
     cmd = [rest for keyword, rest in instructions if keyword == "CMD"][-1]
-    assert cmd.startswith('["gunicorn", "occ.web.app:create_app()"')
-    assert _option(json.loads(cmd), "--worker-class", "-k") == serving.WORKER_CLASS
-    assert _option(json.loads(cmd), "--config", "-c") == gunicorn_hooks.CONFIG_OPTION
+    assert json.loads(cmd) == list(table.API.runs[Layout.COMPOSE].argv), "compose's api"
     ignored = [
         line.strip()
         for line in (ROOT / ".dockerignore").read_text().splitlines()

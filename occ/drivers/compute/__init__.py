@@ -24,8 +24,8 @@ def load(
     """The Compute Driver called ``name``, built from ``settings`` with ``hooks`` attached."""
     target = _DRIVERS.get(name)
     if target is None:
-        raise errors.InvalidInput.at(
-            "/compute_driver", f"unknown compute driver; known: {sorted(_DRIVERS)}"
+        raise errors.InvalidSettings.at(
+            ("compute_driver",), f"unknown compute driver; known: {sorted(_DRIVERS)}"
         )
     module_name, _, class_name = target.partition(":")
     driver_class = getattr(importlib.import_module(module_name), class_name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -185,6 +185,19 @@ class Activation:
     endpoint: str | None = None
 
 
+@dataclass(frozen=True)
+class Observed:
+    """One active revision's runtime as a bulk observation found it (read-only, no effect)."""
+
+    healthy: bool
+    """It runs as its revision says (no drift: the right template, its objects present) and
+    is ready to serve."""
+    endpoint: str | None = None
+    """Where the Agent's stable endpoint reaches it now, as activation would publish it."""
+    code: str | None = None
+    """Why it is not healthy: a driver code (gone, not ready, drifted, an object lost)."""
+
+
 @runtime_checkable
 class ComputeDriver(Protocol):
     """What every Compute Driver implements.
@@ -233,3 +246,8 @@ class ComputeDriver(Protocol):
         self, operation: Operation, namespace_id: str, agent_id: str
     ) -> None:
         """Remove credentials and data the Agent's runtime owned (after every retirement)."""
+
+    def observe_revisions(self, revisions: Sequence[RevisionSpec]) -> Mapping[str, Observed]:
+        """Observe these active revisions, read-only and in bulk: by revision id, an answer for
+        every revision asked about. The cost is one listing (or none: a watch cache), never a
+        request per revision, so an idle fleet costs what its size in memory costs."""

@@ -37,7 +37,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, NoReturn, Protocol, runtime_checkable
+from typing import Any, Final, NoReturn, Protocol, runtime_checkable
 
 from occ.drivers.compute import base
 from occ.drivers.compute import launch as launch_rules
@@ -280,7 +280,7 @@ class HookDispatcher:
         completed: list[RegisteredOwner],
         phase: str,
         call: Callable[[RegisteredOwner, base.Operation], None],
-        **fields: str,
+        **fields: Any,
     ) -> None:
         """Best effort: ``call`` on ``completed`` in reverse; failures are only logged."""
         with _CompensationOperation(operation, self.compensation_timeout_s) as operations:

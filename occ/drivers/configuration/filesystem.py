@@ -88,5 +88,5 @@ class FilesystemConfigurations:
     def _directory(self, namespace_id: str, configuration_id: str) -> Path:
         for identifier in (namespace_id, configuration_id):
             if not _ID.fullmatch(identifier):
-                raise errors.InvalidInput.at("", "an id is not usable as a file name")
+                raise errors.InvalidInput.at((), "an id is not usable as a file name")
         return self.root / namespace_id / configuration_id

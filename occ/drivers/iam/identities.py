@@ -7,7 +7,7 @@ records every identity it issued in a ledger, one JSON file per revision under
 revoked. Workers sharing the ledger (one machine, or a shared volume) see the same records.
 
 * ``before_workload_start`` issues the revision's identity, or hands out the one already
-  issued and not revoked (a repeated pass), and contributes it as ``OCC_RUNTIME_IDENTITY``.
+  issued and not revoked (a repeated pass), and contributes it as ``RUNTIME_IDENTITY``.
 * ``before_workload_stop`` revokes it before the workload stops; a ledger that cannot be
   written fails the stop, so the workload is kept until the revocation is recorded.
 * ``before_namespace_delete`` refuses while an identity of the Namespace is still live
@@ -30,7 +30,7 @@ from typing import Any, Final
 from occ.drivers.compute import base, hooks
 
 DRIVER_ID: Final = "runtime-identities"
-ENVIRONMENT_NAME: Final = "OCC_RUNTIME_IDENTITY"
+ENVIRONMENT_NAME: Final = "RUNTIME_IDENTITY"
 OUTSTANDING: Final = "IAM_IDENTITIES_OUTSTANDING"
 LEDGER_UNAVAILABLE: Final = "IAM_LEDGER_UNAVAILABLE"
 

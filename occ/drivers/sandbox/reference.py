@@ -3,7 +3,7 @@
 An example to copy rather than a confinement mechanism: it writes the policy into the
 revision's document (``transform``, at deploy admission) and, at every workload start, checks
 that the revision carries exactly that policy and contributes two opaque placeholders naming
-it (``OCC_SANDBOX_PROFILE``, ``OCC_SANDBOX_WORKSPACE``). A Compute Driver or runtime that
+it (``SANDBOX_PROFILE``, ``SANDBOX_WORKSPACE``). A Compute Driver or runtime that
 enforces sandboxes reads those placeholders; the stand-in gateway only carries them. A revision
 admitted without the policy, or with another one, is refused before it starts
 (``SANDBOX_POLICY_MISSING``): a sandbox fails closed.
@@ -77,8 +77,8 @@ class ReferenceSandbox:
                 POLICY_MISSING,
                 "the revision was not admitted under this sandbox's policy; deploy it again",
             )
-        launch.environment["OCC_SANDBOX_PROFILE"] = self.profile
-        launch.environment["OCC_SANDBOX_WORKSPACE"] = "opaque-workspace:read-only"
+        launch.environment["SANDBOX_PROFILE"] = self.profile
+        launch.environment["SANDBOX_WORKSPACE"] = "opaque-workspace:read-only"
 
     def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Nothing is held per workload: the policy lives in the revision."""

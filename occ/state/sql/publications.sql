@@ -1,6 +1,7 @@
 -- Publications that end a running claim and record what its pass did, in one fenced statement
--- (run in autocommit: one round trip, one commit). The fence is the one of work_queue.sql's
--- transitions; every later part reads the fenced UPDATE's row, so a stale claim changes nothing.
+-- (run in autocommit: one round trip, one commit). The fence is occ.claim_is_live, as in every
+-- transition of work_queue.sql; every later part reads the fenced UPDATE's row, so a stale claim
+-- changes nothing.
 
 -- name: complete_namespace_ready
 -- Complete a namespace_ready claim with :code, move its Namespace from provisioning to ready and audit the ensure.
@@ -9,8 +10,7 @@ WITH moved AS (
      SET state = 'succeeded', claim_token = NULL, claimed_at = NULL, started_at = NULL,
          lease_expires_at = NULL, completed_at = clock_timestamp(), reason_code = :code,
          result_data = NULL, updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.claim_token = :token
-     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
      AND w.kind = 'namespace_ready'
   RETURNING w
 ), ready AS (

@@ -9,8 +9,7 @@ WITH started AS (
      SET claim_token = gen_random_uuid(), started_at = clock_timestamp(),
          lease_expires_at = clock_timestamp() + :lease_ms * interval '1 millisecond',
          updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.claim_token = :token
-     AND w.started_at IS NULL AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NULL
   RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w.revision_id,
             w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at
 )

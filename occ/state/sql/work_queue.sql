@@ -1,13 +1,14 @@
 -- The work queue's statements, one block per transition; occ.state.work_queue runs them by name.
 --
--- Every time is the database clock (clock_timestamp()). Every transition of a running claim is
--- fenced by id + the live token + a started, unexpired lease: zero rows means the claim is gone.
--- Only a claimed row holds a token (the controller_work_claim_state CHECK), so the token is the
--- state check too; "state = 'claimed'" is not written beside it, because it lets the planner
--- reach the row through the partial index of claimed rows (controller_work_one_claim_per_lane),
--- reading every live claim, instead of through the primary key. Each transition writes its
--- audit evidence in the same statement through occ.record_work_evidence. Durations arrive in
--- milliseconds.
+-- Every time is the database clock (clock_timestamp()). Every transition of a claim is fenced
+-- by id + occ.claim_is_live(w, :token) (migration 0012: the presented token is the item's and
+-- its lease has not run out; PostgreSQL inlines it), and by whether the claim was started (a
+-- run claim) or not (a dispatch claim): zero rows means the claim is gone. Only a claimed row
+-- holds a token (the controller_work_claim_state CHECK), so the token is the state check too;
+-- "state = 'claimed'" is not written beside it, because it lets the planner reach the row
+-- through the partial index of claimed rows (controller_work_one_claim_per_lane), reading every
+-- live claim, instead of through the primary key. Each transition writes its audit evidence in
+-- the same statement through occ.record_work_evidence. Durations arrive in milliseconds.
 
 -- name: enqueue
 -- Admit an item, due after :delay_ms; no row when the id exists already (the caller compares).
@@ -79,8 +80,7 @@ UPDATE occ.controller_work w
    SET claim_token = gen_random_uuid(), started_at = clock_timestamp(),
        lease_expires_at = clock_timestamp() + :lease_ms * interval '1 millisecond',
        updated_at = clock_timestamp()
- WHERE w.id = :work_id AND w.claim_token = :token
-   AND w.started_at IS NULL AND w.lease_expires_at > clock_timestamp()
+ WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NULL
 RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w.revision_id,
           w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at;
 
@@ -92,8 +92,7 @@ UPDATE occ.controller_work w
        last_progress_code = COALESCE(CAST(:progress_code AS text), w.last_progress_code),
        last_progress_at = CASE WHEN CAST(:progress_code AS text) IS NULL THEN w.last_progress_at
                                ELSE clock_timestamp() END
- WHERE w.id = :work_id AND w.claim_token = :token
-   AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+ WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
 RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w.revision_id,
           w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at;
 
@@ -105,8 +104,7 @@ WITH moved AS (
          lease_expires_at = NULL, attempt_count = greatest(w.attempt_count - 1, 0),
          available_at = clock_timestamp(), last_progress_code = 'CLAIM_RELEASED',
          last_progress_at = clock_timestamp(), updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.claim_token = :token
-     AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token)
   RETURNING w
 )
 SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'success', 'CLAIM_RELEASED') AS evidence_id
@@ -119,8 +117,7 @@ WITH moved AS (
      SET state = 'succeeded', claim_token = NULL, claimed_at = NULL, started_at = NULL,
          lease_expires_at = NULL, completed_at = clock_timestamp(), reason_code = :code,
          result_data = CAST(:result_data AS jsonb), updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.claim_token = :token
-     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
   RETURNING w
 )
 SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'success', :code) AS evidence_id
@@ -133,8 +130,7 @@ WITH moved AS (
      SET state = 'failed_permanent', claim_token = NULL, claimed_at = NULL, started_at = NULL,
          lease_expires_at = NULL, completed_at = clock_timestamp(), reason_code = :code,
          result_data = CAST(:result_data AS jsonb), updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.claim_token = :token
-     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
   RETURNING w
 )
 SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'failure', :code) AS evidence_id
@@ -153,8 +149,7 @@ WITH moved AS (
                              ELSE clock_timestamp() + occ.work_backoff(w.attempt_count) END,
          last_progress_code = :code, last_progress_at = clock_timestamp(),
          updated_at = clock_timestamp()
-   WHERE w.id = :work_id AND w.claim_token = :token
-     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
   RETURNING w
 )
 SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'failure', :code) AS evidence_id
@@ -185,8 +180,7 @@ WITH deadline AS (
          last_progress_code = :code, last_progress_at = clock_timestamp(),
          updated_at = clock_timestamp()
     FROM deadline d
-   WHERE w.id = d.id AND w.claim_token = :token
-     AND w.started_at IS NOT NULL AND w.lease_expires_at > clock_timestamp()
+   WHERE w.id = d.id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
   RETURNING w
 )
 SELECT (moved.w).*,
@@ -251,6 +245,12 @@ WITH exhausted AS (
 SELECT (moved.w).*,
        occ.record_work_evidence(moved.w, 'failure', 'MAX_ATTEMPTS_EXHAUSTED') AS evidence_id
   FROM moved;
+
+-- name: has_live
+-- Whether an item of :kind for the Agent's revision is queued or claimed.
+SELECT EXISTS (SELECT 1 FROM occ.controller_work w
+                WHERE w.agent_id = :agent_id AND w.revision_id = :revision_id
+                  AND w.kind = :kind AND w.state IN ('queued', 'claimed'));
 
 -- name: live_claims
 -- How many items are claimed right now (dispatched or running).

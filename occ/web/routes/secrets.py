@@ -1,6 +1,6 @@
 """``/v1/namespaces/<namespace_id>/secrets``: create, list, read metadata, delete.
 
-The value is accepted on create and never returned; it is kept by the selected Secret Driver
+The value is accepted on create and never returned; the selected Secret Driver keeps it
 (``occ.drivers.secret``).
 """
 
@@ -26,13 +26,10 @@ blueprint = blueprints.Blueprint(
 @locations.at("secrets.get_secret", secret_id="id")  # noqa: S106 (a URL argument)
 def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
-    return calls.item(
-        secrets.create_secret,
-        store=calls.context().secrets,
-        namespace_id=namespace_id,
-        name=body["name"],
-        value=body["value"],
+    command = secrets.CreateSecret(
+        namespace_id=namespace_id, name=body["name"], value=body["value"]
     )
+    return calls.item(secrets.create_secret, command, store=calls.context().secrets)
 
 
 @blueprint.operation("GET", "", page=schemas.Secret, requires="secret:read")
@@ -49,10 +46,7 @@ def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
 @blueprint.operation("DELETE", "/<secret_id>", requires="secret:delete")
 def delete_secret(namespace_id: str, secret_id: str) -> None:
     """Delete a Secret no Agent's harness authentication uses (409 otherwise)."""
-    calls.call(
-        secrets.delete_secret,
-        namespace_id=namespace_id,
-        secret_id=secret_id,
-        if_match=preconditions.expected(),
-        store=calls.context().secrets,
+    command = secrets.DeleteSecret(
+        namespace_id=namespace_id, secret_id=secret_id, if_match=preconditions.expected()
     )
+    calls.call(secrets.delete_secret, command, store=calls.context().secrets)

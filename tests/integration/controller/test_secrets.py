@@ -39,7 +39,8 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, Settings]]:
 
 
 def _tenant(db: Database, owner_db: Database, admin: str, settings: Settings) -> tuple[str, str]:
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team-k").id
+    command = namespaces.CreateNamespace(name="team-k")
+    namespace_id = namespaces.create_namespace(db, admin, command).id
     namespace_status.set_status(owner_db, namespace_id)
     compute = KubernetesComputeDriver.from_settings(settings)
     spec = base.NamespaceSpec(id=namespace_id, name="team-k")
@@ -68,7 +69,10 @@ def test_the_value_is_kept_by_the_driver_and_removed_with_the_secret(
     namespace_id, kubernetes_namespace = _tenant(db, owner_db, admin, settings)
     store = kubernetes.KubernetesSecrets.from_settings(settings)
     secret = secrets.create_secret(
-        db, store=store, actor_id=admin, namespace_id=namespace_id, name="token", value=VALUE
+        db,
+        admin,
+        secrets.CreateSecret(namespace_id=namespace_id, name="token", value=VALUE),
+        store=store,
     )
     stored = _stored(db, secret.id)
     assert VALUE.encode() not in stored
@@ -77,7 +81,10 @@ def test_the_value_is_kept_by_the_driver_and_removed_with_the_secret(
     assert fake.get("secrets", kubernetes_namespace, name) is not None
 
     secrets.delete_secret(
-        db, actor_id=admin, namespace_id=namespace_id, secret_id=secret.id, store=store
+        db,
+        admin,
+        secrets.DeleteSecret(namespace_id=namespace_id, secret_id=secret.id),
+        store=store,
     )
     assert fake.get("secrets", kubernetes_namespace, name) is None
     store.api.close()
@@ -90,11 +97,17 @@ def test_a_creation_that_fails_after_the_value_was_kept_removes_it(
     namespace_id, kubernetes_namespace = _tenant(db, owner_db, admin, settings)
     store = kubernetes.KubernetesSecrets.from_settings(settings)
     secrets.create_secret(
-        db, store=store, actor_id=admin, namespace_id=namespace_id, name="token", value=VALUE
+        db,
+        admin,
+        secrets.CreateSecret(namespace_id=namespace_id, name="token", value=VALUE),
+        store=store,
     )
     with pytest.raises(errors.Conflict):  # the name is taken: the row is refused after seal
         secrets.create_secret(
-            db, store=store, actor_id=admin, namespace_id=namespace_id, name="token", value="x"
+            db,
+            admin,
+            secrets.CreateSecret(namespace_id=namespace_id, name="token", value="x"),
+            store=store,
         )
     assert len(fake.objects("secrets", kubernetes_namespace)) == 1  # only the first one's
     store.api.close()
@@ -104,12 +117,16 @@ def test_an_unready_tenant_refuses_the_creation_and_writes_nothing(
     db: Database, owner_db: Database, admin: str, cluster: tuple[FakeKubeAPI, Settings]
 ) -> None:
     _, settings = cluster
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team-p").id
+    command = namespaces.CreateNamespace(name="team-p")
+    namespace_id = namespaces.create_namespace(db, admin, command).id
     namespace_status.set_status(owner_db, namespace_id)  # ready in occ, not yet on Kubernetes
     store = kubernetes.KubernetesSecrets.from_settings(settings)
     with pytest.raises(errors.DependencyUnavailable):
         secrets.create_secret(
-            db, store=store, actor_id=admin, namespace_id=namespace_id, name="t", value=VALUE
+            db,
+            admin,
+            secrets.CreateSecret(namespace_id=namespace_id, name="t", value=VALUE),
+            store=store,
         )
     with db.transaction() as session:
         assert session.execute(sa.select(sa.func.count()).select_from(models.Secret)).scalar() == 0

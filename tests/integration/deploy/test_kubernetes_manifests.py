@@ -1,9 +1,10 @@
 """The manifests that run occ on a cluster (``deploy/kubernetes/``), checked without a cluster.
 
 Every object validates against the Kubernetes 1.34 schema (strict); the kustomization applies
-every file and builds; pods are restricted, probed and sized; commands are the Procfile's,
-through the real ``occ`` CLI; secrets are placeholders that occ refuses, reached only by
-reference; the NetworkPolicies fence the API and let only the workers reach the API server.
+every file and builds; pods are restricted, probed and sized; commands and replicas are the
+process table's, and run the Procfile's options through the real ``occ`` CLI; secrets are
+placeholders that occ refuses, reached only by reference; the NetworkPolicies fence the API and
+let only the workers reach the API server.
 The RBAC rules are compared with what the ``kubernetes`` driver actually asks of the fake API
 server over its whole lifecycle: every request needs a rule and every rule a request.
 """
@@ -26,6 +27,8 @@ import yaml
 from occ import cli
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.foundation import errors
+from occ.process_table import table
+from occ.process_table.table import Layout
 from occ.settings.config import Settings
 from tests.integration.deploy import driver_lifecycle, kubernetes_access, kubernetes_files
 from tests.support.kube_api import FakeKubeAPI
@@ -241,21 +244,32 @@ def _exec_argv(container: Mapping[str, Any], monkeypatch: pytest.MonkeyPatch) ->
     return argv
 
 
+def test_the_workloads_are_the_process_tables_with_its_commands_and_replicas() -> None:
+    runs = {run.name: run for _, run in table.runs(Layout.KUBERNETES)}
+    specs = {(m.kind, m.name): m.document.get("spec") or {} for m in kubernetes_files.manifests()}
+    assert {workload.name for workload in kubernetes_files.workloads()} == set(runs)
+    for workload in kubernetes_files.workloads():
+        run = runs[workload.name]
+        (container,) = workload.pod["containers"]
+        assert container["command"] == list(run.argv), workload.name
+        # a Job for the release, a Deployment with the table's replicas for every other
+        kind = "Job" if run.replicas is None else "Deployment"
+        assert workload.kind == kind, workload.name
+        assert specs[kind, workload.name].get("replicas") == run.replicas, workload.name
+
+
 @pytest.mark.parametrize(
-    ("name", "process"),
-    [
-        ("occ-api", "web"),
-        ("occ-control", "control"),
-        ("occ-drivers", "worker"),
-        ("occ-beat", "beat"),
-    ],
+    "process",
+    [process for process, _ in table.runs(Layout.KUBERNETES) if process is not table.RELEASE],
+    ids=lambda process: process.name,
 )
 def test_commands_run_the_procfile_processes_through_occ(
-    name: str, process: str, monkeypatch: pytest.MonkeyPatch
+    process: table.Process, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    name = process.runs[Layout.KUBERNETES].name
     (container,) = kubernetes_files.workload(name).pod["containers"]
     argv = _exec_argv(container, monkeypatch)
-    expected = [token.replace("$PORT", "8000") for token in _procfile()[process]]
+    expected = [token.replace("$PORT", "8000") for token in process.runs[Layout.PROCFILE].argv]
     assert _options(expected) <= _options(argv), (expected, argv)
     # kubelet signals the main process only: the warm shutdown is the right one
     assert "REMAP_SIGTERM" not in kubernetes_files.environment(container)

@@ -11,6 +11,7 @@ fixture param.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
@@ -252,3 +253,39 @@ def test_capabilities_are_well_formed(harness: Harness) -> None:
         assert isinstance(capabilities.requires_stopped_predecessors, bool)
         interval = capabilities.maintenance_interval_s
         assert interval is None or interval > 0
+
+
+def test_a_bulk_observation_sees_what_activation_published_and_changes_nothing(
+    harness: Harness,
+) -> None:
+    driver, operation = harness.driver, _operation()
+    namespace, revision = _specs()
+    never_deployed = dataclasses.replace(_specs()[1], namespace_id=namespace.id)
+    driver.ensure_namespace(operation, namespace)
+    _until_ready(harness, lambda: driver.prepare_revision(operation, revision), revision)
+    activation = _until_ready(
+        harness, lambda: driver.activate_revision(operation, revision), revision
+    )
+
+    def healthy() -> base.Observed | None:
+        observed = driver.observe_revisions([revision, never_deployed])
+        harness.settle(revision)
+        return observed[revision.revision_id] if observed[revision.revision_id].healthy else None
+
+    seen = wait_for(healthy, timeout=READY_TIMEOUT, message="the revision to be observed healthy")
+    assert seen.endpoint == activation.endpoint
+    before = harness.snapshot()
+    observed = driver.observe_revisions([revision, never_deployed])
+    assert harness.snapshot() == before  # read-only
+    assert not observed[never_deployed.revision_id].healthy
+    assert observed[never_deployed.revision_id].code
+
+    driver.stop_revision(operation, revision)
+
+    def unhealthy() -> bool:
+        harness.settle(revision)
+        return not driver.observe_revisions([revision])[revision.revision_id].healthy
+
+    wait_for(unhealthy, timeout=READY_TIMEOUT, message="the stopped revision to be observed gone")
+    driver.retire_revision(operation, revision)
+    driver.delete_agent_credentials(operation, namespace.id, revision.agent_id)

@@ -66,9 +66,8 @@ def test_selected_owners_take_part_in_a_deploy_and_a_stop(
     assert sandbox is not None
     revision_id = deployments.deploy_agent(
         db,
-        actor_id=world.admin,
-        namespace_id=world.namespace_id,
-        agent_id=world.agent_id,
+        world.admin,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
         sandbox=sandbox,
     ).deployment_id
     processes.nudge(env)
@@ -83,13 +82,15 @@ def test_selected_owners_take_part_in_a_deploy_and_a_stop(
     environment = _environment(pid)
     owner = identities.RuntimeIdentities(ledger)
     [record] = owner.records(world.namespace_id)
-    assert environment["OCC_SANDBOX_PROFILE"] == sandbox.profile
+    assert environment["SANDBOX_PROFILE"] == sandbox.profile
     assert environment[identities.ENVIRONMENT_NAME] == record["identity"]
     assert record["revokedAt"] is None
     assert "sk-never-an-owners" not in "".join(p.read_text() for p in ledger.rglob("*.json"))
 
     agent_lifecycle.stop_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     processes.nudge(env)
     wait_for(

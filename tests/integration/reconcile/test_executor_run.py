@@ -3,9 +3,12 @@ publication and a failing reload, each on a real PostgreSQL with the local drive
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from pathlib import Path
 
+import prometheus_client
 import pytest
 import sqlalchemy as sa
 
@@ -15,6 +18,7 @@ from occ.reconcile import executor, namespace
 from occ.settings.config import Settings
 from occ.state import models, values, work_queue
 from occ.state.db import Database
+from occ.telemetry import observability
 from tests.integration.reconcile.test_executor import (
     _admit_namespace,
     _expire,
@@ -104,8 +108,8 @@ def test_a_stale_workers_publication_is_refused(
     assert driver.successor is not None and driver.successor.running
 
 
-def test_a_failing_reload_still_starts_the_claim_and_retries_it(
-    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_bug_in_a_pass_is_logged_with_its_traceback_counted_and_retried(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     _admit_namespace(db)
     driver = LocalComputeDriver(tmp_path / "local")
@@ -116,10 +120,24 @@ def test_a_failing_reload_still_starts_the_claim_and_retries_it(
 
     monkeypatch.setattr(namespace, "prepare", broken)
     [dispatch] = executor.claim_batch(db, worker.policy, max_in_flight=5)
+    bugs = {"work_kind": "namespace"}
+    before = prometheus_client.REGISTRY.get_sample_value("occ_reconciler_errors_total", bugs) or 0
 
-    result = executor.run(worker, dispatch.work_id, str(dispatch.token))
+    with caplog.at_level(logging.ERROR, logger="occ"):
+        result = executor.run(worker, dispatch.work_id, str(dispatch.token))
 
-    assert result is not None and result.code == "DEPENDENCY_UNAVAILABLE"
+    assert result is not None and result.code == "RECONCILER_ERROR"
     state, reason, attempts, progress, _ = _work_row(db, dispatch.work_id)
-    assert (state, reason, attempts, progress) == ("queued", None, 1, "DEPENDENCY_UNAVAILABLE")
+    assert (state, reason, attempts, progress) == ("queued", None, 1, "RECONCILER_ERROR")
     assert driver.effects() == []
+    [record] = [r for r in caplog.records if r.exc_info is not None]
+    line = json.loads(observability.JsonFormatter("occ-worker").format(record))
+    assert (line["event"], line["code"], line["workId"]) == (
+        "worker.error",
+        "RECONCILER_ERROR",
+        dispatch.work_id,
+    )
+    assert "RuntimeError: a bug in the reload" in line["traceback"]
+    assert prometheus_client.REGISTRY.get_sample_value("occ_reconciler_errors_total", bugs) == (
+        before + 1
+    )

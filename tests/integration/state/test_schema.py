@@ -290,3 +290,16 @@ def test_migrations_run_down_and_up_again() -> None:
         schema.check(urls.owner)
     finally:
         databases.drop_database(urls)
+
+
+def test_the_finalizer_fences_with_the_one_claim_check(owner_db: Database) -> None:
+    """The Agent-deletion finalizer asks ``occ.claim_is_live`` both times it checks its claim,
+    like every fenced statement of the queue's files (tests/unit/state/test_queries.py)."""
+    with owner_db.transaction() as session:
+        definition = session.execute(
+            sa.text(
+                "SELECT pg_get_functiondef('occ.finalize_agent_deletion(text, uuid)'::regprocedure)"
+            )
+        ).scalar_one()
+    assert definition.count("occ.claim_is_live(w, p_claim_token)") == 2
+    assert "claim_token = p_claim_token" not in definition

@@ -89,7 +89,9 @@ def test_with_the_state_written_into_the_fence_the_planner_scans_the_claimed_row
     complete = work_queue.HOT["complete"]
     with_state = hot_statements.HotStatement(
         "complete",
-        complete.sql.replace("AND w.claim_token", "AND w.state = 'claimed' AND w.claim_token"),
+        complete.sql.replace(
+            "AND occ.claim_is_live(w", "AND w.state = 'claimed' AND occ.claim_is_live(w"
+        ),
     )
     assert with_state.sql != complete.sql
     assert "controller_work_one_claim_per_lane" in _generic_plan(admin, with_state)

@@ -54,7 +54,7 @@ def test_invalid_settings_exit_not_ready_without_showing_values(
     worker = fleet.worker("settings", ready=False)
     assert worker.popen.wait(60) == lifecycle.EXIT_NOT_READY
     [event] = _startup_errors(worker)
-    assert event["error"] == "InvalidInput"
+    assert event["error"] == "InvalidSettings"
     assert event["reason"] == "/OCC_WORKER_MAX_ATTEMPTS: must be an integer written as digits"
     assert secret not in worker.text()
     assert "Traceback" not in worker.text()
@@ -104,7 +104,7 @@ def test_an_unavailable_hook_owner_fails_closed_before_the_first_operation(
     assert worker.popen.wait(60) == lifecycle.EXIT_NOT_READY
     assert not (tmp_path / "owners.ready").exists()
     [event] = _startup_errors(worker)
-    assert event["error"] == "InvalidInput"
+    assert event["error"] == "InvalidSettings"
     assert event["reason"] == (
         "/lifecycle_hook_owners: sandbox owns hooks but no sandbox driver is selected"
     )

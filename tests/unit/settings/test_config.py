@@ -342,9 +342,9 @@ def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalis
     assert Settings(database_url=url).database_url == normalised
 
 
-def test_every_setting_but_the_yaml_only_ones_has_a_variable() -> None:
-    assert set(settings_sources.ENVIRONMENT) <= set(Settings.model_fields)
-    yaml_only = set(Settings.model_fields) - set(settings_sources.ENVIRONMENT)
+def test_every_setting_but_the_yaml_only_ones_has_a_variable_of_its_own() -> None:
+    declared = settings_sources.variables(Settings)
+    yaml_only = set(Settings.model_fields) - set(declared)
     assert yaml_only == {
         "kubernetes_resource_quota",
         "kubernetes_limit_range",
@@ -352,5 +352,17 @@ def test_every_setting_but_the_yaml_only_ones_has_a_variable() -> None:
         "ssh_hosts",
         "ssh_gateway_command",
     }
-    variables = list(settings_sources.ENVIRONMENT.values())
-    assert len(set(variables)) == len(variables)
+    names = [variable.name for variable in declared.values()]
+    assert len(set(names)) == len(names)
+    assert all(name.startswith("OCC_") for name in names)
+
+
+def test_only_the_secrets_may_come_from_files() -> None:
+    with_files = {name for name, v in settings_sources.variables(Settings).items() if v.file}
+    assert with_files == {
+        "database_url",
+        "migration_database_url",
+        "broker_url",
+        "api_key_pepper",
+        "secret_key",
+    }

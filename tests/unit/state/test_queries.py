@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
+from importlib import resources
 
 import pytest
 import sqlalchemy as sa
@@ -128,3 +130,27 @@ def test_the_namespace_start_runs_the_queues_start_word_for_word() -> None:
     start = words(work_queue.HOT["start"].sql)
     joined = words(starts.HOT["start_namespace_work"].sql)
     assert f"WITH started AS ( {start} ) SELECT" in joined
+
+
+def _statements_of_every_file() -> dict[str, str]:
+    """Every named statement of the state package's ``.sql`` files, by ``file:name``."""
+    folder = resources.files("occ.state").joinpath("sql")
+    return {
+        f"{entry.name}:{name}": body
+        for entry in folder.iterdir()
+        if entry.name.endswith(".sql")
+        for name, body in queries.parse(entry.read_text(encoding="utf-8")).items()
+    }
+
+
+def test_every_statement_that_presents_a_claim_token_is_fenced_by_claim_is_live() -> None:
+    statements = _statements_of_every_file()
+    fenced = {name for name, body in statements.items() if ":token" in body}
+
+    # the start, renew, release, complete, fail, retry and defer, the Namespace start and the
+    # ready Namespace's publication
+    assert len(fenced) >= 9, sorted(fenced)
+    for name in fenced:
+        body = statements[name]
+        assert body.count(":token") == body.count("occ.claim_is_live(w, :token)"), name
+        assert re.search(r"claim_token\s*=\s*:", body) is None, name  # no fence of its own

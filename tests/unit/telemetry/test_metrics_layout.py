@@ -18,12 +18,13 @@ from click.testing import CliRunner
 
 from occ import cli
 from occ.dev import children, home
+from occ.process_table import table
 from occ.telemetry import metrics_directory
 from occ.web import gunicorn_hooks
 
 ROOT = Path(__file__).resolve().parents[3]
 VARIABLE = metrics_directory.VARIABLE
-IMAGE_DIRECTORY = "/var/lib/occ/metrics"
+IMAGE_DIRECTORY = table.IMAGE_METRICS
 PROGRAMS = {"web": "web", "control": "control", "worker": "worker", "beat": "beat"}
 
 

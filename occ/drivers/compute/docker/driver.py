@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
 
 from occ.drivers.compute import base
@@ -35,6 +35,8 @@ IMAGE_MISSING: Final = snapshots.IMAGE_MISSING
 NOT_OWNED: Final = snapshots.NOT_OWNED
 NETWORK_IN_USE: Final = "DOCKER_NETWORK_IN_USE"
 NOT_READY: Final = "REVISION_NOT_READY"
+GONE: Final = "REVISION_NOT_RUNNING"
+"""An observed revision has no gateway container."""
 CHANGED: Final = "DOCKER_OBJECT_CHANGED"
 """Transient: an object changed or vanished between two engine calls (a retry re-reads)."""
 
@@ -240,6 +242,24 @@ class DockerComputeDriver:
         """Remove every container and volume of the Agent (also of never-retired revisions)."""
         self._remove_labelled(operation, {**naming.owned(namespace_id), naming.AGENT_ID: agent_id})
 
+    @_classified
+    def observe_revisions(
+        self, revisions: Sequence[base.RevisionSpec]
+    ) -> Mapping[str, base.Observed]:
+        """One container listing for the whole fleet: a revision is healthy while its gateway
+        container runs and its health check (when it has one) does not say unhealthy; its
+        endpoint is the published port."""
+        labels = {naming.MANAGED: "true", naming.DRIVER: self.name, naming.ROLE: naming.GATEWAY}
+        listed = {
+            (container.get("Labels") or {}).get(naming.REVISION_ID): container
+            for container in self.engine.containers(naming.selector(labels))
+        }
+        observed: dict[str, base.Observed] = {}
+        for revision in revisions:
+            container = listed.get(revision.revision_id)
+            observed[revision.revision_id] = _observed(container)
+        return observed
+
     # -- helpers for tests and tools ------------------------------------------------------
 
     def agent_containers(self, namespace_id: str, agent_id: str) -> list[dict[str, Any]]:
@@ -392,3 +412,15 @@ class DockerComputeDriver:
 def _aliases(container: Mapping[str, Any], network: str) -> list[str]:
     networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
     return list((networks.get(network) or {}).get("Aliases") or [])
+
+
+def _observed(container: Mapping[str, Any] | None) -> base.Observed:
+    """A listed gateway container as an observation (``None``: no container)."""
+    if container is None:
+        return base.Observed(False, code=GONE)
+    if container.get("State") != "running" or "(unhealthy)" in str(container.get("Status", "")):
+        return base.Observed(False, code=NOT_READY)
+    port = workload.listed_port(container)
+    if port is None:
+        return base.Observed(False, code=NOT_READY)
+    return base.Observed(True, workload.endpoint(port))

@@ -171,6 +171,19 @@ def published_port(container: Mapping[str, Any]) -> int | None:
     return None
 
 
+def listed_port(container: Mapping[str, Any]) -> int | None:
+    """``published_port`` from a container listing's entry (its ``Ports``, not an inspect)."""
+    for binding in container.get("Ports") or []:
+        if (
+            binding.get("PrivatePort") == PORT
+            and binding.get("Type") == "tcp"
+            and binding.get("IP") in (HOST, "")
+            and isinstance(binding.get("PublicPort"), int)
+        ):
+            return int(binding["PublicPort"])
+    return None
+
+
 def endpoint(port: int) -> str:
     return f"http://{HOST}:{port}"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from occ.drivers.compute import base
@@ -36,6 +36,10 @@ from occ.drivers.compute.kubernetes import (
 from occ.settings.config import Settings
 
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
+GATEWAY_NOT_READY: Final = "KUBERNETES_GATEWAY_NOT_READY"
+"""An observed revision's gateway is gone, runs another template, or has no ready endpoint."""
+_SERVICE_NAME: Final = "kubernetes.io/service-name"
+"""The label of an EndpointSlice that names its Service (its existence selects every slice)."""
 
 MAINTENANCE_INTERVAL_S: Final = 60.0
 """How often active revisions are observed by default (rollout and ready endpoints)."""
@@ -339,6 +343,38 @@ class KubernetesComputeDriver:
             operation, namespaces.AGENT_KINDS, namespace, naming.owned_by_agent(agent_id)
         )
 
+    def observe_revisions(
+        self, revisions: Sequence[base.RevisionSpec]
+    ) -> Mapping[str, base.Observed]:
+        """Each revision's gateway rollout and its Service's ready endpoints, listed once per
+        Kubernetes namespace (the Deployments occ manages, the EndpointSlices)."""
+        by_namespace: dict[str | None, list[base.RevisionSpec]] = {}
+        for revision in revisions:
+            namespace = self.kubernetes_namespace(revision.namespace_id)
+            by_namespace.setdefault(namespace, []).append(revision)
+        observed: dict[str, base.Observed] = {}
+        for namespace, members in by_namespace.items():
+            if namespace is None:
+                for revision in members:
+                    observed[revision.revision_id] = base.Observed(
+                        False, code=namespaces.NAMESPACE_MISSING
+                    )
+                continue
+            managed = naming.selector({naming.MANAGED_BY: naming.MANAGER})
+            deployments = {
+                str(ensure.metadata(found).get("name")): found
+                for found in self.api.find(client.DEPLOYMENT, namespace, managed)
+            }
+            slices = self.api.find(client.ENDPOINT_SLICE, namespace, _SERVICE_NAME)
+            for revision in members:
+                observed[revision.revision_id] = _observed(
+                    revision,
+                    namespace,
+                    deployments.get(manifests.deployment_name(revision)),
+                    slices,
+                )
+        return observed
+
     # -- gateway --------------------------------------------------------------------------
 
     def _placed(
@@ -398,3 +434,22 @@ class KubernetesComputeDriver:
         """A launch observed ``Failed`` revokes what ``before_workload_start`` granted."""
         if isinstance(observation, base.Failed) and self.hooks:
             self.hooks.compensate_workload_start(operation, revision)
+
+
+def _observed(
+    revision: base.RevisionSpec,
+    namespace: str,
+    deployment: Mapping[str, Any] | None,
+    slices: Sequence[Mapping[str, Any]],
+) -> base.Observed:
+    """A revision's gateway as its listed Deployment and Service endpoints show it."""
+    service = naming.agent_object(revision.agent_id)
+    own = [
+        found
+        for found in slices
+        if (ensure.metadata(found).get("labels") or {}).get(_SERVICE_NAME) == service
+    ]
+    verdict = rollout.gateway_verdict(deployment, own, revision.revision_id)
+    if verdict.state != rollout.State.READY:
+        return base.Observed(False, code=GATEWAY_NOT_READY)
+    return base.Observed(True, manifests.endpoint(revision, namespace))

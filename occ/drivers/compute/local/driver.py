@@ -34,6 +34,9 @@ MAX_RESTARTS: Final = 1
 """Restarts of a gateway that exited before it became healthy, before ``Failed``."""
 
 
+NOT_RUNNING: Final = "REVISION_NOT_RUNNING"
+"""An observed revision's gateway is not running."""
+
 MAINTENANCE_INTERVAL_MS: Final = 30_000
 """How often the active revisions are observed by default (a dead gateway is restarted)."""
 
@@ -156,7 +159,7 @@ class LocalComputeDriver:
             runtime = store.read_json(directory / store.RUNTIME) or {}
             if gateways.recorded_process(runtime, directory, revision.revision_id) is None:
                 raise base.TransientDriverError(
-                    "REVISION_NOT_RUNNING", "the revision's gateway is not running"
+                    NOT_RUNNING, "the revision's gateway is not running"
                 )
             endpoint = gateways.endpoint(int(runtime["port"]))
             pointer = {"revisionId": revision.revision_id, "endpoint": endpoint}
@@ -218,6 +221,23 @@ class LocalComputeDriver:
             for directory in directories:
                 (directory / store.CREDENTIAL).unlink(missing_ok=True)
             store.remove_tree(self.layout.agent_dir(agent_id))
+
+    def observe_revisions(
+        self, revisions: Sequence[base.RevisionSpec]
+    ) -> Mapping[str, base.Observed]:
+        """One pass over the process table: a revision is healthy while the gateway its
+        ``runtime.json`` records runs; its endpoint is that gateway's port."""
+        running = gateways.running_directories(self.layout.agents)
+        observed: dict[str, base.Observed] = {}
+        for revision in revisions:
+            directory = self.layout.revision_dir(revision.agent_id, revision.revision_id)
+            runtime = store.read_json(directory / store.RUNTIME) or {}
+            pid, port = runtime.get("pid"), runtime.get("port")
+            if isinstance(pid, int) and running.get(directory) == pid and port is not None:
+                observed[revision.revision_id] = base.Observed(True, gateways.endpoint(int(port)))
+            else:
+                observed[revision.revision_id] = base.Observed(False, code=NOT_RUNNING)
+        return observed
 
     # -- helpers for tests and the API ----------------------------------------------------
 

@@ -227,6 +227,21 @@ def processes_under(agents: Path) -> list[int]:
     ]
 
 
+def running_directories(agents: Path) -> dict[Path, int]:
+    """Every live gateway below ``agents`` by its revision directory: one pass over
+    ``/proc`` for the whole fleet (the marker in each environment names the directory)."""
+    prefix = os.fsencode(f"{MARKER}=")
+    below = os.fsencode(f"{agents}{os.sep}")
+    found: dict[Path, int] = {}
+    for pid, entries in _process_environments():
+        for entry in entries:
+            if entry.startswith(prefix) and entry[len(prefix) :].startswith(below):
+                if alive(pid):
+                    found[Path(os.fsdecode(entry[len(prefix) :]))] = pid
+                break
+    return found
+
+
 def recorded_process(runtime: Mapping[str, Any], directory: Path, revision_id: str) -> int | None:
     """The pid ``runtime.json`` records, when it still is this revision's gateway."""
     pid = runtime.get("pid")

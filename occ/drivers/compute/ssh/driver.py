@@ -16,7 +16,8 @@ user, removed on retirement.
   revision's files, and the unit when it runs that revision).
 * Observation is one command per host (``observe``) listing every Namespace, Agent, revision
   and unit there, cached for ``observation_ttl_s`` and dropped after any change on the host:
-  many Agents' passes in a row cost one command, not one each.
+  many Agents' passes in a row cost one command, not one each; ``observe_revisions`` (the
+  fleet's bulk observation) reads each host once (``observation``).
 
 A host that cannot be reached defers the work (``SSH_HOST_UNREACHABLE``, transient); a
 Namespace found on no host of the pool while every host answered has lost its host
@@ -28,15 +29,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from occ.drivers.compute import base, standin
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.ssh import bundle, connection, hosts, units
+from occ.drivers.compute.ssh import bundle, connection, hosts, observation, units
 from occ.settings.config import Settings
 
-HOST_REMOVED: Final = "SSH_HOST_REMOVED"
+HOST_REMOVED: Final = observation.HOST_REMOVED
 COMMAND_FAILED: Final = "SSH_HOST_COMMAND_FAILED"
 NOT_READY: Final = "REVISION_INCOMPLETE"
 MAINTENANCE_INTERVAL_S: Final = 30.0
@@ -161,14 +162,17 @@ class SshComputeDriver:
         host, seen = self._placed(operation, revision.namespace_id)
         environment = self.hooks.before_workload_start(operation, revision)
         try:
-            staged = _agent(seen, revision)
+            staged = observation.agent(seen, revision)
+            credential = revision.credential is not None or observation.has_credential(
+                staged, revision
+            )
             unit = units.render(
                 revision,
                 root=self.root,
                 bind=host.bind,
                 command=self.command,
                 environment=environment,
-                credential=revision.credential is not None or _has_credential(staged, revision),
+                credential=credential,
                 limits=self.limits,
             )
             answer = self._call(operation, host, "activate", {**_ids(revision), "unitText": unit})
@@ -197,6 +201,27 @@ class SshComputeDriver:
         self._call(operation, host, "delete-agent", {"namespace": namespace_id, "agent": agent_id})
 
     # -- observation ------------------------------------------------------------------------
+
+    def observe_revisions(
+        self, revisions: Sequence[base.RevisionSpec]
+    ) -> Mapping[str, base.Observed]:
+        """Read-only, one ``observe`` command per host (however many revisions it holds): a
+        revision is healthy while its Agent's unit runs it; its endpoint is that unit's port.
+
+        A revision on an unreachable host is ``SSH_HOST_UNREACHABLE``; one whose Namespace is on
+        no host of the pool, ``SSH_HOST_REMOVED``.
+        """
+        operation = base.Operation("observation", "", threading.Event())
+        seen: dict[str, dict[str, Any] | None] = {}
+        for host in self.pool:
+            try:
+                seen[host.name] = self._observe(operation, host)
+            except base.TransientDriverError:
+                seen[host.name] = None
+        observed: dict[str, base.Observed] = {}
+        for revision in revisions:
+            observed[revision.revision_id] = observation.revision_state(self.pool, seen, revision)
+        return observed
 
     def observe_host(self, operation: base.Operation, host: hosts.Host) -> dict[str, Any]:
         """Everything on ``host``, read with one command (cached briefly)."""
@@ -252,7 +277,7 @@ class SshComputeDriver:
 
     def _tear_down(self, operation: base.Operation, revision: base.RevisionSpec, verb: str) -> None:
         host, seen = self._placed(operation, revision.namespace_id)
-        agent = _agent(seen, revision)
+        agent = observation.agent(seen, revision)
         if agent is None or revision.revision_id not in agent["revisions"]:
             return  # never staged here, or retired already: nothing runs, nothing to revoke
         self.hooks.before_workload_stop(operation, revision)
@@ -328,18 +353,6 @@ def _ids(revision: base.RevisionSpec) -> dict[str, str]:
         "agent": revision.agent_id,
         "revision": revision.revision_id,
     }
-
-
-def _agent(seen: dict[str, Any], revision: base.RevisionSpec) -> dict[str, Any] | None:
-    """What an observation of the host holds of the revision's Agent."""
-    namespace = seen["namespaces"].get(revision.namespace_id) or {}
-    found = namespace.get("agents", {}).get(revision.agent_id)
-    return found if isinstance(found, dict) else None
-
-
-def _has_credential(agent: dict[str, Any] | None, revision: base.RevisionSpec) -> bool:
-    """Whether a pass without the credential (maintenance) finds one staged already."""
-    return agent is not None and revision.revision_id in agent.get("credentials", ())
 
 
 def _answer(stdout: str) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from tests.integration.drivers.docker import objects
 from tests.support.hook_owners import RecordingOwner
 from tests.support.processes import wait_for
 
-PLACEHOLDER = {"OCC_RUNTIME_IDENTITY": "opaque-identity:docker-1"}
+PLACEHOLDER = {"RUNTIME_IDENTITY": "opaque-identity:docker-1"}
 
 
 def _ready(driver: DockerComputeDriver, operation: base.Operation, revision: Any) -> None:
@@ -38,7 +38,7 @@ def test_hooks_run_at_the_seeds_points(
     _ready(driver, operation, revision)
     [container] = driver.agent_containers(namespace_id, revision.agent_id)
     environment = client.containers.get(container["Id"]).attrs["Config"]["Env"]
-    assert "OCC_RUNTIME_IDENTITY=opaque-identity:docker-1" in environment
+    assert "RUNTIME_IDENTITY=opaque-identity:docker-1" in environment
 
     owner.fail["before_workload_stop"] = base.TransientDriverError("REVOCATION_PENDING")
     with pytest.raises(base.TransientDriverError):

@@ -14,7 +14,7 @@ from tests.integration.drivers.kubernetes.conftest import MakeDriver
 from tests.support.hook_owners import RecordingOwner
 from tests.support.kube_api import FakeKubeAPI
 
-PLACEHOLDER = {"OCC_RUNTIME_IDENTITY": "opaque-identity:test-1"}
+PLACEHOLDER = {"RUNTIME_IDENTITY": "opaque-identity:test-1"}
 
 
 def _driver(make_driver: MakeDriver, owner: RecordingOwner) -> KubernetesComputeDriver:
@@ -42,7 +42,7 @@ def test_hooks_run_at_the_seeds_points_and_placeholders_reach_the_gateway(
     assert owner.stages()[0] == "after_namespace_prepared"
     assert "before_workload_start" in owner.stages()
     environment = _container_environment(kube_api, namespace, helpers.gateway_name(revision))
-    assert environment["OCC_RUNTIME_IDENTITY"] == "opaque-identity:test-1"
+    assert environment["RUNTIME_IDENTITY"] == "opaque-identity:test-1"
 
     owner.calls.clear()
     driver.retire_revision(operation, revision)

@@ -24,7 +24,7 @@ from tests.support import ssh_server
 from tests.support.hook_owners import RecordingOwner
 from tests.support.processes import wait_for
 
-PLACEHOLDER = {"OCC_RUNTIME_IDENTITY": "opaque-identity:ssh-1"}
+PLACEHOLDER = {"RUNTIME_IDENTITY": "opaque-identity:ssh-1"}
 
 
 def _active(
@@ -82,7 +82,7 @@ def test_the_unit_is_hardened_accepted_by_systemd_and_runs_as_the_agents_user(
         "PrivateTmp=yes",
         "MemoryMax=",
         "TasksMax=",
-        'Environment="OCC_RUNTIME_IDENTITY=opaque-identity:ssh-1"',
+        'Environment="RUNTIME_IDENTITY=opaque-identity:ssh-1"',
     ):
         assert directive in text
     assert CREDENTIAL not in text
@@ -99,7 +99,7 @@ def test_the_unit_is_hardened_accepted_by_systemd_and_runs_as_the_agents_user(
     assert status["Uid"].split()[0] == str(user.pw_uid)
     assert status["NoNewPrivs"] == "1"
     environ = Path(f"/proc/{pid}/environ").read_bytes()
-    assert b"OCC_RUNTIME_IDENTITY=opaque-identity:ssh-1" in environ
+    assert b"RUNTIME_IDENTITY=opaque-identity:ssh-1" in environ
     for exposed in (environ, Path(f"/proc/{pid}/cmdline").read_bytes()):
         assert CREDENTIAL.encode() not in exposed
 

@@ -25,7 +25,7 @@ def _health(endpoint: str) -> dict[str, Any]:
 
 
 def _status(db: Database, admin: str, namespace_id: str) -> str:
-    return str(namespaces.get_namespace(db, actor_id=admin, namespace_id=namespace_id).status)
+    return str(namespaces.get_namespace(db, admin, namespace_id=namespace_id).status)
 
 
 def test_a_deploy_and_a_stop_through_the_fleet(
@@ -47,7 +47,8 @@ def test_a_deploy_and_a_stop_through_the_fleet(
     fleet.worker("drivers")
     admin = worlds.installation_admin(db, "ssh")
     # the fleet places the Namespace on the host and makes it ready
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
+    command = namespaces.CreateNamespace(name="team")
+    namespace_id = namespaces.create_namespace(db, admin, command).id
     processes.nudge(env)
     wait_for(
         lambda: _status(db, admin, namespace_id) == "ready",
@@ -77,7 +78,9 @@ def test_a_deploy_and_a_stop_through_the_fleet(
     assert unit.read_text().splitlines()[0] == f"{hostside.REVISION_LINE}{revision_id}"
 
     agent_lifecycle.stop_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     processes.nudge(env)
     pid_file = root / "run" / f"{hostside.unit_name(world.agent_id)[: -len('.service')]}.pid"

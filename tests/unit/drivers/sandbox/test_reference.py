@@ -32,8 +32,8 @@ def test_a_revision_admitted_under_the_policy_gets_valid_placeholders() -> None:
     dispatcher = hooks.HookDispatcher([sandbox])
     environment = dispatcher.before_workload_start(OPERATION, revision)
     assert environment == {
-        "OCC_SANDBOX_PROFILE": sandbox.profile,
-        "OCC_SANDBOX_WORKSPACE": "opaque-workspace:read-only",
+        "SANDBOX_PROFILE": sandbox.profile,
+        "SANDBOX_WORKSPACE": "opaque-workspace:read-only",
     }
     launch.validate_environment(environment)
 

@@ -13,7 +13,7 @@ def _render(**changes: object) -> str:
         "root": "/var/lib/occ",
         "bind": "127.0.0.1",
         "command": None,
-        "environment": {"OCC_SANDBOX_PROFILE": "opaque-sandbox:1"},
+        "environment": {"SANDBOX_PROFILE": "opaque-sandbox:1"},
         "credential": True,
         "limits": units.Limits(),
         **changes,
@@ -34,8 +34,8 @@ def test_the_unit_names_its_revision_and_runs_as_the_agents_user() -> None:
         in service["ExecStart"][0]
     )
     assert service["Environment"] == [
-        '"OCC_SANDBOX_PROFILE=opaque-sandbox:1"',
         '"PYTHONPATH=/var/lib/occ/lib"',
+        '"SANDBOX_PROFILE=opaque-sandbox:1"',
     ]
 
 
@@ -60,4 +60,4 @@ def test_a_configured_command_gets_no_library_path() -> None:
     service = hostside.parse_unit(_render(command=["/opt/openclaw/bin/gateway"], credential=False))
     assert service["ExecStart"][0].startswith("/opt/openclaw/bin/gateway --host 127.0.0.1")
     assert "--credential-file" not in service["ExecStart"][0]
-    assert service["Environment"] == ['"OCC_SANDBOX_PROFILE=opaque-sandbox:1"']
+    assert service["Environment"] == ['"SANDBOX_PROFILE=opaque-sandbox:1"']
