@@ -3,18 +3,23 @@
 A change takes its command value (``CreateConfiguration``, ``UpdateConfiguration``,
 ``DeleteConfiguration``). Every mutation is one transaction: lock the Namespace row, authorize,
 lock and change the Configuration row, audit. Configurations need no infrastructure, so no work
-is enqueued.
+is enqueued. Documents are written and read through the selected Configuration Driver
+(``store``: the row itself by default, or the development filesystem root), once the request is
+authorized.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from occ.controller import admission, contents, preconditions
-from occ.foundation import errors
+from occ.drivers.configuration import ConfigurationDriver
+from occ.drivers.configuration.database import DATABASE
+from occ.foundation import errors, ids
 from occ.state import configurations as state
 from occ.state import keyset
 from occ.state.db import Database
@@ -69,7 +74,11 @@ class DeleteConfiguration:
 
 
 def create_configuration(
-    db: Database, actor_id: str, command: CreateConfiguration
+    db: Database,
+    actor_id: str,
+    command: CreateConfiguration,
+    *,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """Admit a Configuration at generation 1 (``configuration:create`` on the Namespace).
 
@@ -87,8 +96,13 @@ def create_configuration(
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
         namespace, change = ITEMS.admit_creation(session, actor_id, command.namespace_id, request)
+        configuration_id = ids.new("configuration")
         configuration = state.insert(
-            session, namespace_id=namespace.id, name=name, document=document
+            session,
+            namespace_id=namespace.id,
+            name=name,
+            document=store.keep(namespace.id, configuration_id, 1, document),
+            configuration_id=configuration_id,
         )
         change.audit(
             "configuration",
@@ -96,11 +110,16 @@ def create_configuration(
             namespace.id,
             {"name": name, "generation": configuration.generation, "documentBytes": size},
         )
-        return configuration
+        return dataclasses.replace(configuration, document=document)
 
 
 def get_configuration(
-    db: Database, actor_id: str, *, namespace_id: str, configuration_id: str
+    db: Database,
+    actor_id: str,
+    *,
+    namespace_id: str,
+    configuration_id: str,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """A Configuration (``configuration:read``).
 
@@ -108,11 +127,16 @@ def get_configuration(
         NotFound: no such Configuration in this live Namespace, or the caller may not read it
             (audited).
     """
-    return ITEMS.read(db, actor_id, namespace_id, configuration_id)
+    return loaded(store, ITEMS.read(db, actor_id, namespace_id, configuration_id))
 
 
 def list_configurations(
-    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING, *, namespace_id: str
+    db: Database,
+    actor_id: str,
+    window: keyset.Window = keyset.EVERYTHING,
+    *,
+    namespace_id: str,
+    store: ConfigurationDriver = DATABASE,
 ) -> keyset.Page[state.Configuration]:
     """The Namespace's Configurations the caller may read (``configuration:read`` per item),
     the page ``window`` asks for.
@@ -121,11 +145,16 @@ def list_configurations(
         NotFound: no such live Namespace, or the caller may read neither the Namespace, nor
             Configurations in it, nor any of its Configurations (audited).
     """
-    return ITEMS.page(db, actor_id, namespace_id, window)
+    page = ITEMS.page(db, actor_id, namespace_id, window)
+    return keyset.Page((loaded(store, item) for item in page), page.next_after)
 
 
 def update_configuration(
-    db: Database, actor_id: str, command: UpdateConfiguration
+    db: Database,
+    actor_id: str,
+    command: UpdateConfiguration,
+    *,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """Change the name and/or document; ``generation`` moves by exactly one.
 
@@ -165,7 +194,11 @@ def update_configuration(
             configuration_id=current.id,
             expected_generation=current.generation,
             name=name,
-            document=document,
+            document=(
+                None
+                if document is None
+                else store.keep(namespace.id, current.id, current.generation + 1, document)
+            ),
         )
         if updated is None:  # the row lock makes this a backstop
             raise errors.Conflict("the Configuration changed concurrently; read it and retry")
@@ -184,11 +217,17 @@ def update_configuration(
         if size is not None:
             details["documentBytes"] = size
         change.audit("configuration", updated.id, namespace.id, details)
-        return updated
+        if document is not None:
+            return dataclasses.replace(updated, document=document)
+        return loaded(store, updated)
 
 
 def delete_configuration(
-    db: Database, actor_id: str, command: DeleteConfiguration
+    db: Database,
+    actor_id: str,
+    command: DeleteConfiguration,
+    *,
+    store: ConfigurationDriver = DATABASE,
 ) -> state.Configuration:
     """Remove a Configuration no Agent references (``configuration:delete``); the removed one.
 
@@ -201,7 +240,7 @@ def delete_configuration(
         PreconditionFailed: ``if_match`` does not admit the current generation.
         Conflict: an Agent references it.
     """
-    return ITEMS.delete(
+    removed = ITEMS.delete(
         db,
         actor_id,
         command.namespace_id,
@@ -209,6 +248,14 @@ def delete_configuration(
         if_match=command.if_match,
         described=lambda current: {"name": current.name, "generation": current.generation},
     )
+    store.forget(removed.namespace_id, removed.id)  # after the commit: revisions keep snapshots
+    return removed
+
+
+def loaded(store: ConfigurationDriver, configuration: state.Configuration) -> state.Configuration:
+    """``configuration`` with its native document, read through ``store``."""
+    document = store.load(configuration.namespace_id, configuration.id, configuration.document)
+    return dataclasses.replace(configuration, document=document)
 
 
 def document_size(document: Mapping[str, Any], path: errors.Path) -> int:

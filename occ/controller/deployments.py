@@ -7,6 +7,7 @@ are returned as ``occ.state.revisions.Revision`` values.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,7 +15,11 @@ from typing import Any, TypeVar
 from occ import iam
 from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
+from occ.controller import configurations as configuration_cases
 from occ.controller import namespaces as namespace_cases
+from occ.drivers import sandbox as sandboxes
+from occ.drivers.configuration import ConfigurationDriver
+from occ.drivers.configuration.database import DATABASE
 from occ.foundation import errors, ids
 from occ.state import (
     agents,
@@ -56,14 +61,24 @@ class _Admitted:
     configuration: configurations.PinnedConfiguration
 
 
-def deploy_agent(db: Database, actor_id: str, command: Deploy) -> DeployAccepted:
+def deploy_agent(
+    db: Database,
+    actor_id: str,
+    command: Deploy,
+    *,
+    sandbox: sandboxes.SandboxDriver | None = None,
+    configuration_store: ConfigurationDriver = DATABASE,
+) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
     Needs ``agent:deploy`` on the Agent, and ``configuration:read`` on its Configuration and
     ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
     principal. The revision pins the Configuration's generation and document, the harness, the
     compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
-    enqueued.
+    enqueued. The native document is read through the selected Configuration Driver
+    (``configuration_store``); with a selected ``sandbox``, the document pinned is the Sandbox
+    Driver's transformed copy of it, validated like any document (identity and generation stay
+    the source's).
 
     Authorization (one policy load for both principals) and the Configuration read run before the
     Agent row lock, so deploys of one Agent queue only behind each other's writes: one
@@ -90,7 +105,14 @@ def deploy_agent(db: Database, actor_id: str, command: Deploy) -> DeployAccepted
 
         def checked_write(current: agents.Agent) -> deploys.DeployWritten | None:
             plan, event = _plan(
-                session, actor_id, namespace, current, revision_id=revision_id, policies=policies
+                session,
+                actor_id,
+                namespace,
+                current,
+                revision_id=revision_id,
+                policies=policies,
+                sandbox=sandbox,
+                configuration_store=configuration_store,
             )
             return deploys.write(session, plan, event)
 
@@ -111,12 +133,18 @@ def _plan(
     *,
     revision_id: str,
     policies: iam.PolicyCache,
+    sandbox: sandboxes.SandboxDriver | None,
+    configuration_store: ConfigurationDriver,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
     """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
     event (``deploys.write`` adds the revision number and the previous desired state to the
     details)."""
     admitted = _admit(session, actor_id, namespace, agent, policies)
     configuration = admitted.configuration
+    native = configuration_store.load(agent.namespace_id, configuration.id, configuration.document)
+    configuration = dataclasses.replace(configuration, document=native)
+    if sandbox is not None:
+        configuration = _sandboxed(configuration, sandbox)
     plan = deploys.DeployPlan(
         revision_id=revision_id,
         agent=agent,
@@ -134,6 +162,7 @@ def _plan(
             "mode": agent.execution_mode,
         },
         "computeDriver": agent.compute_driver,
+        "sandboxDriver": None if sandbox is None else sandbox.id,
         "harnessAuth": dict(plan.harness_auth),
         "desiredRuntimeState": agents.DesiredRuntimeState.RUNNING,
         "authorization": {
@@ -153,6 +182,15 @@ def _plan(
         details=details,
     )
     return plan, event
+
+
+def _sandboxed(
+    configuration: configurations.PinnedConfiguration, sandbox: sandboxes.SandboxDriver
+) -> configurations.PinnedConfiguration:
+    """The Configuration with the Sandbox Driver's copy of its document, validated."""
+    document = sandbox.transform(configuration.document)
+    configuration_cases.document_size(document, ("configuration", "document"))
+    return dataclasses.replace(configuration, document=document)
 
 
 def _admit(

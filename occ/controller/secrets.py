@@ -1,9 +1,11 @@
-"""Secret use cases: create (value sealed by the Secret store), read and list metadata, delete.
+"""Secret use cases: create (value kept by the Secret Driver), read and list metadata, delete.
 
-The value is write-only: it is sealed before the transaction opens and never returned,
-logged, audited or put in an error message (nor in its command's ``repr``). A change takes its
-command value (``CreateSecret``, ``DeleteSecret``). Every mutation is one transaction: lock the
-Namespace row, authorize, change the Secret row, audit. No work is enqueued.
+The value is write-only: the selected Secret Driver (``store``) keeps it once the creation is
+authorized, inside the transaction (a creation that then fails removes what it kept), and it is
+never returned, logged, audited or put in an error message (nor in its command's ``repr``). A
+change takes its command value (``CreateSecret``, ``DeleteSecret``). Every mutation is one
+transaction: lock the Namespace row, authorize, change the Secret row, audit. No work is
+enqueued; a deleted Secret's value is removed from the driver after the commit.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from occ.controller import admission, contents, preconditions
+from occ.drivers.secret import SecretDriver
 from occ.foundation import errors, ids
-from occ.state import keyset, secret_store
+from occ.state import keyset
 from occ.state import secrets as state
 from occ.state.db import Database
 
@@ -49,10 +52,9 @@ class DeleteSecret:
 
 
 def create_secret(
-    db: Database, actor_id: str, command: CreateSecret, *, store: secret_store.SecretStore
+    db: Database, actor_id: str, command: CreateSecret, *, store: SecretDriver
 ) -> state.Secret:
-    """Admit a Secret (``secret:create`` on the Namespace); its value is stored sealed by
-    ``store``.
+    """Admit a Secret (``secret:create`` on the Namespace); ``store`` keeps its value.
 
     Raises:
         NotFound: no such live Namespace, or the caller may not read it (audited).
@@ -65,19 +67,28 @@ def create_secret(
     name = admission.name(command.name, ("name",))
     check_value(command.value, ("value",))
     secret_id = ids.new("secret")
-    sealed = store.encrypt(secret_id, command.value)
     request = {"name": name}
-    with admission.guarded(db, actor_id) as session:
-        namespace, change = ITEMS.admit_creation(session, actor_id, command.namespace_id, request)
-        secret = state.insert(
-            session,
-            secret_id=secret_id,
-            namespace_id=namespace.id,
-            name=name,
-            value_ciphertext=sealed,
-        )
-        change.audit("secret", secret.id, namespace.id, {"name": name})
-        return secret
+    kept = False
+    try:
+        with admission.guarded(db, actor_id) as session:
+            namespace, change = ITEMS.admit_creation(
+                session, actor_id, command.namespace_id, request
+            )
+            sealed = store.seal(namespace.id, secret_id, command.value)
+            kept = True
+            secret = state.insert(
+                session,
+                secret_id=secret_id,
+                namespace_id=namespace.id,
+                name=name,
+                value_ciphertext=sealed,
+            )
+            change.audit("secret", secret.id, namespace.id, {"name": name})
+    except BaseException:
+        if kept:  # nothing committed names it: the value must not outlive the failure
+            store.remove(command.namespace_id, secret_id)
+        raise
+    return secret
 
 
 def get_secret(db: Database, actor_id: str, *, namespace_id: str, secret_id: str) -> state.Secret:
@@ -103,7 +114,9 @@ def list_secrets(
     return ITEMS.page(db, actor_id, namespace_id, window)
 
 
-def delete_secret(db: Database, actor_id: str, command: DeleteSecret) -> state.Secret:
+def delete_secret(
+    db: Database, actor_id: str, command: DeleteSecret, *, store: SecretDriver | None = None
+) -> state.Secret:
     """Remove a Secret no Agent references (``secret:delete``); the removed one's metadata.
 
     Allowed whatever the Namespace's status, so a Namespace can always be emptied.
@@ -115,7 +128,7 @@ def delete_secret(db: Database, actor_id: str, command: DeleteSecret) -> state.S
         PreconditionFailed: ``if_match`` does not admit the locked Secret's version.
         Conflict: an Agent's harness authentication references it.
     """
-    return ITEMS.delete(
+    removed = ITEMS.delete(
         db,
         actor_id,
         command.namespace_id,
@@ -123,6 +136,9 @@ def delete_secret(db: Database, actor_id: str, command: DeleteSecret) -> state.S
         if_match=command.if_match,
         described=lambda current: {"name": current.name},
     )
+    if store is not None:  # after the commit: nothing refers to the value any more
+        store.remove(removed.namespace_id, removed.id)
+    return removed
 
 
 def check_value(value: str, path: errors.Path) -> None:

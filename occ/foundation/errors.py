@@ -16,6 +16,7 @@
     ├── PreconditionFailed      the resource changed since the caller read it (If-Match)
     ├── ClaimLost               a claim-fenced write found no live claim
     ├── UnknownOutcome          a COMMIT may or may not have happened
+    ├── SecretUnreadable        a stored Secret value cannot be opened
     └── DependencyUnavailable   the database or another dependency failed
 
 Web maps this tree to problem+json once; workers map it to reason codes. A field path
@@ -169,6 +170,12 @@ class UnknownOutcome(OccError):
     """The database may or may not have committed the change; do not blindly replay it."""
 
     code = "UNKNOWN_OUTCOME"
+
+
+class SecretUnreadable(OccError):
+    """A stored Secret value cannot be opened (wrong key, wrong row, damaged, or gone)."""
+
+    code = "SECRET_UNREADABLE"
 
 
 class DependencyUnavailable(OccError):

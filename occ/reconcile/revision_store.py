@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 
 from occ import iam
 from occ.drivers.compute import base
-from occ.foundation import codes
+from occ.foundation import codes, errors
 from occ.reconcile import authority, environment, outcome, revision_snapshot, settle
 from occ.reconcile.context import ClaimContext
 from occ.reconcile.revision_snapshot import Snapshot
@@ -165,9 +165,12 @@ class DatabaseRevisionStore:
         sealed = secrets.sealed_value(session, revision.namespace_id, secret_id)
         if sealed is None:
             return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+        driver = self._worker.secrets or secret_store.SecretStore.from_settings(
+            self._worker.settings
+        )
         try:
-            value = secret_store.decrypt(self._worker.settings, secret_id, sealed)
-        except secret_store.SecretUnreadable:
+            value = driver.unseal(revision.namespace_id, secret_id, sealed)
+        except errors.SecretUnreadable:
             return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
         return base.Credential(value)
 

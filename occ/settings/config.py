@@ -53,6 +53,7 @@ _POSITIVE = (
     "docker_nano_cpus",
     "docker_pids_limit",
     "startup_wait_ms",
+    "ssh_connect_timeout_ms",
 )
 
 
@@ -122,7 +123,7 @@ class Settings(BaseSettings):
     """Key protecting stored Secret values; set it in production."""
 
     compute_driver: Annotated[str, Variable("OCC_COMPUTE_DRIVER")] = "local"
-    """Compute Driver of this installation: ``local``, ``docker`` or ``kubernetes``."""
+    """Compute Driver of this installation: ``local``, ``docker``, ``kubernetes`` or ``ssh``."""
 
     local_root: Annotated[str, Variable("OCC_LOCAL_ROOT")] = ".occ/local"
     """State directory of the ``local`` driver."""
@@ -189,6 +190,49 @@ class Settings(BaseSettings):
 
     docker_pids_limit: Annotated[int, Variable("OCC_DOCKER_PIDS_LIMIT")] = 128
     """Process limit of a gateway container."""
+
+    secret_driver: Annotated[str, Variable("OCC_SECRET_DRIVER")] = "sealed"  # noqa: S105
+    """Where Secret values live: ``sealed`` (in their rows, sealed with the secret key) or
+    ``kubernetes`` (tenant-local Kubernetes Secrets)."""
+
+    configuration_driver: Annotated[str, Variable("OCC_CONFIGURATION_DRIVER")] = "database"
+    """Where Configuration documents live: ``database`` (their rows) or ``filesystem``
+    (development only, under the development configuration root)."""
+
+    development_configuration_root: Annotated[
+        str | None, Variable("OCC_DEVELOPMENT_CONFIGURATION_ROOT")
+    ] = None
+    """Root of the ``filesystem`` Configuration Driver, which only the API writes."""
+
+    lifecycle_hook_owners: Annotated[str | None, Variable("OCC_LIFECYCLE_HOOK_OWNERS")] = None
+    """Drivers that own lifecycle hooks, in order, as comma-separated capabilities
+    (``configuration``, ``sandbox``, ``iam``; unset: the selected ones with hooks, in that
+    order); an unavailable one stops the process at start-up."""
+
+    sandbox_driver: Annotated[str | None, Variable("OCC_SANDBOX_DRIVER")] = None
+    """Sandbox Driver: ``reference`` (unset: none)."""
+
+    sandbox_egress_allow: list[str] | None = None
+    """Host names the ``reference`` Sandbox Driver pins as the egress allow-list."""
+
+    iam_hook: Annotated[str | None, Variable("OCC_IAM_HOOK")] = None
+    """IAM lifecycle hook: ``runtime-identities`` (unset: none)."""
+
+    iam_identity_root: Annotated[str, Variable("OCC_IAM_IDENTITY_ROOT")] = ".occ/identities"
+    """Ledger of the runtime identities the IAM hook issued (shared by the workers)."""
+
+    ssh_hosts: list[dict[str, Any]] | None = None
+    """Host pool of the ``ssh`` driver: ``name``, ``host``, ``port``, ``user``,
+    ``private_key_file``, ``host_key`` (pinned), ``init``, ``bind`` (docs/ssh.md)."""
+
+    ssh_root: Annotated[str, Variable("OCC_SSH_ROOT")] = "/var/lib/occ"
+    """Directory of occ's files on every SSH host."""
+
+    ssh_connect_timeout_ms: Annotated[int, Variable("OCC_SSH_CONNECT_TIMEOUT_MS")] = 10_000
+    """Timeout of one SSH connection or command."""
+
+    ssh_gateway_command: list[str] | None = None
+    """Gateway command on the SSH hosts (unset: the stand-in gateway occ installs there)."""
 
     metrics_port: Annotated[int | None, Variable("OCC_METRICS_PORT")] = None
     """Port of a worker's Prometheus listener (unset: no listener)."""

@@ -1,6 +1,7 @@
 """The state of one Celery worker process: its ``executor.Worker``, shutdown event and nudges.
 
-``WorkerProcess`` builds the ``executor.Worker`` (database, queue policy, Compute Driver) once per
+``WorkerProcess`` selects the drivers and lifecycle hook owners once (``occ.drivers.selection``),
+builds the ``executor.Worker`` (database, queue policy, Compute Driver with those hooks) once per
 pid, after fork, owns the shutdown event that aborts in-flight effects, coalesces completion
 nudges, writes and removes the readiness marker, and runs the ``worker.health`` reporter. One
 is attached to each Celery app (``attach``/``of``), beside the app's ``Settings``
@@ -21,7 +22,7 @@ from typing import Any, Final
 
 from celery import Celery
 
-from occ.drivers import compute
+from occ.drivers import selection as driver_selection
 from occ.foundation import errors
 from occ.reconcile import executor
 from occ.runtime import composition
@@ -48,6 +49,7 @@ class WorkerProcess:
         self.health_interval_s = HEALTH_INTERVAL_S
         self._pid = 0
         self._worker: executor.Worker | None = None
+        self._selection: driver_selection.Selection | None = None
         self._nudge_lock = threading.Lock()
         self._nudge_sent_at = 0.0
         self._nudge_delayed_until = 0.0
@@ -71,12 +73,20 @@ class WorkerProcess:
             self._worker = executor.Worker(
                 database=built.database,
                 policy=built.policy,
-                driver=compute.load(settings.compute_driver, settings),
+                driver=driver_selection.compute_driver(settings, self.selection()),
+                secrets=composition.secret_driver(settings),
                 shutdown=self.shutdown,
                 settings=settings,
             )
             self._pid = os.getpid()
         return self._worker
+
+    def selection(self) -> driver_selection.Selection:
+        """The drivers and hook owners selected at startup (built once; ``InvalidInput`` when
+        one is unavailable)."""
+        if self._selection is None:
+            self._selection = driver_selection.select(self.settings)
+        return self._selection
 
     def forget_worker(self) -> None:
         """Drop the worker without closing it: forked pool processes must build their own

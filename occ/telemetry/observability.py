@@ -56,6 +56,8 @@ ALLOWED_FIELDS: Final = frozenset(
         "apiUrl",
         "adminKeyFile",
         "computeDriver",
+        "sandboxDriver",
+        "hookOwners",
         "brokerUrl",
         "child",
         "exitStatus",

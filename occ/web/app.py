@@ -19,6 +19,8 @@ import flask
 import flask_smorest
 import flask_smorest.utils
 
+from occ.drivers import selection as driver_selection
+from occ.drivers.secret import SecretDriver
 from occ.foundation import errors
 from occ.runtime import composition
 from occ.settings.config import Settings
@@ -53,6 +55,8 @@ class WebContext:
 
     runtime: composition.Runtime
     nudger: nudge.Nudger
+    drivers: driver_selection.Selection
+    secrets: SecretDriver
 
 
 def create_app(
@@ -77,6 +81,7 @@ def create_app(
     app.extensions["occ"] = WebContext(
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
+        **_selected_drivers(built.settings),
     )
     api = _Api(
         app,
@@ -104,6 +109,19 @@ def create_app(
     app.after_request(idempotency.record_outcome)
     app.after_request(preconditions.tag_response)  # after_request runs last-registered first
     return app
+
+
+def _selected_drivers(settings: Settings) -> dict[str, Any]:
+    """The drivers the startup configuration selects; an unavailable one ends the process with
+    one line (like invalid settings): the API fails closed before its first request."""
+    try:
+        return {
+            "drivers": driver_selection.select(settings),
+            "secrets": composition.secret_driver(settings),
+        }
+    except errors.OccError as exc:
+        print(f"occ-api: error: {exc.code}: {lifecycle.startup_reason(exc)}", file=sys.stderr)
+        raise SystemExit(EXIT_WORKER_BOOT_ERROR) from None
 
 
 def _settings_from_env() -> Settings:

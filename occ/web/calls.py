@@ -15,6 +15,8 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import flask
 
+from occ.drivers import selection
+from occ.drivers.secret import SecretDriver
 from occ.runtime import composition
 from occ.state import keyset
 from occ.state.db import Database
@@ -27,13 +29,20 @@ T = TypeVar("T")
 
 
 class Context(Protocol):
-    """The application's ``occ`` extension: its runtime and its work nudger."""
+    """The application's ``occ`` extension: its runtime, its work nudger, and the drivers the
+    startup configuration selected."""
 
     @property
     def runtime(self) -> composition.Runtime: ...
 
     @property
     def nudger(self) -> nudge.Nudger: ...
+
+    @property
+    def drivers(self) -> selection.Selection: ...
+
+    @property
+    def secrets(self) -> SecretDriver: ...
 
 
 def context() -> Context:

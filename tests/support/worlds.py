@@ -20,9 +20,10 @@ from occ.controller import (
     installation,
     secrets,
 )
+from occ.drivers.secret import SecretDriver
 from occ.foundation import harnesses
 from occ.state import agents as agent_rows
-from occ.state import iam_policy, secret_store
+from occ.state import iam_policy
 from occ.state import roles as role_rows
 from occ.state.db import Database
 
@@ -63,7 +64,7 @@ def namespace_resources(
     *,
     admin: str,
     namespace_id: str,
-    store: secret_store.SecretStore,
+    store: SecretDriver,
     secret_value: str,
     document: dict[str, Any] | None = None,
 ) -> Resources:
@@ -137,7 +138,7 @@ def make(
     admin: str,
     namespace_id: str,
     compute_driver: str,
-    store: secret_store.SecretStore,
+    store: SecretDriver,
     secret_value: str,
     document: dict[str, Any] | None = None,
     agent_name: str = "agent",

@@ -90,7 +90,13 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
     command = deployments.Deploy(namespace_id=namespace_id, agent_id=agent_id)
-    return calls.admitted(deployments.deploy_agent, command)
+    drivers = calls.context().drivers
+    return calls.admitted(
+        deployments.deploy_agent,
+        command,
+        sandbox=drivers.sandbox,
+        configuration_store=drivers.configuration,
+    )
 
 
 @blueprint.operation(

@@ -1,6 +1,7 @@
 """``/v1/namespaces/<namespace_id>/secrets``: create, list, read metadata, delete.
 
-The value is accepted on create and never returned; it is sealed by ``occ.state.secret_store``.
+The value is accepted on create and never returned; the selected Secret Driver keeps it
+(``occ.drivers.secret``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import secrets
-from occ.state import secret_store
 from occ.web import calls, locations, preconditions
 from occ.web.routes import blueprints
 from occ.web.schemas import secrets as schemas
@@ -29,8 +29,7 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     command = secrets.CreateSecret(
         namespace_id=namespace_id, name=body["name"], value=body["value"]
     )
-    store = secret_store.SecretStore.from_settings(calls.context().runtime.settings)
-    return calls.item(secrets.create_secret, command, store=store)
+    return calls.item(secrets.create_secret, command, store=calls.context().secrets)
 
 
 @blueprint.operation("GET", "", page=schemas.Secret, requires="secret:read")
@@ -50,4 +49,4 @@ def delete_secret(namespace_id: str, secret_id: str) -> None:
     command = secrets.DeleteSecret(
         namespace_id=namespace_id, secret_id=secret_id, if_match=preconditions.expected()
     )
-    calls.call(secrets.delete_secret, command)
+    calls.call(secrets.delete_secret, command, store=calls.context().secrets)

@@ -150,6 +150,8 @@ def test_a_revision_not_ready_is_deferred_without_spending_an_attempt(
         (base.Failed("GATEWAY_EXITED_3", permanent=True), "RUNTIME_STARTUP_FAILED"),
         (base.PermanentDriverError(Code.KUBERNETES_FORBIDDEN, "rbac"), "KUBERNETES_FORBIDDEN"),
         (base.PermanentDriverError("NOT_OCCS_CODE"), "RUNTIME_STARTUP_FAILED"),
+        (base.PermanentDriverError("SSH_HOST_REMOVED", "gone"), "SSH_HOST_REMOVED"),
+        (base.PermanentDriverError("SANDBOX_POLICY_MISSING"), "SANDBOX_POLICY_MISSING"),
     ],
 )
 def test_a_permanent_prepare_failure_fails_the_item(
