@@ -1,9 +1,11 @@
 """The fleet observer: each tick observes the running Agents that fell due, in bulk, and acts
 only on a difference.
 
-A tick takes the due Agents from the schedule (``occ.state.observations``: one short
-transaction that moves the driver's cursor), asks the Compute Driver about all of them in one
-bulk, read-only call (``observe_revisions``), and judges each observation (``judge``, pure):
+A tick moves the driver's cursor over the window it observes (``occ.state.observations``: one
+short transaction under the cursor's row lock), reads the Agents that fell due in it (a
+snapshot, no lock: observers read side by side), asks the Compute Driver about all of them in
+one bulk, read-only call (``observe_revisions``), and judges each observation (``judge``,
+pure):
 
 * healthy, at the endpoint the Agent published, and recorded ready: nothing at all is written;
 * healthy but recorded otherwise (a repair worked, or nothing was recorded yet): ``ready`` is
@@ -91,21 +93,22 @@ def tick(worker: environment.Worker, *, limit: int = BATCH) -> Tick:
         return Tick()
     driver = worker.driver
     with worker.database.transaction() as session:
-        batch = observations.take_due(session, driver.name, interval_ms=interval, limit=limit)
-    if batch is None:
+        window = observations.claim_window(session, driver.name, interval_ms=interval, limit=limit)
+    if window is None:
         return Tick(held=True)
-    report = Tick(observed=len(batch.due), lag_s=batch.lag_s, caught_up=batch.caught_up)
-    if not batch.due:
+    with worker.database.snapshot() as session:
+        batch = observations.due(session, driver.name, window)
+    report = Tick(observed=len(batch), lag_s=window.lag_s, caught_up=window.caught_up)
+    if not batch:
         return report
-    seen = driver.observe_revisions([specs.revision(due.revision) for due in batch.due])
+    seen = driver.observe_revisions([specs.revision(due.revision) for due in batch])
     judged = [
-        (due, seen[due.revision.id], judge(due, seen[due.revision.id], batch.now))
-        for due in batch.due
+        (due, seen[due.revision.id], judge(due, seen[due.revision.id], window.now)) for due in batch
     ]
     for _, _, verdict in judged:
         report.verdicts[verdict] = report.verdicts.get(verdict, 0) + 1
         metrics.OBSERVATIONS.labels(str(verdict)).inc()
-    _act(worker, judged, interval_ms=interval, now=batch.now)
+    _act(worker, judged, interval_ms=interval, now=window.now)
     return report
 
 

@@ -2,12 +2,13 @@
 
 Every running Agent is observed once per interval, at its phase: ``agents.observe_phase`` (a
 stable hash of its id, ``0 .. PHASES - 1``) says after which share of the interval it is due.
-``phase_ranges`` turns a window of time into the phases it covers (pure); ``take_due`` locks a
-driver's cursor (another observer holding it is skipped, not waited for), reads the Agents due
-since, at most ``limit`` of them, and moves the cursor to the end of what it read. So several
-observers share a fleet without observing an Agent twice, and an idle fleet writes one row per
-tick. A cursor more than an interval behind (an overloaded or stopped observer) jumps to one
-interval behind: the work stays bounded, the lag shows (``lag_s``). Never commits.
+``phase_ranges`` turns a window of time into the phases it covers (pure). ``claim_window`` locks
+a driver's cursor (another observer holding it is skipped, not waited for) and moves it over a
+window sized to hold about ``limit`` Agents; ``due`` then reads the Agents of that window
+without any lock, so several observers read and observe their windows side by side, no Agent
+twice, and an idle fleet writes one row per tick. A cursor more than an interval behind (an
+overloaded or stopped observer) jumps to one interval behind: the work stays bounded, the lag
+shows (``lag_s``). Never commits.
 """
 
 from __future__ import annotations
@@ -52,13 +53,6 @@ def phase_at(moment_us: int, interval_us: int) -> int:
     return (moment_us % interval_us) * PHASES // interval_us
 
 
-def moment_of(phase: int, after_us: int, interval_us: int) -> int:
-    """The first moment at or after ``after_us`` whose phase is ``phase`` or the one before it
-    (rounded down, so a window that starts there covers ``phase``)."""
-    base = after_us - after_us % interval_us + phase * interval_us // PHASES
-    return base if base >= after_us else base + interval_us
-
-
 @dataclass(frozen=True, kw_only=True)
 class Due:
     """A running Agent due for observation, with what its observation is judged against."""
@@ -79,63 +73,62 @@ class Due:
 
 
 @dataclass(frozen=True)
-class Batch:
-    """What one tick took: the due Agents, the window they were due in, and the lag."""
+class Window:
+    """The stretch of time one tick observes, and how far behind the cursor stood."""
 
-    due: list[Due]
-    window_start: dt.datetime
-    window_end: dt.datetime
+    start: dt.datetime
+    end: dt.datetime
     now: dt.datetime
+    interval_ms: int
     lag_s: float
     """How far behind ``now`` the cursor stood when the tick took it."""
 
     @property
     def caught_up(self) -> bool:
         """The window reached ``now`` (else more is due: take again soon)."""
-        return self.window_end >= self.now
+        return self.end >= self.now
 
 
-def take_due(
+def claim_window(
     session: orm.Session, compute_driver: str, *, interval_ms: int, limit: int
-) -> Batch | None:
-    """Lock the driver's cursor, read what fell due since (at most ``limit``), move the cursor
-    past it; ``None`` when another observer holds the cursor."""
+) -> Window | None:
+    """Lock the driver's cursor and move it over the window this tick observes: from where it
+    stood (at most an interval ago) to now, or less, so that about ``limit`` of the running
+    Agents fall due in it; ``None`` when another observer holds the cursor."""
     params: dict[str, Any] = {"compute_driver": compute_driver, "interval_ms": interval_ms}
-    session.execute(SQL["open_cursor"], params)
     cursor = session.execute(SQL["lock_cursor"], params).mappings().first()
     if cursor is None:
-        return None
+        if session.execute(SQL["has_cursor"], params).scalar_one():
+            return None  # another observer holds it
+        session.execute(SQL["open_cursor"], params)  # the first tick ever
+        cursor = session.execute(SQL["lock_cursor"], params).mappings().first()
+        if cursor is None:
+            return None
     now: dt.datetime = cursor["now"]
     observed_until: dt.datetime = cursor["observed_until"]
-    lag_s = max((now - observed_until).total_seconds(), 0.0)
     interval_us = interval_ms * 1000
     start_us = max(_us(observed_until), _us(now) - interval_us)
-    (low, high), (low2, high2) = phase_ranges(start_us, _us(now), interval_us)
-    rows = (
-        session.execute(
-            SQL["due"],
-            {
-                **params,
-                "deployment_kind": deploys.KIND,
-                "low": low,
-                "high": high,
-                "low2": low2,
-                "high2": high2,
-                "limit": limit + 1,
-            },
-        )
-        .mappings()
-        .all()
-    )
-    end = now
-    if len(rows) > limit:
-        # stop before the first phase not taken, whole: its Agents wait for the next tick
-        cut = rows[limit]["observe_phase"]
-        taken = [row for row in rows[:limit] if row["observe_phase"] != cut]
-        rows = taken or rows[:limit]
-        end = min(_moment(moment_of(cut, start_us, interval_us)), now)
+    running = int(session.execute(SQL["running"], params).scalar_one())
+    span_us = max(interval_us * limit // max(running, 1), 1)
+    end = now if start_us + span_us >= _us(now) else _moment(start_us + span_us)
     session.execute(SQL["move_cursor"], {**params, "observed_until": end})
-    return Batch([_due(row) for row in rows], _moment(start_us), end, now, lag_s)
+    lag_s = max((now - observed_until).total_seconds(), 0.0)
+    return Window(_moment(start_us), end, now, interval_ms, lag_s)
+
+
+def due(session: orm.Session, compute_driver: str, window: Window) -> list[Due]:
+    """The running Agents whose phases fell due in ``window``."""
+    interval_us = window.interval_ms * 1000
+    (low, high), (low2, high2) = phase_ranges(_us(window.start), _us(window.end), interval_us)
+    params = {
+        "compute_driver": compute_driver,
+        "deployment_kind": deploys.KIND,
+        "low": low,
+        "high": high,
+        "low2": low2,
+        "high2": high2,
+    }
+    return [_due(row) for row in session.execute(SQL["due"], params).mappings()]
 
 
 def lag_s(session: orm.Session, compute_driver: str) -> float | None:

@@ -1,6 +1,6 @@
-"""The observation schedule's arithmetic (``observations.phase_ranges``, ``phase_at``,
-``moment_of``), without a database: windows that follow each other cover every phase at least
-once per interval and never skip one."""
+"""The observation schedule's arithmetic (``observations.phase_ranges``, ``phase_at``), without
+a database: windows that follow each other cover every phase at least once per interval and
+never skip one."""
 
 from __future__ import annotations
 
@@ -64,20 +64,3 @@ def test_windows_that_follow_each_other_skip_no_phase(
     whole_intervals = (moment - start_us) // interval_us
     for phase in SAMPLE:  # each covered at least once per whole interval that passed
         assert counts[phase] >= whole_intervals
-
-
-@given(
-    interval_s=st.integers(min_value=1, max_value=3_600),
-    after_us=st.integers(min_value=0, max_value=10**15),
-    phase=st.integers(min_value=0, max_value=PHASES - 1),
-)
-def test_a_window_that_starts_at_a_phases_moment_covers_that_phase(
-    interval_s: int, after_us: int, phase: int
-) -> None:
-    interval_us = interval_s * SECOND
-    moment = observations.moment_of(phase, after_us, interval_us)
-
-    assert after_us <= moment < after_us + interval_us
-    assert observations.phase_at(moment, interval_us) in (phase, phase - 1)
-    ranges = observations.phase_ranges(moment, moment + interval_us // 3, interval_us)
-    assert _covers(ranges, phase)
