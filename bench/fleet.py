@@ -1,0 +1,446 @@
+"""Fleet benchmark: what observing an idle fleet of running Agents costs, and how it scales.
+
+Not a test: it asserts nothing, it measures. For each fleet size N (1,000 and 10,000 by default;
+``--agents``), stdout gets ``fleet_<N>_<name>=value`` lines:
+
+    rows_per_observation        rows inserted, updated or deleted in occ's tables per observation
+    inserts_per_observation     of which inserted (no work row, no audit row: target 0)
+    statements_per_observation  SQL statements the observer ran
+    commits_per_observation     transactions PostgreSQL committed (target <= 0.1)
+    messages_per_observation    Celery messages: one per tick (target <= 0.01)
+    api_calls_per_observation   requests the fake Kubernetes API server answered (target 0)
+    observations_per_s          one observer process with everything due (target >= 2,000)
+    observations_per_core_s     the same per CPU second of the observer and PostgreSQL
+    cpu_ms_per_agent_interval   CPU (observer and PostgreSQL) to observe one Agent once
+    core_share_at_60s           that, for N Agents at a 60 s interval, as a share of one core
+                                (target <= 0.10 at N = 10,000)
+    lag_p99_s                   the cursor's lag at each tick, steady state at a 60 s interval
+    procs_<k>_observations_per_s   k = 1, 2, 4 observer processes side by side (target 2 >= 1.8x 1)
+    overload_new_rows           rows inserted while observing at 5x the capacity (target 0)
+    overload_lag_max_s          the lag then (grows, bounded by one interval)
+    repair_latency_s            a gateway Deployment deleted -> the Agent recorded ready again,
+                                at a 10 s interval (target: within 2 intervals)
+
+stderr gets a summary against the targets and, with ``-v``, progress lines.
+
+Set-up: ``OCC_TEST_DATABASE_URL`` names a PostgreSQL server (a scratch database is created and
+dropped). The fleet is made in bulk (``bench/fleet_world.py``: rows as occ's deploys leave
+them, and each Agent's objects in the fake Kubernetes API server of the tests, started in this
+process, with the kubernetes driver's own manifests, rollouts done). Observers are separate
+processes (``multiprocessing``, spawned) that run the fleet observer's tick
+(``occ.reconcile.observer.tick``) the way beat and the control worker do: a tick a second, the
+next at once while more is due. They build the kubernetes driver from settings and reach the
+fake over HTTP through a kubeconfig, as a worker reaches a cluster. Rows come from
+``pg_stat_user_tables``, commits from ``pg_stat_database``, CPU from ``/proc`` (the observer
+processes and every PostgreSQL backend), API calls from the fake's journal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import sqlalchemy as sa
+
+from bench import deploys, fleet_world, workers
+from bench.support import BenchError, log, percentile, report
+from occ.drivers.compute.kubernetes import manifests
+from occ.state import models
+from occ.state.db import Database
+from tests.support import fleets
+from tests.support.kube_api import FakeKubeAPI
+
+GATEWAY_IMAGE: Final = "registry.example/occ-gateway:bench"
+SECRET_KEY: Final = "fleet-bench-secret-key"
+STEADY_INTERVAL_MS: Final = 60_000
+REPAIR_INTERVAL_MS: Final = 10_000
+TICK_S: Final = 1.0
+"""Beat's period of the observer's tick (``OCC_OBSERVER_TICK_MS``)."""
+THROUGHPUT_S: Final = 12.0
+OVERLOAD_S: Final = 12.0
+REPAIR_TIMEOUT_S: Final = 60.0
+
+
+# -- the observer processes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """How an observer process runs: its settings and for how long."""
+
+    database_url: str
+    kubeconfig: str
+    interval_ms: int
+    duration_s: float
+    repair: bool = False
+    """Also run the repairs it admits (in this process, as a driver worker would)."""
+
+
+@dataclass
+class Result:
+    """What one observer process counted."""
+
+    observations: int = 0
+    ticks: int = 0
+    statements: int = 0
+    cpu_s: float = 0.0
+    lags: list[float] = field(default_factory=list)
+    verdicts: dict[str, int] = field(default_factory=dict)
+
+
+def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
+    """An observer process: build a worker as the control worker does, tick for a while."""
+    from occ.drivers import compute  # noqa: PLC0415 - in the spawned process only
+    from occ.reconcile import environment, executor, observer  # noqa: PLC0415
+    from occ.runtime import composition  # noqa: PLC0415
+    from occ.settings.config import Settings  # noqa: PLC0415
+
+    settings = Settings(
+        database_url=run.database_url,
+        compute_driver="kubernetes",
+        kubernetes_kubeconfig=run.kubeconfig,
+        kubernetes_gateway_image=GATEWAY_IMAGE,
+        maintenance_interval_ms=run.interval_ms,
+        secret_key=SECRET_KEY,
+    )
+    database = Database(run.database_url, pool_size=3, application_name="occ-fleet-observer")
+    worker = environment.Worker(
+        database=database,
+        policy=composition.queue_policy(settings),
+        driver=compute.load("kubernetes", settings),
+        shutdown=threading.Event(),
+        settings=settings,
+    )
+    result = Result()
+
+    def counted(*_: object) -> None:
+        result.statements += 1
+
+    observer.tick(worker, limit=1)  # connects, and starts what the driver keeps (a cache)
+    ready.put(os.getpid())
+    go.wait()
+    sa.event.listen(database.engine, "before_cursor_execute", counted)
+    cpu = os.times()
+    deadline = time.monotonic() + run.duration_s
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        tick = observer.tick(worker)
+        result.ticks += 1
+        result.observations += tick.observed
+        result.lags.append(tick.lag_s)
+        for verdict, count in tick.verdicts.items():
+            result.verdicts[str(verdict)] = result.verdicts.get(str(verdict), 0) + count
+        if run.repair:
+            for claim in executor.claim_batch(database, worker.policy, max_in_flight=8):
+                executor.run(worker, claim.work_id, str(claim.token))
+        if tick.caught_up or tick.held:
+            time.sleep(max(TICK_S - (time.monotonic() - started), 0.0))
+    after = os.times()
+    result.cpu_s = (after.user - cpu.user) + (after.system - cpu.system)
+    sa.event.remove(database.engine, "before_cursor_execute", counted)
+    database.dispose()
+    results.put(result)
+
+
+def run_observers(run: Run, processes: int) -> tuple[list[Result], float]:
+    """``processes`` observers started together; their results and PostgreSQL's CPU seconds."""
+    context = multiprocessing.get_context("spawn")
+    results, ready, go = context.Queue(), context.Queue(), context.Event()
+    started = [
+        context.Process(target=observe, args=(run, results, ready, go), daemon=True)
+        for _ in range(processes)
+    ]
+    for process in started:
+        process.start()
+    for _ in started:
+        ready.get(timeout=120)
+    postgres_before = postgres_cpu_s()
+    go.set()
+    collected = []
+    for _ in started:
+        try:
+            collected.append(results.get(timeout=run.duration_s + 120))
+        except queue.Empty as exc:
+            raise BenchError("an observer process did not report") from exc
+    for process in started:
+        process.join(timeout=30)
+    return collected, postgres_cpu_s() - postgres_before
+
+
+def postgres_cpu_s() -> float:
+    """CPU seconds of every PostgreSQL process on this machine so far (``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "postgres":
+                continue
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+# -- the database's own counts -------------------------------------------------------------
+
+
+_ROWS: Final = sa.text("""
+    SELECT coalesce(sum(n_tup_ins), 0) AS inserted,
+           coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) AS written
+      FROM pg_stat_user_tables WHERE schemaname = 'occ'
+""")
+_COMMITS: Final = sa.text(
+    "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+)
+
+
+def database_counts(owner: Database) -> tuple[int, int, int]:
+    """(rows inserted, rows written, transactions committed) so far, as the statistics say."""
+    time.sleep(1.2)  # backends report their counts at most once a second
+    with owner.transaction() as session:
+        session.execute(sa.text("SELECT pg_stat_clear_snapshot()"))
+        rows = session.execute(_ROWS).one()
+        commits = session.execute(_COMMITS).scalar_one()
+    return int(rows.inserted), int(rows.written), int(commits)
+
+
+def set_cursor(owner: Database, behind_ms: int) -> None:
+    """Put the kubernetes fleet's cursor ``behind_ms`` behind now (made if missing)."""
+    with owner.transaction() as session:
+        session.execute(
+            sa.text("""
+                INSERT INTO occ.observer_cursors (compute_driver, observed_until)
+                VALUES ('kubernetes', clock_timestamp() - :behind * interval '1 millisecond')
+                ON CONFLICT (compute_driver) DO UPDATE SET observed_until = excluded.observed_until
+            """),
+            {"behind": behind_ms},
+        )
+
+
+def work_rows(owner: Database) -> int:
+    with owner.transaction() as session:
+        return int(
+            session.execute(
+                sa.select(sa.func.count()).select_from(models.ControllerWork)
+            ).scalar_one()
+        )
+
+
+# -- one fleet size --------------------------------------------------------------------------
+
+
+def measure(n: int, verbose: bool) -> dict[str, float]:
+    """Every figure for a fleet of ``n`` running Agents."""
+    figures: dict[str, float] = {}
+    with workers.scratch(f"fleet{n}", "redis://127.0.0.1:6379/11") as (directory, urls):
+        owner = Database(urls.owner, pool_size=2, application_name="occ-fleet-bench")
+        fake = FakeKubeAPI(validate=False).start()
+        try:
+            made = time.monotonic()
+            app = Database(urls.app, pool_size=1, application_name="occ-fleet-bench")
+            admin = deploys.bootstrap(app)
+            app.dispose()
+            fleets.running_agents(owner, admin, n)
+            fleet = fleet_world.members(owner)
+            options = manifests.GatewayOptions(image=GATEWAY_IMAGE, storage_class=None)
+            fleet_world.objects(fake, fleet, options)
+            fleet_world.publish_endpoints(owner, fleet)
+            log(verbose, f"{n}: fleet made in {time.monotonic() - made:.0f} s")
+            kubeconfig = str(fake.write_kubeconfig(directory / "kubeconfig"))
+
+            figures.update(steady(owner, urls.app, kubeconfig, fake, n, verbose))
+            figures.update(scaling(owner, urls.app, kubeconfig, n, verbose))
+            capacity = figures["procs_1_observations_per_s"]
+            figures.update(overload(owner, urls.app, kubeconfig, n, capacity, verbose))
+            figures.update(repair(owner, urls.app, kubeconfig, fake, fleet, verbose))
+        finally:
+            fake.stop()
+            owner.dispose()
+    return figures
+
+
+def steady(
+    owner: Database, url: str, kubeconfig: str, fake: FakeKubeAPI, n: int, verbose: bool
+) -> dict[str, float]:
+    """One observer at the default 60 s interval for one interval: every Agent observed once."""
+    set_cursor(owner, 0)
+    run = Run(url, kubeconfig, STEADY_INTERVAL_MS, STEADY_INTERVAL_MS / 1000)
+    inserted, written, commits = database_counts(owner)
+    fake.clear_journal()
+    [result], postgres_s = run_observers(run, 1)
+    api_calls = len(fake.journal)
+    inserted_after, written_after, commits_after = database_counts(owner)
+    observed = max(result.observations, 1)
+    cpu_ms = (result.cpu_s + postgres_s) * 1000 / observed
+    log(verbose, f"{n}: steady {result.observations} observations, verdicts {result.verdicts}")
+    if result.verdicts.get("unchanged", 0) != result.observations:
+        raise BenchError(f"the idle fleet was not all unchanged: {result.verdicts}")
+    return {
+        "rows_per_observation": (written_after - written) / observed,
+        "inserts_per_observation": (inserted_after - inserted) / observed,
+        "statements_per_observation": result.statements / observed,
+        # less the two statistics reads of this process
+        "commits_per_observation": max(commits_after - commits - 2, 0) / observed,
+        "messages_per_observation": result.ticks / observed,
+        "api_calls_per_observation": api_calls / observed,
+        "cpu_ms_per_agent_interval": cpu_ms,
+        "core_share_at_60s": n * cpu_ms / STEADY_INTERVAL_MS,
+        "lag_p99_s": percentile(result.lags, 0.99),
+    }
+
+
+def scaling(owner: Database, url: str, kubeconfig: str, n: int, verbose: bool) -> dict[str, float]:
+    """1, 2 and 4 observers with everything always due (an interval far shorter than the fleet
+    takes): observations per second, and per CPU second."""
+    figures: dict[str, float] = {}
+    interval_ms = max(n // 50, 100)  # the fleet would need 50,000 observations a second
+    for processes in (1, 2, 4):
+        set_cursor(owner, interval_ms)
+        results, postgres_s = run_observers(
+            Run(url, kubeconfig, interval_ms, THROUGHPUT_S), processes
+        )
+        observed = sum(result.observations for result in results)
+        figures[f"procs_{processes}_observations_per_s"] = observed / THROUGHPUT_S
+        if processes == 1:
+            figures["observations_per_s"] = observed / THROUGHPUT_S
+            figures["observations_per_core_s"] = observed / (results[0].cpu_s + postgres_s)
+        log(verbose, f"{n}: {processes} observers, {observed / THROUGHPUT_S:.0f} observations/s")
+    return figures
+
+
+def overload(
+    owner: Database, url: str, kubeconfig: str, n: int, capacity: float, verbose: bool
+) -> dict[str, float]:
+    """One observer whose interval asks five times what it can observe: lag, never rows."""
+    interval_ms = max(int(n / (5 * max(capacity, 1.0)) * 1000), 1)
+    set_cursor(owner, 0)
+    before = work_rows(owner)
+    inserted, _, _ = database_counts(owner)
+    [result], _ = run_observers(Run(url, kubeconfig, interval_ms, OVERLOAD_S), 1)
+    inserted_after, _, _ = database_counts(owner)
+    log(verbose, f"{n}: overload interval {interval_ms} ms, {work_rows(owner) - before} work rows")
+    return {
+        "overload_new_rows": inserted_after - inserted,
+        "overload_lag_max_s": max(result.lags, default=0.0),
+        "overload_interval_s": interval_ms / 1000,
+    }
+
+
+def repair(
+    owner: Database,
+    url: str,
+    kubeconfig: str,
+    fake: FakeKubeAPI,
+    fleet: list[fleet_world.Member],
+    verbose: bool,
+) -> dict[str, float]:
+    """A gateway Deployment deleted behind occ's back: the time until its Agent is recorded
+    ready again, the repair run by the observing process itself, at a 10 s interval."""
+    member = fleet[len(fleet) // 2]
+    fake.simulation.auto_rollout = True
+    set_cursor(owner, 0)
+    run = Run(url, kubeconfig, REPAIR_INTERVAL_MS, REPAIR_TIMEOUT_S, repair=True)
+    context = multiprocessing.get_context("spawn")
+    results, ready, go = context.Queue(), context.Queue(), context.Event()
+    process = context.Process(target=observe, args=(run, results, ready, go), daemon=True)
+    process.start()
+    ready.get(timeout=120)
+    go.set()
+    fake.remove("deployments", member.kubernetes_namespace, manifests.deployment_name(member.spec))
+    killed = time.monotonic()
+
+    def ready_again() -> bool:
+        with owner.transaction() as session:
+            row = session.execute(
+                sa.select(models.AgentRuntime.status, models.AgentRuntime.repairs).where(
+                    models.AgentRuntime.agent_id == member.spec.agent_id
+                )
+            ).one()
+        return row.status == "ready" and repaired(owner, member)
+
+    workers.wait_for(ready_again, timeout=REPAIR_TIMEOUT_S, interval=0.1, message="a repair")
+    latency = time.monotonic() - killed
+    process.terminate()
+    process.join(timeout=10)
+    log(verbose, f"repair in {latency:.1f} s at a {REPAIR_INTERVAL_MS / 1000:.0f} s interval")
+    return {
+        "repair_latency_s": latency,
+        "repair_latency_intervals": latency * 1000 / REPAIR_INTERVAL_MS,
+    }
+
+
+def repaired(owner: Database, member: fleet_world.Member) -> bool:
+    """A repair of the member's revision succeeded."""
+    with owner.transaction() as session:
+        return bool(
+            session.execute(
+                sa.select(sa.func.count())
+                .select_from(models.ControllerWork)
+                .where(
+                    models.ControllerWork.revision_id == member.spec.revision_id,
+                    models.ControllerWork.state == "succeeded",
+                    models.ControllerWork.kind == "revision_maintenance",
+                )
+            ).scalar_one()
+        )
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--agents", default="1000,10000", help="fleet sizes, comma-separated (1000,10000)"
+    )
+    parser.add_argument("--quick", action="store_true", help="1,000 Agents only")
+    parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    args = parser.parse_args(argv)
+    sizes = [1000] if args.quick else [int(size) for size in args.agents.split(",")]
+    workers.exit_on_sigterm()
+    started = time.monotonic()
+    figures: dict[str, float] = {}
+    summary: list[str] = []
+    for n in sizes:
+        measured = measure(n, args.verbose)
+        figures.update({f"fleet_{n}_{name}": value for name, value in measured.items()})
+        summary.append(_summary(n, measured))
+    summary.append(f"({time.monotonic() - started:.0f} s in all on {os.cpu_count()} CPUs)")
+    report(figures, summary)
+    return 0
+
+
+def _summary(n: int, f: dict[str, float]) -> str:
+    ratio = f["procs_2_observations_per_s"] / f["procs_1_observations_per_s"]
+    return (
+        f"fleet {n}: per no-op observation {f['inserts_per_observation']:.3f} inserts "
+        f"(target 0), {f['api_calls_per_observation']:.3f} API calls (target 0), "
+        f"{f['messages_per_observation']:.4f} messages (target <= 0.01), "
+        f"{f['commits_per_observation']:.3f} commits (target <= 0.1), "
+        f"{f['statements_per_observation']:.3f} statements; "
+        f"{f['observations_per_s']:.0f} observations/s (target >= 2000), "
+        f"{f['observations_per_core_s']:.0f} per CPU s; "
+        f"{f['core_share_at_60s'] * 100:.1f}% of a core at 60 s (target <= 10% at 10,000); "
+        f"lag p99 {f['lag_p99_s']:.1f} s; 2 observers {ratio:.2f}x one (target >= 1.8); "
+        f"at 5x overload {f['overload_new_rows']:.0f} rows (target 0), lag up to "
+        f"{f['overload_lag_max_s']:.1f} s of a {f['overload_interval_s']:.1f} s interval; "
+        f"repair in {f['repair_latency_intervals']:.1f} intervals (target <= 2)"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
