@@ -31,6 +31,7 @@ from occ.drivers.compute.kubernetes import (
     manifests,
     namespaces,
     naming,
+    ratelimit,
     rollout,
 )
 from occ.settings.config import Settings
@@ -99,7 +100,9 @@ class KubernetesComputeDriver:
             settings.kubernetes_kubeconfig, settings.kubernetes_context
         )
         api = client.KubernetesApi(
-            configuration, timeout_s=settings.kubernetes_request_timeout_ms / 1000
+            configuration,
+            timeout_s=settings.kubernetes_request_timeout_ms / 1000,
+            limiter=ratelimit.TokenBucket(settings.kubernetes_qps, settings.kubernetes_burst),
         )
         return cls(
             api,
