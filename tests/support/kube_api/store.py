@@ -62,10 +62,11 @@ class Store:
         self._cluster_ips = _SERVICE_NETWORK.hosts()
 
     def clear(self) -> None:
-        """No objects; every earlier version expires (a watch from one is told 410)."""
+        """No objects; every earlier version expires (a watch from one is told 410), since
+        the objects went without a change a watch could replay."""
         with self.lock:
             self._objects.clear()
-            self.history.compact(self._version)
+            self.history.compact(int(self._next_version()))
 
     def resource_version(self) -> str:
         """The newest resourceVersion handed out (what a list reports)."""
