@@ -32,11 +32,11 @@ _KEPT_LABELS: Final = frozenset(
         naming.AGENT_ID,
         naming.REVISION_ID,
         naming.ROLE,
-        naming.MODE,
         SERVICE_NAME,
     }
 )
-"""Labels an observation compares (ownership, the slice's Service); others are dropped."""
+"""Labels an observation compares (ownership, the slice's Service); others are dropped. Their
+keys and values, and namespace names, are interned: an Agent's objects share them."""
 
 
 @dataclass(frozen=True)
@@ -48,18 +48,22 @@ class Watched:
     keep: Callable[[Mapping[str, Any]], Wire]
 
 
-def _metadata(obj: Mapping[str, Any]) -> Wire:
+def _metadata(obj: Mapping[str, Any], *, generation: bool = False) -> Wire:
     found = obj.get("metadata") or {}
     labels = found.get("labels") or {}
     kept: Wire = {
         "name": found.get("name"),
-        "labels": {sys.intern(k): v for k, v in labels.items() if k in _KEPT_LABELS},
+        "labels": {
+            sys.intern(key): sys.intern(value)
+            for key, value in labels.items()
+            if key in _KEPT_LABELS and isinstance(value, str)
+        },
     }
-    if found.get("namespace"):
-        kept["namespace"] = found["namespace"]
+    if isinstance(found.get("namespace"), str):
+        kept["namespace"] = sys.intern(found["namespace"])
     if found.get("deletionTimestamp"):
         kept["deletionTimestamp"] = found["deletionTimestamp"]
-    if isinstance(found.get("generation"), int):
+    if generation and isinstance(found.get("generation"), int):
         kept["generation"] = found["generation"]
     return kept
 
@@ -88,7 +92,7 @@ def deployment_record(obj: Mapping[str, Any]) -> Wire:
         if isinstance(condition, Mapping)
     ]
     return {
-        "metadata": _metadata(obj),
+        "metadata": _metadata(obj, generation=True),
         "spec": {"replicas": spec.get("replicas"), "template": template},
         "status": kept_status,
     }
