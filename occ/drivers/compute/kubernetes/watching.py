@@ -7,8 +7,9 @@ a session of ``session_s`` (drawn at random between its bounds, as client-go doe
 reconnections spread out), and then the next one starts where it stopped. A stream that
 breaks (refused, reset, silent past its read timeout, an error event) is watched again from
 the last version after a backoff; a version or continue token the server no longer keeps
-(410 ``Expired``) is answered by listing again. Every answer from the cluster refreshes the
-kind's proof of life in the cache. It runs in the informer's thread until ``stop`` is set.
+(410 ``Expired``) is answered by listing again (at once the first time, then with backoff).
+Every answer from the cluster refreshes the kind's proof of life in the cache. It runs in the
+informer's thread until ``stop`` is set.
 """
 
 from __future__ import annotations
@@ -52,6 +53,16 @@ class StreamBroken(Exception):
     """A watch stream ended in an error event or an answer that is not a watch event."""
 
 
+_EXPECTED: Final = (
+    base.DriverError,
+    StreamBroken,
+    urllib3.exceptions.HTTPError,
+    OSError,
+    ValueError,
+)
+"""What a cluster, a network or a stream can do to a reflector (logged without a traceback)."""
+
+
 class Reflector:
     """Lists and watches one kind into the cache (``run`` is a thread's target)."""
 
@@ -90,14 +101,11 @@ class Reflector:
                 failures_in_a_row = 0
             except failures.Expired:
                 _log("compute.kubernetes-watch-expired", logging.INFO, self.kind)
-                version = None  # list again at once: the cache keeps serving meanwhile
-            except (
-                base.DriverError,
-                StreamBroken,
-                urllib3.exceptions.HTTPError,
-                OSError,
-                ValueError,
-            ) as exc:
+                version = None  # list again: the cache keeps serving meanwhile
+                failures_in_a_row += 1
+                if failures_in_a_row > 1:  # expired again before a watch went well: no spin
+                    self.stop.wait(self._backoff(failures_in_a_row - 1))
+            except Exception as exc:  # back off, then watch again (a bug: with its traceback)
                 if self.stop.is_set():
                     return
                 failures_in_a_row += 1
@@ -109,6 +117,7 @@ class Reflector:
                     code=getattr(exc, "code", failures.UNAVAILABLE),
                     error=type(exc).__name__,
                     delayMs=round(delay_s * 1000),
+                    exc_info=None if isinstance(exc, _EXPECTED) else exc,
                 )
                 self.stop.wait(delay_s)
 
@@ -222,5 +231,13 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield pending
 
 
-def _log(event: str, level: int, kind: client.Kind, **fields: Any) -> None:
-    observability.log(event, level=level, operation=f"watch {kind.kind}", **fields)
+def _log(
+    event: str,
+    level: int,
+    kind: client.Kind,
+    exc_info: BaseException | None = None,
+    **fields: Any,
+) -> None:
+    observability.log(
+        event, level=level, exc_info=exc_info, operation=f"watch {kind.kind}", **fields
+    )
