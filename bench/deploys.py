@@ -87,7 +87,9 @@ def prepare_world(
     """Namespaces of ``per_namespace`` Agents each, made ready by the fleet, and ``count``
     Agents of ``driver`` with their grants; the (Namespace, Agent) pairs and the Namespaces."""
     namespace_ids = [
-        namespaces.create_namespace(database, actor_id=admin, name=f"{driver}-{index}").id
+        namespaces.create_namespace(
+            database, admin, namespaces.CreateNamespace(name=f"{driver}-{index}")
+        ).id
         for index in range(math.ceil(count / per_namespace))
     ]
     processes.nudge(env)
@@ -141,7 +143,7 @@ def deploy_all(
     admitted: dict[str, float] = {}
     for namespace_id, agent_id in pairs:
         accepted = deployments.deploy_agent(
-            database, actor_id=admin, namespace_id=namespace_id, agent_id=agent_id
+            database, admin, deployments.Deploy(namespace_id=namespace_id, agent_id=agent_id)
         )
         admitted[accepted.deployment_id] = time.time()
         nudger.send_now()

@@ -201,7 +201,7 @@ class Occ:
     def admit(self) -> str:
         self.sequence += 1
         view = namespaces.create_namespace(
-            self.database, actor_id=self.admin_id, name=f"bench-{self.sequence}"
+            self.database, self.admin_id, namespaces.CreateNamespace(name=f"bench-{self.sequence}")
         )
         return view.id
 

@@ -144,21 +144,25 @@ def is_permission(value: object) -> bool:
 
 
 def check_permissions(
-    values: Sequence[object], *, namespace_scoped: bool = False, pointer: str = "/permissions"
+    values: Sequence[object],
+    *,
+    namespace_scoped: bool = False,
+    path: errors.Path = ("permissions",),
 ) -> tuple[str, ...]:
-    """The permissions of a new Role, sorted and unique, or ``InvalidInput`` at ``pointer``.
+    """The permissions of a new Role, sorted and unique, or ``InvalidInput`` at ``path`` (or
+    at the index of the offending one below it).
 
     A Namespace-scoped Role may not hold Installation permissions nor create or delete
     Namespaces.
     """
     if not values:
-        raise errors.InvalidInput.at(pointer, "must list at least one permission")
+        raise errors.InvalidInput.at(path, "must list at least one permission")
     for index, value in enumerate(values):
         if not is_permission(value):
-            raise errors.InvalidInput.at(f"{pointer}/{index}", "is not a known permission")
+            raise errors.InvalidInput.at((*path, index), "is not a known permission")
         if namespace_scoped and value in _NAMESPACE_ROLE_FORBIDDEN:
             raise errors.InvalidInput.at(
-                f"{pointer}/{index}", "a Namespace role may not hold this permission"
+                (*path, index), "a Namespace role may not hold this permission"
             )
     return tuple(sorted({str(value) for value in values}))
 

@@ -13,6 +13,7 @@ import click
 import occ
 from occ.foundation import errors
 from occ.settings.config import Settings
+from occ.web import problems
 
 EXIT_OCC_ERROR = 2
 """Exit code of a command that failed with an ``OccError``."""
@@ -29,8 +30,10 @@ class OccCommandError(click.ClickException):
     def __init__(self, error: errors.OccError) -> None:
         detail = one_line(error.detail)
         if isinstance(error, errors.InvalidInput) and error.errors:
+            # a use case's fields are named as the API names them; settings keys as written
             detail = "; ".join(
-                f"{field.pointer}: {one_line(field.message)}" for field in error.errors
+                f"{problems.pointer(error, field)}: {one_line(field.message)}"
+                for field in error.errors
             )
         super().__init__(f"{error.code}: {detail}")
 

@@ -18,7 +18,7 @@ from occ.process_table import table
 from occ.settings.config import Settings
 from occ.tasks.names import CONTROL_QUEUE, DRIVER_QUEUE
 
-COMPUTE_DRIVERS = ("local", "docker", "kubernetes")
+COMPUTE_DRIVERS = ("local", "docker", "kubernetes", "ssh")
 
 
 @base.cli.command()

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import click
 
-from occ.client import http, namespaced, resources, waiting
+from occ.client import http, namespaced, resources, states, waiting
 from occ.client import session as shared
 from occ.foundation import harnesses
 
@@ -230,7 +230,11 @@ def _deploy(session: shared.Session, namespace_id: str, agent_id: str, follow: _
     ).data
     deployment_id = accepted["deploymentId"]
     follow.show_or_wait(
-        {"deploymentId": deployment_id, "agentId": agent_id, "state": "pending"},
+        {
+            "deploymentId": deployment_id,
+            "agentId": agent_id,
+            "state": states.DeploymentState.PENDING.value,
+        },
         lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment_id)),
         f"deployment {deployment_id}",
     )
@@ -248,9 +252,9 @@ def _settled(deployment: Any) -> waiting.Observation:
     """A deployment: pending goes on, active is done, anything else ended otherwise."""
     state = deployment["state"]
     progress = (deployment.get("progress") or {}).get("code")
-    if state == "pending":
+    if state == states.DeploymentState.PENDING:
         return waiting.Observation(state, progress=progress)
-    if state == "active":
+    if state == states.DeploymentState.ACTIVE:
         return waiting.Observation(state, ended=True, data=deployment)
     error = deployment.get("error") or {}
     return waiting.Observation(
@@ -267,19 +271,19 @@ def _stopped(session: shared.Session, namespace_id: str, agent_id: str) -> waiti
     agent = session.get(shared.path("namespaces", namespace_id, "agents", agent_id))
     work = _latest_stop(session, namespace_id, agent_id)
     if work is None:  # the caller may not read the work queue: the Agent alone must tell
-        if agent["desiredRuntimeState"] != "stopped":
+        if agent["desiredRuntimeState"] != states.DesiredRuntimeState.STOPPED:
             return waiting.Observation(
                 "superseded", ended=True, failed=True, code="STOP_SUPERSEDED", data=agent
             )
         done = agent["activeRevisionId"] is None
         return waiting.Observation("stopped" if done else "stopping", ended=done, data=agent)
-    if work["state"] in ("queued", "claimed"):
+    if work["state"] in (states.WorkState.QUEUED, states.WorkState.CLAIMED):
         return waiting.Observation("stopping", progress=work.get("lastProgressCode"))
     code = work.get("reasonCode")
-    if work["state"] == "succeeded" and code in _STOP_DONE:
+    if work["state"] == states.WorkState.SUCCEEDED and code in _STOP_DONE:
         return waiting.Observation("stopped", ended=True, data=agent)
     return waiting.Observation(
-        "failed" if work["state"] == "failed_permanent" else "superseded",
+        "failed" if work["state"] == states.WorkState.FAILED_PERMANENT else "superseded",
         ended=True,
         failed=True,
         code=code or "FAILED",

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import click
 
-from occ.client import agents, http, profile, resources, waiting
+from occ.client import agents, http, profile, resources, states, waiting
 from occ.client import session as shared
 
 WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
@@ -58,7 +58,7 @@ def work() -> None:
 
 
 @work.command("list")
-@click.option("--state", type=click.Choice(("queued", "claimed", "succeeded", "failed_permanent")))
+@click.option("--state", type=click.Choice([state.value for state in states.WorkState]))
 @click.option("-n", "--namespace", default=None, help="Only this Namespace's (id or name).")
 @click.option("--agent", default=None, help="Only this Agent's (id).")
 @click.option("--limit", type=click.IntRange(1, 500), default=None)

@@ -16,7 +16,7 @@ from typing import Any, Final
 import click
 import yaml
 
-from occ.client import http, namespaced, waiting
+from occ.client import http, namespaced, states, waiting
 from occ.client import session as shared
 
 NAMESPACE_COLUMNS: Final = ("id", "name", "status", "createdAt")
@@ -107,9 +107,9 @@ def delete_namespace(
 def _namespace_ready(session: shared.Session, namespace_id: str) -> waiting.Observation:
     namespace = session.get(shared.path("namespaces", namespace_id))
     status = namespace["status"]
-    if status == "ready":
+    if status == states.NamespaceStatus.READY:
         return waiting.Observation(status, ended=True, data=namespace)
-    if status == "failed":
+    if status == states.NamespaceStatus.FAILED:
         return failed_work(session, f"namespace:{namespace_id}:reconcile:ready", status, namespace)
     return waiting.Observation(status, progress=_progress(session, namespace_id, "ready"))
 
@@ -126,7 +126,7 @@ def deletion(
             return waiting.Observation("deleted", ended=True)
         raise
     work = readable_work(session, f"{kind}:{resource_id}:reconcile:deleted")
-    if work is not None and work["state"] == "failed_permanent":
+    if work is not None and work["state"] == states.WorkState.FAILED_PERMANENT:
         return waiting.Observation(
             resource["status"],
             ended=True,

@@ -1,14 +1,14 @@
 """Access-binding use cases: grant a Role to a principal at a scope, read, list, revoke.
 
 They follow the rules of every IAM administration use case (``occ.controller.policy``); a
-revocation is what could leave nobody able to administer the Installation. They return
+revocation is what could leave nobody able to administer the Installation. A change takes its
+command value (``CreateBinding``, ``RevokeBinding``). They return
 ``occ.state.iam_policy.AccessBinding`` values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from occ.controller import installation, policy
 from occ.foundation import errors, ids
@@ -16,32 +16,42 @@ from occ.state import iam_policy, keyset
 from occ.state.db import Database, Session
 
 
-def create_binding(
-    db: Database,
-    *,
-    actor_id: str,
-    role_id: str,
-    principal_id: str,
-    namespace_id: str | None = None,
-    resource: Mapping[str, Any] | None = None,
-) -> iam_policy.AccessBinding:
+@dataclass(frozen=True, kw_only=True)
+class CreateBinding:
+    """A Role granted to a principal Installation-wide, in a Namespace, or on one resource."""
+
+    role_id: str
+    principal_id: str
+    namespace_id: str | None = None
+    resource: iam_policy.ResourceRef | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevokeBinding:
+    """Revoking an access binding."""
+
+    binding_id: str
+
+
+def create_binding(db: Database, actor_id: str, command: CreateBinding) -> iam_policy.AccessBinding:
     """Grant a live Role to a principal Installation-wide, in a Namespace, or on one resource.
 
-    ``resource`` (``{kind, id}``) limits the binding to that exact resource; it needs the
-    resource's ``namespace_id`` unless it is the Installation (no Namespace) or a Namespace
-    (its own).
+    ``resource`` limits the binding to that exact resource; it needs the resource's
+    ``namespace_id`` unless it is the Installation (no Namespace) or a Namespace (its own).
 
     Raises:
-        InvalidInput: a malformed ``/roleId``, ``/principalId``, ``/namespaceId``,
-            ``/resource/kind`` or ``/resource/id``, or a scope that does not fit.
+        InvalidInput: a malformed ``role_id``, ``principal_id``, ``namespace_id``,
+            ``resource`` kind or id, or a scope that does not fit.
         Forbidden: the caller may not administer the Installation (audited).
         NotFound: the Role (live), principal, Namespace or resource does not exist.
         Conflict: the Namespace is being deleted.
     """
-    ids.require("role", role_id, "/roleId")
-    ids.require("principal", principal_id, "/principalId")
-    policy.optional_id("namespace", namespace_id, "/namespaceId")
-    target = _resource_ref(resource)
+    role_id, principal_id = command.role_id, command.principal_id
+    namespace_id = command.namespace_id
+    ids.require("role", role_id, ("role_id",))
+    ids.require("principal", principal_id, ("principal_id",))
+    policy.optional_id("namespace", namespace_id, ("namespace_id",))
+    target = None if command.resource is None else policy.resource_input(command.resource)
     if target is not None:
         namespace_id = _scope_of(target, namespace_id)
     request = {
@@ -57,7 +67,7 @@ def create_binding(
         principal = policy.principal(session, principal_id)
         if principal.namespace_id is not None and principal.namespace_id != namespace_id:
             raise errors.InvalidInput.at(
-                "/principalId", "a Namespace principal is bound only in its own Namespace"
+                ("principal_id",), "a Namespace principal is bound only in its own Namespace"
             )
         return iam_policy.bind(
             session,
@@ -72,7 +82,7 @@ def create_binding(
     return policy.administered_create(db, actor_id, "access_binding", request, bind)
 
 
-def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:
+def get_binding(db: Database, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:
     """An access binding, revoked or not.
 
     Raises:
@@ -85,7 +95,7 @@ def get_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.A
 
 
 def list_bindings(
-    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[iam_policy.AccessBinding]:
     """The live (unrevoked) bindings in creation order, the page ``window`` asks for."""
     return policy.administered_page(
@@ -93,7 +103,7 @@ def list_bindings(
     )
 
 
-def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_policy.AccessBinding:
+def revoke_binding(db: Database, actor_id: str, command: RevokeBinding) -> iam_policy.AccessBinding:
     """Revoke a binding; a repeat changes nothing.
 
     Raises:
@@ -106,9 +116,9 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
         db,
         actor_id,
         "access_binding",
-        binding_id,
+        command.binding_id,
         action="access_bindings.revoke",
-        request={"bindingId": binding_id},
+        request={"bindingId": command.binding_id},
         get=iam_policy.get_binding,
         revoke=iam_policy.revoke_binding,
         revoked=lambda binding: binding.revoked_at is not None,
@@ -116,27 +126,21 @@ def revoke_binding(db: Database, *, actor_id: str, binding_id: str) -> iam_polic
     )
 
 
-def _resource_ref(resource: Mapping[str, Any] | None) -> iam_policy.ResourceRef | None:
-    if resource is None:
-        return None
-    return iam_policy.ResourceRef(*policy.resource_input(resource))
-
-
 def _scope_of(target: iam_policy.ResourceRef, namespace_id: str | None) -> str | None:
     """The Namespace a resource binding is made in (checked against the one given)."""
     if target.kind == "installation":
         if namespace_id is not None:
-            raise errors.InvalidInput.at("/namespaceId", "the Installation is in no Namespace")
+            raise errors.InvalidInput.at(("namespace_id",), "the Installation is in no Namespace")
         return None
     if target.kind == "namespace":
         if namespace_id not in (None, target.id):
             raise errors.InvalidInput.at(
-                "/namespaceId", "a Namespace binding is made in that Namespace"
+                ("namespace_id",), "a Namespace binding is made in that Namespace"
             )
         return target.id
     if namespace_id is None:
         raise errors.InvalidInput.at(
-            "/namespaceId", f"a binding on a {target.kind} needs its Namespace"
+            ("namespace_id",), f"a binding on a {target.kind} needs its Namespace"
         )
     return namespace_id
 

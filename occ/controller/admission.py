@@ -189,16 +189,14 @@ def present(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def name(value: object, pointer: str) -> str:
+def name(value: str, path: errors.Path) -> str:
     """A resource name: 1..200 characters, no surrounding whitespace, no control characters."""
-    if not isinstance(value, str):
-        raise errors.InvalidInput.at(pointer, "must be a string")
     if not 1 <= len(value) <= NAME_MAX:
-        raise errors.InvalidInput.at(pointer, f"must be 1 to {NAME_MAX} characters long")
+        raise errors.InvalidInput.at(path, f"must be 1 to {NAME_MAX} characters long")
     if value != value.strip():
-        raise errors.InvalidInput.at(pointer, "must not start or end with whitespace")
+        raise errors.InvalidInput.at(path, "must not start or end with whitespace")
     if any(unicodedata.category(character) == "Cc" for character in value):
-        raise errors.InvalidInput.at(pointer, "must not contain control characters")
+        raise errors.InvalidInput.at(path, "must not contain control characters")
     return value
 
 

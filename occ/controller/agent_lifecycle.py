@@ -4,11 +4,13 @@ Both lock the Namespace row (shared) and then the Agent row, and write the desir
 the audit event and the work item in one transaction. Every stop is its own work item
 (``agent:<id>:reconcile:stopped:<uuid4>``); an Agent has one deletion item
 (``agent:<id>:reconcile:deleted``), requeued by ``occ.retry_failed_deletion`` after a
-permanent failure. Both return the Agent as admitted, with its runtime status
-(``occ.controller.observed_agents.ObservedAgent``).
+permanent failure. Each takes its command value (``StopAgent``, ``DeleteAgent``) and returns
+the Agent as admitted, with its runtime status (``occ.controller.observed_agents.ObservedAgent``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
@@ -17,9 +19,24 @@ from occ.state import agents, values, work_keys, work_queue
 from occ.state.db import Database
 
 
-def stop_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
-) -> observed_agents.ObservedAgent:
+@dataclass(frozen=True, kw_only=True)
+class StopAgent:
+    """A stop of an Agent's runtime."""
+
+    namespace_id: str
+    agent_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteAgent:
+    """The deletion of an Agent, if it still has the version ``if_match`` admits."""
+
+    namespace_id: str
+    agent_id: str
+    if_match: preconditions.Expected | None = None
+
+
+def stop_agent(db: Database, actor_id: str, command: StopAgent) -> observed_agents.ObservedAgent:
     """Admit a stop (``agent:operate``): desired ``stopped`` + audit + its own stop work item.
 
     Every request gets a fresh ``agent:<id>:reconcile:stopped:<uuid4>`` item.
@@ -29,10 +46,15 @@ def stop_agent(
         Forbidden: the caller may read but not operate the Agent (audited).
         AgentDeleting: the Agent is being deleted.
     """
-    agent_use_cases.require_ids(namespace_id, agent_id)
+    agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     with admission.guarded(db, actor_id) as session:
         namespace, agent, change = agent_use_cases.locked(
-            session, actor_id, namespace_id, agent_id, verb="stop", permission="agent:operate"
+            session,
+            actor_id,
+            command.namespace_id,
+            command.agent_id,
+            verb="stop",
+            permission="agent:operate",
         )
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
@@ -53,12 +75,7 @@ def stop_agent(
 
 
 def delete_agent(
-    db: Database,
-    *,
-    actor_id: str,
-    namespace_id: str,
-    agent_id: str,
-    if_match: preconditions.Expected | None = None,
+    db: Database, actor_id: str, command: DeleteAgent
 ) -> observed_agents.ObservedAgent:
     """Admit an Agent deletion (``agent:delete``): ``deleting`` + desired ``stopped`` + audit +
     work ``agent:<id>:reconcile:deleted``.
@@ -72,12 +89,12 @@ def delete_agent(
         Forbidden: the caller may read but not delete the Agent (audited).
         PreconditionFailed: ``if_match`` does not admit the locked Agent's version.
     """
-    agent_use_cases.require_ids(namespace_id, agent_id)
+    agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     with admission.guarded(db, actor_id) as session:
         _, agent, change = agent_use_cases.locked(
-            session, actor_id, namespace_id, agent_id, verb="delete"
+            session, actor_id, command.namespace_id, command.agent_id, verb="delete"
         )
-        preconditions.check(if_match, agent_use_cases.version(agent))
+        preconditions.check(command.if_match, agent_use_cases.version(agent))
         deletion = deletions.Deletion(
             resource_kind="agent",
             resource_id=agent.id,

@@ -1,16 +1,18 @@
 """Agent drafts: create, read, list and edit; the lookups other Agent use cases share.
 
 Stop and delete are in ``occ.controller.agent_lifecycle``; deploy, revisions and deployment
-status in ``occ.controller.deployments``. Every mutation locks the Namespace row (shared) and
-then the Agent row, and writes the state change and its audit event in one transaction; a
-draft creates no work. They return ``occ.controller.observed_agents.ObservedAgent`` values (the
-Agent with its runtime status, read in the same transaction).
+status in ``occ.controller.deployments``. A change takes its command value (``CreateAgent``,
+``UpdateAgent``). Every mutation locks the Namespace row (shared) and then the Agent row, and
+writes the state change and its audit event in one transaction; a draft creates no work. They
+return ``occ.controller.observed_agents.ObservedAgent`` values (the Agent with its runtime
+status, read in the same transaction).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from occ import iam
@@ -21,31 +23,48 @@ from occ.foundation import errors, harnesses, ids
 from occ.state import agents, configurations, iam_policy, keyset, namespaces, secrets
 from occ.state.db import Database, Session
 
-EXECUTION_MODES: Final = frozenset(harnesses.ExecutionMode)
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
-_FIELDS: Final = ("name", "configuration_id", "harness", "execution_mode", "harness_auth")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateAgent:
+    """A new draft Agent of a Namespace: every field of its draft, and whether its service
+    principal is granted runtime access at once."""
+
+    namespace_id: str
+    name: str
+    configuration_id: str
+    harness: agents.Harness
+    execution_mode: harnesses.ExecutionMode
+    harness_auth: agents.HarnessAuth
+    grant_runtime_access: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpdateAgent:
+    """The draft fields to change (``None`` leaves one as it is), if the Agent still has the
+    version ``if_match`` admits."""
+
+    namespace_id: str
+    agent_id: str
+    name: str | None = None
+    configuration_id: str | None = None
+    harness: agents.Harness | None = None
+    execution_mode: harnesses.ExecutionMode | None = None
+    harness_auth: agents.HarnessAuth | None = None
+    if_match: preconditions.Expected | None = None
 
 
 def create_agent(
-    db: Database,
-    *,
-    actor_id: str,
-    namespace_id: str,
-    name: object,
-    configuration_id: object,
-    harness: object,
-    execution_mode: object,
-    harness_auth: object,
-    compute_driver: str,
-    grant_runtime_access: object = False,
+    db: Database, actor_id: str, command: CreateAgent, *, compute_driver: str
 ) -> observed_agents.ObservedAgent:
-    """Admit a draft Agent (desired ``stopped``) and its Namespace-scoped service principal.
+    """Admit a draft Agent (desired ``stopped``) run by ``compute_driver``, and its
+    Namespace-scoped service principal.
 
-    ``harness`` is ``{"id", "version"}``; ``harness_auth`` is ``{"kind": "secret",
-    "secret_id"}``. Needs ``agent:create`` on the Namespace. No work: nothing runs until a
-    deploy. ``grant_runtime_access`` also binds the built-in ``agent-runtime`` Role to the
-    service principal on the Configuration and the Secret (``occ.controller.runtime_access``;
-    needs ``installation:administer``), in the same transaction.
+    Needs ``agent:create`` on the Namespace. No work: nothing runs until a deploy.
+    ``grant_runtime_access`` also binds the built-in ``agent-runtime`` Role to the service
+    principal on the Configuration and the Secret (``occ.controller.runtime_access``; needs
+    ``installation:administer``), in the same transaction.
 
     Raises:
         NotFound: no such live Namespace, or the caller may not read it.
@@ -55,24 +74,19 @@ def create_agent(
         NamespaceNotReady: the Namespace is being deleted.
         Conflict: the name is taken in the Namespace, or its ``agent-runtime`` Role differs.
     """
-    admission.require_id("namespace", namespace_id)
-    columns = parse_draft(
-        {
-            "name": name,
-            "configuration_id": configuration_id,
-            "harness": harness,
-            "execution_mode": execution_mode,
-            "harness_auth": harness_auth,
-        },
-        complete=True,
+    admission.require_id("namespace", command.namespace_id)
+    columns = draft_columns(
+        name=command.name,
+        configuration_id=command.configuration_id,
+        harness=command.harness,
+        execution_mode=command.execution_mode,
+        harness_auth=command.harness_auth,
     )
     check_execution_mode(columns, current=None)
-    if not isinstance(grant_runtime_access, bool):
-        raise errors.InvalidInput.at("/grantRuntimeAccess", "must be true or false")
     request = describe(columns)
     action = "agents.create"
     with admission.guarded(db, actor_id) as session:
-        namespace = lock_namespace(session, namespace_id)
+        namespace = lock_namespace(session, command.namespace_id)
         change = admission.permitted_change(
             session,
             actor_id,
@@ -89,7 +103,7 @@ def create_agent(
             runtime_access.authorize(
                 session, actor_id, action, {**request, "grantRuntimeAccess": True}
             )
-            if grant_runtime_access
+            if command.grant_runtime_access
             else None
         )
         agent_id = ids.new("agent")
@@ -132,17 +146,9 @@ def create_agent(
 
 
 def update_agent(
-    db: Database,
-    *,
-    actor_id: str,
-    namespace_id: str,
-    agent_id: str,
-    changes: Mapping[str, Any],
-    if_match: preconditions.Expected | None = None,
+    db: Database, actor_id: str, command: UpdateAgent
 ) -> observed_agents.ObservedAgent:
     """Edit the draft (``agent:update``); deployed revisions keep what they pinned.
-
-    ``changes`` holds any of name, configuration_id, harness, execution_mode, harness_auth.
 
     Raises:
         NotFound: no such Agent in this live Namespace, or the caller may not read it.
@@ -152,19 +158,27 @@ def update_agent(
         AgentDeleting: the Agent is being deleted.
         Conflict: the new name is taken.
     """
-    require_ids(namespace_id, agent_id)
-    unknown = sorted(set(changes) - set(_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown draft fields {unknown}")
-    if not changes:
-        raise errors.InvalidInput.at("", "give at least one field to change")
-    columns = parse_draft(changes, complete=False)
+    require_ids(command.namespace_id, command.agent_id)
+    columns = draft_columns(
+        name=command.name,
+        configuration_id=command.configuration_id,
+        harness=command.harness,
+        execution_mode=command.execution_mode,
+        harness_auth=command.harness_auth,
+    )
+    if not columns:
+        raise errors.InvalidInput.at((), "give at least one field to change")
     request = describe(columns)
     with admission.guarded(db, actor_id) as session:
         namespace, agent, change = locked(
-            session, actor_id, namespace_id, agent_id, verb="update", request=request
+            session,
+            actor_id,
+            command.namespace_id,
+            command.agent_id,
+            verb="update",
+            request=request,
         )
-        preconditions.check(if_match, version(agent))
+        preconditions.check(command.if_match, version(agent))
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
         check_execution_mode(columns, current=agent)
@@ -175,7 +189,7 @@ def update_agent(
 
 
 def get_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str
 ) -> observed_agents.ObservedAgent:
     """One Agent (``agent:read``).
 
@@ -197,7 +211,7 @@ def get_agent(
 
 
 def list_agents(
-    db: Database, *, actor_id: str, namespace_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING, *, namespace_id: str
 ) -> keyset.Page[observed_agents.ObservedAgent]:
     """The Namespace's Agents the caller may read (``agent:read`` per Agent), the page
     ``window`` asks for.
@@ -224,65 +238,41 @@ def list_agents(
 # -- input --------------------------------------------------------------------------------------
 
 
-def parse_draft(fields: Mapping[str, Any], *, complete: bool) -> dict[str, Any]:
-    """Draft columns from API fields, each checked on its own (``InvalidInput`` with pointer).
+def draft_columns(
+    *,
+    name: str | None,
+    configuration_id: str | None,
+    harness: agents.Harness | None,
+    execution_mode: harnesses.ExecutionMode | None,
+    harness_auth: agents.HarnessAuth | None,
+) -> dict[str, Any]:
+    """The draft columns the given fields set, each checked on its own, in this order
+    (``InvalidInput`` at the field's path); ``None`` sets nothing.
 
-    ``complete`` requires every field (creation); otherwise only the given ones are parsed.
+    The web layer's schema already made sure of the harness and execution mode catalogues and
+    of the harness authentication's kind.
     """
     columns: dict[str, Any] = {}
-    for field in _FIELDS:
-        if field not in fields or (complete and fields[field] is None):
-            if complete:
-                raise errors.InvalidInput.at(_POINTERS[field], "is required")
-            continue
-        value = fields[field]
-        if field == "name":
-            columns["name"] = admission.name(value, "/name")
-        elif field == "configuration_id":
-            columns["configuration_id"] = ids.require("configuration", value, "/configurationId")
-        elif field == "execution_mode":
-            if value not in EXECUTION_MODES:
-                raise errors.InvalidInput.at(
-                    "/executionMode", "must be one of: " + ", ".join(sorted(EXECUTION_MODES))
-                )
-            columns["execution_mode"] = value
-        elif field == "harness":
-            columns.update(_harness(value))
-        else:
-            columns["harness_auth_secret_id"] = _harness_auth(value)
+    if name is not None:
+        columns["name"] = admission.name(name, ("name",))
+    if configuration_id is not None:
+        columns["configuration_id"] = ids.require(
+            "configuration", configuration_id, ("configuration_id",)
+        )
+    if harness is not None:
+        if not _VERSION.fullmatch(harness.version):
+            raise errors.InvalidInput.at(
+                ("harness", "version"), "must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
+            )
+        columns["harness_id"] = str(harness.id)
+        columns["harness_version"] = harness.version
+    if execution_mode is not None:
+        columns["execution_mode"] = str(execution_mode)
+    if harness_auth is not None:
+        columns["harness_auth_secret_id"] = ids.require(
+            "secret", harness_auth.secret_id, ("harness_auth", "secret_id")
+        )
     return columns
-
-
-_POINTERS: Final = {
-    "name": "/name",
-    "configuration_id": "/configurationId",
-    "harness": "/harness",
-    "execution_mode": "/executionMode",
-    "harness_auth": "/harnessAuth",
-}
-
-
-def _harness(value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise errors.InvalidInput.at("/harness", "must be an object")
-    harness_id, version = value.get("id"), value.get("version")
-    if harness_id not in harnesses.MODES:
-        raise errors.InvalidInput.at(
-            "/harness/id", "must be one of: " + ", ".join(sorted(harnesses.MODES))
-        )
-    if not isinstance(version, str) or not _VERSION.fullmatch(version):
-        raise errors.InvalidInput.at(
-            "/harness/version", "must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
-        )
-    return {"harness_id": str(harness_id), "harness_version": version}
-
-
-def _harness_auth(value: object) -> str:
-    if not isinstance(value, Mapping):
-        raise errors.InvalidInput.at("/harnessAuth", "must be an object")
-    if value.get("kind") != "secret":
-        raise errors.InvalidInput.at("/harnessAuth/kind", "must be secret")
-    return ids.require("secret", value.get("secret_id"), "/harnessAuth/secretId")
 
 
 def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | None) -> None:
@@ -291,7 +281,8 @@ def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | 
     mode = columns.get("execution_mode", current.execution_mode if current else None)
     if harness_id is not None and harnesses.MODES[harness_id] != mode:
         raise errors.InvalidInput.at(
-            "/executionMode", f"must be {harnesses.MODES[harness_id]} for harness {harness_id}"
+            ("execution_mode",),
+            f"must be {harnesses.MODES[harness_id]} for harness {harness_id}",
         )
 
 
@@ -301,10 +292,14 @@ def check_references(session: Session, namespace_id: str, columns: Mapping[str, 
     if configuration_id is not None and not configurations.hold_reference(
         session, namespace_id, configuration_id
     ):
-        raise errors.InvalidInput.at("/configurationId", "no such configuration in this Namespace")
+        raise errors.InvalidInput.at(
+            ("configuration_id",), "no such configuration in this Namespace"
+        )
     secret_id = columns.get("harness_auth_secret_id")
     if secret_id is not None and not secrets.hold_reference(session, namespace_id, secret_id):
-        raise errors.InvalidInput.at("/harnessAuth/secretId", "no such secret in this Namespace")
+        raise errors.InvalidInput.at(
+            ("harness_auth", "secret_id"), "no such secret in this Namespace"
+        )
 
 
 def describe(columns: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,18 @@ ACTION = "authorization_checks.create"
 
 
 @dataclass(frozen=True, kw_only=True)
+class Check:
+    """The question: may ``principal_id`` (the caller when ``None``) use ``permission`` on
+    ``resource``, which lives in ``namespace_id`` (for every kind but ``installation`` and
+    ``namespace``)?"""
+
+    permission: str
+    resource: iam_policy.ResourceRef
+    namespace_id: str | None = None
+    principal_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class CheckResult:
     """The decision for one (principal, permission, resource)."""
 
@@ -31,35 +43,24 @@ class CheckResult:
     reason: iam.Reason
 
 
-def check(
-    db: Database,
-    *,
-    actor_id: str,
-    permission: object,
-    resource: object,
-    namespace_id: object = None,
-    principal_id: object = None,
-) -> CheckResult:
-    """Decide ``permission`` on ``resource`` (``{kind, id}``) for the caller or ``principal_id``.
-
-    ``namespace_id`` is the resource's Namespace (needed for every kind but ``installation``
-    and ``namespace``).
+def check(db: Database, actor_id: str, question: Check) -> CheckResult:
+    """Decide the question's permission on its resource for the caller or its principal.
 
     Raises:
-        InvalidInput: an unknown ``/permission``, a bad ``/resource``, ``/namespaceId`` or
-            ``/principalId``.
+        InvalidInput: an unknown ``permission``, a bad ``resource``, ``namespace_id`` or
+            ``principal_id``.
         Forbidden: ``principal_id`` names another principal and the caller may not
             administer the Installation (audited).
         NotFound: the resource or the principal does not exist (or the caller may not read the
             resource it checks for itself).
     """
+    permission, principal_id = question.permission, question.principal_id
     if not iam.is_permission(permission):
-        raise errors.InvalidInput.at("/permission", "is not a known permission")
-    assert isinstance(permission, str)
+        raise errors.InvalidInput.at(("permission",), "is not a known permission")
     if principal_id is not None:
-        ids.require("principal", principal_id, "/principalId")
-    target = _target(resource, namespace_id)
-    subject = actor_id if principal_id in (None, actor_id) else str(principal_id)
+        ids.require("principal", principal_id, ("principal_id",))
+    target = _target(question.resource, question.namespace_id)
+    subject = actor_id if principal_id is None else principal_id
     request = {
         "permission": permission,
         "resource": {"kind": target.kind, "id": target.id},
@@ -90,19 +91,21 @@ def check(
         )
 
 
-def _target(resource: object, namespace_id: object) -> iam.Resource:
-    kind, resource_id = policy.resource_input(resource)
+def _target(resource: iam_policy.ResourceRef, namespace_id: str | None) -> iam.Resource:
+    kind, resource_id = policy.resource_input(resource).kind, resource.id
     if kind == "installation":
         if namespace_id is not None:
-            raise errors.InvalidInput.at("/namespaceId", "the Installation is in no Namespace")
+            raise errors.InvalidInput.at(("namespace_id",), "the Installation is in no Namespace")
         return iam.Resource.installation(resource_id)
     if kind == "namespace":
         if namespace_id not in (None, resource_id):
-            raise errors.InvalidInput.at("/namespaceId", "a Namespace is its own Namespace")
+            raise errors.InvalidInput.at(("namespace_id",), "a Namespace is its own Namespace")
         return iam.Resource.namespace(resource_id)
     if namespace_id is None:
-        raise errors.InvalidInput.at("/namespaceId", f"a {kind} needs its Namespace")
-    return iam.Resource(kind, resource_id, ids.require("namespace", namespace_id, "/namespaceId"))
+        raise errors.InvalidInput.at(("namespace_id",), f"a {kind} needs its Namespace")
+    return iam.Resource(
+        kind, resource_id, ids.require("namespace", namespace_id, ("namespace_id",))
+    )
 
 
 def _require_exists(session: Session, target: iam.Resource) -> None:

@@ -1,12 +1,13 @@
 """Deployments: deploy an Agent (an immutable AgentRevision + its work), read revisions, and
 read a deployment's status (projected by ``occ.controller.deployment_status``).
 
-The deployment id is the revision id. Revisions are returned as ``occ.state.revisions.Revision``
-values.
+A deploy takes its command value (``Deploy``). The deployment id is the revision id. Revisions
+are returned as ``occ.state.revisions.Revision`` values.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,7 +15,11 @@ from typing import Any, TypeVar
 from occ import iam
 from occ.controller import admission, deployment_status, listing
 from occ.controller import agents as agent_use_cases
+from occ.controller import configurations as configuration_cases
 from occ.controller import namespaces as namespace_cases
+from occ.drivers import sandbox as sandboxes
+from occ.drivers.configuration import ConfigurationDriver
+from occ.drivers.configuration.database import DATABASE
 from occ.foundation import errors, ids
 from occ.state import (
     agents,
@@ -28,6 +33,14 @@ from occ.state import (
 from occ.state.db import Database, Session
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deploy:
+    """A deploy of an Agent's current draft."""
+
+    namespace_id: str
+    agent_id: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +62,12 @@ class _Admitted:
 
 
 def deploy_agent(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str
+    db: Database,
+    actor_id: str,
+    command: Deploy,
+    *,
+    sandbox: sandboxes.SandboxDriver | None = None,
+    configuration_store: ConfigurationDriver = DATABASE,
 ) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
@@ -57,7 +75,10 @@ def deploy_agent(
     ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
     principal. The revision pins the Configuration's generation and document, the harness, the
     compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
-    enqueued.
+    enqueued. The native document is read through the selected Configuration Driver
+    (``configuration_store``); with a selected ``sandbox``, the document pinned is the Sandbox
+    Driver's transformed copy of it, validated like any document (identity and generation stay
+    the source's).
 
     Authorization (one policy load for both principals) and the Configuration read run before the
     Agent row lock, so deploys of one Agent queue only behind each other's writes: one
@@ -72,17 +93,26 @@ def deploy_agent(
         NamespaceNotReady: the Namespace is not ``ready``.
         Conflict: the Agent has no harness authentication.
     """
-    agent_use_cases.require_ids(namespace_id, agent_id)
+    agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     policies = iam.PolicyCache()
     revision_id = ids.new("agent_revision")
     with admission.guarded(db, actor_id) as session:
-        namespace, agent = agent_use_cases.lock_namespace_finding(session, namespace_id, agent_id)
+        namespace, agent = agent_use_cases.lock_namespace_finding(
+            session, command.namespace_id, command.agent_id
+        )
         # the caller's and the service principal's policies in one query
         policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
 
         def checked_write(current: agents.Agent) -> deploys.DeployWritten | None:
             plan, event = _plan(
-                session, actor_id, namespace, current, revision_id=revision_id, policies=policies
+                session,
+                actor_id,
+                namespace,
+                current,
+                revision_id=revision_id,
+                policies=policies,
+                sandbox=sandbox,
+                configuration_store=configuration_store,
             )
             return deploys.write(session, plan, event)
 
@@ -103,12 +133,18 @@ def _plan(
     *,
     revision_id: str,
     policies: iam.PolicyCache,
+    sandbox: sandboxes.SandboxDriver | None,
+    configuration_store: ConfigurationDriver,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
     """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
     event (``deploys.write`` adds the revision number and the previous desired state to the
     details)."""
     admitted = _admit(session, actor_id, namespace, agent, policies)
     configuration = admitted.configuration
+    native = configuration_store.load(agent.namespace_id, configuration.id, configuration.document)
+    configuration = dataclasses.replace(configuration, document=native)
+    if sandbox is not None:
+        configuration = _sandboxed(configuration, sandbox)
     plan = deploys.DeployPlan(
         revision_id=revision_id,
         agent=agent,
@@ -126,6 +162,7 @@ def _plan(
             "mode": agent.execution_mode,
         },
         "computeDriver": agent.compute_driver,
+        "sandboxDriver": None if sandbox is None else sandbox.id,
         "harnessAuth": dict(plan.harness_auth),
         "desiredRuntimeState": agents.DesiredRuntimeState.RUNNING,
         "authorization": {
@@ -145,6 +182,15 @@ def _plan(
         details=details,
     )
     return plan, event
+
+
+def _sandboxed(
+    configuration: configurations.PinnedConfiguration, sandbox: sandboxes.SandboxDriver
+) -> configurations.PinnedConfiguration:
+    """The Configuration with the Sandbox Driver's copy of its document, validated."""
+    document = sandbox.transform(configuration.document)
+    configuration_cases.document_size(document, ("configuration", "document"))
+    return dataclasses.replace(configuration, document=document)
 
 
 def _admit(
@@ -250,11 +296,11 @@ def _missing(
 
 def list_revisions(
     db: Database,
-    *,
     actor_id: str,
+    window: keyset.Window = keyset.EVERYTHING,
+    *,
     namespace_id: str,
     agent_id: str,
-    window: keyset.Window = keyset.EVERYTHING,
 ) -> keyset.Page[revisions.Revision]:
     """The Agent's revisions the caller may read (``agent_revision:read`` each), newest first,
     the page ``window`` asks for.
@@ -279,7 +325,7 @@ def list_revisions(
 
 
 def get_revision(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, revision_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str, revision_id: str
 ) -> revisions.Revision:
     """One revision of the Agent (``agent_revision:read``).
 
@@ -298,7 +344,7 @@ def get_revision(
 
 
 def get_deployment(
-    db: Database, *, actor_id: str, namespace_id: str, agent_id: str, deployment_id: str
+    db: Database, actor_id: str, *, namespace_id: str, agent_id: str, deployment_id: str
 ) -> deployment_status.DeploymentView:
     """The status of a deployment (``agent_revision:read`` on its revision).
 

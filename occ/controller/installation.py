@@ -41,10 +41,10 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
     principal the first bootstrap made administrator (never another one).
 
     Raises:
-        InvalidInput: a name is not a valid name (``/name``, ``/adminName``).
+        InvalidInput: a name is not a valid name (``name``, ``admin_name``).
     """
-    name = admission.name(name, "/name")
-    admin_name = admission.name(admin_name, "/adminName")
+    name = admission.name(name, ("name",))
+    admin_name = admission.name(admin_name, ("admin_name",))
     with db.transaction() as session:
         created = state.insert(session, name=name)
         if created is None:
@@ -81,7 +81,7 @@ def bootstrap_installation(db: Database, *, name: str, admin_name: str) -> Boots
         )
 
 
-def get_installation(db: Database, *, actor_id: str) -> state.Installation:
+def get_installation(db: Database, actor_id: str) -> state.Installation:
     """The Installation (``installation:read``).
 
     Raises:

@@ -1,11 +1,13 @@
 """Namespace use cases: create, delete (with retry and audited takeover), read and list.
 
-They return ``occ.state.namespaces.Namespace`` values (live ones only).
+A change takes its command value (``CreateNamespace``, ``DeleteNamespace``). They return
+``occ.state.namespaces.Namespace`` values (live ones only).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final
 
 from occ import iam
@@ -17,25 +19,38 @@ from occ.state.db import Database, Session
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
-def create_namespace(
-    db: Database, *, actor_id: str, name: str, existing_namespace: str | None = None
-) -> namespaces.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class CreateNamespace:
+    """A new Namespace: its name and, to adopt one, an existing Kubernetes namespace."""
+
+    name: str
+    existing_namespace: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteNamespace:
+    """The deletion of a Namespace, if it still has the version ``if_match`` admits."""
+
+    namespace_id: str
+    if_match: preconditions.Expected | None = None
+
+
+def create_namespace(db: Database, actor_id: str, command: CreateNamespace) -> namespaces.Namespace:
     """Admit a Namespace: row ``provisioning`` + audit + work ``namespace:<id>:reconcile:ready``.
 
     Needs ``namespace:create`` on the Installation; adopting ``existing_namespace`` (a
     Kubernetes namespace, DNS-1123 label) also needs ``installation:administer``.
 
     Raises:
-        InvalidInput: a bad ``/name`` or ``/existingNamespace``.
+        InvalidInput: a bad ``name`` or ``existing_namespace``.
         Forbidden: the caller may not create (audited; nothing else written).
         Conflict: the name is taken, or the existing namespace is already adopted.
     """
-    name = admission.name(name, "/name")
-    if existing_namespace is not None and not (
-        isinstance(existing_namespace, str) and _DNS_LABEL.fullmatch(existing_namespace)
-    ):
+    name = admission.name(command.name, ("name",))
+    existing_namespace = command.existing_namespace
+    if existing_namespace is not None and not _DNS_LABEL.fullmatch(existing_namespace):
         raise errors.InvalidInput.at(
-            "/existingNamespace", "must be a DNS-1123 label (lowercase, 1 to 63 characters)"
+            ("existing_namespace",), "must be a DNS-1123 label (lowercase, 1 to 63 characters)"
         )
     request = {"name": name, "existingNamespace": existing_namespace}
     action = "namespaces.create"
@@ -59,13 +74,7 @@ def create_namespace(
         return namespace
 
 
-def delete_namespace(
-    db: Database,
-    *,
-    actor_id: str,
-    namespace_id: str,
-    if_match: preconditions.Expected | None = None,
-) -> namespaces.Namespace:
+def delete_namespace(db: Database, actor_id: str, command: DeleteNamespace) -> namespaces.Namespace:
     """Admit a Namespace deletion: status ``deleting`` + audit + work ``...:reconcile:deleted``.
 
     Needs ``namespace:delete`` on the Namespace. Repeating it while the deletion work is
@@ -80,7 +89,7 @@ def delete_namespace(
         NamespaceNotEmpty: Agents, Configurations or Secrets remain.
     """
     with admission.guarded(db, actor_id) as session:
-        namespace = live(session, namespace_id, lock=True)
+        namespace = live(session, command.namespace_id, lock=True)
         resource = iam.Resource.namespace(namespace.id)
         decision = admission.require(
             session,
@@ -91,7 +100,7 @@ def delete_namespace(
             hide_unless_readable=True,
         )
         preconditions.check(
-            if_match, preconditions.tag(namespace.id, updated_at=namespace.updated_at)
+            command.if_match, preconditions.tag(namespace.id, updated_at=namespace.updated_at)
         )
         remaining = namespaces.contents(session, namespace.id)
         if not remaining.empty:
@@ -118,7 +127,7 @@ def delete_namespace(
         return deleting
 
 
-def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespaces.Namespace:
+def get_namespace(db: Database, actor_id: str, *, namespace_id: str) -> namespaces.Namespace:
     """A live Namespace (``namespace:read``).
 
     Raises:
@@ -138,7 +147,7 @@ def get_namespace(db: Database, *, actor_id: str, namespace_id: str) -> namespac
 
 
 def list_namespaces(
-    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[namespaces.Namespace]:
     """The live Namespaces the caller may read (``namespace:read`` per Namespace), the page
     ``window`` asks for."""

@@ -1,9 +1,11 @@
 """Operator read use cases: the work queue (``installation:administer``) and the audit ledger
 (``installation:read``), both checked on the Installation.
 
-Read-only snapshots; filters are validated before any query; pages are keyset pages (newest
-first) with an opaque cursor for work items and a sequence number for audit events. Items
-are ``occ.state.values.WorkItem`` values, which never carry a claim token.
+Read-only snapshots; pages are keyset pages (newest first) with an opaque cursor for work
+items and a sequence number for audit events, filtered by a ``WorkFilter`` or an
+``AuditFilter`` (the web layer's query schemas check each filter's form; a cursor and a work
+id are checked here, before any query). Items are ``occ.state.values.WorkItem`` values, which
+never carry a claim token.
 """
 
 from __future__ import annotations
@@ -12,12 +14,11 @@ import base64
 import binascii
 import datetime as dt
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from occ.controller import admission, installation, policy
+from occ.controller import admission, installation
 from occ.foundation import errors, ids
 from occ.state import audit, values, work_queue, work_reads
 from occ.state.db import Database, Session
@@ -37,10 +38,34 @@ RESOURCE_ID_PATTERN: Final = (
 )
 """Any prefixed occ id."""
 
-_RESOURCE_ID: Final = re.compile(RESOURCE_ID_PATTERN)
 _CURSOR_MAX: Final = 512
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkFilter:
+    """Which work items a page lists: those matching every given filter, at most ``limit``,
+    older than the item ``cursor`` names."""
+
+    state: values.WorkState | None = None
+    namespace_id: str | None = None
+    agent_id: str | None = None
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditFilter:
+    """Which audit events a page lists: those matching every given filter, at most ``limit``,
+    with a sequence number below ``before``."""
+
+    namespace_id: str | None = None
+    resource_id: str | None = None
+    work_id: str | None = None
+    kind: audit.EventKind | None = None
+    before: int | None = None
+    limit: int = DEFAULT_LIMIT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,31 +84,14 @@ class AuditPage:
     next_before: int | None
 
 
-def list_work(
-    db: Database,
-    *,
-    actor_id: str,
-    state: str | None = None,
-    namespace_id: str | None = None,
-    agent_id: str | None = None,
-    limit: int = DEFAULT_LIMIT,
-    cursor: str | None = None,
-) -> WorkPage:
+def list_work(db: Database, actor_id: str, query: WorkFilter) -> WorkPage:
     """Work items matching every given filter, newest first (``installation:administer``).
 
     Raises:
-        InvalidInput: a bad ``/state``, ``/namespaceId``, ``/agentId``, ``/limit`` or
-            ``/cursor`` (before any query).
+        InvalidInput: a bad ``cursor`` (before any query).
         Forbidden: the caller may not administer the Installation (audited).
     """
-    if state is not None and state not in set(values.WorkState):
-        raise errors.InvalidInput.at(
-            "/state", "must be one of " + ", ".join(s.value for s in values.WorkState)
-        )
-    policy.optional_id("namespace", namespace_id, "/namespaceId")
-    policy.optional_id("agent", agent_id, "/agentId")
-    limit = _limit(limit)
-    position = None if cursor is None else decode_cursor(cursor)
+    position = None if query.cursor is None else decode_cursor(query.cursor)
     items, last = _newest_first(
         db,
         actor_id,
@@ -91,13 +99,13 @@ def list_work(
         "installation:administer",
         read=lambda session, rows: work_reads.page(
             session,
-            state=None if state is None else values.WorkState(state),
-            namespace_id=namespace_id,
-            agent_id=agent_id,
+            state=query.state,
+            namespace_id=query.namespace_id,
+            agent_id=query.agent_id,
             after=position,
             limit=rows,
         ),
-        limit=limit,
+        limit=query.limit,
     )
     return WorkPage(
         items=items,
@@ -105,7 +113,7 @@ def list_work(
     )
 
 
-def get_work(db: Database, *, actor_id: str, work_id: str) -> values.WorkItem:
+def get_work(db: Database, actor_id: str, *, work_id: str) -> values.WorkItem:
     """One work item (``installation:administer``).
 
     Authorization comes before the lookup, so a denial says nothing about existence.
@@ -122,36 +130,17 @@ def get_work(db: Database, *, actor_id: str, work_id: str) -> values.WorkItem:
         return admission.found(work_queue.get(session, work_id), "work_item")
 
 
-def list_audit_events(
-    db: Database,
-    *,
-    actor_id: str,
-    namespace_id: str | None = None,
-    resource_id: str | None = None,
-    work_id: str | None = None,
-    kind: str | None = None,
-    before: int | None = None,
-    limit: int = DEFAULT_LIMIT,
-) -> AuditPage:
+def list_audit_events(db: Database, actor_id: str, query: AuditFilter) -> AuditPage:
     """Audit events matching every given filter, newest first (``installation:read``).
 
     ``before`` pages backwards: only events with a smaller sequence number.
 
     Raises:
-        InvalidInput: a bad ``/namespaceId``, ``/resourceId``, ``/workId``, ``/kind``,
-            ``/before`` or ``/limit`` (before any query).
+        InvalidInput: a ``work_id`` of no work id's shape (before any query).
         Forbidden: the caller may not read the Installation (audited).
     """
-    policy.optional_id("namespace", namespace_id, "/namespaceId")
-    if resource_id is not None and not _RESOURCE_ID.fullmatch(resource_id):
-        raise errors.InvalidInput.at("/resourceId", "must be an occ id (<prefix>_<uuid4>)")
-    if work_id is not None and not valid_work_id(work_id):
-        raise errors.InvalidInput.at("/workId", "must be a work id")
-    if kind is not None and kind not in audit.KINDS:
-        raise errors.InvalidInput.at("/kind", "must be one of " + ", ".join(sorted(audit.KINDS)))
-    if before is not None and (isinstance(before, bool) or not 1 <= before <= SEQUENCE_MAX):
-        raise errors.InvalidInput.at("/before", "must be a positive sequence number")
-    limit = _limit(limit)
+    if query.work_id is not None and not valid_work_id(query.work_id):
+        raise errors.InvalidInput.at(("work_id",), "must be a work id")
     items, last = _newest_first(
         db,
         actor_id,
@@ -159,14 +148,14 @@ def list_audit_events(
         "installation:read",
         read=lambda session, rows: audit.list_events(
             session,
-            namespace_id=namespace_id,
-            resource_id=resource_id,
-            work_id=work_id,
-            kind=kind,
-            before_sequence=before,
+            namespace_id=query.namespace_id,
+            resource_id=query.resource_id,
+            work_id=query.work_id,
+            kind=query.kind,
+            before_sequence=query.before,
             limit=rows,
         ),
-        limit=limit,
+        limit=query.limit,
     )
     return AuditPage(items=items, next_before=None if last is None else last.sequence)
 
@@ -208,12 +197,6 @@ def _newest_first(
     return items, items[-1] if len(rows) > limit and items else None
 
 
-def _limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise errors.InvalidInput.at("/limit", f"must be an integer from 1 to {MAX_LIMIT}")
-    return limit
-
-
 def encode_cursor(created_at: dt.datetime, work_id: str) -> str:
     """The opaque cursor of the page that continues below ``(created_at, work_id)``."""
     raw = json.dumps([created_at.isoformat(), work_id], separators=(",", ":"))
@@ -221,9 +204,9 @@ def encode_cursor(created_at: dt.datetime, work_id: str) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
-    """The position an ``encode_cursor`` cursor names, or ``InvalidInput`` at ``/cursor``."""
-    invalid = errors.InvalidInput.at("/cursor", "is not a cursor this API returned")
-    if not isinstance(cursor, str) or not 1 <= len(cursor) <= _CURSOR_MAX:
+    """The position an ``encode_cursor`` cursor names, or ``InvalidInput`` at ``cursor``."""
+    invalid = errors.InvalidInput.at(("cursor",), "is not a cursor this API returned")
+    if not 1 <= len(cursor) <= _CURSOR_MAX:
         raise invalid
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))

@@ -172,17 +172,15 @@ def administered_revoke(
         return ended
 
 
-def resource_input(resource: object) -> tuple[str, str]:
-    """The ``(kind, id)`` of a ``{kind, id}`` resource in a request, or ``InvalidInput`` at
-    ``/resource``."""
-    if not isinstance(resource, Mapping):
-        raise errors.InvalidInput.at("/resource", "must be an object {kind, id}")
-    kind = resource.get("kind")
-    if not isinstance(kind, str) or kind not in iam.RESOURCE_KINDS:
+def resource_input(resource: iam_policy.ResourceRef) -> iam_policy.ResourceRef:
+    """A resource a request names, or ``InvalidInput`` at its ``resource`` kind or id: a kind
+    permissions are checked on, and an id of that kind."""
+    if resource.kind not in iam.RESOURCE_KINDS:
         raise errors.InvalidInput.at(
-            "/resource/kind", "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
+            ("resource", "kind"), "must be one of " + ", ".join(sorted(iam.RESOURCE_KINDS))
         )
-    return kind, ids.require(kind, resource.get("id"), "/resource/id")
+    ids.require(resource.kind, resource.id, ("resource", "id"))
+    return resource
 
 
 def open_namespace(session: Session, namespace_id: str) -> None:
@@ -202,10 +200,10 @@ def principal(session: Session, principal_id: str, *, lock: bool = False) -> iam
     return admission.found(iam_policy.get_principal(session, principal_id, lock=lock), "principal")
 
 
-def optional_id(kind: str, value: object, pointer: str) -> None:
-    """``InvalidInput`` at ``pointer`` unless ``value`` is ``None`` or an id of ``kind``."""
+def optional_id(kind: str, value: object, path: errors.Path) -> None:
+    """``InvalidInput`` at ``path`` unless ``value`` is ``None`` or an id of ``kind``."""
     if value is not None:
-        ids.require(kind, value, pointer)
+        ids.require(kind, value, path)
 
 
 def keep_an_administrator(change: changes.Change, request: Mapping[str, Any] | None = None) -> None:

@@ -5,8 +5,9 @@ They follow the rules of every IAM administration use case (``occ.controller.pol
 disabling a principal or revoking a key is what could leave no administrator able to sign
 in. A minted key's plaintext leaves only through the return value, once: it is never
 audited, logged or stored. Agent-owned service principals are made with their Agent; they are
-listed here but get no API keys. Reads return ``occ.state.iam_policy.Principal`` and
-``occ.state.api_keys.ApiKey`` values.
+listed here but get no API keys. A change takes its command value (``CreatePrincipal``,
+``DisablePrincipal``, ``MintApiKey``, ``RevokeApiKey``). Reads return
+``occ.state.iam_policy.Principal`` and ``occ.state.api_keys.ApiKey`` values.
 """
 
 from __future__ import annotations
@@ -33,28 +34,55 @@ class NewApiKey:
     key: str = field(repr=False)
 
 
+@dataclass(frozen=True, kw_only=True)
+class CreatePrincipal:
+    """A new human or service principal; a service principal may belong to a Namespace."""
+
+    name: str
+    kind: iam_policy.PrincipalKind
+    namespace_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisablePrincipal:
+    """Disabling a principal (and revoking its keys)."""
+
+    principal_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class MintApiKey:
+    """A new API key for a principal."""
+
+    principal_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevokeApiKey:
+    """Revoking one of a principal's API keys."""
+
+    principal_id: str
+    key_id: str
+
+
 # -- principals ---------------------------------------------------------------------------------
 
 
-def create_principal(
-    db: Database, *, actor_id: str, name: str, kind: str, namespace_id: str | None = None
-) -> iam_policy.Principal:
+def create_principal(db: Database, actor_id: str, command: CreatePrincipal) -> iam_policy.Principal:
     """Create a human or service principal; a service principal may belong to a Namespace.
 
     Raises:
-        InvalidInput: a bad ``/name``, ``/kind`` or ``/namespaceId`` (humans are never
-            Namespace-scoped).
+        InvalidInput: a bad ``name`` or ``namespace_id`` (humans are never Namespace-scoped).
         Forbidden: the caller may not administer the Installation (audited).
         NotFound: the Namespace does not exist.
         Conflict: the Namespace is being deleted.
     """
-    name = admission.name(name, "/name")
-    if kind not in iam_policy.PRINCIPAL_KINDS:
-        raise errors.InvalidInput.at("/kind", "must be human or service")
-    policy.optional_id("namespace", namespace_id, "/namespaceId")
+    name = admission.name(command.name, ("name",))
+    kind, namespace_id = command.kind, command.namespace_id
+    policy.optional_id("namespace", namespace_id, ("namespace_id",))
     if namespace_id is not None and kind != iam_policy.PrincipalKind.SERVICE:
         raise errors.InvalidInput.at(
-            "/namespaceId", "only a service principal may belong to a Namespace"
+            ("namespace_id",), "only a service principal may belong to a Namespace"
         )
     request = {"name": name, "kind": kind, "namespaceId": namespace_id}
     return policy.administered_create(
@@ -68,7 +96,7 @@ def create_principal(
     )
 
 
-def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:
+def get_principal(db: Database, actor_id: str, principal_id: str) -> iam_policy.Principal:
     """A principal, disabled or not.
 
     Raises:
@@ -81,7 +109,7 @@ def get_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_poli
 
 
 def list_principals(
-    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[iam_policy.Principal]:
     """Every principal (Agent-owned service principals included) in creation order, the page
     ``window`` asks for."""
@@ -90,7 +118,9 @@ def list_principals(
     )
 
 
-def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_policy.Principal:
+def disable_principal(
+    db: Database, actor_id: str, command: DisablePrincipal
+) -> iam_policy.Principal:
     """Disable a principal and revoke its keys: it stops authenticating at once. Idempotent.
 
     Raises:
@@ -100,6 +130,7 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
         LastAdministrator: no administrator that can sign in would be left (audited; nothing
             changed).
     """
+    principal_id = command.principal_id
     admission.require_id("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
         change = policy.administer(
@@ -127,14 +158,16 @@ def disable_principal(db: Database, *, actor_id: str, principal_id: str) -> iam_
 # -- API keys -----------------------------------------------------------------------------------
 
 
-def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str) -> NewApiKey:
-    """Mint an API key for a principal that is enabled and not owned by an Agent.
+def mint_api_key(db: Database, actor_id: str, command: MintApiKey, *, pepper: str) -> NewApiKey:
+    """Mint an API key (hashed with ``pepper``) for a principal that is enabled and not owned by
+    an Agent.
 
     Raises:
         NotFound: no principal has this id.
         Forbidden: the caller may not administer the Installation (audited).
         Conflict: the principal is disabled, or an Agent's service principal.
     """
+    principal_id = command.principal_id
     admission.require_id("principal", principal_id)
     with admission.guarded(db, actor_id) as session:
         change = policy.administer(
@@ -153,7 +186,7 @@ def mint_api_key(db: Database, *, actor_id: str, principal_id: str, pepper: str)
 
 
 def list_api_keys(
-    db: Database, *, actor_id: str, principal_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING, *, principal_id: str
 ) -> keyset.Page[api_keys.ApiKey]:
     """The principal's keys (revoked ones included), oldest first, the page ``window`` asks
     for.
@@ -173,9 +206,7 @@ def list_api_keys(
         )
 
 
-def revoke_api_key(
-    db: Database, *, actor_id: str, principal_id: str, key_id: str
-) -> api_keys.ApiKey:
+def revoke_api_key(db: Database, actor_id: str, command: RevokeApiKey) -> api_keys.ApiKey:
     """Revoke one of the principal's keys; it stops authenticating at once. Idempotent.
 
     Raises:
@@ -184,6 +215,7 @@ def revoke_api_key(
         LastAdministrator: it is the last key of the last administrator that can sign in
             (audited; nothing changed).
     """
+    principal_id, key_id = command.principal_id, command.key_id
     admission.require_id("principal", principal_id)
     _known("api_key", key_id, "the API key does not exist")
     with admission.guarded(db, actor_id) as session:

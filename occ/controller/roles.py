@@ -1,43 +1,52 @@
 """Role use cases: create, read, list and (soft-)delete Roles (``occ.state.roles.Role``).
 
 They follow the rules of every IAM administration use case (``occ.controller.policy``); a
-deletion is what could leave nobody able to administer the Installation.
+deletion is what could leave nobody able to administer the Installation. A change takes its
+command value (``CreateRole``, ``DeleteRole``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from occ import iam
 from occ.controller import admission, policy
-from occ.foundation import errors
 from occ.state import keyset
 from occ.state import roles as role_rows
 from occ.state.db import Database
 
 
-def create_role(
-    db: Database,
-    *,
-    actor_id: str,
-    name: str,
-    permissions: Sequence[str],
-    namespace_id: str | None = None,
-) -> role_rows.Role:
+@dataclass(frozen=True, kw_only=True)
+class CreateRole:
+    """A new Role holding ``permissions``, Installation-wide or of one Namespace."""
+
+    name: str
+    permissions: Sequence[str]
+    namespace_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteRole:
+    """The (soft) deletion of a Role."""
+
+    role_id: str
+
+
+def create_role(db: Database, actor_id: str, command: CreateRole) -> role_rows.Role:
     """Create a Role holding ``permissions`` (Installation-wide, or of one Namespace).
 
     Raises:
-        InvalidInput: a bad ``/name``, ``/namespaceId``, or ``/permissions/<index>`` (unknown,
-            or not allowed in a Namespace Role).
+        InvalidInput: a bad ``name``, ``namespace_id``, or ``permissions`` entry (unknown, or
+            not allowed in a Namespace Role; at its index).
         Forbidden: the caller may not administer the Installation (audited).
         NotFound: the Namespace does not exist.
         Conflict: a live Role has this name in this scope, or the Namespace is being deleted.
     """
-    name = admission.name(name, "/name")
-    policy.optional_id("namespace", namespace_id, "/namespaceId")
-    if not isinstance(permissions, list | tuple):
-        raise errors.InvalidInput.at("/permissions", "must be a list of permissions")
-    checked = iam.check_permissions(permissions, namespace_scoped=namespace_id is not None)
+    name = admission.name(command.name, ("name",))
+    namespace_id = command.namespace_id
+    policy.optional_id("namespace", namespace_id, ("namespace_id",))
+    checked = iam.check_permissions(command.permissions, namespace_scoped=namespace_id is not None)
     request = {"name": name, "permissions": list(checked), "namespaceId": namespace_id}
     return policy.administered_create(
         db,
@@ -50,7 +59,7 @@ def create_role(
     )
 
 
-def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
+def get_role(db: Database, actor_id: str, role_id: str) -> role_rows.Role:
     """A Role, deleted or not.
 
     Raises:
@@ -61,13 +70,13 @@ def get_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
 
 
 def list_roles(
-    db: Database, *, actor_id: str, window: keyset.Window = keyset.EVERYTHING
+    db: Database, actor_id: str, window: keyset.Window = keyset.EVERYTHING
 ) -> keyset.Page[role_rows.Role]:
     """The live Roles in creation order, the page ``window`` asks for."""
     return policy.administered_page(db, actor_id, "roles.list", role_rows.list_roles, window)
 
 
-def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
+def delete_role(db: Database, actor_id: str, command: DeleteRole) -> role_rows.Role:
     """Soft-delete a Role: its bindings stop granting. A repeat changes nothing.
 
     Raises:
@@ -80,9 +89,9 @@ def delete_role(db: Database, *, actor_id: str, role_id: str) -> role_rows.Role:
         db,
         actor_id,
         "role",
-        role_id,
+        command.role_id,
         action="roles.delete",
-        request={"roleId": role_id},
+        request={"roleId": command.role_id},
         get=role_rows.get_role,
         revoke=role_rows.delete_role,
         revoked=lambda role: role.deleted_at is not None,

@@ -53,7 +53,7 @@ def bootstrap(settings: Settings, key_file: Path) -> None:
                 "minting a new administrator key"
             )
             minted = principals.mint_api_key(
-                database, actor_id=admin, principal_id=admin, pepper=pepper
+                database, admin, principals.MintApiKey(principal_id=admin), pepper=pepper
             )
         home.write_private(key_file, minted.key + "\n", replace=True)
         logger.info("administrator key %s written to %s", minted.id, key_file)

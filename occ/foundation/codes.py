@@ -211,6 +211,28 @@ class Code(enum.StrEnum):
         X,
         "The harness credential cannot be delivered to the container.",
     )
+    # SSH Compute Driver failures a revision may end with
+    SSH_HOST_REMOVED = (
+        "SSH_HOST_REMOVED",
+        X,
+        "The Namespace's SSH host is no longer in the host pool.",
+    )
+    SSH_HOST_KEY_MISMATCH = (
+        "SSH_HOST_KEY_MISMATCH",
+        X,
+        "The SSH host did not present its pinned host key.",
+    )
+    # lifecycle hook owners' refusals
+    LAUNCH_ENVIRONMENT_INVALID = (
+        "LAUNCH_ENVIRONMENT_INVALID",
+        X,
+        "A lifecycle hook contributed a launch environment entry the rules refuse.",
+    )
+    SANDBOX_POLICY_MISSING = (
+        "SANDBOX_POLICY_MISSING",
+        X,
+        "The revision was not admitted under the selected sandbox's policy.",
+    )
 
 
 SUCCESS_WITH_RESULT: Final = frozenset({Code.REVISION_ACTIVATED, Code.REVISION_ALREADY_ACTIVE})

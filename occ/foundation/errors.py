@@ -1,7 +1,8 @@
 """The one exception tree of occ; domain errors, nothing about HTTP.
 
     OccError
-    ├── InvalidInput            bad input; carries JSON-Pointer paths
+    ├── InvalidInput            bad input; carries the paths of the invalid fields
+    │   └── InvalidSettings     a bad setting; its path is the key as the operator wrote it
     ├── Unauthenticated         no valid credentials
     ├── NotFound                the resource does not exist (or may not be seen)
     ├── Forbidden               authorization denied; carries the decision
@@ -15,24 +16,41 @@
     ├── PreconditionFailed      the resource changed since the caller read it (If-Match)
     ├── ClaimLost               a claim-fenced write found no live claim
     ├── UnknownOutcome          a COMMIT may or may not have happened
+    ├── SecretUnreadable        a stored Secret value cannot be opened
     └── DependencyUnavailable   the database or another dependency failed
 
-Web maps this tree to problem+json once; workers map it to reason codes.
+Web maps this tree to problem+json once; workers map it to reason codes. A field path
+names fields as the code that checked them does (snake_case names, list indexes); each
+edge spells it for its audience (the API in camelCase, see ``occ.web.problems``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self, TypeAlias
+
+Path: TypeAlias = tuple[str | int, ...]
+"""Where a field is, from the top of the input: names and list indexes (``()`` is the whole
+input)."""
+
+
+def json_pointer(tokens: Iterable[str | int]) -> str:
+    """The JSON Pointer (RFC 6901) of a path whose names are spelled as given."""
+    return "".join("/" + str(token).replace("~", "~0").replace("/", "~1") for token in tokens)
 
 
 @dataclass(frozen=True)
 class FieldError:
-    """One invalid field: a JSON-Pointer into the request and a message."""
+    """One invalid field: its path and what is wrong with it."""
 
-    pointer: str
+    path: Path
     message: str
+
+    @property
+    def pointer(self) -> str:
+        """The path as a JSON Pointer, its names as the path spells them."""
+        return json_pointer(self.path)
 
 
 class OccError(Exception):
@@ -55,9 +73,17 @@ class InvalidInput(OccError):
         self.errors = tuple(errors)
 
     @classmethod
-    def at(cls, pointer: str, message: str) -> InvalidInput:
-        """An error about one field."""
-        return cls(message, [FieldError(pointer, message)])
+    def at(cls, path: Path, message: str) -> Self:
+        """An error about the one field at ``path``."""
+        return cls(message, [FieldError(path, message)])
+
+
+class InvalidSettings(InvalidInput):
+    """The settings are not valid.
+
+    Its paths name the keys as the operator wrote them (an environment variable, a YAML key),
+    so every edge shows them unchanged.
+    """
 
 
 class Unauthenticated(OccError):
@@ -144,6 +170,12 @@ class UnknownOutcome(OccError):
     """The database may or may not have committed the change; do not blindly replay it."""
 
     code = "UNKNOWN_OUTCOME"
+
+
+class SecretUnreadable(OccError):
+    """A stored Secret value cannot be opened (wrong key, wrong row, damaged, or gone)."""
+
+    code = "SECRET_UNREADABLE"
 
 
 class DependencyUnavailable(OccError):

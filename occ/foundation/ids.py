@@ -45,9 +45,9 @@ def is_valid(kind: str, value: object) -> bool:
     return isinstance(value, str) and _COMPILED[kind].fullmatch(value) is not None
 
 
-def require(kind: str, value: object, pointer: str) -> str:
-    """``value`` as an id of ``kind``, or ``InvalidInput`` naming ``pointer``."""
+def require(kind: str, value: object, path: errors.Path) -> str:
+    """``value`` as an id of ``kind``, or ``InvalidInput`` at ``path``."""
     if not is_valid(kind, value):
-        raise errors.InvalidInput.at(pointer, f"must be a {kind} id ({PREFIXES[kind]}_<uuid4>)")
+        raise errors.InvalidInput.at(path, f"must be a {kind} id ({PREFIXES[kind]}_<uuid4>)")
     assert isinstance(value, str)
     return value

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from occ.drivers.compute import base
+from occ.drivers.secret import SecretDriver
 from occ.settings.config import Settings
 from occ.state import installation, values
 from occ.state.db import Database, Session
@@ -47,3 +48,5 @@ class Worker:
     shutdown: threading.Event
     settings: Settings
     installation: InstallationCache = field(default_factory=InstallationCache)
+    secrets: SecretDriver | None = None
+    """Where harness credentials are unsealed (unset: the sealed store keyed by ``settings``)."""

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from occ.drivers.compute import base
 from occ.foundation import codes, errors
-from occ.reconcile import environment, kinds, maintenance, outcome, registry, settle
+from occ.reconcile import environment, kinds, observer, outcome, registry, settle
 from occ.reconcile.context import ClaimContext
 from occ.state import values, work_queue
 from occ.state.db import Database
@@ -73,9 +73,9 @@ def recover(database: Database, policy: values.QueuePolicy) -> values.RecoveryRe
     return report
 
 
-def observe_active_revisions(worker: Worker) -> int:
-    """Beat's observation tick: ``maintenance.seed``."""
-    return maintenance.seed(worker)
+def observe(worker: Worker) -> observer.Tick:
+    """Beat's observation tick: ``observer.tick``."""
+    return observer.tick(worker)
 
 
 def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult | None:

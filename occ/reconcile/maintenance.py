@@ -1,39 +1,68 @@
-"""Beat's seeding of maintenance: one observation of every active revision per interval.
+"""Repairs of active revisions: what the fleet observer admits when a runtime differs.
 
-A gateway that died while nothing watched is found within one interval, and right after a
-fleet starts. The seed's key is the current interval's bucket, the one a revision's own
-maintenance chain would use, so a seed and a chain never run the same observation twice.
+A repair is a ``REVISION_MAINTENANCE`` item (``revision.MAINTENANCE`` runs it: observe, repair
+what is gone, publish the endpoint, record what it saw), owned by whoever deployed the revision,
+so it is re-authorized like the deploy. A revision has at most one live repair; while its
+runtime stays degraded, repairs are spaced: the first at once, then after one observation
+interval, two, four, up to sixteen intervals, until it is seen healthy again.
 """
 
 from __future__ import annotations
 
-from occ.foundation import errors
-from occ.reconcile import environment
-from occ.state import runtime_observations, values, work_keys, work_queue
+import datetime as dt
+from typing import Final
+
+from occ.foundation import codes
+from occ.state import (
+    agents,
+    deploys,
+    observations,
+    runtime_observations,
+    values,
+    work_keys,
+    work_queue,
+)
+from occ.state.db import Session
+
+MAX_DOUBLINGS: Final = 4
+"""The spacing doubles at most this often: 16 intervals between repairs at the most."""
 
 
-def seed(worker: environment.Worker) -> int:
-    """Enqueue a maintenance pass, due now, for every active revision on this driver; how many
-    active revisions it covered."""
-    interval_s = worker.driver.capabilities.maintenance_interval_s
-    if not interval_s:
-        return 0
-    interval_ms = max(int(interval_s * 1000), 1)
-    covered = 0
-    with worker.database.transaction() as session:
-        bucket = int(work_queue.database_now(session).timestamp() * 1000) // interval_ms
-        for active in runtime_observations.active_revisions(session, worker.driver.name):
-            owner = values.WorkOwner(
-                namespace_id=active.namespace_id,
-                actor_id=active.actor_id,
-                agent_id=active.agent_id,
-                revision_id=active.revision_id,
-            )
-            key = work_keys.revision_maintenance(active.revision_id, bucket)
-            try:
-                with session.begin_nested():
-                    work_queue.enqueue(session, key, owner)
-            except errors.IdempotencyConflict:
-                continue  # the chain's item for this bucket exists under another owner
-            covered += 1
-    return covered
+def repair_spacing_ms(interval_ms: int, repairs: int) -> int:
+    """How long after its ``repairs``-th repair a runtime may be repaired again."""
+    return interval_ms << min(max(repairs - 1, 0), MAX_DOUBLINGS)
+
+
+def admit_repair(
+    session: Session, due: observations.Due, reason_code: str, *, interval_ms: int, now: dt.datetime
+) -> bool:
+    """Enqueue a repair of ``due``'s revision and record its runtime ``degraded``, unless a
+    repair of it is still live or it is no longer what the Agent should run (another revision
+    is active, or a newer deploy was admitted since the tick read it); whether one was
+    admitted."""
+    revision = due.revision
+    agent = agents.get(session, revision.namespace_id, revision.agent_id)
+    if agent is None or agent.active_revision_id != revision.id:
+        return False
+    if deploys.pending_successor(session, revision.agent_id, revision.revision_number):
+        return False
+    key = work_keys.revision_maintenance(revision.id, int(now.timestamp()))
+    if work_queue.has_live(session, revision.agent_id, revision.id, key.kind):
+        return False
+    reason = reason_code if codes.is_code_shaped(reason_code) else codes.Code.REVISION_DEGRADED
+    number = runtime_observations.admit_repair(
+        session,
+        revision.agent_id,
+        revision.id,
+        reason,
+        spacing_ms=lambda repairs: repair_spacing_ms(interval_ms, repairs),
+    )
+    owner = values.WorkOwner(
+        namespace_id=revision.namespace_id,
+        actor_id=revision.actor_id,
+        agent_id=revision.agent_id,
+        revision_id=revision.id,
+    )
+    # one id per repair: the revision and the second it was admitted in
+    work_queue.enqueue(session, key, owner)
+    return number > 0

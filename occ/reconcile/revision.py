@@ -120,11 +120,12 @@ def _maintain(
     snapshot: Snapshot,
     unready_recheck_ms: int,
 ) -> outcome.PassResult:
-    """Observe the active revision and repair what is gone (prepare starts or re-applies it,
-    activation re-reads its endpoint); an unhealthy runtime is recorded ``degraded`` and looked
-    at again, never retired. Before each effect the pass reads the Agent again under its
-    claim: a revision that is no longer the active one, or one a newer deploy was admitted
-    over, ends its chain with no further effect (the newer pass may be stopping it)."""
+    """A repair the fleet observer admitted: observe the active revision and repair what is
+    gone (prepare starts or re-applies it, activation re-reads its endpoint); an unhealthy
+    runtime is recorded ``degraded`` and looked at again, never retired. Before each effect
+    the pass reads the Agent again under its claim: a revision that is no longer the active
+    one, or one a newer deploy was admitted over, ends the repair with no further effect (the
+    newer pass may be stopping it)."""
     snapshot = store.refresh(snapshot)
     if snapshot.maintenance_superseded:
         return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
@@ -144,8 +145,21 @@ def _maintain(
     if isinstance(step, base.Pending):
         # a runtime on its way back: the driver's code, else plainly "not ready yet"
         reason = step.reason if codes.is_code_shaped(step.reason) else Code.REVISION_INCOMPLETE
-        return store.degrade(snapshot, reason, recheck_ms=_recheck_ms(step, unready_recheck_ms))
+        interval_s = driver.revision_capabilities(snapshot.spec).maintenance_interval_s
+        recheck = _repair_recheck_ms(step, snapshot.age_ms, interval_s, unready_recheck_ms)
+        return store.degrade(snapshot, reason, recheck_ms=recheck)
     return store.degrade(snapshot, step.code, recheck_ms=None)
+
+
+def _repair_recheck_ms(
+    pending: base.Pending, age_ms: int, interval_s: float | None, unready_recheck_ms: int
+) -> int | None:
+    """How soon a repair looks again at a runtime on its way back: after the repair's own age
+    (so the checks space out, doubling from the usual recheck) while it is younger than one
+    observation interval; after that, ``None``: the fleet observer looks again."""
+    if not interval_s or age_ms >= interval_s * 1000:
+        return None
+    return max(_recheck_ms(pending, unready_recheck_ms), age_ms)
 
 
 def _prepare(

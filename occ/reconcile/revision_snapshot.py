@@ -33,6 +33,8 @@ class Snapshot:
     """The revision as the driver sees it, with its credential for a deploy pass."""
     successor_id: str | None = None
     """A newer revision of the Agent whose deployment is under way (the newest such)."""
+    age_ms: int = 0
+    """How long ago the pass's item was admitted (on the database clock)."""
 
     @property
     def maintenance_superseded(self) -> bool:
@@ -121,6 +123,7 @@ def snapshot(
     driver_name: str,
     credential: base.Credential | None,
     successor_id: str | None,
+    age_ms: int = 0,
 ) -> Snapshot:
     """The snapshot a pass works from: the active revision and this driver's earlier ones."""
     earlier = sorted(
@@ -138,4 +141,5 @@ def snapshot(
         earlier=tuple(earlier),
         spec=specs.revision(revision, credential),
         successor_id=successor_id,
+        age_ms=age_ms,
     )

@@ -10,12 +10,11 @@ Compute Driver.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Literal, Protocol
 
 from occ import iam
 from occ.drivers.compute import base
-from occ.foundation import codes
+from occ.foundation import codes, errors
 from occ.reconcile import authority, environment, outcome, revision_snapshot, settle
 from occ.reconcile.context import ClaimContext
 from occ.reconcile.revision_snapshot import Snapshot
@@ -30,7 +29,6 @@ from occ.state import (
     secret_store,
     secrets,
     values,
-    work_keys,
     work_queue,
 )
 from occ.state.db import Session
@@ -68,13 +66,6 @@ class RevisionStore(Protocol):
     def fail(self, code: Code) -> outcome.PassResult: ...
 
     def retry(self, code: Code) -> outcome.PassResult: ...
-
-
-def maintenance_bucket(now_ms: float, interval_ms: int, current: int | None) -> int:
-    """The bucket of the next maintenance pass: the next interval boundary after ``now``, and
-    always after the bucket that is running (``current``), so a chain never repeats itself."""
-    bucket = math.floor((now_ms + interval_ms) / interval_ms)
-    return bucket if current is None else max(bucket, current + 1)
 
 
 class DatabaseRevisionStore:
@@ -142,7 +133,13 @@ class DatabaseRevisionStore:
             driver_name=driver_name,
             credential=credential,
             successor_id=deploys.pending_successor(session, agent.id, revision.revision_number),
+            age_ms=self._age_ms(session),
         )
+
+    def _age_ms(self, session: Session) -> int:
+        """How long ago the claimed item was admitted, on the database clock."""
+        age = work_queue.database_now(session) - self._claim.created_at
+        return max(int(age.total_seconds() * 1000), 0)
 
     def refresh(self, snapshot: Snapshot) -> Snapshot:
         """Under a renewed claim, the snapshot with its Agent and pending successor read again
@@ -168,9 +165,12 @@ class DatabaseRevisionStore:
         sealed = secrets.sealed_value(session, revision.namespace_id, secret_id)
         if sealed is None:
             return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
+        driver = self._worker.secrets or secret_store.SecretStore.from_settings(
+            self._worker.settings
+        )
         try:
-            value = secret_store.decrypt(self._worker.settings, secret_id, sealed)
-        except secret_store.SecretUnreadable:
+            value = driver.unseal(revision.namespace_id, secret_id, sealed)
+        except errors.SecretUnreadable:
             return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
         return base.Credential(value)
 
@@ -207,7 +207,7 @@ class DatabaseRevisionStore:
             runtime_observations.record(
                 session, agent.id, revision.id, runtime_observations.RuntimeStatus.READY, code
             )
-            if not _activation_audited(session, revision.id):
+            if not audit.has_event(session, revision.id, ACTIVATE_ACTION):
                 previous = snapshot.active.id if snapshot.active else None
                 audit.work_event(
                     session,
@@ -222,16 +222,14 @@ class DatabaseRevisionStore:
                         "revisionNumber": revision.revision_number,
                     },
                 )
-            result = settle.complete(session, self._context, code)
-            self._schedule_maintenance(session, snapshot.spec)
-        return result
+            return settle.complete(session, self._context, code)
 
     def degrade(
         self, snapshot: Snapshot, reason_code: str, *, recheck_ms: int | None
     ) -> outcome.PassResult:
-        """A maintenance pass found the active revision unhealthy: record it ``degraded``, then
-        look again after ``recheck_ms`` (the runtime is coming back) or, without it, complete
-        and let the next maintenance pass repair it. Never retires or fails the revision."""
+        """A repair found the active revision unhealthy: record it ``degraded``, then look
+        again after ``recheck_ms`` (the runtime is coming back) or, without it, complete
+        ``REVISION_DEGRADED`` (the fleet observer looks again). Never retires or fails it."""
         agent, revision = snapshot.agent, snapshot.revision
         with self._worker.database.transaction() as session:
             self._fence(session)
@@ -245,21 +243,15 @@ class DatabaseRevisionStore:
                 runtime_observations.RuntimeStatus.DEGRADED,
                 _observation_code(reason_code),
             )
-            if recheck_ms is not None:
-                result = settle.defer(
-                    session,
-                    self._worker.policy,
-                    self._context,
-                    Code.REVISION_INCOMPLETE,
-                    delay_ms=recheck_ms,
-                )
-                if result.outcome != codes.Outcome.PERMANENT:
-                    return result
-            else:
-                result = settle.complete(session, self._context, Code.REVISION_DEGRADED)
-            # the chain goes on whatever this pass found: the next bucket observes again
-            self._schedule_maintenance(session, snapshot.spec)
-        return result
+            if recheck_ms is None:
+                return settle.complete(session, self._context, Code.REVISION_DEGRADED)
+            return settle.defer(
+                session,
+                self._worker.policy,
+                self._context,
+                Code.REVISION_INCOMPLETE,
+                delay_ms=recheck_ms,
+            )
 
     def complete(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
@@ -305,29 +297,7 @@ class DatabaseRevisionStore:
     def _retry_in(self, session: Session, code: Code) -> outcome.PassResult:
         return settle.retry(session, self._worker.policy, self._context, code)
 
-    def _schedule_maintenance(self, session: Session, spec: base.RevisionSpec) -> None:
-        interval_s = self._worker.driver.revision_capabilities(spec).maintenance_interval_s
-        if not interval_s:
-            return
-        interval_ms = max(int(interval_s * 1000), 1)
-        now_ms = work_queue.database_now(session).timestamp() * 1000
-        current = self._claim.key.maintenance_bucket if self._maintenance else None
-        bucket = maintenance_bucket(now_ms, interval_ms, current)
-        work_queue.enqueue(
-            session,
-            work_keys.revision_maintenance(spec.revision_id, bucket),
-            self._claim.owner,
-            delay_ms=max(int(bucket * interval_ms - now_ms), 0),
-        )
-
 
 def _observation_code(code: str) -> str:
     """A driver's code as an observation's reason (codes are data, shaped like occ's own)."""
     return code if codes.is_code_shaped(code) else Code.RUNTIME_STARTUP_FAILED
-
-
-def _activation_audited(session: Session, revision_id: str) -> bool:
-    return any(
-        event.action == ACTIVATE_ACTION
-        for event in audit.list_events(session, resource_id=revision_id, limit=50)
-    )

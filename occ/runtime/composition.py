@@ -1,11 +1,15 @@
-"""Composition root: Settings -> Database and queue policy, built once per process."""
+"""Composition root: Settings -> Database, queue policy and the Secret Driver, built once per
+process."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from occ.drivers.compute import base
+from occ.drivers.secret import SecretDriver
+from occ.foundation import errors
 from occ.settings.config import Settings
-from occ.state import values
+from occ.state import secret_store, values
 from occ.state.db import Database
 
 
@@ -47,3 +51,25 @@ def build(
         statement_timeout_ms=statement_timeout_ms,
     )
     return Runtime(settings=settings, database=database)
+
+
+KUBERNETES_SECRETS = "kubernetes"
+SECRET_DRIVERS = (secret_store.DRIVER_ID, KUBERNETES_SECRETS)
+
+
+def secret_driver(settings: Settings) -> SecretDriver:
+    """The Secret Driver the settings select (``InvalidSettings`` naming the setting otherwise)."""
+    if settings.secret_driver == secret_store.DRIVER_ID:
+        return secret_store.SecretStore.from_settings(settings)
+    if settings.secret_driver != KUBERNETES_SECRETS:
+        raise errors.InvalidSettings.at(
+            ("secret_driver",), f"unknown Secret Driver; known: {', '.join(SECRET_DRIVERS)}"
+        )
+    # imported here: only an installation that selects it pays for the Kubernetes client
+    from occ.drivers.secret import kubernetes  # noqa: PLC0415
+
+    try:
+        return kubernetes.KubernetesSecrets.from_settings(settings)
+    except base.DriverError as exc:
+        reason = f"the Kubernetes client cannot be configured: {exc.code}"
+        raise errors.InvalidSettings.at(("secret_driver",), reason) from None

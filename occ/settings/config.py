@@ -2,7 +2,7 @@
 
 The only module that reads ``os.environ``; everything else receives a ``Settings``, a frozen
 pydantic-settings model. Every value is type-checked wherever it comes from; a bad one is an
-``errors.InvalidInput`` naming its key (the variable or the YAML key), never its value.
+``errors.InvalidSettings`` naming its key (the variable or the YAML key), never its value.
 
 ``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
 fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
@@ -43,6 +43,7 @@ _POSITIVE = (
     "convergence_timeout_ms",
     "claim_interval_ms",
     "recovery_interval_ms",
+    "observer_tick_ms",
     "max_in_flight",
     "unready_recheck_ms",
     "database_timeout_ms",
@@ -54,6 +55,7 @@ _POSITIVE = (
     "docker_nano_cpus",
     "docker_pids_limit",
     "startup_wait_ms",
+    "ssh_connect_timeout_ms",
 )
 
 
@@ -123,7 +125,7 @@ class Settings(BaseSettings):
     """Key protecting stored Secret values; set it in production."""
 
     compute_driver: Annotated[str, Variable("OCC_COMPUTE_DRIVER")] = "local"
-    """Compute Driver of this installation: ``local``, ``docker`` or ``kubernetes``."""
+    """Compute Driver of this installation: ``local``, ``docker``, ``kubernetes`` or ``ssh``."""
 
     local_root: Annotated[str, Variable("OCC_LOCAL_ROOT")] = ".occ/local"
     """State directory of the ``local`` driver."""
@@ -132,8 +134,13 @@ class Settings(BaseSettings):
     """Simulated duration of each ``local`` Compute effect (demos, fault drills); 0 or more."""
 
     maintenance_interval_ms: Annotated[int | None, Variable("OCC_MAINTENANCE_INTERVAL_MS")] = None
-    """How often every active revision is observed and repaired (unset: the driver's own, 30 s
-    for ``local`` and ``docker``, 60 s for ``kubernetes``)."""
+    """How often every running Agent's active revision is observed (unset: the driver's own,
+    30 s for ``local`` and ``docker``, 60 s for ``kubernetes``); a runtime found different is
+    repaired."""
+
+    observer_tick_ms: Annotated[int, Variable("OCC_OBSERVER_TICK_MS")] = 1_000
+    """Beat period of ``occ.observe_runtimes``: each tick observes the Agents that fell due
+    since the last (a tick that could not take them all is followed at once by another)."""
 
     kubernetes_kubeconfig: Annotated[str | None, Variable("OCC_KUBERNETES_KUBECONFIG")] = None
     """Kubeconfig of the ``kubernetes`` driver's cluster (unset: the in-cluster configuration
@@ -193,6 +200,49 @@ class Settings(BaseSettings):
 
     docker_pids_limit: Annotated[int, Variable("OCC_DOCKER_PIDS_LIMIT")] = 128
     """Process limit of a gateway container."""
+
+    secret_driver: Annotated[str, Variable("OCC_SECRET_DRIVER")] = "sealed"  # noqa: S105
+    """Where Secret values live: ``sealed`` (in their rows, sealed with the secret key) or
+    ``kubernetes`` (tenant-local Kubernetes Secrets)."""
+
+    configuration_driver: Annotated[str, Variable("OCC_CONFIGURATION_DRIVER")] = "database"
+    """Where Configuration documents live: ``database`` (their rows) or ``filesystem``
+    (development only, under the development configuration root)."""
+
+    development_configuration_root: Annotated[
+        str | None, Variable("OCC_DEVELOPMENT_CONFIGURATION_ROOT")
+    ] = None
+    """Root of the ``filesystem`` Configuration Driver, which only the API writes."""
+
+    lifecycle_hook_owners: Annotated[str | None, Variable("OCC_LIFECYCLE_HOOK_OWNERS")] = None
+    """Drivers that own lifecycle hooks, in order, as comma-separated capabilities
+    (``configuration``, ``sandbox``, ``iam``; unset: the selected ones with hooks, in that
+    order); an unavailable one stops the process at start-up."""
+
+    sandbox_driver: Annotated[str | None, Variable("OCC_SANDBOX_DRIVER")] = None
+    """Sandbox Driver: ``reference`` (unset: none)."""
+
+    sandbox_egress_allow: list[str] | None = None
+    """Host names the ``reference`` Sandbox Driver pins as the egress allow-list."""
+
+    iam_hook: Annotated[str | None, Variable("OCC_IAM_HOOK")] = None
+    """IAM lifecycle hook: ``runtime-identities`` (unset: none)."""
+
+    iam_identity_root: Annotated[str, Variable("OCC_IAM_IDENTITY_ROOT")] = ".occ/identities"
+    """Ledger of the runtime identities the IAM hook issued (shared by the workers)."""
+
+    ssh_hosts: list[dict[str, Any]] | None = None
+    """Host pool of the ``ssh`` driver: ``name``, ``host``, ``port``, ``user``,
+    ``private_key_file``, ``host_key`` (pinned), ``init``, ``bind`` (docs/ssh.md)."""
+
+    ssh_root: Annotated[str, Variable("OCC_SSH_ROOT")] = "/var/lib/occ"
+    """Directory of occ's files on every SSH host."""
+
+    ssh_connect_timeout_ms: Annotated[int, Variable("OCC_SSH_CONNECT_TIMEOUT_MS")] = 10_000
+    """Timeout of one SSH connection or command."""
+
+    ssh_gateway_command: list[str] | None = None
+    """Gateway command on the SSH hosts (unset: the stand-in gateway occ installs there)."""
 
     metrics_port: Annotated[int | None, Variable("OCC_METRICS_PORT")] = None
     """Port of a worker's Prometheus listener (unset: no listener)."""
@@ -272,35 +322,39 @@ class Settings(BaseSettings):
     @classmethod
     def _known_level(cls, level: str) -> str:
         if level.upper() not in LOG_LEVELS:
-            raise errors.InvalidInput.at("/log_level", f"must be one of {', '.join(LOG_LEVELS)}")
+            raise errors.InvalidSettings.at(
+                ("log_level",), f"must be one of {', '.join(LOG_LEVELS)}"
+            )
         return level.upper()
 
     @pydantic.model_validator(mode="after")
     def _work_together(self) -> Settings:
         """Reject settings that cannot work together."""
         if self.environment not in ("development", "production"):
-            raise errors.InvalidInput.at("/environment", "must be development or production")
+            raise errors.InvalidSettings.at(("environment",), "must be development or production")
         for name in _POSITIVE:
             if getattr(self, name) <= 0:
-                raise errors.InvalidInput.at(f"/{name}", "must be a positive integer")
+                raise errors.InvalidSettings.at((name,), "must be a positive integer")
         if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
-            raise errors.InvalidInput.at("/maintenance_interval_ms", "must be a positive integer")
+            raise errors.InvalidSettings.at(
+                ("maintenance_interval_ms",), "must be a positive integer"
+            )
         if self.local_effect_delay_ms < 0:
-            raise errors.InvalidInput.at("/local_effect_delay_ms", "must not be negative")
+            raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
-            raise errors.InvalidInput.at("/database_url", "must be a PostgreSQL URL")
+            raise errors.InvalidSettings.at(("database_url",), "must be a PostgreSQL URL")
         if self.environment == "production":
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
-                    raise errors.InvalidInput.at(f"/{name}", "must be set in production")
+                    raise errors.InvalidSettings.at((name,), "must be set in production")
                 if len(getattr(self, name).encode()) < PRODUCTION_KEY_MIN_BYTES:
-                    raise errors.InvalidInput.at(
-                        f"/{name}",
+                    raise errors.InvalidSettings.at(
+                        (name,),
                         f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
                     )
             if self.compute_driver == "local":
-                raise errors.InvalidInput.at(
-                    "/compute_driver",
+                raise errors.InvalidSettings.at(
+                    ("compute_driver",),
                     "the local driver runs gateways on this machine and is for development only;"
                     " choose docker or kubernetes in production",
                 )
@@ -319,7 +373,7 @@ class Settings(BaseSettings):
             url = getattr(self, name)
             if url and _expects_password(url) and not _has_password(url):
                 found.append(
-                    errors.FieldError(f"/{name}", "has no password; is the service protected?")
+                    errors.FieldError((name,), "has no password; is the service protected?")
                 )
         return tuple(found)
 
@@ -340,15 +394,15 @@ class Settings(BaseSettings):
     __str__ = __repr__
 
 
-def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidInput:
-    """``exc`` as ``InvalidInput``: each error at the key it came from, without the input."""
+def _invalid(exc: pydantic.ValidationError, origins: Mapping[str, str]) -> errors.InvalidSettings:
+    """``exc`` as ``InvalidSettings``: each error at the key it came from, without the input."""
     found = []
     for error in exc.errors(include_url=False, include_input=False, include_context=False):
         where = [str(part) for part in error["loc"]]
-        head = origins.get(where[0], f"/{where[0]}") if where else ""
+        path = (origins.get(where[0], where[0]), *where[1:]) if where else ()
         message = error["msg"][:1].lower() + error["msg"][1:]
-        found.append(errors.FieldError("/".join([head, *where[1:]]), message))
-    return errors.InvalidInput("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
+        found.append(errors.FieldError(path, message))
+    return errors.InvalidSettings("; ".join(f"{e.pointer}: {e.message}" for e in found), found)
 
 
 def mask_url_password(url: str) -> str:

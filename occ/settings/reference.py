@@ -105,6 +105,8 @@ def _kind(name: str, annotation: Any) -> str:
         return "text"
     if get_origin(kind) is dict:
         return "mapping"
+    if get_origin(kind) is list:
+        return "list"
     raise ValueError(f"setting {name}: no documented kind for {annotation}")
 
 

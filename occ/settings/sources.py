@@ -46,7 +46,8 @@ def variables(settings_cls: type[BaseSettings]) -> dict[str, Variable]:
 
 
 class Source(PydanticBaseSettingsSource):
-    """Values of some settings, and the key each came from (``origins``: field -> pointer)."""
+    """Values of some settings, and the key each came from (``origins``: field -> the
+    variable or YAML key)."""
 
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
@@ -74,7 +75,7 @@ class EnvironmentSource(Source):
                 continue
             raw, origin = found
             values[name] = _parse(origin, raw) if _is_integer(self.settings_cls, name) else raw
-            self.origins[name] = f"/{origin}"
+            self.origins[name] = origin
         return values
 
     def _raw(self, variable: str, *, secret: bool) -> tuple[str, str] | None:
@@ -84,8 +85,8 @@ class EnvironmentSource(Source):
         if named is None:
             return None if raw is None else (raw, variable)
         if raw is not None:
-            raise errors.InvalidInput.at(
-                f"/{variable}", f"set either {variable} or {variable}_FILE, not both"
+            raise errors.InvalidSettings.at(
+                (variable,), f"set either {variable} or {variable}_FILE, not both"
             )
         return _read_secret(f"{variable}_FILE", Path(named)), f"{variable}_FILE"
 
@@ -104,7 +105,7 @@ class FallbackSource(Source):
             if variable.fallback is not None
         }
         found = {name: self.environ.get(fallback) for name, fallback in fallbacks.items()}
-        self.origins = {name: f"/{fallbacks[name]}" for name, value in found.items() if value}
+        self.origins = {name: fallbacks[name] for name, value in found.items() if value}
         return {name: value for name, value in found.items() if value}
 
 
@@ -119,15 +120,17 @@ class YamlSource(Source):
         try:
             document = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
         except (OSError, UnicodeError, yaml.YAMLError) as exc:
-            raise errors.InvalidInput.at(
-                "/OCC_CONFIG_PATH", f"cannot read settings file: {exc}"
+            raise errors.InvalidSettings.at(
+                ("OCC_CONFIG_PATH",), f"cannot read settings file: {exc}"
             ) from None
         if not isinstance(document, dict):
-            raise errors.InvalidInput.at("/OCC_CONFIG_PATH", "settings file must hold a mapping")
+            raise errors.InvalidSettings.at(
+                ("OCC_CONFIG_PATH",), "settings file must hold a mapping"
+            )
         unknown = sorted(str(key) for key in set(document) - set(self.settings_cls.model_fields))
         if unknown:
-            raise errors.InvalidInput.at(f"/{unknown[0]}", "unknown setting")
-        self.origins = {name: f"/{name}" for name in document}
+            raise errors.InvalidSettings.at((unknown[0],), "unknown setting")
+        self.origins = {name: name for name in document}
         return document
 
 
@@ -138,7 +141,7 @@ def _is_integer(settings_cls: type[BaseSettings], name: str) -> bool:
 
 def _parse(variable: str, raw: str) -> int:
     if not _DIGITS.fullmatch(raw):
-        raise errors.InvalidInput.at(f"/{variable}", "must be an integer written as digits")
+        raise errors.InvalidSettings.at((variable,), "must be an integer written as digits")
     return int(raw)
 
 
@@ -148,10 +151,10 @@ def _read_secret(variable: str, path: Path) -> str:
         content = path.read_text(encoding="utf-8")
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise errors.InvalidInput.at(f"/{variable}", f"cannot read the file: {reason}") from None
+        raise errors.InvalidSettings.at((variable,), f"cannot read the file: {reason}") from None
     except UnicodeError:
-        raise errors.InvalidInput.at(f"/{variable}", "the file is not UTF-8 text") from None
+        raise errors.InvalidSettings.at((variable,), "the file is not UTF-8 text") from None
     value = content.removesuffix("\n").removesuffix("\r")
     if not value:
-        raise errors.InvalidInput.at(f"/{variable}", "the file is empty")
+        raise errors.InvalidSettings.at((variable,), "the file is empty")
     return value

@@ -171,6 +171,14 @@ def work_event(
     )
 
 
+def has_event(session: orm.Session, resource_id: str, action: str) -> bool:
+    """Whether any event with ``action`` was recorded about ``resource_id`` (however many other
+    events the resource has)."""
+    event = _EVENTS.c
+    query = sa.select(sa.exists().where(event.resource_id == resource_id, event.action == action))
+    return bool(session.execute(query).scalar_one())
+
+
 def list_events(
     session: orm.Session,
     *,

@@ -54,9 +54,14 @@ _ROWS: Final = referenced_rows.ReferencedRows(
 
 
 def insert(
-    session: orm.Session, *, namespace_id: str, name: str, document: dict[str, Any]
+    session: orm.Session,
+    *,
+    namespace_id: str,
+    name: str,
+    document: dict[str, Any],
+    configuration_id: str | None = None,
 ) -> Configuration:
-    """A new Configuration at generation 1.
+    """A new Configuration at generation 1 (with ``configuration_id`` when the caller chose it).
 
     Raises:
         Conflict: the Namespace already holds a Configuration with this name.
@@ -64,7 +69,7 @@ def insert(
     """
     return _ROWS.insert(
         session,
-        id=ids.new("configuration"),
+        id=configuration_id or ids.new("configuration"),
         namespace_id=namespace_id,
         name=name,
         document=document,

@@ -34,6 +34,8 @@ from occ.state import (
 )
 
 SQL: Final = queries.load("deploys.sql")
+KIND: Final = work_keys.WorkKind.REVISION_RECONCILE
+"""The kind of a revision's deployment item."""
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
 _WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
 
@@ -125,7 +127,7 @@ def pending_successor(session: orm.Session, agent_id: str, revision_number: int)
         .where(
             _REVISIONS.c.agent_id == agent_id,
             _REVISIONS.c.revision_number > revision_number,
-            _WORK.c.kind == work_keys.WorkKind.REVISION_RECONCILE,
+            _WORK.c.kind == KIND,
             _WORK.c.state.in_((values.WorkState.QUEUED, values.WorkState.CLAIMED)),
         )
         .order_by(_REVISIONS.c.revision_number.desc())
@@ -136,7 +138,7 @@ def pending_successor(session: orm.Session, agent_id: str, revision_number: int)
 
 
 def _deployment_key(revision_id: str) -> work_keys.WorkKey:
-    return work_keys.revision_reconcile(revision_id)
+    return work_keys.WorkKey(KIND, revision_id)
 
 
 def _json(document: Mapping[str, Any]) -> str:

@@ -187,23 +187,29 @@ def bind(
         InvalidInput: the scope is malformed, or a Namespace Role is bound outside its Namespace.
     """
     if (resource_kind is None) != (resource_id is None):
-        raise errors.InvalidInput.at("/resourceId", "give both resource kind and id, or neither")
+        raise errors.InvalidInput.at(("resource_id",), "give both resource kind and id, or neither")
     if resource_kind is not None:
         if resource_kind not in RESOURCE_KINDS:
-            raise errors.InvalidInput.at("/resourceKind", "unknown resource kind")
+            raise errors.InvalidInput.at(("resource_kind",), "unknown resource kind")
         if resource_kind == "installation" and namespace_id is not None:
-            raise errors.InvalidInput.at("/namespaceId", "the installation is in no Namespace")
+            raise errors.InvalidInput.at(("namespace_id",), "the installation is in no Namespace")
         if resource_kind != "installation" and namespace_id is None:
-            raise errors.InvalidInput.at("/namespaceId", "a resource binding needs its Namespace")
+            raise errors.InvalidInput.at(
+                ("namespace_id",), "a resource binding needs its Namespace"
+            )
         if resource_kind == "namespace" and resource_id != namespace_id:
-            raise errors.InvalidInput.at("/resourceId", "a Namespace binding names its Namespace")
+            raise errors.InvalidInput.at(
+                ("resource_id",), "a Namespace binding names its Namespace"
+            )
     role = roles.get_role(session, role_id)
     if role is None or role.deleted_at is not None:
         raise errors.NotFound("the role does not exist")
     if get_principal(session, principal_id) is None:
         raise errors.NotFound("the principal does not exist")
     if role.namespace_id is not None and role.namespace_id != namespace_id:
-        raise errors.InvalidInput.at("/roleId", "a Namespace role is bound only in its Namespace")
+        raise errors.InvalidInput.at(
+            ("role_id",), "a Namespace role is bound only in its Namespace"
+        )
     return _BINDING_VALUES.inserted(
         session,
         id=ids.new("access_binding"),

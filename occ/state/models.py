@@ -218,6 +218,16 @@ class Agent(_NamedInNamespace, Base):
             initially="DEFERRED",
             use_alter=True,
         ),
+        sa.Index(
+            "agents_observed",
+            "compute_driver",
+            "observe_phase",
+            postgresql_include=["active_revision_id"],
+            postgresql_where=sa.text(
+                "status = 'active' AND desired_runtime_state = 'running' "
+                "AND active_revision_id IS NOT NULL"
+            ),
+        ),
     )
 
     configuration_id: orm.Mapped[str]
@@ -237,6 +247,11 @@ class Agent(_NamedInNamespace, Base):
     endpoint: orm.Mapped[str | None]
     # the number the Agent's latest revision took (a deploy increments it under the row lock)
     revision_counter: orm.Mapped[int] = orm.mapped_column(server_default="0")
+    # where in each observation interval the Agent's active revision is observed (migration
+    # 0013): a stable hash of the id
+    observe_phase: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, sa.Computed("mod(abs(hashtext(id)::bigint), 1000000)::integer", persisted=True)
+    )
 
 
 class AgentRevision(Base):
@@ -286,6 +301,19 @@ class AgentRuntime(Base):
     status: orm.Mapped[str]
     reason_code: orm.Mapped[str]
     observed_at: orm.Mapped[Stamped]
+    # consecutive repairs of the runtime, and when the next one may be enqueued
+    repairs: orm.Mapped[int] = orm.mapped_column(sa.Integer, server_default="0")
+    repair_after: orm.Mapped[dt.datetime | None]
+
+
+class ObserverCursor(Base):
+    """How far in time each Compute Driver's fleet was observed (migration 0013)."""
+
+    __tablename__ = "observer_cursors"
+
+    compute_driver: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    observed_until: orm.Mapped[dt.datetime]
+    updated_at: orm.Mapped[Stamped]
 
 
 class ControllerWork(Base):

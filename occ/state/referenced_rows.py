@@ -82,7 +82,7 @@ class ReferencedRows(Generic[D]):
             if constraint == self.name_key:
                 raise self._name_taken() from None
             if constraint == self.name_valid:
-                raise errors.InvalidInput.at("/name", "is not a valid name") from None
+                raise errors.InvalidInput.at(("name",), "is not a valid name") from None
             if constraint == self.agent_fkey:
                 raise errors.Conflict(f"an Agent references this {self.noun}") from None
             raise

@@ -1,13 +1,17 @@
-"""What the workers last observed of each Agent's active revision: ``ready`` or ``degraded``.
+"""What the workers last observed of each Agent's active revision: ``ready`` or ``degraded``,
+and how its repairs are spaced.
 
-One row per Agent (``agent_runtime``), upserted by deploy and maintenance passes in their
-fenced publication, removed with the Agent. Takes the caller's session and never commits.
+One row per Agent (``agent_runtime``), upserted by deploy and repair passes in their fenced
+publication and by the fleet observer when what it sees changed, removed with the Agent. A
+``ready`` observation clears the repair count; ``admit_repair`` counts one more and says when
+the next may come. Takes the caller's session and never commits.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -15,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
+from occ.state import agents as agent_rows
 from occ.state import models, rows
 
 _TABLE: Final = cast(sa.Table, models.AgentRuntime.__table__)
@@ -50,7 +55,13 @@ def record(
     """Replace the Agent's observation (``ready`` or ``degraded``) with this one, now."""
     if status == RuntimeStatus.UNKNOWN:
         raise ValueError("unknown is the absence of an observation, not one")
-    values = {"revision_id": revision_id, "status": status, "reason_code": reason_code}
+    values: dict[str, object] = {
+        "revision_id": revision_id,
+        "status": status,
+        "reason_code": reason_code,
+    }
+    if status == RuntimeStatus.READY:
+        values.update(repairs=0, repair_after=None)  # a ready runtime needs no repair
     session.execute(
         pg.insert(_TABLE)
         .values(agent_id=agent_id, **values)
@@ -58,6 +69,40 @@ def record(
             index_elements=[_TABLE.c.agent_id], set_={**values, "observed_at": _NOW}
         )
     )
+
+
+def admit_repair(
+    session: orm.Session,
+    agent_id: str,
+    revision_id: str,
+    reason_code: str,
+    *,
+    spacing_ms: Callable[[int], int],
+) -> int:
+    """Record the runtime ``degraded`` with ``reason_code`` and one more repair, the next one
+    allowed ``spacing_ms(repairs)`` after now; the repair's number (1 for the first)."""
+    repairs = sa.func.coalesce(
+        sa.select(_TABLE.c.repairs)
+        .where(_TABLE.c.agent_id == agent_id, _TABLE.c.revision_id == revision_id)
+        .scalar_subquery(),
+        0,
+    )
+    count = session.execute(sa.select(repairs + 1)).scalar_one()
+    values = {
+        "revision_id": revision_id,
+        "status": RuntimeStatus.DEGRADED,
+        "reason_code": reason_code,
+        "repairs": count,
+        "repair_after": _NOW + sa.func.make_interval(0, 0, 0, 0, 0, 0, spacing_ms(count) / 1000),
+    }
+    session.execute(
+        pg.insert(_TABLE)
+        .values(agent_id=agent_id, **values)
+        .on_conflict_do_update(
+            index_elements=[_TABLE.c.agent_id], set_={**values, "observed_at": _NOW}
+        )
+    )
+    return int(count)
 
 
 def of_agents(session: orm.Session, agent_ids: list[str]) -> dict[str, RuntimeObservation]:
@@ -106,8 +151,8 @@ def active_revisions(session: orm.Session, compute_driver: str) -> list[ActiveRe
             ),
         )
         .where(
-            agents.c.status == "active",
-            agents.c.desired_runtime_state == "running",
+            agents.c.status == agent_rows.AgentStatus.ACTIVE,
+            agents.c.desired_runtime_state == agent_rows.DesiredRuntimeState.RUNNING,
             revisions.c.compute_driver == compute_driver,
         )
         .order_by(revisions.c.agent_id)

@@ -30,20 +30,22 @@ _SALT: Final = b"occ/secret-store"
 _INFO: Final = b"occ/secret-store/v1/aes-256-gcm"
 
 
-class SecretUnreadable(errors.OccError):
-    """A stored Secret value cannot be decrypted (wrong key, wrong row, or damaged)."""
+SecretUnreadable = errors.SecretUnreadable
+"""A stored Secret value cannot be decrypted (wrong key, wrong row, or damaged)."""
 
-    code = "SECRET_UNREADABLE"
+DRIVER_ID: Final = "sealed"
 
 
 class SecretStore:
-    """Encrypts and decrypts Secret values with one derived key."""
+    """Encrypts and decrypts Secret values with one derived key: the ``sealed`` Secret Driver
+    (``occ.drivers.secret.SecretDriver``), whose values live sealed in the Secret's row."""
 
     __slots__ = ("_aead",)
+    id: Final = DRIVER_ID
 
     def __init__(self, secret_key: str) -> None:
         if not isinstance(secret_key, str) or not secret_key:
-            raise errors.InvalidInput.at("/secret_key", "must be a non-empty string")
+            raise errors.InvalidSettings.at(("secret_key",), "must be a non-empty string")
         derived = hkdf.HKDF(
             algorithm=hashes.SHA256(), length=KEY_BYTES, salt=_SALT, info=_INFO
         ).derive(secret_key.encode("utf-8"))
@@ -62,6 +64,17 @@ class SecretStore:
         nonce = os.urandom(NONCE_BYTES)
         sealed = self._aead.encrypt(nonce, value.encode("utf-8"), _associated(secret_id))
         return _PREFIX + nonce + sealed
+
+    def seal(self, namespace_id: str, secret_id: str, value: str) -> bytes:
+        """What the row keeps for ``value``: its ciphertext."""
+        return self.encrypt(secret_id, value)
+
+    def unseal(self, namespace_id: str, secret_id: str, stored: bytes) -> str:
+        """The value whose ciphertext the row keeps, or ``SecretUnreadable``."""
+        return self.decrypt(secret_id, stored)
+
+    def remove(self, namespace_id: str, secret_id: str) -> None:
+        """Nothing is kept outside the row."""
 
     def decrypt(self, secret_id: str, ciphertext: bytes) -> str:
         """The value sealed for ``secret_id``, or ``SecretUnreadable``."""

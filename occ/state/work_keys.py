@@ -10,7 +10,8 @@ so a repeated admission finds the item it already made (enqueue is idempotent on
     agent:<agent id>:reconcile:stopped:<uuid4>       AGENT_STOPPED (one per stop request)
     agent:<agent id>:reconcile:deleted               AGENT_DELETED
     agent_revision:<revision id>:reconcile           REVISION_RECONCILE (the deployment)
-    agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (bucket n)
+    agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (a repair, admitted
+                                                     in second n of the epoch)
 
 The ``controller_work_shape`` CHECK constraint ties the ``kind`` column to the same shapes. How
 the workers run each kind is declared in ``occ.reconcile`` (one ``kinds.Handler`` per kind); the
@@ -50,8 +51,8 @@ class Subject(enum.Enum):
 
 UUID4: Final = ids.UUID4_PATTERN
 """A stop request's discriminator."""
-BUCKET: Final = "0|[1-9][0-9]{0,14}"
-"""A maintenance bucket's discriminator (no leading zeros: one bucket has one id)."""
+SECOND: Final = "0|[1-9][0-9]{0,14}"
+"""A repair's discriminator: the second it was admitted (no leading zeros: one id a second)."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ SPECS: Final[Mapping[WorkKind, KindSpec]] = {
             WorkKind.REVISION_MAINTENANCE,
             "agent_revision:{subject}:maintenance:{discriminator}",
             Subject.REVISION,
-            discriminator=BUCKET,
+            discriminator=SECOND,
         ),
     )
 }
@@ -129,7 +130,7 @@ class WorkKey:
     subject: str
     """The Namespace, Agent or AgentRevision id the item is about."""
     discriminator: str | None = None
-    """The stop request's uuid, or the maintenance bucket number."""
+    """The stop request's uuid, or the second a repair was admitted in."""
 
     def __str__(self) -> str:
         return SPECS[self.kind].id_format.format(
@@ -149,13 +150,6 @@ class WorkKey:
                 groups = match.groups()
                 return cls(kind, groups[0], groups[1] if len(groups) > 1 else None)
         raise ValueError("not a work id")
-
-    @property
-    def maintenance_bucket(self) -> int:
-        """The bucket number of a maintenance key."""
-        if self.kind != WorkKind.REVISION_MAINTENANCE or self.discriminator is None:
-            raise ValueError(f"{self} is not a maintenance key")
-        return int(self.discriminator)
 
 
 def namespace_ready(namespace_id: str) -> WorkKey:
@@ -180,5 +174,6 @@ def revision_reconcile(revision_id: str) -> WorkKey:
     return WorkKey(WorkKind.REVISION_RECONCILE, revision_id)
 
 
-def revision_maintenance(revision_id: str, bucket: int) -> WorkKey:
-    return WorkKey(WorkKind.REVISION_MAINTENANCE, revision_id, str(bucket))
+def revision_maintenance(revision_id: str, second: int) -> WorkKey:
+    """A repair's key: the revision and the second (of the epoch) it was admitted in."""
+    return WorkKey(WorkKind.REVISION_MAINTENANCE, revision_id, str(second))

@@ -24,7 +24,7 @@ from sqlalchemy import orm
 
 from occ.foundation import codes, errors
 from occ.state import hot_statements, queries, values
-from occ.state.work_keys import WorkKey
+from occ.state.work_keys import WorkKey, WorkKind
 
 SQL: Final = queries.load("work_queue.sql")
 HOT: Final = hot_statements.compile_all(
@@ -184,6 +184,12 @@ def start_parameters(
     """The bound parameters of the start (``start``'s, and those of a statement that runs the
     start with a read beside it)."""
     return {"work_id": work_id, "token": dispatch_token, "lease_ms": policy.lease_ms}
+
+
+def has_live(session: orm.Session, agent_id: str, revision_id: str, kind: WorkKind) -> bool:
+    """Whether an item of ``kind`` for the Agent's revision is queued or claimed."""
+    params = {"agent_id": agent_id, "revision_id": revision_id, "kind": kind}
+    return bool(session.execute(SQL["has_live"], params).scalar_one())
 
 
 def database_now(session: orm.Session) -> dt.datetime:

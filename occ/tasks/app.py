@@ -30,9 +30,6 @@ CONTROL_SOFT_LIMIT_S: Final = 30
 CONTROL_HARD_LIMIT_S: Final = 45
 VISIBILITY_TIMEOUT_S: Final = 4 * RUN_WORK_HARD_LIMIT_S
 PUBLISH_TIMEOUT_S: Final = 1.0
-OBSERVE_DEFAULT_MS: Final = 30_000
-"""Beat period of ``occ.observe_runtimes`` when no maintenance interval is set (a seed is
-cheap and idempotent: running it more often than a driver's interval changes nothing)."""
 
 
 def create(settings: Settings) -> Celery:
@@ -50,9 +47,7 @@ def create(settings: Settings) -> Celery:
 def _configuration(settings: Settings) -> dict[str, Any]:
     claim_every = dt.timedelta(milliseconds=settings.claim_interval_ms)
     recover_every = dt.timedelta(milliseconds=settings.recovery_interval_ms)
-    observe_every = dt.timedelta(
-        milliseconds=settings.maintenance_interval_ms or OBSERVE_DEFAULT_MS
-    )
+    observe_every = dt.timedelta(milliseconds=settings.observer_tick_ms)
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
@@ -93,6 +88,10 @@ def _configuration(settings: Settings) -> dict[str, Any]:
             },
             CLAIM: {"soft_time_limit": CONTROL_SOFT_LIMIT_S, "time_limit": CONTROL_HARD_LIMIT_S},
             RECOVER_STALE: {
+                "soft_time_limit": CONTROL_SOFT_LIMIT_S,
+                "time_limit": CONTROL_HARD_LIMIT_S,
+            },
+            names.OBSERVE_RUNTIMES: {
                 "soft_time_limit": CONTROL_SOFT_LIMIT_S,
                 "time_limit": CONTROL_HARD_LIMIT_S,
             },

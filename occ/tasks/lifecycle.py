@@ -103,6 +103,18 @@ def wait_before_beat(settings: Settings) -> None:
         built.database.dispose()
 
 
+def log_started(process: worker_process.WorkerProcess) -> None:
+    """``worker.started``: the Compute Driver, the Sandbox Driver and the hook owners selected."""
+    selection = process.selection()
+    observability.log(
+        "worker.started",
+        pid=os.getpid(),
+        computeDriver=selection.compute_driver,
+        sandboxDriver=selection.sandbox_driver,
+        hookOwners=",".join(selection.hook_owners) or None,
+    )
+
+
 def connect_signals(app: Celery) -> None:
     """Wire start-up checks, readiness and warm shutdown of ``app``'s worker process."""
     process = worker_process.of(app)
@@ -136,11 +148,11 @@ def connect_signals(app: Celery) -> None:
 
     def on_worker_ready(sender: Any = None, **_: Any) -> None:
         settings = process.settings
-        observability.log("worker.started", pid=os.getpid(), computeDriver=settings.compute_driver)
+        log_started(process)
         if settings.metrics_port:
             metrics.serve(
                 settings.metrics_port,
-                gauges.reader(process.worker().database),
+                gauges.reader(process.worker().database, settings.compute_driver),
                 address=settings.metrics_address,
             )
         process.mark_ready()

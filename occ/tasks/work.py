@@ -1,5 +1,5 @@
 """The Celery tasks of occ: ``occ.claim``, ``occ.recover_stale``, ``occ.run_work`` and
-``occ.observe_runtimes``.
+``occ.observe_runtimes`` (the fleet observer's tick).
 
 Task bodies are thin: they call ``occ.reconcile.executor`` with the ``executor.Worker`` of this
 process's ``WorkerProcess`` and send the nudges and dispatches that follow. The periodic tasks
@@ -78,11 +78,20 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         return recovered
 
     def observe_runtimes() -> int:
-        covered = executor.observe_active_revisions(process.worker())
-        if covered:
+        report = executor.observe(process.worker())
+        if report.repairs:
             process.nudge()
-        observability.log("worker.observed", level=_tick_level(covered), count=covered)
-        return covered
+        if not report.caught_up:
+            # more fell due than one tick takes: observe again now, whoever runs it
+            app.send_task(names.OBSERVE_RUNTIMES, queue=names.CONTROL_QUEUE, retry=False)
+        observability.log(
+            "worker.observed",
+            level=_tick_level(report.repairs),
+            count=report.observed,
+            repairs=report.repairs,
+            lagS=round(report.lag_s, 3),
+        )
+        return report.observed
 
     def run_work(work_id: str, dispatch_token: str) -> str | None:
         result = executor.run(process.worker(), work_id, dispatch_token)

@@ -1,6 +1,7 @@
 """The state of one Celery worker process: its ``executor.Worker``, shutdown event and nudges.
 
-``WorkerProcess`` builds the ``executor.Worker`` (database, queue policy, Compute Driver) once per
+``WorkerProcess`` selects the drivers and lifecycle hook owners once (``occ.drivers.selection``),
+builds the ``executor.Worker`` (database, queue policy, Compute Driver with those hooks) once per
 pid, after fork, owns the shutdown event that aborts in-flight effects, coalesces completion
 nudges, writes and removes the readiness marker, and runs the ``worker.health`` reporter. One
 is attached to each Celery app (``attach``/``of``), beside the app's ``Settings``
@@ -17,16 +18,16 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from celery import Celery
 
-from occ.drivers import compute
+from occ.drivers import selection as driver_selection
 from occ.foundation import errors
 from occ.reconcile import executor
 from occ.runtime import composition
 from occ.settings.config import Settings
-from occ.state import work_queue
+from occ.state import observations, work_queue
 from occ.tasks import names
 from occ.telemetry import observability
 
@@ -48,6 +49,7 @@ class WorkerProcess:
         self.health_interval_s = HEALTH_INTERVAL_S
         self._pid = 0
         self._worker: executor.Worker | None = None
+        self._selection: driver_selection.Selection | None = None
         self._nudge_lock = threading.Lock()
         self._nudge_sent_at = 0.0
         self._nudge_delayed_until = 0.0
@@ -71,12 +73,20 @@ class WorkerProcess:
             self._worker = executor.Worker(
                 database=built.database,
                 policy=built.policy,
-                driver=compute.load(settings.compute_driver, settings),
+                driver=driver_selection.compute_driver(settings, self.selection()),
+                secrets=composition.secret_driver(settings),
                 shutdown=self.shutdown,
                 settings=settings,
             )
             self._pid = os.getpid()
         return self._worker
+
+    def selection(self) -> driver_selection.Selection:
+        """The drivers and hook owners selected at startup (built once; ``InvalidInput`` when
+        one is unavailable)."""
+        if self._selection is None:
+            self._selection = driver_selection.select(self.settings)
+        return self._selection
 
     def forget_worker(self) -> None:
         """Drop the worker without closing it: forked pool processes must build their own
@@ -153,11 +163,13 @@ class WorkerProcess:
         return thread
 
     def report_health(self) -> None:
-        """``worker.health`` every interval until shutdown: alive, and how much is pending."""
+        """``worker.health`` every interval until shutdown: alive, how much is pending, and
+        how far behind the fleet was observed (``lagS``; absent before the first tick)."""
         while not self.shutdown.wait(self.health_interval_s):
             try:
                 with self.worker().database.snapshot() as session:
                     pending = work_queue.pending(session)
+                    lag_s = observations.lag_s(session, self.settings.compute_driver)
             except errors.OccError as exc:
                 observability.log(
                     "worker.error",
@@ -166,7 +178,10 @@ class WorkerProcess:
                     error=exc.code,
                 )
                 continue
-            observability.log("worker.health", pid=os.getpid(), count=pending)
+            fields: dict[str, Any] = {"pid": os.getpid(), "count": pending}
+            if lag_s is not None:
+                fields["lagS"] = round(lag_s, 3)
+            observability.log("worker.health", **fields)
 
 
 # Kept beside the app, never in ``app.conf``: Celery serialises its configuration for

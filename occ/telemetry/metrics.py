@@ -57,6 +57,11 @@ AGENT_OPERATION_DURATION: Final = prometheus_client.Histogram(
 CLAIM_DURATION: Final = prometheus_client.Histogram(
     "occ_claim_duration_seconds", "Time of one claim statement."
 )
+OBSERVATIONS: Final = prometheus_client.Counter(
+    "occ_observations_total",
+    "Observations of running Agents by the fleet observer, by what each led to.",
+    ["verdict"],
+)
 RECONCILER_ERRORS: Final = prometheus_client.Counter(
     "occ_reconciler_errors_total",
     "Passes that raised an unexpected exception (a bug), by work kind; each is retried.",
@@ -79,6 +84,8 @@ class QueueGauges:
     oldest_pending_age_s: float
     agents: Mapping[str, int]
     """Agents by lifecycle state."""
+    observation_lag_s: float | None = None
+    """How far behind the database clock the fleet was observed (``None``: never)."""
 
 
 GaugeReader = Callable[[], "QueueGauges | None"]
@@ -107,6 +114,13 @@ class QueueCollector(Collector):
         for status, count in gauges.agents.items():
             agents.add_metric([status], float(count))
         yield from (pending, oldest, agents)
+        if gauges.observation_lag_s is not None:
+            lag = GaugeMetricFamily(
+                "occ_observation_lag_seconds",
+                "How far behind now the fleet observer has observed the running Agents.",
+            )
+            lag.add_metric([], gauges.observation_lag_s)
+            yield lag
 
 
 class BuildInfoCollector(Collector):

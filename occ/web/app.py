@@ -11,13 +11,16 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, ParamSpec, TypeVar
 
 import flask
 import flask_smorest
 import flask_smorest.utils
 
+from occ.drivers import selection as driver_selection
+from occ.drivers.secret import SecretDriver
 from occ.foundation import errors
 from occ.runtime import composition
 from occ.settings.config import Settings
@@ -42,6 +45,9 @@ EXIT_WORKER_BOOT_ERROR: Final = 3
 """Exit status of a gunicorn worker that cannot boot (gunicorn then stops)."""
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 @dataclass(frozen=True)
 class WebContext:
@@ -49,6 +55,8 @@ class WebContext:
 
     runtime: composition.Runtime
     nudger: nudge.Nudger
+    drivers: driver_selection.Selection
+    secrets: SecretDriver
 
 
 def create_app(
@@ -73,6 +81,7 @@ def create_app(
     app.extensions["occ"] = WebContext(
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
+        **_selected_drivers(built.settings),
     )
     api = _Api(
         app,
@@ -100,6 +109,19 @@ def create_app(
     app.after_request(idempotency.record_outcome)
     app.after_request(preconditions.tag_response)  # after_request runs last-registered first
     return app
+
+
+def _selected_drivers(settings: Settings) -> dict[str, Any]:
+    """The drivers the startup configuration selects; an unavailable one ends the process with
+    one line (like invalid settings): the API fails closed before its first request."""
+    try:
+        return {
+            "drivers": driver_selection.select(settings),
+            "secrets": composition.secret_driver(settings),
+        }
+    except errors.OccError as exc:
+        print(f"occ-api: error: {exc.code}: {lifecycle.startup_reason(exc)}", file=sys.stderr)
+        raise SystemExit(EXIT_WORKER_BOOT_ERROR) from None
 
 
 def _settings_from_env() -> Settings:
@@ -133,13 +155,19 @@ class _Api(flask_smorest.Api):  # type: ignore[misc]
 
 
 def _make_public(app: flask.Flask, endpoint: str) -> None:
-    view = app.view_functions[endpoint]
+    """Declare the view of ``endpoint`` public, on a function of its own (the view may be a
+    bound method, which takes no declaration)."""
+    view: Callable[..., Any] = app.view_functions[endpoint]
+    app.view_functions[endpoint] = access.public(_forwarding(view))
 
-    @access.public
-    def public_view(*args: Any, **kwargs: Any) -> Any:
+
+def _forwarding(view: Callable[P, R]) -> Callable[P, R]:
+    """A new function that calls ``view`` with what it is called with."""
+
+    def forwarded(*args: P.args, **kwargs: P.kwargs) -> R:
         return view(*args, **kwargs)
 
-    app.view_functions[endpoint] = public_view
+    return forwarded
 
 
 def _begin() -> None:

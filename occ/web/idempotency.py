@@ -54,8 +54,8 @@ def claim_or_replay() -> flask.Response | None:
     if flask.request.method != "POST" or presented is None or principal_id is None:
         return None
     if not _KEY.fullmatch(presented):
-        raise errors.InvalidInput.at(
-            f"/headers/{HEADER}", "must be 1 to 255 visible ASCII characters"
+        raise problems.InvalidRequest.at(
+            ("headers", HEADER), "must be 1 to 255 visible ASCII characters"
         )
     try:
         body = json_input.load(flask.request)

@@ -2,7 +2,7 @@
 
 Only ``application/json`` (an empty body counts as ``{}``); UTF-8; an object at the top;
 no duplicate keys, NaN/Infinity, lone surrogates or NUL characters; bounded nesting depth.
-Schema errors become ``InvalidInput`` with JSON-Pointer paths, once the app's
+Schema errors become ``problems.InvalidRequest`` naming the body's keys, once the app's
 ``BODY_ERROR_CHECK`` (if any) had its say about the path's resources.
 """
 
@@ -87,7 +87,7 @@ def _check_text(text: str) -> None:
 
 
 def load(request: flask.Request) -> dict[str, Any]:
-    """The request body as a JSON object, or ``InvalidInput`` / 415."""
+    """The request body as a JSON object, or ``InvalidRequest`` / 415."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         return {}
@@ -98,33 +98,32 @@ def load(request: flask.Request) -> dict[str, Any]:
         document = _DECODER.decode(text)
         _check(document)
     except UnicodeDecodeError:
-        raise errors.InvalidInput.at("", "the body is not valid UTF-8") from None
+        raise problems.InvalidRequest.at((), "the body is not valid UTF-8") from None
     except _Rejected as rejected:
-        raise errors.InvalidInput.at("", str(rejected)) from None
+        raise problems.InvalidRequest.at((), str(rejected)) from None
     except json.JSONDecodeError as exc:
-        raise errors.InvalidInput.at("", f"the body is not valid JSON ({exc.msg})") from None
+        raise problems.InvalidRequest.at((), f"the body is not valid JSON ({exc.msg})") from None
     except RecursionError:
-        raise errors.InvalidInput.at("", f"nesting deeper than {MAX_DEPTH} levels") from None
+        raise problems.InvalidRequest.at((), f"nesting deeper than {MAX_DEPTH} levels") from None
     if not isinstance(document, dict):
-        raise errors.InvalidInput.at("", "the body must be a JSON object")
+        raise problems.InvalidRequest.at((), "the body must be a JSON object")
     return document
 
 
-def pointers(messages: Any, prefix: str = "") -> list[errors.FieldError]:
-    """JSON-Pointer field errors from marshmallow's nested messages."""
+def field_errors(messages: Any, prefix: errors.Path = ()) -> list[errors.FieldError]:
+    """Field errors from marshmallow's nested messages, at the body's own keys."""
     if isinstance(messages, Mapping):
         found: list[errors.FieldError] = []
         for key, value in messages.items():
             if key == "_schema":
-                found.extend(pointers(value, prefix))
+                found.extend(field_errors(value, prefix))
                 continue
-            token = str(key).replace("~", "~0").replace("/", "~1")
-            found.extend(pointers(value, f"{prefix}/{token}"))
+            found.extend(field_errors(value, (*prefix, str(key))))
         return found
     if isinstance(messages, list | tuple) and all(isinstance(m, str) for m in messages):
         return [errors.FieldError(prefix, message) for message in messages]
     if isinstance(messages, list | tuple):
-        return [e for item in messages for e in pointers(item, prefix)]
+        return [e for item in messages for e in field_errors(item, prefix)]
     return [errors.FieldError(prefix, str(messages))]
 
 
@@ -154,7 +153,7 @@ class Parser(flaskparser.FlaskParser):
         # webargs files messages under their location ("json", "query"): pointers start below
         if isinstance(messages, Mapping) and set(messages) <= {"json", "query", "path"}:
             messages = {k: v for part in messages.values() for k, v in part.items()}
-        raise errors.InvalidInput("the request is invalid", pointers(messages))
+        raise problems.InvalidRequest("the request is invalid", field_errors(messages))
 
 
 def _before_body_error(request: flask.Request) -> None:

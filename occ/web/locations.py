@@ -9,28 +9,36 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec
 
 import flask
 
-View = TypeVar("View", bound=Callable[..., Any])
+P = ParamSpec("P")
+Enveloped = dict[str, Any]
+"""What a view answers: its value in the ``data`` envelope."""
+Located = tuple[Enveloped, dict[str, str]]
+"""The same answer with its ``Location`` header."""
 
 
-def at(endpoint: str, **from_value: str) -> Callable[[View], View]:
+def at(
+    endpoint: str, **from_value: str
+) -> Callable[[Callable[P, Enveloped]], Callable[P, Located]]:
     """Point ``Location`` at ``endpoint``; ``from_value`` maps URL arguments to attributes of
     the enveloped value (``agent_id="id"``)."""
 
-    def declare(view: View) -> View:
+    def declare(view: Callable[P, Enveloped]) -> Callable[P, Located]:
         @functools.wraps(view)
-        def located(*args: Any, **kwargs: Any) -> Any:
+        def located(*args: P.args, **kwargs: P.kwargs) -> Located:
             result = view(*args, **kwargs)
             value = result["data"]
-            arguments = {name: kwargs[name] for name in (flask.request.view_args or {})}
+            arguments: dict[str, Any] = {
+                name: kwargs[name] for name in (flask.request.view_args or {})
+            }
             arguments.update(
                 {argument: getattr(value, attribute) for argument, attribute in from_value.items()}
             )
             return result, {"Location": flask.url_for(endpoint, **arguments)}
 
-        return located  # type: ignore[return-value]
+        return located
 
     return declare

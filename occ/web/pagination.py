@@ -18,8 +18,8 @@ import flask
 import marshmallow as ma
 from marshmallow import fields, validate
 
-from occ.foundation import errors
 from occ.state import keyset
+from occ.web import problems
 from occ.web.schemas import common
 
 DEFAULT_LIMIT: Final = 100
@@ -95,11 +95,11 @@ def encode(key: keyset.Key) -> str:
 
 
 def decode(cursor: str, ordering: keyset.Order) -> keyset.Key:
-    """The sort key a cursor names, or ``InvalidInput`` at ``/query/cursor``."""
+    """The sort key a cursor names, or ``InvalidRequest`` at ``/query/cursor``."""
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (binascii.Error, ValueError):
         value = None
     if not isinstance(value, list) or not ordering.admits(tuple(value)):
-        raise errors.InvalidInput.at("/query/cursor", "not a cursor of this list")
+        raise problems.InvalidRequest.at(("query", "cursor"), "not a cursor of this list")
     return tuple(value)

@@ -2,6 +2,12 @@
 
 ``status``, ``title``, ``detail``, a stable ``code``, the ``requestId`` and, for invalid input,
 ``errors[]`` with JSON-Pointer paths. Unexpected exceptions answer 500 without details.
+
+A use case names an invalid field by its path in snake_case domain terms
+(``("harness_auth", "secret_id")``); this mapping answers it as a JSON Pointer into the request
+in the API's camelCase (``/harnessAuth/secretId``). What the web layer refuses on its own
+(``InvalidRequest``: the body's JSON and schema, the query, a header) already names the
+request's own keys and is answered as it is.
 """
 
 from __future__ import annotations
@@ -75,6 +81,28 @@ _TITLES: Final = {
 }
 
 
+class InvalidRequest(errors.InvalidInput):
+    """The request is not valid.
+
+    Raised by the web layer itself: its paths are the request's own keys, spelled as sent.
+    """
+
+
+def wire_name(name: str) -> str:
+    """A snake_case domain name as the API spells it (``secret_id`` -> ``secretId``)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def pointer(error: errors.InvalidInput, field: errors.FieldError) -> str:
+    """Where ``field`` of ``error`` is, as a JSON Pointer into the request."""
+    if isinstance(error, InvalidRequest | errors.InvalidSettings):
+        return field.pointer
+    return errors.json_pointer(
+        wire_name(token) if isinstance(token, str) else token for token in field.path
+    )
+
+
 class UnsupportedMediaType(errors.InvalidInput):
     """The request body must be JSON (application/json)."""
 
@@ -146,7 +174,7 @@ def _occ_error(error: errors.OccError) -> flask.Response:
     status = 415 if isinstance(error, UnsupportedMediaType) else status_of(error)
     field_errors = None
     if isinstance(error, errors.InvalidInput):
-        field_errors = [{"pointer": e.pointer, "message": e.message} for e in error.errors]
+        field_errors = [{"pointer": pointer(error, e), "message": e.message} for e in error.errors]
     if status == 500:
         return _unexpected(error)
     return problem(status, error.code, error.detail, field_errors)

@@ -15,6 +15,7 @@ import flask
 import marshmallow as ma
 
 from occ.foundation import errors
+from occ.web import problems
 
 
 def documented(view: Callable[..., Any]) -> frozenset[str]:
@@ -39,11 +40,7 @@ def refuse_unknown() -> None:
     allowed = documented(view) if view is not None else frozenset()
     unknown = sorted(set(flask.request.args) - allowed)
     if unknown:
-        raise errors.InvalidInput(
+        raise problems.InvalidRequest(
             "the request names unknown query parameters",
-            [errors.FieldError(f"/query/{_token(name)}", "unknown parameter") for name in unknown],
+            [errors.FieldError(("query", name), "unknown parameter") for name in unknown],
         )
-
-
-def _token(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")

@@ -97,7 +97,9 @@ class World:
 
     def _agent_lane(self, lane: int, secret_key: str) -> AgentLane:
         db, admin = self.db, self.admin
-        namespace_id = namespaces.create_namespace(db, actor_id=admin, name=f"home-{lane}").id
+        namespace_id = namespaces.create_namespace(
+            db, admin, namespaces.CreateNamespace(name=f"home-{lane}")
+        ).id
         with db.transaction() as session:
             # its own work item then finds it ready; it is not one of the run's items
             namespace_rows.transition(
@@ -119,21 +121,22 @@ class World:
         """Admit one step and record its work id."""
         if step.action == "namespace":
             namespace_id = namespaces.create_namespace(
-                self.db, actor_id=self.admin, name=f"ns-{uuid.uuid4().hex[:10]}"
+                self.db, self.admin, namespaces.CreateNamespace(name=f"ns-{uuid.uuid4().hex[:10]}")
             ).id
             return self._record(f"namespace:{namespace_id}:reconcile:ready", namespace_id, step)
         lane = self.agents[step.lane]
-        ids = {"actor_id": self.admin, "namespace_id": lane.namespace_id, "agent_id": lane.agent_id}
+        ids = {"namespace_id": lane.namespace_id, "agent_id": lane.agent_id}
         if step.action == "deploy":
-            revision_id = deployments.deploy_agent(self.db, **ids).deployment_id
+            command = deployments.Deploy(**ids)
+            revision_id = deployments.deploy_agent(self.db, self.admin, command).deployment_id
             lane.revisions.append(revision_id)
             return self._record(f"agent_revision:{revision_id}:reconcile", lane.agent_id, step)
         if step.action == "stop":
             known = self._stop_items(lane.agent_id)
-            agent_lifecycle.stop_agent(self.db, **ids)
+            agent_lifecycle.stop_agent(self.db, self.admin, agent_lifecycle.StopAgent(**ids))
             [work_id] = sorted(self._stop_items(lane.agent_id) - known)
             return self._record(work_id, lane.agent_id, step)
-        agent_lifecycle.delete_agent(self.db, **ids)
+        agent_lifecycle.delete_agent(self.db, self.admin, agent_lifecycle.DeleteAgent(**ids))
         return self._record(f"agent:{lane.agent_id}:reconcile:deleted", lane.agent_id, step)
 
     def _stop_items(self, agent_id: str) -> set[str]:

@@ -143,7 +143,7 @@ def test_namespace_role_grants_only_in_its_namespace(db: Database, world: World)
             created_by=world.alice,
             namespace_id=world.ns_b,
         )
-    assert raised.value.errors[0].pointer == "/roleId"
+    assert raised.value.errors[0].path == ("role_id",)
 
 
 def test_restriction_beats_every_grant(db: Database, world: World) -> None:
@@ -355,7 +355,7 @@ def test_check_permissions() -> None:
     )
     with pytest.raises(errors.InvalidInput) as raised:
         iam.check_permissions(["agent:read", "agent:fly"])
-    assert raised.value.errors[0].pointer == "/permissions/1"
+    assert raised.value.errors[0].path == ("permissions", 1)
     with pytest.raises(errors.InvalidInput):
         iam.check_permissions([])
     with pytest.raises(errors.InvalidInput):
@@ -392,12 +392,12 @@ def test_duplicate_live_role_name_conflicts(db: Database) -> None:
 def test_binding_scope_is_checked(db: Database, world: World) -> None:
     with db.transaction() as session:
         role = role_rows.create_role(session, name="r", permissions=["agent:read"])
-    cases: list[tuple[dict[str, str], str]] = [
-        ({"resource_kind": "agent"}, "/resourceId"),
-        ({"resource_kind": "agent", "resource_id": ids.new("agent")}, "/namespaceId"),
+    cases: list[tuple[dict[str, str], tuple[str]]] = [
+        ({"resource_kind": "agent"}, ("resource_id",)),
+        ({"resource_kind": "agent", "resource_id": ids.new("agent")}, ("namespace_id",)),
         (
             {"resource_kind": "preset", "resource_id": "x", "namespace_id": world.ns_a},
-            "/resourceKind",
+            ("resource_kind",),
         ),
         (
             {
@@ -405,19 +405,19 @@ def test_binding_scope_is_checked(db: Database, world: World) -> None:
                 "resource_id": ids.new("installation"),
                 "namespace_id": world.ns_a,
             },
-            "/namespaceId",
+            ("namespace_id",),
         ),
         (
             {"resource_kind": "namespace", "resource_id": world.ns_b, "namespace_id": world.ns_a},
-            "/resourceId",
+            ("resource_id",),
         ),
     ]
-    for scope, pointer in cases:
+    for scope, path in cases:
         with pytest.raises(errors.InvalidInput) as raised, db.transaction() as session:
             iam_policy.bind(
                 session, role_id=role.id, principal_id=world.alice, created_by=world.alice, **scope
             )
-        assert raised.value.errors[0].pointer == pointer
+        assert raised.value.errors[0].path == path
     with pytest.raises(errors.NotFound), db.transaction() as session:
         iam_policy.bind(
             session, role_id=role.id, principal_id=ids.new("principal"), created_by=world.alice

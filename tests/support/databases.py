@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
@@ -90,32 +91,20 @@ def migrate(urls: DatabaseUrls) -> None:
     engine.dispose()
 
 
-TABLES = (
-    "idempotency_keys",
-    "audit_events",
-    "controller_work",
-    "agent_runtime",
-    "agent_revisions",
-    "agents",
-    "secrets",
-    "configurations",
-    "restrictions",
-    "access_bindings",
-    "roles",
-    "api_keys",
-    "principals",
-    "namespaces",
-    "installation",
-)
+_EVERY_TABLE: Final = sa.text("""
+    SELECT string_agg(format('%I.%I', schemaname, tablename), ', ')
+      FROM pg_tables
+     WHERE schemaname = 'occ' AND tablename <> 'alembic_version'
+""")
 
 
 def empty(urls: DatabaseUrls) -> None:
-    """Remove every row (as the owner; TRUNCATE skips the row triggers)."""
+    """Remove every row of every table of the schema (as the owner; TRUNCATE skips the row
+    triggers), whatever tables the migrations made."""
     engine = _admin_engine(urls.owner)
     with engine.connect() as connection:
-        connection.execute(
-            sa.text("TRUNCATE " + ", ".join(f"occ.{table}" for table in TABLES) + " CASCADE")
-        )
+        tables = connection.execute(_EVERY_TABLE).scalar_one()
+        connection.execute(sa.text(f"TRUNCATE {tables} CASCADE"))
     engine.dispose()
 
 

@@ -23,7 +23,7 @@ def set_status(owner_db: Database, namespace_id: str, status: str = "ready") -> 
 def created_ready(db: Database, *, admin: str, name: str = "team") -> str:
     """A Namespace ``name`` created by ``admin`` and moved from provisioning to ready as its
     worker would (its work item is left as it is); its id."""
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name=name).id
+    namespace_id = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name=name)).id
     with db.transaction() as session:
         namespace_rows.transition(session, namespace_id, expected="provisioning", status="ready")
     return namespace_id

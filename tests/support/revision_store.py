@@ -4,7 +4,7 @@
 ``scenarios.Scenario`` the way the PostgreSQL store does: a claim-fenced compare-and-set of
 the active pointer, one activation audit, the queue's settlement rules (defer refunds the
 attempt and fails past the convergence deadline on an injected clock; retry keeps it and fails
-at the attempt limit) and the next maintenance item. It keeps what was published so tests
+at the attempt limit). It keeps what was published so tests
 assert the outcome. It must not grow logic the pass itself should have: everything here
 mirrors ``occ.reconcile.revision_store`` and ``occ.state.work_queue``.
 """
@@ -57,14 +57,6 @@ class Observed:
     reason_code: str
 
 
-@dataclass(frozen=True)
-class Scheduled:
-    """A maintenance item the store enqueued, due ``delay_ms`` after it was scheduled."""
-
-    key: work_keys.WorkKey
-    delay_ms: int
-
-
 def stopped(agent: agents.Agent) -> agents.Agent:
     """A change made meanwhile: the Agent was stopped."""
     return dataclasses.replace(agent, desired_runtime_state=agents.DesiredRuntimeState.STOPPED)
@@ -106,7 +98,6 @@ class InMemoryRevisionStore:
         self.row = WorkRow(world.key, values.WorkState.CLAIMED, 1, clock.now_ms)
         self.results: list[outcome.PassResult] = []
         self.audits: list[Audit] = []
-        self.scheduled: list[Scheduled] = []
         self.observed: list[Observed] = []
         self._driver = driver
         self._clock = clock
@@ -156,6 +147,7 @@ class InMemoryRevisionStore:
             driver_name=self._driver.name,
             credential=self.world.credential,
             successor_id=self._successor(revision.revision_number),
+            age_ms=int(self._clock.now_ms - self.row.created_ms),
         )
 
     def refresh(self, snapshot: revision_snapshot.Snapshot) -> revision_snapshot.Snapshot:
@@ -201,9 +193,7 @@ class InMemoryRevisionStore:
                     },
                 )
             )
-        result = self.complete(code, begun=True)
-        self._schedule_maintenance(snapshot.spec)
-        return result
+        return self.complete(code, begun=True)
 
     def degrade(
         self, snapshot: revision_snapshot.Snapshot, reason_code: str, *, recheck_ms: int | None
@@ -215,15 +205,9 @@ class InMemoryRevisionStore:
         self.observed.append(
             Observed(revision.id, runtime_observations.RuntimeStatus.DEGRADED, reason_code)
         )
-        if recheck_ms is not None:
-            result = self.defer(Code.REVISION_INCOMPLETE, delay_ms=recheck_ms, begun=True)
-            if result.outcome != codes.Outcome.PERMANENT:
-                return result
-        else:
-            result = self.complete(Code.REVISION_DEGRADED, begun=True)
-        # the chain goes on whatever the pass found
-        self._schedule_maintenance(snapshot.spec)
-        return result
+        if recheck_ms is None:
+            return self.complete(Code.REVISION_DEGRADED, begun=True)
+        return self.defer(Code.REVISION_INCOMPLETE, delay_ms=recheck_ms, begun=True)
 
     def complete(self, code: Code, *, begun: bool = False) -> outcome.PassResult:
         self._begin("complete", begun=begun)
@@ -319,24 +303,6 @@ class InMemoryRevisionStore:
     def _record(self, result: outcome.PassResult) -> outcome.PassResult:
         self.results.append(result)
         return result
-
-    def _schedule_maintenance(self, spec: base.RevisionSpec) -> None:
-        interval_s = self._driver.revision_capabilities(spec).maintenance_interval_s
-        if not interval_s:
-            return
-        interval_ms = max(int(interval_s * 1000), 1)
-        now_ms = self._clock.now_ms
-        key = self.row.key
-        current = (
-            key.maintenance_bucket if key.kind == work_keys.WorkKind.REVISION_MAINTENANCE else None
-        )
-        bucket = revision_store.maintenance_bucket(now_ms, interval_ms, current)
-        self.scheduled.append(
-            Scheduled(
-                work_keys.revision_maintenance(spec.revision_id, bucket),
-                delay_ms=max(int(bucket * interval_ms - now_ms), 0),
-            )
-        )
 
 
 def _backoff_ms(attempt_count: int) -> int:

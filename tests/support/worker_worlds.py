@@ -30,7 +30,9 @@ def reconciled(
 ) -> worlds.World:
     """A Namespace ``team`` that the workers of ``env``, woken, make ready within ``timeout``
     seconds, then its resources and one ``compute_driver`` Agent (see ``worlds.make``)."""
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="team").id
+    namespace_id = namespaces.create_namespace(
+        db, admin, namespaces.CreateNamespace(name="team")
+    ).id
     processes.nudge(env)
     processes.wait_for(
         lambda: (

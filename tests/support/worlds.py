@@ -20,9 +20,10 @@ from occ.controller import (
     installation,
     secrets,
 )
+from occ.drivers.secret import SecretDriver
 from occ.foundation import harnesses
 from occ.state import agents as agent_rows
-from occ.state import iam_policy, secret_store
+from occ.state import iam_policy
 from occ.state import roles as role_rows
 from occ.state.db import Database
 
@@ -63,7 +64,7 @@ def namespace_resources(
     *,
     admin: str,
     namespace_id: str,
-    store: secret_store.SecretStore,
+    store: SecretDriver,
     secret_value: str,
     document: dict[str, Any] | None = None,
 ) -> Resources:
@@ -71,18 +72,18 @@ def namespace_resources(
     ``secret_value`` and the runtime Role in ``namespace_id``."""
     configuration = configurations.create_configuration(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="config",
-        document={"model": "stand-in"} if document is None else document,
+        admin,
+        configurations.CreateConfiguration(
+            namespace_id=namespace_id,
+            name="config",
+            document={"model": "stand-in"} if document is None else document,
+        ),
     )
     secret = secrets.create_secret(
         db,
+        admin,
+        secrets.CreateSecret(namespace_id=namespace_id, name="harness-key", value=secret_value),
         store=store,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name="harness-key",
-        value=secret_value,
     )
     with db.transaction() as session:
         role = role_rows.create_role(
@@ -109,13 +110,15 @@ def bound_agent(
     principal holds the Role."""
     agent = agents.create_agent(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name=name,
-        configuration_id=resources.configuration_id,
-        harness={"id": str(harness), "version": "1.0.0"},
-        execution_mode=str(harnesses.MODES[harness]),
-        harness_auth={"kind": "secret", "secret_id": resources.secret_id},
+        admin,
+        agents.CreateAgent(
+            namespace_id=namespace_id,
+            name=name,
+            configuration_id=resources.configuration_id,
+            harness=agent_rows.Harness(str(harness), "1.0.0"),
+            execution_mode=harnesses.MODES[harness],
+            harness_auth=agent_rows.HarnessAuth("secret", resources.secret_id),
+        ),
         compute_driver=compute_driver,
     )
     with db.transaction() as session:
@@ -135,7 +138,7 @@ def make(
     admin: str,
     namespace_id: str,
     compute_driver: str,
-    store: secret_store.SecretStore,
+    store: SecretDriver,
     secret_value: str,
     document: dict[str, Any] | None = None,
     agent_name: str = "agent",
@@ -172,7 +175,9 @@ def make(
 def deploy(db: Database, world: World) -> str:
     """Deploy the World's Agent; the new deployment's (revision's) id."""
     accepted = deployments.deploy_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     return accepted.deployment_id
 

@@ -19,9 +19,15 @@ not reserved by the runtime, at most 64 in all; the dispatcher validates every e
 added before the next hook runs and hands Compute a frozen copy.
 
 Compensation runs under the operation's abort event; when that is already set, under a fresh
-deadline (5 s by default) so that cancelling a pass cannot suppress the cleanup. Hook inputs
-are deep-frozen copies, and the hook list is fixed when the dispatcher is built. Hooks must
-be idempotent: a pass may be repeated by another worker.
+deadline (5 s by default) so that cancelling a pass cannot suppress the cleanup. Hooks must be
+idempotent: a pass may be repeated by another worker.
+
+What an owner can never see: its inputs are deep-frozen copies without the harness credential
+(``RevisionSpec.credential`` is always ``None`` for an owner), and its ``Operation`` carries the
+abort event and the work id but never the claim token, the fencing token that publishes work.
+Each owner is registered once, when the dispatcher is built: its identity (``<capability>:<id>``)
+and its four callbacks are captured then (``RegisteredOwner``), so neither the list nor a
+callback changes afterwards, even if the owner object does.
 """
 
 from __future__ import annotations
@@ -30,56 +36,38 @@ import dataclasses
 import logging
 import re
 import threading
-import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NoReturn, Protocol, runtime_checkable
 
 from occ.drivers.compute import base
+from occ.drivers.compute import launch as launch_rules
 from occ.telemetry import observability
 
-MAX_ENVIRONMENT_ENTRIES: Final = 64
-"""Most launch environment entries the hooks of one workload may contribute together."""
+LaunchSpec = launch_rules.LaunchSpec
+"""What a ``before_workload_start`` hook may add to (``occ.drivers.compute.launch``)."""
 
-ENVIRONMENT_NAME: Final = re.compile(r"[A-Z_][A-Z0-9_]{0,127}")
-"""Accepted launch environment names (matched whole)."""
-
-PLACEHOLDER_VALUE: Final = re.compile(r"opaque-[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-"""Accepted launch environment values: opaque placeholders, never secret material."""
-
-RESERVED_NAMES: Final = frozenset(
-    {
-        "HOME",
-        "PATH",
-        "TMPDIR",
-        "CODEX_HOME",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "BASH_ENV",
-        "ENV",
-        "LOG_FORMAT",
-        "RUST_LOG",
-    }
-)
-"""Names the runtime owns; hooks may not set them."""
-
-RESERVED_PREFIXES: Final = ("XDG_", "OPENCLAW_", "OTEL_", "LD_", "DYLD_")
-"""Name prefixes the runtime owns; hooks may not set names starting with them."""
+ENVIRONMENT_INVALID: Final = launch_rules.ENVIRONMENT_INVALID
+"""Driver code of a launch contribution the rules refuse (permanent)."""
 
 COMPENSATION_TIMEOUT_S: Final = 5.0
 """Deadline of a compensating cleanup whose operation was already aborted."""
 
+CAPABILITIES: Final = ("configuration", "sandbox", "iam", "secret")
+"""Capabilities of the drivers that may own lifecycle hooks (never ``compute``)."""
+
+OWNER_NAME: Final = re.compile(r"(configuration|sandbox|iam|secret):[a-z0-9][a-z0-9-]{0,62}")
+"""An owner's identity, ``<capability>:<id>`` (matched whole)."""
+
+STAGES: Final = (
+    "after_namespace_prepared",
+    "before_workload_start",
+    "before_workload_stop",
+    "before_namespace_delete",
+)
+"""The four callbacks every owner provides."""
+
 HOOK_FAILED: Final = "LIFECYCLE_HOOK_FAILED"
 """Driver code of a hook that failed with something other than a ``DriverError``."""
-
-ENVIRONMENT_INVALID: Final = "LAUNCH_ENVIRONMENT_INVALID"
-"""Driver code of a launch environment contribution the rules refuse (permanent)."""
-
-
-@dataclasses.dataclass
-class LaunchSpec:
-    """What a ``before_workload_start`` hook may add to: the workload's launch environment."""
-
-    environment: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @runtime_checkable
@@ -91,7 +79,8 @@ class LifecycleHooks(Protocol):
     ``operation.wait()``) and a frozen copy of the resource.
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def after_namespace_prepared(
         self, operation: base.Operation, namespace: base.NamespaceSpec
@@ -112,6 +101,44 @@ class LifecycleHooks(Protocol):
         """The Namespace's infrastructure is about to be removed."""
 
 
+class OwnerInvalid(ValueError):
+    """A hook owner cannot be registered: a bad identity, a missing callback, a duplicate."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredOwner:
+    """One owner as registered: its identity and the callbacks captured at that moment."""
+
+    name: str
+    after_namespace_prepared: Callable[[base.Operation, base.NamespaceSpec], None]
+    before_workload_start: Callable[[base.Operation, base.RevisionSpec, LaunchSpec], None]
+    before_workload_stop: Callable[[base.Operation, base.RevisionSpec], None]
+    before_namespace_delete: Callable[[base.Operation, base.NamespaceSpec], None]
+
+    @property
+    def capability(self) -> str:
+        return self.name.partition(":")[0]
+
+
+def register(owner: LifecycleHooks) -> RegisteredOwner:
+    """Snapshot ``owner``: its identity and its four callbacks, each checked.
+
+    Raises:
+        OwnerInvalid: the name is not ``<capability>:<id>`` or a callback is missing.
+    """
+    name = getattr(owner, "name", None)
+    if not isinstance(name, str) or not OWNER_NAME.fullmatch(name):
+        raise OwnerInvalid(
+            "a hook owner's name must be <capability>:<id> with a capability of "
+            f"{', '.join(CAPABILITIES)}"
+        )
+    callbacks = {stage: getattr(owner, stage, None) for stage in STAGES}
+    missing = [stage for stage, callback in callbacks.items() if not callable(callback)]
+    if missing:
+        raise OwnerInvalid(f"hook owner {name} lacks {', '.join(missing)}")
+    return RegisteredOwner(name=name, **callbacks)  # type: ignore[arg-type]
+
+
 class HookDispatcher:
     """Calls the hooks of every selected owner with the ordering and compensation rules."""
 
@@ -121,8 +148,18 @@ class HookDispatcher:
         *,
         compensation_timeout_s: float = COMPENSATION_TIMEOUT_S,
     ) -> None:
-        self.hooks: tuple[LifecycleHooks, ...] = tuple(hooks)
+        """Register ``hooks`` in selection order (``OwnerInvalid`` for a bad or repeated one)."""
+        registered = tuple(register(owner) for owner in hooks)
+        names = [owner.name for owner in registered]
+        if len(set(names)) != len(names):
+            raise OwnerInvalid(f"a hook owner is selected twice: {', '.join(names)}")
+        self.hooks: tuple[RegisteredOwner, ...] = registered
         self.compensation_timeout_s = compensation_timeout_s
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        """The owners' identities, in selection order."""
+        return tuple(owner.name for owner in self.hooks)
 
     def __bool__(self) -> bool:
         return bool(self.hooks)
@@ -137,8 +174,8 @@ class HookDispatcher:
         On a failure, ``before_namespace_delete`` runs on the owners that completed, in
         reverse, and the failure is raised naming the failing owner.
         """
-        frozen = _freeze_namespace(namespace)
-        completed: list[LifecycleHooks] = []
+        operation, frozen = for_owners(operation), _freeze_namespace(namespace)
+        completed: list[RegisteredOwner] = []
         for hook in self.hooks:
             try:
                 hook.after_namespace_prepared(operation, frozen)
@@ -163,9 +200,9 @@ class HookDispatcher:
         or a refused entry), ``before_workload_stop`` runs on the owners whose hook completed,
         in reverse, and the failure is raised naming the owner. The result is a frozen copy.
         """
-        frozen = _freeze_revision(revision)
+        operation, frozen = for_owners(operation), _freeze_revision(revision)
         environment: dict[str, str] = {}
-        completed: list[LifecycleHooks] = []
+        completed: list[RegisteredOwner] = []
         for hook in self.hooks:
             launch = LaunchSpec(environment=dict(environment))
             try:
@@ -175,11 +212,15 @@ class HookDispatcher:
                 _raise_classified(exc, hook, "before_workload_start")
             completed.append(hook)
             try:
-                environment.update(_validated_additions(hook, environment, launch.environment))
+                environment.update(
+                    launch_rules.validated_additions(
+                        f"hook {hook.name}", environment, launch.environment
+                    )
+                )
             except base.PermanentDriverError:
                 self._compensate_start(operation, completed, frozen)
                 raise
-        return types.MappingProxyType(dict(environment))
+        return launch_rules.freeze(environment)  # type: ignore[no-any-return]
 
     def compensate_workload_start(
         self, operation: base.Operation, revision: base.RevisionSpec
@@ -189,25 +230,25 @@ class HookDispatcher:
         Runs ``before_workload_stop`` on every owner in reverse, under compensation rules:
         failures are logged, never raised, and an aborted operation gets a fresh deadline.
         """
-        self._compensate_start(operation, list(self.hooks), _freeze_revision(revision))
+        self._compensate_start(for_owners(operation), list(self.hooks), _freeze_revision(revision))
 
     # -- teardown phases (reverse order, a failure stops the teardown) -------------------
 
     def before_workload_stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Run every owner's ``before_workload_stop`` in reverse; raise on the first failure."""
-        frozen = _freeze_revision(revision)
+        operation, frozen = for_owners(operation), _freeze_revision(revision)
         self._tear_down("before_workload_stop", lambda h: h.before_workload_stop(operation, frozen))
 
     def before_namespace_delete(
         self, operation: base.Operation, namespace: base.NamespaceSpec
     ) -> None:
         """Run every owner's ``before_namespace_delete`` in reverse; raise on the first failure."""
-        frozen = _freeze_namespace(namespace)
+        operation, frozen = for_owners(operation), _freeze_namespace(namespace)
         self._tear_down(
             "before_namespace_delete", lambda h: h.before_namespace_delete(operation, frozen)
         )
 
-    def _tear_down(self, phase: str, call: Callable[[LifecycleHooks], None]) -> None:
+    def _tear_down(self, phase: str, call: Callable[[RegisteredOwner], None]) -> None:
         """``call`` on every owner in reverse; the first failure is raised naming its owner."""
         for hook in reversed(self.hooks):
             try:
@@ -220,7 +261,7 @@ class HookDispatcher:
     def _compensate_start(
         self,
         operation: base.Operation,
-        completed: list[LifecycleHooks],
+        completed: list[RegisteredOwner],
         revision: base.RevisionSpec,
     ) -> None:
         self._compensate(
@@ -236,9 +277,9 @@ class HookDispatcher:
     def _compensate(
         self,
         operation: base.Operation,
-        completed: list[LifecycleHooks],
+        completed: list[RegisteredOwner],
         phase: str,
-        call: Callable[[LifecycleHooks, base.Operation], None],
+        call: Callable[[RegisteredOwner, base.Operation], None],
         **fields: Any,
     ) -> None:
         """Best effort: ``call`` on ``completed`` in reverse; failures are only logged."""
@@ -291,61 +332,10 @@ class _CompensationOperation:
         return self.fallback
 
 
-# -- launch environment rules ------------------------------------------------------------
-
-
-def is_reserved(name: str) -> bool:
-    """Whether the runtime owns the environment name ``name``."""
-    return name in RESERVED_NAMES or name.startswith(RESERVED_PREFIXES)
-
-
-def validate_environment(environment: Mapping[str, str]) -> None:
-    """Raise ``PermanentDriverError`` unless ``environment`` obeys the launch rules."""
-    _check_entries("launch environment", environment, total=len(environment))
-
-
-def _validated_additions(
-    hook: LifecycleHooks, before: Mapping[str, str], after: Mapping[str, Any]
-) -> dict[str, str]:
-    """The entries ``hook`` added, once they obey the rules (it may not change others)."""
-    where = f"hook {hook.name}"
-    for name, value in before.items():
-        if after.get(name) != value:
-            raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID, f"{where} changed or removed an entry another hook added"
-            )
-    added = {name: value for name, value in after.items() if name not in before}
-    _check_entries(where, added, total=len(before) + len(added))
-    return added
-
-
-def _check_entries(where: str, entries: Mapping[Any, Any], *, total: int) -> None:
-    if total > MAX_ENVIRONMENT_ENTRIES:
-        raise base.PermanentDriverError(
-            ENVIRONMENT_INVALID,
-            f"{where}: {total} launch environment entries, at most {MAX_ENVIRONMENT_ENTRIES}",
-        )
-    for name, value in entries.items():
-        # Never quote a value (it could be a secret) nor a name that failed its pattern.
-        if not isinstance(name, str) or not ENVIRONMENT_NAME.fullmatch(name):
-            raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID, f"{where}: an environment name is not [A-Z_][A-Z0-9_]*"
-            )
-        if is_reserved(name):
-            raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID, f"{where}: the environment name {name} is reserved"
-            )
-        if not isinstance(value, str) or not PLACEHOLDER_VALUE.fullmatch(value):
-            raise base.PermanentDriverError(
-                ENVIRONMENT_INVALID,
-                f"{where}: the value of {name} is not an opaque placeholder (opaque-...)",
-            )
-
-
 # -- errors ------------------------------------------------------------------------------
 
 
-def _raise_classified(exc: Exception, hook: LifecycleHooks, phase: str) -> NoReturn:
+def _raise_classified(exc: Exception, hook: RegisteredOwner, phase: str) -> NoReturn:
     """Raise what a hook failure surfaces as: naming the owner, transient unless known.
 
     ``Aborted`` passes through unchanged; a ``PermanentDriverError`` stays permanent with
@@ -369,25 +359,27 @@ def _describe(exc: Exception) -> str:
     return type(exc).__name__
 
 
-# -- frozen inputs -----------------------------------------------------------------------
+# -- what owners see ---------------------------------------------------------------------
+
+
+def for_owners(operation: base.Operation) -> base.Operation:
+    """``operation`` as an owner gets it: the same abort event, lease check and work id, and
+    no claim token (an owner has no authority to publish the work's outcome)."""
+    if not operation.claim_token:
+        return operation
+    return base.Operation(
+        work_id=operation.work_id, claim_token="", abort=operation.abort, leased=operation.leased
+    )
 
 
 def _freeze_revision(revision: base.RevisionSpec) -> base.RevisionSpec:
+    """A deep-frozen copy without the harness credential: owners never receive it."""
     return dataclasses.replace(
-        revision, configuration_document=freeze(revision.configuration_document)
+        revision,
+        configuration_document=launch_rules.freeze(revision.configuration_document),
+        credential=None,
     )
 
 
 def _freeze_namespace(namespace: base.NamespaceSpec) -> base.NamespaceSpec:
     return dataclasses.replace(namespace)  # only strings: a copy is frozen already
-
-
-def freeze(value: Any) -> Any:
-    """A deep, read-only copy: mappings become ``MappingProxyType``, sequences tuples."""
-    if isinstance(value, Mapping):
-        return types.MappingProxyType({key: freeze(item) for key, item in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(freeze(item) for item in value)
-    if isinstance(value, set | frozenset):
-        return frozenset(freeze(item) for item in value)
-    return value

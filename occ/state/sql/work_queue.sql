@@ -246,6 +246,12 @@ SELECT (moved.w).*,
        occ.record_work_evidence(moved.w, 'failure', 'MAX_ATTEMPTS_EXHAUSTED') AS evidence_id
   FROM moved;
 
+-- name: has_live
+-- Whether an item of :kind for the Agent's revision is queued or claimed.
+SELECT EXISTS (SELECT 1 FROM occ.controller_work w
+                WHERE w.agent_id = :agent_id AND w.revision_id = :revision_id
+                  AND w.kind = :kind AND w.state IN ('queued', 'claimed'));
+
 -- name: live_claims
 -- How many items are claimed right now (dispatched or running).
 SELECT count(*) FROM occ.controller_work WHERE state = 'claimed';

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from occ.controller import access_bindings
+from occ.state import iam_policy
 from occ.web.routes import blueprints, collections
 from occ.web.schemas import iam as schemas
 
@@ -22,20 +25,31 @@ collections.declare(
         "create_access_binding",
         access_bindings.create_binding,
         body=schemas.AccessBindingCreate,
-        fields=("role_id", "principal_id", "namespace_id", "resource"),
+        command=lambda body: access_bindings.CreateBinding(
+            role_id=body["role_id"],
+            principal_id=body["principal_id"],
+            namespace_id=body["namespace_id"],
+            resource=_resource(body["resource"]),
+        ),
         doc="Bind a Role to a principal; ``resource`` limits it to that exact resource.",
     ),
-    list=collections.Operation(
+    list=collections.Listing(
         "list_access_bindings", access_bindings.list_bindings, "The live (unrevoked) bindings."
     ),
-    get=collections.Operation(
+    get=collections.Reading(
         "get_access_binding",
         access_bindings.get_binding,
         "A binding; a revoked one shows ``revokedAt``.",
     ),
-    delete=collections.Operation(
+    delete=collections.Delete(
         "revoke_access_binding",
         access_bindings.revoke_binding,
-        "Revoke a binding. A repeat answers the same.",
+        command=lambda binding_id: access_bindings.RevokeBinding(binding_id=binding_id),
+        doc="Revoke a binding. A repeat answers the same.",
     ),
 )
+
+
+def _resource(value: dict[str, Any] | None) -> iam_policy.ResourceRef | None:
+    """The body's ``resource`` (``ResourceRef``), if it names one."""
+    return None if value is None else iam_policy.ResourceRef(kind=value["kind"], id=value["id"])

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import agent_lifecycle, agents, deployments
+from occ.foundation import harnesses
+from occ.state import agents as agent_rows
 from occ.web import calls, locations, pagination, preconditions
 from occ.web.routes import blueprints
 from occ.web.schemas import agents as schemas
@@ -23,17 +25,17 @@ blueprint = blueprints.Blueprint(
 @locations.at("agents.get_agent", agent_id="id")
 def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a draft Agent (desired ``stopped``) and its service principal; nothing runs."""
-    return calls.item(
-        agents.create_agent,
+    command = agents.CreateAgent(
         namespace_id=namespace_id,
         name=body["name"],
         configuration_id=body["configuration_id"],
-        harness=body["harness"],
-        execution_mode=body["execution_mode"],
-        harness_auth=body["harness_auth"],
-        compute_driver=calls.context().runtime.settings.compute_driver,
+        harness=_harness(body["harness"]),
+        execution_mode=harnesses.ExecutionMode(body["execution_mode"]),
+        harness_auth=_harness_auth(body["harness_auth"]),
         grant_runtime_access=body["grant_runtime_access"],
     )
+    compute_driver = calls.context().runtime.settings.compute_driver
+    return calls.item(agents.create_agent, command, compute_driver=compute_driver)
 
 
 @blueprint.operation("GET", "", page=schemas.Agent, requires="agent:read")
@@ -52,25 +54,28 @@ def get_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 )
 def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Edit the draft; deployed revisions keep what they pinned."""
-    return calls.item(
-        agents.update_agent,
+    mode = body.get("execution_mode")
+    command = agents.UpdateAgent(
         namespace_id=namespace_id,
         agent_id=agent_id,
-        changes=body,
+        name=body.get("name"),
+        configuration_id=body.get("configuration_id"),
+        harness=None if "harness" not in body else _harness(body["harness"]),
+        execution_mode=None if mode is None else harnesses.ExecutionMode(mode),
+        harness_auth=None if "harness_auth" not in body else _harness_auth(body["harness_auth"]),
         if_match=preconditions.expected(),
     )
+    return calls.item(agents.update_agent, command)
 
 
 @blueprint.operation("DELETE", "/<agent_id>", accepted=schemas.Agent, requires="agent:delete")
 @locations.at("agents.get_agent")
 def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit the deletion; repeat after a failure to retry (or take it over)."""
-    return calls.admitted(
-        agent_lifecycle.delete_agent,
-        namespace_id=namespace_id,
-        agent_id=agent_id,
-        if_match=preconditions.expected(),
+    command = agent_lifecycle.DeleteAgent(
+        namespace_id=namespace_id, agent_id=agent_id, if_match=preconditions.expected()
     )
+    return calls.admitted(agent_lifecycle.delete_agent, command)
 
 
 @blueprint.operation(
@@ -84,7 +89,14 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
 @locations.at("agents.get_deployment", deployment_id="deployment_id")
 def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Pin a new immutable revision and admit its deployment (the Namespace must be ready)."""
-    return calls.admitted(deployments.deploy_agent, namespace_id=namespace_id, agent_id=agent_id)
+    command = deployments.Deploy(namespace_id=namespace_id, agent_id=agent_id)
+    drivers = calls.context().drivers
+    return calls.admitted(
+        deployments.deploy_agent,
+        command,
+        sandbox=drivers.sandbox,
+        configuration_store=drivers.configuration,
+    )
 
 
 @blueprint.operation(
@@ -98,7 +110,8 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
 @locations.at("agents.get_agent")
 def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a stop: desired ``stopped``; a worker stops the runtime."""
-    return calls.admitted(agent_lifecycle.stop_agent, namespace_id=namespace_id, agent_id=agent_id)
+    command = agent_lifecycle.StopAgent(namespace_id=namespace_id, agent_id=agent_id)
+    return calls.admitted(agent_lifecycle.stop_agent, command)
 
 
 @blueprint.operation(
@@ -106,13 +119,11 @@ def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[s
 )
 def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """The Agent's revisions the caller may read, newest first."""
-    return calls.page(
-        deployments.list_revisions,
-        query,
-        order=pagination.NEWEST_REVISION_FIRST,
-        namespace_id=namespace_id,
-        agent_id=agent_id,
+    window = pagination.window(query, pagination.NEWEST_REVISION_FIRST)
+    revisions = calls.call(
+        deployments.list_revisions, window, namespace_id=namespace_id, agent_id=agent_id
     )
+    return pagination.page(revisions)
 
 
 @blueprint.operation(
@@ -144,3 +155,13 @@ def get_deployment(namespace_id: str, agent_id: str, deployment_id: str) -> dict
         agent_id=agent_id,
         deployment_id=deployment_id,
     )
+
+
+def _harness(value: dict[str, Any]) -> agent_rows.Harness:
+    """The body's ``harness`` (``AgentHarnessInput``)."""
+    return agent_rows.Harness(id=value["id"], version=value["version"])
+
+
+def _harness_auth(value: dict[str, Any]) -> agent_rows.HarnessAuth:
+    """The body's ``harnessAuth`` (``AgentHarnessAuthInput``)."""
+    return agent_rows.HarnessAuth(kind=value["kind"], secret_id=value["secret_id"])

@@ -80,7 +80,7 @@ class Blueprint(routing.Blueprint):
             declared = self.response(*success)(access.requires(*permissions)(view))
             for schema, options in inputs:
                 declared = self.arguments(schema, **options)(declared)
-            return self.route(rule, methods=[method])(declared)  # type: ignore[no-any-return]
+            return self.route(rule, methods=[method])(declared)
 
         return declare
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import configurations
+from occ.drivers.configuration import ConfigurationDriver
 from occ.web import calls, locations, preconditions
 from occ.web.routes import blueprints
 from occ.web.schemas import configurations as schemas
@@ -26,18 +27,18 @@ blueprint = blueprints.Blueprint(
 @locations.at("configurations.get_configuration", configuration_id="id")
 def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Create a Configuration at generation 1 (the Namespace must be ``ready``)."""
-    return calls.item(
-        configurations.create_configuration,
-        namespace_id=namespace_id,
-        name=body["name"],
-        document=body["document"],
+    command = configurations.CreateConfiguration(
+        namespace_id=namespace_id, name=body["name"], document=body["document"]
     )
+    return calls.item(configurations.create_configuration, command, store=_store())
 
 
 @blueprint.operation("GET", "", page=schemas.Configuration, requires="configuration:read")
 def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
-    return calls.page(configurations.list_configurations, query, namespace_id=namespace_id)
+    return calls.page(
+        configurations.list_configurations, query, namespace_id=namespace_id, store=_store()
+    )
 
 
 @blueprint.operation(
@@ -48,6 +49,7 @@ def get_configuration(namespace_id: str, configuration_id: str) -> dict[str, Any
         configurations.get_configuration,
         namespace_id=namespace_id,
         configuration_id=configuration_id,
+        store=_store(),
     )
 
 
@@ -62,22 +64,27 @@ def update_configuration(
     body: dict[str, Any], namespace_id: str, configuration_id: str
 ) -> dict[str, Any]:
     """Change the name and/or replace the document; ``generation`` moves by one."""
-    return calls.item(
-        configurations.update_configuration,
+    command = configurations.UpdateConfiguration(
         namespace_id=namespace_id,
         configuration_id=configuration_id,
         name=body.get("name"),
         document=body.get("document"),
         if_match=preconditions.expected(),
     )
+    return calls.item(configurations.update_configuration, command, store=_store())
 
 
 @blueprint.operation("DELETE", "/<configuration_id>", requires="configuration:delete")
 def delete_configuration(namespace_id: str, configuration_id: str) -> None:
     """Delete a Configuration no Agent uses (409 otherwise)."""
-    calls.call(
-        configurations.delete_configuration,
+    command = configurations.DeleteConfiguration(
         namespace_id=namespace_id,
         configuration_id=configuration_id,
         if_match=preconditions.expected(),
     )
+    calls.call(configurations.delete_configuration, command, store=_store())
+
+
+def _store() -> ConfigurationDriver:
+    """The Configuration Driver the startup configuration selected."""
+    return calls.context().drivers.configuration

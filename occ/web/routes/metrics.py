@@ -27,7 +27,8 @@ blueprint = blueprints.Blueprint(
 @access.requires("installation:read")
 def get_metrics() -> flask.Response:
     """HTTP and queue metrics of this API process (all processes in multiprocess mode)."""
-    database = flask.current_app.extensions["occ"].runtime.database
+    runtime = flask.current_app.extensions["occ"].runtime
+    database = runtime.database
     installation.get_installation(database, actor_id=access.principal_id())  # authorizes
-    body, content_type = metrics.render(gauges.reader(database))
+    body, content_type = metrics.render(gauges.reader(database, runtime.settings.compute_driver))
     return flask.Response(body, content_type=content_type)

@@ -20,11 +20,10 @@ blueprint = blueprints.Blueprint(
 @locations.at("namespaces.get_namespace", namespace_id="id")
 def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
     """Admit a Namespace; it is ``provisioning`` until a worker makes it ``ready``."""
-    return calls.admitted(
-        namespaces.create_namespace,
-        name=body["name"],
-        existing_namespace=body["existing_namespace"],
+    command = namespaces.CreateNamespace(
+        name=body["name"], existing_namespace=body["existing_namespace"]
     )
+    return calls.admitted(namespaces.create_namespace, command)
 
 
 @blueprint.operation("GET", "", page=schemas.Namespace, requires="namespace:read")
@@ -44,6 +43,7 @@ def get_namespace(namespace_id: str) -> dict[str, Any]:
 @locations.at("namespaces.get_namespace")
 def delete_namespace(namespace_id: str) -> dict[str, Any]:
     """Admit the deletion of an empty Namespace; repeat after a failure to retry."""
-    return calls.admitted(
-        namespaces.delete_namespace, namespace_id=namespace_id, if_match=preconditions.expected()
+    command = namespaces.DeleteNamespace(
+        namespace_id=namespace_id, if_match=preconditions.expected()
     )
+    return calls.admitted(namespaces.delete_namespace, command)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import principals
+from occ.state import iam_policy
 from occ.web import calls, locations
 from occ.web.routes import blueprints, collections
 from occ.web.schemas import iam as schemas
@@ -25,19 +26,24 @@ collections.declare(
         "create_principal",
         principals.create_principal,
         body=schemas.PrincipalCreate,
-        fields=("name", "kind", "namespace_id"),
+        command=lambda body: principals.CreatePrincipal(
+            name=body["name"],
+            kind=iam_policy.PrincipalKind(body["kind"]),
+            namespace_id=body["namespace_id"],
+        ),
         doc="Create a human or service principal (a service principal may belong to a Namespace).",
     ),
-    list=collections.Operation(
+    list=collections.Listing(
         "list_principals",
         principals.list_principals,
         "Every principal, Agent-owned service principals included (with their ``agentId``).",
     ),
-    get=collections.Operation("get_principal", principals.get_principal),
-    delete=collections.Operation(
+    get=collections.Reading("get_principal", principals.get_principal),
+    delete=collections.Delete(
         "disable_principal",
         principals.disable_principal,
-        "Disable a principal and revoke its keys (rows are kept). A repeat answers the same.",
+        command=lambda principal_id: principals.DisablePrincipal(principal_id=principal_id),
+        doc="Disable a principal and revoke its keys (rows are kept). A repeat answers the same.",
     ),
 )
 
@@ -48,11 +54,9 @@ collections.declare(
 @locations.at("principals.revoke_api_key", key_id="id")
 def create_api_key(body: dict[str, Any], principal_id: str) -> dict[str, Any]:
     """Mint an API key; the response is the only place its ``key`` ever appears."""
-    return calls.item(
-        principals.mint_api_key,
-        principal_id=principal_id,
-        pepper=calls.context().runtime.settings.api_key_pepper,
-    )
+    command = principals.MintApiKey(principal_id=principal_id)
+    pepper = calls.context().runtime.settings.api_key_pepper
+    return calls.item(principals.mint_api_key, command, pepper=pepper)
 
 
 @blueprint.operation("GET", "/<principal_id>/api-keys", page=schemas.ApiKey)
@@ -64,4 +68,5 @@ def list_api_keys(query: dict[str, Any], principal_id: str) -> dict[str, Any]:
 @blueprint.operation("DELETE", "/<principal_id>/api-keys/<key_id>", item=schemas.ApiKey)
 def revoke_api_key(principal_id: str, key_id: str) -> dict[str, Any]:
     """Revoke a key: it stops authenticating at once. A repeat answers the same."""
-    return calls.item(principals.revoke_api_key, principal_id=principal_id, key_id=key_id)
+    command = principals.RevokeApiKey(principal_id=principal_id, key_id=key_id)
+    return calls.item(principals.revoke_api_key, command)

@@ -22,16 +22,24 @@ collections.declare(
         "create_restriction",
         restrictions.create_restriction,
         body=schemas.RestrictionCreate,
-        fields=("permission", "principal_id", "namespace_id", "resource_id"),
+        command=lambda body: restrictions.CreateRestriction(
+            permission=body["permission"],
+            principal_id=body["principal_id"],
+            namespace_id=body["namespace_id"],
+            resource_id=body["resource_id"],
+        ),
         doc="Deny ``permission``; each optional field narrows the rule (unset: everything).",
     ),
-    list=collections.Operation(
+    list=collections.Listing(
         "list_restrictions", restrictions.list_restrictions, "Every restriction."
     ),
-    get=collections.Operation("get_restriction", restrictions.get_restriction),
-    delete=collections.Operation(
+    get=collections.Reading("get_restriction", restrictions.get_restriction),
+    delete=collections.Delete(
         "delete_restriction",
         restrictions.delete_restriction,
-        "Remove a restriction; the response is what it was.",
+        command=lambda restriction_id: restrictions.DeleteRestriction(
+            restriction_id=restriction_id
+        ),
+        doc="Remove a restriction; the response is what it was.",
     ),
 )

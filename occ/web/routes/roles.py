@@ -21,16 +21,19 @@ collections.declare(
         "create_role",
         roles.create_role,
         body=schemas.RoleCreate,
-        fields=("name", "permissions", "namespace_id"),
+        command=lambda body: roles.CreateRole(
+            name=body["name"], permissions=body["permissions"], namespace_id=body["namespace_id"]
+        ),
         doc="Create a Role (Installation-wide, or of one Namespace with ``namespaceId``).",
     ),
-    list=collections.Operation("list_roles", roles.list_roles, "The live Roles."),
-    get=collections.Operation(
+    list=collections.Listing("list_roles", roles.list_roles, "The live Roles."),
+    get=collections.Reading(
         "get_role", roles.get_role, "A Role; a deleted one shows ``deletedAt``."
     ),
-    delete=collections.Operation(
+    delete=collections.Delete(
         "delete_role",
         roles.delete_role,
-        "Delete a Role (soft): its bindings stop granting. A repeat answers the same.",
+        command=lambda role_id: roles.DeleteRole(role_id=role_id),
+        doc="Delete a Role (soft): its bindings stop granting. A repeat answers the same.",
     ),
 )

@@ -1,6 +1,7 @@
 """``/v1/namespaces/<namespace_id>/secrets``: create, list, read metadata, delete.
 
-The value is accepted on create and never returned; it is sealed by ``occ.state.secret_store``.
+The value is accepted on create and never returned; the selected Secret Driver keeps it
+(``occ.drivers.secret``).
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import secrets
-from occ.state import secret_store
 from occ.web import calls, locations, preconditions
 from occ.web.routes import blueprints
 from occ.web.schemas import secrets as schemas
@@ -26,13 +26,10 @@ blueprint = blueprints.Blueprint(
 @locations.at("secrets.get_secret", secret_id="id")  # noqa: S106 (a URL argument)
 def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """Store a Secret (the Namespace must be ``ready``); the answer holds metadata only."""
-    return calls.item(
-        secrets.create_secret,
-        store=secret_store.SecretStore.from_settings(calls.context().runtime.settings),
-        namespace_id=namespace_id,
-        name=body["name"],
-        value=body["value"],
+    command = secrets.CreateSecret(
+        namespace_id=namespace_id, name=body["name"], value=body["value"]
     )
+    return calls.item(secrets.create_secret, command, store=calls.context().secrets)
 
 
 @blueprint.operation("GET", "", page=schemas.Secret, requires="secret:read")
@@ -49,9 +46,7 @@ def get_secret(namespace_id: str, secret_id: str) -> dict[str, Any]:
 @blueprint.operation("DELETE", "/<secret_id>", requires="secret:delete")
 def delete_secret(namespace_id: str, secret_id: str) -> None:
     """Delete a Secret no Agent's harness authentication uses (409 otherwise)."""
-    calls.call(
-        secrets.delete_secret,
-        namespace_id=namespace_id,
-        secret_id=secret_id,
-        if_match=preconditions.expected(),
+    command = secrets.DeleteSecret(
+        namespace_id=namespace_id, secret_id=secret_id, if_match=preconditions.expected()
     )
+    calls.call(secrets.delete_secret, command, store=calls.context().secrets)

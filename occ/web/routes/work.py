@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import operations
+from occ.state import values
 from occ.web import calls
 from occ.web.routes import blueprints
 from occ.web.schemas import operations as schemas
@@ -20,10 +21,15 @@ blueprint = blueprints.Blueprint(
 @blueprint.operation("GET", "", query=schemas.WorkQuery, answers=schemas.WorkItemListResponse)
 def list_work(query: dict[str, Any]) -> dict[str, Any]:
     """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor."""
-    page = calls.filtered(
-        operations.list_work, query, "state", "namespace_id", "agent_id", "cursor"
+    state = query.get("state")
+    work_filter = operations.WorkFilter(
+        state=None if state is None else values.WorkState(state),
+        namespace_id=query.get("namespace_id"),
+        agent_id=query.get("agent_id"),
+        limit=query["limit"],
+        cursor=query.get("cursor"),
     )
-    return schemas.work_page(page)
+    return schemas.work_page(calls.call(operations.list_work, work_filter))
 
 
 @blueprint.operation("GET", "/<work_id>", item=schemas.WorkItem)

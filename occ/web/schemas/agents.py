@@ -2,8 +2,9 @@
 
 Representations dump the controller's ``ObservedAgent`` (an Agent with its runtime status),
 ``occ.state.revisions.Revision`` values and the controller's deployment projection. Request bodies
-are closed; the admission use cases re-check every field (harness version format, execution
-mode of the harness, references in the Namespace) with JSON pointers.
+are closed and check each field's type and catalogue; the admission use cases check what they
+do not state (names, id forms, the harness version's format, the execution mode of the
+harness, references in the Namespace).
 """
 
 from __future__ import annotations

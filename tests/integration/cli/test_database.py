@@ -188,9 +188,13 @@ def test_if_missing_never_mints_a_key_for_another_administrator(db: Database, ru
     admin = first["principalId"]
     role = installation.bootstrap_installation(db, name="occ", admin_name="x")
     assert role.administrator_role_id is not None and role.admin_principal_id == admin
-    robot = principals.create_principal(db, actor_id=admin, name="robot", kind="service")
+    robot = principals.create_principal(
+        db, admin, principals.CreatePrincipal(name="robot", kind=iam_policy.PrincipalKind.SERVICE)
+    )
     access_bindings.create_binding(
-        db, actor_id=admin, role_id=role.administrator_role_id, principal_id=robot.id
+        db,
+        admin,
+        access_bindings.CreateBinding(role_id=role.administrator_role_id, principal_id=robot.id),
     )
     # the robot has never had a key and holds the administrator Role: still nothing is minted
     repeat = line(run("bootstrap", "--if-missing"))

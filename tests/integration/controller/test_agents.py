@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle, agents, deployment_status, deployments
-from occ.foundation import errors, ids
+from occ.foundation import errors, harnesses, ids
 from occ.state import agents as agent_rows
 from occ.state import audit, iam_policy, models, revisions, values, work_keys, work_queue
 from occ.state.db import Database
@@ -48,13 +48,15 @@ def create(
 ) -> agent_rows.Agent:
     view = agents.create_agent(
         db,
-        actor_id=actor_id,
-        namespace_id=world.namespace_id,
-        name=name,
-        configuration_id=world.configuration_id,
-        harness={"id": "openclaw", "version": "1.2.3"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": world.secret_id},
+        actor_id,
+        agents.CreateAgent(
+            namespace_id=world.namespace_id,
+            name=name,
+            configuration_id=world.configuration_id,
+            harness=agent_rows.Harness("openclaw", "1.2.3"),
+            execution_mode=harnesses.ExecutionMode.EMBEDDED,
+            harness_auth=agent_rows.HarnessAuth("secret", world.secret_id),
+        ),
         compute_driver="local",
     )
     if empower:
@@ -68,7 +70,7 @@ def grant(db: Database, principal_id: str, *permissions: str, **scope: Any) -> N
 
 def deploy(db: Database, actor_id: str, view: agent_rows.Agent) -> deployments.DeployAccepted:
     return deployments.deploy_agent(
-        db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
+        db, actor_id, deployments.Deploy(namespace_id=view.namespace_id, agent_id=view.id)
     )
 
 
@@ -95,7 +97,7 @@ def revision_ids(db: Database, actor_id: str, view: agent_rows.Agent) -> list[st
 
 def delete(db: Database, actor_id: str, view: agent_rows.Agent) -> agent_rows.Agent:
     return agent_lifecycle.delete_agent(
-        db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
+        db, actor_id, agent_lifecycle.DeleteAgent(namespace_id=view.namespace_id, agent_id=view.id)
     )
 
 
@@ -184,10 +186,13 @@ def test_draft_edits_leave_revisions_alone(db: Database, admin: str, world: Worl
     accepted = deploy(db, admin, view)
     updated = agents.update_agent(
         db,
-        actor_id=admin,
-        namespace_id=world.namespace_id,
-        agent_id=view.id,
-        changes={"harness": {"id": "codex", "version": "2.0"}, "execution_mode": "dedicated"},
+        admin,
+        agents.UpdateAgent(
+            namespace_id=world.namespace_id,
+            agent_id=view.id,
+            harness=agent_rows.Harness("codex", "2.0"),
+            execution_mode=harnesses.ExecutionMode.DEDICATED,
+        ),
     )
 
     assert (updated.harness, updated.execution_mode) == (
@@ -321,7 +326,9 @@ def test_deploy_conflicts(db: Database, admin: str, world: World) -> None:
     with db.transaction() as session:
         bare = rows.agent(session, namespace_id=world.namespace_id)  # no harness auth
     with pytest.raises(errors.Conflict, match="harness authentication"):
-        deployments.deploy_agent(db, actor_id=admin, namespace_id=world.namespace_id, agent_id=bare)
+        deployments.deploy_agent(
+            db, admin, deployments.Deploy(namespace_id=world.namespace_id, agent_id=bare)
+        )
 
     provisioning = make_world(db, admin, status="provisioning")
     with pytest.raises(errors.NamespaceNotReady):
@@ -333,7 +340,7 @@ def test_deploy_conflicts(db: Database, admin: str, world: World) -> None:
         deploy(db, admin, view)
     with pytest.raises(errors.AgentDeleting):
         agent_lifecycle.stop_agent(
-            db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+            db, admin, agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=view.id)
         )
     assert count(db, models.AgentRevision) == 0
 
@@ -393,7 +400,7 @@ def test_stop_enqueues_its_own_item(db: Database, admin: str, world: World) -> N
     view = create(db, admin, world)
     deploy(db, admin, view)
     stopped = agent_lifecycle.stop_agent(
-        db, actor_id=admin, namespace_id=world.namespace_id, agent_id=view.id
+        db, admin, agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=view.id)
     )
     assert stopped.desired_runtime_state == "stopped"
     [event] = [e for e in events(db, resource_id=view.id) if e.action == "agents.stop"]
@@ -423,7 +430,9 @@ def test_failed_delete_is_requeued_then_taken_over(
     view = create(db, admin, world)
     initiator = principal(db, "agent:delete", "agent:read", namespace_id=world.namespace_id)
     deleting = agent_lifecycle.delete_agent(
-        db, actor_id=initiator, namespace_id=world.namespace_id, agent_id=view.id
+        db,
+        initiator,
+        agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=view.id),
     )
     assert (deleting.status, deleting.desired_runtime_state) == ("deleting", "stopped")
     work_id = f"agent:{view.id}:reconcile:deleted"
@@ -431,13 +440,17 @@ def test_failed_delete_is_requeued_then_taken_over(
     # repeats while queued change nothing, whoever asks
     for actor in (initiator, admin):
         agent_lifecycle.delete_agent(
-            db, actor_id=actor, namespace_id=world.namespace_id, agent_id=view.id
+            db,
+            actor,
+            agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=view.id),
         )
     assert work(db, work_id) == queued
 
     fail_work(db, policy, work_id)
     agent_lifecycle.delete_agent(
-        db, actor_id=initiator, namespace_id=world.namespace_id, agent_id=view.id
+        db,
+        initiator,
+        agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=view.id),
     )
     retry = events(db, work_id=work_id)[0]
     assert (
@@ -467,7 +480,9 @@ def test_failed_delete_is_requeued_then_taken_over(
     reader = principal(db, "agent:read", namespace_id=world.namespace_id)
     with pytest.raises(errors.Forbidden):
         agent_lifecycle.delete_agent(
-            db, actor_id=reader, namespace_id=world.namespace_id, agent_id=view.id
+            db,
+            reader,
+            agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=view.id),
         )
 
 
@@ -484,7 +499,9 @@ def test_delete_work_of_another_actor_conflicts(db: Database, admin: str, world:
 
     with pytest.raises(errors.IdempotencyConflict):
         agent_lifecycle.delete_agent(
-            db, actor_id=other, namespace_id=world.namespace_id, agent_id=view.id
+            db,
+            other,
+            agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=view.id),
         )
     assert (
         agents.get_agent(

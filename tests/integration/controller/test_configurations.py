@@ -27,7 +27,7 @@ VALUE = "sk-admission-\u00e9-do-not-leak"
 
 
 def ready_namespace(db: Database, owner_db: Database, admin: str, name: str) -> str:
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name=name).id
+    namespace_id = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name=name)).id
     namespace_status.set_status(owner_db, namespace_id)
     return namespace_id
 
@@ -46,18 +46,23 @@ def create(
 ) -> configuration_rows.Configuration:
     return configurations.create_configuration(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        name=name,
-        document={"model": "gpt"} if document is None else document,
+        admin,
+        configurations.CreateConfiguration(
+            namespace_id=namespace_id,
+            name=name,
+            document={"model": "gpt"} if document is None else document,
+        ),
     )
 
 
 def create_secret(
-    db: Database, actor_id: str, namespace_id: str, name: str, value: Any = VALUE
+    db: Database, actor_id: str, namespace_id: str, name: str, value: str = VALUE
 ) -> secret_rows.Secret:
     return secrets.create_secret(
-        db, store=STORE, actor_id=actor_id, namespace_id=namespace_id, name=name, value=value
+        db,
+        actor_id,
+        secrets.CreateSecret(namespace_id=namespace_id, name=name, value=value),
+        store=STORE,
     )
 
 
@@ -122,7 +127,9 @@ def refuses_content(db: Database, admin: str, namespace_id: str) -> None:
 def test_create_needs_a_ready_namespace(
     db: Database, owner_db: Database, admin: str, status: str
 ) -> None:
-    namespace_id = namespaces.create_namespace(db, actor_id=admin, name="young").id
+    namespace_id = namespaces.create_namespace(
+        db, admin, namespaces.CreateNamespace(name="young")
+    ).id
     namespace_status.set_status(owner_db, namespace_id, status)
     refuses_content(db, admin, namespace_id)
     assert [e.action for e in events(db, namespace_id=namespace_id)] == ["namespaces.create"]
@@ -132,7 +139,9 @@ def test_a_deleting_namespace_refuses_new_content(
     db: Database, admin: str, namespace_id: str
 ) -> None:
     assert (
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id).status
+        namespaces.delete_namespace(
+            db, admin, namespaces.DeleteNamespace(namespace_id=namespace_id)
+        ).status
         == "deleting"
     )
     refuses_content(db, admin, namespace_id)
@@ -143,12 +152,18 @@ def test_content_keeps_a_namespace_from_being_deleted(
 ) -> None:
     view = create(db, admin, namespace_id)
     with pytest.raises(errors.NamespaceNotEmpty, match="1 configuration"):
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id)
+        namespaces.delete_namespace(
+            db, admin, namespaces.DeleteNamespace(namespace_id=namespace_id)
+        )
     configurations.delete_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        db,
+        admin,
+        configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
     )
     assert (
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id=namespace_id).status
+        namespaces.delete_namespace(
+            db, admin, namespaces.DeleteNamespace(namespace_id=namespace_id)
+        ).status
         == "deleting"
     )
 
@@ -182,7 +197,10 @@ def test_create_racing_namespace_deletion_never_leaves_content_behind(
         outcomes = race(
             create=functools.partial(create, db, admin, namespace_id),
             delete=functools.partial(
-                namespaces.delete_namespace, db, actor_id=admin, namespace_id=namespace_id
+                namespaces.delete_namespace,
+                db,
+                admin,
+                namespaces.DeleteNamespace(namespace_id=namespace_id),
             ),
         )
         created = isinstance(outcomes["create"], configuration_rows.Configuration)
@@ -194,49 +212,39 @@ def test_create_racing_namespace_deletion_never_leaves_content_behind(
             assert isinstance(outcomes["create"], errors.NamespaceNotReady)
 
 
-@pytest.mark.parametrize("name", ["", " padded", "tab\there", "x" * 201, 7, None])
+@pytest.mark.parametrize("name", ["", " padded", "tab\there", "x" * 201])
 def test_bad_names_point_at_the_field(
-    db: Database, admin: str, namespace_id: str, name: Any
+    db: Database, admin: str, namespace_id: str, name: str
 ) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
         create(db, admin, namespace_id, name=name)
-    assert [e.pointer for e in raised.value.errors] == ["/name"]
+    assert [e.path for e in raised.value.errors] == [("name",)]
     with pytest.raises(errors.InvalidInput) as raised:
         create_secret(db, admin, namespace_id, name)
-    assert [e.pointer for e in raised.value.errors] == ["/name"]
+    assert [e.path for e in raised.value.errors] == [("name",)]
 
 
-@pytest.mark.parametrize(
-    "document",
-    [
-        [],
-        "text",
-        None,
-        {"n": float("nan")},
-        {"n": float("inf")},
-        {"s": "nul\x00"},
-        {"nul\x00key": 1},
-        {1: "int key"},
-        {"s": "\ud800"},
-        {"x": object()},
-        {"big": "x" * (64 * 1024)},
-    ],
-)
-def test_bad_documents_point_at_the_field(
-    db: Database, admin: str, namespace_id: str, document: Any
+def test_a_document_too_large_points_at_the_field(
+    db: Database, admin: str, namespace_id: str
 ) -> None:
+    # what else makes a document bad (not an object, not plain JSON) the web layer refuses
+    document = {"big": "x" * (64 * 1024)}
     with pytest.raises(errors.InvalidInput) as raised:
         configurations.create_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, name="base", document=document
+            db,
+            admin,
+            configurations.CreateConfiguration(
+                namespace_id=namespace_id, name="base", document=document
+            ),
         )
-    assert [e.pointer for e in raised.value.errors] == ["/document"]
+    assert [e.path for e in raised.value.errors] == [("document",)]
     assert count(db, models.Configuration) == 0
 
 
 def test_the_largest_document_fits(db: Database, admin: str, namespace_id: str) -> None:
     overhead = len('{"big":""}')
     document = {"big": "x" * (64 * 1024 - overhead)}
-    assert configurations.check_document(document, "/document") == 64 * 1024
+    assert configurations.document_size(document, ("document",)) == 64 * 1024
     assert create(db, admin, namespace_id, document=document).document == document
 
 
@@ -296,10 +304,16 @@ def test_a_principal_of_another_namespace_sees_nothing(
             db, actor_id=member, namespace_id=other, configuration_id=theirs.id
         ),
         lambda: configurations.update_configuration(
-            db, actor_id=member, namespace_id=other, configuration_id=theirs.id, name="x"
+            db,
+            member,
+            configurations.UpdateConfiguration(
+                namespace_id=other, configuration_id=theirs.id, name="x"
+            ),
         ),
         lambda: configurations.delete_configuration(
-            db, actor_id=member, namespace_id=other, configuration_id=theirs.id
+            db,
+            member,
+            configurations.DeleteConfiguration(namespace_id=other, configuration_id=theirs.id),
         ),
         lambda: configurations.list_configurations(db, actor_id=member, namespace_id=other),
         lambda: create(db, member, other, name="intruder"),
@@ -308,7 +322,11 @@ def test_a_principal_of_another_namespace_sees_nothing(
             db, actor_id=member, namespace_id=namespace_id, configuration_id=theirs.id
         ),
         lambda: configurations.delete_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, configuration_id=theirs.id
+            db,
+            admin,
+            configurations.DeleteConfiguration(
+                namespace_id=namespace_id, configuration_id=theirs.id
+            ),
         ),
     ):
         with pytest.raises(errors.NotFound):
@@ -370,11 +388,17 @@ def test_reader_may_not_update_or_delete(db: Database, admin: str, namespace_id:
     reader = principal(db, "configuration:read", namespace_id=namespace_id)
     with pytest.raises(errors.Forbidden):
         configurations.update_configuration(
-            db, actor_id=reader, namespace_id=namespace_id, configuration_id=view.id, document={}
+            db,
+            reader,
+            configurations.UpdateConfiguration(
+                namespace_id=namespace_id, configuration_id=view.id, document={}
+            ),
         )
     with pytest.raises(errors.Forbidden):
         configurations.delete_configuration(
-            db, actor_id=reader, namespace_id=namespace_id, configuration_id=view.id
+            db,
+            reader,
+            configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
         )
     assert (
         configurations.get_configuration(
@@ -405,13 +429,17 @@ def test_malformed_ids_are_not_found_before_any_query(
         ),
         lambda: configurations.update_configuration(
             unusable,
-            actor_id="x",
-            namespace_id=namespace_id,
-            configuration_id=configuration_id,
-            name="n",
+            "x",
+            configurations.UpdateConfiguration(
+                namespace_id=namespace_id, configuration_id=configuration_id, name="n"
+            ),
         ),
         lambda: configurations.delete_configuration(
-            unusable, actor_id="x", namespace_id=namespace_id, configuration_id=configuration_id
+            unusable,
+            "x",
+            configurations.DeleteConfiguration(
+                namespace_id=namespace_id, configuration_id=configuration_id
+            ),
         ),
     ):
         with pytest.raises(errors.NotFound):
@@ -437,16 +465,20 @@ def test_every_update_moves_the_generation_by_one(
 ) -> None:
     view = create(db, admin, namespace_id)
     renamed = configurations.update_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="renamed"
+        db,
+        admin,
+        configurations.UpdateConfiguration(
+            namespace_id=namespace_id, configuration_id=view.id, name="renamed"
+        ),
     )
     assert (renamed.name, renamed.document, renamed.generation) == ("renamed", {"model": "gpt"}, 2)
     assert renamed.updated_at > view.updated_at and renamed.created_at == view.created_at
     replaced = configurations.update_configuration(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        configuration_id=view.id,
-        document={"model": "other"},
+        admin,
+        configurations.UpdateConfiguration(
+            namespace_id=namespace_id, configuration_id=view.id, document={"model": "other"}
+        ),
     )
     assert (replaced.name, replaced.document, replaced.generation) == (
         "renamed",
@@ -455,11 +487,10 @@ def test_every_update_moves_the_generation_by_one(
     )
     both = configurations.update_configuration(
         db,
-        actor_id=admin,
-        namespace_id=namespace_id,
-        configuration_id=view.id,
-        name="both",
-        document={},
+        admin,
+        configurations.UpdateConfiguration(
+            namespace_id=namespace_id, configuration_id=view.id, name="both", document={}
+        ),
     )
     assert (both.name, both.document, both.generation) == ("both", {}, 4)
 
@@ -475,9 +506,11 @@ def test_an_empty_update_is_invalid(db: Database, admin: str, namespace_id: str)
     view = create(db, admin, namespace_id)
     with pytest.raises(errors.InvalidInput) as raised:
         configurations.update_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+            db,
+            admin,
+            configurations.UpdateConfiguration(namespace_id=namespace_id, configuration_id=view.id),
         )
-    assert [e.pointer for e in raised.value.errors] == [""]
+    assert [e.path for e in raised.value.errors] == [()]
 
 
 def test_renaming_onto_a_taken_name_conflicts(db: Database, admin: str, namespace_id: str) -> None:
@@ -485,7 +518,11 @@ def test_renaming_onto_a_taken_name_conflicts(db: Database, admin: str, namespac
     view = create(db, admin, namespace_id, name="mine")
     with pytest.raises(errors.Conflict):
         configurations.update_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="taken"
+            db,
+            admin,
+            configurations.UpdateConfiguration(
+                namespace_id=namespace_id, configuration_id=view.id, name="taken"
+            ),
         )
     current = configurations.get_configuration(
         db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
@@ -508,10 +545,12 @@ def test_concurrent_updates_each_take_their_own_generation(
             results.append(
                 configurations.update_configuration(
                     db,
-                    actor_id=admin,
-                    namespace_id=namespace_id,
-                    configuration_id=view.id,
-                    document={"writer": index},
+                    admin,
+                    configurations.UpdateConfiguration(
+                        namespace_id=namespace_id,
+                        configuration_id=view.id,
+                        document={"writer": index},
+                    ),
                 ).generation
             )
         except BaseException as error:  # reported below
@@ -537,11 +576,17 @@ def test_update_needs_a_ready_namespace(
     namespace_status.set_status(owner_db, namespace_id, "failed")
     with pytest.raises(errors.NamespaceNotReady):
         configurations.update_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id, name="later"
+            db,
+            admin,
+            configurations.UpdateConfiguration(
+                namespace_id=namespace_id, configuration_id=view.id, name="later"
+            ),
         )
     # deletion stays possible, so the Namespace can still be emptied
     configurations.delete_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        db,
+        admin,
+        configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
     )
     assert count(db, models.Configuration) == 0
 
@@ -552,7 +597,9 @@ def test_update_needs_a_ready_namespace(
 def test_delete_removes_the_row_and_audits(db: Database, admin: str, namespace_id: str) -> None:
     view = create(db, admin, namespace_id)
     removed = configurations.delete_configuration(
-        db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+        db,
+        admin,
+        configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
     )
     assert removed == view
     assert count(db, models.Configuration) == 0
@@ -560,7 +607,9 @@ def test_delete_removes_the_row_and_audits(db: Database, admin: str, namespace_i
     assert (event.action, event.details["name"]) == ("configurations.delete", "base")
     with pytest.raises(errors.NotFound):
         configurations.delete_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
+            db,
+            admin,
+            configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
         )
 
 
@@ -576,7 +625,11 @@ def test_a_configuration_used_by_an_agent_is_kept(
     before = len(events(db))
     with pytest.raises(errors.Conflict, match=agent_id) as raised:
         configurations.delete_configuration(
-            db, actor_id=admin, namespace_id=namespace_id, configuration_id=configuration_id
+            db,
+            admin,
+            configurations.DeleteConfiguration(
+                namespace_id=namespace_id, configuration_id=configuration_id
+            ),
         )
     assert raised.value.code == "RESOURCE_CONFLICT"
     assert count(db, models.Configuration) == 1
@@ -629,16 +682,14 @@ def test_a_ciphertext_copied_to_another_secret_does_not_decrypt(
         STORE.decrypt(second.id, moved)
 
 
-@pytest.mark.parametrize(
-    "value", ["", "x" * (64 * 1024 + 1), "\u00e9" * (32 * 1024 + 1), 42, None, "\ud800"]
-)
+@pytest.mark.parametrize("value", ["", "x" * (64 * 1024 + 1), "\u00e9" * (32 * 1024 + 1)])
 def test_bad_values_are_refused_without_repeating_them(
-    db: Database, admin: str, namespace_id: str, value: Any
+    db: Database, admin: str, namespace_id: str, value: str
 ) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
         create_secret(db, admin, namespace_id, "s", value)
-    assert [e.pointer for e in raised.value.errors] == ["/value"]
-    if isinstance(value, str) and value:
+    assert [e.path for e in raised.value.errors] == [("value",)]
+    if value:
         assert value not in raised.value.detail
     assert count(db, models.Secret) == 0
 
@@ -684,7 +735,9 @@ def test_a_secret_used_for_harness_auth_is_kept(
             .values(harness_auth_secret_id=view.id)
         )
     with pytest.raises(errors.Conflict, match=agent_id):
-        secrets.delete_secret(db, actor_id=admin, namespace_id=namespace_id, secret_id=view.id)
+        secrets.delete_secret(
+            db, admin, secrets.DeleteSecret(namespace_id=namespace_id, secret_id=view.id)
+        )
     assert count(db, models.Secret) == 1
 
     with db.transaction() as session:
@@ -694,7 +747,7 @@ def test_a_secret_used_for_harness_auth_is_kept(
             .values(harness_auth_secret_id=None)
         )
     removed = secrets.delete_secret(
-        db, actor_id=admin, namespace_id=namespace_id, secret_id=view.id
+        db, admin, secrets.DeleteSecret(namespace_id=namespace_id, secret_id=view.id)
     )
     assert removed == view
     assert count(db, models.Secret) == 0

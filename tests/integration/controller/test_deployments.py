@@ -9,15 +9,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle, agents, deployments, installation
-from occ.foundation import errors, ids
+from occ.drivers.configuration import filesystem
+from occ.drivers.sandbox import reference
+from occ.foundation import errors, harnesses, ids
 from occ.state import agents as agent_rows
-from occ.state import audit, models, revisions, work_keys
+from occ.state import audit, configurations, models, revisions, work_keys
 from occ.state.db import Database
 from tests.support import databases, grants, processes, rows, statements
 
@@ -44,13 +47,15 @@ def world(db: Database) -> World:
         configuration_id, secret_id = add_configuration(session, namespace_id, "config")
     agent = agents.create_agent(
         db,
-        actor_id=admin_id,
-        namespace_id=namespace_id,
-        name="helper",
-        configuration_id=configuration_id,
-        harness={"id": "openclaw", "version": "1.2.3"},
-        execution_mode="embedded",
-        harness_auth={"kind": "secret", "secret_id": secret_id},
+        admin_id,
+        agents.CreateAgent(
+            namespace_id=namespace_id,
+            name="helper",
+            configuration_id=configuration_id,
+            harness=agent_rows.Harness("openclaw", "1.2.3"),
+            execution_mode=harnesses.ExecutionMode.EMBEDDED,
+            harness_auth=agent_rows.HarnessAuth("secret", secret_id),
+        ),
         compute_driver="local",
     )
     grants.give(
@@ -89,9 +94,8 @@ def clients(database_urls: databases.DatabaseUrls) -> Iterator[list[Database]]:
 def deploy(db: Database, world: World, actor_id: str | None = None) -> deployments.DeployAccepted:
     return deployments.deploy_agent(
         db,
-        actor_id=actor_id or world.admin_id,
-        namespace_id=world.namespace_id,
-        agent_id=world.agent.id,
+        actor_id or world.admin_id,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent.id),
     )
 
 
@@ -174,7 +178,9 @@ def test_refused_deploys_give_their_number_back(db: Database, world: World) -> N
     assert deploy(db, world).revision.revision_number == 2
 
     agent_lifecycle.delete_agent(
-        db, actor_id=world.admin_id, namespace_id=world.namespace_id, agent_id=world.agent.id
+        db,
+        world.admin_id,
+        agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=world.agent.id),
     )
     with pytest.raises(errors.AgentDeleting):
         deploy(db, world)
@@ -253,7 +259,7 @@ def test_an_agent_of_another_namespace_is_not_found(db: Database, world: World) 
 
     with pytest.raises(errors.NotFound):
         deployments.deploy_agent(
-            db, actor_id=world.admin_id, namespace_id=elsewhere, agent_id=world.agent.id
+            db, world.admin_id, deployments.Deploy(namespace_id=elsewhere, agent_id=world.agent.id)
         )
 
 
@@ -315,3 +321,70 @@ def lock_waiters(owner_db: Database) -> int:
                 )
             ).scalar_one()
         )
+
+
+def test_a_selected_sandbox_pins_its_transformed_copy_under_the_source_identity(
+    db: Database, world: World
+) -> None:
+    sandbox = reference.ReferenceSandbox(["api.example.com"])
+    accepted = deployments.deploy_agent(
+        db,
+        world.admin_id,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent.id),
+        sandbox=sandbox,
+    )
+    revision = accepted.revision
+    assert revision.configuration_document == sandbox.transform({"name": "config"})
+    assert revision.configuration_id == world.configuration_id
+    assert revision.configuration_generation == 1
+    with db.transaction() as session:
+        native = configurations.get(session, world.namespace_id, world.configuration_id)
+    assert native is not None and native.document == {"name": "config"}  # the source is kept
+    [event] = deploy_events(db, world)
+    assert event.details["sandboxDriver"] == "reference"
+    assert deploy(db, world).revision.configuration_document == {"name": "config"}
+
+
+def test_a_sandboxed_copy_that_fails_validation_is_refused(db: Database, world: World) -> None:
+    class Oversized:
+        id = "oversized"
+
+        def transform(self, document: Any) -> dict[str, Any]:
+            return {**document, "padding": "x" * (70 * 1024)}
+
+    with pytest.raises(errors.InvalidInput) as raised:
+        deployments.deploy_agent(
+            db,
+            world.admin_id,
+            deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent.id),
+            sandbox=Oversized(),
+        )
+    assert raised.value.errors[0].path == ("configuration", "document")
+    assert revision_numbers(db, world.agent.id) == []
+
+
+def test_a_bodyless_deploy_reads_the_native_document_through_the_configuration_driver(
+    db: Database, world: World, tmp_path: Path
+) -> None:
+    store = filesystem.FilesystemConfigurations(tmp_path / "configurations")
+    stored = store.keep(world.namespace_id, world.configuration_id, 1, {"model": "from-a-file"})
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.Configuration)
+            .where(models.Configuration.id == world.configuration_id)
+            .values(document=stored)
+        )
+    with pytest.raises(errors.DependencyUnavailable):  # the row names a driver not selected
+        deploy(db, world)
+    assert revision_numbers(db, world.agent.id) == []
+
+    accepted = deployments.deploy_agent(
+        db,
+        world.admin_id,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent.id),
+        configuration_store=store,
+        sandbox=reference.ReferenceSandbox(),
+    )
+    document = accepted.revision.configuration_document
+    assert document["model"] == "from-a-file"
+    assert document["sandbox"]["egress"] == {"allow": []}

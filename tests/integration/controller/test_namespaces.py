@@ -79,7 +79,7 @@ def test_bootstrap_is_idempotent(db: Database, boot: installation.BootstrapResul
 def test_bootstrap_validates_names(db: Database) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
         installation.bootstrap_installation(db, name="ok", admin_name=" padded")
-    assert raised.value.errors[0].pointer == "/adminName"
+    assert raised.value.errors[0].path == ("admin_name",)
     assert count(db, models.Installation) == 0
 
 
@@ -87,7 +87,7 @@ def test_bootstrap_validates_names(db: Database) -> None:
 
 
 def test_create_writes_row_audit_and_work_together(db: Database, admin: str) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="team-a")
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="team-a"))
 
     assert view.status == "provisioning" and view.name == "team-a"
     assert view.existing_namespace is None
@@ -116,7 +116,7 @@ def test_denied_create_writes_only_the_denial(
     before = len(events(db))
 
     with pytest.raises(errors.Forbidden) as raised:
-        namespaces.create_namespace(db, actor_id=stranger, name="nope")
+        namespaces.create_namespace(db, stranger, namespaces.CreateNamespace(name="nope"))
 
     assert raised.value.decision.reason is iam.Reason.NO_MATCHING_BINDING
     assert count(db, models.Namespace) == 0
@@ -151,7 +151,7 @@ def test_admission_is_atomic(db: Database, admin: str, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(audit, "append", broken_append)
     with pytest.raises(RuntimeError, match="audit insert failed"):
-        namespaces.create_namespace(db, actor_id=admin, name="half-done")
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="half-done"))
     monkeypatch.undo()
 
     assert calls == ["namespaces.create"]  # reached after the row and the work were written
@@ -159,7 +159,10 @@ def test_admission_is_atomic(db: Database, admin: str, monkeypatch: pytest.Monke
     assert count(db, models.ControllerWork) == 0
     assert len(events(db)) == before
     # the name was not reserved by the rolled-back attempt
-    assert namespaces.create_namespace(db, actor_id=admin, name="half-done").name == "half-done"
+    assert (
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="half-done")).name
+        == "half-done"
+    )
 
 
 @pytest.mark.parametrize(
@@ -172,26 +175,30 @@ def test_admission_is_atomic(db: Database, admin: str, monkeypatch: pytest.Monke
         "nul\x00",
         "x" * 201,
         "\u0085",
-        42,
-        None,
     ],
 )
-def test_invalid_names_are_rejected_with_the_pointer(db: Database, admin: str, name: Any) -> None:
+def test_invalid_names_are_rejected_at_the_field(db: Database, admin: str, name: str) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
-        namespaces.create_namespace(db, actor_id=admin, name=name)
-    assert [error.pointer for error in raised.value.errors] == ["/name"]
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name=name))
+    assert [error.path for error in raised.value.errors] == [("name",)]
     assert count(db, models.Namespace) == 0
 
 
 def test_longest_and_unicode_names_are_accepted(db: Database, admin: str) -> None:
-    assert namespaces.create_namespace(db, actor_id=admin, name="x" * 200).name == "x" * 200
-    assert namespaces.create_namespace(db, actor_id=admin, name="équipe 東京").name == "équipe 東京"
+    assert (
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="x" * 200)).name
+        == "x" * 200
+    )
+    assert (
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="équipe 東京")).name
+        == "équipe 東京"
+    )
 
 
 def test_duplicate_name_conflicts(db: Database, admin: str) -> None:
-    namespaces.create_namespace(db, actor_id=admin, name="twice")
+    namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="twice"))
     with pytest.raises(errors.Conflict):
-        namespaces.create_namespace(db, actor_id=admin, name="twice")
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="twice"))
     assert count(db, models.Namespace) == 1
     assert count(db, models.ControllerWork) == 1
 
@@ -201,7 +208,7 @@ def test_existing_namespace_needs_installation_administer(db: Database, admin: s
 
     with pytest.raises(errors.Forbidden):
         namespaces.create_namespace(
-            db, actor_id=creator, name="adopt", existing_namespace="kube-ns"
+            db, creator, namespaces.CreateNamespace(name="adopt", existing_namespace="kube-ns")
         )
     assert count(db, models.Namespace) == 0
     [denial] = events(db, kind="authorization_denial")
@@ -209,36 +216,45 @@ def test_existing_namespace_needs_installation_administer(db: Database, admin: s
     assert denial.details["request"] == {"name": "adopt", "existingNamespace": "kube-ns"}
 
     view = namespaces.create_namespace(
-        db, actor_id=admin, name="adopt", existing_namespace="kube-ns"
+        db, admin, namespaces.CreateNamespace(name="adopt", existing_namespace="kube-ns")
     )
     assert view.existing_namespace == "kube-ns"
     with pytest.raises(errors.Conflict):
-        namespaces.create_namespace(db, actor_id=admin, name="again", existing_namespace="kube-ns")
-    assert namespaces.create_namespace(db, actor_id=creator, name="plain").status == "provisioning"
+        namespaces.create_namespace(
+            db, admin, namespaces.CreateNamespace(name="again", existing_namespace="kube-ns")
+        )
+    assert (
+        namespaces.create_namespace(db, creator, namespaces.CreateNamespace(name="plain")).status
+        == "provisioning"
+    )
 
 
 @pytest.mark.parametrize("label", ["Upper", "-dash", "dash-", "a" * 64, "under_score", ""])
 def test_existing_namespace_must_be_a_dns_label(db: Database, admin: str, label: str) -> None:
     with pytest.raises(errors.InvalidInput) as raised:
-        namespaces.create_namespace(db, actor_id=admin, name="n", existing_namespace=label)
-    assert raised.value.errors[0].pointer == "/existingNamespace"
+        namespaces.create_namespace(
+            db, admin, namespaces.CreateNamespace(name="n", existing_namespace=label)
+        )
+    assert raised.value.errors[0].path == ("existing_namespace",)
 
 
 def test_create_before_bootstrap_is_not_found(db: Database) -> None:
     with pytest.raises(errors.NotFound):
-        namespaces.create_namespace(db, actor_id=ids.new("principal"), name="early")
+        namespaces.create_namespace(
+            db, ids.new("principal"), namespaces.CreateNamespace(name="early")
+        )
 
 
 # -- delete -------------------------------------------------------------------------------------
 
 
 def test_delete_of_a_non_empty_namespace_is_refused(db: Database, admin: str) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="busy")
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="busy"))
     with db.transaction() as session:
         rows.agent(session, namespace_id=view.id)
 
     with pytest.raises(errors.NamespaceNotEmpty, match="1 agent"):
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
+        namespaces.delete_namespace(db, admin, namespaces.DeleteNamespace(namespace_id=view.id))
 
     assert namespaces.get_namespace(db, actor_id=admin, namespace_id=view.id).status == (
         "provisioning"
@@ -247,8 +263,10 @@ def test_delete_of_a_non_empty_namespace_is_refused(db: Database, admin: str) ->
 
 
 def test_delete_admits_deletion_work_and_repeats_idempotently(db: Database, admin: str) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="gone")
-    deleted = namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="gone"))
+    deleted = namespaces.delete_namespace(
+        db, admin, namespaces.DeleteNamespace(namespace_id=view.id)
+    )
 
     assert deleted.status == "deleting"
     work_id = f"namespace:{view.id}:reconcile:deleted"
@@ -263,9 +281,9 @@ def test_delete_admits_deletion_work_and_repeats_idempotently(db: Database, admi
     # again by the initiator, and by another permitted principal: nothing changes
     other = principal(db, "namespace:delete", "namespace:read")
     for actor in (admin, other):
-        assert namespaces.delete_namespace(db, actor_id=actor, namespace_id=view.id).status == (
-            "deleting"
-        )
+        assert namespaces.delete_namespace(
+            db, actor, namespaces.DeleteNamespace(namespace_id=view.id)
+        ).status == ("deleting")
     assert work(db, work_id) == item
     assert len(events(db, namespace_id=view.id)) == 2
 
@@ -273,16 +291,16 @@ def test_delete_admits_deletion_work_and_repeats_idempotently(db: Database, admi
 def test_failed_deletion_is_requeued_by_its_initiator(
     db: Database, admin: str, policy: values.QueuePolicy
 ) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="retry")
-    namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="retry"))
+    namespaces.delete_namespace(db, admin, namespaces.DeleteNamespace(namespace_id=view.id))
     work_id = f"namespace:{view.id}:reconcile:deleted"
     fail_work(db, policy, work_id)
     failed = work(db, work_id)
     assert failed is not None and failed.state is values.WorkState.FAILED_PERMANENT
 
-    assert namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id).status == (
-        "deleting"
-    )
+    assert namespaces.delete_namespace(
+        db, admin, namespaces.DeleteNamespace(namespace_id=view.id)
+    ).status == ("deleting")
 
     requeued = work(db, work_id)
     assert requeued is not None
@@ -304,13 +322,13 @@ def test_failed_deletion_is_requeued_by_its_initiator(
 def test_failed_deletion_is_taken_over_by_another_permitted_caller(
     db: Database, admin: str, policy: values.QueuePolicy
 ) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="takeover")
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="takeover"))
     initiator = principal(db, "namespace:delete", "namespace:read")
-    namespaces.delete_namespace(db, actor_id=initiator, namespace_id=view.id)
+    namespaces.delete_namespace(db, initiator, namespaces.DeleteNamespace(namespace_id=view.id))
     work_id = f"namespace:{view.id}:reconcile:deleted"
     fail_work(db, policy, work_id)
 
-    namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
+    namespaces.delete_namespace(db, admin, namespaces.DeleteNamespace(namespace_id=view.id))
 
     item = work(db, work_id)
     assert item is not None and item.state is values.WorkState.QUEUED
@@ -320,23 +338,25 @@ def test_failed_deletion_is_taken_over_by_another_permitted_caller(
     assert takeover.details["takeover"] is True
     assert takeover.details["previousActorId"] == initiator
     # the requeued work is in progress again: another repeat is a no-op
-    namespaces.delete_namespace(db, actor_id=initiator, namespace_id=view.id)
+    namespaces.delete_namespace(db, initiator, namespaces.DeleteNamespace(namespace_id=view.id))
     assert work(db, work_id) == item
 
 
 def test_delete_hides_namespaces_the_caller_may_not_read(db: Database, admin: str) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="private")
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="private"))
     stranger = principal(db)
     reader = principal(db, "namespace:read")
 
     with pytest.raises(errors.NotFound):
-        namespaces.delete_namespace(db, actor_id=stranger, namespace_id=view.id)
+        namespaces.delete_namespace(db, stranger, namespaces.DeleteNamespace(namespace_id=view.id))
     with pytest.raises(errors.Forbidden):
-        namespaces.delete_namespace(db, actor_id=reader, namespace_id=view.id)
+        namespaces.delete_namespace(db, reader, namespaces.DeleteNamespace(namespace_id=view.id))
     with pytest.raises(errors.NotFound):
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id=ids.new("namespace"))
+        namespaces.delete_namespace(
+            db, admin, namespaces.DeleteNamespace(namespace_id=ids.new("namespace"))
+        )
     with pytest.raises(errors.NotFound):
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id="not an id")
+        namespaces.delete_namespace(db, admin, namespaces.DeleteNamespace(namespace_id="not an id"))
 
     denials = events(db, kind="authorization_denial")
     assert [(e.actor_id, e.action, e.resource_id) for e in denials] == [
@@ -350,13 +370,13 @@ def test_delete_hides_namespaces_the_caller_may_not_read(db: Database, admin: st
 
 
 def test_delete_by_a_disabled_principal_is_denied(db: Database, admin: str) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="kept")
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="kept"))
     operator = principal(db, "namespace:delete", "namespace:read")
     with db.transaction() as session:
         iam_policy.disable_principal(session, operator)
 
     with pytest.raises(errors.NotFound):
-        namespaces.delete_namespace(db, actor_id=operator, namespace_id=view.id)
+        namespaces.delete_namespace(db, operator, namespaces.DeleteNamespace(namespace_id=view.id))
     [denial] = events(db, kind="authorization_denial")
     assert denial.details["reason"] == "principal_disabled"
 
@@ -365,8 +385,8 @@ def test_delete_by_a_disabled_principal_is_denied(db: Database, admin: str) -> N
 
 
 def test_reads_are_filtered_by_namespace_read(db: Database, admin: str) -> None:
-    a = namespaces.create_namespace(db, actor_id=admin, name="a")
-    b = namespaces.create_namespace(db, actor_id=admin, name="b")
+    a = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="a"))
+    b = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="b"))
     reader = principal(db, "namespace:read", namespace_id=a.id)
 
     assert namespaces.list_namespaces(db, actor_id=admin) == [a, b]
@@ -380,8 +400,8 @@ def test_reads_are_filtered_by_namespace_read(db: Database, admin: str) -> None:
 
 
 def test_tombstoned_namespaces_are_hidden(db: Database, admin: str) -> None:
-    view = namespaces.create_namespace(db, actor_id=admin, name="tomb")
-    namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
+    view = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="tomb"))
+    namespaces.delete_namespace(db, admin, namespaces.DeleteNamespace(namespace_id=view.id))
     with db.transaction() as session:
         session.execute(
             sa.update(models.Namespace)
@@ -393,9 +413,9 @@ def test_tombstoned_namespaces_are_hidden(db: Database, admin: str) -> None:
     with pytest.raises(errors.NotFound):
         namespaces.get_namespace(db, actor_id=admin, namespace_id=view.id)
     with pytest.raises(errors.NotFound):
-        namespaces.delete_namespace(db, actor_id=admin, namespace_id=view.id)
+        namespaces.delete_namespace(db, admin, namespaces.DeleteNamespace(namespace_id=view.id))
     with pytest.raises(errors.Conflict):  # tombstones keep their names
-        namespaces.create_namespace(db, actor_id=admin, name="tomb")
+        namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="tomb"))
 
 
 def test_installation_read_needs_installation_read(db: Database, admin: str) -> None:

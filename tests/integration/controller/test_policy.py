@@ -24,13 +24,20 @@ def admin(db: Database, boot: installation.BootstrapResult) -> str:
 
 
 def administrator(
-    db: Database, admin: str, boot: installation.BootstrapResult, name: str, *, kind: str
+    db: Database,
+    admin: str,
+    boot: installation.BootstrapResult,
+    name: str,
+    *,
+    kind: iam_policy.PrincipalKind,
 ) -> iam_policy.Principal:
     """A new principal ``admin`` binds to the administrator Role (without a key)."""
     assert boot.administrator_role_id is not None
-    made = principals.create_principal(db, actor_id=admin, name=name, kind=kind)
+    made = principals.create_principal(db, admin, principals.CreatePrincipal(name=name, kind=kind))
     access_bindings.create_binding(
-        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=made.id
+        db,
+        admin,
+        access_bindings.CreateBinding(role_id=boot.administrator_role_id, principal_id=made.id),
     )
     return made
 
@@ -55,9 +62,11 @@ def test_a_keyless_administrator_does_not_keep_the_installation_administered(
     # the sequence that used to lock the administrator out: bind the administrator Role to a
     # new service principal that has no key, then delete one's own binding
     assert boot.administrator_role_id is not None and boot.binding_id is not None
-    robot = administrator(db, admin, boot, "robot", kind="service")
+    robot = administrator(db, admin, boot, "robot", kind=iam_policy.PrincipalKind.SERVICE)
     with pytest.raises(errors.LastAdministrator) as refused:
-        access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+        access_bindings.revoke_binding(
+            db, admin, access_bindings.RevokeBinding(binding_id=boot.binding_id)
+        )
     assert refused.value.code == "LAST_ADMINISTRATOR"
     binding = access_bindings.get_binding(db, actor_id=admin, binding_id=boot.binding_id)
     assert binding.revoked_at is None
@@ -72,8 +81,10 @@ def test_a_keyless_administrator_does_not_keep_the_installation_administered(
     assert event.details["request"] == {"bindingId": boot.binding_id}
 
     # once the robot can sign in, it is an administrator that can act: the revocation passes
-    principals.mint_api_key(db, actor_id=admin, principal_id=robot.id, pepper=PEPPER)
-    revoked = access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+    principals.mint_api_key(db, admin, principals.MintApiKey(principal_id=robot.id), pepper=PEPPER)
+    revoked = access_bindings.revoke_binding(
+        db, admin, access_bindings.RevokeBinding(binding_id=boot.binding_id)
+    )
     assert revoked.revoked_at is not None
 
 
@@ -81,26 +92,28 @@ def test_the_last_key_of_the_last_acting_administrator_stays(
     db: Database, admin: str, boot: installation.BootstrapResult
 ) -> None:
     assert boot.administrator_role_id is not None
-    administrator(db, admin, boot, "keyless", kind="human")
+    administrator(db, admin, boot, "keyless", kind=iam_policy.PrincipalKind.HUMAN)
     [only] = keys_of(db, admin)
     with pytest.raises(errors.LastAdministrator):
-        principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id=only.id)
+        principals.revoke_api_key(
+            db, admin, principals.RevokeApiKey(principal_id=admin, key_id=only.id)
+        )
     assert [key.revoked_at for key in keys_of(db, admin)] == [None]
     assert [event.action for event in refusals(db)] == ["api_keys.revoke"]
 
     # with a second key the first may go; a repeat of a revoked key changes nothing
-    principals.mint_api_key(db, actor_id=admin, principal_id=admin, pepper=PEPPER)
+    principals.mint_api_key(db, admin, principals.MintApiKey(principal_id=admin), pepper=PEPPER)
     assert principals.revoke_api_key(
-        db, actor_id=admin, principal_id=admin, key_id=only.id
+        db, admin, principals.RevokeApiKey(principal_id=admin, key_id=only.id)
     ).revoked_at
     assert principals.revoke_api_key(
-        db, actor_id=admin, principal_id=admin, key_id=only.id
+        db, admin, principals.RevokeApiKey(principal_id=admin, key_id=only.id)
     ).revoked_at
 
 
 def test_the_last_acting_administrator_cannot_be_disabled(db: Database, admin: str) -> None:
     with pytest.raises(errors.LastAdministrator):
-        principals.disable_principal(db, actor_id=admin, principal_id=admin)
+        principals.disable_principal(db, admin, principals.DisablePrincipal(principal_id=admin))
     assert not principals.get_principal(db, actor_id=admin, principal_id=admin).disabled
     assert [key.revoked_at for key in keys_of(db, admin)] == [None]
     assert [event.action for event in refusals(db)] == ["principals.disable"]
@@ -110,12 +123,18 @@ def test_disabling_a_principal_revokes_its_keys_and_is_audited(
     db: Database, admin: str, boot: installation.BootstrapResult
 ) -> None:
     assert boot.administrator_role_id is not None and boot.binding_id is not None
-    deputy = administrator(db, admin, boot, "deputy", kind="human")
-    key = principals.mint_api_key(db, actor_id=admin, principal_id=deputy.id, pepper=PEPPER)
-    disabled = principals.disable_principal(db, actor_id=admin, principal_id=deputy.id)
+    deputy = administrator(db, admin, boot, "deputy", kind=iam_policy.PrincipalKind.HUMAN)
+    key = principals.mint_api_key(
+        db, admin, principals.MintApiKey(principal_id=deputy.id), pepper=PEPPER
+    )
+    disabled = principals.disable_principal(
+        db, admin, principals.DisablePrincipal(principal_id=deputy.id)
+    )
     assert disabled.disabled
     assert [k.revoked_at is not None for k in keys_of(db, deputy.id)] == [True]
-    again = principals.disable_principal(db, actor_id=admin, principal_id=deputy.id)
+    again = principals.disable_principal(
+        db, admin, principals.DisablePrincipal(principal_id=deputy.id)
+    )
     assert again.disabled_at == disabled.disabled_at
     with db.transaction() as session:
         [event] = [
@@ -127,7 +146,9 @@ def test_disabling_a_principal_revokes_its_keys_and_is_audited(
     assert event.details["reason"] == "requested"
     # the disabled deputy no longer counts: the admin's own binding must stay
     with pytest.raises(errors.LastAdministrator):
-        access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+        access_bindings.revoke_binding(
+            db, admin, access_bindings.RevokeBinding(binding_id=boot.binding_id)
+        )
 
 
 def test_an_agent_principal_is_not_disabled_on_its_own(db: Database, admin: str) -> None:
@@ -138,7 +159,9 @@ def test_an_agent_principal_is_not_disabled_on_its_own(db: Database, admin: str)
             p for p in iam_policy.list_principals(session) if p.agent_id == agent_id
         ]
     with pytest.raises(errors.Conflict) as refused:
-        principals.disable_principal(db, actor_id=admin, principal_id=agent_principal.id)
+        principals.disable_principal(
+            db, admin, principals.DisablePrincipal(principal_id=agent_principal.id)
+        )
     assert not isinstance(refused.value, errors.LastAdministrator)
     assert not principals.get_principal(
         db, actor_id=admin, principal_id=agent_principal.id
@@ -150,5 +173,5 @@ def test_deleting_the_only_administrator_role_is_refused(
 ) -> None:
     assert boot.administrator_role_id is not None
     with pytest.raises(errors.LastAdministrator):
-        roles.delete_role(db, actor_id=admin, role_id=boot.administrator_role_id)
+        roles.delete_role(db, admin, roles.DeleteRole(role_id=boot.administrator_role_id))
     assert roles.get_role(db, actor_id=admin, role_id=boot.administrator_role_id).deleted_at is None

@@ -44,11 +44,13 @@ def sign_in(db: Database, principal_id: str) -> str:
     "call",
     [
         lambda db, actor: roles.create_role(
-            db, actor_id=actor, name="r", permissions=["agent:read"]
+            db, actor, roles.CreateRole(name="r", permissions=["agent:read"])
         ),
-        lambda db, actor: principals.create_principal(db, actor_id=actor, name="p", kind="service"),
+        lambda db, actor: principals.create_principal(
+            db, actor, principals.CreatePrincipal(name="p", kind=iam_policy.PrincipalKind.SERVICE)
+        ),
         lambda db, actor: restrictions.create_restriction(
-            db, actor_id=actor, permission="agent:use"
+            db, actor, restrictions.CreateRestriction(permission="agent:use")
         ),
         lambda db, actor: roles.list_roles(db, actor_id=actor),
     ],
@@ -79,7 +81,7 @@ def test_a_disabled_administrator_is_denied(db: Database, admin: str) -> None:
     with db.transaction() as session:
         iam_policy.disable_principal(session, deputy)
     with pytest.raises(errors.Forbidden):
-        roles.create_role(db, actor_id=deputy, name="r", permissions=["agent:read"])
+        roles.create_role(db, deputy, roles.CreateRole(name="r", permissions=["agent:read"]))
     [denial] = events(db, kind="authorization_denial")
     assert denial.details["reason"] == "principal_disabled"
 
@@ -104,15 +106,17 @@ def test_malformed_ids_answer_before_any_query(
     with pytest.raises(errors.NotFound):
         roles.get_role(db, actor_id=admin, role_id="rol_nope")
     with pytest.raises(errors.NotFound):
-        principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id="key_1")
+        principals.revoke_api_key(
+            db, admin, principals.RevokeApiKey(principal_id=admin, key_id="key_1")
+        )
     with pytest.raises(errors.InvalidInput) as invalid:
         access_bindings.create_binding(
-            db, actor_id=admin, role_id=ids.new("role"), principal_id="prn_1"
+            db, admin, access_bindings.CreateBinding(role_id=ids.new("role"), principal_id="prn_1")
         )
-    assert [e.pointer for e in invalid.value.errors] == ["/principalId"]
+    assert [e.path for e in invalid.value.errors] == [("principal_id",)]
     with pytest.raises(errors.InvalidInput) as invalid:
-        roles.create_role(db, actor_id=admin, name="r", permissions=["agent:read", "x:y"])
-    assert [e.pointer for e in invalid.value.errors] == ["/permissions/1"]
+        roles.create_role(db, admin, roles.CreateRole(name="r", permissions=["agent:read", "x:y"]))
+    assert [e.path for e in invalid.value.errors] == [("permissions", 1)]
 
 
 # -- atomicity ----------------------------------------------------------------------------------
@@ -127,25 +131,25 @@ def _broken_append(*args: Any, **kwargs: Any) -> str:
     [
         (
             lambda db, actor: roles.create_role(
-                db, actor_id=actor, name="r", permissions=["agent:read"]
+                db, actor, roles.CreateRole(name="r", permissions=["agent:read"])
             ),
             models.Role,
         ),
         (
             lambda db, actor: principals.create_principal(
-                db, actor_id=actor, name="p", kind="human"
+                db, actor, principals.CreatePrincipal(name="p", kind=iam_policy.PrincipalKind.HUMAN)
             ),
             models.Principal,
         ),
         (
             lambda db, actor: principals.mint_api_key(
-                db, actor_id=actor, principal_id=actor, pepper=PEPPER
+                db, actor, principals.MintApiKey(principal_id=actor), pepper=PEPPER
             ),
             models.ApiKey,
         ),
         (
             lambda db, actor: restrictions.create_restriction(
-                db, actor_id=actor, permission="agent:use"
+                db, actor, restrictions.CreateRestriction(permission="agent:use")
             ),
             models.Restriction,
         ),
@@ -172,15 +176,17 @@ def test_a_failed_audit_write_keeps_the_binding_live(
     db: Database, admin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = someone(db)
-    role = roles.create_role(db, actor_id=admin, name="r", permissions=["agent:read"])
+    role = roles.create_role(db, admin, roles.CreateRole(name="r", permissions=["agent:read"]))
     binding = access_bindings.create_binding(
-        db, actor_id=admin, role_id=role.id, principal_id=target
+        db, admin, access_bindings.CreateBinding(role_id=role.id, principal_id=target)
     )
     monkeypatch.setattr(audit, "append", _broken_append)
     with pytest.raises(RuntimeError):
-        access_bindings.revoke_binding(db, actor_id=admin, binding_id=binding.id)
+        access_bindings.revoke_binding(
+            db, admin, access_bindings.RevokeBinding(binding_id=binding.id)
+        )
     with pytest.raises(RuntimeError):
-        roles.delete_role(db, actor_id=admin, role_id=role.id)
+        roles.delete_role(db, admin, roles.DeleteRole(role_id=role.id))
     monkeypatch.undo()
     assert access_bindings.get_binding(db, actor_id=admin, binding_id=binding.id).revoked_at is None
     assert roles.get_role(db, actor_id=admin, role_id=role.id).deleted_at is None
@@ -196,7 +202,9 @@ def test_two_administrators_revoking_each_other_leave_one(
     sign_in(db, admin)
     deputy = someone(db, name="deputy", signed_in=True)
     deputy_binding = access_bindings.create_binding(
-        db, actor_id=admin, role_id=boot.administrator_role_id, principal_id=deputy
+        db,
+        admin,
+        access_bindings.CreateBinding(role_id=boot.administrator_role_id, principal_id=deputy),
     )
     barrier = threading.Barrier(2)
     outcomes: dict[str, object] = {}
@@ -205,7 +213,7 @@ def test_two_administrators_revoking_each_other_leave_one(
         barrier.wait()
         try:
             outcomes[actor] = access_bindings.revoke_binding(
-                db, actor_id=actor, binding_id=binding_id
+                db, actor, access_bindings.RevokeBinding(binding_id=binding_id)
             )
         except errors.OccError as error:
             outcomes[actor] = error
@@ -236,27 +244,39 @@ def test_a_disabled_principal_does_not_count_as_an_administrator(
     with db.transaction() as session:
         iam_policy.disable_principal(session, deputy)
     with pytest.raises(errors.LastAdministrator):
-        access_bindings.revoke_binding(db, actor_id=admin, binding_id=boot.binding_id)
+        access_bindings.revoke_binding(
+            db, admin, access_bindings.RevokeBinding(binding_id=boot.binding_id)
+        )
 
 
 def test_restrictions_that_spare_an_administrator_are_accepted(db: Database, admin: str) -> None:
     sign_in(db, admin)
     deputy = someone(db, "installation:administer", name="deputy", signed_in=True)
     rule = restrictions.create_restriction(
-        db, actor_id=admin, permission="installation:administer", principal_id=deputy
+        db,
+        admin,
+        restrictions.CreateRestriction(permission="installation:administer", principal_id=deputy),
     )
     assert rule.principal_id == deputy
     with pytest.raises(errors.Forbidden):
         roles.list_roles(db, actor_id=deputy)
     with pytest.raises(errors.LastAdministrator):
         restrictions.create_restriction(
-            db, actor_id=admin, permission="installation:administer", principal_id=admin
+            db,
+            admin,
+            restrictions.CreateRestriction(
+                permission="installation:administer", principal_id=admin
+            ),
         )
     # narrowed to a Namespace, an administer restriction never touches the Installation
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=admin)
     restrictions.create_restriction(
-        db, actor_id=admin, permission="installation:administer", namespace_id=namespace_id
+        db,
+        admin,
+        restrictions.CreateRestriction(
+            permission="installation:administer", namespace_id=namespace_id
+        ),
     )
     assert roles.list_roles(db, actor_id=admin)
 
@@ -266,12 +286,16 @@ def test_restrictions_that_spare_an_administrator_are_accepted(db: Database, adm
 
 def test_minted_keys_authenticate_until_revoked(db: Database, admin: str) -> None:
     sign_in(db, admin)  # the key revoked below is not the administrator's last
-    minted = principals.mint_api_key(db, actor_id=admin, principal_id=admin, pepper=PEPPER)
+    minted = principals.mint_api_key(
+        db, admin, principals.MintApiKey(principal_id=admin), pepper=PEPPER
+    )
     assert minted.key not in repr(minted)
     assert authenticate(db, presented_key=minted.key, pepper=PEPPER) == admin
     with pytest.raises(errors.Unauthenticated):
         authenticate(db, presented_key=minted.key, pepper="another pepper")
-    revoked = principals.revoke_api_key(db, actor_id=admin, principal_id=admin, key_id=minted.id)
+    revoked = principals.revoke_api_key(
+        db, admin, principals.RevokeApiKey(principal_id=admin, key_id=minted.id)
+    )
     assert revoked.revoked_at is not None
     with pytest.raises(errors.Unauthenticated):
         authenticate(db, presented_key=minted.key, pepper=PEPPER)

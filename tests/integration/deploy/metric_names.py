@@ -45,7 +45,7 @@ def referenced(expr: str) -> set[str]:
 
 def exported(database: Database) -> set[str]:
     """Every series name occ's exposition can carry (histogram and counter suffixes included)."""
-    text = metrics.render(gauges.reader(database))[0].decode()
+    text = metrics.render(gauges.reader(database, "local"))[0].decode()
     names: set[str] = set()
     for line in text.splitlines():
         if line.startswith("# TYPE "):

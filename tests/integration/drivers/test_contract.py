@@ -1,9 +1,11 @@
 """The Compute Driver contract, the same observable behaviour asked of every driver.
 
 One suite, parametrised over the drivers that exist: each ``Harness`` builds its driver on
-real infrastructure (local: gateway processes on this machine; kubernetes: the fake API
-server over HTTP, whose simulated controllers stand in for the cluster's) and knows how to
-let a runtime become ready. Adding a driver means adding one harness and one fixture param.
+real infrastructure (local: gateway processes on this machine; docker: a real engine;
+kubernetes: the fake API server over HTTP, whose simulated controllers stand in for the
+cluster's; ssh: a real OpenSSH server on a loopback port, units under occ's supervisor) and
+knows how to let a runtime become ready. Adding a driver means adding one harness and one
+fixture param.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import pytest
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.compute.local import LocalComputeDriver
+from occ.drivers.compute.ssh import SshComputeDriver, hosts
 from occ.settings.config import Settings
 from tests.integration.drivers.docker import objects as docker_objects
 from tests.integration.drivers.kubernetes import helpers
+from tests.support import ssh_server
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -115,6 +119,26 @@ def _docker(tmp_path: Path) -> Iterator[Harness]:
         client.close()
 
 
+def _ssh(server: ssh_server.Server) -> Iterator[Harness]:
+    root = ssh_server.new_root()
+    driver = SshComputeDriver(
+        hosts.parse_pool([server.pool_entry()]), root=str(root), readiness_wait_s=5
+    )
+
+    def snapshot() -> object:
+        return frozenset(
+            (str(path.relative_to(root)), path.stat().st_mtime_ns)
+            for path in root.rglob("*")
+            if path.is_file() and path.relative_to(root).parts[0] != "run"
+        )
+
+    try:
+        yield Harness(driver=driver, settle=lambda _revision: None, snapshot=snapshot)
+    finally:
+        driver.close()
+        ssh_server.cleanup(root)
+
+
 HARNESSES: dict[str, Callable[[Path], Iterator[Harness]]] = {
     "local": _local,
     "kubernetes": _kubernetes,
@@ -122,9 +146,12 @@ HARNESSES: dict[str, Callable[[Path], Iterator[Harness]]] = {
 }
 
 
-@pytest.fixture(params=sorted(HARNESSES))
+@pytest.fixture(params=sorted([*HARNESSES, "ssh"]))
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
-    yield from HARNESSES[request.param](tmp_path)
+    if request.param == "ssh":
+        yield from _ssh(request.getfixturevalue("ssh_host"))
+    else:
+        yield from HARNESSES[request.param](tmp_path)
 
 
 def _operation(*, aborted: bool = False) -> base.Operation:

@@ -16,22 +16,30 @@ from tests.integration.reconcile import support
 
 POLICY = values.QueuePolicy()
 
-Admit = Callable[..., object]
+Admit = Callable[[Database, str, str, str], object]
+"""Admit a change of an Agent (``db, actor_id, namespace_id, agent_id``)."""
+
+
+def stop(db: Database, actor_id: str, namespace_id: str, agent_id: str) -> object:
+    command = agent_lifecycle.StopAgent(namespace_id=namespace_id, agent_id=agent_id)
+    return agent_lifecycle.stop_agent(db, actor_id, command)
+
+
+def delete(db: Database, actor_id: str, namespace_id: str, agent_id: str) -> object:
+    command = agent_lifecycle.DeleteAgent(namespace_id=namespace_id, agent_id=agent_id)
+    return agent_lifecycle.delete_agent(db, actor_id, command)
 
 
 @pytest.mark.parametrize(
     ("admit", "permission", "action"),
-    [
-        (agent_lifecycle.stop_agent, "agent:operate", "agents.stop"),
-        (agent_lifecycle.delete_agent, "agent:delete", "agents.delete"),
-    ],
+    [(stop, "agent:operate", "agents.stop"), (delete, "agent:delete", "agents.delete")],
     ids=["stop", "delete"],
 )
 def test_an_actor_refused_after_admission_fails_the_item_without_compute(
     db: Database, tmp_path: Path, admit: Admit, permission: str, action: str
 ) -> None:
     world = support.ready_world(db)
-    admit(db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id)
+    admit(db, world.admin, world.namespace_id, world.agent_id)
     with db.transaction() as session:  # allowed at admission, no longer when the worker runs
         restriction_rows.insert(
             session,

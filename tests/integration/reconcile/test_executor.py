@@ -17,7 +17,9 @@ POLICY = values.QueuePolicy(max_attempts=1)
 def _admit_namespace(db: Database) -> str:
     boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
     assert boot.admin_principal_id is not None
-    return namespaces.create_namespace(db, actor_id=boot.admin_principal_id, name="team").id
+    return namespaces.create_namespace(
+        db, boot.admin_principal_id, namespaces.CreateNamespace(name="team")
+    ).id
 
 
 def _start_the_one_item(db: Database, policy: values.QueuePolicy) -> values.Claim:

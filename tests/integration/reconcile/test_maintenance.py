@@ -1,6 +1,7 @@
-"""Maintenance passes, run in-process: an activated revision schedules its maintenance item in a
-strictly later bucket, a maintenance pass re-observes the active revision and schedules the
-next one, and a superseded revision ends its chain."""
+"""The fleet observer and its repairs, run in-process on PostgreSQL and the ``local`` driver:
+an idle fleet is observed without a work row, an audit row or a message; a killed gateway gets
+one repair, which restarts it and records it ready; repairs of a runtime that stays degraded
+are spaced; a revision a newer deploy is replacing is left alone; observers share the fleet."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor
+from occ.reconcile import executor, observer
 from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import models, values
@@ -28,11 +29,12 @@ from tests.support.processes import wait_for
 POLICY = values.QueuePolicy(
     lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
 )
+INTERVAL_S = 60.0
 
 
 @pytest.fixture
 def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
-    driver = LocalComputeDriver(tmp_path / "local", maintenance_interval_s=60.0)
+    driver = LocalComputeDriver(tmp_path / "local", maintenance_interval_s=INTERVAL_S)
     yield Worker(
         database=db,
         policy=POLICY,
@@ -54,14 +56,14 @@ def _activate(db: Database, worker: Worker, world: worlds.World) -> str:
     return revision_id
 
 
-def _run_until(db: Database, worker: Worker, work_id: str, code: str) -> None:
-    """Claim and run passes in-process until ``work_id`` ends with ``code``."""
+def _run_until(db: Database, worker: Worker, work_id: str, *codes: str) -> None:
+    """Claim and run passes in-process until ``work_id`` ends with one of ``codes``."""
 
     def finished() -> bool:
         with db.transaction() as session:
             row = session.get(models.ControllerWork, work_id)
             if row is not None and row.state == "succeeded":
-                assert row.reason_code == code
+                assert row.reason_code in codes
                 return True
             session.execute(
                 sa.update(models.ControllerWork)
@@ -72,142 +74,214 @@ def _run_until(db: Database, worker: Worker, work_id: str, code: str) -> None:
             executor.run(worker, claim.work_id, str(claim.token))
         return False
 
-    wait_for(finished, timeout=30, interval=0.2, message=f"{work_id} to end {code}")
+    wait_for(finished, timeout=30, interval=0.2, message=f"{work_id} to end {codes}")
 
 
-def _maintenance_items(db: Database, revision_id: str) -> list[models.ControllerWork]:
+def _rewind(db: Database, seconds: float = INTERVAL_S) -> None:
+    """Move every observer cursor back: everything is due again (as one interval later)."""
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.ObserverCursor).values(
+                observed_until=sa.func.clock_timestamp() - sa.text(f"interval '{seconds} seconds'")
+            )
+        )
+
+
+def _counts(db: Database) -> tuple[int, int]:
+    """(work rows, audit rows)."""
+    with db.transaction() as session:
+        work = session.execute(sa.select(sa.func.count()).select_from(models.ControllerWork))
+        audit = session.execute(sa.select(sa.func.count()).select_from(models.AuditEvent))
+        return work.scalar_one(), audit.scalar_one()
+
+
+def _repairs(db: Database, revision_id: str) -> list[models.ControllerWork]:
     with db.transaction() as session:
         return list(
             session.scalars(
                 sa.select(models.ControllerWork)
                 .where(models.ControllerWork.id.like(f"agent_revision:{revision_id}:maintenance:%"))
-                .order_by(models.ControllerWork.id)
+                .order_by(models.ControllerWork.created_at)
             )
         )
 
 
-def test_maintenance_chain_follows_the_active_revision(db: Database, worker: Worker) -> None:
-    world = support.ready_world(db)
-    first = _activate(db, worker, world)
-
-    [scheduled] = _maintenance_items(db, first)
-    bucket = int(scheduled.id.rsplit(":", 1)[1])
-    assert scheduled.state == "queued" and scheduled.available_at > scheduled.created_at
-    _run_until(db, worker, scheduled.id, "REVISION_ALREADY_ACTIVE")
-    items = _maintenance_items(db, first)
-    assert [int(i.id.rsplit(":", 1)[1]) > bucket for i in items if i.state == "queued"] == [True]
-
-    # a second revision, which supersedes the first: the first's chain ends without an effect
-    # (its pending item runs while the second is admitted, or after it is active)
-    _activate(db, worker, world)
-    chain = _maintenance_items(db, first)
-    assert [i.state for i in chain] == ["succeeded"] * len(chain)
-    last = max(chain, key=lambda i: int(i.id.rsplit(":", 1)[1]))
-    assert last.reason_code == "REVISION_MAINTENANCE_SUPERSEDED"
-    assert worker.driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
-
-
-def _runtime(db: Database, agent_id: str) -> tuple[str, str] | None:
+def _runtime(db: Database, agent_id: str) -> tuple[str, str, int] | None:
     with db.transaction() as session:
         row = session.execute(
-            sa.select(models.AgentRuntime.status, models.AgentRuntime.reason_code).where(
-                models.AgentRuntime.agent_id == agent_id
-            )
+            sa.select(
+                models.AgentRuntime.status,
+                models.AgentRuntime.reason_code,
+                models.AgentRuntime.repairs,
+            ).where(models.AgentRuntime.agent_id == agent_id)
         ).first()
-    return None if row is None else (row.status, row.reason_code)
+    return None if row is None else (row.status, row.reason_code, row.repairs)
 
 
-def _run_due_passes(db: Database, worker: Worker) -> list[str]:
-    """Make every queued item due and run what one claim batch takes; the codes, in order."""
-    with db.transaction() as session:
-        session.execute(
-            sa.update(models.ControllerWork)
-            .where(models.ControllerWork.state == "queued")
-            .values(available_at=sa.func.clock_timestamp())
-        )
-    ran = []
-    for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
-        result = executor.run(worker, claim.work_id, str(claim.token))
-        if result is not None:
-            ran.append(result.code)
-    return ran
-
-
-def test_a_killed_gateway_is_observed_degraded_restarted_and_ready_again(
-    db: Database, worker: Worker
-) -> None:
-    world = support.ready_world(db)
-    revision = _activate(db, worker, world)
-    assert _runtime(db, world.agent_id) == ("ready", "REVISION_ACTIVATED")
+def _kill(worker: Worker, world: worlds.World, revision_id: str) -> None:
     driver = worker.driver
-    first_pid = driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
-    assert first_pid is not None
-
-    os.kill(first_pid, signal.SIGKILL)
+    pid = driver.revision_process(world.agent_id, revision_id)  # type: ignore[attr-defined]
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
     wait_for(
-        lambda: driver.revision_process(world.agent_id, revision) is None,  # type: ignore[attr-defined]
+        lambda: driver.revision_process(world.agent_id, revision_id) is None,  # type: ignore[attr-defined]
         timeout=10,
         message="the gateway to be gone",
     )
-    # the pass that finds it dead records it degraded and starts it again ...
-    assert _run_due_passes(db, worker) == ["REVISION_INCOMPLETE"]
-    assert _runtime(db, world.agent_id) == ("degraded", "REVISION_INCOMPLETE")
-    # ... and a recheck of the same item finds it ready; the chain goes on in a later bucket
-    wait_for(
-        lambda: _run_due_passes(db, worker)[-1:] == ["REVISION_ALREADY_ACTIVE"],
-        timeout=20,
-        interval=0.1,
-        message="the restarted gateway to be observed ready",
-    )
-    assert _runtime(db, world.agent_id) == ("ready", "REVISION_ALREADY_ACTIVE")
-    second_pid = driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
-    assert second_pid is not None and second_pid != first_pid
-    assert [i.state for i in _maintenance_items(db, revision)].count("queued") == 1
 
 
-def test_the_seed_observes_every_active_revision_once_per_bucket(
+def test_an_idle_fleet_is_observed_without_a_work_row_an_audit_row_or_a_repair(
+    db: Database, worker: Worker
+) -> None:
+    world = support.ready_world(db)
+    _activate(db, worker, world)
+    before = _counts(db)
+
+    first = executor.observe(worker)
+    _rewind(db)
+    second = executor.observe(worker)
+
+    assert (first.observed, second.observed) == (1, 1)
+    assert second.verdicts == {observer.Verdict.UNCHANGED: 1}
+    assert _counts(db) == before
+    assert _runtime(db, world.agent_id) == ("ready", "REVISION_ACTIVATED", 0)
+
+
+def test_a_killed_gateway_gets_one_repair_which_restarts_it_and_records_it_ready(
     db: Database, worker: Worker
 ) -> None:
     world = support.ready_world(db)
     revision = _activate(db, worker, world)
-    before = {i.id for i in _maintenance_items(db, revision)}
+    first_pid = worker.driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
+    _kill(worker, world, revision)
+    _rewind(db)
 
-    assert executor.observe_active_revisions(worker) == 1
-    assert executor.observe_active_revisions(worker) == 1  # the same bucket: nothing new
+    tick = executor.observe(worker)
+    _rewind(db)
+    again = executor.observe(worker)  # the repair is still queued: no second one
 
-    seeded = [i for i in _maintenance_items(db, revision) if i.id not in before]
-    assert len(seeded) == 1 and seeded[0].state == "queued"
-    assert seeded[0].available_at <= seeded[0].created_at  # due now, not an interval later
+    assert tick.verdicts == {observer.Verdict.REPAIR: 1}
+    assert again.verdicts == {observer.Verdict.SPACED: 1}
+    [repair] = _repairs(db, revision)
+    assert repair.state == "queued" and repair.actor_id == world.admin
+    assert _runtime(db, world.agent_id) == ("degraded", "REVISION_NOT_RUNNING", 1)
+    _run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
+    second_pid = worker.driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
+    assert second_pid is not None and second_pid != first_pid
+    assert _runtime(db, world.agent_id) == ("ready", "REVISION_ALREADY_ACTIVE", 0)
+    _rewind(db)
+    assert executor.observe(worker).verdicts == {observer.Verdict.UNCHANGED: 1}
 
 
-def test_a_newer_admitted_deploy_supersedes_the_active_revisions_maintenance(
+def test_repairs_of_a_runtime_that_stays_gone_are_spaced(db: Database, worker: Worker) -> None:
+    world = support.ready_world(db)
+    revision = _activate(db, worker, world)
+    with db.transaction() as session:  # the runtime was repaired three times already
+        session.execute(
+            sa.update(models.AgentRuntime).values(
+                repairs=3, repair_after=sa.func.clock_timestamp() + sa.text("interval '1 hour'")
+            )
+        )
+    _kill(worker, world, revision)
+    _rewind(db)
+
+    assert executor.observe(worker).verdicts == {observer.Verdict.SPACED: 1}
+    assert _repairs(db, revision) == []
+
+
+def test_a_revision_a_newer_deploy_is_replacing_is_left_to_that_deploy(
     db: Database, worker: Worker
 ) -> None:
     world = support.ready_world(db)
     first = _activate(db, worker, world)
-    [maintenance] = _maintenance_items(db, first)
-    driver = worker.driver
-    pid = driver.revision_process(world.agent_id, first)  # type: ignore[attr-defined]
-    os.kill(pid, signal.SIGKILL)
-    wait_for(
-        lambda: driver.revision_process(world.agent_id, first) is None,  # type: ignore[attr-defined]
-        timeout=10,
-        message="the gateway to be gone",
-    )
-    second = worlds.deploy(db, world)  # admitted; its pass has not run yet
-    with db.transaction() as session:  # the maintenance item is the lane's head
+    _kill(worker, world, first)
+    worlds.deploy(db, world)  # admitted, not run
+    _rewind(db)
+
+    assert executor.observe(worker).verdicts == {observer.Verdict.DEPLOYING: 1}
+    assert _repairs(db, first) == []
+
+
+def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
+    db: Database, worker: Worker
+) -> None:
+    world = support.ready_world(db)
+    first = _activate(db, worker, world)
+    _kill(worker, world, first)
+    _rewind(db)
+    executor.observe(worker)  # admits the repair
+    [repair] = _repairs(db, first)
+    second = worlds.deploy(db, world)  # admitted before the repair runs
+    with db.transaction() as session:  # the repair is the lane's head
         session.execute(
             sa.update(models.ControllerWork)
-            .where(models.ControllerWork.id == maintenance.id)
+            .where(models.ControllerWork.id == repair.id)
             .values(available_at=sa.func.clock_timestamp() - sa.text("interval '1 hour'"))
         )
 
     [claim] = executor.claim_batch(db, POLICY, max_in_flight=10)
     result = executor.run(worker, claim.work_id, str(claim.token))
 
-    assert claim.work_id == maintenance.id
+    assert claim.work_id == repair.id
     assert result is not None and result.code == "REVISION_MAINTENANCE_SUPERSEDED"
     # no repair of the older revision: its gateway stays gone while the newer deploy waits
-    assert driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
-    assert [i.state for i in _maintenance_items(db, first)] == ["succeeded"]
+    assert worker.driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
     _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
+
+
+def test_an_observer_holding_the_cursor_is_skipped_not_waited_for(
+    db: Database, worker: Worker
+) -> None:
+    world = support.ready_world(db)
+    _activate(db, worker, world)
+    executor.observe(worker)  # makes the cursor
+    with db.transaction() as session:
+        session.execute(sa.text("SELECT 1 FROM occ.observer_cursors FOR UPDATE"))
+        held = executor.observe(worker)
+
+    assert held.held and held.observed == 0
+
+
+def test_a_cursor_far_behind_catches_up_on_one_interval_only(db: Database, worker: Worker) -> None:
+    world = support.ready_world(db)
+    _activate(db, worker, world)
+    executor.observe(worker)
+    _rewind(db, seconds=10 * INTERVAL_S)
+
+    tick = executor.observe(worker)
+
+    assert tick.observed == 1  # observed once, not once per missed interval
+    assert tick.lag_s >= 9 * INTERVAL_S
+    assert tick.caught_up
+
+
+def test_the_activation_is_audited_once_however_many_events_follow(
+    db: Database, worker: Worker
+) -> None:
+    world = support.ready_world(db)
+    revision = _activate(db, worker, world)
+    with db.transaction() as session:  # 60 later events about the revision
+        for _ in range(60):
+            session.execute(
+                sa.text(
+                    "SELECT occ.append_audit_event('mutation', 'probe', :actor, :ns, "
+                    "'agent_revision', :rev, NULL, 'success', '{}'::jsonb)"
+                ),
+                {"actor": world.admin, "ns": world.namespace_id, "rev": revision},
+            )
+    _kill(worker, world, revision)
+    _rewind(db)
+    executor.observe(worker)
+    [repair] = _repairs(db, revision)
+    _run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
+
+    with db.transaction() as session:
+        activations = session.execute(
+            sa.select(sa.func.count())
+            .select_from(models.AuditEvent)
+            .where(
+                models.AuditEvent.resource_id == revision,
+                models.AuditEvent.action == "agents.lifecycle.activate",
+            )
+        ).scalar_one()
+    assert activations == 1

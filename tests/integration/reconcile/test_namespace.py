@@ -25,7 +25,9 @@ def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_p
             principal_id=creator.id,
             created_by=boot.admin_principal_id,
         )
-    namespace_id = namespaces.create_namespace(db, actor_id=creator.id, name="team").id
+    namespace_id = namespaces.create_namespace(
+        db, creator.id, namespaces.CreateNamespace(name="team")
+    ).id
     with db.transaction() as session:
         iam_policy.disable_principal(session, creator.id)
 
@@ -60,7 +62,7 @@ def test_adoption_is_refused_when_the_actor_lost_installation_administer(
             created_by=boot.admin_principal_id,
         )
     namespace_id = namespaces.create_namespace(
-        db, actor_id=adopter.id, name="adopted", existing_namespace="tenant-a"
+        db, adopter.id, namespaces.CreateNamespace(name="adopted", existing_namespace="tenant-a")
     ).id
     with db.transaction() as session:
         # still allowed to create Namespaces, no longer an administrator

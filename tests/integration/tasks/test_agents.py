@@ -264,7 +264,9 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     first_pid = driver.revision_process(world.agent_id, first)
 
     agent_lifecycle.stop_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     processes.nudge(env)
     wait_for(
@@ -281,7 +283,9 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     assert _alive(second_pid)
 
     agent_lifecycle.delete_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     processes.nudge(env)
     wait_for(

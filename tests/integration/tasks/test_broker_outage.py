@@ -104,7 +104,9 @@ def test_the_guard_makes_that_close_a_connection_error(
 
 def _admit(db: Database, admin: str, count: int) -> list[str]:
     return [
-        namespaces.create_namespace(db, actor_id=admin, name=f"ns-{uuid.uuid4().hex[:8]}").id
+        namespaces.create_namespace(
+            db, admin, namespaces.CreateNamespace(name=f"ns-{uuid.uuid4().hex[:8]}")
+        ).id
         for _ in range(count)
     ]
 

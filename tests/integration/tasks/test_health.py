@@ -21,7 +21,7 @@ def test_health_reports_pending_work(
     capfd: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    namespaces.create_namespace(db, actor_id=admin, name="pending")
+    namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="pending"))
     app = tasks_app.create(Settings(database_url=database_urls.app))
     observability.configure("occ-worker")
     process = worker_process.of(app)

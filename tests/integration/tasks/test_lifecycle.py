@@ -54,7 +54,7 @@ def test_invalid_settings_exit_not_ready_without_showing_values(
     worker = fleet.worker("settings", ready=False)
     assert worker.popen.wait(60) == lifecycle.EXIT_NOT_READY
     [event] = _startup_errors(worker)
-    assert event["error"] == "InvalidInput"
+    assert event["error"] == "InvalidSettings"
     assert event["reason"] == "/OCC_WORKER_MAX_ATTEMPTS: must be an integer written as digits"
     assert secret not in worker.text()
     assert "Traceback" not in worker.text()
@@ -93,3 +93,37 @@ def test_beat_waits_for_the_bootstrap_then_gives_up_after_its_bound(
     [event] = _events(beat, "beat.startup-error")
     assert event["error"] == "DependencyUnavailable"
     assert event["reason"].startswith("the installation is not bootstrapped")
+
+
+def test_an_unavailable_hook_owner_fails_closed_before_the_first_operation(
+    env: dict[str, str], fleet: processes.Fleet, tmp_path: Path
+) -> None:
+    fleet.env["OCC_LIFECYCLE_HOOK_OWNERS"] = "sandbox,iam"
+    fleet.env["OCC_IAM_HOOK"] = "runtime-identities"
+    worker = fleet.worker("owners", ready=False)
+    assert worker.popen.wait(60) == lifecycle.EXIT_NOT_READY
+    assert not (tmp_path / "owners.ready").exists()
+    [event] = _startup_errors(worker)
+    assert event["error"] == "InvalidSettings"
+    assert event["reason"] == (
+        "/lifecycle_hook_owners: sandbox owns hooks but no sandbox driver is selected"
+    )
+
+
+def test_worker_started_names_the_compute_and_sandbox_drivers_and_the_owners(
+    db: Database, env: dict[str, str], fleet: processes.Fleet, tmp_path: Path
+) -> None:
+    installation.bootstrap_installation(db, name="lifecycle", admin_name="admin")
+    fleet.env["OCC_SANDBOX_DRIVER"] = "reference"
+    fleet.env["OCC_IAM_HOOK"] = "runtime-identities"
+    fleet.env["OCC_IAM_IDENTITY_ROOT"] = str(tmp_path / "identities")
+    worker = fleet.worker("selected")
+    wait_for(
+        lambda: _events(worker, "worker.started") or not worker.alive(),
+        timeout=30,
+        message="worker.started",
+    )
+    [started] = _events(worker, "worker.started")
+    assert started["computeDriver"] == "local"
+    assert started["sandboxDriver"] == "reference"
+    assert started["hookOwners"] == "sandbox:reference,iam:runtime-identities"

@@ -37,7 +37,9 @@ def _settings(env: dict[str, str]) -> Settings:
 
 def _admit(db: Database, admin: str, count: int) -> list[str]:
     return [
-        namespaces.create_namespace(db, actor_id=admin, name=f"ns-{uuid.uuid4().hex[:8]}").id
+        namespaces.create_namespace(
+            db, admin, namespaces.CreateNamespace(name=f"ns-{uuid.uuid4().hex[:8]}")
+        ).id
         for _ in range(count)
     ]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,10 +12,12 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ.foundation import ids
+from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
+from occ.web.app import create_app
 from tests.integration.web import support
-from tests.integration.web.conftest import Caller
+from tests.integration.web.conftest import Caller, namespace
 from tests.integration.web.support import caller, problem
 from tests.support import rows
 
@@ -219,3 +224,68 @@ def test_openapi_documents_the_routes(client: FlaskClient) -> None:
         "patch",
         "delete",
     }
+
+
+@pytest.fixture
+def filesystem_client(
+    db: Database, settings: Settings, tmp_path: Path
+) -> Iterator[tuple[FlaskClient, Path]]:
+    """The API with the filesystem Configuration Driver under a fresh root."""
+    root = tmp_path / "configurations"
+    chosen = {"configuration_driver": "filesystem", "development_configuration_root": str(root)}
+    app = create_app(settings.replace(**chosen))
+    app.testing = True
+    yield app.test_client(), root
+    app.extensions["occ"].runtime.database.dispose()
+
+
+def test_the_filesystem_driver_keeps_each_generation_in_a_file_the_api_writes(
+    filesystem_client: tuple[FlaskClient, Path], db: Database, owner_db: Database, admin: Caller
+) -> None:
+    client, root = filesystem_client
+    ns = namespace(client, owner_db, admin, "team-fs")
+    created = create(client, admin, ns, document={"model": "gpt", "n": 1})
+    assert created.status_code == 201, created.json
+    configuration_id = created.json["data"]["id"]
+    assert created.json["data"]["document"] == {"model": "gpt", "n": 1}
+    directory = root / ns / configuration_id
+    [first] = directory.glob("*.json")
+    assert json.loads(first.read_text()) == {"model": "gpt", "n": 1}
+    assert first.stat().st_mode & 0o777 == 0o600
+    with db.transaction() as session:
+        row = session.execute(
+            sa.select(models.Configuration.document).where(
+                models.Configuration.id == configuration_id
+            )
+        ).scalar_one()
+    assert row == {"$occConfiguration": {"driver": "filesystem", "file": first.name}}
+
+    patched = client.patch(
+        f"{base(ns)}/{configuration_id}",
+        headers=admin.headers,
+        json={"document": {"model": "gpt", "n": 2}},
+    )
+    assert patched.status_code == 200, patched.json
+    assert len(list(directory.glob("*.json"))) == 2
+    read = client.get(f"{base(ns)}/{configuration_id}", headers=admin.headers)
+    assert read.json["data"]["document"] == {"model": "gpt", "n": 2}
+    assert read.json["data"]["generation"] == 2
+    listed = client.get(base(ns), headers=admin.headers)
+    assert [item["document"] for item in listed.json["data"]] == [{"model": "gpt", "n": 2}]
+
+    deleted = client.delete(f"{base(ns)}/{configuration_id}", headers=admin.headers)
+    assert deleted.status_code == 204
+    assert not directory.exists()
+
+
+def test_an_unwritable_root_answers_503(
+    filesystem_client: tuple[FlaskClient, Path], owner_db: Database, admin: Caller
+) -> None:
+    client, root = filesystem_client
+    ns = namespace(client, owner_db, admin, "team-ro")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    root.write_text("a file where the root should be")
+    created = create(client, admin, ns)
+    assert created.status_code == 503, created.json
+    assert "OCC_DEVELOPMENT_CONFIGURATION_ROOT" in created.json["detail"]
+    assert client.get(base(ns), headers=admin.headers).json["data"] == []  # nothing committed

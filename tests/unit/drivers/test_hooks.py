@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from occ.drivers.compute import base, hooks
+from occ.drivers.compute import base, hooks, launch
 from tests.support import specs
 
 NAMESPACE = base.NamespaceSpec(id="ns_1", name="team")
@@ -32,16 +32,21 @@ class Call:
 
 @dataclass
 class RecordingHook:
-    """Records every call; ``fail`` maps a phase to the exception it raises there."""
+    """Records every call under its ``label``; ``fail`` maps a phase to the exception it raises
+    there. Its identity is the label when that names a capability, else ``iam:<label>``."""
 
-    name: str
+    label: str
     calls: list[Call]
     environment: dict[str, str] = field(default_factory=dict)
     fail: dict[str, Exception] = field(default_factory=dict)
     during: dict[str, Callable[[base.Operation, Any], None]] = field(default_factory=dict)
 
+    @property
+    def name(self) -> str:
+        return self.label if ":" in self.label else f"iam:{self.label}"
+
     def _record(self, phase: str, operation: base.Operation, subject: Any) -> None:
-        self.calls.append(Call(self.name, phase, operation.abort.is_set(), operation))
+        self.calls.append(Call(self.label, phase, operation.abort.is_set(), operation))
         if phase in self.during:
             self.during[phase](operation, subject)
         if phase in self.fail:
@@ -139,7 +144,9 @@ def test_hooks_receive_the_operation_of_the_call() -> None:
     calls: list[Call] = []
     operation = _operation()
     hooks.HookDispatcher(_hooks(calls, "a")).before_workload_stop(operation, REVISION)
-    assert calls[0].operation is operation
+    seen = calls[0].operation
+    assert seen.abort is operation.abort and seen.work_id == operation.work_id
+    assert seen.claim_token == ""  # the fencing token is deployment authority: never an owner's
 
 
 def _compensated(phase: str, compensation: str) -> list[tuple[str, str]]:
@@ -155,7 +162,7 @@ def test_failed_namespace_preparation_compensates_completed_hooks_in_reverse() -
     owners = _hooks(
         calls,
         *SELECTION,
-        "plugin:d",
+        "secret:d",
         fail={"iam:c": {"after_namespace_prepared": RuntimeError("boom")}},
     )
     with pytest.raises(base.TransientDriverError) as raised:
@@ -189,7 +196,7 @@ def test_a_transient_hook_failure_stays_transient_with_its_code() -> None:
     with pytest.raises(base.TransientDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert raised.value.code == "IAM_UNREACHABLE"
-    assert "hook failed for a" in raised.value.reason
+    assert "hook failed for iam:a" in raised.value.reason
 
 
 def test_the_first_hook_failing_needs_no_compensation() -> None:
@@ -228,7 +235,7 @@ def test_a_teardown_failure_stops_the_teardown() -> None:
         hooks.HookDispatcher(owners).before_workload_stop(_operation(), REVISION)
     assert _trace(calls) == [("c", "before_workload_stop"), ("b", "before_workload_stop")]
     assert raised.value.code == "REVOCATION_PENDING"
-    assert "hook failed for b in before_workload_stop" in raised.value.reason
+    assert "hook failed for iam:b in before_workload_stop" in raised.value.reason
 
 
 def test_a_namespace_delete_failure_stops_the_teardown() -> None:
@@ -251,7 +258,7 @@ def test_compensation_uses_the_operation_while_it_is_not_aborted() -> None:
     with pytest.raises(base.TransientDriverError):
         hooks.HookDispatcher(owners).before_workload_start(operation, REVISION)
     assert calls[-1].phase == "before_workload_stop"
-    assert calls[-1].operation is operation
+    assert calls[-1].operation.abort is operation.abort
 
 
 def test_compensation_of_an_aborted_operation_gets_a_fresh_deadline() -> None:
@@ -268,10 +275,10 @@ def test_compensation_of_an_aborted_operation_gets_a_fresh_deadline() -> None:
         dispatcher.before_workload_start(operation, REVISION)
     compensation = calls[-1]
     assert (compensation.hook, compensation.phase) == ("a", "before_workload_stop")
-    assert compensation.operation is not operation
+    assert compensation.operation.abort is not operation.abort
     assert not compensation.aborted  # a fresh signal: cleanup still gets its chance
     assert compensation.operation.work_id == operation.work_id
-    assert compensation.operation.claim_token == operation.claim_token
+    assert compensation.operation.claim_token == ""
     # ...which ends with the compensation: a hook that kept it sees it aborted.
     assert compensation.operation.abort.is_set()
 
@@ -468,12 +475,80 @@ def test_a_hook_may_not_change_an_earlier_entry() -> None:
     with pytest.raises(base.PermanentDriverError) as raised:
         hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert raised.value.code == hooks.ENVIRONMENT_INVALID
-    assert "hook b" in raised.value.reason
+    assert "hook iam:b" in raised.value.reason
 
 
 def test_validate_environment() -> None:
-    hooks.validate_environment({"TOKEN": "opaque-1"})
+    launch.validate_environment({"TOKEN": "opaque-1"})
     with pytest.raises(base.PermanentDriverError):
-        hooks.validate_environment({"TOKEN": SECRET})
-    assert hooks.is_reserved("XDG_RUNTIME_DIR")
-    assert not hooks.is_reserved("MY_XDG")
+        launch.validate_environment({"TOKEN": SECRET})
+    assert launch.is_reserved("XDG_RUNTIME_DIR")
+    assert not launch.is_reserved("MY_XDG")
+
+
+# -- registration and what owners never see ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["compute:docker", "iam", "iam:", "IAM:a", "plugin:x", 7])
+def test_an_owner_without_a_hook_capability_identity_is_refused(name: object) -> None:
+    owner = RecordingHook("iam:a", [])
+    with pytest.raises(hooks.OwnerInvalid):
+        hooks.register(type("Named", (), {"name": name, **_callbacks(owner)})())
+
+
+def _callbacks(owner: RecordingHook) -> dict[str, Any]:
+    return {stage: staticmethod(getattr(owner, stage)) for stage in hooks.STAGES}
+
+
+def test_an_owner_missing_a_stage_is_refused_naming_it() -> None:
+    owner = RecordingHook("sandbox:a", [])
+    callbacks = _callbacks(owner)
+    del callbacks["before_workload_stop"]
+    with pytest.raises(hooks.OwnerInvalid) as raised:
+        hooks.HookDispatcher([type("Partial", (), {"name": "sandbox:a", **callbacks})()])
+    assert "sandbox:a lacks before_workload_stop" in str(raised.value)
+
+
+def test_an_owner_selected_twice_is_refused() -> None:
+    calls: list[Call] = []
+    with pytest.raises(hooks.OwnerInvalid):
+        hooks.HookDispatcher(_hooks(calls, "iam:a", "iam:a"))
+
+
+def test_callbacks_are_captured_at_registration() -> None:
+    calls: list[Call] = []
+    (owner,) = _hooks(calls, "iam:a")
+    dispatcher = hooks.HookDispatcher([owner])
+    owner.before_workload_stop = lambda *_: calls.append(  # type: ignore[method-assign]
+        Call("swapped", "before_workload_stop", False, _operation())
+    )
+    dispatcher.before_workload_stop(_operation(), REVISION)
+    assert _trace(calls) == [("iam:a", "before_workload_stop")]
+    assert dispatcher.owners == ("iam:a",)
+
+
+def test_owners_never_receive_the_credential_nor_the_claim_token() -> None:
+    seen: list[tuple[base.Operation, object]] = []
+    calls: list[Call] = []
+    secret = "sk-live-do-not-share"
+    revision = specs.revision(credential=base.Credential(secret))
+
+    def look(operation: base.Operation, subject: object) -> None:
+        seen.append((operation, subject))
+
+    phases: dict[str, Callable[[base.Operation, Any], None]] = {s: look for s in hooks.STAGES}
+    owners = _hooks(calls, "iam:a", during={"iam:a": phases}, environment={"iam:a": {}})
+    dispatcher = hooks.HookDispatcher(owners)
+    operation = _operation()
+    dispatcher.after_namespace_prepared(operation, NAMESPACE)
+    dispatcher.before_workload_start(operation, revision)
+    dispatcher.before_workload_stop(operation, revision)
+    dispatcher.compensate_workload_start(operation, revision)
+    dispatcher.before_namespace_delete(operation, NAMESPACE)
+    assert len(seen) == 5
+    for owner_operation, subject in seen:
+        assert owner_operation.claim_token == ""
+        if isinstance(subject, base.RevisionSpec):
+            assert subject.credential is None
+        assert secret not in repr(subject) and operation.claim_token not in repr(owner_operation)
+    assert revision.credential is not None  # the Compute Driver's own spec keeps it

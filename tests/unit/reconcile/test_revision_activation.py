@@ -228,25 +228,6 @@ def test_the_convergence_deadline_fails_a_revision_that_stays_pending() -> None:
     assert run.driver.count("prepare_revision") == 3 and run.driver.count("activate_revision") == 0
 
 
-def test_an_activated_revision_schedules_its_first_maintenance_bucket() -> None:
-    run = passes.harness(maintenance_interval_s=60)
-    run.clock.now_s = 999_970.0  # 10 s into minute 16666 (which began at 999_960 s)
-
-    run.run()
-
-    [scheduled] = run.store.scheduled
-    assert scheduled.key.subject == run.rev(1)
-    assert scheduled.key.maintenance_bucket == 16_667  # the next minute boundary
-    assert scheduled.delay_ms == 50_000
-
-
-def test_a_driver_without_maintenance_schedules_none() -> None:
-    run = passes.harness(maintenance_interval_s=None)
-
-    assert run.run().code == Code.REVISION_ACTIVATED
-    assert run.store.scheduled == []
-
-
 def test_a_throttled_activation_waits_as_asked_instead_of_backing_off() -> None:
     run = passes.redeploy(
         "activate_revision", base.TransientDriverError("TOO_MANY_REQUESTS", retry_after_s=4.0)

@@ -52,7 +52,7 @@ def test_a_claim_lost_at_a_renewal_ends_the_pass_before_that_effect(lost_at: int
 
     assert run.driver.calls == effects[: lost_at - 1]
     assert run.store.result is None and run.store.row.state == values.WorkState.CLAIMED
-    assert run.store.audits == [] and run.store.scheduled == []
+    assert run.store.audits == []
     assert run.store.agent.endpoint == f"fake://{old}"
     # the pointer moves between the two activations, in a transaction the live claim fenced
     assert run.store.agent.active_revision_id == (new if lost_at >= 3 else old)

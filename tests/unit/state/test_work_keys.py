@@ -1,5 +1,5 @@
 """``WorkKey``: every kind formats to its documented shape and parses back, anything else is
-refused, and only maintenance keys have a bucket."""
+refused."""
 
 from __future__ import annotations
 
@@ -87,24 +87,3 @@ def test_every_stop_request_gets_a_key_of_its_own() -> None:
 def test_a_malformed_work_id_is_refused(work_id: str) -> None:
     with pytest.raises(ValueError, match="not a work id"):
         WorkKey.parse(work_id)
-
-
-@given(bucket=buckets)
-def test_a_maintenance_key_carries_its_bucket(bucket: int) -> None:
-    key = WorkKey.parse(str(work_keys.revision_maintenance(REV, bucket)))
-
-    assert key.maintenance_bucket == bucket
-
-
-@pytest.mark.parametrize(
-    "key",
-    [
-        work_keys.revision_reconcile(REV),
-        work_keys.namespace_ready(NS),
-        work_keys.agent_stopped(AGT, STOP),
-        WorkKey(WorkKind.REVISION_MAINTENANCE, REV),  # built without a bucket
-    ],
-)
-def test_only_a_maintenance_key_has_a_bucket(key: WorkKey) -> None:
-    with pytest.raises(ValueError, match="not a maintenance key"):
-        _ = key.maintenance_bucket

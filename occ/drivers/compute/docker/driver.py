@@ -92,12 +92,15 @@ class DockerComputeDriver:
         self.stop_timeout_s = stop_timeout_s
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DockerComputeDriver:
+    def from_settings(
+        cls, settings: Settings, *, hooks: lifecycle.HookDispatcher | None = None
+    ) -> DockerComputeDriver:
         return cls(
             docker_engine.Engine(
                 settings.docker_host, timeout_s=settings.docker_request_timeout_ms / 1000
             ),
             image=settings.docker_gateway_image,
+            hooks=hooks,
             limits=workload.Limits(
                 memory_bytes=settings.docker_memory_bytes,
                 nano_cpus=settings.docker_nano_cpus,

@@ -86,7 +86,9 @@ class KubernetesComputeDriver:
         self.informer = informer.Informer(api)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> KubernetesComputeDriver:
+    def from_settings(
+        cls, settings: Settings, *, hooks: lifecycle.HookDispatcher | None = None
+    ) -> KubernetesComputeDriver:
         if not settings.kubernetes_gateway_image:
             raise base.PermanentDriverError(
                 client.SETTINGS_INVALID,
@@ -106,6 +108,7 @@ class KubernetesComputeDriver:
         )
         return cls(
             api,
+            hooks=hooks,
             options=manifests.GatewayOptions(
                 image=settings.kubernetes_gateway_image,
                 storage_class=settings.kubernetes_storage_class,
@@ -265,7 +268,9 @@ class KubernetesComputeDriver:
                 return base.Pending("an earlier revision's gateway still runs")
         deployment = self._apply_gateway(operation, revision, namespace, replicas=1)
         verdict = rollout.deployment_verdict(deployment, revision.revision_id)
-        return rollout.observation(verdict)
+        observation = rollout.observation(verdict)
+        self._revoke_failed_launch(operation, revision, observation)
+        return observation
 
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
@@ -293,6 +298,8 @@ class KubernetesComputeDriver:
         observation = rollout.observation(verdict)
         if isinstance(observation, base.Ready):
             return base.Activation(manifests.endpoint(revision, namespace))
+        if manifests.mode_of(revision) == naming.EMBEDDED:
+            self._revoke_failed_launch(operation, revision, observation)
         return observation
 
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
@@ -402,4 +409,16 @@ class KubernetesComputeDriver:
         desired = manifests.gateway_deployment(
             revision, namespace, self.options, replicas=replicas, environment=environment
         )
-        return self.steps.applied(operation, client.DEPLOYMENT, namespace, desired)
+        try:
+            return self.steps.applied(operation, client.DEPLOYMENT, namespace, desired)
+        except BaseException:
+            if launch and self.hooks:  # the launch did not happen: revoke what the hooks granted
+                self.hooks.compensate_workload_start(operation, revision)
+            raise
+
+    def _revoke_failed_launch(
+        self, operation: base.Operation, revision: base.RevisionSpec, observation: base.Observation
+    ) -> None:
+        """A launch observed ``Failed`` revokes what ``before_workload_start`` granted."""
+        if isinstance(observation, base.Failed) and self.hooks:
+            self.hooks.compensate_workload_start(operation, revision)

@@ -78,9 +78,12 @@ class LocalComputeDriver:
         self.stop_timeout_s = stop_timeout_s
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> LocalComputeDriver:
+    def from_settings(
+        cls, settings: Settings, *, hooks: lifecycle.HookDispatcher | None = None
+    ) -> LocalComputeDriver:
         return cls(
             Path(settings.local_root).resolve(),
+            hooks=hooks,
             effect_delay_s=settings.local_effect_delay_ms / 1000,
             maintenance_interval_s=(settings.maintenance_interval_ms or MAINTENANCE_INTERVAL_MS)
             / 1000,

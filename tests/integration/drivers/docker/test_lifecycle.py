@@ -86,7 +86,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
     assert world.deployment(db, w, first).state == "superseded"
 
     agent_lifecycle.stop_agent(
-        db, actor_id=w.admin, namespace_id=w.namespace_id, agent_id=w.agent_id
+        db, w.admin, agent_lifecycle.StopAgent(namespace_id=w.namespace_id, agent_id=w.agent_id)
     )
     world.send_nudge(docker_env)
     wait_for(lambda: world.agent(db, w).active_revision_id is None, timeout=60, message="stopped")
@@ -101,7 +101,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
     assert endpoint is not None and world.health(endpoint)["revisionId"] == third
 
     agent_lifecycle.delete_agent(
-        db, actor_id=w.admin, namespace_id=w.namespace_id, agent_id=w.agent_id
+        db, w.admin, agent_lifecycle.DeleteAgent(namespace_id=w.namespace_id, agent_id=w.agent_id)
     )
     world.send_nudge(docker_env)
     wait_for(lambda: world.agent_gone(db, w), timeout=60, message="the Agent to be deleted")
@@ -113,10 +113,18 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
     }
 
     configurations.delete_configuration(
-        db, actor_id=w.admin, namespace_id=w.namespace_id, configuration_id=w.configuration_id
+        db,
+        w.admin,
+        configurations.DeleteConfiguration(
+            namespace_id=w.namespace_id, configuration_id=w.configuration_id
+        ),
     )
-    secrets.delete_secret(db, actor_id=w.admin, namespace_id=w.namespace_id, secret_id=w.secret_id)
-    namespaces.delete_namespace(db, actor_id=w.admin, namespace_id=w.namespace_id)
+    secrets.delete_secret(
+        db, w.admin, secrets.DeleteSecret(namespace_id=w.namespace_id, secret_id=w.secret_id)
+    )
+    namespaces.delete_namespace(
+        db, w.admin, namespaces.DeleteNamespace(namespace_id=w.namespace_id)
+    )
     world.send_nudge(docker_env)
     wait_for(
         lambda: world.namespace_status(db, w.namespace_id) == "deleted",

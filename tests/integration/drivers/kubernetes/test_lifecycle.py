@@ -89,7 +89,9 @@ def _deploy_until_active(
     db: Database, env: dict[str, str], cluster: Cluster, world: World, namespace: str
 ) -> str:
     revision_id = deployments.deploy_agent(
-        db, actor_id=world.admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        world.admin,
+        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
     ).deployment_id
     processes.nudge(env)
     gateway = naming.agent_object(world.agent_id)
@@ -167,7 +169,9 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     assert cluster.get("configmaps", namespace, naming.configuration_map(second)) is not None
 
     agent_lifecycle.stop_agent(
-        db, actor_id=admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     processes.nudge(env)
 
@@ -182,7 +186,9 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     _deploy_until_active(db, env, cluster, world, namespace)
 
     agent_lifecycle.delete_agent(
-        db, actor_id=admin, namespace_id=world.namespace_id, agent_id=world.agent_id
+        db,
+        admin,
+        agent_lifecycle.DeleteAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
     )
     processes.nudge(env)
     wait_for(
@@ -194,14 +200,17 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
 
     configurations.delete_configuration(
         db,
-        actor_id=admin,
-        namespace_id=world.namespace_id,
-        configuration_id=world.configuration_id,
+        admin,
+        configurations.DeleteConfiguration(
+            namespace_id=world.namespace_id, configuration_id=world.configuration_id
+        ),
     )
     secrets.delete_secret(
-        db, actor_id=admin, namespace_id=world.namespace_id, secret_id=world.secret_id
+        db, admin, secrets.DeleteSecret(namespace_id=world.namespace_id, secret_id=world.secret_id)
     )
-    namespaces.delete_namespace(db, actor_id=admin, namespace_id=world.namespace_id)
+    namespaces.delete_namespace(
+        db, admin, namespaces.DeleteNamespace(namespace_id=world.namespace_id)
+    )
     processes.nudge(env)
 
     def terminating() -> bool:

@@ -4,6 +4,7 @@ refused environments and Namespace hooks.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from occ.drivers.compute import base, hooks
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.foundation import ids
 from tests.integration.drivers.local import support
+from tests.support.hook_owners import RecordingOwner
 
 # -- lifecycle hooks -----------------------------------------------------------------------
 
@@ -105,3 +107,39 @@ def test_namespace_hooks(root: Path) -> None:
     first.fail_namespace_delete = False
     assert driver.delete_namespace(support.operation(), namespace) == base.Ready()
     assert not (root / "namespaces" / namespace.id).exists()
+
+
+@pytest.mark.parametrize("stage", hooks.STAGES)
+def test_an_owner_failing_at_each_stage_leaves_what_it_protects(root: Path, stage: str) -> None:
+    first = RecordingOwner(name="sandbox:first")
+    failing = RecordingOwner(name="iam:failing")
+    driver = LocalComputeDriver(root, hooks=hooks.HookDispatcher([first, failing]))
+    namespace = base.NamespaceSpec(id=ids.new("namespace"), name="team")
+    revision = support.revision(ids.new("agent"), credential="sk-never-an-owners")
+    revision = dataclasses.replace(revision, namespace_id=namespace.id)
+    if stage != "after_namespace_prepared":
+        driver.ensure_namespace(support.operation(), namespace)
+    if stage in ("before_workload_stop", "before_namespace_delete"):
+        support.until_ready(driver, revision)
+    failing.fail[stage] = base.TransientDriverError("OWNER_DOWN")
+    calls = {
+        "after_namespace_prepared": lambda: driver.ensure_namespace(support.operation(), namespace),
+        "before_workload_start": lambda: driver.prepare_revision(support.operation(), revision),
+        "before_workload_stop": lambda: driver.retire_revision(support.operation(), revision),
+        "before_namespace_delete": lambda: driver.delete_namespace(support.operation(), namespace),
+    }
+    with pytest.raises(base.TransientDriverError) as raised:
+        calls[stage]()
+    assert "iam:failing" in raised.value.reason
+    pid = driver.revision_process(revision.agent_id, revision.revision_id)
+    if stage == "after_namespace_prepared":  # the completed owner was compensated
+        assert first.stages()[-1] == "before_namespace_delete"
+    if stage == "before_workload_start":  # nothing started; the completed owner revoked
+        assert pid is None and first.stages()[-1] == "before_workload_stop"
+    if stage == "before_workload_stop":  # revocation failed: the gateway is kept
+        assert pid is not None and support.running(pid)
+        assert "before_workload_stop" not in first.stages()  # reverse order: it comes after
+    if stage == "before_namespace_delete":
+        assert (root / "namespaces" / namespace.id).exists()
+    first.assert_saw_no_secret()
+    failing.assert_saw_no_secret()

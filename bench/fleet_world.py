@@ -1,0 +1,115 @@
+"""A fleet of running Agents for ``fleet.py``, made in bulk: rows in PostgreSQL, objects in the
+fake Kubernetes API server, as occ's own deploys would have left them.
+
+The rows come from ``tests.support.fleets`` (Namespaces of a hundred Agents, each running one active
+``kubernetes`` revision, observed ready); ``objects`` puts each Agent's gateway (Namespace,
+ServiceAccount, ConfigMap, Secret, PVC, Service, Deployment) in the fake with the kubernetes
+driver's own manifests, and marks each rollout done, so an observation finds every Agent healthy.
+Neither goes through occ's passes: the benchmark measures observing a fleet, not deploying one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+import sqlalchemy as sa
+
+from occ.drivers.compute import base
+from occ.drivers.compute.kubernetes import manifests, naming
+from occ.state.db import Database
+from tests.support.kube_api import FakeKubeAPI
+
+PREFIX: Final = "occ-"
+
+_REVISIONS: Final = sa.text("""
+    SELECT r.id, r.namespace_id, r.agent_id, a.endpoint
+      FROM occ.agent_revisions r JOIN occ.agents a ON a.active_revision_id = r.id
+""")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One running Agent of the fleet, as a driver sees its revision."""
+
+    spec: base.RevisionSpec
+    kubernetes_namespace: str
+
+
+def members(database: Database) -> list[Member]:
+    """Every running Agent's revision, as the kubernetes driver's specs."""
+    with database.transaction() as session:
+        found = session.execute(_REVISIONS).all()
+    return [
+        Member(
+            base.RevisionSpec(
+                namespace_id=row.namespace_id,
+                agent_id=row.agent_id,
+                revision_id=row.id,
+                revision_number=1,
+                configuration_generation=1,
+                configuration_document={"model": "fleet"},
+                harness_id="openclaw",
+                harness_version="1.0.0",
+                harness_mode="embedded",
+                service_principal_id="prn_unused",
+            ),
+            naming.kubernetes_namespace(PREFIX, row.namespace_id),
+        )
+        for row in found
+    ]
+
+
+def objects(fake: FakeKubeAPI, fleet: list[Member], options: manifests.GatewayOptions) -> None:
+    """The objects occ's deploys would have made for ``fleet``, each rollout done."""
+    credential = base.Credential("fleet-credential")
+    made: set[str] = set()
+    for member in fleet:
+        namespace, spec = member.kubernetes_namespace, member.spec
+        if namespace not in made:
+            fake.create_foreign("namespaces", None, _namespace(namespace, spec.namespace_id))
+            made.add(namespace)
+        for plural, body in _agent_objects(spec, namespace, options, credential):
+            fake.create_foreign(plural, namespace, body)
+        fake.mark_rollout(namespace, manifests.deployment_name(spec))
+
+
+def publish_endpoints(owner: Database, fleet: list[Member]) -> None:
+    """Publish each Agent's endpoint as activation would have (its Service's address)."""
+    with owner.transaction() as session:
+        session.execute(
+            sa.text("UPDATE occ.agents SET endpoint = :endpoint WHERE id = :agent_id"),
+            [
+                {
+                    "agent_id": member.spec.agent_id,
+                    "endpoint": manifests.endpoint(member.spec, member.kubernetes_namespace),
+                }
+                for member in fleet
+            ],
+        )
+
+
+def _namespace(name: str, namespace_id: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {naming.MANAGED_BY: naming.MANAGER, naming.NAMESPACE_ID: namespace_id},
+        },
+    }
+
+
+def _agent_objects(
+    spec: base.RevisionSpec,
+    namespace: str,
+    options: manifests.GatewayOptions,
+    credential: base.Credential,
+) -> Iterator[tuple[str, dict[str, object]]]:
+    yield "configmaps", manifests.configuration_map(spec, namespace)
+    yield "secrets", manifests.credential_secret(spec, namespace, credential)
+    yield "serviceaccounts", manifests.service_account(spec, namespace)
+    yield "persistentvolumeclaims", manifests.state_claim(spec, namespace, options)
+    yield "services", manifests.service(spec, namespace, selects=spec.revision_id)
+    yield "deployments", manifests.gateway_deployment(spec, namespace, options, replicas=1)

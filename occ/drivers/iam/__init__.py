@@ -1,0 +1,2 @@
+"""IAM drivers' lifecycle hooks: runtime identities issued to workloads and revoked before
+they stop (``identities``)."""

@@ -1,0 +1,124 @@
+"""The Kubernetes Secret Driver against the fake API server, over real HTTP: values in
+tenant-local Kubernetes Secrets, a reference in the row, ownership checked on every read."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from occ.drivers.compute import base
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver
+from occ.drivers.secret import kubernetes
+from occ.foundation import errors
+from occ.settings.config import Settings
+from tests.integration.drivers.kubernetes import helpers
+from tests.support.kube_api import FakeKubeAPI
+
+VALUE = "sk-tenant-local-\u00e9"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, Settings]]:
+    with FakeKubeAPI(validate=True) as fake:
+        settings = Settings(
+            kubernetes_kubeconfig=str(fake.write_kubeconfig(tmp_path / "kubeconfig")),
+            kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
+            secret_driver="kubernetes",
+        )
+        yield fake, settings
+        assert fake.validation_errors == []
+
+
+def _tenant(settings: Settings) -> tuple[str, str]:
+    """A Namespace made ready by the kubernetes Compute Driver: its id and Kubernetes name."""
+    compute = KubernetesComputeDriver.from_settings(settings)
+    namespace = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="team")
+    operation = base.Operation("w", "t", threading.Event())
+    assert isinstance(compute.ensure_namespace(operation, namespace), base.Ready)
+    name = compute.kubernetes_namespace(namespace.id)
+    compute.api.close()
+    assert name is not None
+    return namespace.id, name
+
+
+def test_a_value_lives_in_a_tenant_local_secret_and_the_row_keeps_a_reference(
+    cluster: tuple[FakeKubeAPI, Settings],
+) -> None:
+    fake, settings = cluster
+    namespace_id, kubernetes_namespace = _tenant(settings)
+    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    secret_id = f"sec_{uuid.uuid4()}"
+    stored = driver.seal(namespace_id, secret_id, VALUE)
+    assert VALUE.encode() not in stored and stored.startswith(b"kubernetes-secret:v1:")
+    found = fake.get("secrets", kubernetes_namespace, kubernetes.object_name(secret_id))
+    assert found is not None
+    assert base64.b64decode(found["data"]["value"]).decode() == VALUE
+    assert found["metadata"]["annotations"][kubernetes.SECRET_ID_ANNOTATION] == secret_id
+    assert driver.unseal(namespace_id, secret_id, stored) == VALUE
+
+    driver.remove(namespace_id, secret_id)
+    driver.remove(namespace_id, secret_id)  # idempotent
+    assert fake.get("secrets", kubernetes_namespace, kubernetes.object_name(secret_id)) is None
+    with pytest.raises(errors.SecretUnreadable):
+        driver.unseal(namespace_id, secret_id, stored)
+    driver.api.close()
+
+
+def test_a_reference_to_another_secret_and_a_foreign_object_are_refused(
+    cluster: tuple[FakeKubeAPI, Settings],
+) -> None:
+    fake, settings = cluster
+    namespace_id, kubernetes_namespace = _tenant(settings)
+    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    first, second = f"sec_{uuid.uuid4()}", f"sec_{uuid.uuid4()}"
+    stored = driver.seal(namespace_id, first, VALUE)
+    with pytest.raises(errors.SecretUnreadable):
+        driver.unseal(namespace_id, second, stored)  # a reference copied onto another row
+
+    fake.create_foreign(
+        "secrets",
+        kubernetes_namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": kubernetes.object_name(second), "namespace": kubernetes_namespace},
+            "data": {"value": base64.b64encode(b"planted").decode()},
+        },
+    )
+    with pytest.raises(errors.SecretUnreadable):
+        driver.unseal(namespace_id, second, b"kubernetes-secret:v1:" + b"x")
+    with pytest.raises(errors.SecretUnreadable) as raised:
+        driver.unseal(
+            namespace_id, second, b"kubernetes-secret:v1:" + kubernetes.object_name(second).encode()
+        )
+    assert "not occ's" in raised.value.detail
+    driver.api.close()
+
+
+def test_a_namespace_without_its_kubernetes_namespace_is_unavailable_for_now(
+    cluster: tuple[FakeKubeAPI, Settings],
+) -> None:
+    _, settings = cluster
+    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    with pytest.raises(errors.DependencyUnavailable) as raised:
+        driver.seal(f"ns_{uuid.uuid4()}", f"sec_{uuid.uuid4()}", VALUE)
+    assert VALUE not in str(raised.value)
+    driver.api.close()
+
+
+def test_an_api_failure_is_a_dependency_failure_without_the_value(
+    cluster: tuple[FakeKubeAPI, Settings],
+) -> None:
+    fake, settings = cluster
+    namespace_id, _ = _tenant(settings)
+    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    fake.inject("PATCH", r"/secrets/", status=500)
+    with pytest.raises(errors.DependencyUnavailable) as raised:
+        driver.seal(namespace_id, f"sec_{uuid.uuid4()}", VALUE)
+    assert VALUE not in str(raised.value)
+    driver.api.close()

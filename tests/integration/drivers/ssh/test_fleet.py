@@ -1,0 +1,87 @@
+"""The ``ssh`` driver under the worker fleet: Celery workers, PostgreSQL, Redis and a real
+OpenSSH server. A deploy becomes active behind a unit on the host, its endpoint answers for the
+revision, and a stop stops the unit."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from occ.controller import agent_lifecycle, installation, namespaces
+from occ.drivers.compute.ssh import hostside
+from occ.state.db import Database
+from tests.support import processes, ssh_server, worker_worlds, worlds
+from tests.support.processes import wait_for
+
+
+def _health(endpoint: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
+        body: dict[str, Any] = json.loads(response.read())
+        return body
+
+
+def _status(db: Database, admin: str, namespace_id: str) -> str:
+    return str(namespaces.get_namespace(db, admin, namespace_id=namespace_id).status)
+
+
+def test_a_deploy_and_a_stop_through_the_fleet(
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    ssh_host: ssh_server.Server,
+    root: Path,
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "occ.yaml"
+    config.write_text(yaml.safe_dump({"ssh_hosts": [ssh_host.pool_entry()]}))
+    chosen = {"OCC_COMPUTE_DRIVER": "ssh", "OCC_CONFIG_PATH": str(config)}
+    chosen["OCC_SSH_ROOT"] = str(root)
+    env.update(chosen)
+    fleet.env.update(chosen)
+    installation.bootstrap_installation(db, name="ssh", admin_name="admin")
+    fleet.control_worker()
+    fleet.worker("drivers")
+    admin = worlds.installation_admin(db, "ssh")
+    # the fleet places the Namespace on the host and makes it ready
+    command = namespaces.CreateNamespace(name="team")
+    namespace_id = namespaces.create_namespace(db, admin, command).id
+    processes.nudge(env)
+    wait_for(
+        lambda: _status(db, admin, namespace_id) == "ready",
+        timeout=60,
+        message="the Namespace to become ready on the SSH host",
+    )
+    assert (root / "namespaces" / namespace_id).is_dir()
+    world = worlds.make(
+        db,
+        admin=admin,
+        namespace_id=namespace_id,
+        compute_driver="ssh",
+        store=worker_worlds.store(env),
+        secret_value="sk-over-ssh",
+    )
+    revision_id = worlds.deploy(db, world)
+    processes.nudge(env)
+    wait_for(
+        lambda: worlds.state_is(db, world, revision_id, "active"),
+        timeout=60,
+        message="the revision to become active on the SSH host",
+    )
+    endpoint = worlds.agent(db, world).endpoint
+    assert endpoint is not None
+    assert _health(endpoint)["revisionId"] == revision_id
+    unit = root / "units" / hostside.unit_name(world.agent_id)
+    assert unit.read_text().splitlines()[0] == f"{hostside.REVISION_LINE}{revision_id}"
+
+    agent_lifecycle.stop_agent(
+        db,
+        world.admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
+    )
+    processes.nudge(env)
+    pid_file = root / "run" / f"{hostside.unit_name(world.agent_id)[: -len('.service')]}.pid"
+    wait_for(lambda: not pid_file.exists(), timeout=30, message="the stop to stop the unit")
