@@ -48,6 +48,8 @@ _POSITIVE = (
     "unready_recheck_ms",
     "database_timeout_ms",
     "kubernetes_request_timeout_ms",
+    "kubernetes_qps",
+    "kubernetes_burst",
     "docker_request_timeout_ms",
     "docker_memory_bytes",
     "docker_nano_cpus",
@@ -162,6 +164,14 @@ class Settings(BaseSettings):
         10_000
     )
     """Timeout of one Kubernetes API request."""
+
+    kubernetes_qps: Annotated[int, Variable("OCC_KUBERNETES_QPS")] = 50
+    """Kubernetes API requests per second each worker process sends at most on average (its
+    passes' reads and writes; the observation cache's lists and watches are not paced)."""
+
+    kubernetes_burst: Annotated[int, Variable("OCC_KUBERNETES_BURST")] = 100
+    """Kubernetes API requests each worker process may send at once before
+    ``kubernetes_qps`` paces them."""
 
     kubernetes_resource_quota: dict[str, str] | None = None
     """``spec.hard`` of a ResourceQuota put in every namespace occ creates (unset: none)."""

@@ -1,9 +1,9 @@
 """The ``kubernetes`` driver's whole lifecycle against the fake API server, for RBAC checks.
 
 ``run`` drives every kind of request the driver makes (preflight, a Namespace created and
-one adopted, embedded and dedicated Agents deployed, redeployed, stopped, retired and
-deleted, Namespaces deleted), playing the cluster's controllers where the driver waits on
-them, so that the fake's journal holds all of it. It asserts only what it needs to go on.
+one adopted, embedded and dedicated Agents deployed, observed, redeployed, stopped, retired
+and deleted, Namespaces deleted), playing the cluster's controllers where the driver waits
+on them, so that the fake's journal holds all of it. It asserts only what it needs to go on.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ def run(kube_api: FakeKubeAPI, settings: Settings) -> None:
     assert isinstance(driver.ensure_namespace(operation, specs.namespace), base.Ready)
     first = specs.revision()
     helpers.deploy(driver, kube_api, operation, first)
+    helpers.observed_healthy(driver, first)
+    helpers.wait_watching(kube_api)
+    driver.close()
 
     driver = KubernetesComputeDriver.from_settings(settings)
     second = specs.revision()
@@ -71,4 +74,4 @@ def run(kube_api: FakeKubeAPI, settings: Settings) -> None:
     while isinstance(observation, base.Pending):
         observation = driver.delete_namespace(operation, adopted)
     assert kube_api.objects("deployments", "tenant-a") == []
-    driver.api.close()
+    driver.close()

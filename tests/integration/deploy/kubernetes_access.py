@@ -1,7 +1,8 @@
 """Kubernetes API access as ``(verb, apiGroup, resource)``: from a request journal, from RBAC.
 
 ``used`` turns the fake API server's journal into the authorization requests a real API
-server would check: GET of an item is ``get``, of a collection ``list``; POST ``create``;
+server would check: GET of an item is ``get``, of a collection ``list`` (``watch`` with
+``watch=true``); POST ``create``;
 PATCH ``patch`` (and also ``create`` when a server-side apply created the object, answered
 201: the API server authorizes that as a create); DELETE ``delete``; PUT ``update``.
 ``granted`` expands RBAC rules into the same triples. Pure functions; no I/O.
@@ -73,7 +74,9 @@ def used(journal: Iterable[Request]) -> Used:
 def _verbs(request: Request, is_item: bool) -> tuple[str, ...]:
     method = request.method.upper()
     if method == "GET":
-        return ("get",) if is_item else ("list",)
+        if is_item:
+            return ("get",)
+        return ("watch",) if request.query.get("watch", [""])[-1] == "true" else ("list",)
     if method == "POST":
         return ("create",)
     if method == "PATCH":

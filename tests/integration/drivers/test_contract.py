@@ -98,7 +98,7 @@ def _kubernetes(tmp_path: Path) -> Iterator[Harness]:
             )
 
         yield Harness(driver=driver, settle=settle, snapshot=snapshot)
-        driver.api.close()
+        driver.close()
         assert fake.validation_errors == []
 
 

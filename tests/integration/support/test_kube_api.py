@@ -9,8 +9,6 @@ from __future__ import annotations
 import http.client
 import json
 import urllib.parse
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,62 +16,13 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client import exceptions
 
+from tests.integration.support.conftest import Clients, api_client_for
 from tests.support import kube_api
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 MANAGER = "occ-test"
-
-
-@dataclass(frozen=True)
-class Clients:
-    api_client: client.ApiClient
-    core: client.CoreV1Api
-    apps: client.AppsV1Api
-    networking: client.NetworkingV1Api
-    discovery: client.DiscoveryV1Api
-    authorization: client.AuthorizationV1Api
-
-
-def _api_client(fake: kube_api.FakeKubeAPI, token: str | None = None) -> client.ApiClient:
-    configuration = client.Configuration()
-    config.load_kube_config_from_dict(
-        fake.kubeconfig_dict(token=token), client_configuration=configuration
-    )
-    configuration.retries = False  # a fault must surface, not be retried away by urllib3
-    return client.ApiClient(configuration)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[kube_api.FakeKubeAPI]:
-    with kube_api.FakeKubeAPI(validate=True, schema_version="1.34") as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def clients(server: kube_api.FakeKubeAPI) -> Iterator[Clients]:
-    with _api_client(server) as api_client:
-        yield Clients(
-            api_client,
-            client.CoreV1Api(api_client),
-            client.AppsV1Api(api_client),
-            client.NetworkingV1Api(api_client),
-            client.DiscoveryV1Api(api_client),
-            client.AuthorizationV1Api(api_client),
-        )
-
-
-@pytest.fixture
-def fake(server: kube_api.FakeKubeAPI) -> kube_api.FakeKubeAPI:
-    server.reset()
-    return server
-
-
-@pytest.fixture
-def ns(fake: kube_api.FakeKubeAPI, clients: Clients) -> str:
-    clients.core.create_namespace({"metadata": {"name": "team-a"}})
-    return "team-a"
 
 
 def _reason(error: exceptions.ApiException) -> str:
@@ -560,6 +509,20 @@ def test_mark_rollout_sets_status_pods_and_endpoint_slices(
     ]
 
 
+def test_endpoint_slices_carry_their_services_labels(
+    clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
+) -> None:
+    service = _service()
+    service["metadata"]["labels"] = {"owner": "occ", "kubernetes.io/service-name": "forged"}
+    clients.core.patch_namespaced_service(
+        "web", ns, service, field_manager=MANAGER, force=True, _content_type=APPLY
+    )
+    (endpoint_slice,) = clients.discovery.list_namespaced_endpoint_slice(
+        ns, label_selector="owner=occ"
+    ).items
+    assert endpoint_slice.metadata.labels["kubernetes.io/service-name"] == "web"
+
+
 def test_auto_rollout_follows_spec_changes_and_scaling_to_zero(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
@@ -649,7 +612,7 @@ def test_a_stopped_server_refuses_connections_and_restarts_at_the_same_url(
 
 def test_a_wrong_bearer_token_is_unauthorized(fake: kube_api.FakeKubeAPI) -> None:
     with (
-        _api_client(fake, token="wrong") as api_client,
+        api_client_for(fake, token="wrong") as api_client,
         pytest.raises(exceptions.UnauthorizedException),
     ):
         client.CoreV1Api(api_client).list_namespace()

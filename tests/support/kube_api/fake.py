@@ -2,9 +2,10 @@
 
 Puts the store, the simulated controllers, the verbs, RBAC, faults and the HTTP server
 together on ``127.0.0.1:<ephemeral port>`` in a daemon thread, and offers the test hooks:
-reading objects directly, changes and deletions behind the client's back, rollouts,
-namespace termination, fault scripts, denials and the request journal. It must not be
-used outside tests; nothing here talks to a real cluster.
+reading objects directly, objects put straight into the store (``seed``), changes and
+deletions behind the client's back, rollouts, namespace termination, watches cut or their
+history compacted, fault scripts, denials and the request journal. It must not be used
+outside tests; nothing here talks to a real cluster.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 
 from tests.support.kube_api import (
     access,
+    dispatch,
     errors,
     faults,
+    history,
     resources,
     selectors,
     server,
@@ -37,10 +40,15 @@ class FakeKubeAPI:
     """An in-process apiserver for the real ``kubernetes`` client (see the module docstring)."""
 
     def __init__(
-        self, *, validate: bool = True, schema_version: str = "1.34", token: str = "test-token"
+        self,
+        *,
+        validate: bool = True,
+        schema_version: str = "1.34",
+        token: str = "test-token",
+        history_limit: int = history.DEFAULT_LIMIT,
     ) -> None:
         self.token = token
-        self._store = store.Store()
+        self._store = store.Store(history_limit)
         self.simulation = simulation.Simulation(self._store)
         self._verbs = verbs.Verbs(
             self._store, self.simulation, validate=validate, schema_version=schema_version
@@ -48,8 +56,9 @@ class FakeKubeAPI:
         self._authorizer = access.Authorizer()
         self._faults = faults.Faults()
         self._journal = faults.Journal()
-        self._dispatcher = server.Dispatcher(self._verbs, self._authorizer, token)
+        self._dispatcher = dispatch.Dispatcher(self._verbs, self._authorizer, token)
         self._http: server.KubeHTTPServer | None = None
+        self._bookmark_interval_s: float | None = None
         self._port = 0  # kept after stop(), so a restarted server is at the same URL
         self._thread: threading.Thread | None = None
 
@@ -60,8 +69,9 @@ class FakeKubeAPI:
         if self._http is not None:
             raise RuntimeError("the fake apiserver is already running")
         self._http = server.KubeHTTPServer(
-            self._dispatcher, self._faults, self._journal, self._port
+            self._dispatcher, self._store, self._faults, self._journal, self._port
         )
+        self._http.bookmark_interval_s = self._bookmark_interval_s
         self._port = self._http.server_port
         self._thread = threading.Thread(
             target=self._http.serve_forever,
@@ -102,7 +112,9 @@ class FakeKubeAPI:
         return f"http://127.0.0.1:{self._http.server_port}"
 
     def reset(self) -> None:
-        """Back to an empty cluster: objects, journal, faults, denials, failures, switches."""
+        """Back to an empty cluster: objects, journal, faults, denials, failures, switches; open
+        watches are cut."""
+        self.cut_watches()
         self._store.clear()
         self._journal.clear()
         self._faults.clear()
@@ -111,6 +123,7 @@ class FakeKubeAPI:
         self.simulation.auto_rollout = False
         self.simulation.auto_finish_namespace_deletion = False
         self._dispatcher.server_version = ("1", "34")
+        self.bookmark_interval_s = None
 
     # -- client configuration -------------------------------------------------------------
 
@@ -132,6 +145,17 @@ class FakeKubeAPI:
         return target
 
     # -- switches -------------------------------------------------------------------------
+
+    @property
+    def bookmark_interval_s(self) -> float | None:
+        """How often a watch that allows bookmarks gets one (``None``: only as it times out)."""
+        return self._bookmark_interval_s
+
+    @bookmark_interval_s.setter
+    def bookmark_interval_s(self, value: float | None) -> None:
+        self._bookmark_interval_s = value
+        if self._http is not None:
+            self._http.bookmark_interval_s = value
 
     @property
     def server_version(self) -> tuple[str, str]:
@@ -157,6 +181,11 @@ class FakeKubeAPI:
         )
 
     @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out."""
+        return self._store.version
+
+    @property
     def validation_errors(self) -> list[verbs.ValidationFailure]:
         return self._verbs.validation_failures
 
@@ -179,6 +208,17 @@ class FakeKubeAPI:
             new = copy.deepcopy(old)
             mutate(new)
             return self._verbs.write_behind_back(resource, old, new, _SOMEONE_ELSE)
+
+    def seed(self, plural: str, body: Obj) -> Obj:
+        """Put an object straight into the store as the cluster would hold it (server
+        defaults filled, ``status`` kept as given), without validation, RBAC or controllers:
+        a large cluster built quickly. A watch sees it as ``ADDED``."""
+        resource = resources.by_plural(plural)
+        obj = copy.deepcopy(body)
+        obj.setdefault("apiVersion", resource.api_version)
+        obj.setdefault("kind", resource.kind)
+        resources.apply_defaults(resource, obj)
+        return self._store.create(resource, obj, _SOMEONE_ELSE, "Update")
 
     def create_foreign(self, plural: str, namespace: str | None, body: Obj) -> Obj:
         """Someone else creates an object (as through the API, so it is complete and valid)."""
@@ -215,6 +255,19 @@ class FakeKubeAPI:
         self.simulation.finish_namespace_deletion(name)
 
     # -- misbehaviour ---------------------------------------------------------------------
+
+    def cut_watches(self) -> int:
+        """Break every connection streaming a watch now (the server keeps answering); how
+        many there were."""
+        return self._http.cut_watches() if self._http is not None else 0
+
+    def compact(self) -> int:
+        """Forget the change history up to now, as etcd's compaction does: a watch or a
+        continued list from an earlier resourceVersion is answered 410 ``Expired``. The
+        newest version, from which watches may still start."""
+        with self._store.lock:
+            self._store.history.compact(self._store.version)
+            return self._store.version
 
     def inject(
         self,

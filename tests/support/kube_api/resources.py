@@ -178,14 +178,6 @@ def _pull_policy(image: object) -> str:
     return "Always" if untagged else "IfNotPresent"
 
 
-def list_item(obj: Obj) -> Obj:
-    """An object as it appears inside a list: the real server omits kind and apiVersion."""
-    item = copy.deepcopy(obj)
-    item.pop("kind", None)
-    item.pop("apiVersion", None)
-    return item
-
-
 def carry_server_fields(resource: Resource, old: Obj, new: Obj) -> None:
     """What a write cannot change: system metadata, status, the allocated clusterIP."""
     metadata = new["metadata"]

@@ -1,16 +1,17 @@
-"""The HTTP face of the fake Kubernetes API server: dispatch, authentication, faults.
+"""The HTTP face of the fake Kubernetes API server: framing, connections, faults, streams.
 
-Models the apiserver's request handling: bearer-token authentication (401), RBAC denials
-(403), the verbs behind each route (including the Deployment ``scale`` subresource,
-``/version`` and ``SelfSubjectAccessReview``) and scripted faults, on a stdlib
-``ThreadingHTTPServer`` speaking HTTP/1.1 with keep-alive.
-It must not implement object semantics itself: those are the verbs'.
+Serves the dispatcher's answers on a stdlib ``ThreadingHTTPServer`` speaking HTTP/1.1 with
+keep-alive: one JSON body per answer, or for a watch a chunked stream of JSON lines (one
+``{"type", "object"}`` event per line, as the apiserver sends them), after the scripted
+faults had their say. It tracks connections so a stop (or ``cut_watches``) breaks them as a
+vanishing apiserver would. It must not decide answers: that is the dispatcher's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import sys
 import threading
@@ -22,253 +23,39 @@ from typing import Any
 
 import yaml
 
-from tests.support.kube_api import access, errors, faults, patches, resources, routes, verbs
+from tests.support.kube_api import dispatch, errors, faults, patches, resources, store, watches
 
 Obj = resources.Obj
-Answer = tuple[int, Obj, dict[str, str]]
-
-_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
-
-
-def _flag(query: dict[str, list[str]], name: str) -> bool:
-    return query.get(name, [""])[-1].lower() == "true"
-
-
-def _param(query: dict[str, list[str]], name: str) -> str | None:
-    values = query.get(name)
-    return values[-1] if values else None
-
-
-class Dispatcher:
-    """Turns one parsed request into an answer through the verbs."""
-
-    def __init__(self, api_verbs: verbs.Verbs, authorizer: access.Authorizer, token: str) -> None:
-        self.verbs = api_verbs
-        self.authorizer = authorizer
-        self.token = token
-        self.server_version = ("1", "34")
-
-    def dispatch(
-        self, request: faults.Request, authorization: str | None, user_agent: str
-    ) -> Answer:
-        if authorization != f"Bearer {self.token}":
-            raise errors.ApiError(401, "Unauthorized", "Unauthorized")
-        target = routes.route(request.path)
-        if target.special == "version":
-            return self._version(request.method)
-        if target.special == "selfsubjectaccessreview":
-            return self._access_review(request.method, request.body)
-        assert target.resource is not None
-        resource = target.resource
-        if _param(request.query, "dryRun"):
-            raise errors.bad_request("dryRun is not supported by this fake apiserver")
-        verb = self._verb(request.method, target)
-        rbac_resource = (
-            f"{resource.plural}/{target.subresource}" if target.subresource else (resource.plural)
-        )
-        self.authorizer.check(verb, rbac_resource, resource.group, target.namespace, target.name)
-        manager = _param(request.query, "fieldManager") or user_agent.split("/", 1)[0] or "unknown"
-        if target.subresource == "scale":
-            return self._scale(request.method, target, request.content_type, request.body, manager)
-        if target.name is None:
-            return self._collection(request.method, target, request.query, request.body, manager)
-        return self._item(
-            request.method, target, request.query, request.content_type, request.body, manager
-        )
-
-    def _verb(self, method: str, target: routes.Route) -> str:
-        if method == "GET":
-            return "get" if target.name else "list"
-        if method == "DELETE":
-            return "delete" if target.name else "deletecollection"
-        if method == "POST" and target.name is None:
-            return "create"
-        if method in ("PUT", "PATCH") and target.name is not None:
-            return _VERBS[method]
-        raise errors.ApiError(405, "MethodNotAllowed", f"{method} is not supported here")
-
-    def _collection(
-        self,
-        method: str,
-        target: routes.Route,
-        query: dict[str, list[str]],
-        body: Any,
-        manager: str,
-    ) -> Answer:
-        assert target.resource is not None
-        labels, fields = _param(query, "labelSelector"), _param(query, "fieldSelector")
-        if method == "GET":
-            return 200, self.verbs.list_items(target.resource, target.namespace, labels, fields), {}
-        if target.namespace is None and target.resource.namespaced:
-            raise errors.ApiError(405, "MethodNotAllowed", f"{method} needs a namespace")
-        if method == "POST":
-            code, obj = self.verbs.create(target.resource, target.namespace, body, manager)
-            return code, obj, {}
-        if not target.resource.namespaced:
-            raise errors.ApiError(405, "MethodNotAllowed", "namespaces are deleted one by one")
-        options = _delete_options(query, body)
-        code, obj = self.verbs.delete_collection(
-            target.resource, target.namespace, labels, fields, options
-        )
-        return code, obj, {}
-
-    def _item(
-        self,
-        method: str,
-        target: routes.Route,
-        query: dict[str, list[str]],
-        content_type: str | None,
-        body: Any,
-        manager: str,
-    ) -> Answer:
-        resource, namespace, name = target.resource, target.namespace, target.name
-        assert resource is not None and name is not None
-        if method == "GET":
-            return 200, self.verbs.read(resource, namespace, name), {}
-        if method == "PUT":
-            if content_type not in (None, "application/json"):
-                raise errors.ApiError(415, "UnsupportedMediaType", f"{content_type} is not JSON")
-            code, obj = self.verbs.replace(resource, namespace, name, body, manager)
-        elif method == "PATCH":
-            code, obj = self.verbs.patch(
-                resource,
-                namespace,
-                name,
-                body,
-                content_type or "",
-                field_manager=_param(query, "fieldManager"),
-                manager=manager,
-                force=_flag(query, "force"),
-            )
-        else:
-            code, obj = self.verbs.delete(resource, namespace, name, _delete_options(query, body))
-        return code, obj, {}
-
-    def _scale(
-        self, method: str, target: routes.Route, content_type: str | None, body: Any, manager: str
-    ) -> Answer:
-        assert target.resource is not None and target.name is not None
-        if method not in ("GET", "PUT", "PATCH"):
-            raise errors.ApiError(405, "MethodNotAllowed", f"{method} is not supported on scale")
-        deployment = self.verbs.read(target.resource, target.namespace, target.name)
-        if method != "GET":
-            current = _scale_of(deployment)
-            wanted = (
-                body
-                if method == "PUT"
-                else patches.patched(current, body, content_type or patches.MERGE)
-            )
-            replicas = (
-                (wanted or {}).get("spec", {}).get("replicas") if isinstance(wanted, dict) else None
-            )
-            if not isinstance(replicas, int) or replicas < 0:
-                raise errors.invalid(
-                    "Scale",
-                    target.name,
-                    ["spec.replicas: Invalid value: must be greater than or equal to 0"],
-                )
-            _, deployment = self.verbs.patch(
-                target.resource,
-                target.namespace,
-                target.name,
-                {"spec": {"replicas": replicas}},
-                patches.MERGE,
-                field_manager=None,
-                manager=manager,
-                force=False,
-            )
-        return 200, _scale_of(deployment), {}
-
-    def _version(self, method: str) -> Answer:
-        if method != "GET":
-            raise errors.ApiError(405, "MethodNotAllowed", "only GET /version")
-        major, minor = self.server_version
-        return (
-            200,
-            {
-                "major": major,
-                "minor": minor,
-                "gitVersion": f"v{major}.{minor}.0",
-                "gitCommit": "0" * 40,
-                "gitTreeState": "clean",
-                "buildDate": "2025-01-01T00:00:00Z",
-                "goVersion": "go1.24.0",
-                "compiler": "gc",
-                "platform": "linux/amd64",
-            },
-            {},
-        )
-
-    def _access_review(self, method: str, body: Any) -> Answer:
-        if method != "POST" or not isinstance(body, dict):
-            raise errors.bad_request("POST a SelfSubjectAccessReview")
-        attributes = (body.get("spec") or {}).get("resourceAttributes") or {}
-        resource = attributes.get("resource", "")
-        if attributes.get("subresource"):
-            resource = f"{resource}/{attributes['subresource']}"
-        allowed = self.authorizer.allowed(
-            attributes.get("verb", ""), resource, attributes.get("namespace") or None
-        )
-        review = dict(body)
-        review.setdefault("apiVersion", "authorization.k8s.io/v1")
-        review.setdefault("kind", "SelfSubjectAccessReview")
-        review["metadata"] = {}
-        review["status"] = (
-            {"allowed": allowed}
-            if allowed
-            else {"allowed": False, "reason": "denied by the test's RBAC rules"}
-        )
-        return 201, review, {}
-
-
-def _delete_options(query: dict[str, list[str]], body: Any) -> Obj:
-    options: Obj = dict(body) if isinstance(body, dict) else {}
-    policy = _param(query, "propagationPolicy")
-    if policy is not None:
-        options["propagationPolicy"] = policy
-    return options
-
-
-def _scale_of(deployment: Obj) -> Obj:
-    metadata = deployment["metadata"]
-    match_labels = (deployment["spec"].get("selector") or {}).get("matchLabels") or {}
-    return {
-        "apiVersion": "autoscaling/v1",
-        "kind": "Scale",
-        "metadata": {
-            key: metadata[key]
-            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-            if key in metadata
-        },
-        "spec": {"replicas": deployment["spec"].get("replicas", 1)},
-        "status": {
-            "replicas": (deployment.get("status") or {}).get("replicas", 0),
-            "selector": ",".join(f"{k}={v}" for k, v in sorted(match_labels.items())),
-        },
-    }
+Answer = dispatch.Answer
 
 
 class KubeHTTPServer(ThreadingHTTPServer):
     """The listening server; handlers reach the dispatcher, faults and journal through it.
 
     It tracks open connections so that stopping it also cuts keep-alive connections, as an
-    apiserver that goes away would (``shutdown`` alone leaves them served).
+    apiserver that goes away would (``shutdown`` alone leaves them served), and the ones that
+    stream a watch, so that ``cut_watches`` can break just those.
     """
 
     daemon_threads = True
 
     def __init__(
         self,
-        dispatcher: Dispatcher,
+        dispatcher: dispatch.Dispatcher,
+        objects: store.Store,
         scripted: faults.Faults,
         journal: faults.Journal,
         port: int = 0,
     ) -> None:
         self.dispatcher = dispatcher
+        self.objects = objects
         self.faults = scripted
         self.journal = journal
+        self.bookmark_interval_s: float | None = None
+        self.stopping = threading.Event()
         self._connections_lock = threading.Lock()
         self._connections: set[socket.socket] = set()
+        self._watches: dict[socket.socket, threading.Event] = {}
         super().__init__(("127.0.0.1", port), _Handler)
 
     def opened(self, connection: socket.socket) -> None:
@@ -280,11 +67,35 @@ class KubeHTTPServer(ThreadingHTTPServer):
             self._connections.discard(connection)
 
     def cut_connections(self) -> None:
+        self.stopping.set()
         with self._connections_lock:
             connections = list(self._connections)
         for connection in connections:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
+        self.objects.history.wake()
+
+    def watching(self, connection: socket.socket) -> threading.Event:
+        """Register a connection that streams a watch; the event is set when it is cut."""
+        cut = threading.Event()
+        with self._connections_lock:
+            self._watches[connection] = cut
+        return cut
+
+    def unwatched(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._watches.pop(connection, None)
+
+    def cut_watches(self) -> int:
+        """Break every connection streaming a watch now; how many there were."""
+        with self._connections_lock:
+            streams = list(self._watches.items())
+        for connection, cut in streams:
+            cut.set()
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        self.objects.history.wake()
+        return len(streams)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -298,6 +109,10 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.server.opened(self.connection)
+
+    def handle(self) -> None:
+        with contextlib.suppress(OSError):  # a connection cut by a fault or a stop: no bug
+            super().handle()
 
     def finish(self) -> None:
         self.server.closed(self.connection)
@@ -352,17 +167,27 @@ class _Handler(BaseHTTPRequestHandler):
             )
             answer: Answer = (code, injected.status(), injected.headers)
         else:
-            answer = self._answer(request, parse_error)
+            answered = self._answer(request, parse_error)
+            if isinstance(answered, watches.Watch):
+                self.server.journal.answered(ticket, 200)
+                self._stream(answered)
+                return
+            answer = answered
         # Journal first: a client that has read the answer must find it recorded.
         self.server.journal.answered(ticket, answer[0])
         self._send(*answer)
 
-    def _answer(self, request: faults.Request, parse_error: errors.ApiError | None) -> Answer:
+    def _answer(
+        self, request: faults.Request, parse_error: errors.ApiError | None
+    ) -> Answer | watches.Watch:
         try:
             if parse_error is not None:
                 raise parse_error
             return self.server.dispatcher.dispatch(
-                request, self.headers.get("Authorization"), self.headers.get("User-Agent") or ""
+                request,
+                self.headers.get("Authorization"),
+                self.headers.get("User-Agent") or "",
+                self.headers.get("Accept"),
             )
         except errors.ApiError as error:
             return error.code, error.status(), error.headers
@@ -384,3 +209,40 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (e.g. its read timed out)
+
+    def _client_gone(self) -> bool:
+        """Whether the client closed its end (a real apiserver ends the watch then too)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
+
+    def _stream(self, watch: watches.Watch) -> None:
+        """A watch's events as a chunked stream of JSON lines, until it ends or is cut."""
+        server = self.server
+        cut = server.watching(self.connection)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            for event in watches.events(
+                server.objects,
+                watch,
+                stopped=lambda: cut.is_set() or server.stopping.is_set() or self._client_gone(),
+                bookmark_interval_s=server.bookmark_interval_s,
+            ):
+                line = json.dumps(event).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            if cut.is_set() or server.stopping.is_set():
+                self.close_connection = True
+                return
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True  # the client went away, or the watch was cut
+        finally:
+            server.unwatched(self.connection)

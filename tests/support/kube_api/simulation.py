@@ -2,10 +2,11 @@
 
 Models the Deployment controller (status after a rollout that succeeded, is still waiting,
 or exceeded its progress deadline, plus the Pods it would run), the EndpointSlice
-controller (one slice per selecting Service, endpoints from matching Pods) and the
-namespace controller (a Terminating namespace empties, then goes). Nothing happens by
-itself unless a test asks for it (``auto_rollout``, ``auto_finish_namespace_deletion``);
-this module must not answer HTTP or check requests.
+controller (one slice per selecting Service, labelled with the Service's labels as the real
+controller does, endpoints from matching Pods) and the namespace controller (a Terminating
+namespace empties, then goes). Nothing happens by itself unless a test asks for it
+(``auto_rollout``, ``auto_finish_namespace_deletion``); this module must not answer HTTP or
+check requests.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ Readiness = bool | Literal["deadline"]
 _CONTROLLER = "kube-controller-manager"
 _POD_NETWORK = ipaddress.ip_network("10.244.0.0/16")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_RESERVED_SLICE_LABELS = frozenset(
+    {
+        "kubernetes.io/service-name",
+        "endpointslice.kubernetes.io/managed-by",
+        "service.kubernetes.io/headless",
+    }
+)
 
 
 def _digest(*parts: str, length: int) -> str:
@@ -188,6 +196,12 @@ class Simulation:
                 "name": name,
                 "namespace": metadata["namespace"],
                 "labels": {
+                    # the controller copies the Service's labels (but its reserved ones)
+                    **{
+                        key: value
+                        for key, value in (metadata.get("labels") or {}).items()
+                        if key not in _RESERVED_SLICE_LABELS
+                    },
                     "kubernetes.io/service-name": metadata["name"],
                     "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
                 },

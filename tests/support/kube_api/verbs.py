@@ -18,9 +18,9 @@ from typing import Any
 
 from tests.support.kube_api import (
     errors,
+    listing,
     patches,
     resources,
-    selectors,
     simulation,
     store,
     validation,
@@ -89,22 +89,16 @@ class Verbs:
         namespace: str | None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        *,
+        limit: int | None = None,
+        token: str | None = None,
+        metadata: bool = False,
     ) -> Obj:
-        labels_match = selectors.parse_label_selector(label_selector)
-        fields_match = selectors.parse_field_selector(field_selector)
-        with self.store.lock:
-            items = self.store.items(
-                resource.plural,
-                namespace,
-                lambda obj: labels_match(obj["metadata"].get("labels") or {}) and fields_match(obj),
-            )
-            version = self.store.resource_version()
-        return {
-            "kind": f"{resource.kind}List",
-            "apiVersion": resource.api_version,
-            "metadata": {"resourceVersion": version},
-            "items": [resources.list_item(item) for item in items],
-        }
+        """A list answer (``listing.page``): every match, or a page of them."""
+        match = listing.matcher(label_selector, field_selector)
+        return listing.page(
+            self.store, resource, namespace, match, limit=limit, token=token, metadata=metadata
+        )
 
     # -- writes ---------------------------------------------------------------------------
 

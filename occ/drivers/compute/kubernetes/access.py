@@ -11,7 +11,7 @@ import logging
 from typing import Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client
+from occ.drivers.compute.kubernetes import client, watched
 from occ.telemetry import observability
 
 MINIMUM_VERSION: Final = (1, 30)
@@ -41,8 +41,10 @@ REQUIRED_ACCESS: Final = (
     *((verb, kind) for kind in (client.CONFIG_MAP, client.CLAIM) for verb in _CREATE_ONLY),
     *((verb, kind) for kind in (client.QUOTA, client.LIMITS) for verb in _NEVER_DELETED),
     ("list", client.ENDPOINT_SLICE),
+    *(("watch", kind.kind) for kind in watched.KINDS),
 )
-"""Every (verb, kind) the driver uses, checked by ``preflight``."""
+"""Every (verb, kind) the driver uses, checked by ``preflight``: the passes' verbs, and
+``list`` and ``watch`` across all namespaces for the observation cache."""
 
 
 def check(api: client.KubernetesApi) -> None:

@@ -2,22 +2,23 @@
 
 It builds a Kubernetes ``Configuration`` from settings (an explicit kubeconfig and context;
 unset: in-cluster configuration when available, else the default kubeconfig), calls the typed
-API methods with a per-request timeout, hands back objects in wire form (camelCase dicts),
-and translates every failure into ``TransientDriverError`` or ``PermanentDriverError`` with a
-bounded Kubernetes ``reason``. It never logs or raises a request or response body (a Secret's
-body holds a credential), and it knows nothing of occ's objects or naming.
+API methods with a per-request timeout, paced by the rate limit, hands back objects in wire
+form (camelCase dicts) and translates every failure (``failures``). For the observation cache
+it lists a kind in every namespace by pages and opens watches, unpaced, on a pool of their
+own. It never logs or raises a body (a Secret's holds a credential), and it knows nothing of
+occ's objects or naming.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import logging
 import os
 import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import pydantic
 import urllib3
@@ -25,33 +26,29 @@ from kubernetes import client as k8s
 from kubernetes import config as _k8s_config
 
 from occ.drivers.compute import base
-from occ.telemetry import observability
+from occ.drivers.compute.kubernetes import failures, ratelimit
 
 FIELD_MANAGER: Final = "occ"
 APPLY: Final = "application/apply-patch+yaml"
 MERGE: Final = "application/merge-patch+json"
-MAX_REASON: Final = 64
-"""Characters kept of a Kubernetes Status ``reason`` (it is a CamelCase word)."""
-
-UNAVAILABLE: Final = "KUBERNETES_API_UNAVAILABLE"
-THROTTLED: Final = "KUBERNETES_THROTTLED"
-CONFLICT: Final = "KUBERNETES_CONFLICT"
-FORBIDDEN: Final = "KUBERNETES_FORBIDDEN"
-INVALID: Final = "KUBERNETES_REQUEST_INVALID"
-MISSING: Final = "KUBERNETES_OBJECT_MISSING"
-TERMINATING: Final = "KUBERNETES_NAMESPACE_TERMINATING"
 SETTINGS_INVALID: Final = "KUBERNETES_SETTINGS_INVALID"
-RESPONSE_INVALID: Final = "KUBERNETES_RESPONSE_INVALID"
+
+METADATA_LIST: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_WATCH: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+"""``Accept`` of a list or watch of metadata only (each falls back to whole objects)."""
+STREAM_POOL_SIZE: Final = 16
+"""Connections kept for lists and watches (one open watch per cached kind)."""
 
 Wire = dict[str, Any]
 
 
-class Throttled(base.TransientDriverError):
-    """HTTP 429: ``retry_after_s`` is the server's ``Retry-After`` (``None`` without one)."""
+@dataclass(frozen=True)
+class Page:
+    """Objects of a list, its resourceVersion and the next page's token (``None``: last)."""
 
-    def __init__(self, reason: str, retry_after_s: float | None) -> None:
-        super().__init__(THROTTLED, reason)
-        self.retry_after_s = retry_after_s
+    items: list[Wire]
+    resource_version: str
+    resume: str | None
 
 
 @dataclass(frozen=True)
@@ -123,10 +120,18 @@ class KubernetesApi:
     The HTTP pool is created lazily in the calling process (a pool must not cross a fork).
     """
 
-    def __init__(self, configuration: k8s.Configuration, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        configuration: k8s.Configuration,
+        *,
+        timeout_s: float,
+        limiter: ratelimit.TokenBucket | None = None,
+    ) -> None:
         self.configuration = configuration
         self.timeout_s = float(timeout_s)
+        self.limiter = limiter
         self._client: k8s.ApiClient | None = None
+        self._streams: k8s.ApiClient | None = None
         self._pid = 0
         self._lock = threading.Lock()
 
@@ -139,17 +144,33 @@ class KubernetesApi:
 
     def _api_client(self) -> k8s.ApiClient:
         with self._lock:
-            if self._client is None or self._pid != os.getpid():
+            self._in_this_process()
+            if self._client is None:
                 self._client = k8s.ApiClient(self.configuration)
-                self._pid = os.getpid()
             return self._client
+
+    def _stream_client(self) -> k8s.ApiClient:
+        """The pool of lists and watches: long watches never hold the passes' connections."""
+        with self._lock:
+            self._in_this_process()
+            if self._streams is None:
+                configuration: Any = copy.deepcopy(self.configuration)
+                configuration.connection_pool_maxsize = STREAM_POOL_SIZE
+                configuration.retries = False  # the cache reconnects with its own backoff
+                self._streams = k8s.ApiClient(configuration)
+            return self._streams
+
+    def _in_this_process(self) -> None:
+        if self._pid != os.getpid():  # pools do not cross a fork: forget the parent's
+            self._client, self._streams, self._pid = None, None, os.getpid()
 
     def close(self) -> None:
         with self._lock:
-            if self._client is not None and self._pid == os.getpid():
-                closing: Any = self._client
-                closing.close()
-            self._client = None
+            for pool in (self._client, self._streams):
+                if pool is not None and self._pid == os.getpid():
+                    closing: Any = pool
+                    closing.close()
+            self._client, self._streams = None, None
 
     def _wire(self, model: Any) -> Wire:
         api_client: Any = self._api_client()
@@ -256,6 +277,69 @@ class KubernetesApi:
             conflict_ok=conflict_ok,
         )
 
+    # -- the observation cache's lists and watches (unpaced) ------------------------------
+
+    def list_page(
+        self, kind: Kind, selector: str, *, limit: int, resume: str | None, metadata_only: bool
+    ) -> Page:
+        """A page of ``kind``'s objects matching ``selector`` in every namespace (``Expired``
+        when the ``resume`` token is too old)."""
+        response = self._collection(
+            kind,
+            METADATA_LIST if metadata_only else None,
+            label_selector=selector,
+            limit=limit,
+            _continue=resume,
+            _request_timeout=self.timeout_s,
+        )
+        try:
+            document = json.loads(response.data)
+            metadata = document.get("metadata") or {}
+            return Page(
+                list(document.get("items") or []),
+                str(metadata["resourceVersion"]),
+                metadata.get("continue") or None,
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise failures.not_understood(f"list {kind.kind}") from None
+
+    def watch(
+        self,
+        kind: Kind,
+        selector: str,
+        *,
+        resource_version: str,
+        timeout_s: int,
+        metadata_only: bool,
+    ) -> Any:
+        """A watch of ``kind``'s objects matching ``selector`` in every namespace after
+        ``resource_version``, with bookmarks, that the server ends after ``timeout_s``: the raw
+        response (``stream()`` its JSON lines; ``shutdown()``). A read waits at most
+        ``timeout_s`` plus the request timeout, so a silent connection ends too."""
+        return self._collection(
+            kind,
+            METADATA_WATCH if metadata_only else None,
+            label_selector=selector,
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=resource_version,
+            timeout_seconds=timeout_s,
+            _request_timeout=(self.timeout_s, timeout_s + self.timeout_s),
+        )
+
+    def _collection(self, kind: Kind, accept: str | None, **arguments: Any) -> Any:
+        scope = "_for_all_namespaces" if kind.namespaced else ""
+        method = getattr(
+            getattr(k8s, kind.api)(self._stream_client()), f"list_{kind.suffix}{scope}"
+        )
+        headers = {"Accept": f"{accept},application/json"} if accept else None
+        operation = f"{'watch' if arguments.get('watch') else 'list'} {kind.kind}"
+        return self._call(
+            operation,
+            lambda: method(**arguments, _preload_content=False, _headers=headers),
+            paced=False,
+        )
+
     # -- cluster checks -----------------------------------------------------------------
 
     def server_version(self) -> tuple[int, int]:
@@ -267,7 +351,7 @@ class KubernetesApi:
             minor = int(re.sub(r"\D.*$", "", str(info.minor)))
         except ValueError:
             raise base.TransientDriverError(
-                RESPONSE_INVALID, "the API server reported no usable version"
+                failures.RESPONSE_INVALID, "the API server reported no usable version"
             ) from None
         return major, minor
 
@@ -298,98 +382,25 @@ class KubernetesApi:
         operation: str,
         call: Callable[[], Any],
         *,
+        paced: bool = True,
         missing_ok: bool = False,
         exists_ok: bool = False,
         conflict_ok: bool = False,
     ) -> Any:
+        """``call()`` (after the rate limit when ``paced``), its failures translated."""
+        if paced and self.limiter is not None:
+            self.limiter.acquire()
         try:
             return call()
         except k8s.ApiException as exc:
-            reason = status_reason(exc)
             if exc.status == 404 and missing_ok:
                 return None
-            if exc.status == 409 and (conflict_ok or (exists_ok and reason == "AlreadyExists")):
+            if exc.status == 409 and (
+                conflict_ok or (exists_ok and failures.status_reason(exc.body) == "AlreadyExists")
+            ):
                 return None
-            _raise_translated(operation, exc, reason)
+            raise failures.answered(operation, exc) from None
         except urllib3.exceptions.HTTPError as exc:
-            _log_failure(operation, None, None, UNAVAILABLE, type(exc).__name__)
-            raise base.TransientDriverError(
-                UNAVAILABLE, f"{operation}: the API server did not answer ({type(exc).__name__})"
-            ) from None
+            raise failures.unanswered(operation, exc) from None
         except pydantic.ValidationError:
-            _log_failure(operation, None, None, RESPONSE_INVALID, "ValidationError")
-            raise base.TransientDriverError(
-                RESPONSE_INVALID, f"{operation}: the API server's answer was not understood"
-            ) from None
-
-
-def status_reason(exc: k8s.ApiException) -> str:
-    """The Kubernetes Status ``reason`` of a failed call, bounded (``""`` when absent)."""
-    try:
-        document = json.loads(exc.body or "{}")
-    except (TypeError, ValueError):
-        return ""
-    reason = document.get("reason") if isinstance(document, dict) else None
-    if not isinstance(reason, str):
-        return ""
-    return "".join(c for c in reason if c.isalnum())[:MAX_REASON]
-
-
-def _terminating(exc: k8s.ApiException) -> bool:
-    """Whether a 403 is "the namespace is being terminated" (a wait, not a refusal)."""
-    try:
-        document = json.loads(exc.body or "{}")
-    except (TypeError, ValueError):
-        return False
-    if not isinstance(document, dict):
-        return False
-    causes = (document.get("details") or {}).get("causes") or []
-    if any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes):
-        return True
-    return "being terminated" in str(document.get("message", ""))
-
-
-def _retry_after(exc: k8s.ApiException) -> float | None:
-    value = exc.headers.get("Retry-After") if exc.headers is not None else None
-    try:
-        return max(float(value), 0.0) if value is not None else None
-    except ValueError:
-        return None
-
-
-def _raise_translated(operation: str, exc: k8s.ApiException, reason: str) -> NoReturn:
-    status = exc.status if isinstance(exc.status, int) else 0
-    described = f"{operation}: HTTP {status}" + (f" {reason}" if reason else "")
-    error: base.DriverError
-    if status == 429:
-        error = Throttled(described, _retry_after(exc))
-    elif status == 409:
-        error = base.TransientDriverError(CONFLICT, described)
-    elif status == 403 and _terminating(exc):
-        error = base.TransientDriverError(TERMINATING, described)
-    elif status in (401, 403):
-        error = base.PermanentDriverError(FORBIDDEN, described)
-    elif status == 404:
-        error = base.PermanentDriverError(MISSING, described)
-    elif status in (400, 422):
-        error = base.PermanentDriverError(INVALID, described)
-    elif status == 0 or status >= 500:
-        error = base.TransientDriverError(UNAVAILABLE, described)
-    else:
-        error = base.PermanentDriverError(INVALID, described)
-    _log_failure(operation, status, reason, error.code, type(exc).__name__)
-    raise error from None
-
-
-def _log_failure(
-    operation: str, status: int | None, reason: str | None, code: str, error: str
-) -> None:
-    observability.log(
-        "compute.kubernetes-request-failed",
-        level=logging.WARNING,
-        operation=operation,
-        status=status,
-        reason=reason or None,
-        code=code,
-        error=error,
-    )
+            raise failures.not_understood(operation) from None

@@ -11,8 +11,9 @@ configuration ConfigMap and a Secret holding the harness credential. Two modes:
   ``prepare_revision`` once earlier ones are stopped (they share the RWO volume);
   ``activate_revision`` points the Service at it.
 
-Everything is found again by name and label, never by memory (the only cache, Namespace id
-to Kubernetes namespace, holds facts that never change).
+Passes find everything again by name and label, never by memory (their only cache, Namespace
+id to Kubernetes namespace, holds facts that never change). Bulk observations alone read the
+``informer``'s watch cache, which the first one starts in the process.
 """
 
 from __future__ import annotations
@@ -28,18 +29,17 @@ from occ.drivers.compute.kubernetes import (
     access,
     client,
     ensure,
+    informer,
     manifests,
     namespaces,
     naming,
+    observation,
+    ratelimit,
     rollout,
 )
 from occ.settings.config import Settings
 
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
-GATEWAY_NOT_READY: Final = "KUBERNETES_GATEWAY_NOT_READY"
-"""An observed revision's gateway is gone, runs another template, or has no ready endpoint."""
-_SERVICE_NAME: Final = "kubernetes.io/service-name"
-"""The label of an EndpointSlice that names its Service (its existence selects every slice)."""
 
 MAINTENANCE_INTERVAL_S: Final = 60.0
 """How often active revisions are observed by default (rollout and ready endpoints)."""
@@ -83,6 +83,7 @@ class KubernetesComputeDriver:
         self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
         self._namespaces: dict[str, str] = {}
         self._lock = threading.Lock()
+        self.informer = informer.Informer(api)
 
     @classmethod
     def from_settings(
@@ -101,7 +102,9 @@ class KubernetesComputeDriver:
             settings.kubernetes_kubeconfig, settings.kubernetes_context
         )
         api = client.KubernetesApi(
-            configuration, timeout_s=settings.kubernetes_request_timeout_ms / 1000
+            configuration,
+            timeout_s=settings.kubernetes_request_timeout_ms / 1000,
+            limiter=ratelimit.TokenBucket(settings.kubernetes_qps, settings.kubernetes_burst),
         )
         return cls(
             api,
@@ -346,34 +349,19 @@ class KubernetesComputeDriver:
     def observe_revisions(
         self, revisions: Sequence[base.RevisionSpec]
     ) -> Mapping[str, base.Observed]:
-        """Each revision's gateway rollout and its Service's ready endpoints, listed once per
-        Kubernetes namespace (the Deployments occ manages, the EndpointSlices)."""
-        by_namespace: dict[str | None, list[base.RevisionSpec]] = {}
-        for revision in revisions:
-            namespace = self.kubernetes_namespace(revision.namespace_id)
-            by_namespace.setdefault(namespace, []).append(revision)
-        observed: dict[str, base.Observed] = {}
-        for namespace, members in by_namespace.items():
-            if namespace is None:
-                for revision in members:
-                    observed[revision.revision_id] = base.Observed(
-                        False, code=namespaces.NAMESPACE_MISSING
-                    )
-                continue
-            managed = naming.selector({naming.MANAGED_BY: naming.MANAGER})
-            deployments = {
-                str(ensure.metadata(found).get("name")): found
-                for found in self.api.find(client.DEPLOYMENT, namespace, managed)
+        """Each revision as the watch cache shows it, without a request once it is synced
+        (``informer.NOT_OBSERVED`` while it is not current)."""
+        if not revisions:
+            return {}
+        with self.informer.view() as view:
+            return {
+                revision.revision_id: observation.observe(view, revision) for revision in revisions
             }
-            slices = self.api.find(client.ENDPOINT_SLICE, namespace, _SERVICE_NAME)
-            for revision in members:
-                observed[revision.revision_id] = _observed(
-                    revision,
-                    namespace,
-                    deployments.get(manifests.deployment_name(revision)),
-                    slices,
-                )
-        return observed
+
+    def close(self) -> None:
+        """Stop the watch cache and close the connections (the driver may be used again)."""
+        self.informer.stop()
+        self.api.close()
 
     # -- gateway --------------------------------------------------------------------------
 
@@ -434,22 +422,3 @@ class KubernetesComputeDriver:
         """A launch observed ``Failed`` revokes what ``before_workload_start`` granted."""
         if isinstance(observation, base.Failed) and self.hooks:
             self.hooks.compensate_workload_start(operation, revision)
-
-
-def _observed(
-    revision: base.RevisionSpec,
-    namespace: str,
-    deployment: Mapping[str, Any] | None,
-    slices: Sequence[Mapping[str, Any]],
-) -> base.Observed:
-    """A revision's gateway as its listed Deployment and Service endpoints show it."""
-    service = naming.agent_object(revision.agent_id)
-    own = [
-        found
-        for found in slices
-        if (ensure.metadata(found).get("labels") or {}).get(_SERVICE_NAME) == service
-    ]
-    verdict = rollout.gateway_verdict(deployment, own, revision.revision_id)
-    if verdict.state != rollout.State.READY:
-        return base.Observed(False, code=GATEWAY_NOT_READY)
-    return base.Observed(True, manifests.endpoint(revision, namespace))

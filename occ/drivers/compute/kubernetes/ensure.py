@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, naming
+from occ.drivers.compute.kubernetes import client, failures, naming
 
 NOT_OWNED: Final = "KUBERNETES_OBJECT_NOT_OWNED"
 ID_LABELS: Final = (naming.NAMESPACE_ID, naming.AGENT_ID, naming.REVISION_ID, naming.ROLE)
@@ -107,7 +107,7 @@ class Steps:
             current = self.api.read(kind, namespace, name)  # created meanwhile (409)
             if current is None:
                 raise base.TransientDriverError(
-                    client.CONFLICT, f"{kind.kind} {name} appeared and vanished meanwhile"
+                    failures.CONFLICT, f"{kind.kind} {name} appeared and vanished meanwhile"
                 )
         require_owned(kind, current, desired["metadata"]["labels"])
         return current

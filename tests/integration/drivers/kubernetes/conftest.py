@@ -55,7 +55,7 @@ def make_driver(kubeconfig: Path) -> MakeDriver:
 def driver(make_driver: MakeDriver) -> Iterator[KubernetesComputeDriver]:
     made = make_driver()
     yield made
-    made.api.close()
+    made.close()
 
 
 @pytest.fixture

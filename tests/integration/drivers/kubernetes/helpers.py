@@ -1,4 +1,5 @@
-"""Helpers of the ``kubernetes`` driver tests: specs, a full deploy, object versions."""
+"""Helpers of the ``kubernetes`` driver tests: specs, a full deploy, observations, object
+versions, the watches of the observation cache."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import uuid
 from dataclasses import dataclass
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver, informer, naming, watched
 from tests.support.kube_api import FakeKubeAPI
+from tests.support.processes import wait_for
 
 GATEWAY_IMAGE = "registry.example/occ-gateway:test"
 CREDENTIAL = "sk-kubernetes-never-shown-4711"
@@ -20,6 +22,9 @@ AGENT_PLURALS = (
     "deployments",
 )
 """The kinds of object the driver writes for an Agent and its revisions."""
+WATCHED_PLURALS = frozenset(kind.kind.plural for kind in watched.KINDS)
+"""The kinds the observation cache lists and watches."""
+OBSERVED_TIMEOUT = 10.0
 
 
 @dataclass
@@ -116,3 +121,56 @@ def versions(kube_api: FakeKubeAPI, namespace: str) -> dict[tuple[str, str], str
 
 def writes(kube_api: FakeKubeAPI) -> list[tuple[str, str]]:
     return [(r.method, r.path) for r in kube_api.journal if r.method not in ("GET",)]
+
+
+def observed(driver: KubernetesComputeDriver, revision: base.RevisionSpec) -> base.Observed:
+    """One bulk observation of ``revision`` alone."""
+    return driver.observe_revisions([revision])[revision.revision_id]
+
+
+def _once_current(driver: KubernetesComputeDriver, revision: base.RevisionSpec) -> base.Observed:
+    """``observed``, or not healthy (no code) while the cache is not current yet."""
+    try:
+        return observed(driver, revision)
+    except base.TransientDriverError as exc:
+        if exc.code != informer.NOT_OBSERVED:
+            raise
+        return base.Observed(False)
+
+
+def observed_healthy(driver: KubernetesComputeDriver, revision: base.RevisionSpec) -> base.Observed:
+    """Wait until ``revision`` is observed healthy (the watches deliver what was written)."""
+    return wait_for(
+        lambda: (seen := _once_current(driver, revision)).healthy and seen,
+        timeout=OBSERVED_TIMEOUT,
+        message="the revision to be observed healthy",
+    )
+
+
+def observed_with(
+    driver: KubernetesComputeDriver, revision: base.RevisionSpec, code: str
+) -> base.Observed:
+    """Wait until ``revision`` is observed unhealthy with ``code``."""
+    return wait_for(
+        lambda: (seen := _once_current(driver, revision)).code == code and seen,
+        timeout=OBSERVED_TIMEOUT,
+        message=f"the revision to be observed {code}",
+    )
+
+
+def watch_requests(kube_api: FakeKubeAPI) -> list[str]:
+    """The plural of every watch request in the journal, in order."""
+    return [
+        request.path.rstrip("/").rsplit("/", 1)[-1]
+        for request in kube_api.journal
+        if request.method == "GET" and request.query.get("watch", [""])[-1] == "true"
+    ]
+
+
+def wait_watching(kube_api: FakeKubeAPI) -> None:
+    """Wait until the journal holds a watch of every kind the observation cache watches."""
+    wait_for(
+        lambda: set(watch_requests(kube_api)) >= WATCHED_PLURALS,
+        timeout=OBSERVED_TIMEOUT,
+        message="a watch of every cached kind",
+    )

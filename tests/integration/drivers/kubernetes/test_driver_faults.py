@@ -11,7 +11,7 @@ from typing import TypeVar
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver, client, naming
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver, failures, naming
 from tests.integration.drivers.kubernetes import helpers
 from tests.integration.drivers.kubernetes.conftest import MakeDriver
 from tests.support.kube_api import FakeKubeAPI
@@ -58,7 +58,7 @@ def test_server_errors_are_transient_and_the_retry_converges(
 ) -> None:
     kube_api.inject("PATCH", r"/secrets/", status=status)
     failed = preparation.failure(base.TransientDriverError)
-    assert failed.code == client.UNAVAILABLE
+    assert failed.code == failures.UNAVAILABLE
     assert str(status) in failed.reason
     assert isinstance(preparation.prepare(), base.Ready)
     secret = naming.credential_secret(preparation.revision.revision_id)
@@ -69,7 +69,7 @@ def test_throttling_carries_retry_after_and_the_retry_converges(
     preparation: Preparation, kube_api: FakeKubeAPI
 ) -> None:
     kube_api.inject("POST", r"/configmaps$", status=429, retry_after=3)
-    throttled = preparation.failure(client.Throttled)
+    throttled = preparation.failure(failures.Throttled)
     assert isinstance(throttled, base.TransientDriverError)
     assert throttled.retry_after_s == 3.0
     assert isinstance(preparation.prepare(), base.Ready)
@@ -89,7 +89,7 @@ def test_timeouts_and_dropped_connections_are_transient(
         kube_api.inject("GET", r"/serviceaccounts/", delay_s=4.0)
     else:
         kube_api.inject("GET", r"/serviceaccounts/", close=True)
-    assert preparation.failure(base.TransientDriverError).code == client.UNAVAILABLE
+    assert preparation.failure(base.TransientDriverError).code == failures.UNAVAILABLE
     assert isinstance(preparation.prepare(), base.Ready)
 
 

@@ -1,0 +1,171 @@
+"""The observation cache's store: the watched objects, their indexes, and how fresh they are.
+
+Records (``watched``'s trimmed objects) are kept by kind, namespace and name, with two
+indexes the observations use: EndpointSlices by their Service, namespaces by the occ
+Namespace id they are labelled with. Per kind the store also knows whether it was ever
+listed (synced) and when the cluster last proved it current ("alive": a list, a watch
+opened, an event or bookmark, a watch ended cleanly); a kind is fresh while that proof is
+younger than the bound it is asked about. Writers (the watches) and readers (a batch of
+observations, under ``view``) share one lock; nothing here talks to the cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from occ.drivers.compute.kubernetes import client, naming, watched
+
+Wire = client.Wire
+Key = tuple[str, str]
+"""(namespace, "" when cluster-scoped; name)."""
+Entry = TypeVar("Entry", str, Key)
+
+
+def _key(record: Mapping[str, Any]) -> Key:
+    metadata = record.get("metadata") or {}
+    return (str(metadata.get("namespace") or ""), str(metadata.get("name")))
+
+
+def _discard(index: dict[Entry, dict[str, Wire]], entry: Entry, name: str) -> None:
+    members = index.get(entry)
+    if members is not None:
+        members.pop(name, None)
+        if not members:
+            del index[entry]
+
+
+def _label(record: Mapping[str, Any], label: str) -> str | None:
+    value = ((record.get("metadata") or {}).get("labels") or {}).get(label)
+    return value if isinstance(value, str) else None
+
+
+class View:
+    """Reads of the store for one batch of observations (valid inside ``ObjectCache.view``)."""
+
+    def __init__(self, store: ObjectCache) -> None:
+        self._store = store
+
+    def get(self, kind: client.Kind, namespace: str | None, name: str) -> Wire | None:
+        return self._store.objects[kind.plural].get((namespace or "", name))
+
+    def slices(self, namespace: str, service: str) -> list[Wire]:
+        """The EndpointSlices of ``service`` in ``namespace``."""
+        return list(self._store.slices.get((namespace, service), {}).values())
+
+    def namespaces(self, namespace_id: str) -> list[Wire]:
+        """The namespaces labelled with the occ Namespace ``namespace_id``."""
+        return list(self._store.namespaces.get(namespace_id, {}).values())
+
+
+class ObjectCache:
+    """Watched objects by kind and key, and per kind whether and when they were current."""
+
+    def __init__(
+        self, kinds: Sequence[client.Kind], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.objects: dict[str, dict[Key, Wire]] = {kind.plural: {} for kind in kinds}
+        self.slices: dict[Key, dict[str, Wire]] = {}
+        self.namespaces: dict[str, dict[str, Wire]] = {}
+        self._alive_at: dict[str, float] = {}
+
+    # -- writes (the watches) ---------------------------------------------------------------
+
+    def replace(self, kind: client.Kind, records: Iterable[Wire]) -> None:
+        """Everything of ``kind``, as a list found it (the kind is synced and alive)."""
+        with self.changed:
+            for record in list(self.objects[kind.plural].values()):
+                self._unindex(kind, record)
+            self.objects[kind.plural] = {}
+            for record in records:
+                self._store(kind, record)
+            self._alive_at[kind.plural] = self.clock()
+            self.changed.notify_all()
+
+    def put(self, kind: client.Kind, record: Wire) -> None:
+        """An object added or changed."""
+        with self.lock:
+            self._store(kind, record)
+
+    def drop(self, kind: client.Kind, record: Wire) -> None:
+        """An object deleted (or no longer selected)."""
+        with self.lock:
+            old = self.objects[kind.plural].pop(_key(record), None)
+            if old is not None:
+                self._unindex(kind, old)
+
+    def alive(self, kind: client.Kind) -> None:
+        """The cluster just proved ``kind``'s records current (a synced kind only)."""
+        with self.changed:
+            if kind.plural in self._alive_at:
+                self._alive_at[kind.plural] = self.clock()
+                self.changed.notify_all()
+
+    def _store(self, kind: client.Kind, record: Wire) -> None:
+        key = _key(record)
+        old = self.objects[kind.plural].get(key)
+        if old is not None:
+            self._unindex(kind, old)
+        self.objects[kind.plural][key] = record
+        if kind == client.ENDPOINT_SLICE:
+            service = _label(record, watched.SERVICE_NAME)
+            if service is not None:
+                self.slices.setdefault((key[0], service), {})[key[1]] = record
+        elif kind == client.NAMESPACE:
+            namespace_id = _label(record, naming.NAMESPACE_ID)
+            if namespace_id is not None:
+                self.namespaces.setdefault(namespace_id, {})[key[1]] = record
+
+    def _unindex(self, kind: client.Kind, record: Wire) -> None:
+        namespace, name = _key(record)
+        if kind == client.ENDPOINT_SLICE:
+            service = _label(record, watched.SERVICE_NAME) or ""
+            _discard(self.slices, (namespace, service), name)
+        elif kind == client.NAMESPACE:
+            _discard(self.namespaces, _label(record, naming.NAMESPACE_ID) or "", name)
+
+    # -- reads (the observations) -----------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        """Whether every kind was listed once."""
+        with self.lock:
+            return len(self._alive_at) == len(self.objects)
+
+    def stale(self, bound_s: float) -> list[str]:
+        """The kinds never listed or not proved current for more than ``bound_s``."""
+        with self.lock:
+            return self._stale(bound_s)
+
+    def _stale(self, bound_s: float) -> list[str]:
+        now = self.clock()
+        return [
+            plural
+            for plural in self.objects
+            if now - self._alive_at.get(plural, -float("inf")) > bound_s
+        ]
+
+    def wait_fresh(self, bound_s: float, timeout_s: float) -> list[str]:
+        """Wait up to ``timeout_s`` for every kind to be fresh; the kinds still stale."""
+        deadline = self.clock() + timeout_s
+        with self.changed:
+            while (stale := self._stale(bound_s)) and (left := deadline - self.clock()) > 0:
+                self.changed.wait(left)
+            return stale
+
+    @contextmanager
+    def view(self) -> Iterator[View]:
+        """Read a consistent store (the watches wait meanwhile)."""
+        with self.lock:
+            yield View(self)
+
+    def counts(self) -> dict[str, int]:
+        """Records kept per kind."""
+        with self.lock:
+            return {plural: len(records) for plural, records in self.objects.items()}
