@@ -10,12 +10,12 @@ Neither goes through occ's passes: the benchmark measures observing a fleet, not
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
 import sqlalchemy as sa
 
+from bench import kube_seed
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import manifests, naming
 from occ.state.db import Database
@@ -63,16 +63,13 @@ def members(database: Database) -> list[Member]:
 
 def objects(fake: FakeKubeAPI, fleet: list[Member], options: manifests.GatewayOptions) -> None:
     """The objects occ's deploys would have made for ``fleet``, each rollout done."""
-    credential = base.Credential("fleet-credential")
     made: set[str] = set()
     for member in fleet:
-        namespace, spec = member.kubernetes_namespace, member.spec
+        namespace = member.kubernetes_namespace
         if namespace not in made:
-            fake.create_foreign("namespaces", None, _namespace(namespace, spec.namespace_id))
+            kube_seed.seed_namespace(fake, namespace, member.spec.namespace_id)
             made.add(namespace)
-        for plural, body in _agent_objects(spec, namespace, options, credential):
-            fake.create_foreign(plural, namespace, body)
-        fake.mark_rollout(namespace, manifests.deployment_name(spec))
+        kube_seed.seed_agent(fake, member.spec, namespace, options)
 
 
 def publish_endpoints(owner: Database, fleet: list[Member]) -> None:
@@ -88,28 +85,3 @@ def publish_endpoints(owner: Database, fleet: list[Member]) -> None:
                 for member in fleet
             ],
         )
-
-
-def _namespace(name: str, namespace_id: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": name,
-            "labels": {naming.MANAGED_BY: naming.MANAGER, naming.NAMESPACE_ID: namespace_id},
-        },
-    }
-
-
-def _agent_objects(
-    spec: base.RevisionSpec,
-    namespace: str,
-    options: manifests.GatewayOptions,
-    credential: base.Credential,
-) -> Iterator[tuple[str, dict[str, object]]]:
-    yield "configmaps", manifests.configuration_map(spec, namespace)
-    yield "secrets", manifests.credential_secret(spec, namespace, credential)
-    yield "serviceaccounts", manifests.service_account(spec, namespace)
-    yield "persistentvolumeclaims", manifests.state_claim(spec, namespace, options)
-    yield "services", manifests.service(spec, namespace, selects=spec.revision_id)
-    yield "deployments", manifests.gateway_deployment(spec, namespace, options, replicas=1)

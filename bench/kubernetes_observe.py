@@ -36,20 +36,20 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import kube_seed
 from bench.support import BenchError, log, report
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import (
     KubernetesComputeDriver,
     client,
     manifests,
-    namespace_manifests,
     naming,
     watched,
 )
@@ -63,7 +63,6 @@ BATCH: Final = 1_000
 SYNC_TIMEOUT_S: Final = 600.0
 TARGET_PER_S: Final = 2_000.0
 OPTIONS: Final = manifests.GatewayOptions(image=GATEWAY_IMAGE)
-DONE: Final = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}
 
 
 def _revision(namespace_id: str) -> base.RevisionSpec:
@@ -81,34 +80,6 @@ def _revision(namespace_id: str) -> base.RevisionSpec:
     )
 
 
-def _agent_objects(revision: base.RevisionSpec, namespace: str) -> Iterator[tuple[str, Any]]:
-    """(plural, object) of one deployed Agent, as the cluster holds them."""
-    credential = base.Credential("bench-credential")
-    yield "configmaps", manifests.configuration_map(revision, namespace)
-    yield "secrets", manifests.credential_secret(revision, namespace, credential)
-    yield "serviceaccounts", manifests.service_account(revision, namespace)
-    yield "persistentvolumeclaims", manifests.state_claim(revision, namespace, OPTIONS)
-    service = manifests.service(revision, namespace, selects=revision.revision_id)
-    yield "services", service
-    deployment = manifests.gateway_deployment(revision, namespace, OPTIONS)
-    deployment["status"] = dict(DONE)
-    yield "deployments", deployment
-    name = service["metadata"]["name"]
-    yield (
-        "endpointslices",
-        {
-            "metadata": {
-                "name": f"{name}-bench",
-                "namespace": namespace,
-                "labels": {**service["metadata"]["labels"], watched.SERVICE_NAME: name},
-            },
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": ["10.244.0.10"], "conditions": {"ready": True}}],
-            "ports": [{"name": "http", "port": manifests.GATEWAY_PORT, "protocol": "TCP"}],
-        },
-    )
-
-
 def seed(fake: FakeKubeAPI, agents: int, verbose: bool) -> list[base.RevisionSpec]:
     """``agents`` deployed Agents in the fake's store; their active revisions."""
     started = time.monotonic()
@@ -116,11 +87,10 @@ def seed(fake: FakeKubeAPI, agents: int, verbose: bool) -> list[base.RevisionSpe
     for first in range(0, agents, PER_NAMESPACE):
         namespace_id = f"ns_{uuid.uuid4()}"
         namespace = naming.kubernetes_namespace("occ-", namespace_id)
-        fake.seed("namespaces", namespace_manifests.namespace(namespace, namespace_id))
+        kube_seed.seed_namespace(fake, namespace, namespace_id)
         for _ in range(min(PER_NAMESPACE, agents - first)):
             revision = _revision(namespace_id)
-            for plural, obj in _agent_objects(revision, namespace):
-                fake.seed(plural, obj)
+            kube_seed.seed_agent(fake, revision, namespace, OPTIONS)
             revisions.append(revision)
     log(verbose, f"seeded {agents} Agents in {time.monotonic() - started:.1f} s")
     return revisions

@@ -73,6 +73,8 @@ class Tick:
     caught_up: bool = True
     held: bool = False
     """Another observer held the cursor: this tick did nothing."""
+    refused: int = 0
+    """Agents the driver could not observe now (they wait for the next interval)."""
 
     @property
     def repairs(self) -> int:
@@ -101,7 +103,17 @@ def tick(worker: environment.Worker, *, limit: int = BATCH) -> Tick:
     report = Tick(observed=len(batch), lag_s=window.lag_s, caught_up=window.caught_up)
     if not batch:
         return report
-    seen = driver.observe_revisions([specs.revision(due.revision) for due in batch])
+    try:
+        seen = driver.observe_revisions([specs.revision(due.revision) for due in batch])
+    except base.TransientDriverError as exc:
+        # the driver cannot say now (its cache is not current): these wait for the next
+        # interval rather than pass for unhealthy and be repaired all at once
+        report.refused = len(batch)
+        metrics.OBSERVATIONS.labels("refused").inc(len(batch))
+        observability.log(
+            "worker.observe-refused", level=logging.WARNING, code=exc.code, count=len(batch)
+        )
+        return report
     judged = [
         (due, seen[due.revision.id], judge(due, seen[due.revision.id], window.now)) for due in batch
     ]

@@ -98,6 +98,9 @@ class WorkerProcess:
         """Close this process's worker connections (tests, and a process that is done)."""
         if self._worker is not None and self._pid == os.getpid():
             self._worker.database.dispose()
+            close = getattr(self._worker.driver, "close", None)
+            if callable(close):  # a driver that keeps something open (a watch cache)
+                close()
         self.forget_worker()
 
     def request_shutdown(self) -> None:

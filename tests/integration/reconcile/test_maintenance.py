@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor, observer
 from occ.reconcile.environment import Worker
@@ -285,3 +286,21 @@ def test_the_activation_is_audited_once_however_many_events_follow(
             )
         ).scalar_one()
     assert activations == 1
+
+
+def test_a_driver_that_cannot_observe_now_leaves_the_fleet_for_the_next_interval(
+    db: Database, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = support.ready_world(db)
+    revision = _activate(db, worker, world)
+    _kill(worker, world, revision)
+    _rewind(db)
+
+    def not_now(revisions: object) -> object:
+        raise base.TransientDriverError("KUBERNETES_NOT_OBSERVED", "the cache is not current")
+
+    monkeypatch.setattr(worker.driver, "observe_revisions", not_now)
+    tick = executor.observe(worker)
+
+    assert (tick.observed, tick.refused, tick.verdicts) == (1, 1, {})
+    assert _repairs(db, revision) == []  # not taken for gone: nothing is repaired
