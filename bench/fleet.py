@@ -56,7 +56,7 @@ import sqlalchemy as sa
 from bench import deploys, fleet_world, workers
 from bench.support import BenchError, log, percentile, report
 from occ.drivers.compute.kubernetes import manifests
-from occ.state import models
+from occ.state import models, secret_store
 from occ.state.db import Database
 from tests.support import fleets
 from tests.support.kube_api import FakeKubeAPI
@@ -255,6 +255,7 @@ def measure(n: int, verbose: bool) -> dict[str, float]:
             admin = deploys.bootstrap(app)
             app.dispose()
             fleets.running_agents(owner, admin, n)
+            fleets.seal_secrets(owner, secret_store.SecretStore(SECRET_KEY), "fleet-credential")
             fleet = fleet_world.members(owner)
             options = manifests.GatewayOptions(image=GATEWAY_IMAGE, storage_class=None)
             fleet_world.objects(fake, fleet, options)
@@ -372,7 +373,10 @@ def repair(
             ).one()
         return row.status == "ready" and repaired(owner, member)
 
-    workers.wait_for(ready_again, timeout=REPAIR_TIMEOUT_S, interval=0.1, message="a repair")
+    try:
+        workers.wait_for(ready_again, timeout=REPAIR_TIMEOUT_S, interval=0.1, message="a repair")
+    except BenchError as exc:
+        raise BenchError(f"{exc}; its work: {work_of(owner, member)}") from None
     latency = time.monotonic() - killed
     process.terminate()
     process.join(timeout=10)
@@ -381,6 +385,18 @@ def repair(
         "repair_latency_s": latency,
         "repair_latency_intervals": latency * 1000 / REPAIR_INTERVAL_MS,
     }
+
+
+def work_of(owner: Database, member: fleet_world.Member) -> list[tuple[str, str, str | None]]:
+    """(kind, state, reason code) of the member's work items, for a failure's message."""
+    work = models.ControllerWork
+    with owner.transaction() as session:
+        rows = session.execute(
+            sa.select(work.kind, work.state, work.reason_code, work.last_progress_code).where(
+                work.revision_id == member.spec.revision_id
+            )
+        ).all()
+    return [(row.kind, row.state, row.reason_code or row.last_progress_code) for row in rows]
 
 
 def repaired(owner: Database, member: fleet_world.Member) -> bool:

@@ -9,6 +9,7 @@ from typing import Final
 import sqlalchemy as sa
 
 from occ.state.db import Database
+from occ.state.secret_store import SecretStore
 
 PER_NAMESPACE: Final = 100
 """Agents per Namespace."""
@@ -69,6 +70,35 @@ _OBSERVED_READY: Final = sa.text("""
 """)
 
 
+_GRANTS: Final = sa.text("""
+    WITH roles AS (
+      INSERT INTO occ.roles (id, name, namespace_id, permissions)
+      SELECT 'rol_' || gen_random_uuid(), 'fleet-runtime', n.id,
+             ARRAY['configuration:read', 'secret:operate']
+        FROM occ.namespaces n WHERE n.name LIKE 'fleet-%'
+      RETURNING id, namespace_id
+    )
+    INSERT INTO occ.access_bindings (id, role_id, principal_id, namespace_id, created_by)
+    SELECT 'bnd_' || gen_random_uuid(), roles.id, a.service_principal_id, a.namespace_id, :admin
+      FROM occ.agents a JOIN roles ON roles.namespace_id = a.namespace_id
+""")
+
+_DEPLOYMENTS: Final = sa.text("""
+    INSERT INTO occ.controller_work
+      (id, kind, namespace_id, agent_id, revision_id, actor_id, state, available_at,
+       completed_at, reason_code, created_at, updated_at)
+    SELECT 'agent_revision:' || r.id || '\\:reconcile', 'revision_reconcile', r.namespace_id,
+           r.agent_id, r.id, r.actor_id, 'succeeded', r.created_at, clock_timestamp(),
+           'REVISION_ACTIVATED', r.created_at, clock_timestamp()
+      FROM occ.agent_revisions r
+     WHERE NOT EXISTS (SELECT 1 FROM occ.controller_work w
+                        WHERE w.id = 'agent_revision:' || r.id || '\\:reconcile')
+""")
+
+_SECRETS: Final = sa.text("SELECT id, namespace_id FROM occ.secrets")
+_SEAL: Final = sa.text("UPDATE occ.secrets SET value_ciphertext = :sealed WHERE id = :id")
+
+
 def running_agents(
     owner: Database,
     admin: str,
@@ -78,8 +108,10 @@ def running_agents(
     per_namespace: int = PER_NAMESPACE,
 ) -> None:
     """``agents`` running Agents of ``driver`` (rounded up to whole Namespaces of
-    ``per_namespace``), each with one active revision, recorded ready (as the database owner:
-    one statement per table)."""
+    ``per_namespace``), each with one active revision (its deployment succeeded), recorded
+    ready, its service principal
+    allowed to read its Configuration and operate its Secret (as the database owner: one
+    statement per table)."""
     spaces = -(-agents // per_namespace)
     with owner.transaction() as session:
         session.execute(
@@ -87,6 +119,21 @@ def running_agents(
             {"admin": admin, "spaces": spaces, "per_namespace": per_namespace, "driver": driver},
         )
         session.execute(_ACTIVATE, {"scheme": "pending://"})
+        session.execute(_GRANTS, {"admin": admin})
+        session.execute(_DEPLOYMENTS)
         session.execute(_OBSERVED_READY)
         session.execute(sa.text("ANALYZE occ.agents"))
         session.execute(sa.text("ANALYZE occ.agent_revisions"))
+
+
+def seal_secrets(owner: Database, store: SecretStore, value: str) -> None:
+    """Give every Secret ``value``, sealed by ``store`` (what a pass that unseals needs)."""
+    with owner.transaction() as session:
+        secrets = session.execute(_SECRETS).all()
+        session.execute(
+            _SEAL,
+            [
+                {"id": row.id, "sealed": store.seal(row.namespace_id, row.id, value)}
+                for row in secrets
+            ],
+        )
