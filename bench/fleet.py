@@ -83,6 +83,8 @@ class Run:
     kubeconfig: str
     interval_ms: int
     duration_s: float
+    limit: int = 1_000
+    """Most Agents one tick takes (the observer's batch)."""
     repair: bool = False
     """Also run the repairs it admits (in this process, as a driver worker would)."""
 
@@ -135,10 +137,11 @@ def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
     deadline = time.monotonic() + run.duration_s
     while time.monotonic() < deadline:
         started = time.monotonic()
-        tick = observer.tick(worker)
+        tick = observer.tick(worker, limit=run.limit)
         result.ticks += 1
         result.observations += tick.observed
-        result.lags.append(tick.lag_s)
+        if result.ticks > 1:  # the first tick's lag is the process's start, not observing
+            result.lags.append(tick.lag_s)
         for verdict, count in tick.verdicts.items():
             result.verdicts[str(verdict)] = result.verdicts.get(str(verdict), 0) + count
         if run.repair:
@@ -283,7 +286,8 @@ def steady(
     inserted, written, commits = database_counts(owner)
     fake.clear_journal()
     [result], postgres_s = run_observers(run, 1)
-    api_calls = len(fake.journal)
+    api_calls = sum(1 for request in fake.journal if "watch" not in request.query)
+    watches = len(fake.journal) - api_calls
     inserted_after, written_after, commits_after = database_counts(owner)
     observed = max(result.observations, 1)
     cpu_ms = (result.cpu_s + postgres_s) * 1000 / observed
@@ -298,6 +302,7 @@ def steady(
         "commits_per_observation": max(commits_after - commits - 2, 0) / observed,
         "messages_per_observation": result.ticks / observed,
         "api_calls_per_observation": api_calls / observed,
+        "watch_requests_per_minute": watches * 60_000 / STEADY_INTERVAL_MS,
         "cpu_ms_per_agent_interval": cpu_ms,
         "core_share_at_60s": n * cpu_ms / STEADY_INTERVAL_MS,
         "lag_p99_s": percentile(result.lags, 0.99),
@@ -378,6 +383,7 @@ def repair(
     except BenchError as exc:
         raise BenchError(f"{exc}; its work: {work_of(owner, member)}") from None
     latency = time.monotonic() - killed
+    log(verbose, f"repaired: {work_of(owner, member)}")
     process.terminate()
     process.join(timeout=10)
     log(verbose, f"repair in {latency:.1f} s at a {REPAIR_INTERVAL_MS / 1000:.0f} s interval")
