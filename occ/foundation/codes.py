@@ -58,6 +58,26 @@ class Code(enum.StrEnum):
     )
     UNKNOWN_FAILURE = "UNKNOWN_FAILURE", X, "Reconciliation failed."
     CLAIM_LOST = "CLAIM_LOST", R, "The worker lost its claim."
+    CLAIM_RENEWAL_REFUSED = (
+        "CLAIM_RENEWAL_REFUSED",
+        R,
+        "The database refused to renew the worker's lease; the worker stopped.",
+    )
+    CLAIM_RENEWAL_LATE = (
+        "CLAIM_RENEWAL_LATE",
+        R,
+        "A lease renewal answered after the lease could have lapsed; the worker stopped.",
+    )
+    CLAIM_RENEWAL_FAILED = (
+        "CLAIM_RENEWAL_FAILED",
+        R,
+        "A lease renewal failed; the worker stopped.",
+    )
+    CLAIM_LEASE_LAPSED = (
+        "CLAIM_LEASE_LAPSED",
+        R,
+        "No renewal was confirmed within the lease; the worker stopped.",
+    )
     WORKER_UNAVAILABLE = ("WORKER_UNAVAILABLE", R, "The worker could not reach its dependencies.")
     DEPENDENCY_UNAVAILABLE = (
         "DEPENDENCY_UNAVAILABLE",

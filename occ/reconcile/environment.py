@@ -50,3 +50,6 @@ class Worker:
     installation: InstallationCache = field(default_factory=InstallationCache)
     secrets: SecretDriver | None = None
     """Where harness credentials are unsealed (unset: the sealed store keyed by ``settings``)."""
+    renewals: Database | None = None
+    """Where lease renewals run, with a statement timeout shorter than a third of the lease
+    (unset: ``database``)."""

@@ -88,6 +88,7 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
         return None
     if handler is None:
         return None
+    granted_at = time.monotonic()  # the start grants its lease at or after this moment
     started = handler.start(worker, work_id, token)
     if started is None:
         return None
@@ -98,6 +99,8 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
         claim,
         shutdown=worker.shutdown,
         on_failed=handler.on_failed,
+        granted_at=granted_at,
+        renewals=worker.renewals,
     )
     fields = _log_fields(handler, claim)
     with context:
@@ -154,6 +157,7 @@ def _handler(work_id: str) -> kinds.Handler[Any] | None:
 def _stopped(
     worker: Worker, context: ClaimContext, fields: dict[str, Any]
 ) -> outcome.PassResult | None:
+    context.watch_once()  # a driver that saw the lease run out first: say so
     if context.interrupted and not context.lost:
         try:
             with worker.database.autocommit_connection() as connection:  # one statement
@@ -169,6 +173,8 @@ def _stopped(
             )
             return outcome.PassResult(codes.Outcome.PENDING, codes.Code.CLAIM_RELEASED, 0)
     metrics.CLAIMS_LOST.inc()
+    if context.stop_code is not None:
+        fields = {**fields, "cause": context.stop_code}
     observability.log("worker.error", level=logging.WARNING, code=codes.Code.CLAIM_LOST, **fields)
     return None
 

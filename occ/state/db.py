@@ -73,12 +73,24 @@ class Database:
         statement_timeout_ms: int | None = None,
         application_name: str = "occ",
         idle_ping_after_s: float | None = IDLE_PING_AFTER_S,
+        connect_timeout_s: int = 10,
+        tcp_user_timeout_ms: int | None = None,
     ) -> None:
         """``idle_ping_after_s`` (``None``: never) is how long a pooled connection may sit
-        unused before it is pinged at checkout."""
+        unused before it is pinged at checkout. ``connect_timeout_s`` bounds a new connection
+        (libpq waits at least 2 s); ``tcp_user_timeout_ms`` bounds how long sent data may stay
+        unacknowledged before the connection is dropped (``None``: the system's)."""
         options = f"-c application_name={application_name}"
         if statement_timeout_ms:
             options += f" -c statement_timeout={statement_timeout_ms}"
+        connect_args: dict[str, Any] = {
+            "options": options,
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "connect_timeout": connect_timeout_s,
+        }
+        if tcp_user_timeout_ms is not None:
+            connect_args["tcp_user_timeout"] = tcp_user_timeout_ms
         self.engine = sa.create_engine(
             normalize_url(url),
             pool_size=pool_size,
@@ -87,12 +99,7 @@ class Database:
             # pinged at checkout instead (see IDLE_PING_AFTER_S)
             pool_pre_ping=False,
             pool_recycle=1800,
-            connect_args={
-                "options": options,
-                "keepalives": 1,
-                "keepalives_idle": 10,
-                "connect_timeout": 10,
-            },
+            connect_args=connect_args,
         )
         if idle_ping_after_s is not None:
             sa.event.listen(self.engine, "checkin", _mark_idle)

@@ -86,6 +86,17 @@ class Claim:
         return self.key.kind
 
 
+@dataclass(frozen=True, kw_only=True)
+class Renewal:
+    """A renewed claim and the lease the database granted it."""
+
+    claim: Claim
+    lease_left_ms: float
+    """What was left of the granted lease when the statement answered (database clock)."""
+    database_now: dt.datetime
+    """The database clock when the statement answered."""
+
+
 @dataclass(frozen=True)
 class RecoveryReport:
     """What one ``recover_stale`` pass changed.

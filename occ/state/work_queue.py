@@ -219,12 +219,28 @@ def renew(
     progress_code: str | None = None,
 ) -> values.Claim:
     """Extend the lease of a live claim; an expired lease cannot be revived."""
+    return renew_lease(session, policy, claim, progress_code=progress_code).claim
+
+
+def renew_lease(
+    session: hot_statements.Target,
+    policy: values.QueuePolicy,
+    claim: values.Claim,
+    *,
+    progress_code: str | None = None,
+) -> values.Renewal:
+    """``renew``, with the lease the database granted: how much of it was left when the
+    statement answered, and the database clock then."""
     if progress_code is not None:
         codes.require(progress_code)
     row = _one_fenced(
         session, "renew", claim, lease_ms=policy.lease_ms, progress_code=progress_code
     )
-    return claim_of(row)
+    return values.Renewal(
+        claim=claim_of(row),
+        lease_left_ms=float(row["lease_left_ms"]),
+        database_now=row["database_now"],
+    )
 
 
 def release(session: hot_statements.Target, claim: values.Claim) -> None:

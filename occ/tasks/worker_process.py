@@ -13,6 +13,7 @@ It wires no Celery signal (that is ``occ.tasks.lifecycle``) and defines no task
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -24,10 +25,11 @@ from celery import Celery
 
 from occ.drivers import selection as driver_selection
 from occ.foundation import errors
-from occ.reconcile import executor
+from occ.reconcile import context, executor
 from occ.runtime import composition
 from occ.settings.config import Settings
-from occ.state import observations, work_queue
+from occ.state import observations, values, work_queue
+from occ.state.db import Database
 from occ.tasks import names
 from occ.telemetry import observability
 
@@ -38,6 +40,21 @@ it does not see coming, such as the next item of a lane whose claim just ended."
 
 HEALTH_INTERVAL_S: Final = 60.0
 """Period of ``worker.health``."""
+
+
+def renewal_database(settings: Settings, policy: values.QueuePolicy) -> Database:
+    """The pool lease renewals run on: every statement, and sent data left unacknowledged,
+    time out after ``context.renewal_timeout_ms`` (a quarter of the lease), so a renewal
+    that hangs fails before the next one is due."""
+    timeout_ms = context.renewal_timeout_ms(policy)
+    return Database(
+        settings.database_url,
+        pool_size=1,
+        application_name="occ-renewals",
+        statement_timeout_ms=timeout_ms,
+        tcp_user_timeout_ms=timeout_ms,
+        connect_timeout_s=max(math.ceil(timeout_ms / 1000), 2),
+    )
 
 
 class WorkerProcess:
@@ -72,6 +89,7 @@ class WorkerProcess:
             )
             self._worker = executor.Worker(
                 database=built.database,
+                renewals=renewal_database(settings, built.policy),
                 policy=built.policy,
                 driver=driver_selection.compute_driver(settings, self.selection()),
                 secrets=composition.secret_driver(settings),
@@ -98,6 +116,8 @@ class WorkerProcess:
         """Close this process's worker connections (tests, and a process that is done)."""
         if self._worker is not None and self._pid == os.getpid():
             self._worker.database.dispose()
+            if self._worker.renewals is not None:
+                self._worker.renewals.dispose()
             close = getattr(self._worker.driver, "close", None)
             if callable(close):  # a driver that keeps something open (a watch cache)
                 close()

@@ -62,6 +62,7 @@ ALLOWED_FIELDS: Final = frozenset(
         "child",
         "exitStatus",
         "delayMs",
+        "cause",
     }
 )
 

@@ -85,7 +85,10 @@ RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w
           w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at;
 
 -- name: renew
--- Extend a running claim's lease (an expired lease cannot be revived), with an optional progress code.
+-- Extend a running claim's lease (an expired lease cannot be revived), with an optional progress
+-- code. Besides the claim's columns it returns what is left of the granted lease when the row
+-- is returned (lease_left_ms, measured on the database clock, so never more than :lease_ms) and
+-- that clock (database_now): the worker judges its lease by these, never by its own clock.
 UPDATE occ.controller_work w
    SET lease_expires_at = clock_timestamp() + :lease_ms * interval '1 millisecond',
        updated_at = clock_timestamp(),
@@ -94,7 +97,10 @@ UPDATE occ.controller_work w
                                ELSE clock_timestamp() END
  WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NOT NULL
 RETURNING w.id, w.kind, w.claim_token, w.namespace_id, w.actor_id, w.agent_id, w.revision_id,
-          w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at;
+          w.attempt_count, w.claimed_at, w.lease_expires_at, w.created_at, w.started_at,
+          greatest(0, extract(epoch FROM w.lease_expires_at - clock_timestamp()) * 1000)
+            AS lease_left_ms,
+          clock_timestamp() AS database_now;
 
 -- name: release
 -- Give a live claim back (shutdown, or a dispatch that could not be sent): queued now, attempt refunded.

@@ -242,7 +242,8 @@ def test_a_stopped_worker_past_its_lease_publishes_nothing_after_it_resumes(
         timeout=20,
         message="the resumed worker to notice its lost claim",
     )
-    assert any('"code":"CLAIM_LOST"' in line for line in _json_events(frozen, "worker.error"))
+    [lost] = [line for line in _json_events(frozen, "worker.error") if "CLAIM_LOST" in line]
+    assert '"cause":"CLAIM_LEASE_LAPSED"' in lost or '"cause":"CLAIM_RENEWAL_' in lost
     assert not _json_events(frozen, "worker.completed")
     _assert_exactly_once(db, [namespace_id])
 
