@@ -56,6 +56,8 @@ _POSITIVE = (
     "docker_pids_limit",
     "startup_wait_ms",
     "ssh_connect_timeout_ms",
+    "api_header_timeout_ms",
+    "api_read_timeout_ms",
 )
 
 
@@ -261,6 +263,14 @@ class Settings(BaseSettings):
     startup_wait_ms: Annotated[int, Variable("OCC_STARTUP_WAIT_MS")] = 120_000
     """How long the API (gunicorn's master), the workers and beat wait at start-up for a
     migrated, bootstrapped database before they exit (status 3)."""
+
+    api_header_timeout_ms: Annotated[int, Variable("OCC_API_HEADER_TIMEOUT_MS")] = 10_000
+    """How long the API waits for a request's line and header fields (and for the next request
+    on a kept-alive connection); a connection that has not sent them by then is closed."""
+
+    api_read_timeout_ms: Annotated[int, Variable("OCC_API_READ_TIMEOUT_MS")] = 30_000
+    """How long one read of a request's body, or one write of its answer, may wait for the
+    client before the connection is closed."""
 
     def __init__(self, **values: Any) -> None:
         try:

@@ -2,10 +2,18 @@
 
 gunicorn refuses a request it cannot parse (a request line or header fields over its limits, a
 malformed line, header or chunk) before the Flask app sees it, and answers with an HTML page
-that quotes the offending input. ``ProblemWorker`` is gunicorn's sync worker with those
-answers replaced by ``application/problem+json`` carrying a status, a title and a stable code
-(``URI_TOO_LONG``, ``REQUEST_HEADER_FIELDS_TOO_LARGE``, ``MALFORMED_REQUEST``, ...), and never
-any part of the request. Every other error goes to gunicorn's own handling.
+that quotes the offending input. ``ProblemWorker`` answers those with
+``application/problem+json`` carrying a status, a title and a stable code (``URI_TOO_LONG``,
+``REQUEST_HEADER_FIELDS_TOO_LARGE``, ``MALFORMED_REQUEST``, ...), and never any part of the
+request. Every other error goes to gunicorn's own handling.
+
+``ProblemWorker`` is gunicorn's gevent worker: each connection is a greenlet, so a slow or idle
+client costs a greenlet and a socket, never a worker (gunicorn's sync worker, which occ ran
+before, is held by one client sending its request a byte at a time). Two read timeouts bound
+what a connection may hold: its request line and header fields must arrive within
+``Settings.api_header_timeout_ms`` (so must the next request on a kept-alive connection), and each
+read of its body or write of its answer must progress within ``Settings.api_read_timeout_ms``;
+either closes the connection. A worker serves at most gunicorn's ``--worker-connections`` at once.
 
 ``JsonLogger`` is gunicorn's logger with occ's JSON format (``occ.telemetry.observability``) on its
 error log and its access log (when one is configured), at ``Settings.log_level``; an access line is
@@ -27,7 +35,7 @@ from typing import Any, Final
 
 from gunicorn import glogging, util
 from gunicorn.http import errors as http_errors
-from gunicorn.workers import sync
+from gunicorn.workers import base_async, ggevent
 
 from occ.foundation import errors
 from occ.settings.config import Settings
@@ -122,8 +130,40 @@ def response_bytes(refusal: Refusal, request_id: str) -> bytes:
     return head.encode("latin-1") + body
 
 
-class ProblemWorker(sync.SyncWorker):  # type: ignore[misc]  # gunicorn ships no type hints
-    """gunicorn's sync worker answering request-parse errors with problem+json."""
+@dataclass(frozen=True)
+class ReadTimeouts:
+    """How long a connection may keep the server waiting, in seconds."""
+
+    header_s: float
+    read_s: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> ReadTimeouts:
+        return cls(settings.api_header_timeout_ms / 1000, settings.api_read_timeout_ms / 1000)
+
+
+DEFAULT_TIMEOUTS: Final = ReadTimeouts.of(Settings())
+"""The timeouts when the settings are invalid (the app then says why and refuses to serve)."""
+
+
+class ProblemWorker(ggevent.GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's gevent worker with read timeouts, answering parse errors with problem+json."""
+
+    timeouts: ReadTimeouts = DEFAULT_TIMEOUTS
+
+    def init_process(self) -> None:
+        self.timeouts = _timeouts()
+        super().init_process()
+
+    def timeout_ctx(self) -> Any:
+        """The bound on reading one request's line and header fields: the connection closes
+        quietly when it passes (gunicorn reads no request then)."""
+        return ggevent.gevent.Timeout(self.timeouts.header_s, False)
+
+    def handle(self, listener: Any, client: socket.socket, addr: Any) -> None:
+        # what the gevent worker's own ``handle`` does (a blocking socket), with a bound on it
+        client.settimeout(self.timeouts.read_s)
+        base_async.AsyncWorker.handle(self, listener, client, addr)
 
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
         refusal = refusal_for(exc)
@@ -170,6 +210,14 @@ class JsonLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn ships no ty
             status=int(status) if status.isdigit() else status,
             durationMs=round(request_time.total_seconds() * 1000, 1),
         )
+
+
+def _timeouts() -> ReadTimeouts:
+    """The read timeouts of ``Settings``; the defaults when the settings are invalid."""
+    try:
+        return ReadTimeouts.of(Settings.from_env())
+    except errors.OccError:
+        return DEFAULT_TIMEOUTS
 
 
 def _level() -> str:

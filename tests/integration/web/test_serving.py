@@ -1,6 +1,7 @@
 """occ's gunicorn worker in a real gunicorn process: what gunicorn refuses before the app sees it
 (a request line or header fields over its limits, a malformed request) is problem+json with a
-stable code, and never echoes the request."""
+stable code, and never echoes the request; slow clients on real sockets hold no worker, and the
+read timeouts close them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,10 @@ from tests.support import databases, processes, servers
 
 MARKER = "sensitive-token-7f3a"
 """Put in every refused request: it must never come back in an answer."""
+HEADER_TIMEOUT_MS = 2_500
+READ_TIMEOUT_MS = 1_000
+"""Shorter than the header timeout, so which of the two ended a connection shows in its time."""
+SLOW_CLIENTS = 200
 
 
 @pytest.fixture
@@ -32,6 +38,8 @@ def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[tuple
         "OCC_DATABASE_URL": database_urls.app,
         "OCC_BROKER_URL": os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
         "OCC_API_KEY_PEPPER": "serving-test-pepper",
+        "OCC_API_HEADER_TIMEOUT_MS": str(HEADER_TIMEOUT_MS),
+        "OCC_API_READ_TIMEOUT_MS": str(READ_TIMEOUT_MS),
     }
     log_path = tmp_path / "gunicorn.log"
     with log_path.open("wb") as log:
@@ -150,3 +158,99 @@ def test_requests_gunicorn_can_parse_still_reach_the_app(api: tuple[str, int]) -
 def test_other_errors_stay_with_gunicorn() -> None:
     assert serving.refusal_for(RuntimeError("boom")) is None
     assert serving.refusal_for(ValueError("x")) is None
+
+
+def _slow_clients(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections, each having sent the first bytes of a request line and no more."""
+    held = []
+    for _ in range(count):
+        connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+        connection.sendall(b"GET /hea")
+        held.append(connection)
+    return held
+
+
+def _closed_by_server(connection: socket.socket, within_s: float) -> bool:
+    """Whether the server closed ``connection`` (EOF or reset) within ``within_s``."""
+    connection.settimeout(within_s)
+    try:
+        return connection.recv(1024) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_slow_clients_hold_no_worker(api: tuple[str, int]) -> None:
+    """One worker, 200 connections that never finish their request line: /healthz and the app
+    still answer (the sync worker answered nothing while two were held)."""
+    _, port = api
+    held = _slow_clients(port, SLOW_CLIENTS)
+    try:
+        for _ in range(20):  # each within _exchange's socket timeout, far under the held ones'
+            status, _, body = _exchange(
+                port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            assert status == 200 and json.loads(body) == {"status": "ok"}
+        status, _, _ = _exchange(
+            port, b"GET /v1/namespaces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        assert status == 401
+    finally:
+        for connection in held:
+            connection.close()
+
+
+def test_a_request_head_sent_a_byte_at_a_time_is_cut_at_the_header_timeout(
+    api: tuple[str, int],
+) -> None:
+    _, port = api
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        began = time.monotonic()
+        closed = False
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 400:
+            try:
+                connection.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            if _closed_by_server(connection, 0.05):
+                closed = True
+                break
+        elapsed = time.monotonic() - began
+    assert closed, "the connection outlived every byte sent"
+    # each byte arrives well within the read timeout: only the header deadline closes it
+    assert HEADER_TIMEOUT_MS / 1000 <= elapsed < HEADER_TIMEOUT_MS / 1000 + 3
+
+
+def test_an_idle_connection_is_closed_at_the_header_timeout(api: tuple[str, int]) -> None:
+    _, port = api
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        began = time.monotonic()
+        assert _closed_by_server(connection, HEADER_TIMEOUT_MS / 1000 + 5)
+        # the first read waits no longer than the read timeout
+        assert time.monotonic() - began < HEADER_TIMEOUT_MS / 1000
+
+
+def test_a_stalled_body_is_cut_at_the_read_timeout(api: tuple[str, int]) -> None:
+    """The head arrives whole, the body never does: the read timeout ends the connection."""
+    _, port = api
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(
+            b"POST /v1/namespaces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n{"
+        )
+        began = time.monotonic()
+        received = b""
+        connection.settimeout(READ_TIMEOUT_MS / 1000 + 10)
+        try:
+            while chunk := connection.recv(65536):
+                received += chunk
+        except ConnectionResetError:
+            pass
+        elapsed = time.monotonic() - began
+    # the app refuses the unauthenticated request without reading its body
+    assert received.startswith(b"HTTP/1.1 401 "), received[:200]
+    # then gunicorn reads the rest of the body before the next request: the read timeout, not
+    # the longer header timeout, ends that wait
+    assert READ_TIMEOUT_MS / 1000 - 0.2 <= elapsed < HEADER_TIMEOUT_MS / 1000, elapsed
