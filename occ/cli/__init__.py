@@ -14,14 +14,14 @@ from collections.abc import Sequence
 import click
 
 import occ
-from occ.cli import base, database, processes
+from occ.cli import base, database, kubernetes, processes
 from occ.client import commands as client_commands
 
 cli = base.cli
 EXIT_OCC_ERROR = base.EXIT_OCC_ERROR
 dev = processes.dev
 
-__all__ = ["EXIT_OCC_ERROR", "cli", "database", "dev", "main", "processes"]
+__all__ = ["EXIT_OCC_ERROR", "cli", "database", "dev", "kubernetes", "main", "processes"]
 
 
 @cli.command()

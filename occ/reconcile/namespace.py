@@ -284,7 +284,9 @@ def _details(
         "computeDriverId": worker.driver.name,
         "attemptCount": claim.attempt_count,
     }
-    if isinstance(observation, base.Failed):
+    if isinstance(observation, base.Failed) or (
+        isinstance(observation, base.Pending) and observation.code
+    ):
         details["driverCode"] = observation.code
     return details
 

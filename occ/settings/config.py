@@ -17,6 +17,7 @@ them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,6 +34,10 @@ PRODUCTION_KEY_MIN_BYTES = 32
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Values of ``log_level``."""
+
+KUBERNETES_INSTALLATIONS = ("cluster", "tenant-scoped")
+"""Values of ``kubernetes_installation``."""
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 _HIDDEN = frozenset({"api_key_pepper", "secret_key"})
 _PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
@@ -174,6 +179,17 @@ class Settings(BaseSettings):
     kubernetes_burst: Annotated[int, Variable("OCC_KUBERNETES_BURST")] = 100
     """Kubernetes API requests each worker process may send at once before
     ``kubernetes_qps`` paces them."""
+
+    kubernetes_installation: Annotated[str, Variable("OCC_KUBERNETES_INSTALLATION")] = "cluster"
+    """How occ is authorized on the cluster: ``cluster`` (a ClusterRole; occ creates the
+    namespaces it works in) or ``tenant-scoped`` (a Role per managed namespace, printed by
+    ``occ kubernetes rbac``; occ creates no namespace and holds no cluster-wide grant)."""
+
+    kubernetes_managed_namespaces: Annotated[
+        str | None, Variable("OCC_KUBERNETES_MANAGED_NAMESPACES")
+    ] = None
+    """Kubernetes namespaces occ works in when ``tenant-scoped``, comma-separated (required
+    then); start-up checks occ's Role in each."""
 
     kubernetes_resource_quota: dict[str, str] | None = None
     """``spec.hard`` of a ResourceQuota put in every namespace occ creates (unset: none)."""
@@ -349,6 +365,20 @@ class Settings(BaseSettings):
             raise errors.InvalidSettings.at(
                 ("maintenance_interval_ms",), "must be a positive integer"
             )
+        if self.kubernetes_installation not in KUBERNETES_INSTALLATIONS:
+            raise errors.InvalidSettings.at(
+                ("kubernetes_installation",), "must be cluster or tenant-scoped"
+            )
+        if self.kubernetes_installation == "tenant-scoped" and not self.managed_namespaces:
+            raise errors.InvalidSettings.at(
+                ("kubernetes_managed_namespaces",),
+                "must name at least one namespace when the installation is tenant-scoped",
+            )
+        for name in self.managed_namespaces:
+            if not _DNS_LABEL.fullmatch(name):
+                raise errors.InvalidSettings.at(
+                    ("kubernetes_managed_namespaces",), "must be namespace names (DNS labels)"
+                )
         if self.local_effect_delay_ms < 0:
             raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
@@ -369,6 +399,12 @@ class Settings(BaseSettings):
                     " choose docker or kubernetes in production",
                 )
         return self
+
+    @property
+    def managed_namespaces(self) -> tuple[str, ...]:
+        """``kubernetes_managed_namespaces`` as names, in order, without duplicates."""
+        raw = self.kubernetes_managed_namespaces or ""
+        return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
 
     def startup_warnings(self) -> tuple[errors.FieldError, ...]:
         """What a production process should warn about once at start-up (never a value).

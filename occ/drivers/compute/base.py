@@ -59,6 +59,8 @@ class Pending:
 
     reason: str
     retry_after_s: float | None = None
+    code: str | None = None
+    """What the driver waits for, as a stable code (unset: plain progress)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver, rbac
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.compute.ssh import SshComputeDriver, hosts
 from occ.settings.config import Settings
@@ -35,6 +35,7 @@ from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
 READY_TIMEOUT = 20.0
+TENANT_NAMESPACE = "tenant-contract"
 
 
 @dataclass
@@ -47,6 +48,9 @@ class Harness:
     snapshot: Callable[[], object]
     """Everything the driver could have changed, comparable for equality."""
     credential: bool = True
+    place: Callable[[base.NamespaceSpec], base.NamespaceSpec] = lambda namespace: namespace
+    """The Namespace as the installation places it (a tenant-scoped one: in a provisioned
+    Kubernetes namespace)."""
 
 
 def _local(tmp_path: Path) -> Iterator[Harness]:
@@ -70,15 +74,29 @@ def _local(tmp_path: Path) -> Iterator[Harness]:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _kubernetes(tmp_path: Path) -> Iterator[Harness]:
+def _kubernetes(tmp_path: Path, *, tenant_scoped: bool = False) -> Iterator[Harness]:
     with FakeKubeAPI(validate=True) as fake:
         kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig")
-        driver = KubernetesComputeDriver.from_settings(
-            Settings(
-                kubernetes_kubeconfig=str(kubeconfig),
-                kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
-            )
+        settings = Settings(
+            kubernetes_kubeconfig=str(kubeconfig),
+            kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
         )
+        placed_in: str | None = None
+        if tenant_scoped:  # the administrator's step, and nothing more granted than its Role
+            fake.create_foreign("namespaces", None, {"metadata": {"name": TENANT_NAMESPACE}})
+            fake.grant_only(rbac.provisioning([TENANT_NAMESPACE]))
+            settings = settings.replace(
+                kubernetes_installation="tenant-scoped",
+                kubernetes_managed_namespaces=TENANT_NAMESPACE,
+            )
+            placed_in = TENANT_NAMESPACE
+
+        def place(namespace: base.NamespaceSpec) -> base.NamespaceSpec:
+            if placed_in is None:
+                return namespace
+            return dataclasses.replace(namespace, existing_namespace=placed_in)
+
+        driver = KubernetesComputeDriver.from_settings(settings)
 
         def settle(revision: base.RevisionSpec) -> None:
             namespace = driver.kubernetes_namespace(revision.namespace_id)
@@ -97,9 +115,10 @@ def _kubernetes(tmp_path: Path) -> Iterator[Harness]:
                 for rv in [obj["metadata"]["resourceVersion"]]
             )
 
-        yield Harness(driver=driver, settle=settle, snapshot=snapshot)
+        yield Harness(driver=driver, settle=settle, snapshot=snapshot, place=place)
         driver.close()
         assert fake.validation_errors == []
+        assert not [r.path for r in fake.journal if r.status == 403]
 
 
 def _docker(tmp_path: Path) -> Iterator[Harness]:
@@ -142,6 +161,7 @@ def _ssh(server: ssh_server.Server) -> Iterator[Harness]:
 HARNESSES: dict[str, Callable[[Path], Iterator[Harness]]] = {
     "local": _local,
     "kubernetes": _kubernetes,
+    "kubernetes-tenant-scoped": lambda tmp_path: _kubernetes(tmp_path, tenant_scoped=True),
     "docker": _docker,
 }
 
@@ -193,6 +213,7 @@ def _until_ready(harness: Harness, call: Callable[[], object], revision: base.Re
 def test_the_whole_lifecycle_is_idempotent_at_every_step(harness: Harness) -> None:
     driver, operation = harness.driver, _operation()
     namespace, revision = _specs()
+    namespace = harness.place(namespace)
     for _ in range(2):
         assert isinstance(driver.ensure_namespace(operation, namespace), base.Ready)
 
@@ -224,6 +245,7 @@ def test_the_whole_lifecycle_is_idempotent_at_every_step(harness: Harness) -> No
 def test_an_aborted_operation_raises_aborted_without_any_effect(harness: Harness) -> None:
     driver = harness.driver
     namespace, revision = _specs()
+    namespace = harness.place(namespace)
     before = harness.snapshot()
     aborted = _operation(aborted=True)
     for call in (
@@ -260,6 +282,7 @@ def test_a_bulk_observation_sees_what_activation_published_and_changes_nothing(
 ) -> None:
     driver, operation = harness.driver, _operation()
     namespace, revision = _specs()
+    namespace = harness.place(namespace)
     never_deployed = dataclasses.replace(_specs()[1], namespace_id=namespace.id)
     driver.ensure_namespace(operation, namespace)
     _until_ready(harness, lambda: driver.prepare_revision(operation, revision), revision)

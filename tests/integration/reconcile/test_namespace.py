@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from occ.controller import installation, namespaces
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver, rbac
+from occ.reconcile import executor
+from occ.reconcile.environment import Worker
+from occ.settings.config import Settings
 from occ.state import iam_policy, models, values
 from occ.state import roles as role_rows
 from occ.state.db import Database
 from tests.integration.reconcile import support
+from tests.support.kube_api import FakeKubeAPI
 
 POLICY = values.QueuePolicy()
 
@@ -84,3 +92,54 @@ def test_adoption_is_refused_when_the_actor_lost_installation_administer(
     with db.transaction() as session:
         namespace = session.get(models.Namespace, namespace_id)
     assert namespace is not None and namespace.status == "failed"
+
+
+def test_a_namespace_whose_role_is_missing_stays_provisioning_with_the_driver_code(
+    db: Database, tmp_path: Path
+) -> None:
+    """Tenant-scoped: a Namespace placed where occ's Role was not applied yet is deferred, not
+    failed, and its pass's audit names ``KUBERNETES_PERMISSION_MISSING``; nothing is written."""
+    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    namespace_id = namespaces.create_namespace(
+        db,
+        boot.admin_principal_id,
+        namespaces.CreateNamespace(name="tenant", existing_namespace="tenant-b"),
+    ).id
+    with FakeKubeAPI(validate=True) as fake:
+        fake.create_foreign("namespaces", None, {"metadata": {"name": "tenant-b"}})
+        fake.grant_only(rbac.provisioning(["tenant-a"]))  # not tenant-b's yet
+        settings = Settings(
+            kubernetes_kubeconfig=str(fake.write_kubeconfig(tmp_path / "kubeconfig")),
+            kubernetes_gateway_image="registry.example/gateway:1",
+            kubernetes_installation="tenant-scoped",
+            kubernetes_managed_namespaces="tenant-a,tenant-b",
+        )
+        driver = KubernetesComputeDriver.from_settings(settings)
+        before = fake.resource_version
+        try:
+            worker = Worker(
+                database=db,
+                policy=POLICY,
+                driver=driver,
+                shutdown=threading.Event(),
+                settings=settings,
+            )
+            [claim] = executor.claim_batch(db, POLICY, max_in_flight=5)
+            result = executor.run(worker, claim.work_id, str(claim.token))
+        finally:
+            driver.close()
+        assert fake.resource_version == before
+
+    assert result is not None and result.code == "NAMESPACE_INCOMPLETE"
+    with db.transaction() as session:
+        namespace = session.get(models.Namespace, namespace_id)
+        [event] = session.scalars(
+            sa.select(models.AuditEvent).where(
+                models.AuditEvent.work_id == claim.work_id,
+                models.AuditEvent.action == "namespaces.lifecycle.ensure",
+            )
+        ).all()
+    assert namespace is not None and namespace.status == "provisioning"
+    assert event.details["driverCode"] == "KUBERNETES_PERMISSION_MISSING"
+    assert event.details["convergencePending"] is True

@@ -71,7 +71,11 @@ class Dispatcher:
         rbac_resource = (
             f"{resource.plural}/{target.subresource}" if target.subresource else (resource.plural)
         )
-        self.authorizer.check(verb, rbac_resource, resource.group, target.namespace, target.name)
+        # a request on a namespace object is in that namespace (the apiserver's request info)
+        rbac_namespace = (
+            target.name if resource.plural == "namespaces" and target.name else target.namespace
+        )
+        self.authorizer.check(verb, rbac_resource, resource.group, rbac_namespace, target.name)
         manager = _param(request.query, "fieldManager") or user_agent.split("/", 1)[0] or "unknown"
         if watching:
             return watches.request(resource, target.namespace, request.query, accept)
@@ -226,7 +230,10 @@ class Dispatcher:
         if attributes.get("subresource"):
             resource = f"{resource}/{attributes['subresource']}"
         allowed = self.authorizer.allowed(
-            attributes.get("verb", ""), resource, attributes.get("namespace") or None
+            attributes.get("verb", ""),
+            resource,
+            attributes.get("namespace") or None,
+            attributes.get("group") or "",
         )
         review = dict(body)
         review.setdefault("apiVersion", "authorization.k8s.io/v1")

@@ -4,8 +4,8 @@ Puts the store, the simulated controllers, the verbs, RBAC, faults and the HTTP 
 together on ``127.0.0.1:<ephemeral port>`` in a daemon thread, and offers the test hooks:
 reading objects directly, objects put straight into the store (``seed``), changes and
 deletions behind the client's back, rollouts, namespace termination, watches cut or their
-history compacted, fault scripts, denials and the request journal. It must not be used
-outside tests; nothing here talks to a real cluster.
+history compacted, fault scripts, denials, RBAC restricted to given roles and the request
+journal. It must not be used outside tests; nothing here talks to a real cluster.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -288,6 +288,11 @@ class FakeKubeAPI:
 
     def deny(self, verb: str, resource: str, namespace: str | None = None) -> None:
         self._authorizer.deny(verb, resource, namespace)
+
+    def grant_only(self, documents: Iterable[Obj]) -> None:
+        """Restrict the user to the rules of the Roles and ClusterRoles that the bindings
+        among ``documents`` bind (RBAC enforcement; ``reset`` lifts it)."""
+        self._authorizer.grant_only(access.grants(documents))
 
     def _require(self, resource: resources.Resource, namespace: str | None, name: str) -> Obj:
         obj = self._store.get(resource.plural, namespace, name)

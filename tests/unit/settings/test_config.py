@@ -366,3 +366,31 @@ def test_only_the_secrets_may_come_from_files() -> None:
         "api_key_pepper",
         "secret_key",
     }
+
+
+# -- the kubernetes installation ----------------------------------------------------------------
+
+
+def test_a_tenant_scoped_installation_needs_managed_namespaces() -> None:
+    refused = _refusal({"OCC_KUBERNETES_INSTALLATION": "tenant-scoped"})
+    assert [error.pointer for error in refused.errors] == ["/kubernetes_managed_namespaces"]
+    settings = Settings.from_env(
+        {
+            "OCC_KUBERNETES_INSTALLATION": "tenant-scoped",
+            "OCC_KUBERNETES_MANAGED_NAMESPACES": " team-a, team-b,team-a ",
+        }
+    )
+    assert settings.managed_namespaces == ("team-a", "team-b")
+
+
+@pytest.mark.parametrize(
+    ("env", "pointer"),
+    [
+        ({"OCC_KUBERNETES_INSTALLATION": "namespaced"}, "/kubernetes_installation"),
+        ({"OCC_KUBERNETES_MANAGED_NAMESPACES": "Team_A"}, "/kubernetes_managed_namespaces"),
+    ],
+)
+def test_a_bad_installation_setting_is_refused_naming_it(env: dict[str, str], pointer: str) -> None:
+    refused = _refusal(env)
+    assert [error.pointer for error in refused.errors] == [pointer]
+    assert "Team_A" not in refused.errors[0].message

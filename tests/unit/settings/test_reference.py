@@ -21,6 +21,8 @@ SAMPLES = {
     "log_level": "DEBUG",
     "api_key_pepper": "pepper-" + "p" * 40,
     "secret_key": "secret-" + "s" * 40,
+    "kubernetes_installation": "cluster",
+    "kubernetes_managed_namespaces": "team-a,team-b",
 }
 """A valid value of each setting whose value is checked (the others take any text)."""
 NOT_SETTINGS = {

@@ -2,9 +2,10 @@
 
 Records (``watched``'s trimmed objects) are kept by kind, namespace and name, with two
 indexes the observations use: EndpointSlices by their Service, namespaces by the occ
-Namespace id they are labelled with. Per kind the store also knows whether it was ever
+Namespace id they are labelled with. Per stream (a kind across all namespaces, or a kind in
+one namespace of a tenant-scoped installation) the store also knows whether it was ever
 listed (synced) and when the cluster last proved it current ("alive": a list, a watch
-opened, an event or bookmark, a watch ended cleanly); a kind is fresh while that proof is
+opened, an event or bookmark, a watch ended cleanly); a stream is fresh while that proof is
 younger than the bound it is asked about. Writers (the watches) and readers (a batch of
 observations, under ``view``) share one lock; nothing here talks to the cluster.
 """
@@ -28,6 +29,11 @@ Entry = TypeVar("Entry", str, Key)
 def _key(record: Mapping[str, Any]) -> Key:
     metadata = record.get("metadata") or {}
     return (str(metadata.get("namespace") or ""), str(metadata.get("name")))
+
+
+def stream(kind: client.Kind, namespace: str | None = None) -> str:
+    """The name of the stream that keeps ``kind`` (in ``namespace``) current."""
+    return kind.plural if namespace is None else f"{kind.plural} in {namespace}"
 
 
 def _discard(index: dict[Entry, dict[str, Wire]], entry: Entry, name: str) -> None:
@@ -62,10 +68,14 @@ class View:
 
 
 class ObjectCache:
-    """Watched objects by kind and key, and per kind whether and when they were current."""
+    """Watched objects by kind and key, and per stream whether and when they were current."""
 
     def __init__(
-        self, kinds: Sequence[client.Kind], *, clock: Callable[[], float] = time.monotonic
+        self,
+        kinds: Sequence[client.Kind],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        streams: Sequence[str] | None = None,
     ) -> None:
         self.clock = clock
         self.lock = threading.Lock()
@@ -74,18 +84,24 @@ class ObjectCache:
         self.slices: dict[Key, dict[str, Wire]] = {}
         self.namespaces: dict[str, dict[str, Wire]] = {}
         self._alive_at: dict[str, float] = {}
+        self.streams = tuple(streams) if streams else tuple(kind.plural for kind in kinds)
 
     # -- writes (the watches) ---------------------------------------------------------------
 
-    def replace(self, kind: client.Kind, records: Iterable[Wire]) -> None:
-        """Everything of ``kind``, as a list found it (the kind is synced and alive)."""
+    def replace(
+        self, kind: client.Kind, records: Iterable[Wire], namespace: str | None = None
+    ) -> None:
+        """Everything of ``kind`` (in ``namespace``), as a list found it (its stream is synced
+        and alive)."""
         with self.changed:
-            for record in list(self.objects[kind.plural].values()):
-                self._unindex(kind, record)
-            self.objects[kind.plural] = {}
+            kept = self.objects[kind.plural]
+            for key, record in list(kept.items()):
+                if namespace is None or key[0] == namespace:
+                    self._unindex(kind, record)
+                    del kept[key]
             for record in records:
                 self._store(kind, record)
-            self._alive_at[kind.plural] = self.clock()
+            self._alive_at[stream(kind, namespace)] = self.clock()
             self.changed.notify_all()
 
     def put(self, kind: client.Kind, record: Wire) -> None:
@@ -100,11 +116,13 @@ class ObjectCache:
             if old is not None:
                 self._unindex(kind, old)
 
-    def alive(self, kind: client.Kind) -> None:
-        """The cluster just proved ``kind``'s records current (a synced kind only)."""
+    def alive(self, kind: client.Kind, namespace: str | None = None) -> None:
+        """The cluster just proved ``kind``'s records (in ``namespace``) current (a synced
+        stream only)."""
+        name = stream(kind, namespace)
         with self.changed:
-            if kind.plural in self._alive_at:
-                self._alive_at[kind.plural] = self.clock()
+            if name in self._alive_at:
+                self._alive_at[name] = self.clock()
                 self.changed.notify_all()
 
     def _store(self, kind: client.Kind, record: Wire) -> None:
@@ -134,25 +152,23 @@ class ObjectCache:
 
     @property
     def synced(self) -> bool:
-        """Whether every kind was listed once."""
+        """Whether every stream was listed once."""
         with self.lock:
-            return len(self._alive_at) == len(self.objects)
+            return all(name in self._alive_at for name in self.streams)
 
     def stale(self, bound_s: float) -> list[str]:
-        """The kinds never listed or not proved current for more than ``bound_s``."""
+        """The streams never listed or not proved current for more than ``bound_s``."""
         with self.lock:
             return self._stale(bound_s)
 
     def _stale(self, bound_s: float) -> list[str]:
         now = self.clock()
         return [
-            plural
-            for plural in self.objects
-            if now - self._alive_at.get(plural, -float("inf")) > bound_s
+            name for name in self.streams if now - self._alive_at.get(name, -float("inf")) > bound_s
         ]
 
     def wait_fresh(self, bound_s: float, timeout_s: float) -> list[str]:
-        """Wait up to ``timeout_s`` for every kind to be fresh; the kinds still stale."""
+        """Wait up to ``timeout_s`` for every stream to be fresh; the streams still stale."""
         deadline = self.clock() + timeout_s
         with self.changed:
             while (stale := self._stale(bound_s)) and (left := deadline - self.clock()) > 0:

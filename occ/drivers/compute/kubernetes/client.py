@@ -4,14 +4,15 @@ It builds a Kubernetes ``Configuration`` from settings (an explicit kubeconfig a
 unset: in-cluster configuration when available, else the default kubeconfig), calls the typed
 API methods with a per-request timeout, paced by the rate limit, hands back objects in wire
 form (camelCase dicts) and translates every failure (``failures``). For the observation cache
-it lists a kind in every namespace by pages and opens watches, unpaced, on a pool of their
-own. It never logs or raises a body (a Secret's holds a credential), and it knows nothing of
-occ's objects or naming.
+it lists a kind in every namespace (or in one) by pages and opens watches, unpaced, on a pool
+of their own. It never logs or raises a body (a Secret's holds a credential), and it knows
+nothing of occ's objects or naming.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import re
@@ -130,6 +131,8 @@ class KubernetesApi:
         self.configuration = configuration
         self.timeout_s = float(timeout_s)
         self.limiter = limiter
+        self.stream_pool_size = STREAM_POOL_SIZE
+        """Connections kept for lists and watches (more when more watches stay open)."""
         self._client: k8s.ApiClient | None = None
         self._streams: k8s.ApiClient | None = None
         self._pid = 0
@@ -155,7 +158,7 @@ class KubernetesApi:
             self._in_this_process()
             if self._streams is None:
                 configuration: Any = copy.deepcopy(self.configuration)
-                configuration.connection_pool_maxsize = STREAM_POOL_SIZE
+                configuration.connection_pool_maxsize = self.stream_pool_size
                 configuration.retries = False  # the cache reconnects with its own backoff
                 self._streams = k8s.ApiClient(configuration)
             return self._streams
@@ -280,13 +283,21 @@ class KubernetesApi:
     # -- the observation cache's lists and watches (unpaced) ------------------------------
 
     def list_page(
-        self, kind: Kind, selector: str, *, limit: int, resume: str | None, metadata_only: bool
+        self,
+        kind: Kind,
+        selector: str,
+        *,
+        limit: int,
+        resume: str | None,
+        metadata_only: bool,
+        namespace: str | None = None,
     ) -> Page:
-        """A page of ``kind``'s objects matching ``selector`` in every namespace (``Expired``
-        when the ``resume`` token is too old)."""
+        """A page of ``kind``'s objects matching ``selector`` in ``namespace`` (unset: every
+        namespace; ``Expired`` when the ``resume`` token is too old)."""
         response = self._collection(
             kind,
             METADATA_LIST if metadata_only else None,
+            namespace,
             label_selector=selector,
             limit=limit,
             _continue=resume,
@@ -311,14 +322,17 @@ class KubernetesApi:
         resource_version: str,
         timeout_s: int,
         metadata_only: bool,
+        namespace: str | None = None,
     ) -> Any:
-        """A watch of ``kind``'s objects matching ``selector`` in every namespace after
+        """A watch of ``kind``'s objects matching ``selector`` in ``namespace`` (unset: every
+        namespace) after
         ``resource_version``, with bookmarks, that the server ends after ``timeout_s``: the raw
         response (``stream()`` its JSON lines; ``shutdown()``). A read waits at most
         ``timeout_s`` plus the request timeout, so a silent connection ends too."""
         return self._collection(
             kind,
             METADATA_WATCH if metadata_only else None,
+            namespace,
             label_selector=selector,
             watch=True,
             allow_watch_bookmarks=True,
@@ -327,11 +341,15 @@ class KubernetesApi:
             _request_timeout=(self.timeout_s, timeout_s + self.timeout_s),
         )
 
-    def _collection(self, kind: Kind, accept: str | None, **arguments: Any) -> Any:
-        scope = "_for_all_namespaces" if kind.namespaced else ""
-        method = getattr(
-            getattr(k8s, kind.api)(self._stream_client()), f"list_{kind.suffix}{scope}"
-        )
+    def _collection(
+        self, kind: Kind, accept: str | None, namespace: str | None, **arguments: Any
+    ) -> Any:
+        api = getattr(k8s, kind.api)(self._stream_client())
+        if kind.namespaced and namespace is not None:
+            method = functools.partial(getattr(api, f"list_namespaced_{kind.suffix}"), namespace)
+        else:
+            scope = "_for_all_namespaces" if kind.namespaced else ""
+            method = getattr(api, f"list_{kind.suffix}{scope}")
         headers = {"Accept": f"{accept},application/json"} if accept else None
         operation = f"{'watch' if arguments.get('watch') else 'list'} {kind.kind}"
         return self._call(

@@ -83,7 +83,10 @@ class KubernetesComputeDriver:
         self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
         self._namespaces: dict[str, str] = {}
         self._lock = threading.Lock()
-        self.informer = informer.Informer(api)
+        self.informer = informer.Informer(
+            api, namespaces=self.policy.managed if self.policy.tenant_scoped else None
+        )
+        api.stream_pool_size = max(api.stream_pool_size, self.informer.streams + 2)
 
     @classmethod
     def from_settings(
@@ -117,6 +120,8 @@ class KubernetesComputeDriver:
                 prefix=settings.kubernetes_namespace_prefix,
                 resource_quota=settings.kubernetes_resource_quota,
                 limit_range=settings.kubernetes_limit_range,
+                installation=settings.kubernetes_installation,
+                managed=settings.managed_namespaces,
             ),
             maintenance_interval_s=(
                 settings.maintenance_interval_ms / 1000
@@ -134,8 +139,9 @@ class KubernetesComputeDriver:
     # -- preflight ------------------------------------------------------------------------
 
     def preflight(self) -> None:
-        """Check the API server's version and that occ may do every verb it uses."""
-        access.check(self.api)
+        """Check the API server's version and that occ may do every verb it uses (cluster-wide,
+        or in each managed namespace of a tenant-scoped installation)."""
+        access.check(self.api, self.policy.installation, self.policy.managed)
 
     # -- Namespaces -----------------------------------------------------------------------
 
@@ -171,6 +177,8 @@ class KubernetesComputeDriver:
             known = self._namespaces.get(namespace_id)
         if known is not None:
             return known
+        if self.policy.tenant_scoped:
+            return self._managed_namespace(namespace_id)
         found = [
             obj
             for obj in self.api.find(
@@ -184,6 +192,19 @@ class KubernetesComputeDriver:
         with self._lock:
             self._namespaces[namespace_id] = name
         return name
+
+    def _managed_namespace(self, namespace_id: str) -> str | None:
+        """Tenant-scoped: the managed namespace labelled with ``namespace_id`` (each is read
+        by name: occ may not list namespaces)."""
+        for name in self.policy.managed:
+            found = self.api.read(client.NAMESPACE, None, name)
+            if found is None or namespaces.terminating(found):
+                continue
+            if ensure.is_owned(found, {naming.NAMESPACE_ID: namespace_id}):
+                with self._lock:
+                    self._namespaces[namespace_id] = name
+                return name
+        return None
 
     def _required_namespace(self, namespace_id: str) -> str:
         name = self.kubernetes_namespace(namespace_id)

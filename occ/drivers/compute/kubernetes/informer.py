@@ -7,6 +7,10 @@ kind's first list, and lends the cache for one batch of observations. It refuses
 no proof of life from the cluster for more than ``stale_after_s``: observations never rest on
 data older than that bound, and the caller retries later instead of acting on a guess.
 ``stop`` ends the threads and breaks their streams.
+
+In a tenant-scoped installation (``namespaces`` given) each namespaced kind is watched in each
+managed namespace, and the namespaces themselves are read by a ``polling.NamespacePoller``:
+nothing asks for more than occ's Role grants there.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import cache, client, watched, watching
+from occ.drivers.compute.kubernetes import cache, client, polling, watched, watching
 
 NOT_OBSERVED: Final = "KUBERNETES_NOT_OBSERVED"
 """Why a bulk observation was refused: the cache has not synced, or is stale."""
@@ -43,6 +47,8 @@ class Informer:
         sync_wait_s: float = SYNC_WAIT_S,
         timing: watching.Timing = watching.TIMING,
         clock: Callable[[], float] = time.monotonic,
+        namespaces: Sequence[str] | None = None,
+        poll_interval_s: float = polling.INTERVAL_S,
     ) -> None:
         if stale_after_s <= timing.session_s[1]:
             raise ValueError("a bound below the longest watch session would refuse idle kinds")
@@ -51,12 +57,51 @@ class Informer:
         self.sync_wait_s = sync_wait_s
         self.timing = timing
         self.clock = clock
-        self.store = cache.ObjectCache([kind.kind for kind in watched.KINDS], clock=clock)
+        self.namespaces = tuple(namespaces) if namespaces is not None else None
+        self.poll_interval_s = poll_interval_s
+        self.store = self._new_store()
         self._lock = threading.Lock()
         self._pid = 0
         self._stop = threading.Event()
-        self._reflectors: list[watching.Reflector] = []
+        self._reflectors: list[watching.Reflector | polling.NamespacePoller] = []
         self._threads: list[threading.Thread] = []
+
+    @property
+    def streams(self) -> int:
+        """How many lists and watches the cache keeps open at once."""
+        return len(self.store.streams)
+
+    def _new_store(self) -> cache.ObjectCache:
+        kinds = [kind.kind for kind in watched.KINDS]
+        if self.namespaces is None:
+            return cache.ObjectCache(kinds, clock=self.clock)
+        streams = [
+            cache.stream(kind.kind, namespace if kind.kind.namespaced else None)
+            for kind in watched.KINDS
+            for namespace in (self.namespaces if kind.kind.namespaced else (None,))
+        ]
+        return cache.ObjectCache(kinds, clock=self.clock, streams=streams)
+
+    def _readers(self) -> list[watching.Reflector | polling.NamespacePoller]:
+        if self.namespaces is None:
+            return [
+                watching.Reflector(self.api, kind, self.store, self._stop, timing=self.timing)
+                for kind in watched.KINDS
+            ]
+        readers: list[watching.Reflector | polling.NamespacePoller] = [
+            polling.NamespacePoller(
+                self.api, self.namespaces, self.store, self._stop, interval_s=self.poll_interval_s
+            )
+        ]
+        readers.extend(
+            watching.Reflector(
+                self.api, kind, self.store, self._stop, timing=self.timing, namespace=namespace
+            )
+            for kind in watched.KINDS
+            if kind.kind.namespaced
+            for namespace in self.namespaces
+        )
+        return readers
 
     def start(self) -> None:
         """Start the reflectors unless they run in this process already."""
@@ -64,15 +109,10 @@ class Informer:
             if self._pid == os.getpid() and self._threads:
                 return
             if self._pid != os.getpid():  # a fork: the parent's threads and records are gone
-                self.store = cache.ObjectCache(
-                    [kind.kind for kind in watched.KINDS], clock=self.clock
-                )
+                self.store = self._new_store()
             self._pid = os.getpid()
             self._stop = threading.Event()
-            self._reflectors = [
-                watching.Reflector(self.api, kind, self.store, self._stop, timing=self.timing)
-                for kind in watched.KINDS
-            ]
+            self._reflectors = self._readers()
             self._threads = [
                 threading.Thread(
                     target=reflector.run,

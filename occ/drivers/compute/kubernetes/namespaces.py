@@ -1,11 +1,17 @@
 """Namespace infrastructure of the ``kubernetes`` driver: create or adopt, and tear down.
 
-A created namespace is named from the occ Namespace id, labelled with restricted Pod
-Security, fenced by a default-deny NetworkPolicy and an ``allow-dns`` egress policy, and gets
-the configured ResourceQuota and LimitRange. An adopted namespace (``existing_namespace``)
-only gets occ's labels and annotation (a merge patch) and occ's policies; on teardown it is
-never deleted: only the objects occ owns in it go, then occ's keys. Deletion is asynchronous:
-``Pending`` until the namespace is gone (or empty of occ's objects).
+In a ``cluster`` installation, a created namespace is named from the occ Namespace id,
+labelled with restricted Pod Security, fenced by a default-deny NetworkPolicy and an
+``allow-dns`` egress policy, and gets the configured ResourceQuota and LimitRange. An adopted
+namespace (``existing_namespace``) only gets occ's labels and annotation (a merge patch) and
+occ's policies; on teardown it is never deleted: only the objects occ owns in it go, then
+occ's keys. Deletion is asynchronous: ``Pending`` until the namespace is gone (or empty of
+occ's objects).
+
+In a ``tenant-scoped`` installation occ creates and deletes no namespace: every namespace is
+one of the managed namespaces an administrator provisioned with occ's Role, handled as an
+adopted one. One that is not managed, or whose Role is missing, stays ``Pending`` with a code
+(``KUBERNETES_NAMESPACE_NOT_MANAGED``, ``KUBERNETES_PERMISSION_MISSING``) until it is.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, ensure, namespace_manifests, naming
+from occ.drivers.compute.kubernetes import access, client, ensure, namespace_manifests, naming
 
 NAMESPACE_MISSING: Final = "KUBERNETES_NAMESPACE_MISSING"
+NOT_MANAGED: Final = "KUBERNETES_NAMESPACE_NOT_MANAGED"
 
 AGENT_KINDS: Final = (
     client.DEPLOYMENT,
@@ -32,6 +39,9 @@ AGENT_KINDS: Final = (
 OWNED_KINDS: Final = (*AGENT_KINDS, client.NETWORK_POLICY, client.QUOTA, client.LIMITS)
 """Every kind occ creates inside a namespace, in teardown order (an Agent's first)."""
 
+TENANT_KINDS: Final = (*AGENT_KINDS, client.NETWORK_POLICY)
+"""Every kind occ creates in a managed namespace of a tenant-scoped installation."""
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -40,6 +50,13 @@ class Policy:
     prefix: str
     resource_quota: Mapping[str, str] | None = None
     limit_range: Mapping[str, Mapping[str, str]] | None = None
+    installation: str = access.CLUSTER
+    managed: tuple[str, ...] = ()
+    """The managed namespaces of a tenant-scoped installation."""
+
+    @property
+    def tenant_scoped(self) -> bool:
+        return self.installation == access.TENANT_SCOPED
 
 
 def name_of(policy: Policy, namespace: base.NamespaceSpec) -> str:
@@ -57,8 +74,12 @@ def ensure_infrastructure(
     """Create or adopt the namespace and its policies; its name, or ``Pending``."""
     api = steps.api
     name = name_of(policy, namespace)
-    adopted = namespace.existing_namespace is not None
+    adopted = namespace.existing_namespace is not None or policy.tenant_scoped
     operation.check()
+    if policy.tenant_scoped:
+        waiting = _unprovisioned(api, policy, name)
+        if waiting is not None:
+            return waiting
     current = api.read(client.NAMESPACE, None, name)
     if current is None:
         if adopted:
@@ -94,6 +115,24 @@ def ensure_infrastructure(
             api.merge_patch(client.NAMESPACE, None, name, {"metadata": desired["metadata"]})
     _ensure_policies(steps, policy, operation, namespace, name, adopted=adopted)
     return name
+
+
+def _unprovisioned(api: client.KubernetesApi, policy: Policy, name: str) -> base.Pending | None:
+    """Why occ may not work in ``name`` yet (tenant-scoped), or ``None`` when it may."""
+    if name not in policy.managed:
+        return base.Pending(
+            f"namespace {name} is not one of the managed namespaces "
+            "(OCC_KUBERNETES_MANAGED_NAMESPACES)",
+            code=NOT_MANAGED,
+        )
+    missing = access.missing_in(api, name)
+    if missing:
+        return base.Pending(
+            f"occ may not {', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''} in "
+            f"namespace {name}: an administrator applies `occ kubernetes rbac --namespace {name}`",
+            code=access.PERMISSION_MISSING,
+        )
+    return None
 
 
 def _ensure_policies(
@@ -143,7 +182,7 @@ def delete_infrastructure(
     )
     if not ours:
         return base.Ready()  # never occ's (or already released): nothing of occ's is there
-    if namespace.existing_namespace is None:
+    if namespace.existing_namespace is None and not policy.tenant_scoped:
         if terminating(current):
             return base.Pending("the namespace is terminating")
         before_delete()
@@ -152,9 +191,8 @@ def delete_infrastructure(
         api.delete(client.NAMESPACE, None, name, uid)
         return base.Pending("the namespace is terminating")
     before_delete()
-    remaining = steps.delete_all(
-        operation, OWNED_KINDS, name, naming.owned_by_namespace(namespace.id)
-    )
+    kinds = TENANT_KINDS if policy.tenant_scoped else OWNED_KINDS
+    remaining = steps.delete_all(operation, kinds, name, naming.owned_by_namespace(namespace.id))
     if remaining:
         return base.Pending("occ's objects in the adopted namespace are being deleted")
     operation.check()

@@ -1,6 +1,7 @@
 """One kind kept current in the observation cache: list it, then watch it, forever.
 
-A ``Reflector`` lists its kind in every namespace page by page and stores what it found, then
+A ``Reflector`` lists its kind in every namespace (or in one: a tenant-scoped installation
+has one per managed namespace) page by page and stores what it found, then
 watches from the list's resourceVersion: ``ADDED``/``MODIFIED`` store a record, ``DELETED``
 drops one, ``BOOKMARK`` only moves the version on. Each watch asks the server to end it after
 a session of ``session_s`` (drawn at random between its bounds, as client-go does, so
@@ -75,8 +76,10 @@ class Reflector:
         *,
         timing: Timing = TIMING,
         draw: Callable[[], float] = random.random,
+        namespace: str | None = None,
     ) -> None:
         self.api = api
+        self.namespace = namespace
         self.watched = kind
         self.store = store
         self.stop = stop
@@ -147,11 +150,12 @@ class Reflector:
                 limit=PAGE_SIZE,
                 resume=resume,
                 metadata_only=self.watched.metadata_only,
+                namespace=self.namespace,
             )
             version = version or page.resource_version
             records.extend(self.watched.keep(item) for item in page.items)
             if page.resume is None:
-                self.store.replace(self.kind, records)
+                self.store.replace(self.kind, records, self.namespace)
                 _log(
                     "compute.kubernetes-cache-listed",
                     logging.DEBUG,
@@ -174,19 +178,20 @@ class Reflector:
             resource_version=version,
             timeout_s=session_s,
             metadata_only=self.watched.metadata_only,
+            namespace=self.namespace,
         )
         with self._response_lock:
             self._response = response
         events = 0
         ended = False
         try:
-            self.store.alive(self.kind)
+            self.store.alive(self.kind, self.namespace)
             for line in _lines(response):
                 if self.stop.is_set():
                     return version
                 version = self._apply(json.loads(line), version)
                 events += 1
-                self.store.alive(self.kind)
+                self.store.alive(self.kind, self.namespace)
             ended = not self.stop.is_set()
         finally:
             with self._response_lock:

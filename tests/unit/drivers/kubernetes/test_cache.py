@@ -155,3 +155,25 @@ def test_the_cache_reads_only_metadata_of_kinds_whose_contents_it_never_needs(
 ) -> None:
     needs_contents = {client.DEPLOYMENT, client.SERVICE, client.ENDPOINT_SLICE}
     assert kind.metadata_only is (kind.kind not in needs_contents)
+
+
+def test_per_namespace_streams_list_and_age_apart() -> None:
+    """A tenant-scoped cache: a list in one namespace replaces only that namespace's records,
+    and each namespace's stream is fresh or stale on its own."""
+    clock = ManualClock()
+    streams = [cache.stream(client.ENDPOINT_SLICE, name) for name in ("team-a", "team-b")]
+    store = cache.ObjectCache([client.ENDPOINT_SLICE], clock=clock, streams=streams)
+    assert store.stale(BOUND_S) == ["endpointslices in team-a", "endpointslices in team-b"]
+    store.replace(client.ENDPOINT_SLICE, [_slice("a1", "svc", "team-a")], "team-a")
+    store.replace(client.ENDPOINT_SLICE, [_slice("b1", "svc", "team-b")], "team-b")
+    assert store.synced and store.stale(BOUND_S) == []
+
+    store.replace(client.ENDPOINT_SLICE, [_slice("a2", "svc", "team-a")], "team-a")
+    with store.view() as view:
+        assert _names(view.slices("team-a", "svc")) == ["a2"]
+        assert _names(view.slices("team-b", "svc")) == ["b1"]
+
+    clock.advance(BOUND_S - 1)
+    store.alive(client.ENDPOINT_SLICE, "team-a")
+    clock.advance(2)
+    assert store.stale(BOUND_S) == ["endpointslices in team-b"]

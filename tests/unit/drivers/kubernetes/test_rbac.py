@@ -1,0 +1,78 @@
+"""The tenant-scoped Role and RoleBinding: exactly the namespaced access the driver checks,
+valid for every supported API server version, and what ``occ kubernetes rbac`` prints."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from occ.cli import cli
+from occ.drivers.compute.kubernetes import access, rbac
+from tests.support import kubernetes_schemas
+
+SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
+"""From ``access.MINIMUM_VERSION`` to the newest the fake API server speaks."""
+
+
+def _expanded(rules: list[dict[str, list[str]]]) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_role_grants_exactly_the_namespaced_access_and_no_wildcard() -> None:
+    role = rbac.role("tenant-a")
+    needed = {(kind.group, kind.plural, verb) for verb, kind in access.NAMESPACED_ACCESS}
+    assert _expanded(role["rules"]) == needed
+    assert "*" not in str(role["rules"])
+    assert not any("resourceNames" in rule for rule in role["rules"])
+    # nothing occ never needs in a tenant's namespace: quotas, limit ranges, namespace writes
+    assert ("", "resourcequotas", "get") not in needed
+    assert ("", "namespaces", "create") not in needed
+    assert ("", "namespaces", "delete") not in needed
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_the_provisioning_manifests_validate_strictly(version: str) -> None:
+    for manifest in rbac.provisioning(["tenant-a", "tenant-b"]):
+        kubernetes_schemas.validate(manifest, version)
+
+
+def test_the_binding_names_the_workers_service_account_and_the_role() -> None:
+    binding = rbac.role_binding("tenant-a", subject_namespace="ops", subject_name="occ")
+    assert binding["metadata"]["namespace"] == "tenant-a"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": rbac.ROLE_NAME,
+    }
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "occ", "namespace": "ops"}]
+
+
+def test_occ_kubernetes_rbac_prints_a_role_and_binding_per_namespace() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["kubernetes", "rbac", "--namespace", "tenant-a", "--namespace", "tenant-b"],
+    )
+    assert result.exit_code == 0, result.output
+    documents = list(yaml.safe_load_all(result.output))
+    assert documents == rbac.provisioning(["tenant-a", "tenant-b"])
+    assert [(d["kind"], d["metadata"]["namespace"]) for d in documents] == [
+        ("Role", "tenant-a"),
+        ("RoleBinding", "tenant-a"),
+        ("Role", "tenant-b"),
+        ("RoleBinding", "tenant-b"),
+    ]
+
+
+def test_occ_kubernetes_rbac_refuses_a_malformed_service_account() -> None:
+    result = CliRunner().invoke(
+        cli, ["kubernetes", "rbac", "--namespace", "a", "--service-account", "occ-worker"]
+    )
+    assert result.exit_code == 2
+    assert "namespace/name" in result.output
