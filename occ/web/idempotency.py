@@ -15,6 +15,12 @@ record is a minute old, and the change is never applied again. Answers that carr
 (a new API key) are never stored: their repeat answers 409 ``IDEMPOTENCY_KEY_REUSED``. A POST
 that changes nothing (only reads) keeps no record. This module must not store a secret:
 neither a request body (only its keyed digest) nor such an answer.
+
+A repeat is authenticated like any request (a revoked key answers 401) and, before its record
+is read out, re-authorized (``occ.controller.replays``): the route's own permission on the
+resource its path names, under current policy, so a caller whose role binding was revoked since
+gets 403, not the stored success. Keys are scoped to the principal: another principal's
+request with the same key is a request of its own.
 """
 
 from __future__ import annotations
@@ -28,10 +34,10 @@ from typing import Any, Final
 
 import flask
 
-from occ.controller import idempotency
+from occ.controller import idempotency, replays
 from occ.foundation import errors
 from occ.telemetry import observability
-from occ.web import json_input, problems
+from occ.web import access, json_input, problems
 
 HEADER: Final = "Idempotency-Key"
 _KEY: Final = re.compile(r"[\x21-\x7e]{1,255}")
@@ -72,6 +78,7 @@ def claim_or_replay() -> flask.Response | None:
         flask.g.setdefault(_SCOPE, reservation)
         idempotency.hold(reservation)
         return None
+    replays.reauthorize(context.runtime.database, str(principal_id), _replay())
     if record.fingerprint != digest or (
         record.response_status is not None and flask.request.endpoint in SECRET_BEARING_ENDPOINTS
     ):
@@ -92,6 +99,21 @@ def claim_or_replay() -> flask.Response | None:
     if record.response_location is not None:
         replay.headers["Location"] = record.response_location
     return replay
+
+
+def _replay() -> replays.Replay:
+    """The route's own permission (the first it declares) and the ids its path names."""
+    view = flask.current_app.view_functions[flask.request.endpoint or ""]
+    declared = access.declared(view)
+    assert declared, "a route that takes an Idempotency-Key declares its permissions"
+    permission = declared[0]
+    arguments = flask.request.view_args or {}
+    kind = permission.partition(":")[0]
+    return replays.Replay(
+        permission=permission,
+        namespace_id=arguments.get("namespace_id"),
+        item_id=arguments.get(f"{kind}_id"),
+    )
 
 
 def record_outcome(response: flask.Response) -> flask.Response:

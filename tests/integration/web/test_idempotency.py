@@ -10,11 +10,13 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ.controller import idempotency as idempotency_cases
+from occ.controller import replays
 from occ.foundation import errors
 from occ.state import audit, idempotency, models
 from occ.state.db import Database, Session
-from tests.integration.web import test_agents, test_preconditions
+from tests.integration.web import support, test_agents, test_preconditions
 from tests.integration.web.conftest import Caller
+from tests.support import grants
 
 
 def keyed(caller: Caller, key: str) -> dict[str, str]:
@@ -229,3 +231,66 @@ def test_two_concurrent_requests_with_one_key_apply_once(
     [created] = [a for a in answers if a.status_code == 201]
     replay = client.post(path, json=body, headers=keyed(admin, "twin"))
     assert replay.json == created.json and replay.headers["Idempotent-Replayed"] == "true"
+
+
+def test_a_replay_is_reauthorized(client: FlaskClient, admin: Caller, db: Database) -> None:
+    """A repeat after the caller's role binding was revoked answers 403, not the stored 201;
+    the refusal is audited and changes nothing."""
+    world = test_agents.make_world(db, admin.principal_id)
+    member = support.caller(db, name="member")
+    binding = grants.give(
+        db,
+        member.principal_id,
+        ["configuration:create", "configuration:read"],
+        namespace_id=world.namespace_id,
+    )
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    body = {"name": "c", "document": {"a": 1}}
+    first = client.post(path, json=body, headers=keyed(member, "once"))
+    assert first.status_code == 201, first.json
+    again = client.post(path, json=body, headers=keyed(member, "once"))
+    assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+
+    revoked = client.delete(f"/v1/access-bindings/{binding.id}", headers=admin.headers)
+    assert revoked.status_code in (200, 204), revoked.json
+    refused = client.post(path, json=body, headers=keyed(member, "once"))
+    document = support.problem(refused, 403, "FORBIDDEN")
+    assert first.json["data"]["id"] not in str(document)
+    assert "Idempotent-Replayed" not in refused.headers
+    denial = [e for e in support.denials(db) if e.action == replays.ACTION]
+    assert len(denial) == 1 and denial[0].actor_id == member.principal_id
+    assert denial[0].details["permission"] == "configuration:create"
+    assert len(records(db)) == 1  # the record stays; nothing was written
+
+    # a binding granted again lets the same repeat replay the same answer
+    grants.give(db, member.principal_id, ["configuration:create"], namespace_id=world.namespace_id)
+    restored = client.post(path, json=body, headers=keyed(member, "once"))
+    assert restored.status_code == 201 and restored.json == first.json
+
+
+def test_a_replay_with_a_revoked_key_is_unauthenticated(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    first = client.post("/v1/namespaces", json={"name": "one"}, headers=keyed(admin, "k"))
+    assert first.status_code == 201, first.json
+    support.revoke(db, admin)
+    refused = client.post("/v1/namespaces", json={"name": "one"}, headers=keyed(admin, "k"))
+    support.problem(refused, 401, "UNAUTHENTICATED")
+    assert "Idempotent-Replayed" not in refused.headers
+
+
+def test_a_replay_is_only_for_the_same_principal(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    """Another principal repeating the same request with the same key makes its own request: it
+    never sees the first principal's answer."""
+    world = test_agents.make_world(db, admin.principal_id)
+    other = test_agents.caller(db, "configuration:create", namespace_id=world.namespace_id)
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    body = {"name": "c", "document": {"a": 1}}
+    first = client.post(path, json=body, headers=keyed(admin, "same"))
+    assert first.status_code == 201, first.json
+    theirs = client.post(path, json=body, headers=keyed(other, "same"))
+    assert "Idempotent-Replayed" not in theirs.headers
+    assert theirs.status_code == 409, theirs.json  # the name is taken: a request of its own
+    assert first.json["data"]["id"] not in theirs.get_data(as_text=True)
