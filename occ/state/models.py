@@ -339,6 +339,7 @@ class ControllerWork(Base):
         ),
         sa.Index(
             "controller_work_ready",
+            "priority",
             "available_at",
             "created_at",
             "id",
@@ -365,6 +366,9 @@ class ControllerWork(Base):
     agent_target: orm.Mapped[str | None]
     lane: orm.Mapped[str] = orm.mapped_column(
         sa.Computed("COALESCE(agent_id, namespace_id)", persisted=True)
+    )
+    priority: orm.Mapped[int] = orm.mapped_column(
+        sa.SmallInteger, sa.Computed("occ.work_priority(kind)", persisted=True)
     )
     state: orm.Mapped[str] = orm.mapped_column(server_default="queued")
     attempt_count: orm.Mapped[int] = orm.mapped_column(sa.Integer, server_default="0")

@@ -13,6 +13,11 @@ so a repeated admission finds the item it already made (enqueue is idempotent on
     agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (a repair, admitted
                                                      in second n of the epoch)
 
+Every kind also declares its ``Priority`` class: what a user asked for (deploy, stop, delete,
+a Namespace) is claimed ahead of repairs and periodic upkeep, which are still guaranteed their
+share of each batch (``docs/queue.md``, Priority classes). The ``priority`` column is generated
+from the kind by ``occ.work_priority`` (migration 0014), which states the same classes.
+
 The ``controller_work_shape`` CHECK constraint ties the ``kind`` column to the same shapes. How
 the workers run each kind is declared in ``occ.reconcile`` (one ``kinds.Handler`` per kind); the
 queue itself reads only these specs.
@@ -41,6 +46,18 @@ class WorkKind(enum.StrEnum):
     REVISION_MAINTENANCE = "revision_maintenance"
 
 
+class Priority(enum.IntEnum):
+    """A work kind's class (the ``priority`` column); the value is the class's weight: of the
+    seats of a claim that every class wants, each class takes its weight's share (4:2:1)."""
+
+    INTENT = 4
+    """What a user asked for: a deploy, a stop, a deletion, a Namespace."""
+    REPAIR = 2
+    """A repair the fleet observer admitted."""
+    PERIODIC = 1
+    """Periodic upkeep (no kind of this class yet)."""
+
+
 class Subject(enum.Enum):
     """What a work id is about: the prefix of its subject's id."""
 
@@ -63,6 +80,7 @@ class KindSpec:
     id_format: str
     """The id, with ``{subject}`` and, where the kind has one, ``{discriminator}``."""
     subject: Subject
+    priority: Priority
     discriminator: str | None = None
     """The pattern of the discriminator, for kinds with one."""
     namespace_target: str | None = None
@@ -85,18 +103,21 @@ SPECS: Final[Mapping[WorkKind, KindSpec]] = {
             WorkKind.NAMESPACE_READY,
             "namespace:{subject}:reconcile:ready",
             Subject.NAMESPACE,
+            Priority.INTENT,
             namespace_target="ready",
         ),
         KindSpec(
             WorkKind.NAMESPACE_DELETED,
             "namespace:{subject}:reconcile:deleted",
             Subject.NAMESPACE,
+            Priority.INTENT,
             namespace_target="deleted",
         ),
         KindSpec(
             WorkKind.AGENT_STOPPED,
             "agent:{subject}:reconcile:stopped:{discriminator}",
             Subject.AGENT,
+            Priority.INTENT,
             discriminator=UUID4,
             agent_target="stopped",
         ),
@@ -104,15 +125,20 @@ SPECS: Final[Mapping[WorkKind, KindSpec]] = {
             WorkKind.AGENT_DELETED,
             "agent:{subject}:reconcile:deleted",
             Subject.AGENT,
+            Priority.INTENT,
             agent_target="deleted",
         ),
         KindSpec(
-            WorkKind.REVISION_RECONCILE, "agent_revision:{subject}:reconcile", Subject.REVISION
+            WorkKind.REVISION_RECONCILE,
+            "agent_revision:{subject}:reconcile",
+            Subject.REVISION,
+            Priority.INTENT,
         ),
         KindSpec(
             WorkKind.REVISION_MAINTENANCE,
             "agent_revision:{subject}:maintenance:{discriminator}",
             Subject.REVISION,
+            Priority.REPAIR,
             discriminator=SECOND,
         ),
     )

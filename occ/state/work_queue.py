@@ -24,7 +24,7 @@ from sqlalchemy import orm
 
 from occ.foundation import codes, errors
 from occ.state import hot_statements, queries, values
-from occ.state.work_keys import WorkKey, WorkKind
+from occ.state.work_keys import Priority, WorkKey, WorkKind
 
 SQL: Final = queries.load("work_queue.sql")
 HOT: Final = hot_statements.compile_all(
@@ -36,6 +36,13 @@ LANE_LOCK_CLASS: Final = 204
 """First key of the transaction-scoped advisory locks that keep two claimers off one lane."""
 
 _CLAIM_RACE_RETRIES: Final = 3
+
+INTENT_RESERVE: Final = 4
+"""One in this many seats of the in-flight budget (at least one) is kept for the intent class:
+repairs and periodic upkeep together hold at most the rest, so a deploy behind a flood of
+upkeep is claimed at the next claim instead of when the flood drains."""
+
+_CLASSES: Final = sorted(Priority, reverse=True)
 
 _Row = Mapping[Any, Any]
 """A row by column name: SQLAlchemy's ``RowMapping`` or a hot statement's dict."""
@@ -114,28 +121,46 @@ def claim_share(
     share is free. ``more`` says whether to claim again soon.
     """
     session.execute(SQL["serialize_claimers"])
-    live = live_claims(session)
+    live, upkeep = _live_by_class(session)
     room = max_in_flight - live
     if room <= 0 or (room < min_room and live > 0):
         return Batch([], False)
-    claims = claim(session, policy, limit=room)
+    claims = claim(
+        session, policy, limit=room, upkeep_limit=max(upkeep_budget(max_in_flight) - upkeep, 0)
+    )
     return Batch(claims, len(claims) == room)
 
 
-def claim(
-    session: orm.Session, policy: values.QueuePolicy, *, limit: int, window: int | None = None
-) -> list[values.Claim]:
-    """Claim up to ``limit`` ready items, at most one per lane, each with a dispatch token.
+def upkeep_budget(max_in_flight: int) -> int:
+    """How many claims the classes below intent may hold together (``INTENT_RESERVE``)."""
+    return max(max_in_flight - max(max_in_flight // INTENT_RESERVE, 1), 1)
 
-    One statement: scans a bounded window of the ready index, keeps the oldest ``2 * limit``
-    heads of lanes that have no live claim, and locks those heads with ``SKIP LOCKED`` plus a
-    non-blocking advisory lock on the lane, so racing claimers skip each other instead of
-    waiting or colliding, and no claim takes more than ``2 * limit`` lane locks.
+
+def claim(
+    session: orm.Session,
+    policy: values.QueuePolicy,
+    *,
+    limit: int,
+    upkeep_limit: int | None = None,
+    window: int | None = None,
+) -> list[values.Claim]:
+    """Claim up to ``limit`` ready items, at most one per lane, each with a dispatch token,
+    and at most ``upkeep_limit`` (unset: ``limit``) of them below the intent class.
+
+    One statement: scans a bounded window of each class's range of the ready index, keeps the
+    head of each lane that has no live claim (its highest class first), gives the classes
+    weighted turns (``Priority``: the n-th head of a class of weight w at turn n / w), and
+    locks the first ``2 * limit`` heads by turn with ``SKIP LOCKED`` plus a non-blocking
+    advisory lock on the lane, so racing claimers skip each other instead of waiting or
+    colliding, and no claim takes more than ``2 * limit`` lane locks.
     """
     if limit <= 0:
         return []
     params = {
         "limit": limit,
+        "upkeep_limit": limit if upkeep_limit is None else upkeep_limit,
+        "intent": int(Priority.INTENT),
+        "priorities": [int(p) for p in _CLASSES],
         "heads": 2 * limit,
         "window": window or max(limit * 20, 1000),
         "max_attempts": policy.max_attempts,
@@ -151,7 +176,9 @@ def claim(
         except sa_exc.IntegrityError:
             if attempt == _CLAIM_RACE_RETRIES - 1:
                 raise
-    ordered = sorted(rows, key=lambda r: (r["available_at"], r["created_at"], r["id"]))
+    ordered = sorted(
+        rows, key=lambda r: (-r["priority"], r["available_at"], r["created_at"], r["id"])
+    )
     return [claim_of(row) for row in ordered]
 
 
@@ -205,7 +232,13 @@ def pending(session: orm.Session) -> int:
 
 def live_claims(session: orm.Session) -> int:
     """How many items are claimed right now (dispatched or running)."""
-    return int(session.execute(SQL["live_claims"]).scalar_one())
+    return _live_by_class(session)[0]
+
+
+def _live_by_class(session: orm.Session) -> tuple[int, int]:
+    """The live claims, and how many of them are below the intent class."""
+    row = session.execute(SQL["live_claims"], {"intent": int(Priority.INTENT)}).one()
+    return int(row.live), int(row.upkeep)
 
 
 # -- transitions of a claim ---------------------------------------------------------------------

@@ -49,6 +49,38 @@ def fill(owner: orm.Session, actor_id: str, count: int) -> None:
     owner.execute(sa.text("ANALYZE occ.controller_work"))
 
 
+_REPAIRS: Final = sa.text("""
+    INSERT INTO occ.controller_work
+      (id, kind, namespace_id, agent_id, revision_id, actor_id, available_at, created_at,
+       updated_at)
+    SELECT 'agent_revision:' || r.id || ':maintenance:' || n, 'revision_maintenance',
+           r.namespace_id, r.agent_id, r.id, :actor,
+           clock_timestamp() - interval '2 hours' + n * interval '1 millisecond',
+           clock_timestamp(), clock_timestamp()
+      FROM occ.agent_revisions r CROSS JOIN generate_series(1, :per_lane) n
+     WHERE r.id = ANY(:revisions)
+""")
+
+
+def fill_repairs(
+    owner: orm.Session, namespace_id: str, actor_id: str, *, lanes: int, per_lane: int
+) -> list[str]:
+    """``lanes`` Agents of the Namespace, each with a revision and ``per_lane`` repairs of it
+    queued and due (older than ``fill``'s items), then the queue's statistics; the Agent ids."""
+    agents, revisions = [], []
+    for n in range(lanes):
+        agent_id = rows.agent(owner, namespace_id=namespace_id, name=f"repaired-{n}")
+        agents.append(agent_id)
+        revisions.append(
+            rows.revision(
+                owner, namespace_id=namespace_id, agent_id=agent_id, actor_id=actor_id, number=1
+            )
+        )
+    owner.execute(_REPAIRS, {"actor": actor_id, "per_lane": per_lane, "revisions": revisions})
+    owner.execute(sa.text("ANALYZE occ.controller_work"))
+    return agents
+
+
 @dataclass(frozen=True)
 class Queue:
     """The queue seen as occ_app (``db``) under ``policy``; ``owner_db`` moves its clocks."""

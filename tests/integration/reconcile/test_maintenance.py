@@ -212,15 +212,11 @@ def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
     _rewind(db)
     executor.observe(worker)  # admits the repair
     [repair] = _repairs(db, first)
-    second = worlds.deploy(db, world)  # admitted before the repair runs
-    with db.transaction() as session:  # the repair is the lane's head
-        session.execute(
-            sa.update(models.ControllerWork)
-            .where(models.ControllerWork.id == repair.id)
-            .values(available_at=sa.func.clock_timestamp() - sa.text("interval '1 hour'"))
-        )
-
+    # claimed before the deploy (a deploy queued beside it would be the lane's head: intent
+    # runs first), and the deploy admitted before the repair runs
     [claim] = executor.claim_batch(db, POLICY, max_in_flight=10)
+    second = worlds.deploy(db, world)
+
     result = executor.run(worker, claim.work_id, str(claim.token))
 
     assert claim.work_id == repair.id

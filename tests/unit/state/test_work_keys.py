@@ -87,3 +87,17 @@ def test_every_stop_request_gets_a_key_of_its_own() -> None:
 def test_a_malformed_work_id_is_refused(work_id: str) -> None:
     with pytest.raises(ValueError, match="not a work id"):
         WorkKey.parse(work_id)
+
+
+def test_what_a_user_asked_for_is_intent_and_a_repair_is_upkeep() -> None:
+    classes = {kind: spec.priority for kind, spec in work_keys.SPECS.items()}
+    assert classes == {
+        WorkKind.NAMESPACE_READY: work_keys.Priority.INTENT,
+        WorkKind.NAMESPACE_DELETED: work_keys.Priority.INTENT,
+        WorkKind.AGENT_STOPPED: work_keys.Priority.INTENT,
+        WorkKind.AGENT_DELETED: work_keys.Priority.INTENT,
+        WorkKind.REVISION_RECONCILE: work_keys.Priority.INTENT,
+        WorkKind.REVISION_MAINTENANCE: work_keys.Priority.REPAIR,
+    }
+    # the weights order the classes and give each a share of a batch
+    assert work_keys.Priority.INTENT > work_keys.Priority.REPAIR > work_keys.Priority.PERIODIC > 0

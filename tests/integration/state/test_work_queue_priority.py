@@ -1,0 +1,158 @@
+"""Priority classes: intent ahead of upkeep, each class its weight's share of a batch, room in
+the in-flight budget kept for intent, and a claim that reads a bounded window of each class."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import sqlalchemy as sa
+
+from occ.state import values, work_keys, work_queue
+from occ.state.db import Database
+from occ.state.work_keys import Priority, WorkKind
+from tests.support import queue_steps, rows
+
+INTENT_LANES = 60
+REPAIR_LANES = 30
+
+
+def _kinds(claims: list[values.Claim]) -> list[WorkKind]:
+    return [claim.key.kind for claim in claims]
+
+
+def _deploy(db: Database, namespace_id: str, actor: str, name: str = "deployed") -> str:
+    """A new Agent's revision with its deployment queued now; the work id."""
+    with db.transaction() as session:
+        agent_id = rows.agent(session, namespace_id=namespace_id, name=name)
+        return queue_steps.enqueue_revision(session, namespace_id, agent_id, actor, 1)
+
+
+def test_every_kind_has_the_class_the_database_gives_it(db: Database) -> None:
+    with db.transaction() as session:
+        given = {
+            kind: session.execute(
+                sa.text("SELECT occ.work_priority(:kind)"), {"kind": kind}
+            ).scalar_one()
+            for kind in WorkKind
+        }
+    assert given == {kind: int(spec.priority) for kind, spec in work_keys.SPECS.items()}
+
+
+def test_a_deploy_is_claimed_before_an_older_backlog_of_repairs(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=REPAIR_LANES, per_lane=50)
+    deploy = _deploy(db, namespace_id, actor)
+
+    with db.transaction() as session:
+        claims = work_queue.claim(session, policy, limit=1)
+
+    assert [claim.work_id for claim in claims] == [deploy]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 6, 7, 12, 30])
+def test_under_a_flood_of_intent_repairs_still_get_their_share_of_every_batch(
+    db: Database,
+    owner_db: Database,
+    policy: values.QueuePolicy,
+    actor: str,
+    namespace_id: str,
+    limit: int,
+) -> None:
+    # the repairs are the oldest items, the intent flood fills more lanes than the batches take
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=REPAIR_LANES, per_lane=1)
+        queue_steps.fill(session, actor, INTENT_LANES * 3)
+
+    for _ in range(3):
+        with db.transaction() as session:
+            kinds = _kinds(work_queue.claim(session, policy, limit=limit))
+        repairs = kinds.count(WorkKind.REVISION_MAINTENANCE)
+        intent = len(kinds) - repairs
+        assert len(kinds) == limit
+        # weights 4:2 while both classes wait: a repair at turns 1/2, 2/2, ...; intent at 1/4, ...
+        assert repairs >= limit * Priority.REPAIR // (Priority.INTENT + Priority.REPAIR)
+        assert intent >= limit * Priority.INTENT // (Priority.INTENT + Priority.REPAIR)
+        # the first seat is intent's, so a lone deploy never waits for a batch of upkeep
+        assert kinds[0] == WorkKind.NAMESPACE_READY
+
+
+def test_a_lane_runs_its_intent_before_its_older_repairs(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    with owner_db.transaction() as session:
+        (agent_id,) = queue_steps.fill_repairs(session, namespace_id, actor, lanes=1, per_lane=5)
+    with db.transaction() as session:
+        deploy = queue_steps.enqueue_revision(session, namespace_id, agent_id, actor, 2)
+
+    with db.transaction() as session:
+        claims = work_queue.claim(session, policy, limit=5)
+
+    assert [claim.work_id for claim in claims] == [deploy]  # one claim per lane, intent first
+
+
+def test_upkeep_never_holds_the_whole_budget_so_a_deploy_is_claimed_at_once(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    budget = 8
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=REPAIR_LANES, per_lane=2)
+
+    with db.transaction() as session:
+        first = work_queue.claim_share(session, policy, max_in_flight=budget, min_room=2)
+    assert len(first.claims) == work_queue.upkeep_budget(budget) == 6
+    assert set(_kinds(first.claims)) == {WorkKind.REVISION_MAINTENANCE}
+    with db.transaction() as session:  # the reserve is for intent only
+        held = work_queue.claim_share(session, policy, max_in_flight=budget, min_room=1)
+    assert held.claims == []
+
+    deploy = _deploy(db, namespace_id, actor)
+    with db.transaction() as session:
+        second = work_queue.claim_share(session, policy, max_in_flight=budget, min_room=2)
+
+    assert [claim.work_id for claim in second.claims] == [deploy]
+
+
+@pytest.mark.parametrize(("budget", "upkeep"), [(1, 1), (2, 1), (4, 3), (8, 6), (64, 48)])
+def test_the_upkeep_budget_leaves_a_quarter_for_intent_but_never_nothing_for_upkeep(
+    budget: int, upkeep: int
+) -> None:
+    assert work_queue.upkeep_budget(budget) == upkeep
+
+
+_INDEX_READ = re.compile(
+    r"Index Only Scan using controller_work_ready .*actual time=\S+ rows=(\d+)"
+)
+
+
+def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=50, per_lane=1_000)
+        queue_steps.fill(session, actor, 50_000)
+    statement = work_queue.SQL["claim"]
+    params = {
+        "limit": 10,
+        "upkeep_limit": 10,
+        "intent": int(Priority.INTENT),
+        "priorities": [int(p) for p in sorted(Priority, reverse=True)],
+        "heads": 20,
+        "window": 1_000,
+        "max_attempts": policy.max_attempts,
+        "dispatch_lease_ms": policy.dispatch_lease_ms,
+    }
+    with db.transaction() as session:
+        plan = "\n".join(
+            session.execute(
+                sa.text(f"EXPLAIN (ANALYZE, COSTS OFF) {statement.text}"), params
+            ).scalars()
+        )
+        session.rollback()
+
+    assert "Seq Scan on controller_work" not in plan, plan
+    reads = [int(n) for n in _INDEX_READ.findall(plan)]
+    assert reads, plan
+    assert max(reads) <= params["window"], plan
