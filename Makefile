@@ -14,7 +14,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.occ-installed
 ENV_FILE := .test-services/env.sh
-SERVICES := $(PY) scripts/test_services.py
+SERVICES := $(PY) -m scripts.test_services
 PYTEST_ARGS ?=
 
 # Compiled modules are cached in __pycache__ even where the environment says not to: otherwise
@@ -30,7 +30,7 @@ help:
 	@echo "make test       ruff, mypy, import contracts and the whole pytest suite"
 	@echo "make lint       ruff check and ruff format --check (occ tests bench scripts alembic)"
 	@echo "make format     ruff format the tree"
-	@echo "make typecheck  mypy (strict: occ, bench, scripts/generate.py)"
+	@echo "make typecheck  mypy (strict: occ, tests, bench, scripts)"
 	@echo "make imports    lint-imports (contracts in pyproject.toml)"
 	@echo "make generate   write the Procfile and the doc tables from the process table and Settings"
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"

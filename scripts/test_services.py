@@ -1,10 +1,11 @@
 """Find or start the PostgreSQL, Redis and Docker Engine servers the test suite needs.
 
-Run from the project's virtualenv (``make test`` does). ``env`` (the default) prints shell
-``export`` lines for ``OCC_TEST_DATABASE_URL``, ``OCC_TEST_REDIS_URL``,
-``OCC_BENCH_DATABASE_URL`` (database ``occ_bench`` on the same server) and
-``OCC_TEST_DOCKER_HOST`` and writes them to ``.test-services/env.sh``; ``stop`` stops the
-embedded servers and the engine this script started; ``status`` tells what is running.
+Run from the project's virtualenv at the repository root as ``python -m scripts.test_services``
+(``make test`` does). ``env`` (the default) prints shell ``export`` lines for
+``OCC_TEST_DATABASE_URL``, ``OCC_TEST_REDIS_URL``, ``OCC_BENCH_DATABASE_URL`` (database
+``occ_bench`` on the same server) and ``OCC_TEST_DOCKER_HOST`` and writes them to
+``.test-services/env.sh``; ``stop`` stops the embedded servers and the engine this script
+started; ``status`` tells what is running.
 Progress goes to stderr, so ``eval "$(... env)"`` also works.
 
 Order of discovery, for each service:
@@ -47,11 +48,11 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import docker_engine
 import psycopg
 import redis
 
 from occ.dev.broker import throwaway_redis_options
+from scripts import docker_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".test-services"
@@ -163,14 +164,14 @@ def start_debian_cluster() -> str | None:
 def start_embedded_postgres() -> str:
     """Start (or reuse) the pgserver cluster in .test-services/pg; its server URL."""
     try:
-        import pgserver  # noqa: PLC0415 - dev dependency, needed only here
+        from pgserver.postgres_server import get_server  # noqa: PLC0415 - dev dependency, only here
     except ImportError as exc:
         raise ServiceError("pgserver is not installed (pip install -e '.[dev]')") from exc
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     STATE.mkdir(parents=True, exist_ok=True)
     say(f"starting the embedded PostgreSQL (pgserver) in {PG_DIR.relative_to(ROOT)}")
     # cleanup_mode=None: the server outlives this script, for the pytest run that follows
-    server = pgserver.get_server(PG_DIR, cleanup_mode=None)
+    server = get_server(PG_DIR, cleanup_mode=None)
     url = str(server.get_uri("postgres"))
     if wait_answering(url, postgres_problem, 10) is None:
         raise ServiceError(f"embedded PostgreSQL does not answer: {postgres_problem(url)}")
@@ -182,9 +183,12 @@ def stop_embedded_postgres() -> None:
         return
     from pgserver import _commands  # noqa: PLC0415
 
+    # pgserver makes its command functions at import time (one per binary), out of mypy's
+    # sight; this is the same function, made by name.
+    pg_ctl = _commands.create_command_function("pg_ctl")
     user = "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
     try:
-        _commands.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=PG_DIR, user=user, timeout=60)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=PG_DIR, user=user, timeout=60)
         say("stopped the embedded PostgreSQL")
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         say(f"could not stop the embedded PostgreSQL: {exc}")
