@@ -134,13 +134,14 @@ def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
         queue_steps.fill_repairs(session, namespace_id, actor, lanes=50, per_lane=1_000)
         queue_steps.fill(session, actor, 50_000)
     statement = work_queue.SQL["claim"]
+    window = 1_000
     params = {
         "limit": 10,
         "upkeep_limit": 10,
         "intent": int(Priority.INTENT),
         "priorities": [int(p) for p in sorted(Priority, reverse=True)],
         "heads": 20,
-        "window": 1_000,
+        "window": window,
         "max_attempts": policy.max_attempts,
         "dispatch_lease_ms": policy.dispatch_lease_ms,
     }
@@ -155,4 +156,4 @@ def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
     assert "Seq Scan on controller_work" not in plan, plan
     reads = [int(n) for n in _INDEX_READ.findall(plan)]
     assert reads, plan
-    assert max(reads) <= params["window"], plan
+    assert max(reads) <= window, plan
