@@ -91,7 +91,8 @@ class Api:
 def _http(url: str) -> str:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
-            return response.read().decode("utf-8", errors="replace")
+            body: bytes = response.read()
+            return body.decode("utf-8", errors="replace")
     except OSError:
         return ""
 
@@ -317,6 +318,11 @@ def _celery(env: dict[str, str], *arguments: str) -> str:
     return done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
 
 
+def _text(value: bytes | str) -> str:
+    """A Redis value as text (the client answers bytes: it does not decode responses)."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
 def _watch_broker(url: str, stop: threading.Event, seen: list[str]) -> None:
     """Copy every message body that sits in Redis while the run goes on."""
     import redis  # noqa: PLC0415 - only this watcher needs the client
@@ -327,8 +333,8 @@ def _watch_broker(url: str, stop: threading.Event, seen: list[str]) -> None:
             for key in client.scan_iter(count=1000):
                 kind = client.type(key)
                 if kind == b"list":
-                    seen += [item.decode(errors="replace") for item in client.lrange(key, 0, -1)]
+                    seen += [_text(item) for item in client.lrange(key, 0, -1)]
                 elif kind == b"hash":
-                    seen += [v.decode(errors="replace") for v in client.hvals(key)]
+                    seen += [_text(v) for v in client.hvals(key)]
         except redis.RedisError:
             time.sleep(0.1)

@@ -6,8 +6,9 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
@@ -24,6 +25,13 @@ class DatabaseUrls:
     app: str
     name: str
     server: str
+
+
+def psycopg_of(connection: sa.Connection | db.AutocommitConnection) -> psycopg.Connection[Any]:
+    """The psycopg connection under a SQLAlchemy one (psycopg is occ's only driver)."""
+    driver = connection.connection.driver_connection
+    assert isinstance(driver, psycopg.Connection)
+    return driver
 
 
 def server_url() -> str:

@@ -396,7 +396,7 @@ def exec_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         calls.append(list(argv))
         raise SystemExit(0)
 
-    monkeypatch.setattr(cli.os, "execv", fake_execv)
+    monkeypatch.setattr(os, "execv", fake_execv)
     return calls
 
 

@@ -423,7 +423,7 @@ def test_malformed_ids_are_not_found_before_any_query(
     namespace_id = namespace_value or ids.new("namespace")
     configuration_id = configuration_value or ids.new("configuration")
     unusable: Any = Unusable()
-    for attempt in (
+    attempts: tuple[Callable[[], object], ...] = (
         lambda: configurations.get_configuration(
             unusable, actor_id="x", namespace_id=namespace_id, configuration_id=configuration_id
         ),
@@ -441,7 +441,8 @@ def test_malformed_ids_are_not_found_before_any_query(
                 namespace_id=namespace_id, configuration_id=configuration_id
             ),
         ),
-    ):
+    )
+    for attempt in attempts:
         with pytest.raises(errors.NotFound):
             attempt()
     if namespace_value is not None:

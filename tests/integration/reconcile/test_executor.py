@@ -50,7 +50,7 @@ def _namespace_and_audits(db: Database, namespace_id: str) -> tuple[str, list[tu
             .where(models.AuditEvent.namespace_id == namespace_id)
             .order_by(models.AuditEvent.sequence)
         ).all()
-    return status, [tuple(row) for row in audits]
+    return status, [(action, outcome) for action, outcome in audits]
 
 
 def test_recovery_fails_a_provisioning_namespace_with_its_last_lease(

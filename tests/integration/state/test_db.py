@@ -79,7 +79,7 @@ def test_an_autocommit_connection_goes_back_to_the_pool_transactional(
     trusting: Database,
 ) -> None:
     with trusting.autocommit_connection() as connection:
-        driver = connection.connection.driver_connection
+        driver = databases.psycopg_of(connection)
         pid = driver.info.backend_pid
         driver.execute("SELECT 1")
         assert driver.autocommit
@@ -87,7 +87,7 @@ def test_an_autocommit_connection_goes_back_to_the_pool_transactional(
     with trusting.transaction() as session:
         # the same pooled connection (the pool hands the last one back), in a transaction again
         assert session.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == pid
-        status = session.connection().connection.driver_connection.info.transaction_status
+        status = databases.psycopg_of(session.connection()).info.transaction_status
         assert status == psycopg.pq.TransactionStatus.INTRANS
 
 
@@ -95,11 +95,11 @@ def test_an_autocommit_connection_the_server_dropped_is_replaced_before_use(
     pinging: Database, owner_db: Database, name: str
 ) -> None:
     with pinging.autocommit_connection() as connection:
-        connection.connection.driver_connection.execute("SELECT 1")
+        databases.psycopg_of(connection).execute("SELECT 1")
     assert _terminate(owner_db, name) == 1
 
     with pinging.autocommit_connection() as connection:
-        row = connection.connection.driver_connection.execute("SELECT 1").fetchone()
+        row = databases.psycopg_of(connection).execute("SELECT 1").fetchone()
     assert row == (1,)
 
 

@@ -13,6 +13,7 @@ from occ.foundation import errors
 from occ.state import db as occ_db
 from occ.state import hot_statements
 from occ.state.db import AutocommitConnection, Database
+from tests.support import databases
 
 _SQL = {
     "create": sa.text(
@@ -90,7 +91,7 @@ _CREATE_PROBE = (
 def probed(db: Database) -> Iterator[AutocommitConnection]:
     """An autocommit connection holding the probe table."""
     with db.autocommit_connection() as connection:
-        connection.connection.driver_connection.execute(_CREATE_PROBE)
+        databases.psycopg_of(connection).execute(_CREATE_PROBE)
         yield connection
 
 
@@ -102,9 +103,7 @@ def test_on_an_autocommit_connection_each_statement_commits_by_itself(
         hot_statements.first(probed, HOT["insert"], {"id": "b", "n": 0})
     # no transaction was open to fail: the first row stands and the connection goes on
     assert hot_statements.first(probed, HOT["insert"], {"id": "c", "n": 3}) is not None
-    rows = probed.connection.driver_connection.execute(
-        "SELECT id FROM hot_probe ORDER BY id"
-    ).fetchall()
+    rows = databases.psycopg_of(probed).execute("SELECT id FROM hot_probe ORDER BY id").fetchall()
     assert rows == [("a",), ("c",)]
 
 
@@ -112,7 +111,7 @@ def test_a_lost_autocommit_connection_is_invalidated_and_reported_as_unavailable
     db: Database, owner_db: Database
 ) -> None:
     with pytest.raises(errors.DependencyUnavailable), db.autocommit_connection() as connection:
-        pid = connection.connection.driver_connection.info.backend_pid
+        pid = databases.psycopg_of(connection).info.backend_pid
         with owner_db.transaction() as admin:
             admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
         try:

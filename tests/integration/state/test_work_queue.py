@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Callable
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from occ.foundation import errors
 from occ.state import finalizers, models, values, work_queue
@@ -86,7 +88,7 @@ def test_a_stale_claim_changes_nothing_after_recovery_and_takeover(
     before = queue.item(work_id)
     evidence_before = queue.evidence_codes(work_id)
 
-    stale_writes = {
+    stale_writes: dict[str, Callable[[orm.Session], object]] = {
         "renew": lambda s: work_queue.renew(s, policy, first),
         "complete": lambda s: work_queue.complete(s, first, code="AGENT_DELETED"),
         "defer": lambda s: work_queue.defer(s, policy, first, code="REVISION_INCOMPLETE"),

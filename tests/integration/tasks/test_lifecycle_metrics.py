@@ -7,20 +7,16 @@ from __future__ import annotations
 import urllib.request
 from pathlib import Path
 
-from prometheus_client.mmap_dict import MmapedDict, mmap_key
-
 from occ.controller import installation
 from occ.state.db import Database
 from occ.tasks import lifecycle
 from occ.telemetry import metrics, metrics_directory
-from tests.support import processes, servers
+from tests.support import metric_files, processes, servers
 from tests.support.processes import wait_for
 
 
 def _plant(path: Path, metric: str, value: float) -> None:
-    stale = MmapedDict(str(path))
-    stale.write_value(mmap_key(metric, metric, [], [], "planted"), value, 0.0)
-    stale.close()
+    metric_files.plant(path, metric, value, help_text="planted")
 
 
 def _pool(pid: int) -> list[int]:

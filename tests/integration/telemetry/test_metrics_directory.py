@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.mmap_dict import MmapedDict, mmap_key
 
 from occ.controller import installation
 from occ.state import api_keys
@@ -25,7 +24,7 @@ from occ.state.db import Database
 from occ.tasks import lifecycle
 from occ.telemetry import metrics, metrics_directory
 from occ.web import gunicorn_hooks, serving
-from tests.support import databases, processes, servers
+from tests.support import databases, metric_files, processes, servers
 
 PEPPER = "metrics-directory-pepper"
 HEALTHZ = 'occ_http_requests_total{method="GET",route="/healthz",status="200"}'
@@ -98,12 +97,9 @@ def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[Api]:
 
 def _plant(directory: Path, name: str, metric: str, labels: dict[str, str], value: float) -> None:
     """A file as a process of an earlier run would have left it."""
-    stale = MmapedDict(str(directory / name))
-    help_text = "HTTP requests answered."
-    stale.write_value(
-        mmap_key(metric, metric, list(labels), list(labels.values()), help_text), value, 0.0
+    metric_files.plant(
+        directory / name, metric, value, help_text="HTTP requests answered.", labels=labels
     )
-    stale.close()
 
 
 def _healthz_by_pid(directory: Path) -> dict[int, float]:
@@ -111,7 +107,7 @@ def _healthz_by_pid(directory: Path) -> dict[int, float]:
     counts: dict[int, float] = {}
     for path in directory.glob("counter_*.db"):
         pid = int(path.stem.rsplit("_", 1)[1])
-        for key, value, _, _ in MmapedDict.read_all_values_from_file(str(path)):
+        for key, value in metric_files.samples(path):
             if '"/healthz"' in key and "occ_http_requests_total" in key:
                 counts[pid] = counts.get(pid, 0.0) + value
     return counts
@@ -200,7 +196,7 @@ counter = prometheus_client.Counter("probe_total", "A probe.")
 """
 
 
-def _run(directory: Path | None, code: str, **popen: object) -> subprocess.Popen[str]:
+def _run(directory: Path | None, code: str, stdin: int | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != metrics_directory.VARIABLE}
     if directory is not None:
         env[metrics_directory.VARIABLE] = str(directory)
@@ -210,7 +206,7 @@ def _run(directory: Path | None, code: str, **popen: object) -> subprocess.Popen
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        **popen,  # type: ignore[call-overload]
+        stdin=stdin,
     )
 
 

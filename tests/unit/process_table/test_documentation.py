@@ -24,7 +24,7 @@ def test_the_readme_table_names_every_process_in_every_layout() -> None:
 def test_occ_devs_commands_show_their_placeholders() -> None:
     header, *rows = documentation.commands(Layout.DEV)
     assert header == ("name", "command")
-    commands = dict(rows)
+    commands = {name: command for name, command in rows}
     assert "--bind fd://N " in commands["`api`"]
     assert '--schedule "<home>/beat-schedule"' in commands["`beat`"]
     assert f"-P {table.DRIVER_WORKER.pool} " in commands["`drivers`"]
@@ -44,7 +44,9 @@ def test_the_kubernetes_table_gives_replicas_and_the_job() -> None:
 
 def test_a_script_is_shown_as_the_script() -> None:
     _, *rows = documentation.commands(Layout.COMPOSE)
-    assert dict(rows)["`migrate`"] == f"`{table.RELEASE.runs[Layout.COMPOSE].text}`"
+    assert {name: command for name, command in rows}[
+        "`migrate`"
+    ] == f"`{table.RELEASE.runs[Layout.COMPOSE].text}`"
 
 
 def test_the_metrics_table_gives_each_scraped_program_its_directories() -> None:

@@ -216,7 +216,7 @@ def test_direct_construction_is_typed_frozen_and_reads_no_environment(
         Settings(max_attempt=2)
     assert [error.pointer for error in unknown.value.errors] == ["/max_attempt"]
     with pytest.raises(pydantic.ValidationError):
-        settings.lease_ms = 5  # type: ignore[misc]
+        settings.lease_ms = 5
 
 
 def test_replace_checks_the_copy() -> None:

@@ -141,7 +141,7 @@ def test_occ_api_loads_the_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append(list(argv))
         raise SystemExit(0)
 
-    monkeypatch.setattr(cli.os, "execv", fake_execv)
+    monkeypatch.setattr(os, "execv", fake_execv)
     result = CliRunner().invoke(cli.cli, ["api"])
     assert result.exit_code == 0, result.output
     assert _config(calls[-1]) == gunicorn_hooks.CONFIG_OPTION

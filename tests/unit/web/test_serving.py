@@ -17,7 +17,7 @@ from occ.web import serving
 def _logger(monkeypatch: pytest.MonkeyPatch) -> serving.JsonLogger:
     """gunicorn's logger with an access log on (the current) stdout, at OCC_LOG_LEVEL=warning."""
     monkeypatch.setenv("OCC_LOG_LEVEL", "warning")
-    monkeypatch.setattr(serving.observability, "capture_uncaught", lambda: None)
+    monkeypatch.setattr(observability, "capture_uncaught", lambda: None)
     config = Config()
     config.set("accesslog", "-")
     return serving.JsonLogger(config)
