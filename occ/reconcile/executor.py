@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from occ.drivers.compute import base
 from occ.foundation import codes, errors
-from occ.reconcile import environment, kinds, observer, outcome, registry, settle
+from occ.reconcile import environment, kinds, observer, outcome, registry, settle, upkeep
 from occ.reconcile.context import ClaimContext
 from occ.state import values, work_queue
 from occ.state.db import Database
@@ -76,6 +76,11 @@ def recover(database: Database, policy: values.QueuePolicy) -> values.RecoveryRe
 def observe(worker: Worker) -> observer.Tick:
     """Beat's observation tick: ``observer.tick``."""
     return observer.tick(worker)
+
+
+def prune(worker: Worker) -> upkeep.PruneReport:
+    """Beat's prune: ``upkeep.prune`` with the worker's retention settings."""
+    return upkeep.prune(worker.database, upkeep.Retention.of(worker.settings))
 
 
 def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult | None:

@@ -49,6 +49,9 @@ _POSITIVE = (
     "claim_interval_ms",
     "recovery_interval_ms",
     "observer_tick_ms",
+    "work_retention_succeeded_days",
+    "work_retention_failed_days",
+    "prune_interval_ms",
     "max_in_flight",
     "unready_recheck_ms",
     "database_timeout_ms",
@@ -112,6 +115,19 @@ class Settings(BaseSettings):
 
     recovery_interval_ms: Annotated[int, Variable("OCC_RECOVERY_INTERVAL_MS")] = 5_000
     """Beat period of ``occ.recover_stale``."""
+
+    work_retention_succeeded_days: Annotated[int, Variable("OCC_WORK_RETENTION_SUCCEEDED_DAYS")] = 7
+    """Days a succeeded work item is kept after it finished; ``occ.prune`` removes it then,
+    unless it is the newest of its Agent or Namespace, kind and outcome, or the deployment of
+    an active revision."""
+
+    work_retention_failed_days: Annotated[int, Variable("OCC_WORK_RETENTION_FAILED_DAYS")] = 30
+    """Days a failed work item is kept after it finished (with the same exceptions as
+    ``OCC_WORK_RETENTION_SUCCEEDED_DAYS``)."""
+
+    prune_interval_ms: Annotated[int, Variable("OCC_PRUNE_INTERVAL_MS")] = 60_000
+    """Beat period of ``occ.prune``: each run removes expired work history and idempotency
+    records in batches of a few hundred rows, each its own short transaction."""
 
     max_in_flight: Annotated[int, Variable("OCC_MAX_IN_FLIGHT")] = 64
     """Most items claimed at once across the fleet."""

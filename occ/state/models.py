@@ -352,6 +352,22 @@ class ControllerWork(Base):
             unique=True,
             postgresql_where=sa.text("state = 'claimed'"),
         ),
+        sa.Index(
+            "controller_work_finished",
+            "state",
+            "completed_at",
+            "id",
+            postgresql_where=sa.text("completed_at IS NOT NULL"),
+        ),
+        sa.Index(
+            "controller_work_lane_finished",
+            "lane",
+            "kind",
+            "state",
+            "completed_at",
+            "id",
+            postgresql_where=sa.text("completed_at IS NOT NULL"),
+        ),
         sa.Index("controller_work_agent", "agent_id", "revision_id"),
         sa.Index("controller_work_namespace", "namespace_id"),
     )

@@ -48,6 +48,7 @@ def _configuration(settings: Settings) -> dict[str, Any]:
     claim_every = dt.timedelta(milliseconds=settings.claim_interval_ms)
     recover_every = dt.timedelta(milliseconds=settings.recovery_interval_ms)
     observe_every = dt.timedelta(milliseconds=settings.observer_tick_ms)
+    prune_every = dt.timedelta(milliseconds=settings.prune_interval_ms)
     return {
         "broker_url": settings.broker_url,
         "broker_connection_retry_on_startup": True,
@@ -79,6 +80,7 @@ def _configuration(settings: Settings) -> dict[str, Any]:
             CLAIM: {"queue": CONTROL_QUEUE},
             RECOVER_STALE: {"queue": CONTROL_QUEUE},
             names.OBSERVE_RUNTIMES: {"queue": CONTROL_QUEUE},
+            names.PRUNE: {"queue": CONTROL_QUEUE},
             RUN_WORK: {"queue": DRIVER_QUEUE},
         },
         "task_annotations": {
@@ -92,6 +94,10 @@ def _configuration(settings: Settings) -> dict[str, Any]:
                 "time_limit": CONTROL_HARD_LIMIT_S,
             },
             names.OBSERVE_RUNTIMES: {
+                "soft_time_limit": CONTROL_SOFT_LIMIT_S,
+                "time_limit": CONTROL_HARD_LIMIT_S,
+            },
+            names.PRUNE: {
                 "soft_time_limit": CONTROL_SOFT_LIMIT_S,
                 "time_limit": CONTROL_HARD_LIMIT_S,
             },
@@ -111,6 +117,11 @@ def _configuration(settings: Settings) -> dict[str, Any]:
                 "task": names.OBSERVE_RUNTIMES,
                 "schedule": observe_every,
                 "options": {"queue": CONTROL_QUEUE, "expires": observe_every.total_seconds()},
+            },
+            names.PRUNE: {
+                "task": names.PRUNE,
+                "schedule": prune_every,
+                "options": {"queue": CONTROL_QUEUE, "expires": prune_every.total_seconds()},
             },
         },
     }

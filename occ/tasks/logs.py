@@ -30,7 +30,9 @@ from occ.settings.config import Settings
 from occ.tasks import names
 from occ.telemetry import observability
 
-PERIODIC_TASKS: Final = frozenset({names.CLAIM, names.RECOVER_STALE, names.OBSERVE_RUNTIMES})
+PERIODIC_TASKS: Final = frozenset(
+    {names.CLAIM, names.RECOVER_STALE, names.OBSERVE_RUNTIMES, names.PRUNE}
+)
 """Tasks beat sends every few seconds: Celery's lines about them are DEBUG."""
 
 QUIET_TASKS: Final = PERIODIC_TASKS | {names.RUN_WORK}

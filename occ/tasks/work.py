@@ -1,11 +1,13 @@
-"""The Celery tasks of occ: ``occ.claim``, ``occ.recover_stale``, ``occ.run_work`` and
-``occ.observe_runtimes`` (the fleet observer's tick).
+"""The Celery tasks of occ: ``occ.claim``, ``occ.recover_stale``, ``occ.run_work``,
+``occ.observe_runtimes`` (the fleet observer's tick) and ``occ.prune`` (history past its
+retention).
 
 Task bodies are thin: they call ``occ.reconcile.executor`` with the ``executor.Worker`` of this
 process's ``WorkerProcess`` and send the nudges and dispatches that follow. The periodic tasks
-log ``worker.claimed``, ``worker.recovered`` and ``worker.observed`` with a ``count``: INFO when
-it is not zero, DEBUG when the tick found nothing. The process's life cycle (start-up checks,
-readiness, shutdown) is ``occ.tasks.lifecycle``; nothing here touches Celery's signals.
+log ``worker.claimed``, ``worker.recovered``, ``worker.observed`` and ``worker.pruned`` with a
+``count``: INFO when it is not zero, DEBUG when the tick found nothing. The process's life
+cycle (start-up checks, readiness, shutdown) is ``occ.tasks.lifecycle``; nothing here touches
+Celery's signals.
 """
 
 from __future__ import annotations
@@ -93,6 +95,11 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         )
         return report.observed
 
+    def prune() -> int:
+        report = executor.prune(process.worker())
+        observability.log("worker.pruned", level=_tick_level(report.removed), count=report.removed)
+        return report.removed
+
     def run_work(work_id: str, dispatch_token: str) -> str | None:
         result = executor.run(process.worker(), work_id, dispatch_token)
         if result is None:
@@ -106,6 +113,7 @@ def register(app: Celery) -> worker_process.WorkerProcess:
     app.task(name=names.RECOVER_STALE, ignore_result=True)(recover_stale)
     app.task(name=names.RUN_WORK, ignore_result=True)(run_work)
     app.task(name=names.OBSERVE_RUNTIMES, ignore_result=True)(observe_runtimes)
+    app.task(name=names.PRUNE, ignore_result=True)(prune)
     return process
 
 

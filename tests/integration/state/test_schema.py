@@ -273,7 +273,11 @@ def test_the_finalizer_runs_with_a_fixed_search_path(owner_db: Database) -> None
                 "WHERE n.nspname = 'occ' AND p.prosecdef"
             )
         ).all()
-    assert {row.proname for row in settings} == {"finalize_agent_deletion", "retry_failed_deletion"}
+    assert {row.proname for row in settings} == {
+        "finalize_agent_deletion",
+        "retry_failed_deletion",
+        "prune_work",
+    }
     for row in settings:
         assert row.proconfig == ["search_path=pg_catalog, pg_temp"]
 

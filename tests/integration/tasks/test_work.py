@@ -25,7 +25,7 @@ from occ.state import api_keys, models
 from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.web.app import create_app
-from tests.support import audits, processes
+from tests.support import audits, processes, work_history
 from tests.support.processes import wait_for
 
 LEASE_MS = 2_000
@@ -324,3 +324,28 @@ def test_a_worker_refuses_to_start_before_bootstrap(
     [event] = _json_events(worker, "worker.startup-error")
     assert '"error":"DependencyUnavailable"' in event
     assert "not bootstrapped" in event
+
+
+def test_beat_prunes_expired_history_and_keeps_what_is_read(
+    db: Database, owner_db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet
+) -> None:
+    [namespace_id] = _admit(db, admin, 1)
+    agent = work_history.Agent(owner_db, namespace_id, admin, "pruned")
+    revision = agent.revision()
+    agent.activate(revision)
+    repairs = [agent.repaired(revision, second, days_ago=8 + second / 100) for second in range(5)]
+    env.update(OCC_PRUNE_INTERVAL_MS="300")
+    fleet.control_worker()
+    fleet.beat()
+
+    def left() -> set[str]:
+        with db.transaction() as session:
+            return set(
+                session.execute(
+                    sa.select(models.ControllerWork.id).where(
+                        models.ControllerWork.agent_id == agent.id
+                    )
+                ).scalars()
+            )
+
+    wait_for(lambda: left() == {repairs[0]}, timeout=15, message="the expired repairs to go")

@@ -37,7 +37,7 @@ REDIS_PASSWORD = "broker-secret-8d1f"
 FLOWER_AUTH = "viewer:flower-secret-5c2e"
 PEPPER = "pepper-secret-77a0" * 2
 SECRET_KEY = "key-secret-0b9e" * 3
-_TICK = re.compile(r"occ\.(claim|recover_stale|observe_runtimes)[\[ ]")
+_TICK = re.compile(r"occ\.(claim|recover_stale|observe_runtimes|prune)[\[ ]")
 """Celery's lines about one periodic task: ``Task occ.claim[id] received``, ``Sending due
 task occ.claim (occ.claim)``."""
 _ASSIGNMENTS = re.compile(r"(?:[A-Z_][A-Z0-9_]*=\S*\s+)*")

@@ -1,0 +1,96 @@
+"""Upkeep of the database: history nothing reads any more is removed (``occ.prune``).
+
+A run walks the terminal work rows of each outcome past its retention (``Retention``, from
+``OCC_WORK_RETENTION_SUCCEEDED_DAYS`` and ``OCC_WORK_RETENTION_FAILED_DAYS``), then the
+idempotency records past their 24 hours, in batches of ``BATCH`` rows, each batch a
+transaction of its own: no prune holds row locks or a snapshot for longer than one batch, and
+the claim and the transitions skip past it. A run stops after ``RUN_BUDGET_S``; the next one
+starts again from the oldest rows (what the last removed is gone, what it kept is read again).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from occ.settings.config import Settings
+from occ.state import idempotency, retention, values
+from occ.state.db import Database
+
+BATCH: Final = 500
+"""Rows a batch removes at most (one short transaction)."""
+RUN_BUDGET_S: Final = 10.0
+"""How long one run prunes before it leaves the rest to the next (well inside the control
+tasks' 30 s soft limit)."""
+DAY_MS: Final = 86_400_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Retention:
+    """How long each kind of history is kept, in milliseconds."""
+
+    succeeded_ms: int
+    failed_ms: int
+    idempotency_ms: int = int(idempotency.RETENTION.total_seconds() * 1000)
+
+    @classmethod
+    def of(cls, settings: Settings) -> Retention:
+        return cls(
+            succeeded_ms=settings.work_retention_succeeded_days * DAY_MS,
+            failed_ms=settings.work_retention_failed_days * DAY_MS,
+        )
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What one run removed, and whether it reached the end of what had expired."""
+
+    work: int
+    idempotency: int
+    batches: int
+    finished: bool
+    """False: the run's time budget ran out first (the next run goes on)."""
+
+    @property
+    def removed(self) -> int:
+        return self.work + self.idempotency
+
+
+def prune(
+    database: Database,
+    keep: Retention,
+    *,
+    batch: int = BATCH,
+    budget_s: float = RUN_BUDGET_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> PruneReport:
+    """Remove expired work history and idempotency records, a batch per transaction."""
+    deadline = clock() + budget_s
+    work = batches = 0
+    for state, older_than_ms in (
+        (values.WorkState.SUCCEEDED, keep.succeeded_ms),
+        (values.WorkState.FAILED_PERMANENT, keep.failed_ms),
+    ):
+        after: retention.Position | None = None
+        while True:
+            if clock() >= deadline:
+                return PruneReport(work, 0, batches, finished=False)
+            with database.transaction() as session:
+                done = retention.prune_work(
+                    session, state, older_than_ms=older_than_ms, after=after, limit=batch
+                )
+            work, batches, after = work + done.pruned, batches + 1, done.position
+            if done.scanned < batch:
+                break
+    records = 0
+    while clock() < deadline:
+        with database.transaction() as session:
+            removed = retention.prune_idempotency(
+                session, older_than_ms=keep.idempotency_ms, limit=batch
+            )
+        records, batches = records + removed, batches + 1
+        if removed < batch:
+            return PruneReport(work, records, batches, finished=True)
+    return PruneReport(work, records, batches, finished=False)

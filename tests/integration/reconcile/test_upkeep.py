@@ -1,0 +1,70 @@
+"""A prune run on PostgreSQL: every expired outcome and the idempotency records, a batch per
+transaction, within its time budget."""
+
+from __future__ import annotations
+
+import itertools
+
+import sqlalchemy as sa
+
+from occ.reconcile import upkeep
+from occ.settings.config import Settings
+from occ.state import values
+from occ.state.db import Database
+from tests.support import rows
+from tests.support.work_history import Agent
+
+SUCCEEDED = values.WorkState.SUCCEEDED
+FAILED = values.WorkState.FAILED_PERMANENT
+
+
+def _history(owner_db: Database, namespace_id: str, actor: str) -> Agent:
+    """Ten repairs finished 10 days ago and two failed deployments 10 and 40 days ago."""
+    agent = Agent(owner_db, namespace_id, actor, "history")
+    revision = agent.revision()
+    agent.activate(revision)
+    for second in range(10):
+        agent.repaired(revision, second, days_ago=10 + second / 100)
+    agent.deployed(FAILED, days_ago=40)
+    agent.deployed(FAILED, days_ago=10)
+    return agent
+
+
+def _count(db: Database) -> int:
+    with db.transaction() as session:
+        return int(
+            session.execute(sa.text("SELECT count(*) FROM occ.controller_work")).scalar_one()
+        )
+
+
+def _world(db: Database) -> tuple[str, str]:
+    """An actor and a Namespace of theirs."""
+    with db.transaction() as session:
+        actor = rows.principal(session)
+        return actor, rows.namespace(session, created_by=actor)
+
+
+def test_a_run_prunes_each_outcome_by_its_own_age(db: Database, owner_db: Database) -> None:
+    actor, namespace_id = _world(db)
+    _history(owner_db, namespace_id, actor)
+    keep = upkeep.Retention.of(Settings.from_env({}))  # 7 and 30 days
+
+    report = upkeep.prune(db, keep, batch=4)
+
+    # nine of ten repairs (the newest stays), the failure of 40 days (the newer one stays)
+    assert (report.work, report.finished) == (10, True)
+    assert _count(db) == 2
+
+
+def test_a_run_stops_at_its_budget_and_the_next_goes_on(db: Database, owner_db: Database) -> None:
+    actor, namespace_id = _world(db)
+    _history(owner_db, namespace_id, actor)
+    keep = upkeep.Retention(succeeded_ms=7 * upkeep.DAY_MS, failed_ms=30 * upkeep.DAY_MS)
+    ticks = itertools.count()
+
+    first = upkeep.prune(db, keep, batch=2, budget_s=3, clock=lambda: float(next(ticks)))
+    second = upkeep.prune(db, keep, batch=2)
+
+    assert (first.batches, first.finished) == (2, False)
+    assert first.work == 4
+    assert second.finished and first.work + second.work == 10
