@@ -16,6 +16,7 @@ them.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -207,6 +208,18 @@ class Settings(BaseSettings):
     """Kubernetes namespaces occ works in when ``tenant-scoped``, comma-separated (required
     then); start-up checks occ's Role in each."""
 
+    kubernetes_allowed_callers: list[dict[str, dict[str, str]]] | None = None
+    """Who may reach the gateways: a list of callers, each with ``namespace`` (labels of the
+    callers' namespaces) and/or ``pods`` (labels of the calling pods; alone: pods of the
+    Agent's own namespace), allowed on the gateway port only (unset: nobody, the namespace's
+    default deny)."""
+
+    kubernetes_authentication_egress: Annotated[
+        str | None, Variable("OCC_KUBERNETES_AUTHENTICATION_EGRESS")
+    ] = None
+    """CIDRs a starting gateway may reach on TCP 443 to authenticate, comma-separated, until its
+    revision is active (unset: none)."""
+
     kubernetes_resource_quota: dict[str, str] | None = None
     """``spec.hard`` of a ResourceQuota put in every namespace occ creates (unset: none)."""
 
@@ -395,6 +408,19 @@ class Settings(BaseSettings):
                 raise errors.InvalidSettings.at(
                     ("kubernetes_managed_namespaces",), "must be namespace names (DNS labels)"
                 )
+        for caller in self.kubernetes_allowed_callers or ():
+            if not caller or set(caller) - {"namespace", "pods"}:
+                raise errors.InvalidSettings.at(
+                    ("kubernetes_allowed_callers",),
+                    "each caller names namespace and/or pods labels, nothing else",
+                )
+        for cidr in self.authentication_egress:
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError:
+                raise errors.InvalidSettings.at(
+                    ("kubernetes_authentication_egress",), "must be CIDRs (like 10.0.0.0/8)"
+                ) from None
         if self.local_effect_delay_ms < 0:
             raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
@@ -420,6 +446,12 @@ class Settings(BaseSettings):
     def managed_namespaces(self) -> tuple[str, ...]:
         """``kubernetes_managed_namespaces`` as names, in order, without duplicates."""
         raw = self.kubernetes_managed_namespaces or ""
+        return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+
+    @property
+    def authentication_egress(self) -> tuple[str, ...]:
+        """``kubernetes_authentication_egress`` as CIDRs, in order, without duplicates."""
+        raw = self.kubernetes_authentication_egress or ""
         return tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
 
     def startup_warnings(self) -> tuple[errors.FieldError, ...]:

@@ -346,6 +346,7 @@ def test_every_setting_but_the_yaml_only_ones_has_a_variable_of_its_own() -> Non
     declared = settings_sources.variables(Settings)
     yaml_only = set(Settings.model_fields) - set(declared)
     assert yaml_only == {
+        "kubernetes_allowed_callers",
         "kubernetes_resource_quota",
         "kubernetes_limit_range",
         "sandbox_egress_allow",
@@ -394,3 +395,26 @@ def test_a_bad_installation_setting_is_refused_naming_it(env: dict[str, str], po
     refused = _refusal(env)
     assert [error.pointer for error in refused.errors] == [pointer]
     assert "Team_A" not in refused.errors[0].message
+
+
+def test_allowed_callers_and_authentication_cidrs_are_checked(tmp_path: Path) -> None:
+    env = _yaml(
+        tmp_path,
+        "kubernetes_allowed_callers:\n"
+        "  - namespace: {kubernetes.io/metadata.name: edge}\n"
+        "    pods: {app: proxy}\n"
+        "  - pods: {app: client}\n",
+    )
+    settings = Settings.from_env(
+        {**env, "OCC_KUBERNETES_AUTHENTICATION_EGRESS": "10.0.0.0/8, ::1/128"}
+    )
+    assert settings.kubernetes_allowed_callers == [
+        {"namespace": {"kubernetes.io/metadata.name": "edge"}, "pods": {"app": "proxy"}},
+        {"pods": {"app": "client"}},
+    ]
+    assert settings.authentication_egress == ("10.0.0.0/8", "::1/128")
+    refused = _refusal({"OCC_KUBERNETES_AUTHENTICATION_EGRESS": "auth.example.com"})
+    assert [error.pointer for error in refused.errors] == ["/kubernetes_authentication_egress"]
+    assert "auth.example.com" not in refused.errors[0].message
+    refused = _refusal(_yaml(tmp_path, "kubernetes_allowed_callers:\n  - ip: {a: b}\n"))
+    assert [error.pointer for error in refused.errors] == ["/kubernetes_allowed_callers"]

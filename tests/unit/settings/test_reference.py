@@ -23,6 +23,7 @@ SAMPLES = {
     "secret_key": "secret-" + "s" * 40,
     "kubernetes_installation": "cluster",
     "kubernetes_managed_namespaces": "team-a,team-b",
+    "kubernetes_authentication_egress": "10.0.0.0/8,192.0.2.1/32",
 }
 """A valid value of each setting whose value is checked (the others take any text)."""
 NOT_SETTINGS = {

@@ -34,6 +34,7 @@ from occ.drivers.compute.kubernetes import (
     namespaces,
     naming,
     observation,
+    policies,
     ratelimit,
     rollout,
 )
@@ -67,6 +68,7 @@ class KubernetesComputeDriver:
         *,
         options: manifests.GatewayOptions,
         policy: namespaces.Policy | None = None,
+        network: policies.NetworkOptions | None = None,
         hooks: lifecycle.HookDispatcher | None = None,
         maintenance_interval_s: float = MAINTENANCE_INTERVAL_S,
     ) -> None:
@@ -79,6 +81,7 @@ class KubernetesComputeDriver:
         )
         self.steps = ensure.Steps(api)
         self.options = options
+        self.network = network if network is not None else policies.NetworkOptions()
         self.policy = policy if policy is not None else namespaces.Policy(prefix="occ-")
         self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
         self._namespaces: dict[str, str] = {}
@@ -122,6 +125,11 @@ class KubernetesComputeDriver:
                 limit_range=settings.kubernetes_limit_range,
                 installation=settings.kubernetes_installation,
                 managed=settings.managed_namespaces,
+            ),
+            network=policies.NetworkOptions(
+                callers=tuple(settings.kubernetes_allowed_callers or ()),
+                authentication_egress=settings.authentication_egress,
+                port=manifests.GATEWAY_PORT,
             ),
             maintenance_interval_s=(
                 settings.maintenance_interval_ms / 1000
@@ -242,6 +250,8 @@ class KubernetesComputeDriver:
             namespace,
             manifests.state_claim(revision, namespace, self.options),
         )
+        # before any workload of the revision can start: its own policies
+        policies.stage(steps, operation, revision, namespace, self.network)
         if manifests.mode_of(revision) == naming.EMBEDDED:
             service = manifests.service(revision, namespace, selects=revision.revision_id)
             steps.applied(operation, client.SERVICE, namespace, service)
@@ -318,6 +328,7 @@ class KubernetesComputeDriver:
         verdict = rollout.gateway_verdict(deployment, slices, revision.revision_id)
         observation = rollout.observation(verdict)
         if isinstance(observation, base.Ready):
+            policies.close(self.steps, operation, revision, namespace, self.network)
             return base.Activation(manifests.endpoint(revision, namespace))
         if manifests.mode_of(revision) == naming.EMBEDDED:
             self._revoke_failed_launch(operation, revision, observation)
@@ -329,6 +340,7 @@ class KubernetesComputeDriver:
         if placed is None:
             return
         namespace, current = placed
+        policies.close(self.steps, operation, revision, namespace, self.network)
         if current is None or (current.get("spec") or {}).get("replicas") == 0:
             return
         if self.hooks:
@@ -354,6 +366,8 @@ class KubernetesComputeDriver:
             current = self.steps.owned(kind, namespace, name, expected)
             if current is not None:
                 self.steps.deleted(operation, kind, namespace, current)
+        policies.close(self.steps, operation, revision, namespace, self.network)
+        policies.retire(self.steps, operation, revision, namespace)
 
     def delete_agent_credentials(
         self, operation: base.Operation, namespace_id: str, agent_id: str

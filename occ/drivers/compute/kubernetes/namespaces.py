@@ -33,14 +33,17 @@ AGENT_KINDS: Final = (
     client.SECRET,
     client.SERVICE_ACCOUNT,
     client.CLAIM,
+    client.NETWORK_POLICY,
 )
-"""The kinds occ creates for an Agent and its revisions, in teardown order (workloads first)."""
+"""The kinds occ creates for an Agent and its revisions, in teardown order (workloads first,
+their NetworkPolicies last)."""
 
-OWNED_KINDS: Final = (*AGENT_KINDS, client.NETWORK_POLICY, client.QUOTA, client.LIMITS)
+OWNED_KINDS: Final = (*AGENT_KINDS, client.QUOTA, client.LIMITS)
 """Every kind occ creates inside a namespace, in teardown order (an Agent's first)."""
 
-TENANT_KINDS: Final = (*AGENT_KINDS, client.NETWORK_POLICY)
-"""Every kind occ creates in a managed namespace of a tenant-scoped installation."""
+TENANT_KINDS: Final = AGENT_KINDS
+"""Every kind occ creates in a managed namespace of a tenant-scoped installation (its
+NetworkPolicies included)."""
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,12 @@ from tests.support.kube_api import FakeKubeAPI
 
 Specs = helpers.Specs
 
-FIRST_DEPLOY_CALLS = 13
-"""Measured: prepare 10 (read + write of 5 objects), activate 3 (read, apply, slices)."""
-NO_OP_PASS_CALLS = 7
-"""Measured: prepare 5 reads, activate 2 (Deployment read, EndpointSlice list)."""
+FIRST_DEPLOY_CALLS = 17
+"""Measured: prepare 14 (read + write of 5 objects and of the 2 NetworkPolicies), activate 3
+(read, apply, slices)."""
+NO_OP_PASS_CALLS = 10
+"""Measured: prepare 7 reads, activate 3 (Deployment read, EndpointSlice list, the
+authentication egress read to close it)."""
 
 
 def test_ensure_namespace_twice_changes_nothing_the_second_time(
