@@ -22,7 +22,7 @@ def agent_objects(
     revision: base.RevisionSpec, namespace: str, options: manifests.GatewayOptions
 ) -> Iterator[tuple[str, Any]]:
     """(plural, object) of one deployed Agent, as the cluster holds them."""
-    credential = base.Credential("bench-credential")
+    credential = base.Credential("bench-credential", "test-fingerprint-key")
     yield "configmaps", manifests.configuration_map(revision, namespace)
     yield "secrets", manifests.credential_secret(revision, namespace, credential)
     yield "serviceaccounts", manifests.service_account(revision, namespace)

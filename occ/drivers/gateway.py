@@ -4,8 +4,9 @@ The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.drivers
 ``occ gateway``). It serves
 
 * ``GET /healthz``: 200 ``{"status": "ok", "revisionId", "agentId",
-  "configurationGeneration", "credentialFingerprint"}`` (the fingerprint of the credential
-  read from ``--credential-file`` at start, ``null`` without one; never the value);
+  "configurationGeneration", "credentialFingerprint"}`` (the keyed fingerprint of the
+  credential read from ``--credential-file`` at start, under the revision's fingerprint key
+  read from the file ``fingerprint-key`` beside it; ``null`` without either; never the value);
   with ``--unhealthy``, or a configuration snapshot holding
   ``{"standIn": {"healthy": false}}``, 503 ``{"status": "unhealthy", ...}`` forever (a runtime
   that never becomes ready);
@@ -15,9 +16,10 @@ The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.drivers
   never served to whoever can reach the port).
 
 With ``--credential-stdin PATH`` (how a container receives its credential without an
-environment literal) it first reads one newline-terminated line from stdin, writes it to
-``PATH`` with mode 0600, and then uses ``PATH`` as its credential file; stdin that ends
-without a whole line, or no line within ``--credential-timeout`` seconds, exits with status 2
+environment literal) it first reads two newline-terminated lines from stdin, the credential
+and the revision's fingerprint key, writes them to ``PATH`` and to ``fingerprint-key`` beside it
+with mode 0600, and then uses ``PATH`` as its credential file; stdin that ends without both
+lines, or not within ``--credential-timeout`` seconds, exits with status 2
 before anything listens (whoever started it starts it again and delivers anew).
 
 It binds ``--host`` (127.0.0.1 by default), logs one JSON line on start and one on stop (no
@@ -136,7 +138,7 @@ def serve(
     if credential_file is not None:
         try:
             credential = credential_file.read_text(encoding="utf-8").rstrip("\n")
-            credential_fingerprint = fingerprints.of(credential)
+            credential_fingerprint = _fingerprint(credential, credential_file)
         except OSError as exc:
             _event(
                 "gateway.failed",
@@ -212,8 +214,20 @@ def serve(
     return 0
 
 
+def _fingerprint(credential: str, credential_file: Path) -> str | None:
+    """The credential's fingerprint under the key beside its file; ``None`` without a key (a
+    fingerprint is never shown unkeyed)."""
+    try:
+        key = (credential_file.parent / fingerprints.KEY_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    key = key.strip()
+    return fingerprints.of(credential, key) if key else None
+
+
 def receive_credential(descriptor: int, path: Path, timeout_s: float) -> str | None:
-    """Read one line from ``descriptor`` into ``path`` (mode 0600); a problem or ``None``.
+    """Read the credential line and the fingerprint key line from ``descriptor`` into ``path``
+    and ``fingerprint-key`` beside it (mode 0600); a problem or ``None``.
 
     The value is never logged; the problem is a fixed word (``timeout``, ``incomplete``,
     ``too_long``, or the ``OSError`` class).
@@ -221,7 +235,7 @@ def receive_credential(descriptor: int, path: Path, timeout_s: float) -> str | N
     received = bytearray()
     deadline = time.monotonic() + timeout_s
     try:
-        while b"\n" not in received:
+        while received.count(b"\n") < 2:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([descriptor], [], [], remaining)[0]:
                 return "timeout"
@@ -231,13 +245,14 @@ def receive_credential(descriptor: int, path: Path, timeout_s: float) -> str | N
             received += chunk
             if len(received) > MAX_CREDENTIAL_BYTES:
                 return "too_long"
-        value = bytes(received).split(b"\n", 1)[0]
-        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(handle, 0o600)
-            os.write(handle, value + b"\n")
-        finally:
-            os.close(handle)
+        value, key = bytes(received).split(b"\n")[:2]
+        for target, content in ((path, value), (path.parent / fingerprints.KEY_FILE, key)):
+            handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            try:
+                os.fchmod(handle, 0o600)
+                os.write(handle, content + b"\n")
+            finally:
+                os.close(handle)
     except OSError as exc:
         return type(exc).__name__
     return None

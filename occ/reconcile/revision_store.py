@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 
 from occ import iam
 from occ.drivers.compute import base
-from occ.foundation import codes, errors
+from occ.foundation import codes, errors, fingerprints
 from occ.reconcile import authority, environment, outcome, revision_snapshot, settle
 from occ.reconcile.context import ClaimContext
 from occ.reconcile.revision_snapshot import Snapshot
@@ -172,7 +172,10 @@ class DatabaseRevisionStore:
             value = driver.unseal(revision.namespace_id, secret_id, sealed)
         except errors.SecretUnreadable:
             return settle.fail(session, self._context, Code.HARNESS_CREDENTIAL_UNAVAILABLE)
-        return base.Credential(value)
+        key = fingerprints.revision_key(
+            self._worker.settings.credential_fingerprint_key, revision.id
+        )
+        return base.Credential(value, key)
 
     def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult:
         """The claim-fenced compare-and-set of the Agent's active revision."""

@@ -16,6 +16,8 @@ them.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import ipaddress
 import os
 import re
@@ -40,7 +42,7 @@ KUBERNETES_INSTALLATIONS = ("cluster", "tenant-scoped")
 """Values of ``kubernetes_installation``."""
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
-_HIDDEN = frozenset({"api_key_pepper", "secret_key"})
+_HIDDEN = frozenset({"api_key_pepper", "secret_key", "fingerprint_key"})
 _PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
 _POSITIVE = (
     "lease_ms",
@@ -147,6 +149,12 @@ class Settings(BaseSettings):
         default="development-secret-key"
     )
     """Key protecting stored Secret values; set it in production."""
+
+    fingerprint_key: Annotated[str | None, Variable("OCC_FINGERPRINT_KEY", file=True)] = None
+    """Key of the credential fingerprints occ shows (a gateway's ``/healthz``, a Kubernetes
+    annotation): an HMAC, never a plain hash (unset: derived from ``OCC_SECRET_KEY``). Set a
+    new one to rotate: every fingerprint changes, annotations at the next observation, a
+    gateway's at its next start."""
 
     compute_driver: Annotated[str, Variable("OCC_COMPUTE_DRIVER")] = "local"
     """Compute Driver of this installation: ``local``, ``docker``, ``kubernetes`` or ``ssh``."""
@@ -425,6 +433,8 @@ class Settings(BaseSettings):
             raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):
             raise errors.InvalidSettings.at(("database_url",), "must be a PostgreSQL URL")
+        if self.fingerprint_key is not None and not self.fingerprint_key:
+            raise errors.InvalidSettings.at(("fingerprint_key",), "must not be empty")
         if self.environment == "production":
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
@@ -434,6 +444,14 @@ class Settings(BaseSettings):
                         (name,),
                         f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
                     )
+            if (
+                self.fingerprint_key is not None
+                and len(self.fingerprint_key.encode()) < PRODUCTION_KEY_MIN_BYTES
+            ):
+                raise errors.InvalidSettings.at(
+                    ("fingerprint_key",),
+                    f"must be at least {PRODUCTION_KEY_MIN_BYTES} bytes in production",
+                )
             if self.compute_driver == "local":
                 raise errors.InvalidSettings.at(
                     ("compute_driver",),
@@ -441,6 +459,14 @@ class Settings(BaseSettings):
                     " choose docker or kubernetes in production",
                 )
         return self
+
+    @property
+    def credential_fingerprint_key(self) -> str:
+        """``fingerprint_key``, or a key derived from ``secret_key`` when it is unset."""
+        if self.fingerprint_key is not None:
+            return self.fingerprint_key
+        digest = hmac.new(self.secret_key.encode(), b"occ-credential-fingerprints", hashlib.sha256)
+        return digest.hexdigest()
 
     @property
     def managed_namespaces(self) -> tuple[str, ...]:

@@ -109,6 +109,8 @@ def agent(
         revisions=rows,
         revision_id=target,
         key=key,
-        credential=base.Credential(credential) if credential is not None else None,
+        credential=base.Credential(credential, "test-fingerprint-key")
+        if credential is not None
+        else None,
         admitted=frozenset(rows[number - 1].id for number in admitted),
     )

@@ -147,10 +147,14 @@ class Credential:
     """
 
     value: str = field(repr=False)
+    fingerprint_key: str = field(repr=False)
+    """The revision's fingerprint key (``fingerprints.revision_key``): delivered beside the
+    value (the runtime shows the same fingerprint), never shown."""
 
     @property
     def fingerprint(self) -> str:
-        return fingerprints.of(self.value)
+        """The keyed fingerprint of the value: what the runtime and the annotations show."""
+        return fingerprints.of(self.value, self.fingerprint_key)
 
     def __repr__(self) -> str:
         return f"Credential(fingerprint={self.fingerprint!r})"

@@ -194,7 +194,7 @@ def _specs() -> tuple[base.NamespaceSpec, base.RevisionSpec]:
         harness_version="1.0.0",
         harness_mode="embedded",
         service_principal_id=f"prn_{uuid.uuid4()}",
-        credential=base.Credential(helpers.CREDENTIAL),
+        credential=base.Credential(helpers.CREDENTIAL, "test-fingerprint-key"),
     )
     return namespace, revision
 

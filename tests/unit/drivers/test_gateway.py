@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 from occ.drivers import gateway
+from occ.foundation import fingerprints
 
 
 def _pipe(data: bytes, *, close: bool = True) -> int:
@@ -17,11 +18,20 @@ def _pipe(data: bytes, *, close: bool = True) -> int:
     return read_end
 
 
-def test_one_line_becomes_a_0600_file(tmp_path: Path) -> None:
+def test_two_lines_become_two_0600_files(tmp_path: Path) -> None:
     target = tmp_path / "credential"
-    assert gateway.receive_credential(_pipe(b"s3cret\nignored"), target, 5) is None
+    assert gateway.receive_credential(_pipe(b"s3cret\nkey-1\nignored"), target, 5) is None
     assert target.read_bytes() == b"s3cret\n"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    key = tmp_path / fingerprints.KEY_FILE
+    assert key.read_bytes() == b"key-1\n"
+    for written in (target, key):
+        assert stat.S_IMODE(written.stat().st_mode) == 0o600
+
+
+def test_a_credential_without_its_key_line_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "credential"
+    assert gateway.receive_credential(_pipe(b"s3cret\n"), target, 5) == "incomplete"
+    assert not target.exists()
 
 
 def test_input_without_a_whole_line_writes_nothing(tmp_path: Path) -> None:

@@ -531,7 +531,7 @@ def test_owners_never_receive_the_credential_nor_the_claim_token() -> None:
     seen: list[tuple[base.Operation, object]] = []
     calls: list[Call] = []
     secret = "sk-live-do-not-share"
-    revision = specs.revision(credential=base.Credential(secret))
+    revision = specs.revision(credential=base.Credential(secret, "test-fingerprint-key"))
 
     def look(operation: base.Operation, subject: object) -> None:
         seen.append((operation, subject))

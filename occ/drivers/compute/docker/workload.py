@@ -152,13 +152,13 @@ def snapshot_archive(document: Mapping[str, Any]) -> bytes:
 
 
 def credential_line(credential: base.Credential) -> bytes:
-    """What the gateway reads from stdin: the value and a newline (one line only)."""
+    """What the gateway reads from stdin: the value's line, then its fingerprint key's."""
     value = credential.value
     if "\n" in value or "\r" in value:
         raise base.PermanentDriverError(
             "DOCKER_CREDENTIAL_UNDELIVERABLE", "the credential holds a line break"
         )
-    return value.encode() + b"\n"
+    return value.encode() + b"\n" + credential.fingerprint_key.encode() + b"\n"
 
 
 def published_port(container: Mapping[str, Any]) -> int | None:

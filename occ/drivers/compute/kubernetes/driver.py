@@ -38,6 +38,7 @@ from occ.drivers.compute.kubernetes import (
     ratelimit,
     rollout,
 )
+from occ.foundation import fingerprints
 from occ.settings.config import Settings
 
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
@@ -118,6 +119,7 @@ class KubernetesComputeDriver:
             options=manifests.GatewayOptions(
                 image=settings.kubernetes_gateway_image,
                 storage_class=settings.kubernetes_storage_class,
+                fingerprint_key_id=fingerprints.key_id(settings.credential_fingerprint_key),
             ),
             policy=namespaces.Policy(
                 prefix=settings.kubernetes_namespace_prefix,
@@ -270,10 +272,12 @@ class KubernetesComputeDriver:
         self, operation: base.Operation, revision: base.RevisionSpec, namespace: str
     ) -> None:
         if revision.credential is not None:
-            secret = manifests.credential_secret(revision, namespace, revision.credential)
+            secret = manifests.credential_secret(
+                revision, namespace, revision.credential, self.options.fingerprint_key_id
+            )
             self.steps.applied(operation, client.SECRET, namespace, secret)
             return
-        expected = manifests.credential_secret(revision, namespace, base.Credential(""))
+        expected = manifests.credential_secret(revision, namespace, base.Credential("", ""))
         existing = self.steps.owned(
             client.SECRET,
             namespace,
@@ -390,7 +394,10 @@ class KubernetesComputeDriver:
             return {}
         with self.informer.view() as view:
             return {
-                revision.revision_id: observation.observe(view, revision) for revision in revisions
+                revision.revision_id: observation.observe(
+                    view, revision, fingerprint_key_id=self.options.fingerprint_key_id
+                )
+                for revision in revisions
             }
 
     def close(self) -> None:

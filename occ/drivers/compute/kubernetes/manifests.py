@@ -18,6 +18,7 @@ from typing import Final
 
 from occ.drivers.compute import base, standin
 from occ.drivers.compute.kubernetes import naming
+from occ.foundation import fingerprints
 
 GATEWAY_PORT: Final = 8080
 """Container and Service port of every gateway."""
@@ -41,6 +42,9 @@ class GatewayOptions:
     requests: Mapping[str, str] = field(default_factory=lambda: {"cpu": "100m", "memory": "128Mi"})
     limits: Mapping[str, str] = field(default_factory=lambda: {"cpu": "500m", "memory": "256Mi"})
     progress_deadline_s: int = 600
+    fingerprint_key_id: str | None = None
+    """The id of the installation's fingerprint key (``fingerprints.key_id``): annotated on each
+    credential Secret, and a Secret annotated with another is repaired (``None``: not checked)."""
 
 
 def mode_of(revision: base.RevisionSpec) -> str:
@@ -68,12 +72,20 @@ def configuration_map(revision: base.RevisionSpec, namespace_name: str) -> Manif
 
 
 def credential_secret(
-    revision: base.RevisionSpec, namespace_name: str, credential: base.Credential
+    revision: base.RevisionSpec,
+    namespace_name: str,
+    credential: base.Credential,
+    fingerprint_key_id: str | None = None,
 ) -> Manifest:
-    """The revision's harness credential: the only manifest that holds its value."""
+    """The revision's harness credential: the only manifest that holds its value, with the
+    revision's fingerprint key beside it; annotated with the keyed fingerprint and the id of
+    the installation key that made it (``fingerprint_key_id``)."""
     labels = revision_labels(naming.Role.CREDENTIAL, revision)
     annotations = {naming.FINGERPRINT_ANNOTATION: credential.fingerprint}
+    if fingerprint_key_id is not None:
+        annotations[naming.FINGERPRINT_KEY_ANNOTATION] = fingerprint_key_id
     encoded = base64.b64encode(credential.value.encode()).decode("ascii")
+    key = base64.b64encode(credential.fingerprint_key.encode()).decode("ascii")
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -81,7 +93,7 @@ def credential_secret(
             naming.credential_secret(revision.revision_id), namespace_name, labels, annotations
         ),
         "type": "Opaque",
-        "data": {CREDENTIAL_FILE: encoded},
+        "data": {CREDENTIAL_FILE: encoded, fingerprints.KEY_FILE: key},
     }
 
 

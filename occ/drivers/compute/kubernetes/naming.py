@@ -28,6 +28,10 @@ ADOPTED: Final = "occ.dev/adopted"
 REVISION_ANNOTATION: Final = "occ.dev/revision-id"
 """Annotation on a gateway pod template: the revision it runs."""
 FINGERPRINT_ANNOTATION: Final = "occ.dev/credential-fingerprint"
+"""Annotation on a credential Secret: the keyed fingerprint of the credential."""
+FINGERPRINT_KEY_ANNOTATION: Final = "occ.dev/credential-fingerprint-key"
+"""Annotation on a credential Secret: the id of the installation key its fingerprint is under
+(``fingerprints.key_id``); an observation that finds another id (or none) repairs it."""
 CONTENT_ANNOTATION: Final = "occ.dev/content-sha256"
 
 NAMESPACE_HASH_LENGTH: Final = 15

@@ -28,6 +28,8 @@ OBJECT_LOST: Final = "KUBERNETES_OBJECT_LOST"
 """An object the revision needs is gone, being deleted, or not occ's."""
 GATEWAY_DRIFTED: Final = "KUBERNETES_GATEWAY_DRIFTED"
 """The gateway runs another revision's template, or the Service selects other pods."""
+FINGERPRINT_STALE: Final = "KUBERNETES_CREDENTIAL_FINGERPRINT_STALE"
+"""The credential Secret's fingerprint is not under the installation's current key."""
 GATEWAY_NOT_READY: Final = "KUBERNETES_GATEWAY_NOT_READY"
 """The gateway's rollout is not done (or scaled to zero), or no endpoint is ready."""
 
@@ -63,8 +65,12 @@ def namespace_of(view: cache.View, namespace_id: str) -> str | None:
     return str(ensure.metadata(live[0]).get("name"))
 
 
-def observe(view: cache.View, revision: base.RevisionSpec) -> base.Observed:
-    """The revision's runtime as the cache shows it."""
+def observe(
+    view: cache.View, revision: base.RevisionSpec, *, fingerprint_key_id: str | None = None
+) -> base.Observed:
+    """The revision's runtime as the cache shows it; with ``fingerprint_key_id``, a credential
+    Secret whose fingerprint is under another key (or unkeyed) is different, so the repair
+    writes it again with the current key."""
     namespace = namespace_of(view, revision.namespace_id)
     if namespace is None:
         return base.Observed(False, code=namespaces.NAMESPACE_MISSING)
@@ -74,6 +80,10 @@ def observe(view: cache.View, revision: base.RevisionSpec) -> base.Observed:
         if current is None or ensure.deleting(current) or not ensure.is_owned(current, labels):
             return base.Observed(False, code=OBJECT_LOST)
         found[kind] = current
+    if fingerprint_key_id is not None and client.SECRET in found:
+        annotations = ensure.metadata(found[client.SECRET]).get("annotations") or {}
+        if annotations.get(naming.FINGERPRINT_KEY_ANNOTATION) != fingerprint_key_id:
+            return base.Observed(False, code=FINGERPRINT_STALE)
     gateway, service = found[client.DEPLOYMENT], found[client.SERVICE]
     selects = (service.get("spec") or {}).get("selector") or {}
     expected = naming.gateway_selector(

@@ -73,6 +73,16 @@ def metadata_record(obj: Mapping[str, Any]) -> Wire:
     return {"metadata": _metadata(obj)}
 
 
+def secret_record(obj: Mapping[str, Any]) -> Wire:
+    """``metadata_record`` and the id of the key its credential fingerprint is under."""
+    kept = _metadata(obj)
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    key_id = annotations.get(naming.FINGERPRINT_KEY_ANNOTATION)
+    if isinstance(key_id, str):
+        kept["annotations"] = {naming.FINGERPRINT_KEY_ANNOTATION: sys.intern(key_id)}
+    return {"metadata": kept}
+
+
 def deployment_record(obj: Mapping[str, Any]) -> Wire:
     """A Deployment as kubectl's rollout rule reads it: generation, replicas, the template's
     revision annotation and the rollout status."""
@@ -128,7 +138,7 @@ KINDS: Final = (
     Watched(client.SERVICE, False, service_record),
     Watched(client.ENDPOINT_SLICE, False, endpoint_slice_record),
     Watched(client.CONFIG_MAP, True, metadata_record),
-    Watched(client.SECRET, True, metadata_record),
+    Watched(client.SECRET, True, secret_record),
     Watched(client.SERVICE_ACCOUNT, True, metadata_record),
     Watched(client.CLAIM, True, metadata_record),
 )

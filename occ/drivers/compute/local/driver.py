@@ -28,6 +28,7 @@ from typing import Any, Final
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.local import gateways, journal, store
+from occ.foundation import fingerprints
 from occ.settings.config import Settings
 
 MAX_RESTARTS: Final = 1
@@ -279,6 +280,9 @@ class LocalComputeDriver:
         store.write_snapshot(directory / store.SNAPSHOT, revision.configuration_document)
         if revision.credential is not None:
             store.write_if_changed(directory / store.CREDENTIAL, revision.credential.value)
+            store.write_if_changed(
+                directory / fingerprints.KEY_FILE, revision.credential.fingerprint_key
+            )
         runtime_path = directory / store.RUNTIME
         runtime = store.read_json(runtime_path) or {}
         if gateways.recorded_process(runtime, directory, revision.revision_id) is None:

@@ -146,11 +146,12 @@ class SshComputeDriver:
     ) -> base.Observation:
         """Stage the snapshot (and credential) in the revision's directory; start nothing."""
         host, _ = self._placed(operation, revision.namespace_id)
-        credential = revision.credential.value if revision.credential is not None else None
+        credential = revision.credential
         request = {
             **_ids(revision),
             "config": standin.configuration_text(revision.configuration_document),
-            "credential": credential,
+            "credential": credential.value if credential is not None else None,
+            "fingerprintKey": credential.fingerprint_key if credential is not None else None,
         }
         self._call(operation, host, "stage", request)
         return base.Ready({"host": host.name})

@@ -7,7 +7,8 @@ through ``sudo -n``). It answers one JSON line on stdout, ``{"ok": true, ...}`` 
 only on stdin and lands only in its 0600 file.
 
 Layout under the root: ``namespaces/<ns>/agents/<agent>/revisions/<rev>/`` holds a revision's
-``config.json`` (0644) and ``credential`` (0600, owned by the Agent's user); the Agent's
+``config.json`` (0644), ``credential`` and its ``fingerprint-key`` (0600, owned by the Agent's
+user); the Agent's
 ``port`` file keeps its gateway's port across revisions. Each Agent has one unit, whose first
 line names the revision it runs. Where systemd is PID 1 units live in ``/etc/systemd/system``
 and run under systemd; elsewhere (containers, CI) they live in ``<root>/units`` and this file
@@ -39,6 +40,8 @@ ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 REVISION_LINE = "# occ-revision="
 SYSTEMD_UNITS = Path("/etc/systemd/system")
 STOP_TIMEOUT_S = 10.0
+FINGERPRINT_KEY = "fingerprint-key"
+"""The revision's fingerprint key beside its credential (``occ.foundation.fingerprints``)."""
 
 
 class Refused(Exception):
@@ -300,6 +303,8 @@ def stage(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("credential") is not None:
         credential = directory / "credential"
         changed = write_if_changed(credential, request["credential"], 0o600, user) or changed
+        key = directory / FINGERPRINT_KEY
+        changed = write_if_changed(key, request["fingerprintKey"], 0o600, user) or changed
     return {"changed": changed, "credential": (directory / "credential").exists()}
 
 

@@ -54,7 +54,9 @@ def revision(
         harness_version="1.0.0",
         harness_mode="embedded",
         service_principal_id="prn_test",
-        credential=None if credential is None else base.Credential(credential),
+        credential=None
+        if credential is None
+        else base.Credential(credential, "test-fingerprint-key"),
     )
 
 

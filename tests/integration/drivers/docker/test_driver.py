@@ -114,7 +114,10 @@ def test_a_prepared_revision_is_a_hardened_healthy_container_serving_its_snapsho
     health = _health(endpoint)
     assert health["status"] == "ok"
     assert health["revisionId"] == spec.revision_id
-    assert health["credentialFingerprint"] == base.Credential(SECRET).fingerprint
+    assert (
+        health["credentialFingerprint"]
+        == base.Credential(SECRET, "test-fingerprint-key").fingerprint
+    )
     request = urllib.request.Request(
         f"{endpoint}/config", headers={"Authorization": f"Bearer {SECRET}"}
     )
@@ -205,7 +208,10 @@ def test_a_removed_container_is_recreated_and_an_exited_one_restarted(
     endpoint = _ready(driver, operation, spec)
     recreated = client.containers.get(name)
     assert recreated.id != original.id
-    assert _health(endpoint)["credentialFingerprint"] == base.Credential(SECRET).fingerprint
+    assert (
+        _health(endpoint)["credentialFingerprint"]
+        == base.Credential(SECRET, "test-fingerprint-key").fingerprint
+    )
 
     recreated.stop(timeout=2)
     assert isinstance(
@@ -216,7 +222,7 @@ def test_a_removed_container_is_recreated_and_an_exited_one_restarted(
     health = _health(endpoint)
     assert (health["revisionId"], health["credentialFingerprint"]) == (
         spec.revision_id,
-        base.Credential(SECRET).fingerprint,
+        base.Credential(SECRET, "test-fingerprint-key").fingerprint,
     )
 
 

@@ -14,7 +14,6 @@ import docker.errors
 import pytest
 
 from occ.controller import installation
-from occ.drivers.compute import base
 from occ.drivers.compute.docker import workload
 from occ.state.db import Database
 from scripts import docker_engine
@@ -22,8 +21,6 @@ from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import sweep
 from tests.support import processes
 from tests.support.processes import wait_for
-
-FINGERPRINT = base.Credential(world.SECRET_VALUE).fingerprint
 
 
 @pytest.fixture
@@ -126,7 +123,7 @@ def test_the_engine_stopped_mid_deploy_the_work_retries_and_converges_when_it_is
         health = world.health(endpoint)
         assert (health["revisionId"], health["credentialFingerprint"]) == (
             revision_id,
-            FINGERPRINT,
+            world.fingerprint(env, revision_id),
         )
     finally:
         client.close()
@@ -164,6 +161,8 @@ def test_a_driver_worker_killed_mid_deploy_leaves_one_gateway_for_the_active_rev
         assert [c.id for c in world.gateways(client, agent_id=w.agent_id)] == [container.id]
         endpoint = world.agent(db, w).endpoint
         assert endpoint is not None and endpoint == _published_endpoint(client, container.id)
-        assert world.health(endpoint)["credentialFingerprint"] == FINGERPRINT
+        assert world.health(endpoint)["credentialFingerprint"] == world.fingerprint(
+            env, revision_id
+        )
     finally:
         sweep(client, w.namespace_id)

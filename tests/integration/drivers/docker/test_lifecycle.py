@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from occ.controller import agent_lifecycle, configurations, installation, namespaces, secrets
-from occ.drivers.compute import base
 from occ.drivers.compute.docker import naming
 from occ.state import models
 from occ.state.db import Database
@@ -19,8 +18,6 @@ from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import owned_objects, sweep
 from tests.support import processes
 from tests.support.processes import wait_for
-
-FINGERPRINT = base.Credential(world.SECRET_VALUE).fingerprint
 
 pytestmark = pytest.mark.usefixtures("control")
 
@@ -61,7 +58,10 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
     endpoint = world.agent(db, w).endpoint
     assert endpoint is not None and endpoint.startswith("http://127.0.0.1:")
     health = world.health(endpoint)
-    assert (health["revisionId"], health["credentialFingerprint"]) == (first, FINGERPRINT)
+    assert (health["revisionId"], health["credentialFingerprint"]) == (
+        first,
+        world.fingerprint(docker_env, first),
+    )
     [container] = world.gateways(client, revision_id=first)
     inspected = json.dumps(client.api.inspect_container(container.id))
     assert world.SECRET_VALUE not in inspected + client.api.logs(container.id).decode()

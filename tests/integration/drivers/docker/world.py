@@ -8,6 +8,8 @@ import urllib.request
 from typing import Any
 
 from occ.drivers.compute.docker import naming
+from occ.foundation import fingerprints
+from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
 from tests.support import audits, processes, worker_worlds, worlds
@@ -61,3 +63,10 @@ def gateways(client: Any, **labels: str) -> list[Any]:
         f"{naming.PREFIX}{key.replace('_', '-')}={value}" for key, value in labels.items()
     ]
     return list(client.containers.list(all=True, filters={"label": filters}, ignore_removed=True))
+
+
+def fingerprint(env: dict[str, str], revision_id: str) -> str:
+    """The keyed fingerprint of ``SECRET_VALUE`` a gateway of ``revision_id`` shows, under the
+    installation key of the workers started with ``env``."""
+    installation_key = Settings.from_env(env).credential_fingerprint_key
+    return fingerprints.of(SECRET_VALUE, fingerprints.revision_key(installation_key, revision_id))

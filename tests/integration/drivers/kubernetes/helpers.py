@@ -50,7 +50,7 @@ class Specs:
             harness_version="1.0.0",
             harness_mode=mode,
             service_principal_id=f"prn_{uuid.uuid4()}",
-            credential=base.Credential(CREDENTIAL) if credential else None,
+            credential=base.Credential(CREDENTIAL, "test-fingerprint-key") if credential else None,
         )
 
 

@@ -7,6 +7,7 @@ which proves delivery without the value ever crossing the wire.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import signal
 import stat
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.foundation import ids
+from occ.foundation import fingerprints, ids
 from tests.integration.drivers.local import support
 from tests.support.processes import wait_for
 
@@ -47,6 +48,12 @@ def test_a_deploy_pass_delivers_the_credential_as_a_0600_file_only(root: Path) -
     credential = support.revision_dir(root, spec) / "credential"
     assert credential.read_text(encoding="utf-8") == SECRET
     assert stat.S_IMODE(credential.stat().st_mode) == 0o600
+    # the fingerprint is keyed with the revision's key, delivered beside the credential
+    key = support.revision_dir(root, spec) / fingerprints.KEY_FILE
+    assert key.read_text(encoding="utf-8") == spec.credential.fingerprint_key
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    unkeyed = hashlib.sha256(f"occ-credential:{SECRET}".encode()).hexdigest()
+    assert _fingerprint(endpoint) != unkeyed[: fingerprints.LENGTH]
 
     pid = driver.revision_process(spec.agent_id, spec.revision_id)
     assert pid is not None

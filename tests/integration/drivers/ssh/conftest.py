@@ -67,7 +67,7 @@ def revision(
         harness_version="1.0.0",
         harness_mode="embedded",
         service_principal_id="prn_test",
-        credential=base.Credential(CREDENTIAL) if credential else None,
+        credential=base.Credential(CREDENTIAL, "test-fingerprint-key") if credential else None,
     )
 
 

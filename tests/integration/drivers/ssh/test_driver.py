@@ -71,7 +71,10 @@ def test_the_unit_is_hardened_accepted_by_systemd_and_runs_as_the_agents_user(
     activation = _active(driver, operation, spec)
     health = _health(str(activation.endpoint))
     assert health["revisionId"] == spec.revision_id
-    assert health["credentialFingerprint"] == base.Credential(CREDENTIAL).fingerprint
+    assert (
+        health["credentialFingerprint"]
+        == base.Credential(CREDENTIAL, "test-fingerprint-key").fingerprint
+    )
 
     unit_file = _unit(root, spec.agent_id)
     text = unit_file.read_text()

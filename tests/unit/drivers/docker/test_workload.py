@@ -20,7 +20,9 @@ def _revision(credential: str | None = SECRET) -> base.RevisionSpec:
         revision_number=3,
         configuration_generation=2,
         configuration_document={"model": "m"},
-        credential=None if credential is None else base.Credential(credential),
+        credential=None
+        if credential is None
+        else base.Credential(credential, "test-fingerprint-key"),
     )
 
 
@@ -65,10 +67,10 @@ def test_without_a_credential_nothing_waits_on_stdin() -> None:
     assert isinstance(labels, dict) and labels[naming.CREDENTIAL_CHANNEL] == "none"
 
 
-def test_the_credential_line_is_one_line() -> None:
-    assert workload.credential_line(base.Credential("abc")) == b"abc\n"
+def test_the_credential_lines_are_the_value_then_its_fingerprint_key() -> None:
+    assert workload.credential_line(base.Credential("abc", "k-1")) == b"abc\nk-1\n"
     with pytest.raises(base.PermanentDriverError) as refused:
-        workload.credential_line(base.Credential("a\nb"))
+        workload.credential_line(base.Credential("a\nb", "test-fingerprint-key"))
     assert refused.value.code == "DOCKER_CREDENTIAL_UNDELIVERABLE"
     assert "a\nb" not in str(refused.value)
 

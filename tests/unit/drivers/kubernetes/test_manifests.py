@@ -11,6 +11,7 @@ import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import manifests, namespace_manifests, naming
+from occ.foundation import fingerprints
 from tests.support import kubernetes_schemas
 
 OPTIONS = manifests.GatewayOptions(image="registry.example/gateway:1", storage_class="fast")
@@ -28,7 +29,7 @@ def _revision(mode: str = "embedded", **changes: Any) -> base.RevisionSpec:
         "harness_version": "1.0.0",
         "harness_mode": mode,
         "service_principal_id": f"prn_{uuid.uuid4()}",
-        "credential": base.Credential("sk-very-secret"),
+        "credential": base.Credential("sk-very-secret", "test-fingerprint-key"),
     }
     values.update(changes)
     return base.RevisionSpec(**values)
@@ -178,6 +179,13 @@ def test_the_credential_value_is_only_in_the_secrets_data() -> None:
     assert secret["metadata"]["annotations"][naming.FINGERPRINT_ANNOTATION] == (
         revision.credential.fingerprint
     )
+    # the runtime's key travels beside the value, so the gateway shows the same fingerprint
+    key = base64.b64decode(secret["data"][fingerprints.KEY_FILE]).decode()
+    assert key == revision.credential.fingerprint_key
+    assert fingerprints.of("sk-very-secret", key) == revision.credential.fingerprint
+    assert naming.FINGERPRINT_KEY_ANNOTATION not in secret["metadata"]["annotations"]
+    named = manifests.credential_secret(revision, "ns", revision.credential, "key-id-1")
+    assert named["metadata"]["annotations"][naming.FINGERPRINT_KEY_ANNOTATION] == "key-id-1"
     for manifest in _every_manifest(revision):
         shown = {k: v for k, v in manifest.items() if manifest["kind"] != "Secret" or k != "data"}
         text = json.dumps(shown)

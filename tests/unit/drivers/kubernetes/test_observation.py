@@ -68,7 +68,11 @@ def _world(revision: base.RevisionSpec) -> World:
         client.SERVICE: [service],
         client.ENDPOINT_SLICE: [endpoint_slice],
         client.CONFIG_MAP: [manifests.configuration_map(revision, NAMESPACE)],
-        client.SECRET: [manifests.credential_secret(revision, NAMESPACE, base.Credential("s"))],
+        client.SECRET: [
+            manifests.credential_secret(
+                revision, NAMESPACE, base.Credential("s", "test-fingerprint-key")
+            )
+        ],
         client.SERVICE_ACCOUNT: [manifests.service_account(revision, NAMESPACE)],
         client.CLAIM: [manifests.state_claim(revision, NAMESPACE, OPTIONS)],
     }
@@ -80,6 +84,35 @@ def _observe(world: World, revision: base.RevisionSpec) -> base.Observed:
         store.replace(kind.kind, [kind.keep(obj) for obj in world[kind.kind]])
     with store.view() as view:
         return observation.observe(view, revision)
+
+
+def test_a_secret_whose_fingerprint_is_under_another_key_is_repaired() -> None:
+    """An unkeyed (older) annotation, or one under a rotated key, makes the runtime different:
+    the repair pass writes the Secret again under the current key."""
+    revision = _revision("embedded")
+    world = _world(revision)
+    assert _observe(world, revision).healthy  # not checked without a key id
+    with_key = _with_key_id(world, revision, "key-now")
+    assert _observe_keyed(with_key, revision, "key-now").healthy
+    stale = _observe_keyed(with_key, revision, "key-rotated")
+    assert not stale.healthy and stale.code == observation.FINGERPRINT_STALE
+    unkeyed = _observe_keyed(world, revision, "key-now")
+    assert not unkeyed.healthy and unkeyed.code == observation.FINGERPRINT_STALE
+
+
+def _with_key_id(world: World, revision: base.RevisionSpec, key_id: str) -> World:
+    secret = manifests.credential_secret(
+        revision, NAMESPACE, base.Credential("s", "test-fingerprint-key"), key_id
+    )
+    return {**world, client.SECRET: [secret]}
+
+
+def _observe_keyed(world: World, revision: base.RevisionSpec, key_id: str) -> base.Observed:
+    store = cache.ObjectCache([kind.kind for kind in watched.KINDS])
+    for kind in watched.KINDS:
+        store.replace(kind.kind, [kind.keep(obj) for obj in world[kind.kind]])
+    with store.view() as view:
+        return observation.observe(view, revision, fingerprint_key_id=key_id)
 
 
 def _changed(world: World, kind: client.Kind, change: Callable[[dict[str, Any]], None]) -> World:

@@ -17,7 +17,8 @@ from occ.drivers.compute.local import gateways
 from tests.support import specs
 
 REVISION = specs.revision(
-    configuration_generation=4, credential=base.Credential("sk-never-in-a-command")
+    configuration_generation=4,
+    credential=base.Credential("sk-never-in-a-command", "test-fingerprint-key"),
 )
 
 

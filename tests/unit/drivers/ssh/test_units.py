@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from occ.drivers.compute.ssh import hostside, units
+from occ.foundation import fingerprints
 from tests.support import specs
 
 REVISION = specs.revision(agent_id="agt_7", revision_id="rev_9")
@@ -61,3 +62,7 @@ def test_a_configured_command_gets_no_library_path() -> None:
     assert service["ExecStart"][0].startswith("/opt/openclaw/bin/gateway --host 127.0.0.1")
     assert "--credential-file" not in service["ExecStart"][0]
     assert service["Environment"] == ['"SANDBOX_PROFILE=opaque-sandbox:1"']
+
+
+def test_the_host_helper_names_the_fingerprint_key_file_as_the_gateway_reads_it() -> None:
+    assert hostside.FINGERPRINT_KEY == fingerprints.KEY_FILE
