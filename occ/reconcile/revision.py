@@ -110,7 +110,7 @@ def run_pass(
     except (base.TransientDriverError, base.PermanentDriverError):
         return store.defer(Code.REVISION_FINALIZATION_INCOMPLETE, delay_ms=None)
     code = Code.REVISION_ALREADY_ACTIVE if already_active else Code.REVISION_ACTIVATED
-    return store.publish_activation(snapshot, activation, code)
+    return store.publish_activation(snapshot, activation, code, retired=snapshot.earlier)
 
 
 def _maintain(

@@ -8,7 +8,7 @@ pass's logic (``revision``) works from the ``Snapshot``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from occ import iam
@@ -28,7 +28,7 @@ class Snapshot:
     revision: revisions.Revision
     active: revisions.Revision | None
     earlier: tuple[revisions.Revision, ...]
-    """The Agent's older revisions on this driver, oldest first."""
+    """The Agent's older revisions on this driver that were not retired yet, oldest first."""
     spec: base.RevisionSpec
     """The revision as the driver sees it, with its credential for a deploy pass."""
     successor_id: str | None = None
@@ -124,13 +124,18 @@ def snapshot(
     credential: base.Credential | None,
     successor_id: str | None,
     age_ms: int = 0,
+    retired: Collection[str] = (),
 ) -> Snapshot:
-    """The snapshot a pass works from: the active revision and this driver's earlier ones."""
+    """The snapshot a pass works from: the active revision and this driver's earlier ones
+    that may still have a runtime (not in ``retired``, the revisions an earlier deploy
+    retired)."""
     earlier = sorted(
         (
             r
             for r in all_revisions
-            if r.revision_number < revision.revision_number and r.compute_driver == driver_name
+            if r.revision_number < revision.revision_number
+            and r.compute_driver == driver_name
+            and r.id not in retired
         ),
         key=lambda r: r.revision_number,
     )

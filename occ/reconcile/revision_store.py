@@ -10,6 +10,7 @@ Compute Driver.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from occ import iam
@@ -50,7 +51,12 @@ class RevisionStore(Protocol):
     def move_pointer(self, snapshot: Snapshot) -> Moved | outcome.PassResult: ...
 
     def publish_activation(
-        self, snapshot: Snapshot, activation: base.Activation, code: Code
+        self,
+        snapshot: Snapshot,
+        activation: base.Activation,
+        code: Code,
+        *,
+        retired: Sequence[revisions.Revision] = (),
     ) -> outcome.PassResult: ...
 
     def degrade(
@@ -134,6 +140,7 @@ class DatabaseRevisionStore:
             credential=credential,
             successor_id=deploys.pending_successor(session, agent.id, revision.revision_number),
             age_ms=self._age_ms(session),
+            retired=revisions.retired(session, agent.id),
         )
 
     def _age_ms(self, session: Session) -> int:
@@ -196,10 +203,16 @@ class DatabaseRevisionStore:
         return "moved"
 
     def publish_activation(
-        self, snapshot: Snapshot, activation: base.Activation, code: Code
+        self,
+        snapshot: Snapshot,
+        activation: base.Activation,
+        code: Code,
+        *,
+        retired: Sequence[revisions.Revision] = (),
     ) -> outcome.PassResult:
-        """Publish the endpoint, append the activation audit once, complete, and schedule the
-        next maintenance pass."""
+        """Publish the endpoint, record the revisions the pass ``retired`` (the next deploy
+        leaves them alone), append the activation audit once, complete, and schedule the next
+        maintenance pass."""
         agent, revision = snapshot.agent, snapshot.revision
         with self._worker.database.transaction() as session:
             self._fence(session)
@@ -207,6 +220,7 @@ class DatabaseRevisionStore:
             if current is None or current.active_revision_id != revision.id:
                 return self._retry_in(session, Code.ACTIVE_REVISION_CHANGED)
             agents.publish_endpoint(session, agent.id, revision.id, activation.endpoint)
+            revisions.record_retired(session, agent.id, (r.id for r in retired))
             runtime_observations.record(
                 session, agent.id, revision.id, runtime_observations.RuntimeStatus.READY, code
             )

@@ -306,6 +306,25 @@ class AgentRuntime(Base):
     repair_after: orm.Mapped[dt.datetime | None]
 
 
+class RevisionRetirement(Base):
+    """A revision whose runtime a deploy pass retired (migration 0016)."""
+
+    __tablename__ = "revision_retirements"
+    __table_args__ = (
+        scoped_key(
+            "revision_retirements_revision_fkey",
+            ("agent_id", "revision_id"),
+            "agent_revisions",
+            "agent_id",
+            ondelete="CASCADE",
+        ),
+    )
+
+    agent_id: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    revision_id: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    retired_at: orm.Mapped[Stamped]
+
+
 class ObserverCursor(Base):
     """How far in time each Compute Driver's fleet was observed (migration 0013)."""
 

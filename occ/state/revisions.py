@@ -3,22 +3,25 @@ by the API and the workers.
 
 Takes the caller's session and never commits. Revisions are immutable: a trigger rejects
 UPDATE and the application role may not DELETE them; their numbers come from the Agent's
-``revision_counter`` (``deploys.write``).
+``revision_counter`` (``deploys.write``). Which of them a deploy pass retired is recorded
+beside them (``revision_retirements``), so the next deploy retires only the others.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
+from sqlalchemy.dialects import postgresql as pg
 
 from occ.state import agents, keyset, models, rows
 
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
+_RETIREMENTS: Final = cast(sa.Table, models.RevisionRetirement.__table__)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,23 @@ def list_revisions(
     return _VALUES.window(
         session, window, _REVISIONS.c.agent_id == agent_id, order=keyset.NEWEST_REVISION_FIRST
     )
+
+
+def retired(session: orm.Session, agent_id: str) -> frozenset[str]:
+    """The ids of the Agent's revisions whose runtime was retired."""
+    statement = sa.select(_RETIREMENTS.c.revision_id).where(_RETIREMENTS.c.agent_id == agent_id)
+    return frozenset(session.execute(statement).scalars())
+
+
+def record_retired(session: orm.Session, agent_id: str, revision_ids: Iterable[str]) -> None:
+    """Record that the runtimes of these revisions of the Agent were retired (again: a no-op)."""
+    ids = sorted(set(revision_ids))
+    if ids:
+        session.execute(
+            pg.insert(_RETIREMENTS)
+            .values([{"agent_id": agent_id, "revision_id": i} for i in ids])
+            .on_conflict_do_nothing()
+        )
 
 
 def record(row: sa.RowMapping) -> Revision:

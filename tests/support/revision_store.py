@@ -12,14 +12,14 @@ mirrors ``occ.reconcile.revision_store`` and ``occ.state.work_queue``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from occ.drivers.compute import base
 from occ.foundation import codes
 from occ.reconcile import outcome, revision_snapshot, revision_store
-from occ.state import agents, runtime_observations, values, work_keys
+from occ.state import agents, revisions, runtime_observations, values, work_keys
 from tests.support import claim_guard, scenarios
 from tests.support import clock as clocks
 
@@ -105,6 +105,8 @@ class InMemoryRevisionStore:
         self._refusal = refusal
         self._changes: dict[str, list[AgentChange]] = {}
         self._admitted = set(world.admitted)
+        self.retired: set[str] = set()
+        """The revisions whose retirement a pass published (a test may seed it)."""
 
     # -- test controls ------------------------------------------------------------------------
 
@@ -148,6 +150,7 @@ class InMemoryRevisionStore:
             credential=self.world.credential,
             successor_id=self._successor(revision.revision_number),
             age_ms=int(self._clock.now_ms - self.row.created_ms),
+            retired=self.retired,
         )
 
     def refresh(self, snapshot: revision_snapshot.Snapshot) -> revision_snapshot.Snapshot:
@@ -170,13 +173,19 @@ class InMemoryRevisionStore:
         return "moved"
 
     def publish_activation(
-        self, snapshot: revision_snapshot.Snapshot, activation: base.Activation, code: Code
+        self,
+        snapshot: revision_snapshot.Snapshot,
+        activation: base.Activation,
+        code: Code,
+        *,
+        retired: Sequence[revisions.Revision] = (),
     ) -> outcome.PassResult:
         self._begin("publish_activation")
         revision = snapshot.revision
         if self.agent.active_revision_id != revision.id:
             return self.retry(Code.ACTIVE_REVISION_CHANGED, begun=True)
         self.agent = dataclasses.replace(self.agent, endpoint=activation.endpoint)
+        self.retired.update(r.id for r in retired)
         self.observed.append(Observed(revision.id, runtime_observations.RuntimeStatus.READY, code))
         if not any(
             a.action == revision_store.ACTIVATE_ACTION and a.resource_id == revision.id

@@ -42,6 +42,28 @@ def test_after_commit_moves_the_pointer_before_activating() -> None:
     }
 
 
+def test_a_deploy_stops_and_retires_only_the_revisions_not_retired_yet() -> None:
+    run = passes.harness(scenarios.agent(revisions=4, active=3), requires_stopped_predecessors=True)
+    run.store.retired.update({run.rev(1), run.rev(2)})  # retired by the deploys after them
+
+    assert run.run().code == Code.REVISION_ACTIVATED
+    assert [call for call in run.driver.calls if call[0] != "prepare_revision"] == [
+        ("stop_revision", run.rev(3)),
+        ("activate_revision", run.rev(4)),
+        ("retire_revision", run.rev(3)),
+    ]
+    assert run.store.retired == {run.rev(1), run.rev(2), run.rev(3)}
+
+
+def test_a_repair_records_no_retirement() -> None:
+    run = passes.harness(scenarios.agent(revisions=2, active=2, maintenance_bucket=1))
+
+    assert run.run().code == Code.REVISION_ALREADY_ACTIVE
+    assert ("store.publish_activation", run.rev(2)) in run.journal
+    assert run.driver.count("retire_revision") == 0
+    assert run.store.retired == set()
+
+
 def test_before_commit_activates_then_moves_the_pointer_then_activates_again() -> None:
     run = passes.harness(scenarios.agent(revisions=2, active=1), activation_order=BEFORE)
 
