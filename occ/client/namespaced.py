@@ -25,10 +25,11 @@ def list_command(
 
     @group.command("list", help=summary)
     @shared.namespace_option
+    @shared.limit_option
     @shared.output_option
     @shared.pass_session
-    def list_members(session: shared.Session, namespace: str, form: str) -> None:
-        items = session.get(shared.collection_path(session, namespace, collection))
+    def list_members(session: shared.Session, namespace: str, limit: int | None, form: str) -> None:
+        items = session.every(shared.collection_path(session, namespace, collection), limit=limit)
         shared.show(items, form, columns)
 
     return list_members

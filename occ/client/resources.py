@@ -63,11 +63,12 @@ def create_namespace(
 
 
 @namespaces.command("list")
+@shared.limit_option
 @shared.output_option
 @shared.pass_session
-def list_namespaces(session: shared.Session, form: str) -> None:
+def list_namespaces(session: shared.Session, limit: int | None, form: str) -> None:
     """The Namespaces you may read."""
-    shared.show(session.get(shared.path("namespaces")), form, NAMESPACE_COLUMNS)
+    shared.show(session.every(shared.path("namespaces"), limit=limit), form, NAMESPACE_COLUMNS)
 
 
 @namespaces.command("get")

@@ -3,7 +3,8 @@
 A command gets a ``Session`` (``pass_session``) holding the ``http.Client`` built from the
 profile and the environment. Failures end as one line, ``occ: error: CODE: detail``, with exit
 status 2 (``fail``); a ``--wait`` that ended badly exits 1 and one that timed out 3.
-Namespaces, Configurations, Secrets and Agents may be named by id or by name.
+Namespaces, Configurations, Secrets and Agents may be named by id or by name (looked up with
+the API's exact ``name`` filter); a list is read to its end, page after page.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import click
 from occ.client import http, output, profile, waiting
 
 F = TypeVar("F", bound=Callable[..., Any])
+PAGE_SIZE = 500
+"""Items per request when the client reads a whole list (the API's largest page)."""
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 """A click option or argument (or a stack of them) as one decorator."""
 
@@ -56,6 +59,22 @@ class Session:
     def get(self, path: str, query: Mapping[str, object] | None = None) -> Any:
         return self.client.get(path, query).data
 
+    def every(
+        self, path: str, query: Mapping[str, object] | None = None, *, limit: int | None = None
+    ) -> list[Any]:
+        """The items of the list at ``path``, page after page to its end (at most ``limit``)."""
+        items: list[Any] = []
+        cursor: object = None
+        while True:
+            size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit - len(items))
+            answer = self.client.get(path, {**(query or {}), "limit": size, "cursor": cursor})
+            if not isinstance(answer.data, list):
+                raise http.ApiError("INVALID_RESPONSE", f"{path} did not answer a list")
+            items.extend(answer.data)
+            cursor = answer.meta.get("nextCursor")
+            if cursor is None or (limit is not None and len(items) >= limit):
+                return items
+
 
 def session_of(ctx: click.Context) -> Session:
     """The command's session (one per ``occ`` invocation)."""
@@ -83,6 +102,12 @@ output_option = click.option(
     default="table",
     show_default=True,
     help="How to print the answer.",
+)
+limit_option = click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Show at most this many (default: all, read page after page).",
 )
 namespace_option = click.option(
     "-n", "--namespace", "namespace", required=True, help="The Namespace (id or name)."
@@ -161,7 +186,7 @@ def namespace_id(session: Session, reference: str) -> str:
     """The id of the Namespace named or identified by ``reference``."""
     if reference.startswith("ns_"):
         return reference
-    return _by_name(session.get(path("namespaces")), reference, "namespace")
+    return _by_name(session, path("namespaces"), reference, "namespace")
 
 
 def member_id(session: Session, namespace: str, collection: str, reference: str) -> str:
@@ -170,8 +195,9 @@ def member_id(session: Session, namespace: str, collection: str, reference: str)
     prefixes = {"configurations": "cfg_", "secrets": "sec_", "agents": "agt_"}
     if reference.startswith(prefixes[collection]):
         return reference
-    items = session.get(path("namespaces", namespace, collection))
-    return _by_name(items, reference, collection.rstrip("s"))
+    return _by_name(
+        session, path("namespaces", namespace, collection), reference, collection.rstrip("s")
+    )
 
 
 def collection_path(session: Session, namespace: str, collection: str) -> str:
@@ -187,7 +213,15 @@ def member_path(session: Session, namespace: str, collection: str, reference: st
     return path("namespaces", in_namespace, collection, item_id)
 
 
-def _by_name(items: Any, name: str, kind: str) -> str:
+def _by_name(session: Session, list_path: str, name: str, kind: str) -> str:
+    """The id of the item named ``name`` in the list at ``list_path`` (the API filters by
+    exact name, however long the list)."""
+    try:
+        items = session.get(list_path, {"name": name, "limit": 1})
+    except http.ApiError as error:
+        if error.status != 404:
+            raise
+        items = []  # the parent hides an empty page from a caller who may not read it
     matches = [item["id"] for item in items if isinstance(item, dict) and item.get("name") == name]
     if not matches:
         fail("NOT_FOUND", f"no {kind} named {name!r} that you may read")

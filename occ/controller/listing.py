@@ -10,6 +10,7 @@ page comes out empty answers as the parent does: 404 unless the caller may read 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
@@ -39,7 +40,7 @@ def page(
     shown: list[T] = []
     after = window.after
     while True:
-        rows = read(keyset.Window(after=after, limit=size))
+        rows = read(dataclasses.replace(window, after=after, limit=size))
         shown.extend(rows if keep is None else keep(rows))
         if len(shown) > window.limit:
             return keyset.Page(shown[: window.limit], order.key(shown[window.limit - 1]))

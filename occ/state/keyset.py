@@ -5,8 +5,8 @@ Every resource list is ordered oldest first by ``(created_at, id)``, revisions n
 ``revision_number``. A window reads the rows strictly after its key, in that order, at most
 ``limit`` of them, through an index whose leading columns are the list's filter and order: a
 page reads what it shows, however long the list, and an item deleted or added meanwhile
-moves nothing. Keys are plain tuples of ints and strings (the web layer makes them opaque
-cursors).
+moves nothing. A window may also keep only the rows of one name (a lookup by name). Keys
+are plain tuples of ints and strings (the web layer makes them opaque cursors).
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ _BIGINT: Final = 2**63
 @dataclass(frozen=True)
 class Window:
     """The rows to read: those after ``after`` (from the start when ``None``), at most
-    ``limit`` (all when ``None``)."""
+    ``limit`` (all when ``None``), and only those named ``name`` when it is given (an exact
+    match on the table's ``name`` column)."""
 
     after: Key | None = None
     limit: int | None = None
+    name: str | None = None
 
 
 EVERYTHING: Final = Window()
@@ -68,6 +70,8 @@ class Order:
 
     def window(self, query: S, table: sa.Table, window: Window) -> S:
         """``query`` in this order, restricted to ``window``."""
+        if window.name is not None:
+            query = query.where(table.c.name == window.name)
         query = self._apply(query, table, window.after)
         return query if window.limit is None else query.limit(window.limit)
 

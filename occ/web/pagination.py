@@ -1,4 +1,5 @@
-"""One cursor pagination for every resource list: ``limit``, ``cursor``, ``meta.nextCursor``.
+"""One cursor pagination for every resource list: ``limit``, ``cursor``, ``meta.nextCursor``
+(and ``name`` on a list of named items).
 
 The use case reads the page in SQL (``occ.state.keyset``): ``window`` turns the query into
 the rows to read, after the cursor's sort key, and ``page`` makes the envelope of the page it
@@ -25,6 +26,7 @@ from occ.web.schemas import common
 DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 500
 MAX_CURSOR_CHARS: Final = 512
+MAX_NAME_CHARS: Final = 253
 
 BY_CREATION: Final = keyset.BY_CREATION
 """Oldest first, ties by id: the order of every resource list but revisions."""
@@ -46,6 +48,16 @@ class PageQuery(ma.Schema):
     cursor = fields.String(
         validate=validate.Length(min=1, max=MAX_CURSOR_CHARS),
         metadata={"description": "``meta.nextCursor`` of the previous page."},
+    )
+
+
+class NamedPageQuery(PageQuery):
+    """``limit``, ``cursor`` and ``name``: a list of named items, which a client searches by
+    name instead of reading it whole."""
+
+    name = fields.String(
+        validate=validate.Length(min=1, max=MAX_NAME_CHARS),
+        metadata={"description": "Only the item of exactly this name.", "example": "team-a"},
     )
 
 
@@ -75,9 +87,10 @@ def envelope(data: type[ma.Schema]) -> type[ma.Schema]:
 
 
 def window(query: dict[str, Any], order: keyset.Order) -> keyset.Window:
-    """The rows the page ``query`` asks for: after its cursor, at most ``limit``."""
+    """The rows the page ``query`` asks for: after its cursor, at most ``limit``, of its
+    ``name`` if it gives one."""
     after = decode(query["cursor"], order) if "cursor" in query else None
-    return keyset.Window(after=after, limit=int(query["limit"]))
+    return keyset.Window(after=after, limit=int(query["limit"]), name=query.get("name"))
 
 
 def page(items: keyset.Page[Any]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     return calls.item(agents.create_agent, command, compute_driver=compute_driver)
 
 
-@blueprint.operation("GET", "", page=schemas.Agent, requires="agent:read")
+@blueprint.operation("GET", "", page=schemas.Agent, named=True, requires="agent:read")
 def list_agents(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Agents the caller may read."""
     return calls.page(agents.list_agents, query, namespace_id=namespace_id)

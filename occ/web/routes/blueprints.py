@@ -52,6 +52,7 @@ class Blueprint(routing.Blueprint):
         created: type[ma.Schema] | None = None,
         accepted: type[ma.Schema] | None = None,
         page: type[ma.Schema] | None = None,
+        named: bool = False,
         answers: type[ma.Schema] | None = None,
     ) -> Callable[[View], View]:
         """Route ``method rule`` to the view, which needs the permissions ``requires`` names
@@ -59,7 +60,7 @@ class Blueprint(routing.Blueprint):
 
         ``body`` is the JSON body's schema, ``query`` the query's (unknown parameters are an
         error); at most one of ``item``, ``created``, ``accepted``, ``page`` and ``answers``
-        says what a success answers.
+        says what a success answers; ``named`` lets a ``page`` be filtered by ``name``.
         """
         permissions = requires or self.requires
         permissions = (permissions,) if isinstance(permissions, str) else permissions
@@ -71,7 +72,8 @@ class Blueprint(routing.Blueprint):
         if query is not None:
             inputs.append((query, {"location": "query", "unknown": ma.RAISE}))
         if page is not None:
-            inputs.append((pagination.PageQuery, {"location": "query"}))
+            page_query = pagination.NamedPageQuery if named else pagination.PageQuery
+            inputs.append((page_query, {"location": "query"}))
         success = _success(
             item=item, created=created, accepted=accepted, page=page, answers=answers
         )

@@ -33,7 +33,9 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
     return calls.item(configurations.create_configuration, command, store=_store())
 
 
-@blueprint.operation("GET", "", page=schemas.Configuration, requires="configuration:read")
+@blueprint.operation(
+    "GET", "", page=schemas.Configuration, named=True, requires="configuration:read"
+)
 def list_configurations(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Configurations the caller may read."""
     return calls.page(

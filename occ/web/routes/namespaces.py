@@ -26,7 +26,7 @@ def create_namespace(body: dict[str, Any]) -> dict[str, Any]:
     return calls.admitted(namespaces.create_namespace, command)
 
 
-@blueprint.operation("GET", "", page=schemas.Namespace, requires="namespace:read")
+@blueprint.operation("GET", "", page=schemas.Namespace, named=True, requires="namespace:read")
 def list_namespaces(query: dict[str, Any]) -> dict[str, Any]:
     """The Namespaces the caller may read."""
     return calls.page(namespaces.list_namespaces, query)

@@ -32,7 +32,7 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     return calls.item(secrets.create_secret, command, store=calls.context().secrets)
 
 
-@blueprint.operation("GET", "", page=schemas.Secret, requires="secret:read")
+@blueprint.operation("GET", "", page=schemas.Secret, named=True, requires="secret:read")
 def list_secrets(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     """The Namespace's Secrets the caller may read (metadata)."""
     return calls.page(secrets.list_secrets, query, namespace_id=namespace_id)

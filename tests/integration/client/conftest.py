@@ -5,6 +5,7 @@ run ``occ`` client commands as the operator would (a subprocess, its own config 
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import urllib.request
@@ -104,8 +105,17 @@ def _answers(url: str) -> bool:
         return False
 
 
-@pytest.fixture
-def operator(environment: dict[str, str], db: Database, tmp_path: Path) -> Iterator[Operator]:
+@dataclass(frozen=True)
+class Installed:
+    """A bootstrapped Installation: its administrator and the operator's folder with the
+    administrator's key in a file."""
+
+    admin_id: str
+    home: Path
+    key_file: Path
+
+
+def _installed(db: Database, tmp_path: Path) -> Installed:
     boot = installation.bootstrap_installation(db, name="client", admin_name="admin")
     assert boot.admin_principal_id is not None
     with db.transaction() as session:
@@ -115,24 +125,53 @@ def operator(environment: dict[str, str], db: Database, tmp_path: Path) -> Itera
     key_file = home / "admin.key"
     key_file.write_text(minted.plaintext + "\n")
     key_file.chmod(0o600)
+    return Installed(boot.admin_principal_id, home, key_file)
 
+
+@contextlib.contextmanager
+def _api(environment: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    """The API under gunicorn until the block ends; its URL once it answers."""
     port = servers.free_port()
     command = [*servers.API_COMMAND, "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     api = processes.start(tmp_path, "api", command, environment)
     api_url = f"http://127.0.0.1:{port}"
-    fleet = processes.Fleet(env=environment, directory=tmp_path)
     try:
-        fleet.control_worker(concurrency=4)
-        fleet.worker("drivers", queues="occ.drivers", concurrency=2)
-        fleet.beat()
         processes.wait_for(
             lambda: _answers(f"{api_url}/readyz") or not api.alive(),
             timeout=60,
             message="the API to answer",
         )
         assert api.alive(), api.tail(3000)
-        yield Operator(home=home, api_url=api_url, key_file=key_file)
+        yield api_url
+    finally:
+        api.stop()
+
+
+@pytest.fixture
+def installed(db: Database, tmp_path: Path) -> Installed:
+    return _installed(db, tmp_path)
+
+
+@pytest.fixture
+def api_only(
+    environment: dict[str, str], installed: Installed, tmp_path: Path
+) -> Iterator[Operator]:
+    """The operator against the API alone (no workers): for reads of rows a test made."""
+    with _api(environment, tmp_path) as api_url:
+        yield Operator(home=installed.home, api_url=api_url, key_file=installed.key_file)
+
+
+@pytest.fixture
+def operator(
+    environment: dict[str, str], installed: Installed, tmp_path: Path
+) -> Iterator[Operator]:
+    fleet = processes.Fleet(env=environment, directory=tmp_path)
+    try:
+        with _api(environment, tmp_path) as api_url:
+            fleet.control_worker(concurrency=4)
+            fleet.worker("drivers", queues="occ.drivers", concurrency=2)
+            fleet.beat()
+            yield Operator(home=installed.home, api_url=api_url, key_file=installed.key_file)
     finally:
         fleet.stop()
-        api.stop()
         gateways.stop_all(tmp_path / "local")

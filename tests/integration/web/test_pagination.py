@@ -182,3 +182,63 @@ def test_a_long_list_answers_its_first_page_from_a_limited_read(
     assert len(page.json["data"]) == 20 and page.json["meta"]["nextCursor"] is not None
     # the administrator reads everything: one window, at most the filtered batch
     assert len(read) == 1 and read[0] <= listing.FILTERED_BATCH
+
+
+def test_the_named_lists_filter_by_exact_name(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    world = test_agents.make_world(db, admin.principal_id)
+    agent = test_agents.create(client, admin, world, name="helper")
+    add_configurations(db, world.namespace_id, 3, prefix="helper")  # helper0..2: not "helper"
+    namespace = client.get(f"/v1/namespaces/{world.namespace_id}", headers=admin.headers).json
+    in_namespace = f"/v1/namespaces/{world.namespace_id}"
+    for path, name, expected in (
+        ("/v1/namespaces", namespace["data"]["name"], [world.namespace_id]),
+        (f"{in_namespace}/configurations", "config", [world.configuration_id]),
+        (f"{in_namespace}/configurations", "helper1", None),
+        (f"{in_namespace}/secrets", "token", [world.secret_id]),
+        (world.agents, "helper", [agent["id"]]),
+        (world.agents, "help", []),
+        (world.agents, "HELPER", []),
+    ):
+        answered = client.get(path, query_string={"name": name}, headers=admin.headers)
+        assert answered.status_code == 200, answered.json
+        names = [item["name"] for item in answered.json["data"]]
+        assert names == ([] if expected == [] else [name]), (path, name, names)
+        if expected:
+            assert [item["id"] for item in answered.json["data"]] == expected
+        assert answered.json["meta"]["nextCursor"] is None
+
+
+def test_a_name_filter_keeps_to_what_the_caller_may_read(
+    client: FlaskClient, admin: Caller, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "FILTERED_BATCH", 1)  # the filter goes on across windows
+    world = test_agents.make_world(db, admin.principal_id)
+    ids = add_configurations(db, world.namespace_id, 4)
+    with db.transaction() as session:
+        principal_id = rows.principal(session)
+        only_it = grants.exactly(world.namespace_id, "configuration", ids[2])
+        grants.grant(session, principal_id, ["configuration:read"], **only_it)
+        reader = Caller(
+            principal_id, api_keys.mint(session, principal_id=principal_id, pepper=PEPPER).plaintext
+        )
+    path = f"/v1/namespaces/{world.namespace_id}/configurations"
+    answered = client.get(path, query_string={"name": "c2"}, headers=reader.headers)
+    assert answered.status_code == 200, answered.json
+    assert [item["id"] for item in answered.json["data"]] == [ids[2]]
+    # an empty page answers as the Namespace does for this caller, who may not read it
+    hidden = client.get(path, query_string={"name": "c1"}, headers=reader.headers)
+    assert hidden.status_code == 404, hidden.json
+    assert client.get(path, query_string={"name": "c1"}, headers=admin.headers).json["data"]
+
+
+def test_a_bad_name_filter_is_refused_and_other_lists_have_none(
+    client: FlaskClient, admin: Caller
+) -> None:
+    refused = client.get("/v1/namespaces", query_string={"name": ""}, headers=admin.headers)
+    assert refused.status_code == 400, refused.json
+    assert [e["pointer"] for e in refused.json["errors"]] == ["/name"]
+    unknown = client.get("/v1/roles", query_string={"name": "admin"}, headers=admin.headers)
+    assert unknown.status_code == 400, unknown.json
+    assert [e["pointer"] for e in unknown.json["errors"]] == ["/query/name"]
