@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help venv install services services-stop lint format typecheck imports generate pytest \
-	test dev bench coverage chaos clean distclean
+	test dev bench fleet coverage chaos clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
@@ -35,6 +35,7 @@ help:
 	@echo "make generate   write the Procfile and the doc tables from the process table and Settings"
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
+	@echo "make fleet      bench/fleet.py: observing 1,000 and 10,000 idle Agents (about 15 min)"
 	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
 	@echo "make chaos      the long chaos run (OCC_TEST_CHAOS_SEED/_ITEMS/_FAULTS/_DURATION_S)"
 	@echo "make services   find or start PostgreSQL and Redis for the tests"
@@ -121,6 +122,11 @@ bench: services
 	@test -f bench/queue_bench.py || { echo "bench/queue_bench.py does not exist yet" >&2; exit 1; }
 	. $(ENV_FILE) && OCC_TEST_DATABASE_URL="$$OCC_BENCH_DATABASE_URL" PYTHONPATH=. \
 		$(PY) bench/queue_bench.py --quick
+
+# The fleet benchmark (docs/performance.md): a scratch database on the test server and the
+# tests' fake Kubernetes API server; FLEET_ARGS='--quick' for 1,000 Agents only.
+fleet: services
+	. $(ENV_FILE) && PYTHONPATH=. $(PY) bench/fleet.py -v $(FLEET_ARGS)
 
 clean: services-stop
 	rm -rf .test-services .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache \

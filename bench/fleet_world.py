@@ -70,6 +70,8 @@ def objects(fake: FakeKubeAPI, fleet: list[Member], options: manifests.GatewayOp
             kube_seed.seed_namespace(fake, namespace, member.spec.namespace_id)
             made.add(namespace)
         kube_seed.seed_agent(fake, member.spec, namespace, options)
+    for namespace in made:
+        kube_seed.seed_endpoints(fake, namespace)
 
 
 def publish_endpoints(owner: Database, fleet: list[Member]) -> None:

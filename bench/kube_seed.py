@@ -2,8 +2,9 @@
 into the fake Kubernetes API server's store: for the benchmarks that need thousands of them.
 
 Built by the kubernetes driver's own manifest builders: the revision's ConfigMap and Secret,
-the Agent's ServiceAccount, volume and Service, its gateway Deployment rolled out, and an
-EndpointSlice with a ready endpoint behind the Service.
+the Agent's ServiceAccount, volume and Service, its gateway Deployment rolled out with its
+ready Pod, and (once per namespace) the EndpointSlices the cluster's controller derives from
+the Pods.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import manifests, namespace_manifests, watched
+from occ.drivers.compute.kubernetes import manifests, namespace_manifests
 from tests.support.kube_api import FakeKubeAPI
 
 DONE: Final = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}
@@ -32,20 +33,6 @@ def agent_objects(
     deployment = manifests.gateway_deployment(revision, namespace, options)
     deployment["status"] = dict(DONE)
     yield "deployments", deployment
-    name = service["metadata"]["name"]
-    yield (
-        "endpointslices",
-        {
-            "metadata": {
-                "name": f"{name}-bench",
-                "namespace": namespace,
-                "labels": {**service["metadata"]["labels"], watched.SERVICE_NAME: name},
-            },
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": ["10.244.0.10"], "conditions": {"ready": True}}],
-            "ports": [{"name": "http", "port": manifests.GATEWAY_PORT, "protocol": "TCP"}],
-        },
-    )
 
 
 def seed_namespace(fake: FakeKubeAPI, namespace: str, namespace_id: str) -> None:
@@ -59,6 +46,15 @@ def seed_agent(
     namespace: str,
     options: manifests.GatewayOptions,
 ) -> None:
-    """One deployed Agent's objects (see the module)."""
+    """One deployed Agent's objects and its gateway's ready Pod (see the module); its
+    EndpointSlice comes with ``seed_endpoints``."""
     for plural, obj in agent_objects(revision, namespace, options):
         fake.seed(plural, obj)
+    fake.seed_rollout(namespace, manifests.deployment_name(revision))
+
+
+def seed_endpoints(fake: FakeKubeAPI, namespace: str) -> None:
+    """The EndpointSlices of a namespace's seeded Services, listing their ready Pods: as the
+    cluster's controller keeps them, so that a later change in the namespace (a deleted
+    Deployment) leaves every other Agent's endpoint as it was."""
+    fake.seed_endpoint_slices(namespace)

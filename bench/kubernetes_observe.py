@@ -92,6 +92,7 @@ def seed(fake: FakeKubeAPI, agents: int, verbose: bool) -> list[base.RevisionSpe
             revision = _revision(namespace_id)
             kube_seed.seed_agent(fake, revision, namespace, OPTIONS)
             revisions.append(revision)
+        kube_seed.seed_endpoints(fake, namespace)
     log(verbose, f"seeded {agents} Agents in {time.monotonic() - started:.1f} s")
     return revisions
 

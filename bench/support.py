@@ -51,8 +51,12 @@ def figure(name: str, value: float, digits: int = 1) -> None:
 
 
 def report(figures: Mapping[str, float], summary: Iterable[str]) -> None:
-    """The figures on stdout (one decimal), then the summary's lines on stderr."""
+    """The figures on stdout (one decimal, or four significant digits below 10, so that a
+    per-item cost such as 0.0054 does not print as 0.0), then the summary's lines on stderr."""
     for name, value in figures.items():
-        figure(name, value)
+        if value != 0 and abs(value) < 10:
+            print(f"{name}={value:.4g}", flush=True)
+        else:
+            figure(name, value)
     for line in summary:
         say(line)

@@ -251,6 +251,15 @@ class FakeKubeAPI:
             namespace, deployment_name, ready, waiting_reason=waiting_reason
         )
 
+    def seed_rollout(self, namespace: str, deployment_name: str) -> None:
+        """The ready Pods of a seeded Deployment's finished rollout; call
+        ``seed_endpoint_slices`` once the namespace's Services and Pods are all seeded."""
+        self.simulation.seed_pods(namespace, deployment_name)
+
+    def seed_endpoint_slices(self, namespace: str) -> None:
+        """The EndpointSlice controller's slices for a namespace seeded in bulk."""
+        self.simulation.sync_endpoint_slices(namespace)
+
     def finish_namespace_deletion(self, name: str) -> None:
         self.simulation.finish_namespace_deletion(name)
 

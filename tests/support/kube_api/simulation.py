@@ -101,6 +101,16 @@ class Simulation:
             self.sync_endpoint_slices(namespace)
             return stored
 
+    def seed_pods(self, namespace: str, name: str) -> None:
+        """The ready Pods of the Deployment's finished rollout, and nothing else: a cluster
+        seeded in bulk calls ``sync_endpoint_slices`` once per namespace afterwards."""
+        with self.store.lock:
+            deployment = self.store.get("deployments", namespace, name)
+            if deployment is None:
+                raise KeyError(f"no deployment {namespace}/{name}")
+            replicas = int(deployment["spec"].get("replicas", 1))
+            self._replace_pods(deployment, replicas, True, "ContainerCreating")
+
     def _pods_of(self, deployment: Obj) -> list[Obj]:
         prefix = deployment["metadata"]["name"] + "-"
         selector = deployment.get("spec", {}).get("selector")
