@@ -43,13 +43,14 @@ processes and every PostgreSQL backend), API calls from the fake's journal.
 from __future__ import annotations
 
 import argparse
+import collections
 import multiprocessing
 import os
 import queue
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -110,6 +111,7 @@ class Result:
 def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
     """An observer process: build a worker as the control worker does, tick for a while."""
     from occ.drivers import compute  # noqa: PLC0415 - in the spawned process only
+    from occ.drivers.compute.kubernetes.driver import KubernetesComputeDriver  # noqa: PLC0415
     from occ.reconcile import environment, executor, observer  # noqa: PLC0415
     from occ.runtime import composition  # noqa: PLC0415
     from occ.settings.config import Settings  # noqa: PLC0415
@@ -136,6 +138,13 @@ def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
         result.statements += 1
 
     observer.tick(worker, limit=1)  # connects, and starts what the driver keeps (a cache)
+    driver = worker.driver
+    assert isinstance(driver, KubernetesComputeDriver)
+    # the cache's first lists are its start, not observing: they are not counted
+    driver.informer.start()
+    workers.wait_for(
+        lambda: driver.informer.store.synced, timeout=300, interval=0.05, message="the cache"
+    )
     ready.put(os.getpid())
     go.wait()
     sa.event.listen(database.engine, "before_cursor_execute", counted)
@@ -162,8 +171,12 @@ def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
     results.put(result)
 
 
-def run_observers(run: Run, processes: int) -> tuple[list[Result], float]:
-    """``processes`` observers started together; their results and PostgreSQL's CPU seconds."""
+def run_observers(
+    run: Run, processes: int, on_ready: Callable[[], None] | None = None
+) -> tuple[list[Result], float]:
+    """``processes`` observers started together; their results and PostgreSQL's CPU seconds.
+    ``on_ready`` runs once every observer has started (its cache synced), right before they
+    begin."""
     context = multiprocessing.get_context("spawn")
     results, ready, go = context.Queue(), context.Queue(), context.Event()
     started = [
@@ -174,6 +187,8 @@ def run_observers(run: Run, processes: int) -> tuple[list[Result], float]:
         process.start()
     for _ in started:
         ready.get(timeout=120)
+    if on_ready is not None:
+        on_ready()
     postgres_before = postgres_cpu_s()
     go.set()
     collected = []
@@ -296,10 +311,18 @@ def steady(
     """One observer at the default 60 s interval for one interval: every Agent observed once."""
     set_cursor(owner, 0)
     run = Run(url, kubeconfig, STEADY_INTERVAL_MS, STEADY_INTERVAL_MS / 1000)
-    inserted, written, commits = database_counts(owner)
-    fake.clear_journal()
-    [result], postgres_s = run_observers(run, 1)
-    api_calls = sum(1 for request in fake.journal if "watch" not in request.query)
+    before: list[tuple[int, int, int]] = []
+
+    def begin() -> None:  # what the observer's start (its cache's lists) did is not counted
+        fake.clear_journal()
+        before.append(database_counts(owner))
+
+    [result], postgres_s = run_observers(run, 1, on_ready=begin)
+    [(inserted, written, commits)] = before
+    calls = [request for request in fake.journal if "watch" not in request.query]
+    api_calls = len(calls)
+    paths = collections.Counter(f"{request.method} {request.path}" for request in calls)
+    log(verbose, f"{n}: API calls while observing: {paths.most_common(5)}")
     watches = len(fake.journal) - api_calls
     inserted_after, written_after, commits_after = database_counts(owner)
     observed = max(result.observations, 1)
