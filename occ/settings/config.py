@@ -40,6 +40,8 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 KUBERNETES_INSTALLATIONS = ("cluster", "tenant-scoped")
 """Values of ``kubernetes_installation``."""
+TOKEN_LIFETIME_S = (600, 86_400)
+"""Bounds of ``kubernetes_token_lifetime_s``: the API server's shortest, and a day."""
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 _HIDDEN = frozenset({"api_key_pepper", "secret_key", "fingerprint_key"})
@@ -215,6 +217,16 @@ class Settings(BaseSettings):
     ] = None
     """Kubernetes namespaces occ works in when ``tenant-scoped``, comma-separated (required
     then); start-up checks occ's Role in each."""
+
+    kubernetes_token_audience: Annotated[str, Variable("OCC_KUBERNETES_TOKEN_AUDIENCE")] = (
+        "occ-agent"  # noqa: S105 (an audience, not a secret)
+    )
+    """Audience of the projected ServiceAccount token mounted into each gateway, the Agent's
+    identity a receiving service verifies with a TokenReview naming it (empty: no token)."""
+
+    kubernetes_token_lifetime_s: Annotated[int, Variable("OCC_KUBERNETES_TOKEN_LIFETIME_S")] = 3600
+    """Lifetime of that token, in seconds (600 to 86400); the kubelet renews it before it
+    expires."""
 
     kubernetes_allowed_callers: list[dict[str, dict[str, str]]] | None = None
     """Who may reach the gateways: a list of callers, each with ``namespace`` (labels of the
@@ -416,6 +428,11 @@ class Settings(BaseSettings):
                 raise errors.InvalidSettings.at(
                     ("kubernetes_managed_namespaces",), "must be namespace names (DNS labels)"
                 )
+        if not TOKEN_LIFETIME_S[0] <= self.kubernetes_token_lifetime_s <= TOKEN_LIFETIME_S[1]:
+            raise errors.InvalidSettings.at(
+                ("kubernetes_token_lifetime_s",),
+                f"must be from {TOKEN_LIFETIME_S[0]} to {TOKEN_LIFETIME_S[1]} seconds",
+            )
         for caller in self.kubernetes_allowed_callers or ():
             if not caller or set(caller) - {"namespace", "pods"}:
                 raise errors.InvalidSettings.at(

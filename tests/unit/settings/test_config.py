@@ -445,3 +445,13 @@ def test_allowed_callers_and_authentication_cidrs_are_checked(tmp_path: Path) ->
     assert "auth.example.com" not in refused.errors[0].message
     refused = _refusal(_yaml(tmp_path, "kubernetes_allowed_callers:\n  - ip: {a: b}\n"))
     assert [error.pointer for error in refused.errors] == ["/kubernetes_allowed_callers"]
+
+
+def test_the_token_lifetime_is_bounded() -> None:
+    assert (
+        Settings.from_env({"OCC_KUBERNETES_TOKEN_LIFETIME_S": "600"}).kubernetes_token_lifetime_s
+        == 600
+    )
+    for raw in ("599", "86401"):
+        refused = _refusal({"OCC_KUBERNETES_TOKEN_LIFETIME_S": raw})
+        assert [error.pointer for error in refused.errors] == ["/kubernetes_token_lifetime_s"]

@@ -25,6 +25,7 @@ SAMPLES = {
     "kubernetes_installation": "cluster",
     "kubernetes_managed_namespaces": "team-a,team-b",
     "kubernetes_authentication_egress": "10.0.0.0/8,192.0.2.1/32",
+    "kubernetes_token_lifetime_s": "900",
 }
 """A valid value of each setting whose value is checked (the others take any text)."""
 NOT_SETTINGS = {

@@ -120,6 +120,8 @@ class KubernetesComputeDriver:
                 image=settings.kubernetes_gateway_image,
                 storage_class=settings.kubernetes_storage_class,
                 fingerprint_key_id=fingerprints.key_id(settings.credential_fingerprint_key),
+                token_audience=settings.kubernetes_token_audience,
+                token_lifetime_s=settings.kubernetes_token_lifetime_s,
             ),
             policy=namespaces.Policy(
                 prefix=settings.kubernetes_namespace_prefix,

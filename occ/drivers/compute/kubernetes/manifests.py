@@ -28,6 +28,9 @@ CONFIGURATION_FILE: Final = "configuration.json"
 CREDENTIAL_DIR: Final = "/var/run/occ/credential"
 CREDENTIAL_FILE: Final = "credential"
 STATE_DIR: Final = "/var/lib/occ"
+IDENTITY_DIR: Final = "/var/run/occ/identity"
+IDENTITY_FILE: Final = "token"
+"""Where the gateway reads the Agent's projected ServiceAccount token."""
 
 Manifest = naming.Manifest
 
@@ -45,6 +48,9 @@ class GatewayOptions:
     fingerprint_key_id: str | None = None
     """The id of the installation's fingerprint key (``fingerprints.key_id``): annotated on each
     credential Secret, and a Secret annotated with another is repaired (``None``: not checked)."""
+    token_audience: str = "occ-agent"  # noqa: S105 (an audience, not a secret)
+    """Audience of the Agent's projected ServiceAccount token (empty: none mounted)."""
+    token_lifetime_s: int = 3600
 
 
 def mode_of(revision: base.RevisionSpec) -> str:
@@ -253,6 +259,31 @@ def _pod_spec(
             {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 (an emptyDir of the pod)
         ],
     }
+    volumes: list[Manifest] = [
+        {
+            "name": "configuration",
+            "configMap": {"name": naming.configuration_map(revision.revision_id)},
+        },
+        {
+            "name": "credential",
+            # group-readable: the gateway runs as GATEWAY_UID with fsGroup GATEWAY_UID
+            "secret": {
+                "secretName": naming.credential_secret(revision.revision_id),
+                "defaultMode": 0o440,
+            },
+        },
+        {
+            "name": "state",
+            "persistentVolumeClaim": {"claimName": naming.state_claim(revision.agent_id)},
+        },
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+    ]
+    if options.token_audience:
+        # the Agent's identity: only this container mounts it (no automounted token anywhere)
+        container["volumeMounts"].append(
+            {"name": "identity", "mountPath": IDENTITY_DIR, "readOnly": True}
+        )
+        volumes.append(identity_volume(options))
     if environment:
         container["env"] = [{"name": k, "value": v} for k, v in sorted(environment.items())]
     return {
@@ -268,25 +299,26 @@ def _pod_spec(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [container],
-        "volumes": [
-            {
-                "name": "configuration",
-                "configMap": {"name": naming.configuration_map(revision.revision_id)},
-            },
-            {
-                "name": "credential",
-                # group-readable: the gateway runs as GATEWAY_UID with fsGroup GATEWAY_UID
-                "secret": {
-                    "secretName": naming.credential_secret(revision.revision_id),
-                    "defaultMode": 0o440,
-                },
-            },
-            {
-                "name": "state",
-                "persistentVolumeClaim": {"claimName": naming.state_claim(revision.agent_id)},
-            },
-            {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
-        ],
+        "volumes": volumes,
+    }
+
+
+def identity_volume(options: GatewayOptions) -> Manifest:
+    """The projected, audience-scoped, short-lived token of the Agent's ServiceAccount."""
+    return {
+        "name": "identity",
+        "projected": {
+            "defaultMode": 0o440,
+            "sources": [
+                {
+                    "serviceAccountToken": {
+                        "audience": options.token_audience,
+                        "expirationSeconds": options.token_lifetime_s,
+                        "path": IDENTITY_FILE,
+                    }
+                }
+            ],
+        },
     }
 
 

@@ -413,3 +413,31 @@ def test_settings_without_a_gateway_image_are_refused(make_driver: MakeDriver) -
     assert refused.value.code == "KUBERNETES_SETTINGS_INVALID"
     with pytest.raises(base.PermanentDriverError):
         make_driver(kubernetes_kubeconfig="/nonexistent/kubeconfig")
+
+
+def test_the_gateway_gets_its_agents_projected_token_with_the_set_audience(
+    make_driver: MakeDriver, kube_api: FakeKubeAPI, operation: base.Operation, specs: Specs
+) -> None:
+    driver = make_driver(
+        kubernetes_token_audience="https://tools.example/agents", kubernetes_token_lifetime_s=1200
+    )
+    try:
+        name, revision = helpers.deployed(driver, kube_api, operation, specs)
+    finally:
+        driver.close()
+    deployment = kube_api.get("deployments", name, naming.agent_object(revision.agent_id))
+    assert deployment is not None
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    account = kube_api.get("serviceaccounts", name, pod["serviceAccountName"])
+    assert account is not None and account["automountServiceAccountToken"] is False
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["identity"]["projected"]["sources"][0]["serviceAccountToken"] == {
+        "audience": "https://tools.example/agents",
+        "expirationSeconds": 1200,
+        "path": "token",
+    }
+    (gateway,) = pod["containers"]
+    assert {"name": "identity", "mountPath": "/var/run/occ/identity", "readOnly": True} in (
+        gateway["volumeMounts"]
+    )

@@ -14,7 +14,13 @@ from occ.drivers.compute.kubernetes import manifests, namespace_manifests, namin
 from occ.foundation import fingerprints
 from tests.support import kubernetes_schemas
 
-OPTIONS = manifests.GatewayOptions(image="registry.example/gateway:1", storage_class="fast")
+OPTIONS = manifests.GatewayOptions(
+    image="registry.example/gateway:1",
+    storage_class="fast",
+    token_audience="https://tools.example/agents",
+    token_lifetime_s=900,
+)
+NO_TOKEN = manifests.GatewayOptions(image="registry.example/gateway:1", token_audience="")
 
 
 def _revision(mode: str = "embedded", **changes: Any) -> base.RevisionSpec:
@@ -59,6 +65,7 @@ def _every_manifest(revision: base.RevisionSpec) -> list[dict[str, Any]]:
         manifests.gateway_deployment(
             revision, ns, OPTIONS, replicas=0, environment={"TOOL_TOKEN": "opaque-abc"}
         ),
+        manifests.gateway_deployment(revision, ns, NO_TOKEN),
     ]
 
 
@@ -211,3 +218,42 @@ def test_state_claim_is_read_write_once_in_the_configured_class() -> None:
 def test_ids_that_are_not_occ_ids_are_refused_as_names() -> None:
     with pytest.raises(ValueError, match="not an occ"):
         naming.slug("agt_../../etc")
+
+
+def test_the_agents_identity_is_a_projected_audience_scoped_short_lived_token() -> None:
+    revision = _revision()
+    pod = manifests.gateway_deployment(revision, "ns", OPTIONS)["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["serviceAccountName"] == naming.agent_object(revision.agent_id)
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["identity"]["projected"]["sources"] == [
+        {
+            "serviceAccountToken": {
+                "audience": "https://tools.example/agents",
+                "expirationSeconds": 900,
+                "path": "token",
+            }
+        }
+    ]
+    mounted = [
+        (container["name"], mount)
+        for container in (*pod["containers"], *pod.get("initContainers", []))
+        for mount in container["volumeMounts"]
+        if mount["name"] == "identity"
+    ]
+    assert mounted == [
+        ("gateway", {"name": "identity", "mountPath": "/var/run/occ/identity", "readOnly": True})
+    ]
+    bare = manifests.gateway_deployment(revision, "ns", NO_TOKEN)["spec"]["template"]["spec"]
+    assert "identity" not in {v["name"] for v in bare["volumes"]}
+    assert "identity" not in str(bare["containers"])
+
+
+@pytest.mark.parametrize("version", ["1.30", "1.31", "1.32", "1.33", "1.34"])
+def test_the_gateway_validates_for_every_supported_version(version: str) -> None:
+    for mode in ("embedded", "dedicated"):
+        revision = _revision(mode)
+        for options in (OPTIONS, NO_TOKEN):
+            kubernetes_schemas.validate(
+                manifests.gateway_deployment(revision, "occ-0123456789abcde", options), version
+            )
