@@ -3,36 +3,31 @@ gateway, the REST client, and the version.
 
 An entry point like ``web`` and ``tasks``: it reads settings once through
 ``Settings.from_env()`` and calls the core. Errors of occ (``OccError``) end the command with
-one line on stderr and exit code 2; nothing prints a traceback or a connection URL.
+one line on stderr and exit code 2; nothing prints a traceback or a connection URL. The group
+is ``occ.cli.root``; the server's command modules load only when one of their commands runs
+(or when one is named here, as ``occ.cli.dev``).
 """
 
 from __future__ import annotations
 
-import os  # noqa: F401 - tests replace os.execv through this module
-from collections.abc import Sequence
+import importlib
+from typing import Any
 
-import click
+from occ.cli.root import cli, main
 
-import occ
-from occ.cli import base, database, kubernetes, processes
-from occ.client import commands as client_commands
+EXIT_OCC_ERROR = 2
+"""Exit code of a command that failed with an ``OccError`` (``occ.cli.base``)."""
 
-cli = base.cli
-EXIT_OCC_ERROR = base.EXIT_OCC_ERROR
-dev = processes.dev
+_SUBMODULES = ("base", "database", "kubernetes", "processes")
 
-__all__ = ["EXIT_OCC_ERROR", "cli", "database", "dev", "kubernetes", "main", "processes"]
+__all__ = ["EXIT_OCC_ERROR", "cli", "main"]
 
 
-@cli.command()
-def version() -> None:
-    """Print the occ version."""
-    click.echo(f"occ {occ.__version__}")
-
-
-client_commands.register(cli)  # login, namespaces, agents, ...: the REST API's client
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point (``occ = occ.cli:main``)."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="occ")
+def __getattr__(name: str) -> Any:
+    """``occ.cli.database`` and the other server modules, and ``occ.cli.dev`` (the command),
+    imported on first use."""
+    if name in _SUBMODULES:
+        return importlib.import_module(f"occ.cli.{name}")
+    if name == "dev":
+        return importlib.import_module("occ.cli.processes").dev
+    raise AttributeError(f"module 'occ.cli' has no attribute {name!r}")

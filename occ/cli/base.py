@@ -1,7 +1,7 @@
-"""The ``occ`` group and what every command shares: the one-line error and exit codes.
+"""What the server's commands share: the one-line error and exit codes.
 
-Commands live in their subject's module (``database``, ``processes``, and the REST client in
-``occ.client``); nothing here calls the core.
+Commands live in their subject's module (``database``, ``processes``, ``kubernetes``, and the
+REST client in ``occ.client``); the group is ``occ.cli.root``. Nothing here calls the core.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Any, NoReturn
 
 import click
 
-import occ
 from occ.foundation import errors
 from occ.settings.config import Settings
 from occ.web import problems
@@ -41,16 +40,6 @@ class OccCommandError(click.ClickException):
         click.echo(f"occ: error: {self.format_message()}", err=True)
 
 
-class _OccGroup(click.Group):
-    """A group that turns ``OccError`` from any subcommand into ``OccCommandError``."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except errors.OccError as error:
-            raise OccCommandError(error) from error
-
-
 def one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -62,9 +51,3 @@ def owner_url() -> str:
 def fail(message: str, code: int) -> NoReturn:
     click.echo(f"occ: error: {one_line(message)}", err=True)
     raise click.exceptions.Exit(code)
-
-
-@click.group(name="occ", cls=_OccGroup)
-@click.version_option(occ.__version__, "--version", prog_name="occ", message="%(prog)s %(version)s")
-def cli() -> None:
-    """OpenClaw Control Plane."""

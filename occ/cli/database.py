@@ -19,7 +19,7 @@ from occ.state import schema
 from occ.state.db import Database
 
 
-@base.cli.group()
+@click.group()
 def db() -> None:
     """Migrate or check the database schema.
 
@@ -50,7 +50,7 @@ def db_check() -> None:
     click.echo("occ db check: the database matches the models")
 
 
-@base.cli.command()
+@click.command()
 @click.option(
     "--if-missing",
     is_flag=True,

@@ -12,7 +12,7 @@ from occ.drivers.compute.kubernetes import KubernetesComputeDriver, access, rbac
 from occ.settings.config import Settings
 
 
-@base.cli.group()
+@click.group()
 def kubernetes() -> None:
     """Provision and verify the kubernetes Compute Driver's access."""
 

@@ -11,7 +11,6 @@ from typing import NoReturn
 import click
 
 from occ import dev as dev_runner
-from occ.cli import base
 from occ.dev import options as dev_options
 from occ.drivers import gateway as gateway_server
 from occ.process_table import table
@@ -21,7 +20,7 @@ from occ.tasks.names import CONTROL_QUEUE, DRIVER_QUEUE
 COMPUTE_DRIVERS = ("local", "docker", "kubernetes", "ssh")
 
 
-@base.cli.command()
+@click.command()
 @click.option(
     "--home",
     default=".occ",
@@ -68,7 +67,7 @@ _PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True}
 _LOGLEVEL_HELP = "Celery's -l; occ's logging replaces Celery's: OCC_LOG_LEVEL sets the level."
 
 
-@base.cli.command(context_settings=_PASS_THROUGH)
+@click.command(context_settings=_PASS_THROUGH)
 @click.option(
     "--bind",
     default="127.0.0.1:8000",
@@ -91,7 +90,7 @@ def api(bind: str, workers: int | None, gunicorn_args: tuple[str, ...]) -> None:
     _exec_python_module([*argv, *gunicorn_args])
 
 
-@base.cli.command(context_settings=_PASS_THROUGH)
+@click.command(context_settings=_PASS_THROUGH)
 @click.option(
     "--queues",
     "-Q",
@@ -146,7 +145,7 @@ def worker(
     _exec_python_module([*argv, *celery_args])
 
 
-@base.cli.command(context_settings=_PASS_THROUGH)
+@click.command(context_settings=_PASS_THROUGH)
 @click.option("--loglevel", "-l", default="INFO", show_default=True, help=_LOGLEVEL_HELP)
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def beat(loglevel: str, celery_args: tuple[str, ...]) -> None:
@@ -162,7 +161,7 @@ def _exec_python_module(argv: list[str]) -> NoReturn:
     os.execv(sys.executable, [sys.executable, "-m", *argv])  # noqa: S606 - our own argv
 
 
-@base.cli.command()
+@click.command()
 @click.option("--port", required=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option("--revision-id", required=True, help="AgentRevision this gateway serves.")
 @click.option("--agent-id", required=True, help="Agent the revision belongs to.")

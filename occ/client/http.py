@@ -8,9 +8,7 @@ error, a URL or a log.
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -67,6 +65,10 @@ class Client:
         query: Mapping[str, object] | None = None,
     ) -> Answer:
         """Send one request; ``ApiError`` for a problem answer or an unreachable API."""
+        # urllib.request loads http.client, email and ssl: only a command that calls pays
+        import urllib.error  # noqa: PLC0415
+        import urllib.request  # noqa: PLC0415
+
         target = self.url.rstrip("/") + path
         if query:
             pairs = {name: str(value) for name, value in query.items() if value is not None}

@@ -11,8 +11,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-import yaml
-
 FORMATS: Final = ("table", "json", "yaml")
 
 
@@ -21,6 +19,8 @@ def render(data: Any, form: str, columns: Sequence[str] = ()) -> str:
     if form == "json":
         return json.dumps(data, indent=2, sort_keys=False)
     if form == "yaml":
+        import yaml  # noqa: PLC0415 - only -o yaml pays for it: the CLI starts without it
+
         return yaml.safe_dump(data, sort_keys=False, default_flow_style=False).rstrip("\n")
     if form != "table":
         raise ValueError(f"unknown output format {form!r}")

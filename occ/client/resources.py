@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
-import yaml
 
 from occ.client import http, namespaced, states, waiting
 from occ.client import session as shared
@@ -182,6 +181,8 @@ def configurations() -> None:
 
 def _document(file: str) -> dict[str, Any]:
     """A Configuration document from a JSON or YAML file (``-``: stdin)."""
+    import yaml  # noqa: PLC0415 - only a command that reads a document pays for it
+
     text = sys.stdin.read() if file == "-" else _read(file)
     try:
         document = yaml.safe_load(text)
