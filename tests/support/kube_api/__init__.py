@@ -7,7 +7,9 @@ and generations, 404/409/410/422/403 answers as ``Status`` objects, optimistic c
 merge / strategic / JSON / server-side apply patches, deletion with preconditions,
 finalizers and namespace termination, label and field selectors, paged lists, watches from
 a resourceVersion (chunked JSON lines, bookmarks, ``timeoutSeconds``, 410 once the change
-history is compacted), metadata-only lists and watches, bearer-token checks. Objects are
+history is compacted), metadata-only lists and watches, bearer-token checks, and RBAC:
+denials a test names, or (``grant_only``) exactly the rules of given Roles and ClusterRoles,
+also answered by ``SelfSubjectAccessReview``. Objects are
 indexed by kind and namespace, so tens of thousands list quickly. Controllers do nothing
 unless a test asks (``mark_rollout``, ``finish_namespace_deletion`` or the ``auto_*``
 switches). ``Request`` is one entry of the request journal.

@@ -189,34 +189,11 @@ class KubernetesComputeDriver:
             known = self._namespaces.get(namespace_id)
         if known is not None:
             return known
-        if self.policy.tenant_scoped:
-            return self._managed_namespace(namespace_id)
-        found = [
-            obj
-            for obj in self.api.find(
-                client.NAMESPACE, None, naming.owned_by_namespace(namespace_id)
-            )
-            if not namespaces.terminating(obj)
-        ]
-        if len(found) != 1:
-            return None
-        name = str(ensure.metadata(found[0]).get("name"))
-        with self._lock:
-            self._namespaces[namespace_id] = name
+        name = namespaces.find(self.api, self.policy, namespace_id)
+        if name is not None:
+            with self._lock:
+                self._namespaces[namespace_id] = name
         return name
-
-    def _managed_namespace(self, namespace_id: str) -> str | None:
-        """Tenant-scoped: the managed namespace labelled with ``namespace_id`` (each is read
-        by name: occ may not list namespaces)."""
-        for name in self.policy.managed:
-            found = self.api.read(client.NAMESPACE, None, name)
-            if found is None or namespaces.terminating(found):
-                continue
-            if ensure.is_owned(found, {naming.NAMESPACE_ID: namespace_id}):
-                with self._lock:
-                    self._namespaces[namespace_id] = name
-                return name
-        return None
 
     def _required_namespace(self, namespace_id: str) -> str:
         name = self.kubernetes_namespace(namespace_id)

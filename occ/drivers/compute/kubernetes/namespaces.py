@@ -66,6 +66,26 @@ def name_of(policy: Policy, namespace: base.NamespaceSpec) -> str:
     return namespace.existing_namespace or naming.kubernetes_namespace(policy.prefix, namespace.id)
 
 
+def find(api: client.KubernetesApi, policy: Policy, namespace_id: str) -> str | None:
+    """The one live Kubernetes namespace labelled with ``namespace_id``: found by label
+    (``cluster``), or among the managed namespaces, each read by name (``tenant-scoped``: occ
+    may not list namespaces)."""
+    if policy.tenant_scoped:
+        for name in policy.managed:
+            found = api.read(client.NAMESPACE, None, name)
+            if found is None or terminating(found):
+                continue
+            if ensure.is_owned(found, {naming.NAMESPACE_ID: namespace_id}):
+                return name
+        return None
+    live = [
+        obj
+        for obj in api.find(client.NAMESPACE, None, naming.owned_by_namespace(namespace_id))
+        if not terminating(obj)
+    ]
+    return str(ensure.metadata(live[0]).get("name")) if len(live) == 1 else None
+
+
 def terminating(obj: Mapping[str, Any]) -> bool:
     status = obj.get("status") or {}
     return ensure.deleting(obj) or status.get("phase") == "Terminating"

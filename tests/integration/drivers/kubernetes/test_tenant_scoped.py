@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -40,14 +39,6 @@ def _provisioned(kube_api: FakeKubeAPI, *names: str, granted: tuple[str, ...] = 
     for name in names:
         kube_api.create_foreign("namespaces", None, {"metadata": {"name": name}})
     kube_api.grant_only(rbac.provisioning(granted))
-
-
-@pytest.fixture
-def tenant_driver(kube_api: FakeKubeAPI, kubeconfig: Path) -> Any:
-    _provisioned(kube_api, *MANAGED)
-    driver = KubernetesComputeDriver.from_settings(_settings(kubeconfig))
-    yield driver
-    driver.close()
 
 
 def _forbidden(kube_api: FakeKubeAPI) -> list[str]:
