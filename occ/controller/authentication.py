@@ -1,9 +1,13 @@
-"""Authentication: turn a presented API key into the principal it belongs to."""
+"""Authentication: turn a presented API key, or a user session's token, into the principal it
+belongs to."""
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import dataclass
+
 from occ.foundation import errors
-from occ.state import api_keys
+from occ.state import api_keys, user_sessions
 from occ.state.db import Database
 
 
@@ -26,3 +30,36 @@ def authenticate(db: Database, *, presented_key: str, pepper: str) -> str:
         if found.touch_due:
             api_keys.touch(connection, found.key.id)
         return found.key.principal_id
+
+
+@dataclass(frozen=True, kw_only=True)
+class SignedIn:
+    """The principal a session cookie authenticates, and the session's id (what the CSRF
+    token is bound to)."""
+
+    principal_id: str
+    session_id: str
+
+
+def authenticate_session(
+    db: Database, *, presented_token: str, secret_key: str, idle: dt.timedelta
+) -> SignedIn:
+    """The principal of the live session ``presented_token`` proves (like ``authenticate``:
+    one statement outside any transaction, a second at most once a minute to restart the idle
+    timeout).
+
+    Raises:
+        Unauthenticated: malformed, unknown, revoked, expired (absolute or idle), or its
+            principal is disabled.
+    """
+    with db.autocommit_connection() as connection:
+        found = user_sessions.identify(
+            connection, presented=presented_token, secret_key=secret_key, idle=idle
+        )
+        if found is None:
+            raise errors.Unauthenticated("the session has ended; sign in again")
+        if found.principal_disabled:
+            raise errors.Unauthenticated("the session's principal is disabled")
+        if found.touch_due:
+            user_sessions.touch(connection, found.session.id)
+        return SignedIn(principal_id=found.session.principal_id, session_id=found.session.id)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from occ.controller import admission, installation, listing, policy
 from occ.foundation import errors, ids
-from occ.state import api_keys, grants, iam_policy, keyset
+from occ.state import api_keys, grants, iam_policy, keyset, user_sessions
 from occ.state.db import Database
 
 
@@ -121,7 +121,8 @@ def list_principals(
 def disable_principal(
     db: Database, actor_id: str, command: DisablePrincipal
 ) -> iam_policy.Principal:
-    """Disable a principal and revoke its keys: it stops authenticating at once. Idempotent.
+    """Disable a principal and revoke its keys and sessions: it stops authenticating at once.
+    Idempotent.
 
     Raises:
         NotFound: no principal has this id.
@@ -145,12 +146,17 @@ def disable_principal(
         disabled = iam_policy.disable_principal(session, principal_id)
         assert disabled is not None  # locked above
         revoked_keys = api_keys.revoke_all_of(session, principal_id)
+        revoked_sessions = user_sessions.revoke_all_of(session, principal_id)
         policy.keep_an_administrator(change, {"principalId": principal_id})
         change.audit(
             "principal",
             principal_id,
             principal.namespace_id,
-            {"reason": "requested", "revokedKeyIds": revoked_keys},
+            {
+                "reason": "requested",
+                "revokedKeyIds": revoked_keys,
+                "revokedSessionIds": revoked_sessions,
+            },
         )
         return disabled
 

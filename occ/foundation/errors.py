@@ -3,9 +3,12 @@
     OccError
     ├── InvalidInput            bad input; carries the paths of the invalid fields
     │   └── InvalidSettings     a bad setting; its path is the key as the operator wrote it
+    │       ├── AuthSecretInvalid    OCC_AUTH_SECRET missing or too short for sign-in
+    │       └── AuthBaseUrlInvalid   OCC_AUTH_BASE_URL not an origin sign-in can use
     ├── Unauthenticated         no valid credentials
     ├── NotFound                the resource does not exist (or may not be seen)
     ├── Forbidden               authorization denied; carries the decision
+    │   └── CsrfTokenInvalid    a cookie-authenticated change without the session's CSRF token
     ├── Conflict                the request contradicts current state
     │   ├── NamespaceNotReady
     │   ├── NamespaceNotEmpty
@@ -86,8 +89,20 @@ class InvalidSettings(InvalidInput):
     """
 
 
+class AuthSecretInvalid(InvalidSettings):
+    """``OCC_AUTH_SECRET`` is missing or shorter than 32 characters while sign-in is on."""
+
+    code = "AUTH_SECRET_INVALID"
+
+
+class AuthBaseUrlInvalid(InvalidSettings):
+    """``OCC_AUTH_BASE_URL`` is not an absolute HTTP(S) origin sign-in can redirect to."""
+
+    code = "AUTH_BASE_URL_INVALID"
+
+
 class Unauthenticated(OccError):
-    """A valid API key is required."""
+    """A valid API key or session is required."""
 
     code = "UNAUTHENTICATED"
 
@@ -106,6 +121,13 @@ class Forbidden(OccError):
     def __init__(self, detail: str | None = None, decision: Any = None) -> None:
         super().__init__(detail)
         self.decision = decision
+
+
+class CsrfTokenInvalid(Forbidden):
+    """A request made with the session cookie that changes something must send the session's
+    CSRF token."""
+
+    code = "CSRF_TOKEN_INVALID"
 
 
 class Conflict(OccError):

@@ -17,6 +17,7 @@ PREFIXES: Final = {
     "agent_revision": "rev",
     "principal": "prn",
     "api_key": "key",
+    "user_session": "ses",
     "role": "rol",
     "access_binding": "bnd",
     "restriction": "rst",

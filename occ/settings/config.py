@@ -29,6 +29,7 @@ import pydantic
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from occ.foundation import errors
+from occ.settings import sign_in
 from occ.settings import sources as settings_sources
 from occ.settings.sources import Variable
 
@@ -44,7 +45,17 @@ TOKEN_LIFETIME_S = (600, 86_400)
 """Bounds of ``kubernetes_token_lifetime_s``: the API server's shortest, and a day."""
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
-_HIDDEN = frozenset({"api_key_pepper", "secret_key", "fingerprint_key"})
+_HIDDEN = frozenset(
+    {
+        "api_key_pepper",
+        "secret_key",
+        "fingerprint_key",
+        "auth_secret",
+        "auth_oidc_client_secret",
+        "auth_github_client_secret",
+        "auth_google_client_secret",
+    }
+)
 _PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
 _POSITIVE = (
     "lease_ms",
@@ -71,6 +82,8 @@ _POSITIVE = (
     "ssh_connect_timeout_ms",
     "api_header_timeout_ms",
     "api_read_timeout_ms",
+    "auth_session_idle_ms",
+    "auth_session_max_ms",
 )
 
 
@@ -157,6 +170,51 @@ class Settings(BaseSettings):
     annotation): an HMAC, never a plain hash (unset: derived from ``OCC_SECRET_KEY``). Set a
     new one to rotate: every fingerprint changes, annotations at the next observation, a
     gateway's at its next start."""
+
+    auth_secret: Annotated[str | None, Variable("OCC_AUTH_SECRET", file=True)] = None
+    """Server secret keying user-session hashes, CSRF tokens and the sign-in state cookie; at
+    least 32 characters. Required when a sign-in provider is set (unset: no user sessions).
+    A new secret signs every user out."""
+
+    auth_base_url: Annotated[str | None, Variable("OCC_AUTH_BASE_URL")] = None
+    """The API's public origin (``https://occ.example.com``), which providers redirect back
+    to and which decides the session cookie's ``Secure`` flag. Required when a sign-in
+    provider is set; in production HTTPS unless the host is loopback, in development a
+    loopback host (unset: no user sessions)."""
+
+    auth_oidc_discovery_url: Annotated[str | None, Variable("OCC_AUTH_OIDC_DISCOVERY_URL")] = None
+    """OpenID Connect discovery document of a company issuer
+    (``https://id.example.com/.well-known/openid-configuration``; unset: no OIDC sign-in)."""
+
+    auth_oidc_client_id: Annotated[str | None, Variable("OCC_AUTH_OIDC_CLIENT_ID")] = None
+    """Client id occ is registered with at the OIDC issuer (unset: no OIDC sign-in)."""
+
+    auth_oidc_client_secret: Annotated[
+        str | None, Variable("OCC_AUTH_OIDC_CLIENT_SECRET", file=True)
+    ] = None
+    """Client secret of the OIDC registration (unset: a public client, PKCE only)."""
+
+    auth_github_client_id: Annotated[str | None, Variable("OCC_AUTH_GITHUB_CLIENT_ID")] = None
+    """Client id of occ's GitHub OAuth app (unset: no GitHub sign-in)."""
+
+    auth_github_client_secret: Annotated[
+        str | None, Variable("OCC_AUTH_GITHUB_CLIENT_SECRET", file=True)
+    ] = None
+    """Client secret of occ's GitHub OAuth app; required with its client id."""
+
+    auth_google_client_id: Annotated[str | None, Variable("OCC_AUTH_GOOGLE_CLIENT_ID")] = None
+    """Client id of occ's Google OAuth client (unset: no Google sign-in)."""
+
+    auth_google_client_secret: Annotated[
+        str | None, Variable("OCC_AUTH_GOOGLE_CLIENT_SECRET", file=True)
+    ] = None
+    """Client secret of occ's Google OAuth client; required with its client id."""
+
+    auth_session_idle_ms: Annotated[int, Variable("OCC_AUTH_SESSION_IDLE_MS")] = 7_200_000
+    """A user session unused this long ends (it is refreshed at most once a minute)."""
+
+    auth_session_max_ms: Annotated[int, Variable("OCC_AUTH_SESSION_MAX_MS")] = 43_200_000
+    """A user session ends this long after sign-in, however much it is used."""
 
     compute_driver: Annotated[str, Variable("OCC_COMPUTE_DRIVER")] = "local"
     """Compute Driver of this installation: ``local``, ``docker``, ``kubernetes`` or ``ssh``."""
@@ -452,6 +510,7 @@ class Settings(BaseSettings):
             raise errors.InvalidSettings.at(("database_url",), "must be a PostgreSQL URL")
         if self.fingerprint_key is not None and not self.fingerprint_key:
             raise errors.InvalidSettings.at(("fingerprint_key",), "must not be empty")
+        sign_in.check(self)
         if self.environment == "production":
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
@@ -484,6 +543,11 @@ class Settings(BaseSettings):
             return self.fingerprint_key
         digest = hmac.new(self.secret_key.encode(), b"occ-credential-fingerprints", hashlib.sha256)
         return digest.hexdigest()
+
+    @property
+    def sign_in_providers(self) -> tuple[str, ...]:
+        """The sign-in providers set (``oidc``, ``github``, ``google``), in that order."""
+        return sign_in.providers(self)
 
     @property
     def managed_namespaces(self) -> tuple[str, ...]:

@@ -102,6 +102,32 @@ class ApiKey(Base):
     last_used_at: orm.Mapped[dt.datetime | None]
 
 
+class PrincipalIdentity(Base):
+    __tablename__ = "principal_identities"
+    __table_args__ = (sa.Index("principal_identities_principal", "principal_id"),)
+
+    issuer: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    subject: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
+    created_at: orm.Mapped[Stamped]
+
+
+class UserSession(Base):
+    __tablename__ = "user_sessions"
+    __table_args__ = (
+        sa.Index("user_sessions_principal_created", "principal_id", "created_at", "id"),
+    )
+
+    id: orm.Mapped[Id]
+    principal_id: orm.Mapped[str] = orm.mapped_column(sa.ForeignKey("principals.id"))
+    issuer: orm.Mapped[str]
+    token_hash: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
+    last_seen_at: orm.Mapped[Stamped]
+    expires_at: orm.Mapped[dt.datetime]
+    revoked_at: orm.Mapped[dt.datetime | None]
+
+
 class Role(Base):
     __tablename__ = "roles"
     __table_args__ = (

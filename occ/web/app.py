@@ -20,6 +20,7 @@ import flask_smorest
 import flask_smorest.utils
 
 from occ.drivers import selection as driver_selection
+from occ.drivers.identity import oidc, providers
 from occ.drivers.secret import SecretDriver
 from occ.foundation import errors
 from occ.runtime import composition
@@ -37,7 +38,7 @@ from occ.web import (
     problems,
     query_parameters,
 )
-from occ.web.routes import ROUTE_MODULES
+from occ.web.routes import BROWSER_MODULES, ROUTE_MODULES
 from occ.web.schemas import common
 
 MAX_BODY_BYTES: Final = 256 * 1024
@@ -57,6 +58,7 @@ class WebContext:
     nudger: nudge.Nudger
     drivers: driver_selection.Selection
     secrets: SecretDriver
+    sign_in: dict[str, oidc.Client]
 
 
 def create_app(
@@ -81,6 +83,7 @@ def create_app(
     app.extensions["occ"] = WebContext(
         runtime=built,
         nudger=nudger or nudge.Nudger(tasks_app.create(built.settings)),
+        sign_in=_sign_in_clients(built.settings),
         **_selected_drivers(built.settings),
     )
     api = _Api(
@@ -90,10 +93,15 @@ def create_app(
         },
     )
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
-    api.spec.options["security"] = [{"bearer": []}]
+    api.spec.components.security_scheme(
+        "session", {"type": "apiKey", "in": "cookie", "name": "occ_session"}
+    )
+    api.spec.options["security"] = [{"bearer": []}, {"session": []}]
     for module in ROUTE_MODULES:
         documentation.document(module)
         api.register_blueprint(module.blueprint)
+    for browser_module in BROWSER_MODULES:
+        app.register_blueprint(browser_module.blueprint)
     problem = api.spec.components.schemas["Problem"]["properties"]
     problem["code"]["enum"] = problems.known_codes()
     problem["status"]["enum"] = problems.known_statuses()
@@ -122,6 +130,15 @@ def _selected_drivers(settings: Settings) -> dict[str, Any]:
     except errors.OccError as exc:
         print(f"occ-api: error: {exc.code}: {lifecycle.startup_reason(exc)}", file=sys.stderr)
         raise SystemExit(EXIT_WORKER_BOOT_ERROR) from None
+
+
+def _sign_in_clients(settings: Settings) -> dict[str, oidc.Client]:
+    """The configured sign-in providers' flows, redirecting back to ``OCC_AUTH_BASE_URL``."""
+    base = (settings.auth_base_url or "").rstrip("/")
+    return {
+        provider.name: oidc.Client(provider, redirect_uri=f"{base}/auth/callback/{provider.name}")
+        for provider in providers.configured(settings)
+    }
 
 
 def _settings_from_env() -> Settings:

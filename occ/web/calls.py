@@ -16,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 import flask
 
 from occ.drivers import selection
+from occ.drivers.identity import oidc
 from occ.drivers.secret import SecretDriver
 from occ.runtime import composition
 from occ.state import keyset
@@ -43,6 +44,9 @@ class Context(Protocol):
 
     @property
     def secrets(self) -> SecretDriver: ...
+
+    @property
+    def sign_in(self) -> dict[str, oidc.Client]: ...
 
 
 def context() -> Context:

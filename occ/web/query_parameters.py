@@ -9,7 +9,7 @@ view; it must not validate the values (the route's own schema does).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import flask
 import marshmallow as ma
@@ -17,9 +17,27 @@ import marshmallow as ma
 from occ.foundation import errors
 from occ.web import problems
 
+_ACCEPTED = "_occ_query_parameters"
+View = TypeVar("View", bound=Callable[..., Any])
 
-def documented(view: Callable[..., Any]) -> frozenset[str]:
-    """The query parameter names a view's argument schemas declare."""
+
+def accepts(*names: str) -> Callable[[View], View]:
+    """Declare the query parameters of a browser route (one outside the API's document);
+    none names every parameter (a provider's callback, whose parameters the provider picks)."""
+
+    def declare(view: View) -> View:
+        setattr(view, _ACCEPTED, frozenset(names) if names else None)
+        return view
+
+    return declare
+
+
+def documented(view: Callable[..., Any]) -> frozenset[str] | None:
+    """The query parameter names a view's argument schemas (or ``accepts``) declare; ``None``
+    when it takes any."""
+    if hasattr(view, _ACCEPTED):
+        accepted: frozenset[str] | None = getattr(view, _ACCEPTED)
+        return accepted
     parameters = getattr(view, "_apidoc", {}).get("arguments", {}).get("parameters", [])
     names: set[str] = set()
     for parameter in parameters:
@@ -38,6 +56,8 @@ def refuse_unknown() -> None:
         return
     view = flask.current_app.view_functions.get(flask.request.endpoint or "")
     allowed = documented(view) if view is not None else frozenset()
+    if allowed is None:
+        return
     unknown = sorted(set(flask.request.args) - allowed)
     if unknown:
         raise problems.InvalidRequest(

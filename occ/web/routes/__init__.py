@@ -20,6 +20,8 @@ from occ.web.routes import (
     restrictions,
     roles,
     secrets,
+    sessions,
+    sign_in,
     work,
 )
 
@@ -37,6 +39,11 @@ ROUTE_MODULES: Final = (
     agents,
     work,
     audit_events,
+    sessions,
     metrics,
     docs,
 )
+
+BROWSER_MODULES: Final = (sign_in,)
+"""Plain Flask blueprints for browsers (redirects and pages), outside the JSON API's
+document."""

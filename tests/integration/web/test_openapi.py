@@ -100,7 +100,7 @@ def test_the_document_is_valid_openapi_3(document: dict[str, Any]) -> None:
         "type": "http",
         "scheme": "bearer",
     }
-    assert document["security"] == [{"bearer": []}]
+    assert document["security"] == [{"bearer": []}, {"session": []}]
     for reference in references(document):
         assert resolve(document, reference) is not None, reference
     for path, item in document["paths"].items():

@@ -26,6 +26,9 @@ SAMPLES = {
     "kubernetes_managed_namespaces": "team-a,team-b",
     "kubernetes_authentication_egress": "10.0.0.0/8,192.0.2.1/32",
     "kubernetes_token_lifetime_s": "900",
+    "auth_secret": "auth-" + "a" * 40,
+    "auth_base_url": "https://occ.example",
+    "auth_oidc_discovery_url": "https://id.example/.well-known/openid-configuration",
 }
 """A valid value of each setting whose value is checked (the others take any text)."""
 NOT_SETTINGS = {
@@ -40,6 +43,11 @@ PRODUCTION = {
     "OCC_COMPUTE_DRIVER": "docker",
     "OCC_API_KEY_PEPPER": SAMPLES["api_key_pepper"],
     "OCC_SECRET_KEY": SAMPLES["secret_key"],
+    "OCC_AUTH_SECRET": SAMPLES["auth_secret"],
+    "OCC_AUTH_BASE_URL": SAMPLES["auth_base_url"],
+    "OCC_AUTH_OIDC_DISCOVERY_URL": SAMPLES["auth_oidc_discovery_url"],
+    "OCC_AUTH_GITHUB_CLIENT_SECRET": "github-secret",
+    "OCC_AUTH_GOOGLE_CLIENT_SECRET": "google-secret",
 }
 """Valid production settings: a sample of any one setting is checked among them."""
 DOCUMENTS = ["README.md", "CONTRIBUTING.md", "Procfile", "docker-compose.yml", "Dockerfile"]

@@ -1,0 +1,174 @@
+"""User sessions: one row per sign-in, the token stored only as a keyed hash.
+
+A token reads ``<sessionId>.<secret>`` (the cookie's value); the hash is HMAC-SHA256 keyed
+with ``OCC_AUTH_SECRET``, so a database read alone cannot forge a cookie. A session is live
+while it is not revoked, before ``expires_at`` (the absolute timeout) and while
+``last_seen_at`` is within the idle timeout; use moves ``last_seen_at`` at most once a minute.
+Takes the caller's session (or an autocommit connection for the per-request read) and never
+commits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Final, cast
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from occ.foundation import ids
+from occ.state import hot_statements, keyset, models, rows
+
+_PRESENTED = re.compile(rf"(ses_{ids.UUID4_PATTERN})\.([0-9a-f]{{64}})")
+_SESSIONS: Final = cast(sa.Table, models.UserSession.__table__)
+TOUCH_EVERY: Final = dt.timedelta(seconds=60)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserSession:
+    """A session's metadata (never its token)."""
+
+    id: str
+    principal_id: str
+    issuer: str
+    created_at: dt.datetime
+    last_seen_at: dt.datetime
+    expires_at: dt.datetime
+    revoked_at: dt.datetime | None
+
+
+_VALUES: Final = rows.Values(_SESSIONS, UserSession)
+
+
+@dataclass(frozen=True)
+class StartedSession:
+    """A new session: ``token`` goes into the cookie once and is then forgotten."""
+
+    session: UserSession
+    token: str = field(repr=False)
+
+
+def _digest(secret_key: str, session_id: str, secret: str) -> str:
+    return hmac.new(
+        secret_key.encode(), f"{session_id}:{secret}".encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def parse(presented: str) -> tuple[str, str] | None:
+    """``(session_id, secret)`` of a well-formed token, else ``None``."""
+    match = _PRESENTED.fullmatch(presented)
+    return None if match is None else (match.group(1), match.group(2))
+
+
+def start(
+    session: orm.Session,
+    *,
+    principal_id: str,
+    issuer: str,
+    secret_key: str,
+    lifetime: dt.timedelta,
+) -> StartedSession:
+    """A new session of the principal, ending for good ``lifetime`` from now."""
+    session_id = ids.new("user_session")
+    secret = secrets.token_hex(32)
+    started = _VALUES.inserted(
+        session,
+        id=session_id,
+        principal_id=principal_id,
+        issuer=issuer,
+        token_hash=_digest(secret_key, session_id, secret),
+        expires_at=sa.func.clock_timestamp() + lifetime,
+    )
+    return StartedSession(session=started, token=f"{session_id}.{secret}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Identified:
+    """A live session that a presented token proves, and what authentication needs."""
+
+    session: UserSession
+    principal_disabled: bool
+    touch_due: bool
+
+
+# the session, its principal's state, whether it is live and whether use is due for recording
+_IDENTIFY = sa.text("""
+    SELECT s.id, s.principal_id, s.issuer, s.created_at, s.last_seen_at, s.expires_at,
+           s.revoked_at, s.token_hash,
+           p.disabled_at IS NOT NULL AS principal_disabled,
+           (s.revoked_at IS NULL AND s.expires_at > clock_timestamp()
+            AND s.last_seen_at > clock_timestamp() - CAST(:idle AS interval)) AS live,
+           s.last_seen_at < clock_timestamp() - CAST(:touch_every AS interval) AS touch_due
+      FROM occ.user_sessions s JOIN occ.principals p ON p.id = s.principal_id
+     WHERE s.id = :session_id""")
+
+_TOUCH = sa.text("""
+    UPDATE occ.user_sessions SET last_seen_at = clock_timestamp()
+     WHERE id = :session_id AND revoked_at IS NULL
+       AND last_seen_at < clock_timestamp() - CAST(:touch_every AS interval)""")
+
+_HOT: Final = hot_statements.compile_all(
+    {"identify": _IDENTIFY, "touch": _TOUCH}, "identify", "touch"
+)
+
+
+def identify(
+    target: hot_statements.Target, *, presented: str, secret_key: str, idle: dt.timedelta
+) -> Identified | None:
+    """The live session ``presented`` proves (compared in constant time), else ``None``:
+    malformed, unknown, wrong secret, revoked, past its absolute or idle timeout."""
+    parsed = parse(presented)
+    if parsed is None:
+        return None
+    session_id, secret = parsed
+    row = hot_statements.first(
+        target,
+        _HOT["identify"],
+        {"session_id": session_id, "idle": idle, "touch_every": TOUCH_EVERY},
+    )
+    # an unknown id still costs one digest comparison, so timing does not tell ids apart
+    expected = row["token_hash"] if row is not None else _digest(secret_key, session_id, "")
+    matches = hmac.compare_digest(expected, _digest(secret_key, session_id, secret))
+    if row is None or not matches or not row["live"]:
+        return None
+    return Identified(
+        session=_VALUES.make(row),
+        principal_disabled=bool(row["principal_disabled"]),
+        touch_due=bool(row["touch_due"]),
+    )
+
+
+def touch(target: hot_statements.Target, session_id: str) -> None:
+    """Record use of a session (at most once per ``TOUCH_EVERY``): the idle timeout restarts."""
+    hot_statements.run(
+        target, _HOT["touch"], {"session_id": session_id, "touch_every": TOUCH_EVERY}
+    )
+
+
+def get(session: orm.Session, session_id: str, *, lock: bool = False) -> UserSession | None:
+    """The session, revoked or not, or ``None``; ``lock`` takes its row lock."""
+    return _VALUES.get(session, session_id, lock=lock)
+
+
+def list_for(
+    session: orm.Session, principal_id: str, window: keyset.Window = keyset.EVERYTHING
+) -> list[UserSession]:
+    """The principal's sessions (ended ones included), oldest first (those in ``window``)."""
+    return _VALUES.window(session, window, _SESSIONS.c.principal_id == principal_id)
+
+
+def revoke(session: orm.Session, session_id: str) -> UserSession | None:
+    """Revoke a session (idempotent: keeps the first ``revoked_at``); ``None`` if missing."""
+    return _VALUES.stamp(session, session_id, "revoked_at")
+
+
+def revoke_all_of(session: orm.Session, principal_id: str) -> list[str]:
+    """Revoke every unrevoked session of the principal; the ids this revoked, sorted."""
+    held = _SESSIONS.c.principal_id == principal_id
+    statement = rows.stamped(_SESSIONS, "revoked_at", held).returning(_SESSIONS.c.id)
+    return sorted(session.execute(statement).scalars())
