@@ -237,3 +237,38 @@ def test_occ_kubernetes_verify_prints_each_namespace_and_fails_on_a_missing_role
     assert result.output.splitlines()[1:] == [
         f"namespace {name}: ok ({count} accesses granted)" for name in MANAGED
     ]
+
+
+def test_the_cache_watches_each_managed_namespace_and_refuses_one_it_cannot_list(
+    kube_api: FakeKubeAPI, kubeconfig: Path
+) -> None:
+    """Each managed namespace has streams of its own: one that cannot be listed keeps the
+    cache from answering, naming that namespace's stream, while nothing cluster-wide is asked."""
+    operation = base.Operation(work_id="w", claim_token="t", abort=threading.Event())
+    _provisioned(kube_api, *MANAGED)
+    driver = KubernetesComputeDriver.from_settings(_settings(kubeconfig))
+    try:
+        spec = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="a", existing_namespace="tenant-a")
+        specs = helpers.Specs(namespace=spec, agent_id=f"agt_{uuid.uuid4()}")
+        assert isinstance(driver.ensure_namespace(operation, spec), base.Ready)
+        revision = specs.revision()
+        helpers.deploy(driver, kube_api, operation, revision)
+        helpers.observed_healthy(driver, revision)
+        watched_in = {
+            request.path.split("/namespaces/", 1)[1].split("/", 1)[0]
+            for request in kube_api.journal
+            if request.query.get("watch", [""])[-1] == "true"
+        }
+        assert watched_in == set(MANAGED)
+        driver.close()
+
+        kube_api.deny("list", "deployments", "tenant-b")
+        driver = KubernetesComputeDriver.from_settings(_settings(kubeconfig))
+        driver.informer.sync_wait_s = 1.0
+        with pytest.raises(base.TransientDriverError) as refused:
+            helpers.observed(driver, revision)
+        assert refused.value.code == "KUBERNETES_NOT_OBSERVED"
+        assert "deployments in tenant-b" in refused.value.reason
+        assert "deployments in tenant-a" not in refused.value.reason
+    finally:
+        driver.close()
