@@ -35,6 +35,8 @@ from tests.support.kube_api import FakeKubeAPI
 
 ROOT: Final = kubernetes_files.DIRECTORY.parents[1]
 SCHEMA_VERSION: Final = "1.34"
+SUPPORTED_VERSIONS: Final = ("1.30", "1.31", "1.32", "1.33", "1.34")
+"""From the driver's oldest supported API server to the newest the fake speaks."""
 PLACEHOLDER: Final = "REPLACE-ME"
 SECRET_SETTINGS: Final = (
     "OCC_DATABASE_URL",
@@ -69,7 +71,8 @@ def test_every_file_parses_and_every_object_validates_strictly(path: Path) -> No
         assert set(document) <= {"apiVersion", "kind", "resources", "images"}
         return
     for document in documents:
-        kubernetes_validate.validate(document, SCHEMA_VERSION, strict=True)
+        for version in SUPPORTED_VERSIONS:
+            kubernetes_validate.validate(document, version, strict=True)
 
 
 def test_the_kustomization_applies_every_file_and_nothing_else() -> None:

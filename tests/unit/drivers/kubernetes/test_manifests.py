@@ -1,4 +1,5 @@
-"""Manifest builders: names, labels, hardening, immutability, and schema validity (1.34)."""
+"""Manifest builders: names, labels, hardening, immutability, and schema validity (every
+supported version, 1.30 to 1.34)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from typing import Any
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import manifests, namespace_manifests, naming
+from occ.drivers.compute.kubernetes import (
+    agent_policies,
+    manifests,
+    namespace_manifests,
+    naming,
+    policies,
+    rbac,
+)
 from occ.foundation import fingerprints
 from tests.support import kubernetes_schemas
 
@@ -20,6 +28,8 @@ OPTIONS = manifests.GatewayOptions(
     token_audience="https://tools.example/agents",
     token_lifetime_s=900,
 )
+SUPPORTED_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34")
+"""From ``access.MINIMUM_VERSION`` to the newest the fake API server speaks."""
 NO_TOKEN = manifests.GatewayOptions(image="registry.example/gateway:1", token_audience="")
 
 
@@ -69,10 +79,26 @@ def _every_manifest(revision: base.RevisionSpec) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 @pytest.mark.parametrize("mode", ["embedded", "dedicated"])
-def test_every_manifest_is_valid_for_kubernetes_1_34(mode: str) -> None:
-    for manifest in _every_manifest(_revision(mode)):
-        kubernetes_schemas.validate(manifest, "1.34")
+def test_every_manifest_is_valid_for_every_supported_version(mode: str, version: str) -> None:
+    revision = _revision(mode)
+    ns = "occ-0123456789abcde"
+    network = policies.NetworkOptions(
+        callers=({"namespace": {"team": "edge"}, "pods": {"app": "proxy"}},),
+        authentication_egress=("10.0.0.0/8",),
+    )
+    every = [
+        *_every_manifest(revision),
+        agent_policies.runtime(revision, ns, network.callers, manifests.GATEWAY_PORT),
+        agent_policies.authentication(
+            revision, ns, network.authentication_egress, open_egress=True
+        ),
+        agent_policies.authentication(revision, ns, (), open_egress=False),
+        *rbac.provisioning([ns]),
+    ]
+    for manifest in every:
+        kubernetes_schemas.validate(manifest, version)
 
 
 @pytest.mark.parametrize("mode", ["embedded", "dedicated"])
@@ -249,7 +275,7 @@ def test_the_agents_identity_is_a_projected_audience_scoped_short_lived_token() 
     assert "identity" not in str(bare["containers"])
 
 
-@pytest.mark.parametrize("version", ["1.30", "1.31", "1.32", "1.33", "1.34"])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_the_gateway_validates_for_every_supported_version(version: str) -> None:
     for mode in ("embedded", "dedicated"):
         revision = _revision(mode)
