@@ -27,6 +27,10 @@ private ``dockerd`` of the tests' own (``scripts/docker_engine.py``: data root, 
 pid file under ``.test-services/docker``, Debian's ``docker.io`` installed first when there is
 no ``dockerd``), else, without root, the engine ``DOCKER_HOST`` or the default socket names.
 The stand-in gateway image is built on it when missing or out of date.
+
+libfaketime (``scripts/faketime.py``), for the tests that run a worker with a shifted clock:
+``OCC_TEST_FAKETIME_LIB`` when set, else Debian's ``faketime`` package, installed with apt-get
+when missing.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ import psycopg
 import redis
 
 from occ.dev.broker import throwaway_redis_options
-from scripts import docker_engine
+from scripts import docker_engine, faketime
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".test-services"
@@ -422,6 +426,17 @@ def find_docker() -> str:
     return host
 
 
+def find_faketime() -> str:
+    """libfaketime, for the tests that run a worker with a shifted clock (installed with
+    apt-get when missing)."""
+    try:
+        found = faketime.install()
+    except faketime.FaketimeError as exc:
+        raise ServiceError(f"libfaketime: {exc}") from exc
+    say(f"libfaketime: {found}")
+    return str(found)
+
+
 def stop_private_engine() -> None:
     engine = private_engine()
     if engine.pid() is None and not engine.directory.exists():
@@ -446,6 +461,7 @@ def command_env(env_file: Path) -> int:
         database_url = find_postgres()
         redis_url = find_redis()
         docker_host = find_docker()
+        faketime_library = find_faketime()
     except (ServiceError, subprocess.SubprocessError, OSError) as exc:
         say(f"error: {exc}")
         return 1
@@ -455,6 +471,7 @@ def command_env(env_file: Path) -> int:
         # the benchmark owns a database of its own on the same server (`make bench`)
         "OCC_BENCH_DATABASE_URL": with_database(database_url, BENCH_DATABASE),
         "OCC_TEST_DOCKER_HOST": docker_host,
+        "OCC_TEST_FAKETIME_LIB": faketime_library,
     }
     text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
     env_file.parent.mkdir(parents=True, exist_ok=True)

@@ -73,7 +73,8 @@ class ClaimContext:
     their own to drive the rules without waiting. ``granted_at`` is when the start that granted
     the first lease (a full ``lease_ms``) was sent, on that clock (unset: now).
     ``renewals`` is the database the renewals run on (unset: ``database``); a worker gives it
-    a statement timeout of ``renewal_timeout_ms``.
+    a statement timeout of ``renewal_timeout_ms``. ``on_database_clock`` receives the database
+    clock each confirmed renewal returned and its round trip (the process's clock skew).
     """
 
     def __init__(
@@ -87,7 +88,7 @@ class ClaimContext:
         on_failed: FailureEffect = no_effect,
         granted_at: float | None = None,
         renewals: Database | None = None,
-        on_database_clock: Callable[[dt.datetime, float, float], None] | None = None,
+        on_database_clock: Callable[[dt.datetime, float], object] | None = None,
     ) -> None:
         self._database = renewals or database
         self._clock = clock
@@ -175,7 +176,7 @@ class ClaimContext:
                 self._confirmed_at = sent
                 self._deadline = granted_until  # the database replaced the deadline
         if self._on_database_clock is not None:
-            self._on_database_clock(renewal.database_now, sent, received)
+            self._on_database_clock(renewal.database_now, received - sent)
 
     def __enter__(self) -> ClaimContext:
         RENEWER.add(self)

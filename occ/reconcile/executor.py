@@ -23,7 +23,7 @@ from occ.reconcile.context import ClaimContext
 from occ.state import values, work_queue
 from occ.state.db import Database
 from occ.state.work_keys import WorkKey
-from occ.telemetry import metrics, observability
+from occ.telemetry import clock_skew, metrics, observability
 
 Worker = environment.Worker
 
@@ -106,6 +106,7 @@ def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult
         on_failed=handler.on_failed,
         granted_at=granted_at,
         renewals=worker.renewals,
+        on_database_clock=clock_skew.PROCESS.record,
     )
     fields = _log_fields(handler, claim)
     with context:

@@ -3,7 +3,8 @@
 The API (in gunicorn's master), the workers and beat start beside the one-shot migration and
 bootstrap (a Procfile's ``release``, compose's ``migrate``): each waits here, bounded, instead of
 exiting on a database that is not ready yet. It logs ``startup.waiting`` when it starts waiting
-and every ``LOG_EVERY_S`` after, ``startup.ready`` once ready, and raises after the bound.
+and every ``LOG_EVERY_S`` after, ``startup.ready`` once ready, and raises after the bound. Once
+ready it measures the process's clock skew against the database (``clock.skew`` when large).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from collections.abc import Callable
 from typing import Final
 
 from occ.foundation import errors
-from occ.state import installation, schema, schema_version
+from occ.state import installation, schema, schema_version, work_queue
 from occ.state.db import Database
-from occ.telemetry import observability
+from occ.telemetry import clock_skew, observability
 
 EXIT_NOT_READY: Final = 3
 """Exit status of a process whose start-up checks failed (settings, wait, preflight)."""
@@ -62,6 +63,7 @@ def wait_until_ready(
     started = clock()
     reason = missing(database)
     if reason is None:
+        measure_clock_skew(database)
         return
     logged_at: float | None = None
     while reason is not None:
@@ -77,3 +79,17 @@ def wait_until_ready(
         sleep(min(poll_s, max(timeout_s - (now - started), 0.0)))
         reason = missing(database)
     observability.log("startup.ready", durationMs=round((clock() - started) * 1000))
+    measure_clock_skew(database)
+
+
+def measure_clock_skew(database: Database) -> float | None:
+    """Read the database clock once and record this process's skew (``clock.skew`` when it is
+    past the threshold); ``None`` when the database does not answer."""
+    try:
+        with database.snapshot() as session:
+            sent = time.monotonic()
+            now = work_queue.database_now(session)
+            round_trip_s = time.monotonic() - sent
+    except errors.DependencyUnavailable:
+        return None
+    return clock_skew.PROCESS.record(now, round_trip_s)

@@ -106,22 +106,22 @@ def _configuration(settings: Settings) -> dict[str, Any]:
             CLAIM: {
                 "task": CLAIM,
                 "schedule": claim_every,
-                "options": {"queue": CONTROL_QUEUE, "expires": claim_every.total_seconds()},
+                "options": {"queue": CONTROL_QUEUE, "expiration": claim_every.total_seconds()},
             },
             RECOVER_STALE: {
                 "task": RECOVER_STALE,
                 "schedule": recover_every,
-                "options": {"queue": CONTROL_QUEUE, "expires": recover_every.total_seconds()},
+                "options": {"queue": CONTROL_QUEUE, "expiration": recover_every.total_seconds()},
             },
             names.OBSERVE_RUNTIMES: {
                 "task": names.OBSERVE_RUNTIMES,
                 "schedule": observe_every,
-                "options": {"queue": CONTROL_QUEUE, "expires": observe_every.total_seconds()},
+                "options": {"queue": CONTROL_QUEUE, "expiration": observe_every.total_seconds()},
             },
             names.PRUNE: {
                 "task": names.PRUNE,
                 "schedule": prune_every,
-                "options": {"queue": CONTROL_QUEUE, "expires": prune_every.total_seconds()},
+                "options": {"queue": CONTROL_QUEUE, "expiration": prune_every.total_seconds()},
             },
         },
     }

@@ -47,7 +47,11 @@ def register(app: Celery) -> worker_process.WorkerProcess:
                     queue=names.DRIVER_QUEUE,
                     retry=False,
                     argsrepr=repr([item.work_id, "<dispatch token>"]),
-                    expires=worker.policy.dispatch_lease_ms / 1000,
+                    # the broker's own TTL (RabbitMQ; relative, on the broker's clock), never
+                    # Celery's ``expires``, which the receiving worker would judge on its clock
+                    # against the sender's: the dispatch token's lease, on the database clock,
+                    # is what expires a dispatch
+                    expiration=worker.policy.dispatch_lease_ms / 1000,
                 )
             except Exception as exc:  # the claim goes back to the queue
                 observability.log(

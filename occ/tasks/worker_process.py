@@ -130,15 +130,19 @@ class WorkerProcess:
     # -- nudges -------------------------------------------------------------------------------
 
     def nudge(self, countdown_s: float | None = None) -> None:
-        """Ask the control queue to claim now (or after ``countdown_s``); beat is the backstop."""
+        """Ask the control queue to claim now (or after ``countdown_s``); beat is the backstop.
+
+        A delayed nudge waits here, on this process's monotonic clock, and is then sent to run
+        at once: a Celery countdown would be an ETA on this host's wall clock that the control
+        worker reads on its own, so a skewed worker would hold the nudge by the skew.
+        """
+        if countdown_s is not None and countdown_s > 0:
+            timer = threading.Timer(countdown_s, self.nudge)
+            timer.daemon = True
+            timer.start()
+            return
         try:
-            self.app.send_task(
-                names.CLAIM,
-                queue=names.CONTROL_QUEUE,
-                retry=False,
-                countdown=countdown_s,
-                expires=None if countdown_s is None else countdown_s + 30,
-            )
+            self.app.send_task(names.CLAIM, queue=names.CONTROL_QUEUE, retry=False)
         except Exception as exc:  # beat claims anyway
             observability.log(
                 "worker.error",

@@ -70,6 +70,11 @@ RECONCILER_ERRORS: Final = prometheus_client.Counter(
 CLAIMS_LOST: Final = prometheus_client.Counter(
     "occ_claims_lost_total", "Passes that found their claim gone and published nothing."
 )
+CLOCK_SKEW: Final = prometheus_client.Gauge(
+    "occ_clock_skew_seconds",
+    "This process's wall clock minus the database clock, as last measured.",
+    multiprocess_mode="liveall",
+)
 RECOVERED: Final = prometheus_client.Counter(
     "occ_work_recovered_total", "Items recovery requeued or failed.", ["result"]
 )

@@ -63,6 +63,7 @@ ALLOWED_FIELDS: Final = frozenset(
         "exitStatus",
         "delayMs",
         "cause",
+        "skewMs",
     }
 )
 

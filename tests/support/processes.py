@@ -188,12 +188,13 @@ class Fleet:
         pool: str = "prefork",
         concurrency: int = 1,
         ready: bool = True,
+        extra_env: dict[str, str] | None = None,
     ) -> Process:
         readiness = self.directory / f"{name}.ready"
         process = self._start(
             name,
             worker_arguments(name, queues=queues, pool=pool, concurrency=concurrency),
-            {"OCC_WORKER_READINESS_PATH": str(readiness)},
+            {**(extra_env or {}), "OCC_WORKER_READINESS_PATH": str(readiness)},
         )
         if ready:
             wait_for(
@@ -205,9 +206,20 @@ class Fleet:
                 pytest.fail(f"worker {name} exited: {process.tail()}")
         return process
 
-    def control_worker(self, name: str = "control", concurrency: int = 2) -> Process:
+    def control_worker(
+        self,
+        name: str = "control",
+        concurrency: int = 2,
+        extra_env: dict[str, str] | None = None,
+    ) -> Process:
         """A worker of the control queue on a threads pool, as deployed."""
-        return self.worker(name, queues="occ.control", pool="threads", concurrency=concurrency)
+        return self.worker(
+            name,
+            queues="occ.control",
+            pool="threads",
+            concurrency=concurrency,
+            extra_env=extra_env,
+        )
 
     def beat(self, name: str = "beat") -> Process:
         return self._start(name, beat_arguments(self.directory / f"{name}-schedule"))
