@@ -72,12 +72,14 @@ def test_a_worker_a_minute_off_still_completes_every_item_once(
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "1500"  # each pass renews its 2 s lease
     skewed = shifted_clocks.environment(offset_s)
     control = fleet.control_worker(extra_env=skewed if shifted == "control" else None)
-    drivers = fleet.worker("drivers", extra_env=skewed if shifted == "drivers" else None)
+    drivers = fleet.worker(
+        "drivers", concurrency=3, extra_env=skewed if shifted == "drivers" else None
+    )
     fleet.beat()  # recovery requeues a dispatch that outlived its 3 s lease in the broker
     namespace_ids = _admit(db, admin, 3)
     processes.nudge(env)
 
-    wait_for(lambda: _ready(db, namespace_ids), timeout=60, message="every namespace to be ready")
+    wait_for(lambda: _ready(db, namespace_ids), timeout=90, message="every namespace to be ready")
 
     assert [_completions(db, n) for n in namespace_ids] == [1, 1, 1]
     skewed_process, other = (control, drivers) if shifted == "control" else (drivers, control)

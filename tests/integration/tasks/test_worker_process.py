@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import redis
@@ -29,7 +30,16 @@ def test_completion_nudges_coalesce_to_one_now_and_one_delayed(
     try:
         for _ in range(20):  # a burst well inside one gap
             process.nudge_after_completion()
-        assert client.llen(queue) == 2  # one at once, one due at the gap's end
+        assert client.llen(queue) == 1  # one at once; the other waits here for the gap's end
+        wait_for(
+            lambda: client.llen(queue) == 2,
+            timeout=worker_process.COMPLETION_NUDGE_GAP_S * 8,
+            interval=0.01,
+            message="the delayed nudge, sent at the gap's end",
+        )
+        for raw in client.lrange(queue, 0, -1):  # sent to run at once: no ETA, no expiry
+            headers = json.loads(raw)["headers"]
+            assert headers.get("eta") is None and headers.get("expires") is None
         # after the gap a completion nudges at once again
         wait_for(
             lambda: (process.nudge_after_completion(), client.llen(queue))[1] >= 3,

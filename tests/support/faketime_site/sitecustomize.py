@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import SupportsIndex
 
 
-def _sleep(seconds: float) -> None:
-    if seconds < 0:
+def _sleep(seconds: float | SupportsIndex) -> None:
+    length = float(seconds)
+    if length < 0:
         raise ValueError("sleep length must be non-negative")
     lock = threading.Lock()
     lock.acquire()
-    lock.acquire(timeout=seconds)
+    lock.acquire(timeout=length)
 
 
 time.sleep = _sleep
