@@ -167,6 +167,11 @@ class Code(enum.StrEnum):
         S,
         "The maintenance pass found nothing to maintain.",
     )
+    REVISION_RETIRED = (
+        "REVISION_RETIRED",
+        S,
+        "The runtime of a revision whose deployment failed for good was retired.",
+    )
     REVISION_INCOMPLETE = "REVISION_INCOMPLETE", P, "The revision's runtime is not ready yet."
     REVISION_DEGRADED = (
         "REVISION_DEGRADED",

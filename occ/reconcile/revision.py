@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import environment, kinds, outcome, specs
+from occ.reconcile import environment, kinds, outcome, retirement, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.reconcile.revision_snapshot import Snapshot
 from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore
@@ -67,6 +67,8 @@ def run_pass(
     if isinstance(loaded, outcome.PassResult):
         return loaded
     snapshot, spec = loaded, loaded.spec
+    if snapshot.retire:
+        return _retire(store, driver, guard, snapshot)
     capabilities = driver.revision_capabilities(spec)
     if snapshot.agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING:
         return _stopped_agent(store, driver, guard, snapshot, maintenance=maintenance)
@@ -149,6 +151,24 @@ def _maintain(
         recheck = _repair_recheck_ms(step, snapshot.age_ms, interval_s, unready_recheck_ms)
         return store.degrade(snapshot, reason, recheck_ms=recheck)
     return store.degrade(snapshot, step.code, recheck_ms=None)
+
+
+def _retire(
+    store: RevisionStore, driver: base.ComputeDriver, guard: ClaimGuard, snapshot: Snapshot
+) -> outcome.PassResult:
+    """The revision's deployment failed for good: retire its runtime and credential (the
+    driver's ``retire_revision``), audited, unless the Agent runs it as its active revision
+    after all (the failure moved the pointer back off it, so nothing else should)."""
+    snapshot = store.refresh(snapshot)
+    if snapshot.agent.active_revision_id == snapshot.revision.id:
+        return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
+    spec = snapshot.spec
+    failed = _attempt(
+        store, lambda: _effect(guard, lambda: driver.retire_revision(guard.operation(), spec))
+    )
+    if failed is not None:
+        return failed
+    return store.publish_retirement(snapshot)
 
 
 def _repair_recheck_ms(
@@ -280,6 +300,7 @@ DEPLOYMENT = kinds.Handler(
     reconcile=deploy,
     metric_label="agent_revision",
     operation="agent_revision.reconcile",
+    on_failed=retirement.deployment_failed,
     ends=kinds.AgentOperation(
         "deploy", frozenset({Code.REVISION_ACTIVATED, Code.REVISION_ALREADY_ACTIVE})
     ),

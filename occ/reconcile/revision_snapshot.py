@@ -35,6 +35,9 @@ class Snapshot:
     """A newer revision of the Agent whose deployment is under way (the newest such)."""
     age_ms: int = 0
     """How long ago the pass's item was admitted (on the database clock)."""
+    retire: bool = False
+    """A maintenance pass of a revision whose deployment failed for good: it retires the
+    revision's runtime instead of repairing it."""
 
     @property
     def maintenance_superseded(self) -> bool:
@@ -81,6 +84,9 @@ def refusal(read: RevisionRead, *, driver_name: str, maintenance: bool) -> Code 
         return Code.INVALID_REVISION_OWNER
     if agent.status != agents.AgentStatus.ACTIVE:
         return Code.INVALID_AGENT_STATE
+    if retiring(read, maintenance=maintenance):
+        # a retirement only takes away: no principal, harness or permission is needed for it
+        return Code.COMPUTE_DRIVER_MISMATCH if revision.compute_driver != driver_name else None
     if read.principal is None or read.principal.disabled:
         return Code.INVALID_AGENT_PRINCIPAL
     if harnesses.mode_of(revision.harness_id) != revision.harness_mode:
@@ -88,13 +94,19 @@ def refusal(read: RevisionRead, *, driver_name: str, maintenance: bool) -> Code 
     if revision.compute_driver != driver_name:
         return Code.COMPUTE_DRIVER_MISMATCH
     deployment = read.deployment
-    if maintenance and (
-        deployment is None
-        or deployment.state == values.WorkState.FAILED_PERMANENT
-        or deployment.reason_code == Code.REVISION_SUPERSEDED
-    ):
+    if maintenance and (deployment is None or deployment.reason_code == Code.REVISION_SUPERSEDED):
         return Code.REVISION_SUPERSEDED
     return None
+
+
+def retiring(read: RevisionRead, *, maintenance: bool) -> bool:
+    """Whether a maintenance pass retires its revision: its deployment failed for good."""
+    deployment = read.deployment
+    return (
+        maintenance
+        and deployment is not None
+        and deployment.state == values.WorkState.FAILED_PERMANENT
+    )
 
 
 def deploy_checks(
@@ -125,6 +137,7 @@ def snapshot(
     successor_id: str | None,
     age_ms: int = 0,
     retired: Collection[str] = (),
+    retire: bool = False,
 ) -> Snapshot:
     """The snapshot a pass works from: the active revision and this driver's earlier ones
     that may still have a runtime (not in ``retired``, the revisions an earlier deploy
@@ -147,4 +160,5 @@ def snapshot(
         spec=specs.revision(revision, credential),
         successor_id=successor_id,
         age_ms=age_ms,
+        retire=retire,
     )

@@ -36,6 +36,7 @@ from occ.state.db import Session
 
 Code = codes.Code
 ACTIVATE_ACTION = "agents.lifecycle.activate"
+RETIRE_ACTION = "agents.lifecycle.retire"
 
 
 Moved = Literal["moved", "stopped"]
@@ -64,6 +65,8 @@ class RevisionStore(Protocol):
     ) -> outcome.PassResult: ...
 
     def complete(self, code: Code) -> outcome.PassResult: ...
+
+    def publish_retirement(self, snapshot: Snapshot) -> outcome.PassResult: ...
 
     def supersede(self, snapshot: Snapshot) -> outcome.PassResult: ...
 
@@ -119,6 +122,16 @@ class DatabaseRevisionStore:
         if refusal is not None:
             return settle.by_class(session, self._worker.policy, self._context, refusal)
         assert agent is not None and revision is not None  # the refusal checked them
+        if revision_snapshot.retiring(read, maintenance=self._maintenance):
+            return revision_snapshot.snapshot(
+                agent,
+                revision,
+                revisions.list_revisions(session, agent.id),
+                driver_name=driver_name,
+                credential=None,
+                successor_id=None,
+                retire=True,
+            )
         checks = revision_snapshot.deploy_checks(owner.actor_id, agent, revision)
         denial = authority.first_denial(session, checks)
         if denial is not None:
@@ -273,6 +286,29 @@ class DatabaseRevisionStore:
     def complete(self, code: Code) -> outcome.PassResult:
         with self._worker.database.transaction() as session:
             return settle.complete(session, self._context, code)
+
+    def publish_retirement(self, snapshot: Snapshot) -> outcome.PassResult:
+        """The failed revision's runtime was retired: audit it and complete
+        ``REVISION_RETIRED``."""
+        revision = snapshot.revision
+        with self._worker.database.transaction() as session:
+            self._fence(session)
+            deployment = deploys.deployment(session, revision.id)
+            revisions.record_retired(session, revision.agent_id, (revision.id,))
+            audit.work_event(
+                session,
+                self._claim,
+                action=RETIRE_ACTION,
+                resource_kind="agent_revision",
+                resource_id=revision.id,
+                details={
+                    "computeDriverId": self._worker.driver.name,
+                    "reasonCode": Code.REVISION_RETIRED,
+                    "deploymentReasonCode": deployment.reason_code if deployment else None,
+                    "revisionNumber": revision.revision_number,
+                },
+            )
+            return settle.complete(session, self._context, Code.REVISION_RETIRED)
 
     def supersede(self, snapshot: Snapshot) -> outcome.PassResult:
         """An older revision than the active one: done, audited, no Compute call."""

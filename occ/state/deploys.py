@@ -22,6 +22,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from occ.foundation import codes
 from occ.state import (
     agents,
     configurations,
@@ -36,6 +37,8 @@ from occ.state import (
 SQL: Final = queries.load("deploys.sql")
 KIND: Final = work_keys.WorkKind.REVISION_RECONCILE
 """The kind of a revision's deployment item."""
+ACTIVATED: Final = (codes.Code.REVISION_ACTIVATED, codes.Code.REVISION_ALREADY_ACTIVE)
+"""The codes a deployment that activated its revision ends with."""
 _REVISIONS: Final = cast(sa.Table, models.AgentRevision.__table__)
 _WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
 
@@ -129,6 +132,30 @@ def pending_successor(session: orm.Session, agent_id: str, revision_number: int)
             _REVISIONS.c.revision_number > revision_number,
             _WORK.c.kind == KIND,
             _WORK.c.state.in_((values.WorkState.QUEUED, values.WorkState.CLAIMED)),
+        )
+        .order_by(_REVISIONS.c.revision_number.desc())
+        .limit(1)
+    )
+    found: str | None = session.execute(statement).scalar_one_or_none()
+    return found
+
+
+def last_succeeded(session: orm.Session, agent_id: str, revision_number: int) -> str | None:
+    """The newest revision of the Agent before ``revision_number`` whose deployment
+    succeeded in activating it (``REVISION_ACTIVATED`` / ``REVISION_ALREADY_ACTIVE``), or
+    ``None``."""
+    statement = (
+        sa.select(_REVISIONS.c.id)
+        .join(
+            _WORK,
+            (_WORK.c.agent_id == _REVISIONS.c.agent_id) & (_WORK.c.revision_id == _REVISIONS.c.id),
+        )
+        .where(
+            _REVISIONS.c.agent_id == agent_id,
+            _REVISIONS.c.revision_number < revision_number,
+            _WORK.c.kind == KIND,
+            _WORK.c.state == values.WorkState.SUCCEEDED,
+            _WORK.c.reason_code.in_(ACTIVATED),
         )
         .order_by(_REVISIONS.c.revision_number.desc())
         .limit(1)

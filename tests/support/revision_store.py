@@ -87,6 +87,7 @@ class InMemoryRevisionStore:
         clock: clocks.ManualClock,
         policy: values.QueuePolicy | None = None,
         refusal: Code | None = None,
+        retiring: bool = False,
         journal: list[tuple[str, str]] | None = None,
     ) -> None:
         self.world = world
@@ -103,6 +104,7 @@ class InMemoryRevisionStore:
         self._clock = clock
         self._policy = policy or values.QueuePolicy()
         self._refusal = refusal
+        self._retiring = retiring
         self._changes: dict[str, list[AgentChange]] = {}
         self._admitted = set(world.admitted)
         self.retired: set[str] = set()
@@ -142,6 +144,17 @@ class InMemoryRevisionStore:
         if self._refusal is not None:
             return self._settle_by_class(self._refusal)
         revision = self.world.revision
+        if self._retiring:
+            # the revision's deployment failed for good: no checks, no credential
+            return revision_snapshot.snapshot(
+                self.agent,
+                revision,
+                self.world.revisions,
+                driver_name=self._driver.name,
+                credential=None,
+                successor_id=None,
+                retire=True,
+            )
         return revision_snapshot.snapshot(
             self.agent,
             revision,
@@ -222,6 +235,17 @@ class InMemoryRevisionStore:
         self._begin("complete", begun=begun)
         codes.require(code, codes.Outcome.SUCCESS)
         return self._finish(values.WorkState.SUCCEEDED, code, outcome.success(code))
+
+    def publish_retirement(self, snapshot: revision_snapshot.Snapshot) -> outcome.PassResult:
+        self._begin("publish_retirement")
+        self.audits.append(
+            Audit(
+                revision_store.RETIRE_ACTION,
+                snapshot.revision.id,
+                {"reasonCode": Code.REVISION_RETIRED},
+            )
+        )
+        return self.complete(Code.REVISION_RETIRED, begun=True)
 
     def supersede(self, snapshot: revision_snapshot.Snapshot) -> outcome.PassResult:
         self._begin("supersede")

@@ -122,6 +122,20 @@ def _activation_audits(db: Database, revision_id: str) -> int:
     )
 
 
+def _retire_audits(db: Database, revision_id: str) -> list[dict[str, Any]]:
+    """The details of the revision's ``agents.lifecycle.retire`` events, oldest first."""
+    with db.transaction() as session:
+        rows = session.execute(
+            sa.select(models.AuditEvent.details)
+            .where(
+                models.AuditEvent.resource_id == revision_id,
+                models.AuditEvent.action == "agents.lifecycle.retire",
+            )
+            .order_by(models.AuditEvent.sequence)
+        ).scalars()
+        return [dict(row) for row in rows]
+
+
 def _revision_effects(local_root: Path, revision_id: str) -> list[dict[str, object]]:
     return [
         e
@@ -318,8 +332,17 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     assert [d["reasonCode"] for d in deleted] == ["AGENT_DELETED"]
 
 
-def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
-    db: Database, env: dict[str, str], fleet: processes.Fleet
+def _gateway_pid(local_root: Path, revision_id: str) -> int | None:
+    """The pid the local driver recorded for the revision's gateway (``None``: none yet)."""
+    for runtime in local_root.glob(f"agents/*/revisions/{revision_id}/runtime.json"):
+        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
+        if isinstance(pid, int):
+            return pid
+    return None
+
+
+def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_and_is_retired(
+    db: Database, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     env["OCC_WORKER_CONVERGENCE_TIMEOUT_MS"] = "6000"
     env["OCC_WORKER_MAX_ATTEMPTS"] = "2"
@@ -328,6 +351,12 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
     world = _make_world(db, env, document={"standIn": {"healthy": False}})
     revision_id = worlds.deploy(db, world)
     processes.nudge(env)
+    wait_for(
+        lambda: _alive(_gateway_pid(local_root, revision_id)),
+        timeout=40,
+        message="the unhealthy gateway to start",
+    )
+    pid = _gateway_pid(local_root, revision_id)
     _wait_state(db, world, revision_id, "failed", "the deployment (at its deadline)", timeout=40)
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
@@ -338,6 +367,19 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline(
         # many unready passes, yet the attempt budget (2) was never spent: deferrals refund it
         assert row.attempt_count <= 1
     assert audits.reconcile_passes(db, f"agent_revision:{revision_id}:reconcile") > 3
+    # the failed candidate keeps no runtime and no credential: the failure admitted its
+    # retirement in the same transaction, and a worker carried it out, audited
+    retired = wait_for(
+        lambda: _retire_audits(db, revision_id),
+        timeout=30,
+        message="the failed revision's retirement",
+    )
+    assert not _alive(pid)
+    assert not list(local_root.glob(f"agents/*/revisions/{revision_id}/credential"))
+    assert [(d["reasonCode"], d["deploymentReasonCode"]) for d in retired] == [
+        ("REVISION_RETIRED", "CONVERGENCE_DEADLINE_EXCEEDED")
+    ]
+    assert worlds.agent(db, world).active_revision_id is None
 
 
 def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_audit(

@@ -64,6 +64,7 @@ def harness(
     maintenance_interval_s: float | None = None,
     lose_at_renewal: int | None = None,
     refusal: Code | None = None,
+    retiring: bool = False,
     policy: values.QueuePolicy | None = None,
     journal_renewals: bool = False,
 ) -> Harness:
@@ -83,7 +84,14 @@ def harness(
         journal=journal if journal_renewals else None,
     )
     store = revision_store.InMemoryRevisionStore(
-        world, driver, guard, clock=manual, policy=policy, refusal=refusal, journal=journal
+        world,
+        driver,
+        guard,
+        clock=manual,
+        policy=policy,
+        refusal=refusal,
+        retiring=retiring,
+        journal=journal,
     )
     return Harness(world, driver, store, manual, journal)
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from occ.drivers.compute import base
-from occ.foundation import codes
+from occ.foundation import codes, errors
 from occ.reconcile import outcome
+from occ.reconcile import revision_store as revision_store_module
 from occ.state import runtime_observations
 from tests.support import fake_driver, revision_store, scenarios
 from tests.unit.reconcile import passes
@@ -182,3 +183,39 @@ def test_a_deploy_admitted_while_maintenance_prepares_stops_it_before_activation
     assert result == outcome.success(Code.REVISION_MAINTENANCE_SUPERSEDED)
     assert run.driver.calls == [("prepare_revision", run.rev(1))]
     assert run.store.observed == []
+
+
+def test_a_failed_revisions_runtime_is_retired_audited_without_its_credential() -> None:
+    world = scenarios.agent(revisions=2, deploying=2, active=1, maintenance_bucket=SECOND)
+    run = passes.harness(world, maintenance_interval_s=INTERVAL_S, retiring=True)
+
+    result = run.run()
+
+    assert result == outcome.success(Code.REVISION_RETIRED)
+    assert run.driver.calls == [("retire_revision", run.rev(2))]
+    assert [spec.credential for _, spec in run.driver.specs] == [None]
+    assert [(a.action, a.resource_id) for a in run.store.audits] == [
+        (revision_store_module.RETIRE_ACTION, run.rev(2))
+    ]
+    assert run.store.steps == ["load", "refresh", "publish_retirement"]
+
+
+def test_a_retirement_never_retires_the_active_revision() -> None:
+    world = scenarios.agent(revisions=2, active=2, maintenance_bucket=SECOND)
+    run = passes.harness(world, maintenance_interval_s=INTERVAL_S, retiring=True)
+
+    result = run.run()
+
+    assert result == outcome.success(Code.REVISION_MAINTENANCE_SUPERSEDED)
+    assert run.driver.calls == []
+
+
+def test_a_retirement_that_loses_its_claim_retires_nothing() -> None:
+    world = scenarios.agent(revisions=2, active=1, maintenance_bucket=SECOND)
+    run = passes.harness(world, maintenance_interval_s=INTERVAL_S, retiring=True, lose_at_renewal=1)
+
+    with pytest.raises(errors.ClaimLost):
+        run.run()
+
+    assert run.driver.calls == []
+    assert run.store.audits == []

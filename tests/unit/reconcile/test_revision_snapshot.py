@@ -147,10 +147,6 @@ def test_one_broken_fact_ends_the_pass_with_its_code(
     ("deployment", "expected"),
     [
         (None, Code.REVISION_SUPERSEDED),
-        (
-            (values.WorkState.FAILED_PERMANENT, Code.RUNTIME_STARTUP_FAILED),
-            Code.REVISION_SUPERSEDED,
-        ),
         ((values.WorkState.SUCCEEDED, Code.REVISION_SUPERSEDED), Code.REVISION_SUPERSEDED),
         ((values.WorkState.SUCCEEDED, Code.REVISION_ALREADY_ACTIVE), None),
         ((values.WorkState.QUEUED, None), None),
@@ -166,6 +162,21 @@ def test_maintenance_of_a_revision_whose_deployment_did_not_stand_is_superseded(
 
     assert _refusal(read, maintenance=True) == expected
     assert _refusal(read, maintenance=False) is None  # a deploy pass never reads it
+    assert not revision_snapshot.retiring(read, maintenance=True)
+
+
+def test_maintenance_of_a_failed_deployment_retires_without_principal_or_permission() -> None:
+    read = _healthy(maintenance=True)
+    assert read.revision is not None and read.principal is not None
+    failed = _item(read.revision.id, values.WorkState.FAILED_PERMANENT, Code.AUTHORIZATION_DENIED)
+    disabled = dataclasses.replace(
+        read.principal, disabled_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    )
+    read = dataclasses.replace(read, deployment=failed, principal=disabled)
+
+    assert _refusal(read, maintenance=True) is None
+    assert revision_snapshot.retiring(read, maintenance=True)
+    assert not revision_snapshot.retiring(read, maintenance=False)
 
 
 @given(st.sets(st.integers(min_value=0, max_value=len(BREAKS) - 1), min_size=1))
