@@ -31,13 +31,23 @@ def kubernetes() -> None:
     show_default=True,
     help="The workers' ServiceAccount, as namespace/name.",
 )
-def kubernetes_rbac(namespaces: tuple[str, ...], service_account: str) -> None:
+@click.option(
+    "--with-namespace",
+    is_flag=True,
+    help="Also print each Namespace, at the restricted Pod Security level.",
+)
+def kubernetes_rbac(
+    namespaces: tuple[str, ...], service_account: str, with_namespace: bool
+) -> None:
     """Print the Role and RoleBinding occ needs in each namespace (kubectl apply -f -)."""
     subject_namespace, slash, subject_name = service_account.partition("/")
     if not slash or not subject_namespace or not subject_name:
         raise click.BadParameter("give it as namespace/name", param_hint="--service-account")
     manifests = rbac.provisioning(
-        namespaces, subject_namespace=subject_namespace, subject_name=subject_name
+        namespaces,
+        subject_namespace=subject_namespace,
+        subject_name=subject_name,
+        with_namespace=with_namespace,
     )
     click.echo(yaml.safe_dump_all(manifests, sort_keys=False), nl=False)
 

@@ -14,12 +14,19 @@ Manifest = naming.Manifest
 POD_SECURITY_VERSION: Final = "latest"
 
 
-def namespace(name: str, namespace_id: str) -> Manifest:
-    """A namespace occ creates: occ's labels and the restricted Pod Security level."""
-    labels = naming.labels(naming.Role.NAMESPACE, namespace_id=namespace_id)
+def pod_security_labels() -> dict[str, str]:
+    """The restricted Pod Security level, enforced, audited and warned about."""
+    labels: dict[str, str] = {}
     for mode in ("enforce", "audit", "warn"):
         labels[f"pod-security.kubernetes.io/{mode}"] = "restricted"
         labels[f"pod-security.kubernetes.io/{mode}-version"] = POD_SECURITY_VERSION
+    return labels
+
+
+def namespace(name: str, namespace_id: str) -> Manifest:
+    """A namespace occ creates: occ's labels and the restricted Pod Security level."""
+    labels = naming.labels(naming.Role.NAMESPACE, namespace_id=namespace_id)
+    labels.update(pod_security_labels())
     return {
         "apiVersion": "v1",
         "kind": "Namespace",

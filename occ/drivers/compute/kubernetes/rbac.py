@@ -1,5 +1,6 @@
 """The Role and RoleBinding of a tenant-scoped installation, as ``occ kubernetes rbac`` prints
-them for an administrator to apply in each managed namespace.
+them for an administrator to apply in each managed namespace (and, if asked, the namespace
+itself at the restricted Pod Security level).
 
 The rules are ``access.NAMESPACED_ACCESS`` and nothing more: one rule per API group and set
 of verbs, in a stable order, so that the printed Role, the start-up verification and the test
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from occ.drivers.compute.kubernetes import access, client, naming
+from occ.drivers.compute.kubernetes import access, client, namespace_manifests, naming
 
 ROLE_NAME: Final = "occ-compute-driver"
 DEFAULT_SUBJECT_NAMESPACE: Final = "occ-system"
@@ -71,18 +72,31 @@ def role_binding(
     }
 
 
+def namespace(name: str) -> Manifest:
+    """A managed namespace as the administrator creates it: the restricted Pod Security
+    level, as in the namespaces occ creates itself (occ adds its own labels on first use)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": namespace_manifests.pod_security_labels()},
+    }
+
+
 def provisioning(
     namespaces: Iterable[str],
     *,
     subject_namespace: str = DEFAULT_SUBJECT_NAMESPACE,
     subject_name: str = DEFAULT_SUBJECT_NAME,
+    with_namespace: bool = False,
 ) -> list[Manifest]:
-    """The Role and RoleBinding of every namespace, in order."""
+    """The Role and RoleBinding of every namespace, in order (each after its Namespace when
+    ``with_namespace``)."""
     return [
         manifest
-        for namespace in namespaces
+        for name in namespaces
         for manifest in (
-            role(namespace),
-            role_binding(namespace, subject_namespace=subject_namespace, subject_name=subject_name),
+            *((namespace(name),) if with_namespace else ()),
+            role(name),
+            role_binding(name, subject_namespace=subject_namespace, subject_name=subject_name),
         )
     ]

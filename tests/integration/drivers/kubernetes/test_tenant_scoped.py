@@ -37,7 +37,7 @@ def _settings(kubeconfig: Path, managed: tuple[str, ...] = MANAGED) -> Settings:
 def _provisioned(kube_api: FakeKubeAPI, *names: str, granted: tuple[str, ...] = MANAGED) -> None:
     """The administrator's step: the namespaces, and occ's Role in those of ``granted``."""
     for name in names:
-        kube_api.create_foreign("namespaces", None, {"metadata": {"name": name}})
+        kube_api.create_foreign("namespaces", None, rbac.namespace(name))
     kube_api.grant_only(rbac.provisioning(granted))
 
 

@@ -39,7 +39,7 @@ def test_the_role_grants_exactly_the_namespaced_access_and_no_wildcard() -> None
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_the_provisioning_manifests_validate_strictly(version: str) -> None:
-    for manifest in rbac.provisioning(["tenant-a", "tenant-b"]):
+    for manifest in rbac.provisioning(["tenant-a", "tenant-b"], with_namespace=True):
         kubernetes_schemas.validate(manifest, version)
 
 
@@ -76,3 +76,16 @@ def test_occ_kubernetes_rbac_refuses_a_malformed_service_account() -> None:
     )
     assert result.exit_code == 2
     assert "namespace/name" in result.output
+
+
+def test_with_namespace_each_namespace_comes_first_at_the_restricted_level() -> None:
+    result = CliRunner().invoke(
+        cli, ["kubernetes", "rbac", "--namespace", "tenant-a", "--with-namespace"]
+    )
+    assert result.exit_code == 0, result.output
+    first, *rest = yaml.safe_load_all(result.output)
+    assert (first["kind"], first["metadata"]["name"]) == ("Namespace", "tenant-a")
+    labels = first["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    assert [d["kind"] for d in rest] == ["Role", "RoleBinding"]
