@@ -19,6 +19,7 @@ from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
 from tests.support import databases, namespace_status
+from tests.support.responses import json_of
 
 PEPPER = "test-pepper"
 
@@ -71,7 +72,7 @@ def namespace(
     """A Namespace ``admin`` created over HTTP, made ``ready`` (as a worker would) unless not."""
     created = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
     assert created.status_code == 201, created.json
-    namespace_id = str(created.json["data"]["id"])
+    namespace_id = str(json_of(created)["data"]["id"])
     if ready:
         namespace_status.set_status(owner_db, namespace_id)
     return namespace_id

@@ -13,6 +13,7 @@ from occ.state import api_keys, audit
 from occ.state.db import Database
 from tests.integration.web.conftest import PEPPER, Caller, namespace
 from tests.support import grants, rows
+from tests.support.responses import json_of
 
 
 def caller(
@@ -50,7 +51,7 @@ def problem(response: Any, status: int, code: str) -> dict[str, Any]:
     """The problem details of an error answer, checked: status, code, request id, text."""
     assert response.status_code == status, response.get_data(as_text=True)
     assert response.content_type == "application/problem+json"
-    body = dict(response.json)
+    body = dict(json_of(response))
     assert body["code"] == code
     assert body["status"] == status
     assert body["requestId"] == response.headers["X-Request-Id"]
@@ -128,8 +129,8 @@ class Neighbours:
     ) -> list[audit.AuditEvent]:
         """The member lists only ``ours`` and ``theirs`` is intact; the denials audited."""
         listed = client.get(self.collection(self.ns), headers=self.member.headers)
-        assert listed.json["data"] == [self.ours]
-        assert client.get(self.their_item, headers=admin.headers).json["data"] == self.theirs
+        assert json_of(listed)["data"] == [self.ours]
+        assert json_of(client.get(self.their_item, headers=admin.headers))["data"] == self.theirs
         return denials(db)
 
 
@@ -147,8 +148,8 @@ def neighbours(
     """Namespace ``team-b`` next to ``ns``, one resource ``create`` makes in each, and a member
     of ``ns`` holding ``permissions`` and ``namespace:read`` there."""
     other = namespace(client, owner_db, admin, "team-b")
-    theirs = create(client, admin, other, name="theirs").json["data"]
-    ours = create(client, admin, ns, name="ours").json["data"]
+    theirs = json_of(create(client, admin, other, name="theirs"))["data"]
+    ours = json_of(create(client, admin, ns, name="ours"))["data"]
     member = caller(db, *permissions, "namespace:read", namespace_id=ns)
     return Neighbours(ns, other, theirs, ours, member, collection)
 
@@ -173,9 +174,9 @@ def walk(
             query[parameter] = position
         response = client.get(path, query_string=query, headers=caller.headers)
         assert response.status_code == 200, response.json
-        assert len(response.json["data"]) <= limit
-        pages.append([item[field] for item in response.json["data"]])
-        position = response.json["meta"][meta_key]
+        assert len(json_of(response)["data"]) <= limit
+        pages.append([item[field] for item in json_of(response)["data"]])
+        position = json_of(response)["meta"][meta_key]
         if position is None:
             return pages
 
@@ -184,7 +185,7 @@ def kept_while_used(client: FlaskClient, admin: Caller, item: str, agent_id: str
     """Deleting ``item`` is refused as a conflict naming the Agent using it; it stays."""
     response = client.delete(item, headers=admin.headers)
     problem(response, 409, "RESOURCE_CONFLICT")
-    assert agent_id in response.json["detail"]
+    assert agent_id in json_of(response)["detail"]
     assert client.get(item, headers=admin.headers).status_code == 200
 
 

@@ -12,6 +12,7 @@ from occ.state import runtime_observations
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.test_agents import World, activate, create, empower, make_world
+from tests.support.responses import json_of
 
 RUNTIME_FIELDS = ("runtimeStatus", "runtimeObservedAt", "runtimeReasonCode")
 
@@ -43,16 +44,16 @@ def test_runtime_status_follows_the_observation_of_the_active_revision(
     def read() -> dict[str, Any]:
         response = client.get(base, headers=admin.headers)
         assert response.status_code == 200, response.json
-        data: dict[str, Any] = response.json["data"]
+        data: dict[str, Any] = json_of(response)["data"]
         [listed] = [
             item
-            for item in client.get(world.agents, headers=admin.headers).json["data"]
+            for item in json_of(client.get(world.agents, headers=admin.headers))["data"]
             if item["id"] == created["id"]
         ]
         assert runtime(listed) == runtime(data)
         return data
 
-    first = client.post(f"{base}/deploy", headers=admin.headers).json["data"]["deploymentId"]
+    first = json_of(client.post(f"{base}/deploy", headers=admin.headers))["data"]["deploymentId"]
     # observed, but not the active revision yet: unknown
     observe(db, created["id"], first, "ready", "REVISION_ACTIVATED")
     assert runtime(read()) == ("unknown", None, None)
@@ -74,11 +75,11 @@ def test_runtime_status_follows_the_observation_of_the_active_revision(
 
     # what the mutations answer carries the same fields, read in their transaction
     patched = client.patch(base, json={"name": "renamed"}, headers=admin.headers)
-    assert patched.status_code == 200 and runtime(patched.json["data"]) == runtime(degraded)
+    assert patched.status_code == 200 and runtime(json_of(patched)["data"]) == runtime(degraded)
     stopped = client.post(f"{base}/stop", headers=admin.headers)
-    assert stopped.status_code == 202 and runtime(stopped.json["data"]) == runtime(degraded)
+    assert stopped.status_code == 202 and runtime(json_of(stopped)["data"]) == runtime(degraded)
     deleting = client.delete(base, headers=admin.headers)
-    assert deleting.status_code == 202 and runtime(deleting.json["data"]) == runtime(degraded)
+    assert deleting.status_code == 202 and runtime(json_of(deleting)["data"]) == runtime(degraded)
 
 
 def test_a_list_reads_each_agent_with_its_own_observation(
@@ -88,7 +89,7 @@ def test_a_list_reads_each_agent_with_its_own_observation(
     for agent in agents[:2]:
         empower(db, agent)
     revisions = [
-        client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers).json["data"][
+        json_of(client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers))["data"][
             "deploymentId"
         ]
         for agent in agents[:2]
@@ -100,7 +101,7 @@ def test_a_list_reads_each_agent_with_its_own_observation(
     observe(db, agents[1]["id"], revisions[1], "degraded", "REVISION_INCOMPLETE")
     listed = {
         item["id"]: item["runtimeStatus"]
-        for item in client.get(world.agents, headers=admin.headers).json["data"]
+        for item in json_of(client.get(world.agents, headers=admin.headers))["data"]
     }
     assert listed == {
         agents[0]["id"]: "ready",
@@ -110,7 +111,7 @@ def test_a_list_reads_each_agent_with_its_own_observation(
 
 
 def test_the_document_declares_the_runtime_fields(client: FlaskClient) -> None:
-    document = client.get("/v1/openapi.json").json
+    document = json_of(client.get("/v1/openapi.json"))
     properties = document["components"]["schemas"]["Agent"]["properties"]
     assert properties["runtimeStatus"]["enum"] == ["ready", "degraded", "unknown"]
     assert properties["runtimeObservedAt"]["format"] == "date-time"

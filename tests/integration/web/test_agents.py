@@ -20,6 +20,7 @@ from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
 from tests.support import grants, rows
+from tests.support.responses import json_of
 
 UUID4 = ids.UUID4_PATTERN
 
@@ -78,7 +79,7 @@ def body(world: World, **overrides: Any) -> dict[str, Any]:
 def create(client: FlaskClient, caller: Caller, world: World, **overrides: Any) -> dict[str, Any]:
     response = client.post(world.agents, json=body(world, **overrides), headers=caller.headers)
     assert response.status_code == 201, response.json
-    data: dict[str, Any] = response.json["data"]
+    data: dict[str, Any] = json_of(response)["data"]
     return data
 
 
@@ -128,7 +129,7 @@ def test_create_read_list_update(
 ) -> None:
     created = client.post(world.agents, json=body(world), headers=admin.headers)
     assert created.status_code == 201, created.json
-    agent = created.json["data"]
+    agent = json_of(created)["data"]
     assert ids.is_valid("agent", agent["id"])
     assert {
         key: agent[key]
@@ -162,9 +163,9 @@ def test_create_read_list_update(
     assert work_ids(db, agent["id"]) == []  # a draft admits no work
 
     url = f"{world.agents}/{agent['id']}"
-    assert client.get(url, headers=admin.headers).json["data"] == agent
+    assert json_of(client.get(url, headers=admin.headers))["data"] == agent
     listed = client.get(world.agents, headers=admin.headers)
-    assert listed.status_code == 200 and listed.json["data"] == [agent]
+    assert listed.status_code == 200 and json_of(listed)["data"] == [agent]
 
     patched = client.patch(
         url,
@@ -177,11 +178,11 @@ def test_create_read_list_update(
     )
     assert patched.status_code == 200, patched.json
     assert (
-        patched.json["data"]["name"],
-        patched.json["data"]["harness"],
-        patched.json["data"]["executionMode"],
+        json_of(patched)["data"]["name"],
+        json_of(patched)["data"]["harness"],
+        json_of(patched)["data"]["executionMode"],
     ) == ("renamed", {"id": "codex", "version": "0.9"}, "dedicated")
-    assert patched.json["data"]["updatedAt"] >= agent["updatedAt"]
+    assert json_of(patched)["data"]["updatedAt"] >= agent["updatedAt"]
     assert work_ids(db, agent["id"]) == []
     with db.transaction() as session:
         actions = [e.action for e in audit.list_events(session, resource_id=agent["id"])]
@@ -223,8 +224,8 @@ def test_create_rejects_bad_input_with_the_pointer(
     response = client.post(world.agents, json=body(world, **overrides), headers=admin.headers)
     assert response.status_code == 400, response.json
     assert response.content_type == "application/problem+json"
-    assert response.json["code"] == "INVALID_REQUEST"
-    assert pointer in [error["pointer"] for error in response.json["errors"]]
+    assert json_of(response)["code"] == "INVALID_REQUEST"
+    assert pointer in [error["pointer"] for error in json_of(response)["errors"]]
     assert count(db, models.Agent) == 0
 
 
@@ -233,7 +234,7 @@ def test_create_needs_every_field(client: FlaskClient, admin: Caller, world: Wor
     del document["configurationId"]
     response = client.post(world.agents, json=document, headers=admin.headers)
     assert response.status_code == 400
-    assert [e["pointer"] for e in response.json["errors"]] == ["/configurationId"]
+    assert [e["pointer"] for e in json_of(response)["errors"]] == ["/configurationId"]
 
 
 def test_references_of_another_namespace_are_invalid(
@@ -246,13 +247,13 @@ def test_references_of_another_namespace_are_invalid(
     ):
         response = client.post(world.agents, json=body(world, **overrides), headers=admin.headers)
         assert response.status_code == 400
-        assert [e["pointer"] for e in response.json["errors"]] == [pointer]
+        assert [e["pointer"] for e in json_of(response)["errors"]] == [pointer]
 
 
 def test_duplicate_name_conflicts(client: FlaskClient, admin: Caller, world: World) -> None:
     create(client, admin, world)
     again = client.post(world.agents, json=body(world), headers=admin.headers)
-    assert again.status_code == 409 and again.json["code"] == "RESOURCE_CONFLICT"
+    assert again.status_code == 409 and json_of(again)["code"] == "RESOURCE_CONFLICT"
 
 
 def test_patch_validates(client: FlaskClient, admin: Caller, world: World, db: Database) -> None:
@@ -269,10 +270,10 @@ def test_patch_validates(client: FlaskClient, admin: Caller, world: World, db: D
     ):
         response = client.patch(url, json=patch, headers=admin.headers)
         assert response.status_code == 400, (patch, response.json)
-        assert pointer in [e["pointer"] for e in response.json["errors"]]
+        assert pointer in [e["pointer"] for e in json_of(response)["errors"]]
     taken = client.patch(url, json={"name": "taken"}, headers=admin.headers)
     assert taken.status_code == 409
-    assert client.get(url, headers=admin.headers).json["data"] == agent
+    assert json_of(client.get(url, headers=admin.headers))["data"] == agent
 
 
 def test_every_route_needs_a_key(
@@ -298,7 +299,7 @@ def test_every_route_needs_a_key(
         for headers in ({}, revoked.headers):
             response = client.open(url, method=method, headers=headers)
             assert response.status_code == 401, (method, url)
-            assert response.json["code"] == "UNAUTHENTICATED"
+            assert json_of(response)["code"] == "UNAUTHENTICATED"
 
 
 def test_another_tenants_agent_is_not_found(
@@ -328,7 +329,7 @@ def test_another_tenants_agent_is_not_found(
             kwargs = {"json": body(world)}
         response = client.open(url, method=method, headers=tenant.headers, **kwargs)
         assert response.status_code == 404, (method, url, response.json)
-        assert response.json["code"] == "NOT_FOUND"
+        assert json_of(response)["code"] == "NOT_FOUND"
     # the agent under the other Namespace's path, and malformed ids
     for url in (
         f"{other.agents}/{agent['id']}",
@@ -338,7 +339,7 @@ def test_another_tenants_agent_is_not_found(
         f"{base}/deployments/{ids.new('agent_revision')}",
     ):
         assert client.get(url, headers=admin.headers).status_code == 404, url
-    assert client.get(base, headers=admin.headers).json["data"]["status"] == "active"
+    assert json_of(client.get(base, headers=admin.headers))["data"]["status"] == "active"
 
 
 def test_list_is_filtered_per_agent(
@@ -350,7 +351,7 @@ def test_list_is_filtered_per_agent(
     only_first = grants.exactly(world.namespace_id, "agent", first["id"])
     grants.give(db, reader.principal_id, ["agent:read"], **only_first)
     listed = client.get(world.agents, headers=reader.headers)
-    assert [agent["id"] for agent in listed.json["data"]] == [first["id"]]
+    assert [agent["id"] for agent in json_of(listed)["data"]] == [first["id"]]
     assert client.get(world.agents, headers=caller(db).headers).status_code == 404
 
 
@@ -364,7 +365,7 @@ def test_deploy_twice_makes_two_revisions(
 
     first = client.post(f"{base}/deploy", headers=admin.headers)
     assert first.status_code == 202, first.json
-    accepted = first.json["data"]
+    accepted = json_of(first)["data"]
     revision = accepted["revision"]
     assert accepted["deploymentId"] == revision["id"]
     assert {
@@ -397,12 +398,12 @@ def test_deploy_twice_makes_two_revisions(
     }
     second = client.post(f"{base}/deploy", json={}, headers=admin.headers)
     assert second.status_code == 202
-    assert second.json["data"]["revision"]["revisionNumber"] == 2
+    assert json_of(second)["data"]["revision"]["revisionNumber"] == 2
 
-    assert client.get(base, headers=admin.headers).json["data"]["desiredRuntimeState"] == (
+    assert json_of(client.get(base, headers=admin.headers))["data"]["desiredRuntimeState"] == (
         "running"
     )
-    revision_ids = [revision["id"], second.json["data"]["deploymentId"]]
+    revision_ids = [revision["id"], json_of(second)["data"]["deploymentId"]]
     assert work_ids(db, agent["id"]) == [f"agent_revision:{rid}:reconcile" for rid in revision_ids]
     with db.transaction() as session:
         item = work_queue.get(session, f"agent_revision:{revision['id']}:reconcile")
@@ -414,9 +415,9 @@ def test_deploy_twice_makes_two_revisions(
     )
 
     listed = client.get(f"{base}/revisions", headers=admin.headers)
-    assert [r["revisionNumber"] for r in listed.json["data"]] == [2, 1]
+    assert [r["revisionNumber"] for r in json_of(listed)["data"]] == [2, 1]
     read = client.get(f"{base}/revisions/{revision['id']}", headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"] == revision
+    assert read.status_code == 200 and json_of(read)["data"] == revision
 
 
 def test_deploy_rejects_a_body(client: FlaskClient, admin: Caller, world: World) -> None:
@@ -425,7 +426,7 @@ def test_deploy_rejects_a_body(client: FlaskClient, admin: Caller, world: World)
         f"{world.agents}/{agent['id']}/deploy", json={"force": True}, headers=admin.headers
     )
     assert response.status_code == 400
-    assert [e["pointer"] for e in response.json["errors"]] == ["/force"]
+    assert [e["pointer"] for e in json_of(response)["errors"]] == ["/force"]
 
 
 def test_deploy_needs_a_ready_namespace(client: FlaskClient, admin: Caller, db: Database) -> None:
@@ -434,7 +435,7 @@ def test_deploy_needs_a_ready_namespace(client: FlaskClient, admin: Caller, db: 
     empower(db, agent)
     response = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
     assert response.status_code == 409
-    assert response.json["code"] == "NAMESPACE_NOT_READY"
+    assert json_of(response)["code"] == "NAMESPACE_NOT_READY"
     assert count(db, models.AgentRevision) == 0
     assert work_ids(db, agent["id"]) == []
 
@@ -446,7 +447,7 @@ def test_deploy_denied_for_the_service_principal(
     empower(db, agent, "configuration:read")  # but not secret:operate
     response = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
 
-    assert response.status_code == 403 and response.json["code"] == "FORBIDDEN"
+    assert response.status_code == 403 and json_of(response)["code"] == "FORBIDDEN"
     assert count(db, models.AgentRevision) == 0
     assert work_ids(db, agent["id"]) == []
     with db.transaction() as session:
@@ -461,7 +462,7 @@ def test_deploy_denied_for_the_service_principal(
     assert denial.details["authorization"]["principalId"] == agent["servicePrincipalId"]
     assert denial.details["request"]["principalRole"] == "servicePrincipal"
     assert (
-        client.get(f"{world.agents}/{agent['id']}", headers=admin.headers).json["data"][
+        json_of(client.get(f"{world.agents}/{agent['id']}", headers=admin.headers))["data"][
             "desiredRuntimeState"
         ]
         == "stopped"
@@ -479,7 +480,7 @@ def test_stop_admits_a_fresh_work_item_each_time(
     for _ in range(2):
         stopped = client.post(f"{base}/stop", headers=admin.headers)
         assert stopped.status_code == 202, stopped.json
-        assert stopped.json["data"]["desiredRuntimeState"] == "stopped"
+        assert json_of(stopped)["data"]["desiredRuntimeState"] == "stopped"
     stops = [w for w in work_ids(db, agent["id"]) if ":reconcile:stopped:" in w]
     assert len(set(stops)) == 2
     for work_id in stops:
@@ -492,22 +493,26 @@ def test_delete_then_everything_else_conflicts(
     agent, base = deployable(client, db, admin, world)
     deleted = client.delete(base, headers=admin.headers)
     assert deleted.status_code == 202, deleted.json
-    assert (deleted.json["data"]["status"], deleted.json["data"]["desiredRuntimeState"]) == (
+    assert (
+        json_of(deleted)["data"]["status"],
+        json_of(deleted)["data"]["desiredRuntimeState"],
+    ) == (
         "deleting",
         "stopped",
     )
     again = client.delete(base, headers=admin.headers)
-    assert again.status_code == 202 and again.json["data"]["status"] == "deleting"
+    assert again.status_code == 202 and json_of(again)["data"]["status"] == "deleting"
     assert work_ids(db, agent["id"]) == [f"agent:{agent['id']}:reconcile:deleted"]
 
-    for method, url, kwargs in (
+    late: tuple[tuple[str, str, dict[str, Any]], ...] = (
         ("POST", f"{base}/deploy", {}),
         ("POST", f"{base}/stop", {}),
         ("PATCH", base, {"json": {"name": "late"}}),
-    ):
+    )
+    for method, url, kwargs in late:
         response = client.open(url, method=method, headers=admin.headers, **kwargs)
         assert response.status_code == 409, (url, response.json)
-        assert response.json["code"] == "AGENT_DELETING"
+        assert json_of(response)["code"] == "AGENT_DELETING"
     assert work_ids(db, agent["id"]) == [f"agent:{agent['id']}:reconcile:deleted"]
 
 
@@ -554,8 +559,8 @@ def test_delete_work_owned_by_another_actor_is_a_conflict(
         )
     operator = caller(db, "agent:delete", "agent:read", namespace_id=world.namespace_id)
     response = client.delete(base, headers=operator.headers)
-    assert response.status_code == 409 and response.json["code"] == "RESOURCE_CONFLICT"
-    assert client.get(base, headers=admin.headers).json["data"]["status"] == "active"
+    assert response.status_code == 409 and json_of(response)["code"] == "RESOURCE_CONFLICT"
+    assert json_of(client.get(base, headers=admin.headers))["data"]["status"] == "active"
 
 
 # -- deployment status --------------------------------------------------------------------------
@@ -605,12 +610,12 @@ def test_deployment_status_of_every_state(
     def deploy() -> str:
         response = client.post(f"{base}/deploy", headers=admin.headers)
         assert response.status_code == 202
-        return str(response.json["data"]["deploymentId"])
+        return str(json_of(response)["data"]["deploymentId"])
 
     def status(revision_id: str) -> dict[str, Any]:
         response = client.get(f"{base}/deployments/{revision_id}", headers=admin.headers)
         assert response.status_code == 200, response.json
-        data: dict[str, Any] = response.json["data"]
+        data: dict[str, Any] = json_of(response)["data"]
         assert (data["deploymentId"], data["revisionId"], data["agentId"], data["namespaceId"]) == (
             revision_id,
             revision_id,
@@ -710,7 +715,9 @@ def test_deployment_status_of_a_convergence_failure(
     client: FlaskClient, admin: Caller, world: World, db: Database, policy: values.QueuePolicy
 ) -> None:
     _, base = deployable(client, db, admin, world)
-    revision_id = client.post(f"{base}/deploy", headers=admin.headers).json["data"]["deploymentId"]
+    revision_id = json_of(client.post(f"{base}/deploy", headers=admin.headers))["data"][
+        "deploymentId"
+    ]
     expired = values.QueuePolicy(convergence_timeout_ms=1)
     drive(
         db,
@@ -718,7 +725,7 @@ def test_deployment_status_of_a_convergence_failure(
         work_key(revision_id),
         lambda s, run: work_queue.defer(s, expired, run, code="REVISION_INCOMPLETE"),
     )
-    failed = client.get(f"{base}/deployments/{revision_id}", headers=admin.headers).json["data"]
+    failed = json_of(client.get(f"{base}/deployments/{revision_id}", headers=admin.headers))["data"]
     assert failed["state"] == "failed"
     assert failed["error"] == {
         "code": "CONVERGENCE_DEADLINE_EXCEEDED",
@@ -734,7 +741,9 @@ def test_revisions_are_immutable(
     client: FlaskClient, admin: Caller, world: World, db: Database, owner_db: Database
 ) -> None:
     _, base = deployable(client, db, admin, world)
-    revision_id = client.post(f"{base}/deploy", headers=admin.headers).json["data"]["deploymentId"]
+    revision_id = json_of(client.post(f"{base}/deploy", headers=admin.headers))["data"][
+        "deploymentId"
+    ]
     change = (
         sa.update(models.AgentRevision)
         .where(models.AgentRevision.id == revision_id)
@@ -747,5 +756,5 @@ def test_revisions_are_immutable(
         session.execute(change)  # occ_app holds no UPDATE privilege
     with pytest.raises(sa_exc.IntegrityError, match="immutable"), owner_db.transaction() as session:
         session.execute(change)  # and the trigger stops even the owner
-    revision = client.get(f"{base}/revisions/{revision_id}", headers=admin.headers).json["data"]
+    revision = json_of(client.get(f"{base}/revisions/{revision_id}", headers=admin.headers))["data"]
     assert revision["harness"]["version"] == "2026.1.0"

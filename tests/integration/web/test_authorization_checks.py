@@ -13,6 +13,7 @@ from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
 from tests.integration.web.test_agents import World, make_world
+from tests.support.responses import json_of
 
 ROUTE = "/v1/authorization-checks"
 
@@ -47,7 +48,7 @@ def test_the_caller_gets_the_decision_for_itself(
         client, tenant, "configuration:read", configuration, namespaceId=world.namespace_id
     )
     assert allowed.status_code == 200, allowed.json
-    assert allowed.json["data"] == {
+    assert json_of(allowed)["data"] == {
         "principalId": tenant.principal_id,
         "permission": "configuration:read",
         "resource": configuration,
@@ -59,7 +60,7 @@ def test_the_caller_gets_the_decision_for_itself(
         client, tenant, "configuration:update", configuration, namespaceId=world.namespace_id
     )
     assert denied.status_code == 200
-    assert (denied.json["data"]["allowed"], denied.json["data"]["reason"]) == (
+    assert (json_of(denied)["data"]["allowed"], json_of(denied)["data"]["reason"]) == (
         False,
         "no_matching_binding",
     )
@@ -94,8 +95,8 @@ def test_only_an_administrator_asks_for_another_principal(
     assert refused.status_code == 403, refused.json
     answered = _check(client, admin, "namespace:delete", namespace, principalId=tenant.principal_id)
     assert answered.status_code == 200, answered.json
-    assert answered.json["data"]["principalId"] == tenant.principal_id
-    assert answered.json["data"]["allowed"] is False
+    assert json_of(answered)["data"]["principalId"] == tenant.principal_id
+    assert json_of(answered)["data"]["allowed"] is False
     unknown = _check(client, admin, "namespace:read", namespace, principalId=ids.new("principal"))
     assert unknown.status_code == 404
 
@@ -126,4 +127,4 @@ def test_bad_input_is_refused_with_its_pointer(
 ) -> None:
     response = client.post(ROUTE, json=body, headers=admin.headers)
     assert response.status_code == 400, response.json
-    assert response.json["errors"][0]["pointer"] == pointer
+    assert json_of(response)["errors"][0]["pointer"] == pointer

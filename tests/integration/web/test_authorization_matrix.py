@@ -21,6 +21,7 @@ from occ.state import roles as role_rows
 from occ.state.db import Database
 from occ.web import access
 from tests.integration.web.conftest import PEPPER, Caller
+from tests.support.responses import json_of
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 
@@ -68,7 +69,7 @@ def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) 
     def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = client.post(path, json=body, headers=admin.headers)
         assert response.status_code in (200, 201, 202), (path, response.json)
-        data: dict[str, Any] = response.json["data"]
+        data: dict[str, Any] = json_of(response)["data"]
         return data
 
     namespace_id = post("/v1/namespaces", {"name": "matrix"})["id"]
@@ -221,9 +222,9 @@ def test_no_route_lets_a_principal_without_its_permission_through(
             if (
                 response.status_code == 200
                 and method == "GET"
-                and isinstance(response.json.get("data"), list)
+                and isinstance(json_of(response).get("data"), list)
             ):
-                assert response.json["data"] == [], label  # a list shows nothing
+                assert json_of(response)["data"] == [], label  # a list shows nothing
             else:
                 assert response.status_code in (403, 404), (
                     label,

@@ -20,6 +20,7 @@ from tests.integration.web import support
 from tests.integration.web.conftest import Caller, namespace
 from tests.integration.web.support import caller, problem
 from tests.support import rows
+from tests.support.responses import json_of
 
 ALL = ("configuration:create", "configuration:read", "configuration:update", "configuration:delete")
 
@@ -41,7 +42,7 @@ def create(
 def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: str) -> None:
     created = create(client, admin, ns, document={"model": "gpt", "tools": ["search"]})
     assert created.status_code == 201, created.json
-    data = created.json["data"]
+    data = json_of(created)["data"]
     assert set(data) == {
         "id",
         "namespaceId",
@@ -53,25 +54,28 @@ def test_create_read_list_update_delete(client: FlaskClient, admin: Caller, ns: 
     }
     assert (data["namespaceId"], data["name"], data["generation"]) == (ns, "base", 1)
     assert data["document"] == {"model": "gpt", "tools": ["search"]}
-    assert created.json["meta"]["requestId"] == created.headers["X-Request-Id"]
+    assert json_of(created)["meta"]["requestId"] == created.headers["X-Request-Id"]
     item = f"{base(ns)}/{data['id']}"
 
     read = client.get(item, headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"] == data
+    assert read.status_code == 200 and json_of(read)["data"] == data
     listed = client.get(base(ns), headers=admin.headers)
-    assert listed.status_code == 200 and listed.json["data"] == [data]
+    assert listed.status_code == 200 and json_of(listed)["data"] == [data]
 
     renamed = client.patch(item, json={"name": "renamed"}, headers=admin.headers)
     assert renamed.status_code == 200, renamed.json
-    assert (renamed.json["data"]["name"], renamed.json["data"]["generation"]) == ("renamed", 2)
+    assert (json_of(renamed)["data"]["name"], json_of(renamed)["data"]["generation"]) == (
+        "renamed",
+        2,
+    )
     replaced = client.patch(item, json={"document": {"model": "other"}}, headers=admin.headers)
-    assert replaced.json["data"]["document"] == {"model": "other"}
-    assert replaced.json["data"]["generation"] == 3
+    assert json_of(replaced)["data"]["document"] == {"model": "other"}
+    assert json_of(replaced)["data"]["generation"] == 3
 
     deleted = client.delete(item, headers=admin.headers)
     assert deleted.status_code == 204 and deleted.data == b""
     problem(client.get(item, headers=admin.headers), 404, "NOT_FOUND")
-    assert client.get(base(ns), headers=admin.headers).json["data"] == []
+    assert json_of(client.get(base(ns), headers=admin.headers))["data"] == []
 
 
 @pytest.mark.parametrize(
@@ -94,8 +98,8 @@ def test_create_rejects_bad_input_with_the_pointer(
 ) -> None:
     response = client.post(base(ns), json=body, headers=admin.headers)
     problem(response, 400, "INVALID_REQUEST")
-    assert pointer in [error["pointer"] for error in response.json["errors"]]
-    assert client.get(base(ns), headers=admin.headers).json["data"] == []
+    assert pointer in [error["pointer"] for error in json_of(response)["errors"]]
+    assert json_of(client.get(base(ns), headers=admin.headers))["data"] == []
 
 
 def test_create_rejects_non_finite_numbers(client: FlaskClient, admin: Caller, ns: str) -> None:
@@ -107,7 +111,7 @@ def test_create_rejects_non_finite_numbers(client: FlaskClient, admin: Caller, n
     )
     problem(response, 400, "INVALID_REQUEST")
     # the body parser may refuse the literal itself (""); else the document check does
-    assert response.json["errors"][0]["pointer"] in {"", "/document"}
+    assert json_of(response)["errors"][0]["pointer"] in {"", "/document"}
 
 
 @pytest.mark.parametrize(
@@ -123,22 +127,22 @@ def test_create_rejects_non_finite_numbers(client: FlaskClient, admin: Caller, n
 def test_update_rejects_bad_input_with_the_pointer(
     client: FlaskClient, admin: Caller, ns: str, body: dict[str, Any], pointer: str
 ) -> None:
-    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    item = f"{base(ns)}/{json_of(create(client, admin, ns))['data']['id']}"
     response = client.patch(item, json=body, headers=admin.headers)
     problem(response, 400, "INVALID_REQUEST")
-    assert pointer in [error["pointer"] for error in response.json["errors"]]
-    assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
+    assert pointer in [error["pointer"] for error in json_of(response)["errors"]]
+    assert json_of(client.get(item, headers=admin.headers))["data"]["generation"] == 1
 
 
 def test_every_route_needs_a_valid_key(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
-    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    item = f"{base(ns)}/{json_of(create(client, admin, ns))['data']['id']}"
     revoked = support.revoked_caller(db, *ALL)
     requests = support.routes(base(ns), item, {"name": "x", "document": {}}, {"name": "y"})
     for headers in ({}, revoked.headers, {"Authorization": "Bearer occ_nonsense"}):
         support.problems(client, requests, headers, 401, "UNAUTHENTICATED")
-    assert client.get(item, headers=admin.headers).json["data"]["generation"] == 1
+    assert json_of(client.get(item, headers=admin.headers))["data"]["generation"] == 1
 
 
 def test_another_namespaces_configurations_are_not_found(
@@ -176,7 +180,7 @@ def test_malformed_and_unknown_ids_are_not_found(
 def test_a_reader_is_forbidden_to_write(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
-    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    item = f"{base(ns)}/{json_of(create(client, admin, ns))['data']['id']}"
     reader = caller(db, "configuration:read", "namespace:read", namespace_id=ns)
     assert client.get(item, headers=reader.headers).status_code == 200
     problem(client.patch(item, json={"name": "x"}, headers=reader.headers), 403, "FORBIDDEN")
@@ -187,12 +191,12 @@ def test_a_reader_is_forbidden_to_write(
 def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -> None:
     create(client, admin, ns, name="taken")
     problem(create(client, admin, ns, name="taken"), 409, "RESOURCE_CONFLICT")
-    mine = create(client, admin, ns, name="mine").json["data"]
+    mine = json_of(create(client, admin, ns, name="mine"))["data"]
     item = f"{base(ns)}/{mine['id']}"
     problem(
         client.patch(item, json={"name": "taken"}, headers=admin.headers), 409, "RESOURCE_CONFLICT"
     )
-    assert client.get(item, headers=admin.headers).json["data"] == mine
+    assert json_of(client.get(item, headers=admin.headers))["data"] == mine
 
 
 def test_a_configuration_used_by_an_agent_cannot_be_deleted(
@@ -212,11 +216,11 @@ def test_a_namespace_that_is_not_ready_refuses_configurations(
     young = support.refused_until_ready(
         client, owner_db, admin, lambda ns: create(client, admin, ns)
     )
-    assert client.get(base(young), headers=admin.headers).json["data"] == []
+    assert json_of(client.get(base(young), headers=admin.headers))["data"] == []
 
 
 def test_openapi_documents_the_routes(client: FlaskClient) -> None:
-    spec = client.get("/v1/openapi.json").json
+    spec = json_of(client.get("/v1/openapi.json"))
     paths = spec["paths"]
     assert set(paths["/v1/namespaces/{namespace_id}/configurations"]) >= {"get", "post"}
     assert set(paths["/v1/namespaces/{namespace_id}/configurations/{configuration_id}"]) >= {
@@ -246,8 +250,8 @@ def test_the_filesystem_driver_keeps_each_generation_in_a_file_the_api_writes(
     ns = namespace(client, owner_db, admin, "team-fs")
     created = create(client, admin, ns, document={"model": "gpt", "n": 1})
     assert created.status_code == 201, created.json
-    configuration_id = created.json["data"]["id"]
-    assert created.json["data"]["document"] == {"model": "gpt", "n": 1}
+    configuration_id = json_of(created)["data"]["id"]
+    assert json_of(created)["data"]["document"] == {"model": "gpt", "n": 1}
     directory = root / ns / configuration_id
     [first] = directory.glob("*.json")
     assert json.loads(first.read_text()) == {"model": "gpt", "n": 1}
@@ -268,10 +272,10 @@ def test_the_filesystem_driver_keeps_each_generation_in_a_file_the_api_writes(
     assert patched.status_code == 200, patched.json
     assert len(list(directory.glob("*.json"))) == 2
     read = client.get(f"{base(ns)}/{configuration_id}", headers=admin.headers)
-    assert read.json["data"]["document"] == {"model": "gpt", "n": 2}
-    assert read.json["data"]["generation"] == 2
+    assert json_of(read)["data"]["document"] == {"model": "gpt", "n": 2}
+    assert json_of(read)["data"]["generation"] == 2
     listed = client.get(base(ns), headers=admin.headers)
-    assert [item["document"] for item in listed.json["data"]] == [{"model": "gpt", "n": 2}]
+    assert [item["document"] for item in json_of(listed)["data"]] == [{"model": "gpt", "n": 2}]
 
     deleted = client.delete(f"{base(ns)}/{configuration_id}", headers=admin.headers)
     assert deleted.status_code == 204
@@ -287,5 +291,5 @@ def test_an_unwritable_root_answers_503(
     root.write_text("a file where the root should be")
     created = create(client, admin, ns)
     assert created.status_code == 503, created.json
-    assert "OCC_DEVELOPMENT_CONFIGURATION_ROOT" in created.json["detail"]
-    assert client.get(base(ns), headers=admin.headers).json["data"] == []  # nothing committed
+    assert "OCC_DEVELOPMENT_CONFIGURATION_ROOT" in json_of(created)["detail"]
+    assert json_of(client.get(base(ns), headers=admin.headers))["data"] == []  # nothing committed

@@ -21,6 +21,7 @@ from occ.web import app as web_app
 from occ.web import json_input
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import problem
+from tests.support.responses import json_of
 
 JSON = "application/json"
 
@@ -218,13 +219,13 @@ def test_every_response_has_a_request_id(client: FlaskClient, admin: Caller) -> 
         assert request_id.startswith("req_"), response
         seen.add(request_id)
         if response.status_code >= 400:
-            assert response.json["requestId"] == request_id
+            assert json_of(response)["requestId"] == request_id
     assert len(seen) == len(responses)
 
 
 def test_a_well_formed_incoming_request_id_is_kept(client: FlaskClient) -> None:
     kept = client.get("/v1/nothing", headers={"X-Request-Id": "trace-42.a_b"})
-    assert kept.headers["X-Request-Id"] == "trace-42.a_b" == kept.json["requestId"]
+    assert kept.headers["X-Request-Id"] == "trace-42.a_b" == json_of(kept)["requestId"]
     replaced = client.get("/v1/nothing", headers={"X-Request-Id": "bad id\twith junk"})
     assert replaced.headers["X-Request-Id"].startswith("req_")
     too_long = client.get("/v1/nothing", headers={"X-Request-Id": "a" * 65})

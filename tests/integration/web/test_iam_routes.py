@@ -11,23 +11,24 @@ from flask.testing import FlaskClient
 from occ.foundation import ids
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
+from tests.integration.web.support import problem
 from tests.integration.web.test_principals import (
     call,
     events,
     member,
     pointers,
-    problem,
     refused_at,
     revoked_caller,
     state,
 )
 from tests.support import rows
+from tests.support.responses import json_of
 
 
 def create(client: FlaskClient, admin: Caller, path: str, body: dict[str, Any]) -> dict[str, Any]:
     response = client.post(path, json=body, headers=admin.headers)
     assert response.status_code == 201, response.json
-    data: dict[str, Any] = response.json["data"]
+    data: dict[str, Any] = json_of(response)["data"]
     return data
 
 
@@ -69,19 +70,21 @@ def test_role_create_read_list_and_soft_delete(
     assert (created["namespaceId"], created["deletedAt"]) == (None, None)
 
     read = client.get(f"/v1/roles/{created['id']}", headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"] == created
-    listed = client.get("/v1/roles", headers=admin.headers).json["data"]
+    assert read.status_code == 200 and json_of(read)["data"] == created
+    listed = json_of(client.get("/v1/roles", headers=admin.headers))["data"]
     assert [r["name"] for r in listed] == ["Installation administrator", "readers"]
 
     deleted = client.delete(f"/v1/roles/{created['id']}", headers=admin.headers)
-    assert deleted.status_code == 200 and deleted.json["data"]["deletedAt"] is not None
+    assert deleted.status_code == 200 and json_of(deleted)["data"]["deletedAt"] is not None
     again = client.delete(f"/v1/roles/{created['id']}", headers=admin.headers)
-    assert again.status_code == 200 and again.json["data"] == deleted.json["data"]
+    assert again.status_code == 200 and json_of(again)["data"] == json_of(deleted)["data"]
     assert (
-        client.get(f"/v1/roles/{created['id']}", headers=admin.headers).json["data"]["deletedAt"]
+        json_of(client.get(f"/v1/roles/{created['id']}", headers=admin.headers))["data"][
+            "deletedAt"
+        ]
         is not None
     )
-    listed = client.get("/v1/roles", headers=admin.headers).json["data"]
+    listed = json_of(client.get("/v1/roles", headers=admin.headers))["data"]
     assert [r["name"] for r in listed] == ["Installation administrator"]
     assert [e.action for e in events(db, resource_id=created["id"])] == [
         "roles.delete",
@@ -175,16 +178,16 @@ def test_binding_grants_until_revoked(db: Database, client: FlaskClient, admin: 
     assert client.get("/v1/installation", headers=reader.headers).status_code == 200
 
     read = client.get(f"/v1/access-bindings/{binding['id']}", headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"] == binding
-    listed = client.get("/v1/access-bindings", headers=admin.headers).json["data"]
+    assert read.status_code == 200 and json_of(read)["data"] == binding
+    listed = json_of(client.get("/v1/access-bindings", headers=admin.headers))["data"]
     assert binding["id"] in [b["id"] for b in listed]
 
     revoked = client.delete(f"/v1/access-bindings/{binding['id']}", headers=admin.headers)
-    assert revoked.status_code == 200 and revoked.json["data"]["revokedAt"] is not None
+    assert revoked.status_code == 200 and json_of(revoked)["data"]["revokedAt"] is not None
     problem(client.get("/v1/installation", headers=reader.headers), 403, "FORBIDDEN")
     again = client.delete(f"/v1/access-bindings/{binding['id']}", headers=admin.headers)
-    assert again.status_code == 200 and again.json["data"] == revoked.json["data"]
-    listed = client.get("/v1/access-bindings", headers=admin.headers).json["data"]
+    assert again.status_code == 200 and json_of(again)["data"] == json_of(revoked)["data"]
+    listed = json_of(client.get("/v1/access-bindings", headers=admin.headers))["data"]
     assert binding["id"] not in [b["id"] for b in listed]
     assert [e.action for e in events(db, resource_id=binding["id"])] == [
         "access_bindings.revoke",
@@ -230,7 +233,7 @@ def test_namespace_and_resource_bindings(db: Database, client: FlaskClient, admi
     on_agent = view(namespaceId=namespace_id, resource={"kind": "agent", "id": agent_id})
     assert on_agent["resource"] == {"kind": "agent", "id": agent_id}
 
-    installation_id = client.get("/v1/installation", headers=admin.headers).json["data"]["id"]
+    installation_id = json_of(client.get("/v1/installation", headers=admin.headers))["data"]["id"]
     on_installation = view(resource={"kind": "installation", "id": installation_id})
     assert on_installation["namespaceId"] is None
 
@@ -361,7 +364,9 @@ def test_binding_rejects_bad_input_with_the_pointer(
         "namespace": namespace_id,
         "other": namespace(client, admin, "other"),
         "agent": agent_id,
-        "installation": client.get("/v1/installation", headers=admin.headers).json["data"]["id"],
+        "installation": json_of(client.get("/v1/installation", headers=admin.headers))["data"][
+            "id"
+        ],
     }
 
     def fill(value: Any) -> Any:
@@ -396,7 +401,7 @@ def test_the_last_administrator_cannot_be_removed(
 ) -> None:
     [admin_binding] = [
         b
-        for b in client.get("/v1/access-bindings", headers=admin.headers).json["data"]
+        for b in json_of(client.get("/v1/access-bindings", headers=admin.headers))["data"]
         if b["principalId"] == admin.principal_id
     ]
     before = state(db)
@@ -453,13 +458,13 @@ def test_restriction_denies_until_deleted(db: Database, client: FlaskClient, adm
     assert client.get("/v1/installation", headers=admin.headers).status_code == 200
 
     read = client.get(f"/v1/restrictions/{rule['id']}", headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"] == rule
+    assert read.status_code == 200 and json_of(read)["data"] == rule
     assert [
-        r["id"] for r in client.get("/v1/restrictions", headers=admin.headers).json["data"]
+        r["id"] for r in json_of(client.get("/v1/restrictions", headers=admin.headers))["data"]
     ] == [rule["id"]]
 
     deleted = client.delete(f"/v1/restrictions/{rule['id']}", headers=admin.headers)
-    assert deleted.status_code == 200 and deleted.json["data"] == rule
+    assert deleted.status_code == 200 and json_of(deleted)["data"] == rule
     assert client.get("/v1/installation", headers=reader.headers).status_code == 200
     problem(client.get(f"/v1/restrictions/{rule['id']}", headers=admin.headers), 404, "NOT_FOUND")
     problem(
@@ -609,9 +614,9 @@ def test_without_installation_administer_only_the_denial_is_written(
     assert creation.details["request"] == {"name": "new", "permissions": ["agent:read"]}
     # nothing moved: the binding and the restriction still answer
     assert (
-        client.get(f"/v1/access-bindings/{policy.binding_id}", headers=admin.headers).json["data"][
-            "revokedAt"
-        ]
+        json_of(client.get(f"/v1/access-bindings/{policy.binding_id}", headers=admin.headers))[
+            "data"
+        ]["revokedAt"]
         is None
     )
     assert (

@@ -17,6 +17,7 @@ from occ.state.db import Database, Session
 from tests.integration.web import support, test_agents, test_preconditions
 from tests.integration.web.conftest import Caller
 from tests.support import grants
+from tests.support.responses import json_of
 
 
 def keyed(caller: Caller, key: str) -> dict[str, str]:
@@ -44,7 +45,7 @@ def test_a_repeated_deploy_replays_the_first_answer(
     assert again.headers["Location"] == first.headers["Location"]
     assert again.headers["Idempotent-Replayed"] == "true"
     revisions = client.get(f"{world.agents}/{agent['id']}/revisions", headers=admin.headers)
-    assert len(revisions.json["data"]) == 1  # nothing was done twice
+    assert len(json_of(revisions)["data"]) == 1  # nothing was done twice
     assert test_agents.count(db, models.AuditEvent, action="agents.deploy") == 1
 
     empty_object = client.post(deploy, json={}, headers=keyed(admin, "deploy-1"))
@@ -53,7 +54,7 @@ def test_a_repeated_deploy_replays_the_first_answer(
     assert fresh.status_code == 202 and fresh.json != first.json
     assert (
         len(
-            client.get(f"{world.agents}/{agent['id']}/revisions", headers=admin.headers).json[
+            json_of(client.get(f"{world.agents}/{agent['id']}/revisions", headers=admin.headers))[
                 "data"
             ]
         )
@@ -69,8 +70,10 @@ def test_another_body_with_the_same_key_is_refused(
     reused = client.post("/v1/namespaces", json={"name": "two"}, headers=keyed(admin, "k"))
     assert reused.status_code == 409, reused.json
     assert reused.content_type == "application/problem+json"
-    assert reused.json["code"] == "IDEMPOTENCY_KEY_REUSED"
-    names = [n["name"] for n in client.get("/v1/namespaces", headers=admin.headers).json["data"]]
+    assert json_of(reused)["code"] == "IDEMPOTENCY_KEY_REUSED"
+    names = [
+        n["name"] for n in json_of(client.get("/v1/namespaces", headers=admin.headers))["data"]
+    ]
     assert names == ["one"]
     # the same JSON spelt differently is the same request
     replay = client.post(
@@ -84,7 +87,7 @@ def test_another_body_with_the_same_key_is_refused(
 
 def test_keys_are_per_caller_and_route(client: FlaskClient, admin: Caller, db: Database) -> None:
     world = test_agents.make_world(db, admin.principal_id)
-    other = test_agents.caller(db, "configuration:create", namespace_id=world.namespace_id)
+    other = support.caller(db, "configuration:create", namespace_id=world.namespace_id)
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     body = {"name": "c", "document": {"a": 1}}
     assert client.post(path, json=body, headers=keyed(admin, "same")).status_code == 201
@@ -106,7 +109,7 @@ def test_a_failure_gives_the_key_back(client: FlaskClient, admin: Caller, db: Da
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     body = {"name": "c", "document": {"a": 1}}
     refused = client.post(path, json=body, headers=keyed(admin, "retry-me"))
-    assert refused.status_code == 409 and refused.json["code"] == "NAMESPACE_NOT_READY"
+    assert refused.status_code == 409 and json_of(refused)["code"] == "NAMESPACE_NOT_READY"
     assert records(db) == []
     with db.transaction() as session:
         session.execute(
@@ -123,15 +126,15 @@ def test_a_new_api_key_is_never_replayed(client: FlaskClient, admin: Caller, db:
     minted = client.post(path, headers=keyed(admin, "mint"))
     assert minted.status_code == 201, minted.json
     repeat = client.post(path, headers=keyed(admin, "mint"))
-    assert repeat.status_code == 409 and repeat.json["code"] == "IDEMPOTENCY_KEY_REUSED"
-    assert minted.json["data"]["key"] not in str([r.response_body for r in records(db)])
+    assert repeat.status_code == 409 and json_of(repeat)["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert json_of(minted)["data"]["key"] not in str([r.response_body for r in records(db)])
 
 
 def test_a_malformed_key_is_refused(client: FlaskClient, admin: Caller) -> None:
     refused = client.post("/v1/namespaces", json={"name": "x"}, headers=keyed(admin, "a b"))
     assert refused.status_code == 400
-    assert refused.json["errors"][0]["pointer"] == "/headers/Idempotency-Key"
-    assert client.get("/v1/namespaces", headers=admin.headers).json["data"] == []
+    assert json_of(refused)["errors"][0]["pointer"] == "/headers/Idempotency-Key"
+    assert json_of(client.get("/v1/namespaces", headers=admin.headers))["data"] == []
 
 
 def test_a_change_whose_answer_was_lost_is_never_applied_again(
@@ -157,7 +160,7 @@ def test_a_change_whose_answer_was_lost_is_never_applied_again(
     assert record.response_status is None  # the change committed with its key
 
     busy = client.post(deploy, headers=keyed(admin, "once"))
-    assert busy.status_code == 409 and busy.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
+    assert busy.status_code == 409 and json_of(busy)["code"] == "IDEMPOTENCY_KEY_IN_USE"
     with owner_db.transaction() as session:  # a while later the answer is known to be lost
         session.execute(
             sa.update(models.IdempotencyKey).values(
@@ -165,7 +168,7 @@ def test_a_change_whose_answer_was_lost_is_never_applied_again(
             )
         )
     lost = client.post(deploy, headers=keyed(admin, "once"))
-    assert lost.status_code == 409 and lost.json["code"] == "IDEMPOTENCY_KEY_REUSED", lost.json
+    assert lost.status_code == 409 and json_of(lost)["code"] == "IDEMPOTENCY_KEY_REUSED", lost.json
     assert test_agents.count(db, models.AuditEvent, action="agents.deploy") == 1
 
     with owner_db.transaction() as session:  # a day later the key is free again
@@ -226,7 +229,7 @@ def test_two_concurrent_requests_with_one_key_apply_once(
     )
     assert sorted(a.status_code for a in answers) == [201, 409], [a.json for a in answers]
     [refused] = [a for a in answers if a.status_code == 409]
-    assert refused.json["code"] == "IDEMPOTENCY_KEY_IN_USE"
+    assert json_of(refused)["code"] == "IDEMPOTENCY_KEY_IN_USE"
     assert test_agents.count(db, models.Configuration, name="once") == 1
     [created] = [a for a in answers if a.status_code == 201]
     replay = client.post(path, json=body, headers=keyed(admin, "twin"))
@@ -255,7 +258,7 @@ def test_a_replay_is_reauthorized(client: FlaskClient, admin: Caller, db: Databa
     assert revoked.status_code in (200, 204), revoked.json
     refused = client.post(path, json=body, headers=keyed(member, "once"))
     document = support.problem(refused, 403, "FORBIDDEN")
-    assert first.json["data"]["id"] not in str(document)
+    assert json_of(first)["data"]["id"] not in str(document)
     assert "Idempotent-Replayed" not in refused.headers
     denial = [e for e in support.denials(db) if e.action == replays.ACTION]
     assert len(denial) == 1 and denial[0].actor_id == member.principal_id
@@ -285,7 +288,7 @@ def test_a_replay_is_only_for_the_same_principal(
     """Another principal repeating the same request with the same key makes its own request: it
     never sees the first principal's answer."""
     world = test_agents.make_world(db, admin.principal_id)
-    other = test_agents.caller(db, "configuration:create", namespace_id=world.namespace_id)
+    other = support.caller(db, "configuration:create", namespace_id=world.namespace_id)
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     body = {"name": "c", "document": {"a": 1}}
     first = client.post(path, json=body, headers=keyed(admin, "same"))
@@ -293,4 +296,4 @@ def test_a_replay_is_only_for_the_same_principal(
     theirs = client.post(path, json=body, headers=keyed(other, "same"))
     assert "Idempotent-Replayed" not in theirs.headers
     assert theirs.status_code == 409, theirs.json  # the name is taken: a request of its own
-    assert first.json["data"]["id"] not in theirs.get_data(as_text=True)
+    assert json_of(first)["data"]["id"] not in theirs.get_data(as_text=True)

@@ -10,8 +10,9 @@ from flask.testing import FlaskClient
 from occ.foundation import ids
 from occ.state import models
 from occ.state.db import Database
-from tests.integration.web import test_agents
+from tests.integration.web import support, test_agents
 from tests.integration.web.conftest import Caller
+from tests.support.responses import json_of
 
 BAD_BODIES: list[dict[str, Any]] = [
     {"data": b"{not json", "content_type": "application/json"},
@@ -26,7 +27,7 @@ def test_an_unseen_namespace_is_not_found_before_the_body_is_read(
     client: FlaskClient, admin: Caller, db: Database, bad: dict[str, Any]
 ) -> None:
     world = test_agents.make_world(db, admin.principal_id)
-    outsider = test_agents.caller(db, "agent:read")  # nothing on this Namespace
+    outsider = support.caller(db, "agent:read")  # nothing on this Namespace
     missing = f"/v1/namespaces/{ids.new('namespace')}/agents"
     for path in (
         world.agents,
@@ -36,7 +37,7 @@ def test_an_unseen_namespace_is_not_found_before_the_body_is_read(
     ):
         hidden = client.post(path, headers=outsider.headers, **bad)
         assert hidden.status_code == 404, (path, hidden.json)
-        assert hidden.json["code"] == "NOT_FOUND"
+        assert json_of(hidden)["code"] == "NOT_FOUND"
         seen = client.post(path, headers=admin.headers, **bad)
         expected = (
             404 if path == missing else 415 if bad.get("content_type") == "text/plain" else 400
@@ -49,11 +50,11 @@ def test_a_visible_namespace_still_gets_the_body_errors(
     client: FlaskClient, admin: Caller, db: Database
 ) -> None:
     world = test_agents.make_world(db, admin.principal_id)
-    creator = test_agents.caller(db, "agent:create", namespace_id=world.namespace_id)
+    creator = support.caller(db, "agent:create", namespace_id=world.namespace_id)
     invalid = client.post(world.agents, json={"name": 7}, headers=creator.headers)
     assert invalid.status_code == 400, invalid.json
-    assert "/name" in {e["pointer"] for e in invalid.json["errors"]}
-    reader = test_agents.caller(db, "namespace:read", namespace_id=world.namespace_id)
+    assert "/name" in {e["pointer"] for e in json_of(invalid)["errors"]}
+    reader = support.caller(db, "namespace:read", namespace_id=world.namespace_id)
     denied = client.post(world.agents, json={"name": 7}, headers=reader.headers)
     assert denied.status_code == 400, denied.json  # it sees the Namespace: the body comes first
 
@@ -64,7 +65,7 @@ def test_an_unseen_agent_patch_is_not_found(
     world = test_agents.make_world(db, admin.principal_id)
     agent = test_agents.create(client, admin, world)
     elsewhere = test_agents.make_world(db, admin.principal_id).namespace_id
-    outsider = test_agents.caller(db, "agent:update", namespace_id=elsewhere)
+    outsider = support.caller(db, "agent:update", namespace_id=elsewhere)
     patched = client.patch(
         f"{world.agents}/{agent['id']}", json={"bogus": 1}, headers=outsider.headers
     )

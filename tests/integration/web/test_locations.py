@@ -9,6 +9,7 @@ from flask.testing import FlaskClient
 from occ.state.db import Database
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller
+from tests.support.responses import json_of
 
 
 def follow(client: FlaskClient, response: Any, admin: Caller) -> Any:
@@ -16,7 +17,7 @@ def follow(client: FlaskClient, response: Any, admin: Caller) -> Any:
     assert location.startswith("/v1/"), location
     followed = client.get(location, headers=admin.headers)
     assert followed.status_code == 200, (location, followed.json)
-    return followed.json["data"]
+    return json_of(followed)["data"]
 
 
 def test_created_resources_are_located(client: FlaskClient, admin: Caller, db: Database) -> None:
@@ -36,7 +37,7 @@ def test_created_resources_are_located(client: FlaskClient, admin: Caller, db: D
     for path, body in created:
         response = client.post(path, json=body, headers=admin.headers)
         assert response.status_code == 201, (path, response.json)
-        assert follow(client, response, admin)["id"] == response.json["data"]["id"], path
+        assert follow(client, response, admin)["id"] == json_of(response)["data"]["id"], path
 
 
 def test_accepted_work_is_located(client: FlaskClient, admin: Caller, db: Database) -> None:
@@ -48,7 +49,7 @@ def test_accepted_work_is_located(client: FlaskClient, admin: Caller, db: Databa
     deployed = client.post(f"{agent_url}/deploy", headers=admin.headers)
     assert deployed.status_code == 202, deployed.json
     deployment = follow(client, deployed, admin)
-    assert deployment["deploymentId"] == deployed.json["data"]["deploymentId"]
+    assert deployment["deploymentId"] == json_of(deployed)["data"]["deploymentId"]
     assert deployed.headers["Location"] == f"{agent_url}/deployments/{deployment['deploymentId']}"
 
     stopped = client.post(f"{agent_url}/stop", headers=admin.headers)
@@ -61,5 +62,7 @@ def test_a_new_api_key_is_located_where_it_is_revoked(client: FlaskClient, admin
     minted = client.post(f"/v1/principals/{admin.principal_id}/api-keys", headers=admin.headers)
     assert minted.status_code == 201, minted.json
     location = minted.headers["Location"]
-    assert location == f"/v1/principals/{admin.principal_id}/api-keys/{minted.json['data']['id']}"
+    assert (
+        location == f"/v1/principals/{admin.principal_id}/api-keys/{json_of(minted)['data']['id']}"
+    )
     assert client.delete(location, headers=admin.headers).status_code == 200

@@ -14,6 +14,7 @@ from occ.settings.config import Settings
 from occ.state import audit, values
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
+from tests.support.responses import json_of
 
 POLICY = values.QueuePolicy()
 
@@ -21,24 +22,24 @@ POLICY = values.QueuePolicy()
 def test_create_read_list_delete(client: FlaskClient, admin: Caller) -> None:
     created = client.post("/v1/namespaces", json={"name": "team-a"}, headers=admin.headers)
     assert created.status_code == 201, created.json
-    body = created.json
+    body = json_of(created)
     assert body["data"]["status"] == "provisioning"
     assert body["meta"]["requestId"] == created.headers["X-Request-Id"]
     namespace_id = body["data"]["id"]
     read = client.get(f"/v1/namespaces/{namespace_id}", headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"]["name"] == "team-a"
+    assert read.status_code == 200 and json_of(read)["data"]["name"] == "team-a"
     listed = client.get("/v1/namespaces", headers=admin.headers)
-    assert [n["id"] for n in listed.json["data"]] == [namespace_id]
+    assert [n["id"] for n in json_of(listed)["data"]] == [namespace_id]
     deleted = client.delete(f"/v1/namespaces/{namespace_id}", headers=admin.headers)
-    assert deleted.status_code == 202 and deleted.json["data"]["status"] == "deleting"
+    assert deleted.status_code == 202 and json_of(deleted)["data"]["status"] == "deleting"
 
 
 def test_bad_name_points_at_the_field(client: FlaskClient, admin: Caller) -> None:
     response = client.post("/v1/namespaces", json={"name": " padded"}, headers=admin.headers)
     assert response.status_code == 400
     assert response.content_type == "application/problem+json"
-    assert response.json["code"] == "INVALID_REQUEST"
-    assert response.json["errors"][0]["pointer"] == "/name"
+    assert json_of(response)["code"] == "INVALID_REQUEST"
+    assert json_of(response)["errors"][0]["pointer"] == "/name"
 
 
 def test_unknown_fields_are_rejected(client: FlaskClient, admin: Caller) -> None:
@@ -46,12 +47,12 @@ def test_unknown_fields_are_rejected(client: FlaskClient, admin: Caller) -> None
         "/v1/namespaces", json={"name": "x", "colour": "red"}, headers=admin.headers
     )
     assert response.status_code == 400
-    assert {"pointer": "/colour", "message": "Unknown field."} in response.json["errors"]
+    assert {"pointer": "/colour", "message": "Unknown field."} in json_of(response)["errors"]
 
 
 def test_without_a_key(client: FlaskClient, admin: Caller) -> None:
     response = client.get("/v1/namespaces")
-    assert response.status_code == 401 and response.json["code"] == "UNAUTHENTICATED"
+    assert response.status_code == 401 and json_of(response)["code"] == "UNAUTHENTICATED"
     forged = client.get("/v1/namespaces", headers={"Authorization": admin.key[:-4] + "0000"})
     assert forged.status_code == 401
 
@@ -70,18 +71,20 @@ def test_deleting_a_namespace_disables_its_service_principals(
     client: FlaskClient, admin: Caller, db: Database, tmp_path: Path
 ) -> None:
     created = client.post("/v1/namespaces", json={"name": "short-lived"}, headers=admin.headers)
-    namespace_id = created.json["data"]["id"]
+    namespace_id = json_of(created)["data"]["id"]
     _run_all_work(db, tmp_path / "local")
     ready = client.get(f"/v1/namespaces/{namespace_id}", headers=admin.headers)
-    assert ready.json["data"]["status"] == "ready"
+    assert json_of(ready)["data"]["status"] == "ready"
 
-    robot = client.post(
-        "/v1/principals",
-        json={"name": "ci robot", "kind": "service", "namespaceId": namespace_id},
-        headers=admin.headers,
-    ).json["data"]
+    robot = json_of(
+        client.post(
+            "/v1/principals",
+            json={"name": "ci robot", "kind": "service", "namespaceId": namespace_id},
+            headers=admin.headers,
+        )
+    )["data"]
     minted = client.post(f"/v1/principals/{robot['id']}/api-keys", json={}, headers=admin.headers)
-    robot_headers = {"Authorization": f"Bearer {minted.json['data']['key']}"}
+    robot_headers = {"Authorization": f"Bearer {json_of(minted)['data']['key']}"}
     assert client.get("/v1/namespaces", headers=robot_headers).status_code == 200
 
     deleting = client.delete(f"/v1/namespaces/{namespace_id}", headers=admin.headers)
@@ -91,10 +94,12 @@ def test_deleting_a_namespace_disables_its_service_principals(
     _run_all_work(db, tmp_path / "local")
 
     refused = client.get("/v1/namespaces", headers=robot_headers)
-    assert refused.status_code == 401 and refused.json["code"] == "UNAUTHENTICATED"
-    principal = client.get(f"/v1/principals/{robot['id']}", headers=admin.headers).json["data"]
+    assert refused.status_code == 401 and json_of(refused)["code"] == "UNAUTHENTICATED"
+    principal = json_of(client.get(f"/v1/principals/{robot['id']}", headers=admin.headers))["data"]
     assert principal["disabledAt"] is not None
-    [key] = client.get(f"/v1/principals/{robot['id']}/api-keys", headers=admin.headers).json["data"]
+    [key] = json_of(client.get(f"/v1/principals/{robot['id']}/api-keys", headers=admin.headers))[
+        "data"
+    ]
     assert key["revokedAt"] is not None
     with db.transaction() as session:
         [event] = [

@@ -25,6 +25,7 @@ from occ.tasks import nudge
 from occ.web.app import create_app
 from tests.integration.web.conftest import Caller
 from tests.support import brokers, processes
+from tests.support.responses import json_of
 
 DEADLINE_S = 10.0
 CANDIDATE_REDIS_DBS = (14, *range(12, 0, -1))
@@ -73,7 +74,7 @@ def test_the_api_admits_with_the_broker_down(
     # the request does not wait on the broker (a refused publish takes about 2 s of kombu's
     # connection retries, in the nudger's thread)
     assert time.monotonic() - started < 1.5
-    namespace_id = response.json["data"]["id"]
+    namespace_id = json_of(response)["data"]["id"]
     with db.transaction() as session:
         work = work_queue.get(session, f"namespace:{namespace_id}:reconcile:ready")
     assert work is not None and work.state == "queued"

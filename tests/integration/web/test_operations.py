@@ -20,6 +20,7 @@ from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller, problem, revoke, walk
 from tests.support import rows
+from tests.support.responses import json_of
 
 WORK = "/v1/work"
 
@@ -63,7 +64,7 @@ EVENT_FIELDS = {
 def create_namespace(client: FlaskClient, admin: Caller, name: str) -> str:
     response = client.post("/v1/namespaces", json={"name": name}, headers=admin.headers)
     assert response.status_code == 201, response.json
-    return str(response.json["data"]["id"])
+    return str(json_of(response)["data"]["id"])
 
 
 def work_rows(db: Database) -> int:
@@ -78,7 +79,7 @@ def get(client: FlaskClient, path: str, who: Caller, **query: Any) -> Any:
 
 
 def pointers(response: Any) -> list[str]:
-    return [error["pointer"] for error in response.json["errors"]]
+    return [error["pointer"] for error in json_of(response)["errors"]]
 
 
 # -- work: success paths ------------------------------------------------------------------------
@@ -92,11 +93,11 @@ def test_work_list_represents_items_in_camel_case_without_tokens(
         (dispatch,) = work_queue.claim(session, policy, limit=1)
     response = get(client, "/v1/work", admin)
     assert response.status_code == 200, response.json
-    assert response.json["meta"] == {
+    assert json_of(response)["meta"] == {
         "requestId": response.headers["X-Request-Id"],
         "nextCursor": None,
     }
-    (item,) = response.json["data"]
+    (item,) = json_of(response)["data"]
     assert set(item) == WORK_FIELDS
     assert item["id"] == f"namespace:{namespace_id}:reconcile:ready"
     assert (item["kind"], item["namespaceId"], item["actorId"], item["namespaceTarget"]) == (
@@ -128,7 +129,7 @@ def test_work_item_by_id_with_colons(
     for path in (f"{WORK}/{work_id}", f"{WORK}/{quote(work_id, safe='')}"):
         response = get(client, path, admin)
         assert response.status_code == 200, response.json
-        item = response.json["data"]
+        item = json_of(response)["data"]
         assert set(item) == WORK_FIELDS
         assert item["id"] == work_id
         assert (item["state"], item["reasonCode"], item["resultData"]) == (
@@ -137,7 +138,7 @@ def test_work_item_by_id_with_colons(
             {"timeoutMs": 900_000},
         )
         assert item["completedAt"] is not None and item["leaseExpiresAt"] is None
-        assert response.json["meta"]["requestId"] == response.headers["X-Request-Id"]
+        assert json_of(response)["meta"]["requestId"] == response.headers["X-Request-Id"]
 
 
 def test_work_item_that_does_not_exist(client: FlaskClient, admin: Caller) -> None:
@@ -168,11 +169,11 @@ def test_work_filters(
     def listed(**query: Any) -> set[str]:
         response = get(client, "/v1/work", admin, **query)
         assert response.status_code == 200, response.json
-        return {item["id"] for item in response.json["data"]}
+        return {item["id"] for item in json_of(response)["data"]}
 
     everything = listed()
     assert len(everything) == 3
-    by_id = {item["id"]: item for item in get(client, "/v1/work", admin).json["data"]}
+    by_id = {item["id"]: item for item in json_of(get(client, "/v1/work", admin))["data"]}
     assert {
         work_id: (item["kind"], item["namespaceTarget"], item["agentTarget"])
         for work_id, item in by_id.items()
@@ -244,17 +245,17 @@ def test_audit_events_represent_and_filter(client: FlaskClient, admin: Caller) -
     second = create_namespace(client, admin, "team-b")
     response = get(client, "/v1/audit-events", admin)
     assert response.status_code == 200, response.json
-    assert response.json["meta"] == {
+    assert json_of(response)["meta"] == {
         "requestId": response.headers["X-Request-Id"],
         "nextBefore": None,
     }
-    events = response.json["data"]
+    events = json_of(response)["data"]
     assert all(set(event) == EVENT_FIELDS for event in events)
     sequences = [event["sequence"] for event in events]
     assert sequences == sorted(sequences, reverse=True)
     assert [e["action"] for e in events][-1] == "installation.bootstrap"
 
-    (created,) = get(client, "/v1/audit-events", admin, namespaceId=first).json["data"]
+    (created,) = json_of(get(client, "/v1/audit-events", admin, namespaceId=first))["data"]
     work_id = f"namespace:{first}:reconcile:ready"
     assert (created["kind"], created["action"], created["outcome"], created["actorId"]) == (
         "mutation",
@@ -271,16 +272,16 @@ def test_audit_events_represent_and_filter(client: FlaskClient, admin: Caller) -
     assert created["details"]["name"] == "team-a"
     assert ids.is_valid("audit_event", created["id"])
 
-    by_resource = get(client, "/v1/audit-events", admin, resourceId=second).json["data"]
+    by_resource = json_of(get(client, "/v1/audit-events", admin, resourceId=second))["data"]
     assert [e["resourceId"] for e in by_resource] == [second]
-    by_work = get(client, "/v1/audit-events", admin, workId=work_id).json["data"]
+    by_work = json_of(get(client, "/v1/audit-events", admin, workId=work_id))["data"]
     assert [e["id"] for e in by_work] == [created["id"]]
-    by_kind = get(client, "/v1/audit-events", admin, kind="bootstrap").json["data"]
+    by_kind = json_of(get(client, "/v1/audit-events", admin, kind="bootstrap"))["data"]
     assert [e["action"] for e in by_kind] == ["installation.bootstrap"]
     assert (
-        get(client, "/v1/audit-events", admin, namespaceId=first, kind="authorization_denial").json[
-            "data"
-        ]
+        json_of(
+            get(client, "/v1/audit-events", admin, namespaceId=first, kind="authorization_denial")
+        )["data"]
         == []
     )
 
@@ -288,11 +289,11 @@ def test_audit_events_represent_and_filter(client: FlaskClient, admin: Caller) -
 def test_audit_events_page_backwards_by_sequence(client: FlaskClient, admin: Caller) -> None:
     for n in range(4):
         create_namespace(client, admin, f"team-{n}")
-    everything = [e["sequence"] for e in get(client, "/v1/audit-events", admin).json["data"]]
+    everything = [e["sequence"] for e in json_of(get(client, "/v1/audit-events", admin))["data"]]
     assert len(everything) == 5  # bootstrap + four creations
     pages = walk(client, "/v1/audit-events", admin, 2, "sequence", follow=("before", "nextBefore"))
     assert [sequence for page in pages for sequence in page] == everything
-    oldest_two = get(client, "/v1/audit-events", admin, before=everything[2]).json["data"]
+    oldest_two = json_of(get(client, "/v1/audit-events", admin, before=everything[2]))["data"]
     assert [e["sequence"] for e in oldest_two] == everything[3:]
 
 
@@ -369,7 +370,7 @@ def test_a_namespace_reader_sees_nothing_and_is_audited(
     problem(get(client, "/v1/audit-events", reader, namespaceId=namespace_id), 403, "FORBIDDEN")
     assert work_rows(db) == before
 
-    denials = get(client, "/v1/audit-events", admin, kind="authorization_denial").json["data"]
+    denials = json_of(get(client, "/v1/audit-events", admin, kind="authorization_denial"))["data"]
     assert all(d["actorId"] == reader.principal_id and d["outcome"] == "denied" for d in denials)
     assert sorted(d["action"] for d in denials) == sorted(
         [

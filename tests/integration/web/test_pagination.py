@@ -17,6 +17,7 @@ from tests.integration.web import test_agents
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.integration.web.support import walk
 from tests.support import grants, rows
+from tests.support.responses import json_of
 
 
 def test_namespaces_page_in_order_and_end(client: FlaskClient, admin: Caller) -> None:
@@ -27,7 +28,7 @@ def test_namespaces_page_in_order_and_end(client: FlaskClient, admin: Caller) ->
             ).status_code
             == 201
         )
-    everything = client.get("/v1/namespaces", headers=admin.headers).json
+    everything = json_of(client.get("/v1/namespaces", headers=admin.headers))
     assert everything["meta"]["nextCursor"] is None
     ids = [item["id"] for item in everything["data"]]
     pages = walk(client, "/v1/namespaces", admin, 2)
@@ -45,15 +46,17 @@ def test_a_page_after_a_deleted_item_starts_in_the_right_place(
             path, json={"name": f"c{index}", "document": {}}, headers=admin.headers
         )
         assert created.status_code == 201, created.json
-    first = client.get(path, query_string={"limit": 2}, headers=admin.headers).json
+    first = json_of(client.get(path, query_string={"limit": 2}, headers=admin.headers))
     last_shown = first["data"][-1]["id"]
     assert client.delete(f"{path}/{last_shown}", headers=admin.headers).status_code == 204
-    rest = client.get(
-        path,
-        query_string={"limit": 2, "cursor": first["meta"]["nextCursor"]},
-        headers=admin.headers,
-    ).json
-    all_ids = [c["id"] for c in client.get(path, headers=admin.headers).json["data"]]
+    rest = json_of(
+        client.get(
+            path,
+            query_string={"limit": 2, "cursor": first["meta"]["nextCursor"]},
+            headers=admin.headers,
+        )
+    )
+    all_ids = [c["id"] for c in json_of(client.get(path, headers=admin.headers))["data"]]
     assert [c["id"] for c in rest["data"]] == all_ids[all_ids.index(first["data"][0]["id"]) + 1 :]
 
 
@@ -82,7 +85,7 @@ def test_every_list_refuses_a_bad_page(client: FlaskClient, admin: Caller, path:
     ):
         refused = client.get(path, query_string=query, headers=admin.headers)
         assert refused.status_code == 400, (path, query, refused.json)
-        assert pointer in [e["pointer"] for e in refused.json["errors"]], refused.json
+        assert pointer in [e["pointer"] for e in json_of(refused)["errors"]], refused.json
     assert client.get(path, query_string={"limit": 1}, headers=admin.headers).status_code == 200
 
 
@@ -119,23 +122,27 @@ def test_a_walk_sees_every_item_once_across_inserts_and_deletes(
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     ids = [world.configuration_id, *add_configurations(db, world.namespace_id, 7)]
 
-    first = client.get(path, query_string={"limit": 3}, headers=admin.headers).json
+    first = json_of(client.get(path, query_string={"limit": 3}, headers=admin.headers))
     assert [c["id"] for c in first["data"]] == ids[:3]
     for gone in (ids[1], ids[4]):  # one already shown, one not yet
         assert client.delete(f"{path}/{gone}", headers=admin.headers).status_code == 204
     [late] = add_configurations(db, world.namespace_id, 1, prefix="late")
 
-    second = client.get(
-        path,
-        query_string={"limit": 3, "cursor": first["meta"]["nextCursor"]},
-        headers=admin.headers,
-    ).json
+    second = json_of(
+        client.get(
+            path,
+            query_string={"limit": 3, "cursor": first["meta"]["nextCursor"]},
+            headers=admin.headers,
+        )
+    )
     assert [c["id"] for c in second["data"]] == [ids[3], ids[5], ids[6]]
-    third = client.get(
-        path,
-        query_string={"limit": 3, "cursor": second["meta"]["nextCursor"]},
-        headers=admin.headers,
-    ).json
+    third = json_of(
+        client.get(
+            path,
+            query_string={"limit": 3, "cursor": second["meta"]["nextCursor"]},
+            headers=admin.headers,
+        )
+    )
     assert [c["id"] for c in third["data"]] == [ids[7], late]
     assert third["meta"]["nextCursor"] is None
 
@@ -179,7 +186,7 @@ def test_a_long_list_answers_its_first_page_from_a_limited_read(
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     page = client.get(path, query_string={"limit": 20}, headers=admin.headers)
     assert page.status_code == 200, page.json
-    assert len(page.json["data"]) == 20 and page.json["meta"]["nextCursor"] is not None
+    assert len(json_of(page)["data"]) == 20 and json_of(page)["meta"]["nextCursor"] is not None
     # the administrator reads everything: one window, at most the filtered batch
     assert len(read) == 1 and read[0] <= listing.FILTERED_BATCH
 
@@ -190,7 +197,7 @@ def test_the_named_lists_filter_by_exact_name(
     world = test_agents.make_world(db, admin.principal_id)
     agent = test_agents.create(client, admin, world, name="helper")
     add_configurations(db, world.namespace_id, 3, prefix="helper")  # helper0..2: not "helper"
-    namespace = client.get(f"/v1/namespaces/{world.namespace_id}", headers=admin.headers).json
+    namespace = json_of(client.get(f"/v1/namespaces/{world.namespace_id}", headers=admin.headers))
     in_namespace = f"/v1/namespaces/{world.namespace_id}"
     for path, name, expected in (
         ("/v1/namespaces", namespace["data"]["name"], [world.namespace_id]),
@@ -203,11 +210,11 @@ def test_the_named_lists_filter_by_exact_name(
     ):
         answered = client.get(path, query_string={"name": name}, headers=admin.headers)
         assert answered.status_code == 200, answered.json
-        names = [item["name"] for item in answered.json["data"]]
+        names = [item["name"] for item in json_of(answered)["data"]]
         assert names == ([] if expected == [] else [name]), (path, name, names)
         if expected:
-            assert [item["id"] for item in answered.json["data"]] == expected
-        assert answered.json["meta"]["nextCursor"] is None
+            assert [item["id"] for item in json_of(answered)["data"]] == expected
+        assert json_of(answered)["meta"]["nextCursor"] is None
 
 
 def test_a_name_filter_keeps_to_what_the_caller_may_read(
@@ -226,11 +233,11 @@ def test_a_name_filter_keeps_to_what_the_caller_may_read(
     path = f"/v1/namespaces/{world.namespace_id}/configurations"
     answered = client.get(path, query_string={"name": "c2"}, headers=reader.headers)
     assert answered.status_code == 200, answered.json
-    assert [item["id"] for item in answered.json["data"]] == [ids[2]]
+    assert [item["id"] for item in json_of(answered)["data"]] == [ids[2]]
     # an empty page answers as the Namespace does for this caller, who may not read it
     hidden = client.get(path, query_string={"name": "c1"}, headers=reader.headers)
     assert hidden.status_code == 404, hidden.json
-    assert client.get(path, query_string={"name": "c1"}, headers=admin.headers).json["data"]
+    assert json_of(client.get(path, query_string={"name": "c1"}, headers=admin.headers))["data"]
 
 
 def test_a_bad_name_filter_is_refused_and_other_lists_have_none(
@@ -238,7 +245,7 @@ def test_a_bad_name_filter_is_refused_and_other_lists_have_none(
 ) -> None:
     refused = client.get("/v1/namespaces", query_string={"name": ""}, headers=admin.headers)
     assert refused.status_code == 400, refused.json
-    assert [e["pointer"] for e in refused.json["errors"]] == ["/name"]
+    assert [e["pointer"] for e in json_of(refused)["errors"]] == ["/name"]
     unknown = client.get("/v1/roles", query_string={"name": "admin"}, headers=admin.headers)
     assert unknown.status_code == 400, unknown.json
-    assert [e["pointer"] for e in unknown.json["errors"]] == ["/query/name"]
+    assert [e["pointer"] for e in json_of(unknown)["errors"]] == ["/query/name"]

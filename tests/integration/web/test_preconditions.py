@@ -13,9 +13,15 @@ from werkzeug.test import TestResponse
 from occ.state import models
 from occ.state.db import Database
 from tests.integration.controller.test_deployments import lock_waiters
-from tests.integration.web import test_agents
+from tests.integration.web import support, test_agents
 from tests.integration.web.conftest import Caller
 from tests.support import processes
+from tests.support.responses import json_of
+
+
+def renaming(url: str, headers: dict[str, str], name: str) -> Callable[[FlaskClient], TestResponse]:
+    """A request renaming the item at ``url`` to ``name``, to race against another."""
+    return lambda c: c.patch(url, json={"name": name}, headers=headers)
 
 
 def racing(
@@ -44,8 +50,12 @@ def racing(
 
             threads.append(threading.Thread(target=run))
             threads[-1].start()
+
+            def waiting(index: int = index) -> bool:
+                return lock_waiters(owner_db) > index
+
             processes.wait_for(
-                lambda index=index: lock_waiters(owner_db) > index,
+                waiting,
                 timeout=20,
                 message=f"request {index} waiting on a row lock",
             )
@@ -64,7 +74,7 @@ def test_a_configuration_is_tagged_by_its_generation(
     world = test_agents.make_world(db, admin.principal_id)
     url = f"/v1/namespaces/{world.namespace_id}/configurations/{world.configuration_id}"
     first = client.get(url, headers=admin.headers)
-    assert first.headers["ETag"] == f'"g{first.json["data"]["generation"]}"'
+    assert first.headers["ETag"] == f'"g{json_of(first)["data"]["generation"]}"'
 
     stale = first.headers["ETag"]
     updated = client.patch(url, json={"name": "v2"}, headers={**admin.headers, "If-Match": stale})
@@ -75,8 +85,8 @@ def test_a_configuration_is_tagged_by_its_generation(
     refused = client.patch(url, json={"name": "v3"}, headers={**admin.headers, "If-Match": stale})
     assert refused.status_code == 412, refused.json
     assert refused.content_type == "application/problem+json"
-    assert refused.json["code"] == "PRECONDITION_FAILED"
-    assert client.get(url, headers=admin.headers).json["data"]["name"] == "v2"
+    assert json_of(refused)["code"] == "PRECONDITION_FAILED"
+    assert json_of(client.get(url, headers=admin.headers))["data"]["name"] == "v2"
 
     deleted_stale = client.delete(url, headers={**admin.headers, "If-Match": stale})
     assert deleted_stale.status_code == 412
@@ -98,7 +108,7 @@ def test_agents_are_tagged_by_updated_at(client: FlaskClient, admin: Caller, db:
     assert renamed.status_code == 200, renamed.json
     again = client.patch(url, json={"name": "again"}, headers={**admin.headers, "If-Match": tag})
     assert again.status_code == 412
-    assert client.get(url, headers=admin.headers).json["data"]["name"] == "renamed"
+    assert json_of(client.get(url, headers=admin.headers))["data"]["name"] == "renamed"
     # no If-Match: the change goes through as before; "*" matches any current representation
     assert client.patch(url, json={"name": "free"}, headers=admin.headers).status_code == 200
     star = client.patch(url, json={"name": "star"}, headers={**admin.headers, "If-Match": "*"})
@@ -112,12 +122,12 @@ def test_namespaces_are_tagged_and_hidden_ones_stay_hidden(
     url = f"/v1/namespaces/{world.namespace_id}"
     tag = client.get(url, headers=admin.headers).headers["ETag"]
     assert tag.startswith('"u')
-    outsider = test_agents.caller(db)
+    outsider = support.caller(db)
     hidden = client.delete(url, headers={**outsider.headers, "If-Match": '"stale"'})
     assert hidden.status_code == 404, hidden.json
     stale = client.delete(url, headers={**admin.headers, "If-Match": '"stale"'})
     assert stale.status_code == 412
-    assert client.get(url, headers=admin.headers).json["data"]["status"] == "ready"
+    assert json_of(client.get(url, headers=admin.headers))["data"]["status"] == "ready"
 
 
 def test_a_resource_without_a_validator_fails_a_precise_if_match(
@@ -144,17 +154,14 @@ def test_two_patches_racing_with_one_tag_change_it_once(
         owner_db,
         "configurations",
         world.configuration_id,
-        [
-            lambda c, name=name: c.patch(url, json={"name": name}, headers=headers)
-            for name in ("left", "right")
-        ],
+        [renaming(url, headers, name) for name in ("left", "right")],
     )
     assert sorted(a.status_code for a in answers) == [200, 412], [a.json for a in answers]
     [won] = [a for a in answers if a.status_code == 200]
     [lost] = [a for a in answers if a.status_code == 412]
-    assert lost.json["code"] == "PRECONDITION_FAILED"
-    current = client.get(url, headers=admin.headers).json["data"]
-    assert current["name"] == won.json["data"]["name"]
+    assert json_of(lost)["code"] == "PRECONDITION_FAILED"
+    current = json_of(client.get(url, headers=admin.headers))["data"]
+    assert current["name"] == json_of(won)["data"]["name"]
     assert current["generation"] == 2  # moved exactly once
     assert (
         test_agents.count(db, models.AuditEvent, action="configurations.update", outcome="success")
@@ -183,7 +190,7 @@ def test_a_delete_racing_a_patch_with_one_tag_fails_and_deletes_nothing(
     )
     assert renamed.status_code == 200, renamed.json
     assert deleted.status_code == 412, deleted.json
-    assert deleted.json["code"] == "PRECONDITION_FAILED"
-    current = client.get(url, headers=admin.headers).json["data"]
+    assert json_of(deleted)["code"] == "PRECONDITION_FAILED"
+    current = json_of(client.get(url, headers=admin.headers))["data"]
     assert current["name"] == "renamed" and current["status"] != "deleting"
     assert test_agents.count(db, models.AuditEvent, action="agents.delete") == 0

@@ -17,6 +17,7 @@ from tests.integration.web import support
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import problem
 from tests.support import grants, rows
+from tests.support.responses import json_of
 
 # -- helpers shared with test_iam_routes ---------------------------------------------------------
 
@@ -92,7 +93,7 @@ def test_create_read_and_list_principals(client: FlaskClient, admin: Caller) -> 
         "/v1/principals", json={"name": "deploy bot", "kind": "service"}, headers=admin.headers
     )
     assert created.status_code == 201, created.json
-    principal = created.json["data"]
+    principal = json_of(created)["data"]
     assert set(principal) == {
         "id",
         "name",
@@ -110,21 +111,21 @@ def test_create_read_and_list_principals(client: FlaskClient, admin: Caller) -> 
         principal["agentId"],
         principal["disabledAt"],
     ) == ("deploy bot", "service", None, None, None)
-    assert created.json["meta"]["requestId"] == created.headers["X-Request-Id"]
+    assert json_of(created)["meta"]["requestId"] == created.headers["X-Request-Id"]
 
     human = client.post(
         "/v1/principals", json={"name": "Ada", "kind": "human"}, headers=admin.headers
     )
-    assert human.status_code == 201 and human.json["data"]["kind"] == "human"
+    assert human.status_code == 201 and json_of(human)["data"]["kind"] == "human"
 
     read = client.get(f"/v1/principals/{principal['id']}", headers=admin.headers)
-    assert read.status_code == 200 and read.json["data"] == principal
+    assert read.status_code == 200 and json_of(read)["data"] == principal
     listed = client.get("/v1/principals", headers=admin.headers)
     assert listed.status_code == 200
-    assert [p["id"] for p in listed.json["data"]] == [
+    assert [p["id"] for p in json_of(listed)["data"]] == [
         admin.principal_id,
         principal["id"],
-        human.json["data"]["id"],
+        json_of(human)["data"]["id"],
     ]
 
 
@@ -132,7 +133,7 @@ def test_create_is_audited(db: Database, client: FlaskClient, admin: Caller) -> 
     created = client.post(
         "/v1/principals", json={"name": "bot", "kind": "service"}, headers=admin.headers
     )
-    [event] = events(db, resource_id=created.json["data"]["id"])
+    [event] = events(db, resource_id=json_of(created)["data"]["id"])
     assert (event.kind, event.action, event.actor_id, event.outcome, event.resource_kind) == (
         "mutation",
         "principals.create",
@@ -146,13 +147,13 @@ def test_create_is_audited(db: Database, client: FlaskClient, admin: Caller) -> 
 
 def test_service_principal_in_a_namespace(client: FlaskClient, admin: Caller) -> None:
     namespace = client.post("/v1/namespaces", json={"name": "team"}, headers=admin.headers)
-    namespace_id = namespace.json["data"]["id"]
+    namespace_id = json_of(namespace)["data"]["id"]
     created = client.post(
         "/v1/principals",
         headers=admin.headers,
         json={"name": "ci", "kind": "service", "namespaceId": namespace_id},
     )
-    assert created.status_code == 201 and created.json["data"]["namespaceId"] == namespace_id
+    assert created.status_code == 201 and json_of(created)["data"]["namespaceId"] == namespace_id
 
     human = client.post(
         "/v1/principals",
@@ -226,7 +227,7 @@ def test_agent_principals_are_listed_and_get_no_keys(
     with db.transaction() as session:
         namespace_id = rows.namespace(session, created_by=admin.principal_id)
         agent_id = rows.agent(session, namespace_id=namespace_id)
-    listed = client.get("/v1/principals", headers=admin.headers).json["data"]
+    listed = json_of(client.get("/v1/principals", headers=admin.headers))["data"]
     [owned] = [p for p in listed if p["agentId"] is not None]
     assert (owned["agentId"], owned["kind"], owned["namespaceId"]) == (
         agent_id,
@@ -243,14 +244,16 @@ def test_agent_principals_are_listed_and_get_no_keys(
 def test_key_lifecycle(
     db: Database, client: FlaskClient, admin: Caller, caplog: pytest.LogCaptureFixture
 ) -> None:
-    robot = client.post(
-        "/v1/principals", json={"name": "robot", "kind": "service"}, headers=admin.headers
-    ).json["data"]
+    robot = json_of(
+        client.post(
+            "/v1/principals", json={"name": "robot", "kind": "service"}, headers=admin.headers
+        )
+    )["data"]
     grants.give(db, robot["id"], ["installation:read"])
 
     minted = client.post(f"/v1/principals/{robot['id']}/api-keys", headers=admin.headers)
     assert minted.status_code == 201, minted.json
-    new_key = minted.json["data"]
+    new_key = json_of(minted)["data"]
     assert set(new_key) == {"id", "key", "principalId", "createdAt"}
     assert new_key["key"].startswith(f"occ_{new_key['id']}_")
     assert new_key["principalId"] == robot["id"]
@@ -259,7 +262,7 @@ def test_key_lifecycle(
 
     listed = client.get(f"/v1/principals/{robot['id']}/api-keys", headers=admin.headers)
     assert listed.status_code == 200
-    [metadata] = listed.json["data"]
+    [metadata] = json_of(listed)["data"]
     assert set(metadata) == {"id", "principalId", "createdAt", "revokedAt", "lastUsedAt"}
     assert metadata["id"] == new_key["id"] and metadata["revokedAt"] is None
     assert metadata["lastUsedAt"] is not None
@@ -267,13 +270,13 @@ def test_key_lifecycle(
     revoked = client.delete(
         f"/v1/principals/{robot['id']}/api-keys/{new_key['id']}", headers=admin.headers
     )
-    assert revoked.status_code == 200 and revoked.json["data"]["revokedAt"] is not None
+    assert revoked.status_code == 200 and json_of(revoked)["data"]["revokedAt"] is not None
     problem(client.get("/v1/installation", headers=robot_headers), 401, "UNAUTHENTICATED")
 
     again = client.delete(
         f"/v1/principals/{robot['id']}/api-keys/{new_key['id']}", headers=admin.headers
     )
-    assert again.status_code == 200 and again.json["data"] == revoked.json["data"]
+    assert again.status_code == 200 and json_of(again)["data"] == json_of(revoked)["data"]
     actions = [event.action for event in events(db, resource_id=new_key["id"])]
     assert actions == ["api_keys.revoke", "api_keys.create"]
 
@@ -291,10 +294,10 @@ def test_a_principal_may_hold_several_keys(client: FlaskClient, admin: Caller) -
         f"/v1/principals/{admin.principal_id}/api-keys", json={}, headers=admin.headers
     )
     assert second.status_code == 201
-    headers = {"Authorization": f"Bearer {second.json['data']['key']}"}
+    headers = {"Authorization": f"Bearer {json_of(second)['data']['key']}"}
     assert client.get("/v1/principals", headers=headers).status_code == 200
     keys = client.get(f"/v1/principals/{admin.principal_id}/api-keys", headers=admin.headers)
-    assert len(keys.json["data"]) == 2
+    assert len(json_of(keys)["data"]) == 2
 
 
 def test_key_body_must_be_an_empty_object(client: FlaskClient, admin: Caller) -> None:
@@ -316,9 +319,9 @@ def test_revoking_another_principals_key_is_not_found(
     db: Database, client: FlaskClient, admin: Caller
 ) -> None:
     other = member(db, name="other")
-    [key] = client.get(f"/v1/principals/{other.principal_id}/api-keys", headers=admin.headers).json[
-        "data"
-    ]
+    [key] = json_of(
+        client.get(f"/v1/principals/{other.principal_id}/api-keys", headers=admin.headers)
+    )["data"]
     for key_id in (key["id"], ids.new("api_key"), "key_malformed"):
         response = client.delete(
             f"/v1/principals/{admin.principal_id}/api-keys/{key_id}", headers=admin.headers
@@ -400,7 +403,7 @@ def test_an_unknown_principal_is_forbidden_before_it_is_looked_up(
 
 
 def test_key_never_appears_in_the_openapi_request_schema(client: FlaskClient) -> None:
-    document = client.get("/v1/openapi.json").json
+    document = json_of(client.get("/v1/openapi.json"))
     body = document["components"]["schemas"]["ApiKeyCreate"]
     assert body.get("properties", {}) == {}
     responses = document["paths"]["/v1/principals/{principal_id}/api-keys"]["post"]

@@ -9,6 +9,7 @@ from flask.testing import FlaskClient
 from occ.settings.config import Settings
 from occ.web import problems
 from occ.web.app import create_app
+from tests.support.responses import json_of
 
 
 def test_an_unavailable_database_answers_503_with_retry_after(settings: Settings) -> None:
@@ -23,7 +24,7 @@ def test_an_unavailable_database_answers_503_with_retry_after(settings: Settings
         app.extensions["occ"].runtime.database.dispose()
     assert answered.status_code == 503, answered.json
     assert answered.content_type == "application/problem+json"
-    assert answered.json["code"] == "DEPENDENCY_UNAVAILABLE"
+    assert json_of(answered)["code"] == "DEPENDENCY_UNAVAILABLE"
     assert answered.headers["Retry-After"] == str(problems.RETRY_AFTER_S)
 
 

@@ -10,14 +10,15 @@ from occ.state.db import Database
 from occ.web import access
 from tests.integration.web import test_agents
 from tests.integration.web.conftest import Caller
+from tests.support.responses import json_of
 
 
 def assert_refused(response: object, *names: str) -> None:
     assert isinstance(response, flask.Response)
     assert response.status_code == 400, response.json
     assert response.content_type == "application/problem+json"
-    assert response.json["code"] == "INVALID_REQUEST"
-    assert [e["pointer"] for e in response.json["errors"]] == [f"/query/{n}" for n in names]
+    assert json_of(response)["code"] == "INVALID_REQUEST"
+    assert [e["pointer"] for e in json_of(response)["errors"]] == [f"/query/{n}" for n in names]
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,7 @@ def test_a_write_with_an_unknown_parameter_changes_nothing(
         f"{world.agents}?dryRun=true", json=test_agents.body(world), headers=admin.headers
     )
     assert_refused(refused, "dryRun")
-    assert client.get(world.agents, headers=admin.headers).json["data"] == []
+    assert json_of(client.get(world.agents, headers=admin.headers))["data"] == []
 
 
 def test_every_route_is_covered(app: flask.Flask, client: FlaskClient, admin: Caller) -> None:

@@ -17,6 +17,7 @@ from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
 from tests.integration.web.test_agents import World, body, make_world
+from tests.support.responses import json_of
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def test_granted_runtime_access_is_exact_audited_and_lets_the_deploy_through(
         world.agents, json=body(world, grantRuntimeAccess=True), headers=admin.headers
     )
     assert response.status_code == 201, response.json
-    agent = response.json["data"]
+    agent = json_of(response)["data"]
     principal_id = agent["servicePrincipalId"]
 
     bindings = _bindings_of(db, principal_id)
@@ -100,7 +101,7 @@ def test_granted_runtime_access_is_exact_audited_and_lets_the_deploy_through(
         headers=admin.headers,
     )
     assert second.status_code == 201, second.json
-    again = _bindings_of(db, second.json["data"]["servicePrincipalId"])
+    again = _bindings_of(db, json_of(second)["data"]["servicePrincipalId"])
     assert {b.role_id for b in again} == {role.id}
     assert len(_audit(db, "roles.create")) == 1
 
@@ -115,7 +116,7 @@ def test_a_caller_who_may_not_create_bindings_is_refused_and_nothing_is_written(
         world.agents, json=body(world, grantRuntimeAccess=True), headers=tenant.headers
     )
     assert refused.status_code == 403, refused.json
-    assert "installation:administer" in refused.json["detail"]
+    assert "installation:administer" in json_of(refused)["detail"]
     assert _counts(db) == before
     with db.snapshot() as session:
         role = role_rows.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
@@ -126,7 +127,7 @@ def test_a_caller_who_may_not_create_bindings_is_refused_and_nothing_is_written(
     # without the grant the same caller may create the Agent
     plain = client.post(world.agents, json=body(world), headers=tenant.headers)
     assert plain.status_code == 201, plain.json
-    assert _bindings_of(db, plain.json["data"]["servicePrincipalId"]) == []
+    assert _bindings_of(db, json_of(plain)["data"]["servicePrincipalId"]) == []
 
 
 def test_grant_runtime_access_must_be_a_boolean(
@@ -137,7 +138,7 @@ def test_grant_runtime_access_must_be_a_boolean(
             world.agents, json=body(world, grantRuntimeAccess=value), headers=admin.headers
         )
         assert response.status_code == 400, (value, response.json)
-        assert response.json["errors"][0]["pointer"] == "/grantRuntimeAccess"
+        assert json_of(response)["errors"][0]["pointer"] == "/grantRuntimeAccess"
 
 
 def test_a_foreign_agent_runtime_role_is_not_widened_or_reused(
@@ -154,16 +155,16 @@ def test_a_foreign_agent_runtime_role_is_not_widened_or_reused(
         world.agents, json=body(world, grantRuntimeAccess=True), headers=admin.headers
     )
     assert response.status_code == 409, response.json
-    assert "agent-runtime" in response.json["detail"]
+    assert "agent-runtime" in json_of(response)["detail"]
 
 
 def test_a_deploy_refused_for_the_service_principal_names_the_permission(
     client: FlaskClient, admin: Caller, world: World
 ) -> None:
-    agent = client.post(world.agents, json=body(world), headers=admin.headers).json["data"]
+    agent = json_of(client.post(world.agents, json=body(world), headers=admin.headers))["data"]
     refused = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
     assert refused.status_code == 403, refused.json
-    detail = refused.json["detail"]
+    detail = json_of(refused)["detail"]
     assert agent["servicePrincipalId"] in detail
     assert f"configuration:read on configuration {world.configuration_id}" in detail
     assert "no_matching_binding" in detail

@@ -19,6 +19,7 @@ from tests.integration.web import support
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller, problem
 from tests.support import rows
+from tests.support.responses import json_of
 
 VALUE = "sk-live-\u00e9\u6771-never-shown-7f3a9c"
 ALL = ("secret:create", "secret:read", "secret:delete")
@@ -50,7 +51,7 @@ def test_create_read_list_delete_never_show_the_value(
     created = create(client, admin, ns)
     bodies.append(created.data)
     assert created.status_code == 201, created.json
-    data = created.json["data"]
+    data = json_of(created)["data"]
     assert set(data) == {"id", "namespaceId", "name", "createdAt", "updatedAt"}
     assert (data["namespaceId"], data["name"]) == (ns, "token")
     item = f"{base(ns)}/{data['id']}"
@@ -58,8 +59,8 @@ def test_create_read_list_delete_never_show_the_value(
     read = client.get(item, headers=admin.headers)
     listed = client.get(base(ns), headers=admin.headers)
     bodies += [read.data, listed.data]
-    assert read.status_code == 200 and read.json["data"] == data
-    assert listed.status_code == 200 and listed.json["data"] == [data]
+    assert read.status_code == 200 and json_of(read)["data"] == data
+    assert listed.status_code == 200 and json_of(listed)["data"] == [data]
 
     # failures around the value: a duplicate, an unknown field, a value too long
     bodies.append(create(client, admin, ns).data)
@@ -104,7 +105,7 @@ def test_create_read_list_delete_never_show_the_value(
 
 
 def test_the_openapi_secret_has_no_value(client: FlaskClient) -> None:
-    spec = client.get("/v1/openapi.json").json
+    spec = json_of(client.get("/v1/openapi.json"))
     schemas = spec["components"]["schemas"]
     assert "value" not in schemas["Secret"]["properties"]
     assert schemas["SecretCreate"]["properties"]["value"].get("writeOnly") is True
@@ -136,7 +137,7 @@ def test_create_rejects_bad_input_with_the_pointer(
 ) -> None:
     response = client.post(base(ns), json=body, headers=admin.headers)
     problem(response, 400, "INVALID_REQUEST")
-    assert pointer in [error["pointer"] for error in response.json["errors"]]
+    assert pointer in [error["pointer"] for error in json_of(response)["errors"]]
     assert VALUE.encode() not in response.data
     with db.transaction() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(models.Secret)) == 0
@@ -149,12 +150,12 @@ def test_the_largest_value_is_accepted(client: FlaskClient, admin: Caller, ns: s
 def test_every_route_needs_a_valid_key(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
-    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    item = f"{base(ns)}/{json_of(create(client, admin, ns))['data']['id']}"
     revoked = support.revoked_caller(db, *ALL)
     requests = support.routes(base(ns), item, {"name": "x", "value": VALUE})
     for headers in ({}, revoked.headers):
         support.problems(client, requests, headers, 401, "UNAUTHENTICATED")
-    assert client.get(base(ns), headers=admin.headers).json["data"][0]["name"] == "token"
+    assert json_of(client.get(base(ns), headers=admin.headers))["data"][0]["name"] == "token"
 
 
 def test_another_namespaces_secrets_are_not_found(
@@ -179,7 +180,7 @@ def test_another_namespaces_secrets_are_not_found(
 def test_a_reader_is_forbidden_to_write(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
-    item = f"{base(ns)}/{create(client, admin, ns).json['data']['id']}"
+    item = f"{base(ns)}/{json_of(create(client, admin, ns))['data']['id']}"
     reader = caller(db, "secret:read", "namespace:read", namespace_id=ns)
     assert client.get(item, headers=reader.headers).status_code == 200
     problem(client.delete(item, headers=reader.headers), 403, "FORBIDDEN")
@@ -190,13 +191,13 @@ def test_duplicate_names_conflict(client: FlaskClient, admin: Caller, ns: str) -
     create(client, admin, ns, name="taken")
     response = create(client, admin, ns, name="taken")
     problem(response, 409, "RESOURCE_CONFLICT")
-    assert VALUE not in response.json["detail"]
+    assert VALUE not in json_of(response)["detail"]
 
 
 def test_a_secret_used_for_harness_auth_cannot_be_deleted(
     client: FlaskClient, db: Database, admin: Caller, ns: str
 ) -> None:
-    secret_id = create(client, admin, ns).json["data"]["id"]
+    secret_id = json_of(create(client, admin, ns))["data"]["id"]
     with db.transaction() as session:
         agent_id = rows.agent(session, namespace_id=ns)
         session.execute(
