@@ -68,21 +68,18 @@ class Report:
     completed_at: dict[str, float] = field(default_factory=dict)
 
     def violations(self) -> dict[str, list[Any]]:
-        return {
-            name: values
-            for name, values in {
-                "lost": self.lost,
-                "failed": self.failed,
-                "dup_publications": self.dup_publications,
-                "lane_overlaps": self.lane_overlaps,
-                "stale_publications": self.stale_publications,
-                "over_budget": self.over_budget,
-                "unexplained_retries": self.unexplained_retries,
-                "activation_dups": self.activation_dups,
-                "orphans": self.orphans,
-            }.items()
-            if values
+        found: dict[str, list[Any]] = {
+            "lost": self.lost,
+            "failed": self.failed,
+            "dup_publications": self.dup_publications,
+            "lane_overlaps": self.lane_overlaps,
+            "stale_publications": self.stale_publications,
+            "over_budget": self.over_budget,
+            "unexplained_retries": self.unexplained_retries,
+            "activation_dups": self.activation_dups,
+            "orphans": self.orphans,
         }
+        return {name: values for name, values in found.items() if values}
 
 
 def _audits(owner: Database) -> dict[str, list[Mapping[str, Any]]]:
@@ -108,7 +105,8 @@ def _is_publication(audit: Mapping[str, Any]) -> bool:
     if audit["action"] != "reconcile":
         return False
     code = (audit["details"] or {}).get("reasonCode")
-    return code in codes.Code.__members__ and codes.Code(code).outcome is codes.Outcome.SUCCESS
+    entry = codes.lookup(code) if isinstance(code, str) else None
+    return entry is not None and entry.outcome is codes.Outcome.SUCCESS
 
 
 def _is_final_failure(audit: Mapping[str, Any]) -> bool:

@@ -136,7 +136,11 @@ class World:
             agent_lifecycle.stop_agent(self.db, self.admin, agent_lifecycle.StopAgent(**ids))
             [work_id] = sorted(self._stop_items(lane.agent_id) - known)
             return self._record(work_id, lane.agent_id, step)
-        agent_lifecycle.delete_agent(self.db, self.admin, agent_lifecycle.DeleteAgent(**ids))
+        agent_lifecycle.delete_agent(
+            self.db,
+            self.admin,
+            agent_lifecycle.DeleteAgent(namespace_id=lane.namespace_id, agent_id=lane.agent_id),
+        )
         return self._record(f"agent:{lane.agent_id}:reconcile:deleted", lane.agent_id, step)
 
     def _stop_items(self, agent_id: str) -> set[str]:

@@ -50,7 +50,7 @@ def _free_base_port() -> int:
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
+            base: int = probe.getsockname()[1]
         if base + 100 * len(PROCESS_TYPES) >= 65535:
             continue
         if all(_is_free(base + 100 * index) for index in range(len(PROCESS_TYPES))):

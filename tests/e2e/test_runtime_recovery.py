@@ -85,10 +85,12 @@ def _running_agents(api: Api, count: int) -> tuple[str, list[str]]:
         api.call("POST", f"{base}/agents/{agent['id']}/deploy")
         agent_ids.append(agent["id"])
     for agent_id in agent_ids:
+
+        def ready(agent_id: str = agent_id) -> bool:
+            return bool(_agent(api, namespace_id, agent_id)["runtimeStatus"] == "ready")
+
         wait_for(
-            lambda agent_id=agent_id: (
-                _agent(api, namespace_id, agent_id)["runtimeStatus"] == "ready"
-            ),
+            ready,
             timeout=DEPLOY_DEADLINE_S,
             interval=0.2,
             message=f"Agent {agent_id} to run",

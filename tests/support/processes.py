@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import pytest
 
@@ -65,7 +65,9 @@ def nudge(env: dict[str, str]) -> None:
     nudges.Nudger(tasks_app.create(Settings.from_env(env))).send_now()
 
 
-def poll(condition: Callable[[], T], *, timeout: float, interval: float) -> T | None:
+def poll(
+    condition: Callable[[], T | Literal[False] | None], *, timeout: float, interval: float
+) -> T | None:
     """``condition``'s first truthy value, polling every ``interval`` s; None after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -78,7 +80,7 @@ def poll(condition: Callable[[], T], *, timeout: float, interval: float) -> T | 
 
 
 def wait_for(
-    condition: Callable[[], T],
+    condition: Callable[[], T | Literal[False] | None],
     *,
     timeout: float,
     interval: float = 0.05,

@@ -248,10 +248,11 @@ def test_an_aborted_operation_raises_aborted_without_any_effect(harness: Harness
     namespace = harness.place(namespace)
     before = harness.snapshot()
     aborted = _operation(aborted=True)
-    for call in (
+    calls: tuple[Callable[[], object], ...] = (
         lambda: driver.ensure_namespace(aborted, namespace),
         lambda: driver.prepare_revision(aborted, revision),
-    ):
+    )
+    for call in calls:
         with pytest.raises(base.Aborted):
             call()
     assert harness.snapshot() == before

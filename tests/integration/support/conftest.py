@@ -3,13 +3,42 @@ test, and the real ``kubernetes`` client's API classes pointed at it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pytest
+import urllib3
 from kubernetes import client, config
 
 from tests.support import kube_api
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """A field the server must have filled in: the client's models type every field optional."""
+    assert value is not None
+    return value
+
+
+def wire(document: Mapping[str, Any]) -> Any:
+    """``document`` as a request body, sent as it is. The client serialises a dict unchanged,
+    though its annotations name only its models; these tests write the wire format, unknown and
+    invalid fields included, as the driver does."""
+    return document
+
+
+def document(answer: object) -> dict[str, Any]:
+    """An answer the client hands back as a dict, undecoded (its deletes are typed ``object``)."""
+    assert isinstance(answer, dict)
+    return answer
+
+
+def raw(response: object) -> urllib3.BaseHTTPResponse:
+    """The undecoded answer of a ``_preload_content=False`` call (annotated as the model)."""
+    assert isinstance(response, urllib3.BaseHTTPResponse)
+    return response
 
 
 @dataclass(frozen=True)
@@ -58,5 +87,5 @@ def fake(server: kube_api.FakeKubeAPI) -> kube_api.FakeKubeAPI:
 
 @pytest.fixture
 def ns(fake: kube_api.FakeKubeAPI, clients: Clients) -> str:
-    clients.core.create_namespace({"metadata": {"name": "team-a"}})
+    clients.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="team-a")))
     return "team-a"

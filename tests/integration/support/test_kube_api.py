@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client import exceptions
 
-from tests.integration.support.conftest import Clients, api_client_for
+from tests.integration.support.conftest import Clients, api_client_for, document, present, wire
 from tests.support import kube_api
 
 APPLY = "application/apply-patch+yaml"
@@ -85,29 +86,36 @@ def test_create_fills_system_metadata_and_a_second_create_is_already_exists(
     clients: Clients, ns: str
 ) -> None:
     created = clients.core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "cfg"}, "data": {"a": "1"}}
+        ns, wire({"metadata": {"name": "cfg"}, "data": {"a": "1"}})
     )
-    assert created.metadata.uid and created.metadata.creation_timestamp is not None
-    assert created.metadata.namespace == ns and int(created.metadata.resource_version) > 0
+    assert (
+        present(created.metadata).uid and present(created.metadata).creation_timestamp is not None
+    )
+    assert (
+        present(created.metadata).namespace == ns
+        and int(present(present(created.metadata).resource_version)) > 0
+    )
     with pytest.raises(exceptions.ConflictException) as raised:
-        clients.core.create_namespaced_config_map(ns, {"metadata": {"name": "cfg"}})
+        clients.core.create_namespaced_config_map(ns, wire({"metadata": {"name": "cfg"}}))
     assert _reason(raised.value) == "AlreadyExists"
 
 
 def test_namespace_gets_its_name_label_and_is_active(clients: Clients, fake: Any) -> None:
-    created = clients.core.create_namespace({"metadata": {"name": "team-b"}})
-    assert created.metadata.labels == {"kubernetes.io/metadata.name": "team-b"}
-    assert created.status.phase == "Active"
+    created = clients.core.create_namespace(wire({"metadata": {"name": "team-b"}}))
+    assert present(created.metadata).labels == {"kubernetes.io/metadata.name": "team-b"}
+    assert present(created.status).phase == "Active"
 
 
 def test_missing_objects_are_not_found(clients: Clients, ns: str) -> None:
-    calls = [
+    calls: list[Callable[[], object]] = [
         lambda: clients.core.read_namespaced_config_map("nope", ns),
         lambda: clients.core.patch_namespaced_config_map(
             "nope", ns, {"data": {"a": "1"}}, _content_type=MERGE
         ),
         lambda: clients.core.delete_namespaced_config_map("nope", ns),
-        lambda: clients.core.create_namespaced_config_map("absent", {"metadata": {"name": "c"}}),
+        lambda: clients.core.create_namespaced_config_map(
+            "absent", wire({"metadata": {"name": "c"}})
+        ),
     ]
     for call in calls:
         with pytest.raises(exceptions.NotFoundException) as raised:
@@ -120,21 +128,21 @@ def test_missing_objects_are_not_found(clients: Clients, ns: str) -> None:
 def test_body_namespace_must_match_the_url(clients: Clients, ns: str) -> None:
     with pytest.raises(exceptions.BadRequestException):
         clients.core.create_namespaced_config_map(
-            ns, {"metadata": {"name": "c", "namespace": "elsewhere"}}
+            ns, wire({"metadata": {"name": "c", "namespace": "elsewhere"}})
         )
 
 
 def test_invalid_names_and_labels_are_invalid(clients: Clients, ns: str) -> None:
     with pytest.raises(exceptions.UnprocessableEntityException) as raised:
-        clients.core.create_namespace({"metadata": {"name": "Not_A_Label"}})
+        clients.core.create_namespace(wire({"metadata": {"name": "Not_A_Label"}}))
     assert _reason(raised.value) == "Invalid"
     with pytest.raises(exceptions.UnprocessableEntityException):
         clients.core.create_namespaced_config_map(
-            ns, {"metadata": {"name": "c", "labels": {"bad key!": "v"}}}
+            ns, wire({"metadata": {"name": "c", "labels": {"bad key!": "v"}}})
         )
     with pytest.raises(exceptions.UnprocessableEntityException):
         clients.core.create_namespaced_config_map(
-            ns, {"metadata": {"name": "c", "labels": {"k": "-bad-value"}}}
+            ns, wire({"metadata": {"name": "c", "labels": {"k": "-bad-value"}}})
         )
 
 
@@ -147,9 +155,9 @@ def test_apply_creates_then_an_identical_apply_changes_nothing(
     fake.clear_journal()
     first = _apply_deployment(clients, ns, _deployment())
     again = _apply_deployment(clients, ns, _deployment())
-    assert (first.metadata.resource_version, first.metadata.generation) == (
-        again.metadata.resource_version,
-        again.metadata.generation,
+    assert (present(first.metadata).resource_version, present(first.metadata).generation) == (
+        present(again.metadata).resource_version,
+        present(again.metadata).generation,
     )
     assert [request.status for request in fake.journal] == [201, 200]
     assert fake.journal[0].query == {"fieldManager": [MANAGER], "force": ["true"]}
@@ -166,11 +174,11 @@ def test_apply_removes_fields_missing_from_the_body_and_bumps_generation_on_spec
     first = _apply_deployment(clients, ns, body)
     del body["metadata"]["annotations"]
     relabelled = _apply_deployment(clients, ns, body)
-    assert relabelled.metadata.annotations is None
-    assert relabelled.metadata.generation == first.metadata.generation
-    assert relabelled.metadata.resource_version != first.metadata.resource_version
+    assert present(relabelled.metadata).annotations is None
+    assert present(relabelled.metadata).generation == present(first.metadata).generation
+    assert present(relabelled.metadata).resource_version != present(first.metadata).resource_version
     changed = _apply_deployment(clients, ns, _deployment(image="img:2"))
-    assert changed.metadata.generation == first.metadata.generation + 1
+    assert present(changed.metadata).generation == present(present(first.metadata).generation) + 1
 
 
 def test_apply_requires_a_field_manager_and_force_only_with_apply(
@@ -191,12 +199,14 @@ def test_service_keeps_its_allocated_cluster_ip_which_cannot_change(
     created = clients.core.patch_namespaced_service(
         "web", ns, _service(), field_manager=MANAGER, force=True, _content_type=APPLY
     )
-    assert created.spec.cluster_ip and created.spec.cluster_ips == [created.spec.cluster_ip]
+    assert present(created.spec).cluster_ip and present(created.spec).cluster_ips == [
+        present(created.spec).cluster_ip
+    ]
     again = clients.core.patch_namespaced_service(
         "web", ns, _service(), field_manager=MANAGER, force=True, _content_type=APPLY
     )
-    assert again.spec.cluster_ip == created.spec.cluster_ip
-    assert again.metadata.resource_version == created.metadata.resource_version
+    assert present(again.spec).cluster_ip == present(created.spec).cluster_ip
+    assert present(again.metadata).resource_version == present(created.metadata).resource_version
     moved = _service()
     moved["spec"]["clusterIP"] = "10.96.99.99"
     with pytest.raises(exceptions.UnprocessableEntityException):
@@ -210,7 +220,7 @@ def test_service_keeps_its_allocated_cluster_ip_which_cannot_change(
 
 def test_merge_patch_null_deletes_and_json_patch_edits(clients: Clients, ns: str) -> None:
     clients.core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "cfg", "labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}}
+        ns, wire({"metadata": {"name": "cfg", "labels": {"a": "1", "b": "2"}}, "data": {"k": "v"}})
     )
     merged = clients.core.patch_namespaced_config_map(
         "cfg",
@@ -218,7 +228,7 @@ def test_merge_patch_null_deletes_and_json_patch_edits(clients: Clients, ns: str
         {"metadata": {"labels": {"a": None}}, "data": {"k2": "v2"}},
         _content_type=MERGE,
     )
-    assert merged.metadata.labels == {"b": "2"} and merged.data == {"k": "v", "k2": "v2"}
+    assert present(merged.metadata).labels == {"b": "2"} and merged.data == {"k": "v", "k2": "v2"}
     patched = clients.core.patch_namespaced_config_map(
         "cfg",
         ns,
@@ -229,29 +239,43 @@ def test_merge_patch_null_deletes_and_json_patch_edits(clients: Clients, ns: str
 
 def test_stale_resource_version_is_a_conflict(clients: Clients, ns: str) -> None:
     created = clients.core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "cfg"}, "data": {"k": "v"}}
+        ns, wire({"metadata": {"name": "cfg"}, "data": {"k": "v"}})
     )
     current = clients.core.replace_namespaced_config_map(
         "cfg",
         ns,
-        {
-            "metadata": {"name": "cfg", "resourceVersion": created.metadata.resource_version},
-            "data": {"k": "w"},
-        },
+        wire(
+            {
+                "metadata": {
+                    "name": "cfg",
+                    "resourceVersion": present(created.metadata).resource_version,
+                },
+                "data": {"k": "w"},
+            }
+        ),
     )
-    assert current.metadata.resource_version != created.metadata.resource_version
-    stale = {"metadata": {"resourceVersion": created.metadata.resource_version}, "data": {"k": "x"}}
-    for call in (
+    assert present(current.metadata).resource_version != present(created.metadata).resource_version
+    stale = {
+        "metadata": {"resourceVersion": present(created.metadata).resource_version},
+        "data": {"k": "x"},
+    }
+    calls: tuple[Callable[[], object], ...] = (
         lambda: clients.core.replace_namespaced_config_map(
             "cfg",
             ns,
-            {
-                **stale,
-                "metadata": {"name": "cfg", "resourceVersion": created.metadata.resource_version},
-            },
+            wire(
+                {
+                    **stale,
+                    "metadata": {
+                        "name": "cfg",
+                        "resourceVersion": present(created.metadata).resource_version,
+                    },
+                }
+            ),
         ),
         lambda: clients.core.patch_namespaced_config_map("cfg", ns, stale, _content_type=MERGE),
-    ):
+    )
+    for call in calls:
         with pytest.raises(exceptions.ConflictException) as raised:
             call()
         assert _reason(raised.value) == "Conflict"
@@ -261,7 +285,7 @@ def test_stale_resource_version_is_a_conflict(clients: Clients, ns: str) -> None
 def test_delete_precondition_on_a_wrong_uid_is_a_conflict(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    created = clients.core.create_namespaced_config_map(ns, {"metadata": {"name": "cfg"}})
+    created = clients.core.create_namespaced_config_map(ns, wire({"metadata": {"name": "cfg"}}))
     with pytest.raises(exceptions.ConflictException) as raised:
         clients.core.delete_namespaced_config_map(
             "cfg", ns, body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="x"))
@@ -272,9 +296,11 @@ def test_delete_precondition_on_a_wrong_uid_is_a_conflict(
         "cfg",
         ns,
         propagation_policy="Background",
-        body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=created.metadata.uid)),
+        body=client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(uid=present(created.metadata).uid)
+        ),
     )
-    assert deleted["metadata"]["uid"] == created.metadata.uid
+    assert document(deleted)["metadata"]["uid"] == present(created.metadata).uid
     assert fake.get("configmaps", ns, "cfg") is None
 
 
@@ -282,7 +308,7 @@ def test_immutable_config_map_refuses_data_changes_but_takes_labels(
     clients: Clients, ns: str
 ) -> None:
     clients.core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "snap"}, "data": {"k": "v"}, "immutable": True}
+        ns, wire({"metadata": {"name": "snap"}, "data": {"k": "v"}, "immutable": True})
     )
     with pytest.raises(exceptions.UnprocessableEntityException) as raised:
         clients.core.patch_namespaced_config_map(
@@ -292,7 +318,7 @@ def test_immutable_config_map_refuses_data_changes_but_takes_labels(
     relabelled = clients.core.patch_namespaced_config_map(
         "snap", ns, {"metadata": {"labels": {"x": "y"}}}, _content_type=MERGE
     )
-    assert relabelled.metadata.labels == {"x": "y"} and relabelled.data == {"k": "v"}
+    assert present(relabelled.metadata).labels == {"x": "y"} and relabelled.data == {"k": "v"}
 
 
 def test_deployment_selector_is_immutable_and_must_match_the_template(
@@ -317,11 +343,11 @@ def test_claim_spec_is_immutable_except_storage_growth(clients: Clients, ns: str
             "spec": {"accessModes": [mode], "resources": {"requests": {"storage": size}}},
         }
 
-    clients.core.create_namespaced_persistent_volume_claim(ns, claim("1Gi"))
+    clients.core.create_namespaced_persistent_volume_claim(ns, wire(claim("1Gi")))
     grown = clients.core.patch_namespaced_persistent_volume_claim(
         "data", ns, claim("2Gi"), _content_type=MERGE
     )
-    assert grown.spec.resources.requests == {"storage": "2Gi"}
+    assert present(present(grown.spec).resources).requests == {"storage": "2Gi"}
     for change in (claim("1Gi"), claim("2Gi", "ReadWriteMany")):
         with pytest.raises(exceptions.UnprocessableEntityException):
             clients.core.patch_namespaced_persistent_volume_claim(
@@ -331,7 +357,7 @@ def test_claim_spec_is_immutable_except_storage_growth(clients: Clients, ns: str
 
 def test_secret_string_data_is_stored_encoded(clients: Clients, ns: str) -> None:
     created = clients.core.create_namespaced_secret(
-        ns, {"metadata": {"name": "token"}, "stringData": {"value": "s3cr3t"}}
+        ns, wire({"metadata": {"name": "token"}, "stringData": {"value": "s3cr3t"}})
     )
     assert created.data == {"value": "czNjcjN0"} and created.type == "Opaque"
 
@@ -372,14 +398,14 @@ def test_unknown_patch_type_is_unsupported_media_type(fake: kube_api.FakeKubeAPI
 def test_terminating_namespace_refuses_new_content_until_it_is_gone(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    clients.core.create_namespaced_config_map(ns, {"metadata": {"name": "cfg"}})
+    clients.core.create_namespaced_config_map(ns, wire({"metadata": {"name": "cfg"}}))
     clients.core.delete_namespace(ns)
-    assert clients.core.read_namespace(ns).status.phase == "Terminating"
+    assert present(clients.core.read_namespace(ns).status).phase == "Terminating"
     with pytest.raises(exceptions.ForbiddenException) as raised:
-        clients.core.create_namespaced_config_map(ns, {"metadata": {"name": "new"}})
+        clients.core.create_namespaced_config_map(ns, wire({"metadata": {"name": "new"}}))
     assert "because it is being terminated" in json.loads(raised.value.body or "{}")["message"]
     with pytest.raises(exceptions.ConflictException) as again:
-        clients.core.create_namespace({"metadata": {"name": ns}})
+        clients.core.create_namespace(wire({"metadata": {"name": ns}}))
     assert _reason(again.value) == "AlreadyExists"
     fake.finish_namespace_deletion(ns)
     with pytest.raises(exceptions.NotFoundException):
@@ -392,7 +418,7 @@ def test_namespace_deletion_can_finish_on_the_next_read(
 ) -> None:
     fake.simulation.auto_finish_namespace_deletion = True
     deleted = clients.core.delete_namespace(ns)
-    assert deleted["status"]["phase"] == "Terminating"
+    assert document(deleted)["status"]["phase"] == "Terminating"
     with pytest.raises(exceptions.NotFoundException):
         clients.core.read_namespace(ns)
 
@@ -401,11 +427,11 @@ def test_finalizers_hold_deletion_until_removed(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
     clients.core.create_namespaced_config_map(
-        ns, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+        ns, wire({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
     )
     answer = clients.core.delete_namespaced_config_map("held", ns)
-    assert answer["metadata"]["deletionTimestamp"]
-    assert clients.core.read_namespaced_config_map("held", ns).metadata.deletion_timestamp
+    assert document(answer)["metadata"]["deletionTimestamp"]
+    assert present(clients.core.read_namespaced_config_map("held", ns).metadata).deletion_timestamp
     fake.edit("configmaps", ns, "held", lambda obj: obj["metadata"].pop("finalizers"))
     assert fake.get("configmaps", ns, "held") is None
 
@@ -416,13 +442,16 @@ def test_behind_the_back_changes_move_versions(
     first = _apply_deployment(clients, ns, _deployment())
     fake.edit("deployments", ns, "web", lambda obj: obj["spec"].update(replicas=3))
     edited = clients.apps.read_namespaced_deployment("web", ns)
-    assert edited.spec.replicas == 3 and edited.metadata.generation == first.metadata.generation + 1
+    assert (
+        edited.spec.replicas == 3
+        and present(edited.metadata).generation == present(present(first.metadata).generation) + 1
+    )
     fake.remove("deployments", ns, "web")
     with pytest.raises(exceptions.NotFoundException):
         clients.apps.read_namespaced_deployment("web", ns)
     squatter = fake.create_foreign("serviceaccounts", ns, {"metadata": {"name": "agent"}})
     assert (
-        clients.core.read_namespaced_service_account("agent", ns).metadata.uid
+        present(clients.core.read_namespaced_service_account("agent", ns).metadata).uid
         == (squatter["metadata"]["uid"])
     )
 
@@ -437,12 +466,16 @@ def test_label_and_field_selectors(clients: Clients, ns: str) -> None:
         ("c", {"tier": "cache"}),
     ):
         clients.core.create_namespaced_config_map(
-            ns, {"metadata": {"name": name, "labels": labels}}
+            ns, wire({"metadata": {"name": name, "labels": labels}})
         )
 
-    def names(**selectors: str) -> list[str]:
-        listed = clients.core.list_namespaced_config_map(ns, **selectors)
-        return [item.metadata.name for item in listed.items]
+    def names(
+        label_selector: str | None = None, field_selector: str | None = None
+    ) -> list[str | None]:
+        listed = clients.core.list_namespaced_config_map(
+            ns, label_selector=label_selector, field_selector=field_selector
+        )
+        return [present(item.metadata).name for item in listed.items]
 
     assert names(label_selector="tier in (web,db)") == ["a", "b"]
     assert names(label_selector="tier notin (web,db)") == ["c"]
@@ -452,7 +485,10 @@ def test_label_and_field_selectors(clients: Clients, ns: str) -> None:
     assert names(label_selector="env=prod,tier=cache") == []
     assert names(field_selector="metadata.name=b") == ["b"]
     listed = clients.core.list_namespaced_config_map(ns)
-    assert listed.kind == "ConfigMapList" and int(listed.metadata.resource_version) > 0
+    assert (
+        listed.kind == "ConfigMapList"
+        and int(present(present(listed.metadata).resource_version)) > 0
+    )
     with pytest.raises(exceptions.BadRequestException):
         names(label_selector="tier in web")
 
@@ -465,7 +501,7 @@ def _ready_addresses(clients: Clients, ns: str, service: str) -> list[tuple[str,
         ns, label_selector=f"kubernetes.io/service-name={service}"
     )
     return [
-        (address, bool(endpoint.conditions.ready))
+        (address, bool(present(endpoint.conditions).ready))
         for item in slices.items
         for endpoint in item.endpoints or []
         for address in endpoint.addresses
@@ -484,26 +520,30 @@ def test_mark_rollout_sets_status_pods_and_endpoint_slices(
     )
     fake.mark_rollout(ns, "web", ready=False)
     status = clients.apps.read_namespaced_deployment("web", ns).status
-    assert status.ready_replicas is None and status.updated_replicas == 2
+    assert present(status).ready_replicas is None and present(status).updated_replicas == 2
     assert [ready for _, ready in _ready_addresses(clients, ns, "web")] == [False, False]
 
     fake.mark_rollout(ns, "web", ready=True)
     deployment = clients.apps.read_namespaced_deployment("web", ns)
-    assert deployment.status.observed_generation == deployment.metadata.generation
-    assert deployment.status.available_replicas == 2
-    progressing = next(c for c in deployment.status.conditions if c.type == "Progressing")
+    assert present(deployment.status).observed_generation == present(deployment.metadata).generation
+    assert present(deployment.status).available_replicas == 2
+    progressing = next(
+        c for c in present(present(deployment.status).conditions) if c.type == "Progressing"
+    )
     assert progressing.reason == "NewReplicaSetAvailable"
     pods = clients.core.list_namespaced_pod(ns, label_selector="app=web").items
-    assert len(pods) == 2 and all(pod.status.phase == "Running" for pod in pods)
+    assert len(pods) == 2 and all(present(pod.status).phase == "Running" for pod in pods)
     assert sorted(_ready_addresses(clients, ns, "web")) == sorted(
-        (pod.status.pod_ip, True) for pod in pods
+        (present(pod.status).pod_ip, True) for pod in pods
     )
     assert _ready_addresses(clients, ns, "other") == []
-    ports = clients.discovery.list_namespaced_endpoint_slice(ns).items[-1].ports
+    ports = present(clients.discovery.list_namespaced_endpoint_slice(ns).items[-1].ports)
     assert [port.port for port in ports] == [8080]  # the named targetPort, resolved
 
     fake.mark_rollout(ns, "web", ready="deadline")
-    conditions = clients.apps.read_namespaced_deployment("web", ns).status.conditions
+    conditions = present(
+        present(clients.apps.read_namespaced_deployment("web", ns).status).conditions
+    )
     assert [(c.status, c.reason) for c in conditions if c.type == "Progressing"] == [
         ("False", "ProgressDeadlineExceeded")
     ]
@@ -520,7 +560,7 @@ def test_endpoint_slices_carry_their_services_labels(
     (endpoint_slice,) = clients.discovery.list_namespaced_endpoint_slice(
         ns, label_selector="owner=occ"
     ).items
-    assert endpoint_slice.metadata.labels["kubernetes.io/service-name"] == "web"
+    assert present(present(endpoint_slice.metadata).labels)["kubernetes.io/service-name"] == "web"
 
 
 def test_auto_rollout_follows_spec_changes_and_scaling_to_zero(
@@ -532,12 +572,12 @@ def test_auto_rollout_follows_spec_changes_and_scaling_to_zero(
     )
     _apply_deployment(clients, ns, _deployment())
     deployment = clients.apps.read_namespaced_deployment("web", ns)
-    assert deployment.status.ready_replicas == 1
+    assert present(deployment.status).ready_replicas == 1
     assert [ready for _, ready in _ready_addresses(clients, ns, "web")] == [True]
     _apply_deployment(clients, ns, _deployment(replicas=0))
     deployment = clients.apps.read_namespaced_deployment("web", ns)
-    assert deployment.status.observed_generation == deployment.metadata.generation
-    assert (deployment.status.replicas or 0) == 0
+    assert present(deployment.status).observed_generation == present(deployment.metadata).generation
+    assert (present(deployment.status).replicas or 0) == 0
     assert _ready_addresses(clients, ns, "web") == []
     assert clients.core.list_namespaced_pod(ns).items == []
 
@@ -554,9 +594,9 @@ def test_injected_errors_are_answered_then_the_server_recovers(
     fake.inject("GET", r"/namespaces/team-a$", status=429, retry_after=7)
     with pytest.raises(exceptions.ApiException) as raised:
         clients.core.read_namespace(ns)
-    assert raised.value.status == 429 and raised.value.headers["Retry-After"] == "7"
+    assert raised.value.status == 429 and present(raised.value.headers)["Retry-After"] == "7"
     assert _reason(raised.value) == "TooManyRequests"
-    assert clients.core.read_namespace(ns).metadata.name == ns
+    assert present(clients.core.read_namespace(ns).metadata).name == ns
     assert [request.status for request in fake.journal[-3:]] == [500, 429, 200]
 
 
@@ -575,7 +615,7 @@ def test_a_closed_connection_is_a_transport_error(
     with pytest.raises(urllib3.exceptions.ProtocolError):
         clients.core.read_namespace(ns)
     assert fake.journal[-1].status is None
-    assert clients.core.read_namespace(ns).metadata.name == ns
+    assert present(clients.core.read_namespace(ns).metadata).name == ns
 
 
 def test_denied_verbs_are_forbidden_and_reported_by_access_reviews(
@@ -585,12 +625,18 @@ def test_denied_verbs_are_forbidden_and_reported_by_access_reviews(
 
     def allowed(verb: str, resource: str) -> bool:
         review = clients.authorization.create_self_subject_access_review(
-            {"spec": {"resourceAttributes": {"namespace": ns, "verb": verb, "resource": resource}}}
+            wire(
+                {
+                    "spec": {
+                        "resourceAttributes": {"namespace": ns, "verb": verb, "resource": resource}
+                    }
+                }
+            )
         )
-        return bool(review.status.allowed)
+        return bool(present(review.status).allowed)
 
     assert allowed("create", "configmaps") and not allowed("delete", "configmaps")
-    clients.core.create_namespaced_config_map(ns, {"metadata": {"name": "cfg"}})
+    clients.core.create_namespaced_config_map(ns, wire({"metadata": {"name": "cfg"}}))
     with pytest.raises(exceptions.ForbiddenException):
         clients.core.delete_namespaced_config_map("cfg", ns)
 
@@ -607,7 +653,7 @@ def test_a_stopped_server_refuses_connections_and_restarts_at_the_same_url(
     finally:
         fake.start()
     assert fake.url == url
-    assert clients.core.read_namespace(ns).metadata.name == ns
+    assert present(clients.core.read_namespace(ns).metadata).name == ns
 
 
 def test_a_wrong_bearer_token_is_unauthorized(fake: kube_api.FakeKubeAPI) -> None:

@@ -15,7 +15,7 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client import exceptions
 
-from tests.integration.support.conftest import Clients, api_client_for
+from tests.integration.support.conftest import Clients, api_client_for, present, raw, wire
 from tests.support import kube_api
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -30,9 +30,10 @@ def _config_map(name: str, labels: dict[str, str] | None = None) -> dict[str, An
 
 def _stream(clients: Clients, ns: str, **arguments: Any) -> Iterator[dict[str, Any]]:
     """The real client's watch of the ConfigMaps in ``ns``."""
-    return watch.Watch().stream(
+    events: Iterator[dict[str, Any]] = watch.Watch().stream(
         clients.core.list_namespaced_config_map, ns, _request_timeout=READ_TIMEOUT, **arguments
     )
+    return events
 
 
 def _taken(events: Iterator[dict[str, Any]], count: int) -> list[tuple[str, str, int]]:
@@ -46,7 +47,7 @@ def _taken(events: Iterator[dict[str, Any]], count: int) -> list[tuple[str, str,
     return taken
 
 
-def _raw_lines(response: Any) -> Iterator[dict[str, Any]]:
+def _raw_lines(response: urllib3.BaseHTTPResponse) -> Iterator[dict[str, Any]]:
     for line in watch.watch.iter_resp_lines(response):
         if line:
             yield json.loads(line)
@@ -56,10 +57,10 @@ def _raw_lines(response: Any) -> Iterator[dict[str, Any]]:
 
 
 def test_a_watch_replays_every_change_after_its_version_in_order(clients: Clients, ns: str) -> None:
-    clients.core.create_namespaced_config_map(ns, _config_map("a"))
-    start = clients.core.list_namespaced_config_map(ns).metadata.resource_version
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("a")))
+    start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
     clients.core.patch_namespaced_config_map("a", ns, {"data": {"key": "changed"}})
-    clients.core.create_namespaced_config_map(ns, _config_map("b"))
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("b")))
     clients.core.delete_namespaced_config_map("a", ns)
 
     events = _taken(_stream(clients, ns, resource_version=start), 3)
@@ -69,7 +70,7 @@ def test_a_watch_replays_every_change_after_its_version_in_order(clients: Client
         ("DELETED", "a"),
     ]
     versions = [version for _, _, version in events]
-    assert int(start) < versions[0] < versions[1] < versions[2]
+    assert int(present(start)) < versions[0] < versions[1] < versions[2]
     later = _taken(_stream(clients, ns, resource_version=str(versions[1])), 1)
     assert later == [events[2]]
 
@@ -78,24 +79,24 @@ def test_a_watch_without_a_version_opens_with_the_current_objects(
     clients: Clients, ns: str
 ) -> None:
     for name in ("a", "b"):
-        clients.core.create_namespaced_config_map(ns, _config_map(name))
+        clients.core.create_namespaced_config_map(ns, wire(_config_map(name)))
     events = _stream(clients, ns)
     opening = _taken(events, 2)
     assert [(kind, name) for kind, name, _ in opening] == [("ADDED", "a"), ("ADDED", "b")]
-    clients.core.create_namespaced_config_map(ns, _config_map("c"))
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("c")))
     assert [(kind, name) for kind, name, _ in _taken(events, 1)] == [("ADDED", "c")]
 
 
 def test_label_changes_move_an_object_in_and_out_of_a_selected_watch(
     clients: Clients, ns: str
 ) -> None:
-    start = clients.core.list_namespaced_config_map(ns).metadata.resource_version
-    clients.core.create_namespaced_config_map(ns, _config_map("x", {"tier": "other"}))
+    start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("x", {"tier": "other"})))
     clients.core.patch_namespaced_config_map("x", ns, {"metadata": {"labels": {"tier": "web"}}})
     clients.core.patch_namespaced_config_map("x", ns, {"data": {"key": "changed"}})
     clients.core.patch_namespaced_config_map("x", ns, {"metadata": {"labels": {"tier": "db"}}})
     clients.core.delete_namespaced_config_map("x", ns)  # not selected any more: no event
-    clients.core.create_namespaced_config_map(ns, _config_map("sentinel", {"tier": "web"}))
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("sentinel", {"tier": "web"})))
 
     events = _taken(_stream(clients, ns, resource_version=start, label_selector="tier=web"), 4)
     assert [(kind, name) for kind, name, _ in events] == [
@@ -109,15 +110,17 @@ def test_label_changes_move_an_object_in_and_out_of_a_selected_watch(
 def test_a_compacted_version_is_answered_with_an_expired_status_event(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    start = clients.core.list_namespaced_config_map(ns).metadata.resource_version
-    clients.core.create_namespaced_config_map(ns, _config_map("a"))
+    start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("a")))
     newest = fake.compact()
 
-    raw = clients.core.list_namespaced_config_map(
-        ns, watch=True, resource_version=start, _preload_content=False, timeout_seconds=5
+    answer = raw(
+        clients.core.list_namespaced_config_map(
+            ns, watch=True, resource_version=start, _preload_content=False, timeout_seconds=5
+        )
     )
-    assert raw.status == 200  # the real watch cache answers 200, then the error event
-    (error,) = list(_raw_lines(raw))
+    assert answer.status == 200  # the real watch cache answers 200, then the error event
+    (error,) = list(_raw_lines(answer))
     assert error["type"] == "ERROR"
     assert error["object"]["kind"] == "Status"
     assert (error["object"]["code"], error["object"]["reason"]) == (410, "Expired")
@@ -126,7 +129,7 @@ def test_a_compacted_version_is_answered_with_an_expired_status_event(
     assert expired.value.status == 410
 
     events = _stream(clients, ns, resource_version=str(newest))
-    clients.core.create_namespaced_config_map(ns, _config_map("b"))
+    clients.core.create_namespaced_config_map(ns, wire(_config_map("b")))
     assert [(kind, name) for kind, name, _ in _taken(events, 1)] == [("ADDED", "b")]
 
 
@@ -136,10 +139,10 @@ def test_a_short_history_expires_versions_it_no_longer_keeps() -> None:
         api_client_for(fake) as api_client,
     ):
         core = client.CoreV1Api(api_client)
-        core.create_namespace({"metadata": {"name": "n"}})
-        first = core.list_namespaced_config_map("n").metadata.resource_version
+        core.create_namespace(wire({"metadata": {"name": "n"}}))
+        first = present(core.list_namespaced_config_map("n").metadata).resource_version
         for number in range(10):
-            core.create_namespaced_config_map("n", _config_map(f"c{number}"))
+            core.create_namespaced_config_map("n", wire(_config_map(f"c{number}")))
         with pytest.raises(exceptions.ApiException) as expired:
             list(
                 watch.Watch().stream(
@@ -156,14 +159,14 @@ def test_a_short_history_expires_versions_it_no_longer_keeps() -> None:
 def test_a_watch_ends_at_its_timeout_with_a_bookmark_of_the_newest_version(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    start = clients.core.list_namespaced_config_map(ns).metadata.resource_version
-    clients.core.create_namespaced_secret(ns, {"metadata": {"name": "elsewhere"}})
+    start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
+    clients.core.create_namespaced_secret(ns, wire({"metadata": {"name": "elsewhere"}}))
     events = list(
         _stream(clients, ns, resource_version=start, timeout_seconds=1, allow_watch_bookmarks=True)
     )
     assert [event["type"] for event in events] == ["BOOKMARK"]
     version = events[0]["raw_object"]["metadata"]["resourceVersion"]
-    assert version == str(fake.resource_version) and int(version) > int(start)
+    assert version == str(fake.resource_version) and int(present(version)) > int(present(start))
     assert list(_stream(clients, ns, resource_version=start, timeout_seconds=1)) == []
 
 
@@ -171,31 +174,33 @@ def test_bookmarks_come_periodically_when_the_server_sends_them(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
     fake.bookmark_interval_s = 0.1
-    start = clients.core.list_namespaced_config_map(ns).metadata.resource_version
+    start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
     events = _stream(
         clients, ns, resource_version=start, timeout_seconds=60, allow_watch_bookmarks=True
     )
     assert [(kind, version) for kind, _, version in _taken(events, 2)] == [
-        ("BOOKMARK", int(start)),
-        ("BOOKMARK", int(start)),
+        ("BOOKMARK", int(present(start))),
+        ("BOOKMARK", int(present(start))),
     ]
 
 
 def test_cut_watches_break_the_open_streams_and_the_server_keeps_answering(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
-    start = clients.core.list_namespaced_config_map(ns).metadata.resource_version
-    raw = clients.core.list_namespaced_config_map(
-        ns,
-        watch=True,
-        resource_version=start,
-        timeout_seconds=60,
-        _preload_content=False,
-        _request_timeout=READ_TIMEOUT,
+    start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
+    stream = raw(
+        clients.core.list_namespaced_config_map(
+            ns,
+            watch=True,
+            resource_version=start,
+            timeout_seconds=60,
+            _preload_content=False,
+            _request_timeout=READ_TIMEOUT,
+        )
     )
     assert fake.cut_watches() == 1
     with pytest.raises(urllib3.exceptions.ProtocolError):
-        list(_raw_lines(raw))
+        list(_raw_lines(stream))
     assert clients.core.list_namespaced_config_map(ns).items == []
     assert [request.status for request in fake.journal[-2:]] == [200, 200]
 
@@ -207,33 +212,43 @@ def test_lists_come_in_pages_of_one_version_that_expire_with_compaction(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
     for number in range(5):
-        clients.core.create_namespaced_config_map(ns, _config_map(f"c{number}"))
+        clients.core.create_namespaced_config_map(ns, wire(_config_map(f"c{number}")))
     first = clients.core.list_config_map_for_all_namespaces(limit=2)
-    names = [item.metadata.name for item in first.items]
-    token = first.metadata._continue
+    names = [present(item.metadata).name for item in first.items]
+    token = present(first.metadata)._continue
     while token:
-        clients.core.create_namespaced_config_map(ns, _config_map(f"late-{len(names)}"))
+        clients.core.create_namespaced_config_map(ns, wire(_config_map(f"late-{len(names)}")))
         page = clients.core.list_config_map_for_all_namespaces(limit=2, _continue=token)
-        assert page.metadata.resource_version == first.metadata.resource_version
-        names += [item.metadata.name for item in page.items]
-        token = page.metadata._continue
+        assert present(page.metadata).resource_version == present(first.metadata).resource_version
+        names += [present(item.metadata).name for item in page.items]
+        token = present(page.metadata)._continue
     assert names[:5] == [f"c{number}" for number in range(5)]
     assert len(names) == len(set(names))
 
     fake.compact()
     with pytest.raises(exceptions.ApiException) as expired:
-        clients.core.list_config_map_for_all_namespaces(limit=2, _continue=first.metadata._continue)
-    assert (expired.value.status, json.loads(expired.value.body)["reason"]) == (410, "Expired")
+        clients.core.list_config_map_for_all_namespaces(
+            limit=2, _continue=present(first.metadata)._continue
+        )
+    assert (expired.value.status, json.loads(expired.value.body or "{}")["reason"]) == (
+        410,
+        "Expired",
+    )
 
 
 def test_metadata_only_lists_and_watches_carry_no_contents(clients: Clients, ns: str) -> None:
-    start = clients.core.list_namespaced_secret(ns).metadata.resource_version
+    start = present(clients.core.list_namespaced_secret(ns).metadata).resource_version
     clients.core.create_namespaced_secret(
-        ns, {"metadata": {"name": "token", "labels": {"a": "b"}}, "stringData": {"key": "s3cr3t"}}
+        ns,
+        wire(
+            {"metadata": {"name": "token", "labels": {"a": "b"}}, "stringData": {"key": "s3cr3t"}}
+        ),
     )
     listed = json.loads(
-        clients.core.list_namespaced_secret(
-            ns, _preload_content=False, _headers={"Accept": f"{METADATA_LIST},application/json"}
+        raw(
+            clients.core.list_namespaced_secret(
+                ns, _preload_content=False, _headers={"Accept": f"{METADATA_LIST},application/json"}
+            )
         ).data
     )
     assert listed["kind"] == "PartialObjectMetadataList"
@@ -245,17 +260,19 @@ def test_metadata_only_lists_and_watches_carry_no_contents(clients: Clients, ns:
     }
     assert item["metadata"]["labels"] == {"a": "b"}
 
-    raw = clients.core.list_namespaced_secret(
-        ns,
-        watch=True,
-        resource_version=start,
-        timeout_seconds=5,
-        _preload_content=False,
-        _request_timeout=READ_TIMEOUT,
-        _headers={"Accept": f"{METADATA_WATCH},application/json"},
+    watched = raw(
+        clients.core.list_namespaced_secret(
+            ns,
+            watch=True,
+            resource_version=start,
+            timeout_seconds=5,
+            _preload_content=False,
+            _request_timeout=READ_TIMEOUT,
+            _headers={"Accept": f"{METADATA_WATCH},application/json"},
+        )
     )
-    event = next(_raw_lines(raw))
-    raw.close()
+    event = next(_raw_lines(watched))
+    watched.close()
     assert event["type"] == "ADDED"
     assert event["object"]["kind"] == "PartialObjectMetadata"
     assert "s3cr3t" not in json.dumps(event) and "data" not in event["object"]
@@ -280,8 +297,10 @@ def test_ten_thousand_objects_are_listed_by_namespace_selector_and_page(
             )
 
     def names(**arguments: Any) -> list[str]:
-        raw = clients.core.list_config_map_for_all_namespaces(_preload_content=False, **arguments)
-        document = json.loads(raw.data)
+        answer = raw(
+            clients.core.list_config_map_for_all_namespaces(_preload_content=False, **arguments)
+        )
+        document = json.loads(answer.data)
         found = [
             f"{item['metadata']['namespace']}/{item['metadata']['name']}"
             for item in document["items"]
@@ -290,8 +309,10 @@ def test_ten_thousand_objects_are_listed_by_namespace_selector_and_page(
         return found + (names(**{**arguments, "_continue": token}) if token else [])
 
     selected = json.loads(
-        clients.core.list_namespaced_config_map(
-            "space-042", label_selector="parity=1", _preload_content=False
+        raw(
+            clients.core.list_namespaced_config_map(
+                "space-042", label_selector="parity=1", _preload_content=False
+            )
         ).data
     )["items"]
     assert [item["metadata"]["name"] for item in selected] == [

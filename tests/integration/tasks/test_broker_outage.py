@@ -14,10 +14,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import kombu
 import pytest
 import redis
 import sqlalchemy as sa
+from kombu.connection import Connection
+from kombu.entity import Queue
+from kombu.messaging import Consumer
 from kombu.transport import redis as kombu_redis
 
 from occ.controller import namespaces
@@ -47,16 +49,16 @@ def private_redis(tmp_path: Path) -> Iterator[servers.RedisServer]:
         server.close()
 
 
-def _channels_left_open(server: servers.RedisServer) -> tuple[kombu.Connection, object]:
+def _channels_left_open(server: servers.RedisServer) -> tuple[Connection, kombu_redis.Channel]:
     """A connection whose channel holds an unacknowledged message when Redis dies, after
     Celery's clean-up (``collect``) left that channel open."""
-    connection = kombu.Connection(server.url)
+    connection = Connection(server.url)
     with connection.Producer() as producer:
-        producer.publish("nudge", routing_key="held", declare=[kombu.Queue("held")])
+        producer.publish("nudge", routing_key="held", declare=[Queue("held")])
     holding, idle = connection.channel(), connection.channel()
-    kombu.Consumer(holding, [kombu.Queue("held")], callbacks=[lambda body, message: None]).consume()
+    Consumer(holding, [Queue("held")], callbacks=[lambda body, message: None]).consume()
     connection.drain_events(timeout=5)
-    kombu.Consumer(idle, [kombu.Queue("idle")], callbacks=[lambda body, message: None]).consume()
+    Consumer(idle, [Queue("idle")], callbacks=[lambda body, message: None]).consume()
     with contextlib.suppress(TimeoutError):
         connection.drain_events(timeout=0.2)  # a BRPOP now waits on the socket
     assert holding.qos._delivered
@@ -66,11 +68,13 @@ def _channels_left_open(server: servers.RedisServer) -> tuple[kombu.Connection, 
     return connection, holding
 
 
-def _second_close_error(channel: object, connection: kombu.Connection) -> BaseException | None:
+def _second_close_error(
+    channel: kombu_redis.Channel, connection: Connection
+) -> BaseException | None:
     with contextlib.suppress(connection.connection_errors):
-        channel.close()  # type: ignore[attr-defined]  # drains the dead BRPOP
+        channel.close()  # drains the dead BRPOP
     try:
-        channel.close()  # type: ignore[attr-defined]
+        channel.close()
     except BaseException as exc:
         return exc
     return None
@@ -175,8 +179,12 @@ def test_ten_broker_restarts_in_a_row_no_worker_exits_and_everything_completes(
             admitted += before
             if moment == "mid effect":
                 started = len(_effects(local_root))
+
+                def effect_started(started: int = started) -> bool:
+                    return len(_effects(local_root)) > started
+
                 wait_for(
-                    lambda started=started: len(_effects(local_root)) > started,
+                    effect_started,
                     timeout=15,
                     message="an effect to start",
                 )
@@ -186,8 +194,12 @@ def test_ten_broker_restarts_in_a_row_no_worker_exits_and_everything_completes(
         time.sleep(0.3 + 0.2 * (repetition % 4))  # the outage itself: 0.3 to 0.9 s
         private_redis.start()
         back = time.monotonic()
+
+        def all_ready(admitted: list[str] = admitted) -> bool:
+            return not _not_ready(db, admitted)
+
         wait_for(
-            lambda admitted=admitted: not _not_ready(db, admitted),
+            all_ready,
             timeout=bound_s,
             interval=0.05,
             message=f"repetition {repetition} ({moment}): every admitted namespace ready "

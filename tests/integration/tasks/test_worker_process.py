@@ -40,9 +40,14 @@ def test_completion_nudges_coalesce_to_one_now_and_one_delayed(
         for raw in client.lrange(queue, 0, -1):  # sent to run at once: no ETA, no expiry
             headers = json.loads(raw)["headers"]
             assert headers.get("eta") is None and headers.get("expires") is None
+
         # after the gap a completion nudges at once again
+        def nudged_at_once() -> bool:
+            process.nudge_after_completion()
+            return client.llen(queue) >= 3
+
         wait_for(
-            lambda: (process.nudge_after_completion(), client.llen(queue))[1] >= 3,
+            nudged_at_once,
             timeout=5,
             interval=worker_process.COMPLETION_NUDGE_GAP_S,
             message="a nudge after the gap",

@@ -170,6 +170,12 @@ class FakeKubeAPI:
     def get(self, plural: str, namespace: str | None, name: str) -> Obj | None:
         return self._store.get(resources.by_plural(plural).plural, namespace, name)
 
+    def existing(self, plural: str, namespace: str | None, name: str) -> Obj:
+        """``get`` for an object the test knows is there (an AssertionError when it is not)."""
+        obj = self.get(plural, namespace, name)
+        assert obj is not None, f"no {plural} {name!r} in {namespace!r}"
+        return obj
+
     def objects(
         self, plural: str, namespace: str | None = None, label_selector: str | None = None
     ) -> list[Obj]:

@@ -280,7 +280,7 @@ def test_activation_moves_the_agent_alias_and_retirement_removes_the_old_revisio
 
     _ready(driver, operation, second)
     activation = driver.activate_revision(operation, second)
-    assert activation.endpoint is not None
+    assert isinstance(activation, base.Activation) and activation.endpoint is not None
     assert _health(activation.endpoint)["revisionId"] == second.revision_id
     assert alias in _aliases(client, naming.gateway(second.revision_id), namespace_id)
     assert alias not in _aliases(client, naming.gateway(first.revision_id), namespace_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -91,9 +92,9 @@ def test_changes_behind_the_drivers_back_are_seen_without_a_list(
     namespace, revision = synced
     gateway = helpers.gateway_name(revision)
 
-    def other_template(deployment: dict[str, object]) -> None:
-        template = deployment["spec"]["template"]  # type: ignore[index]
-        template["metadata"]["annotations"][naming.REVISION_ANNOTATION] = "rev_someone-else"  # type: ignore[index]
+    def other_template(deployment: dict[str, Any]) -> None:
+        template = deployment["spec"]["template"]
+        template["metadata"]["annotations"][naming.REVISION_ANNOTATION] = "rev_someone-else"
 
     kube_api.edit("deployments", namespace, gateway, other_template)
     helpers.observed_with(driver, revision, observation.GATEWAY_DRIFTED)

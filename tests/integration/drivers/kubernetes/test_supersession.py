@@ -116,7 +116,7 @@ def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
         return gateway is not None and gateway["spec"]["replicas"] == 0
 
     wait_for(first_scaled_down, timeout=TIMEOUT, message="the second pass to stop the first")
-    stopped_generation = kube_api.get("deployments", namespace, first_gateway)["metadata"][
+    stopped_generation = kube_api.existing("deployments", namespace, first_gateway)["metadata"][
         "generation"
     ]
     admitted = _admitted_at(db, second)
@@ -140,7 +140,7 @@ def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
     )
     assert not touched_again(), "the stopped revision was scaled back up"
     assert _repairs_since(db, first, admitted) == []  # left to the newer deploy
-    assert kube_api.get("deployments", namespace, first_gateway)["spec"]["replicas"] == 0
+    assert kube_api.existing("deployments", namespace, first_gateway)["spec"]["replicas"] == 0
     assert kube_api.get("deployments", namespace, naming.dedicated_deployment(second)) is None
 
     kube_api.mark_rollout(namespace, first_gateway)  # its Pods are gone now

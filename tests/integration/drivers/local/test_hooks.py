@@ -5,6 +5,7 @@ refused environments and Namespace hooks.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,7 +123,7 @@ def test_an_owner_failing_at_each_stage_leaves_what_it_protects(root: Path, stag
     if stage in ("before_workload_stop", "before_namespace_delete"):
         support.until_ready(driver, revision)
     failing.fail[stage] = base.TransientDriverError("OWNER_DOWN")
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "after_namespace_prepared": lambda: driver.ensure_namespace(support.operation(), namespace),
         "before_workload_start": lambda: driver.prepare_revision(support.operation(), revision),
         "before_workload_stop": lambda: driver.retire_revision(support.operation(), revision),
