@@ -63,6 +63,8 @@ import sqlalchemy as sa
 from bench import deploys, fleet_world, workers
 from bench.support import BenchError, log, percentile, report
 from occ.drivers.compute.kubernetes import manifests
+from occ.drivers.compute.kubernetes.driver import gateway_options
+from occ.settings.config import Settings
 from occ.state import models, secret_store
 from occ.state.db import Database
 from tests.support import fleets
@@ -284,7 +286,9 @@ def measure(n: int, phases: Sequence[str], verbose: bool) -> dict[str, float]:
             fleets.running_agents(owner, admin, n)
             fleets.seal_secrets(owner, secret_store.SecretStore(SECRET_KEY), "fleet-credential")
             fleet = fleet_world.members(owner)
-            options = manifests.GatewayOptions(image=GATEWAY_IMAGE, storage_class=None)
+            options = gateway_options(
+                Settings(kubernetes_gateway_image=GATEWAY_IMAGE, secret_key=SECRET_KEY)
+            )
             fleet_world.objects(fake, fleet, options)
             fleet_world.publish_endpoints(owner, fleet)
             log(verbose, f"{n}: fleet made in {time.monotonic() - made:.0f} s")

@@ -25,7 +25,10 @@ def agent_objects(
     """(plural, object) of one deployed Agent, as the cluster holds them."""
     credential = base.Credential("bench-credential", "test-fingerprint-key")
     yield "configmaps", manifests.configuration_map(revision, namespace)
-    yield "secrets", manifests.credential_secret(revision, namespace, credential)
+    yield (
+        "secrets",
+        manifests.credential_secret(revision, namespace, credential, options.fingerprint_key_id),
+    )
     yield "serviceaccounts", manifests.service_account(revision, namespace)
     yield "persistentvolumeclaims", manifests.state_claim(revision, namespace, options)
     service = manifests.service(revision, namespace, selects=revision.revision_id)

@@ -49,10 +49,10 @@ from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import (
     KubernetesComputeDriver,
     client,
-    manifests,
     naming,
     watched,
 )
+from occ.drivers.compute.kubernetes.driver import gateway_options
 from occ.settings.config import Settings
 from tests.support.kube_api import FakeKubeAPI
 
@@ -62,7 +62,8 @@ BATCH: Final = 1_000
 """Agents one observer tick asks about."""
 SYNC_TIMEOUT_S: Final = 600.0
 TARGET_PER_S: Final = 2_000.0
-OPTIONS: Final = manifests.GatewayOptions(image=GATEWAY_IMAGE)
+OPTIONS: Final = gateway_options(Settings(kubernetes_gateway_image=GATEWAY_IMAGE))
+"""As the driver that observes writes them (its fingerprint key among them)."""
 
 
 def _revision(namespace_id: str) -> base.RevisionSpec:

@@ -116,13 +116,7 @@ class KubernetesComputeDriver:
         return cls(
             api,
             hooks=hooks,
-            options=manifests.GatewayOptions(
-                image=settings.kubernetes_gateway_image,
-                storage_class=settings.kubernetes_storage_class,
-                fingerprint_key_id=fingerprints.key_id(settings.credential_fingerprint_key),
-                token_audience=settings.kubernetes_token_audience,
-                token_lifetime_s=settings.kubernetes_token_lifetime_s,
-            ),
+            options=gateway_options(settings),
             policy=namespaces.Policy(
                 prefix=settings.kubernetes_namespace_prefix,
                 resource_quota=settings.kubernetes_resource_quota,
@@ -443,3 +437,14 @@ class KubernetesComputeDriver:
         """A launch observed ``Failed`` revokes what ``before_workload_start`` granted."""
         if isinstance(observation, base.Failed) and self.hooks:
             self.hooks.compensate_workload_start(operation, revision)
+
+
+def gateway_options(settings: Settings) -> manifests.GatewayOptions:
+    """How the driver built from ``settings`` writes a gateway's objects."""
+    return manifests.GatewayOptions(
+        image=settings.kubernetes_gateway_image or "",
+        storage_class=settings.kubernetes_storage_class,
+        fingerprint_key_id=fingerprints.key_id(settings.credential_fingerprint_key),
+        token_audience=settings.kubernetes_token_audience,
+        token_lifetime_s=settings.kubernetes_token_lifetime_s,
+    )
