@@ -1,4 +1,4 @@
-"""Agent lifecycle use cases: stop, and delete with retry and audited takeover.
+"""Agent lifecycle use cases: stop, repair, and delete with retry and audited takeover.
 
 Both lock the Namespace row (shared) and then the Agent row, and write the desired state,
 the audit event and the work item in one transaction. Every stop is its own work item
@@ -15,13 +15,21 @@ from dataclasses import dataclass
 from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
 from occ.foundation import errors
-from occ.state import agents, values, work_keys, work_queue
+from occ.state import agents, runtime_observations, values, work_keys, work_queue
 from occ.state.db import Database
 
 
 @dataclass(frozen=True, kw_only=True)
 class StopAgent:
     """A stop of an Agent's runtime."""
+
+    namespace_id: str
+    agent_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairAgent:
+    """A repair of an Agent's running revision, asked for by a person."""
 
     namespace_id: str
     agent_id: str
@@ -72,6 +80,60 @@ def stop_agent(db: Database, actor_id: str, command: StopAgent) -> observed_agen
             work_id=str(key),
         )
         return observed_agents.observe(session, stopped)
+
+
+def repair_agent(
+    db: Database, actor_id: str, command: RepairAgent
+) -> observed_agents.ObservedAgent:
+    """Admit a repair of the Agent's active revision now (``agent:deploy``, audited
+    ``agents.repair``): its repairs are counted afresh (the observer gives up after
+    ``MAX_REPAIRS`` in a row and waits for a person) and a repair item owned by the caller is
+    admitted, unless one is queued or running already.
+
+    Raises:
+        NotFound: no such Agent in this live Namespace, or the caller may not read it.
+        Forbidden: the caller may read but not deploy the Agent (audited).
+        AgentDeleting: the Agent is being deleted.
+        AgentNotRunning: the Agent is stopped or has no active revision.
+    """
+    agent_use_cases.require_ids(command.namespace_id, command.agent_id)
+    with admission.guarded(db, actor_id) as session:
+        namespace, agent, change = agent_use_cases.locked(
+            session,
+            actor_id,
+            command.namespace_id,
+            command.agent_id,
+            verb="repair",
+            permission="agent:deploy",
+        )
+        if agent.deleting:
+            raise errors.AgentDeleting("the Agent is being deleted")
+        revision_id = agent.active_revision_id
+        if agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING or not revision_id:
+            raise errors.AgentNotRunning("the Agent has no running revision to repair")
+        runtime_observations.reset_repairs(session, agent.id, revision_id)
+        owner = values.WorkOwner(
+            namespace_id=agent.namespace_id,
+            actor_id=actor_id,
+            agent_id=agent.id,
+            revision_id=revision_id,
+        )
+        kind = work_keys.WorkKind.REVISION_MAINTENANCE
+        key = None
+        if not work_queue.has_live(session, agent.id, revision_id, kind):
+            second = int(work_queue.database_now(session).timestamp())
+            key = work_queue.unused_key(
+                session, lambda n: work_keys.revision_maintenance(revision_id, n), second
+            )
+            work_queue.enqueue(session, key, owner)
+        change.audit(
+            "agent",
+            agent.id,
+            namespace.id,
+            {"revisionId": revision_id},
+            work_id=str(key) if key else None,
+        )
+        return observed_agents.observe(session, agent)
 
 
 def delete_agent(

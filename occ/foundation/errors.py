@@ -154,6 +154,12 @@ class AgentDeleting(Conflict):
     code = "AGENT_DELETING"
 
 
+class AgentNotRunning(Conflict):
+    """The Agent has no running revision (it is stopped, or nothing was activated yet)."""
+
+    code = "AGENT_NOT_RUNNING"
+
+
 class LastAdministrator(Conflict):
     """No principal able to act would be left with ``installation:administer``."""
 

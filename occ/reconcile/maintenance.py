@@ -4,7 +4,9 @@ A repair is a ``REVISION_MAINTENANCE`` item (``revision.MAINTENANCE`` runs it: o
 what is gone, publish the endpoint, record what it saw), owned by whoever deployed the revision,
 so it is re-authorized like the deploy. A revision has at most one live repair; while its
 runtime stays degraded, repairs are spaced: the first at once, then after one observation
-interval, two, four, up to sixteen intervals, until it is seen healthy again.
+interval, two, four, up to sixteen intervals, until it is seen healthy again, and at most
+``MAX_REPAIRS`` in a row: a runtime whose repairs keep failing or being denied is left quiet
+until a person acts.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from occ.state import (
 )
 from occ.state.db import Session
 
+MAX_REPAIRS: Final = 5
+"""Repairs a runtime gets in a row without being seen ready again (a denied or failed repair
+counts): after that, the observer leaves it degraded and quiet until a person acts (a new
+deploy, whose revision starts counting afresh, or ``POST …/agents/{id}/repair``)."""
 MAX_DOUBLINGS: Final = 4
 """The spacing doubles at most this often: 16 intervals between repairs at the most."""
 
@@ -46,8 +52,9 @@ def admit_repair(
         return False
     if deploys.pending_successor(session, revision.agent_id, revision.revision_number):
         return False
-    key = work_keys.revision_maintenance(revision.id, int(now.timestamp()))
-    if work_queue.has_live(session, revision.agent_id, revision.id, key.kind):
+    if work_queue.has_live(
+        session, revision.agent_id, revision.id, work_keys.WorkKind.REVISION_MAINTENANCE
+    ):
         return False
     reason = reason_code if codes.is_code_shaped(reason_code) else codes.Code.REVISION_DEGRADED
     number = runtime_observations.admit_repair(
@@ -63,6 +70,12 @@ def admit_repair(
         agent_id=revision.agent_id,
         revision_id=revision.id,
     )
-    # one id per repair: the revision and the second it was admitted in
+    # one id per repair: the revision and the second it was admitted in (the next free one
+    # when an earlier repair ended within that second)
+    key = work_queue.unused_key(
+        session,
+        lambda second: work_keys.revision_maintenance(revision.id, second),
+        int(now.timestamp()),
+    )
     work_queue.enqueue(session, key, owner)
     return number > 0

@@ -11,7 +11,9 @@ pure):
 * healthy but recorded otherwise (a repair worked, or nothing was recorded yet): ``ready`` is
   recorded;
 * different (gone, not ready, drifted, another endpoint): a repair is admitted
-  (``maintenance``), one at a time per revision and spaced while it stays degraded;
+  (``maintenance``), one at a time per revision and spaced while it stays degraded, at most
+  ``maintenance.MAX_REPAIRS`` in a row: then nothing more until a person acts (a new deploy,
+  or a repair asked for through the API);
 * an Agent whose newer deploy is under way is left to that deploy.
 
 An idle fleet costs one cursor row and one bulk read per tick, no work row, no audit row and no
@@ -49,6 +51,8 @@ class Verdict(enum.StrEnum):
     REPAIR = "repair"
     SPACED = "spaced"
     """Different, but a repair was admitted too recently."""
+    EXHAUSTED = "exhausted"
+    """Different, but its repairs ran out: quiet until a person acts (a deploy, a repair)."""
     DEPLOYING = "deploying"
 
 
@@ -58,6 +62,8 @@ def judge(due: observations.Due, seen: base.Observed, now: dt.datetime) -> Verdi
         return Verdict.DEPLOYING
     if seen.healthy and seen.endpoint == due.endpoint:
         return Verdict.UNCHANGED if due.observed == Status.READY else Verdict.RECOVERED
+    if due.repairs >= maintenance.MAX_REPAIRS:
+        return Verdict.EXHAUSTED
     if due.repair_after is not None and due.repair_after > now:
         return Verdict.SPACED
     return Verdict.REPAIR

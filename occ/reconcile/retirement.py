@@ -17,7 +17,7 @@ itself:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from occ.state import agents, deploys, revisions, values, work_keys, work_queue
 from occ.state.db import Session
@@ -40,9 +40,7 @@ def deployment_failed(session: Session, item: values.WorkItem, details: Mapping[
             session, agent.id, expected=revision.id, candidate=previous
         ):
             agents.clear_active(session, agent.id, revision.id)
-    # owned like a repair (whoever deployed the revision); one id per second: when this
-    # second's id is taken by a repair that already started (it read the deployment before
-    # the failure), the next second's is used
+    # owned like a repair (whoever deployed the revision), with the next free repair id
     repair_owner = values.WorkOwner(
         namespace_id=revision.namespace_id,
         actor_id=revision.actor_id,
@@ -50,12 +48,7 @@ def deployment_failed(session: Session, item: values.WorkItem, details: Mapping[
         revision_id=revision.id,
     )
     second = int(work_queue.database_now(session).timestamp())
-    for offset in range(_SECONDS_TRIED):
-        key = work_keys.revision_maintenance(revision.id, second + offset)
-        admitted = work_queue.enqueue(session, key, repair_owner)
-        if admitted.state == values.WorkState.QUEUED:
-            return
-
-
-_SECONDS_TRIED: Final = 3
-"""How many seconds' ids a retirement tries (a repair is admitted at most once a second)."""
+    key = work_queue.unused_key(
+        session, lambda n: work_keys.revision_maintenance(revision.id, n), second
+    )
+    work_queue.enqueue(session, key, repair_owner)

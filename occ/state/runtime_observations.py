@@ -105,6 +105,16 @@ def admit_repair(
     return int(count)
 
 
+def reset_repairs(session: orm.Session, agent_id: str, revision_id: str) -> None:
+    """Count the repairs of the Agent's runtime afresh, the next one allowed now (a person
+    asked for a repair); nothing when no observation of ``revision_id`` is recorded."""
+    session.execute(
+        sa.update(_TABLE)
+        .where(_TABLE.c.agent_id == agent_id, _TABLE.c.revision_id == revision_id)
+        .values(repairs=0, repair_after=None)
+    )
+
+
 def of_agents(session: orm.Session, agent_ids: list[str]) -> dict[str, RuntimeObservation]:
     """The observations of these Agents, by Agent id (Agents never observed are absent)."""
     if not agent_ids:

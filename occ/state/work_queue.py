@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -217,6 +217,15 @@ def has_live(session: orm.Session, agent_id: str, revision_id: str, kind: WorkKi
     """Whether an item of ``kind`` for the Agent's revision is queued or claimed."""
     params = {"agent_id": agent_id, "revision_id": revision_id, "kind": kind}
     return bool(session.execute(SQL["has_live"], params).scalar_one())
+
+
+def unused_key(session: orm.Session, key_at: Callable[[int], WorkKey], start: int) -> WorkKey:
+    """The first of ``key_at(start)``, ``key_at(start + 1)``, … that no item holds (for kinds
+    whose ids count seconds, such as repairs)."""
+    number = start
+    while get(session, key := key_at(number)) is not None:
+        number += 1
+    return key
 
 
 def database_now(session: orm.Session) -> dt.datetime:

@@ -115,6 +115,21 @@ def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[s
 
 
 @blueprint.operation(
+    "POST",
+    "/<agent_id>/repair",
+    body=schemas.AgentActionBody,
+    body_required=False,
+    accepted=schemas.Agent,
+    requires="agent:deploy",
+)
+@locations.at("agents.get_agent")
+def repair_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """Admit a repair of the running revision now; its repairs are counted afresh."""
+    command = agent_lifecycle.RepairAgent(namespace_id=namespace_id, agent_id=agent_id)
+    return calls.admitted(agent_lifecycle.repair_agent, command)
+
+
+@blueprint.operation(
     "GET", "/<agent_id>/revisions", page=schemas.AgentRevision, requires="agent_revision:read"
 )
 def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:

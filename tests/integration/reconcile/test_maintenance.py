@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from occ.controller import agent_lifecycle
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor, observer
+from occ.reconcile import executor, maintenance, observer
 from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import models, values
@@ -300,3 +301,74 @@ def test_a_driver_that_cannot_observe_now_leaves_the_fleet_for_the_next_interval
 
     assert (tick.observed, tick.refused, tick.verdicts) == (1, 1, {})
     assert _repairs(db, revision) == []  # not taken for gone: nothing is repaired
+
+
+def _settle_queued(db: Database, worker: Worker) -> None:
+    """Run every queued item in-process until none is left (whatever each ends with)."""
+
+    def drained() -> bool:
+        with db.transaction() as session:
+            session.execute(
+                sa.update(models.ControllerWork)
+                .where(models.ControllerWork.state == "queued")
+                .values(available_at=sa.func.clock_timestamp())
+            )
+            live = session.execute(
+                sa.select(sa.func.count())
+                .select_from(models.ControllerWork)
+                .where(models.ControllerWork.state.in_(("queued", "claimed")))
+            ).scalar_one()
+        if live == 0:
+            return True
+        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
+            executor.run(worker, claim.work_id, str(claim.token))
+        return False
+
+    wait_for(drained, timeout=30, interval=0.1, message="the queued work to settle")
+
+
+def test_denied_repairs_stop_after_the_bound_until_a_person_asks_again(
+    db: Database, worker: Worker
+) -> None:
+    world = support.ready_world(db)
+    revision = _activate(db, worker, world)
+    _kill(worker, world, revision)
+    with db.transaction() as session:  # the runtime grant of the Agent's principal is removed
+        session.execute(
+            sa.update(models.AccessBinding)
+            .where(models.AccessBinding.principal_id == world.service_principal_id)
+            .values(revoked_at=sa.func.clock_timestamp())
+        )
+
+    verdicts = []
+    for _ in range(maintenance.MAX_REPAIRS + 3):
+        with db.transaction() as session:  # as if the spacing had passed
+            session.execute(sa.update(models.AgentRuntime).values(repair_after=None))
+        _rewind(db)
+        verdicts.append(executor.observe(worker).verdicts)
+        _settle_queued(db, worker)
+
+    repairs = _repairs(db, revision)
+    assert (
+        verdicts
+        == [{observer.Verdict.REPAIR: 1}] * maintenance.MAX_REPAIRS
+        + [{observer.Verdict.EXHAUSTED: 1}] * 3
+    )
+    assert [r.reason_code for r in repairs] == ["AUTHORIZATION_DENIED"] * maintenance.MAX_REPAIRS
+    denied = [d for r in repairs for d in support.denials(db, r.id)]
+    assert len(denied) == maintenance.MAX_REPAIRS
+    assert _runtime(db, world.agent_id) == (
+        "degraded",
+        "REVISION_NOT_RUNNING",
+        maintenance.MAX_REPAIRS,
+    )
+
+    # a person asks for a repair: one is admitted at once, owned by them, counted afresh
+    agent_lifecycle.repair_agent(
+        db,
+        world.admin,
+        agent_lifecycle.RepairAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
+    )
+    [asked] = [r for r in _repairs(db, revision) if r.state == "queued"]
+    assert asked.actor_id == world.admin
+    assert _runtime(db, world.agent_id) == ("degraded", "REVISION_NOT_RUNNING", 0)

@@ -487,6 +487,33 @@ def test_stop_admits_a_fresh_work_item_each_time(
         assert re.fullmatch(f"agent:{agent['id']}:reconcile:stopped:{UUID4}", work_id)
 
 
+def test_repair_needs_a_running_revision_then_admits_one_owned_by_the_caller(
+    client: FlaskClient, admin: Caller, world: World, db: Database
+) -> None:
+    agent, base = deployable(client, db, admin, world)
+    refused = client.post(f"{base}/repair", headers=admin.headers)
+    assert refused.status_code == 409 and json_of(refused)["code"] == "AGENT_NOT_RUNNING"
+    assert work_ids(db, agent["id"]) == []
+    deployed = client.post(f"{base}/deploy", headers=admin.headers)
+    revision_id = json_of(deployed)["data"]["deploymentId"]
+    with db.transaction() as session:  # as a worker would have made it active
+        session.execute(
+            sa.update(models.Agent)
+            .where(models.Agent.id == agent["id"])
+            .values(active_revision_id=revision_id)
+        )
+
+    for _ in range(2):  # a repeat while the repair is queued admits no second one
+        repaired = client.post(f"{base}/repair", headers=admin.headers)
+        assert repaired.status_code == 202, repaired.json
+    repairs = [w for w in work_ids(db, agent["id"]) if ":maintenance:" in w]
+    assert len(repairs) == 1
+    assert repairs[0].startswith(f"agent_revision:{revision_id}:maintenance:")
+    with db.transaction() as session:
+        row = session.get(models.ControllerWork, repairs[0])
+        assert row is not None and row.actor_id == admin.principal_id
+
+
 def test_delete_then_everything_else_conflicts(
     client: FlaskClient, admin: Caller, world: World, db: Database
 ) -> None:
@@ -507,6 +534,7 @@ def test_delete_then_everything_else_conflicts(
     late: tuple[tuple[str, str, dict[str, Any]], ...] = (
         ("POST", f"{base}/deploy", {}),
         ("POST", f"{base}/stop", {}),
+        ("POST", f"{base}/repair", {}),
         ("PATCH", base, {"json": {"name": "late"}}),
     )
     for method, url, kwargs in late:

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from occ.drivers.compute import base
-from occ.reconcile import observer
+from occ.reconcile import maintenance, observer
 from occ.state import observations, runtime_observations
 from tests.support import scenarios
 
@@ -52,6 +52,21 @@ HEALTHY = base.Observed(True, "http://published")
             _due(observed=DEGRADED, repairs=1, repair_after=NOW),
             base.Observed(False, code="REVISION_NOT_RUNNING"),
             Verdict.REPAIR,
+        ),
+        (
+            _due(observed=DEGRADED, repairs=maintenance.MAX_REPAIRS - 1, repair_after=NOW),
+            base.Observed(False, code="REVISION_NOT_RUNNING"),
+            Verdict.REPAIR,
+        ),
+        (  # its repairs ran out: quiet until a person acts
+            _due(observed=DEGRADED, repairs=maintenance.MAX_REPAIRS, repair_after=NOW),
+            base.Observed(False, code="REVISION_NOT_RUNNING"),
+            Verdict.EXHAUSTED,
+        ),
+        (  # a runtime that comes back by itself is still seen ready
+            _due(observed=DEGRADED, repairs=maintenance.MAX_REPAIRS),
+            HEALTHY,
+            Verdict.RECOVERED,
         ),
         (_due(deploying=True), base.Observed(False), Verdict.DEPLOYING),
         (_due(deploying=True), HEALTHY, Verdict.DEPLOYING),
