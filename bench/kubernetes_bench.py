@@ -6,7 +6,7 @@ Not a test: it asserts nothing, it measures. stdout gets exactly these lines::
     k8s_deploy_p50_ms          one deploy: admission commit -> activation (its audit row)
     k8s_deploy_p99_ms
     k8s_api_calls_per_deploy   requests the fake API server received per deploy (its journal)
-    k8s_repass_api_calls       requests of one no-op maintenance pass over an active revision
+    k8s_repass_api_calls       requests of one repair pass over a healthy active revision
     k8s_repass_writes          of which writes (anything but GET; 0 when nothing changed)
     local_deploys_per_s        the same fleet, the same deploys, on the ``local`` driver
     local_deploy_p50_ms
@@ -34,9 +34,11 @@ make the fake, not occ, the bottleneck. ``-v`` reports this process's CPU per de
 latency runs from ``time.time()`` right after its admission commits to the ``occurred_at`` of
 its activation audit row. The API calls are counted once the fleet is idle again.
 
-The no-op re-pass: with every revision active, ``occ.observe_runtimes`` is sent once; it
-enqueues one maintenance pass, due now, per active revision; the requests the journal records
-until all of them succeeded, divided by their number, is ``k8s_repass_api_calls``.
+The no-op re-pass: with every revision active, one repair (``revision_maintenance``, what the
+fleet observer admits when an observation differs) is admitted per active revision and the
+workers nudged; the requests the journal records until all of them succeeded, divided by
+their number, is ``k8s_repass_api_calls`` (an unchanged runtime's observation costs none: see
+``bench/fleet.py``).
 
 The ``local`` baseline runs right after, in the same process, against the same database and
 broker, with a fleet of its own (``OCC_COMPUTE_DRIVER=local``): each revision is a stand-in
@@ -64,7 +66,7 @@ import sqlalchemy as sa
 from bench import deploys, workers
 from bench.support import BenchError, log, report
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.state import models
+from occ.state import models, values, work_keys, work_queue
 from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import names, nudge
@@ -190,10 +192,12 @@ def repass(
     fleet: workers.Fleet,
     revision_ids: list[str],
 ) -> tuple[float, float]:
-    """API calls and writes per no-op maintenance pass (one per active revision)."""
+    """API calls and writes per repair pass over a healthy revision (one per active
+    revision, admitted as the fleet observer admits one)."""
     kube.clear_journal()
+    enqueue_repairs(database, revision_ids)
     with workers.celery_app(env) as celery:
-        celery.send_task(names.OBSERVE_RUNTIMES, queue=tasks_app.CONTROL_QUEUE)
+        celery.send_task(names.CLAIM, queue=tasks_app.CONTROL_QUEUE)
 
     def all_observed() -> bool:
         fleet.check()
@@ -209,6 +213,27 @@ def repass(
     journal = kube.journal
     writes = [request for request in journal if request.method != "GET"]
     return len(journal) / len(revision_ids), len(writes) / len(revision_ids)
+
+
+def enqueue_repairs(database: Database, revision_ids: list[str]) -> None:
+    """A repair of each revision, due now (``revision_maintenance``, as the fleet observer
+    admits one when an observation differs)."""
+    revision = models.AgentRevision
+    with database.transaction() as session:
+        rows = session.execute(
+            sa.select(
+                revision.id, revision.namespace_id, revision.agent_id, revision.actor_id
+            ).where(revision.id.in_(revision_ids))
+        ).all()
+        now = int(time.time())
+        for row in rows:
+            owner = values.WorkOwner(
+                namespace_id=row.namespace_id,
+                actor_id=row.actor_id,
+                agent_id=row.agent_id,
+                revision_id=row.id,
+            )
+            work_queue.enqueue(session, work_keys.revision_maintenance(row.id, now), owner)
 
 
 def stop_local_gateways(root: Path) -> None:
