@@ -31,6 +31,10 @@ The stand-in gateway image is built on it when missing or out of date.
 libfaketime (``scripts/faketime.py``), for the tests that run a worker with a shifted clock:
 ``OCC_TEST_FAKETIME_LIB`` when set, else Debian's ``faketime`` package, installed with apt-get
 when missing.
+
+Chromium for the browser suite: ``chromium`` on PATH, else Debian's package installed with
+apt-get (as root), exported as ``OCC_TEST_CHROMIUM``; without it the browser tests skip (and
+fail under CI).
 """
 
 from __future__ import annotations
@@ -451,6 +455,37 @@ def stop_private_engine() -> None:
 # -- commands -----------------------------------------------------------------------------------
 
 
+def find_chromium() -> str | None:
+    """Debian's ``chromium`` for the browser suite (``tests/browser``): on PATH, else installed
+    with apt-get when this is root (about a minute), else ``None`` (the suite then skips, or
+    fails under CI). Never a browser download of Playwright's own."""
+    found = shutil.which("chromium")
+    if found:
+        return found
+    apt_get = shutil.which("apt-get")
+    if apt_get is None or os.geteuid() != 0:
+        say("no chromium, and apt-get is unavailable or this is not root: browser tests skip")
+        return None
+    say("installing chromium (apt-get)")
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for arguments in (
+        ["update", "-qq"],
+        ["install", "-y", "-qq", "--no-install-recommends", "chromium"],
+    ):
+        result = subprocess.run(  # noqa: S603 - a fixed command line
+            [apt_get, *arguments],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=900,
+            check=False,
+        )
+        if result.returncode != 0:
+            say(f"apt-get {arguments[0]} failed: {result.stderr.strip()[-300:]}")
+            return None
+    return shutil.which("chromium")
+
+
 def with_database(url: str, name: str) -> str:
     """``url`` naming database ``name`` instead (query, such as a socket ``host``, kept)."""
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
@@ -473,6 +508,9 @@ def command_env(env_file: Path) -> int:
         "OCC_TEST_DOCKER_HOST": docker_host,
         "OCC_TEST_FAKETIME_LIB": faketime_library,
     }
+    chromium = find_chromium()
+    if chromium is not None:
+        values["OCC_TEST_CHROMIUM"] = chromium
     text = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
     env_file.parent.mkdir(parents=True, exist_ok=True)
     env_file.write_text(text)

@@ -38,6 +38,7 @@ from occ.web import (
     problems,
     query_parameters,
 )
+from occ.web.console import pages as console_pages
 from occ.web.routes import BROWSER_MODULES, ROUTE_MODULES
 from occ.web.schemas import common
 
@@ -102,10 +103,12 @@ def create_app(
         api.register_blueprint(module.blueprint)
     for browser_module in BROWSER_MODULES:
         app.register_blueprint(browser_module.blueprint)
+    app.register_blueprint(console_pages.blueprint)
     problem = api.spec.components.schemas["Problem"]["properties"]
     problem["code"]["enum"] = problems.known_codes()
     problem["status"]["enum"] = problems.known_statuses()
     _make_public(app, "api-docs.openapi_json")
+    _make_public(app, "console.static")
     problems.register(app)
     app.extensions[json_input.BODY_ERROR_CHECK] = namespace_visibility.refuse_unseen
     app.before_request(_begin)

@@ -18,7 +18,8 @@ from occ.state.db import Database
 from occ.tasks import app as tasks_app
 from occ.tasks import nudge
 from occ.web.app import create_app
-from tests.support import databases, namespace_status
+from tests.integration.web import signing
+from tests.support import databases, namespace_status, oidc_provider
 from tests.support.responses import json_of
 
 PEPPER = "test-pepper"
@@ -88,3 +89,32 @@ def ns(client: FlaskClient, owner_db: Database, admin: Caller) -> str:
 def unreachable_broker_nudger() -> nudge.Nudger:
     """A nudger whose broker refuses connections (nothing listens on port 1)."""
     return nudge.Nudger(tasks_app.create(Settings(broker_url="redis://127.0.0.1:1/0")))
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[oidc_provider.Provider]:
+    with oidc_provider.running() as running:
+        yield running
+
+
+@pytest.fixture
+def signin_app(
+    db: Database, settings: Settings, provider: oidc_provider.Provider
+) -> Iterator[flask.Flask]:
+    application = create_app(
+        settings.replace(
+            auth_secret=signing.AUTH_SECRET,
+            auth_base_url=signing.BASE_URL,
+            auth_oidc_discovery_url=provider.discovery_url,
+            auth_oidc_client_id=oidc_provider.CLIENT_ID,
+            auth_oidc_client_secret=oidc_provider.CLIENT_SECRET,
+        )
+    )
+    application.testing = True
+    yield application
+    application.extensions["occ"].runtime.database.dispose()
+
+
+@pytest.fixture
+def visitor(signin_app: flask.Flask) -> FlaskClient:
+    return signin_app.test_client()

@@ -4,90 +4,18 @@ CSRF, rotation, timeouts and revocation, through the Flask app."""
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterator
-from typing import Any, cast
+from typing import cast
 
 import flask
 import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
-from werkzeug.test import TestResponse
 
-from occ.settings.config import Settings
 from occ.state import audit, models
 from occ.state.db import Database
-from occ.web.app import create_app
 from tests.integration.web.conftest import Caller
+from tests.integration.web.signing import body, current, session_cookie, sign_in
 from tests.support import grants, oidc_provider
-
-AUTH_SECRET = "s" * 40
-BASE_URL = "http://127.0.0.1:8000"
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[oidc_provider.Provider]:
-    with oidc_provider.running() as running:
-        yield running
-
-
-@pytest.fixture
-def signin_app(
-    db: Database, settings: Settings, provider: oidc_provider.Provider
-) -> Iterator[flask.Flask]:
-    application = create_app(
-        settings.replace(
-            auth_secret=AUTH_SECRET,
-            auth_base_url=BASE_URL,
-            auth_oidc_discovery_url=provider.discovery_url,
-            auth_oidc_client_id=oidc_provider.CLIENT_ID,
-            auth_oidc_client_secret=oidc_provider.CLIENT_SECRET,
-        )
-    )
-    application.testing = True
-    yield application
-    application.extensions["occ"].runtime.database.dispose()
-
-
-@pytest.fixture
-def visitor(signin_app: flask.Flask) -> FlaskClient:
-    return signin_app.test_client()
-
-
-def sign_in(
-    visitor: FlaskClient, provider: oidc_provider.Provider, subject: str, next_path: str = ""
-) -> str:
-    """Sign ``subject`` in as a visitor would; where the callback sends the visitor."""
-    query = f"?next={urllib.parse.quote(next_path)}" if next_path else ""
-    started = visitor.get(f"/auth/sign-in/oidc{query}")
-    assert started.status_code == 302, started.data
-    location = str(started.headers["Location"])
-    parameters = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
-    assert parameters["code_challenge_method"] == ["S256"]
-    assert parameters["redirect_uri"] == [f"{BASE_URL}/auth/callback/oidc"]
-    assert "nonce" in parameters and "state" in parameters
-    callback = urllib.parse.urlsplit(provider.authorize(location, subject))
-    finished = visitor.get(f"{callback.path}?{callback.query}")
-    assert finished.status_code == 303, finished.data
-    return str(finished.headers["Location"])
-
-
-def body(response: TestResponse) -> dict[str, Any]:
-    found = response.json
-    assert isinstance(found, dict), response.data
-    return found
-
-
-def current(visitor: FlaskClient) -> dict[str, Any]:
-    answer = visitor.get("/v1/sessions/current")
-    assert answer.status_code == 200, answer.json
-    found: dict[str, Any] = body(answer)["data"]
-    return found
-
-
-def session_cookie(visitor: FlaskClient) -> str:
-    cookie = visitor.get_cookie("occ_session")
-    assert cookie is not None
-    return cookie.value
 
 
 def test_a_person_signs_in_with_a_cookie_that_is_host_only_httponly_and_lax(

@@ -1,0 +1,237 @@
+"""The console's pages: sign-in, Namespaces, a Namespace's Agents, an Agent with its
+revisions and deployment progress, audit events and work items.
+
+Pages read through the use cases as the signed-in principal (what it may not read it does not
+see); a page the caller may not open answers a 403 page. Actions are the script's
+(``static/console.js``): it sends them to the JSON API. Every answer carries a strict
+Content-Security-Policy (scripts and styles of this origin only, no inline script, no
+framing).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any, Final
+
+import flask
+
+from occ.controller import (
+    agents,
+    configurations,
+    deployments,
+    namespaces,
+    operations,
+    secrets,
+)
+from occ.foundation import errors, harnesses
+from occ.state import audit, keyset, values
+from occ.web import access, calls, cookies, query_parameters
+
+blueprint = flask.Blueprint(
+    "console",
+    __name__,
+    url_prefix="/console",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
+
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_LIST_LIMIT: Final = keyset.Window(limit=200)
+
+
+@blueprint.after_request
+def _harden(response: flask.Response) -> flask.Response:
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "same-origin"
+    if flask.request.endpoint != "console.static":
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@blueprint.errorhandler(errors.Unauthenticated)
+def _sign_in_first(error: errors.Unauthenticated) -> flask.Response:
+    target = urllib.parse.quote(flask.request.full_path.rstrip("?"), safe="/")
+    response = flask.Response(status=303)
+    response.headers["Location"] = f"/console/sign-in?next={target}"
+    return response
+
+
+@blueprint.errorhandler(errors.Forbidden)
+def _forbidden(error: errors.Forbidden) -> tuple[str, int]:
+    return _render("error.html", title="Not allowed", message=error.detail), 403
+
+
+@blueprint.errorhandler(errors.NotFound)
+def _not_found(error: errors.NotFound) -> tuple[str, int]:
+    return _render("error.html", title="Not found", message=error.detail), 404
+
+
+@blueprint.route("/sign-in", methods=["GET"])
+@access.public
+@query_parameters.accepts("next", "error")
+def sign_in() -> str:
+    """The providers to sign in with."""
+    next_path = flask.request.args.get("next", "/console")
+    listed = [
+        {
+            "label": client.provider.label,
+            "href": "/auth/sign-in/"
+            + client.provider.name
+            + "?"
+            + urllib.parse.urlencode({"next": next_path}),
+        }
+        for client in calls.context().sign_in.values()
+    ]
+    return _render("sign_in.html", title="Sign in", providers=listed)
+
+
+@blueprint.route("", methods=["GET"])
+@access.authenticated
+def home() -> flask.Response:
+    response = flask.Response(status=303)
+    response.headers["Location"] = "/console/namespaces"
+    return response
+
+
+@blueprint.route("/namespaces", methods=["GET"])
+@access.authenticated
+def namespace_list() -> str:
+    listed = calls.call(namespaces.list_namespaces, _LIST_LIMIT)
+    return _render("namespaces.html", title="Namespaces", namespaces=listed)
+
+
+@blueprint.route("/namespaces/<namespace_id>", methods=["GET"])
+@access.authenticated
+def namespace_page(namespace_id: str) -> str:
+    namespace = calls.call(namespaces.get_namespace, namespace_id=namespace_id)
+    agent_list = calls.call(agents.list_agents, _LIST_LIMIT, namespace_id=namespace_id)
+    configuration_list = _or_empty(
+        lambda: calls.call(
+            configurations.list_configurations,
+            _LIST_LIMIT,
+            namespace_id=namespace_id,
+            store=calls.context().drivers.configuration,
+        )
+    )
+    secret_list = _or_empty(
+        lambda: calls.call(secrets.list_secrets, _LIST_LIMIT, namespace_id=namespace_id)
+    )
+    return _render(
+        "namespace.html",
+        title=namespace.name,
+        namespace=namespace,
+        agents=agent_list,
+        configurations=configuration_list,
+        secrets=secret_list,
+        harnesses=[
+            {"id": str(harness), "mode": str(harnesses.MODES[harness])}
+            for harness in harnesses.Harness
+        ],
+    )
+
+
+@blueprint.route("/namespaces/<namespace_id>/agents/<agent_id>", methods=["GET"])
+@access.authenticated
+@query_parameters.accepts("deployment")
+def agent_page(namespace_id: str, agent_id: str) -> str:
+    namespace = calls.call(namespaces.get_namespace, namespace_id=namespace_id)
+    agent = calls.call(agents.get_agent, namespace_id=namespace_id, agent_id=agent_id)
+    revisions = _or_empty(
+        lambda: calls.call(
+            deployments.list_revisions,
+            keyset.Window(limit=50),
+            namespace_id=namespace_id,
+            agent_id=agent_id,
+        )
+    )
+    deployment = flask.request.args.get("deployment", "")
+    return _render(
+        "agent.html",
+        title=agent.name,
+        namespace=namespace,
+        agent=agent,
+        revisions=revisions,
+        deployment=deployment if deployment.isascii() and len(deployment) < 100 else "",
+    )
+
+
+@blueprint.route("/audit", methods=["GET"])
+@access.authenticated
+@query_parameters.accepts("namespace", "kind")
+def audit_page() -> str:
+    namespace_id = flask.request.args.get("namespace") or None
+    kind = flask.request.args.get("kind") or None
+    if kind is not None and kind not in audit.KINDS:
+        raise errors.NotFound("no such audit event kind")
+    page = calls.call(
+        operations.list_audit_events,
+        operations.AuditFilter(
+            namespace_id=namespace_id,
+            kind=None if kind is None else audit.EventKind(kind),
+            limit=100,
+        ),
+    )
+    return _render(
+        "audit.html",
+        title="Audit events",
+        events=page.items,
+        kinds=sorted(audit.KINDS),
+        chosen={"namespace": namespace_id or "", "kind": kind or ""},
+    )
+
+
+@blueprint.route("/work", methods=["GET"])
+@access.authenticated
+@query_parameters.accepts("namespace", "state")
+def work_page() -> str:
+    namespace_id = flask.request.args.get("namespace") or None
+    state = flask.request.args.get("state") or None
+    if state is not None and state not in set(values.WorkState):
+        raise errors.NotFound("no such work state")
+    page = calls.call(
+        operations.list_work,
+        operations.WorkFilter(
+            namespace_id=namespace_id,
+            state=None if state is None else values.WorkState(state),
+            limit=100,
+        ),
+    )
+    return _render(
+        "work.html",
+        title="Work items",
+        items=page.items,
+        states=[str(s) for s in values.WorkState],
+        chosen={"namespace": namespace_id or "", "state": state or ""},
+    )
+
+
+def _or_empty(read: Any) -> list[Any]:
+    """What ``read`` lists, or nothing when the caller may not list it."""
+    try:
+        return list(read())
+    except (errors.Forbidden, errors.NotFound):
+        return []
+
+
+def _render(template: str, **context: Any) -> str:
+    settings = calls.context().runtime.settings
+    session_id = access.session_id()
+    csrf = (
+        cookies.csrf_token(settings.auth_secret, session_id)
+        if session_id is not None and settings.auth_secret
+        else ""
+    )
+    principal = flask.g.get("principal_id")
+    return flask.render_template(
+        f"console/{template}",
+        csrf_token=csrf,
+        principal_id=principal,
+        signed_in=principal is not None,
+        **context,
+    )

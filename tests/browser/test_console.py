@@ -1,0 +1,118 @@
+"""The console as a person uses it, in Chromium: sign in with the OpenID Connect provider,
+create a Namespace and an Agent, deploy it on the local driver and watch it become active,
+stop it, delete it; a second person without permissions cannot see the first one's
+Namespace; a change without the CSRF token is refused; a revoked session goes back to
+sign-in."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect
+
+from occ import iam
+from tests.browser.conftest import Console
+from tests.support import grants
+
+ACTIVE_WITHIN_MS = 90_000
+
+
+def sign_in(page: Page, console: Console, subject: str) -> None:
+    page.goto(f"{console.base_url}/console")
+    expect(page).to_have_url(re.compile(r"/console/sign-in\?next="))
+    shot(page, "sign-in")
+    page.get_by_role("link", name="Sign in with Single sign-on").click()
+    page.get_by_placeholder("sub").fill(subject)
+    page.get_by_role("button", name="Authorize").click()
+    expect(page).to_have_url(f"{console.base_url}/console/namespaces")
+
+
+def shot(page: Page, name: str) -> None:
+    """Save a screenshot of the page for docs/console.md when ``CONSOLE_SCREENSHOTS``
+    names a directory (``docs/images``)."""
+    directory = os.environ.get("CONSOLE_SCREENSHOTS")
+    if directory:
+        page.screenshot(path=str(Path(directory) / f"console-{name}.png"), full_page=True)
+
+
+def principal_id(page: Page) -> str:
+    text = page.locator(".who code").inner_text()
+    assert text.startswith("prn_"), text
+    return text
+
+
+def test_a_person_runs_an_agent_from_the_console(
+    page: Page, browser: Browser, console: Console
+) -> None:
+    sign_in(page, console, "ada@example.com")
+    expect(page.get_by_text("You can see no Namespace")).to_be_visible()
+    grants.give(console.db, principal_id(page), list(iam.ADMINISTRATOR_PERMISSIONS))
+    page.reload()
+    shot(page, "namespaces-empty")
+
+    page.get_by_label("Name", exact=True).fill("team-web")
+    page.get_by_role("button", name="Create Namespace").click()
+    expect(page).to_have_url(re.compile(r"/console/namespaces/ns_"))
+    namespace_url = page.url
+    expect(page.locator("[data-field=status]").first).to_have_text("ready", timeout=60_000)
+
+    page.locator("#configuration-name").fill("base")
+    page.get_by_role("button", name="Create Configuration").click()
+    expect(page.get_by_text("base", exact=False).first).to_be_visible()
+    page.locator("#secret-name").fill("model-token")
+    page.locator("#secret-value").fill("s3cret-value-never-shown")
+    page.get_by_role("button", name="Create Secret").click()
+    expect(page.locator("#agent-name")).to_be_visible()
+    assert "s3cret-value-never-shown" not in page.content()
+
+    page.locator("#agent-name").fill("helper")
+    page.get_by_role("button", name="Create Agent").click()
+    expect(page).to_have_url(re.compile(r"/agents/agt_"))
+
+    page.get_by_role("button", name="Deploy").click()
+    expect(page).to_have_url(re.compile(r"\?deployment="))
+    expect(page.locator("#deployment-state")).to_have_text("active", timeout=ACTIVE_WITHIN_MS)
+    expect(page.locator("#agent-endpoint")).not_to_have_text("—")
+    expect(page.locator("#revisions tbody tr")).to_have_count(1)
+    shot(page, "agent")
+    page.goto(namespace_url)
+    expect(page.locator("[data-field=status]").nth(1)).to_have_text("active")
+    shot(page, "namespace")
+    page.go_back()
+
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator("#agent-desired")).to_have_text("stopped", timeout=30_000)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete Agent").click()
+    expect(page).to_have_url(namespace_url)
+
+    # a second person, without permissions, sees nothing of it
+    other = browser.new_context()
+    try:
+        stranger = other.new_page()
+        sign_in(stranger, console, "bo@example.com")
+        expect(stranger.get_by_text("You can see no Namespace")).to_be_visible()
+        assert "team-web" not in stranger.content()
+        answer = stranger.goto(namespace_url)
+        assert answer is not None and answer.status == 404
+    finally:
+        other.close()
+
+    # a change made with the cookie but without the CSRF token is refused
+    refused = page.request.post(
+        f"{console.base_url}/v1/namespaces", data={"name": "forged"}, fail_on_status_code=False
+    )
+    assert refused.status == 403 and refused.json()["code"] == "CSRF_TOKEN_INVALID"
+
+    # revoking the session sends the next page back to sign-in
+    current = page.request.get(f"{console.base_url}/v1/sessions/current").json()["data"]
+    revoked = page.request.delete(
+        f"{console.base_url}/v1/sessions/{current['id']}",
+        headers={"X-CSRF-Token": current["csrfToken"]},
+    )
+    assert revoked.ok
+    page.goto(f"{console.base_url}/console/namespaces")
+    expect(page).to_have_url(re.compile(r"/console/sign-in"))

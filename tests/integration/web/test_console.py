@@ -1,0 +1,84 @@
+"""The console's pages through the Flask app: sign-in first, what a signed-in person sees,
+escaping, the Content-Security-Policy, and the 403 and 404 pages (the browser suite,
+``tests/browser``, drives the same pages in Chromium)."""
+
+from __future__ import annotations
+
+import flask
+from flask.testing import FlaskClient
+
+from occ.state.db import Database
+from occ.web import access
+from occ.web.console import pages
+from tests.integration.web.conftest import Caller, namespace
+from tests.integration.web.signing import current, sign_in
+from tests.support import grants, oidc_provider
+
+
+def test_a_page_without_a_session_redirects_to_sign_in(visitor: FlaskClient) -> None:
+    answer = visitor.get("/console/namespaces")
+
+    assert answer.status_code == 303
+    assert answer.headers["Location"] == "/console/sign-in?next=/console/namespaces"
+
+
+def test_the_sign_in_page_lists_the_providers_under_a_strict_policy(visitor: FlaskClient) -> None:
+    answer = visitor.get("/console/sign-in?next=/console/namespaces")
+
+    assert answer.status_code == 200
+    assert b"Sign in with Single sign-on" in answer.data
+    assert b'href="/auth/sign-in/oidc?next=%2Fconsole%2Fnamespaces"' in answer.data
+    assert answer.headers["Content-Security-Policy"] == pages.CONTENT_SECURITY_POLICY
+    assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
+    assert "unsafe-inline" not in answer.headers["Content-Security-Policy"]
+    assert b"<script>" not in answer.data and b" on" + b"click" not in answer.data
+
+
+def test_a_signed_in_person_sees_what_iam_lets_them_read_escaped(
+    visitor: FlaskClient,
+    client: FlaskClient,
+    provider: oidc_provider.Provider,
+    db: Database,
+    owner_db: Database,
+    admin: Caller,
+) -> None:
+    sign_in(visitor, provider, "nora-sub")
+    me = current(visitor)
+    hidden = namespace(client, owner_db, admin, "not-yours")
+    shown = namespace(client, owner_db, admin, "<b>team</b>")
+    grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
+
+    page = visitor.get("/console/namespaces")
+
+    assert page.status_code == 200
+    assert b"&lt;b&gt;team&lt;/b&gt;" in page.data and b"<b>team</b>" not in page.data
+    assert hidden.encode() not in page.data and b"not-yours" not in page.data
+    assert f'content="{me["csrfToken"]}"'.encode() in page.data
+    assert visitor.get(f"/console/namespaces/{hidden}").status_code == 404
+
+
+def test_a_page_the_person_may_not_open_answers_a_403_page(
+    visitor: FlaskClient, provider: oidc_provider.Provider, admin: Caller
+) -> None:
+    sign_in(visitor, provider, "oscar-sub")
+
+    answer = visitor.get("/console/work")
+
+    assert answer.status_code == 403
+    assert b"Not allowed" in answer.data
+    assert answer.headers["Content-Security-Policy"] == pages.CONTENT_SECURITY_POLICY
+
+
+def test_the_script_and_styles_are_served_from_this_origin(visitor: FlaskClient) -> None:
+    script = visitor.get("/console/static/console.js")
+    styles = visitor.get("/console/static/console.css")
+
+    assert script.status_code == 200 and b"X-CSRF-Token" in script.data
+    assert styles.status_code == 200
+
+
+def test_every_console_route_declares_who_may_open_it(signin_app: flask.Flask) -> None:
+    for rule in signin_app.url_map.iter_rules():
+        if rule.rule.startswith("/console"):
+            declared = access.declared(signin_app.view_functions[rule.endpoint])
+            assert declared in (access.PUBLIC, access.AUTHENTICATED), rule.rule
