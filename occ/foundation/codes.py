@@ -58,6 +58,16 @@ class Code(enum.StrEnum):
     )
     UNKNOWN_FAILURE = "UNKNOWN_FAILURE", X, "Reconciliation failed."
     CLAIM_LOST = "CLAIM_LOST", R, "The worker lost its claim."
+    WORK_VERSION_UNSUPPORTED = (
+        "WORK_VERSION_UNSUPPORTED",
+        P,
+        "A worker of an older release could not read this item; it waits for a newer worker.",
+    )
+    SCHEMA_TOO_NEW = (
+        "SCHEMA_TOO_NEW",
+        X,
+        "The database was migrated by a newer release than this process.",
+    )
     CLAIM_RENEWAL_REFUSED = (
         "CLAIM_RENEWAL_REFUSED",
         R,

@@ -21,6 +21,7 @@
     ├── UnknownOutcome          a COMMIT may or may not have happened
     ├── SecretUnreadable        a stored Secret value cannot be opened
     └── DependencyUnavailable   the database or another dependency failed
+        └── SchemaTooNew        the database was migrated by a newer release than this one
 
 Web maps this tree to problem+json once; workers map it to reason codes. A field path
 names fields as the code that checked them does (snake_case names, list indexes); each
@@ -210,3 +211,17 @@ class DependencyUnavailable(OccError):
     """A dependency of occ is unavailable."""
 
     code = "DEPENDENCY_UNAVAILABLE"
+
+
+class SchemaTooNew(DependencyUnavailable):
+    """The database schema is at a migration this release does not know: a newer release
+    migrated it. This process refuses to start rather than serve it."""
+
+    code = "SCHEMA_TOO_NEW"
+
+    def __init__(self, applied: str) -> None:
+        super().__init__(
+            f"SCHEMA_TOO_NEW: the database schema is at revision {applied}, which this release"
+            " does not know (a newer release migrated it); run the newer release"
+        )
+        self.applied = applied

@@ -83,15 +83,59 @@ def prune(worker: Worker) -> upkeep.PruneReport:
     return upkeep.prune(worker.database, upkeep.Retention.of(worker.settings))
 
 
-def run(worker: Worker, work_id: str, dispatch_token: str) -> outcome.PassResult | None:
-    """Run one dispatched item; ``None`` when the message was stale (nothing happened)."""
+UNREADABLE_DEFERRAL_MS: Final = 5_000
+"""How long an item a worker could not read waits before it is claimed again (for a newer
+worker, during a rolling upgrade)."""
+
+
+def defer_unreadable(worker: Worker, work_id: str, dispatch_token: str, *, version: int) -> bool:
+    """Give back a dispatch this release cannot read (a newer payload ``version`` or work kind):
+    queued again after ``UNREADABLE_DEFERRAL_MS``, the attempt refunded, logged
+    ``worker.deferred``; ``False`` when the token was not live (nothing changed)."""
+    try:
+        token = uuid.UUID(dispatch_token)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    code = codes.Code.WORK_VERSION_UNSUPPORTED
+    try:
+        with worker.database.autocommit_connection() as connection:  # one statement
+            deferred = work_queue.defer_dispatch(
+                connection, work_id, token, code=code, delay_ms=UNREADABLE_DEFERRAL_MS
+            )
+    except errors.DependencyUnavailable as exc:
+        observability.log(
+            "worker.error",
+            level=logging.ERROR,
+            code=codes.Code.WORKER_UNAVAILABLE,
+            error=exc.code,
+            workId=work_id,
+        )
+        return False
+    if deferred:
+        observability.log(
+            "worker.deferred",
+            level=logging.WARNING,
+            code=code,
+            workId=work_id,
+            version=version,
+            delayMs=UNREADABLE_DEFERRAL_MS,
+        )
+    return deferred
+
+
+def run(
+    worker: Worker, work_id: str, dispatch_token: str, *, version: int = 1
+) -> outcome.PassResult | None:
+    """Run one dispatched item; ``None`` when the message was stale (nothing happened) or one
+    this release cannot read (deferred for a newer worker)."""
     started_at = time.perf_counter()
     handler = _handler(work_id)
     try:
         token = uuid.UUID(dispatch_token)
     except ValueError:
         return None
-    if handler is None:
+    if handler is None:  # a kind this release does not know (or no work id at all)
+        defer_unreadable(worker, work_id, dispatch_token, version=version)
         return None
     granted_at = time.monotonic()  # the start grants its lease at or after this moment
     started = handler.start(worker, work_id, token)

@@ -2,7 +2,8 @@
 
 The API (in gunicorn's master), the workers and beat start beside the one-shot migration and
 bootstrap (a Procfile's ``release``, compose's ``migrate``): each waits here, bounded, instead of
-exiting on a database that is not ready yet. It logs ``startup.waiting`` when it starts waiting
+exiting on a database that is not ready yet (but at once, ``SCHEMA_TOO_NEW``, on a database a
+newer release migrated: waiting would not help). It logs ``startup.waiting`` when it starts waiting
 and every ``LOG_EVERY_S`` after, ``startup.ready`` once ready, and raises after the bound. Once
 ready it measures the process's clock skew against the database (``clock.skew`` when large).
 """
@@ -34,15 +35,23 @@ UNAVAILABLE: Final = "the database is unavailable"
 
 
 def missing(database: Database) -> str | None:
-    """What ``database`` still lacks before occ can serve, in words; ``None`` when ready."""
+    """What ``database`` still lacks before occ can serve, in words; ``None`` when ready.
+
+    Raises:
+        SchemaTooNew: a newer release migrated the database (waiting would not help).
+    """
     try:
         with database.snapshot() as session:
-            if not schema.is_current(schema_version.applied(session)):
+            applied = schema_version.applied(session)
+            newer = schema.is_newer(applied)
+            if not newer and not schema.is_current(applied):
                 return NOT_MIGRATED
-            if installation.current(session) is None:
+            if not newer and installation.current(session) is None:
                 return NOT_BOOTSTRAPPED
     except errors.DependencyUnavailable:
         return UNAVAILABLE
+    if newer and applied is not None:
+        raise errors.SchemaTooNew(applied)
     return None
 
 
@@ -59,6 +68,7 @@ def wait_until_ready(
 
     Raises:
         DependencyUnavailable: still not ready after ``timeout_s``; the detail says what lacks.
+        SchemaTooNew: a newer release migrated the database: at once, without waiting.
     """
     started = clock()
     reason = missing(database)

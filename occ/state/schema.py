@@ -66,12 +66,14 @@ def _driver_message(exc: sa_exc.DBAPIError) -> str:
 
 
 def is_current(applied: str | None) -> bool:
-    """Whether a database at revision ``applied`` has this code's schema: the head, or a
-    revision this code does not know (a newer release migrated it first)."""
-    if applied is None:
-        return False
-    head, known = _revisions()
-    return applied == head or applied not in known
+    """Whether a database at revision ``applied`` has this code's schema (its head)."""
+    return applied is not None and applied == _revisions()[0]
+
+
+def is_newer(applied: str | None) -> bool:
+    """Whether a database at revision ``applied`` was migrated by a newer release: a revision
+    this code does not know."""
+    return applied is not None and applied not in _revisions()[1]
 
 
 @functools.cache

@@ -1,5 +1,5 @@
-"""The durable work queue: enqueue, claim, start, renew, release, defer, retry, complete, fail,
-recover_stale.
+"""The durable work queue: enqueue, claim, start, renew, release, defer_dispatch, defer, retry,
+complete, fail, recover_stale.
 
 Runs the named statements of ``sql/work_queue.sql`` on the caller's session, and the one-row
 transitions of a claim on a session or an autocommit connection (``hot_statements.Target``);
@@ -28,7 +28,7 @@ from occ.state.work_keys import Priority, WorkKey, WorkKind
 
 SQL: Final = queries.load("work_queue.sql")
 HOT: Final = hot_statements.compile_all(
-    SQL, "start", "renew", "release", "complete", "fail", "retry", "defer"
+    SQL, "start", "renew", "release", "defer_dispatch", "complete", "fail", "retry", "defer"
 )
 """The one-row transitions every item runs, executed below SQLAlchemy's execution layer."""
 
@@ -288,6 +288,21 @@ def renew_lease(
 def release(session: hot_statements.Target, claim: values.Claim) -> None:
     """Give the item back (graceful shutdown): queued now, the attempt refunded."""
     _one_fenced(session, "release", claim)
+
+
+def defer_dispatch(
+    session: hot_statements.Target,
+    work_id: str,
+    dispatch_token: uuid.UUID,
+    *,
+    code: str,
+    delay_ms: int,
+) -> bool:
+    """Give back a dispatch this worker cannot read: queued after ``delay_ms``, the attempt
+    refunded; ``False`` when the token is not live (nothing changed)."""
+    codes.require(code, codes.Outcome.PENDING)
+    params = {"work_id": work_id, "token": dispatch_token, "code": code, "delay_ms": delay_ms}
+    return hot_statements.first(session, HOT["defer_dispatch"], params) is not None
 
 
 def complete(

@@ -62,7 +62,7 @@ def fail_startup(exc: BaseException, event: str = "worker.startup-error") -> NoR
     observability.log(
         event,
         level=logging.ERROR,
-        code="WORKER_UNAVAILABLE",
+        code=exc.code if isinstance(exc, errors.SchemaTooNew) else "WORKER_UNAVAILABLE",
         error=type(exc).__name__,
         reason=startup_reason(exc),
     )

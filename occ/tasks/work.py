@@ -44,6 +44,7 @@ def register(app: Celery) -> worker_process.WorkerProcess:
                 app.send_task(
                     names.RUN_WORK,
                     args=[item.work_id, str(item.token)],
+                    kwargs={"version": names.PAYLOAD_VERSION},
                     queue=names.DRIVER_QUEUE,
                     retry=False,
                     argsrepr=repr([item.work_id, "<dispatch token>"]),
@@ -104,8 +105,12 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         observability.log("worker.pruned", level=_tick_level(report.removed), count=report.removed)
         return report.removed
 
-    def run_work(work_id: str, dispatch_token: str) -> str | None:
-        result = executor.run(process.worker(), work_id, dispatch_token)
+    def run_work(
+        work_id: str, dispatch_token: str, version: int = 1, **newer: object
+    ) -> str | None:
+        if _deferred_if_newer(process, work_id, dispatch_token, version, newer):
+            return None
+        result = executor.run(process.worker(), work_id, dispatch_token, version=version)
         if result is None:
             return None
         if result.retry_in_ms is not None and 0 < result.retry_in_ms <= SHORT_DEFERRAL_MS:
@@ -119,6 +124,22 @@ def register(app: Celery) -> worker_process.WorkerProcess:
     app.task(name=names.OBSERVE_RUNTIMES, ignore_result=True)(observe_runtimes)
     app.task(name=names.PRUNE, ignore_result=True)(prune)
     return process
+
+
+def _deferred_if_newer(
+    process: worker_process.WorkerProcess,
+    work_id: str,
+    dispatch_token: str,
+    version: object,
+    newer: dict[str, object],
+) -> bool:
+    """Defer a payload newer than this release (a newer version, or keywords it does not know)
+    for a newer worker, never guessing at it; whether it was newer."""
+    if isinstance(version, int) and version <= names.PAYLOAD_VERSION and not newer:
+        return False
+    shown = version if isinstance(version, int) else -1
+    executor.defer_unreadable(process.worker(), work_id, dispatch_token, version=shown)
+    return True
 
 
 def _tick_level(found: int) -> int:

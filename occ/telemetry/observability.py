@@ -64,6 +64,7 @@ ALLOWED_FIELDS: Final = frozenset(
         "delayMs",
         "cause",
         "skewMs",
+        "version",
     }
 )
 

@@ -142,6 +142,22 @@ WITH moved AS (
 SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'success', 'CLAIM_RELEASED') AS evidence_id
   FROM moved;
 
+-- name: defer_dispatch
+-- A dispatch the worker cannot read (a newer release's payload or work kind): queued again after
+-- :delay_ms with the attempt refunded, so a mixed fleet never exhausts it.
+WITH moved AS (
+  UPDATE occ.controller_work w
+     SET state = 'queued', claim_token = NULL, claimed_at = NULL, started_at = NULL,
+         lease_expires_at = NULL, attempt_count = greatest(w.attempt_count - 1, 0),
+         available_at = clock_timestamp() + :delay_ms * interval '1 millisecond',
+         last_progress_code = :code, last_progress_at = clock_timestamp(),
+         updated_at = clock_timestamp()
+   WHERE w.id = :work_id AND occ.claim_is_live(w, :token) AND w.started_at IS NULL
+  RETURNING w
+)
+SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'success', :code) AS evidence_id
+  FROM moved;
+
 -- name: complete
 -- Finish a running claim successfully with :code (and an optional result).
 WITH moved AS (

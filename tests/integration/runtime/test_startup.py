@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from occ.controller import installation
 from occ.foundation import errors
@@ -54,6 +55,28 @@ def test_missing_names_each_step_until_the_database_can_serve(
     assert startup.missing(app_db) == startup.NOT_BOOTSTRAPPED
     installation.bootstrap_installation(app_db, name="startup", admin_name="admin")
     assert startup.missing(app_db) is None
+
+
+def test_a_schema_a_newer_release_migrated_is_refused_at_once(
+    fresh: databases.DatabaseUrls, app_db: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema.upgrade(fresh.owner)
+    installation.bootstrap_installation(app_db, name="startup", admin_name="admin")
+    owner = Database(fresh.owner, pool_size=1)
+    try:
+        with owner.transaction() as session:
+            session.execute(sa.text("UPDATE occ.alembic_version SET version_num = '9999_newer'"))
+    finally:
+        owner.dispose()
+    observability.configure("occ-test")
+    clock = _Clock()
+
+    with pytest.raises(errors.SchemaTooNew) as raised:
+        startup.wait_until_ready(app_db, timeout_s=60, clock=clock, sleep=clock.sleep)
+
+    assert raised.value.code == "SCHEMA_TOO_NEW" and "9999_newer" in raised.value.detail
+    assert clock.sleeps == []  # waiting would not make the schema older
+    assert not [e for e in _events(capsys.readouterr().err) if e["event"] == "startup.waiting"]
 
 
 def test_an_unreachable_database_is_reported_as_such() -> None:

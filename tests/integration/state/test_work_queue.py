@@ -376,3 +376,30 @@ def test_one_live_claim_per_lane_and_lanes_are_independent(
             if c.owner.revision_id
         }
     assert set(numbers.values()) == {1}
+
+
+def test_a_dispatch_a_worker_cannot_read_waits_with_its_attempt_refunded(
+    db: Database, queue: Queue, policy: values.QueuePolicy, work_id: str
+) -> None:
+    dispatch = queue.claim_one()
+    with db.transaction() as session:
+        deferred = work_queue.defer_dispatch(
+            session, work_id, dispatch.token, code="WORK_VERSION_UNSUPPORTED", delay_ms=60_000
+        )
+    assert deferred
+    item = queue.item(work_id)
+    assert (item.state, item.attempt_count, item.claimed) == (values.WorkState.QUEUED, 0, False)
+    assert item.last_progress_code == "WORK_VERSION_UNSUPPORTED"
+    assert queue.evidence_codes(work_id)[-1] == "WORK_VERSION_UNSUPPORTED"
+    with db.transaction() as session:
+        assert work_queue.claim(session, policy, limit=1) == []  # not before the delay
+        # the spent token changes nothing; a run token cannot defer a dispatch
+        assert not work_queue.defer_dispatch(
+            session, work_id, dispatch.token, code="WORK_VERSION_UNSUPPORTED", delay_ms=0
+        )
+    queue.make_available(work_id)
+    run = queue.run_one()
+    with db.transaction() as session:
+        assert not work_queue.defer_dispatch(
+            session, work_id, run.token, code="WORK_VERSION_UNSUPPORTED", delay_ms=0
+        )

@@ -8,8 +8,12 @@ its bound. The refusal after the bound is in ``test_work.py``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+
+import sqlalchemy as sa
 
 from occ.controller import installation
 from occ.state.db import Database
@@ -28,6 +32,40 @@ def _events(process: processes.Process, event: str) -> list[dict[str, str]]:
 
 def _startup_errors(worker: processes.Process) -> list[dict[str, str]]:
     return _events(worker, "worker.startup-error")
+
+
+@contextlib.contextmanager
+def _newer_schema(owner_db: Database) -> Iterator[None]:
+    """The database as a newer release left it: at a migration this release does not know."""
+    with owner_db.transaction() as session:
+        applied = session.execute(sa.text("SELECT version_num FROM occ.alembic_version")).scalar()
+        session.execute(sa.text("UPDATE occ.alembic_version SET version_num = '9999_newer'"))
+    try:
+        yield
+    finally:
+        with owner_db.transaction() as session:
+            session.execute(
+                sa.text("UPDATE occ.alembic_version SET version_num = :applied"),
+                {"applied": applied},
+            )
+
+
+def test_a_worker_and_beat_refuse_a_schema_a_newer_release_migrated(
+    db: Database, owner_db: Database, env: dict[str, str], fleet: processes.Fleet, tmp_path: Path
+) -> None:
+    installation.bootstrap_installation(db, name="lifecycle", admin_name="admin")
+    with _newer_schema(owner_db):
+        worker = fleet.worker("older", ready=False)
+        beat = fleet.beat("older-beat")
+        assert worker.popen.wait(60) == lifecycle.EXIT_NOT_READY  # at once: no wait
+        assert beat.popen.wait(60) == lifecycle.EXIT_NOT_READY
+    assert not (tmp_path / "older.ready").exists()
+    for event in (*_startup_errors(worker), *_events(beat, "beat.startup-error")):
+        assert event["code"] == "SCHEMA_TOO_NEW"
+        assert event["error"] == "SchemaTooNew"
+        assert event["reason"].startswith("SCHEMA_TOO_NEW: the database schema is at revision")
+    assert len(_startup_errors(worker)) == 1 and len(_events(beat, "beat.startup-error")) == 1
+    assert not _events(worker, "startup.waiting")
 
 
 def test_a_failed_preflight_exits_not_ready_with_the_driver_code(

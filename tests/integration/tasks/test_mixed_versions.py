@@ -1,0 +1,95 @@
+"""A rolling upgrade for real: the new release's API and control worker on one database with a
+driver worker of the release before, then a new driver worker beside it.
+
+The old worker defers every payload newer than it reads (``WORK_VERSION_UNSUPPORTED``, the
+attempt refunded, no ``KeyError``, nothing failed); once a new driver worker joins, every item
+completes exactly once, and the old worker never ran one (docs/operations.md, Rolling
+upgrades)."""
+
+from __future__ import annotations
+
+import uuid
+
+import sqlalchemy as sa
+
+from occ.controller import namespaces
+from occ.state import models
+from occ.state.db import Database
+from occ.tasks import names
+from tests.support import older_release, processes
+from tests.support.processes import wait_for
+
+CODE = "WORK_VERSION_UNSUPPORTED"
+
+
+def _admit(db: Database, admin: str, count: int) -> list[str]:
+    return [
+        namespaces.create_namespace(
+            db, admin, namespaces.CreateNamespace(name=f"mixed-{uuid.uuid4().hex[:8]}")
+        ).id
+        for _ in range(count)
+    ]
+
+
+def _work_ids(namespace_ids: list[str]) -> list[str]:
+    return [f"namespace:{n}:reconcile:ready" for n in namespace_ids]
+
+
+def _evidence(db: Database, work_ids: list[str], code: str) -> dict[str, int]:
+    with db.transaction() as session:
+        rows = session.execute(
+            sa.select(models.AuditEvent.work_id, sa.func.count())
+            .where(
+                models.AuditEvent.work_id.in_(work_ids),
+                models.AuditEvent.action == "reconcile",
+                models.AuditEvent.details["reasonCode"].astext == code,
+            )
+            .group_by(models.AuditEvent.work_id)
+        ).all()
+    return {str(work_id): int(count) for work_id, count in rows}
+
+
+def _states(db: Database, work_ids: list[str]) -> dict[str, tuple[str, int]]:
+    with db.transaction() as session:
+        rows = session.execute(
+            sa.select(
+                models.ControllerWork.id,
+                models.ControllerWork.state,
+                models.ControllerWork.attempt_count,
+            ).where(models.ControllerWork.id.in_(work_ids))
+        ).all()
+    return {row.id: (row.state, row.attempt_count) for row in rows}
+
+
+def test_old_driver_workers_defer_newer_payloads_until_a_new_worker_runs_them(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet
+) -> None:
+    assert names.PAYLOAD_VERSION > 1  # this release writes payloads the older one cannot read
+    env["OCC_CLAIM_INTERVAL_MS"] = "500"
+    fleet.control_worker()  # the new release claims and dispatches
+    old = fleet.worker("old-drivers", extra_env=older_release.environment())
+    fleet.beat()
+    work_ids = _work_ids(_admit(db, admin, 3))
+    processes.nudge(env)
+
+    wait_for(
+        lambda: set(_evidence(db, work_ids, CODE)) == set(work_ids),
+        timeout=60,
+        message="the old worker to defer every item",
+    )
+    states = _states(db, work_ids)
+    assert all(state in ("queued", "claimed") for state, _ in states.values()), states
+    assert all(attempts <= 1 for _, attempts in states.values()), states  # refunded
+    assert '"event":"worker.completed"' not in old.text()
+    assert "KeyError" not in old.text() and "Traceback" not in old.text()
+
+    new = fleet.worker("new-drivers")
+    wait_for(
+        lambda: _evidence(db, work_ids, "NAMESPACE_READY") == dict.fromkeys(work_ids, 1),
+        timeout=90,
+        message="the new worker to complete every item once",
+    )
+    assert {state for state, _ in _states(db, work_ids).values()} == {"succeeded"}
+    assert '"event":"worker.completed"' not in old.text()  # never ran a newer payload
+    assert new.text().count('"event":"worker.completed"') == len(work_ids)
+    assert f'"code":"{CODE}"' in old.text() and '"version":2' in old.text()
