@@ -18,7 +18,7 @@ from occ.cli.root import cli, main
 EXIT_OCC_ERROR = 2
 """Exit code of a command that failed with an ``OccError`` (``occ.cli.base``)."""
 
-_SUBMODULES = ("base", "database", "kubernetes", "processes")
+_SUBMODULES = ("audit_archive", "base", "database", "kubernetes", "processes")
 
 __all__ = ["EXIT_OCC_ERROR", "cli", "main"]
 

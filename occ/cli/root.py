@@ -81,6 +81,39 @@ SERVER_COMMANDS: Final = {
 command's own help)."""
 
 
+SERVER_SUBCOMMANDS: Final = {
+    ("audit", "export"): Lazy(
+        "occ.cli.audit_archive",
+        "export",
+        "Export the audit events before a date as JSON Lines, in sequence order.",
+    ),
+    ("audit", "drop-partition"): Lazy(
+        "occ.cli.audit_archive",
+        "drop_partition",
+        "Drop the audit log's months that end by a date, once exported.",
+    ),
+}
+"""Server commands inside a client group (``occ audit export``), loaded only when run."""
+
+
+class LazyCommand(click.Command):
+    """A server command inside a client group: its help line from its ``Lazy``, the command
+    itself loaded when it runs (or shows its help)."""
+
+    def __init__(self, name: str, lazy: Lazy) -> None:
+        super().__init__(name, help=lazy.summary)
+        self.lazy = lazy
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        return self.lazy.load().make_context(info_name, args, parent=parent, **extra)
+
+
 class RootGroup(click.Group):
     """``occ``: loads a server command when it is asked for; turns ``OccError`` into one line."""
 
@@ -127,6 +160,10 @@ def version() -> None:
 
 
 client_commands.register(cli)  # login, namespaces, agents, ...: the REST API's client
+for (_group, _name), _lazy in SERVER_SUBCOMMANDS.items():
+    _parent = cli.commands[_group]
+    assert isinstance(_parent, click.Group)
+    _parent.add_command(LazyCommand(_name, _lazy))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,11 +1,13 @@
 """Upkeep of the database: history nothing reads any more is removed (``occ.prune``).
 
-A run walks the terminal work rows of each outcome past its retention (``Retention``, from
-``OCC_WORK_RETENTION_SUCCEEDED_DAYS`` and ``OCC_WORK_RETENTION_FAILED_DAYS``), then the
-idempotency records past their 24 hours, in batches of ``BATCH`` rows, each batch a
-transaction of its own: no prune holds row locks or a snapshot for longer than one batch, and
-the claim and the transitions skip past it. A run stops after ``RUN_BUDGET_S``; the next one
-starts again from the oldest rows (what the last removed is gone, what it kept is read again).
+A run first makes sure the audit log's month partitions exist ahead of time
+(``audit_partitions.ensure``: this month and the next two), then walks the terminal work rows
+of each outcome past its retention (``Retention``, from ``OCC_WORK_RETENTION_SUCCEEDED_DAYS``
+and ``OCC_WORK_RETENTION_FAILED_DAYS``), then the idempotency records past their 24 hours, in
+batches of ``BATCH`` rows, each batch a transaction of its own: no prune holds row locks or a
+snapshot for longer than one batch, and the claim and the transitions skip past it. A run
+stops after ``RUN_BUDGET_S``; the next one starts again from the oldest rows (what the last
+removed is gone, what it kept is read again).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from occ.settings.config import Settings
-from occ.state import idempotency, retention, values
+from occ.state import audit_partitions, idempotency, retention, values
 from occ.state.db import Database
 
 BATCH: Final = 500
@@ -66,8 +68,11 @@ def prune(
     budget_s: float = RUN_BUDGET_S,
     clock: Callable[[], float] = time.monotonic,
 ) -> PruneReport:
-    """Remove expired work history and idempotency records, a batch per transaction."""
+    """Create the audit months ahead, then remove expired work history and idempotency
+    records, a batch per transaction."""
     deadline = clock() + budget_s
+    with database.transaction() as session:
+        audit_partitions.ensure(session)
     work = batches = 0
     for state, older_than_ms in (
         (values.WorkState.SUCCEEDED, keep.succeeded_ms),

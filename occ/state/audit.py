@@ -76,6 +76,11 @@ _VALUES: Final = rows.Values(
 )
 
 
+def event_of(row: sa.RowMapping) -> AuditEvent:
+    """The event of an ``audit_events`` row."""
+    return _VALUES.make(row)
+
+
 class Change(TypedDict):
     """What an event records besides its kind and outcome (``mutation``'s keywords)."""
 

@@ -448,16 +448,19 @@ class ControllerWork(Base):
 
 
 class AuditEvent(Base):
+    # partitioned by month of occurred_at (migration 0018): the keys include it
     __tablename__ = "audit_events"
     __table_args__ = (
+        sa.UniqueConstraint("sequence", "occurred_at", name="audit_events_sequence_key"),
         sa.Index("audit_events_namespace", "namespace_id", "sequence"),
         sa.Index("audit_events_resource", "resource_id", "sequence"),
         sa.Index("audit_events_work", "work_id", "sequence"),
+        {"postgresql_partition_by": "RANGE (occurred_at)"},
     )
 
     id: orm.Mapped[Id]
-    sequence: orm.Mapped[int] = orm.mapped_column(sa.Identity(always=True), unique=True)
-    occurred_at: orm.Mapped[Stamped]
+    sequence: orm.Mapped[int] = orm.mapped_column(sa.Identity(always=True))
+    occurred_at: orm.Mapped[Stamped] = orm.mapped_column(primary_key=True)
     kind: orm.Mapped[str]
     action: orm.Mapped[str]
     actor_id: orm.Mapped[str]
@@ -467,6 +470,19 @@ class AuditEvent(Base):
     work_id: orm.Mapped[str | None]
     outcome: orm.Mapped[str]
     details: orm.Mapped[dict[str, Any]] = orm.mapped_column(server_default=sa.text("'{}'::jsonb"))
+
+
+class AuditExport(Base):
+    """A month of audit events exported (``occ audit export``), which may then be dropped."""
+
+    __tablename__ = "audit_exports"
+
+    partition_name: orm.Mapped[str] = orm.mapped_column(primary_key=True)
+    range_start: orm.Mapped[dt.datetime]
+    range_end: orm.Mapped[dt.datetime]
+    events: orm.Mapped[int]
+    last_sequence: orm.Mapped[int | None]
+    exported_at: orm.Mapped[Stamped]
 
 
 class IdempotencyKey(Base):

@@ -277,6 +277,7 @@ def test_the_finalizer_runs_with_a_fixed_search_path(owner_db: Database) -> None
         "finalize_agent_deletion",
         "retry_failed_deletion",
         "prune_work",
+        "ensure_audit_partitions",
     }
     for row in settings:
         assert row.proconfig == ["search_path=pg_catalog, pg_temp"]

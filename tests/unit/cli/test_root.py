@@ -80,6 +80,16 @@ def test_each_server_command_is_listed_with_its_own_help(name: str) -> None:
     assert command.get_short_help_str(limit=1_000) == root.SERVER_COMMANDS[name].summary
 
 
+@pytest.mark.parametrize("path", sorted(root.SERVER_SUBCOMMANDS), ids=" ".join)
+def test_each_server_subcommand_is_listed_with_its_own_help(path: tuple[str, str]) -> None:
+    command = root.SERVER_SUBCOMMANDS[path].load()
+    assert command.get_short_help_str(limit=1_000) == root.SERVER_SUBCOMMANDS[path].summary
+    listed = CliRunner().invoke(root.cli, [path[0], "-h"])
+    assert f"\n  {path[1]} " in listed.output
+    own = CliRunner().invoke(root.cli, [*path, "-h"])
+    assert own.exit_code == 0 and "--before" in own.output, own.output
+
+
 def test_help_lists_every_command_and_a_server_command_loads_when_named() -> None:
     runner = CliRunner()
     listed = runner.invoke(root.cli, ["-h"])
