@@ -18,6 +18,7 @@ without one (a maintenance pass) reuses the file. The value never reaches the en
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import time
@@ -37,6 +38,13 @@ MAX_RESTARTS: Final = 1
 
 NOT_RUNNING: Final = "REVISION_NOT_RUNNING"
 """An observed revision's gateway is not running."""
+
+UNHEALTHY: Final = "GATEWAY_UNHEALTHY"
+"""An observed revision's gateway runs but fails its health check."""
+OBSERVE_HEALTH_TIMEOUT_S: Final = 0.5
+"""How long an observation waits for one gateway's ``/healthz``."""
+OBSERVE_HEALTH_CHECKS: Final = 16
+"""Health checks one observation runs at once."""
 
 MAINTENANCE_INTERVAL_MS: Final = 30_000
 """How often the active revisions are observed by default (a dead gateway is restarted)."""
@@ -226,18 +234,29 @@ class LocalComputeDriver:
     def observe_revisions(
         self, revisions: Sequence[base.RevisionSpec]
     ) -> Mapping[str, base.Observed]:
-        """One pass over the process table: a revision is healthy while the gateway its
-        ``runtime.json`` records runs; its endpoint is that gateway's port."""
+        """One pass over the process table, then the health of what runs: a revision is
+        healthy while the gateway its ``runtime.json`` records runs **and** answers its
+        ``/healthz`` for this revision (a running gateway that fails its health check is
+        ``GATEWAY_UNHEALTHY``); its endpoint is that gateway's port. The health checks run
+        side by side, each bounded by ``OBSERVE_HEALTH_TIMEOUT_S``."""
         running = gateways.running_directories(self.layout.agents)
         observed: dict[str, base.Observed] = {}
+        ports: dict[str, int] = {}
         for revision in revisions:
             directory = self.layout.revision_dir(revision.agent_id, revision.revision_id)
             runtime = store.read_json(directory / store.RUNTIME) or {}
             pid, port = runtime.get("pid"), runtime.get("port")
             if isinstance(pid, int) and running.get(directory) == pid and port is not None:
-                observed[revision.revision_id] = base.Observed(True, gateways.endpoint(int(port)))
+                ports[revision.revision_id] = int(port)
             else:
                 observed[revision.revision_id] = base.Observed(False, code=NOT_RUNNING)
+        for revision_id, healthy in _health_of(ports).items():
+            port = ports[revision_id]
+            observed[revision_id] = (
+                base.Observed(True, gateways.endpoint(port))
+                if healthy
+                else base.Observed(False, code=UNHEALTHY)
+            )
         return observed
 
     # -- helpers for tests and the API ----------------------------------------------------
@@ -401,3 +420,17 @@ def _fields(revision: base.RevisionSpec) -> dict[str, Any]:
         "agentId": revision.agent_id,
         "revisionId": revision.revision_id,
     }
+
+
+def _health_of(ports: Mapping[str, int]) -> dict[str, bool]:
+    """Whether each running gateway answers its health check, by revision id."""
+    if not ports:
+        return {}
+
+    def check(item: tuple[str, int]) -> bool:
+        revision_id, port = item
+        return gateways.healthy(port, revision_id, timeout_s=OBSERVE_HEALTH_TIMEOUT_S)
+
+    workers = min(OBSERVE_HEALTH_CHECKS, len(ports))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(ports, pool.map(check, ports.items()), strict=True))

@@ -207,7 +207,8 @@ class SshComputeDriver:
         self, revisions: Sequence[base.RevisionSpec]
     ) -> Mapping[str, base.Observed]:
         """Read-only, one ``observe`` command per host (however many revisions it holds): a
-        revision is healthy while its Agent's unit runs it; its endpoint is that unit's port.
+        revision is healthy while its Agent's unit runs it and its gateway answers its
+        ``/healthz`` (the helper checks it on the host); its endpoint is that unit's port.
 
         A revision on an unreachable host is ``SSH_HOST_UNREACHABLE``; one whose Namespace is on
         no host of the pool, ``SSH_HOST_REMOVED``.

@@ -40,6 +40,9 @@ ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 REVISION_LINE = "# occ-revision="
 SYSTEMD_UNITS = Path("/etc/systemd/system")
 STOP_TIMEOUT_S = 10.0
+HEALTH_TIMEOUT_S = 0.5
+"""How long an observation waits for one gateway's ``/healthz``."""
+HEALTH_ANSWER_LIMIT = 65536
 FINGERPRINT_KEY = "fingerprint-key"
 """The revision's fingerprint key beside its credential (``occ.foundation.fingerprints``)."""
 
@@ -252,6 +255,29 @@ def supervise(request: dict[str, Any], service: dict[str, list[str]]) -> None:
         os._exit(127)
 
 
+def gateway_healthy(port: int, revision_id: str) -> bool:
+    """One ``GET /healthz`` on 127.0.0.1: 200 with a JSON body naming ``revision_id``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=HEALTH_TIMEOUT_S) as s:
+            s.sendall(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            answer = b""
+            while len(answer) < HEALTH_ANSWER_LIMIT:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+    except OSError:
+        return False
+    head, _, body = answer.partition(b"\r\n\r\n")
+    if not head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
+        return False
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(document, dict) and document.get("revisionId") == revision_id
+
+
 # -- verbs -------------------------------------------------------------------------------
 
 
@@ -266,12 +292,16 @@ def observe(request: dict[str, Any]) -> dict[str, Any]:
             port_file = agent / "port"
             revisions = sorted(p.name for p in (agent / "revisions").glob("*"))
             staged = [r for r in revisions if (agent / "revisions" / r / "credential").is_file()]
+            running = unit_revision(unit_path(of_agent))
+            active = unit_active(of_agent)
+            port = int(port_file.read_text()) if port_file.exists() else None
             agents[agent.name] = {
                 "revisions": revisions,
                 "credentials": staged,
-                "unitRevision": unit_revision(unit_path(of_agent)),
-                "active": unit_active(of_agent),
-                "port": int(port_file.read_text()) if port_file.exists() else None,
+                "unitRevision": running,
+                "active": active,
+                "port": port,
+                "healthy": bool(active and port and running and gateway_healthy(port, running)),
             }
         namespaces[namespace.name] = {"agents": agents}
     return {"namespaces": namespaces, "systemd": uses_systemd(request)}

@@ -12,6 +12,8 @@ from occ.drivers.compute.ssh import connection, hosts
 HOST_REMOVED: Final = "SSH_HOST_REMOVED"
 NOT_ACTIVE: Final = "SSH_UNIT_RUNS_ANOTHER_REVISION"
 UNIT_STOPPED: Final = "SSH_UNIT_STOPPED"
+UNHEALTHY: Final = "GATEWAY_UNHEALTHY"
+"""The unit runs the revision, but its gateway fails its health check."""
 
 
 def revision_state(
@@ -33,6 +35,8 @@ def revision_state(
             return base.Observed(False, code=NOT_ACTIVE)
         if not held.get("active") or held.get("port") is None:
             return base.Observed(False, code=UNIT_STOPPED)
+        if held.get("healthy") is False:  # (a helper older than the health check omits it)
+            return base.Observed(False, code=UNHEALTHY)
         return base.Observed(True, f"http://{host.host}:{int(held['port'])}")
     return base.Observed(False, code=connection.UNREACHABLE if unreachable else HOST_REMOVED)
 

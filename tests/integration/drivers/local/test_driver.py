@@ -250,3 +250,23 @@ def test_every_revision_has_the_driver_capabilities(root: Path) -> None:
     spec = support.revision(ids.new("agent"))
     assert driver.revision_capabilities(spec) is driver.capabilities
     assert driver.revision_capabilities(spec).maintenance_interval_s == 5
+
+
+# -- observation ---------------------------------------------------------------------------
+
+
+def test_a_running_gateway_that_fails_its_health_check_is_not_observed_healthy(
+    root: Path,
+) -> None:
+    driver = LocalComputeDriver(root)
+    healthy = support.revision(ids.new("agent"))
+    sick = support.revision(ids.new("agent"), document={"standIn": {"healthy": False}})
+    support.until_ready(driver, healthy)
+    assert driver.prepare_revision(support.operation(), sick) == base.Pending("REVISION_INCOMPLETE")
+    pid = driver.revision_process(sick.agent_id, sick.revision_id)
+    assert pid is not None and support.running(pid)  # its process runs: the driver's readiness
+
+    observed = driver.observe_revisions([healthy, sick])
+
+    assert observed[healthy.revision_id].healthy
+    assert observed[sick.revision_id] == base.Observed(False, code="GATEWAY_UNHEALTHY")

@@ -6,6 +6,7 @@ pinned one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pwd
 import shutil
@@ -221,3 +222,24 @@ def test_a_host_without_its_pinned_key_is_refused(
         driver.ensure_namespace(operation, namespace())
     assert raised.value.code == connection.KEY_MISMATCH
     assert list(root.iterdir()) == []  # nothing was sent to a host that is not the pinned one
+
+
+def test_a_unit_whose_gateway_fails_its_health_check_is_not_observed_healthy(
+    make_driver: MakeDriver, operation: base.Operation
+) -> None:
+    driver = make_driver(observation_ttl_s=0)
+    ns = namespace()
+    driver.ensure_namespace(operation, ns)
+    healthy = revision(ns.id)
+    sick = dataclasses.replace(
+        revision(ns.id), configuration_document={"standIn": {"healthy": False}}
+    )
+    _active(driver, operation, healthy)
+    assert isinstance(driver.prepare_revision(operation, sick), base.Ready)
+    # the unit runs the revision (the driver's readiness) but its gateway answers 503
+    assert not isinstance(driver.activate_revision(operation, sick), base.Activation)
+
+    observed = driver.observe_revisions([healthy, sick])
+
+    assert observed[healthy.revision_id].healthy
+    assert observed[sick.revision_id] == base.Observed(False, code="GATEWAY_UNHEALTHY")
