@@ -10,6 +10,7 @@ import os
 import re
 from pathlib import Path
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 from occ import iam
@@ -30,8 +31,17 @@ def sign_in(page: Page, console: Console, subject: str) -> None:
 
 
 def shot(page: Page, name: str) -> None:
-    """Save a screenshot of the page for docs/console.md when ``CONSOLE_SCREENSHOTS``
-    names a directory (``docs/images``)."""
+    """Check the page with axe-core (no serious or critical violation), and save a screenshot
+    of it for docs/console.md when ``CONSOLE_SCREENSHOTS`` names a directory
+    (``docs/images``)."""
+    results = Axe().run(page)
+    assert results.response["testEngine"]["name"] == "axe-core"
+    serious = [
+        (violation["id"], [node["target"] for node in violation["nodes"]])
+        for violation in results.response["violations"]
+        if violation["impact"] in ("serious", "critical")
+    ]
+    assert serious == [], (name, serious)
     directory = os.environ.get("CONSOLE_SCREENSHOTS")
     if directory:
         page.screenshot(path=str(Path(directory) / f"console-{name}.png"), full_page=True)
