@@ -127,10 +127,19 @@ def _maintain(
     runtime is recorded ``degraded`` and looked at again, never retired. Before each effect
     the pass reads the Agent again under its claim: a revision that is no longer the active
     one, or one a newer deploy was admitted over, ends the repair with no further effect (the
-    newer pass may be stopping it)."""
+    newer pass may be stopping it). A revision whose capabilities require stopped
+    predecessors gets them stopped first, as its deploy did, so the repair neither runs it
+    beside an earlier one nor publishes it before they are stopped."""
     snapshot = store.refresh(snapshot)
     if snapshot.maintenance_superseded:
         return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
+    if driver.revision_capabilities(snapshot.spec).requires_stopped_predecessors:
+        stopped = _attempt(store, lambda: _each(guard, driver.stop_revision, snapshot.earlier))
+        if stopped is not None:
+            return stopped
+        snapshot = store.refresh(snapshot)
+        if snapshot.maintenance_superseded:
+            return store.complete(Code.REVISION_MAINTENANCE_SUPERSEDED)
     observation = _prepare(driver, guard, snapshot.spec)
     if isinstance(observation, base.Ready):
         snapshot = store.refresh(snapshot)

@@ -1,6 +1,7 @@
 """A repair (the maintenance pass of ``revision.run_pass``): it observes the active revision,
 repairs it, records what it saw, looks again at a runtime on its way back at spacing-out delays
-for at most one observation interval, and never stops or retires anything."""
+for at most one observation interval, and never stops or retires it (a revision that needs
+stopped predecessors gets them stopped before it is prepared and published)."""
 
 from __future__ import annotations
 
@@ -219,3 +220,39 @@ def test_a_retirement_that_loses_its_claim_retires_nothing() -> None:
 
     assert run.driver.calls == []
     assert run.store.audits == []
+
+
+def test_a_repair_of_a_revision_needing_stopped_predecessors_stops_them_before_publishing() -> None:
+    world = scenarios.agent(revisions=3, active=3, maintenance_bucket=SECOND)
+    run = passes.harness(
+        world, maintenance_interval_s=INTERVAL_S, requires_stopped_predecessors=True
+    )
+
+    result = run.run()
+
+    assert result == outcome.success(Code.REVISION_ALREADY_ACTIVE)
+    effects = [step for step in run.journal if not step[0].startswith("store.")]
+    assert effects == [
+        ("stop_revision", run.rev(1)),
+        ("stop_revision", run.rev(2)),
+        ("prepare_revision", run.rev(3)),
+        ("activate_revision", run.rev(3)),
+    ]
+    assert run.journal[-1] == ("store.publish_activation", run.rev(3))
+    assert run.driver.count("retire_revision") == 0
+
+
+def test_a_repair_whose_predecessor_will_not_stop_publishes_nothing() -> None:
+    world = scenarios.agent(revisions=2, active=2, maintenance_bucket=SECOND)
+    run = passes.harness(
+        world, maintenance_interval_s=INTERVAL_S, requires_stopped_predecessors=True
+    )
+    run.driver.script(
+        "stop_revision", base.TransientDriverError("STOP_TIMEOUT"), subject=run.rev(1)
+    )
+
+    result = run.run()
+
+    assert result.outcome == Outcome.RETRY
+    assert run.driver.calls == [("stop_revision", run.rev(1))]
+    assert "publish_activation" not in run.store.steps
