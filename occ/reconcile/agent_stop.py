@@ -1,8 +1,9 @@
 """Agent stop work: stop the active revision first, then every other revision of this driver.
 
 Re-checks ``agent:operate`` for the original actor; a later deploy (desired state back to
-``running``) supersedes a pending stop. Clears the active pointer only if it still names the
-stopped revision. Revisions, snapshots and data stay.
+``running``) supersedes a pending stop, and a stop under way: before every shutdown the pass
+renews its claim and reads the Agent again, in one transaction. Clears the active pointer
+only if it still names the stopped revision. Revisions, snapshots and data stay.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def reconcile(
             return settle.by_class(session, worker.policy, context, plan)
     active, others = plan.active, plan.others
     for revision in [*([active] if active else []), *others]:
+        superseded = _superseded(worker, context, agent)
+        if superseded is not None:
+            return superseded
         context.renew_now()
         worker.driver.stop_revision(context.operation(), specs.revision(revision))
 
@@ -106,6 +110,19 @@ def reconcile(
             },
         )
         return settle.complete(session, context, code)
+
+
+def _superseded(
+    worker: environment.Worker, context: ClaimContext, agent: agents.Agent
+) -> outcome.PassResult | None:
+    """Right before one shutdown, under a renewed claim: ``STOP_SUPERSEDED`` (completed)
+    when the Agent is gone or wanted running again meanwhile, else ``None`` (go on)."""
+    with worker.database.transaction() as session:
+        work_queue.renew(session, worker.policy, context.claim)  # ClaimLost when it is gone
+        current = agents.get(session, agent.namespace_id, agent.id)
+        if current is None or current.desired_runtime_state != agents.DesiredRuntimeState.STOPPED:
+            return settle.complete(session, context, Code.STOP_SUPERSEDED)
+    return None
 
 
 HANDLER = kinds.Handler(
