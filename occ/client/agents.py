@@ -27,6 +27,20 @@ AGENT_COLUMNS: Final = (
     "activeRevisionId",
     "endpoint",
 )
+AGENT: Final = shared.View(
+    "agent",
+    AGENT_COLUMNS,
+    (
+        "runtimeStatus",
+        "harness.id",
+        "harness.version",
+        "executionMode",
+        "computeDriver",
+        "configurationId",
+        "harnessAuth.secretId",
+        "createdAt",
+    ),
+)
 _STOP_DONE: Final = frozenset({"AGENT_STOPPED", "AGENT_ALREADY_STOPPED"})
 
 
@@ -71,11 +85,11 @@ def _agent_command(
             session: shared.Session,
             *,
             agent: str,
-            namespace: str,
+            namespace: str | None,
             wait: bool,
             timeout: float,
             form: str,
-            **given: str,
+            **given: Any,
         ) -> None:
             namespace_id, agent_id = _agent(session, namespace, agent)
             command(session, namespace_id, agent_id, _Following(wait, timeout, form), **given)
@@ -121,7 +135,7 @@ def create_agent(
     session: shared.Session,
     *,
     name: str,
-    namespace: str,
+    namespace: str | None,
     configuration: str,
     secret: str,
     harness: str,
@@ -149,15 +163,103 @@ def create_agent(
     }
     agent = session.client.post(shared.path("namespaces", namespace_id, "agents"), body).data
     if not deploy:
-        shared.show(agent, form)
+        shared.show(agent, form, AGENT)
+        shared.hint(f"occ agents deploy {name} -n {namespace_id} --wait")
         return
     _deploy(session, namespace_id, agent["id"], _Following(wait, timeout, form))
 
 
-namespaced.list_command(agents, "agents", AGENT_COLUMNS, "The Namespace's Agents you may read.")
+namespaced.list_command(agents, "agents", AGENT, "The Namespace's Agents you may read.")
 
 
-namespaced.get_command(agents, "agents", "One Agent (id or name).")
+namespaced.get_command(agents, "agents", AGENT, "One Agent (id or name).")
+
+
+@_agent_command(
+    agents,
+    "update",
+    click.option("--configuration", default=None, help="Its new Configuration (id or name)."),
+    click.option("--secret", default=None, help="Its new harness Secret (id or name)."),
+    click.option(
+        "--harness",
+        type=click.Choice([str(harness) for harness in harnesses.Harness]),
+        default=None,
+        help="Its new harness (its execution mode follows).",
+    ),
+    click.option("--harness-version", default=None, help="Its new harness version."),
+    click.option("--name", "new_name", default=None, help="A new name."),
+    click.option(
+        "--grant-runtime-access/--no-grant-runtime-access",
+        default=True,
+        show_default=True,
+        help="Let its service principal read a new Configuration and use a new Secret.",
+    ),
+    click.option("--deploy", is_flag=True, help="Deploy the edited draft right away."),
+)
+def update_agent(
+    session: shared.Session,
+    namespace_id: str,
+    agent_id: str,
+    follow: _Following,
+    *,
+    configuration: str | None,
+    secret: str | None,
+    harness: str | None,
+    harness_version: str | None,
+    new_name: str | None,
+    grant_runtime_access: bool,
+    deploy: bool,
+) -> None:
+    """Edit the draft (--deploy: then deploy it; --wait follows the deploy).
+
+    A new Configuration or Secret is granted to the Agent's service principal as create does
+    (unless --no-grant-runtime-access).
+    """
+    if follow.wait and not deploy:
+        raise click.UsageError("--wait follows the deploy: give --deploy too")
+    agent_path = shared.path("namespaces", namespace_id, "agents", agent_id)
+    body: dict[str, Any] = {}
+    if new_name is not None:
+        body["name"] = new_name
+    if configuration is not None:
+        body["configurationId"] = shared.member_id(
+            session, namespace_id, "configurations", configuration
+        )
+    if secret is not None:
+        secret_id = shared.member_id(session, namespace_id, "secrets", secret)
+        body["harnessAuth"] = {"kind": "secret", "secretId": secret_id}
+    if harness is not None or harness_version is not None:
+        current = session.get(agent_path)["harness"]
+        chosen = harness or current["id"]
+        body["harness"] = {"id": chosen, "version": harness_version or current["version"]}
+        body["executionMode"] = str(harnesses.MODES[chosen])
+    if not body:
+        raise click.UsageError(
+            "give what changes: --configuration, --secret, --harness, --harness-version or --name"
+        )
+    updated = session.client.patch(agent_path, body).data
+    if grant_runtime_access and (configuration is not None or secret is not None):
+        session.client.post(f"{agent_path}/runtime-access")
+    if not deploy:
+        shared.show(updated, follow.form, AGENT)
+        shared.hint(f"occ agents deploy {updated['name']} -n {namespace_id} --wait")
+        return
+    _deploy(session, namespace_id, agent_id, follow)
+
+
+@_agent_command(agents, "grant-runtime-access")
+def grant_runtime_access(
+    session: shared.Session, namespace_id: str, agent_id: str, follow: _Following
+) -> None:
+    """Let the Agent's service principal read its Configuration and use its Secret (an
+    administrator's; what create does unless --no-grant-runtime-access)."""
+    if follow.wait:
+        raise click.UsageError("a grant takes effect at once: --wait has nothing to follow")
+    granted = session.client.post(
+        shared.path("namespaces", namespace_id, "agents", agent_id, "runtime-access")
+    ).data
+    shared.show(granted, follow.form)
+    shared.hint(f"occ agents deploy {agent_id} -n {namespace_id} --wait")
 
 
 @_agent_command(agents, "deploy")
@@ -219,15 +321,24 @@ def get_deployment(
 # -- waiting ------------------------------------------------------------------------------------
 
 
-def _agent(session: shared.Session, namespace: str, agent: str) -> tuple[str, str]:
+def _agent(session: shared.Session, namespace: str | None, agent: str) -> tuple[str, str]:
     namespace_id = shared.namespace_id(session, namespace)
     return namespace_id, shared.member_id(session, namespace_id, "agents", agent)
 
 
 def _deploy(session: shared.Session, namespace_id: str, agent_id: str, follow: _Following) -> None:
-    accepted = session.client.post(
-        shared.path("namespaces", namespace_id, "agents", agent_id, "deploy")
-    ).data
+    try:
+        accepted = session.client.post(
+            shared.path("namespaces", namespace_id, "agents", agent_id, "deploy")
+        ).data
+    except http.ApiError as error:
+        if error.status == 403 and "service principal" in error.detail:
+            shared.fail(
+                error.code,
+                f"{error.detail}; next: occ agents grant-runtime-access {agent_id} "
+                f"-n {namespace_id} (an administrator), then deploy again",
+            )
+        raise
     deployment_id = accepted["deploymentId"]
     follow.show_or_wait(
         {

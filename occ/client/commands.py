@@ -50,6 +50,60 @@ def login(url: str, key_file: Path) -> None:
     except http.ApiError as error:
         shared.fail(error.code, error.detail)
     click.echo(f"logged in to {client.url} (profile {where})")
+    shared.hint("occ namespaces create NAME --wait")
+
+
+@click.group(cls=shared.ClientGroup)
+def config() -> None:
+    """Read and set the profile: the default Namespace (the URL and key come from login)."""
+
+
+@config.command("set")
+@click.argument("name", type=click.Choice(profile.SETTABLE))
+@click.argument("value")
+@shared.pass_session
+def config_set(session: shared.Session, name: str, value: str) -> None:
+    """Set a profile setting, e.g. the Namespace of commands given no -n."""
+    where = profile.set_field(session.environ, name, value)
+    click.echo(f"{name} set to {value} (profile {where})")
+
+
+@config.command("unset")
+@click.argument("name", type=click.Choice(profile.SETTABLE))
+@shared.pass_session
+def config_unset(session: shared.Session, name: str) -> None:
+    """Remove a profile setting."""
+    where = profile.set_field(session.environ, name, None)
+    click.echo(f"{name} unset (profile {where})")
+
+
+@config.command("view")
+@shared.output_option
+@shared.pass_session
+def config_view(session: shared.Session, form: str) -> None:
+    """The profile in use: URL, default Namespace and where it is kept (never the key)."""
+    loaded = session.profile
+    shared.show(
+        {
+            "url": loaded.url,
+            "namespace": loaded.namespace,
+            "profile": str(profile.path(session.environ)),
+        },
+        "table" if form in ("wide", "name") else form,
+    )
+
+
+@click.command()
+@click.argument("shell", type=click.Choice(("bash", "zsh", "fish")))
+def completion(shell: str) -> None:
+    """Print the shell completion script: eval "$(occ completion bash)" (or zsh, fish)."""
+    from click import shell_completion  # noqa: PLC0415 - only this command needs it
+
+    root = click.get_current_context().find_root()
+    assert isinstance(root.command, click.Command)
+    script = shell_completion.get_completion_class(shell)
+    assert script is not None
+    click.echo(script(root.command, {}, "occ", "_OCC_COMPLETE").source())
 
 
 @click.group(cls=shared.ClientGroup)
@@ -154,7 +208,12 @@ def auth() -> None:
 @auth.command("can-i")
 @click.argument("permission")
 @click.argument("resource")
-@click.option("-n", "--namespace", default=None, help="The resource's Namespace (id or name).")
+@click.option(
+    "-n",
+    "--namespace",
+    default=None,
+    help="The resource's Namespace (id or name; default: the profile's).",
+)
 @click.option("--as", "principal", default=None, help="Ask for this principal (an admin's).")
 @shared.output_option
 @shared.pass_session
@@ -174,8 +233,6 @@ def can_i(
     kind, resource_id = _resource(session, resource)
     body: dict[str, Any] = {"permission": permission, "resource": {"kind": kind, "id": resource_id}}
     if kind not in ("installation", "namespace"):
-        if namespace is None:
-            raise click.UsageError(f"a {kind} needs its Namespace: give -n/--namespace")
         body["namespaceId"] = shared.namespace_id(session, namespace)
     if principal is not None:
         body["principalId"] = principal
@@ -203,6 +260,8 @@ def register(group: click.Group) -> None:
     """Add the client's commands to the ``occ`` group."""
     for command in (
         login,
+        config,
+        completion,
         resources.namespaces,
         resources.configurations,
         resources.secrets,

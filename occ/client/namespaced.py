@@ -19,36 +19,65 @@ def _singular(collection: str) -> str:
 
 
 def list_command(
-    group: click.Group, collection: str, columns: tuple[str, ...], summary: str
+    group: click.Group, collection: str, view: shared.View, summary: str
 ) -> click.Command:
-    """``list``: the collection's members, as a table of ``columns`` by default."""
+    """``list``: the collection's members, as the ``view``'s table by default."""
 
     @group.command("list", help=summary)
     @shared.namespace_option
     @shared.limit_option
     @shared.output_option
+    @shared.watch_options
     @shared.pass_session
-    def list_members(session: shared.Session, namespace: str, limit: int | None, form: str) -> None:
-        items = session.every(shared.collection_path(session, namespace, collection), limit=limit)
-        shared.show(items, form, columns)
+    def list_members(
+        session: shared.Session,
+        *,
+        namespace: str | None,
+        limit: int | None,
+        form: str,
+        watch: bool,
+        interval: float,
+    ) -> None:
+        list_path = shared.collection_path(session, namespace, collection)
+        shared.show_or_watch(
+            lambda: session.every(list_path, limit=limit),
+            form,
+            view,
+            watch=watch,
+            interval=interval,
+        )
 
     return list_members
 
 
-def get_command(group: click.Group, collection: str, summary: str) -> click.Command:
+def get_command(
+    group: click.Group, collection: str, view: shared.View, summary: str
+) -> click.Command:
     """``get MEMBER``: one member, by id or name."""
 
-    def get_member(session: shared.Session, reference: str, namespace: str, form: str) -> None:
+    def get_member(
+        session: shared.Session,
+        *,
+        reference: str,
+        namespace: str | None,
+        form: str,
+        watch: bool,
+        interval: float,
+    ) -> None:
         item_path = shared.member_path(session, namespace, collection, reference)
-        shared.show(session.get(item_path), form)
+        shared.show_or_watch(
+            lambda: session.get(item_path), form, view, watch=watch, interval=interval
+        )
 
-    return _member_command(group, "get", collection, summary, shared.output_option)(get_member)
+    return _member_command(
+        group, "get", collection, summary, shared.output_option, shared.watch_options
+    )(get_member)
 
 
 def delete_command(group: click.Group, collection: str, summary: str) -> click.Command:
     """``delete MEMBER``: delete one member, by id or name, and say so."""
 
-    def delete_member(session: shared.Session, reference: str, namespace: str) -> None:
+    def delete_member(session: shared.Session, reference: str, namespace: str | None) -> None:
         namespace_id = shared.namespace_id(session, namespace)
         item_id = shared.member_id(session, namespace_id, collection, reference)
         session.client.delete(shared.path("namespaces", namespace_id, collection, item_id))

@@ -1,8 +1,10 @@
-"""How the client prints what the API answered: a table, JSON or YAML (``-o``).
+"""How the client prints what the API answered: a table (``wide``: more columns), names,
+JSON or YAML (``-o``).
 
 Pure functions from data to text; nothing here talks to the API. JSON is the API's ``data``
 exactly (so ``-o json`` parses); a table shows the chosen columns of a list, or one field per
-line of an object, with nested values as compact JSON.
+line of an object, with nested values as compact JSON; ``-o name`` prints ``kind/name`` per
+item, as kubectl does, for scripts.
 """
 
 from __future__ import annotations
@@ -11,11 +13,32 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-FORMATS: Final = ("table", "json", "yaml")
+FORMATS: Final = ("table", "wide", "name", "json", "yaml")
+_KINDS: Final = {
+    "ns": "namespace",
+    "cfg": "configuration",
+    "sec": "secret",
+    "agt": "agent",
+    "rev": "revision",
+}
+"""The kind an id's prefix names, for ``-o name`` of an answer printed without its kind."""
 
 
-def render(data: Any, form: str, columns: Sequence[str] = ()) -> str:
-    """``data`` as ``form`` (table, json or yaml); a table of a list shows ``columns``."""
+def render(
+    data: Any,
+    form: str,
+    columns: Sequence[str] = (),
+    *,
+    wide: Sequence[str] = (),
+    kind: str = "",
+) -> str:
+    """``data`` as ``form``: a table of a list shows ``columns`` (and ``wide``, more of them,
+    for ``wide``); ``name`` is ``kind/name`` (else ``kind/id``) per item."""
+    if form == "name":
+        items = data if isinstance(data, list) else [data]
+        return "\n".join(name_of(item, kind) for item in items)
+    if form == "wide":
+        form, columns = "table", (*columns, *wide)
     if form == "json":
         return json.dumps(data, indent=2, sort_keys=False)
     if form == "yaml":
@@ -29,6 +52,15 @@ def render(data: Any, form: str, columns: Sequence[str] = ()) -> str:
     if isinstance(data, dict):
         return fields(data)
     return cell(data)
+
+
+def name_of(item: Any, kind: str) -> str:
+    """``kind/name`` of an item (its id when it has no name), as ``-o name`` prints it."""
+    if not isinstance(item, dict):
+        return cell(item)
+    label = item.get("name") or item.get("id") or item.get("deploymentId")
+    prefix = str(item.get("id") or item.get("deploymentId") or "").split("_", 1)[0]
+    return f"{kind or _KINDS.get(prefix, prefix)}/{cell(label)}"
 
 
 def table(rows: Sequence[Any], columns: Sequence[str]) -> str:

@@ -1,7 +1,9 @@
 """The client's profile: the API URL and key, kept in the user's config directory.
 
 ``$XDG_CONFIG_HOME/occ/profile.json`` (else ``~/.config/occ/profile.json``), written mode 0600
-in a 0700 directory by ``occ login``; ``OCC_URL`` and ``OCC_API_KEY`` override its fields.
+in a 0700 directory by ``occ login``; ``OCC_URL`` and ``OCC_API_KEY`` override its fields. Its
+``namespace`` (``occ config set namespace``, overridden by ``OCC_NAMESPACE``) is the Namespace of
+a command given no ``-n``.
 These are the client's settings, not the server's (``occ.settings.config``): the caller hands in the
 environment, nothing here reads ``os.environ``. The key is only ever in the ``key`` field.
 """
@@ -32,6 +34,11 @@ class Profile:
 
     url: str
     key: str = field(repr=False)
+    namespace: str | None = None
+
+
+SETTABLE: Final = ("namespace",)
+"""The profile's fields ``occ config set`` writes (``occ login`` writes the URL and key)."""
 
 
 def path(environ: Mapping[str, str]) -> Path:
@@ -51,16 +58,7 @@ def check_key(text: str) -> str:
 
 def load(environ: Mapping[str, str]) -> Profile:
     """The profile with ``OCC_URL`` / ``OCC_API_KEY`` applied over the file's fields."""
-    stored: dict[str, object] = {}
-    where = path(environ)
-    try:
-        document = json.loads(where.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        document = {}
-    except (OSError, ValueError) as error:
-        raise ProfileError(f"cannot read the profile {where}: {type(error).__name__}") from None
-    if isinstance(document, dict):
-        stored = document
+    stored = stored_fields(environ)
     url = environ.get("OCC_URL") or stored.get("url")
     key = environ.get("OCC_API_KEY") or stored.get("key")
     if not isinstance(url, str) or not isinstance(key, str):
@@ -68,21 +66,61 @@ def load(environ: Mapping[str, str]) -> Profile:
             "not logged in: run occ login --url URL --key-file FILE (or set OCC_URL and "
             "OCC_API_KEY)"
         )
+    namespace = environ.get("OCC_NAMESPACE") or stored.get("namespace")
     try:
-        return Profile(http.check_url(url), check_key(key))
+        return Profile(
+            http.check_url(url),
+            check_key(key),
+            namespace if isinstance(namespace, str) and namespace else None,
+        )
     except http.ApiError as error:
         raise ProfileError(error.detail) from None
 
 
+def stored_fields(environ: Mapping[str, str]) -> dict[str, object]:
+    """The profile file's fields as written (none when there is no file)."""
+    where = path(environ)
+    try:
+        document = json.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise ProfileError(f"cannot read the profile {where}: {type(error).__name__}") from None
+    return dict(document) if isinstance(document, dict) else {}
+
+
 def save(environ: Mapping[str, str], profile: Profile) -> Path:
-    """Write the profile (0600, replacing any earlier one atomically); its path."""
+    """Write the URL and key (0600, replacing any earlier file atomically), keeping the
+    default Namespace when the URL stays the same; its path."""
+    stored = stored_fields(environ)
+    fields: dict[str, object] = {"url": profile.url, "key": profile.key}
+    namespace = profile.namespace or stored.get("namespace")
+    if namespace and stored.get("url") in (None, profile.url):
+        fields["namespace"] = namespace
+    return write(environ, fields)
+
+
+def set_field(environ: Mapping[str, str], name: str, value: str | None) -> Path:
+    """Set (``None``: remove) one of the ``SETTABLE`` fields in the profile file; its path."""
+    if name not in SETTABLE:
+        raise ProfileError(f"{name!r} is not a profile setting ({', '.join(SETTABLE)})")
+    fields = stored_fields(environ)
+    if value is None:
+        fields.pop(name, None)
+    else:
+        fields[name] = value
+    return write(environ, fields)
+
+
+def write(environ: Mapping[str, str], fields: Mapping[str, object]) -> Path:
+    """Write the profile file (0600 in a 0700 directory, replacing it atomically); its path."""
     where = path(environ)
     where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temporary = where.with_name(f".{FILE_NAME}.{os.getpid()}")
     descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump({"url": profile.url, "key": profile.key}, handle)
+            json.dump(dict(fields), handle)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())

@@ -21,6 +21,11 @@ from occ.client import session as shared
 NAMESPACE_COLUMNS: Final = ("id", "name", "status", "createdAt")
 CONFIGURATION_COLUMNS: Final = ("id", "name", "generation", "updatedAt")
 SECRET_COLUMNS: Final = ("id", "name", "createdAt")
+NAMESPACE: Final = shared.View("namespace", NAMESPACE_COLUMNS, ("existingNamespace", "updatedAt"))
+CONFIGURATION: Final = shared.View(
+    "configuration", CONFIGURATION_COLUMNS, ("namespaceId", "createdAt")
+)
+SECRET: Final = shared.View("secret", SECRET_COLUMNS, ("namespaceId", "updatedAt"))
 
 
 # -- Namespaces ---------------------------------------------------------------------------------
@@ -51,6 +56,8 @@ def create_namespace(
     if existing_namespace is not None:
         body["existingNamespace"] = existing_namespace
     created = session.client.post(shared.path("namespaces"), body).data
+    if session.profile.namespace is None:
+        shared.hint(f"occ config set namespace {name}  (then -n may be left out)")
     shared.show_or_wait(
         created,
         lambda: _namespace_ready(session, created["id"]),
@@ -64,20 +71,33 @@ def create_namespace(
 @namespaces.command("list")
 @shared.limit_option
 @shared.output_option
+@shared.watch_options
 @shared.pass_session
-def list_namespaces(session: shared.Session, limit: int | None, form: str) -> None:
+def list_namespaces(
+    session: shared.Session, limit: int | None, form: str, watch: bool, interval: float
+) -> None:
     """The Namespaces you may read."""
-    shared.show(session.every(shared.path("namespaces"), limit=limit), form, NAMESPACE_COLUMNS)
+    shared.show_or_watch(
+        lambda: session.every(shared.path("namespaces"), limit=limit),
+        form,
+        NAMESPACE,
+        watch=watch,
+        interval=interval,
+    )
 
 
 @namespaces.command("get")
 @click.argument("namespace")
 @shared.output_option
+@shared.watch_options
 @shared.pass_session
-def get_namespace(session: shared.Session, namespace: str, form: str) -> None:
+def get_namespace(
+    session: shared.Session, namespace: str, form: str, watch: bool, interval: float
+) -> None:
     """One Namespace (id or name)."""
-    shared.show(
-        session.get(shared.path("namespaces", shared.namespace_id(session, namespace))), form
+    item_path = shared.path("namespaces", shared.namespace_id(session, namespace))
+    shared.show_or_watch(
+        lambda: session.get(item_path), form, NAMESPACE, watch=watch, interval=interval
     )
 
 
@@ -213,26 +233,29 @@ def _read(file: str) -> str:
 @shared.output_option
 @shared.pass_session
 def create_configuration(
-    session: shared.Session, name: str, namespace: str, file: str, form: str
+    session: shared.Session, name: str, namespace: str | None, file: str, form: str
 ) -> None:
     """Create a Configuration from a document."""
     body = {"name": name, "document": _document(file)}
     created = session.client.post(
         shared.collection_path(session, namespace, "configurations"), body
     )
-    shared.show(created.data, form)
+    shared.show(created.data, form, CONFIGURATION)
 
 
 namespaced.list_command(
     configurations,
     "configurations",
-    CONFIGURATION_COLUMNS,
+    CONFIGURATION,
     "The Namespace's Configurations you may read.",
 )
 
 
 namespaced.get_command(
-    configurations, "configurations", "One Configuration (id or name), with its document."
+    configurations,
+    "configurations",
+    CONFIGURATION,
+    "One Configuration (id or name), with its document.",
 )
 
 
@@ -247,7 +270,7 @@ def update_configuration(
     session: shared.Session,
     *,
     configuration: str,
-    namespace: str,
+    namespace: str | None,
     file: str | None,
     new_name: str | None,
     form: str,
@@ -261,7 +284,7 @@ def update_configuration(
     if not body:
         raise click.UsageError("give --file, --name or both")
     item_path = shared.member_path(session, namespace, "configurations", configuration)
-    shared.show(session.client.patch(item_path, body).data, form)
+    shared.show(session.client.patch(item_path, body).data, form, CONFIGURATION)
 
 
 namespaced.delete_command(configurations, "configurations", "Delete a Configuration no Agent uses.")
@@ -286,7 +309,7 @@ def create_secret(
     session: shared.Session,
     *,
     name: str,
-    namespace: str,
+    namespace: str | None,
     from_file: str | None,
     from_stdin: bool,
     form: str,
@@ -302,11 +325,11 @@ def create_secret(
     created = session.client.post(
         shared.collection_path(session, namespace, "secrets"), {"name": name, "value": value}
     )
-    shared.show(created.data, form)
+    shared.show(created.data, form, SECRET)
 
 
 namespaced.list_command(
-    secrets, "secrets", SECRET_COLUMNS, "The Namespace's Secrets you may read (metadata only)."
+    secrets, "secrets", SECRET, "The Namespace's Secrets you may read (metadata only)."
 )
 
 

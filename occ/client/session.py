@@ -10,8 +10,10 @@ the API's exact ``name`` filter); a list is read to its end, page after page.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -46,15 +48,28 @@ class ClientGroup(click.Group):
 
 
 @dataclass(frozen=True)
+class View:
+    """How a kind of item prints: its ``-o name`` kind, its table's columns and the more
+    columns of ``-o wide``."""
+
+    kind: str
+    columns: tuple[str, ...]
+    wide: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Session:
-    """The environment a command runs in; the API client is built on first use."""
+    """The environment a command runs in; the profile and API client are read on first use."""
 
     environ: Mapping[str, str]
 
     @functools.cached_property
+    def profile(self) -> profile.Profile:
+        return profile.load(self.environ)
+
+    @functools.cached_property
     def client(self) -> http.Client:
-        loaded = profile.load(self.environ)
-        return http.Client(loaded.url, loaded.key)
+        return http.Client(self.profile.url, self.profile.key)
 
     def get(self, path: str, query: Mapping[str, object] | None = None) -> Any:
         return self.client.get(path, query).data
@@ -101,7 +116,7 @@ output_option = click.option(
     type=click.Choice(output.FORMATS),
     default="table",
     show_default=True,
-    help="How to print the answer.",
+    help="How to print the answer (wide: more columns; name: kind/name per item).",
 )
 limit_option = click.option(
     "--limit",
@@ -110,8 +125,26 @@ limit_option = click.option(
     help="Show at most this many (default: all, read page after page).",
 )
 namespace_option = click.option(
-    "-n", "--namespace", "namespace", required=True, help="The Namespace (id or name)."
+    "-n",
+    "--namespace",
+    "namespace",
+    default=None,
+    help="The Namespace (id or name); default: the profile's (occ config set namespace).",
 )
+
+
+def watch_options(command: F) -> F:
+    """``-w/--watch`` and ``--interval`` for a get or a list."""
+    command = click.option(
+        "--interval",
+        type=click.FloatRange(min=0.1),
+        default=2.0,
+        show_default=True,
+        help="Seconds between two reads of --watch.",
+    )(command)
+    return click.option(
+        "-w", "--watch", is_flag=True, help="Then print what changes, until Ctrl-C."
+    )(command)
 
 
 def wait_options(command: F) -> F:
@@ -128,9 +161,70 @@ def wait_options(command: F) -> F:
     )(command)
 
 
-def show(data: Any, form: str, columns: tuple[str, ...] = ()) -> None:
-    """Print ``data`` on stdout as ``form``."""
-    click.echo(output.render(data, form, columns))
+def show(data: Any, form: str, columns: tuple[str, ...] | View = ()) -> None:
+    """Print ``data`` on stdout as ``form`` (a list as the ``View``'s table, or ``columns``)."""
+    if isinstance(columns, View):
+        text = output.render(data, form, columns.columns, wide=columns.wide, kind=columns.kind)
+    else:
+        text = output.render(data, form, columns)
+    click.echo(text)
+
+
+def hint(command: str) -> None:
+    """A next step, on stderr: ``next: COMMAND``."""
+    click.echo(f"next: {command}", err=True)
+
+
+def show_or_watch(
+    read: Callable[[], Any], form: str, view: View, *, watch: bool, interval: float
+) -> None:
+    """Print what ``read`` answers; with ``--watch``, then each item that changed (and a line
+    on stderr for each one gone) every ``interval`` seconds, until Ctrl-C."""
+    shown = read()
+    show(shown, form, view)
+    if not watch:
+        return
+    seen = _by_key(shown)
+    try:
+        while True:
+            sys.stdout.flush()
+            time.sleep(interval)
+            try:
+                current = read()
+            except http.ApiError as error:
+                if error.status != 404 or isinstance(shown, list):
+                    raise
+                click.echo(f"{output.name_of(shown, view.kind)} deleted", err=True)
+                raise click.exceptions.Exit(waiting.EXIT_OK) from None
+            now = _by_key(current)
+            changed = [item for key, item in now.items() if seen.get(key) != item]
+            for key in seen.keys() - now.keys():
+                click.echo(f"{output.name_of(seen[key], view.kind)} deleted", err=True)
+            if changed:
+                _show_changes(changed, form, view)
+            seen = now
+    except KeyboardInterrupt:
+        raise click.exceptions.Exit(waiting.EXIT_OK) from None
+
+
+def _by_key(data: Any) -> dict[str, Any]:
+    items = data if isinstance(data, list) else [data]
+    return {str(item.get("id")) if isinstance(item, dict) else str(item): item for item in items}
+
+
+def _show_changes(items: list[Any], form: str, view: View) -> None:
+    """Changed items: table rows without the header, one JSON line or YAML document each."""
+    if form in ("table", "wide"):
+        columns = view.columns if form == "table" else (*view.columns, *view.wide)
+        click.echo("\n".join(output.table(items, columns).splitlines()[1:]))
+    elif form == "json":
+        for item in items:
+            click.echo(json.dumps(item, separators=(",", ":")))
+    elif form == "yaml":
+        for item in items:
+            click.echo("---\n" + output.render(item, "yaml"))
+    else:
+        show(items, form, view)
 
 
 def show_or_wait(
@@ -182,8 +276,16 @@ def path(*segments: str) -> str:
     return "/v1/" + "/".join(http.quote(segment) for segment in segments)
 
 
-def namespace_id(session: Session, reference: str) -> str:
-    """The id of the Namespace named or identified by ``reference``."""
+def namespace_id(session: Session, reference: str | None) -> str:
+    """The id of the Namespace named or identified by ``reference`` (``None``: the profile's
+    default Namespace)."""
+    if reference is None:
+        reference = session.profile.namespace
+        if reference is None:
+            raise click.UsageError(
+                "which Namespace? give -n NAMESPACE, or set a default: "
+                "occ config set namespace NAME"
+            )
     if reference.startswith("ns_"):
         return reference
     return _by_name(session, path("namespaces"), reference, "namespace")
@@ -200,12 +302,12 @@ def member_id(session: Session, namespace: str, collection: str, reference: str)
     )
 
 
-def collection_path(session: Session, namespace: str, collection: str) -> str:
+def collection_path(session: Session, namespace: str | None, collection: str) -> str:
     """The path of a collection of the Namespace named or identified by ``namespace``."""
     return path("namespaces", namespace_id(session, namespace), collection)
 
 
-def member_path(session: Session, namespace: str, collection: str, reference: str) -> str:
+def member_path(session: Session, namespace: str | None, collection: str, reference: str) -> str:
     """The path of the member of a Namespace's collection that ``reference`` names or
     identifies."""
     in_namespace = namespace_id(session, namespace)
@@ -224,5 +326,7 @@ def _by_name(session: Session, list_path: str, name: str, kind: str) -> str:
         items = []  # the parent hides an empty page from a caller who may not read it
     matches = [item["id"] for item in items if isinstance(item, dict) and item.get("name") == name]
     if not matches:
-        fail("NOT_FOUND", f"no {kind} named {name!r} that you may read")
+        fail(
+            "NOT_FOUND", f"no {kind} named {name!r} that you may read (list them: occ {kind}s list)"
+        )
     return str(matches[0])

@@ -289,7 +289,8 @@ def _missing(
     if role != "caller" and reason == iam.Reason.NO_MATCHING_BINDING:
         text += (
             "; bind it to a Role holding it (grantRuntimeAccess at Agent creation does this, "
-            "or POST /v1/access-bindings)"
+            "POST .../agents/{agentId}/runtime-access does it afterwards, or POST "
+            "/v1/access-bindings)"
         )
     return text
 

@@ -47,7 +47,8 @@ def grant(
 ) -> dict[str, Any]:
     """Bind ``agent-runtime`` to the Agent's service principal on its two resources; audited.
 
-    Returns what the Agent's creation audit records: the Role and the binding ids.
+    Returns what the Agent's creation audit records: the Role and the ids of the bindings it
+    made (none that the service principal already holds).
 
     Raises:
         Conflict: a live Role named ``agent-runtime`` in the Namespace holds other permissions.
@@ -59,7 +60,15 @@ def grant(
         session=session, actor_id=actor_id, action="access_bindings.create", decision=decision
     )
     binding_ids = []
+    held = {
+        (binding.resource_kind, binding.resource_id)
+        for binding in iam_policy.list_bindings(
+            session, principal_id=agent.service_principal_id, role_id=role.id
+        )
+    }
     for kind, resource_id in (("configuration", agent.configuration_id), ("secret", secret_id)):
+        if (kind, resource_id) in held:
+            continue  # granted before: a grant is idempotent
         binding = iam_policy.bind(
             session,
             role_id=role.id,

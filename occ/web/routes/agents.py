@@ -1,11 +1,11 @@
-"""``/v1/namespaces/<namespace_id>/agents``: drafts, deploy, stop, delete, revisions and
-deployment status."""
+"""``/v1/namespaces/<namespace_id>/agents``: drafts, deploy, stop, delete, runtime access,
+revisions and deployment status."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from occ.controller import agent_lifecycle, agents, deployments
+from occ.controller import agent_lifecycle, agents, deployments, runtime_grants
 from occ.foundation import harnesses
 from occ.state import agents as agent_rows
 from occ.web import calls, locations, pagination, preconditions
@@ -127,6 +127,22 @@ def repair_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
     """Admit a repair of the running revision now; its repairs are counted afresh."""
     command = agent_lifecycle.RepairAgent(namespace_id=namespace_id, agent_id=agent_id)
     return calls.admitted(agent_lifecycle.repair_agent, command)
+
+
+@blueprint.operation(
+    "POST",
+    "/<agent_id>/runtime-access",
+    body=schemas.AgentActionBody,
+    body_required=False,
+    item=schemas.RuntimeAccess,
+    requires=("installation:administer", "agent:read"),
+)
+def grant_runtime_access(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
+    """Bind the built-in agent-runtime Role to the Agent's service principal on its
+    Configuration and harness Secret, as ``grantRuntimeAccess`` does at creation (idempotent).
+    """
+    command = runtime_grants.GrantRuntimeAccess(namespace_id=namespace_id, agent_id=agent_id)
+    return calls.item(runtime_grants.grant_runtime_access, command)
 
 
 @blueprint.operation(

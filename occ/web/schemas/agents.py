@@ -164,6 +164,20 @@ class DeployAccepted(ma.Schema):
     revision = fields.Nested(AgentRevision, required=True)
 
 
+class RuntimeAccess(ma.Schema):
+    agent_id = fields.String(data_key="agentId", required=True)
+    service_principal_id = fields.String(data_key="servicePrincipalId", required=True)
+    role_id = fields.String(
+        data_key="roleId", required=True, metadata={"description": "the agent-runtime Role"}
+    )
+    binding_ids = fields.List(
+        fields.String(),
+        data_key="bindingIds",
+        required=True,
+        metadata={"description": "the bindings this grant made; empty when all were held"},
+    )
+
+
 class DeploymentError(ma.Schema):
     code = fields.String(required=True)
     message = fields.String(required=True)

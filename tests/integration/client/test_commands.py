@@ -135,7 +135,10 @@ def test_the_first_session_waits_and_reports_how_operations_end(operator: Operat
         assert gone.exit_status == 0, gone
     missing = operator.run("agents", "get", "assistant", "-n", "team-a")
     assert missing.exit_status == 2
-    assert missing.stderr == "occ: error: NOT_FOUND: no agent named 'assistant' that you may read\n"
+    assert missing.stderr == (
+        "occ: error: NOT_FOUND: no agent named 'assistant' that you may read "
+        "(list them: occ agents list)\n"
+    )
 
     # -- a bad key, a bad file: one line each ----------------------------------------------------
     bogus = "occ_key_00000000-0000-4000-8000-000000000000_" + "0" * 64

@@ -42,6 +42,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("PATCH", "/v1/namespaces/<namespace_id>/agents/<agent_id>"): {"name": "renamed"},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/deploy"): {},
+    ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/runtime-access"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/stop"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/repair"): {},
     ("POST", "/v1/namespaces/<namespace_id>/configurations"): {"name": "c2", "document": {}},

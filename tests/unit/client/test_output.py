@@ -35,3 +35,15 @@ def test_an_object_is_one_field_per_line_with_nested_values_as_json() -> None:
 @pytest.mark.parametrize(("form", "parse"), [("json", json.loads), ("yaml", yaml.safe_load)])
 def test_json_and_yaml_are_the_data_itself(form: str, parse: object) -> None:
     assert parse(output.render(ROWS, form)) == ROWS  # type: ignore[operator]
+
+
+def test_wide_adds_columns_and_name_prints_kind_slash_name() -> None:
+    wide = output.render(ROWS, "wide", ("id", "name"), wide=("status",)).splitlines()
+    assert wide[0].split() == ["ID", "NAME", "STATUS"]
+    assert output.render(ROWS, "name", ("id",), kind="namespace").splitlines() == [
+        "namespace/team-a",
+        "namespace/b",
+    ]
+    # without a kind, an id's prefix names it; an item without a name shows its id
+    assert output.render({"id": "agt_1", "name": "helper"}, "name") == "agent/helper"
+    assert output.render([{"id": "cfg_9"}], "name") == "configuration/cfg_9"

@@ -48,3 +48,21 @@ def test_a_bad_url_or_key_is_refused_without_echoing_it(url: str, key: str) -> N
 def test_without_a_profile_it_says_how_to_log_in(tmp_path: Path) -> None:
     with pytest.raises(profile.ProfileError, match="occ login"):
         profile.load({"XDG_CONFIG_HOME": str(tmp_path)})
+
+
+def test_the_default_namespace_is_set_kept_across_login_and_overridden(tmp_path: Path) -> None:
+    environ = {"XDG_CONFIG_HOME": str(tmp_path)}
+    where = profile.set_field(environ, "namespace", "team-a")
+    assert stat.S_IMODE(where.stat().st_mode) == 0o600
+    profile.save(environ, profile.Profile("http://127.0.0.1:8000", KEY))
+    assert profile.load(environ).namespace == "team-a"
+    assert profile.load({**environ, "OCC_NAMESPACE": "team-b"}).namespace == "team-b"
+    profile.save(environ, profile.Profile("http://127.0.0.1:8000", KEY))  # the same API again
+    assert profile.load(environ).namespace == "team-a"
+    profile.save(environ, profile.Profile("https://other.example", KEY))  # another API
+    assert profile.load(environ).namespace is None
+    profile.set_field(environ, "namespace", "team-c")
+    profile.set_field(environ, "namespace", None)
+    assert profile.load(environ).namespace is None
+    with pytest.raises(profile.ProfileError, match="not a profile setting"):
+        profile.set_field(environ, "key", "occ_x_y")
