@@ -173,15 +173,15 @@ def test_a_deploy_refused_for_the_service_principal_names_the_permission(
 def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = client.post(world.agents, json=body(world), headers=admin.headers).json["data"]
+    agent = json_of(client.post(world.agents, json=body(world), headers=admin.headers))["data"]
     agent_path = f"{world.agents}/{agent['id']}"
     refused = client.post(f"{agent_path}/deploy", headers=admin.headers)
     assert refused.status_code == 403, refused.json
-    assert "runtime-access" in refused.json["detail"]
+    assert "runtime-access" in json_of(refused)["detail"]
 
     granted = client.post(f"{agent_path}/runtime-access", headers=admin.headers)
     assert granted.status_code == 200, granted.json
-    answer = granted.json["data"]
+    answer = json_of(granted)["data"]
     bindings = _bindings_of(db, agent["servicePrincipalId"])
     assert sorted((b.resource_kind, b.resource_id) for b in bindings) == sorted(
         [("configuration", world.configuration_id), ("secret", world.secret_id)]
@@ -194,7 +194,7 @@ def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
 
     again = client.post(f"{agent_path}/runtime-access", json={}, headers=admin.headers)
     assert again.status_code == 200, again.json
-    assert again.json["data"]["bindingIds"] == []
+    assert json_of(again)["data"]["bindingIds"] == []
     assert len(_bindings_of(db, agent["servicePrincipalId"])) == 2
     assert len(_audit(db, "access_bindings.create")) == 2
 
@@ -205,14 +205,14 @@ def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
 def test_granting_afterwards_needs_installation_administer_and_the_agent(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = client.post(world.agents, json=body(world), headers=admin.headers).json["data"]
+    agent = json_of(client.post(world.agents, json=body(world), headers=admin.headers))["data"]
     agent_path = f"{world.agents}/{agent['id']}/runtime-access"
     reader = _caller(db, admin, ["agent:read", "namespace:read"], world.namespace_id)
     stranger = _caller(db, admin, [], world.namespace_id)
     before = _counts(db)
     refused = client.post(agent_path, headers=reader.headers)
     assert refused.status_code == 403, refused.json
-    assert "installation:administer" in refused.json["detail"]
+    assert "installation:administer" in json_of(refused)["detail"]
     hidden = client.post(agent_path, headers=stranger.headers)
     assert hidden.status_code == 404, hidden.json
     missing = client.post(
