@@ -100,6 +100,17 @@ def get_installation(db: Database, actor_id: str) -> state.Installation:
         return installation
 
 
+def installation_id(db: Database) -> str:
+    """The Installation's id, what a check of an Installation-wide permission names (an id,
+    not a secret: no permission is needed to learn it).
+
+    Raises:
+        NotFound: not bootstrapped yet.
+    """
+    with db.snapshot() as session:
+        return current(session).id
+
+
 def current(session: Session) -> state.Installation:
     """The Installation, or ``NotFound`` before bootstrap."""
     installation = state.current(session)

@@ -17,14 +17,16 @@ import flask
 
 from occ.controller import (
     agents,
+    authorization_checks,
     configurations,
     deployments,
+    installation,
     namespaces,
     operations,
     secrets,
 )
 from occ.foundation import errors, harnesses
-from occ.state import audit, keyset, values
+from occ.state import audit, iam_policy, keyset, values
 from occ.web import access, calls, cookies, query_parameters
 
 blueprint = flask.Blueprint(
@@ -103,7 +105,11 @@ def home() -> flask.Response:
 @access.authenticated
 def namespace_list() -> str:
     listed = calls.call(namespaces.list_namespaces, _LIST_LIMIT)
-    return _render("namespaces.html", title="Namespaces", namespaces=listed)
+    installation_id = installation.installation_id(calls.context().runtime.database)
+    may = {"create": _may("namespace:create", "installation", installation_id, None)}
+    for namespace in listed:
+        may[namespace.id] = _may("namespace:delete", "namespace", namespace.id, namespace.id)
+    return _render("namespaces.html", title="Namespaces", namespaces=listed, may=may)
 
 
 @blueprint.route("/namespaces/<namespace_id>", methods=["GET"])
@@ -129,6 +135,10 @@ def namespace_page(namespace_id: str) -> str:
         agents=agent_list,
         configurations=configuration_list,
         secrets=secret_list,
+        may={
+            action: _may(f"{action}:create", "namespace", namespace_id, namespace_id)
+            for action in ("agent", "configuration", "secret")
+        },
         harnesses=[
             {"id": str(harness), "mode": str(harnesses.MODES[harness])}
             for harness in harnesses.Harness
@@ -157,6 +167,10 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
         namespace=namespace,
         agent=agent,
         revisions=revisions,
+        may={
+            action: _may(f"agent:{action}", "agent", agent_id, namespace_id)
+            for action in ("deploy", "operate", "delete")
+        },
         deployment=deployment if deployment.isascii() and len(deployment) < 100 else "",
     )
 
@@ -209,6 +223,20 @@ def work_page() -> str:
         states=[str(s) for s in values.WorkState],
         chosen={"namespace": namespace_id or "", "state": state or ""},
     )
+
+
+def _may(permission: str, kind: str, resource_id: str, namespace_id: str | None) -> bool:
+    """Whether the signed-in principal holds ``permission`` on the resource now (the API's
+    authorization check): the page disables an action it would refuse."""
+    question = authorization_checks.Check(
+        permission=permission,
+        resource=iam_policy.ResourceRef(kind, resource_id),
+        namespace_id=None if kind == "installation" else namespace_id,
+    )
+    try:
+        return calls.call(authorization_checks.check, question).allowed
+    except (errors.Forbidden, errors.NotFound):
+        return False
 
 
 def _or_empty(read: Any) -> list[Any]:

@@ -82,3 +82,26 @@ def test_every_console_route_declares_who_may_open_it(signin_app: flask.Flask) -
         if rule.rule.startswith("/console"):
             declared = access.declared(signin_app.view_functions[rule.endpoint])
             assert declared in (access.PUBLIC, access.AUTHENTICATED), rule.rule
+
+
+def test_an_action_the_person_may_not_take_is_disabled(
+    visitor: FlaskClient,
+    client: FlaskClient,
+    provider: oidc_provider.Provider,
+    db: Database,
+    owner_db: Database,
+    admin: Caller,
+) -> None:
+    sign_in(visitor, provider, "pia-sub")
+    me = current(visitor)
+    shown = namespace(client, owner_db, admin, "team-p")
+    grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
+
+    read_only = visitor.get("/console/namespaces").get_data(as_text=True)
+
+    assert read_only.count("disabled title=") == 2  # create, and delete team-p
+    grants.give(db, me["principalId"], ["namespace:create", "namespace:delete"])
+    allowed = visitor.get("/console/namespaces").get_data(as_text=True)
+    assert "disabled title=" not in allowed
+    namespace_page = visitor.get(f"/console/namespaces/{shown}").get_data(as_text=True)
+    assert namespace_page.count("disabled title=") == 2  # Configuration, Secret

@@ -70,7 +70,9 @@
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    var buttons = form.querySelectorAll("button");
+    var buttons = Array.prototype.filter.call(form.querySelectorAll("button"), function (button) {
+      return !button.disabled;
+    });
     buttons.forEach(function (button) { button.disabled = true; });
     try {
       var response = await fetch(url, init);
