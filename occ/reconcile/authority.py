@@ -29,6 +29,18 @@ def first_denial(
     return None
 
 
+def first_restriction(
+    session: Session, checks: Sequence[tuple[str, str, iam.Resource]]
+) -> iam.Decision | None:
+    """The first decision a Restriction refuses, or ``None``: the checks' other refusals (no
+    binding on exactly that resource) do not count here, only deny rules that match it."""
+    for principal_id, permission, resource in checks:
+        decision = iam.authorize(session, principal_id, permission, resource)
+        if decision.reason == iam.Reason.RESTRICTED:
+            return decision
+    return None
+
+
 def refused(
     session: Session,
     context: ClaimContext,

@@ -218,7 +218,18 @@ def _denial(
     if namespace.existing_namespace is not None:
         # adoption of an existing namespace is an administrator's decision, re-checked here
         checks.append((actor_id, "installation:administer", parent))
-    return authority.first_denial(session, checks)
+    denial = authority.first_denial(session, checks)
+    if denial is not None:
+        return denial
+    # the Namespace's own Restrictions: a rule narrowed to it (or to it as the resource) beats
+    # the Installation-wide grant the creation was admitted under
+    return authority.first_restriction(
+        session,
+        [
+            (actor_id, permission, iam.Resource.namespace(namespace.id))
+            for _, permission, _ in checks
+        ],
+    )
 
 
 def _publish_ready(

@@ -13,6 +13,7 @@ from occ.reconcile import executor
 from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import iam_policy, models, values
+from occ.state import restrictions as restriction_rows
 from occ.state import roles as role_rows
 from occ.state.db import Database
 from tests.integration.reconcile import support
@@ -143,3 +144,63 @@ def test_a_namespace_whose_role_is_missing_stays_provisioning_with_the_driver_co
     assert namespace is not None and namespace.status == "provisioning"
     assert event.details["driverCode"] == "KUBERNETES_PERMISSION_MISSING"
     assert event.details["convergencePending"] is True
+
+
+def test_a_restriction_on_the_namespace_refuses_its_provisioning(
+    db: Database, tmp_path: Path
+) -> None:
+    """A Restriction narrowed to the Namespace (added while it is provisioning) beats the
+    Installation-wide grant the creation was admitted under: no tenant infrastructure."""
+    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    namespace_id = namespaces.create_namespace(
+        db, boot.admin_principal_id, namespaces.CreateNamespace(name="held")
+    ).id
+    with db.transaction() as session:
+        restriction = restriction_rows.insert(
+            session,
+            permission="namespace:create",
+            created_by=boot.admin_principal_id,
+            namespace_id=namespace_id,
+        )
+
+    driver, claim, result = support.run_the_one_item(db, tmp_path, POLICY)
+
+    assert result is not None and result.code == "AUTHORIZATION_DENIED"
+    assert driver.effects() == []
+    with db.transaction() as session:
+        namespace = session.get(models.Namespace, namespace_id)
+        [details] = session.scalars(
+            sa.select(models.AuditEvent.details).where(
+                models.AuditEvent.kind == "authorization_denial",
+                models.AuditEvent.work_id == claim.work_id,
+            )
+        ).all()
+    assert namespace is not None and namespace.status == "failed"
+    assert details["reason"] == "restricted"
+    assert details["authorization"]["restrictionIds"] == [restriction.id]
+
+
+def test_a_restriction_elsewhere_does_not_hold_provisioning_back(
+    db: Database, tmp_path: Path
+) -> None:
+    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    other = namespaces.create_namespace(
+        db, boot.admin_principal_id, namespaces.CreateNamespace(name="other")
+    ).id
+    support.run_the_one_item(db, tmp_path, POLICY)
+    namespaces.create_namespace(
+        db, boot.admin_principal_id, namespaces.CreateNamespace(name="free")
+    )
+    with db.transaction() as session:
+        restriction_rows.insert(
+            session,
+            permission="namespace:create",
+            created_by=boot.admin_principal_id,
+            namespace_id=other,
+        )
+
+    _, _, result = support.run_the_one_item(db, tmp_path, POLICY)
+
+    assert result is not None and result.code == "NAMESPACE_READY"
