@@ -18,9 +18,18 @@ from typing import Any, Final
 
 from occ.drivers.compute import base
 from occ.foundation import codes, errors
-from occ.reconcile import environment, kinds, observer, outcome, registry, settle, upkeep
+from occ.reconcile import (
+    environment,
+    kinds,
+    observer,
+    outcome,
+    pass_report,
+    registry,
+    settle,
+    upkeep,
+)
 from occ.reconcile.context import ClaimContext
-from occ.state import values, work_queue
+from occ.state import values, work_queue, work_reads
 from occ.state.db import Database
 from occ.state.work_keys import WorkKey
 from occ.telemetry import clock_skew, metrics, observability
@@ -153,7 +162,7 @@ def run(
         on_database_clock=clock_skew.PROCESS.record,
     )
     fields = _log_fields(handler, claim)
-    with context:
+    with context, pass_report.recording() as report:
         try:
             result = handler.reconcile(worker, context, started.loaded)
         except (base.Aborted, errors.ClaimLost):
@@ -192,8 +201,37 @@ def run(
         code=result.code,
         durationMs=round((time.perf_counter() - started_at) * 1000, 1),
         **fields,
+        **_outcome_fields(worker, handler, claim, result, report),
     )
     return result
+
+
+def _outcome_fields(
+    worker: Worker,
+    handler: kinds.Handler[Any],
+    claim: values.Claim,
+    result: outcome.PassResult,
+    report: pass_report.PassReport,
+) -> dict[str, Any]:
+    """What ``worker.completed`` adds to the pass's identity: a deployment's timing (its
+    deploy work only) and, for a pass that did not succeed, its cause."""
+    fields: dict[str, Any] = {}
+    if handler.deploy_timing:
+        fields.update(report.timing_fields())
+        try:
+            with worker.database.snapshot() as session:
+                progress = work_reads.deploy_progress(session, claim.work_id)
+        except errors.DependencyUnavailable:
+            progress = None
+        if progress is not None:
+            fields.update(
+                deployPasses=progress.passes,
+                elapsedMs=progress.elapsed_ms,
+                readinessWaitMs=progress.readiness_wait_ms,
+            )
+    if result.outcome != codes.Outcome.SUCCESS:
+        fields.update({"cause": result.code, **report.cause_fields()})
+    return fields
 
 
 def _handler(work_id: str) -> kinds.Handler[Any] | None:

@@ -71,6 +71,9 @@ class Handler(Generic[Loaded]):
     """Applied in the transaction that fails an item of this kind for good, wherever that
     happens (a reconciler, a retry at the limit, a deadline, or recovery)."""
     ends: AgentOperation | None = None
+    deploy_timing: bool = False
+    """Whether ``worker.completed`` carries the deployment's timing (a revision's deploy work
+    only: maintenance, cleanup and stop work carry none)."""
 
 
 def index(*handlers: Handler[Any]) -> Mapping[WorkKind, Handler[Any]]:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import environment, kinds, outcome, retirement, specs
+from occ.reconcile import environment, kinds, outcome, pass_report, retirement, specs
 from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.reconcile.revision_snapshot import Snapshot
 from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore
@@ -196,11 +196,16 @@ def _prepare(
 ) -> base.Observation:
     """Prepare under a renewed claim; a transient driver error counts as not ready yet."""
     try:
-        return _effect(guard, lambda: driver.prepare_revision(guard.operation(), spec))
+        with pass_report.phase("prepare"):
+            observation = _effect(guard, lambda: driver.prepare_revision(guard.operation(), spec))
     except base.TransientDriverError as exc:
+        pass_report.driver_answer(exc.code, exc)
         return base.Pending(exc.code, exc.retry_after_s)
     except base.PermanentDriverError as exc:
+        pass_report.driver_answer(exc.code, exc)
         return base.Failed(exc.code, permanent=True, reason=exc.reason)
+    _note(observation)
+    return observation
 
 
 def _recheck_ms(pending: base.Pending, unready_recheck_ms: int) -> int:
@@ -215,16 +220,30 @@ def _activate(
 ) -> base.Activation | base.Pending | base.Failed:
     """Activate under a renewed claim: the endpoint, not ready yet, or a failure."""
     try:
-        answer = _effect(guard, lambda: driver.activate_revision(guard.operation(), spec))
+        with pass_report.phase("activation"):
+            answer = _effect(guard, lambda: driver.activate_revision(guard.operation(), spec))
     except base.TransientDriverError as exc:
+        pass_report.driver_answer(exc.code, exc)
         if exc.retry_after_s is not None:
             return base.Pending(exc.code, exc.retry_after_s)
         return base.Failed(exc.code, permanent=False, reason=exc.reason)
     except base.PermanentDriverError as exc:
+        pass_report.driver_answer(exc.code, exc)
         return base.Failed(exc.code, permanent=True, reason=exc.reason)
     if isinstance(answer, base.Activation | base.Pending | base.Failed):
+        _note(answer)
         return answer
     return base.Failed(Code.INVALID_DRIVER_OBSERVATION, permanent=True)
+
+
+def _note(answer: object) -> None:
+    """A driver's observation that keeps the pass from finishing is its cause: a failure's
+    code, or what a not-ready runtime waits for (when the driver says it as a code)."""
+    if isinstance(answer, base.Failed):
+        pass_report.driver_answer(answer.code)
+    elif isinstance(answer, base.Pending):
+        waits_for = answer.code or (answer.reason if codes.is_code_shaped(answer.reason) else None)
+        pass_report.driver_answer(waits_for)
 
 
 def _unfinished(
@@ -313,6 +332,7 @@ DEPLOYMENT = kinds.Handler(
     ends=kinds.AgentOperation(
         "deploy", frozenset({Code.REVISION_ACTIVATED, Code.REVISION_ALREADY_ACTIVE})
     ),
+    deploy_timing=True,
 )
 MAINTENANCE = kinds.Handler(
     kind=WorkKind.REVISION_MAINTENANCE,

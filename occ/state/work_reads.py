@@ -1,4 +1,5 @@
-"""Operator reads of the work queue: filtered keyset pages of items, and the backlog.
+"""Operator reads of the work queue: filtered keyset pages of items, the backlog, and how far a
+deployment has come (from its evidence, for the worker's ``worker.completed``).
 
 Read-only; takes the caller's session and never commits. The queue's transitions and the
 conversion of a row into a ``WorkItem`` belong to ``occ.state.work_queue``; this module only
@@ -84,3 +85,40 @@ def backlog(session: orm.Session) -> Backlog:
     """The pending count and the oldest pending item's age, on the database clock."""
     row = session.execute(BACKLOG).one()
     return Backlog(pending=int(row[0]), oldest_age_s=float(row[1]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployProgress:
+    """How far one item's deployment has come, from its evidence, on the database clock."""
+
+    passes: int
+    """Passes that ended with a transition (each writes one evidence row), this one included."""
+    elapsed_ms: float
+    """Since the item was admitted."""
+    readiness_wait_ms: float
+    """Since a pass first found the runtime not ready (``REVISION_INCOMPLETE``); 0 if none did."""
+
+
+_DEPLOY_PROGRESS: Final = sa.text("""
+    SELECT count(a.sequence) AS passes,
+           extract(epoch FROM clock_timestamp() - w.created_at) * 1000 AS elapsed_ms,
+           coalesce(extract(epoch FROM clock_timestamp() - min(a.occurred_at)
+                    FILTER (WHERE a.details ->> 'reasonCode' = 'REVISION_INCOMPLETE')) * 1000, 0)
+             AS readiness_wait_ms
+      FROM occ.controller_work w
+      LEFT JOIN occ.audit_events a ON a.work_id = w.id AND a.action = 'reconcile'
+     WHERE w.id = :work_id
+     GROUP BY w.created_at
+""")
+
+
+def deploy_progress(session: orm.Session, work_id: str) -> DeployProgress | None:
+    """The item's ``DeployProgress``; ``None`` when the item is gone."""
+    row = session.execute(_DEPLOY_PROGRESS, {"work_id": work_id}).mappings().first()
+    if row is None:
+        return None
+    return DeployProgress(
+        passes=int(row["passes"]),
+        elapsed_ms=round(float(row["elapsed_ms"]), 1),
+        readiness_wait_ms=round(float(row["readiness_wait_ms"]), 1),
+    )

@@ -65,6 +65,13 @@ ALLOWED_FIELDS: Final = frozenset(
         "cause",
         "skewMs",
         "version",
+        "deployPasses",
+        "prepareMs",
+        "readinessWaitMs",
+        "activationMs",
+        "elapsedMs",
+        "dependency",
+        "statusReason",
     }
 )
 

@@ -42,6 +42,8 @@ class Cluster:
     proxied_database_url: str
     redis: servers.RedisServer
     postgres: servers.PostgresServer
+    worker_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    """What the named processes' environments add (a shifted clock, an older release)."""
     managed: dict[str, Managed] = field(default_factory=dict)
     killed_at: dict[int, float] = field(default_factory=dict)
     expected_exits: set[str] = field(default_factory=set)
@@ -57,6 +59,7 @@ class Cluster:
             env = dict(self.env)
             if name == "drivers-a":
                 env["OCC_DATABASE_URL"] = self.proxied_database_url
+            env.update(self.worker_env.get(name, {}))
             readiness = self.directory / f"{name}.ready"
             env["OCC_WORKER_READINESS_PATH"] = str(readiness)
             arguments = [
@@ -64,7 +67,8 @@ class Cluster:
                 "--without-gossip", "--without-mingle", "-l", "WARNING",
             ]  # fmt: skip
             self.managed[name] = Managed(name, arguments, env)
-        self.managed["beat"] = Managed("beat", self._beat_arguments("beat"), dict(self.env))
+        beat_env = {**self.env, **self.worker_env.get("beat", {})}
+        self.managed["beat"] = Managed("beat", self._beat_arguments("beat"), beat_env)
         for process in self.managed.values():
             self._launch(process)
         for name in WORKERS:

@@ -15,6 +15,7 @@ import random
 import shutil
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,13 +45,16 @@ class Figures:
     duplicates_sent: int
     max_recovery_s: float
     runtime_s: float
+    variant: str = ""
+    """What this run changes in the fleet (a skewed clock, an older worker), or nothing."""
 
     def line(self) -> str:
         kinds = collections.Counter(f.kind for f in self.faults)
         by_kind = " ".join(f"{kind}={kinds[kind]}" for kind in nemesis.KINDS)
         r = self.report
         return (
-            f"chaos: seed={self.seed} items={r.items} faults={len(self.faults)} ({by_kind})"
+            f"chaos: seed={self.seed}{f' variant={self.variant}' if self.variant else ''}"
+            f" items={r.items} faults={len(self.faults)} ({by_kind})"
             f" lost={len(r.lost)} failed={len(r.failed)}"
             f" overtaken_by_delete={r.cancelled + r.superseded}"
             f" dup_publications={len(r.dup_publications)} lane_overlaps={len(r.lane_overlaps)}"
@@ -98,8 +102,18 @@ def _environment(urls: databases.DatabaseUrls, broker_url: str, local_root: Path
 
 
 def run(
-    directory: Path, *, seed: int, items: int, faults: int, duration_s: float, settle_s: float
+    directory: Path,
+    *,
+    seed: int,
+    items: int,
+    faults: int,
+    duration_s: float,
+    settle_s: float,
+    worker_env: Mapping[str, Mapping[str, str]] | None = None,
+    variant: str = "",
 ) -> Figures:
+    """One run; ``worker_env`` adds to the environment of the named fleet processes (a shifted
+    clock, an older release), ``variant`` names that change in the figures."""
     began = time.time()
     rng = random.Random(seed)
     print(f"chaos: seed={seed} items={items} faults={faults} duration_s={duration_s}", flush=True)
@@ -119,7 +133,14 @@ def run(
         owner_db = Database(urls.owner, pool_size=2)
         workload = world.Workload.plan(rng, items=items, duration_s=duration_s)
         the_world = world.World.create(app_db, workload, SECRET_KEY)
-        fleet = chaos_cluster.Cluster(directory, env, proxied, redis_server, postgres)
+        fleet = chaos_cluster.Cluster(
+            directory,
+            env,
+            proxied,
+            redis_server,
+            postgres,
+            worker_env={name: dict(extra) for name, extra in (worker_env or {}).items()},
+        )
         fleet.start()
         admission = threading.Lock()
         injector = nemesis.Nemesis(
@@ -174,7 +195,7 @@ def run(
         owner_db.dispose()
         return Figures(
             seed, report, injector.done, injector.errors, unexpected,
-            injector.duplicates_sent, recovery, time.time() - began,
+            injector.duplicates_sent, recovery, time.time() - began, variant,
         )  # fmt: skip
     finally:
         if fleet is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.chaos import harness
+from tests.support import older_release, shifted_clocks
 
 
 def _seed() -> int:
@@ -34,6 +35,44 @@ def _assert_clean(figures: harness.Figures) -> None:
 def test_quick_chaos_run(tmp_path: Path) -> None:
     figures = harness.run(
         tmp_path, seed=_seed(), items=60, faults=6, duration_s=25.0, settle_s=120.0
+    )
+    _assert_clean(figures)
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("offset_s", [60, -60])
+def test_chaos_with_the_control_worker_a_minute_off(tmp_path: Path, offset_s: int) -> None:
+    """The control worker (which claims and dispatches) reads a wall clock a minute ahead or
+    behind (libfaketime): no dispatch may be dropped or held for it. The driver workers keep
+    the true clock, so the effect journal's times stay comparable for the checker."""
+    figures = harness.run(
+        tmp_path,
+        seed=_seed(),
+        items=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_ITEMS", "120")),
+        faults=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_FAULTS", "12")),
+        duration_s=float(os.environ.get("OCC_TEST_CHAOS_VARIANT_DURATION_S", "60")),
+        settle_s=180.0,
+        worker_env={"control": shifted_clocks.environment(offset_s)},
+        variant=f"control-clock{offset_s:+d}s",
+    )
+    _assert_clean(figures)
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(900)
+def test_chaos_with_a_driver_worker_of_the_older_release(tmp_path: Path) -> None:
+    """A rolling upgrade under faults: ``drivers-b`` reads payload version 1 only and defers
+    every dispatch to ``drivers-a``, the new release's (docs/operations.md, Rolling upgrades)."""
+    figures = harness.run(
+        tmp_path,
+        seed=_seed(),
+        items=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_ITEMS", "120")),
+        faults=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_FAULTS", "12")),
+        duration_s=float(os.environ.get("OCC_TEST_CHAOS_VARIANT_DURATION_S", "60")),
+        settle_s=240.0,
+        worker_env={"drivers-b": older_release.environment()},
+        variant="drivers-b-older-release",
     )
     _assert_clean(figures)
 

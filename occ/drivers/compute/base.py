@@ -24,6 +24,10 @@ class DriverError(Exception):
         super().__init__(f"{code}: {reason}" if reason else code)
         self.code = code
         self.reason = reason
+        self.status: int | None = None
+        """The HTTP status an API answered with, when the driver talks HTTP."""
+        self.status_reason: str | None = None
+        """The API's own word for the refusal (a Kubernetes Status ``reason``), bounded."""
 
 
 class TransientDriverError(DriverError):

@@ -122,6 +122,8 @@ def translated(
         error = base.TransientDriverError(UNAVAILABLE, described)
     else:
         error = base.PermanentDriverError(INVALID, described)
+    error.status = status or None
+    error.status_reason = reason or None
     log(operation, status, reason, error.code, error_class)
     return error
 

@@ -1,0 +1,126 @@
+"""``worker.completed`` of revision work on PostgreSQL and the ``local`` driver: a deploy's passes
+carry the deployment's timing (its passes so far, time since admission, time waiting for
+readiness, this pass's prepare and activation), a pass that does not finish carries its cause,
+and stop work carries no deployment timing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from occ.controller import agent_lifecycle
+from occ.drivers.compute.local import LocalComputeDriver
+from occ.reconcile import executor
+from occ.reconcile.environment import Worker
+from occ.settings.config import Settings
+from occ.state import models, values
+from occ.state.db import Database
+from occ.telemetry import observability
+from tests.integration.reconcile import support
+from tests.support import worlds
+from tests.support.processes import wait_for
+
+POLICY = values.QueuePolicy(lease_ms=15_000)
+TIMING = ("durationMs", "deployPasses", "prepareMs", "readinessWaitMs", "activationMs", "elapsedMs")
+
+
+@pytest.fixture
+def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
+    root = tmp_path / "local"
+    yield Worker(
+        database=db,
+        policy=POLICY,
+        driver=LocalComputeDriver(root, maintenance_interval_s=3600.0),
+        shutdown=threading.Event(),
+        settings=Settings(database_url="postgresql://unused", unready_recheck_ms=50),
+    )
+    for runtime in root.glob("agents/*/revisions/*/runtime.json"):
+        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
+        if isinstance(pid, int):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _completed(caplog: pytest.LogCaptureFixture, work_id: str) -> list[dict[str, object]]:
+    events = []
+    for record in caplog.records:
+        event = getattr(record, observability.EVENT_ATTRIBUTE, None)
+        if event and event["event"] == "worker.completed" and event.get("workId") == work_id:
+            events.append(dict(event))
+    return events
+
+
+def _run_until_done(db: Database, worker: Worker, work_id: str) -> None:
+    def done() -> bool:
+        with db.transaction() as session:
+            row = session.get(models.ControllerWork, work_id)
+            if row is not None and row.state in ("succeeded", "failed_permanent"):
+                return True
+            session.execute(
+                sa.update(models.ControllerWork)
+                .where(models.ControllerWork.state == "queued")
+                .values(available_at=sa.func.clock_timestamp())
+            )
+        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
+            executor.run(worker, claim.work_id, str(claim.token))
+        return False
+
+    wait_for(done, timeout=60, interval=0.1, message=f"{work_id} to end")
+
+
+def test_a_deploys_passes_carry_its_timing_and_the_unfinished_ones_their_cause(
+    db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = support.ready_world(db)
+    revision_id = worlds.deploy(db, world)
+    work_id = f"agent_revision:{revision_id}:reconcile"
+    with caplog.at_level(logging.INFO, logger="occ"):
+        _run_until_done(db, worker, work_id)
+
+    passes = _completed(caplog, work_id)
+    assert passes and passes[-1]["code"] == "REVISION_ACTIVATED"
+    for number, event in enumerate(passes, start=1):
+        assert all(isinstance(event[name], int | float) for name in TIMING), event
+        assert event["deployPasses"] == number  # each pass's evidence counted, its own included
+        assert float(str(event["elapsedMs"])) >= float(str(event["durationMs"])) - 50
+    last = passes[-1]
+    assert "cause" not in last and float(str(last["activationMs"])) > 0
+    unfinished = passes[:-1]
+    for event in unfinished:  # the gateway was still starting: the driver said so
+        assert event["outcome"] == "pending" and event["code"] == "REVISION_INCOMPLETE"
+        assert isinstance(event["cause"], str) and event["dependency"] == "compute"
+    if unfinished:
+        assert float(str(last["readinessWaitMs"])) > 0
+    else:
+        assert last["readinessWaitMs"] == 0
+
+
+def test_stop_work_carries_no_deployment_timing(
+    db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = support.ready_world(db)
+    _run_until_done(db, worker, f"agent_revision:{worlds.deploy(db, world)}:reconcile")
+    agent_lifecycle.stop_agent(
+        db,
+        world.admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
+    )
+    with db.transaction() as session:
+        [work_id] = session.execute(
+            sa.select(models.ControllerWork.id).where(models.ControllerWork.kind == "agent_stopped")
+        ).scalars()
+    with caplog.at_level(logging.INFO, logger="occ"):
+        _run_until_done(db, worker, work_id)
+
+    [stopped] = _completed(caplog, work_id)
+    assert stopped["code"] == "AGENT_STOPPED"
+    assert not set(TIMING[1:]) & set(stopped) and "durationMs" in stopped
