@@ -19,11 +19,13 @@ from occ.settings.config import Settings
 from occ.state import models, values, work_queue
 from occ.state.db import Database
 from occ.telemetry import observability
+from tests.integration.reconcile import support
 from tests.integration.reconcile.test_executor import (
     _admit_namespace,
     _expire,
     _namespace_and_audits,
 )
+from tests.support import fake_driver, worlds
 
 
 def _worker(db: Database, driver: base.ComputeDriver) -> executor.Worker:
@@ -141,3 +143,38 @@ def test_a_bug_in_a_pass_is_logged_with_its_traceback_counted_and_retried(
     assert prometheus_client.REGISTRY.get_sample_value("occ_reconciler_errors_total", bugs) == (
         before + 1
     )
+
+
+def _deploys_measured() -> float:
+    labels = {"operation": "deploy"}
+    name = "occ_agent_operation_duration_seconds_count"
+    return prometheus_client.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_a_deploy_ending_already_active_is_measured_like_an_activation(db: Database) -> None:
+    """A pass that moved the pointer and waited for the rollout, then found the revision active
+    on the next pass (most deploys on Kubernetes), ends ``REVISION_ALREADY_ACTIVE``: a
+    successful deploy, observed in the deploy-duration metric."""
+    world = support.ready_world(db)
+    revision_id = worlds.deploy(db, world)
+    driver = fake_driver.FakeComputeDriver(name="local")
+    driver.script("activate_revision", base.Pending("ROLLOUT_IN_PROGRESS"))
+    worker = _worker(db, driver)
+    before = _deploys_measured()
+
+    [first] = executor.claim_batch(db, worker.policy, max_in_flight=5)
+    waited = executor.run(worker, first.work_id, str(first.token))
+    assert waited is not None and waited.code == "REVISION_INCOMPLETE"
+    assert _deploys_measured() == before
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.ControllerWork)
+            .where(models.ControllerWork.id == first.work_id)
+            .values(available_at=sa.func.clock_timestamp())
+        )
+    [second] = executor.claim_batch(db, worker.policy, max_in_flight=5)
+    done = executor.run(worker, second.work_id, str(second.token))
+
+    assert done is not None and done.code == "REVISION_ALREADY_ACTIVE"
+    assert second.work_id == f"agent_revision:{revision_id}:reconcile"
+    assert _deploys_measured() == before + 1
