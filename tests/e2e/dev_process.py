@@ -66,7 +66,8 @@ class DevProcess:
                 if self.process.poll() is not None:
                     break
                 continue
-            return json.loads(line)  # type: ignore[no-any-return]
+            event: dict[str, Any] = json.loads(line)
+            return event
         raise AssertionError(
             f"no dev.ready line within {deadline_s} s "
             f"(exit code {self.process.poll()}); stderr: {''.join(self.stderr)}"

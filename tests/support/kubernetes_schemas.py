@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import kubernetes_validate  # type: ignore[import-untyped]
+import kubernetes_validate
 from kubernetes_validate import utils
 
 ValidationError = kubernetes_validate.ValidationError

@@ -118,7 +118,9 @@ def test_the_first_session_waits_and_reports_how_operations_end(operator: Operat
     )  # fmt: skip
     assert slow.exit_status == 3, slow
     assert re.search(r"occ: error: TIMEOUT: deployment rev_\S+ is still pending", slow.stderr)
-    deployment_id = re.search(r"deployment (rev_[0-9a-f-]+)", slow.stderr).group(1)  # type: ignore[union-attr]
+    named = re.search(r"deployment (rev_[0-9a-f-]+)", slow.stderr)
+    assert named is not None, slow.stderr
+    deployment_id = named.group(1)
     failed = operator.run(
         "deployments", "get", "sick", deployment_id, "-n", "team-a", "--wait", "-o", "json"
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import click.testing
-import kubernetes_validate  # type: ignore[import-untyped]
+import kubernetes_validate
 import pytest
 import yaml
 

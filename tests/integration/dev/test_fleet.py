@@ -11,8 +11,9 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -34,8 +35,8 @@ def _python(code: str) -> tuple[str, ...]:
     return (sys.executable, "-c", code)
 
 
-def _spec(name: str, code: str, **options: object) -> fleet.ChildSpec:
-    return fleet.ChildSpec(name, _python(code), dict(os.environ), **options)  # type: ignore[arg-type]
+def _spec(name: str, code: str, **options: Any) -> fleet.ChildSpec:
+    return fleet.ChildSpec(name, _python(code), dict(os.environ), **options)
 
 
 SLEEPER = "import time, os; print('started', os.getpid(), flush=True); time.sleep(600)"
@@ -68,10 +69,10 @@ def started() -> Iterator[list[fleet.Fleet]]:
         one.stop([], timeout_s=5)
 
 
-def _supervise_until(one: fleet.Fleet, condition: object, timeout: float) -> None:
+def _supervise_until(one: fleet.Fleet, condition: Callable[[], object], timeout: float) -> None:
     def step() -> bool:
         one.supervise()
-        return bool(condition())  # type: ignore[operator]
+        return bool(condition())
 
     wait_for(step, timeout=timeout, interval=0.02, message="the fleet to get there")
 

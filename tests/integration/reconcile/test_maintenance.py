@@ -120,13 +120,19 @@ def _runtime(db: Database, agent_id: str) -> tuple[str, str, int] | None:
     return None if row is None else (row.status, row.reason_code, row.repairs)
 
 
+def _local(worker: Worker) -> LocalComputeDriver:
+    """The worker's driver, the local one these tests run on (its processes can be killed)."""
+    assert isinstance(worker.driver, LocalComputeDriver)
+    return worker.driver
+
+
 def _kill(worker: Worker, world: worlds.World, revision_id: str) -> None:
-    driver = worker.driver
-    pid = driver.revision_process(world.agent_id, revision_id)  # type: ignore[attr-defined]
+    driver = _local(worker)
+    pid = driver.revision_process(world.agent_id, revision_id)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     wait_for(
-        lambda: driver.revision_process(world.agent_id, revision_id) is None,  # type: ignore[attr-defined]
+        lambda: driver.revision_process(world.agent_id, revision_id) is None,
         timeout=10,
         message="the gateway to be gone",
     )
@@ -154,7 +160,7 @@ def test_a_killed_gateway_gets_one_repair_which_restarts_it_and_records_it_ready
 ) -> None:
     world = support.ready_world(db)
     revision = _activate(db, worker, world)
-    first_pid = worker.driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
+    first_pid = _local(worker).revision_process(world.agent_id, revision)
     _kill(worker, world, revision)
     _rewind(db)
 
@@ -168,7 +174,7 @@ def test_a_killed_gateway_gets_one_repair_which_restarts_it_and_records_it_ready
     assert repair.state == "queued" and repair.actor_id == world.admin
     assert _runtime(db, world.agent_id) == ("degraded", "REVISION_NOT_RUNNING", 1)
     _run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
-    second_pid = worker.driver.revision_process(world.agent_id, revision)  # type: ignore[attr-defined]
+    second_pid = _local(worker).revision_process(world.agent_id, revision)
     assert second_pid is not None and second_pid != first_pid
     assert _runtime(db, world.agent_id) == ("ready", "REVISION_ALREADY_ACTIVE", 0)
     _rewind(db)
@@ -223,7 +229,7 @@ def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
     assert claim.work_id == repair.id
     assert result is not None and result.code == "REVISION_MAINTENANCE_SUPERSEDED"
     # no repair of the older revision: its gateway stays gone while the newer deploy waits
-    assert worker.driver.revision_process(world.agent_id, first) is None  # type: ignore[attr-defined]
+    assert _local(worker).revision_process(world.agent_id, first) is None
     _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -12,8 +14,8 @@ from occ.state.db import Database, violated_constraint
 from tests.support import audits
 
 
-def append(db: Database, **fields: object) -> str:
-    event = {
+def append(db: Database, **fields: Any) -> str:
+    event: dict[str, Any] = {
         "kind": "mutation",
         "action": "namespaces.create",
         "actor_id": ids.new("principal"),
@@ -21,7 +23,7 @@ def append(db: Database, **fields: object) -> str:
         **fields,
     }
     with db.transaction() as session:
-        return audit.append(session, **event)  # type: ignore[arg-type]
+        return audit.append(session, **event)
 
 
 def test_append_then_read_back(db: Database) -> None:

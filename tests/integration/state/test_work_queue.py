@@ -371,7 +371,9 @@ def test_one_live_claim_per_lane_and_lanes_are_independent(
     # heads are taken in admission order within a lane
     with db.transaction() as session:
         numbers = {
-            c.owner.agent_id: session.get(models.AgentRevision, c.owner.revision_id).revision_number  # type: ignore[union-attr]
+            c.owner.agent_id: session.get_one(
+                models.AgentRevision, c.owner.revision_id
+            ).revision_number
             for c in first
             if c.owner.revision_id
         }

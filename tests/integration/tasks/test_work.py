@@ -12,6 +12,7 @@ import os
 import signal
 import uuid
 from pathlib import Path
+from typing import Any
 
 import redis
 import sqlalchemy as sa
@@ -91,20 +92,20 @@ def _assert_exactly_once(db: Database, namespace_ids: list[str]) -> None:
         assert _completions(db, namespace_id) == 1, namespace_id
 
 
-def _effects_do_not_overlap(local_root: Path) -> dict[str, list[dict[str, object]]]:
-    by_work: dict[str, list[dict[str, object]]] = collections.defaultdict(list)
+def _effects_do_not_overlap(local_root: Path) -> dict[str, list[dict[str, Any]]]:
+    by_work: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for effect in _ended(local_root):
         by_work[str(effect["workId"])].append(effect)
     for work_id, effects in by_work.items():
-        effects.sort(key=lambda e: float(e["startedAt"]))  # type: ignore[arg-type]
+        effects.sort(key=lambda e: float(e["startedAt"]))
         for before, after in itertools.pairwise(effects):
-            assert float(before["endedAt"]) <= float(after["startedAt"]), (  # type: ignore[arg-type]
+            assert float(before["endedAt"]) <= float(after["startedAt"]), (
                 f"{work_id}: effects by {before['token']} and {after['token']} overlap"
             )
     return by_work
 
 
-def _ended(local_root: Path) -> list[dict[str, object]]:
+def _ended(local_root: Path) -> list[dict[str, Any]]:
     return [e for e in LocalComputeDriver(local_root).effects() if e["phase"] == "ended"]
 
 

@@ -36,10 +36,11 @@ def unchanged(db: Database, admin: Caller) -> Iterator[None]:
 
 def counts(db: Database) -> tuple[int, int, int]:
     with db.transaction() as session:
-        return tuple(  # type: ignore[return-value]
+        namespaces, work, audits = (
             int(session.scalar(sa.select(sa.func.count()).select_from(model)) or 0)
             for model in (models.Namespace, models.ControllerWork, models.AuditEvent)
         )
+    return namespaces, work, audits
 
 
 def post(

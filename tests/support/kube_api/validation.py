@@ -12,7 +12,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import kubernetes_validate  # type: ignore[import-untyped]
+import kubernetes_validate
 
 from tests.support.kube_api import resources, selectors
 

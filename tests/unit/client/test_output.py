@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 import yaml
@@ -33,8 +34,8 @@ def test_an_object_is_one_field_per_line_with_nested_values_as_json() -> None:
 
 
 @pytest.mark.parametrize(("form", "parse"), [("json", json.loads), ("yaml", yaml.safe_load)])
-def test_json_and_yaml_are_the_data_itself(form: str, parse: object) -> None:
-    assert parse(output.render(ROWS, form)) == ROWS  # type: ignore[operator]
+def test_json_and_yaml_are_the_data_itself(form: str, parse: Callable[[str], object]) -> None:
+    assert parse(output.render(ROWS, form)) == ROWS
 
 
 def test_wide_adds_columns_and_name_prints_kind_slash_name() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -114,6 +115,6 @@ def test_the_delay_never_overflows() -> None:
         {"startup_failures_allowed": 0},
     ],
 )
-def test_a_nonsensical_policy_is_refused(arguments: dict[str, float]) -> None:
+def test_a_nonsensical_policy_is_refused(arguments: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
-        restarts.RestartPolicy(**arguments)  # type: ignore[arg-type]
+        restarts.RestartPolicy(**arguments)

@@ -323,7 +323,7 @@ def test_hooks_receive_deep_frozen_copies() -> None:
     def mutate(_op: base.Operation, revision: base.RevisionSpec) -> None:
         seen.append(revision)
         with pytest.raises(TypeError):
-            revision.configuration_document["model"] = "other"  # type: ignore[index]
+            revision.configuration_document["model"] = "other"  # type: ignore[index]  # refused: read-only
         with pytest.raises(TypeError):
             revision.configuration_document["nested"]["x"] = 2
         with pytest.raises(AttributeError):
@@ -367,7 +367,7 @@ def test_hooks_contribute_placeholders_and_see_earlier_entries() -> None:
         seen.append(dict(launch.environment))
         original(operation, revision, launch)
 
-    owners[1].before_workload_start = capture  # type: ignore[method-assign]
+    owners[1].before_workload_start = capture  # type: ignore[method-assign]  # spied on
     environment = hooks.HookDispatcher(owners).before_workload_start(_operation(), REVISION)
     assert seen == [{"CONFIG_REF": "opaque-cfg_1.v2"}]
     assert dict(environment) == {
@@ -375,7 +375,7 @@ def test_hooks_contribute_placeholders_and_see_earlier_entries() -> None:
         "SANDBOX_TOKEN": "opaque-sandbox:token-7",
     }
     with pytest.raises(TypeError):
-        environment["OTHER"] = "opaque-x"  # type: ignore[index]
+        environment["OTHER"] = "opaque-x"  # type: ignore[index]  # refused: read-only
 
 
 def test_no_hooks_means_an_empty_environment() -> None:
@@ -519,7 +519,7 @@ def test_callbacks_are_captured_at_registration() -> None:
     calls: list[Call] = []
     (owner,) = _hooks(calls, "iam:a")
     dispatcher = hooks.HookDispatcher([owner])
-    owner.before_workload_stop = lambda *_: calls.append(  # type: ignore[method-assign]
+    owner.before_workload_stop = lambda *_: calls.append(  # type: ignore[method-assign]  # swapped
         Call("swapped", "before_workload_stop", False, _operation())
     )
     dispatcher.before_workload_stop(_operation(), REVISION)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ DEGRADED = runtime_observations.RuntimeStatus.DEGRADED
 Verdict = observer.Verdict
 
 
-def _due(**changes: object) -> observations.Due:
+def _due(**changes: Any) -> observations.Due:
     world = scenarios.agent(revisions=1, active=1)
     due = observations.Due(
         revision=world.revision,
@@ -29,7 +30,7 @@ def _due(**changes: object) -> observations.Due:
         repair_after=None,
         deploying=False,
     )
-    return dataclasses.replace(due, **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(due, **changes)
 
 
 HEALTHY = base.Observed(True, "http://published")

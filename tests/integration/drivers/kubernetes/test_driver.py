@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def test_ensure_namespace_twice_changes_nothing_the_second_time(
 ) -> None:
     name = helpers.ready_namespace(driver, operation, specs)
     assert name == naming.kubernetes_namespace("occ-", specs.namespace.id)
-    labels = kube_api.get("namespaces", None, name)["metadata"]["labels"]  # type: ignore[index]
+    labels = kube_api.existing("namespaces", None, name)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     policies = {p["metadata"]["name"] for p in kube_api.objects("networkpolicies", name)}
     assert policies == {naming.DEFAULT_DENY, naming.ALLOW_DNS}
@@ -95,8 +96,8 @@ def test_objects_changed_behind_occs_back_are_repaired_on_the_next_pass(
     kube_api.remove("services", name, agent_object)
     kube_api.remove("configmaps", name, naming.configuration_map(revision.revision_id))
 
-    def tamper(deployment: dict[str, object]) -> None:
-        deployment["spec"]["template"]["spec"]["containers"][0]["image"] = "evil:latest"  # type: ignore[index]
+    def tamper(deployment: dict[str, Any]) -> None:
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"] = "evil:latest"
 
     kube_api.edit("deployments", name, agent_object, tamper)
     kube_api.edit(

@@ -62,7 +62,9 @@ def test_the_create_arguments_are_hardened_and_hold_no_credential() -> None:
 def test_without_a_credential_nothing_waits_on_stdin() -> None:
     config = _config(_revision(credential=None))
     assert config["stdin_open"] is False
-    assert "--credential-stdin" not in config["command"]  # type: ignore[operator]
+    command = config["command"]
+    assert isinstance(command, list)
+    assert "--credential-stdin" not in command
     labels = config["labels"]
     assert isinstance(labels, dict) and labels[naming.CREDENTIAL_CHANNEL] == "none"
 

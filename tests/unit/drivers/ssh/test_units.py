@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from occ.drivers.compute.ssh import hostside, units
 from occ.foundation import fingerprints
 from tests.support import specs
@@ -9,8 +11,8 @@ from tests.support import specs
 REVISION = specs.revision(agent_id="agt_7", revision_id="rev_9")
 
 
-def _render(**changes: object) -> str:
-    options: dict[str, object] = {
+def _render(**changes: Any) -> str:
+    options: dict[str, Any] = {
         "root": "/var/lib/occ",
         "bind": "127.0.0.1",
         "command": None,
@@ -19,7 +21,7 @@ def _render(**changes: object) -> str:
         "limits": units.Limits(),
         **changes,
     }
-    return units.render(REVISION, **options)  # type: ignore[arg-type]
+    return units.render(REVISION, **options)
 
 
 def test_the_unit_names_its_revision_and_runs_as_the_agents_user() -> None:
