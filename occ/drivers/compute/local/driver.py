@@ -322,7 +322,7 @@ class LocalComputeDriver:
                         permanent=False,
                         reason=f"the gateway exited before it became healthy ({restarts} starts)",
                     )
-            started = self._start(operation, revision, directory, restarts)
+            started = self._start(operation, revision, directory, restarts, runtime.get("port"))
             if isinstance(started, base.Failed):
                 return started
             runtime = started
@@ -335,9 +335,16 @@ class LocalComputeDriver:
         return base.Ready({"endpoint": gateways.endpoint(port)})
 
     def _start(
-        self, operation: base.Operation, revision: base.RevisionSpec, directory: Path, restarts: int
+        self,
+        operation: base.Operation,
+        revision: base.RevisionSpec,
+        directory: Path,
+        restarts: int,
+        previous_port: object,
     ) -> dict[str, Any] | base.Failed:
-        """Run the launch hooks and start the gateway; its new ``runtime.json``."""
+        """Run the launch hooks and start the gateway, on the revision's previous port when it
+        is free (so its endpoint outlives a restart of the worker or of ``occ dev``); its new
+        ``runtime.json``."""
         template = self.harness_commands.get(revision.harness_id)
         credential = directory / store.CREDENTIAL
         credential_file = credential if credential.is_file() else None
@@ -350,7 +357,8 @@ class LocalComputeDriver:
         environment = self.hooks.before_workload_start(operation, revision)
         try:
             operation.check()
-            port = gateways.free_port()
+            preferred = previous_port if isinstance(previous_port, int) else None
+            port = gateways.free_port(preferred)
             command = gateways.command(
                 template,
                 revision,
@@ -361,6 +369,8 @@ class LocalComputeDriver:
             env = gateways.environment(directory, environment, stand_in=template is None)
             log = store.open_for_append(directory / store.LOG)
             try:
+                if preferred is not None and port != preferred:
+                    os.write(log, gateways.port_taken_line(preferred, port))
                 pid = gateways.start(command, directory, env, log)
             finally:
                 os.close(log)

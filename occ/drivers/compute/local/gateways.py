@@ -1,6 +1,7 @@
 """Gateway processes: their command and environment, starting, finding, probing, ending.
 
-Each revision runs one gateway on a free 127.0.0.1 port: the stand-in gateway
+Each revision runs one gateway on a free 127.0.0.1 port (the one it had before, when it is
+restarted and that port is free; a line in its log says so when it is not): the stand-in gateway
 (``python -m occ.drivers.gateway``) or the command configured for the revision's harness, started
 detached in its own session with a minimal environment (``PATH``, ``HOME`` = the revision
 directory, the hooks' opaque placeholders, and the ``OCC_GATEWAY_DIR`` marker). Gateways
@@ -17,6 +18,7 @@ decides nothing about the contract's flow (restarts, hooks, journal): the driver
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -147,11 +149,32 @@ def start(argv: Sequence[str], directory: Path, env: Mapping[str, str], log_desc
     return process.pid
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
+def free_port(preferred: int | None = None) -> int:
+    """``preferred`` when it can be bound on 127.0.0.1 now, else any free port."""
+    for candidate in (() if preferred is None else (preferred,)) + (0,):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            # as the gateway's server binds: past the TIME_WAIT of its previous connections,
+            # never beside a socket that listens
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((HOST, candidate))
+            except OSError:
+                continue
+            port: int = probe.getsockname()[1]
+            return port
+    raise OSError("no free port on 127.0.0.1")
+
+
+def port_taken_line(previous: int, port: int) -> bytes:
+    """The log line of a gateway that could not have its previous port back."""
+    document = {
+        "event": "gateway.port_taken",
+        "port": previous,
+        "newPort": port,
+        "message": f"port {previous} of this revision is taken by another process; its "
+        f"gateway listens on {port} now, and the Agent's endpoint follows",
+    }
+    return (json.dumps(document, separators=(",", ":")) + "\n").encode()
 
 
 def endpoint(port: int) -> str:

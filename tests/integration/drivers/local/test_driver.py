@@ -7,6 +7,7 @@ Preparation and readiness, activation, stop, retirement, abort and Agent deletio
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -167,8 +168,30 @@ def test_stop_keeps_the_files_and_a_later_prepare_starts_again(root: Path) -> No
     assert driver.active_endpoint(revision.agent_id) == endpoint  # the reconciler's business
     driver.stop_revision(support.operation(), revision)  # idempotent when nothing runs
 
-    support.until_ready(driver, revision)
+    again = support.until_ready(driver, revision).details["endpoint"]
     assert driver.revision_process(revision.agent_id, revision.revision_id) not in (None, pid)
+    assert again == endpoint  # the restarted gateway has its port back: a stable endpoint
+    driver.retire_revision(support.operation(), revision)
+
+
+def test_a_restarted_gateway_whose_port_is_taken_moves_and_says_so(root: Path) -> None:
+    driver = LocalComputeDriver(root)
+    revision = support.revision(ids.new("agent"))
+    endpoint = support.until_ready(driver, revision).details["endpoint"]
+    driver.activate_revision(support.operation(), revision)
+    port = support.runtime(root, revision)["port"]
+    driver.stop_revision(support.operation(), revision)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past TIME_WAIT
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        moved = support.until_ready(driver, revision).details["endpoint"]
+    assert moved != endpoint
+    assert support.runtime(root, revision)["port"] != port
+    log = (support.revision_dir(root, revision) / "gateway.log").read_text(encoding="utf-8")
+    [line] = [json.loads(text) for text in log.splitlines() if "gateway.port_taken" in text]
+    assert (line["port"], f"http://127.0.0.1:{line['newPort']}") == (port, moved)
+    assert f"port {port} of this revision is taken" in line["message"]
     driver.retire_revision(support.operation(), revision)
 
 
