@@ -56,7 +56,7 @@ def authenticate_session(
         found = user_sessions.identify(
             connection, presented=presented_token, secret_key=secret_key, idle=idle
         )
-        if found is None:
+        if found is None or found.session.issuer == user_sessions.ONE_TIME_ISSUER:
             raise errors.Unauthenticated("the session has ended; sign in again")
         if found.principal_disabled:
             raise errors.Unauthenticated("the session's principal is disabled")

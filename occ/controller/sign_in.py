@@ -223,3 +223,88 @@ def session_of(token: str) -> str | None:
     """The session id a well-formed token names (nothing is proven by it), else ``None``."""
     parsed = user_sessions.parse(token)
     return None if parsed is None else parsed[0]
+
+
+def issue_one_time_link(
+    db: Database, *, principal_id: str, secret_key: str, lifetime: dt.timedelta
+) -> str:
+    """A one-time sign-in token for the principal (``occ dev``'s link for the bootstrap
+    administrator): a row that authenticates nothing until ``redeem_one_time_link`` trades it
+    for a session, once, within ``lifetime``. Audited as ``sessions.issue_link``.
+
+    Raises:
+        NotFound: no enabled principal has this id.
+    """
+    with db.transaction() as session:
+        principal = iam_policy.get_principal(session, principal_id)
+        if principal is None or principal.disabled:
+            raise errors.NotFound("the principal does not exist")
+        started = user_sessions.start(
+            session,
+            principal_id=principal_id,
+            issuer=user_sessions.ONE_TIME_ISSUER,
+            secret_key=secret_key,
+            lifetime=lifetime,
+        )
+        audit.append(
+            session,
+            kind=audit.EventKind.MUTATION,
+            outcome=audit.EventOutcome.SUCCESS,
+            action="sessions.issue_link",
+            actor_id=principal_id,
+            resource_kind="user_session",
+            resource_id=started.session.id,
+            details={"principalId": principal_id},
+        )
+        return started.token
+
+
+def redeem_one_time_link(
+    db: Database, token: str, policy_: SessionPolicy, *, replaces: str | None = None
+) -> user_sessions.StartedSession:
+    """Trade a one-time sign-in token for a session of its principal; the token is spent
+    (revoked) by the first redemption, and the browser's previous session is revoked too.
+
+    Raises:
+        Unauthenticated: not a live one-time token (malformed, spent, expired, another kind
+            of token), or its principal is disabled.
+    """
+    with db.transaction() as session:
+        proven = user_sessions.identify(
+            session, presented=token, secret_key=policy_.secret_key, idle=_NEVER_IDLE
+        )
+        link = None
+        if proven is not None and proven.session.issuer == user_sessions.ONE_TIME_ISSUER:
+            link = user_sessions.get(session, proven.session.id, lock=True)
+        if (
+            link is None
+            or link.revoked_at is not None
+            or proven is None
+            or proven.principal_disabled
+        ):
+            started = None
+        else:
+            spent = user_sessions.revoke(session, link.id)
+            assert spent is not None  # locked above
+            _audit_revoked(session, link.principal_id, spent, "redeemed")
+            _revoke_presented(session, replaces, policy_.secret_key)
+            started = user_sessions.start(
+                session,
+                principal_id=link.principal_id,
+                issuer=user_sessions.LINK_ISSUER,
+                secret_key=policy_.secret_key,
+                lifetime=policy_.lifetime,
+            )
+            audit.append(
+                session,
+                kind=audit.EventKind.MUTATION,
+                outcome=audit.EventOutcome.SUCCESS,
+                action="sessions.create",
+                actor_id=link.principal_id,
+                resource_kind="user_session",
+                resource_id=started.session.id,
+                details={"issuer": user_sessions.LINK_ISSUER, "linkSessionId": link.id},
+            )
+    if started is None:
+        raise errors.Unauthenticated("the sign-in link is invalid, used or expired")
+    return started

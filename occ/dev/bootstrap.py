@@ -6,10 +6,12 @@ The key goes only to ``<home>/admin.key`` (0600), never to the terminal or a log
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import urllib.parse
 from pathlib import Path
 
-from occ.controller import installation, principals
+from occ.controller import installation, principals, sign_in
 from occ.dev import errors, home, terminal
 from occ.settings.config import Settings
 from occ.state import api_keys, schema
@@ -61,6 +63,38 @@ def bootstrap(settings: Settings, key_file: Path) -> None:
         raise
     except Exception as exc:
         raise errors.DevError(f"the bootstrap failed: {errors.first_line(exc)}") from exc
+    finally:
+        database.dispose()
+
+
+SIGN_IN_LINK_LIFETIME = dt.timedelta(minutes=15)
+
+
+def sign_in_link(settings: Settings, link_file: Path) -> None:
+    """Write a fresh one-time console sign-in link for the bootstrap administrator to
+    ``link_file`` (0600): it signs the browser in once, within 15 minutes (``/auth/one-time``).
+    """
+    if settings.auth_secret is None or settings.auth_base_url is None:
+        return
+    database = Database(settings.database_url, pool_size=1, application_name="occ-dev")
+    try:
+        with database.snapshot() as session:
+            admin = installation.bootstrap_principal_id(session)
+        if admin is None:
+            return
+        token = sign_in.issue_one_time_link(
+            database,
+            principal_id=admin,
+            secret_key=settings.auth_secret,
+            lifetime=SIGN_IN_LINK_LIFETIME,
+        )
+        query = urllib.parse.urlencode({"token": token})
+        home.write_private(
+            link_file, f"{settings.auth_base_url}/auth/one-time?{query}\n", replace=True
+        )
+        logger.info("one-time console sign-in link written to %s", link_file)
+    except Exception as exc:
+        raise errors.DevError(f"the sign-in link failed: {errors.first_line(exc)}") from exc
     finally:
         database.dispose()
 

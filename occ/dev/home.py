@@ -3,8 +3,10 @@
 Layout: ``pg/`` (database), ``redis/``, ``broker/`` (filesystem fallback), ``local/`` (local
 Compute Driver), ``logs/`` (``dev.log`` and one file per child, rotated), ``run/`` (``dev.lock``,
 ``dev.pids``, worker readiness markers ``<name>.ready``), ``metrics/<name>/`` (each child's
-Prometheus multiprocess directory, emptied at every start), ``secrets.env`` (generated pepper
-and secret key, 0600), ``admin.key`` (0600), ``beat-schedule``. Nothing here starts a process.
+Prometheus multiprocess directory, emptied at every start), ``secrets.env`` (generated pepper,
+secret key and sign-in secret, 0600), ``admin.key`` (0600), ``sign-in.url`` (the
+administrator's one-time console sign-in link, 0600), ``beat-schedule``. Nothing here starts a
+process.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Home:
     logs = _Below("logs")
     run = _Below("run")
     key_file = _Below("admin.key")
+    sign_in_link = _Below("sign-in.url")
     secrets_file = _Below("secrets.env")
     metrics = _Below("metrics")
 
@@ -105,6 +108,24 @@ def generated_secrets(home: Home) -> dict[str, str]:
     if missing:
         raise errors.DevError(f"{path} lacks {', '.join(missing)}; delete it to generate new ones")
     return values
+
+
+def auth_secret(home: Home) -> str:
+    """The generated ``OCC_AUTH_SECRET`` (sessions, CSRF, the one-time sign-in link), added to
+    ``secrets.env`` once (a home made before sign-in existed gets it then)."""
+    path = home.secrets_file
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name == "OCC_AUTH_SECRET" and value:
+            return value
+    value = secrets.token_hex(32)
+    text = path.read_text(encoding="utf-8")
+    write_private(
+        path,
+        text + ("" if text.endswith("\n") else "\n") + f"OCC_AUTH_SECRET={value}\n",
+        replace=True,
+    )
+    return value
 
 
 def write_pids(home: Home, pids: Mapping[str, int]) -> None:

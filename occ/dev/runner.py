@@ -87,7 +87,9 @@ class Runner:
             self.raise_on_signal = False
             self._wait_until_ready()
             if not self.signals:
-                terminal.announce_ready(self.api_url, str(self.layout.key_file))
+                terminal.announce_ready(
+                    self.api_url, str(self.layout.key_file), str(self.layout.sign_in_link)
+                )
                 self._watch()
             code = 0 if self.ready else 128 + self.signals[0]
         except errors.Interrupted:
@@ -125,6 +127,7 @@ class Runner:
         settings = self.settings = Settings.from_env(env)
         bootstrap.migrate(settings)
         bootstrap.bootstrap(settings, self.layout.key_file)
+        bootstrap.sign_in_link(settings, self.layout.sign_in_link)
         home.empty_metrics(self.layout)
         specs = children.specs(
             layout=self.layout, env=env, cwd=self.broker.cwd, listener_fd=self.listener.fileno()
@@ -154,6 +157,8 @@ class Runner:
         env.pop("REMAP_SIGTERM", None)  # occ dev wants Celery's warm shutdown on SIGTERM
         for name, value in home.generated_secrets(self.layout).items():
             env.setdefault(name, value)
+        env.setdefault("OCC_AUTH_SECRET", home.auth_secret(self.layout))
+        env.setdefault("OCC_AUTH_BASE_URL", self.api_url)
         env["OCC_LOCAL_ROOT"] = str(self.layout.root / "local")
         env["OCC_COMPUTE_DRIVER"] = self.options.compute or env.get("OCC_COMPUTE_DRIVER") or "local"
         if env.get("OCC_CONFIG_PATH"):

@@ -2,7 +2,7 @@
 
 stdout carries exactly one line (``dev.ready``); stderr carries ``occ: warning: …`` and
 ``occ: error: …`` lines, each also kept in ``dev.log``. Nothing printed here holds a secret: the
-administrator's key is only ever written to its file.
+administrator's key and one-time console sign-in link are only ever written to their files.
 """
 
 from __future__ import annotations
@@ -14,9 +14,16 @@ import sys
 logger = logging.getLogger("occ.dev")
 
 
-def announce_ready(api_url: str, key_file: str) -> None:
-    """The one stdout line: ``{"event": "dev.ready", "apiUrl": …, "adminKeyFile": …}``."""
-    line = {"event": "dev.ready", "apiUrl": api_url, "adminKeyFile": key_file}
+def announce_ready(api_url: str, key_file: str, sign_in_link_file: str) -> None:
+    """The one stdout line: ``{"event": "dev.ready", "apiUrl": …, "adminKeyFile": …,
+    "consoleUrl": …, "signInLinkFile": …}`` (the link, a credential, stays in its file)."""
+    line = {
+        "event": "dev.ready",
+        "apiUrl": api_url,
+        "adminKeyFile": key_file,
+        "consoleUrl": f"{api_url}/console",
+        "signInLinkFile": sign_in_link_file,
+    }
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
     logger.info("ready: %s", api_url)

@@ -27,6 +27,10 @@ from occ.state import hot_statements, keyset, models, rows
 _PRESENTED = re.compile(rf"(ses_{ids.UUID4_PATTERN})\.([0-9a-f]{{64}})")
 _SESSIONS: Final = cast(sa.Table, models.UserSession.__table__)
 TOUCH_EVERY: Final = dt.timedelta(seconds=60)
+ONE_TIME_ISSUER: Final = "occ:one-time-link"
+"""The issuer of a one-time sign-in link's row: it authenticates nothing until redeemed."""
+LINK_ISSUER: Final = "occ:link"
+"""The issuer of a session a one-time sign-in link started."""
 
 
 @dataclass(frozen=True, kw_only=True)

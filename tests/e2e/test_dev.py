@@ -135,6 +135,21 @@ def _work_states(pgdata: Path) -> dict[str, int]:
     return {state: count for state, count in rows}
 
 
+def _follow_once(url: str) -> tuple[int, str]:
+    """GET ``url`` without following redirects: the status and the ``Location``."""
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(url, timeout=10) as answer:
+            return answer.status, answer.headers.get("Location", "")
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.headers.get("Location", "")
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -146,7 +161,7 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     dev = run_dev(home)
     ready = dev.wait_ready(READY_DEADLINE_S)
     startup_s = time.monotonic() - started
-    assert set(ready) == {"event", "apiUrl", "adminKeyFile"}
+    assert set(ready) == {"event", "apiUrl", "adminKeyFile", "consoleUrl", "signInLinkFile"}
     assert ready["event"] == "dev.ready"
     assert ready["apiUrl"].startswith("http://127.0.0.1:")
     key_file = Path(ready["adminKeyFile"])
@@ -156,6 +171,14 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     key = key_file.read_text().strip()
     assert key.startswith("occ_")
     assert key not in "".join(dev.stdout) + "".join(dev.stderr)
+    assert ready["consoleUrl"] == ready["apiUrl"] + "/console"
+    link_file = Path(ready["signInLinkFile"])
+    assert link_file == home.resolve() / "sign-in.url" and _mode(link_file) == 0o600
+    link = link_file.read_text().strip()
+    assert link.startswith(ready["apiUrl"] + "/auth/one-time?token=")
+    assert link.split("token=")[1] not in "".join(dev.stdout) + "".join(dev.stderr)
+    assert _follow_once(link) == (303, "/console")
+    assert _follow_once(link)[0] == 401  # spent
 
     pids = json.loads((home / "run" / "dev.pids").read_text())
     assert set(pids) == {"dev", "postgres", "redis", "api", "control", "drivers", "beat"}

@@ -107,6 +107,31 @@ def callback(provider: str) -> flask.Response:
     return response
 
 
+@blueprint.route("/one-time", methods=["GET"])
+@access.public
+@query_parameters.accepts("token")
+def one_time() -> flask.Response:
+    """Redeem a one-time sign-in link (``occ dev`` writes one for the bootstrap
+    administrator): start a session, set the cookie, go to the console."""
+    settings = _settings()
+    if settings.auth_secret is None:
+        raise errors.NotFound("sign-in is not configured")
+    started = sign_in.redeem_one_time_link(
+        calls.context().runtime.database,
+        flask.request.args.get("token", ""),
+        sign_in.SessionPolicy(
+            secret_key=settings.auth_secret,
+            lifetime=dt.timedelta(milliseconds=settings.auth_session_max_ms),
+        ),
+        replaces=cookies.presented_session(settings),
+    )
+    flask.g.principal_id = started.session.principal_id
+    response = _redirect(DEFAULT_NEXT, 303)
+    response.headers["Referrer-Policy"] = "no-referrer"
+    cookies.set_session(response, settings, started.token)
+    return response
+
+
 @blueprint.route("/sign-out", methods=["POST"])
 @access.public
 def sign_out() -> flask.Response:

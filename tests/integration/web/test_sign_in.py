@@ -3,6 +3,7 @@ CSRF, rotation, timeouts and revocation, through the Flask app."""
 
 from __future__ import annotations
 
+import datetime as dt
 import urllib.parse
 from typing import cast
 
@@ -11,11 +12,13 @@ import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 
+from occ.controller import sign_in as sign_in_cases
 from occ.state import audit, models
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
-from tests.integration.web.signing import body, current, session_cookie, sign_in
+from tests.integration.web.signing import AUTH_SECRET, body, current, session_cookie, sign_in
 from tests.support import grants, oidc_provider
+from tests.support.processes import wait_for
 
 
 def test_a_person_signs_in_with_a_cookie_that_is_host_only_httponly_and_lax(
@@ -239,3 +242,47 @@ def test_a_cookie_is_ignored_when_sign_in_is_not_configured(client: FlaskClient)
     refused = client.get("/v1/namespaces")
 
     assert refused.status_code == 401 and body(refused)["code"] == "UNAUTHENTICATED"
+
+
+def test_a_one_time_link_signs_in_once_and_authenticates_nothing_before(
+    visitor: FlaskClient, signin_app: flask.Flask, db: Database, admin: Caller
+) -> None:
+    token = sign_in_cases.issue_one_time_link(
+        db,
+        principal_id=admin.principal_id,
+        secret_key=AUTH_SECRET,
+        lifetime=dt.timedelta(minutes=5),
+    )
+    visitor.set_cookie("occ_session", token)
+    assert visitor.get("/v1/sessions/current").status_code == 401  # not a session itself
+    visitor.delete_cookie("occ_session")
+
+    redeemed = visitor.get(f"/auth/one-time?token={token}")
+
+    assert redeemed.status_code == 303 and redeemed.headers["Location"] == "/console"
+    assert current(visitor)["principalId"] == admin.principal_id
+    again = signin_app.test_client().get(f"/auth/one-time?token={token}")
+    assert again.status_code == 401
+    with db.transaction() as session:
+        actions = [e.action for e in audit.list_events(session)]
+    assert "sessions.issue_link" in actions and actions.count("sessions.create") == 1
+
+
+def test_a_session_token_or_an_expired_link_is_no_one_time_link(
+    visitor: FlaskClient, provider: oidc_provider.Provider, db: Database, admin: Caller
+) -> None:
+    sign_in(visitor, provider, "quinn-sub")
+    session_token = session_cookie(visitor)
+    expired = sign_in_cases.issue_one_time_link(
+        db,
+        principal_id=admin.principal_id,
+        secret_key=AUTH_SECRET,
+        lifetime=dt.timedelta(milliseconds=1),
+    )
+
+    assert visitor.get(f"/auth/one-time?token={session_token}").status_code == 401
+    wait_for(
+        lambda: visitor.get(f"/auth/one-time?token={expired}").status_code == 401,
+        timeout=5,
+        message="the link to expire",
+    )
