@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from occ.drivers.compute import base
+from occ.foundation import codes
 
 COMPUTE: Final = "compute"
 """The ``dependency`` of a cause the Compute Driver answered."""
@@ -79,6 +80,18 @@ def phase(name: Literal["prepare", "activation"]) -> Iterator[None]:
                 report.prepare_s += spent
             else:
                 report.activation_s += spent
+
+
+def runtime_failure() -> str | None:
+    """The runtime failure the current pass observed: the driver's code of what kept it from
+    finishing, unless that is only occ's own "not ready yet" (a pending code of occ's)."""
+    report = _CURRENT.get()
+    if report is None or report.cause is None or report.dependency != COMPUTE:
+        return None
+    registered = codes.lookup(report.cause)
+    if registered is not None and registered.outcome == codes.Outcome.PENDING:
+        return None
+    return report.cause
 
 
 def driver_answer(code: str | None, error: base.DriverError | None = None) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from occ.foundation import codes
-from occ.reconcile import outcome
+from occ.reconcile import outcome, pass_report
 from occ.reconcile.context import ClaimContext
 from occ.state import agents, values, work_queue
 from occ.state.db import Session
@@ -71,8 +71,16 @@ def defer(
     details: Mapping[str, Any] | None = None,
 ) -> outcome.PassResult:
     """Not done yet: requeue with the attempt refunded; past the convergence deadline the item
-    fails with ``CONVERGENCE_DEADLINE_EXCEEDED``."""
-    item = work_queue.defer(session, policy, context.claim, code=code, delay_ms=delay_ms)
+    fails with ``CONVERGENCE_DEADLINE_EXCEEDED``, its result the timeout and the runtime failure
+    this pass observed (``pass_report.runtime_failure``), if any."""
+    item = work_queue.defer(
+        session,
+        policy,
+        context.claim,
+        code=code,
+        delay_ms=delay_ms,
+        runtime_failure=pass_report.runtime_failure(),
+    )
     _settled(session, context, item, details)
     if item.state == values.WorkState.FAILED_PERMANENT:
         return outcome.permanent(codes.Code.CONVERGENCE_DEADLINE_EXCEEDED)

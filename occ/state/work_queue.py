@@ -347,12 +347,14 @@ def defer(
     *,
     code: str,
     delay_ms: int | None = None,
+    runtime_failure: str | None = None,
 ) -> values.WorkItem:
     """Not done yet: requeue with the attempt refunded, or fail past the convergence deadline.
 
     Without ``delay_ms`` the item waits the backoff of its attempt count. Past
     ``created_at + convergence timeout`` the item fails with ``CONVERGENCE_DEADLINE_EXCEEDED``
-    and ``{"timeoutMs": ...}``.
+    and ``{"timeoutMs": ...}``, with ``"runtimeFailure"`` when the pass observed one (the
+    driver's code of what kept the runtime from becoming ready).
     """
     codes.require(code, codes.Outcome.PENDING)
     row = _one_fenced(
@@ -362,6 +364,7 @@ def defer(
         code=code,
         delay_ms=delay_ms,
         timeout_ms=policy.convergence_timeout_ms,
+        runtime_failure=runtime_failure,
     )
     return _item(row)
 

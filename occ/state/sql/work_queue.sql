@@ -204,7 +204,8 @@ SELECT (moved.w).*, occ.record_work_evidence(moved.w, 'failure', :code) AS evide
   FROM moved;
 
 -- name: defer
--- Not done yet: requeue with the attempt refunded, or fail past the convergence deadline.
+-- Not done yet: requeue with the attempt refunded, or fail past the convergence deadline (its
+-- result: the timeout, and the runtime failure the last pass observed when there was one).
 WITH deadline AS (
   -- measured once, so every column below agrees on it
   SELECT id, created_at + :timeout_ms * interval '1 millisecond' <= clock_timestamp() AS passed
@@ -216,7 +217,12 @@ WITH deadline AS (
          completed_at = CASE WHEN d.passed THEN clock_timestamp() END,
          reason_code = CASE WHEN d.passed THEN 'CONVERGENCE_DEADLINE_EXCEEDED' END,
          result_data = CASE WHEN d.passed
-                            THEN jsonb_build_object('timeoutMs', CAST(:timeout_ms AS bigint)) END,
+                            THEN jsonb_build_object('timeoutMs', CAST(:timeout_ms AS bigint))
+                                 || CASE WHEN CAST(:runtime_failure AS text) IS NULL
+                                         THEN '{}'::jsonb
+                                         ELSE jsonb_build_object(
+                                                'runtimeFailure',
+                                                CAST(:runtime_failure AS text)) END END,
          attempt_count = CASE WHEN d.passed THEN w.attempt_count
                               ELSE greatest(w.attempt_count - 1, 0) END,
          -- without :delay_ms the item waits the backoff of its attempt count

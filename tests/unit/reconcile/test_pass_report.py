@@ -48,3 +48,13 @@ def test_outside_a_recording_nothing_is_kept() -> None:
     with pass_report.recording() as report:
         pass
     assert report.cause_fields() == {} and report.prepare_s == 0
+
+
+def test_the_runtime_failure_is_a_drivers_code_not_occs_own_not_ready_yet() -> None:
+    with pass_report.recording():
+        assert pass_report.runtime_failure() is None
+        pass_report.driver_answer("REVISION_INCOMPLETE")
+        assert pass_report.runtime_failure() is None  # only "not ready yet"
+        pass_report.driver_answer("GATEWAY_CRASH_LOOP")
+        assert pass_report.runtime_failure() == "GATEWAY_CRASH_LOOP"
+    assert pass_report.runtime_failure() is None
