@@ -2,7 +2,10 @@
 
 A use case opens its transaction with ``guarded``; ``require`` raises ``Denied`` inside it, and
 ``guarded`` audits the denial in its own short transaction after the rollback, then raises
-``NotFound`` (the caller may not even read the resource) or ``Forbidden``.
+``NotFound`` (the caller may not even read the resource) or ``Forbidden``. A hidden denial
+(``NotFound``) is audited in aggregate: one event per principal, resource kind and minute with
+a count (``audit.tally_hidden_denial``), so an outsider's guesses cannot grow the audit table
+at request rate; a 403 is audited one event each, with its decision.
 """
 
 from __future__ import annotations
@@ -100,9 +103,20 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
         }
         if denied.request is not None:
             details["request"] = present(denied.request)
-        _audit_denial(db, actor_id, denied.action, denied.resource, details)
         if denied.hidden:
+            # counted, not recorded one by one: an outsider cannot grow the audit at its rate
+            with db.transaction() as session:
+                audit.tally_hidden_denial(
+                    session,
+                    action=denied.action,
+                    actor_id=actor_id,
+                    namespace_id=denied.resource.namespace_id,
+                    resource_kind=denied.resource.kind,
+                    resource_id=denied.resource.id,
+                    details=details,
+                )
             raise errors.NotFound(f"the {denied.resource.kind} does not exist") from None
+        _audit_denial(db, actor_id, denied.action, denied.resource, details)
         raise errors.Forbidden(denied.detail, decision=denied.decision) from None
 
 

@@ -395,6 +395,10 @@ class Settings(BaseSettings):
     """How long one read of a request's body, or one write of its answer, may wait for the
     client before the connection is closed."""
 
+    api_not_found_floor_ms: Annotated[int, Variable("OCC_API_NOT_FOUND_FLOOR_MS")] = 50
+    """Shortest time an authenticated request answered 404 takes: a resource the caller may not
+    see and one that does not exist answer alike, in time too (0: no floor)."""
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
@@ -504,6 +508,8 @@ class Settings(BaseSettings):
                 raise errors.InvalidSettings.at(
                     ("kubernetes_authentication_egress",), "must be CIDRs (like 10.0.0.0/8)"
                 ) from None
+        if self.api_not_found_floor_ms < 0:
+            raise errors.InvalidSettings.at(("api_not_found_floor_ms",), "must not be negative")
         if self.local_effect_delay_ms < 0:
             raise errors.InvalidSettings.at(("local_effect_delay_ms",), "must not be negative")
         if not self.database_url.startswith(("postgresql", "postgres")):

@@ -115,6 +115,40 @@ def append(session: orm.Session, **event: Unpack[Event]) -> str:
     return event_id
 
 
+_TALLY_HIDDEN: Final = sa.text(
+    "SELECT occ.tally_hidden_denial(:actor_id, :action, :namespace_id, :resource_kind, "
+    ":resource_id, CAST(:details AS jsonb))"
+)
+
+
+def tally_hidden_denial(session: orm.Session, **event: Unpack[Change]) -> int:
+    """Count one denial on a resource the caller may not see, in the caller's transaction.
+
+    Such denials are audited in aggregate: one ``authorization_denial`` event per principal,
+    resource kind and minute. The minute's first denial is appended as its own event (its
+    action, resource and details) with ``details.hiddenDenials`` 1; each later one only adds
+    one to that count. Returns the count so far in this minute.
+
+    Raises:
+        ValueError: a malformed action.
+    """
+    checked = parameters(kind=EventKind.AUTHORIZATION_DENIAL, outcome=EventOutcome.DENIED, **event)
+    counted: int = session.execute(
+        _TALLY_HIDDEN, {name: checked[name] for name in _TALLY_PARAMETERS}
+    ).scalar_one()
+    return counted
+
+
+_TALLY_PARAMETERS: Final = (
+    "actor_id",
+    "action",
+    "namespace_id",
+    "resource_kind",
+    "resource_id",
+    "details",
+)
+
+
 def parameters(**event: Unpack[Event]) -> dict[str, Any]:
     """The checked bound parameters of one event (see ``append``) for a statement that calls
     ``occ.append_audit_event(:kind, :action, :actor_id, :namespace_id, :resource_kind,

@@ -455,6 +455,13 @@ class AuditEvent(Base):
         sa.Index("audit_events_namespace", "namespace_id", "sequence"),
         sa.Index("audit_events_resource", "resource_id", "sequence"),
         sa.Index("audit_events_work", "work_id", "sequence"),
+        sa.Index(
+            "audit_events_hidden_denials",
+            "actor_id",
+            "resource_kind",
+            "occurred_at",
+            postgresql_where=sa.text("kind = 'authorization_denial' AND details ? 'hiddenDenials'"),
+        ),
         {"postgresql_partition_by": "RANGE (occurred_at)"},
     )
 

@@ -196,10 +196,23 @@ def _begin() -> None:
     flask.g.request_id = incoming if _REQUEST_ID.fullmatch(incoming) else f"req_{uuid.uuid4()}"
 
 
+def _hold_until_floor(started: float) -> None:
+    """Answer a 404 no sooner than ``Settings.api_not_found_floor_ms`` after the request began:
+    a resource the caller may not see (authorized, then counted in the audit) and one that
+    does not exist then take the same time, so the answer's timing tells them apart no more
+    than its body does. Under gevent the wait holds a greenlet, not a worker."""
+    floor_s = flask.current_app.extensions["occ"].runtime.settings.api_not_found_floor_ms / 1000
+    remaining = started + floor_s - time.perf_counter()
+    if remaining > 0:
+        time.sleep(remaining)
+
+
 def _finish(response: flask.Response) -> flask.Response:
     response.headers["X-Request-Id"] = flask.g.get("request_id", "")
     rule = flask.request.url_rule
     started = flask.g.get("started", time.perf_counter())
+    if response.status_code == 404 and flask.g.get("principal_id") is not None:
+        _hold_until_floor(started)
     fields: dict[str, Any] = {
         "requestId": flask.g.get("request_id"),
         "method": flask.request.method,

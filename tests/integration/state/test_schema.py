@@ -278,6 +278,7 @@ def test_the_finalizer_runs_with_a_fixed_search_path(owner_db: Database) -> None
         "retry_failed_deletion",
         "prune_work",
         "ensure_audit_partitions",
+        "tally_hidden_denial",
     }
     for row in settings:
         assert row.proconfig == ["search_path=pg_catalog, pg_temp"]

@@ -32,6 +32,8 @@ def settings(database_urls: databases.DatabaseUrls) -> Settings:
         broker_url=os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
         api_key_pepper=PEPPER,
         secret_key="test-secret-key",
+        # no floor under 404s here (tests/integration/web/test_hardening.py checks it)
+        api_not_found_floor_ms=0,
     )
 
 

@@ -372,15 +372,13 @@ def test_a_namespace_reader_sees_nothing_and_is_audited(
 
     denials = json_of(get(client, "/v1/audit-events", admin, kind="authorization_denial"))["data"]
     assert all(d["actorId"] == reader.principal_id and d["outcome"] == "denied" for d in denials)
+    # the two 404s are counted in one event of their minute (two if they straddled one)
+    counted = [d for d in denials if "hiddenDenials" in d["details"]]
+    assert {d["action"] for d in counted} == {"work.read"}
+    assert sum(d["details"]["hiddenDenials"] for d in counted) == 2
+    denials = [d for d in denials if d not in counted]
     assert sorted(d["action"] for d in denials) == sorted(
-        [
-            "work.list",
-            "work.list",
-            "work.read",
-            "work.read",
-            "audit_events.list",
-            "audit_events.list",
-        ]
+        ["work.list", "work.list", "audit_events.list", "audit_events.list"]
     )
     assert {d["details"]["permission"] for d in denials} == {
         "installation:administer",
