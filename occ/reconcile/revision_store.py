@@ -30,6 +30,7 @@ from occ.state import (
     secret_store,
     secrets,
     values,
+    work_keys,
     work_queue,
 )
 from occ.state.db import Session
@@ -288,13 +289,16 @@ class DatabaseRevisionStore:
             return settle.complete(session, self._context, code)
 
     def publish_retirement(self, snapshot: Snapshot) -> outcome.PassResult:
-        """The failed revision's runtime was retired: audit it and complete
+        """The failed revision's runtime was retired: audit it, admit a repair of the Agent's
+        active revision (a runtime the failed one shared, as a kubernetes Agent's embedded
+        gateway, is back at once rather than at the next observation), and complete
         ``REVISION_RETIRED``."""
         revision = snapshot.revision
         with self._worker.database.transaction() as session:
             self._fence(session)
             deployment = deploys.deployment(session, revision.id)
             revisions.record_retired(session, revision.agent_id, (revision.id,))
+            self._repair_active(session, revision)
             audit.work_event(
                 session,
                 self._claim,
@@ -342,6 +346,31 @@ class DatabaseRevisionStore:
             return self._retry_in(session, code)
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _repair_active(self, session: Session, retired: revisions.Revision) -> None:
+        """Admit a repair of the Agent's active revision (unless one is live, or the Agent
+        does not run one), owned like any repair by whoever deployed it."""
+        agent = agents.get(session, retired.namespace_id, retired.agent_id)
+        if agent is None or agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING:
+            return
+        active_id = agent.active_revision_id
+        if active_id is None or active_id == retired.id:
+            return
+        active = revisions.get_revision(session, agent.id, active_id)
+        kind = work_keys.WorkKind.REVISION_MAINTENANCE
+        if active is None or work_queue.has_live(session, agent.id, active.id, kind):
+            return
+        owner = values.WorkOwner(
+            namespace_id=active.namespace_id,
+            actor_id=active.actor_id,
+            agent_id=active.agent_id,
+            revision_id=active.id,
+        )
+        second = int(work_queue.database_now(session).timestamp())
+        key = work_queue.unused_key(
+            session, lambda n: work_keys.revision_maintenance(active.id, n), second
+        )
+        work_queue.enqueue(session, key, owner)
 
     def _fence(self, session: Session) -> None:
         # the first statement renews the claim: a stale worker's transaction rolls back whole

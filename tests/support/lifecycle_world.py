@@ -365,8 +365,16 @@ class WorldStore:
 
     def publish_retirement(self, snapshot: revision_snapshot.Snapshot) -> outcome.PassResult:
         self.guard.fence()
-        self.world.retired.add(snapshot.revision.id)
-        return self.world.settle(self.item, "succeeded", Code.REVISION_RETIRED)
+        world = self.world
+        world.retired.add(snapshot.revision.id)
+        active = world.agent.active_revision_id
+        if (
+            world.agent.desired_runtime_state == "running"
+            and active not in (None, snapshot.revision.id)
+            and not any(item.revision_id == active for item in world.live("repair"))
+        ):
+            world.enqueue("repair", active)
+        return world.settle(self.item, "succeeded", Code.REVISION_RETIRED)
 
     def supersede(self, snapshot: revision_snapshot.Snapshot) -> outcome.PassResult:
         return self.complete(Code.REVISION_SUPERSEDED)

@@ -134,6 +134,10 @@ def test_a_failed_active_revision_hands_the_pointer_back_and_is_retired(
     assert driver.revision_process(world.agent_id, second) is None
     assert driver.revision_process(world.agent_id, first) is not None  # left running
     assert _agent(db, world).active_revision_id == first
+    # the retirement admitted a repair of the active revision (a runtime the failed one
+    # shared comes back at once, not at the next observation)
+    [repair] = _retirements(db, first)
+    assert repair.actor_id == world.admin
 
 
 def test_a_failed_first_revision_clears_the_pointer(db: Database, worker: Worker) -> None:
