@@ -426,6 +426,7 @@ def repair(
         raise BenchError(f"{exc}; its work: {work_of(owner, member)}") from None
     latency = time.monotonic() - killed
     log(verbose, f"repaired: {work_of(owner, member)}")
+    log(verbose, f"repair timeline (s after the deletion): {timeline(owner, member, killed)}")
     process.terminate()
     process.join(timeout=10)
     log(verbose, f"repair in {latency:.1f} s at a {REPAIR_INTERVAL_MS / 1000:.0f} s interval")
@@ -445,6 +446,34 @@ def work_of(owner: Database, member: fleet_world.Member) -> list[tuple[str, str,
             )
         ).all()
     return [(row.kind, row.state, row.reason_code or row.last_progress_code) for row in rows]
+
+
+def timeline(owner: Database, member: fleet_world.Member, killed: float) -> list[str]:
+    """When the member's repairs were admitted, last progressed and completed, in seconds
+    after ``killed`` (a ``time.monotonic()``), for ``-v``."""
+    work, runtime = models.ControllerWork, models.AgentRuntime
+    offset = time.time() - time.monotonic()
+    with owner.transaction() as session:
+        rows = session.execute(
+            sa.select(
+                work.created_at, work.last_progress_at, work.completed_at, work.last_progress_code
+            ).where(
+                work.revision_id == member.spec.revision_id,
+                work.kind == "revision_maintenance",
+            )
+        ).all()
+        observed = session.execute(
+            sa.select(runtime.observed_at).where(runtime.agent_id == member.spec.agent_id)
+        ).scalar_one()
+
+    def since(moment: Any) -> str:
+        return "-" if moment is None else f"{moment.timestamp() - offset - killed:.1f}"
+
+    return [
+        f"admitted {since(row.created_at)} progressed {since(row.last_progress_at)} "
+        f"({row.last_progress_code}) completed {since(row.completed_at)}"
+        for row in rows
+    ] + [f"observed ready {since(observed)}"]
 
 
 def repaired(owner: Database, member: fleet_world.Member) -> bool:
