@@ -191,7 +191,8 @@ def run_observers(
         ready.get(timeout=120)
     if on_ready is not None:
         on_ready()
-    postgres_before = postgres_cpu_s()
+    database = sa.engine.make_url(run.database_url).database or ""
+    postgres_before = postgres_cpu_s(database)
     go.set()
     collected = []
     for _ in started:
@@ -201,18 +202,23 @@ def run_observers(
             raise BenchError("an observer process did not report") from exc
     for process in started:
         process.join(timeout=30)
-    return collected, postgres_cpu_s() - postgres_before
+    return collected, postgres_cpu_s(database) - postgres_before
 
 
-def postgres_cpu_s() -> float:
-    """CPU seconds of every PostgreSQL process on this machine so far (``/proc``)."""
+def postgres_cpu_s(database: str) -> float:
+    """CPU seconds so far of the PostgreSQL backends connected to ``database`` (``/proc``; a
+    backend's command line names its database), so that other work on a shared server is not
+    counted. Backends that ended since are not counted either: observers keep theirs open."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
+    marker = f" {database} ".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             if (entry / "comm").read_text().strip() != "postgres":
+                continue
+            if marker not in (entry / "cmdline").read_bytes().replace(b"\0", b" ") + b" ":
                 continue
             fields = (entry / "stat").read_text().rpartition(")")[2].split()
         except OSError:
