@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help venv install services services-stop lint format typecheck imports generate pytest \
-	test dev bench fleet coverage chaos clean distclean
+	test dev bench fleet intent coverage chaos clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
@@ -36,6 +36,7 @@ help:
 	@echo "make pytest     only pytest (PYTEST_ARGS='-k ...' to narrow)"
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
 	@echo "make fleet      bench/fleet.py: observing 1,000 and 10,000 idle Agents (about 15 min)"
+	@echo "make intent     bench/intent.py: priority pickup, retention, prune, health (INTENT_ARGS)"
 	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
 	@echo "make chaos      the long chaos run (OCC_TEST_CHAOS_SEED/_ITEMS/_FAULTS/_DURATION_S)"
 	@echo "make services   find or start PostgreSQL and Redis for the tests"
@@ -127,6 +128,11 @@ bench: services
 # tests' fake Kubernetes API server; FLEET_ARGS='--quick' for 1,000 Agents only.
 fleet: services
 	. $(ENV_FILE) && PYTHONPATH=. $(PY) bench/fleet.py -v $(FLEET_ARGS)
+
+# Priority classes and retention (bench/README.md): a scratch database on the test server;
+# INTENT_ARGS='--quick' for a 1-million-row history instead of 5 million.
+intent: services
+	. $(ENV_FILE) && PYTHONPATH=. $(PY) bench/intent.py -v $(INTENT_ARGS)
 
 clean: services-stop
 	rm -rf .test-services .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache \

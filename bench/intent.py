@@ -1,0 +1,440 @@
+"""User intent ahead of upkeep, and history that stays flat (issue: priority classes and
+retention), in one run on a scratch database:
+
+* **pickup**: the p99 time from a deploy's admission to its claim, with 10,000 due repairs
+  waiting against an idle queue, under the same in-process claim loop and runners;
+* **days**: the work table's rows and size at the end of accelerated days (a day is as long
+  as its work takes) of a steady fleet's work with retention on;
+* **prune**: rows pruned per second, and the claim's p99 while a prune runs against the
+  same claims without one (before and after, averaged);
+* **health**: ``worker.health``'s pending count over a deep history against a shallow one.
+
+Prints ``name=value`` figures on stdout and a summary with the targets on stderr.
+
+    OCC_TEST_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres \\
+      PYTHONPATH=. .venv/bin/python bench/intent.py [--quick] [-v]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as dt
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Final
+
+import sqlalchemy as sa
+
+from bench.support import log, percentile, report
+from occ.reconcile import upkeep
+from occ.state import values, work_queue
+from occ.state.db import Database
+from tests.support import databases, queue_steps, rows
+
+POLICY: Final = values.QueuePolicy(
+    lease_ms=60_000, dispatch_lease_ms=60_000, max_attempts=5, convergence_timeout_ms=3_600_000
+)
+IN_FLIGHT: Final = 16
+"""The in-flight budget of the pickup phases (the claim loop claims a quarter at a time)."""
+PASS_S: Final = 0.02
+"""How long a simulated pass takes between its start and its completion."""
+RUNNERS: Final = 4
+REPAIRS: Final = 10_000
+REPAIR_LANES: Final = 1_000
+DEPLOY_EVERY_S: Final = 0.2
+
+_REPAIR_BACKLOG: Final = sa.text("""
+    INSERT INTO occ.controller_work
+      (id, kind, namespace_id, agent_id, revision_id, actor_id, available_at, created_at,
+       updated_at)
+    SELECT 'agent_revision:' || r.id || ':maintenance:' || n, 'revision_maintenance',
+           r.namespace_id, r.agent_id, r.id, :actor,
+           clock_timestamp() - interval '1 hour' + n * interval '1 millisecond',
+           clock_timestamp(), clock_timestamp()
+      FROM occ.agent_revisions r CROSS JOIN generate_series(1, :per_lane) n
+     WHERE r.id = ANY(:revisions)
+""")
+
+_FINISHED: Final = sa.text("""
+    WITH lanes AS (
+      SELECT r.id, r.namespace_id, r.agent_id, row_number() OVER (ORDER BY r.id) - 1 AS k
+        FROM occ.agent_revisions r WHERE r.id = ANY(:revisions)
+    )
+    INSERT INTO occ.controller_work
+      (id, kind, namespace_id, agent_id, revision_id, actor_id, state, available_at,
+       created_at, updated_at, completed_at, reason_code)
+    SELECT 'agent_revision:' || r.id || ':maintenance:' || (:first + n), 'revision_maintenance',
+           r.namespace_id, r.agent_id, r.id, :actor,
+           CASE WHEN n % 20 = 0 THEN 'failed_permanent' ELSE 'succeeded' END,
+           clock_timestamp(), clock_timestamp(), clock_timestamp(),
+           CAST(:finished_at AS timestamptz),
+           CASE WHEN n % 20 = 0 THEN 'RUNTIME_STARTUP_FAILED' ELSE 'REVISION_ACTIVATED' END
+      FROM generate_series(1, :count) n JOIN lanes r ON r.k = n % :lanes
+""")
+
+
+@dataclasses.dataclass
+class World:
+    """The scratch database, as the app and as the owner, and the rows every phase uses."""
+
+    urls: databases.DatabaseUrls
+    app: Database
+    owner: Database
+    actor: str
+    namespace_id: str
+    repair_revisions: list[str]
+    deploy_agents: list[str]
+    numbers: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def world(verbose: bool) -> Iterator[World]:
+    urls = databases.create_test_database(f"occ_intent_bench_{os.getpid()}")
+    app, owner = Database(urls.app, pool_size=8), Database(urls.owner, pool_size=2)
+    try:
+        started = time.perf_counter()
+        with owner.transaction() as session:
+            actor = rows.principal(session)
+            namespace_id = rows.namespace(session, created_by=actor, status="ready")
+            revisions = []
+            for n in range(REPAIR_LANES):
+                agent_id = rows.agent(session, namespace_id=namespace_id, name=f"r{n}")
+                revisions.append(
+                    rows.revision(
+                        session,
+                        namespace_id=namespace_id,
+                        agent_id=agent_id,
+                        actor_id=actor,
+                        number=1,
+                    )
+                )
+            deployers = [
+                rows.agent(session, namespace_id=namespace_id, name=f"d{n}") for n in range(100)
+            ]
+        log(verbose, f"world: {time.perf_counter() - started:.1f} s")
+        yield World(urls, app, owner, actor, namespace_id, revisions, deployers)
+    finally:
+        app.dispose()
+        owner.dispose()
+        databases.drop_database(urls)
+
+
+def _empty_queue(w: World) -> None:
+    """No work rows, and none of the Namespaces ``queue_steps.fill`` made."""
+    with w.owner.transaction() as session:
+        session.execute(sa.text("DELETE FROM occ.controller_work"))
+        session.execute(sa.text("DELETE FROM occ.namespaces WHERE name LIKE 'backlog-%'"))
+
+
+def _vacuum(w: World, table: str = "occ.controller_work") -> None:
+    with w.owner.autocommit_connection() as connection:
+        databases.psycopg_of(connection).execute(f"VACUUM ANALYZE {table}")
+
+
+# -- pickup -------------------------------------------------------------------------------
+
+
+def pickup(w: World, *, backlog: bool, deploys: int, verbose: bool) -> list[float]:
+    """Deploys admitted every ``DEPLOY_EVERY_S`` while the claim loop and the runners work (with
+    ``REPAIRS`` due repairs waiting, or none); each deploy's admission-to-claim time, in ms."""
+    _empty_queue(w)
+    if backlog:
+        with w.owner.transaction() as session:
+            session.execute(
+                _REPAIR_BACKLOG,
+                {
+                    "actor": w.actor,
+                    "per_lane": REPAIRS // REPAIR_LANES,
+                    "revisions": w.repair_revisions,
+                },
+            )
+        _vacuum(w)
+    claimed: queue.Queue[values.Claim | None] = queue.Queue()
+    waits: list[float] = []
+    admitted: set[str] = set()
+    stop = threading.Event()
+    nudged = threading.Event()
+
+    def claim_loop() -> None:
+        while not stop.is_set():
+            nudged.wait(0.05)  # the nudge of an admission or a completion, else beat's tick
+            nudged.clear()
+            with w.app.transaction() as session:
+                batch = work_queue.claim_share(
+                    session, POLICY, max_in_flight=IN_FLIGHT, min_room=IN_FLIGHT // 4
+                )
+            for claim in batch.claims:
+                if claim.work_id in admitted:
+                    waits.append((claim.claimed_at - claim.created_at).total_seconds() * 1000)
+                claimed.put(claim)
+            if batch.more:
+                nudged.set()
+
+    def runner() -> None:
+        while True:
+            claim = claimed.get()
+            if claim is None:
+                return
+            with w.app.autocommit_connection() as connection:
+                run = work_queue.start(connection, POLICY, claim)
+            time.sleep(PASS_S)
+            if run is not None:
+                with w.app.autocommit_connection() as connection:
+                    work_queue.complete(connection, run)
+            nudged.set()
+
+    threads = [threading.Thread(target=claim_loop)] + [
+        threading.Thread(target=runner) for _ in range(RUNNERS)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(1.0)  # the loop at its steady state first
+        for n in range(deploys):
+            agent_id = w.deploy_agents[n % len(w.deploy_agents)]
+            number = w.numbers[agent_id] = w.numbers.get(agent_id, 0) + 1
+            with w.app.transaction() as session:
+                admitted.add(
+                    queue_steps.enqueue_revision(session, w.namespace_id, agent_id, w.actor, number)
+                )
+            nudged.set()
+            time.sleep(DEPLOY_EVERY_S)
+        deadline = time.monotonic() + 30
+        while len(waits) < deploys and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        threads[0].join()
+        for _ in range(RUNNERS):
+            claimed.put(None)
+        for thread in threads[1:]:
+            thread.join()
+    with w.app.snapshot() as session:
+        left = work_queue.pending(session)
+    log(verbose, f"pickup backlog={backlog}: {len(waits)} deploys claimed, {left} pending after")
+    return waits
+
+
+# -- accelerated days ---------------------------------------------------------------------
+
+
+def days(w: World, *, count: int, per_day: int, verbose: bool) -> list[tuple[int, int, int]]:
+    """``count`` accelerated days, each ending ``per_day`` items (one in 20 failed) and then
+    pruned with the default retention (7 days succeeded, 30 failed) counted in these days,
+    then vacuumed as autovacuum would; each day's (day, rows, bytes) of the work table.
+
+    A day is as long as its work takes, and its items finish at its start: the prune's ages
+    reach back, on the database clock, to between day N - 7 (N - 30) and the day after it, so
+    day N removes exactly what ended on day N - 7 (N - 30) and before."""
+    _empty_queue(w)
+    _vacuum(w)
+    never = 10**12
+    starts: dict[int, dt.datetime] = {}
+    sizes = []
+    for day in range(1, count + 1):
+        with w.owner.transaction() as session:
+            starts[day] = work_queue.database_now(session)
+            session.execute(
+                _FINISHED,
+                {
+                    "actor": w.actor,
+                    "first": day * per_day,
+                    "count": per_day,
+                    "finished_at": starts[day],
+                    "revisions": w.repair_revisions,
+                    "lanes": len(w.repair_revisions),
+                },
+            )
+            now = work_queue.database_now(session)
+        ages = {}
+        for kept_days in (7, 30):
+            # halfway between the first day kept and the day before it: the prune's cutoff,
+            # which moves on with the clock while it runs, stays between the two days
+            kept, gone = starts.get(day - kept_days + 1), starts.get(day - kept_days)
+            ages[kept_days] = (
+                never
+                if kept is None or gone is None
+                else int((now - (gone + (kept - gone) / 2)).total_seconds() * 1000)
+            )
+        keep = upkeep.Retention(succeeded_ms=ages[7], failed_ms=ages[30], idempotency_ms=never)
+        upkeep.prune(w.app, keep, budget_s=60)
+        _vacuum(w)
+        with w.owner.transaction() as session:
+            found = session.execute(
+                sa.text(
+                    "SELECT count(*), pg_total_relation_size('occ.controller_work') "
+                    "FROM occ.controller_work"
+                )
+            ).one()
+        sizes.append((day, int(found[0]), int(found[1])))
+        log(verbose, f"day {day}: {found[0]} rows, {found[1] / 1e6:.1f} MB")
+    return sizes
+
+
+# -- prune beside the claim ---------------------------------------------------------------
+
+
+def _claim_latencies(w: World, until: Callable[[], bool]) -> list[float]:
+    """``claim(limit=10)`` timed again and again (each batch released) until ``until()``."""
+    samples = []
+    while not until():
+        with w.app.transaction() as session:
+            started = time.perf_counter()
+            claims = work_queue.claim(session, POLICY, limit=10)
+            samples.append((time.perf_counter() - started) * 1000)
+        with w.app.autocommit_connection() as connection:
+            for claim in claims:
+                work_queue.release(connection, claim)
+    return samples
+
+
+def prune_beside_claims(
+    w: World, *, history: int, window_s: float, verbose: bool
+) -> tuple[float, list[float], list[float]]:
+    """``history`` expired terminal rows and 3,000 queued items: the claim's latencies for
+    ``window_s`` before, during (until the prune ends) and after a prune; the prune's rows/s."""
+    _empty_queue(w)
+    with w.owner.transaction() as session:
+        session.execute(sa.text("SET LOCAL session_replication_role = replica"))
+        session.execute(
+            _FINISHED,
+            {
+                "actor": w.actor,
+                "first": 10_000_000,
+                "count": history,
+                "finished_at": dt.datetime.now(dt.UTC) - dt.timedelta(hours=1),
+                "revisions": w.repair_revisions,
+                "lanes": len(w.repair_revisions),
+            },
+        )
+        queue_steps.fill(session, w.actor, 3_000)
+    _vacuum(w)
+    keep = upkeep.Retention(succeeded_ms=60_000, failed_ms=60_000)
+
+    def for_window() -> Callable[[], bool]:
+        end = time.monotonic() + window_s
+        return lambda: time.monotonic() >= end
+
+    _claim_latencies(w, for_window())  # warm-up: the prepared plan settles
+    before = _claim_latencies(w, for_window())
+    done = threading.Event()
+    result: list[upkeep.PruneReport] = []
+
+    def prune() -> None:
+        result.append(upkeep.prune(w.app, keep, budget_s=600))
+        done.set()
+
+    started = time.perf_counter()
+    thread = threading.Thread(target=prune)
+    thread.start()
+    during = _claim_latencies(w, done.is_set)
+    thread.join()
+    elapsed = time.perf_counter() - started
+    after = _claim_latencies(w, for_window())
+    pruned = result[0].work
+    log(verbose, f"prune: {pruned} rows in {elapsed:.1f} s")
+    return pruned / elapsed, before + after, during
+
+
+# -- health -------------------------------------------------------------------------------
+
+
+def health_ms(w: World, *, history: int, samples: int = 50) -> tuple[float, float]:
+    """The median ``worker.health`` count (``work_queue.pending``) over ``history`` finished
+    rows and 3,000 queued, in ms; and the work table's bytes per row with its indexes."""
+    _empty_queue(w)
+    with w.owner.transaction() as session:
+        session.execute(sa.text("SET LOCAL session_replication_role = replica"))
+        session.execute(
+            _FINISHED,
+            {
+                "actor": w.actor,
+                "first": 20_000_000,
+                "count": history,
+                "finished_at": dt.datetime.now(dt.UTC),
+                "revisions": w.repair_revisions,
+                "lanes": len(w.repair_revisions),
+            },
+        )
+        queue_steps.fill(session, w.actor, 3_000)
+    _vacuum(w)
+    timings = []
+    with w.app.snapshot() as session:
+        for _ in range(samples):
+            started = time.perf_counter()
+            work_queue.pending(session)
+            timings.append((time.perf_counter() - started) * 1000)
+    with w.owner.transaction() as session:
+        size = session.execute(
+            sa.text("SELECT pg_total_relation_size('occ.controller_work')")
+        ).scalar_one()
+    return percentile(timings, 0.5), size / (history + 3_000)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="User intent ahead of upkeep; flat history.")
+    parser.add_argument("--quick", action="store_true", help="smaller history, fewer days")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    quick, verbose = args.quick, args.verbose
+    figures: dict[str, float] = {}
+    with world(verbose) as w:
+        deploys = 25 if quick else 50
+        idle = pickup(w, backlog=False, deploys=deploys, verbose=verbose)
+        busy = pickup(w, backlog=True, deploys=deploys, verbose=verbose)
+        idle_again = pickup(w, backlog=False, deploys=deploys, verbose=verbose)
+        figures["pickup_p99_ms_idle"] = percentile(idle + idle_again, 0.99)
+        figures["pickup_p99_ms_10k_repairs"] = percentile(busy, 0.99)
+
+        sizes = days(w, count=40 if not quick else 36, per_day=2_000, verbose=verbose)
+        settled = [s for s in sizes if s[0] >= 31]  # past the failed items' 30 days
+        figures["day31_work_rows"] = settled[0][1]
+        figures["last_day_work_rows"] = settled[-1][1]
+        figures["day31_work_mb"] = settled[0][2] / 1e6
+        figures["last_day_work_mb"] = settled[-1][2] / 1e6
+
+        rate, quiet, pruning = prune_beside_claims(
+            w, history=100_000 if quick else 300_000, window_s=3.0, verbose=verbose
+        )
+        figures["prune_rows_per_s"] = rate
+        figures["claim_p99_ms_quiet"] = percentile(quiet, 0.99)
+        figures["claim_p99_ms_pruning"] = percentile(pruning, 0.99)
+
+        shallow, _ = health_ms(w, history=10_000)
+        deep_rows = 1_000_000 if quick else 5_000_000
+        deep, row_bytes = health_ms(w, history=deep_rows)
+        figures["health_ms_10k_finished"] = shallow
+        figures[f"health_ms_{deep_rows // 1_000_000}m_finished"] = deep
+        figures["work_bytes_per_row"] = row_bytes
+
+    pickup_ratio = figures["pickup_p99_ms_10k_repairs"] / figures["pickup_p99_ms_idle"]
+    flat = figures["last_day_work_rows"] / figures["day31_work_rows"]
+    flat_mb = figures["last_day_work_mb"] / figures["day31_work_mb"]
+    claim_ratio = figures["claim_p99_ms_pruning"] / figures["claim_p99_ms_quiet"]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    report(
+        figures,
+        [
+            f"deploy pickup p99 with {REPAIRS:,} repairs waiting / idle: {pickup_ratio:.2f}x "
+            f"(target <= 2x: {verdict(pickup_ratio <= 2)})",
+            f"work rows on the last day / day 31: {flat:.2f}x, size {flat_mb:.2f}x "
+            f"(target flat: {verdict(flat <= 1.1 and flat_mb <= 1.1)})",
+            f"prune {figures['prune_rows_per_s']:.0f} rows/s; claim p99 while pruning / quiet: "
+            f"{claim_ratio:.2f}x (target <= 1.2x: {verdict(claim_ratio <= 1.2)})",
+            f"health count over {deep_rows:,} finished rows: {deep:.2f} ms (10k: {shallow:.2f} ms;"
+            f" target < 10 ms: {verdict(deep < 10)})",
+        ],
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
