@@ -16,6 +16,7 @@ from typing import Any, Final
 import flask
 
 from occ.controller import (
+    access_bindings,
     agents,
     authorization_checks,
     configurations,
@@ -23,6 +24,8 @@ from occ.controller import (
     installation,
     namespaces,
     operations,
+    principals,
+    roles,
     secrets,
 )
 from occ.foundation import errors, harnesses
@@ -222,6 +225,23 @@ def work_page() -> str:
         items=page.items,
         states=[str(s) for s in values.WorkState],
         chosen={"namespace": namespace_id or "", "state": state or ""},
+    )
+
+
+@blueprint.route("/people", methods=["GET"])
+@access.authenticated
+def people_page() -> str:
+    """Principals, Roles and bindings, for administrators of the Installation (403 else)."""
+    principal_list = calls.call(principals.list_principals, _LIST_LIMIT)
+    role_list = calls.call(roles.list_roles, _LIST_LIMIT)
+    binding_list = calls.call(access_bindings.list_bindings, _LIST_LIMIT)
+    return _render(
+        "people.html",
+        title="People and access",
+        principals=principal_list,
+        roles=role_list,
+        bindings=binding_list,
+        names={p.id: p.name for p in principal_list} | {r.id: r.name for r in role_list},
     )
 
 

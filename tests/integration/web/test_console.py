@@ -105,3 +105,27 @@ def test_an_action_the_person_may_not_take_is_disabled(
     assert "disabled title=" not in allowed
     namespace_page = visitor.get(f"/console/namespaces/{shown}").get_data(as_text=True)
     assert namespace_page.count("disabled title=") == 2  # Configuration, Secret
+
+
+def test_an_administrator_sees_people_and_bindings_and_others_get_403(
+    visitor: FlaskClient,
+    signin_app: flask.Flask,
+    provider: oidc_provider.Provider,
+    db: Database,
+    admin: Caller,
+) -> None:
+    provider.set_user("rita-sub", name="Rita <Admin>")
+    sign_in(visitor, provider, "rita-sub")
+    rita = current(visitor)
+    other = signin_app.test_client()
+    sign_in(other, provider, "sam-sub")
+    assert other.get("/console/people").status_code == 403
+
+    grants.give(db, rita["principalId"], ["installation:administer"])
+    page = visitor.get("/console/people")
+
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "Rita &lt;Admin&gt;" in text and "Rita <Admin>" not in text
+    assert admin.principal_id in text and 'data-api="POST /v1/access-bindings"' in text
+    assert text.count('data-api="DELETE /v1/access-bindings/') >= 2  # admin's and Rita's
