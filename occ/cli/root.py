@@ -61,6 +61,11 @@ SERVER_COMMANDS: Final = {
         "dev",
         "Run the API, both workers and beat on this machine, with embedded services.",
     ),
+    "doctor": Lazy(
+        "occ.cli.doctor",
+        "doctor",
+        "List what is weak in this process's settings (exit 1 when anything is).",
+    ),
     "gateway": Lazy(
         "occ.cli.processes",
         "gateway",

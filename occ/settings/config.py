@@ -111,6 +111,11 @@ class Settings(BaseSettings):
     )
     """Celery broker."""
 
+    platform: Annotated[str | None, Variable("OCC_PLATFORM", fallback="DYNO")] = None
+    """The hosting platform this process runs on, any name (unset: none; Heroku's ``DYNO``, set
+    on every dyno, counts): on one the development pepper and secret key are refused whatever
+    ``OCC_ENV`` says."""
+
     environment: Annotated[str, Variable("OCC_ENV")] = "development"
     """``development`` or ``production``. Production refuses the development pepper and secret
     key, keys shorter than 32 bytes, and the ``local`` driver."""
@@ -517,6 +522,12 @@ class Settings(BaseSettings):
         if self.fingerprint_key is not None and not self.fingerprint_key:
             raise errors.InvalidSettings.at(("fingerprint_key",), "must not be empty")
         sign_in.check(self)
+        if self.platform is not None:
+            for name in ("api_key_pepper", "secret_key"):
+                if getattr(self, name).startswith("development-"):
+                    raise errors.InvalidSettings.at(
+                        (name,), "must be set on a hosting platform (OCC_PLATFORM or DYNO is set)"
+                    )
         if self.environment == "production":
             for name in ("api_key_pepper", "secret_key"):
                 if getattr(self, name).startswith("development-"):
@@ -541,6 +552,47 @@ class Settings(BaseSettings):
                     " choose docker or kubernetes in production",
                 )
         return self
+
+    def weaknesses(self) -> tuple[errors.FieldError, ...]:
+        """What makes this configuration weaker than production needs (``occ doctor``), each at
+        its setting, never with its value."""
+        found = []
+        if self.environment != "production":
+            found.append(
+                errors.FieldError(
+                    ("environment",), "is not production: development defaults are accepted"
+                )
+            )
+        for name in ("api_key_pepper", "secret_key"):
+            value = getattr(self, name)
+            if value.startswith("development-"):
+                found.append(errors.FieldError((name,), "is the development default"))
+            elif len(value.encode()) < PRODUCTION_KEY_MIN_BYTES:
+                found.append(
+                    errors.FieldError((name,), f"is shorter than {PRODUCTION_KEY_MIN_BYTES} bytes")
+                )
+        if self.fingerprint_key is None:
+            found.append(
+                errors.FieldError(
+                    ("fingerprint_key",),
+                    "is unset: derived from the secret key, so rotating one rotates both",
+                )
+            )
+        if self.compute_driver == "local":
+            found.append(
+                errors.FieldError(("compute_driver",), "is local: gateways run on this machine")
+            )
+        if self.api_not_found_floor_ms == 0:
+            found.append(
+                errors.FieldError(
+                    ("api_not_found_floor_ms",), "is 0: a 404's timing may tell hidden from missing"
+                )
+            )
+        for name in ("database_url", "migration_database_url", "broker_url"):
+            url = getattr(self, name)
+            if url and _expects_password(url) and not _has_password(url):
+                found.append(errors.FieldError((name,), "has no password"))
+        return tuple(found)
 
     @property
     def credential_fingerprint_key(self) -> str:

@@ -459,3 +459,18 @@ def test_the_token_lifetime_is_bounded() -> None:
     for raw in ("599", "86401"):
         refused = _refusal({"OCC_KUBERNETES_TOKEN_LIFETIME_S": raw})
         assert [error.pointer for error in refused.errors] == ["/kubernetes_token_lifetime_s"]
+
+
+def test_a_platform_refuses_the_development_keys_whatever_occ_env_says() -> None:
+    with pytest.raises(errors.InvalidSettings) as refused:
+        Settings.from_env({"DYNO": "web.1", "OCC_ENV": "development"})
+    assert refused.value.errors[0].pointer == "/api_key_pepper"
+    assert "hosting platform" in refused.value.errors[0].message
+    with pytest.raises(errors.InvalidSettings) as secret:
+        Settings.from_env({"DYNO": "web.1", "OCC_API_KEY_PEPPER": "p" * 40})
+    assert secret.value.errors[0].pointer == "/secret_key"
+    chosen = Settings.from_env(
+        {"DYNO": "web.1", "OCC_API_KEY_PEPPER": "p" * 40, "OCC_SECRET_KEY": "s" * 40}
+    )
+    assert chosen.platform == "web.1" and chosen.environment == "development"
+    assert Settings.from_env({}).platform is None
