@@ -35,6 +35,7 @@ NOT_SETTINGS = {
     "OCC_CONFIG_PATH": "the YAML file of the settings",
     "OCC_URL": "the client's API address (docs/client.md)",
     "OCC_API_KEY": "the client's key (docs/client.md)",
+    "OCC_NAMESPACE": "the client's default Namespace (docs/client.md)",
     "OCC_GATEWAY_DIR": "a local gateway's marker variable (docs/reconciliation.md)",
 }
 """Variables the documentation may name that are not settings of ``Settings``."""
