@@ -118,7 +118,9 @@ def claim_share(
 
     With less room (and some claims live) nothing is claimed: one small claim per completion
     costs a claim statement for an item or two; a later nudge (a completion's) claims once the
-    share is free. ``more`` says whether to claim again soon.
+    share is free. ``more`` says whether to claim again soon. Classes below intent together
+    hold at most ``upkeep_budget(max_in_flight)`` claims, so a flood of upkeep always leaves
+    room (a quarter, ``min_room`` at the default share) for the next intent item.
     """
     session.execute(SQL["serialize_claimers"])
     live, upkeep = _live_by_class(session)

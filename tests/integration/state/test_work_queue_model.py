@@ -1,8 +1,9 @@
 """A Hypothesis state machine drives the real queue and checks it against a simple model.
 
-The model knows each item's lane, state, attempt count and which token is live. Items are
-always made available at once (the test pulls ``available_at`` forward after a backoff), so a
-claim must take exactly one head per free lane up to its limit.
+The model knows each item's lane, class (a deployment or a repair), state, attempt count and
+which token is live. Items are always made available at once (the test pulls
+``available_at`` forward after a backoff), so a claim must take exactly one head per free
+lane up to its limit, and a lane's repair only when no deployment of it is queued.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hypothesis.stateful import (
 )
 
 from occ.foundation import errors
-from occ.state import values, work_queue
+from occ.state import values, work_keys, work_queue
 from occ.state.db import Database
 from tests.support import databases, rows
 
@@ -36,6 +37,8 @@ LANES = 3
 @dataclasses.dataclass
 class ModelItem:
     lane: str
+    repair: bool = False
+    """A repair (the repair class) rather than a deployment (intent)."""
     state: str = "queued"
     attempts: int = 0
     started: bool = False
@@ -88,8 +91,8 @@ class QueueMachine(RuleBasedStateMachine):
     # -- rules -----------------------------------------------------------------------------
 
     @precondition(lambda self: len(self.items) < 12)
-    @rule(lane=st.integers(0, LANES - 1))
-    def enqueue(self, lane: int) -> None:
+    @rule(lane=st.integers(0, LANES - 1), repair=st.booleans())
+    def enqueue(self, lane: int, repair: bool) -> None:
         agent_id = self.agents[lane]
         self.revisions += 1
         with self.app.transaction() as session:
@@ -101,9 +104,11 @@ class QueueMachine(RuleBasedStateMachine):
                 number=self.revisions,
             )
             key, owner = rows.revision_work(self.namespace_id, agent_id, revision_id, self.actor)
+            if repair:
+                key = work_keys.revision_maintenance(revision_id, self.revisions)
             work_id = str(key)
             work_queue.enqueue(session, key, owner)
-        self.items[work_id] = ModelItem(lane=agent_id)
+        self.items[work_id] = ModelItem(lane=agent_id, repair=repair)
 
     @precondition(lambda self: any(i.state == "queued" for i in self.items.values()))
     @rule(limit=st.integers(1, 4), start_now=st.booleans())
@@ -117,6 +122,11 @@ class QueueMachine(RuleBasedStateMachine):
         for claim in taken:
             item = self.items[claim.work_id]
             assert item.state == "queued" and item.lane in free
+            # a lane runs its intent before its repairs
+            assert not item.repair or not any(
+                i.state == "queued" and not i.repair and i.lane == item.lane
+                for i in self.items.values()
+            )
             item.state, item.attempts, item.started = "claimed", item.attempts + 1, False
             item.token, item.expired = claim, False
             assert claim.attempt_count == item.attempts
