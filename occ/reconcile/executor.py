@@ -291,7 +291,10 @@ def _measure(
     metrics.RECONCILIATION_DURATION.labels(kind).observe(seconds)
     ends = handler.ends
     if ends is not None and result.code in ends.codes:
-        since_admission = dt.datetime.now(dt.UTC) - claim.created_at
+        # admission was stamped on the database clock: read now on it too (this host's clock
+        # less its measured skew), so a skewed worker does not stretch or shrink the figure
+        skew = dt.timedelta(seconds=clock_skew.PROCESS.skew_s or 0.0)
+        since_admission = dt.datetime.now(dt.UTC) - skew - claim.created_at
         metrics.AGENT_OPERATION_DURATION.labels(ends.name).observe(
             max(since_admission.total_seconds(), 0.0)
         )
