@@ -88,7 +88,10 @@ class Runner:
             self._wait_until_ready()
             if not self.signals:
                 terminal.announce_ready(
-                    self.api_url, str(self.layout.key_file), str(self.layout.sign_in_link)
+                    self.api_url,
+                    str(self.layout.key_file),
+                    str(self.layout.sign_in_link),
+                    self._own_broker_url(),
                 )
                 self._watch()
             code = 0 if self.ready else 128 + self.signals[0]
@@ -165,6 +168,12 @@ class Runner:
             env["OCC_CONFIG_PATH"] = str(Path(env["OCC_CONFIG_PATH"]).resolve())
         env["PYTHONUNBUFFERED"] = "1"
         return env
+
+    def _own_broker_url(self) -> str | None:
+        """The URL of the Redis occ dev runs (loopback, no password), else ``None``: a broker
+        named by ``OCC_BROKER_URL`` may carry credentials and is never printed."""
+        redis = None if self.broker is None else self.broker.redis
+        return None if redis is None or redis.port is None else redis.url
 
     def _write_pids(self) -> None:
         pids: dict[str, int] = {"dev": os.getpid()}

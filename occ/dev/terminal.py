@@ -14,9 +14,13 @@ import sys
 logger = logging.getLogger("occ.dev")
 
 
-def announce_ready(api_url: str, key_file: str, sign_in_link_file: str) -> None:
+def announce_ready(
+    api_url: str, key_file: str, sign_in_link_file: str, broker_url: str | None = None
+) -> None:
     """The one stdout line: ``{"event": "dev.ready", "apiUrl": …, "adminKeyFile": …,
-    "consoleUrl": …, "signInLinkFile": …}`` (the link, a credential, stays in its file)."""
+    "consoleUrl": …, "signInLinkFile": …}`` (the link, a credential, stays in its file), and
+    ``brokerUrl`` (the Redis occ dev runs, which has no password: point Flower at it) when
+    occ dev runs its own broker."""
     line = {
         "event": "dev.ready",
         "apiUrl": api_url,
@@ -24,6 +28,8 @@ def announce_ready(api_url: str, key_file: str, sign_in_link_file: str) -> None:
         "consoleUrl": f"{api_url}/console",
         "signInLinkFile": sign_in_link_file,
     }
+    if broker_url is not None:
+        line["brokerUrl"] = broker_url
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
     logger.info("ready: %s", api_url)

@@ -18,6 +18,7 @@ from typing import Final
 from celery import Celery
 
 from occ.reconcile import executor
+from occ.state import values
 from occ.tasks import names, worker_process
 from occ.telemetry import observability
 
@@ -48,6 +49,7 @@ def register(app: Celery) -> worker_process.WorkerProcess:
                     queue=names.DRIVER_QUEUE,
                     retry=False,
                     argsrepr=repr([item.work_id, "<dispatch token>"]),
+                    kwargsrepr=_described(item),
                     # the broker's own TTL (RabbitMQ; relative, on the broker's clock), never
                     # Celery's ``expires``, which the receiving worker would judge on its clock
                     # against the sender's: the dispatch token's lease, on the database clock,
@@ -118,12 +120,21 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         process.nudge_after_completion()
         return result.code
 
-    app.task(name=names.CLAIM, ignore_result=True)(claim)
-    app.task(name=names.RECOVER_STALE, ignore_result=True)(recover_stale)
+    # the periodic ticks send no task events: Flower's tasks page shows the work, not the clock
+    app.task(name=names.CLAIM, ignore_result=True, send_events=False)(claim)
+    app.task(name=names.RECOVER_STALE, ignore_result=True, send_events=False)(recover_stale)
     app.task(name=names.RUN_WORK, ignore_result=True)(run_work)
-    app.task(name=names.OBSERVE_RUNTIMES, ignore_result=True)(observe_runtimes)
-    app.task(name=names.PRUNE, ignore_result=True)(prune)
+    app.task(name=names.OBSERVE_RUNTIMES, ignore_result=True, send_events=False)(observe_runtimes)
+    app.task(name=names.PRUNE, ignore_result=True, send_events=False)(prune)
     return process
+
+
+def _described(item: values.Claim) -> str:
+    """What Flower shows of a work task's keyword arguments: its kind and owners (ids only;
+    never the token)."""
+    owner = item.owner
+    described = {"kind": str(item.kind), "namespace": owner.namespace_id, "agent": owner.agent_id}
+    return repr({name: value for name, value in described.items() if value is not None})
 
 
 def _deferred_if_newer(

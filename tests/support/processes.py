@@ -191,11 +191,13 @@ class Fleet:
         concurrency: int = 1,
         ready: bool = True,
         extra_env: dict[str, str] | None = None,
+        events: bool = False,
     ) -> Process:
         readiness = self.directory / f"{name}.ready"
         process = self._start(
             name,
-            worker_arguments(name, queues=queues, pool=pool, concurrency=concurrency),
+            worker_arguments(name, queues=queues, pool=pool, concurrency=concurrency)
+            + (["-E"] if events else []),
             {**(extra_env or {}), "OCC_WORKER_READINESS_PATH": str(readiness)},
         )
         if ready:
@@ -213,6 +215,7 @@ class Fleet:
         name: str = "control",
         concurrency: int = 2,
         extra_env: dict[str, str] | None = None,
+        events: bool = False,
     ) -> Process:
         """A worker of the control queue on a threads pool, as deployed."""
         return self.worker(
@@ -221,6 +224,7 @@ class Fleet:
             pool="threads",
             concurrency=concurrency,
             extra_env=extra_env,
+            events=events,
         )
 
     def beat(self, name: str = "beat") -> Process:

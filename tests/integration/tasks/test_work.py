@@ -10,6 +10,7 @@ import collections
 import itertools
 import os
 import signal
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from occ.runtime.composition import queue_policy
 from occ.settings.config import Settings
 from occ.state import api_keys, models
 from occ.state.db import Database
+from occ.state.work_keys import WorkKind
 from occ.tasks import app as tasks_app
 from occ.web.app import create_app
 from tests.support import audits, processes, work_history
@@ -350,3 +352,57 @@ def test_beat_prunes_expired_history_and_keeps_what_is_read(
             )
 
     wait_for(lambda: left() == {repairs[0]}, timeout=15, message="the expired repairs to go")
+
+
+def test_flower_sees_the_work_with_its_kind_and_owner_and_not_the_ticks(
+    db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet
+) -> None:
+    fleet.control_worker(events=True)
+    fleet.worker("drivers", events=True)
+    celery = tasks_app.create(_settings(env))
+    received: list[dict[str, Any]] = []
+    succeeded: list[str] = []
+    probes: list[str] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["type"] == "task-received":
+            received.append(event)
+        elif event["type"] == "task-succeeded":
+            succeeded.append(str(event["uuid"]))
+        elif event["type"] == "occ-test-probe":
+            probes.append(str(event["type"]))
+
+    with celery.connection() as connection:
+        receiver = celery.events.Receiver(connection, handlers={"*": on_event})
+        draining = threading.Thread(
+            target=lambda: receiver.capture(limit=None, timeout=None, wakeup=False), daemon=True
+        )
+        draining.start()
+        try:
+            with celery.events.default_dispatcher() as dispatcher:
+
+                def probed() -> bool:  # the event queue is bound once a probe comes back
+                    dispatcher.send("occ-test-probe")
+                    return bool(probes)
+
+                wait_for(probed, timeout=30, message="the event receiver to listen")
+            [namespace_id] = _admit(db, admin, 1)
+            celery.send_task(tasks_app.CLAIM, queue=tasks_app.CONTROL_QUEUE)
+            celery.send_task(tasks_app.RECOVER_STALE, queue=tasks_app.CONTROL_QUEUE)
+            _wait_ready(db, [namespace_id], timeout=30, what="the namespace")
+            wait_for(
+                lambda: any(
+                    e["name"] == tasks_app.RUN_WORK and e["uuid"] in succeeded for e in received
+                ),
+                timeout=30,
+                message="the work task's events",
+            )
+        finally:
+            receiver.should_stop = True
+            draining.join(timeout=10)
+    assert {event["name"] for event in received} == {tasks_app.RUN_WORK}  # no claim, no recovery
+    [work] = [event for event in received if event["name"] == tasks_app.RUN_WORK]
+    assert f"namespace:{namespace_id}:reconcile:ready" in work["args"]
+    assert "<dispatch token>" in work["args"]
+    assert f"'kind': '{WorkKind.NAMESPACE_READY}'" in work["kwargs"]
+    assert f"'namespace': '{namespace_id}'" in work["kwargs"]
