@@ -91,6 +91,10 @@ def create_app(
         app,
         spec_kwargs={
             "info": {"description": "OpenClaw Control Plane: admits intent; workers reconcile it."},
+            "servers": [
+                {"url": "/", "description": "the API that serves this document"},
+                {"url": "http://127.0.0.1:8000", "description": "occ dev's default address"},
+            ],
         },
     )
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})

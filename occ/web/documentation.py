@@ -1,9 +1,11 @@
 """What the conventions add to every operation's OpenAPI documentation.
 
-An ``operationId`` (the view's name in camelCase), a summary, the 4xx answers the conventions
-give it (400 for any query, 401/403/404 when authenticated, 409 and ``Idempotency-Key`` on
-POST, 409/412 and ``If-Match`` on PATCH and DELETE, 413/415 with a body) and the
-``Location`` / ``ETag`` response headers. It documents; it must not change what a view does.
+An ``operationId`` (the view's name in camelCase), a summary, a description when the view's
+docstring has none (the permissions it needs and the headers it honours), the 4xx answers
+the conventions give it (400 for any query, 401/403/404 when authenticated, 409 and
+``Idempotency-Key`` on POST, 409/412 and ``If-Match`` on PATCH and DELETE, 413/415 with a
+body) and the ``Location`` / ``ETag`` response headers. It documents; it must not change
+what a view does.
 """
 
 from __future__ import annotations
@@ -45,7 +47,12 @@ def _errors(*statuses: int) -> dict[int, str]:
 
 
 def conventions(
-    endpoint: str, method: str, info: dict[str, Any], *, public: bool
+    endpoint: str,
+    method: str,
+    info: dict[str, Any],
+    *,
+    public: bool,
+    permissions: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The documentation the conventions add to one operation."""
     method = method.lower()
@@ -76,19 +83,44 @@ def conventions(
         doc["parameters"] = parameters
     if not info.get("docstring", {}).get("summary"):
         doc["summary"] = endpoint.replace("_", " ").capitalize()
+    if not info.get("docstring", {}).get("description"):
+        doc["description"] = _description(method, public=public, permissions=permissions)
     return doc
+
+
+def _description(method: str, *, public: bool, permissions: tuple[str, ...]) -> str:
+    """What the conventions say of an operation the view's docstring does not describe: who
+    may call it, and the headers it honours."""
+    if public:
+        return "Needs no credentials."
+    needs = ", ".join(f"`{permission}`" for permission in permissions) or "a credential"
+    text = (
+        f"Needs {needs} (a bearer API key or a console session); a caller who may not read "
+        "the resource gets 404, as if it did not exist."
+    )
+    if method == "post":
+        text += " An `Idempotency-Key` makes a repeat answer as the first request did."
+    if method in ("patch", "delete"):
+        text += " `If-Match` makes it conditional on the resource's ETag."
+    return text
 
 
 def document(module: ModuleType) -> None:
     """Add the conventions to the documentation of a route module's blueprint (idempotent)."""
     for endpoint, methods in module.blueprint._docs.items():
         view = getattr(module, endpoint, None)
-        public = view is not None and access.declared(view) == access.PUBLIC
+        declared = None if view is None else access.declared(view)
+        public = declared == access.PUBLIC
+        if declared is None:  # a view ``collections.declare`` made: the blueprint's permissions
+            required = getattr(module.blueprint, "requires", ())
+            declared = (required,) if isinstance(required, str) else tuple(required)
+        permissions = () if public else tuple(declared)
         for method, info in methods.items():
             if method == "parameters":
                 continue
             manual = info.setdefault("manual_doc", {})
-            for key, value in conventions(endpoint, method, info, public=public).items():
+            documented = conventions(endpoint, method, info, public=public, permissions=permissions)
+            for key, value in documented.items():
                 present = manual.setdefault(key, value)
                 if key == "responses" and present is not value:
                     # the view's own documentation (keyed by "200" or 200) wins

@@ -304,3 +304,24 @@ def test_creation_bodies_carry_examples(document: dict[str, Any]) -> None:
         ("AgentCreate", "name"),
     ):
         assert "example" in schemas[name]["properties"][field], (name, field)
+
+
+def test_the_document_names_its_servers(document: dict[str, Any]) -> None:
+    urls = [server["url"] for server in document["servers"]]
+    assert urls[0] == "/" and "http://127.0.0.1:8000" in urls
+    assert all(server.get("description") for server in document["servers"])
+
+
+def test_every_operation_is_described(document: dict[str, Any]) -> None:
+    """Spectral's ``operation-description``: every operation has a description (the view's
+    docstring after its summary, else what the conventions say: its permissions)."""
+    described = {
+        f"{method} {path}": operation.get("description", "")
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in ("get", "post", "put", "patch", "delete")
+    }
+    assert [name for name, text in described.items() if not text.strip()] == []
+    assert "`namespace:read`" in described["get /v1/namespaces"]
+    assert "Idempotency-Key" in described["post /v1/namespaces"]
+    assert described["get /healthz"] == "Needs no credentials."
