@@ -6,6 +6,7 @@
     │       ├── AuthSecretInvalid    OCC_AUTH_SECRET missing or too short for sign-in
     │       └── AuthBaseUrlInvalid   OCC_AUTH_BASE_URL not an origin sign-in can use
     ├── Unauthenticated         no valid credentials
+    ├── RateLimited             too many requests (or failed sign-ins) from one client
     ├── NotFound                the resource does not exist (or may not be seen)
     ├── Forbidden               authorization denied; carries the decision
     │   └── CsrfTokenInvalid    a cookie-authenticated change without the session's CSRF token
@@ -106,6 +107,20 @@ class Unauthenticated(OccError):
     """A valid API key or session is required."""
 
     code = "UNAUTHENTICATED"
+
+
+class RateLimited(OccError):
+    """Too many requests; retry after ``retry_after_s`` seconds."""
+
+    code = "RATE_LIMITED"
+
+    def __init__(
+        self, detail: str | None = None, *, limit: int, remaining: int, retry_after_s: int
+    ) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        self.remaining = remaining
+        self.retry_after_s = retry_after_s
 
 
 class NotFound(OccError):

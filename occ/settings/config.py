@@ -36,6 +36,8 @@ from occ.settings.sources import Variable
 PRODUCTION_KEY_MIN_BYTES = 32
 """Shortest API-key pepper and secret key a production process accepts."""
 
+_RATE = re.compile(r"[1-9][0-9]{0,8}/(second|minute|hour)")
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Values of ``log_level``."""
 
@@ -404,6 +406,18 @@ class Settings(BaseSettings):
     """Shortest time an authenticated request answered 404 takes: a resource the caller may not
     see and one that does not exist answer alike, in time too (0: no floor)."""
 
+    rate_limit_failed_auth: Annotated[str | None, Variable("OCC_RATE_LIMIT_FAILED_AUTH")] = (
+        "20/minute"
+    )
+    """Failed authentications one client address may make (``N/second``, ``N/minute`` or
+    ``N/hour``) before the API answers it 429 ``RATE_LIMITED`` until the window ends, kept in
+    Redis so every API process shares the count (``off``: no limit)."""
+
+    rate_limit_storage_url: Annotated[
+        str | None, Variable("OCC_RATE_LIMIT_STORAGE_URL", file=True)
+    ] = None
+    """Redis the rate limits are counted in (unset: the broker's)."""
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
@@ -513,6 +527,13 @@ class Settings(BaseSettings):
                 raise errors.InvalidSettings.at(
                     ("kubernetes_authentication_egress",), "must be CIDRs (like 10.0.0.0/8)"
                 ) from None
+        if self.rate_limit_failed_auth not in (None, "off") and not _RATE.fullmatch(
+            self.rate_limit_failed_auth or ""
+        ):
+            raise errors.InvalidSettings.at(
+                ("rate_limit_failed_auth",),
+                "must be N/second, N/minute or N/hour (N >= 1), or off",
+            )
         if self.api_not_found_floor_ms < 0:
             raise errors.InvalidSettings.at(("api_not_found_floor_ms",), "must not be negative")
         if self.local_effect_delay_ms < 0:

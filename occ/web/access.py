@@ -17,7 +17,7 @@ import flask
 
 from occ.controller import authentication
 from occ.foundation import errors
-from occ.web import cookies
+from occ.web import cookies, rate_limits
 
 View = TypeVar("View", bound=Callable[..., Any])
 
@@ -61,6 +61,15 @@ def authenticate_request() -> None:
     view = flask.current_app.view_functions.get(flask.request.endpoint or "")
     if view is None or declared(view) == PUBLIC:
         return
+    rate_limits.refuse_exhausted_address()
+    try:
+        _authenticate()
+    except errors.Unauthenticated:
+        rate_limits.count_failed_authentication()
+        raise
+
+
+def _authenticate() -> None:
     context = flask.current_app.extensions["occ"]
     settings = context.runtime.settings
     header = flask.request.headers.get("Authorization", "")

@@ -37,6 +37,7 @@ from occ.web import (
     preconditions,
     problems,
     query_parameters,
+    rate_limits,
 )
 from occ.web.console import pages as console_pages
 from occ.web.routes import BROWSER_MODULES, ROUTE_MODULES
@@ -114,6 +115,7 @@ def create_app(
     _make_public(app, "api-docs.openapi_json")
     _make_public(app, "console.static")
     problems.register(app)
+    rate_limits.install(app, built.settings)
     app.extensions[json_input.BODY_ERROR_CHECK] = namespace_visibility.refuse_unseen
     app.before_request(_begin)
     app.before_request(access.authenticate_request)

@@ -38,6 +38,7 @@ class IdempotencyKeyReused(errors.Conflict):
 _STATUS: Final[dict[type[errors.OccError], int]] = {
     errors.InvalidInput: 400,
     errors.Unauthenticated: 401,
+    errors.RateLimited: 429,
     errors.Forbidden: 403,
     errors.NotFound: 404,
     errors.Conflict: 409,
@@ -177,7 +178,13 @@ def _occ_error(error: errors.OccError) -> flask.Response:
         field_errors = [{"pointer": pointer(error, e), "message": e.message} for e in error.errors]
     if status == 500:
         return _unexpected(error)
-    return problem(status, error.code, error.detail, field_errors)
+    response = problem(status, error.code, error.detail, field_errors)
+    if isinstance(error, errors.RateLimited):
+        response.headers["Retry-After"] = str(error.retry_after_s)
+        response.headers["RateLimit-Limit"] = str(error.limit)
+        response.headers["RateLimit-Remaining"] = str(error.remaining)
+        response.headers["RateLimit-Reset"] = str(error.retry_after_s)
+    return response
 
 
 def _http_error(error: http.HTTPException) -> flask.Response:

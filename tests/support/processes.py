@@ -56,6 +56,9 @@ def worker_environment(
         "OCC_RECOVERY_INTERVAL_MS": "500",
         "OCC_API_KEY_PEPPER": pepper,
         "OCC_SECRET_KEY": secret_key,
+        # every test's processes answer from 127.0.0.1: a limit shared by all of them would
+        # refuse one test's requests for another's failures
+        "OCC_RATE_LIMIT_FAILED_AUTH": "off",
         **(settings or {}),
     }
 

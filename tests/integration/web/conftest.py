@@ -34,6 +34,8 @@ def settings(database_urls: databases.DatabaseUrls) -> Settings:
         secret_key="test-secret-key",
         # no floor under 404s here (tests/integration/web/test_hardening.py checks it)
         api_not_found_floor_ms=0,
+        # every test client comes from 127.0.0.1: tests of the limit set their own
+        rate_limit_failed_auth="off",
     )
 
 

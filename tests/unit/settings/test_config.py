@@ -367,6 +367,7 @@ def test_only_the_secrets_may_come_from_files() -> None:
         "api_key_pepper",
         "secret_key",
         "fingerprint_key",
+        "rate_limit_storage_url",
         "auth_secret",
         "auth_oidc_client_secret",
         "auth_github_client_secret",

@@ -22,6 +22,7 @@ SAMPLES = {
     "api_key_pepper": "pepper-" + "p" * 40,
     "secret_key": "secret-" + "s" * 40,
     "fingerprint_key": "fingerprints-" + "f" * 40,
+    "rate_limit_failed_auth": "5/minute",
     "kubernetes_installation": "cluster",
     "kubernetes_managed_namespaces": "team-a,team-b",
     "kubernetes_authentication_egress": "10.0.0.0/8,192.0.2.1/32",

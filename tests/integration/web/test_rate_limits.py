@@ -1,0 +1,106 @@
+"""Failed authentication is limited per client address, in Redis, shared by API processes:
+429 problem+json with ``Retry-After`` and ``RateLimit-*`` headers, the key never looked at."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import flask
+import pytest
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from occ.foundation import errors
+from occ.settings.config import Settings
+from occ.web.app import create_app
+from tests.integration.web import support
+from tests.integration.web.conftest import PEPPER, Caller
+from tests.support import databases
+
+LIMIT = 3
+
+
+@pytest.fixture
+def limited(database_urls: databases.DatabaseUrls) -> Iterator[list[flask.Flask]]:
+    """Two API apps (as two processes would be) sharing the failed-authentication limit."""
+    settings = Settings(
+        database_url=database_urls.app,
+        broker_url=os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        api_key_pepper=PEPPER,
+        secret_key="test-secret-key",
+        api_not_found_floor_ms=0,
+        rate_limit_failed_auth=f"{LIMIT}/minute",
+    )
+    apps = [create_app(settings), create_app(settings)]
+    for app in apps:
+        app.testing = True
+    yield apps
+
+
+@pytest.fixture
+def address() -> str:
+    """A client address of this test alone (the limit is per address, in a shared Redis)."""
+    return f"203.0.113.{uuid.uuid4().int % 250 + 1}-{uuid.uuid4().hex[:8]}"
+
+
+def _get(client: FlaskClient, address: str, key: str) -> TestResponse:
+    return client.get(
+        "/v1/namespaces",
+        headers={"Authorization": f"Bearer {key}"},
+        environ_base={"REMOTE_ADDR": address},
+    )
+
+
+def test_failed_authentications_are_limited_across_processes(
+    limited: list[flask.Flask], address: str, admin: Caller
+) -> None:
+    first, second = (app.test_client() for app in limited)
+    guesses = [f"occ_{uuid.uuid4()}_{'0' * 64}" for _ in range(LIMIT)]
+    for n, guess in enumerate(guesses):  # spread over both processes
+        support.problem(_get((first, second)[n % 2], address, guess), 401, "UNAUTHENTICATED")
+    refused = _get(second, address, admin.key)  # even the right key: the address is spent
+    body = support.problem(refused, 429, "RATE_LIMITED")
+    assert admin.key not in str(body)
+    retry_after = int(refused.headers["Retry-After"])
+    assert 1 <= retry_after <= 61
+    assert refused.headers["RateLimit-Limit"] == str(LIMIT)
+    assert refused.headers["RateLimit-Remaining"] == "0"
+    assert refused.headers["RateLimit-Reset"] == str(retry_after)
+    # another address is not limited by this one's failures
+    assert _get(first, address + "-other", admin.key).status_code == 200
+
+
+def test_successful_requests_do_not_count(
+    limited: list[flask.Flask], address: str, admin: Caller
+) -> None:
+    client = limited[0].test_client()
+    for _ in range(LIMIT * 3):
+        assert _get(client, address, admin.key).status_code == 200
+
+
+def test_an_unreachable_redis_refuses_nothing(
+    database_urls: databases.DatabaseUrls, address: str, admin: Caller
+) -> None:
+    app = create_app(
+        Settings(
+            database_url=database_urls.app,
+            api_key_pepper=PEPPER,
+            secret_key="test-secret-key",
+            rate_limit_failed_auth="1/minute",
+            rate_limit_storage_url="redis://127.0.0.1:1/0",
+        )
+    )
+    client = app.test_client()
+    for _ in range(3):
+        support.problem(_get(client, address, "occ_wrong"), 401, "UNAUTHENTICATED")
+    assert _get(client, address, admin.key).status_code == 200
+
+
+def test_a_malformed_limit_is_refused_naming_the_setting() -> None:
+    for value in ("20", "0/minute", "5/fortnight", ""):
+        with pytest.raises(errors.InvalidSettings) as refused:
+            Settings(rate_limit_failed_auth=value)
+        assert refused.value.errors[0].pointer == "/rate_limit_failed_auth"
+    assert Settings(rate_limit_failed_auth="off").rate_limit_failed_auth == "off"
