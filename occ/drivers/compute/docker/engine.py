@@ -252,10 +252,14 @@ def _translated() -> Iterator[None]:
             raise Conflict(_explanation(exc)) from None
         if status == 403:
             raise Forbidden(_explanation(exc)) from None
+        error: base.DriverError
         if status >= 500 or status in (408, 429) or status == 0:
-            raise base.TransientDriverError(UNAVAILABLE, f"engine status {status}") from None
-        reason = f"engine status {status}: {_explanation(exc)}"
-        raise base.PermanentDriverError(REJECTED, reason) from None
+            error = base.TransientDriverError(UNAVAILABLE, f"engine status {status}")
+        else:
+            reason = f"engine status {status}: {_explanation(exc)}"
+            error = base.PermanentDriverError(REJECTED, reason)
+        error.status = status or None  # the engine's HTTP status, for the pass's cause
+        raise error from None
     except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
         raise base.TransientDriverError(UNAVAILABLE, type(exc).__name__) from None
 
