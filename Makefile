@@ -22,13 +22,16 @@ PYTEST_ARGS ?=
 # every test module's asserts on every run.
 unexport PYTHONDONTWRITEBYTECODE
 
+
 .PHONY: help venv install services services-stop lint format typecheck imports generate pytest \
+	openapi-lint \
 	test dev bench fleet intent coverage chaos clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
 	@echo "make test       ruff, mypy, import contracts and the whole pytest suite"
 	@echo "make lint       ruff check and ruff format --check (occ tests bench scripts alembic)"
+	@echo "make openapi-lint  Spectral and Redocly on the OpenAPI document (npx)"
 	@echo "make format     ruff format the tree"
 	@echo "make typecheck  mypy (strict: occ, tests, bench, scripts)"
 	@echo "make imports    lint-imports (contracts in pyproject.toml)"
@@ -141,3 +144,11 @@ clean: services-stop
 
 distclean: clean
 	rm -rf $(VENV) *.egg-info
+
+# The OpenAPI document through Spectral (spectral:oas, warnings fail) and Redocly (recommended),
+# both from the npm registry through npx.
+openapi-lint: $(STAMP)
+	@document=$$(mktemp --suffix=.json) && trap 'rm -f "$$document"' EXIT && \
+	$(PY) scripts/openapi_document.py > "$$document" 2>/dev/null && \
+	npx --yes @stoplight/spectral-cli@6 lint --fail-severity=warn --ruleset .spectral.yaml "$$document" && \
+	npx --yes @redocly/cli@2 lint "$$document"

@@ -91,7 +91,14 @@ def create_app(
     api = _Api(
         app,
         spec_kwargs={
-            "info": {"description": "OpenClaw Control Plane: admits intent; workers reconcile it."},
+            "info": {
+                "description": "OpenClaw Control Plane: admits intent; workers reconcile it.",
+                "contact": {"name": "occ maintainers"},
+                "license": {
+                    "name": "Apache-2.0",
+                    "url": "https://www.apache.org/licenses/LICENSE-2.0",
+                },
+            },
             "servers": [
                 {"url": "/", "description": "the API that serves this document"},
                 {"url": "http://127.0.0.1:8000", "description": "occ dev's default address"},
@@ -109,6 +116,8 @@ def create_app(
     for browser_module in BROWSER_MODULES:
         app.register_blueprint(browser_module.blueprint)
     app.register_blueprint(console_pages.blueprint)
+    # flask-smorest's own pagination schema: occ pages with meta.nextCursor, never uses it
+    api.spec.components.schemas.pop("PaginationMetadata", None)
     problem = api.spec.components.schemas["Problem"]["properties"]
     problem["code"]["enum"] = problems.known_codes()
     problem["status"]["enum"] = problems.known_statuses()
