@@ -23,6 +23,8 @@ from typing import IO, Final, overload
 
 from occ.dev import errors
 
+DIRECTORY_MODE: Final = 0o700
+"""Mode of the home's directories."""
 SECRET_NAMES: Final = ("OCC_API_KEY_PEPPER", "OCC_SECRET_KEY")
 
 
@@ -72,8 +74,11 @@ class Home:
         return self.run / f"{name}.ready"
 
     def create(self) -> None:
+        """The home's directories, 0700 (an older one is narrowed to it): its logs, keys and
+        runtime files are its owner's alone."""
         for directory in (self.root, self.logs, self.run):
-            directory.mkdir(parents=True, exist_ok=True)
+            directory.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+            os.chmod(directory, DIRECTORY_MODE)
 
 
 def lock(home: Home) -> IO[str]:

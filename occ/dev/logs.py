@@ -2,7 +2,9 @@
 
 Every file under ``<home>/logs`` (``dev.log`` and one per child) is opened for appending and
 rotated once it reaches ``MAX_BYTES``: ``name.log`` becomes ``name.log.1``, which becomes
-``name.log.2``; at most ``FILES`` files per name are kept. ``dev.log`` holds occ dev's own
+``name.log.2``; at most ``FILES`` files per name are kept. Every file is created 0600 (an
+older one is narrowed to it): a child's output may name what only its owner should read.
+``dev.log`` holds occ dev's own
 records in occ's log format (one JSON object per line, ``observability.JsonFormatter``), its
 events and its supervisor's messages alike. Nothing here decides what is logged.
 """
@@ -25,6 +27,18 @@ SERVICE: Final = "occ-dev"
 """The service ``dev.log``'s lines name."""
 
 _CHUNK: Final = 64 * 1024
+FILE_MODE: Final = 0o600
+
+
+def _private(path: Path) -> int:
+    """A descriptor appending to ``path``, created (or narrowed to) ``FILE_MODE``."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(descriptor, FILE_MODE)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def rotated(path: Path, number: int) -> Path:
@@ -58,7 +72,7 @@ class RotatingLog:
             if handle.tell() and handle.tell() + len(data) > self.max_bytes:
                 handle.close()
                 rotate(self.path, self.files)
-                handle = self._handle = self.path.open("ab")
+                handle = self._handle = os.fdopen(_private(self.path), "ab")
             handle.write(data)
             handle.flush()
 
@@ -77,7 +91,7 @@ class RotatingLog:
     def _open(self) -> IO[bytes]:
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = self.path.open("ab")
+            self._handle = os.fdopen(_private(self.path), "ab")
         return self._handle
 
     def _copy(self, stream: IO[bytes]) -> None:
@@ -91,10 +105,17 @@ class RotatingLog:
             stream.close()
 
 
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """The standard rotating handler, its files created ``FILE_MODE``."""
+
+    def _open(self) -> IO[str]:  # type: ignore[override]  # typeshed's TextIOWrapper
+        return os.fdopen(_private(Path(self.baseFilename)), "a", encoding=self.encoding)
+
+
 def file_handler(path: Path) -> logging.Handler:
     """A handler appending to ``path`` (``dev.log``) with the same rotation as the children."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.handlers.RotatingFileHandler(
+    handler = _PrivateRotatingFileHandler(
         path, mode="a", maxBytes=MAX_BYTES, backupCount=FILES - 1, encoding="utf-8"
     )
     handler.setFormatter(observability.JsonFormatter(SERVICE))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 from pathlib import Path
 
-from occ.dev import logs
+from occ.dev import home, logs
 from occ.telemetry import observability
 
 
@@ -84,3 +85,28 @@ def test_dev_log_appends_json_lines_for_events_and_messages_alike(tmp_path: Path
         assert event["event"] == "dev.child-restarted"
         assert event["child"] == "api" and event["exitStatus"] == -9
         assert "password" not in event
+
+
+def test_every_log_file_is_its_owners_alone(tmp_path: Path) -> None:
+    older = tmp_path / "older.log"
+    older.write_bytes(b"x\n")
+    older.chmod(0o644)
+    log = logs.RotatingLog(older, max_bytes=10)
+    log.write(b"first line\n")  # narrows the older file
+    assert stat.S_IMODE(older.stat().st_mode) == 0o600
+    log.write(b"second line\n")  # rotates: the new file is created 0600
+    log.close()
+    for path in (older, logs.rotated(older, 1)):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    handler = logs.file_handler(tmp_path / "dev.log")
+    handler.emit(logging.LogRecord("occ", logging.INFO, __file__, 1, "started", None, None))
+    handler.close()
+    assert stat.S_IMODE((tmp_path / "dev.log").stat().st_mode) == 0o600
+
+
+def test_the_homes_directories_are_its_owners_alone(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir(mode=0o755)
+    made = home.Home(tmp_path / "home")
+    made.create()
+    for directory in (made.root, made.logs, made.run):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
