@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
 from occ.foundation import errors
-from occ.state import agents, runtime_observations, values, work_keys, work_queue
+from occ.state import agents, repairs, runtime_observations, values, work_keys, work_queue
 from occ.state.db import Database
 
 
@@ -118,14 +118,11 @@ def repair_agent(
             agent_id=agent.id,
             revision_id=revision_id,
         )
-        kind = work_keys.WorkKind.REVISION_MAINTENANCE
-        key = None
-        if not work_queue.has_live(session, agent.id, revision_id, kind):
-            second = int(work_queue.database_now(session).timestamp())
-            key = work_queue.unused_key(
-                session, lambda n: work_keys.revision_maintenance(revision_id, n), second
-            )
-            work_queue.enqueue(session, key, owner)
+        key = (
+            None
+            if repairs.live(session, agent.id, revision_id)
+            else repairs.enqueue(session, owner)
+        )
         change.audit(
             "agent",
             agent.id,

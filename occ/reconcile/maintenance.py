@@ -1,12 +1,12 @@
 """Repairs of active revisions: what the fleet observer admits when a runtime differs.
 
-A repair is a ``REVISION_MAINTENANCE`` item (``revision.MAINTENANCE`` runs it: observe, repair
-what is gone, publish the endpoint, record what it saw), owned by whoever deployed the revision,
-so it is re-authorized like the deploy. A revision has at most one live repair; while its
-runtime stays degraded, repairs are spaced: the first at once, then after one observation
-interval, two, four, up to sixteen intervals, until it is seen healthy again, and at most
-``MAX_REPAIRS`` in a row: a runtime whose repairs keep failing or being denied is left quiet
-until a person acts.
+A repair is a work item admitted through ``occ.state.repairs`` (``revision.MAINTENANCE`` runs
+it: observe, repair what is gone, publish the endpoint, record what it saw), owned by whoever
+deployed the revision, so it is re-authorized like the deploy. A revision has at most one live
+repair; while its runtime stays degraded, repairs are spaced: the first at once, then after
+one observation interval, two, four, up to sixteen intervals, until it is seen healthy again,
+and at most ``MAX_REPAIRS`` in a row: a runtime whose repairs keep failing or being denied is
+left quiet until a person acts.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from occ.state import (
     agents,
     deploys,
     observations,
+    repairs,
     runtime_observations,
     values,
-    work_keys,
-    work_queue,
 )
 from occ.state.db import Session
 
@@ -52,9 +51,7 @@ def admit_repair(
         return False
     if deploys.pending_successor(session, revision.agent_id, revision.revision_number):
         return False
-    if work_queue.has_live(
-        session, revision.agent_id, revision.id, work_keys.WorkKind.REVISION_MAINTENANCE
-    ):
+    if repairs.live(session, revision.agent_id, revision.id):
         return False
     reason = reason_code if codes.is_code_shaped(reason_code) else codes.Code.REVISION_DEGRADED
     number = runtime_observations.admit_repair(
@@ -70,12 +67,5 @@ def admit_repair(
         agent_id=revision.agent_id,
         revision_id=revision.id,
     )
-    # one id per repair: the revision and the second it was admitted in (the next free one
-    # when an earlier repair ended within that second)
-    key = work_queue.unused_key(
-        session,
-        lambda second: work_keys.revision_maintenance(revision.id, second),
-        int(now.timestamp()),
-    )
-    work_queue.enqueue(session, key, owner)
+    repairs.enqueue(session, owner, at=now)
     return number > 0

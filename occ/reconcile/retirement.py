@@ -10,7 +10,7 @@ itself:
   failure), the pointer goes back to the newest earlier revision whose deployment activated
   it (or is cleared): the active revision is always the newest one that succeeded, and the
   fleet observer finds that one and repairs it;
-* a retirement item is admitted (a ``REVISION_MAINTENANCE`` item of the failed revision: its
+* a retirement item is admitted (a repair item (``repairs``) of the failed revision: its
   pass sees the failed deployment and retires the runtime, audited, instead of repairing it).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from occ.state import agents, deploys, revisions, values, work_keys, work_queue
+from occ.state import agents, deploys, repairs, revisions, values
 from occ.state.db import Session
 
 
@@ -47,8 +47,4 @@ def deployment_failed(session: Session, item: values.WorkItem, details: Mapping[
         agent_id=revision.agent_id,
         revision_id=revision.id,
     )
-    second = int(work_queue.database_now(session).timestamp())
-    key = work_queue.unused_key(
-        session, lambda n: work_keys.revision_maintenance(revision.id, n), second
-    )
-    work_queue.enqueue(session, key, repair_owner)
+    repairs.enqueue(session, repair_owner)

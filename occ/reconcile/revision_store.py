@@ -25,12 +25,12 @@ from occ.state import (
     deploys,
     iam_policy,
     namespaces,
+    repairs,
     revisions,
     runtime_observations,
     secret_store,
     secrets,
     values,
-    work_keys,
     work_queue,
 )
 from occ.state.db import Session
@@ -357,8 +357,7 @@ class DatabaseRevisionStore:
         if active_id is None or active_id == retired.id:
             return
         active = revisions.get_revision(session, agent.id, active_id)
-        kind = work_keys.WorkKind.REVISION_MAINTENANCE
-        if active is None or work_queue.has_live(session, agent.id, active.id, kind):
+        if active is None or repairs.live(session, agent.id, active.id):
             return
         owner = values.WorkOwner(
             namespace_id=active.namespace_id,
@@ -366,11 +365,7 @@ class DatabaseRevisionStore:
             agent_id=active.agent_id,
             revision_id=active.id,
         )
-        second = int(work_queue.database_now(session).timestamp())
-        key = work_queue.unused_key(
-            session, lambda n: work_keys.revision_maintenance(active.id, n), second
-        )
-        work_queue.enqueue(session, key, owner)
+        repairs.enqueue(session, owner)
 
     def _fence(self, session: Session) -> None:
         # the first statement renews the claim: a stale worker's transaction rolls back whole
