@@ -11,6 +11,7 @@ framing).
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any, Final
 
 import flask
@@ -69,12 +70,12 @@ def _sign_in_first(error: errors.Unauthenticated) -> flask.Response:
 
 @blueprint.errorhandler(errors.Forbidden)
 def _forbidden(error: errors.Forbidden) -> tuple[str, int]:
-    return _render("error.html", title="Not allowed", message=error.detail), 403
+    return _render("error.html", {"title": "Not allowed", "message": error.detail}), 403
 
 
 @blueprint.errorhandler(errors.NotFound)
 def _not_found(error: errors.NotFound) -> tuple[str, int]:
-    return _render("error.html", title="Not found", message=error.detail), 404
+    return _render("error.html", {"title": "Not found", "message": error.detail}), 404
 
 
 @blueprint.route("/sign-in", methods=["GET"])
@@ -93,7 +94,7 @@ def sign_in() -> str:
         }
         for client in calls.context().sign_in.values()
     ]
-    return _render("sign_in.html", title="Sign in", providers=listed)
+    return _render("sign_in.html", {"title": "Sign in", "providers": listed})
 
 
 @blueprint.route("", methods=["GET"])
@@ -112,7 +113,7 @@ def namespace_list() -> str:
     may = {"create": _may("namespace:create", "installation", installation_id, None)}
     for namespace in listed:
         may[namespace.id] = _may("namespace:delete", "namespace", namespace.id, namespace.id)
-    return _render("namespaces.html", title="Namespaces", namespaces=listed, may=may)
+    return _render("namespaces.html", {"title": "Namespaces", "namespaces": listed, "may": may})
 
 
 @blueprint.route("/namespaces/<namespace_id>", methods=["GET"])
@@ -133,19 +134,21 @@ def namespace_page(namespace_id: str) -> str:
     )
     return _render(
         "namespace.html",
-        title=namespace.name,
-        namespace=namespace,
-        agents=agent_list,
-        configurations=configuration_list,
-        secrets=secret_list,
-        may={
-            action: _may(f"{action}:create", "namespace", namespace_id, namespace_id)
-            for action in ("agent", "configuration", "secret")
+        {
+            "title": namespace.name,
+            "namespace": namespace,
+            "agents": agent_list,
+            "configurations": configuration_list,
+            "secrets": secret_list,
+            "may": {
+                action: _may(f"{action}:create", "namespace", namespace_id, namespace_id)
+                for action in ("agent", "configuration", "secret")
+            },
+            "harnesses": [
+                {"id": str(harness), "mode": str(harnesses.MODES[harness])}
+                for harness in harnesses.Harness
+            ],
         },
-        harnesses=[
-            {"id": str(harness), "mode": str(harnesses.MODES[harness])}
-            for harness in harnesses.Harness
-        ],
     )
 
 
@@ -166,15 +169,17 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
     deployment = flask.request.args.get("deployment", "")
     return _render(
         "agent.html",
-        title=agent.name,
-        namespace=namespace,
-        agent=agent,
-        revisions=revisions,
-        may={
-            action: _may(f"agent:{action}", "agent", agent_id, namespace_id)
-            for action in ("deploy", "operate", "delete")
+        {
+            "title": agent.name,
+            "namespace": namespace,
+            "agent": agent,
+            "revisions": revisions,
+            "may": {
+                action: _may(f"agent:{action}", "agent", agent_id, namespace_id)
+                for action in ("deploy", "operate", "delete")
+            },
+            "deployment": deployment if deployment.isascii() and len(deployment) < 100 else "",
         },
-        deployment=deployment if deployment.isascii() and len(deployment) < 100 else "",
     )
 
 
@@ -196,10 +201,12 @@ def audit_page() -> str:
     )
     return _render(
         "audit.html",
-        title="Audit events",
-        events=page.items,
-        kinds=sorted(audit.KINDS),
-        chosen={"namespace": namespace_id or "", "kind": kind or ""},
+        {
+            "title": "Audit events",
+            "events": page.items,
+            "kinds": sorted(audit.KINDS),
+            "chosen": {"namespace": namespace_id or "", "kind": kind or ""},
+        },
     )
 
 
@@ -221,10 +228,12 @@ def work_page() -> str:
     )
     return _render(
         "work.html",
-        title="Work items",
-        items=page.items,
-        states=[str(s) for s in values.WorkState],
-        chosen={"namespace": namespace_id or "", "state": state or ""},
+        {
+            "title": "Work items",
+            "items": page.items,
+            "states": [str(s) for s in values.WorkState],
+            "chosen": {"namespace": namespace_id or "", "state": state or ""},
+        },
     )
 
 
@@ -237,11 +246,13 @@ def people_page() -> str:
     binding_list = calls.call(access_bindings.list_bindings, _LIST_LIMIT)
     return _render(
         "people.html",
-        title="People and access",
-        principals=principal_list,
-        roles=role_list,
-        bindings=binding_list,
-        names={p.id: p.name for p in principal_list} | {r.id: r.name for r in role_list},
+        {
+            "title": "People and access",
+            "principals": principal_list,
+            "roles": role_list,
+            "bindings": binding_list,
+            "names": {p.id: p.name for p in principal_list} | {r.id: r.name for r in role_list},
+        },
     )
 
 
@@ -267,7 +278,9 @@ def _or_empty(read: Any) -> list[Any]:
         return []
 
 
-def _render(template: str, **context: Any) -> str:
+def _render(template: str, context: Mapping[str, object]) -> str:
+    """The console page ``template`` with ``context`` and what every page shows (the CSRF
+    token, who is signed in)."""
     settings = calls.context().runtime.settings
     session_id = access.session_id()
     csrf = (
