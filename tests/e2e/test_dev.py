@@ -161,7 +161,15 @@ def test_occ_dev_serves_a_namespace_and_stops_cleanly(run_dev: Any, home: Path) 
     dev = run_dev(home)
     ready = dev.wait_ready(READY_DEADLINE_S)
     startup_s = time.monotonic() - started
-    assert set(ready) == {"event", "apiUrl", "adminKeyFile", "consoleUrl", "signInLinkFile"}
+    assert set(ready) == {
+        "event",
+        "apiUrl",
+        "adminKeyFile",
+        "consoleUrl",
+        "signInLinkFile",
+        "brokerUrl",  # the Redis occ dev runs (it has no password): for Flower
+    }
+    assert ready["brokerUrl"].startswith("redis://127.0.0.1:")
     assert ready["event"] == "dev.ready"
     assert ready["apiUrl"].startswith("http://127.0.0.1:")
     key_file = Path(ready["adminKeyFile"])

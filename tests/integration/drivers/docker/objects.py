@@ -28,7 +28,11 @@ def sweep(client: Any, namespace_id: str) -> None:
     """Remove every container, volume and network labelled with ``namespace_id``."""
     label = f"{naming.NAMESPACE_ID}={namespace_id}"
     for container in client.containers.list(all=True, filters={"label": label}):
-        container.remove(force=True)
+        try:
+            container.remove(force=True)
+        except docker.errors.APIError as exc:  # gone meanwhile, or the driver removing it
+            if exc.status_code not in (404, 409):
+                raise
     for volume in client.volumes.list(filters={"label": label}):
         volume.remove(force=True)
     for network in client.networks.list(filters={"label": label}):

@@ -140,7 +140,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
         assert world.SECRET_VALUE not in process.text()
 
 
-def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_without_attempts(
+def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_and_is_retired(
     db: Database, docker_env: dict[str, str], fleet: processes.Fleet, client: Any, swept: list[str]
 ) -> None:
     docker_env["OCC_WORKER_CONVERGENCE_TIMEOUT_MS"] = "10000"
@@ -164,5 +164,9 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_without_atte
         assert row is not None
         assert row.attempt_count <= 1  # unready passes are deferrals: no attempt spent
     assert world.reconcile_passes(db, work_id) >= 2
-    [container] = world.gateways(client, revision_id=revision_id)
-    assert container.status == "running"  # it ran all along, answering 503
+    # it ran all along, answering 503; failed for good, its runtime is retired
+    wait_for(
+        lambda: not world.gateways(client, revision_id=revision_id),
+        timeout=60,
+        message="the failed revision's gateway to be retired",
+    )
