@@ -78,7 +78,8 @@ class Tick:
     lag_s: float = 0.0
     caught_up: bool = True
     held: bool = False
-    """Another observer held the cursor: this tick did nothing."""
+    """Another observer held the cursor past ``observations.CURSOR_WAIT_MS``: this tick did
+    nothing."""
     refused: int = 0
     """Agents the driver could not observe now (they wait for the next interval)."""
 

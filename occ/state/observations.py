@@ -3,12 +3,12 @@
 Every running Agent is observed once per interval, at its phase: ``agents.observe_phase`` (a
 stable hash of its id, ``0 .. PHASES - 1``) says after which share of the interval it is due.
 ``phase_ranges`` turns a window of time into the phases it covers (pure). ``claim_window`` locks
-a driver's cursor (another observer holding it is skipped, not waited for) and moves it over a
-window sized to hold about ``limit`` Agents; ``due`` then reads the Agents of that window
-without any lock, so several observers read and observe their windows side by side, no Agent
-twice, and an idle fleet writes one row per tick. A cursor more than an interval behind (an
-overloaded or stopped observer) jumps to one interval behind: the work stays bounded, the lag
-shows (``lag_s``). Never commits.
+a driver's cursor (waiting up to ``CURSOR_WAIT_MS`` for another observer's short hold of it)
+and moves it over a window sized to hold about ``limit`` Agents; ``due`` then reads the
+Agents of that window without any lock, so several observers read and observe their windows
+side by side, no Agent twice, and an idle fleet writes one row per tick. A cursor more than an
+interval behind (an overloaded or stopped observer) jumps to one interval behind: the work
+stays bounded, the lag shows (``lag_s``). Never commits.
 """
 
 from __future__ import annotations
@@ -17,11 +17,17 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ.state import deploys, queries, revisions, runtime_observations
 
 SQL: Final = queries.load("observations.sql")
+CURSOR_WAIT_MS: Final = 200
+"""How long a tick waits for the cursor while another observer moves it (a hold lasts one short
+transaction: a few milliseconds). Only a hold longer than this, a stuck transaction, skips the
+tick; skipping at once would leave the second observer of a busy fleet idle most of the time."""
+_LOCK_NOT_AVAILABLE: Final = "55P03"
 PHASES: Final = 1_000_000
 """The phases an interval is divided into (``agents.observe_phase`` lies in ``[0, PHASES)``)."""
 
@@ -94,16 +100,21 @@ def claim_window(
 ) -> Window | None:
     """Lock the driver's cursor and move it over the window this tick observes: from where it
     stood (at most an interval ago) to now, or less, so that about ``limit`` of the running
-    Agents fall due in it; ``None`` when another observer holds the cursor."""
+    Agents fall due in it; ``None`` when another observer held the cursor for longer than
+    ``CURSOR_WAIT_MS``."""
     params: dict[str, Any] = {"compute_driver": compute_driver, "interval_ms": interval_ms}
-    cursor = session.execute(SQL["lock_cursor"], params).mappings().first()
-    if cursor is None:
-        if session.execute(SQL["has_cursor"], params).scalar_one():
-            return None  # another observer holds it
-        session.execute(SQL["open_cursor"], params)  # the first tick ever
-        cursor = session.execute(SQL["lock_cursor"], params).mappings().first()
-        if cursor is None:
+    session.execute(SQL["cursor_wait"], {"lock_timeout": f"{CURSOR_WAIT_MS}ms"})
+    try:
+        # a savepoint: a lock that does not come in time costs this tick, not the transaction
+        with session.begin_nested():
+            cursor = session.execute(SQL["lock_cursor"], params).mappings().first()
+            if cursor is None:  # the first tick ever
+                session.execute(SQL["open_cursor"], params)
+                cursor = session.execute(SQL["lock_cursor"], params).mappings().one()
+    except sa_exc.OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
             return None
+        raise
     now: dt.datetime = cursor["now"]
     observed_until: dt.datetime = cursor["observed_until"]
     interval_us = interval_ms * 1000

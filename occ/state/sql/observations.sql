@@ -3,9 +3,9 @@
 -- Each running Agent is observed once per interval at its phase (agents.observe_phase, 0 to
 -- 999,999: the share of the interval after which it is due). A driver's cursor says up to
 -- which moment its fleet was observed; a tick moves it over a window of time (under its row
--- lock, briefly), then reads the Agents whose phases fell due in that window (without the
--- lock, so observers read their windows side by side). An idle fleet writes only that one
--- row, once per tick.
+-- lock, briefly: an observer that finds it held waits), then reads the Agents whose phases
+-- fell due in that window (without the lock, so observers read their windows side by side).
+-- An idle fleet writes only that one row, once per tick.
 
 -- name: open_cursor
 -- The driver's cursor, made the first time, an interval behind (so everything is due at once).
@@ -13,16 +13,18 @@ INSERT INTO occ.observer_cursors (compute_driver, observed_until)
 VALUES (:compute_driver, clock_timestamp() - :interval_ms * interval '1 millisecond')
 ON CONFLICT (compute_driver) DO NOTHING;
 
--- name: has_cursor
--- Whether the driver's cursor exists (a plain read: it never waits for an observer holding it).
-SELECT EXISTS (SELECT 1 FROM occ.observer_cursors c WHERE c.compute_driver = :compute_driver);
+-- name: cursor_wait
+-- How long this transaction waits for a lock before giving up (the rest of the tick's short
+-- transaction only touches the cursor row it then holds).
+SELECT set_config('lock_timeout', :lock_timeout, true);
 
 -- name: lock_cursor
--- The driver's cursor and the database clock, unless another observer holds the cursor now.
+-- The driver's cursor and the database clock. Another observer holds it only for its own
+-- window's short transaction, so this waits (up to the lock timeout) rather than skips.
 SELECT c.observed_until, clock_timestamp() AS now
   FROM occ.observer_cursors c
  WHERE c.compute_driver = :compute_driver
-   FOR UPDATE SKIP LOCKED;
+   FOR UPDATE;
 
 -- name: running
 -- How many running Agents the driver's fleet has (what one interval observes).

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor, maintenance, observer
 from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
-from occ.state import models, values
+from occ.state import models, observations, values
 from occ.state.db import Database
 from tests.integration.reconcile import support
 from tests.support import worlds
@@ -233,17 +234,54 @@ def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
     _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
 
 
-def test_an_observer_holding_the_cursor_is_skipped_not_waited_for(
+def test_an_observer_waits_for_a_short_hold_of_the_cursor_then_observes(
+    db: Database, worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a longer wait than the product's, so that a loaded machine cannot make the test miss it
+    monkeypatch.setattr(observations, "CURSOR_WAIT_MS", 10_000)
+    world = support.ready_world(db)
+    _activate(db, worker, world)
+    executor.observe(worker)  # makes the cursor
+    _rewind(db, seconds=INTERVAL_S)  # the Agent is due again
+    ticks: list[observer.Tick] = []
+    with db.transaction() as session:
+        session.execute(sa.text("SELECT 1 FROM occ.observer_cursors FOR UPDATE"))
+        waiting = threading.Thread(target=lambda: ticks.append(executor.observe(worker)))
+        waiting.start()
+        wait_for(lambda: _waiting_for_a_lock(db), timeout=8, interval=0.01)
+    waiting.join(timeout=30)
+
+    assert len(ticks) == 1
+    assert not ticks[0].held and ticks[0].observed == 1
+
+
+def test_an_observer_gives_up_on_a_hold_past_the_wait_and_does_nothing(
     db: Database, worker: Worker
 ) -> None:
     world = support.ready_world(db)
     _activate(db, worker, world)
-    executor.observe(worker)  # makes the cursor
+    executor.observe(worker)
     with db.transaction() as session:
         session.execute(sa.text("SELECT 1 FROM occ.observer_cursors FOR UPDATE"))
+        started = time.monotonic()
         held = executor.observe(worker)
+        waited_s = time.monotonic() - started
 
     assert held.held and held.observed == 0
+    assert waited_s >= observations.CURSOR_WAIT_MS / 1000 * 0.9
+
+
+def _waiting_for_a_lock(db: Database) -> bool:
+    """Some session of this database is blocked on a row lock."""
+    with db.snapshot() as session:
+        return bool(
+            session.execute(
+                sa.text(
+                    "SELECT EXISTS (SELECT 1 FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND wait_event_type = 'Lock')"
+                )
+            ).scalar_one()
+        )
 
 
 def test_a_cursor_far_behind_catches_up_on_one_interval_only(db: Database, worker: Worker) -> None:
