@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import pydantic
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -37,6 +37,12 @@ PRODUCTION_KEY_MIN_BYTES = 32
 """Shortest API-key pepper and secret key a production process accepts."""
 
 _RATE = re.compile(r"[1-9][0-9]{0,8}/(second|minute|hour)")
+RATE_LIMITS: Final = (
+    "rate_limit_failed_auth",
+    "rate_limit_per_principal",
+    "rate_limit_per_address",
+)
+"""The settings that are rates (``N/minute``) or ``off``."""
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Values of ``log_level``."""
@@ -413,6 +419,21 @@ class Settings(BaseSettings):
     ``N/hour``) before the API answers it 429 ``RATE_LIMITED`` until the window ends, kept in
     Redis so every API process shares the count (``off``: no limit)."""
 
+    rate_limit_per_principal: Annotated[str | None, Variable("OCC_RATE_LIMIT_PER_PRINCIPAL")] = (
+        "600/minute"
+    )
+    """Requests one authenticated principal may make (its API keys and sessions together,
+    ``N/second``, ``N/minute`` or ``N/hour``) before the API answers it 429 ``RATE_LIMITED``
+    until the window ends (``off``: no limit)."""
+
+    rate_limit_per_address: Annotated[str | None, Variable("OCC_RATE_LIMIT_PER_ADDRESS")] = (
+        "1200/minute"
+    )
+    """Requests one client address may make, with credentials or without, before the API
+    answers it 429 ``RATE_LIMITED`` until the window ends (``off``: no limit); ``/healthz``
+    and ``/metrics`` are not counted. Behind a proxy that does not pass the client's address,
+    every client shares the proxy's."""
+
     rate_limit_storage_url: Annotated[
         str | None, Variable("OCC_RATE_LIMIT_STORAGE_URL", file=True)
     ] = None
@@ -527,13 +548,12 @@ class Settings(BaseSettings):
                 raise errors.InvalidSettings.at(
                     ("kubernetes_authentication_egress",), "must be CIDRs (like 10.0.0.0/8)"
                 ) from None
-        if self.rate_limit_failed_auth not in (None, "off") and not _RATE.fullmatch(
-            self.rate_limit_failed_auth or ""
-        ):
-            raise errors.InvalidSettings.at(
-                ("rate_limit_failed_auth",),
-                "must be N/second, N/minute or N/hour (N >= 1), or off",
-            )
+        for name in RATE_LIMITS:
+            rate = getattr(self, name)
+            if rate not in (None, "off") and not _RATE.fullmatch(rate or ""):
+                raise errors.InvalidSettings.at(
+                    (name,), "must be N/second, N/minute or N/hour (N >= 1), or off"
+                )
         if self.api_not_found_floor_ms < 0:
             raise errors.InvalidSettings.at(("api_not_found_floor_ms",), "must not be negative")
         if self.local_effect_delay_ms < 0:

@@ -127,7 +127,9 @@ def create_app(
     rate_limits.install(app, built.settings)
     app.extensions[json_input.BODY_ERROR_CHECK] = namespace_visibility.refuse_unseen
     app.before_request(_begin)
+    app.before_request(rate_limits.limit_address)
     app.before_request(access.authenticate_request)
+    app.before_request(rate_limits.limit_principal)
     app.before_request(query_parameters.refuse_unknown)
     app.before_request(preconditions.check_if_match)
     app.before_request(idempotency.claim_or_replay)

@@ -1,14 +1,20 @@
 """Rate limits of the API, counted in Redis so every API process shares them.
 
-Failed authentication is limited per client address (``Settings.rate_limit_failed_auth``, by
-default 20 a minute): each request whose API key or session is refused counts one, and while
-an address has used up its window every request from it that needs credentials answers 429
-``RATE_LIMITED`` before its key is even looked at, with ``Retry-After`` and the
-``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` headers (seconds until
-the window ends). Guessing API keys then costs a client a window per 20 guesses instead of
-hundreds a second.
+Three limits, each a setting (``off`` turns one off):
 
-The count uses the ``limits`` package's fixed-window strategy on the Redis of
+* every request from one client address (``Settings.rate_limit_per_address``, 1200 a minute),
+  with credentials or without, except ``/healthz`` and ``/metrics``;
+* every request of one authenticated principal (``Settings.rate_limit_per_principal``, 600 a
+  minute), its API keys and sessions together, counted once the caller is known;
+* failed authentication per client address (``Settings.rate_limit_failed_auth``, 20 a
+  minute): each request whose API key or session is refused counts one, and while an address
+  has used up its window every request from it that needs credentials answers 429 before its
+  key is even looked at. Guessing API keys then costs a client a window per 20 guesses
+  instead of hundreds a second.
+
+A request over a limit answers 429 ``RATE_LIMITED`` with ``Retry-After`` and the
+``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` headers (seconds until
+the window ends). The counts use the ``limits`` package's fixed-window strategy on the Redis of
 ``Settings.rate_limit_storage_url`` (the broker's when unset). Redis being unreachable never
 refuses a request: the limit then does not apply and ``http.rate-limit-unavailable`` is logged.
 """
@@ -29,23 +35,38 @@ from occ.settings.config import Settings
 from occ.telemetry import observability
 
 EXTENSION: Final = "occ_rate_limits"
+EXEMPT_ENDPOINTS: Final = frozenset({"health.healthz", "metrics.get_metrics"})
+"""Probes and scrapes: never counted against an address."""
 _FAILED_AUTH: Final = "failed-auth"
+_ADDRESS: Final = "address"
+_PRINCIPAL: Final = "principal"
 
 
 @dataclass(frozen=True)
 class Limits:
-    """The limiter and the limit of failed authentication, when there is one."""
+    """The limiter and each limit that is on."""
 
     limiter: strategies.FixedWindowRateLimiter
-    failed_auth: limits.RateLimitItem
+    failed_auth: limits.RateLimitItem | None
+    per_principal: limits.RateLimitItem | None
+    per_address: limits.RateLimitItem | None
 
     @classmethod
     def of(cls, settings: Settings) -> Limits | None:
-        if settings.rate_limit_failed_auth in (None, "off"):
+        rates = [
+            _rate(settings.rate_limit_failed_auth),
+            _rate(settings.rate_limit_per_principal),
+            _rate(settings.rate_limit_per_address),
+        ]
+        if not any(rates):
             return None
         url = settings.rate_limit_storage_url or settings.broker_url
         limiter = strategies.FixedWindowRateLimiter(storage.storage_from_string(url))
-        return cls(limiter, limits.parse(settings.rate_limit_failed_auth))
+        return cls(limiter, *rates)
+
+
+def _rate(setting: str | None) -> limits.RateLimitItem | None:
+    return None if setting in (None, "off") else limits.parse(setting or "")
 
 
 def install(app: flask.Flask, settings: Settings) -> None:
@@ -53,42 +74,103 @@ def install(app: flask.Flask, settings: Settings) -> None:
     app.extensions[EXTENSION] = Limits.of(settings)
 
 
+def _configured() -> Limits | None:
+    configured: Limits | None = flask.current_app.extensions.get(EXTENSION)
+    return configured
+
+
 def _address() -> str:
     return flask.request.remote_addr or "unknown"
 
 
+def limit_address() -> None:
+    """``before_request``: count this request against its address; 429 past the limit."""
+    configured = _configured()
+    if configured is None or configured.per_address is None:
+        return
+    if flask.request.endpoint in EXEMPT_ENDPOINTS:
+        return
+    _count(
+        configured,
+        configured.per_address,
+        _ADDRESS,
+        _address(),
+        "too many requests from this address; retry later",
+    )
+
+
+def limit_principal() -> None:
+    """``before_request``, after authentication: count this request against its principal."""
+    configured = _configured()
+    principal_id = flask.g.get("principal_id")
+    if configured is None or configured.per_principal is None or principal_id is None:
+        return
+    _count(
+        configured,
+        configured.per_principal,
+        _PRINCIPAL,
+        str(principal_id),
+        "too many requests from this principal; retry later",
+    )
+
+
 def refuse_exhausted_address() -> None:
     """Before authentication: 429 while this address has used up its failed authentications."""
-    configured: Limits | None = flask.current_app.extensions.get(EXTENSION)
-    if configured is None:
+    configured = _configured()
+    if configured is None or configured.failed_auth is None:
         return
+    item = configured.failed_auth
     try:
-        allowed = configured.limiter.test(configured.failed_auth, _FAILED_AUTH, _address())
-        if allowed:
+        if configured.limiter.test(item, _FAILED_AUTH, _address()):
             return
-        stats = configured.limiter.get_window_stats(
-            configured.failed_auth, _FAILED_AUTH, _address()
+        refused = _refusal(
+            configured,
+            item,
+            "too many failed authentications from this address; retry later",
+            _FAILED_AUTH,
+            _address(),
         )
     except Exception as exc:
         _unavailable(exc)
         return
-    raise errors.RateLimited(
-        "too many failed authentications from this address; retry later",
-        limit=configured.failed_auth.amount,
-        remaining=0,
-        retry_after_s=max(1, int(stats.reset_time - time.time()) + 1),
-    )
+    raise refused
 
 
 def count_failed_authentication() -> None:
     """A refused API key or session: one more against this address's window."""
-    configured: Limits | None = flask.current_app.extensions.get(EXTENSION)
-    if configured is None:
+    configured = _configured()
+    if configured is None or configured.failed_auth is None:
         return
     try:
         configured.limiter.hit(configured.failed_auth, _FAILED_AUTH, _address())
     except Exception as exc:
         _unavailable(exc)
+
+
+def _count(
+    configured: Limits, item: limits.RateLimitItem, kind: str, who: str, detail: str
+) -> None:
+    """One more request of ``who`` against ``item``; ``RateLimited`` once past it."""
+    try:
+        if configured.limiter.hit(item, kind, who):
+            return
+        refused = _refusal(configured, item, detail, kind, who)
+    except Exception as exc:
+        _unavailable(exc)
+        return
+    raise refused
+
+
+def _refusal(
+    configured: Limits, item: limits.RateLimitItem, detail: str, *identifiers: str
+) -> errors.RateLimited:
+    stats = configured.limiter.get_window_stats(item, *identifiers)
+    return errors.RateLimited(
+        detail,
+        limit=item.amount,
+        remaining=0,
+        retry_after_s=max(1, int(stats.reset_time - time.time()) + 1),
+    )
 
 
 def _unavailable(exc: Exception) -> None:

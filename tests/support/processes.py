@@ -59,6 +59,8 @@ def worker_environment(
         # every test's processes answer from 127.0.0.1: a limit shared by all of them would
         # refuse one test's requests for another's failures
         "OCC_RATE_LIMIT_FAILED_AUTH": "off",
+        "OCC_RATE_LIMIT_PER_PRINCIPAL": "off",
+        "OCC_RATE_LIMIT_PER_ADDRESS": "off",
         **(settings or {}),
     }
 

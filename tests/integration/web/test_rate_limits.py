@@ -1,5 +1,6 @@
-"""Failed authentication is limited per client address, in Redis, shared by API processes:
-429 problem+json with ``Retry-After`` and ``RateLimit-*`` headers, the key never looked at."""
+"""Requests are limited per client address and per principal, failed authentication per
+address much harder, in Redis, shared by API processes: 429 problem+json with ``Retry-After``
+and ``RateLimit-*`` headers (a failed-authentication refusal never looks at the key)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from werkzeug.test import TestResponse
 
 from occ.foundation import errors
 from occ.settings.config import Settings
+from occ.state import api_keys, iam_policy
+from occ.state.db import Database
 from occ.web.app import create_app
 from tests.integration.web import support
 from tests.integration.web.conftest import PEPPER, Caller
@@ -98,9 +101,69 @@ def test_an_unreachable_redis_refuses_nothing(
     assert _get(client, address, admin.key).status_code == 200
 
 
-def test_a_malformed_limit_is_refused_naming_the_setting() -> None:
+@pytest.mark.parametrize(
+    "name", ["rate_limit_failed_auth", "rate_limit_per_principal", "rate_limit_per_address"]
+)
+def test_a_malformed_limit_is_refused_naming_the_setting(name: str) -> None:
     for value in ("20", "0/minute", "5/fortnight", ""):
         with pytest.raises(errors.InvalidSettings) as refused:
-            Settings(rate_limit_failed_auth=value)
-        assert refused.value.errors[0].pointer == "/rate_limit_failed_auth"
-    assert Settings(rate_limit_failed_auth="off").rate_limit_failed_auth == "off"
+            Settings(**{name: value})
+        assert refused.value.errors[0].pointer == f"/{name}"
+    assert getattr(Settings(**{name: "off"}), name) == "off"
+
+
+def _two_apps(settings: Settings) -> list[flask.Flask]:
+    apps = [create_app(settings), create_app(settings)]
+    for app in apps:
+        app.testing = True
+    return apps
+
+
+def _refused_for(response: TestResponse, limit: int) -> None:
+    support.problem(response, 429, "RATE_LIMITED")
+    retry_after = int(response.headers["Retry-After"])
+    assert 1 <= retry_after <= 61
+    assert response.headers["RateLimit-Limit"] == str(limit)
+    assert response.headers["RateLimit-Remaining"] == "0"
+    assert response.headers["RateLimit-Reset"] == str(retry_after)
+
+
+def test_requests_are_limited_per_principal_across_processes(
+    settings: Settings, db: Database, admin: Caller, address: str
+) -> None:
+    apps = _two_apps(settings.replace(rate_limit_per_principal=f"{LIMIT}/minute"))
+    first, second = (app.test_client() for app in apps)
+    for n in range(LIMIT):  # spread over both processes, from different addresses
+        assert _get((first, second)[n % 2], f"{address}-{n}", admin.key).status_code == 200
+    _refused_for(_get(second, f"{address}-late", admin.key), LIMIT)
+    # another principal (its own key) is not limited by this one's requests
+    with db.transaction() as session:
+        other = iam_policy.create_principal(
+            session, name="other", kind=iam_policy.PrincipalKind.HUMAN
+        )
+        other_key = api_keys.mint(session, principal_id=other.id, pepper=PEPPER).plaintext
+    assert _get(first, f"{address}-late", other_key).status_code == 200
+    for app in apps:
+        app.extensions["occ"].runtime.database.dispose()
+
+
+def test_requests_are_limited_per_address_with_or_without_credentials(
+    settings: Settings, admin: Caller, address: str
+) -> None:
+    apps = _two_apps(settings.replace(rate_limit_per_address=f"{LIMIT}/minute"))
+    first, second = (app.test_client() for app in apps)
+    anonymous = first.get("/v1/openapi.json", environ_base={"REMOTE_ADDR": address})
+    assert anonymous.status_code == 200
+    for _ in range(LIMIT * 2):  # probes and scrapes are not counted
+        assert second.get("/healthz", environ_base={"REMOTE_ADDR": address}).status_code == 200
+        scraped = second.get(
+            "/metrics", headers=admin.headers, environ_base={"REMOTE_ADDR": address}
+        )
+        assert scraped.status_code == 200
+    for _ in range(LIMIT - 1):
+        assert _get(second, address, admin.key).status_code == 200
+    _refused_for(_get(first, address, admin.key), LIMIT)
+    _refused_for(first.get("/v1/openapi.json", environ_base={"REMOTE_ADDR": address}), LIMIT)
+    assert _get(first, address + "-other", admin.key).status_code == 200
+    for app in apps:
+        app.extensions["occ"].runtime.database.dispose()

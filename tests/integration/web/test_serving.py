@@ -42,6 +42,8 @@ def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[tuple
         "OCC_API_READ_TIMEOUT_MS": str(READ_TIMEOUT_MS),
         # its unauthenticated requests come from 127.0.0.1 like every other test's
         "OCC_RATE_LIMIT_FAILED_AUTH": "off",
+        "OCC_RATE_LIMIT_PER_PRINCIPAL": "off",
+        "OCC_RATE_LIMIT_PER_ADDRESS": "off",
     }
     log_path = tmp_path / "gunicorn.log"
     with log_path.open("wb") as log:

@@ -23,6 +23,8 @@ SAMPLES = {
     "secret_key": "secret-" + "s" * 40,
     "fingerprint_key": "fingerprints-" + "f" * 40,
     "rate_limit_failed_auth": "5/minute",
+    "rate_limit_per_principal": "100/second",
+    "rate_limit_per_address": "1000/hour",
     "kubernetes_installation": "cluster",
     "kubernetes_managed_namespaces": "team-a,team-b",
     "kubernetes_authentication_egress": "10.0.0.0/8,192.0.2.1/32",
