@@ -81,22 +81,12 @@ def sign_in(db: Database, command: SignIn, policy_: SessionPolicy) -> user_sessi
             started = None
         else:
             rotated = _revoke_presented(session, command.replaces, policy_.secret_key)
-            started = user_sessions.start(
+            started = _start(
                 session,
-                principal_id=principal_id,
-                issuer=issuer,
-                secret_key=policy_.secret_key,
-                lifetime=policy_.lifetime,
-            )
-            audit.append(
-                session,
-                kind=audit.EventKind.MUTATION,
-                outcome=audit.EventOutcome.SUCCESS,
-                action="sessions.create",
-                actor_id=principal_id,
-                resource_kind="user_session",
-                resource_id=started.session.id,
-                details={"issuer": issuer, "rotatedSessionId": rotated},
+                principal_id,
+                issuer,
+                policy_,
+                {"issuer": issuer, "rotatedSessionId": rotated},
             )
     if started is None:
         raise errors.Unauthenticated("this account is disabled")
@@ -166,10 +156,8 @@ def _linked_principal(session: Session, issuer: str, subject: str, display_name:
     linked = identities.link(session, issuer=issuer, subject=subject, principal_id=principal.id)
     if linked is None:  # a concurrent first sign-in linked it; this principal rolls back
         raise errors.Conflict("this identity is signing in elsewhere; sign in again")
-    audit.append(
+    audit.mutation(
         session,
-        kind=audit.EventKind.MUTATION,
-        outcome=audit.EventOutcome.SUCCESS,
         action="principals.link",
         actor_id=principal.id,
         resource_kind="principal",
@@ -204,13 +192,39 @@ def _revoke_presented(
     return revoked.id
 
 
+def _start(
+    session: Session,
+    principal_id: str,
+    issuer: str,
+    policy_: SessionPolicy,
+    details: dict[str, str | None],
+    *,
+    action: str = "sessions.create",
+) -> user_sessions.StartedSession:
+    """Start a session of the principal from ``issuer``, audited as ``action``."""
+    started = user_sessions.start(
+        session,
+        principal_id=principal_id,
+        issuer=issuer,
+        secret_key=policy_.secret_key,
+        lifetime=policy_.lifetime,
+    )
+    audit.mutation(
+        session,
+        action=action,
+        actor_id=principal_id,
+        resource_kind="user_session",
+        resource_id=started.session.id,
+        details=details,
+    )
+    return started
+
+
 def _audit_revoked(
     session: Session, actor_id: str, revoked: user_sessions.UserSession, reason: str
 ) -> None:
-    audit.append(
+    audit.mutation(
         session,
-        kind=audit.EventKind.MUTATION,
-        outcome=audit.EventOutcome.SUCCESS,
         action="sessions.revoke",
         actor_id=actor_id,
         resource_kind="user_session",
@@ -239,22 +253,13 @@ def issue_one_time_link(
         principal = iam_policy.get_principal(session, principal_id)
         if principal is None or principal.disabled:
             raise errors.NotFound("the principal does not exist")
-        started = user_sessions.start(
+        started = _start(
             session,
-            principal_id=principal_id,
-            issuer=user_sessions.ONE_TIME_ISSUER,
-            secret_key=secret_key,
-            lifetime=lifetime,
-        )
-        audit.append(
-            session,
-            kind=audit.EventKind.MUTATION,
-            outcome=audit.EventOutcome.SUCCESS,
+            principal_id,
+            user_sessions.ONE_TIME_ISSUER,
+            SessionPolicy(secret_key=secret_key, lifetime=lifetime),
+            {"principalId": principal_id},
             action="sessions.issue_link",
-            actor_id=principal_id,
-            resource_kind="user_session",
-            resource_id=started.session.id,
-            details={"principalId": principal_id},
         )
         return started.token
 
@@ -288,22 +293,12 @@ def redeem_one_time_link(
             assert spent is not None  # locked above
             _audit_revoked(session, link.principal_id, spent, "redeemed")
             _revoke_presented(session, replaces, policy_.secret_key)
-            started = user_sessions.start(
+            started = _start(
                 session,
-                principal_id=link.principal_id,
-                issuer=user_sessions.LINK_ISSUER,
-                secret_key=policy_.secret_key,
-                lifetime=policy_.lifetime,
-            )
-            audit.append(
-                session,
-                kind=audit.EventKind.MUTATION,
-                outcome=audit.EventOutcome.SUCCESS,
-                action="sessions.create",
-                actor_id=link.principal_id,
-                resource_kind="user_session",
-                resource_id=started.session.id,
-                details={"issuer": user_sessions.LINK_ISSUER, "linkSessionId": link.id},
+                link.principal_id,
+                user_sessions.LINK_ISSUER,
+                policy_,
+                {"issuer": user_sessions.LINK_ISSUER, "linkSessionId": link.id},
             )
     if started is None:
         raise errors.Unauthenticated("the sign-in link is invalid, used or expired")

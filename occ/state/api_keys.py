@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ.foundation import ids
-from occ.state import hot_statements, keyset, models, rows
+from occ.state import hot_statements, models, revocable, rows
 
 PREFIX: Final = "occ_"
 _PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
@@ -156,28 +156,12 @@ def touch(target: hot_statements.Target, key_id: str) -> None:
     hot_statements.run(target, _HOT["touch"], {"key_id": key_id, "touch_every": TOUCH_EVERY})
 
 
-def get(session: orm.Session, key_id: str, *, lock: bool = False) -> ApiKey | None:
-    """The key's metadata, revoked or not, or ``None``; ``lock`` takes its row lock."""
-    return _VALUES.get(session, key_id, lock=lock)
-
-
-def list_for(
-    session: orm.Session, principal_id: str, window: keyset.Window = keyset.EVERYTHING
-) -> list[ApiKey]:
-    """The principal's keys (revoked ones included), oldest first (those in ``window``)."""
-    return _VALUES.window(session, window, _KEYS.c.principal_id == principal_id)
-
-
-def revoke(session: orm.Session, key_id: str) -> ApiKey | None:
-    """Revoke a key (idempotent: keeps the first ``revoked_at``); ``None`` when it is missing."""
-    return _VALUES.stamp(session, key_id, "revoked_at")
-
-
-def revoke_all_of(session: orm.Session, principal_id: str) -> list[str]:
-    """Revoke every live key of the principal; the ids of the keys this revoked, sorted."""
-    held = _KEYS.c.principal_id == principal_id
-    statement = rows.stamped(_KEYS, "revoked_at", held).returning(_KEYS.c.id)
-    return sorted(session.execute(statement).scalars())
+# reading, listing and revoking are those of every revocable credential
+_REVOCABLE: Final = revocable.Revocable(_VALUES)
+get: Final = _REVOCABLE.get
+list_for: Final = _REVOCABLE.list_for
+revoke: Final = _REVOCABLE.revoke
+revoke_all_of: Final = _REVOCABLE.revoke_all_of
 
 
 def holders_of_live_keys(session: orm.Session, principal_ids: Collection[str]) -> set[str]:

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ.foundation import ids
-from occ.state import hot_statements, keyset, models, rows
+from occ.state import hot_statements, models, revocable, rows
 
 _PRESENTED = re.compile(rf"(ses_{ids.UUID4_PATTERN})\.([0-9a-f]{{64}})")
 _SESSIONS: Final = cast(sa.Table, models.UserSession.__table__)
@@ -154,25 +154,9 @@ def touch(target: hot_statements.Target, session_id: str) -> None:
     )
 
 
-def get(session: orm.Session, session_id: str, *, lock: bool = False) -> UserSession | None:
-    """The session, revoked or not, or ``None``; ``lock`` takes its row lock."""
-    return _VALUES.get(session, session_id, lock=lock)
-
-
-def list_for(
-    session: orm.Session, principal_id: str, window: keyset.Window = keyset.EVERYTHING
-) -> list[UserSession]:
-    """The principal's sessions (ended ones included), oldest first (those in ``window``)."""
-    return _VALUES.window(session, window, _SESSIONS.c.principal_id == principal_id)
-
-
-def revoke(session: orm.Session, session_id: str) -> UserSession | None:
-    """Revoke a session (idempotent: keeps the first ``revoked_at``); ``None`` if missing."""
-    return _VALUES.stamp(session, session_id, "revoked_at")
-
-
-def revoke_all_of(session: orm.Session, principal_id: str) -> list[str]:
-    """Revoke every unrevoked session of the principal; the ids this revoked, sorted."""
-    held = _SESSIONS.c.principal_id == principal_id
-    statement = rows.stamped(_SESSIONS, "revoked_at", held).returning(_SESSIONS.c.id)
-    return sorted(session.execute(statement).scalars())
+# reading, listing and revoking are those of every revocable credential
+_REVOCABLE: Final = revocable.Revocable(_VALUES)
+get: Final = _REVOCABLE.get
+list_for: Final = _REVOCABLE.list_for
+revoke: Final = _REVOCABLE.revoke
+revoke_all_of: Final = _REVOCABLE.revoke_all_of
