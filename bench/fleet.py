@@ -33,8 +33,9 @@ dropped). The fleet is made in bulk (``bench/fleet_world.py``: rows as occ's dep
 them, and each Agent's objects in the fake Kubernetes API server of the tests, started in this
 process, with the kubernetes driver's own manifests, rollouts done). Observers are separate
 processes (``multiprocessing``, spawned) that run the fleet observer's tick
-(``occ.reconcile.observer.tick``) the way beat and the control worker do: a tick a second, the
-next at once while more is due. They build the kubernetes driver from settings and reach the
+(``occ.reconcile.observer.tick``) the way beat and the control worker do: a tick every
+``Settings.observer_tick_period_ms`` (an eighth of the interval, 1-10 s), the next at once while
+more is due. They build the kubernetes driver from settings and reach the
 fake over HTTP through a kubeconfig, as a worker reaches a cluster. Rows come from
 ``pg_stat_user_tables``, commits from ``pg_stat_database``, CPU from ``/proc`` (the observer
 processes and every PostgreSQL backend), API calls from the fake's journal.
@@ -74,8 +75,6 @@ GATEWAY_IMAGE: Final = "registry.example/occ-gateway:bench"
 SECRET_KEY: Final = "fleet-bench-secret-key"
 STEADY_INTERVAL_MS: Final = 60_000
 REPAIR_INTERVAL_MS: Final = 10_000
-TICK_S: Final = 1.0
-"""Beat's period of the observer's tick (``OCC_OBSERVER_TICK_MS``)."""
 THROUGHPUT_S: Final = 12.0
 OVERLOAD_S: Final = 12.0
 REPAIR_TIMEOUT_S: Final = 60.0
@@ -126,6 +125,7 @@ def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
         maintenance_interval_ms=run.interval_ms,
         secret_key=SECRET_KEY,
     )
+    tick_s = settings.observer_tick_period_ms / 1000  # beat's period, as production derives it
     database = Database(run.database_url, pool_size=3, application_name="occ-fleet-observer")
     worker = environment.Worker(
         database=database,
@@ -165,7 +165,7 @@ def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
             for claim in executor.claim_batch(database, worker.policy, max_in_flight=8):
                 executor.run(worker, claim.work_id, str(claim.token))
         if tick.caught_up or tick.held:
-            time.sleep(max(TICK_S - (time.monotonic() - started), 0.0))
+            time.sleep(max(tick_s - (time.monotonic() - started), 0.0))
     after = os.times()
     result.cpu_s = (after.user - cpu.user) + (after.system - cpu.system)
     sa.event.remove(database.engine, "before_cursor_execute", counted)

@@ -64,6 +64,8 @@ _HIDDEN = frozenset(
         "auth_google_client_secret",
     }
 )
+DEFAULT_OBSERVATION_INTERVAL_MS: Final = {"kubernetes": 60_000}
+"""The drivers' own observation intervals where they differ from 30 s."""
 _PASSWORD_SCHEMES = ("postgresql", "postgres", "redis", "rediss")
 _POSITIVE = (
     "lease_ms",
@@ -72,7 +74,6 @@ _POSITIVE = (
     "convergence_timeout_ms",
     "claim_interval_ms",
     "recovery_interval_ms",
-    "observer_tick_ms",
     "work_retention_succeeded_days",
     "work_retention_failed_days",
     "prune_interval_ms",
@@ -243,9 +244,12 @@ class Settings(BaseSettings):
     30 s for ``local`` and ``docker``, 60 s for ``kubernetes``); a runtime found different is
     repaired."""
 
-    observer_tick_ms: Annotated[int, Variable("OCC_OBSERVER_TICK_MS")] = 1_000
+    observer_tick_ms: Annotated[int | None, Variable("OCC_OBSERVER_TICK_MS")] = None
     """Beat period of ``occ.observe_runtimes``: each tick observes the Agents that fell due
-    since the last (a tick that could not take them all is followed at once by another)."""
+    since the last (a tick that could not take them all is followed at once by another).
+    Unset: an eighth of the observation interval, at least 1 s and at most 10 s (7.5 s at
+    60 s), so that an idle fleet's fixed cost of one message and two commits a tick is spread
+    over many Agents; a runtime found different is then seen at most that much later."""
 
     kubernetes_kubeconfig: Annotated[str | None, Variable("OCC_KUBERNETES_KUBECONFIG")] = None
     """Kubeconfig of the ``kubernetes`` driver's cluster (unset: the in-cluster configuration
@@ -512,10 +516,9 @@ class Settings(BaseSettings):
         for name in _POSITIVE:
             if getattr(self, name) <= 0:
                 raise errors.InvalidSettings.at((name,), "must be a positive integer")
-        if self.maintenance_interval_ms is not None and self.maintenance_interval_ms <= 0:
-            raise errors.InvalidSettings.at(
-                ("maintenance_interval_ms",), "must be a positive integer"
-            )
+        for optional in ("maintenance_interval_ms", "observer_tick_ms"):
+            if getattr(self, optional) is not None and getattr(self, optional) <= 0:
+                raise errors.InvalidSettings.at((optional,), "must be a positive integer")
         if self.kubernetes_installation not in KUBERNETES_INSTALLATIONS:
             raise errors.InvalidSettings.at(
                 ("kubernetes_installation",), "must be cluster or tenant-scoped"
@@ -642,6 +645,22 @@ class Settings(BaseSettings):
             return self.fingerprint_key
         digest = hmac.new(self.secret_key.encode(), b"occ-credential-fingerprints", hashlib.sha256)
         return digest.hexdigest()
+
+    @property
+    def observation_interval_ms(self) -> int:
+        """How often the driver observes each running Agent (``maintenance_interval_ms``, or
+        the driver's own default)."""
+        if self.maintenance_interval_ms is not None:
+            return self.maintenance_interval_ms
+        return DEFAULT_OBSERVATION_INTERVAL_MS.get(self.compute_driver, 30_000)
+
+    @property
+    def observer_tick_period_ms(self) -> int:
+        """Beat's period of the observer's tick (``observer_tick_ms``, or derived from the
+        observation interval)."""
+        if self.observer_tick_ms is not None:
+            return self.observer_tick_ms
+        return min(max(self.observation_interval_ms // 8, 1_000), 10_000)
 
     @property
     def sign_in_providers(self) -> tuple[str, ...]:

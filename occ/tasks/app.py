@@ -47,7 +47,7 @@ def create(settings: Settings) -> Celery:
 def _configuration(settings: Settings) -> dict[str, Any]:
     claim_every = dt.timedelta(milliseconds=settings.claim_interval_ms)
     recover_every = dt.timedelta(milliseconds=settings.recovery_interval_ms)
-    observe_every = dt.timedelta(milliseconds=settings.observer_tick_ms)
+    observe_every = dt.timedelta(milliseconds=settings.observer_tick_period_ms)
     prune_every = dt.timedelta(milliseconds=settings.prune_interval_ms)
     return {
         "broker_url": settings.broker_url,

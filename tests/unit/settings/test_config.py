@@ -8,6 +8,10 @@ from pathlib import Path
 import pydantic
 import pytest
 
+from occ.drivers.compute.docker import driver as docker_driver
+from occ.drivers.compute.kubernetes import driver as kubernetes_driver
+from occ.drivers.compute.local import driver as local_driver
+from occ.drivers.compute.ssh import driver as ssh_driver
 from occ.foundation import errors
 from occ.settings import sources as settings_sources
 from occ.settings.config import Settings, mask_url_password
@@ -475,3 +479,37 @@ def test_a_platform_refuses_the_development_keys_whatever_occ_env_says() -> None
     )
     assert chosen.platform == "web.1" and chosen.environment == "development"
     assert Settings.from_env({}).platform is None
+
+
+@pytest.mark.parametrize(
+    ("driver", "own_interval_s"),
+    [
+        ("local", local_driver.MAINTENANCE_INTERVAL_MS / 1000),
+        ("docker", docker_driver.MAINTENANCE_INTERVAL_MS / 1000),
+        ("kubernetes", kubernetes_driver.MAINTENANCE_INTERVAL_S),
+        ("ssh", ssh_driver.MAINTENANCE_INTERVAL_S),
+    ],
+)
+def test_the_observation_interval_is_the_drivers_own_unless_set(
+    driver: str, own_interval_s: float
+) -> None:
+    assert Settings(compute_driver=driver).observation_interval_ms == own_interval_s * 1000
+    chosen = Settings(compute_driver=driver, maintenance_interval_ms=5_000)
+    assert chosen.observation_interval_ms == 5_000
+
+
+@pytest.mark.parametrize(
+    ("interval_ms", "tick_ms"),
+    [(60_000, 7_500), (30_000, 3_750), (2_000, 1_000), (300, 1_000), (600_000, 10_000)],
+)
+def test_the_observer_ticks_an_eighth_of_the_interval_within_bounds(
+    interval_ms: int, tick_ms: int
+) -> None:
+    settings = Settings(maintenance_interval_ms=interval_ms)
+    assert settings.observer_tick_period_ms == tick_ms
+    assert settings.replace(observer_tick_ms=250).observer_tick_period_ms == 250
+
+
+def test_a_tick_period_must_be_positive() -> None:
+    with pytest.raises(errors.InvalidInput):
+        Settings.from_env({"OCC_OBSERVER_TICK_MS": "0"})
