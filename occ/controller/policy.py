@@ -20,7 +20,7 @@ from occ import iam
 from occ.controller import admission, changes, installation, listing
 from occ.controller import namespaces as namespace_cases
 from occ.foundation import errors, ids
-from occ.state import api_keys, grants, iam_policy, keyset, namespaces
+from occ.state import grants, iam_policy, keyset, namespaces, sign_in_means
 from occ.state.db import Database, Session
 
 T = TypeVar("T")
@@ -210,14 +210,15 @@ def keep_an_administrator(change: changes.Change, request: Mapping[str, Any] | N
     """``LastAdministrator`` (audited, nothing changed) unless a principal that can act may
     still administer the Installation.
 
-    Only a principal that can sign in counts: not disabled and holding at least one live API
-    key (keys are the only way to authenticate). Run after the change, in its transaction,
-    holding the administrators lock; ``change`` and ``request`` name the refused change.
+    Only a principal that can sign in counts, of any kind: not disabled and holding a live API
+    key, an identity linked to a sign-in provider, or a live user session or CLI token
+    (``occ.state.sign_in_means``). Run after the change, in its transaction, holding the
+    administrators lock; ``change`` and ``request`` name the refused change.
     """
     session = change.session
     target = installation.resource(session)
     holders = grants.principals_holding(session, PERMISSION)
-    acting = api_keys.holders_of_live_keys(session, holders)
+    acting = sign_in_means.able_to_sign_in(session, holders)
     for principal_id in holders:
         if (
             principal_id in acting
@@ -230,7 +231,8 @@ def keep_an_administrator(change: changes.Change, request: Mapping[str, Any] | N
     raise admission.Refused(
         errors.LastAdministrator(
             "no principal that can sign in would be left with installation:administer; grant "
-            "it to another principal with a live API key first"
+            "it first to another principal that can sign in (an API key, a linked sign-in or a "
+            "live session)"
         ),
         action=change.action,
         resource=target,

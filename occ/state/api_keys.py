@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -162,15 +162,3 @@ get: Final = _REVOCABLE.get
 list_for: Final = _REVOCABLE.list_for
 revoke: Final = _REVOCABLE.revoke
 revoke_all_of: Final = _REVOCABLE.revoke_all_of
-
-
-def holders_of_live_keys(session: orm.Session, principal_ids: Collection[str]) -> set[str]:
-    """Which of these principals hold at least one unrevoked key (the ones that can sign in)."""
-    if not principal_ids:
-        return set()
-    query = (
-        sa.select(_KEYS.c.principal_id)
-        .distinct()
-        .where(_KEYS.c.principal_id.in_(list(principal_ids)), _KEYS.c.revoked_at.is_(None))
-    )
-    return set(session.execute(query).scalars())

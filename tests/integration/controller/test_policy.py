@@ -1,18 +1,21 @@
 """The last-administrator guard on real PostgreSQL: only principals that can sign in (enabled,
-with a live API key) count; a change that would leave none is refused, audited, and changes
-nothing."""
+with a live API key, a linked sign-in identity or a live session) count; a change that would
+leave none is refused, audited, and changes nothing."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
-from occ.controller import access_bindings, installation, principals, roles
+from occ.controller import access_bindings, installation, principals, roles, sign_in
 from occ.foundation import errors
 from occ.state import api_keys, audit, iam_policy
 from occ.state.db import Database
 from tests.support import rows
 
 PEPPER = "policy-guard-pepper"
+SESSIONS = sign_in.SessionPolicy(secret_key="g" * 40, lifetime=dt.timedelta(hours=1))
 
 
 @pytest.fixture
@@ -175,3 +178,80 @@ def test_deleting_the_only_administrator_role_is_refused(
     with pytest.raises(errors.LastAdministrator):
         roles.delete_role(db, admin, roles.DeleteRole(role_id=boot.administrator_role_id))
     assert roles.get_role(db, actor_id=admin, role_id=boot.administrator_role_id).deleted_at is None
+
+
+def bind_administrator(
+    db: Database, admin: str, boot: installation.BootstrapResult, principal_id: str
+) -> str:
+    assert boot.administrator_role_id is not None
+    return access_bindings.create_binding(
+        db,
+        admin,
+        access_bindings.CreateBinding(
+            role_id=boot.administrator_role_id, principal_id=principal_id
+        ),
+    ).id
+
+
+def test_a_person_who_signs_in_through_a_provider_is_an_administrator_that_can_act(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
+    assert boot.binding_id is not None
+    started = sign_in.sign_in(
+        db,
+        sign_in.SignIn(issuer="https://id.example.com", subject="ada", display_name="Ada"),
+        SESSIONS,
+    )
+    person = started.session.principal_id
+    own_binding = bind_administrator(db, admin, boot, person)
+    sign_in.sign_out(db, token=started.token, secret_key=SESSIONS.secret_key)
+
+    # the key holder may step down: the person, without a key or a live session, can sign in
+    # again through the provider
+    access_bindings.revoke_binding(
+        db, admin, access_bindings.RevokeBinding(binding_id=boot.binding_id)
+    )
+    principals.disable_principal(db, person, principals.DisablePrincipal(principal_id=admin))
+
+    # now the person is the last administrator of any kind: neither their binding nor they go
+    with pytest.raises(errors.LastAdministrator):
+        access_bindings.revoke_binding(
+            db, person, access_bindings.RevokeBinding(binding_id=own_binding)
+        )
+    with pytest.raises(errors.LastAdministrator):
+        principals.disable_principal(db, person, principals.DisablePrincipal(principal_id=person))
+    assert not principals.get_principal(db, actor_id=person, principal_id=person).disabled
+    assert sorted(event.action for event in refusals(db)) == [
+        "access_bindings.revoke",
+        "principals.disable",
+    ]
+
+
+def test_a_live_session_counts_and_an_ended_one_does_not(
+    db: Database, admin: str, boot: installation.BootstrapResult
+) -> None:
+    assert boot.binding_id is not None
+    linked = administrator(db, admin, boot, "linked", kind=iam_policy.PrincipalKind.HUMAN)
+    revoke_own = access_bindings.RevokeBinding(binding_id=boot.binding_id)
+    with pytest.raises(errors.LastAdministrator):  # no key, no identity, no session
+        access_bindings.revoke_binding(db, admin, revoke_own)
+
+    token = sign_in.issue_one_time_link(
+        db, principal_id=linked.id, secret_key=SESSIONS.secret_key, lifetime=dt.timedelta(hours=1)
+    )
+    started = sign_in.redeem_one_time_link(db, token, SESSIONS)
+    sign_in.sign_out(db, token=started.token, secret_key=SESSIONS.secret_key)
+    with pytest.raises(errors.LastAdministrator):  # its only session has ended
+        access_bindings.revoke_binding(db, admin, revoke_own)
+
+    sign_in.redeem_one_time_link(
+        db,
+        sign_in.issue_one_time_link(
+            db,
+            principal_id=linked.id,
+            secret_key=SESSIONS.secret_key,
+            lifetime=dt.timedelta(hours=1),
+        ),
+        SESSIONS,
+    )
+    assert access_bindings.revoke_binding(db, admin, revoke_own).revoked_at is not None
