@@ -37,6 +37,7 @@ PERMISSION_TABLE: Final[Mapping[str, tuple[str, ...]]] = {
         "use",
     ),
     "agent_revision": ("read",),
+    "account": ("read",),
 }
 """Resource kind -> actions some operation checks; the migration's CHECK allows exactly these."""
 

@@ -21,6 +21,7 @@ _KINDS: Final = {
     "ns": "namespace",
     "cfg": "configuration",
     "sec": "secret",
+    "acc": "account",
     "agt": "agent",
     "rev": "agent_revision",
     "ins": "installation",

@@ -51,10 +51,11 @@ class Items(Generic[T]):
     """What a conflict message calls the item (``Configuration``)."""
     get: Getter[T]
     list_in: Callable[[Session, str, keyset.Window], Sequence[T]]
-    referencing_agents: Callable[[Session, str, str], list[str]]
-    delete_row: Callable[[Session, str, str], bool]
     version: Callable[[T], str | None]
     """The item's version tag, which ``if_match`` is checked against."""
+    referencing_agents: Callable[[Session, str, str], list[str]] | None = None
+    delete_row: Callable[[Session, str, str], bool] | None = None
+    """How an item is deleted (``None``: items of this kind are never deleted through occ)."""
 
     def resource(self, item: T) -> iam.Resource:
         """What permissions on the item are checked on."""
@@ -168,6 +169,7 @@ class Items(Generic[T]):
             PreconditionFailed: ``if_match`` does not admit the item's version.
             Conflict: an Agent references it.
         """
+        assert self.referencing_agents is not None and self.delete_row is not None
         self.require_ids(namespace_id, item_id)
         with admission.guarded(db, actor_id) as session:
             namespace, current, change = self.locked(

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Final
 
 from occ.drivers import compute
+from occ.drivers.account import AccountBackend
+from occ.drivers.account import standin as standin_accounts
 from occ.drivers.compute import base, hooks
 from occ.drivers.configuration import ConfigurationDriver
 from occ.drivers.configuration import database as configuration_database
@@ -35,6 +37,7 @@ CONFIGURATION_DRIVERS: Final = (
 )
 SANDBOX_DRIVERS: Final = (reference.DRIVER_ID,)
 IAM_HOOKS: Final = (identities.DRIVER_ID,)
+ACCOUNT_BACKENDS: Final = (standin_accounts.DRIVER_ID,)
 OWNER_ORDER: Final = ("configuration", "sandbox", "iam")
 """Capabilities that may own hooks, in the default selection order."""
 
@@ -47,6 +50,8 @@ class Selection:
     configuration: ConfigurationDriver
     sandbox: reference.ReferenceSandbox | None
     dispatcher: hooks.HookDispatcher
+    accounts: AccountBackend | None = None
+    """The account Backend that issues managed accounts (``None``: none is selected)."""
 
     @property
     def sandbox_driver(self) -> str | None:
@@ -79,12 +84,29 @@ def select(settings: Settings) -> Selection:
         configuration=configuration,
         sandbox=sandbox,
         dispatcher=dispatcher,
+        accounts=account_backend(settings),
     )
 
 
 def compute_driver(settings: Settings, selection: Selection) -> base.ComputeDriver:
     """The selected Compute Driver with the selection's hooks attached (once, at build)."""
     return compute.load(settings.compute_driver, settings, hooks=selection.dispatcher)
+
+
+def account_backend(settings: Settings) -> AccountBackend | None:
+    """The selected account Backend, or ``None``; the stand-in only outside production."""
+    if settings.account_backend is None:
+        return None
+    if settings.account_backend not in ACCOUNT_BACKENDS:
+        raise errors.InvalidSettings.at(
+            ("account_backend",),
+            f"unknown account Backend; known: {', '.join(ACCOUNT_BACKENDS)}",
+        )
+    if settings.environment == "production":
+        raise errors.InvalidSettings.at(
+            ("account_backend",), "the standin account Backend is for development"
+        )
+    return standin_accounts.StandinBackend(Path(settings.account_backend_root).resolve())
 
 
 def _configuration(settings: Settings) -> ConfigurationDriver:

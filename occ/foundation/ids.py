@@ -13,6 +13,7 @@ PREFIXES: Final = {
     "namespace": "ns",
     "configuration": "cfg",
     "secret": "sec",
+    "account": "acc",
     "agent": "agt",
     "agent_revision": "rev",
     "principal": "prn",

@@ -373,6 +373,16 @@ class Settings(BaseSettings):
     iam_identity_root: Annotated[str, Variable("OCC_IAM_IDENTITY_ROOT")] = ".occ/identities"
     """Ledger of the runtime identities the IAM hook issued (shared by the workers)."""
 
+    account_backend: Annotated[str | None, Variable("OCC_ACCOUNT_BACKEND")] = None
+    """Account Backend that issues managed accounts: ``standin`` (unset: none, and a
+    ``managedAccount`` harness source is refused).
+
+    ``standin`` keeps its accounts in ``account_backend_root`` and is for development and tests;
+    production refuses it."""
+
+    account_backend_root: Annotated[str, Variable("OCC_ACCOUNT_BACKEND_ROOT")] = ".occ/accounts"
+    """Directory of the ``standin`` account Backend (shared by the API and the workers)."""
+
     ssh_hosts: list[dict[str, Any]] | None = None
     """Host pool of the ``ssh`` driver: ``name``, ``host``, ``port``, ``user``,
     ``private_key_file``, ``host_key`` (pinned), ``init``, ``bind`` (docs/ssh.md)."""

@@ -20,7 +20,7 @@ from occ.foundation import errors, ids
 from occ.state import keyset, models, roles, rows
 
 RESOURCE_KINDS: Final = frozenset(
-    {"installation", "namespace", "configuration", "secret", "agent", "agent_revision"}
+    {"installation", "namespace", "configuration", "secret", "agent", "agent_revision", "account"}
 )
 
 _PRINCIPALS: Final = cast(sa.Table, models.Principal.__table__)
@@ -30,6 +30,7 @@ _NAMESPACED_TABLES: Final = {
     "secret": cast(sa.Table, models.Secret.__table__),
     "agent": cast(sa.Table, models.Agent.__table__),
     "agent_revision": cast(sa.Table, models.AgentRevision.__table__),
+    "account": cast(sa.Table, models.Account.__table__),
 }
 """The tables of the resource kinds that live inside a Namespace (binding targets)."""
 

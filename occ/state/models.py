@@ -219,6 +219,18 @@ class Secret(_NamedInNamespace, Base):
     updated_at: orm.Mapped[Stamped]
 
 
+class Account(_NamedInNamespace, Base):
+    __tablename__ = "accounts"
+
+    backend_id: orm.Mapped[str]
+    driver: orm.Mapped[str]
+    workspace: orm.Mapped[str]
+    created_by: orm.Mapped[str]
+    created_at: orm.Mapped[Stamped]
+    updated_at: orm.Mapped[Stamped]
+    withdrawn_at: orm.Mapped[dt.datetime | None]
+
+
 class Agent(_NamedInNamespace, Base):
     __tablename__ = "agents"
     __table_args__ = (

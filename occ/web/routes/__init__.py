@@ -7,6 +7,7 @@ from typing import Final
 
 from occ.web.routes import (
     access_bindings,
+    accounts,
     agents,
     audit_events,
     authorization_checks,
@@ -36,6 +37,7 @@ ROUTE_MODULES: Final = (
     authorization_checks,
     configurations,
     secrets,
+    accounts,
     agents,
     work,
     audit_events,

@@ -8,6 +8,8 @@ denial audit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import flask
@@ -16,10 +18,12 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ import iam
+from occ.settings.config import Settings
 from occ.state import api_keys, iam_policy, models
 from occ.state import roles as role_rows
 from occ.state.db import Database
 from occ.web import access
+from occ.web.app import create_app
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.support.responses import json_of
 
@@ -45,6 +49,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/runtime-access"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/stop"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/repair"): {},
+    ("POST", "/v1/namespaces/<namespace_id>/accounts"): {"name": "m2", "workspace": "w"},
     ("POST", "/v1/namespaces/<namespace_id>/configurations"): {"name": "c2", "document": {}},
     ("PATCH", "/v1/namespaces/<namespace_id>/configurations/<configuration_id>"): {
         "document": {"changed": True}
@@ -67,6 +72,16 @@ def _routes(app: flask.Flask) -> list[tuple[str, str, str]]:
 
 
 @pytest.fixture
+def app(db: Database, settings: Settings, tmp_path: Path) -> Iterator[flask.Flask]:
+    """The API with the stand-in account Backend, so that account routes have an account."""
+    selected = settings.replace(account_backend="standin", account_backend_root=str(tmp_path))
+    application = create_app(selected)
+    application.testing = True
+    yield application
+    application.extensions["occ"].runtime.database.dispose()
+
+
+@pytest.fixture
 def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) -> dict[str, str]:
     def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = client.post(path, json=body, headers=admin.headers)
@@ -84,6 +99,7 @@ def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) 
     base = f"/v1/namespaces/{namespace_id}"
     configuration_id = post(f"{base}/configurations", {"name": "c", "document": {}})["id"]
     secret_id = post(f"{base}/secrets", {"name": "s", "value": "x"})["id"]
+    account_id = post(f"{base}/accounts", {"name": "m", "workspace": "w"})["id"]
     agent = post(
         f"{base}/agents",
         {
@@ -118,6 +134,7 @@ def world(client: FlaskClient, admin: Caller, owner_db: Database, db: Database) 
         "namespace_id": namespace_id,
         "configuration_id": configuration_id,
         "secret_id": secret_id,
+        "account_id": account_id,
         "agent_id": agent["id"],
         "revision_id": revision_id,
         "deployment_id": revision_id,
@@ -161,6 +178,7 @@ def _footprint(db: Database) -> tuple[int, ...]:
                 models.Namespace,
                 models.Configuration,
                 models.Secret,
+                models.Account,
                 models.Agent,
                 models.AgentRevision,
                 models.ControllerWork,

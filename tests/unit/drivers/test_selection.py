@@ -83,6 +83,18 @@ def test_an_explicit_order_is_kept() -> None:
             "no configuration driver",
         ),
         ({"sandbox_egress_allow": ["a.example"]}, "/sandbox_egress_allow", "no sandbox driver"),
+        ({"account_backend": "chatgpt"}, "/account_backend", "unknown account Backend"),
+        (
+            {
+                "environment": "production",
+                "api_key_pepper": "p" * 40,
+                "secret_key": "k" * 40,
+                "compute_driver": "docker",
+                "account_backend": "standin",
+            },
+            "/account_backend",
+            "for development",
+        ),
         (
             {"sandbox_driver": "reference", "sandbox_egress_allow": ["https://x"]},
             "/sandbox_egress_allow",
@@ -119,3 +131,9 @@ def test_the_configuration_driver_is_the_database_unless_the_filesystem_is_chose
     )
     assert chosen.configuration.id == "filesystem"
     assert chosen.hook_owners == ()  # no Configuration Driver of today owns hooks
+
+
+def test_the_account_backend_is_none_unless_the_standin_is_chosen(tmp_path: Path) -> None:
+    assert _select().accounts is None
+    chosen = _select(account_backend="standin", account_backend_root=str(tmp_path))
+    assert chosen.accounts is not None and chosen.accounts.driver == "standin"
