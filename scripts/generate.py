@@ -23,7 +23,7 @@ from occ.settings import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 PROCESS_SOURCE = "occ/process_table/table.py"
-SETTINGS_SOURCE = "the fields of occ/settings/config.py"
+SETTINGS_SOURCE = "the fields of occ.settings.config.Settings"
 _REGION = re.compile(
     r"<!-- BEGIN GENERATED (?P<name>[a-z-]+)\b[^\n]*-->\n.*?<!-- END GENERATED (?P=name) -->\n",
     re.DOTALL,

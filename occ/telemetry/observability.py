@@ -23,7 +23,7 @@ import threading
 from types import TracebackType
 from typing import Any, Final
 
-from occ.settings.config import mask_url_password
+from occ.settings.platform import mask_url_password
 
 ALLOWED_FIELDS: Final = frozenset(
     {

@@ -8,43 +8,23 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from occ.drivers.compute.docker import driver as docker_driver
-from occ.drivers.compute.kubernetes import driver as kubernetes_driver
-from occ.drivers.compute.local import driver as local_driver
-from occ.drivers.compute.ssh import driver as ssh_driver
 from occ.foundation import errors
 from occ.settings import sources as settings_sources
-from occ.settings.config import Settings, mask_url_password
-
-PEPPER = "pepper-" + "p" * 40
-SECRET_KEY = "secret-key-" + "k" * 40
-DB_PASSWORD = "db-pa55word"
-BROKER_PASSWORD = "broker-pa55word"
-
-
-def _production(**changes: object) -> dict[str, str]:
-    env = {
-        "OCC_ENV": "production",
-        "OCC_DATABASE_URL": f"postgresql+psycopg://occ_app:{DB_PASSWORD}@db.example:5432/occ",
-        "OCC_BROKER_URL": f"rediss://:{BROKER_PASSWORD}@redis.example:6380/0",
-        "OCC_API_KEY_PEPPER": PEPPER,
-        "OCC_SECRET_KEY": SECRET_KEY,
-        "OCC_COMPUTE_DRIVER": "kubernetes",
-        "OCC_KUBERNETES_GATEWAY_IMAGE": "registry.example/gateway:1",
-    }
-    env.update({key: str(value) for key, value in changes.items()})
-    return env
-
-
-def _refusal(env: dict[str, str]) -> errors.InvalidInput:
-    with pytest.raises(errors.InvalidInput) as refused:
-        Settings.from_env(env)
-    return refused.value
+from occ.settings.config import Settings
+from tests.unit.settings.support import (
+    BROKER_PASSWORD,
+    DB_PASSWORD,
+    PEPPER,
+    SECRET_KEY,
+    production,
+    refusal,
+    yaml_file,
+)
 
 
 def test_repr_masks_every_credential() -> None:
     settings = Settings.from_env(
-        _production(OCC_MIGRATION_DATABASE_URL=f"postgresql://owner:{DB_PASSWORD}x@db.example/occ")
+        production(OCC_MIGRATION_DATABASE_URL=f"postgresql://owner:{DB_PASSWORD}x@db.example/occ")
     )
     shown = repr(settings)
     for secret in (DB_PASSWORD, BROKER_PASSWORD, PEPPER, SECRET_KEY):
@@ -57,29 +37,13 @@ def test_repr_masks_every_credential() -> None:
     assert "lease_ms=15000" in shown  # everything else is still shown
 
 
-@pytest.mark.parametrize(
-    ("url", "masked"),
-    [
-        ("postgresql://u:p@h/db", "postgresql://u:***@h/db"),
-        ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),
-        ("redis://:p@h:6379/0", "redis://:***@h:6379/0"),
-        ("redis://h:6379/0", "redis://h:6379/0"),
-        ("postgresql://u@h/db", "postgresql://u@h/db"),
-        ("filesystem://", "filesystem://"),
-        ("not a url", "not a url"),
-    ],
-)
-def test_mask_url_password(url: str, masked: str) -> None:
-    assert mask_url_password(url) == masked
-
-
 def test_production_accepts_good_settings_without_warnings() -> None:
-    settings = Settings.from_env(_production())
+    settings = Settings.from_env(production())
     assert settings.startup_warnings() == ()
 
 
 def test_production_refuses_the_local_driver() -> None:
-    refused = _refusal(_production(OCC_COMPUTE_DRIVER="local"))
+    refused = refusal(production(OCC_COMPUTE_DRIVER="local"))
     assert [field.pointer for field in refused.errors] == ["/compute_driver"]
     assert "development only" in refused.errors[0].message
 
@@ -90,11 +54,11 @@ def test_production_refuses_the_local_driver() -> None:
 )
 def test_production_refuses_short_keys_naming_the_setting(variable: str, field: str) -> None:
     short = "x" * 31
-    refused = _refusal(_production(**{variable: short}))
+    refused = refusal(production(**{variable: short}))
     assert [error.pointer for error in refused.errors] == [field]
     assert "at least 32 bytes" in refused.errors[0].message
     assert short not in str(refused.errors) and short not in refused.detail
-    Settings.from_env(_production(**{variable: "x" * 32}))  # 32 bytes is enough
+    Settings.from_env(production(**{variable: "x" * 32}))  # 32 bytes is enough
 
 
 def test_development_accepts_short_keys_and_the_local_driver() -> None:
@@ -121,50 +85,13 @@ def test_development_accepts_short_keys_and_the_local_driver() -> None:
 def test_production_warns_about_a_url_without_a_password(
     variable: str, url: str, field: str
 ) -> None:
-    settings = Settings.from_env(_production(**{variable: url}))  # a warning, not an error
+    settings = Settings.from_env(production(**{variable: url}))  # a warning, not an error
     [warning] = settings.startup_warnings()
     assert warning.pointer == field
     assert "no password" in warning.message and url not in warning.message
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "postgresql+psycopg://occ_app@/occ?host=/var/run/postgresql",  # peer authentication
-        "postgresql:///occ",
-    ],
-)
-def test_a_unix_socket_database_url_needs_no_password(url: str) -> None:
-    assert Settings.from_env(_production(OCC_DATABASE_URL=url)).startup_warnings() == ()
-
-
-def test_a_broker_other_than_redis_is_not_warned_about() -> None:
-    settings = Settings.from_env(_production(OCC_BROKER_URL="filesystem://"))
-    assert settings.startup_warnings() == ()
-
-
-def test_log_level_defaults_to_info() -> None:
-    assert Settings.from_env({}).log_level == "INFO"
-
-
-@pytest.mark.parametrize("raw", ["debug", "Warning", "CRITICAL"])
-def test_log_level_is_case_insensitive_and_stored_upper_case(raw: str) -> None:
-    assert Settings.from_env({"OCC_LOG_LEVEL": raw}).log_level == raw.upper()
-
-
-def test_log_level_refuses_an_unknown_level() -> None:
-    refused = _refusal({"OCC_LOG_LEVEL": "verbose"})
-    assert [error.pointer for error in refused.errors] == ["/log_level"]
-    assert "DEBUG" in refused.errors[0].message
-
-
 # -- types, wherever a value comes from ------------------------------------------------------
-
-
-def _yaml(tmp_path: Path, text: str) -> dict[str, str]:
-    path = tmp_path / "settings.yaml"
-    path.write_text(text)
-    return {"OCC_CONFIG_PATH": str(path)}
 
 
 @pytest.mark.parametrize(
@@ -181,20 +108,20 @@ def _yaml(tmp_path: Path, text: str) -> dict[str, str]:
 def test_a_wrong_type_in_the_yaml_file_names_the_key(
     tmp_path: Path, text: str, pointer: str
 ) -> None:
-    refused = _refusal(_yaml(tmp_path, text))
+    refused = refusal(yaml_file(tmp_path, text))
     assert [error.pointer for error in refused.errors] == [pointer]
     assert "valid" in refused.errors[0].message
     assert pointer in refused.detail
 
 
 def test_the_yaml_file_is_typed_and_the_environment_overrides_it(tmp_path: Path) -> None:
-    env = _yaml(tmp_path, "lease_ms: 20000\nmax_attempts: 3\nlog_level: debug\n")
+    env = yaml_file(tmp_path, "lease_ms: 20000\nmax_attempts: 3\nlog_level: debug\n")
     settings = Settings.from_env({**env, "OCC_WORKER_MAX_ATTEMPTS": "7"})
     assert (settings.lease_ms, settings.max_attempts, settings.log_level) == (20000, 7, "DEBUG")
 
 
 def test_an_unknown_yaml_key_is_refused(tmp_path: Path) -> None:
-    refused = _refusal(_yaml(tmp_path, "lease_ms: 20000\nlease_seconds: 20\n"))
+    refused = refusal(yaml_file(tmp_path, "lease_ms: 20000\nlease_seconds: 20\n"))
     assert [(e.pointer, e.message) for e in refused.errors] == [
         ("/lease_seconds", "unknown setting")
     ]
@@ -202,7 +129,7 @@ def test_an_unknown_yaml_key_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("raw", ["soon", "-5", "1.5", " 7", "1_000"])
 def test_an_environment_type_error_names_the_variable(raw: str) -> None:
-    refused = _refusal({"OCC_METRICS_PORT": raw})
+    refused = refusal({"OCC_METRICS_PORT": raw})
     assert [error.pointer for error in refused.errors] == ["/OCC_METRICS_PORT"]
     assert raw.strip() not in refused.detail
 
@@ -263,7 +190,7 @@ def test_a_secret_can_be_read_from_the_file_its_file_variable_names(
 ) -> None:
     path = tmp_path / "secret"
     path.write_text(content + "\n")
-    env = _production(**{f"{variable}_FILE": path})
+    env = production(**{f"{variable}_FILE": path})
     env.pop(variable, None)
     settings = Settings.from_env(env)
     assert getattr(settings, name) == value  # the trailing newline is not part of it
@@ -276,7 +203,7 @@ def test_a_secret_and_its_file_variable_together_are_refused_naming_both(
 ) -> None:
     path = tmp_path / "secret"
     path.write_text(content)
-    refused = _refusal(_production(**{variable: content, f"{variable}_FILE": path}))
+    refused = refusal(production(**{variable: content, f"{variable}_FILE": path}))
     assert [error.pointer for error in refused.errors] == [f"/{variable}"]
     assert f"{variable}_FILE" in refused.errors[0].message
     assert content not in refused.detail
@@ -293,7 +220,7 @@ def test_an_unusable_secret_file_names_the_variable_never_the_content(
         path.write_text("\n")
     elif problem == "not text":
         path.write_bytes(b"\xff\xfe" + SECRET_KEY.encode())
-    refused = _refusal({"OCC_SECRET_KEY_FILE": str(path)})
+    refused = refusal({"OCC_SECRET_KEY_FILE": str(path)})
     assert [error.pointer for error in refused.errors] == ["/OCC_SECRET_KEY_FILE"]
     assert SECRET_KEY not in refused.detail
 
@@ -321,29 +248,14 @@ def test_database_url_and_redis_url_are_fallbacks(tmp_path: Path) -> None:
     settings = Settings.from_env({**conventional, **own})
     assert (settings.database_url, settings.broker_url) == tuple(own.values())
     text = "database_url: postgresql://occ@yaml.example/occ\nbroker_url: redis://yaml.example\n"
-    settings = Settings.from_env({**conventional, **_yaml(tmp_path, text)})
+    settings = Settings.from_env({**conventional, **yaml_file(tmp_path, text)})
     assert settings.database_url == "postgresql+psycopg://occ@yaml.example/occ"
     assert settings.broker_url == "redis://yaml.example"
 
 
 def test_a_bad_fallback_names_the_conventional_variable() -> None:
-    refused = _refusal({"DATABASE_URL": "mysql://u@h/d"})
+    refused = refusal({"DATABASE_URL": "mysql://u@h/d"})
     assert [error.pointer for error in refused.errors] == ["/database_url"]
-
-
-@pytest.mark.parametrize(
-    ("url", "normalised"),
-    [
-        ("postgres://u:p@h:5432/d", "postgresql+psycopg://u:p@h:5432/d"),
-        ("postgresql://u@h/d?sslmode=require", "postgresql+psycopg://u@h/d?sslmode=require"),
-        ("POSTGRES://u@h/d", "postgresql+psycopg://u@h/d"),
-        ("postgresql+psycopg://u@h/d", "postgresql+psycopg://u@h/d"),
-    ],
-)
-def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalised: str) -> None:
-    settings = Settings.from_env({"OCC_DATABASE_URL": url, "OCC_MIGRATION_DATABASE_URL": url})
-    assert settings.database_url == settings.migration_database_url == normalised
-    assert Settings(database_url=url).database_url == normalised
 
 
 def test_every_setting_but_the_yaml_only_ones_has_a_variable_of_its_own() -> None:
@@ -379,93 +291,6 @@ def test_only_the_secrets_may_come_from_files() -> None:
     }
 
 
-def test_the_fingerprint_key_is_derived_from_the_secret_key_unless_set() -> None:
-    derived = Settings(secret_key="one-" + "k" * 40).credential_fingerprint_key
-    assert derived == Settings(secret_key="one-" + "k" * 40).credential_fingerprint_key
-    assert derived != Settings(secret_key="two-" + "k" * 40).credential_fingerprint_key
-    assert "k" * 40 not in derived
-    explicit = Settings(fingerprint_key="f" * 40)
-    assert explicit.credential_fingerprint_key == "f" * 40
-    assert "f" * 40 not in repr(explicit)
-
-
-def test_a_short_or_empty_fingerprint_key_is_refused() -> None:
-    with pytest.raises(errors.InvalidSettings) as empty:
-        Settings(fingerprint_key="")
-    assert empty.value.errors[0].pointer == "/fingerprint_key"
-    production = {
-        "environment": "production",
-        "compute_driver": "docker",
-        "api_key_pepper": "p" * 40,
-        "secret_key": "s" * 40,
-    }
-    with pytest.raises(errors.InvalidSettings) as short:
-        Settings(**production, fingerprint_key="short")
-    assert short.value.errors[0].pointer == "/fingerprint_key"
-    assert Settings(**production, fingerprint_key="f" * 40).fingerprint_key == "f" * 40
-
-
-# -- the kubernetes installation ----------------------------------------------------------------
-
-
-def test_a_tenant_scoped_installation_needs_managed_namespaces() -> None:
-    refused = _refusal({"OCC_KUBERNETES_INSTALLATION": "tenant-scoped"})
-    assert [error.pointer for error in refused.errors] == ["/kubernetes_managed_namespaces"]
-    settings = Settings.from_env(
-        {
-            "OCC_KUBERNETES_INSTALLATION": "tenant-scoped",
-            "OCC_KUBERNETES_MANAGED_NAMESPACES": " team-a, team-b,team-a ",
-        }
-    )
-    assert settings.managed_namespaces == ("team-a", "team-b")
-
-
-@pytest.mark.parametrize(
-    ("env", "pointer"),
-    [
-        ({"OCC_KUBERNETES_INSTALLATION": "namespaced"}, "/kubernetes_installation"),
-        ({"OCC_KUBERNETES_MANAGED_NAMESPACES": "Team_A"}, "/kubernetes_managed_namespaces"),
-    ],
-)
-def test_a_bad_installation_setting_is_refused_naming_it(env: dict[str, str], pointer: str) -> None:
-    refused = _refusal(env)
-    assert [error.pointer for error in refused.errors] == [pointer]
-    assert "Team_A" not in refused.errors[0].message
-
-
-def test_allowed_callers_and_authentication_cidrs_are_checked(tmp_path: Path) -> None:
-    env = _yaml(
-        tmp_path,
-        "kubernetes_allowed_callers:\n"
-        "  - namespace: {kubernetes.io/metadata.name: edge}\n"
-        "    pods: {app: proxy}\n"
-        "  - pods: {app: client}\n",
-    )
-    settings = Settings.from_env(
-        {**env, "OCC_KUBERNETES_AUTHENTICATION_EGRESS": "10.0.0.0/8, ::1/128"}
-    )
-    assert settings.kubernetes_allowed_callers == [
-        {"namespace": {"kubernetes.io/metadata.name": "edge"}, "pods": {"app": "proxy"}},
-        {"pods": {"app": "client"}},
-    ]
-    assert settings.authentication_egress == ("10.0.0.0/8", "::1/128")
-    refused = _refusal({"OCC_KUBERNETES_AUTHENTICATION_EGRESS": "auth.example.com"})
-    assert [error.pointer for error in refused.errors] == ["/kubernetes_authentication_egress"]
-    assert "auth.example.com" not in refused.errors[0].message
-    refused = _refusal(_yaml(tmp_path, "kubernetes_allowed_callers:\n  - ip: {a: b}\n"))
-    assert [error.pointer for error in refused.errors] == ["/kubernetes_allowed_callers"]
-
-
-def test_the_token_lifetime_is_bounded() -> None:
-    assert (
-        Settings.from_env({"OCC_KUBERNETES_TOKEN_LIFETIME_S": "600"}).kubernetes_token_lifetime_s
-        == 600
-    )
-    for raw in ("599", "86401"):
-        refused = _refusal({"OCC_KUBERNETES_TOKEN_LIFETIME_S": raw})
-        assert [error.pointer for error in refused.errors] == ["/kubernetes_token_lifetime_s"]
-
-
 def test_a_platform_refuses_the_development_keys_whatever_occ_env_says() -> None:
     with pytest.raises(errors.InvalidSettings) as refused:
         Settings.from_env({"DYNO": "web.1", "OCC_ENV": "development"})
@@ -479,37 +304,3 @@ def test_a_platform_refuses_the_development_keys_whatever_occ_env_says() -> None
     )
     assert chosen.platform == "web.1" and chosen.environment == "development"
     assert Settings.from_env({}).platform is None
-
-
-@pytest.mark.parametrize(
-    ("driver", "own_interval_s"),
-    [
-        ("local", local_driver.MAINTENANCE_INTERVAL_MS / 1000),
-        ("docker", docker_driver.MAINTENANCE_INTERVAL_MS / 1000),
-        ("kubernetes", kubernetes_driver.MAINTENANCE_INTERVAL_S),
-        ("ssh", ssh_driver.MAINTENANCE_INTERVAL_S),
-    ],
-)
-def test_the_observation_interval_is_the_drivers_own_unless_set(
-    driver: str, own_interval_s: float
-) -> None:
-    assert Settings(compute_driver=driver).observation_interval_ms == own_interval_s * 1000
-    chosen = Settings(compute_driver=driver, maintenance_interval_ms=5_000)
-    assert chosen.observation_interval_ms == 5_000
-
-
-@pytest.mark.parametrize(
-    ("interval_ms", "tick_ms"),
-    [(60_000, 7_500), (30_000, 3_750), (2_000, 1_000), (300, 1_000), (600_000, 10_000)],
-)
-def test_the_observer_ticks_an_eighth_of_the_interval_within_bounds(
-    interval_ms: int, tick_ms: int
-) -> None:
-    settings = Settings(maintenance_interval_ms=interval_ms)
-    assert settings.observer_tick_period_ms == tick_ms
-    assert settings.replace(observer_tick_ms=250).observer_tick_period_ms == 250
-
-
-def test_a_tick_period_must_be_positive() -> None:
-    with pytest.raises(errors.InvalidInput):
-        Settings.from_env({"OCC_OBSERVER_TICK_MS": "0"})

@@ -139,9 +139,9 @@ def test_the_readme_table_summarises_each_setting_yaml_only_ones_last() -> None:
     assert [row[0] for row in rows[-5:]] == [
         "YAML only: `kubernetes_resource_quota`",
         "YAML only: `kubernetes_limit_range`",
-        "YAML only: `sandbox_egress_allow`",
         "YAML only: `ssh_hosts`",
         "YAML only: `ssh_gateway_command`",
+        "YAML only: `sandbox_egress_allow`",
     ]
     environment = next(row for row in rows if row[0] == "`OCC_ENV`")
     assert environment[2] == "`development` or `production`"  # the first sentence, no stop

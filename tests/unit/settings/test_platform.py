@@ -1,0 +1,56 @@
+"""The platform settings: URL passwords masked and warned about, PostgreSQL URLs normalised."""
+
+from __future__ import annotations
+
+import pytest
+
+from occ.settings.config import Settings
+from occ.settings.platform import mask_url_password
+from tests.unit.settings.support import production
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://u:p@h/db", "postgresql://u:***@h/db"),
+        ("postgresql://u:p@ss@h/db", "postgresql://u:***@h/db"),
+        ("redis://:p@h:6379/0", "redis://:***@h:6379/0"),
+        ("redis://h:6379/0", "redis://h:6379/0"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("filesystem://", "filesystem://"),
+        ("not a url", "not a url"),
+    ],
+)
+def test_mask_url_password(url: str, masked: str) -> None:
+    assert mask_url_password(url) == masked
+
+
+@pytest.mark.parametrize(
+    ("url", "normalised"),
+    [
+        ("postgres://u:p@h:5432/d", "postgresql+psycopg://u:p@h:5432/d"),
+        ("postgresql://u@h/d?sslmode=require", "postgresql+psycopg://u@h/d?sslmode=require"),
+        ("POSTGRES://u@h/d", "postgresql+psycopg://u@h/d"),
+        ("postgresql+psycopg://u@h/d", "postgresql+psycopg://u@h/d"),
+    ],
+)
+def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalised: str) -> None:
+    settings = Settings.from_env({"OCC_DATABASE_URL": url, "OCC_MIGRATION_DATABASE_URL": url})
+    assert settings.database_url == settings.migration_database_url == normalised
+    assert Settings(database_url=url).database_url == normalised
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql+psycopg://occ_app@/occ?host=/var/run/postgresql",  # peer authentication
+        "postgresql:///occ",
+    ],
+)
+def test_a_unix_socket_database_url_needs_no_password(url: str) -> None:
+    assert Settings.from_env(production(OCC_DATABASE_URL=url)).startup_warnings() == ()
+
+
+def test_a_broker_other_than_redis_is_not_warned_about() -> None:
+    settings = Settings.from_env(production(OCC_BROKER_URL="filesystem://"))
+    assert settings.startup_warnings() == ()
