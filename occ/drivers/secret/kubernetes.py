@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, naming
+from occ.drivers.compute.kubernetes import client, cluster_config, naming
 from occ.foundation import errors
 from occ.settings.config import Settings
 
@@ -41,7 +41,7 @@ class KubernetesSecrets:
     def from_settings(cls, settings: Settings) -> KubernetesSecrets:
         """The cluster of the kubernetes settings (``kubernetes_kubeconfig``, its context and
         request timeout), as the kubernetes Compute Driver reaches it."""
-        configuration = client.load_configuration(
+        configuration = cluster_config.load_configuration(
             settings.kubernetes_kubeconfig, settings.kubernetes_context
         )
         return cls(

@@ -1,9 +1,8 @@
 """The ``kubernetes`` driver's only door to the cluster: the official client, typed methods.
 
-It builds a Kubernetes ``Configuration`` from settings (an explicit kubeconfig and context;
-unset: in-cluster configuration when available, else the default kubeconfig), calls the typed
-API methods with a per-request timeout, paced by the rate limit, hands back objects in wire
-form (camelCase dicts) and translates every failure (``failures``). For the observation cache
+Given a client ``Configuration`` (``cluster_config`` builds it from settings), it calls the
+typed API methods with a per-request timeout, paced by the rate limit, hands back objects in
+wire form (camelCase dicts) and translates every failure (``failures``). For the observation cache
 it lists a kind in every namespace (or in one) by pages and opens watches, unpaced, on a pool
 of their own. It never logs or raises a body (a Secret's holds a credential), and it knows
 nothing of occ's objects or naming.
@@ -24,7 +23,6 @@ from typing import Any, Final
 import pydantic
 import urllib3
 from kubernetes import client as k8s
-from kubernetes import config as _k8s_config
 
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import failures, ratelimit
@@ -32,7 +30,6 @@ from occ.drivers.compute.kubernetes import failures, ratelimit
 FIELD_MANAGER: Final = "occ"
 APPLY: Final = "application/apply-patch+yaml"
 MERGE: Final = "application/merge-patch+json"
-SETTINGS_INVALID: Final = "KUBERNETES_SETTINGS_INVALID"
 
 METADATA_LIST: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 METADATA_WATCH: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -81,38 +78,6 @@ NETWORK_POLICY: Final = Kind(
 ENDPOINT_SLICE: Final = Kind(
     "EndpointSlice", "DiscoveryV1Api", "endpoint_slice", "endpointslices", "discovery.k8s.io"
 )
-
-
-k8s_config: Any = _k8s_config
-"""The client's config loaders (untyped upstream)."""
-
-
-def load_configuration(kubeconfig: str | None, context: str | None) -> k8s.Configuration:
-    """The client configuration for these settings; ``PermanentDriverError`` when unusable."""
-    configuration = k8s.Configuration()
-    try:
-        if kubeconfig:
-            k8s_config.load_kube_config(
-                config_file=kubeconfig,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        else:
-            try:
-                k8s_config.load_incluster_config(client_configuration=configuration)
-            except k8s_config.ConfigException:
-                k8s_config.load_kube_config(
-                    context=context, client_configuration=configuration, persist_config=False
-                )
-    except (k8s_config.ConfigException, OSError, ValueError, TypeError) as exc:
-        raise base.PermanentDriverError(
-            SETTINGS_INVALID,
-            f"the Kubernetes client configuration is unusable ({type(exc).__name__})",
-        ) from None
-    # One quick reconnect; the work queue owns every higher-level retry and its backoff.
-    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0)
-    return configuration
 
 
 class KubernetesApi:

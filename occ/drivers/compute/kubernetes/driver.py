@@ -28,6 +28,7 @@ from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.kubernetes import (
     access,
     client,
+    cluster_config,
     ensure,
     informer,
     manifests,
@@ -98,14 +99,14 @@ class KubernetesComputeDriver:
     ) -> KubernetesComputeDriver:
         if not settings.kubernetes_gateway_image:
             raise base.PermanentDriverError(
-                client.SETTINGS_INVALID,
+                cluster_config.SETTINGS_INVALID,
                 "the kubernetes driver needs a gateway image (OCC_KUBERNETES_GATEWAY_IMAGE)",
             )
         if settings.kubernetes_request_timeout_ms <= 0:
             raise base.PermanentDriverError(
-                client.SETTINGS_INVALID, "kubernetes_request_timeout_ms must be positive"
+                cluster_config.SETTINGS_INVALID, "kubernetes_request_timeout_ms must be positive"
             )
-        configuration = client.load_configuration(
+        configuration = cluster_config.load_configuration(
             settings.kubernetes_kubeconfig, settings.kubernetes_context
         )
         api = client.KubernetesApi(

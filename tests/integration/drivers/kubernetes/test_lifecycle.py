@@ -24,7 +24,7 @@ from occ.controller import (
     namespaces,
     secrets,
 )
-from occ.drivers.compute.kubernetes import client, naming
+from occ.drivers.compute.kubernetes import client, cluster_config, naming
 from occ.state import models
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import helpers
@@ -50,7 +50,7 @@ class Cluster:
         self.kubeconfig = kubeconfig
         self.fake = fake
         self.api = client.KubernetesApi(
-            client.load_configuration(str(kubeconfig), None), timeout_s=10
+            cluster_config.load_configuration(str(kubeconfig), None), timeout_s=10
         )
 
     def get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
