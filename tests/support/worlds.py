@@ -18,6 +18,7 @@ from occ.controller import (
     deployment_status,
     deployments,
     installation,
+    revision_reads,
     secrets,
 )
 from occ.drivers.secret import SecretDriver
@@ -183,7 +184,7 @@ def deploy(db: Database, world: World) -> str:
 
 
 def deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
-    return deployments.get_deployment(
+    return revision_reads.get_deployment(
         db,
         actor_id=world.admin,
         namespace_id=world.namespace_id,

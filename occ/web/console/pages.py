@@ -21,11 +21,11 @@ from occ.controller import (
     agents,
     authorization_checks,
     configurations,
-    deployments,
     installation,
     namespaces,
     operations,
     principals,
+    revision_reads,
     roles,
     secrets,
 )
@@ -160,7 +160,7 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
     agent = calls.call(agents.get_agent, namespace_id=namespace_id, agent_id=agent_id)
     revisions = _or_empty(
         lambda: calls.call(
-            deployments.list_revisions,
+            revision_reads.list_revisions,
             keyset.Window(limit=50),
             namespace_id=namespace_id,
             agent_id=agent_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from occ.controller import agent_lifecycle, agents, deployments, runtime_grants
+from occ.controller import agent_lifecycle, agents, deployments, revision_reads, runtime_grants
 from occ.foundation import harnesses
 from occ.state import agents as agent_rows
 from occ.web import calls, locations, pagination, preconditions
@@ -152,7 +152,7 @@ def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> d
     """The Agent's revisions the caller may read, newest first."""
     window = pagination.window(query, pagination.NEWEST_REVISION_FIRST)
     revisions = calls.call(
-        deployments.list_revisions, window, namespace_id=namespace_id, agent_id=agent_id
+        revision_reads.list_revisions, window, namespace_id=namespace_id, agent_id=agent_id
     )
     return pagination.page(revisions)
 
@@ -165,7 +165,7 @@ def list_revisions(query: dict[str, Any], namespace_id: str, agent_id: str) -> d
 )
 def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str, Any]:
     return calls.item(
-        deployments.get_revision,
+        revision_reads.get_revision,
         namespace_id=namespace_id,
         agent_id=agent_id,
         revision_id=revision_id,
@@ -181,7 +181,7 @@ def get_revision(namespace_id: str, agent_id: str, revision_id: str) -> dict[str
 def get_deployment(namespace_id: str, agent_id: str, deployment_id: str) -> dict[str, Any]:
     """A deployment's status: pending, active, superseded, stopped or failed."""
     return calls.item(
-        deployments.get_deployment,
+        revision_reads.get_deployment,
         namespace_id=namespace_id,
         agent_id=agent_id,
         deployment_id=deployment_id,

@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ.controller import agent_lifecycle, agents, deployment_status, deployments
+from occ.controller import (
+    agent_lifecycle,
+    agents,
+    deployment_status,
+    deployments,
+    revision_reads,
+)
 from occ.foundation import errors, harnesses, ids
 from occ.state import agents as agent_rows
 from occ.state import audit, iam_policy, models, revisions, values, work_keys, work_queue
@@ -78,7 +84,7 @@ def revision(
     db: Database, actor_id: str, view: agent_rows.Agent, revision_id: str
 ) -> revisions.Revision:
     """Revision ``revision_id`` of the Agent, read as ``actor_id``."""
-    return deployments.get_revision(
+    return revision_reads.get_revision(
         db,
         actor_id=actor_id,
         namespace_id=view.namespace_id,
@@ -89,7 +95,7 @@ def revision(
 
 def revision_ids(db: Database, actor_id: str, view: agent_rows.Agent) -> list[str]:
     """The ids of the Agent's revisions ``actor_id`` may see, newest first."""
-    listed = deployments.list_revisions(
+    listed = revision_reads.list_revisions(
         db, actor_id=actor_id, namespace_id=view.namespace_id, agent_id=view.id
     )
     return [r.id for r in listed]
@@ -382,7 +388,7 @@ def test_revision_reads_are_filtered_per_revision(db: Database, admin: str, worl
         revision(db, reader, view, second.deployment_id)
     other = create(db, admin, world, name="other")
     with pytest.raises(errors.NotFound):  # a revision of another Agent
-        deployments.get_deployment(
+        revision_reads.get_deployment(
             db,
             actor_id=admin,
             namespace_id=world.namespace_id,
