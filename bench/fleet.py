@@ -26,6 +26,11 @@ gets ``fleet_<N>_<name>=value`` lines:
     repair_latency_s            a gateway Deployment deleted -> the Agent recorded ready again,
                                 at a 10 s interval (target: within 2 intervals)
 
+The ``history`` phase (once, not per size) runs ``bench/intent.py``'s measurements and prints
+them as ``history_<name>=value``: a deploy's pickup p99 behind 10,000 due repairs against an
+idle queue, the work table's rows and size over accelerated days with retention on, the prune's
+rate and its effect on the claim, and the health count over millions of finished rows.
+
 stderr gets a summary against the targets and, with ``-v``, progress lines.
 
 Set-up: ``OCC_TEST_DATABASE_URL`` names a PostgreSQL server (a scratch database is created and
@@ -61,7 +66,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import sqlalchemy as sa
 
-from bench import deploys, fleet_world, workers
+from bench import deploys, fleet_world, intent, workers
 from bench.support import BenchError, log, percentile, report
 from occ.drivers.compute.kubernetes import manifests
 from occ.drivers.compute.kubernetes.driver import gateway_options
@@ -276,6 +281,10 @@ def work_rows(owner: Database) -> int:
 
 
 PHASES: Final = ("steady", "scaling", "overload", "repair")
+"""The phases measured per fleet size."""
+HISTORY: Final = "history"
+"""The phase of ``bench/intent.py`` (deploy pickup behind upkeep, flat history, prune, health),
+measured once."""
 
 
 def measure(n: int, phases: Sequence[str], verbose: bool) -> dict[str, float]:
@@ -509,24 +518,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1,000 Agents only")
     parser.add_argument(
         "--only",
-        default=",".join(PHASES),
-        help=f"phases to run, comma-separated ({','.join(PHASES)}); the summary needs all",
+        default=",".join((*PHASES, HISTORY)),
+        help=f"phases to run, comma-separated ({','.join((*PHASES, HISTORY))}); a fleet's "
+        "summary needs its four",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     args = parser.parse_args(argv)
     sizes = [1000] if args.quick else [int(size) for size in args.agents.split(",")]
     phases = [phase for phase in args.only.split(",") if phase]
-    if unknown := set(phases) - set(PHASES):
+    if unknown := set(phases) - {*PHASES, HISTORY}:
         parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     workers.exit_on_sigterm()
     started = time.monotonic()
     figures: dict[str, float] = {}
     summary: list[str] = []
-    for n in sizes:
-        measured = measure(n, phases, args.verbose)
+    fleet_phases = [phase for phase in phases if phase in PHASES]
+    for n in sizes if fleet_phases else []:
+        measured = measure(n, fleet_phases, args.verbose)
         figures.update({f"fleet_{n}_{name}": value for name, value in measured.items()})
-        if set(phases) == set(PHASES):
+        if set(fleet_phases) == set(PHASES):
             summary.append(_summary(n, measured))
+    if HISTORY in phases:
+        # intent ahead of upkeep and bounded history: bench/intent.py's phases, on their own
+        # scratch database (a deep queue and millions of finished rows, not a fleet)
+        found, lines = intent.measure(quick=args.quick, verbose=args.verbose)
+        figures.update({f"history_{name}": value for name, value in found.items()})
+        summary.extend(lines)
     summary.append(f"({time.monotonic() - started:.0f} s in all on {os.cpu_count()} CPUs)")
     report(figures, summary)
     return 0
