@@ -1,6 +1,8 @@
 """The client's entry: ``register`` adds its commands to ``occ``; login, work, audit and can-i.
 
-``occ login`` checks the key against the API before it writes the profile. ``occ auth can-i``
+``occ login`` checks the key against the API before it writes the profile, or with
+``--browser`` signs a person in (``occ.client.browser_login``); ``occ logout`` revokes a CLI
+token and forgets the credential. ``occ auth can-i``
 asks ``POST /v1/authorization-checks`` and exits 0 for yes, 1 for no. The resource commands are
 in ``occ.client.resources`` and ``occ.client.agents``.
 """
@@ -12,7 +14,7 @@ from typing import Any, Final
 
 import click
 
-from occ.client import agents, http, profile, resources, states, waiting
+from occ.client import agents, browser_login, http, profile, resources, states, waiting
 from occ.client import session as shared
 
 WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
@@ -32,17 +34,53 @@ _KINDS: Final = {
 @click.option("--url", required=True, help="The API's base URL (http:// or https://).")
 @click.option(
     "--key-file",
-    required=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="File holding the API key (occ_<keyId>_<secret>).",
 )
-def login(url: str, key_file: Path) -> None:
-    """Check the key against the API and keep URL and key in the profile (mode 0600)."""
+@click.option(
+    "--browser", is_flag=True, help="Sign in as a person through the browser instead of a key."
+)
+@click.option("--provider", default=None, help="With --browser: the sign-in provider's name.")
+@click.option(
+    "--no-open", is_flag=True, help="With --browser: print the sign-in URL, open no browser."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 3600),
+    default=300.0,
+    show_default=True,
+    help="With --browser: seconds to wait for the browser to come back.",
+)
+def login(
+    url: str,
+    key_file: Path | None,
+    *,
+    browser: bool,
+    provider: str | None,
+    no_open: bool,
+    timeout: float,
+) -> None:
+    """Keep the API's URL and a credential in the profile (mode 0600): an API key, checked
+    against the API, or with --browser a CLI token of the person who signs in."""
     environ = shared.session_of(click.get_current_context()).environ
+    if browser == (key_file is not None):
+        raise click.UsageError("give either --key-file FILE or --browser")
     try:
-        key = profile.check_key(key_file.read_text(encoding="utf-8"))
-        client = http.Client(http.check_url(url), key)
-        client.get(shared.path("namespaces"))  # 401 for a key the API does not know
+        if key_file is None:
+            client = http.Client(http.check_url(url), "")
+            signed_in = browser_login.sign_in(
+                client,
+                browser_login.provider_of(client, provider),
+                lambda link: _show_sign_in(link, open_browser=not no_open),
+                timeout_s=timeout,
+            )
+            key = signed_in.token
+            who = f" as {signed_in.principal_id} (token {signed_in.session_id})"
+        else:
+            key = profile.check_key(key_file.read_text(encoding="utf-8"))
+            client = http.Client(http.check_url(url), key)
+            client.get(shared.path("namespaces"))  # 401 for a key the API does not know
+            who = ""
         where = profile.save(environ, profile.Profile(client.url, key))
     except OSError as error:
         shared.fail("INVALID_FILE", f"cannot read {key_file}: {type(error).__name__}")
@@ -50,8 +88,44 @@ def login(url: str, key_file: Path) -> None:
         shared.fail("INVALID_KEY", str(error))
     except http.ApiError as error:
         shared.fail(error.code, error.detail)
-    click.echo(f"logged in to {client.url} (profile {where})")
+    click.echo(f"logged in to {client.url}{who} (profile {where})")
     shared.hint("occ namespaces create NAME --wait")
+
+
+def _show_sign_in(link: str, *, open_browser: bool) -> None:
+    click.echo(f"sign in at: {link}", err=True)
+    if open_browser:
+        import webbrowser  # noqa: PLC0415 - only this command needs it
+
+        webbrowser.open(link)
+
+
+@click.command()
+@shared.pass_session
+def logout(session: shared.Session) -> None:
+    """Forget the profile's credential; a CLI token (occ login --browser) is revoked first,
+    so it stops working everywhere. An API key is only forgotten (its administrator revokes
+    it)."""
+    try:
+        loaded = session.profile
+        session_id = profile.cli_session_of(loaded.key)
+        if session_id is not None:
+            _revoke_own(session.client, session_id)
+        where = profile.forget_key(session.environ)
+    except profile.ProfileError as error:
+        shared.fail("NOT_LOGGED_IN", str(error))
+    except http.ApiError as error:
+        shared.fail(error.code, error.detail)
+    ended = "revoked and forgotten" if session_id is not None else "forgotten (not revoked)"
+    click.echo(f"logged out of {loaded.url}: the credential was {ended} (profile {where})")
+
+
+def _revoke_own(client: http.Client, session_id: str) -> None:
+    try:
+        client.delete(shared.path("sessions", session_id))
+    except http.ApiError as error:
+        if error.status != 401:  # a token that no longer works is already logged out
+            raise
 
 
 @click.group(cls=shared.ClientGroup)
@@ -261,6 +335,7 @@ def register(group: click.Group) -> None:
     """Add the client's commands to the ``occ`` group."""
     for command in (
         login,
+        logout,
         config,
         completion,
         resources.namespaces,

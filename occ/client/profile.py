@@ -5,7 +5,8 @@ in a 0700 directory by ``occ login``; ``OCC_URL`` and ``OCC_API_KEY`` override i
 ``namespace`` (``occ config set namespace``, overridden by ``OCC_NAMESPACE``) is the Namespace of
 a command given no ``-n``.
 These are the client's settings, not the server's (``occ.settings.config``): the caller hands in the
-environment, nothing here reads ``os.environ``. The key is only ever in the ``key`` field.
+environment, nothing here reads ``os.environ``. The key (an API key, or the CLI token of
+``occ login --browser``) is only ever in the ``key`` field.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from occ.client import http
 
 FILE_NAME: Final = "profile.json"
 _KEY: Final = re.compile(r"occ_[A-Za-z0-9_-]+")
+_CLI_TOKEN: Final = re.compile(
+    r"ses_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.[0-9a-f]{64}"
+)
 
 
 class ProfileError(Exception):
@@ -49,11 +53,22 @@ def path(environ: Mapping[str, str]) -> Path:
 
 
 def check_key(text: str) -> str:
-    """An API key (``occ_<keyId>_<secret>``) with surrounding whitespace removed."""
+    """An API key (``occ_<keyId>_<secret>``) or a CLI token (``occ login --browser``'s
+    ``ses_<id>.<secret>``) with surrounding whitespace removed."""
     key = text.strip()
-    if not _KEY.fullmatch(key):
+    if not _KEY.fullmatch(key) and not is_cli_token(key):
         raise ProfileError("the key is not an occ API key (occ_<keyId>_<secret>)")
     return key
+
+
+def is_cli_token(key: str) -> bool:
+    """Whether ``key`` is a CLI token (``occ logout`` revokes one) rather than an API key."""
+    return _CLI_TOKEN.fullmatch(key) is not None
+
+
+def cli_session_of(key: str) -> str | None:
+    """The session id of a CLI token (what ``DELETE /v1/sessions/<id>`` ends), else ``None``."""
+    return key.partition(".")[0] if is_cli_token(key) else None
 
 
 def load(environ: Mapping[str, str]) -> Profile:
@@ -97,6 +112,13 @@ def save(environ: Mapping[str, str], profile: Profile) -> Path:
     namespace = profile.namespace or stored.get("namespace")
     if namespace and stored.get("url") in (None, profile.url):
         fields["namespace"] = namespace
+    return write(environ, fields)
+
+
+def forget_key(environ: Mapping[str, str]) -> Path:
+    """Remove the key from the profile file (``occ logout``), keeping its other fields."""
+    fields = stored_fields(environ)
+    fields.pop("key", None)
     return write(environ, fields)
 
 

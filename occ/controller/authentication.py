@@ -42,21 +42,25 @@ class SignedIn:
 
 
 def authenticate_session(
-    db: Database, *, presented_token: str, secret_key: str, idle: dt.timedelta
+    db: Database, *, presented_token: str, secret_key: str, idle: dt.timedelta, cli: bool = False
 ) -> SignedIn:
     """The principal of the live session ``presented_token`` proves (like ``authenticate``:
     one statement outside any transaction, a second at most once a minute to restart the idle
-    timeout).
+    timeout). A cookie (``cli`` false) carries a browser's session, a Bearer token (``cli``)
+    a CLI token: each is refused the other's.
 
     Raises:
-        Unauthenticated: malformed, unknown, revoked, expired (absolute or idle), or its
-            principal is disabled.
+        Unauthenticated: malformed, unknown, revoked, expired (absolute or idle), not of the
+            kind presented, or its principal is disabled.
     """
     with db.autocommit_connection() as connection:
         found = user_sessions.identify(
             connection, presented=presented_token, secret_key=secret_key, idle=idle
         )
-        if found is None or found.session.issuer == user_sessions.ONE_TIME_ISSUER:
+        issuer = None if found is None else found.session.issuer
+        if found is None or (
+            issuer != user_sessions.CLI_ISSUER if cli else issuer in user_sessions.COOKIE_REFUSED
+        ):
             raise errors.Unauthenticated("the session has ended; sign in again")
         if found.principal_disabled:
             raise errors.Unauthenticated("the session's principal is disabled")

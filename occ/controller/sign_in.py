@@ -59,29 +59,15 @@ def sign_in(db: Database, command: SignIn, policy_: SessionPolicy) -> user_sessi
         InvalidInput: the issuer or subject is empty or too long.
         Unauthenticated: the linked principal is disabled (audited as a denied sign-in).
     """
-    issuer, subject = command.issuer, command.subject
-    if not 1 <= len(issuer) <= 2048:
-        raise errors.InvalidInput.at(("issuer",), "must be 1 to 2048 characters long")
-    if not 1 <= len(subject) <= 255:
-        raise errors.InvalidInput.at(("subject",), "must be 1 to 255 characters long")
+    check_identity(command)
+    issuer = command.issuer
     with db.transaction() as session:
-        principal_id = _linked_principal(session, issuer, subject, command.display_name)
-        principal = policy.principal(session, principal_id, lock=True)
-        if principal.disabled:
-            audit.append(
-                session,
-                kind=audit.EventKind.ACCESS,
-                outcome=audit.EventOutcome.DENIED,
-                action="sessions.create",
-                actor_id=principal_id,
-                resource_kind="principal",
-                resource_id=principal_id,
-                details={"issuer": issuer, "reason": "principal_disabled"},
-            )
+        principal_id = admitted(session, command)
+        if principal_id is None:
             started = None
         else:
             rotated = _revoke_presented(session, command.replaces, policy_.secret_key)
-            started = _start(
+            started = start_session(
                 session,
                 principal_id,
                 issuer,
@@ -91,6 +77,34 @@ def sign_in(db: Database, command: SignIn, policy_: SessionPolicy) -> user_sessi
     if started is None:
         raise errors.Unauthenticated("this account is disabled")
     return started
+
+
+def check_identity(command: SignIn) -> None:
+    """``InvalidInput`` unless the issuer and subject have lengths occ can store."""
+    if not 1 <= len(command.issuer) <= 2048:
+        raise errors.InvalidInput.at(("issuer",), "must be 1 to 2048 characters long")
+    if not 1 <= len(command.subject) <= 255:
+        raise errors.InvalidInput.at(("subject",), "must be 1 to 255 characters long")
+
+
+def admitted(session: Session, command: SignIn) -> str | None:
+    """The principal the identity signs in as (linked on its first sign-in), or ``None`` when
+    it is disabled (audited as a denied ``sessions.create``)."""
+    issuer, subject = command.issuer, command.subject
+    principal_id = _linked_principal(session, issuer, subject, command.display_name)
+    if not policy.principal(session, principal_id, lock=True).disabled:
+        return principal_id
+    audit.append(
+        session,
+        kind=audit.EventKind.ACCESS,
+        outcome=audit.EventOutcome.DENIED,
+        action="sessions.create",
+        actor_id=principal_id,
+        resource_kind="principal",
+        resource_id=principal_id,
+        details={"issuer": issuer, "reason": "principal_disabled"},
+    )
+    return None
 
 
 def sign_out(db: Database, *, token: str, secret_key: str) -> str | None:
@@ -192,7 +206,7 @@ def _revoke_presented(
     return revoked.id
 
 
-def _start(
+def start_session(
     session: Session,
     principal_id: str,
     issuer: str,
@@ -253,7 +267,7 @@ def issue_one_time_link(
         principal = iam_policy.get_principal(session, principal_id)
         if principal is None or principal.disabled:
             raise errors.NotFound("the principal does not exist")
-        started = _start(
+        started = start_session(
             session,
             principal_id,
             user_sessions.ONE_TIME_ISSUER,
@@ -274,32 +288,49 @@ def redeem_one_time_link(
         Unauthenticated: not a live one-time token (malformed, spent, expired, another kind
             of token), or its principal is disabled.
     """
+    started = redeem(
+        db,
+        token,
+        policy_,
+        spends=user_sessions.ONE_TIME_ISSUER,
+        starts=user_sessions.LINK_ISSUER,
+        replaces=replaces,
+    )
+    if started is None:
+        raise errors.Unauthenticated("the sign-in link is invalid, used or expired")
+    return started
+
+
+def redeem(
+    db: Database,
+    token: str,
+    policy_: SessionPolicy,
+    *,
+    spends: str,
+    starts: str,
+    replaces: str | None = None,
+) -> user_sessions.StartedSession | None:
+    """Spend the live row of issuer ``spends`` that ``token`` proves (revoked, audited with
+    reason ``redeemed``) for a new session of issuer ``starts`` of its principal, revoking the
+    session ``replaces`` proves; ``None`` (nothing changed) unless the row is live and its
+    principal enabled."""
     with db.transaction() as session:
         proven = user_sessions.identify(
             session, presented=token, secret_key=policy_.secret_key, idle=_NEVER_IDLE
         )
-        link = None
-        if proven is not None and proven.session.issuer == user_sessions.ONE_TIME_ISSUER:
-            link = user_sessions.get(session, proven.session.id, lock=True)
-        if (
-            link is None
-            or link.revoked_at is not None
-            or proven is None
-            or proven.principal_disabled
-        ):
-            started = None
-        else:
-            spent = user_sessions.revoke(session, link.id)
-            assert spent is not None  # locked above
-            _audit_revoked(session, link.principal_id, spent, "redeemed")
-            _revoke_presented(session, replaces, policy_.secret_key)
-            started = _start(
-                session,
-                link.principal_id,
-                user_sessions.LINK_ISSUER,
-                policy_,
-                {"issuer": user_sessions.LINK_ISSUER, "linkSessionId": link.id},
-            )
-    if started is None:
-        raise errors.Unauthenticated("the sign-in link is invalid, used or expired")
-    return started
+        if proven is None or proven.session.issuer != spends or proven.principal_disabled:
+            return None
+        link = user_sessions.get(session, proven.session.id, lock=True)
+        if link is None or link.revoked_at is not None:
+            return None
+        spent = user_sessions.revoke(session, link.id)
+        assert spent is not None  # locked above
+        _audit_revoked(session, link.principal_id, spent, "redeemed")
+        _revoke_presented(session, replaces, policy_.secret_key)
+        return start_session(
+            session,
+            link.principal_id,
+            starts,
+            policy_,
+            {"issuer": starts, "linkSessionId": link.id},
+        )

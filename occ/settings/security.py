@@ -92,9 +92,15 @@ class Security(Topic):
     auth_session_max_ms: Annotated[int, Variable("OCC_AUTH_SESSION_MAX_MS")] = 43_200_000
     """A user session ends this long after sign-in, however much it is used."""
 
+    auth_cli_token_max_ms: Annotated[int, Variable("OCC_AUTH_CLI_TOKEN_MAX_MS")] = 604_800_000
+    """A CLI token (``occ login --browser``) ends this long after sign-in (it has no shorter
+    idle timeout); ``occ logout`` or ``DELETE /v1/sessions/<id>`` ends it sooner."""
+
     @pydantic.model_validator(mode="after")
     def _security_holds(self) -> Security:
-        require_positive(self, ("auth_session_idle_ms", "auth_session_max_ms"))
+        require_positive(
+            self, ("auth_session_idle_ms", "auth_session_max_ms", "auth_cli_token_max_ms")
+        )
         if self.fingerprint_key is not None and not self.fingerprint_key:
             raise errors.InvalidSettings.at(("fingerprint_key",), "must not be empty")
         return self

@@ -31,6 +31,13 @@ ONE_TIME_ISSUER: Final = "occ:one-time-link"
 """The issuer of a one-time sign-in link's row: it authenticates nothing until redeemed."""
 LINK_ISSUER: Final = "occ:link"
 """The issuer of a session a one-time sign-in link started."""
+CLI_CODE_ISSUER: Final = "occ:cli-code"
+"""The issuer of the row behind a CLI sign-in's one-time code: it authenticates nothing until
+``occ login --browser`` trades it (with its PKCE verifier) for a CLI token."""
+CLI_ISSUER: Final = "occ:cli"
+"""The issuer of a CLI token: a session the CLI presents as a Bearer token, never a cookie."""
+COOKIE_REFUSED: Final = frozenset({ONE_TIME_ISSUER, CLI_CODE_ISSUER, CLI_ISSUER})
+"""Issuers whose tokens a session cookie never carries."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,8 +3,9 @@ any signed-in caller may call it about itself); and who is calling.
 
 The declaration is what the authorization-matrix test reads; the admission use case is what
 enforces it, against the exact resource. A caller authenticates with a Bearer API key or, when
-sign-in is configured, the session cookie; an unsafe request made with the cookie must carry
-the session's CSRF token (``occ.web.cookies``). Both reach the same IAM.
+sign-in is configured, the session cookie or a Bearer CLI token (``occ login --browser``); an
+unsafe request made with the cookie must carry the session's CSRF token
+(``occ.web.cookies``). All reach the same IAM.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ AUTHENTICATED: Final = ("authenticated",)
 """Any authenticated caller, about itself (its own sessions, the console's pages, which call
 use cases that authorize each action)."""
 _ATTRIBUTE: Final = "_occ_permissions"
+CLI_TOKEN_PREFIX: Final = "ses_"  # noqa: S105 - a prefix, not a secret
+"""How a Bearer CLI token (``occ login --browser``) starts; an API key starts ``occ_``."""
 
 
 def requires(*permissions: str) -> Callable[[View], View]:
@@ -83,10 +86,18 @@ def _authenticate() -> None:
             "send an API key as 'Authorization: Bearer <key>'"
             + (" or sign in" if settings.sign_in_providers else "")
         )
+    presented = presented.strip()
+    if presented.startswith(CLI_TOKEN_PREFIX) and settings.auth_secret:
+        flask.g.principal_id = authentication.authenticate_session(
+            context.runtime.database,
+            presented_token=presented,
+            secret_key=settings.auth_secret,
+            idle=dt.timedelta(milliseconds=settings.auth_cli_token_max_ms),
+            cli=True,
+        ).principal_id
+        return
     flask.g.principal_id = authentication.authenticate(
-        context.runtime.database,
-        presented_key=presented.strip(),
-        pepper=settings.api_key_pepper,
+        context.runtime.database, presented_key=presented, pepper=settings.api_key_pepper
     )
 
 

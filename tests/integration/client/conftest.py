@@ -129,9 +129,10 @@ def _installed(db: Database, tmp_path: Path) -> Installed:
 
 
 @contextlib.contextmanager
-def _api(environment: dict[str, str], tmp_path: Path) -> Iterator[str]:
-    """The API under gunicorn until the block ends; its URL once it answers."""
-    port = servers.free_port()
+def api(environment: dict[str, str], tmp_path: Path, port: int | None = None) -> Iterator[str]:
+    """The API under gunicorn (on ``port``, else a free one) until the block ends; its URL
+    once it answers."""
+    port = port or servers.free_port()
     command = [*servers.API_COMMAND, "--bind", f"127.0.0.1:{port}", "--workers", "2"]
     api = processes.start(tmp_path, "api", command, environment)
     api_url = f"http://127.0.0.1:{port}"
@@ -157,7 +158,7 @@ def api_only(
     environment: dict[str, str], installed: Installed, tmp_path: Path
 ) -> Iterator[Operator]:
     """The operator against the API alone (no workers): for reads of rows a test made."""
-    with _api(environment, tmp_path) as api_url:
+    with api(environment, tmp_path) as api_url:
         yield Operator(home=installed.home, api_url=api_url, key_file=installed.key_file)
 
 
@@ -167,7 +168,7 @@ def operator(
 ) -> Iterator[Operator]:
     fleet = processes.Fleet(env=environment, directory=tmp_path)
     try:
-        with _api(environment, tmp_path) as api_url:
+        with api(environment, tmp_path) as api_url:
             fleet.control_worker(concurrency=4)
             fleet.worker("drivers", queues="occ.drivers", concurrency=2)
             fleet.beat()
