@@ -22,7 +22,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # the occ sources the gateway runs from (standard library only besides these)
 export GATEWAY_SOURCES="occ/__init__.py occ/foundation/__init__.py occ/foundation/fingerprints.py
-  occ/drivers/__init__.py occ/drivers/gateway.py"
+  occ/drivers/__init__.py occ/drivers/gateway.py occ/drivers/gateway_warnings.py"
 
 # 1. the list of files and the digest of the inputs
 "$PYTHON" -S -B - "$ROOT" "$WORK/files.txt" "${BASH_SOURCE[0]}" <<'PY'

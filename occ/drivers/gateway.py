@@ -4,9 +4,10 @@ The ``local`` Compute Driver runs one per AgentRevision (``python -m occ.drivers
 ``occ gateway``). It serves
 
 * ``GET /healthz``: 200 ``{"status": "ok", "revisionId", "agentId",
-  "configurationGeneration", "credentialFingerprint"}`` (the keyed fingerprint of the
-  credential read from ``--credential-file`` at start, under the revision's fingerprint key
-  read from the file ``fingerprint-key`` beside it; ``null`` without either; never the value);
+  "configurationGeneration", "credentialFingerprint", "warnings"}`` (the keyed fingerprint of
+  the credential read from ``--credential-file`` at start, under the revision's fingerprint key
+  read from the file ``fingerprint-key`` beside it; ``null`` without either; never the value;
+  ``warnings``: its startup warnings, ``[{"code", "detail"}]``, ``occ.drivers.gateway_warnings``);
   with ``--unhealthy``, or a configuration snapshot holding
   ``{"standIn": {"healthy": false}}``, 503 ``{"status": "unhealthy", ...}`` forever (a runtime
   that never becomes ready);
@@ -43,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from occ.drivers import gateway_warnings
 from occ.foundation import fingerprints
 
 EXIT_USAGE = 2
@@ -157,11 +159,13 @@ def serve(
             detail="cannot read the configuration snapshot",
         )
         return EXIT_USAGE
+    warnings = gateway_warnings.of_configuration(document)
     health = {
         "revisionId": revision_id,
         "agentId": agent_id,
         "configurationGeneration": generation,
         "credentialFingerprint": credential_fingerprint,
+        "warnings": warnings,
     }
     stand_in = document.get("standIn") if isinstance(document, dict) else None
     if isinstance(stand_in, dict) and stand_in.get("healthy") is False:
@@ -200,6 +204,7 @@ def serve(
         port=port,
         configurationGeneration=generation,
         healthy=not unhealthy,
+        warnings=warnings,
     )
     try:
         while not stopping.wait(1.0):

@@ -214,10 +214,13 @@ def _outcome_fields(
     report: pass_report.PassReport,
 ) -> dict[str, Any]:
     """What ``worker.completed`` adds to the pass's identity: a deployment's timing (its
-    deploy work only) and, for a pass that did not succeed, its cause."""
+    deploy work only) and the startup warnings its success carries, and, for a pass that did
+    not succeed, its cause."""
     fields: dict[str, Any] = {}
     if handler.deploy_timing:
         fields.update(report.timing_fields())
+        if result.outcome == codes.Outcome.SUCCESS:
+            fields["warnings"] = [dict(warning) for warning in report.warnings]
         try:
             with worker.database.snapshot() as session:
                 progress = work_reads.deploy_progress(session, claim.work_id)

@@ -3,7 +3,8 @@
 The executor opens a ``recording()`` around each pass; the revision reconciler marks the time
 it spends in the driver's prepare and activation (``phase``) and the driver's answer that
 kept it from finishing (``driver_answer``: the driver's code and, for an HTTP API, the status
-and the Kubernetes Status reason). Nothing here changes what a pass does; outside a recording
+and the Kubernetes Status reason), and the startup warnings a deployment's success carries
+(``startup_warnings``). Nothing here changes what a pass does; outside a recording
 every call is a no-op.
 """
 
@@ -33,6 +34,7 @@ class PassReport:
     dependency: str | None = None
     status: int | None = None
     status_reason: str | None = None
+    warnings: tuple[dict[str, str], ...] = ()
 
     def timing_fields(self) -> dict[str, Any]:
         """``prepareMs`` and ``activationMs`` of the pass."""
@@ -92,6 +94,14 @@ def runtime_failure() -> str | None:
     if registered is not None and registered.outcome == codes.Outcome.PENDING:
         return None
     return report.cause
+
+
+def startup_warnings(warnings: tuple[dict[str, str], ...]) -> None:
+    """The startup warnings the pass's deployment publishes (its ``worker.completed`` shows
+    them)."""
+    report = _CURRENT.get()
+    if report is not None:
+        report.warnings = warnings
 
 
 def driver_answer(code: str | None, error: base.DriverError | None = None) -> None:

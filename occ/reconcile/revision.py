@@ -5,8 +5,10 @@ pinned harness and driver, re-authorization of the original actor and the servic
 then the credential); supersession and stop checks without Compute; stopped predecessors when
 the revision needs them; preparation; activation in the driver's ``activation_order`` around
 the claim-fenced compare-and-set of the active pointer; retirement of earlier revisions; then
-the publication that appends the activation audit and completes the item. Every Compute call
-runs under a freshly renewed claim; a pass that loses its claim anywhere publishes nothing; a
+the publication that appends the activation audit and completes the item, its result the
+startup warnings the runtime reported (``startup_warnings``; maintenance records none).
+Every Compute call runs under a freshly renewed claim; a pass that loses its claim anywhere
+publishes nothing; a
 pass that finds its revision already active (a recovered or maintenance pass) resumes at
 activation.
 
@@ -21,7 +23,15 @@ from typing import TypeVar
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import environment, kinds, outcome, pass_report, retirement, specs
+from occ.reconcile import (
+    environment,
+    kinds,
+    outcome,
+    pass_report,
+    retirement,
+    specs,
+    startup_warnings,
+)
 from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.reconcile.revision_snapshot import Snapshot
 from occ.reconcile.revision_store import DatabaseRevisionStore, RevisionStore
@@ -90,6 +100,9 @@ def run_pass(
         return _failed(store, observation)
     if not isinstance(observation, base.Ready):
         return store.fail(Code.INVALID_DRIVER_OBSERVATION)
+    warnings = startup_warnings.judged(observation.warnings)
+    if warnings is None:
+        return store.fail(Code.INVALID_DRIVER_OBSERVATION)
 
     already_active = snapshot.agent.active_revision_id == spec.revision_id
     if not already_active:
@@ -112,7 +125,9 @@ def run_pass(
     except (base.TransientDriverError, base.PermanentDriverError):
         return store.defer(Code.REVISION_FINALIZATION_INCOMPLETE, delay_ms=None)
     code = Code.REVISION_ALREADY_ACTIVE if already_active else Code.REVISION_ACTIVATED
-    return store.publish_activation(snapshot, activation, code, retired=snapshot.earlier)
+    return store.publish_activation(
+        snapshot, activation, code, retired=snapshot.earlier, warnings=warnings
+    )
 
 
 def _maintain(

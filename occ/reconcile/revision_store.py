@@ -16,7 +16,15 @@ from typing import Literal, Protocol
 from occ import iam
 from occ.drivers.compute import base
 from occ.foundation import codes, errors, fingerprints
-from occ.reconcile import authority, environment, outcome, revision_snapshot, settle
+from occ.reconcile import (
+    authority,
+    environment,
+    outcome,
+    pass_report,
+    revision_snapshot,
+    settle,
+    startup_warnings,
+)
 from occ.reconcile.context import ClaimContext
 from occ.reconcile.revision_snapshot import Snapshot
 from occ.state import (
@@ -59,6 +67,7 @@ class RevisionStore(Protocol):
         code: Code,
         *,
         retired: Sequence[revisions.Revision] = (),
+        warnings: startup_warnings.Judged = (),
     ) -> outcome.PassResult: ...
 
     def degrade(
@@ -223,10 +232,11 @@ class DatabaseRevisionStore:
         code: Code,
         *,
         retired: Sequence[revisions.Revision] = (),
+        warnings: startup_warnings.Judged = (),
     ) -> outcome.PassResult:
         """Publish the endpoint, record the revisions the pass ``retired`` (the next deploy
-        leaves them alone), append the activation audit once, complete, and schedule the next
-        maintenance pass."""
+        leaves them alone), append the activation audit once, and complete, the result the
+        runtime's startup ``warnings`` when it reported any."""
         agent, revision = snapshot.agent, snapshot.revision
         with self._worker.database.transaction() as session:
             self._fence(session)
@@ -253,7 +263,13 @@ class DatabaseRevisionStore:
                         "revisionNumber": revision.revision_number,
                     },
                 )
-            return settle.complete(session, self._context, code)
+            pass_report.startup_warnings(warnings)
+            return settle.complete(
+                session,
+                self._context,
+                code,
+                result_data={"warnings": list(warnings)} if warnings else None,
+            )
 
     def degrade(
         self, snapshot: Snapshot, reason_code: str, *, recheck_ms: int | None

@@ -72,6 +72,7 @@ ALLOWED_FIELDS: Final = frozenset(
         "elapsedMs",
         "dependency",
         "statusReason",
+        "warnings",
     }
 )
 

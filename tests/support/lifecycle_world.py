@@ -29,6 +29,7 @@ from occ.reconcile import (
     revision_snapshot,
     revision_store,
     specs,
+    startup_warnings,
 )
 from occ.state import agents, values
 from occ.state import revisions as revision_rows
@@ -341,6 +342,7 @@ class WorldStore:
         code: Code,
         *,
         retired: Sequence[revision_rows.Revision] = (),
+        warnings: startup_warnings.Judged = (),
     ) -> outcome.PassResult:
         self.guard.fence()
         if self.world.agent.active_revision_id != snapshot.revision.id:

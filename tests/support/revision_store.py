@@ -18,7 +18,7 @@ from typing import Any
 
 from occ.drivers.compute import base
 from occ.foundation import codes
-from occ.reconcile import outcome, revision_snapshot, revision_store
+from occ.reconcile import outcome, revision_snapshot, revision_store, startup_warnings
 from occ.state import agents, revisions, runtime_observations, values, work_keys
 from tests.support import claim_guard, scenarios
 from tests.support import clock as clocks
@@ -98,6 +98,8 @@ class InMemoryRevisionStore:
         self._journal = journal
         self.row = WorkRow(world.key, values.WorkState.CLAIMED, 1, clock.now_ms)
         self.results: list[outcome.PassResult] = []
+        self.warnings: startup_warnings.Judged = ()
+        """The startup warnings the last published activation carried."""
         self.audits: list[Audit] = []
         self.observed: list[Observed] = []
         self._driver = driver
@@ -192,6 +194,7 @@ class InMemoryRevisionStore:
         code: Code,
         *,
         retired: Sequence[revisions.Revision] = (),
+        warnings: startup_warnings.Judged = (),
     ) -> outcome.PassResult:
         self._begin("publish_activation")
         revision = snapshot.revision
@@ -215,6 +218,7 @@ class InMemoryRevisionStore:
                     },
                 )
             )
+        self.warnings = warnings
         return self.complete(code, begun=True)
 
     def degrade(

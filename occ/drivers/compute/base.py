@@ -51,10 +51,21 @@ class Aborted(Exception):
 
 
 @dataclass(frozen=True)
+class StartupWarning:
+    """Something the runtime reported at start that did not keep it from serving (a plugin it
+    could not load, a configuration value it ignored): a code and what it is about."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class Ready:
-    """The target state is reached."""
+    """The target state is reached; a revision's runtime adds the ``warnings`` it reported at
+    start (read from the runtime itself, never inferred by the driver)."""
 
     details: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[StartupWarning, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Its options for one revision (the drivers add where it listens and how the credential
 arrives), the configuration file it reads, and the one ``GET /healthz`` that says a gateway
-answers for that revision. Pure functions plus that probe; nothing here starts, finds or ends
-a process or a container.
+answers for that revision and which startup warnings it reported. Pure functions plus that
+probe; nothing here starts, finds or ends a process or a container.
 """
 
 from __future__ import annotations
@@ -45,19 +45,47 @@ def _plain(value: Any) -> Any:
 
 def answers_for(host: str, port: int, revision_id: str, *, timeout_s: float) -> bool:
     """One ``GET /healthz`` (no proxy): 200 with a JSON body naming this revision."""
+    return status_of(host, port, revision_id, timeout_s=timeout_s) is not None
+
+
+def status_of(
+    host: str, port: int, revision_id: str, *, timeout_s: float
+) -> tuple[base.StartupWarning, ...] | None:
+    """One ``GET /healthz`` (no proxy): the startup warnings of a gateway that answers 200
+    for this revision; ``None`` when it does not (or its answer is malformed)."""
     connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
     try:
         connection.request("GET", "/healthz")
         response = connection.getresponse()
         body = response.read(_HEALTH_BODY_LIMIT)
     except (OSError, http.client.HTTPException):
-        return False
+        return None
     finally:
         connection.close()
     if response.status != 200:
-        return False
+        return None
     try:
         document = json.loads(body)
     except ValueError:
-        return False
-    return isinstance(document, dict) and document.get("revisionId") == revision_id
+        return None
+    if not isinstance(document, dict) or document.get("revisionId") != revision_id:
+        return None
+    return startup_warnings(document)
+
+
+def startup_warnings(document: Mapping[str, Any]) -> tuple[base.StartupWarning, ...] | None:
+    """The ``warnings`` of a gateway's status document as it reported them (none when it
+    reports none); ``None`` when they are not a list of ``{"code", "detail"}`` strings. Their
+    codes and details are judged by the worker, not here."""
+    reported = document.get("warnings", [])
+    if not isinstance(reported, list):
+        return None
+    warnings = []
+    for entry in reported:
+        if not isinstance(entry, dict):
+            return None
+        code, detail = entry.get("code"), entry.get("detail")
+        if not isinstance(code, str) or not isinstance(detail, str):
+            return None
+        warnings.append(base.StartupWarning(code, detail))
+    return tuple(warnings)

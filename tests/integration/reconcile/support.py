@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -17,9 +18,9 @@ from occ.state.db import Database
 from tests.support import namespace_status, worlds
 
 
-def ready_world(db: Database) -> worlds.World:
+def ready_world(db: Database, document: dict[str, Any] | None = None) -> worlds.World:
     """An Installation, a Namespace set ready (its own work item done) and one ``local`` Agent
-    in it, as the administrator made them."""
+    in it, as the administrator made them, its configuration ``document`` (default empty)."""
     admin = worlds.installation_admin(db, "reconcile")
     namespace_id = namespace_status.created_ready(db, admin=admin)
     with db.transaction() as session:
@@ -37,7 +38,7 @@ def ready_world(db: Database) -> worlds.World:
         compute_driver="local",
         store=secret_store.SecretStore.from_settings(Settings()),
         secret_value="v",
-        document={},
+        document=document or {},
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.docker import engine as docker_engine
-from occ.drivers.compute.docker import naming, snapshots, workload
+from occ.drivers.compute.docker import health, naming, snapshots, workload
 from occ.settings.config import Settings
 
 MIN_API_VERSION: Final = (1, 40)
@@ -37,6 +37,8 @@ NETWORK_IN_USE: Final = "DOCKER_NETWORK_IN_USE"
 NOT_READY: Final = "REVISION_NOT_READY"
 GONE: Final = "REVISION_NOT_RUNNING"
 """An observed revision has no gateway container."""
+UNHEALTHY: Final = "RUNTIME_STARTUP_FAILED"
+"""A started gateway's health check failed: the deployment fails (the engine judged it)."""
 CHANGED: Final = "DOCKER_OBJECT_CHANGED"
 """Transient: an object changed or vanished between two engine calls (a retry re-reads)."""
 
@@ -79,9 +81,11 @@ class DockerComputeDriver:
         probe_timeout_s: float = 0.5,
         stop_timeout_s: int = 10,
         maintenance_interval_s: float | None = None,
+        health_check: health.HealthCheck = health.DEFAULT,
     ) -> None:
         """``readiness_wait_s``: how long one pass waits for a started gateway to answer;
-        ``maintenance_interval_s`` enables the maintenance chain (re-observation)."""
+        ``maintenance_interval_s`` enables the maintenance chain (re-observation);
+        ``health_check``: the timing of the engine's health check of every gateway."""
         self.capabilities = base.after_commit(maintenance_interval_s)
         self.engine = engine
         self.image = image
@@ -90,6 +94,7 @@ class DockerComputeDriver:
         self.readiness_wait_s = readiness_wait_s
         self.probe_timeout_s = probe_timeout_s
         self.stop_timeout_s = stop_timeout_s
+        self.health_check = health_check
 
     @classmethod
     def from_settings(
@@ -174,8 +179,9 @@ class DockerComputeDriver:
     def prepare_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Observation:
-        """Create (or find) and start the gateway; ``Ready({"endpoint"})`` once its
-        ``/healthz`` answers for this revision, ``Pending`` before that."""
+        """Create (or find) and start the gateway; ``Ready({"endpoint"}, warnings)`` once the
+        engine's health check passed and its ``/healthz`` answers for this revision,
+        ``Pending`` before that, ``Failed`` when the health check failed."""
         return self._converge(operation, revision)
 
     @_classified
@@ -296,16 +302,18 @@ class DockerComputeDriver:
         while True:
             found = self.engine.container(container["Id"])
             port = workload.published_port(found)
-            state = found.get("State") or {}
-            health = (state.get("Health") or {}).get("Status")
-            if (
-                state.get("Running")
-                and health != "unhealthy"
-                and port is not None
-                and workload.answers_for(port, revision.revision_id, timeout_s=self.probe_timeout_s)
-            ):
-                return base.Ready({"endpoint": workload.endpoint(port)})
-            if not state.get("Running") or time.monotonic() >= deadline:
+            state = health.state_of(found)
+            if state == health.State.UNHEALTHY:
+                return base.Failed(
+                    UNHEALTHY, permanent=True, reason="the gateway's health check failed"
+                )
+            if state == health.State.PROBE and port is not None:
+                warnings = workload.startup_warnings(
+                    port, revision.revision_id, timeout_s=self.probe_timeout_s
+                )
+                if warnings is not None:
+                    return base.Ready({"endpoint": workload.endpoint(port)}, warnings)
+            if state == health.State.EXITED or time.monotonic() >= deadline:
                 return base.Pending("REVISION_INCOMPLETE")  # an exited one restarts next pass
             operation.wait(0.05)
 
@@ -321,6 +329,7 @@ class DockerComputeDriver:
             limits=self.limits,
             environment=environment,
             with_credential=revision.credential is not None,
+            healthcheck=self.health_check.engine_config(),
         )
         try:
             operation.check()

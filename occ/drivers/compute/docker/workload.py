@@ -38,25 +38,6 @@ CONFIG_FILE: Final = CONFIG_DIR + "/configuration.json"
 SECRETS_DIR: Final = "/run/occ"
 CREDENTIAL_FILE: Final = SECRETS_DIR + "/credential"
 
-_NANOSECONDS: Final = 1_000_000_000
-HEALTH_PROBE: Final = (
-    "import socket,sys\n"
-    f"s=socket.create_connection(('127.0.0.1',{PORT}),2)\n"
-    "s.sendall(b'GET /healthz HTTP/1.0\\r\\n\\r\\n')\n"
-    "sys.exit(0 if s.recv(12)[9:12]==b'200' else 1)\n"
-)
-"""The engine's health check: ``/healthz`` answers 200 (no shell, no curl in the image)."""
-
-HEALTHCHECK: Final = {
-    "test": ["CMD", "/usr/bin/python3", "-S", "-B", "-E", "-c", HEALTH_PROBE],
-    "interval": 5 * _NANOSECONDS,
-    "timeout": 2 * _NANOSECONDS,
-    "retries": 3,
-    "start_period": 30 * _NANOSECONDS,
-}
-"""Every 5 s: the driver probes readiness itself and only vetoes an ``unhealthy`` status, so
-the engine's check need not be frequent (each one starts an interpreter)."""
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -75,8 +56,10 @@ def gateway_config(
     limits: Limits,
     environment: Mapping[str, str],
     with_credential: bool,
+    healthcheck: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Keyword arguments of ``Engine.create_container`` for the revision's gateway."""
+    """Keyword arguments of ``Engine.create_container`` for the revision's gateway, with the
+    engine ``healthcheck`` (``health.HealthCheck.engine_config``)."""
     command = [
         "--port",
         str(PORT),
@@ -99,7 +82,7 @@ def gateway_config(
         "ports": [PORT],
         "stdin_open": with_credential,
         "tty": False,
-        "healthcheck": HEALTHCHECK,
+        "healthcheck": dict(healthcheck),
         "host_config": {
             "network_mode": network,
             "port_bindings": {PORT: (HOST, None)},
@@ -191,3 +174,11 @@ def endpoint(port: int) -> str:
 def answers_for(port: int, revision_id: str, *, timeout_s: float) -> bool:
     """One ``GET /healthz`` on the published port: 200 naming this revision."""
     return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
+
+
+def startup_warnings(
+    port: int, revision_id: str, *, timeout_s: float
+) -> tuple[base.StartupWarning, ...] | None:
+    """One ``GET /healthz`` on the published port: the startup warnings of a gateway that
+    answers for this revision; ``None`` when it does not."""
+    return standin.status_of(HOST, port, revision_id, timeout_s=timeout_s)

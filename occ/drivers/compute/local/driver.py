@@ -147,7 +147,8 @@ class LocalComputeDriver:
     ) -> base.Observation:
         """Write the snapshot (and credential), start (or find) the gateway, probe it once.
 
-        ``Ready({"endpoint"})`` once the gateway answers 200 with this revision id,
+        ``Ready({"endpoint"}, warnings)`` once the gateway answers 200 with this revision id
+        (with the startup warnings it reported),
         ``Pending("REVISION_INCOMPLETE")`` before that; see the module for start failures.
         """
         with (
@@ -328,11 +329,14 @@ class LocalComputeDriver:
             runtime = started
         operation.check()
         port = int(runtime["port"])
-        if not gateways.healthy(port, revision.revision_id, timeout_s=self.probe_timeout_s):
+        warnings = gateways.startup_warnings(
+            port, revision.revision_id, timeout_s=self.probe_timeout_s
+        )
+        if warnings is None:
             return base.Pending("REVISION_INCOMPLETE")
         if runtime.get("healthyAt") is None:
             store.write_json(runtime_path, {**runtime, "healthyAt": time.time()})
-        return base.Ready({"endpoint": gateways.endpoint(port)})
+        return base.Ready({"endpoint": gateways.endpoint(port)}, warnings)
 
     def _start(
         self,

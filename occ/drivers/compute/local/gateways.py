@@ -186,6 +186,14 @@ def healthy(port: int, revision_id: str, *, timeout_s: float) -> bool:
     return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
 
 
+def startup_warnings(
+    port: int, revision_id: str, *, timeout_s: float
+) -> tuple[base.StartupWarning, ...] | None:
+    """One ``GET /healthz``: the startup warnings of a gateway answering for this revision;
+    ``None`` when it does not answer for it."""
+    return standin.status_of(HOST, port, revision_id, timeout_s=timeout_s)
+
+
 # -- finding -------------------------------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ _LIBRARY: Final = (
     "__init__.py",
     "drivers/__init__.py",
     "drivers/gateway.py",
+    "drivers/gateway_warnings.py",
     "foundation/__init__.py",
     "foundation/fingerprints.py",
 )

@@ -49,6 +49,7 @@ def test_prepare_is_pending_then_ready_and_the_gateway_serves_the_revision(root:
         "agentId": revision.agent_id,
         "configurationGeneration": 7,
         "credentialFingerprint": None,  # no credential delivered
+        "warnings": [],
     }
     # without a credential of its own the gateway serves no configuration to anyone
     assert support.get(endpoint, "/config") == (404, {"status": "not_found"})

@@ -9,7 +9,7 @@ import tarfile
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.docker import naming, workload
+from occ.drivers.compute.docker import health, naming, workload
 from tests.support import specs
 
 SECRET = "sk-unit-never-in-config"
@@ -34,6 +34,7 @@ def _config(revision: base.RevisionSpec) -> dict[str, object]:
         limits=workload.Limits(memory_bytes=1 << 27, nano_cpus=250_000_000, pids=32),
         environment={"HOOK_TOKEN": "opaque-abc"},
         with_credential=revision.credential is not None,
+        healthcheck=health.HealthCheck().engine_config(),
     )
 
 

@@ -1,0 +1,44 @@
+"""When the engine's word on a gateway container lets the driver count it ready."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from occ.drivers.compute.docker import health
+
+
+def _inspected(running: bool, status: str | None, *, restarting: bool = False) -> dict[str, Any]:
+    state: dict[str, Any] = {"Running": running, "Restarting": restarting}
+    if status is not None:
+        state["Health"] = {"Status": status}
+    return {"State": state}
+
+
+@pytest.mark.parametrize(
+    ("inspected", "expected"),
+    [
+        (_inspected(True, "healthy"), health.State.PROBE),
+        (_inspected(True, None), health.State.PROBE),
+        (_inspected(True, "starting"), health.State.STARTING),
+        (_inspected(True, "unhealthy"), health.State.UNHEALTHY),
+        (_inspected(False, "healthy"), health.State.EXITED),
+        (_inspected(True, "healthy", restarting=True), health.State.EXITED),
+        ({}, health.State.EXITED),
+    ],
+)
+def test_only_a_passed_health_check_lets_the_gateway_be_probed(
+    inspected: dict[str, Any], expected: health.State
+) -> None:
+    assert health.state_of(inspected) == expected
+
+
+def test_the_engine_health_check_probes_healthz_at_the_configured_pace() -> None:
+    config = health.HealthCheck(
+        interval_s=0.5, timeout_s=1, retries=2, start_period_s=0
+    ).engine_config()
+    assert config["test"][:2] == ["CMD", "/usr/bin/python3"]
+    assert "/healthz" in config["test"][-1]
+    assert (config["interval"], config["timeout"]) == (500_000_000, 1_000_000_000)
+    assert (config["retries"], config["start_period"]) == (2, 0)

@@ -1,0 +1,71 @@
+"""A runtime's startup warnings: judged, then carried by a deploy's success, never by a repair."""
+
+from __future__ import annotations
+
+import pytest
+
+from occ.drivers.compute import base
+from occ.foundation import codes
+from occ.reconcile import startup_warnings
+from tests.support import scenarios
+from tests.unit.reconcile import passes
+
+Code = codes.Code
+W = base.StartupWarning
+
+
+def test_well_formed_warnings_are_kept_in_the_runtimes_order() -> None:
+    warnings = [W("PLUGIN_UNAVAILABLE", "voice-call"), W("CONFIGURATION_IGNORED", "plugins")]
+
+    assert startup_warnings.judged(warnings) == (
+        {"code": "PLUGIN_UNAVAILABLE", "detail": "voice-call"},
+        {"code": "CONFIGURATION_IGNORED", "detail": "plugins"},
+    )
+    assert startup_warnings.judged([]) == ()
+
+
+@pytest.mark.parametrize(
+    "warnings",
+    [
+        [W("plugin failed", "x")],
+        [W("PLUGIN_UNAVAILABLE", "")],
+        [W("PLUGIN_UNAVAILABLE", "a\nb")],
+        [W("PLUGIN_UNAVAILABLE", "x" * 201)],
+        [W("PLUGIN_UNAVAILABLE", "x"), W("PLUGIN_UNAVAILABLE", "x")],
+        [W("PLUGIN_UNAVAILABLE", f"p{n}") for n in range(65)],
+    ],
+)
+def test_malformed_warnings_are_refused(warnings: list[base.StartupWarning]) -> None:
+    assert startup_warnings.judged(warnings) is None
+
+
+def test_a_deploys_success_carries_the_warnings_its_runtime_reported() -> None:
+    run = passes.harness()
+    run.driver.script("prepare_revision", base.Ready({}, (W("PLUGIN_UNAVAILABLE", "memory"),)))
+
+    result = run.run()
+
+    assert result.code == Code.REVISION_ACTIVATED
+    assert run.store.warnings == ({"code": "PLUGIN_UNAVAILABLE", "detail": "memory"},)
+
+
+def test_malformed_warnings_fail_the_deploy_before_activation() -> None:
+    run = passes.harness()
+    run.driver.script("prepare_revision", base.Ready({}, (W("bad code", "memory"),)))
+
+    result = run.run()
+
+    assert (result.outcome, result.code) == (
+        codes.Outcome.PERMANENT,
+        Code.INVALID_DRIVER_OBSERVATION,
+    )
+    assert run.driver.count("activate_revision") == 0
+
+
+def test_a_repair_publishes_no_warnings() -> None:
+    world = scenarios.agent(revisions=1, active=1, maintenance_bucket=7)
+    run = passes.harness(world, maintenance_interval_s=60)
+    run.driver.script("prepare_revision", base.Ready({}, (W("PLUGIN_UNAVAILABLE", "memory"),)))
+
+    assert run.run().code == Code.REVISION_ALREADY_ACTIVE
+    assert run.store.warnings == ()
