@@ -9,6 +9,7 @@ workers and never touches a runtime.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +147,34 @@ def make(
     harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
 ) -> World:
     """The resources of ``namespace_id`` (which must be ready) and one Agent on them."""
+    (world,) = make_many(
+        db,
+        admin=admin,
+        namespace_id=namespace_id,
+        compute_driver=compute_driver,
+        store=store,
+        secret_value=secret_value,
+        document=document,
+        agent_names=(agent_name,),
+        harness=harness,
+    )
+    return world
+
+
+def make_many(
+    db: Database,
+    *,
+    admin: str,
+    namespace_id: str,
+    compute_driver: str,
+    store: SecretDriver,
+    secret_value: str,
+    agent_names: Sequence[str],
+    document: dict[str, Any] | None = None,
+    harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
+) -> list[World]:
+    """The resources of ``namespace_id`` (which must be ready) and one Agent on them per name,
+    a World each, in the order of ``agent_names``."""
     resources = namespace_resources(
         db,
         admin=admin,
@@ -154,23 +183,28 @@ def make(
         secret_value=secret_value,
         document=document,
     )
-    agent = bound_agent(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        resources=resources,
-        compute_driver=compute_driver,
-        name=agent_name,
-        harness=harness,
-    )
-    return World(
-        admin=admin,
-        namespace_id=namespace_id,
-        configuration_id=resources.configuration_id,
-        secret_id=resources.secret_id,
-        agent_id=agent.id,
-        service_principal_id=agent.service_principal_id,
-    )
+    made = []
+    for name in agent_names:
+        agent = bound_agent(
+            db,
+            admin=admin,
+            namespace_id=namespace_id,
+            resources=resources,
+            compute_driver=compute_driver,
+            name=name,
+            harness=harness,
+        )
+        made.append(
+            World(
+                admin=admin,
+                namespace_id=namespace_id,
+                configuration_id=resources.configuration_id,
+                secret_id=resources.secret_id,
+                agent_id=agent.id,
+                service_principal_id=agent.service_principal_id,
+            )
+        )
+    return made
 
 
 def deploy(db: Database, world: World) -> str:

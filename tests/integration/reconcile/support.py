@@ -1,8 +1,13 @@
-"""Helpers of the reconcile tests that run work in-process: a ready world, one item run on a
-``local`` driver, and the authorization denials audited for an item."""
+"""Helpers of the reconcile tests that run work in-process: a ready world, a worker on a
+``local`` driver and its gateways killed at teardown, one item run, work run until it ends, and
+the authorization denials audited for an item."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,12 @@ from occ.settings.config import Settings
 from occ.state import models, secret_store, values
 from occ.state.db import Database
 from tests.support import namespace_status, worlds
+from tests.support.processes import wait_for
+
+POLICY = values.QueuePolicy(
+    lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
+)
+"""The queue policy of the in-process workers."""
 
 
 def ready_world(db: Database, document: dict[str, Any] | None = None) -> worlds.World:
@@ -40,6 +51,57 @@ def ready_world(db: Database, document: dict[str, Any] | None = None) -> worlds.
         secret_value="v",
         document=document or {},
     )
+
+
+def local_worker(
+    db: Database, root: Path, *, interval_s: float = 60.0, policy: values.QueuePolicy = POLICY
+) -> Worker:
+    """A worker in this process on a ``local`` driver under ``root`` (observing every
+    ``interval_s``); ``kill_gateways(root)`` ends what it started."""
+    return Worker(
+        database=db,
+        policy=policy,
+        driver=LocalComputeDriver(root, maintenance_interval_s=interval_s),
+        shutdown=threading.Event(),
+        settings=Settings(database_url="postgresql://unused"),
+    )
+
+
+def kill_gateways(root: Path) -> None:
+    """Kill every gateway process the ``local`` driver under ``root`` started."""
+    for runtime in root.glob("agents/*/revisions/*/runtime.json"):
+        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
+        if isinstance(pid, int):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def run_until(
+    db: Database,
+    worker: Worker,
+    work_id: str,
+    *codes: str,
+    ended: tuple[str, ...] = ("succeeded",),
+) -> None:
+    """Claim and run passes in-process, every queued item due at once, until ``work_id`` is in
+    one of the ``ended`` states, with one of ``codes`` when any are given."""
+
+    def finished() -> bool:
+        with db.transaction() as session:
+            row = session.get(models.ControllerWork, work_id)
+            if row is not None and row.state in ended:
+                assert not codes or row.reason_code in codes, row.reason_code
+                return True
+            session.execute(
+                sa.update(models.ControllerWork)
+                .where(models.ControllerWork.state == "queued")
+                .values(available_at=sa.func.clock_timestamp())
+            )
+        for claim in executor.claim_batch(db, worker.policy, max_in_flight=10):
+            executor.run(worker, claim.work_id, str(claim.token))
+        return False
+
+    wait_for(finished, timeout=60, interval=0.1, message=f"{work_id} to end {codes or ended}")
 
 
 def run_the_one_item(

@@ -5,11 +5,7 @@ and stop work carries no deployment timing."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +15,6 @@ import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor
 from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import models, values
@@ -27,7 +22,6 @@ from occ.state.db import Database
 from occ.telemetry import observability
 from tests.integration.reconcile import support
 from tests.support import worlds
-from tests.support.processes import wait_for
 
 POLICY = values.QueuePolicy(lease_ms=15_000)
 TIMING = ("durationMs", "deployPasses", "prepareMs", "readinessWaitMs", "activationMs", "elapsedMs")
@@ -43,11 +37,7 @@ def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
         shutdown=threading.Event(),
         settings=Settings(database_url="postgresql://unused", unready_recheck_ms=50),
     )
-    for runtime in root.glob("agents/*/revisions/*/runtime.json"):
-        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
-        if isinstance(pid, int):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    support.kill_gateways(root)
 
 
 def _completed(caplog: pytest.LogCaptureFixture, work_id: str) -> list[dict[str, object]]:
@@ -59,24 +49,6 @@ def _completed(caplog: pytest.LogCaptureFixture, work_id: str) -> list[dict[str,
     return events
 
 
-def _run_until_done(db: Database, worker: Worker, work_id: str) -> None:
-    def done() -> bool:
-        with db.transaction() as session:
-            row = session.get(models.ControllerWork, work_id)
-            if row is not None and row.state in ("succeeded", "failed_permanent"):
-                return True
-            session.execute(
-                sa.update(models.ControllerWork)
-                .where(models.ControllerWork.state == "queued")
-                .values(available_at=sa.func.clock_timestamp())
-            )
-        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
-            executor.run(worker, claim.work_id, str(claim.token))
-        return False
-
-    wait_for(done, timeout=60, interval=0.1, message=f"{work_id} to end")
-
-
 def test_a_deploys_passes_carry_its_timing_and_the_unfinished_ones_their_cause(
     db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -84,7 +56,7 @@ def test_a_deploys_passes_carry_its_timing_and_the_unfinished_ones_their_cause(
     revision_id = worlds.deploy(db, world)
     work_id = f"agent_revision:{revision_id}:reconcile"
     with caplog.at_level(logging.INFO, logger="occ"):
-        _run_until_done(db, worker, work_id)
+        support.run_until(db, worker, work_id, ended=("succeeded", "failed_permanent"))
 
     passes = _completed(caplog, work_id)
     assert passes and passes[-1]["code"] == "REVISION_ACTIVATED"
@@ -108,7 +80,12 @@ def test_stop_work_carries_no_deployment_timing(
     db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = support.ready_world(db)
-    _run_until_done(db, worker, f"agent_revision:{worlds.deploy(db, world)}:reconcile")
+    support.run_until(
+        db,
+        worker,
+        f"agent_revision:{worlds.deploy(db, world)}:reconcile",
+        ended=("succeeded", "failed_permanent"),
+    )
     agent_lifecycle.stop_agent(
         db,
         world.admin,
@@ -119,7 +96,7 @@ def test_stop_work_carries_no_deployment_timing(
             sa.select(models.ControllerWork.id).where(models.ControllerWork.kind == "agent_stopped")
         ).scalars()
     with caplog.at_level(logging.INFO, logger="occ"):
-        _run_until_done(db, worker, work_id)
+        support.run_until(db, worker, work_id, ended=("succeeded", "failed_permanent"))
 
     [stopped] = _completed(caplog, work_id)
     assert stopped["code"] == "AGENT_STOPPED"

@@ -5,8 +5,6 @@ are spaced; a revision a newer deploy is replacing is left alone; observers shar
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import threading
@@ -22,62 +20,26 @@ from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor, maintenance, observer
 from occ.reconcile.environment import Worker
-from occ.settings.config import Settings
-from occ.state import models, observations, values
+from occ.state import models, observations
 from occ.state.db import Database
 from tests.integration.reconcile import support
 from tests.support import worlds
 from tests.support.processes import wait_for
 
-POLICY = values.QueuePolicy(
-    lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
-)
 INTERVAL_S = 60.0
 
 
 @pytest.fixture
 def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
-    driver = LocalComputeDriver(tmp_path / "local", maintenance_interval_s=INTERVAL_S)
-    yield Worker(
-        database=db,
-        policy=POLICY,
-        driver=driver,
-        shutdown=threading.Event(),
-        settings=Settings(database_url="postgresql://unused"),
-    )
-    for runtime in (tmp_path / "local").glob("agents/*/revisions/*/runtime.json"):
-        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
-        if isinstance(pid, int):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    yield support.local_worker(db, tmp_path / "local", interval_s=INTERVAL_S)
+    support.kill_gateways(tmp_path / "local")
 
 
 def _activate(db: Database, worker: Worker, world: worlds.World) -> str:
     """Deploy the Agent and run passes until its new revision is active; the revision's id."""
     revision_id = worlds.deploy(db, world)
-    _run_until(db, worker, f"agent_revision:{revision_id}:reconcile", "REVISION_ACTIVATED")
+    support.run_until(db, worker, f"agent_revision:{revision_id}:reconcile", "REVISION_ACTIVATED")
     return revision_id
-
-
-def _run_until(db: Database, worker: Worker, work_id: str, *codes: str) -> None:
-    """Claim and run passes in-process until ``work_id`` ends with one of ``codes``."""
-
-    def finished() -> bool:
-        with db.transaction() as session:
-            row = session.get(models.ControllerWork, work_id)
-            if row is not None and row.state == "succeeded":
-                assert row.reason_code in codes
-                return True
-            session.execute(
-                sa.update(models.ControllerWork)
-                .where(models.ControllerWork.state == "queued")
-                .values(available_at=sa.func.clock_timestamp())
-            )
-        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
-            executor.run(worker, claim.work_id, str(claim.token))
-        return False
-
-    wait_for(finished, timeout=30, interval=0.2, message=f"{work_id} to end {codes}")
 
 
 def _rewind(db: Database, seconds: float = INTERVAL_S) -> None:
@@ -174,7 +136,7 @@ def test_a_killed_gateway_gets_one_repair_which_restarts_it_and_records_it_ready
     [repair] = _repairs(db, revision)
     assert repair.state == "queued" and repair.actor_id == world.admin
     assert _runtime(db, world.agent_id) == ("degraded", "REVISION_NOT_RUNNING", 1)
-    _run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
+    support.run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
     second_pid = _local(worker).revision_process(world.agent_id, revision)
     assert second_pid is not None and second_pid != first_pid
     assert _runtime(db, world.agent_id) == ("ready", "REVISION_ALREADY_ACTIVE", 0)
@@ -222,7 +184,7 @@ def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
     [repair] = _repairs(db, first)
     # claimed before the deploy (a deploy queued beside it would be the lane's head: intent
     # runs first), and the deploy admitted before the repair runs
-    [claim] = executor.claim_batch(db, POLICY, max_in_flight=10)
+    [claim] = executor.claim_batch(db, support.POLICY, max_in_flight=10)
     second = worlds.deploy(db, world)
 
     result = executor.run(worker, claim.work_id, str(claim.token))
@@ -231,7 +193,7 @@ def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
     assert result is not None and result.code == "REVISION_MAINTENANCE_SUPERSEDED"
     # no repair of the older revision: its gateway stays gone while the newer deploy waits
     assert _local(worker).revision_process(world.agent_id, first) is None
-    _run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
+    support.run_until(db, worker, f"agent_revision:{second}:reconcile", "REVISION_ACTIVATED")
 
 
 def test_an_observer_waits_for_a_short_hold_of_the_cursor_then_observes(
@@ -315,7 +277,7 @@ def test_the_activation_is_audited_once_however_many_events_follow(
     _rewind(db)
     executor.observe(worker)
     [repair] = _repairs(db, revision)
-    _run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
+    support.run_until(db, worker, repair.id, "REVISION_ALREADY_ACTIVE")
 
     with db.transaction() as session:
         activations = session.execute(
@@ -364,7 +326,7 @@ def _settle_queued(db: Database, worker: Worker) -> None:
             ).scalar_one()
         if live == 0:
             return True
-        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
+        for claim in executor.claim_batch(db, support.POLICY, max_in_flight=10):
             executor.run(worker, claim.work_id, str(claim.token))
         return False
 

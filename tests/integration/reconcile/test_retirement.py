@@ -4,10 +4,6 @@ retirement, whose pass stops its gateway, removes its credential and audits it."
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,56 +13,18 @@ import sqlalchemy as sa
 
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor, retirement, specs
+from occ.reconcile import retirement, specs
 from occ.reconcile.environment import Worker
-from occ.settings.config import Settings
-from occ.state import agents, deploys, models, revisions, values
+from occ.state import agents, deploys, models, revisions
 from occ.state.db import Database
 from tests.integration.reconcile import support
 from tests.support import worlds
-from tests.support.processes import wait_for
-
-POLICY = values.QueuePolicy(
-    lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
-)
 
 
 @pytest.fixture
 def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
-    driver = LocalComputeDriver(tmp_path / "local", maintenance_interval_s=60.0)
-    yield Worker(
-        database=db,
-        policy=POLICY,
-        driver=driver,
-        shutdown=threading.Event(),
-        settings=Settings(database_url="postgresql://unused"),
-    )
-    for runtime in (tmp_path / "local").glob("agents/*/revisions/*/runtime.json"):
-        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
-        if isinstance(pid, int):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _run_until(db: Database, worker: Worker, work_id: str, code: str) -> None:
-    """Claim and run passes in-process until ``work_id`` succeeds with ``code``."""
-
-    def finished() -> bool:
-        with db.transaction() as session:
-            row = session.get(models.ControllerWork, work_id)
-            if row is not None and row.state == "succeeded":
-                assert row.reason_code == code
-                return True
-            session.execute(
-                sa.update(models.ControllerWork)
-                .where(models.ControllerWork.state == "queued")
-                .values(available_at=sa.func.clock_timestamp())
-            )
-        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
-            executor.run(worker, claim.work_id, str(claim.token))
-        return False
-
-    wait_for(finished, timeout=30, interval=0.2, message=f"{work_id} to end {code}")
+    yield support.local_worker(db, tmp_path / "local")
+    support.kill_gateways(tmp_path / "local")
 
 
 def _fail_deployment(db: Database, world: worlds.World, revision_id: str) -> None:
@@ -110,7 +68,7 @@ def test_a_failed_active_revision_hands_the_pointer_back_and_is_retired(
 ) -> None:
     world = support.ready_world(db)
     first = worlds.deploy(db, world)
-    _run_until(db, worker, f"agent_revision:{first}:reconcile", "REVISION_ACTIVATED")
+    support.run_until(db, worker, f"agent_revision:{first}:reconcile", "REVISION_ACTIVATED")
     second = worlds.deploy(db, world)
     with db.transaction() as session:
         # the newer revision's pass moved the pointer and started its gateway, then failed
@@ -130,7 +88,7 @@ def test_a_failed_active_revision_hands_the_pointer_back_and_is_retired(
     assert (agent.active_revision_id, agent.endpoint) == (first, None)
     [item] = _retirements(db, second)
     assert item.state == "queued"
-    _run_until(db, worker, item.id, "REVISION_RETIRED")
+    support.run_until(db, worker, item.id, "REVISION_RETIRED")
     assert driver.revision_process(world.agent_id, second) is None
     assert driver.revision_process(world.agent_id, first) is not None  # left running
     assert _agent(db, world).active_revision_id == first
@@ -150,4 +108,4 @@ def test_a_failed_first_revision_clears_the_pointer(db: Database, worker: Worker
 
     assert _agent(db, world).active_revision_id is None
     [item] = _retirements(db, first)
-    _run_until(db, worker, item.id, "REVISION_RETIRED")
+    support.run_until(db, worker, item.id, "REVISION_RETIRED")

@@ -3,10 +3,6 @@ revision is retired by the first deploy after it, and never again by later ones.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,18 +12,12 @@ import sqlalchemy as sa
 
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
-from occ.reconcile import executor
 from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
-from occ.state import models, values
+from occ.state import models
 from occ.state.db import Database
 from tests.integration.reconcile import support
 from tests.support import worlds
-from tests.support.processes import wait_for
-
-POLICY = values.QueuePolicy(
-    lease_ms=15_000, dispatch_lease_ms=30_000, max_attempts=5, convergence_timeout_ms=900_000
-)
 
 
 class RetirementsCounted(LocalComputeDriver):
@@ -46,33 +36,12 @@ class RetirementsCounted(LocalComputeDriver):
 def driver(tmp_path: Path) -> Iterator[RetirementsCounted]:
     counted = RetirementsCounted(tmp_path / "local")
     yield counted
-    for runtime in (tmp_path / "local").glob("agents/*/revisions/*/runtime.json"):
-        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
-        if isinstance(pid, int):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    support.kill_gateways(tmp_path / "local")
 
 
 def _activate(db: Database, worker: Worker, world: worlds.World) -> str:
     revision_id = worlds.deploy(db, world)
-    work_id = f"agent_revision:{revision_id}:reconcile"
-
-    def activated() -> bool:
-        with db.transaction() as session:
-            row = session.get(models.ControllerWork, work_id)
-            if row is not None and row.state == "succeeded":
-                assert row.reason_code == "REVISION_ACTIVATED"
-                return True
-            session.execute(
-                sa.update(models.ControllerWork)
-                .where(models.ControllerWork.state == "queued")
-                .values(available_at=sa.func.clock_timestamp())
-            )
-        for claim in executor.claim_batch(db, POLICY, max_in_flight=10):
-            executor.run(worker, claim.work_id, str(claim.token))
-        return False
-
-    wait_for(activated, timeout=30, interval=0.2, message=f"{work_id} to activate")
+    support.run_until(db, worker, f"agent_revision:{revision_id}:reconcile", "REVISION_ACTIVATED")
     return revision_id
 
 
@@ -81,7 +50,7 @@ def test_each_deploy_retires_only_the_revisions_still_live(
 ) -> None:
     worker = Worker(
         database=db,
-        policy=POLICY,
+        policy=support.POLICY,
         driver=driver,
         shutdown=threading.Event(),
         settings=Settings(database_url="postgresql://unused"),

@@ -25,34 +25,15 @@ AGENTS = 4
 def _world(db: Database, env: dict[str, str], admin: str) -> list[worlds.World]:
     """``AGENTS`` local Agents in one ready Namespace."""
     namespace_id = namespace_status.created_ready(db, admin=admin)
-    resources = worlds.namespace_resources(
+    return worlds.make_many(
         db,
         admin=admin,
         namespace_id=namespace_id,
+        compute_driver="local",
         store=worker_worlds.store(env),
         secret_value="sk-two-hosts",
+        agent_names=[f"agent-{index}" for index in range(AGENTS)],
     )
-    made = []
-    for index in range(AGENTS):
-        agent = worlds.bound_agent(
-            db,
-            admin=admin,
-            namespace_id=namespace_id,
-            resources=resources,
-            compute_driver="local",
-            name=f"agent-{index}",
-        )
-        made.append(
-            worlds.World(
-                admin=admin,
-                namespace_id=namespace_id,
-                configuration_id=resources.configuration_id,
-                secret_id=resources.secret_id,
-                agent_id=agent.id,
-                service_principal_id=agent.service_principal_id,
-            )
-        )
-    return made
 
 
 def _runtime_status(db: Database, agent_id: str) -> str | None:
