@@ -4,14 +4,17 @@
 The use case reads the page in SQL (``occ.state.keyset``): ``window`` turns the query into
 the rows to read, after the cursor's sort key, and ``page`` makes the envelope of the page it
 answered. The cursor is the opaque position of a page's last item (its sort key, base64url
-JSON), so a page after an item that was deleted meanwhile still starts at the right place.
-This module must not query anything itself.
+JSON), so a page after an item that was deleted meanwhile still starts at the right place. It
+is bound to its list: the request's path and its other query parameters (filters) are hashed
+into it, and a cursor shown by one list, or by the same list under other filters, is refused
+at ``/query/cursor``. This module must not query anything itself.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from typing import Any, Final
 
@@ -27,6 +30,9 @@ DEFAULT_LIMIT: Final = 100
 MAX_LIMIT: Final = 500
 MAX_CURSOR_CHARS: Final = 512
 MAX_NAME_CHARS: Final = 253
+LIST_ID_CHARS: Final = 12
+"""Hex digits of the list's hash a cursor carries (a check against mix-ups, not a secret)."""
+_PAGE_PARAMETERS: Final = frozenset({"cursor", "limit"})
 
 BY_CREATION: Final = keyset.BY_CREATION
 """Oldest first, ties by id: the order of every resource list but revisions."""
@@ -103,16 +109,34 @@ def page(items: keyset.Page[Any]) -> dict[str, Any]:
 
 
 def encode(key: keyset.Key) -> str:
-    raw = json.dumps(list(key), separators=(",", ":")).encode()
+    """The cursor of the position ``key`` in the list this request reads."""
+    raw = json.dumps([_this_list(), *key], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 def decode(cursor: str, ordering: keyset.Order) -> keyset.Key:
-    """The sort key a cursor names, or ``InvalidRequest`` at ``/query/cursor``."""
+    """The sort key a cursor of this request's list names, or ``InvalidRequest`` at
+    ``/query/cursor``."""
     try:
         value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (binascii.Error, ValueError):
         value = None
-    if not isinstance(value, list) or not ordering.admits(tuple(value)):
+    if (
+        not isinstance(value, list)
+        or value[:1] != [_this_list()]
+        or not ordering.admits(tuple(value[1:]))
+    ):
         raise problems.InvalidRequest.at(("query", "cursor"), "not a cursor of this list")
-    return tuple(value)
+    return tuple(value[1:])
+
+
+def _this_list() -> str:
+    """What identifies the list this request reads: its path and its filters (every query
+    parameter but the page's own), hashed short."""
+    filters = sorted(
+        (name, value)
+        for name, value in flask.request.args.items(multi=True)
+        if name not in _PAGE_PARAMETERS
+    )
+    identity = json.dumps([flask.request.path, filters], separators=(",", ":")).encode()
+    return hashlib.sha256(identity).hexdigest()[:LIST_ID_CHARS]

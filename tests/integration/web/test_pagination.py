@@ -105,6 +105,32 @@ def test_namespace_lists_and_api_keys_page_too(
     assert [len(page) for page in keys] == [1, 1]
 
 
+def test_a_cursor_is_refused_by_any_list_but_its_own(
+    client: FlaskClient, admin: Caller, db: Database
+) -> None:
+    first = test_agents.make_world(db, admin.principal_id)
+    second = test_agents.make_world(db, admin.principal_id)
+    for world in (first, second):
+        add_configurations(db, world.namespace_id, 2)
+    own = f"/v1/namespaces/{first.namespace_id}/configurations"
+    shown = json_of(client.get(own, query_string={"limit": 1}, headers=admin.headers))
+    cursor = shown["meta"]["nextCursor"]
+    assert cursor is not None
+
+    for elsewhere, filters in (
+        (f"/v1/namespaces/{second.namespace_id}/configurations", {}),  # the same shape of list
+        (f"/v1/namespaces/{first.namespace_id}/secrets", {}),
+        ("/v1/namespaces", {}),
+        (own, {"name": "c0"}),  # its own list under another filter
+    ):
+        query = {"limit": 1, "cursor": cursor, **filters}
+        refused = client.get(elsewhere, query_string=query, headers=admin.headers)
+        assert refused.status_code == 400, (elsewhere, refused.json)
+        assert [e["pointer"] for e in json_of(refused)["errors"]] == ["/query/cursor"]
+    again = client.get(own, query_string={"limit": 1, "cursor": cursor}, headers=admin.headers)
+    assert again.status_code == 200 and json_of(again)["data"] != shown["data"]
+
+
 def add_configurations(db: Database, namespace_id: str, count: int, prefix: str = "c") -> list[str]:
     with db.transaction() as session:
         return [
