@@ -4,7 +4,8 @@
     ├── InvalidInput            bad input; carries the paths of the invalid fields
     │   └── InvalidSettings     a bad setting; its path is the key as the operator wrote it
     │       ├── AuthSecretInvalid    OCC_AUTH_SECRET missing or too short for sign-in
-    │       └── AuthBaseUrlInvalid   OCC_AUTH_BASE_URL not an origin sign-in can use
+    │       ├── AuthBaseUrlInvalid   OCC_AUTH_BASE_URL not an origin sign-in can use
+    │       └── ExternalSignInNativeAdminUnsupported   a provider set with native admin on
     ├── Unauthenticated         no valid credentials
     ├── RateLimited             too many requests (or failed sign-ins) from one client
     ├── NotFound                the resource does not exist (or may not be seen)
@@ -101,6 +102,13 @@ class AuthBaseUrlInvalid(InvalidSettings):
     """``OCC_AUTH_BASE_URL`` is not an absolute HTTP(S) origin sign-in can redirect to."""
 
     code = "AUTH_BASE_URL_INVALID"
+
+
+class ExternalSignInNativeAdminUnsupported(InvalidSettings):
+    """A GitHub, Google or OIDC provider is set while native admin is on: external sign-in
+    supports host-only cookies only."""
+
+    code = "EXTERNAL_SIGN_IN_NATIVE_ADMIN_UNSUPPORTED"
 
 
 class Unauthenticated(OccError):

@@ -58,6 +58,17 @@ class Security(Topic):
     provider is set; in production HTTPS unless the host is loopback, in development a
     loopback host (unset: no user sessions)."""
 
+    auth_native_admin: Annotated[str, Variable("OCC_AUTH_NATIVE_ADMIN")] = "off"
+    """``on``: native admin sign-in, occ signing its administrators in itself with one-time
+    sign-in links (no identity provider), whose session cookie may cover the Installation's
+    subdomains (``OCC_AUTH_COOKIE_DOMAIN``). Refused with a GitHub, Google or OIDC provider,
+    which support host-only cookies only (``EXTERNAL_SIGN_IN_NATIVE_ADMIN_UNSUPPORTED``)."""
+
+    auth_cookie_domain: Annotated[str | None, Variable("OCC_AUTH_COOKIE_DOMAIN")] = None
+    """With native admin: the session cookie's ``Domain`` (``occ.example.com`` sends it to its
+    subdomains too); it must contain the base URL's host and needs an https base URL (unset,
+    or native admin off: host-only)."""
+
     auth_oidc_discovery_url: Annotated[str | None, Variable("OCC_AUTH_OIDC_DISCOVERY_URL")] = None
     """OpenID Connect discovery document of a company issuer
     (``https://id.example.com/.well-known/openid-configuration``; unset: no OIDC sign-in)."""

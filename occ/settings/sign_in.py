@@ -9,6 +9,7 @@ connects to anything); the errors carry the seed's codes, ``AUTH_SECRET_INVALID`
 from __future__ import annotations
 
 import ipaddress
+import re
 import urllib.parse
 from typing import Final, Protocol
 
@@ -30,6 +31,10 @@ class SignInSettings(Protocol):
     def auth_secret(self) -> str | None: ...
     @property
     def auth_base_url(self) -> str | None: ...
+    @property
+    def auth_native_admin(self) -> str: ...
+    @property
+    def auth_cookie_domain(self) -> str | None: ...
     @property
     def auth_oidc_discovery_url(self) -> str | None: ...
     @property
@@ -62,9 +67,11 @@ def check(settings: SignInSettings) -> None:
             secret is short.
         AuthBaseUrlInvalid: a provider is set and the base URL is missing or not an origin,
             or not HTTPS (production, non-loopback) or not loopback (development).
+        ExternalSignInNativeAdminUnsupported: native admin is on and a provider is set.
         InvalidSettings: a provider is half set (an id without its secret or discovery URL).
     """
     enabled = providers(settings)
+    _check_native_admin(settings, enabled)
     secret = settings.auth_secret
     if (enabled or secret is not None) and len(secret or "") < AUTH_SECRET_MIN_CHARS:
         raise errors.AuthSecretInvalid.at(
@@ -86,6 +93,59 @@ def check(settings: SignInSettings) -> None:
             raise errors.InvalidSettings.at(
                 (f"auth_{name}_client_secret",), f"must be set with the {name} client id"
             )
+
+
+NATIVE_ADMIN_VALUES: Final = ("off", "on")
+"""Values of ``auth_native_admin``."""
+_LABEL: Final = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+
+
+def native_admin(settings: SignInSettings) -> bool:
+    """Whether native admin sign-in is on."""
+    return settings.auth_native_admin == "on"
+
+
+def _check_native_admin(settings: SignInSettings, enabled: tuple[str, ...]) -> None:
+    if settings.auth_native_admin not in NATIVE_ADMIN_VALUES:
+        raise errors.InvalidSettings.at(("auth_native_admin",), "must be off or on")
+    if not native_admin(settings):
+        return  # the cookie domain is read only with native admin
+    if enabled:
+        raise errors.ExternalSignInNativeAdminUnsupported.at(
+            (f"auth_{enabled[0]}_client_id",),
+            "GitHub, Google and OIDC sign-in support host-only cookies only: turn native admin"
+            " off (OCC_AUTH_NATIVE_ADMIN=off) or unset the provider",
+        )
+    if len(settings.auth_secret or "") < AUTH_SECRET_MIN_CHARS:
+        raise errors.AuthSecretInvalid.at(
+            ("auth_secret",), f"native admin needs at least {AUTH_SECRET_MIN_CHARS} characters"
+        )
+    _check_base_url(settings.auth_base_url, settings.environment)
+    if settings.auth_cookie_domain is not None:
+        _check_cookie_domain(settings.auth_cookie_domain, settings.auth_base_url or "")
+
+
+def _check_cookie_domain(domain: str, base_url: str) -> None:
+    where = ("auth_cookie_domain",)
+    labels = domain.split(".")
+    if domain != domain.lower() or not all(_LABEL.fullmatch(label) for label in labels):
+        raise errors.AuthBaseUrlInvalid.at(where, "must be a lowercase DNS name")
+    if len(labels) < 2 or _is_address(domain):
+        raise errors.AuthBaseUrlInvalid.at(where, "must not be a top-level domain or an address")
+    parsed = urllib.parse.urlsplit(base_url)
+    host = parsed.hostname or ""
+    if host != domain and not host.endswith(f".{domain}"):
+        raise errors.AuthBaseUrlInvalid.at(where, "must contain the host of OCC_AUTH_BASE_URL")
+    if parsed.scheme != "https":
+        raise errors.AuthBaseUrlInvalid.at(where, "needs an https OCC_AUTH_BASE_URL")
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:

@@ -1,7 +1,8 @@
 """The browser's credentials: the session cookie, its CSRF token, and the sign-in cookie that
 carries a started sign-in to its callback.
 
-The session cookie is host-only (no ``Domain``), ``HttpOnly``, ``SameSite=Lax``, ``Path=/``
+The session cookie is host-only (no ``Domain``; native admin's ``OCC_AUTH_COOKIE_DOMAIN`` only
+can widen it, then named ``__Secure-occ_session``), ``HttpOnly``, ``SameSite=Lax``, ``Path=/``
 and ``Secure`` whenever ``OCC_AUTH_BASE_URL`` is https (then named ``__Host-occ_session``, a
 name browsers accept only on such a cookie). Its value is the session token; the database
 keeps only its keyed hash. The CSRF token is an HMAC of the session's id keyed with
@@ -19,9 +20,13 @@ from typing import Any, Final
 import flask
 import itsdangerous
 
+from occ.settings import sign_in
 from occ.settings.config import Settings
 
 SECURE_NAME: Final = "__Host-occ_session"
+DOMAIN_NAME: Final = "__Secure-occ_session"
+"""The name of a domain cookie (native admin's ``OCC_AUTH_COOKIE_DOMAIN``): ``__Host-`` forbids
+a ``Domain``."""
 PLAIN_NAME: Final = "occ_session"
 SIGN_IN_NAME: Final = "occ_sign_in"
 SIGN_IN_PATH: Final = "/auth/"
@@ -38,7 +43,15 @@ def secure(settings: Settings) -> bool:
 
 def session_name(settings: Settings) -> str:
     """The session cookie's name."""
+    if domain(settings) is not None:
+        return DOMAIN_NAME
     return SECURE_NAME if secure(settings) else PLAIN_NAME
+
+
+def domain(settings: Settings) -> str | None:
+    """The session cookie's ``Domain``: native admin's ``OCC_AUTH_COOKIE_DOMAIN``, else none
+    (host-only)."""
+    return settings.auth_cookie_domain if sign_in.native_admin(settings) else None
 
 
 def presented_session(settings: Settings) -> str | None:
@@ -53,6 +66,7 @@ def set_session(response: flask.Response, settings: Settings, token: str) -> Non
         token,
         max_age=settings.auth_session_max_ms // 1000,
         path="/",
+        domain=domain(settings),
         secure=secure(settings),
         httponly=True,
         samesite="Lax",
@@ -62,7 +76,12 @@ def set_session(response: flask.Response, settings: Settings, token: str) -> Non
 def clear_session(response: flask.Response, settings: Settings) -> None:
     """Make the browser forget the session cookie."""
     response.delete_cookie(
-        session_name(settings), path="/", secure=secure(settings), httponly=True, samesite="Lax"
+        session_name(settings),
+        path="/",
+        domain=domain(settings),
+        secure=secure(settings),
+        httponly=True,
+        samesite="Lax",
     )
 
 

@@ -31,6 +31,8 @@ SAMPLES = {
     "kubernetes_token_lifetime_s": "900",
     "auth_secret": "auth-" + "a" * 40,
     "auth_base_url": "https://occ.example",
+    "auth_native_admin": "on",
+    "auth_cookie_domain": "occ.example",
     "auth_oidc_discovery_url": "https://id.example/.well-known/openid-configuration",
 }
 """A valid value of each setting whose value is checked (the others take any text)."""

@@ -140,3 +140,82 @@ def test_session_timeouts_must_be_positive() -> None:
     refused = _refused({"OCC_AUTH_SESSION_IDLE_MS": "0"})
 
     assert [e.pointer for e in refused.errors] == ["/auth_session_idle_ms"]
+
+
+PRODUCTION = {
+    "OCC_ENV": "production",
+    "OCC_API_KEY_PEPPER": "p" * 40,
+    "OCC_SECRET_KEY": "k" * 40,
+    "OCC_COMPUTE_DRIVER": "kubernetes",
+    "OCC_KUBERNETES_GATEWAY_IMAGE": "registry.example/gateway:1",
+}
+NATIVE = {"OCC_AUTH_NATIVE_ADMIN": "on"}
+
+
+@pytest.mark.parametrize(
+    ("provider", "pointer"),
+    [
+        (OIDC, "/auth_oidc_client_id"),
+        (
+            {"OCC_AUTH_GITHUB_CLIENT_ID": "gh", "OCC_AUTH_GITHUB_CLIENT_SECRET": "s"},
+            "/auth_github_client_id",
+        ),
+        (
+            {"OCC_AUTH_GOOGLE_CLIENT_ID": "gg", "OCC_AUTH_GOOGLE_CLIENT_SECRET": "s"},
+            "/auth_google_client_id",
+        ),
+    ],
+)
+def test_external_sign_in_is_refused_with_native_admin(
+    provider: dict[str, str], pointer: str
+) -> None:
+    refused = _refused(_env(**provider, **NATIVE))
+
+    assert refused.code == "EXTERNAL_SIGN_IN_NATIVE_ADMIN_UNSUPPORTED"
+    assert [e.pointer for e in refused.errors] == [pointer]
+    # either alone starts
+    assert Settings.from_env(_env(**provider)).sign_in_providers
+    assert Settings.from_env(_env(**NATIVE)).auth_native_admin == "on"
+
+
+def test_native_admin_needs_the_secret_and_base_url_of_sessions() -> None:
+    assert _refused({**NATIVE, "OCC_AUTH_BASE_URL": "http://127.0.0.1"}).code == (
+        "AUTH_SECRET_INVALID"
+    )
+    assert _refused({**NATIVE, "OCC_AUTH_SECRET": SECRET}).code == "AUTH_BASE_URL_INVALID"
+    refused = _refused(_env(OCC_AUTH_NATIVE_ADMIN="yes"))
+    assert (refused.code, [e.pointer for e in refused.errors]) == (
+        "INVALID_REQUEST",
+        ["/auth_native_admin"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("domain", "base_url"),
+    [
+        ("Example.com", "https://occ.example.com"),
+        ("exa_mple.com", "https://occ.example.com"),
+        ("com", "https://occ.example.com"),
+        ("10.0.0.1", "https://10.0.0.1"),
+        ("other.example", "https://occ.example.com"),
+        ("ample.com", "https://occ.example.com"),
+        ("localhost.localdomain", "http://127.0.0.1:8000"),
+    ],
+)
+def test_a_cookie_domain_that_cannot_work_is_refused(domain: str, base_url: str) -> None:
+    env = {**_env(**NATIVE), **PRODUCTION, "OCC_AUTH_BASE_URL": base_url}
+
+    refused = _refused({**env, "OCC_AUTH_COOKIE_DOMAIN": domain})
+
+    assert refused.code == "AUTH_BASE_URL_INVALID"
+    assert [e.pointer for e in refused.errors] == ["/auth_cookie_domain"]
+
+
+def test_a_cookie_domain_is_read_with_native_admin_only_and_covers_the_base_url_host() -> None:
+    env = {**_env(), **PRODUCTION, "OCC_AUTH_BASE_URL": "https://occ.example.com"}
+
+    # without native admin the cookie stays host-only whatever the domain says
+    assert Settings.from_env({**env, "OCC_AUTH_COOKIE_DOMAIN": "com"}).auth_native_admin == "off"
+    for name in ("example.com", "occ.example.com"):
+        settings = Settings.from_env({**env, **NATIVE, "OCC_AUTH_COOKIE_DOMAIN": name})
+        assert settings.auth_cookie_domain == name
