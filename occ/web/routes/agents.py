@@ -3,7 +3,10 @@ revisions and deployment status."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import marshmallow as ma
 
 from occ.controller import agent_lifecycle, agents, deployments, revision_reads, runtime_grants
 from occ.foundation import harnesses
@@ -17,6 +20,25 @@ blueprint = blueprints.Blueprint(
     url_prefix="/v1/namespaces/<namespace_id>/agents",
     description="Agents, their revisions and deployments.",
 )
+
+
+def _action(
+    name: str,
+    *,
+    requires: str | tuple[str, ...],
+    accepted: type[ma.Schema] | None = None,
+    item: type[ma.Schema] | None = None,
+) -> Callable[[blueprints.View], blueprints.View]:
+    """``POST /<agent_id>/<name>``: an action on one Agent, whose body is optional."""
+    return blueprint.operation(
+        "POST",
+        f"/<agent_id>/{name}",
+        body=schemas.AgentActionBody,
+        body_required=False,
+        accepted=accepted,
+        item=item,
+        requires=requires,
+    )
 
 
 @blueprint.operation(
@@ -78,11 +100,8 @@ def delete_agent(namespace_id: str, agent_id: str) -> dict[str, Any]:
     return calls.admitted(agent_lifecycle.delete_agent, command)
 
 
-@blueprint.operation(
-    "POST",
-    "/<agent_id>/deploy",
-    body=schemas.AgentActionBody,
-    body_required=False,
+@_action(
+    "deploy",
     accepted=schemas.DeployAccepted,
     requires=("agent:deploy", "configuration:read", "secret:operate"),
 )
@@ -99,14 +118,7 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
     )
 
 
-@blueprint.operation(
-    "POST",
-    "/<agent_id>/stop",
-    body=schemas.AgentActionBody,
-    body_required=False,
-    accepted=schemas.Agent,
-    requires="agent:operate",
-)
+@_action("stop", accepted=schemas.Agent, requires="agent:operate")
 @locations.at("agents.get_agent")
 def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a stop: desired ``stopped``; a worker stops the runtime."""
@@ -114,14 +126,7 @@ def stop_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[s
     return calls.admitted(agent_lifecycle.stop_agent, command)
 
 
-@blueprint.operation(
-    "POST",
-    "/<agent_id>/repair",
-    body=schemas.AgentActionBody,
-    body_required=False,
-    accepted=schemas.Agent,
-    requires="agent:deploy",
-)
+@_action("repair", accepted=schemas.Agent, requires="agent:deploy")
 @locations.at("agents.get_agent")
 def repair_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict[str, Any]:
     """Admit a repair of the running revision now; its repairs are counted afresh."""
@@ -129,11 +134,8 @@ def repair_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
     return calls.admitted(agent_lifecycle.repair_agent, command)
 
 
-@blueprint.operation(
-    "POST",
-    "/<agent_id>/runtime-access",
-    body=schemas.AgentActionBody,
-    body_required=False,
+@_action(
+    "runtime-access",
     item=schemas.RuntimeAccess,
     requires=("installation:administer", "agent:read"),
 )
