@@ -69,7 +69,7 @@ import sqlalchemy as sa
 from bench import deploys, fleet_world, intent, workers
 from bench.support import BenchError, log, percentile, report
 from occ.drivers.compute.kubernetes import manifests
-from occ.drivers.compute.kubernetes.driver import gateway_options
+from occ.drivers.compute.kubernetes.configured import gateway_options
 from occ.settings.config import Settings
 from occ.state import models, secret_store
 from occ.state.db import Database

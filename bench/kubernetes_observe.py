@@ -52,7 +52,7 @@ from occ.drivers.compute.kubernetes import (
     naming,
     watched,
 )
-from occ.drivers.compute.kubernetes.driver import gateway_options
+from occ.drivers.compute.kubernetes.configured import gateway_options
 from occ.settings.config import Settings
 from tests.support.kube_api import FakeKubeAPI
 

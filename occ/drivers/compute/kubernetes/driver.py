@@ -28,7 +28,7 @@ from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.kubernetes import (
     access,
     client,
-    cluster_config,
+    configured,
     ensure,
     informer,
     manifests,
@@ -36,10 +36,8 @@ from occ.drivers.compute.kubernetes import (
     naming,
     observation,
     policies,
-    ratelimit,
     rollout,
 )
-from occ.foundation import fingerprints
 from occ.settings.config import Settings
 
 CREDENTIAL_MISSING: Final = "KUBERNETES_CREDENTIAL_MISSING"
@@ -97,44 +95,14 @@ class KubernetesComputeDriver:
     def from_settings(
         cls, settings: Settings, *, hooks: lifecycle.HookDispatcher | None = None
     ) -> KubernetesComputeDriver:
-        if not settings.kubernetes_gateway_image:
-            raise base.PermanentDriverError(
-                cluster_config.SETTINGS_INVALID,
-                "the kubernetes driver needs a gateway image (OCC_KUBERNETES_GATEWAY_IMAGE)",
-            )
-        if settings.kubernetes_request_timeout_ms <= 0:
-            raise base.PermanentDriverError(
-                cluster_config.SETTINGS_INVALID, "kubernetes_request_timeout_ms must be positive"
-            )
-        configuration = cluster_config.load_configuration(
-            settings.kubernetes_kubeconfig, settings.kubernetes_context
-        )
-        api = client.KubernetesApi(
-            configuration,
-            timeout_s=settings.kubernetes_request_timeout_ms / 1000,
-            limiter=ratelimit.TokenBucket(settings.kubernetes_qps, settings.kubernetes_burst),
-        )
+        parts = configured.parts(settings)
         return cls(
-            api,
+            parts.api,
             hooks=hooks,
-            options=gateway_options(settings),
-            policy=namespaces.Policy(
-                prefix=settings.kubernetes_namespace_prefix,
-                resource_quota=settings.kubernetes_resource_quota,
-                limit_range=settings.kubernetes_limit_range,
-                installation=settings.kubernetes_installation,
-                managed=settings.managed_namespaces,
-            ),
-            network=policies.NetworkOptions(
-                callers=tuple(settings.kubernetes_allowed_callers or ()),
-                authentication_egress=settings.authentication_egress,
-                port=manifests.GATEWAY_PORT,
-            ),
-            maintenance_interval_s=(
-                settings.maintenance_interval_ms / 1000
-                if settings.maintenance_interval_ms
-                else MAINTENANCE_INTERVAL_S
-            ),
+            options=parts.options,
+            policy=parts.policy,
+            network=parts.network,
+            maintenance_interval_s=parts.maintenance_interval_s or MAINTENANCE_INTERVAL_S,
         )
 
     def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:
@@ -438,14 +406,3 @@ class KubernetesComputeDriver:
         """A launch observed ``Failed`` revokes what ``before_workload_start`` granted."""
         if isinstance(observation, base.Failed) and self.hooks:
             self.hooks.compensate_workload_start(operation, revision)
-
-
-def gateway_options(settings: Settings) -> manifests.GatewayOptions:
-    """How the driver built from ``settings`` writes a gateway's objects."""
-    return manifests.GatewayOptions(
-        image=settings.kubernetes_gateway_image or "",
-        storage_class=settings.kubernetes_storage_class,
-        fingerprint_key_id=fingerprints.key_id(settings.credential_fingerprint_key),
-        token_audience=settings.kubernetes_token_audience,
-        token_lifetime_s=settings.kubernetes_token_lifetime_s,
-    )
