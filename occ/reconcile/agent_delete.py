@@ -7,10 +7,13 @@ IAM references and work rows only under this live claim (and writes the success 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from occ import iam
+from occ.drivers.compute import base
 from occ.foundation import codes
 from occ.reconcile import authority, environment, kinds, outcome, settle, specs
-from occ.reconcile.context import ClaimContext
+from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.state import agents, audit, finalizers
 from occ.state import revisions as revision_rows
 from occ.state.db import Session
@@ -42,14 +45,21 @@ def reconcile(
         revisions = revision_rows.list_revisions(session, agent.id)
         if any(r.compute_driver != worker.driver.name for r in revisions):
             return _fail(session, context, agent, Code.COMPUTE_DRIVER_MISMATCH)
-    for revision in sorted(revisions, key=lambda r: r.revision_number, reverse=True):
-        context.renew_now()
-        worker.driver.retire_revision(context.operation(), specs.revision(revision))
+    retire_all(worker.driver, context, revisions)
     context.renew_now()
     worker.driver.delete_agent_credentials(context.operation(), agent.namespace_id, agent.id)
     with worker.database.transaction() as session:
         finalizers.finalize_agent_deletion(session, claim)
     return outcome.success(Code.AGENT_DELETED)
+
+
+def retire_all(
+    driver: base.ComputeDriver, guard: ClaimGuard, revisions: Sequence[revision_rows.Revision]
+) -> None:
+    """Retire every revision, newest first, each under a freshly renewed claim."""
+    for revision in sorted(revisions, key=lambda r: r.revision_number, reverse=True):
+        guard.renew_now()
+        driver.retire_revision(guard.operation(), specs.revision(revision))
 
 
 def _fail(

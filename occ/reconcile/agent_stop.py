@@ -9,13 +9,14 @@ only if it still names the stopped revision. Revisions, snapshots and data stay.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from occ import iam
+from occ.drivers.compute import base
 from occ.foundation import codes
 from occ.reconcile import authority, environment, kinds, outcome, settle, specs
-from occ.reconcile.context import ClaimContext
+from occ.reconcile.context import ClaimContext, ClaimGuard
 from occ.state import agents, audit, work_queue
 from occ.state import revisions as revision_rows
 from occ.state.work_keys import WorkKind
@@ -30,6 +31,10 @@ class StopPlan:
 
     active: revision_rows.Revision | None
     others: tuple[revision_rows.Revision, ...]
+
+    def in_order(self) -> list[revision_rows.Revision]:
+        """The active revision first, then the others."""
+        return [*([self.active] if self.active else []), *self.others]
 
 
 def plan_stop(
@@ -57,6 +62,24 @@ def plan_stop(
     return StopPlan(active, others)
 
 
+def stop_each(
+    driver: base.ComputeDriver,
+    guard: ClaimGuard,
+    plan: StopPlan,
+    superseded: Callable[[], outcome.PassResult | None],
+) -> outcome.PassResult | None:
+    """Stop the plan's revisions in order, each right after ``superseded`` (a read of the Agent
+    under a renewed claim) said to go on and under a freshly renewed claim; the result that
+    ended the stop early, else ``None``."""
+    for revision in plan.in_order():
+        ended = superseded()
+        if ended is not None:
+            return ended
+        guard.renew_now()
+        driver.stop_revision(guard.operation(), specs.revision(revision))
+    return None
+
+
 def reconcile(
     worker: environment.Worker, context: ClaimContext, loaded: None
 ) -> outcome.PassResult:
@@ -81,12 +104,9 @@ def reconcile(
         if isinstance(plan, Code):
             return settle.by_class(session, worker.policy, context, plan)
     active, others = plan.active, plan.others
-    for revision in [*([active] if active else []), *others]:
-        superseded = _superseded(worker, context, agent)
-        if superseded is not None:
-            return superseded
-        context.renew_now()
-        worker.driver.stop_revision(context.operation(), specs.revision(revision))
+    ended = stop_each(worker.driver, context, plan, lambda: _superseded(worker, context, agent))
+    if ended is not None:
+        return ended
 
     with worker.database.transaction() as session:
         work_queue.renew(session, worker.policy, claim)  # fences the publication

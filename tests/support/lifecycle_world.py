@@ -1,6 +1,9 @@
 """One Agent's whole life in memory, for the property test of revision lifecycles: the real
-revision pass (``revision.run_pass``) and the real stop plan run against a shared world of
-work items, an active pointer and a driver whose runtimes start and stop.
+revision pass (``revision.run_pass``), the real stop plan and stop and delete effects
+(``agent_stop.plan_stop`` and ``stop_each``, ``agent_delete.retire_all``) and the fleet
+observer's real decision table (``observer.judge`` on the driver's ``observe_revisions``) run
+against a shared world of work items, an active pointer and a driver whose runtimes start and
+stop.
 
 ``World`` holds what PostgreSQL would (the Agent, its admitted revisions, every work item, the
 retired revisions) and what the Compute Driver would (which runtimes run). ``WorldStore``
@@ -16,26 +19,28 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from occ.drivers.compute import base
 from occ.foundation import codes
 from occ.reconcile import (
+    agent_delete,
     agent_stop,
-    maintenance,
+    observer,
     outcome,
     revision_snapshot,
     revision_store,
     specs,
     startup_warnings,
 )
-from occ.state import agents, values
+from occ.state import agents, observations, runtime_observations, values
 from occ.state import revisions as revision_rows
 from tests.support import claim_guard, clock, fake_driver, scenarios
 
 Code = codes.Code
+Status = runtime_observations.RuntimeStatus
 Kind = Literal["deploy", "repair", "stop", "delete"]
 LIVE: Final = ("queued", "claimed")
 ACTIVATED: Final = (Code.REVISION_ACTIVATED, Code.REVISION_ALREADY_ACTIVE)
@@ -175,23 +180,33 @@ class World:
         )
         self.enqueue("delete", None)
 
-    def observe(self) -> None:
-        """The fleet observer's rule for the active revision: a repair when its runtime is
-        not what the Agent published, one at a time, none while a newer deploy is under way,
-        at most ``MAX_REPAIRS`` in a row."""
+    def observe(self, driver: base.ComputeDriver) -> None:
+        """One observation of the active revision through the real decision table
+        (``observer.judge``) on what ``driver.observe_revisions`` reports; a ``REPAIR`` is
+        admitted as ``maintenance.admit_repair`` does: one live repair at a time."""
         active = self.agent.active_revision_id
         if active is None or self.agent.desired_runtime_state != "running" or self.deleting:
             return
-        if active in self.running and self.agent.endpoint == f"fake://{active}":
+        revision = self.revision(active)
+        seen = driver.observe_revisions([specs.revision(revision)])[active]
+        due = observations.Due(
+            revision=revision,
+            phase=0,
+            endpoint=self.agent.endpoint,
+            observed=Status.READY if self.repairs == 0 else Status.DEGRADED,
+            repairs=self.repairs,
+            repair_after=None,
+            deploying=self.pending_successor(revision.revision_number) is not None,
+        )
+        now = dt.datetime.fromtimestamp(self.clock.now_s, dt.UTC)
+        verdict = observer.judge(due, seen, now)
+        if verdict in (observer.Verdict.UNCHANGED, observer.Verdict.RECOVERED):
             self.repairs = 0
-            return
-        number = self.number(active)
-        if self.pending_successor(number) is not None or self.repairs >= maintenance.MAX_REPAIRS:
-            return
-        if any(item.revision_id == active for item in self.live("repair")):
-            return
-        self.repairs += 1
-        self.enqueue("repair", active)
+        elif verdict == observer.Verdict.REPAIR and not any(
+            item.revision_id == active for item in self.live("repair")
+        ):
+            self.repairs += 1
+            self.enqueue("repair", active)
 
     # -- settlement (the queue's rules and the deployment's failure effect) -------------------
 
@@ -255,12 +270,16 @@ class World:
         )
         if isinstance(plan, Code):
             return self.settle(item, "succeeded", plan)
-        for revision in [*([plan.active] if plan.active else []), *plan.others]:
+
+        def superseded() -> outcome.PassResult | None:
             guard.fence()
             if self.agent.desired_runtime_state != "stopped":
                 return self.settle(item, "succeeded", Code.STOP_SUPERSEDED)
-            guard.renew_now()
-            driver.stop_revision(guard.operation(), specs.revision(revision))
+            return None
+
+        ended = agent_stop.stop_each(driver, guard, plan, superseded)
+        if ended is not None:
+            return ended
         guard.fence()
         if self.agent.desired_runtime_state != "stopped":
             return self.settle(item, "succeeded", Code.STOP_SUPERSEDED)
@@ -271,10 +290,9 @@ class World:
     def run_delete(
         self, item: Item, driver: WorldDriver, guard: claim_guard.FakeClaimGuard
     ) -> outcome.PassResult:
-        """Retire every revision, newest first, each under a renewed claim."""
-        for revision in sorted(self.admitted, key=lambda r: -r.revision_number):
-            guard.renew_now()
-            driver.retire_revision(guard.operation(), specs.revision(revision))
+        """Retire every revision, newest first, each under a renewed claim (the real
+        reconciler's effects, ``agent_delete.retire_all``)."""
+        agent_delete.retire_all(driver, guard, self.admitted)
         guard.fence()
         for other in self.items.values():
             if other is not item:
@@ -436,6 +454,17 @@ class WorldDriver(fake_driver.FakeComputeDriver):
     def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         self._effect(operation, "retire_revision", revision)
         self.world.running.discard(revision.revision_id)
+
+    def observe_revisions(
+        self, revisions: Sequence[base.RevisionSpec]
+    ) -> Mapping[str, base.Observed]:
+        """Healthy at ``fake://<id>`` while the revision's runtime runs; gone otherwise."""
+        return {
+            spec.revision_id: base.Observed(True, f"fake://{spec.revision_id}")
+            if spec.revision_id in self.world.running
+            else base.Observed(False, code="REVISION_NOT_RUNNING")
+            for spec in revisions
+        }
 
     def _effect(self, operation: base.Operation, method: str, revision: base.RevisionSpec) -> None:
         # no check of the abort event here: the reconciler itself must not call after a loss

@@ -1,6 +1,7 @@
-"""Interleavings of deploys, repairs, stops, a deletion and lost claims, as a Hypothesis state
-machine over the real revision pass and stop plan, on an in-memory world with a fake driver and
-a fake clock (``tests.support.lifecycle_world``). After every step:
+"""Interleavings of deploys, repairs, stops, a deletion, dying runtimes and lost claims, as a
+Hypothesis state machine over the real revision pass, the real stop and delete effects and the
+fleet observer's real decision table, on an in-memory world with a fake driver and a fake clock
+(``tests.support.lifecycle_world``). After every step:
 
 * the active revision is the newest admitted one that succeeded (or one whose deployment is
   still under way, newer than every one that succeeded), never a failed one;
@@ -9,7 +10,8 @@ a fake clock (``tests.support.lifecycle_world``). After every step:
 * no Compute call happened after its pass's claim was lost;
 
 and once the queue has drained and the observer has looked once more, no runtime of a failed
-or stopped revision runs.
+or stopped revision runs, and a running Agent's active revision that succeeded runs again
+(unless its repairs ran out).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from occ.drivers.compute import base
 from occ.foundation import errors
-from occ.reconcile import revision
+from occ.reconcile import maintenance, revision
 from occ.state import values
 from tests.support import claim_guard, clock, lifecycle_world
 
@@ -63,7 +65,13 @@ class Lifecycle(RuleBasedStateMachine):
 
     @rule()
     def observe(self) -> None:
-        self.world.observe()
+        self.world.observe(self.driver)
+
+    @precondition(lambda self: bool(self.world.running))
+    @rule(pick=st.integers(min_value=0, max_value=20))
+    def a_runtime_dies(self, pick: int) -> None:
+        running = sorted(self.world.running)
+        self.world.running.discard(running[pick % len(running)])
 
     @rule(seconds=st.sampled_from([1.0, 30.0, 61.0]))
     def time_passes(self, seconds: float) -> None:
@@ -87,7 +95,7 @@ class Lifecycle(RuleBasedStateMachine):
         """Everything admitted runs to its end (no claim lost), the observer looks once more
         and what it admitted runs too: then no failed or stopped revision's runtime runs."""
         self._drain()
-        self.world.observe()
+        self.world.observe(self.driver)
         self._drain()
         world = self.world
         failed = {r.id for r in world.admitted if world.deployment_failed(r.id)}
@@ -96,6 +104,9 @@ class Lifecycle(RuleBasedStateMachine):
             assert world.running == set(), ("a stopped Agent still runs", world.running)
         elif world.agent.active_revision_id is not None:
             assert world.running <= {world.agent.active_revision_id}, world.running
+            active = world.agent.active_revision_id
+            if world.succeeded(active) and world.repairs < maintenance.MAX_REPAIRS:
+                assert active in world.running, ("a dead active runtime was not repaired", active)
 
     # -- invariants ---------------------------------------------------------------------------
 
