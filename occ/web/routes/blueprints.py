@@ -58,7 +58,8 @@ class Blueprint(routing.Blueprint):
         """Route ``method rule`` to the view, which needs the permissions ``requires`` names
         (the blueprint's when it names none).
 
-        ``body`` is the JSON body's schema, ``query`` the query's (unknown parameters are an
+        ``body`` is the JSON body's schema (its ``EXAMPLE`` is the document's example),
+        ``query`` the query's (unknown parameters are an
         error); at most one of ``item``, ``created``, ``accepted``, ``page`` and ``answers``
         says what a success answers; ``named`` lets a ``page`` be filtered by ``name``.
         """
@@ -68,7 +69,10 @@ class Blueprint(routing.Blueprint):
             raise TypeError(f"{rule!r}: an operation names the permissions it needs")
         inputs: list[tuple[type[ma.Schema], dict[str, Any]]] = []
         if body is not None:
-            inputs.append((body, {"required": body_required}))
+            example = getattr(body, "EXAMPLE", None)
+            if example is None:
+                raise TypeError(f"{rule!r}: a request body's schema has an EXAMPLE")
+            inputs.append((body, {"required": body_required, "example": example}))
         if query is not None:
             inputs.append((query, {"location": "query", "unknown": ma.RAISE}))
         if page is not None:

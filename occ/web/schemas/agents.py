@@ -9,6 +9,8 @@ harness, references in the Namespace).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import marshmallow as ma
 from marshmallow import fields, validate
 
@@ -47,6 +49,15 @@ class AgentHarnessAuthInput(common.Request):
 
 
 class AgentCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "name": "helper",
+        "configurationId": "cfg_0b9d3e2a-7c41-4f6e-8a15-3e2c9d4b7f10",
+        "harness": {"id": "openclaw", "version": "1.0.0"},
+        "executionMode": "embedded",
+        "harnessAuth": {"kind": "secret", "secretId": "sec_9a2e4c1b-5d3f-4e7a-b6c8-1f0e2d3c4b59"},
+        "grantRuntimeAccess": True,
+    }
+
     name = fields.String(required=True, metadata={"example": "helper"})
     configuration_id = fields.String(data_key="configurationId", required=True)
     harness = fields.Nested(AgentHarnessInput, required=True)
@@ -70,6 +81,10 @@ class AgentCreate(common.Request):
 class AgentUpdate(common.Request):
     """A draft edit: any of the creation fields, at least one."""
 
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "configurationId": "cfg_0b9d3e2a-7c41-4f6e-8a15-3e2c9d4b7f10"
+    }
+
     name = fields.String()
     configuration_id = fields.String(data_key="configurationId")
     harness = fields.Nested(AgentHarnessInput)
@@ -81,6 +96,8 @@ class AgentUpdate(common.Request):
 
 class AgentActionBody(common.Request):
     """No body (an empty JSON object is accepted too)."""
+
+    EXAMPLE: ClassVar[dict[str, Any]] = {}
 
 
 # -- representations ----------------------------------------------------------------------------

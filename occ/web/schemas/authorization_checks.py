@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import marshmallow as ma
 from marshmallow import fields
 
@@ -15,6 +17,12 @@ class ResourceInput(common.Request):
 
 
 class AuthorizationCheckCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "permission": "agent:deploy",
+        "resource": {"kind": "agent", "id": "agt_3c5e7a9b-1d2f-4a6c-8e0b-5f7d9c1e3a27"},
+        "namespaceId": "ns_6f1c2a9e-4b7d-4c1e-9a3f-2d8e5b7c1a40",
+    }
+
     permission = fields.String(required=True, metadata={"description": "a kind:action"})
     resource = fields.Nested(ResourceInput, required=True)
     namespace_id = fields.String(

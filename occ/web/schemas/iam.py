@@ -6,6 +6,8 @@ key is the controller's ``NewApiKey``, the only one that carries the plaintext).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from marshmallow import fields, validate
 
 from occ.state import iam_policy
@@ -17,6 +19,12 @@ PRINCIPAL_KINDS = tuple(iam_policy.PrincipalKind)
 
 
 class PrincipalCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "name": "ci-deployer",
+        "kind": "service",
+        "namespaceId": "ns_6f1c2a9e-4b7d-4c1e-9a3f-2d8e5b7c1a40",
+    }
+
     name = fields.String(required=True)
     kind = fields.String(required=True, validate=validate.OneOf(PRINCIPAL_KINDS))
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
@@ -32,6 +40,8 @@ class Principal(common.Stored):
 
 class ApiKeyCreate(common.Request):
     """An empty object: the key takes nothing from the caller."""
+
+    EXAMPLE: ClassVar[dict[str, Any]] = {}
 
 
 class ApiKey(common.Stored):
@@ -51,6 +61,12 @@ class NewApiKey(common.Stored):
 
 
 class RoleCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "name": "agent-operator",
+        "permissions": ["agent:read", "agent:deploy", "agent:operate"],
+        "namespaceId": "ns_6f1c2a9e-4b7d-4c1e-9a3f-2d8e5b7c1a40",
+    }
+
     name = fields.String(required=True)
     permissions = fields.List(fields.String(), required=True)
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
@@ -71,6 +87,12 @@ class ResourceRef(common.Request):
 
 
 class AccessBindingCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "roleId": "rol_2d4f6a8c-0e1b-4c3d-9f5a-7b9d1e3f5a61",
+        "principalId": "prn_7e1a3c5d-9b2f-4d6e-a8c0-2b4d6f8a0c13",
+        "namespaceId": "ns_6f1c2a9e-4b7d-4c1e-9a3f-2d8e5b7c1a40",
+    }
+
     role_id = fields.String(data_key="roleId", required=True)
     principal_id = fields.String(data_key="principalId", required=True)
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)
@@ -87,6 +109,12 @@ class AccessBinding(common.Stored):
 
 
 class RestrictionCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {
+        "permission": "secret:operate",
+        "principalId": "prn_7e1a3c5d-9b2f-4d6e-a8c0-2b4d6f8a0c13",
+        "namespaceId": "ns_6f1c2a9e-4b7d-4c1e-9a3f-2d8e5b7c1a40",
+    }
+
     permission = fields.String(required=True)
     principal_id = fields.String(data_key="principalId", load_default=None, allow_none=True)
     namespace_id = fields.String(data_key="namespaceId", load_default=None, allow_none=True)

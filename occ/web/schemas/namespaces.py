@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from marshmallow import fields
 
 from occ.state import namespaces
@@ -9,6 +11,8 @@ from occ.web.schemas import common
 
 
 class NamespaceCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {"name": "team-a"}
+
     name = fields.String(required=True, metadata={"example": "team-a"})
     existing_namespace = fields.String(
         data_key="existingNamespace", load_default=None, metadata={"example": "team-a-prod"}

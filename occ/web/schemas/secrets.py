@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from marshmallow import fields
 
 from occ.web.schemas import common
 
 
 class SecretCreate(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {"name": "model-token", "value": "an-example-token"}
+
     name = fields.String(required=True, metadata={"example": "model-token"})
     value = fields.String(
         required=True,

@@ -20,6 +20,7 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 from schemathesis.specs.openapi.definitions import OPENAPI_30
 
 from occ.web import serving
+from occ.web.routes import blueprints
 from occ.web.schemas import common
 from tests.integration.web.conftest import Caller
 from tests.support.responses import json_of
@@ -305,6 +306,44 @@ def test_creation_bodies_carry_examples(document: dict[str, Any]) -> None:
         ("AgentCreate", "name"),
     ):
         assert "example" in schemas[name]["properties"][field], (name, field)
+
+
+def request_schemas() -> dict[str, type[common.Request]]:
+    """Every request body schema by its name in the document (the class's name)."""
+    found: dict[str, type[common.Request]] = {}
+    waiting: list[type[common.Request]] = [common.Request]
+    while waiting:
+        schema = waiting.pop()
+        found[schema.__name__] = schema
+        waiting.extend(schema.__subclasses__())
+    return found
+
+
+def test_every_request_body_has_an_example_its_schema_admits(document: dict[str, Any]) -> None:
+    """The example of each request body validates against the document's schema of it and
+    loads through the API's own schema (which refuses unknown fields)."""
+    bodies = [
+        (f"{method} {path}", operation["requestBody"]["content"]["application/json"])
+        for path, method, operation in operations_of(document)
+        if "requestBody" in operation
+    ]
+    assert len(bodies) >= 16
+    assert [name for name, media in bodies if "example" not in media] == []
+    loaders = request_schemas()
+    for name, media in bodies:
+        schema = media["schema"]
+        validator = jsonschema_rs.Draft4Validator({**schema, "components": document["components"]})
+        assert [error.message for error in validator.iter_errors(media["example"])] == [], name
+        loaders[schema["$ref"].rpartition("/")[2]]().load(media["example"])
+
+
+def test_a_body_without_an_example_is_refused_at_declaration() -> None:
+    class Undocumented(common.Request):
+        pass
+
+    blueprint = blueprints.Blueprint("tests.undocumented", url_prefix="/x", description="x")
+    with pytest.raises(TypeError, match="EXAMPLE"):
+        blueprint.operation("POST", "", body=Undocumented, requires="namespace:create")
 
 
 def test_the_document_has_what_the_linters_ask_of_its_info(document: dict[str, Any]) -> None:
