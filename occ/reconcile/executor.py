@@ -61,6 +61,21 @@ def claim_share(
         )
 
 
+def owner_names(database: Database, claims: list[values.Claim]) -> dict[str, str]:
+    """The names of the claims' Namespaces and Agents by id, for their tasks' descriptions;
+    empty when they cannot be read (a description never holds a dispatch back)."""
+    if not claims:
+        return {}
+    try:
+        with database.snapshot() as session:
+            return work_reads.owner_names(session, [claim.owner for claim in claims])
+    except Exception as exc:  # the claims stand; their tasks show ids only
+        observability.log(
+            "worker.names-unavailable", level=logging.WARNING, error=type(exc).__name__
+        )
+        return {}
+
+
 def release_dispatches(database: Database, claims: list[values.Claim]) -> None:
     """Give back dispatch claims whose messages could not be sent (attempts refunded)."""
     for claim in claims:

@@ -1,5 +1,6 @@
-"""Operator reads of the work queue: filtered keyset pages of items, the backlog, and how far a
-deployment has come (from its evidence, for the worker's ``worker.completed``).
+"""Operator reads of the work queue: filtered keyset pages of items, the backlog, how far a
+deployment has come (from its evidence, for the worker's ``worker.completed``) and the names of
+the items' owners (what Flower shows of a dispatched task).
 
 Read-only; takes the caller's session and never commits. The queue's transitions and the
 conversion of a row into a ``WorkItem`` belong to ``occ.state.work_queue``; this module only
@@ -9,6 +10,7 @@ selects rows and hands them to that conversion.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -122,3 +124,17 @@ def deploy_progress(session: orm.Session, work_id: str) -> DeployProgress | None
         elapsed_ms=round(float(row["elapsed_ms"]), 1),
         readiness_wait_ms=round(float(row["readiness_wait_ms"]), 1),
     )
+
+
+def owner_names(session: orm.Session, owners: Iterable[values.WorkOwner]) -> dict[str, str]:
+    """The names of the owners' Namespaces and Agents by id (a row that is gone is left out)."""
+    owners = list(owners)
+    namespace_ids = sorted({owner.namespace_id for owner in owners})
+    agent_ids = sorted({owner.agent_id for owner in owners if owner.agent_id is not None})
+    statement = sa.union_all(
+        sa.select(models.Namespace.id, models.Namespace.name).where(
+            models.Namespace.id.in_(namespace_ids)
+        ),
+        sa.select(models.Agent.id, models.Agent.name).where(models.Agent.id.in_(agent_ids)),
+    )
+    return {row.id: row.name for row in session.execute(statement)}

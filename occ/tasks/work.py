@@ -38,9 +38,9 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         batch = executor.claim_share(
             worker.database, worker.policy, max_in_flight=process.settings.max_in_flight
         )
-        claims = batch.claims
+        known = executor.owner_names(worker.database, batch.claims)
         unsent = []
-        for item in claims:
+        for item in batch.claims:
             try:
                 app.send_task(
                     names.RUN_WORK,
@@ -49,7 +49,7 @@ def register(app: Celery) -> worker_process.WorkerProcess:
                     queue=names.DRIVER_QUEUE,
                     retry=False,
                     argsrepr=repr([item.work_id, "<dispatch token>"]),
-                    kwargsrepr=_described(item),
+                    kwargsrepr=_described(item, known),
                     # the broker's own TTL (RabbitMQ; relative, on the broker's clock), never
                     # Celery's ``expires``, which the receiving worker would judge on its clock
                     # against the sender's: the dispatch token's lease, on the database clock,
@@ -70,7 +70,7 @@ def register(app: Celery) -> worker_process.WorkerProcess:
         elif batch.more:
             # a backlog remains: claim again once some of this batch has run, whoever nudges
             process.nudge(countdown_s=RECLAIM_S)
-        sent = len(claims) - len(unsent)
+        sent = len(batch.claims) - len(unsent)
         observability.log("worker.claimed", level=_tick_level(sent), count=sent)
         return sent
 
@@ -129,12 +129,17 @@ def register(app: Celery) -> worker_process.WorkerProcess:
     return process
 
 
-def _described(item: values.Claim) -> str:
-    """What Flower shows of a work task's keyword arguments: its kind and owners (ids only;
-    never the token)."""
-    owner = item.owner
-    described = {"kind": str(item.kind), "namespace": owner.namespace_id, "agent": owner.agent_id}
-    return repr({name: value for name, value in described.items() if value is not None})
+def _described(item: values.Claim, known: dict[str, str]) -> str:
+    """What Flower shows of a work task's keyword arguments: its kind, and its Namespace and
+    Agent by name (where ``known``) and id; never the token."""
+    described = {"kind": str(item.kind)}
+    for role, owner_id in (("namespace", item.owner.namespace_id), ("agent", item.owner.agent_id)):
+        if owner_id is None:
+            continue
+        if owner_id in known:
+            described[role] = known[owner_id]
+        described[f"{role}Id"] = owner_id
+    return repr(described)
 
 
 def _deferred_if_newer(

@@ -61,3 +61,25 @@ def test_backlog_counts_pending_items_and_ages_the_oldest(db: Database) -> None:
         backlog = work_reads.backlog(session)
     assert backlog.pending == 3
     assert 0 < backlog.oldest_age_s <= (work_queue_now - oldest.created_at).total_seconds() + 1
+
+
+def test_owner_names_name_the_namespaces_and_agents_that_exist(db: Database) -> None:
+    with db.transaction() as session:
+        actor = rows.principal(session)
+        namespace_id = rows.namespace(session, created_by=actor, name="team-a")
+        agent_id = rows.agent(session, namespace_id=namespace_id, name="helper")
+    owners = [
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor, agent_id=agent_id),
+        values.WorkOwner(namespace_id=namespace_id, actor_id=actor),
+        values.WorkOwner(
+            namespace_id="ns_00000000-0000-4000-8000-000000000000",
+            actor_id=actor,
+            agent_id="agt_00000000-0000-4000-8000-000000000000",
+        ),
+    ]
+    with db.snapshot() as session:
+        assert work_reads.owner_names(session, owners) == {
+            namespace_id: "team-a",
+            agent_id: "helper",
+        }
+        assert work_reads.owner_names(session, []) == {}

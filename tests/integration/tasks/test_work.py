@@ -405,4 +405,9 @@ def test_flower_sees_the_work_with_its_kind_and_owner_and_not_the_ticks(
     assert f"namespace:{namespace_id}:reconcile:ready" in work["args"]
     assert "<dispatch token>" in work["args"]
     assert f"'kind': '{WorkKind.NAMESPACE_READY}'" in work["kwargs"]
-    assert f"'namespace': '{namespace_id}'" in work["kwargs"]
+    with db.snapshot() as session:
+        name = session.scalar(
+            sa.select(models.Namespace.name).where(models.Namespace.id == namespace_id)
+        )
+    assert f"'namespace': '{name}'" in work["kwargs"]  # its name, beside its id
+    assert f"'namespaceId': '{namespace_id}'" in work["kwargs"]
