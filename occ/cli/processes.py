@@ -48,16 +48,43 @@ COMPUTE_DRIVERS = ("local", "docker", "kubernetes", "ssh")
     type=click.FloatRange(min=1),
     help="Seconds to wait for every process.",
 )
-def dev(home: Path, port: int, compute: str | None, ready_timeout: float) -> None:
+@click.option(
+    "--flower",
+    is_flag=True,
+    help="Also run Flower on 127.0.0.1, behind a generated password (HOME/flower.auth).",
+)
+@click.option(
+    "--flower-port",
+    default=5555,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="Flower's port on 127.0.0.1 (with --flower).",
+)
+def dev(
+    *,
+    home: Path,
+    port: int,
+    compute: str | None,
+    ready_timeout: float,
+    flower: bool,
+    flower_port: int,
+) -> None:
     """Run the API, both workers and beat on this machine, with embedded services.
 
     PostgreSQL comes from pgserver unless OCC_DATABASE_URL is set, Redis is started on a free
     port unless OCC_BROKER_URL is set. Prints one JSON line (event dev.ready, apiUrl,
     adminKeyFile) when everything is ready; logs go to HOME/logs (appended, rotated). A child
-    that exits is restarted with backoff; Ctrl-C or SIGTERM stops it all.
+    that exits is restarted with backoff; Ctrl-C or SIGTERM stops it all. With --flower the
+    line names Flower's URL (flowerUrl) and its credential's file (flowerAuthFile).
     """
     code = dev_runner.run(
-        dev_options.DevOptions(home=home, port=port, compute=compute, ready_timeout=ready_timeout)
+        dev_options.DevOptions(
+            home=home,
+            port=port,
+            compute=compute,
+            ready_timeout=ready_timeout,
+            flower_port=flower_port if flower else None,
+        )
     )
     if code:
         raise click.exceptions.Exit(code)

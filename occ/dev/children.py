@@ -87,10 +87,13 @@ def _listener_port(env: Mapping[str, str], offset: int) -> dict[str, str]:
     return {"OCC_METRICS_PORT": str(int(port) + offset)} if port.isdigit() else {}
 
 
-def stop_stages(drain: Callable[[], None]) -> list[fleet.StopStage]:
-    """Beat, API and control first (waiting for control), then ``drain()``, then drivers."""
+def stop_stages(
+    drain: Callable[[], None], *, beside: tuple[str, ...] = ()
+) -> list[fleet.StopStage]:
+    """Beat, API and control (and the helpers ``beside``, such as Flower) first, waiting for
+    control, then ``drain()``, then drivers."""
     return [
-        fleet.StopStage(terminate=(BEAT, API, CONTROL), wait_for=(CONTROL,)),
+        fleet.StopStage(terminate=(BEAT, API, CONTROL, *beside), wait_for=(CONTROL,)),
         fleet.StopStage(terminate=(DRIVERS,), before=drain),
     ]
 

@@ -5,8 +5,8 @@ Compute Driver), ``logs/`` (``dev.log`` and one file per child, rotated), ``run/
 ``dev.pids``, worker readiness markers ``<name>.ready``), ``metrics/<name>/`` (each child's
 Prometheus multiprocess directory, emptied at every start), ``secrets.env`` (generated pepper,
 secret key and sign-in secret, 0600), ``admin.key`` (0600), ``sign-in.url`` (the
-administrator's one-time console sign-in link, 0600), ``beat-schedule``. Nothing here starts a
-process.
+administrator's one-time console sign-in link, 0600), ``flower.auth`` (``--flower``'s
+credential, 0600), ``beat-schedule``. Nothing here starts a process.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Home:
     run = _Below("run")
     key_file = _Below("admin.key")
     sign_in_link = _Below("sign-in.url")
+    flower_auth = _Below("flower.auth")
     secrets_file = _Below("secrets.env")
     metrics = _Below("metrics")
 

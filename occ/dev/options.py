@@ -9,9 +9,10 @@ from pathlib import Path
 @dataclass(frozen=True)
 class DevOptions:
     """``--home``, ``--port`` (0: any free port), ``--compute`` (None: the environment's or
-    ``local``) and ``--ready-timeout`` in seconds."""
+    ``local``), ``--ready-timeout`` in seconds and Flower's port (None: no Flower)."""
 
     home: Path
     port: int = 8000
     compute: str | None = None
     ready_timeout: float = 120.0
+    flower_port: int | None = None

@@ -1,4 +1,5 @@
-"""Whether the children of ``occ dev`` are ready: the API's ``/readyz`` and the workers' markers.
+"""Whether the children of ``occ dev`` are ready: the API's ``/readyz``, the workers' markers and
+the helpers' own checks (Flower's ``/healthcheck``).
 
 A worker writes its readiness marker once its start-up checks passed; one that answers
 ``celery inspect ping`` but writes no marker is accepted after ``MARKER_GRACE_S``. Nothing here
@@ -65,19 +66,30 @@ class CeleryPinger:
 
 
 class Readiness:
-    """Tracks which of the API and the workers (by name, with their markers) are not ready."""
+    """Tracks which of the API, the workers (by name, with their markers) and the helpers (by
+    name, with a check each, such as Flower's) are not ready."""
 
-    def __init__(self, api_url: str, markers: Mapping[str, Path], pinger: CeleryPinger) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        markers: Mapping[str, Path],
+        pinger: CeleryPinger,
+        helpers: Mapping[str, Callable[[], bool]] | None = None,
+    ) -> None:
         self.api_url = api_url
         self.markers = dict(markers)
         self.pinger = pinger
-        self.waiting = {"api", *self.markers}
+        self.helpers = dict(helpers or {})
+        self.waiting = {"api", *self.markers, *self.helpers}
         self._pinged: dict[str, float] = {}
 
     def check(self) -> set[str]:
         """One look at everything still waiting; returns what still is."""
         if "api" in self.waiting and api_ready(self.api_url):
             self.waiting.discard("api")
+        for name, is_ready in self.helpers.items():
+            if name in self.waiting and is_ready():
+                self.waiting.discard(name)
         now = time.monotonic()
         for name, marker in self.markers.items():
             if name not in self.waiting:

@@ -1,10 +1,11 @@
 """The run of ``occ dev``: start-up in order, readiness, supervision, and the stop of everything.
 
-Start-up: the API's socket (a taken port fails first), the environment of the children, the
-embedded PostgreSQL and Redis, the migration and bootstrap, then the fleet. It waits until the
-API and both workers are ready, prints the ``dev.ready`` line and supervises the fleet (children
-that exit are restarted) until Ctrl-C or SIGTERM, or until a child fails its start-up checks
-too often; then it stops the fleet in order, the local gateways, Redis and PostgreSQL.
+Start-up: the API's socket (a taken port fails first, then Flower's with ``--flower``), the
+environment of the children, the embedded PostgreSQL and Redis, the migration and bootstrap,
+then the fleet (and Flower). It waits until the API, both workers (and Flower) are ready, prints
+the ``dev.ready`` line and supervises the fleet (children that exit are restarted) until Ctrl-C
+or SIGTERM, or until a child fails its start-up checks too often; then it stops the fleet in
+order, the local gateways, Redis and PostgreSQL.
 
 Like every entry point, the runner hands the environment it was started with to its children;
 it reads it only to build theirs (``Settings.from_env`` of that environment validates it).
@@ -28,6 +29,7 @@ from occ.dev import (
     children,
     errors,
     fleet,
+    flower,
     home,
     logs,
     options,
@@ -92,6 +94,7 @@ class Runner:
                     str(self.layout.key_file),
                     str(self.layout.sign_in_link),
                     self._own_broker_url(),
+                    self._flower(),
                 )
                 self._watch()
             code = 0 if self.ready else 128 + self.signals[0]
@@ -123,6 +126,9 @@ class Runner:
 
     def _start(self) -> None:
         self.listener = self._listen()  # first: a taken port fails before anything starts
+        flower_port = self.options.flower_port
+        if flower_port is not None:
+            flower.check_port(flower_port)
         env = self._base_env()
         self.postgres = postgres.start_for(self.layout.root / "pg", env)
         redis_log = logs.RotatingLog(self.layout.log("redis"))
@@ -135,6 +141,11 @@ class Runner:
         specs = children.specs(
             layout=self.layout, env=env, cwd=self.broker.cwd, listener_fd=self.listener.fileno()
         )
+        if flower_port is not None:
+            basic_auth = flower.credential(self.layout)
+            specs.append(
+                flower.spec(env=env, cwd=self.broker.cwd, port=flower_port, basic_auth=basic_auth)
+            )
         self.fleet = fleet.Fleet(specs, self.layout.logs)
         self.fleet.start()
         self._write_pids()
@@ -175,6 +186,11 @@ class Runner:
         redis = None if self.broker is None else self.broker.redis
         return None if redis is None or redis.port is None else redis.url
 
+    def _flower(self) -> tuple[str, str] | None:
+        """Flower's URL and its credential's file, when occ dev runs it."""
+        port = self.options.flower_port
+        return None if port is None else (flower.url(port), str(self.layout.flower_auth))
+
     def _write_pids(self) -> None:
         pids: dict[str, int] = {"dev": os.getpid()}
         if self.postgres is not None and self.postgres.pid is not None:
@@ -194,7 +210,11 @@ class Runner:
         deadline = time.monotonic() + self.options.ready_timeout
         pinger = readiness.CeleryPinger(lambda: readiness.celery_app(settings, running.cwd))
         markers = {name: self.layout.marker(name) for name in children.WORKERS}
-        checks = readiness.Readiness(self.api_url, markers, pinger)
+        helpers = {}
+        if self.options.flower_port is not None:
+            flower_url = flower.url(self.options.flower_port)
+            helpers[flower.NAME] = lambda: flower.ready(flower_url)
+        checks = readiness.Readiness(self.api_url, markers, pinger, helpers)
         try:
             while not self.signals:
                 self._supervise()
@@ -229,7 +249,10 @@ class Runner:
         if self.fleet is not None:
             logger.info("stopping")
             clean &= self.fleet.stop(
-                children.stop_stages(self._drain),
+                children.stop_stages(
+                    self._drain,
+                    beside=() if self.options.flower_port is None else (flower.NAME,),
+                ),
                 timeout_s=STOP_TIMEOUT_S,
                 give_up=lambda: len(self.signals) >= 2,
             )

@@ -15,12 +15,17 @@ logger = logging.getLogger("occ.dev")
 
 
 def announce_ready(
-    api_url: str, key_file: str, sign_in_link_file: str, broker_url: str | None = None
+    api_url: str,
+    key_file: str,
+    sign_in_link_file: str,
+    broker_url: str | None = None,
+    flower: tuple[str, str] | None = None,
 ) -> None:
     """The one stdout line: ``{"event": "dev.ready", "apiUrl": …, "adminKeyFile": …,
-    "consoleUrl": …, "signInLinkFile": …}`` (the link, a credential, stays in its file), and
+    "consoleUrl": …, "signInLinkFile": …}`` (the link, a credential, stays in its file),
     ``brokerUrl`` (the Redis occ dev runs, which has no password: point Flower at it) when
-    occ dev runs its own broker."""
+    occ dev runs its own broker, and ``flowerUrl`` and ``flowerAuthFile`` (its ``user:password``
+    stays in that file) when it runs Flower (``flower``: the two)."""
     line = {
         "event": "dev.ready",
         "apiUrl": api_url,
@@ -30,6 +35,8 @@ def announce_ready(
     }
     if broker_url is not None:
         line["brokerUrl"] = broker_url
+    if flower is not None:
+        line["flowerUrl"], line["flowerAuthFile"] = flower
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
     logger.info("ready: %s", api_url)

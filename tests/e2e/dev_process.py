@@ -90,8 +90,12 @@ def environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
 
 
-def start(home: Path, extra_environment: dict[str, str] | None = None) -> DevProcess:
-    """``occ dev --home HOME --port 0`` in its own session, its output being read."""
+def start(
+    home: Path,
+    extra_environment: dict[str, str] | None = None,
+    arguments: tuple[str, ...] = (),
+) -> DevProcess:
+    """``occ dev --home HOME --port 0 [ARGUMENTS]`` in its own session, its output being read."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -102,6 +106,7 @@ def start(home: Path, extra_environment: dict[str, str] | None = None) -> DevPro
             str(home),
             "--port",
             "0",
+            *arguments,
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
