@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import click
 
-from occ.client import agents, browser_login, http, profile, resources, states, waiting
+from occ.client import agents, browser_login, http, profile, resources, states, waiting, wire
 from occ.client import session as shared
 
 WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
@@ -67,7 +67,7 @@ def login(
         raise click.UsageError("give either --key-file FILE or --browser")
     try:
         if key_file is None:
-            client = http.Client(http.check_url(url), "")
+            client = http.Client(http.check_url(url), "", via_proxy=wire.proxied(environ))
             signed_in = browser_login.sign_in(
                 client,
                 browser_login.provider_of(client, provider),
@@ -78,7 +78,7 @@ def login(
             who = f" as {signed_in.principal_id} (token {signed_in.session_id})"
         else:
             key = profile.check_key(key_file.read_text(encoding="utf-8"))
-            client = http.Client(http.check_url(url), key)
+            client = http.Client(http.check_url(url), key, via_proxy=wire.proxied(environ))
             client.get(shared.path("namespaces"))  # 401 for a key the API does not know
             who = ""
         where = profile.save(environ, profile.Profile(client.url, key))

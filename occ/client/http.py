@@ -1,4 +1,4 @@
-"""A small JSON client of the occ REST API (``urllib``): requests, envelopes, problems.
+"""A small JSON client of the occ REST API (``occ.client.wire``): requests, envelopes, problems.
 
 Answers ``data`` (and ``meta``) of the envelope, or raises ``ApiError`` with the problem's
 ``code`` and ``detail``. The key goes only into the ``Authorization`` header: never into an
@@ -12,6 +12,8 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from occ.client import wire
 
 USER_AGENT: Final = "occ-client"
 TIMEOUT_S: Final = 30.0
@@ -38,11 +40,13 @@ class Answer:
 
 @dataclass(frozen=True)
 class Client:
-    """The API at ``url`` with one key; ``repr`` never shows the key."""
+    """The API at ``url`` with one key; ``repr`` never shows the key. ``via_proxy``: send
+    through the proxy the environment names (``wire.proxied``)."""
 
     url: str
     key: str = field(repr=False)
     timeout_s: float = TIMEOUT_S
+    via_proxy: bool = False
 
     def get(self, path: str, query: Mapping[str, object] | None = None) -> Answer:
         return self.request("GET", path, query=query)
@@ -65,10 +69,6 @@ class Client:
         query: Mapping[str, object] | None = None,
     ) -> Answer:
         """Send one request; ``ApiError`` for a problem answer or an unreachable API."""
-        # urllib.request loads http.client, email and ssl: only a command that calls pays
-        import urllib.error  # noqa: PLC0415
-        import urllib.request  # noqa: PLC0415
-
         target = self.url.rstrip("/") + path
         if query:
             pairs = {name: str(value) for name, value in query.items() if value is not None}
@@ -83,16 +83,18 @@ class Client:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        # check_url admitted only http and https URLs into a Client
-        request = urllib.request.Request(target, data=data, method=method, headers=headers)  # noqa: S310
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return _answer(response.status, response.read())
-        except urllib.error.HTTPError as error:
-            raise _problem(error.code, error.read()) from None
-        except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
-            reason = getattr(error, "reason", error)
-            raise ApiError("UNREACHABLE", f"cannot reach the API at {self.url}: {reason}") from None
+            # check_url admitted only http and https URLs into a Client
+            response = wire.exchange(
+                method, target, headers, data, timeout_s=self.timeout_s, via_proxy=self.via_proxy
+            )
+        except wire.Unreachable as error:
+            raise ApiError(
+                "UNREACHABLE", f"cannot reach the API at {self.url}: {error.reason}"
+            ) from None
+        if response.status >= 300:  # the API redirects nowhere
+            raise _problem(response.status, response.body)
+        return _answer(response.status, response.body)
 
 
 def _answer(status: int, raw: bytes) -> Answer:

@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from occ.client import http, output, profile, waiting
+from occ.client import http, output, profile, waiting, wire
 
 F = TypeVar("F", bound=Callable[..., Any])
 PAGE_SIZE = 500
@@ -69,7 +69,8 @@ class Session:
 
     @functools.cached_property
     def client(self) -> http.Client:
-        return http.Client(self.profile.url, self.profile.key)
+        via_proxy = wire.proxied(self.environ)
+        return http.Client(self.profile.url, self.profile.key, via_proxy=via_proxy)
 
     def get(self, path: str, query: Mapping[str, object] | None = None) -> Any:
         return self.client.get(path, query).data

@@ -1,7 +1,8 @@
 """``occ`` starts without the server's libraries and still lists and runs every command.
 
 The client's commands run in a fresh interpreter, and what it imported is read at exit: none
-of SQLAlchemy, Alembic, Celery, Flask, kombu or marshmallow. ``occ --help`` shows each server
+of SQLAlchemy, Alembic, Celery, Flask, kombu or marshmallow, nor ``http.client``, ``email`` or
+``ssl`` (the client speaks plain HTTP on a socket). ``occ --help`` shows each server
 command with its own help though it is not loaded; naming one loads it.
 """
 
@@ -20,6 +21,8 @@ from occ.cli import root
 from tests.support import processes, servers
 
 HEAVY = ("sqlalchemy", "alembic", "celery", "flask", "kombu", "marshmallow", "yaml")
+# urllib.request's own imports, most of a client command's start (http: http.client)
+HTTP_STACK = ("http", "email", "ssl")
 
 _PROBE = """
 import atexit, json, sys
@@ -43,7 +46,7 @@ def _imports_of(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess
         }
     )
     ran = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(heavy=HEAVY), *args],
+        [sys.executable, "-c", _PROBE.format(heavy=HEAVY + HTTP_STACK), *args],
         capture_output=True,
         text=True,
         env=environment,
