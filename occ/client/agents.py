@@ -1,9 +1,10 @@
 """Client commands for Agents and their deployments.
 
-``agents create`` asks the API to grant the Agent's service principal runtime access
-(``grantRuntimeAccess``) unless told not to, and ``--deploy`` deploys it at once. ``--wait``
-follows a deploy through its deployment status, a stop through the Agent (and its stop work
-item when the caller may read the work queue), a delete until the Agent is gone.
+``agents create`` leaves runtime access for the Agent's service principal
+(``grantRuntimeAccess``) to the API's default (granted when the caller may grant it) unless
+told, and ``--deploy`` deploys it at once. ``--wait`` follows a deploy through its deployment
+status, a stop through the Agent (and its stop work item when the caller may read the work
+queue), a delete until the Agent is gone.
 """
 
 from __future__ import annotations
@@ -123,9 +124,9 @@ def _agent_command(
 @click.option("--harness-version", default="1.0.0", show_default=True)
 @click.option(
     "--grant-runtime-access/--no-grant-runtime-access",
-    default=True,
-    show_default=True,
-    help="Let its service principal read the Configuration and use the Secret.",
+    default=None,
+    help="Let its service principal read the Configuration and use the Secret "
+    "(default: when you hold installation:administer).",
 )
 @click.option("--deploy", is_flag=True, help="Deploy it right away.")
 @shared.wait_options
@@ -140,7 +141,7 @@ def create_agent(
     secret: str,
     harness: str,
     harness_version: str,
-    grant_runtime_access: bool,
+    grant_runtime_access: bool | None,
     deploy: bool,
     wait: bool,
     timeout: float,
@@ -150,7 +151,7 @@ def create_agent(
     if wait and not deploy:
         raise click.UsageError("--wait follows the deploy: give --deploy too")
     namespace_id = shared.namespace_id(session, namespace)
-    body = {
+    body: dict[str, Any] = {
         "name": name,
         "configurationId": shared.member_id(session, namespace_id, "configurations", configuration),
         "harness": {"id": harness, "version": harness_version},
@@ -159,8 +160,9 @@ def create_agent(
             "kind": "secret",
             "secretId": shared.member_id(session, namespace_id, "secrets", secret),
         },
-        "grantRuntimeAccess": grant_runtime_access,
     }
+    if grant_runtime_access is not None:  # else the API's default, the same
+        body["grantRuntimeAccess"] = grant_runtime_access
     agent = session.client.post(shared.path("namespaces", namespace_id, "agents"), body).data
     if not deploy:
         shared.show(agent, form, AGENT)

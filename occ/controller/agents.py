@@ -29,7 +29,7 @@ _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 @dataclass(frozen=True, kw_only=True)
 class CreateAgent:
     """A new draft Agent of a Namespace: every field of its draft, and whether its service
-    principal is granted runtime access at once."""
+    principal is granted runtime access at once (``None``: when the caller may grant it)."""
 
     namespace_id: str
     name: str
@@ -37,7 +37,7 @@ class CreateAgent:
     harness: agents.Harness
     execution_mode: harnesses.ExecutionMode
     harness_auth: agents.HarnessAuth
-    grant_runtime_access: bool = False
+    grant_runtime_access: bool | None = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +64,8 @@ def create_agent(
     Needs ``agent:create`` on the Namespace. No work: nothing runs until a deploy.
     ``grant_runtime_access`` also binds the built-in ``agent-runtime`` Role to the service
     principal on the Configuration and the Secret (``occ.controller.runtime_access``; needs
-    ``installation:administer``), in the same transaction.
+    ``installation:administer``), in the same transaction; left ``None`` it does so when the
+    caller holds that permission and creates the Agent without a grant when not.
 
     Raises:
         NotFound: no such live Namespace, or the caller may not read it.
@@ -99,12 +100,12 @@ def create_agent(
         if namespace.status == namespaces.NamespaceStatus.DELETING:
             raise errors.NamespaceNotReady("the Namespace is being deleted")
         check_references(session, namespace.id, columns)
-        grant_decision = (
-            runtime_access.authorize(
-                session, actor_id, action, {**request, "grantRuntimeAccess": True}
-            )
-            if command.grant_runtime_access
-            else None
+        grant_decision = runtime_access.decide(
+            session,
+            actor_id,
+            action,
+            {**request, "grantRuntimeAccess": True},
+            wanted=command.grant_runtime_access,
         )
         agent_id = ids.new("agent")
         principal = iam_policy.create_principal(

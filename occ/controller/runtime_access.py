@@ -3,9 +3,11 @@ service principal on exactly its Configuration and its harness Secret.
 
 Runs inside the Agent's creation transaction (``occ.controller.agents``). Granting needs what
 creating those bindings through ``/v1/access-bindings`` needs: ``installation:administer`` on
-the Installation. The Role is a Namespace Role, created in the Agent's Namespace on first use
-(audited like any Role) and reused afterwards. Never grants anything wider than the two
-resources, and never touches a Role of that name that holds other permissions.
+the Installation; asked for by default (``grantRuntimeAccess`` left out), it is granted exactly
+when the caller holds that, so the default never widens what a caller can do. The Role is a
+Namespace Role, created in the Agent's Namespace on first use (audited like any Role) and reused
+afterwards. Never grants anything wider than the two resources, and never touches a Role of that
+name that holds other permissions.
 """
 
 from __future__ import annotations
@@ -30,6 +32,21 @@ _DENIED: Final = (
     "bindings); create the Agent without grantRuntimeAccess and have an administrator bind its "
     "service principal"
 )
+
+
+def decide(
+    session: Session, actor_id: str, action: str, request: dict[str, Any], *, wanted: bool | None
+) -> iam.Decision | None:
+    """The decision to grant at creation, or ``None`` for no grant: ``wanted`` ``True`` needs
+    the permission (``authorize``), ``False`` grants nothing, and ``None`` (the field left out)
+    grants when the caller holds the permission, else nothing, with no denial: what the CLI
+    asks for by default, never more than the caller could ask for explicitly."""
+    if wanted is None:
+        decision = iam.authorize(
+            session, actor_id, policy.PERMISSION, installation.resource(session)
+        )
+        return decision if decision.allowed else None
+    return authorize(session, actor_id, action, request) if wanted else None
 
 
 def authorize(

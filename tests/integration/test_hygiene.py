@@ -278,6 +278,7 @@ def _deploy(api: Api, secret_value: str, *, broker_env: dict[str, str]) -> dict[
             "harness": {"id": "openclaw", "version": "1.0.0"},
             "executionMode": "embedded",
             "harnessAuth": {"kind": "secret", "secretId": secret["data"]["id"]},
+            "grantRuntimeAccess": False,  # the grant is made by hand below
         },
     )["data"]
     role = api.call(

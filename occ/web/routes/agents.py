@@ -54,7 +54,7 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
         harness=_harness(body["harness"]),
         execution_mode=harnesses.ExecutionMode(body["execution_mode"]),
         harness_auth=_harness_auth(body["harness_auth"]),
-        grant_runtime_access=body["grant_runtime_access"],
+        grant_runtime_access=body.get("grant_runtime_access"),
     )
     compute_driver = calls.context().runtime.settings.compute_driver
     return calls.item(agents.create_agent, command, compute_driver=compute_driver)

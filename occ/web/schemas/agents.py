@@ -70,10 +70,12 @@ class AgentCreate(common.Request):
     harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth", required=True)
     grant_runtime_access = _JsonBoolean(
         data_key="grantRuntimeAccess",
-        load_default=False,
+        allow_none=False,  # left out (no default: the caller's permission decides), never null
         metadata={
             "description": "bind the built-in agent-runtime Role to the service principal on "
-            "the Configuration and the Secret (needs installation:administer)"
+            "the Configuration and the Secret: true needs installation:administer (else 403), "
+            "false grants nothing; left out, it grants when the caller holds "
+            "installation:administer and creates the Agent without a grant when not"
         },
     )
 

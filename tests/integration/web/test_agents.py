@@ -77,6 +77,8 @@ def body(world: World, **overrides: Any) -> dict[str, Any]:
 
 
 def create(client: FlaskClient, caller: Caller, world: World, **overrides: Any) -> dict[str, Any]:
+    """A draft Agent; its service principal holds nothing (``empower`` grants) unless asked."""
+    overrides.setdefault("grantRuntimeAccess", False)
     response = client.post(world.agents, json=body(world, **overrides), headers=caller.headers)
     assert response.status_code == 201, response.json
     data: dict[str, Any] = json_of(response)["data"]

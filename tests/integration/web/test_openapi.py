@@ -337,6 +337,13 @@ def test_every_request_body_has_an_example_its_schema_admits(document: dict[str,
         loaders[schema["$ref"].rpartition("/")[2]]().load(media["example"])
 
 
+def test_grant_runtime_access_documents_no_static_default(document: dict[str, Any]) -> None:
+    """Left out, the caller's permission decides (docs/api.md): no ``default`` to mislead."""
+    field = document["components"]["schemas"]["AgentCreate"]["properties"]["grantRuntimeAccess"]
+    assert field["type"] == "boolean" and "default" not in field
+    assert "installation:administer" in field["description"]
+
+
 def test_a_body_without_an_example_is_refused_at_declaration() -> None:
     class Undocumented(common.Request):
         pass

@@ -1,7 +1,8 @@
 """``grantRuntimeAccess`` on Agent creation: the built-in ``agent-runtime`` Role bound to the
 service principal on exactly its Configuration and Secret, audited, in the Agent's transaction;
-refused (and nothing written) for a caller who may not create access bindings; and what a deploy
-refused for the service principal says."""
+refused (and nothing written) for a caller who may not create access bindings; left out, granted
+when the caller may (as the CLI asks), else no grant and no denial; and what a deploy refused for
+the service principal says."""
 
 from __future__ import annotations
 
@@ -130,6 +131,45 @@ def test_a_caller_who_may_not_create_bindings_is_refused_and_nothing_is_written(
     assert _bindings_of(db, json_of(plain)["data"]["servicePrincipalId"]) == []
 
 
+def test_left_out_an_administrator_grants_as_the_cli_does(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    response = client.post(world.agents, json=body(world), headers=admin.headers)
+    assert response.status_code == 201, response.json
+    agent = json_of(response)["data"]
+    bindings = _bindings_of(db, agent["servicePrincipalId"])
+    assert sorted((b.resource_kind, b.resource_id) for b in bindings) == sorted(
+        [("configuration", world.configuration_id), ("secret", world.secret_id)]
+    )
+    deploy = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
+    assert deploy.status_code == 202, deploy.json
+
+    declined = client.post(
+        world.agents,
+        json=body(world, name="plain", grantRuntimeAccess=False),
+        headers=admin.headers,
+    )
+    assert declined.status_code == 201, declined.json
+    assert _bindings_of(db, json_of(declined)["data"]["servicePrincipalId"]) == []
+
+
+def test_left_out_a_caller_who_may_not_grant_gets_an_agent_without_a_grant_or_a_denial(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    tenant = _caller(db, admin, ["agent:create", "namespace:read"], world.namespace_id)
+    response = client.post(world.agents, json=body(world), headers=tenant.headers)
+    assert response.status_code == 201, response.json
+    agent = json_of(response)["data"]
+    assert _bindings_of(db, agent["servicePrincipalId"]) == []
+    with db.snapshot() as session:
+        role = role_rows.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
+    assert role is None
+    assert _audit(db, "access_bindings.create") == []
+    [created] = _audit(db, "agents.create")  # the creation only: no denial was audited
+    assert created["resource_id"] == agent["id"]
+    assert "runtimeAccess" not in created["details"]
+
+
 def test_grant_runtime_access_must_be_a_boolean(
     client: FlaskClient, admin: Caller, world: World
 ) -> None:
@@ -161,7 +201,9 @@ def test_a_foreign_agent_runtime_role_is_not_widened_or_reused(
 def test_a_deploy_refused_for_the_service_principal_names_the_permission(
     client: FlaskClient, admin: Caller, world: World
 ) -> None:
-    agent = json_of(client.post(world.agents, json=body(world), headers=admin.headers))["data"]
+    agent = json_of(
+        client.post(world.agents, json=body(world, grantRuntimeAccess=False), headers=admin.headers)
+    )["data"]
     refused = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
     assert refused.status_code == 403, refused.json
     detail = json_of(refused)["detail"]
@@ -173,7 +215,9 @@ def test_a_deploy_refused_for_the_service_principal_names_the_permission(
 def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = json_of(client.post(world.agents, json=body(world), headers=admin.headers))["data"]
+    agent = json_of(
+        client.post(world.agents, json=body(world, grantRuntimeAccess=False), headers=admin.headers)
+    )["data"]
     agent_path = f"{world.agents}/{agent['id']}"
     refused = client.post(f"{agent_path}/deploy", headers=admin.headers)
     assert refused.status_code == 403, refused.json
@@ -205,7 +249,9 @@ def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
 def test_granting_afterwards_needs_installation_administer_and_the_agent(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = json_of(client.post(world.agents, json=body(world), headers=admin.headers))["data"]
+    agent = json_of(
+        client.post(world.agents, json=body(world, grantRuntimeAccess=False), headers=admin.headers)
+    )["data"]
     agent_path = f"{world.agents}/{agent['id']}/runtime-access"
     reader = _caller(db, admin, ["agent:read", "namespace:read"], world.namespace_id)
     stranger = _caller(db, admin, [], world.namespace_id)
