@@ -71,7 +71,7 @@ class Blueprint(routing.Blueprint):
         if body is not None:
             example = getattr(body, "EXAMPLE", None)
             if example is None:
-                raise TypeError(f"{rule!r}: a request body's schema has an EXAMPLE")
+                raise TypeError(f"{rule!r}: a request body's schema needs an EXAMPLE")
             inputs.append((body, {"required": body_required, "example": example}))
         if query is not None:
             inputs.append((query, {"location": "query", "unknown": ma.RAISE}))

@@ -3,12 +3,16 @@ token."""
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from marshmallow import fields
 
 from occ.web.schemas import common
 
 
 class AccountIssue(common.Request):
+    EXAMPLE: ClassVar[dict[str, Any]] = {"name": "team-codex", "workspace": "research"}
+
     name = fields.String(required=True, metadata={"example": "team-codex"})
     workspace = fields.String(
         required=True,
