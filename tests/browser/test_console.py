@@ -126,3 +126,37 @@ def test_a_person_runs_an_agent_from_the_console(
     assert revoked.ok
     page.goto(f"{console.base_url}/console/namespaces")
     expect(page).to_have_url(re.compile(r"/console/sign-in"))
+
+
+def test_an_administrator_mints_a_key_and_binds_a_role_in_a_namespace(
+    page: Page, console: Console
+) -> None:
+    sign_in(page, console, "cy@example.com")
+    me = principal_id(page)
+    grants.give(console.db, me, list(iam.ADMINISTRATOR_PERMISSIONS))
+    page.reload()
+    page.get_by_label("Name", exact=True).fill("team-keys")
+    page.get_by_role("button", name="Create Namespace").click()
+    expect(page).to_have_url(re.compile(r"/console/namespaces/ns_"))
+    namespace_id = page.url.rsplit("/", 1)[1]
+
+    page.goto(f"{console.base_url}/console/people")
+    mine = page.locator("#principals tr", has_text=me)
+    page.once("dialog", lambda dialog: dialog.accept())
+    mine.get_by_role("button", name=re.compile("Mint an API key")).click()
+    shown = mine.locator("output")
+    expect(shown).to_have_text(re.compile(r"^occ_"))
+    key = shown.inner_text()
+    listed = page.request.get(
+        f"{console.base_url}/v1/namespaces",
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert listed.ok and [n["id"] for n in listed.json()["data"]] == [namespace_id]
+    page.reload()
+    assert key not in page.content()  # shown that once
+
+    page.locator("#binding-principal").select_option(me)
+    page.locator("#binding-namespace").select_option(namespace_id)
+    page.get_by_role("button", name="Bind the Role").click()
+    expect(page.locator("#bindings tr", has_text="Namespace team-keys")).to_have_count(1)
+    shot(page, "people")

@@ -240,10 +240,12 @@ def work_page() -> str:
 @blueprint.route("/people", methods=["GET"])
 @access.authenticated
 def people_page() -> str:
-    """Principals, Roles and bindings, for administrators of the Installation (403 else)."""
+    """Principals (with minting an API key), Roles and bindings (Installation-wide or in a
+    Namespace), for administrators of the Installation (403 else)."""
     principal_list = calls.call(principals.list_principals, _LIST_LIMIT)
     role_list = calls.call(roles.list_roles, _LIST_LIMIT)
     binding_list = calls.call(access_bindings.list_bindings, _LIST_LIMIT)
+    namespace_list = calls.call(namespaces.list_namespaces, _LIST_LIMIT)
     return _render(
         "people.html",
         {
@@ -251,7 +253,10 @@ def people_page() -> str:
             "principals": principal_list,
             "roles": role_list,
             "bindings": binding_list,
-            "names": {p.id: p.name for p in principal_list} | {r.id: r.name for r in role_list},
+            "namespaces": namespace_list,
+            "names": {p.id: p.name for p in principal_list}
+            | {r.id: r.name for r in role_list}
+            | {n.id: n.name for n in namespace_list},
         },
     )
 

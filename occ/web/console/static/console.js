@@ -54,6 +54,9 @@
         continue;
       }
       var value = field.type === "checkbox" ? field.checked : field.value;
+      if (value === "" && field.hasAttribute("data-omit-empty")) {
+        continue;
+      }
       if (field.getAttribute("data-type") === "json") {
         try {
           value = JSON.parse(value || "{}");
@@ -86,8 +89,12 @@
         show(form, (payload && (payload.detail || payload.title)) || "The request failed (" + response.status + ").");
         return;
       }
+      var reveal = form.getAttribute("data-reveal");
       var next = form.getAttribute("data-next");
-      if (next) {
+      if (reveal) {
+        // a value the API answers once (a new API key): shown in the form, never stored
+        show(form, payload && payload.data ? String(payload.data[reveal]) : "");
+      } else if (next) {
         window.location.assign(fill(next, payload ? payload.data : null));
       } else {
         window.location.reload();
