@@ -20,7 +20,7 @@ from occ.controller import admission, listing, observed_agents, preconditions, r
 from occ.controller import namespaces as namespace_cases
 from occ.controller.changes import Change
 from occ.foundation import errors, harnesses, ids
-from occ.state import agents, configurations, iam_policy, keyset, namespaces, secrets
+from occ.state import accounts, agents, configurations, iam_policy, keyset, namespaces, secrets
 from occ.state.db import Database, Session
 
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -270,10 +270,17 @@ def draft_columns(
     if execution_mode is not None:
         columns["execution_mode"] = str(execution_mode)
     if harness_auth is not None:
-        columns["harness_auth_secret_id"] = ids.require(
-            "secret", harness_auth.secret_id, ("harness_auth", "secret_id")
-        )
+        columns.update(harness_auth_columns(harness_auth))
     return columns
+
+
+def harness_auth_columns(harness_auth: agents.HarnessAuth) -> dict[str, str | None]:
+    """The draft's two source columns for ``harness_auth``: one set, the other cleared."""
+    if harness_auth.kind == agents.ACCOUNT_SOURCE:
+        account_id = ids.require("account", harness_auth.account_id, ("harness_auth", "account_id"))
+        return {"harness_auth_secret_id": None, "harness_auth_account_id": account_id}
+    secret_id = ids.require("secret", harness_auth.secret_id, ("harness_auth", "secret_id"))
+    return {"harness_auth_secret_id": secret_id, "harness_auth_account_id": None}
 
 
 def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | None) -> None:
@@ -301,6 +308,17 @@ def check_references(session: Session, namespace_id: str, columns: Mapping[str, 
         raise errors.InvalidInput.at(
             ("harness_auth", "secret_id"), "no such secret in this Namespace"
         )
+    account_id = columns.get("harness_auth_account_id")
+    if account_id is not None:
+        account = accounts.get(session, namespace_id, account_id, lock=True)
+        if account is None:
+            raise errors.InvalidInput.at(
+                ("harness_auth", "account_id"), "no such account in this Namespace"
+            )
+        if account.withdrawn:
+            raise errors.InvalidInput.at(
+                ("harness_auth", "account_id"), "the account Backend withdrew this account"
+            )
 
 
 def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
@@ -315,8 +333,13 @@ def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
             details[name] = columns[key]
     if "harness_id" in columns:
         details["harness"] = {"id": columns["harness_id"], "version": columns["harness_version"]}
-    if "harness_auth_secret_id" in columns:
+    if columns.get("harness_auth_secret_id") is not None:
         details["harnessAuth"] = {"kind": "secret", "secretId": columns["harness_auth_secret_id"]}
+    if columns.get("harness_auth_account_id") is not None:
+        details["harnessAuth"] = {
+            "kind": agents.ACCOUNT_SOURCE,
+            "accountId": columns["harness_auth_account_id"],
+        }
     return details
 
 

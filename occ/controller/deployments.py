@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ import iam
-from occ.controller import admission
+from occ.controller import account_sources, admission, deploy_references
 from occ.controller import agents as agent_use_cases
 from occ.controller import configurations as configuration_cases
 from occ.drivers import sandbox as sandboxes
+from occ.drivers.account import AccountBackend
 from occ.drivers.configuration import ConfigurationDriver
 from occ.drivers.configuration.database import DATABASE
 from occ.foundation import errors, ids
@@ -51,7 +52,7 @@ class _Admitted:
 
     decision: iam.Decision
     evidence: dict[str, Any]
-    secret_id: str
+    harness_auth: dict[str, Any]
     configuration: configurations.PinnedConfiguration
 
 
@@ -62,17 +63,21 @@ def deploy_agent(
     *,
     sandbox: sandboxes.SandboxDriver | None = None,
     configuration_store: ConfigurationDriver = DATABASE,
+    accounts: AccountBackend | None = None,
 ) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
     Needs ``agent:deploy`` on the Agent, and ``configuration:read`` on its Configuration and
     ``secret:operate`` on its harness-auth Secret for both the caller and the Agent's service
-    principal. The revision pins the Configuration's generation and document, the harness, the
-    compute driver and the harness-auth reference; work ``agent_revision:<rev>:reconcile`` is
-    enqueued. The native document is read through the selected Configuration Driver
-    (``configuration_store``); with a selected ``sandbox``, the document pinned is the Sandbox
-    Driver's transformed copy of it, validated like any document (identity and generation stay
-    the source's).
+    principal; a managed-account source needs ``account:read`` on the account for the caller
+    and a credential the account Backend (``accounts``) still answers for under the account's
+    binding (``occ.controller.account_sources``). The revision pins the Configuration's
+    generation and document, the harness, the compute driver and the harness-auth reference
+    (for an account: its exact token reference and Backend binding); work
+    ``agent_revision:<rev>:reconcile`` is enqueued. The native document is read through the
+    selected Configuration Driver (``configuration_store``); with a selected ``sandbox``, the
+    document pinned is the Sandbox Driver's transformed copy of it, validated like any document
+    (identity and generation stay the source's).
 
     Authorization (one policy load for both principals) and the Configuration read run before the
     Agent row lock, so deploys of one Agent queue only behind each other's writes: one
@@ -107,6 +112,7 @@ def deploy_agent(
                 policies=policies,
                 sandbox=sandbox,
                 configuration_store=configuration_store,
+                accounts=accounts,
             )
             return deploys.write(session, plan, event)
 
@@ -129,11 +135,12 @@ def _plan(
     policies: iam.PolicyCache,
     sandbox: sandboxes.SandboxDriver | None,
     configuration_store: ConfigurationDriver,
+    accounts: AccountBackend | None,
 ) -> tuple[deploys.DeployPlan, dict[str, Any]]:
     """The deploy's checks (``_admit``) and what passing them pins: the plan and its audit
     event (``deploys.write`` adds the revision number and the previous desired state to the
     details)."""
-    admitted = _admit(session, actor_id, namespace, agent, policies)
+    admitted = _admit(session, actor_id, namespace, agent, policies, accounts=accounts)
     configuration = admitted.configuration
     native = configuration_store.load(agent.namespace_id, configuration.id, configuration.document)
     configuration = dataclasses.replace(configuration, document=native)
@@ -144,7 +151,7 @@ def _plan(
         agent=agent,
         actor_id=actor_id,
         configuration=configuration,
-        harness_auth={"kind": "secret", "secretId": admitted.secret_id},
+        harness_auth=admitted.harness_auth,
     )
     details = {
         "revisionId": revision_id,
@@ -193,6 +200,8 @@ def _admit(
     namespace: namespaces.Namespace,
     agent: agents.Agent,
     policies: iam.PolicyCache,
+    *,
+    accounts: AccountBackend | None,
 ) -> _Admitted:
     """Every check of a deploy that reads (no lock of the Agent needed), in the order they
     answer: visibility and ``agent:deploy``, deletion, Namespace status, harness auth, the
@@ -210,80 +219,31 @@ def _admit(
         raise errors.AgentDeleting("the Agent is being deleted")
     if namespace.status != namespaces.NamespaceStatus.READY:
         raise errors.NamespaceNotReady(f"the Namespace is {namespace.status}, not ready")
-    secret_id = agent.harness_auth_secret_id
-    if secret_id is None:
+    source = agent.harness_auth
+    if source is None:
         raise errors.Conflict("the Agent has no harness authentication; set harnessAuth")
-    evidence = _authorize_references(session, actor_id, agent, secret_id, policies)
+    evidence = deploy_references.authorize(session, actor_id, agent, source.secret_id, policies)
+    if source.account_id is not None:
+        hidden = not iam.authorize(
+            session, actor_id, "agent:read", agent_use_cases.resource(agent), policies=policies
+        ).allowed
+        harness_auth, account_evidence = account_sources.pin(
+            session,
+            actor_id,
+            agent,
+            source.account_id,
+            backend=accounts,
+            policies=policies,
+            hidden=hidden,
+        )
+        evidence.update(account_evidence)
+    else:
+        harness_auth = {"kind": agents.SECRET_SOURCE, "secretId": source.secret_id}
     configuration = configurations.pinned(session, namespace.id, agent.configuration_id)
     assert configuration is not None  # the Agent's foreign key keeps it
     return _Admitted(
-        decision=decision, evidence=evidence, secret_id=secret_id, configuration=configuration
+        decision=decision,
+        evidence=evidence,
+        harness_auth=harness_auth,
+        configuration=configuration,
     )
-
-
-def _authorize_references(
-    session: Session,
-    actor_id: str,
-    agent: agents.Agent,
-    secret_id: str,
-    policies: iam.PolicyCache,
-) -> dict[str, Any]:
-    """``configuration:read`` and ``secret:operate`` for the caller and the service principal.
-
-    A denial is hidden (404) when the caller may not read the Agent, else 403.
-    """
-    targets = (
-        (
-            "configuration:read",
-            iam.Resource("configuration", agent.configuration_id, agent.namespace_id),
-        ),
-        ("secret:operate", iam.Resource("secret", secret_id, agent.namespace_id)),
-    )
-    evidence: dict[str, Any] = {}
-    for role, principal_id in (
-        ("caller", actor_id),
-        ("servicePrincipal", agent.service_principal_id),
-    ):
-        for permission, target in targets:
-            decision = iam.authorize(session, principal_id, permission, target, policies=policies)
-            if not decision.allowed:
-                hidden = not iam.authorize(
-                    session,
-                    actor_id,
-                    "agent:read",
-                    agent_use_cases.resource(agent),
-                    policies=policies,
-                ).allowed
-                raise admission.Denied(
-                    action="agents.deploy",
-                    permission=permission,
-                    resource=target,
-                    decision=decision,
-                    hidden=hidden,
-                    request={
-                        "agentId": agent.id,
-                        "principalId": principal_id,
-                        "principalRole": role,
-                    },
-                    detail=_missing(role, principal_id, permission, target, decision.reason),
-                )
-            evidence[f"{role}:{permission}"] = decision.evidence.as_details()
-    return evidence
-
-
-def _missing(
-    role: str, principal_id: str, permission: str, target: iam.Resource, reason: iam.Reason
-) -> str:
-    """What a refused deploy says: which principal lacks which permission on what, and why."""
-    if role == "caller":
-        who = f"the caller ({principal_id})"
-    else:
-        who = f"the Agent's service principal {principal_id}"
-    text = f"{who} lacks {permission} on {target.kind} {target.id} ({reason})"
-    if role != "caller" and reason == iam.Reason.NO_MATCHING_BINDING:
-        text += (
-            "; bind it to a Role holding it (grantRuntimeAccess at Agent creation does this, "
-            "POST .../agents/{agentId}/runtime-access does it afterwards, or POST "
-            "/v1/access-bindings)"
-        )
-    return text

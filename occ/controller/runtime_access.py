@@ -71,8 +71,10 @@ def grant(
         Conflict: a live Role named ``agent-runtime`` in the Namespace holds other permissions.
     """
     role = _role(session, actor_id, agent.namespace_id, decision)
-    secret_id = agent.harness_auth_secret_id
-    assert secret_id is not None  # creation requires harnessAuth
+    # a managed account is the deploying actor's to read (account:read), never the runtime's
+    resources = [("configuration", agent.configuration_id)]
+    if agent.harness_auth_secret_id is not None:
+        resources.append(("secret", agent.harness_auth_secret_id))
     change = changes.Change(
         session=session, actor_id=actor_id, action="access_bindings.create", decision=decision
     )
@@ -83,7 +85,7 @@ def grant(
             session, principal_id=agent.service_principal_id, role_id=role.id
         )
     }
-    for kind, resource_id in (("configuration", agent.configuration_id), ("secret", secret_id)):
+    for kind, resource_id in resources:
         if (kind, resource_id) in held:
             continue  # granted before: a grant is idempotent
         binding = iam_policy.bind(

@@ -58,8 +58,8 @@ def grant_runtime_access(db: Database, actor_id: str, command: GrantRuntimeAcces
             permission="agent:read",
         )
         decision = runtime_access.authorize(session, actor_id, action, {"agentId": agent.id})
-        if agent.harness_auth_secret_id is None:
-            raise errors.Conflict("the Agent has no harness Secret; set harnessAuth first")
+        if agent.harness_auth is None:
+            raise errors.Conflict("the Agent has no harness authentication; set harnessAuth first")
         granted = runtime_access.grant(session, actor_id=actor_id, agent=agent, decision=decision)
         return RuntimeAccess(
             agent_id=agent.id,

@@ -162,6 +162,26 @@ class Code(enum.StrEnum):
         X,
         "The revision's harness credential could not be read.",
     )
+    CREDENTIAL_UNKNOWN = (
+        "CREDENTIAL_UNKNOWN",
+        X,
+        "The account Backend does not know the revision's pinned credential.",
+    )
+    CREDENTIAL_WITHDRAWN = (
+        "CREDENTIAL_WITHDRAWN",
+        X,
+        "The account Backend withdrew the revision's managed account.",
+    )
+    CREDENTIAL_ACCOUNT_MISMATCH = (
+        "CREDENTIAL_ACCOUNT_MISMATCH",
+        X,
+        "The revision's pinned credential belongs to another account.",
+    )
+    CREDENTIAL_BACKEND_MISMATCH = (
+        "CREDENTIAL_BACKEND_MISMATCH",
+        X,
+        "The revision's pinned credential lives under another Backend, driver or workspace.",
+    )
     NAMESPACE_NOT_READY = "NAMESPACE_NOT_READY", R, "The Namespace is not ready."
     # revisions
     REVISION_ACTIVATED = "REVISION_ACTIVATED", S, "The revision is active."

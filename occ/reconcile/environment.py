@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from occ.drivers.account import AccountBackend
 from occ.drivers.compute import base
 from occ.drivers.secret import SecretDriver
 from occ.settings.config import Settings
@@ -50,6 +51,8 @@ class Worker:
     installation: InstallationCache = field(default_factory=InstallationCache)
     secrets: SecretDriver | None = None
     """Where harness credentials are unsealed (unset: the sealed store keyed by ``settings``)."""
+    accounts: AccountBackend | None = None
+    """The account Backend that delivers managed-account tokens (unset: none selected)."""
     renewals: Database | None = None
     """Where lease renewals run, with a statement timeout shorter than a third of the lease
     (unset: ``database``)."""

@@ -12,6 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from occ import iam
+from occ.drivers.account import ownership
 from occ.drivers.compute import base
 from occ.foundation import codes, harnesses
 from occ.reconcile import specs
@@ -113,11 +114,17 @@ def deploy_checks(
     actor_id: str, agent: agents.Agent, revision: revisions.Revision
 ) -> list[tuple[str, str, iam.Resource]]:
     """The re-authorization of a pass: the actor may deploy the Agent, and the actor and the
-    service principal may read the pinned Configuration and operate the harness Secret."""
+    service principal may read the pinned Configuration and operate the harness Secret; for a
+    managed account, the actor may still read the pinned account."""
     namespace_id = agent.namespace_id
     checks = [(actor_id, "agent:deploy", iam.Resource("agent", agent.id, namespace_id))]
     configuration = iam.Resource("configuration", revision.configuration_id, namespace_id)
     secret_id = revision.harness_auth.get("secretId")
+    account = ownership.pinned(revision.harness_auth)
+    if account is not None:
+        checks.append(
+            (actor_id, "account:read", iam.Resource("account", account.account_id, namespace_id))
+        )
     for principal in (actor_id, agent.service_principal_id):
         checks.append((principal, "configuration:read", configuration))
         if isinstance(secret_id, str):

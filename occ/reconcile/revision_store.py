@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from occ import iam
+from occ.drivers.account import ownership
 from occ.drivers.compute import base
 from occ.foundation import codes, errors, fingerprints
 from occ.reconcile import (
+    account_credentials,
     authority,
     environment,
     outcome,
@@ -188,6 +190,12 @@ class DatabaseRevisionStore:
     ) -> base.Credential | outcome.PassResult | None:
         """The harness credential, read only now: after the re-authorization, under the live
         claim (renewed in this transaction), and never stored anywhere but the driver's call."""
+        account = ownership.pinned(revision.harness_auth)
+        if account is not None:
+            work_queue.renew(session, self._worker.policy, self._claim)
+            return account_credentials.deliverable(
+                session, self._context, self._worker, revision, account
+            )
         secret_id = revision.harness_auth.get("secretId")
         if not isinstance(secret_id, str):
             return None

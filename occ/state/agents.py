@@ -34,6 +34,7 @@ DRAFT_FIELDS: Final = frozenset(
         "harness_version",
         "execution_mode",
         "harness_auth_secret_id",
+        "harness_auth_account_id",
     }
 )
 """The columns a draft edit may change."""
@@ -61,12 +62,18 @@ class Harness:
     version: str
 
 
+SECRET_SOURCE: Final = "secret"  # noqa: S105 (a source kind)
+ACCOUNT_SOURCE: Final = "managedAccount"
+
+
 @dataclass(frozen=True)
 class HarnessAuth:
-    """How the harness authenticates: a Secret of the Namespace, referenced by id."""
+    """How the harness authenticates: a Secret (``secret``) or a managed account
+    (``managedAccount``) of the Namespace, referenced by id."""
 
     kind: str
-    secret_id: str
+    secret_id: str | None = None
+    account_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +96,7 @@ class Agent:
     created_at: dt.datetime
     updated_at: dt.datetime
     endpoint: str | None = None
+    harness_auth_account_id: str | None = None
 
     @property
     def deleting(self) -> bool:
@@ -101,9 +109,11 @@ class Agent:
     @property
     def harness_auth(self) -> HarnessAuth | None:
         """The draft's harness authentication (``None`` until one is set)."""
+        if self.harness_auth_account_id is not None:
+            return HarnessAuth(ACCOUNT_SOURCE, account_id=self.harness_auth_account_id)
         if self.harness_auth_secret_id is None:
             return None
-        return HarnessAuth("secret", self.harness_auth_secret_id)
+        return HarnessAuth(SECRET_SOURCE, secret_id=self.harness_auth_secret_id)
 
 
 _VALUES: Final = rows.Values(
@@ -179,6 +189,7 @@ def insert(
     execution_mode: str,
     harness_auth_secret_id: str | None,
     compute_driver: str,
+    harness_auth_account_id: str | None = None,
     service_principal_id: str,
 ) -> Agent:
     """A new Agent: status ``active``, desired ``stopped``, no active revision.
@@ -198,6 +209,7 @@ def insert(
         harness_version=harness_version,
         execution_mode=execution_mode,
         harness_auth_secret_id=harness_auth_secret_id,
+        harness_auth_account_id=harness_auth_account_id,
         compute_driver=compute_driver,
         service_principal_id=service_principal_id,
         status=AgentStatus.ACTIVE,

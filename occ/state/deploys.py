@@ -98,6 +98,7 @@ def write(session: orm.Session, plan: DeployPlan, event: Mapping[str, Any]) -> D
         "harness_version": agent.harness_version,
         "execution_mode": agent.execution_mode,
         "harness_auth_secret_id": agent.harness_auth_secret_id,
+        "harness_auth_account_id": agent.harness_auth_account_id,
         "compute_driver": agent.compute_driver,
         "service_principal_id": agent.service_principal_id,
         "harness_auth": _json(plan.harness_auth),

@@ -248,6 +248,17 @@ class Agent(_NamedInNamespace, Base):
             "namespace_id",
         ),
         scoped_key(
+            "agents_harness_auth_account_fkey",
+            ("namespace_id", "harness_auth_account_id"),
+            "accounts",
+            "namespace_id",
+        ),
+        sa.Index(
+            "agents_harness_auth_account",
+            "harness_auth_account_id",
+            postgresql_where=sa.text("harness_auth_account_id IS NOT NULL"),
+        ),
+        scoped_key(
             "agents_active_revision_fkey",
             ("id", "active_revision_id"),
             "agent_revisions",
@@ -273,6 +284,7 @@ class Agent(_NamedInNamespace, Base):
     harness_version: orm.Mapped[str]
     execution_mode: orm.Mapped[str]
     harness_auth_secret_id: orm.Mapped[str | None]
+    harness_auth_account_id: orm.Mapped[str | None]
     compute_driver: orm.Mapped[str]
     service_principal_id: orm.Mapped[str] = orm.mapped_column(
         sa.ForeignKey("principals.id", deferrable=True, initially="DEFERRED")

@@ -65,9 +65,14 @@ class Revision(RevisionSnapshot):
 
     @property
     def pinned_harness_auth(self) -> agents.HarnessAuth:
-        """``harness_auth`` as a value (a revision always pins a Secret reference)."""
+        """``harness_auth`` as a value: the pinned Secret or managed account (a managed
+        account's token reference and Backend binding stay in ``harness_auth``)."""
+        if self.harness_auth["kind"] == agents.ACCOUNT_SOURCE:
+            return agents.HarnessAuth(
+                agents.ACCOUNT_SOURCE, account_id=str(self.harness_auth["accountId"])
+            )
         return agents.HarnessAuth(
-            str(self.harness_auth["kind"]), str(self.harness_auth["secretId"])
+            agents.SECRET_SOURCE, secret_id=str(self.harness_auth["secretId"])
         )
 
 

@@ -93,6 +93,7 @@ class WorkerProcess:
                 policy=built.policy,
                 driver=driver_selection.compute_driver(settings, self.selection()),
                 secrets=composition.secret_driver(settings),
+                accounts=self.selection().accounts,
                 shutdown=self.shutdown,
                 settings=settings,
             )

@@ -10,7 +10,9 @@ to another account, or living under another Backend, driver or workspace.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Final
 
 from occ.drivers.account import Binding, Credential
 
@@ -35,6 +37,20 @@ class Pinned:
     account_id: str
     token_reference: str
     binding: Binding
+
+
+SOURCE_KIND: Final = "managedAccount"
+"""A revision's ``harness_auth`` kind for a managed account."""
+
+
+def pinned(harness_auth: Mapping[str, Any]) -> Pinned | None:
+    """A revision's managed-account pin (its ``harness_auth``), or ``None`` for a Secret."""
+    if harness_auth.get("kind") != SOURCE_KIND:
+        return None
+    binding = Binding(
+        str(harness_auth["backendId"]), str(harness_auth["driver"]), str(harness_auth["workspace"])
+    )
+    return Pinned(str(harness_auth["accountId"]), str(harness_auth["tokenReference"]), binding)
 
 
 def refusal(pinned: Pinned, credential: Credential | None) -> Refusal | None:

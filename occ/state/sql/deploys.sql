@@ -17,10 +17,12 @@ WITH locked AS (
     FROM locked
    WHERE a.id = locked.id AND a.status = 'active'
      AND (a.configuration_id, a.harness_id, a.harness_version, a.execution_mode,
-          a.harness_auth_secret_id, a.compute_driver, a.service_principal_id)
+          a.harness_auth_secret_id, a.harness_auth_account_id, a.compute_driver,
+          a.service_principal_id)
          IS NOT DISTINCT FROM
          (:configuration_id, :harness_id, :harness_version, :execution_mode,
-          :harness_auth_secret_id, :compute_driver, :service_principal_id)
+          :harness_auth_secret_id, :harness_auth_account_id, :compute_driver,
+          :service_principal_id)
   RETURNING a.revision_counter, locked.desired_runtime_state AS previous_desired_runtime_state
 ), revision AS (
   INSERT INTO occ.agent_revisions

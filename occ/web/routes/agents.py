@@ -115,6 +115,7 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
         command,
         sandbox=drivers.sandbox,
         configuration_store=drivers.configuration,
+        accounts=drivers.accounts,
     )
 
 
@@ -197,4 +198,6 @@ def _harness(value: dict[str, Any]) -> agent_rows.Harness:
 
 def _harness_auth(value: dict[str, Any]) -> agent_rows.HarnessAuth:
     """The body's ``harnessAuth`` (``AgentHarnessAuthInput``)."""
-    return agent_rows.HarnessAuth(kind=value["kind"], secret_id=value["secret_id"])
+    return agent_rows.HarnessAuth(
+        kind=value["kind"], secret_id=value.get("secret_id"), account_id=value.get("account_id")
+    )

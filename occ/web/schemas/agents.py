@@ -44,8 +44,25 @@ class AgentHarnessInput(common.Request):
 
 
 class AgentHarnessAuthInput(common.Request):
-    kind = fields.String(required=True, validate=validate.OneOf(("secret",)))
-    secret_id = fields.String(data_key="secretId", required=True)
+    """A Secret (``secretId``) or a managed account (``accountId``) of the Namespace."""
+
+    kind = fields.String(
+        required=True, validate=validate.OneOf((agents.SECRET_SOURCE, agents.ACCOUNT_SOURCE))
+    )
+    secret_id = fields.String(data_key="secretId")
+    account_id = fields.String(data_key="accountId")
+
+    @ma.validates_schema
+    def _source(self, data: dict[str, object], **kwargs: object) -> None:
+        wanted = "secret_id" if data.get("kind") == agents.SECRET_SOURCE else "account_id"
+        other = "account_id" if wanted == "secret_id" else "secret_id"
+        if "kind" in data and wanted not in data:
+            raise ma.ValidationError("required for this kind", field_name=_KEYS[wanted])
+        if other in data:
+            raise ma.ValidationError("not allowed for this kind", field_name=_KEYS[other])
+
+
+_KEYS = {"secret_id": "secretId", "account_id": "accountId"}
 
 
 class AgentCreate(common.Request):
@@ -112,7 +129,12 @@ class AgentHarness(ma.Schema):
 
 class AgentHarnessAuth(ma.Schema):
     kind = fields.String(required=True)
-    secret_id = fields.String(data_key="secretId", required=True)
+    secret_id = fields.String(data_key="secretId")
+    account_id = fields.String(data_key="accountId")
+
+    @ma.post_dump
+    def _one_source(self, data: dict[str, object], **kwargs: object) -> dict[str, object]:
+        return {key: value for key, value in data.items() if value is not None}
 
 
 class Agent(common.Updated):
