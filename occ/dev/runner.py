@@ -174,6 +174,10 @@ class Runner:
         env.setdefault("OCC_AUTH_SECRET", home.auth_secret(self.layout))
         env.setdefault("OCC_AUTH_BASE_URL", self.api_url)
         env["OCC_LOCAL_ROOT"] = str(self.layout.root / "local")
+        if env.get("OCC_ENV", "development") != "production":
+            # the stand-in account Backend, shared by the API and the workers through its home
+            env.setdefault("OCC_ACCOUNT_BACKEND", "standin")
+            env.setdefault("OCC_ACCOUNT_BACKEND_ROOT", str(self.layout.root / "accounts"))
         env["OCC_COMPUTE_DRIVER"] = self.options.compute or env.get("OCC_COMPUTE_DRIVER") or "local"
         if env.get("OCC_CONFIG_PATH"):
             env["OCC_CONFIG_PATH"] = str(Path(env["OCC_CONFIG_PATH"]).resolve())
