@@ -14,7 +14,17 @@ from typing import Any, Final
 
 import click
 
-from occ.client import agents, browser_login, http, profile, resources, states, waiting, wire
+from occ.client import (
+    agents,
+    browser_login,
+    http,
+    profile,
+    quotas,
+    resources,
+    states,
+    waiting,
+    wire,
+)
 from occ.client import session as shared
 
 WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
@@ -333,6 +343,7 @@ def _resource(session: shared.Session, text: str) -> tuple[str, str]:
 
 def register(group: click.Group) -> None:
     """Add the client's commands to the ``occ`` group."""
+    resources.namespaces.add_command(quotas.quotas)
     for command in (
         login,
         logout,

@@ -16,11 +16,19 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from occ import iam
-from occ.controller import admission, listing, observed_agents, preconditions, runtime_access
+from occ.controller import (
+    admission,
+    listing,
+    observed_agents,
+    preconditions,
+    quotas,
+    runtime_access,
+)
 from occ.controller import namespaces as namespace_cases
 from occ.controller.changes import Change
 from occ.foundation import errors, harnesses, ids
 from occ.state import accounts, agents, configurations, iam_policy, keyset, namespaces, secrets
+from occ.state import quotas as quota_rows
 from occ.state.db import Database, Session
 
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -56,7 +64,12 @@ class UpdateAgent:
 
 
 def create_agent(
-    db: Database, actor_id: str, command: CreateAgent, *, compute_driver: str
+    db: Database,
+    actor_id: str,
+    command: CreateAgent,
+    *,
+    compute_driver: str,
+    quota_defaults: quota_rows.Counts = quotas.UNSET,
 ) -> observed_agents.ObservedAgent:
     """Admit a draft Agent (desired ``stopped``) run by ``compute_driver``, and its
     Namespace-scoped service principal.
@@ -73,6 +86,7 @@ def create_agent(
         Forbidden: the caller may read the Namespace but not create Agents, or may not grant
             runtime access (audited).
         NamespaceNotReady: the Namespace is being deleted.
+        QuotaExceeded: the Namespace holds its quota of Agents (``occ.controller.quotas``).
         Conflict: the name is taken in the Namespace, or its ``agent-runtime`` Role differs.
     """
     admission.require_id("namespace", command.namespace_id)
@@ -100,6 +114,7 @@ def create_agent(
         if namespace.status == namespaces.NamespaceStatus.DELETING:
             raise errors.NamespaceNotReady("the Namespace is being deleted")
         check_references(session, namespace.id, columns)
+        quotas.enforce(session, namespace.id, "agents", quota_defaults)
         grant_decision = runtime_access.decide(
             session,
             actor_id,

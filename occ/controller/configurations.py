@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ.controller import admission, contents, preconditions
+from occ.controller import admission, contents, preconditions, quotas
 from occ.drivers.configuration import ConfigurationDriver
 from occ.drivers.configuration.database import DATABASE
 from occ.foundation import errors, ids
 from occ.state import configurations as state
 from occ.state import keyset
+from occ.state import quotas as quota_rows
 from occ.state.db import Database
 
 MAX_DOCUMENT_BYTES: Final = 64 * 1024
@@ -79,6 +80,7 @@ def create_configuration(
     command: CreateConfiguration,
     *,
     store: ConfigurationDriver = DATABASE,
+    quota_defaults: quota_rows.Counts = quotas.UNSET,
 ) -> state.Configuration:
     """Admit a Configuration at generation 1 (``configuration:create`` on the Namespace).
 
@@ -87,6 +89,8 @@ def create_configuration(
         InvalidInput: a bad ``name`` or a ``document`` too large.
         Forbidden: the caller may read the Namespace but not create here (audited).
         NamespaceNotReady: the Namespace is not ``ready``.
+        QuotaExceeded: the Namespace holds its quota of Configurations
+            (``occ.controller.quotas``).
         Conflict: the name is taken in the Namespace.
     """
     admission.require_id("namespace", command.namespace_id)
@@ -96,6 +100,7 @@ def create_configuration(
     request = {"name": name}
     with admission.guarded(db, actor_id) as session:
         namespace, change = ITEMS.admit_creation(session, actor_id, command.namespace_id, request)
+        quotas.enforce(session, namespace.id, "configurations", quota_defaults)
         configuration_id = ids.new("configuration")
         configuration = state.insert(
             session,

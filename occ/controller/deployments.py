@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ import iam
-from occ.controller import account_sources, admission, deploy_references
+from occ.controller import account_sources, admission, deploy_references, quotas
 from occ.controller import agents as agent_use_cases
 from occ.controller import configurations as configuration_cases
 from occ.drivers import sandbox as sandboxes
@@ -27,6 +27,7 @@ from occ.state import (
     namespaces,
     revisions,
 )
+from occ.state import quotas as quota_rows
 from occ.state.db import Database, Session
 
 
@@ -64,6 +65,7 @@ def deploy_agent(
     sandbox: sandboxes.SandboxDriver | None = None,
     configuration_store: ConfigurationDriver = DATABASE,
     accounts: AccountBackend | None = None,
+    quota_defaults: quota_rows.Counts = quotas.UNSET,
 ) -> DeployAccepted:
     """Admit a deployment: a new immutable revision + desired ``running`` + audit + work.
 
@@ -90,6 +92,8 @@ def deploy_agent(
         Forbidden: any of the permissions is missing (audited; nothing else written).
         AgentDeleting: the Agent is being deleted.
         NamespaceNotReady: the Namespace is not ``ready``.
+        QuotaExceeded: the Agent made its Namespace's quota of revisions per Agent (counted by
+            the write itself, under the Agent's row lock).
         Conflict: the Agent has no harness authentication.
     """
     agent_use_cases.require_ids(command.namespace_id, command.agent_id)
@@ -101,6 +105,8 @@ def deploy_agent(
         )
         # the caller's and the service principal's policies in one query
         policies.preload(session, (actor_id, agent.service_principal_id), namespace.id)
+        revision_limit = quota_defaults.revisions_per_agent
+        assert revision_limit is not None, "every default is set"
 
         def checked_write(current: agents.Agent) -> deploys.DeployWritten | None:
             plan, event = _plan(
@@ -109,6 +115,7 @@ def deploy_agent(
                 namespace,
                 current,
                 revision_id=revision_id,
+                revision_limit=revision_limit,
                 policies=policies,
                 sandbox=sandbox,
                 configuration_store=configuration_store,
@@ -121,7 +128,10 @@ def deploy_agent(
             # deleting, gone or edited since the checks: the statement took the row lock all
             # the same, so the checks run again on what it holds and the write cannot miss
             written = checked_write(agent_use_cases.find(session, namespace.id, agent.id))
-            assert written is not None, "the locked Agent holds the draft just checked"
+        if written is None:  # the draft is the one checked: the revisions are used up
+            made = quota_rows.revisions_made(session, agent.id)
+            allowed = quotas.limit(session, namespace.id, "revisions_per_agent", quota_defaults)
+            raise quotas.exceeded("revisions_per_agent", allowed, made)
         return DeployAccepted(deployment_id=revision_id, revision=written.revision)
 
 
@@ -132,6 +142,7 @@ def _plan(
     agent: agents.Agent,
     *,
     revision_id: str,
+    revision_limit: int,
     policies: iam.PolicyCache,
     sandbox: sandboxes.SandboxDriver | None,
     configuration_store: ConfigurationDriver,
@@ -152,6 +163,7 @@ def _plan(
         actor_id=actor_id,
         configuration=configuration,
         harness_auth=admitted.harness_auth,
+        revision_limit=revision_limit,
     )
     details = {
         "revisionId": revision_id,

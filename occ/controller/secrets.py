@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from occ.controller import admission, contents, preconditions
+from occ.controller import admission, contents, preconditions, quotas
 from occ.drivers.secret import SecretDriver
 from occ.foundation import errors, ids
 from occ.state import keyset
+from occ.state import quotas as quota_rows
 from occ.state import secrets as state
 from occ.state.db import Database
 
@@ -52,7 +53,12 @@ class DeleteSecret:
 
 
 def create_secret(
-    db: Database, actor_id: str, command: CreateSecret, *, store: SecretDriver
+    db: Database,
+    actor_id: str,
+    command: CreateSecret,
+    *,
+    store: SecretDriver,
+    quota_defaults: quota_rows.Counts = quotas.UNSET,
 ) -> state.Secret:
     """Admit a Secret (``secret:create`` on the Namespace); ``store`` keeps its value.
 
@@ -61,6 +67,7 @@ def create_secret(
         InvalidInput: a bad ``name`` or ``value`` (the message never repeats the value).
         Forbidden: the caller may read the Namespace but not create here (audited).
         NamespaceNotReady: the Namespace is not ``ready``.
+        QuotaExceeded: the Namespace holds its quota of Secrets (``occ.controller.quotas``).
         Conflict: the name is taken in the Namespace.
     """
     admission.require_id("namespace", command.namespace_id)
@@ -74,6 +81,7 @@ def create_secret(
             namespace, change = ITEMS.admit_creation(
                 session, actor_id, command.namespace_id, request
             )
+            quotas.enforce(session, namespace.id, "secrets", quota_defaults)
             sealed = store.seal(namespace.id, secret_id, command.value)
             kept = True
             secret = state.insert(

@@ -15,6 +15,7 @@
     │   ├── NamespaceNotReady
     │   ├── NamespaceNotEmpty
     │   ├── AgentDeleting
+    │   ├── QuotaExceeded       a Namespace quota is used up; nothing was written
     │   ├── LastAdministrator   no acting administrator of the Installation would be left
     │   ├── IdempotencyConflict a work key already belongs to another owner
     │   └── IdempotencyKeyInUse  a request with this Idempotency-Key applied or is applying
@@ -176,6 +177,19 @@ class AgentDeleting(Conflict):
     """The Agent is being deleted."""
 
     code = "AGENT_DELETING"
+
+
+class QuotaExceeded(Conflict):
+    """A Namespace quota (``quota``: ``agents``, ``secrets``, ``configurations``,
+    ``revisionsPerAgent``) is used up: ``usage`` of ``limit``."""
+
+    code = "QUOTA_EXCEEDED"
+
+    def __init__(self, detail: str | None = None, *, quota: str, limit: int, usage: int) -> None:
+        super().__init__(detail)
+        self.quota = quota
+        self.limit = limit
+        self.usage = usage
 
 
 class AgentNotRunning(Conflict):

@@ -1,5 +1,5 @@
-"""How the processes serve: metrics, readiness, logs, the start-up wait, the API's timeouts
-and its rate limits."""
+"""How the processes serve: metrics, readiness, logs, the start-up wait, the API's timeouts,
+its rate limits and the default quotas of a Namespace."""
 
 from __future__ import annotations
 
@@ -20,12 +20,21 @@ RATE_LIMITS: Final = (
 )
 """The settings that are rates (``N/minute``) or ``off``."""
 
+QUOTAS: Final = (
+    "quota_agents",
+    "quota_revisions_per_agent",
+    "quota_secrets",
+    "quota_configurations",
+)
+"""The installation's default quotas of each Namespace."""
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Values of ``log_level``."""
 
 
 class Serving(Topic):
-    """Metrics, readiness, logs, the start-up wait and the API's bounds."""
+    """Metrics, readiness, logs, the start-up wait and the API's bounds (timeouts, rate limits,
+    quotas)."""
 
     metrics_port: Annotated[int | None, Variable("OCC_METRICS_PORT")] = None
     """Port of a worker's Prometheus listener (unset: no listener)."""
@@ -84,6 +93,22 @@ class Serving(Topic):
     ] = None
     """Redis the rate limits are counted in (unset: the broker's)."""
 
+    quota_agents: Annotated[int, Variable("OCC_QUOTA_AGENTS")] = 100
+    """Agents one Namespace may hold, unless an administrator set its own quota
+    (``PATCH /v1/namespaces/{id}/quotas``); a create past it answers 409 ``QUOTA_EXCEEDED``."""
+
+    quota_revisions_per_agent: Annotated[int, Variable("OCC_QUOTA_REVISIONS_PER_AGENT")] = 1000
+    """Revisions one Agent may make (each deploy makes one, kept for good), unless its
+    Namespace has its own quota; a deploy past it answers 409 ``QUOTA_EXCEEDED``."""
+
+    quota_secrets: Annotated[int, Variable("OCC_QUOTA_SECRETS")] = 200
+    """Secrets one Namespace may hold, unless it has its own quota; a create past it answers
+    409 ``QUOTA_EXCEEDED``."""
+
+    quota_configurations: Annotated[int, Variable("OCC_QUOTA_CONFIGURATIONS")] = 200
+    """Configurations one Namespace may hold, unless it has its own quota; a create past it
+    answers 409 ``QUOTA_EXCEEDED``."""
+
     @pydantic.field_validator("log_level")
     @classmethod
     def _known_level(cls, level: str) -> str:
@@ -96,6 +121,7 @@ class Serving(Topic):
     @pydantic.model_validator(mode="after")
     def _serving_holds(self) -> Serving:
         require_positive(self, ("startup_wait_ms", "api_header_timeout_ms", "api_read_timeout_ms"))
+        require_positive(self, QUOTAS)
         for name in RATE_LIMITS:
             rate = getattr(self, name)
             if rate not in (None, "off") and not _RATE.fullmatch(rate or ""):

@@ -53,6 +53,9 @@ class DeployPlan:
     actor_id: str
     configuration: configurations.PinnedConfiguration
     harness_auth: Mapping[str, Any]
+    revision_limit: int
+    """The most revisions an Agent may make by default; its Namespace's own quota, when an
+    administrator set one, wins (read by the write itself)."""
 
     @property
     def work_key(self) -> work_keys.WorkKey:
@@ -72,9 +75,10 @@ def write(session: orm.Session, plan: DeployPlan, event: Mapping[str, Any]) -> D
     """Write the plan's revision, work and ``event`` (``audit.parameters``; the statement adds
     ``revisionNumber`` and ``previousDesiredRuntimeState`` to its details).
 
-    ``None`` when nothing was written: the Agent is missing, deleting, or its draft is no longer
-    the plan's. The row lock, when the row exists, is held either way, so checking again and
-    writing again cannot race another change.
+    ``None`` when nothing was written: the Agent is missing, deleting, its draft is no longer
+    the plan's, or it has made its quota of revisions. The row lock, when the row
+    exists, is held either way, so checking again and writing again cannot race another
+    change.
     """
     agent, key = plan.agent, plan.work_key
     owner = values.WorkOwner(
@@ -102,6 +106,7 @@ def write(session: orm.Session, plan: DeployPlan, event: Mapping[str, Any]) -> D
         "compute_driver": agent.compute_driver,
         "service_principal_id": agent.service_principal_id,
         "harness_auth": _json(plan.harness_auth),
+        "revision_limit": plan.revision_limit,
     }
     row = session.execute(SQL["write_deploy"], params).mappings().first()
     if row is None:

@@ -528,3 +528,20 @@ class IdempotencyKey(Base):
     response_body: orm.Mapped[Any | None] = orm.mapped_column(pg.JSONB)
     response_location: orm.Mapped[str | None]
     created_at: orm.Mapped[Stamped]
+
+
+class NamespaceQuota(Base):
+    """An administrator's overrides of a Namespace's quotas (migration 0023); a ``NULL`` limit
+    is the installation's default."""
+
+    __tablename__ = "namespace_quotas"
+
+    namespace_id: orm.Mapped[str] = orm.mapped_column(
+        sa.ForeignKey("namespaces.id"), primary_key=True
+    )
+    agents: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    revisions_per_agent: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    secrets: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    configurations: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    updated_by: orm.Mapped[str]
+    updated_at: orm.Mapped[Stamped]

@@ -19,7 +19,7 @@ from occ.drivers import selection
 from occ.drivers.identity import oidc
 from occ.drivers.secret import SecretDriver
 from occ.runtime import composition
-from occ.state import keyset
+from occ.state import keyset, quotas
 from occ.state.db import Database
 from occ.tasks import nudge
 from occ.web import access, pagination
@@ -53,6 +53,17 @@ def context() -> Context:
     """The application's ``occ`` extension."""
     extension: Context = flask.current_app.extensions["occ"]
     return extension
+
+
+def quota_defaults() -> quotas.Counts:
+    """The installation's default quotas (``OCC_QUOTA_*``)."""
+    settings = context().runtime.settings
+    return quotas.Counts(
+        agents=settings.quota_agents,
+        revisions_per_agent=settings.quota_revisions_per_agent,
+        secrets=settings.quota_secrets,
+        configurations=settings.quota_configurations,
+    )
 
 
 def call(

@@ -156,11 +156,16 @@ def document(status: int, code: str, detail: str, request_id: str | None) -> dic
 
 
 def problem(
-    status: int, code: str, detail: str, field_errors: list[dict[str, str]] | None = None
+    status: int,
+    code: str,
+    detail: str,
+    field_errors: list[dict[str, str]] | None = None,
+    extensions: dict[str, Any] | None = None,
 ) -> flask.Response:
     body = document(status, code, detail, flask.g.get("request_id"))
     if field_errors is not None:
         body["errors"] = field_errors
+    body.update(extensions or {})
     response = flask.jsonify(body)
     response.status_code = status
     response.content_type = CONTENT_TYPE
@@ -178,7 +183,10 @@ def _occ_error(error: errors.OccError) -> flask.Response:
         field_errors = [{"pointer": pointer(error, e), "message": e.message} for e in error.errors]
     if status == 500:
         return _unexpected(error)
-    response = problem(status, error.code, error.detail, field_errors)
+    extensions = None
+    if isinstance(error, errors.QuotaExceeded):
+        extensions = {"quota": {"name": error.quota, "limit": error.limit, "used": error.usage}}
+    response = problem(status, error.code, error.detail, field_errors, extensions)
     if isinstance(error, errors.RateLimited):
         response.headers["Retry-After"] = str(error.retry_after_s)
         response.headers["RateLimit-Limit"] = str(error.limit)

@@ -3,19 +3,22 @@
 -- still holds that draft, so a deploy never pins what it did not check.
 
 -- name: write_deploy
--- Lock the Agent, take its next revision number and set desired running; insert the revision, its reconcile work and the audit event.
+-- Lock the Agent, take its next revision number and set desired running; insert the revision, its reconcile work and the audit event (none past the Agent's revision quota).
 WITH locked AS (
   SELECT id, desired_runtime_state FROM occ.agents
    WHERE id = :agent_id AND namespace_id = :namespace_id
      FOR UPDATE
 ), counted AS (
-  -- no row (and nothing below written) when the Agent is deleting or its draft changed since
-  -- the checks; the row lock is taken all the same
+  -- no row (and nothing below written) when the Agent is deleting, its draft changed since
+  -- the checks or it made its quota of revisions; the row lock is taken all the same
   UPDATE occ.agents a
      SET revision_counter = a.revision_counter + 1,
          desired_runtime_state = 'running', updated_at = clock_timestamp()
     FROM locked
    WHERE a.id = locked.id AND a.status = 'active'
+     AND a.revision_counter < coalesce(
+           (SELECT q.revisions_per_agent FROM occ.namespace_quotas q
+             WHERE q.namespace_id = :namespace_id), :revision_limit)
      AND (a.configuration_id, a.harness_id, a.harness_version, a.execution_mode,
           a.harness_auth_secret_id, a.harness_auth_account_id, a.compute_driver,
           a.service_principal_id)

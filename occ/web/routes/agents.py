@@ -57,7 +57,12 @@ def create_agent(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
         grant_runtime_access=body.get("grant_runtime_access"),
     )
     compute_driver = calls.context().runtime.settings.compute_driver
-    return calls.item(agents.create_agent, command, compute_driver=compute_driver)
+    return calls.item(
+        agents.create_agent,
+        command,
+        compute_driver=compute_driver,
+        quota_defaults=calls.quota_defaults(),
+    )
 
 
 @blueprint.operation("GET", "", page=schemas.Agent, named=True, requires="agent:read")
@@ -116,6 +121,7 @@ def deploy_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
         sandbox=drivers.sandbox,
         configuration_store=drivers.configuration,
         accounts=drivers.accounts,
+        quota_defaults=calls.quota_defaults(),
     )
 
 

@@ -30,7 +30,12 @@ def create_configuration(body: dict[str, Any], namespace_id: str) -> dict[str, A
     command = configurations.CreateConfiguration(
         namespace_id=namespace_id, name=body["name"], document=body["document"]
     )
-    return calls.item(configurations.create_configuration, command, store=_store())
+    return calls.item(
+        configurations.create_configuration,
+        command,
+        store=_store(),
+        quota_defaults=calls.quota_defaults(),
+    )
 
 
 @blueprint.operation(

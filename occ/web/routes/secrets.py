@@ -29,7 +29,12 @@ def create_secret(body: dict[str, Any], namespace_id: str) -> dict[str, Any]:
     command = secrets.CreateSecret(
         namespace_id=namespace_id, name=body["name"], value=body["value"]
     )
-    return calls.item(secrets.create_secret, command, store=calls.context().secrets)
+    return calls.item(
+        secrets.create_secret,
+        command,
+        store=calls.context().secrets,
+        quota_defaults=calls.quota_defaults(),
+    )
 
 
 @blueprint.operation("GET", "", page=schemas.Secret, named=True, requires="secret:read")

@@ -41,6 +41,15 @@ class FieldError(ma.Schema):
     message = fields.String(required=True)
 
 
+class QuotaUsage(ma.Schema):
+    name = fields.String(
+        required=True,
+        metadata={"enum": ["agents", "revisionsPerAgent", "secrets", "configurations"]},
+    )
+    limit = fields.Integer(required=True)
+    used = fields.Integer(required=True)
+
+
 class Problem(ma.Schema):
     """``application/problem+json``."""
 
@@ -51,6 +60,9 @@ class Problem(ma.Schema):
     code = fields.String(required=True)
     request_id = fields.String(data_key="requestId", allow_none=True)
     errors = fields.List(fields.Nested(FieldError))
+    quota = fields.Nested(
+        QuotaUsage, metadata={"description": "the quota a QUOTA_EXCEEDED refusal is about"}
+    )
 
 
 _ENVELOPES: dict[tuple[str, bool], type[ma.Schema]] = {}

@@ -44,6 +44,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "executionMode": "embedded",
         "harnessAuth": {"kind": "secret", "secretId": "{secret_id}"},
     },
+    ("PATCH", "/v1/namespaces/<namespace_id>/quotas"): {"agents": 50},
     ("PATCH", "/v1/namespaces/<namespace_id>/agents/<agent_id>"): {"name": "renamed"},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/deploy"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/runtime-access"): {},
