@@ -16,7 +16,6 @@ environment and logs never show it. Development only: engine and workers share a
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.docker import engine as docker_engine
-from occ.drivers.compute.docker import health, naming, snapshots, workload
+from occ.drivers.compute.docker import health, naming, owned, snapshots, workload
 from occ.settings.config import Settings
 
 MIN_API_VERSION: Final = (1, 40)
@@ -155,7 +154,7 @@ class DockerComputeDriver:
         it: a permanent error naming them (occ does not disconnect what it did not start).
         """
         operation.check()
-        network = self._network(namespace.id, create=False, refuse_foreign=False)
+        network = owned.network(self.engine, namespace.id, create=False, refuse_foreign=False)
         if network is not None:
             self.hooks.before_namespace_delete(operation, namespace)
         self._remove_labelled(operation, naming.owned(namespace.id))
@@ -194,8 +193,8 @@ class DockerComputeDriver:
         observation = self._converge(operation, revision)
         if not isinstance(observation, base.Ready):
             return observation
-        network = self._network(revision.namespace_id, create=False)
-        container = self._gateway(revision.revision_id, revision.namespace_id)
+        network = owned.network(self.engine, revision.namespace_id, create=False)
+        container = owned.gateway(self.engine, revision.revision_id, revision.namespace_id)
         if network is None or container is None:
             return base.Pending(NOT_READY)  # removed meanwhile: the next pass recreates it
         alias = naming.agent_alias(revision.agent_id)
@@ -223,7 +222,9 @@ class DockerComputeDriver:
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """``before_workload_stop`` hooks, then stop the container (kept, with its volume)."""
         operation.check()
-        container = self._gateway(revision.revision_id, revision.namespace_id, refuse_foreign=False)
+        container = owned.gateway(
+            self.engine, revision.revision_id, revision.namespace_id, refuse_foreign=False
+        )
         if container is None:
             return
         self.hooks.before_workload_stop(operation, revision)
@@ -234,7 +235,9 @@ class DockerComputeDriver:
     def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """``before_workload_stop`` hooks, then remove the container and its snapshot."""
         operation.check()
-        container = self._gateway(revision.revision_id, revision.namespace_id, refuse_foreign=False)
+        container = owned.gateway(
+            self.engine, revision.revision_id, revision.namespace_id, refuse_foreign=False
+        )
         if container is not None:
             self.hooks.before_workload_stop(operation, revision)
             operation.check()
@@ -277,7 +280,7 @@ class DockerComputeDriver:
     def _converge(self, operation: base.Operation, revision: base.RevisionSpec) -> base.Observation:
         operation.check()
         network = self._ensure_network(revision.namespace_id)  # repairs a removed one
-        container = self._gateway(revision.revision_id, revision.namespace_id)
+        container = owned.gateway(self.engine, revision.revision_id, revision.namespace_id)
         if container is None:
             container = self._create_gateway(operation, revision, network["Name"])
         state = container.get("State") or {}
@@ -335,7 +338,7 @@ class DockerComputeDriver:
             operation.check()
             container_id = self.engine.create_container(**config)
         except docker_engine.Conflict:
-            found = self._gateway(revision.revision_id, revision.namespace_id)
+            found = owned.gateway(self.engine, revision.revision_id, revision.namespace_id)
             if found is None:
                 raise base.TransientDriverError(NOT_READY, "the gateway name is busy") from None
             return found
@@ -360,58 +363,10 @@ class DockerComputeDriver:
             self.engine.remove_volume(volume["Name"])
 
     def _ensure_network(self, namespace_id: str) -> dict[str, Any]:
-        network = self._network(namespace_id, create=True)
+        network = owned.network(self.engine, namespace_id, create=True)
         if network is None:
             raise base.TransientDriverError(NOT_READY, "the Namespace's network did not appear")
         return network
-
-    def _network(
-        self, namespace_id: str, *, create: bool, refuse_foreign: bool = True
-    ) -> dict[str, Any] | None:
-        """The Namespace's network (created when asked); a same-named foreign one is refused
-        (or, with ``refuse_foreign=False``, treated as absent)."""
-        name = naming.network(namespace_id)
-        expected = naming.owned(namespace_id)
-
-        def same_name() -> list[dict[str, Any]]:
-            # the engine's name filter matches substrings: compare exactly
-            return [n for n in self.engine.networks(name=name) if n.get("Name") == name]
-
-        found = same_name()
-        if not found and create:
-            # a conflict: created meanwhile by another pass (or a foreign one: checked below)
-            with contextlib.suppress(docker_engine.Conflict):
-                self.engine.create_network(name, expected)
-            found = same_name()
-        owned = [n for n in found if naming.is_owned(n.get("Labels"), expected)]
-        if found and not owned:
-            if not refuse_foreign:
-                return None
-            raise base.PermanentDriverError(
-                NOT_OWNED, f"network {name} exists but occ does not own it (labels differ)"
-            )
-        if not owned:
-            return None
-        return min(owned, key=lambda n: str(n.get("Created", "")))  # oldest, if duplicated
-
-    def _gateway(
-        self, revision_id: str, namespace_id: str, *, refuse_foreign: bool = True
-    ) -> dict[str, Any] | None:
-        name = naming.gateway(revision_id)
-        try:
-            found = self.engine.container(name)
-        except docker_engine.NotFound:
-            return None
-        expected = {
-            naming.NAMESPACE_ID: namespace_id,
-            naming.REVISION_ID: revision_id,
-            naming.ROLE: naming.GATEWAY,
-        }
-        if naming.is_owned((found.get("Config") or {}).get("Labels"), expected):
-            return found
-        if not refuse_foreign:
-            return None
-        raise base.PermanentDriverError(NOT_OWNED, f"container {name} exists but is not occ's")
 
     def _agent_objects(self, namespace_id: str, agent_id: str, role: str) -> list[dict[str, Any]]:
         labels = {**naming.owned(namespace_id), naming.AGENT_ID: agent_id, naming.ROLE: role}
