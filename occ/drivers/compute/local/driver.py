@@ -2,7 +2,8 @@
 
 Namespaces are directories; each Agent revision is one gateway process on 127.0.0.1
 (``gateways``). State lives on disk under the root (``store``), never only in memory, so a
-restarted worker finds everything again; every operation is journalled (``journal``).
+restarted worker finds everything again; every operation is journalled (``journal``);
+observations read the process table and the gateways' health (``observation``).
 
 Start failures: a gateway that exits before it ever answered healthy is restarted once by
 the next ``prepare_revision``; when the restarted one exits too, ``prepare_revision`` revokes
@@ -18,7 +19,6 @@ without one (a maintenance pass) reuses the file. The value never reaches the en
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
 import time
@@ -28,23 +28,12 @@ from typing import Any, Final
 
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.local import gateways, journal, store
+from occ.drivers.compute.local import gateways, journal, observation, store
 from occ.foundation import fingerprints
 from occ.settings.config import Settings
 
 MAX_RESTARTS: Final = 1
 """Restarts of a gateway that exited before it became healthy, before ``Failed``."""
-
-
-NOT_RUNNING: Final = "REVISION_NOT_RUNNING"
-"""An observed revision's gateway is not running."""
-
-UNHEALTHY: Final = "GATEWAY_UNHEALTHY"
-"""An observed revision's gateway runs but fails its health check."""
-OBSERVE_HEALTH_TIMEOUT_S: Final = 0.5
-"""How long an observation waits for one gateway's ``/healthz``."""
-OBSERVE_HEALTH_CHECKS: Final = 16
-"""Health checks one observation runs at once."""
 
 MAINTENANCE_INTERVAL_MS: Final = 30_000
 """How often the active revisions are observed by default (a dead gateway is restarted)."""
@@ -169,7 +158,7 @@ class LocalComputeDriver:
             runtime = store.read_json(directory / store.RUNTIME) or {}
             if gateways.recorded_process(runtime, directory, revision.revision_id) is None:
                 raise base.TransientDriverError(
-                    NOT_RUNNING, "the revision's gateway is not running"
+                    observation.NOT_RUNNING, "the revision's gateway is not running"
                 )
             endpoint = gateways.endpoint(int(runtime["port"]))
             pointer = {"revisionId": revision.revision_id, "endpoint": endpoint}
@@ -235,30 +224,8 @@ class LocalComputeDriver:
     def observe_revisions(
         self, revisions: Sequence[base.RevisionSpec]
     ) -> Mapping[str, base.Observed]:
-        """One pass over the process table, then the health of what runs: a revision is
-        healthy while the gateway its ``runtime.json`` records runs **and** answers its
-        ``/healthz`` for this revision (a running gateway that fails its health check is
-        ``GATEWAY_UNHEALTHY``); its endpoint is that gateway's port. The health checks run
-        side by side, each bounded by ``OBSERVE_HEALTH_TIMEOUT_S``."""
-        running = gateways.running_directories(self.layout.agents)
-        observed: dict[str, base.Observed] = {}
-        ports: dict[str, int] = {}
-        for revision in revisions:
-            directory = self.layout.revision_dir(revision.agent_id, revision.revision_id)
-            runtime = store.read_json(directory / store.RUNTIME) or {}
-            pid, port = runtime.get("pid"), runtime.get("port")
-            if isinstance(pid, int) and running.get(directory) == pid and port is not None:
-                ports[revision.revision_id] = int(port)
-            else:
-                observed[revision.revision_id] = base.Observed(False, code=NOT_RUNNING)
-        for revision_id, healthy in _health_of(ports).items():
-            port = ports[revision_id]
-            observed[revision_id] = (
-                base.Observed(True, gateways.endpoint(port))
-                if healthy
-                else base.Observed(False, code=UNHEALTHY)
-            )
-        return observed
+        """Each revision's gateway, running and healthy or not (``observation``)."""
+        return observation.observe(self.layout, revisions)
 
     # -- helpers for tests and the API ----------------------------------------------------
 
@@ -434,17 +401,3 @@ def _fields(revision: base.RevisionSpec) -> dict[str, Any]:
         "agentId": revision.agent_id,
         "revisionId": revision.revision_id,
     }
-
-
-def _health_of(ports: Mapping[str, int]) -> dict[str, bool]:
-    """Whether each running gateway answers its health check, by revision id."""
-    if not ports:
-        return {}
-
-    def check(item: tuple[str, int]) -> bool:
-        revision_id, port = item
-        return gateways.healthy(port, revision_id, timeout_s=OBSERVE_HEALTH_TIMEOUT_S)
-
-    workers = min(OBSERVE_HEALTH_CHECKS, len(ports))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip(ports, pool.map(check, ports.items()), strict=True))
