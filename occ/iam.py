@@ -46,9 +46,10 @@ PERMISSIONS: Final = tuple(
 )
 
 ADMINISTRATOR_PERMISSIONS: Final = tuple(
-    permission for permission in PERMISSIONS if permission not in {"agent:read_logs", "agent:use"}
+    permission for permission in PERMISSIONS if permission != "agent:use"
 )
-"""What the bootstrap "Installation administrator" Role holds: all but runtime access."""
+"""What the bootstrap "Installation administrator" Role holds: all but using an Agent's
+runtime (reading its logs included)."""
 
 RESOURCE_KINDS: Final = frozenset(PERMISSION_TABLE)
 

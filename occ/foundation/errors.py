@@ -16,6 +16,8 @@
     │   ├── NamespaceNotEmpty
     │   ├── AgentDeleting
     │   ├── QuotaExceeded       a Namespace quota is used up; nothing was written
+    │   ├── LogsUnavailable     the Agent's runtime has no logs to read now
+    │   ├── LogsUnsupported     the Compute Driver cannot read runtime logs
     │   ├── LastAdministrator   no acting administrator of the Installation would be left
     │   ├── IdempotencyConflict a work key already belongs to another owner
     │   └── IdempotencyKeyInUse  a request with this Idempotency-Key applied or is applying
@@ -196,6 +198,18 @@ class AgentNotRunning(Conflict):
     """The Agent has no running revision (it is stopped, or nothing was activated yet)."""
 
     code = "AGENT_NOT_RUNNING"
+
+
+class LogsUnavailable(Conflict):
+    """The Agent's runtime has no logs to read now (its process, container or Pod is gone)."""
+
+    code = "LOGS_UNAVAILABLE"
+
+
+class LogsUnsupported(Conflict):
+    """The installation's Compute Driver cannot read runtime logs."""
+
+    code = "LOGS_UNSUPPORTED"
 
 
 class LastAdministrator(Conflict):

@@ -43,6 +43,11 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         )
         return answer
 
+    def arguments(self, schema: type[ma.Schema], **options: Any) -> Callable[[View], View]:
+        """Parse the request's ``schema`` (its body, or ``location="query"``) for the view."""
+        parse: Callable[[View], View] = super().arguments(schema, **options)
+        return parse
+
     def doc(
         self,
         *,

@@ -360,9 +360,9 @@ def test_check_permissions() -> None:
         iam.check_permissions([])
     with pytest.raises(errors.InvalidInput):
         iam.check_permissions(["namespace:delete"], namespace_scoped=True)
-    assert "agent:read_logs" not in iam.ADMINISTRATOR_PERMISSIONS
+    assert "agent:read_logs" in iam.ADMINISTRATOR_PERMISSIONS
     assert "agent:use" not in iam.ADMINISTRATOR_PERMISSIONS
-    assert len(iam.ADMINISTRATOR_PERMISSIONS) == len(iam.PERMISSIONS) - 2
+    assert len(iam.ADMINISTRATOR_PERMISSIONS) == len(iam.PERMISSIONS) - 1
 
 
 def test_permission_table_is_exactly_what_the_database_allows(db: Database) -> None:

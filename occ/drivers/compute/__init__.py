@@ -1,12 +1,13 @@
 """Compute Drivers and ``load(name, settings, hooks=...)``, which imports one lazily by name
-and attaches the lifecycle hook owners selected at startup."""
+and attaches the lifecycle hook owners selected at startup; ``logs(name, settings)``, its
+runtime log reader, likewise."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Final
 
-from occ.drivers.compute import base, hooks
+from occ.drivers.compute import base, hooks, runtime_logs
 from occ.foundation import errors
 from occ.settings.config import Settings
 
@@ -15,6 +16,13 @@ _DRIVERS: Final = {
     "docker": "occ.drivers.compute.docker:DockerComputeDriver",
     "kubernetes": "occ.drivers.compute.kubernetes:KubernetesComputeDriver",
     "ssh": "occ.drivers.compute.ssh:SshComputeDriver",
+}
+
+_LOG_READERS: Final = {
+    "local": "occ.drivers.compute.local.logs:LocalLogs",
+    "docker": "occ.drivers.compute.docker.logs:DockerLogs",
+    "kubernetes": "occ.drivers.compute.kubernetes.logs:KubernetesLogs",
+    "ssh": "occ.drivers.compute.ssh.logs:SshLogs",
 }
 
 
@@ -31,3 +39,16 @@ def load(
     driver_class = getattr(importlib.import_module(module_name), class_name)
     driver: base.ComputeDriver = driver_class.from_settings(settings, hooks=hooks)
     return driver
+
+
+def logs(name: str, settings: Settings) -> runtime_logs.LogReader:
+    """The runtime log reader of the Compute Driver called ``name``, built from ``settings``."""
+    target = _LOG_READERS.get(name)
+    if target is None:
+        raise errors.InvalidSettings.at(
+            ("compute_driver",), f"unknown compute driver; known: {sorted(_LOG_READERS)}"
+        )
+    module_name, _, class_name = target.partition(":")
+    reader_class = getattr(importlib.import_module(module_name), class_name)
+    reader: runtime_logs.LogReader = reader_class.from_settings(settings)
+    return reader

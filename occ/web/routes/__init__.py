@@ -8,6 +8,7 @@ from typing import Final
 from occ.web.routes import (
     access_bindings,
     accounts,
+    agent_logs,
     agents,
     audit_events,
     authorization_checks,
@@ -39,6 +40,7 @@ ROUTE_MODULES: Final = (
     secrets,
     accounts,
     agents,
+    agent_logs,
     work,
     audit_events,
     sessions,

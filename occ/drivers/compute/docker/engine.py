@@ -127,6 +127,48 @@ class Engine:
         """The container's inspect document; ``NotFound`` when there is none."""
         return self._document(lambda api: api.inspect_container(name_or_id))
 
+    def logs(
+        self, name_or_id: str, *, tail: int | None, since: float | None, follow_s: float | None
+    ) -> tuple[Iterator[bytes], Callable[[], None]]:
+        """The container's output (stdout and stderr) as chunks, and how to end it; following
+        for ``follow_s`` when given, on a client of its own (``NotFound`` without the
+        container)."""
+        timeout = self.timeout_s + (follow_s or 0.0)
+        with _translated():
+            if self.base_url:
+                client = docker.DockerClient(base_url=self.base_url, timeout=timeout)
+            else:
+                client = docker.from_env(timeout=timeout)
+            try:
+                stream = client.api.logs(
+                    name_or_id,
+                    stream=True,
+                    follow=follow_s is not None,
+                    tail="all" if tail is None else tail,
+                    since=since,
+                )
+            except BaseException:
+                client.close()
+                raise
+
+        def close() -> None:
+            with contextlib.suppress(Exception):  # closing a stream cut midway may complain
+                stream.close()
+            with contextlib.suppress(Exception):
+                client.close()
+
+        def chunks() -> Iterator[bytes]:
+            try:
+                yield from stream
+            except (docker.errors.DockerException, requests.exceptions.RequestException, OSError):
+                return  # closed (a deadline, the caller left) or cut: the stream ends
+            except AttributeError:
+                return  # the SDK reading a response that ``close`` already released
+            finally:
+                close()
+
+        return chunks(), close
+
     def create_container(
         self,
         *,

@@ -1,0 +1,136 @@
+"""The ``kubernetes`` driver's runtime logs: the revision's gateway Pod log, read-only.
+
+The Pod is the newest gateway Pod of the Agent whose template names the revision (its
+``occ.dev/revision-id`` annotation or label); the log is the ``gateway`` container's, read
+with the Pod log API (``tailLines``, ``sinceSeconds``, ``follow``). A follow is a read with a
+timeout of what is left of its time, and a timer closes it at the deadline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import threading
+from collections.abc import Iterator
+from typing import Any, Final
+
+import urllib3
+from kubernetes import client as k8s
+
+from occ.drivers.compute import runtime_logs
+from occ.drivers.compute.kubernetes import client, failures, namespaces, naming
+from occ.settings.config import Settings
+
+PODS: Final = client.Kind("Pod", "CoreV1Api", "pod", "pods")
+CONTAINER: Final = "gateway"
+"""The gateway Pod's container whose log is read."""
+_CHUNK: Final = 16 * 1024
+
+
+class KubernetesLogs:
+    """Reads gateway Pod logs through the Kubernetes API."""
+
+    def __init__(self, api: client.KubernetesApi, policy: namespaces.Policy) -> None:
+        self.api = api
+        self.policy = policy
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KubernetesLogs:
+        configuration = cluster_config.load_configuration(
+            settings.kubernetes_kubeconfig, settings.kubernetes_context
+        )
+        api = client.KubernetesApi(
+            configuration, timeout_s=settings.kubernetes_request_timeout_ms / 1000
+        )
+        policy = namespaces.Policy(
+            prefix=settings.kubernetes_namespace_prefix,
+            installation=settings.kubernetes_installation,
+            managed=settings.managed_namespaces,
+        )
+        return cls(api, policy)
+
+    def pod(self, target: runtime_logs.LogTarget) -> tuple[str, str]:
+        """The namespace and name of the revision's newest gateway Pod."""
+        namespace = namespaces.find(self.api, self.policy, target.namespace_id)
+        if namespace is None:
+            raise runtime_logs.unavailable("the Namespace's Kubernetes namespace is gone")
+        selector = naming.selector(
+            {naming.AGENT_ID: target.agent_id, naming.ROLE: naming.Role.GATEWAY}
+        )
+        pods = [
+            pod
+            for pod in self.api.find(PODS, namespace, selector)
+            if _revision_of(pod) == target.revision_id
+        ]
+        if not pods:
+            raise runtime_logs.unavailable("the revision has no gateway Pod")
+        newest = max(pods, key=lambda pod: str(pod["metadata"].get("creationTimestamp") or ""))
+        return namespace, str(newest["metadata"]["name"])
+
+    def read_logs(
+        self, target: runtime_logs.LogTarget, query: runtime_logs.LogQuery
+    ) -> runtime_logs.LogLines:
+        namespace, pod = self.pod(target)
+        options: dict[str, Any] = {
+            "container": CONTAINER,
+            "follow": query.follow,
+            "_preload_content": False,
+            "_request_timeout": (
+                self.api.timeout_s,
+                self.api.timeout_s + (query.follow_s if query.follow else 0.0),
+            ),
+        }
+        if query.tail is not None:
+            options["tail_lines"] = query.tail
+        if query.since is not None:
+            elapsed = (dt.datetime.now(dt.UTC) - query.since).total_seconds()
+            options["since_seconds"] = max(math.ceil(elapsed), 1)
+        core: Any = k8s.CoreV1Api(k8s.ApiClient(self.api.configuration))
+        try:
+            response = core.read_namespaced_pod_log(pod, namespace, **options)
+        except k8s.ApiException as exc:
+            if exc.status == 404:
+                raise runtime_logs.unavailable("the revision's gateway Pod is gone") from None
+            raise failures.answered("read pod log", exc) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise failures.unanswered("read pod log", exc) from None
+        closed = threading.Event()
+
+        def close() -> None:
+            if not closed.is_set():
+                closed.set()
+                response.close()
+
+        timer = threading.Timer(query.follow_s, close) if query.follow else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
+
+        def lines() -> Iterator[str]:
+            pending = b""
+            try:
+                for chunk in response.stream(_CHUNK, decode_content=True):
+                    pending += chunk
+                    *complete, pending = pending.split(b"\n")
+                    for line in complete:
+                        yield runtime_logs.cut(line.decode("utf-8", "replace"))
+                    pending = pending[: runtime_logs.MAX_LINE_BYTES]
+            except Exception:  # noqa: S110 - closed at the deadline, or cut: the end
+                pass
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                close()
+                response.release_conn()
+            if pending and not closed.is_set():
+                yield runtime_logs.cut(pending.decode("utf-8", "replace"))
+
+        return runtime_logs.LogLines(lines(), close)
+
+
+def _revision_of(pod: dict[str, Any]) -> str | None:
+    metadata = pod.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    labels = metadata.get("labels") or {}
+    found = annotations.get(naming.REVISION_ANNOTATION) or labels.get(naming.REVISION_ID)
+    return str(found) if found else None
