@@ -50,7 +50,9 @@ def running(root: Path) -> base.RevisionSpec:
     return spec
 
 
-def test_tail_reads_the_last_lines_of_a_real_gateway(root: Path, running: base.RevisionSpec) -> None:
+def test_tail_reads_the_last_lines_of_a_real_gateway(
+    root: Path, running: base.RevisionSpec
+) -> None:
     reader = local_logs.LocalLogs(root)
     everything = list(reader.read_logs(_target(running), runtime_logs.LogQuery()))
     assert everything[:5] == [f"line {n}" for n in range(1, 6)]
