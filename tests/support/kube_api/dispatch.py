@@ -2,7 +2,7 @@
 
 Models the apiserver's request handling: bearer-token authentication (401), RBAC denials
 (403), the verb behind each route (``watch`` for a collection GET with ``watch=true``,
-including the Deployment ``scale`` subresource, ``/version`` and
+including the Deployment ``scale`` subresource, a Pod's ``log`` (``pod_logs``), ``/version`` and
 ``SelfSubjectAccessReview``). A watch is answered with what to stream (``watches.Watch``);
 everything else with (code, body, headers). It must not speak HTTP or implement object
 semantics itself: those are the server's and the verbs'.
@@ -18,6 +18,7 @@ from tests.support.kube_api import (
     faults,
     listing,
     patches,
+    pod_logs,
     resources,
     routes,
     verbs,
@@ -42,8 +43,15 @@ def _param(query: dict[str, list[str]], name: str) -> str | None:
 class Dispatcher:
     """Turns one parsed request into an answer through the verbs."""
 
-    def __init__(self, api_verbs: verbs.Verbs, authorizer: access.Authorizer, token: str) -> None:
+    def __init__(
+        self,
+        api_verbs: verbs.Verbs,
+        authorizer: access.Authorizer,
+        token: str,
+        logs: pod_logs.PodLogs | None = None,
+    ) -> None:
         self.verbs = api_verbs
+        self.logs = logs if logs is not None else pod_logs.PodLogs()
         self.authorizer = authorizer
         self.token = token
         self.server_version = ("1", "34")
@@ -54,7 +62,7 @@ class Dispatcher:
         authorization: str | None,
         user_agent: str,
         accept: str | None = None,
-    ) -> Answer | watches.Watch:
+    ) -> Answer | watches.Watch | pod_logs.Read:
         if authorization != f"Bearer {self.token}":
             raise errors.ApiError(401, "Unauthorized", "Unauthorized")
         target = routes.route(request.path)
@@ -79,6 +87,12 @@ class Dispatcher:
         manager = _param(request.query, "fieldManager") or user_agent.split("/", 1)[0] or "unknown"
         if watching:
             return watches.request(resource, target.namespace, request.query, accept)
+        if target.subresource == "log":
+            if request.method != "GET":
+                raise errors.ApiError(405, "MethodNotAllowed", f"{request.method} on a log")
+            return self.logs.request(
+                self.verbs.read(resource, target.namespace, target.name or ""), request.query
+            )
         if target.subresource == "scale":
             return self._scale(request.method, target, request.content_type, request.body, manager)
         if target.name is None:

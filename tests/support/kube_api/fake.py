@@ -24,6 +24,7 @@ from tests.support.kube_api import (
     errors,
     faults,
     history,
+    pod_logs,
     resources,
     selectors,
     server,
@@ -56,7 +57,8 @@ class FakeKubeAPI:
         self._authorizer = access.Authorizer()
         self._faults = faults.Faults()
         self._journal = faults.Journal()
-        self._dispatcher = dispatch.Dispatcher(self._verbs, self._authorizer, token)
+        self._logs = pod_logs.PodLogs()
+        self._dispatcher = dispatch.Dispatcher(self._verbs, self._authorizer, token, self._logs)
         self._http: server.KubeHTTPServer | None = None
         self._bookmark_interval_s: float | None = None
         self._port = 0  # kept after stop(), so a restarted server is at the same URL
@@ -118,6 +120,7 @@ class FakeKubeAPI:
         self._store.clear()
         self._journal.clear()
         self._faults.clear()
+        self._logs.clear()
         self._authorizer.clear()
         self._verbs.clear_validation_failures()
         self.simulation.auto_rollout = False
@@ -225,6 +228,10 @@ class FakeKubeAPI:
         obj.setdefault("kind", resource.kind)
         resources.apply_defaults(resource, obj)
         return self._store.create(resource, obj, _SOMEONE_ELSE, "Update")
+
+    def write_log(self, namespace: str, pod: str, line: str, container: str = "gateway") -> None:
+        """The container of the Pod writes ``line`` to its log (followers get it at once)."""
+        self._logs.write(namespace, pod, container, line)
 
     def create_foreign(self, plural: str, namespace: str | None, body: Obj) -> Obj:
         """Someone else creates an object (as through the API, so it is complete and valid)."""

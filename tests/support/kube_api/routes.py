@@ -1,8 +1,9 @@
 """The apiserver's URL layout, as far as the fake serves it.
 
 Models ``/api/v1`` and ``/apis/<group>/<version>`` paths: namespaced collections and items,
-the Deployment ``scale`` subresource, cluster-wide lists, namespaces, ``/version`` and
-``SelfSubjectAccessReview``. A pure function of the path; it must not answer requests.
+the Deployment ``scale`` and Pod ``log`` subresources, cluster-wide lists, namespaces,
+``/version`` and ``SelfSubjectAccessReview``. A pure function of the path; it must not
+answer requests.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import urllib.parse
 from dataclasses import dataclass
 
 from tests.support.kube_api import errors, resources
+
+_SUBRESOURCES = {("deployments", "scale"), ("pods", "log")}
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def route(path: str) -> Route:
             raise unknown
         name = rest[3] if len(rest) >= 4 else None
         subresource = rest[4] if len(rest) == 5 else None
-        if subresource not in (None, "scale") or (subresource and resource.plural != "deployments"):
+        if subresource is not None and (resource.plural, subresource) not in _SUBRESOURCES:
             raise unknown
         return Route(resource, namespace=rest[1], name=name, subresource=subresource)
     if len(rest) == 1:

@@ -2,7 +2,8 @@
 
 Serves the dispatcher's answers on a stdlib ``ThreadingHTTPServer`` speaking HTTP/1.1 with
 keep-alive: one JSON body per answer, or for a watch a chunked stream of JSON lines (one
-``{"type", "object"}`` event per line, as the apiserver sends them), after the scripted
+``{"type", "object"}`` event per line, as the apiserver sends them), or a Pod log as text
+(chunked while followed), after the scripted
 faults had their say. It tracks connections so a stop (or ``cut_watches``) breaks them as a
 vanishing apiserver would. It must not decide answers: that is the dispatcher's.
 """
@@ -23,7 +24,16 @@ from typing import Any
 
 import yaml
 
-from tests.support.kube_api import dispatch, errors, faults, patches, resources, store, watches
+from tests.support.kube_api import (
+    dispatch,
+    errors,
+    faults,
+    patches,
+    pod_logs,
+    resources,
+    store,
+    watches,
+)
 
 Obj = resources.Obj
 Answer = dispatch.Answer
@@ -172,6 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.server.journal.answered(ticket, 200)
                 self._stream(answered)
                 return
+            if isinstance(answered, pod_logs.Read):
+                self.server.journal.answered(ticket, 200)
+                self._log(answered)
+                return
             answer = answered
         # Journal first: a client that has read the answer must find it recorded.
         self.server.journal.answered(ticket, answer[0])
@@ -179,7 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(
         self, request: faults.Request, parse_error: errors.ApiError | None
-    ) -> Answer | watches.Watch:
+    ) -> Answer | watches.Watch | pod_logs.Read:
         try:
             if parse_error is not None:
                 raise parse_error
@@ -217,6 +231,32 @@ class _Handler(BaseHTTPRequestHandler):
             return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
         except (OSError, ValueError):
             return True
+
+    def _log(self, read: pod_logs.Read) -> None:
+        """A Pod log as plain text: whole, or chunked line by line while it is followed."""
+        server = self.server
+        stopped = lambda: server.stopping.is_set() or self._client_gone()  # noqa: E731
+        lines = server.dispatcher.logs.lines(read, stopped)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            if not read.follow:
+                data = "".join(f"{line}\n" for line in lines).encode()
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+                return
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            for line in lines:
+                data = f"{line}\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.close_connection = True
+        except OSError:
+            self.close_connection = True  # the client went away
 
     def _stream(self, watch: watches.Watch) -> None:
         """A watch's events as a chunked stream of JSON lines, until it ends or is cut."""

@@ -8,8 +8,10 @@ timeout of what is left of its time, and a timer closes it at the deadline.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any, Final
@@ -97,9 +99,15 @@ class KubernetesLogs:
         closed = threading.Event()
 
         def close() -> None:
-            if not closed.is_set():
-                closed.set()
-                response.close()
+            if closed.is_set():
+                return
+            closed.set()
+            # a read blocked in another thread ends only when its socket is shut down
+            sock = getattr(getattr(response, "connection", None), "sock", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            response.close()
 
         timer = threading.Timer(query.follow_s, close) if query.follow else None
         if timer is not None:

@@ -16,6 +16,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.compute.local import logs as local_logs
 from occ.foundation import ids
 from tests.integration.drivers.local import support
+from tests.support.processes import wait_for
 
 CHATTY = [
     "sh",
@@ -44,9 +45,7 @@ def running(root: Path) -> base.RevisionSpec:
     spec = support.revision(ids.new("agent"), harness="chatty")
     support.until_ready(driver, spec)
     log = support.revision_dir(root, spec) / "gateway.log"
-    support.wait_for(
-        lambda: b"gateway.started" in log.read_bytes(), timeout=10, message="the started line"
-    )
+    wait_for(lambda: b"gateway.started" in log.read_bytes(), timeout=10, message="the started line")
     return spec
 
 
