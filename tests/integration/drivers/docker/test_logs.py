@@ -1,0 +1,110 @@
+"""The ``docker`` driver's runtime logs on a real Docker Engine: the gateway container's
+output, tail, since, follow until the container stops or the deadline, close."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from occ.drivers.compute import base, runtime_logs
+from occ.drivers.compute.docker import DockerComputeDriver, engine
+from occ.drivers.compute.docker import logs as docker_logs
+from tests.integration.drivers.docker.objects import revision
+from tests.support.processes import wait_for
+
+
+def _target(spec: base.RevisionSpec) -> runtime_logs.LogTarget:
+    return runtime_logs.LogTarget(
+        namespace_id=spec.namespace_id,
+        agent_id=spec.agent_id,
+        revision_id=spec.revision_id,
+        harness_mode=spec.harness_mode,
+    )
+
+
+@pytest.fixture
+def reader(docker_host: str) -> docker_logs.DockerLogs:
+    return docker_logs.DockerLogs(engine.Engine(docker_host, timeout_s=10))
+
+
+@pytest.fixture
+def running(
+    driver: DockerComputeDriver,
+    operation: base.Operation,
+    namespace_id: str,
+    reader: docker_logs.DockerLogs,
+) -> base.RevisionSpec:
+    assert isinstance(
+        driver.ensure_namespace(operation, base.NamespaceSpec(namespace_id, "t")), base.Ready
+    )
+    spec = revision(namespace_id, "agt_logs")
+    observation = driver.prepare_revision(operation, spec)
+    assert isinstance(observation, base.Ready), observation
+    wait_for(
+        lambda: list(reader.read_logs(_target(spec), runtime_logs.LogQuery())),
+        timeout=10,
+        message="the gateway's first line",
+    )
+    return spec
+
+
+def _events(lines: list[str]) -> list[Any]:
+    return [json.loads(line)["event"] for line in lines]
+
+
+def test_tail_and_since_read_the_gateway_containers_output(
+    reader: docker_logs.DockerLogs, running: base.RevisionSpec
+) -> None:
+    everything = list(reader.read_logs(_target(running), runtime_logs.LogQuery()))
+    assert _events(everything) == ["gateway.started"]
+    assert list(reader.read_logs(_target(running), runtime_logs.LogQuery(tail=0))) == []
+    soon = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+    assert list(reader.read_logs(_target(running), runtime_logs.LogQuery(since=soon))) == []
+    hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    assert list(reader.read_logs(_target(running), runtime_logs.LogQuery(since=hour_ago))) == (
+        everything
+    )
+
+
+def test_follow_streams_until_the_container_stops(
+    driver: DockerComputeDriver,
+    operation: base.Operation,
+    reader: docker_logs.DockerLogs,
+    running: base.RevisionSpec,
+) -> None:
+    lines = reader.read_logs(
+        _target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
+    )
+    threading.Timer(0.5, driver.stop_revision, (operation, running)).start()
+    started = time.monotonic()
+    assert _events(list(lines)) == ["gateway.stopped"]
+    assert time.monotonic() - started < 30.0
+
+
+def test_a_quiet_follow_ends_at_its_deadline_or_when_closed(
+    reader: docker_logs.DockerLogs, running: base.RevisionSpec
+) -> None:
+    started = time.monotonic()
+    query = runtime_logs.LogQuery(tail=0, follow=True, follow_s=1.5)
+    assert list(reader.read_logs(_target(running), query)) == []
+    assert 1.0 <= time.monotonic() - started < 8.0
+    lines = reader.read_logs(
+        _target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
+    )
+    started = time.monotonic()
+    threading.Timer(0.3, lines.close).start()
+    assert list(lines) == []
+    assert time.monotonic() - started < 8.0
+
+
+def test_a_revision_without_a_container_is_unavailable(
+    reader: docker_logs.DockerLogs, namespace_id: str
+) -> None:
+    with pytest.raises(base.PermanentDriverError) as raised:
+        reader.read_logs(_target(revision(namespace_id, "agt_none")), runtime_logs.LogQuery())
+    assert raised.value.code == runtime_logs.UNAVAILABLE
