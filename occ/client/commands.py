@@ -15,6 +15,7 @@ from typing import Any, Final
 import click
 
 from occ.client import (
+    agent_logs,
     agents,
     browser_login,
     http,
@@ -343,6 +344,7 @@ def _resource(session: shared.Session, text: str) -> tuple[str, str]:
 
 def register(group: click.Group) -> None:
     """Add the client's commands to the ``occ`` group."""
+    agents.agents.add_command(agent_logs.agent_logs)
     resources.namespaces.add_command(quotas.quotas)
     for command in (
         login,

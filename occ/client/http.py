@@ -93,7 +93,7 @@ class Client:
                 "UNREACHABLE", f"cannot reach the API at {self.url}: {error.reason}"
             ) from None
         if response.status >= 300:  # the API redirects nowhere
-            raise _problem(response.status, response.body)
+            raise problem(response.status, response.body)
         return _answer(response.status, response.body)
 
 
@@ -110,7 +110,8 @@ def _answer(status: int, raw: bytes) -> Answer:
     return Answer(status, document["data"], meta if isinstance(meta, dict) else {})
 
 
-def _problem(status: int, raw: bytes) -> ApiError:
+def problem(status: int, raw: bytes) -> ApiError:
+    """The ``ApiError`` of a problem answer (its code, detail and field errors)."""
     try:
         document = json.loads(raw) if raw else {}
     except ValueError:

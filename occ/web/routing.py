@@ -43,8 +43,18 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         )
         return answer
 
-    def arguments(self, schema: type[ma.Schema], **options: Any) -> Callable[[View], View]:
+    def arguments(
+        self,
+        schema: type[ma.Schema],
+        *,
+        location: str = "json",
+        required: bool = True,
+        unknown: str | None = None,
+    ) -> Callable[[View], View]:
         """Parse the request's ``schema`` (its body, or ``location="query"``) for the view."""
+        options: dict[str, Any] = {"location": location, "required": required}
+        if unknown is not None:
+            options["unknown"] = unknown
         parse: Callable[[View], View] = super().arguments(schema, **options)
         return parse
 

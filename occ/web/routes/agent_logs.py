@@ -47,7 +47,7 @@ def read_agent_logs(query: dict[str, Any], namespace_id: str, agent_id: str) -> 
         namespace_id=namespace_id,
         agent_id=agent_id,
         tail=query["tail"],
-        since=query.get("since"),
+        since=None if query.get("since") is None else schemas.moment(query["since"]),
         follow=query["follow"],
     )
     lines = calls.call(

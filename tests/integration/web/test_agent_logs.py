@@ -129,6 +129,8 @@ def test_a_follow_streams_and_ends_when_the_client_leaves(
         ("tail=lots", "/tail"),
         ("since=yesterday", "/since"),
         ("since=2026-01-01T00:00:00", "/since"),
+        ("since=99999999999h", "/since"),
+        ("since=9000h", "/since"),
         ("follow=maybe", "/follow"),
         ("lines=3", "/query/lines"),
     ],

@@ -51,10 +51,15 @@ class LocalLogs:
         except OSError as exc:
             raise runtime_logs.unavailable(type(exc).__name__) from None
         stop = runtime_logs.Stop(query.follow_s if query.follow else 0.0, time.monotonic)
+        try:
+            first = _since(follower.tail(query.tail), query.since)  # as the file is now
+        except OSError as exc:
+            follower.close()
+            raise runtime_logs.unavailable(type(exc).__name__) from None
 
         def lines() -> Iterator[str]:
             try:
-                yield from _since(follower.tail(query.tail), query.since)
+                yield from first
                 while query.follow and not stop.wait(POLL_S):
                     yield from follower.new_lines()
             finally:
