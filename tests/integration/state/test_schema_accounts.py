@@ -33,7 +33,11 @@ def test_the_administrator_role_gains_account_read_and_loses_it_on_downgrade() -
         with owner.transaction() as session:
             table = session.execute(sa.text("SELECT to_regclass('occ.accounts')")).scalar()
         assert table is None
-        before = [each for each in iam.ADMINISTRATOR_PERMISSIONS if each != "account:read"]
+        before = [  # 0022 grants agent:read_logs afterwards
+            each
+            for each in iam.ADMINISTRATOR_PERMISSIONS
+            if each not in {"account:read", "agent:read_logs"}
+        ]
         with owner.transaction() as session:  # what bootstrap made before 0021
             role_rows.create_role(session, name=installation.ADMINISTRATOR_ROLE, permissions=before)
             role_rows.create_role(session, name="readers", permissions=["namespace:read"])
@@ -41,7 +45,7 @@ def test_the_administrator_role_gains_account_read_and_loses_it_on_downgrade() -
 
         schema.upgrade(urls.owner)
         after = administrator_permissions(owner)
-        assert sorted(after) == sorted([*before, "account:read"])
+        assert sorted(after) == sorted([*before, "account:read", "agent:read_logs"])
         with owner.transaction() as session:  # only that Role
             readers = session.execute(
                 sa.text("SELECT permissions FROM occ.roles WHERE name = 'readers'")

@@ -20,7 +20,7 @@ import urllib3
 from kubernetes import client as k8s
 
 from occ.drivers.compute import runtime_logs
-from occ.drivers.compute.kubernetes import client, failures, namespaces, naming
+from occ.drivers.compute.kubernetes import client, cluster_config, failures, namespaces, naming
 from occ.settings.config import Settings
 
 PODS: Final = client.Kind("Pod", "CoreV1Api", "pod", "pods")
