@@ -50,11 +50,15 @@ class Blueprint(flask_smorest.Blueprint):  # type: ignore[misc]
         location: str = "json",
         required: bool = True,
         unknown: str | None = None,
+        example: object = None,
     ) -> Callable[[View], View]:
-        """Parse the request's ``schema`` (its body, or ``location="query"``) for the view."""
+        """Parse the request's ``schema`` (its body, or ``location="query"``) for the view;
+        ``example`` documents a body."""
         options: dict[str, Any] = {"location": location, "required": required}
         if unknown is not None:
             options["unknown"] = unknown
+        if example is not None:
+            options["example"] = example
         parse: Callable[[View], View] = super().arguments(schema, **options)
         return parse
 
