@@ -33,7 +33,7 @@ def test_the_administrator_role_gains_account_read_and_loses_it_on_downgrade() -
         with owner.transaction() as session:
             table = session.execute(sa.text("SELECT to_regclass('occ.accounts')")).scalar()
         assert table is None
-        before = [  # 0022 grants agent:read_logs afterwards
+        before = [  # 0024 grants agent:read_logs afterwards
             each
             for each in iam.ADMINISTRATOR_PERMISSIONS
             if each not in {"account:read", "agent:read_logs"}

@@ -1,4 +1,4 @@
-"""Migration 0022 on real PostgreSQL: the built-in administrator Roles gain ``agent:read_logs``
+"""Migration 0024 on real PostgreSQL: the built-in administrator Roles gain ``agent:read_logs``
 (sorted in), other Roles stay as they were, and the downgrade takes it out again."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_the_administrator_roles_gain_read_logs_and_lose_it_on_downgrade() -> No
     urls = databases.create_test_database(f"occ_read_logs_{uuid.uuid4().hex[:8]}")
     owner = Database(urls.owner, pool_size=1)
     try:
-        schema.downgrade(urls.owner, "0021")
+        schema.downgrade(urls.owner, "0023")
         with owner.transaction() as session:
             for name in (installation.ADMINISTRATOR_ROLE, "Installation administrator (recovered)"):
                 role_rows.create_role(session, name=name, permissions=BEFORE)
@@ -43,7 +43,7 @@ def test_the_administrator_roles_gain_read_logs_and_lose_it_on_downgrade() -> No
         assert upgraded["auditors"] == ["agent:read"]
 
         owner.dispose()
-        schema.downgrade(urls.owner, "0021")
+        schema.downgrade(urls.owner, "0023")
         downgraded = permissions(owner)
         assert downgraded[installation.ADMINISTRATOR_ROLE] == list(BEFORE)
         assert downgraded["auditors"] == ["agent:read"]
