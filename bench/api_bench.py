@@ -255,6 +255,7 @@ def start_server(
     env = {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
     env.update(
         {
+            "OCC_ENV": "development",
             "OCC_DATABASE_URL": urls.app,
             "OCC_MIGRATION_DATABASE_URL": urls.owner,
             "OCC_BROKER_URL": broker_url,

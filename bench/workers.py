@@ -200,6 +200,7 @@ def fleet_env(urls: databases.DatabaseUrls, broker: str, local_root: Path) -> di
     env.update(
         {
             "PYTHONPATH": os.pathsep.join(pythonpath),
+            "OCC_ENV": "development",
             "OCC_DATABASE_URL": urls.app,
             "OCC_BROKER_URL": broker,
             "OCC_LOCAL_ROOT": str(local_root),

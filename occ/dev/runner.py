@@ -171,6 +171,7 @@ class Runner:
         env.pop("REMAP_SIGTERM", None)  # occ dev wants Celery's warm shutdown on SIGTERM
         for name, value in home.generated_secrets(self.layout).items():
             env.setdefault(name, value)
+        env.setdefault("OCC_ENV", "development")  # the one launcher that may assume it
         env.setdefault("OCC_AUTH_SECRET", home.auth_secret(self.layout))
         env.setdefault("OCC_AUTH_BASE_URL", self.api_url)
         env["OCC_LOCAL_ROOT"] = str(self.layout.root / "local")

@@ -5,7 +5,8 @@
     │   └── InvalidSettings     a bad setting; its path is the key as the operator wrote it
     │       ├── AuthSecretInvalid    OCC_AUTH_SECRET missing or too short for sign-in
     │       ├── AuthBaseUrlInvalid   OCC_AUTH_BASE_URL not an origin sign-in can use
-    │       └── ExternalSignInNativeAdminUnsupported   a provider set with native admin on
+    │       ├── ExternalSignInNativeAdminUnsupported   a provider set with native admin on
+    │       └── EnvironmentNotSet    OCC_ENV unset in a process's environment (outside occ dev)
     ├── Unauthenticated         no valid credentials
     ├── RateLimited             too many requests (or failed sign-ins) from one client
     ├── NotFound                the resource does not exist (or may not be seen)
@@ -112,6 +113,13 @@ class ExternalSignInNativeAdminUnsupported(InvalidSettings):
     supports host-only cookies only."""
 
     code = "EXTERNAL_SIGN_IN_NATIVE_ADMIN_UNSUPPORTED"
+
+
+class EnvironmentNotSet(InvalidSettings):
+    """``OCC_ENV`` is unset: every process but ``occ dev``'s must be told it runs in
+    ``development`` or ``production`` rather than fall back to development's defaults."""
+
+    code = "ENVIRONMENT_NOT_SET"
 
 
 class Unauthenticated(OccError):

@@ -6,7 +6,8 @@ pydantic-settings model. Every value is type-checked wherever it comes from; a b
 
 ``Settings.from_env`` layers, weakest first: the defaults, the ``DATABASE_URL`` / ``REDIS_URL``
 fallbacks, the YAML file in ``OCC_CONFIG_PATH``, and the ``OCC_*`` variables (a secret's may be
-given as ``<variable>_FILE``, a file holding it). ``Settings(...)`` takes explicit values only.
+given as ``<variable>_FILE``, a file holding it); a required setting (``OCC_ENV``) set in none
+of them is refused (``EnvironmentNotSet``). ``Settings(...)`` takes explicit values only.
 
 Each field is declared once, with everything said about it: its type, its default, its variable
 (``Annotated[..., Variable(...)]``; a field without one is set in the YAML file only) and its
@@ -63,8 +64,11 @@ class Settings(Serving, Hooks, Compute, Security, Work, Platform, BaseSettings):
         return (init_settings,)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Build settings from the environment (``os.environ`` unless given), as layered above."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, require: bool = True
+    ) -> Settings:
+        """Build settings from the environment (``os.environ`` unless given), as layered above;
+        ``require=False`` (``occ doctor``) lets a required setting fall back to its default."""
         env = os.environ if environ is None else environ
         sources: list[settings_sources.Source] = [settings_sources.FallbackSource(cls, env)]
         if env.get("OCC_CONFIG_PATH"):
@@ -75,6 +79,12 @@ class Settings(Serving, Hooks, Compute, Security, Work, Platform, BaseSettings):
         for source in sources:
             values.update(source())
             origins.update(source.origins)
+        for name, variable in settings_sources.variables(cls).items():
+            if require and variable.required and name not in values:
+                raise errors.EnvironmentNotSet.at(
+                    (variable.name,),
+                    "must be set to development or production (only occ dev sets it itself)",
+                )
         try:
             return cls.model_validate(values)
         except pydantic.ValidationError as exc:
@@ -124,7 +134,13 @@ class Settings(Serving, Hooks, Compute, Security, Work, Platform, BaseSettings):
         """What makes this configuration weaker than production needs (``occ doctor``), each at
         its setting, never with its value."""
         found = []
-        if self.environment != "production":
+        if "environment" not in self.model_fields_set:
+            found.append(
+                errors.FieldError(
+                    ("environment",), "is unset: every process but occ dev refuses to start"
+                )
+            )
+        elif self.environment != "production":
             found.append(
                 errors.FieldError(
                     ("environment",), "is not production: development defaults are accepted"

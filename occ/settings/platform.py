@@ -39,9 +39,11 @@ class Platform(Topic):
     on every dyno, counts): on one the development pepper and secret key are refused whatever
     ``OCC_ENV`` says."""
 
-    environment: Annotated[str, Variable("OCC_ENV")] = "development"
-    """``development`` or ``production``. Production refuses the development pepper and secret
-    key, keys shorter than 32 bytes, and the ``local`` driver."""
+    environment: Annotated[str, Variable("OCC_ENV", required=True)] = "development"
+    """``development`` or ``production``, always said: every process but ``occ dev`` (which
+    sets ``development``) refuses to start without it. The refusal is ``ENVIRONMENT_NOT_SET``;
+    production refuses the development pepper and secret key, keys shorter than 32 bytes, and
+    the ``local`` driver."""
 
     @pydantic.field_validator("database_url", "migration_database_url")
     @classmethod

@@ -84,6 +84,8 @@ def _entry(name: str, field: FieldInfo, variable: sources.Variable | None) -> En
     default = _shown(field.get_default(call_default_factory=True))
     if variable is not None and variable.fallback is not None:
         default = f"`{variable.fallback}` if set, else {default}"
+    if variable is not None and variable.required:
+        default = "required"
     return Entry(
         key=name,
         variable=variable,

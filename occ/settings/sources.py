@@ -33,6 +33,9 @@ class Variable:
     """A secret: ``<name>_FILE`` may instead name a file holding the value."""
     fallback: str | None = None
     """A conventional variable (a Heroku add-on's) read when the setting is set nowhere else."""
+    required: bool = False
+    """``Settings.from_env`` refuses the setting unset (its default serves settings built in
+    code, such as tests')."""
 
 
 def variables(settings_cls: type[BaseSettings]) -> dict[str, Variable]:

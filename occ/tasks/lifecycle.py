@@ -32,6 +32,10 @@ EXIT_NOT_READY: Final = startup.EXIT_NOT_READY
 """Exit status of a worker whose start-up checks failed (settings, wait, preflight)."""
 
 
+_OWN_CODES: Final = (errors.SchemaTooNew, errors.EnvironmentNotSet)
+"""Start-up errors logged with their own code: what the operator must do differs."""
+
+
 def settings_from_env() -> Settings:
     """The settings of a Celery process; on invalid settings, log and exit ``EXIT_NOT_READY``."""
     try:
@@ -62,7 +66,7 @@ def fail_startup(exc: BaseException, event: str = "worker.startup-error") -> NoR
     observability.log(
         event,
         level=logging.ERROR,
-        code=exc.code if isinstance(exc, errors.SchemaTooNew) else "WORKER_UNAVAILABLE",
+        code=exc.code if isinstance(exc, _OWN_CODES) else "WORKER_UNAVAILABLE",
         error=type(exc).__name__,
         reason=startup_reason(exc),
     )

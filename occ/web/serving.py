@@ -213,9 +213,10 @@ class JsonLogger(glogging.Logger):  # type: ignore[misc]  # gunicorn ships no ty
 
 
 def _timeouts() -> ReadTimeouts:
-    """The read timeouts of ``Settings``; the defaults when the settings are invalid."""
+    """The read timeouts of ``Settings``; the defaults when the settings are invalid (an unset
+    ``OCC_ENV`` is refused by the start-up checks, not here)."""
     try:
-        return ReadTimeouts.of(Settings.from_env())
+        return ReadTimeouts.of(Settings.from_env(require=False))
     except errors.OccError:
         return DEFAULT_TIMEOUTS
 
@@ -223,6 +224,6 @@ def _timeouts() -> ReadTimeouts:
 def _level() -> str:
     """``Settings.log_level``; ``INFO`` when the settings are invalid (the app says why)."""
     try:
-        return Settings.from_env().log_level
+        return Settings.from_env(require=False).log_level
     except errors.OccError:
         return "INFO"

@@ -81,6 +81,7 @@ def _environment(urls: databases.DatabaseUrls, broker_url: str, local_root: Path
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
     env.update(
         {
+            "OCC_ENV": "development",
             "OCC_DATABASE_URL": urls.app,
             "OCC_BROKER_URL": broker_url,
             "OCC_LOCAL_ROOT": str(local_root),

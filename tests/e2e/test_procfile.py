@@ -147,6 +147,7 @@ def honcho(
     local_root = tmp_path / "local"
     settings = {
         "PORT": str(base),
+        "OCC_ENV": "development",
         "OCC_DATABASE_URL": fresh_database.app,
         "OCC_MIGRATION_DATABASE_URL": fresh_database.owner,
         "OCC_BROKER_URL": broker_url,

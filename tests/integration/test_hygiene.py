@@ -142,6 +142,7 @@ def test_a_deploy_leaves_no_secret_in_anything_the_run_leaves_behind(
     logs.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("OCC_")}
     env.update(
+        OCC_ENV="development",
         OCC_DATABASE_URL=app_url,
         OCC_BROKER_URL=broker_url,
         OCC_API_KEY_PEPPER=known["pepper"],

@@ -47,6 +47,7 @@ def worker_environment(
     and the ``secret_key``, and ``settings`` (``OCC_`` names) over these."""
     return {
         **clean_environment(),
+        "OCC_ENV": "development",
         "OCC_DATABASE_URL": database_url,
         "OCC_BROKER_URL": broker_url,
         "OCC_LOCAL_ROOT": str(local_root),

@@ -261,6 +261,7 @@ def test_compose_occ_services_use_the_image_and_read_secrets_from_files(name: st
     assert service["build"]["context"] == "."
     environment = service["environment"]
     assert environment["OCC_BROKER_URL"].startswith("redis://redis:")
+    assert environment["OCC_ENV"] == "${OCC_ENV:-production}"  # processes refuse it unset
     files = _secret_files(service)
     for variable, secret in OCC_SECRETS.items():
         assert variable not in environment, f"{variable} in {name}'s environment"
@@ -397,6 +398,7 @@ def exec_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
         raise SystemExit(0)
 
     monkeypatch.setattr(os, "execv", fake_execv)
+    monkeypatch.setenv("OCC_ENV", "development")
     return calls
 
 

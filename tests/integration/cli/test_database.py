@@ -29,7 +29,11 @@ def run(db: Database, database_urls: databases.DatabaseUrls) -> Any:
     """Run ``occ`` with the test database and pepper in the environment."""
 
     def invoke(*args: str, url: str | None = None) -> Result:
-        env = {"OCC_DATABASE_URL": url or database_urls.app, "OCC_API_KEY_PEPPER": PEPPER}
+        env = {
+            "OCC_ENV": "development",
+            "OCC_DATABASE_URL": url or database_urls.app,
+            "OCC_API_KEY_PEPPER": PEPPER,
+        }
         return CliRunner().invoke(cli.cli, list(args), env=env, catch_exceptions=False)
 
     return invoke
@@ -209,6 +213,7 @@ def recover(database_urls: databases.DatabaseUrls) -> Any:
 
     def invoke(*args: str) -> Result:
         env = {
+            "OCC_ENV": "development",
             "OCC_DATABASE_URL": "postgresql://occ_app:wrong@127.0.0.1:1/occ",
             "OCC_MIGRATION_DATABASE_URL": database_urls.owner,
             "OCC_API_KEY_PEPPER": PEPPER,

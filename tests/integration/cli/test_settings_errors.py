@@ -1,5 +1,6 @@
 """Invalid settings end every process entry point with one line naming the key, no traceback:
-``occ`` commands (exit 2), the gunicorn app factory (gunicorn stops) and the Celery app."""
+``occ`` commands (exit 2), the gunicorn app factory (gunicorn stops) and the Celery app; so does
+an unset ``OCC_ENV`` (``ENVIRONMENT_NOT_SET``), which ``occ dev`` alone sets by itself."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from occ.tasks import lifecycle
 from occ.web import app as web_app
+from tests.support import databases
 
 SECRET = "s3cr3t-never-shown"
 OCC = str(Path(sys.executable).with_name("occ"))
@@ -37,6 +39,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     path.write_text(f"lease_ms: soon\napi_key_pepper: {SECRET}\n")
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
+        "OCC_ENV": "development",
         "OCC_CONFIG_PATH": str(path),
         "PYTHONPATH": str(ROOT),  # the occ of this tree, whatever is installed
     }
@@ -82,3 +85,52 @@ def test_the_celery_app_exits_not_ready_naming_the_key(env: dict[str, str]) -> N
     output = done.stdout + done.stderr
     assert "Traceback" not in output and SECRET not in output
     assert '"reason":"/lease_ms: input should be a valid integer"' in output
+
+
+UNSET = "/OCC_ENV: must be set to development or production (only occ dev sets it itself)"
+
+
+@pytest.fixture
+def unset(env: dict[str, str]) -> dict[str, str]:
+    """Valid settings but for an unset ``OCC_ENV``."""
+    return {k: v for k, v in env.items() if k not in ("OCC_ENV", "OCC_CONFIG_PATH")}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["api"], ["worker"], ["beat"], ["db", "upgrade"], ["bootstrap", "--if-missing"]],
+)
+def test_occ_refuses_to_start_without_occ_env(unset: dict[str, str], command: list[str]) -> None:
+    done = _run([OCC, *command], unset)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"occ: error: ENVIRONMENT_NOT_SET: {UNSET}"]
+
+
+def test_the_gunicorn_app_factory_refuses_to_start_without_occ_env(unset: dict[str, str]) -> None:
+    argv = [sys.executable, "-m", "gunicorn", "occ.web.app:create_app()", "--bind", "127.0.0.1:0"]
+    done = _run([*argv, "--workers", "1"], unset)
+    assert done.returncode == web_app.EXIT_WORKER_BOOT_ERROR, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert errors == [f"occ-api: error: ENVIRONMENT_NOT_SET: {UNSET}"]
+
+
+@pytest.mark.parametrize("program", ["worker", "beat"])
+def test_the_celery_app_refuses_to_start_without_occ_env(
+    unset: dict[str, str], program: str
+) -> None:
+    argv = [sys.executable, "-m", "celery", "-A", "occ.tasks.app", program]
+    done = _run([*argv, *(["-P", "solo"] if program == "worker" else [])], unset)
+    assert done.returncode == lifecycle.EXIT_NOT_READY, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output
+    assert '"code":"ENVIRONMENT_NOT_SET"' in output and f'"reason":"{UNSET}"' in output
+
+
+def test_the_same_environment_with_occ_env_set_runs(
+    unset: dict[str, str], database_urls: databases.DatabaseUrls
+) -> None:
+    unset["OCC_DATABASE_URL"] = database_urls.app
+    unset["OCC_MIGRATION_DATABASE_URL"] = database_urls.owner
+    assert _run([OCC, "db", "upgrade"], unset).returncode == 2
+    done = _run([OCC, "db", "upgrade"], {**unset, "OCC_ENV": "development"})
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -47,7 +47,7 @@ def _world(db: Database) -> tuple[str, str]:
 def test_a_run_prunes_each_outcome_by_its_own_age(db: Database, owner_db: Database) -> None:
     actor, namespace_id = _world(db)
     _history(owner_db, namespace_id, actor)
-    keep = upkeep.Retention.of(Settings.from_env({}))  # 7 and 30 days
+    keep = upkeep.Retention.of(Settings())  # 7 and 30 days
 
     report = upkeep.prune(db, keep, batch=4)
 

@@ -20,8 +20,8 @@ def _build_info_line() -> str:
 
 
 def test_the_listener_binds_the_configured_address_only() -> None:
-    settings = Settings.from_env({"OCC_METRICS_ADDRESS": "127.0.0.2", "OCC_METRICS_PORT": "9"})
-    assert (settings.metrics_address, Settings.from_env({}).metrics_address) == (
+    settings = Settings(metrics_address="127.0.0.2", metrics_port=9)
+    assert (settings.metrics_address, Settings().metrics_address) == (
         "127.0.0.2",
         "127.0.0.1",
     )

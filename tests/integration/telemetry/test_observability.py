@@ -77,6 +77,7 @@ def _env(database_urls: databases.DatabaseUrls, broker_url: str, tmp_path: Path)
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
             "HOME": str(tmp_path),  # gunicorn's control socket, private to this test
             "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+            "OCC_ENV": "development",
             "OCC_DATABASE_URL": database_urls.app,
             "OCC_BROKER_URL": broker_url,
             "OCC_LOCAL_ROOT": str(tmp_path / "local"),

@@ -25,6 +25,7 @@ def _start(
 ) -> processes.Process:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
+        "OCC_ENV": "development",
         "OCC_DATABASE_URL": database_urls.app,
         "OCC_BROKER_URL": os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
         "OCC_STARTUP_WAIT_MS": str(wait_ms),

@@ -35,6 +35,7 @@ def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[tuple
     port = servers.free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
+        "OCC_ENV": "development",
         "OCC_DATABASE_URL": database_urls.app,
         "OCC_BROKER_URL": os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
         "OCC_API_KEY_PEPPER": "serving-test-pepper",

@@ -59,3 +59,15 @@ def test_invalid_settings_are_refused_as_at_start_up(monkeypatch: pytest.MonkeyP
     assert code == 2
     assert "OCC_API_KEY_PEPPER" in output or "api_key_pepper" in output
     assert "hosting platform" in output
+
+
+def test_an_unset_environment_is_listed_with_the_rest_and_exits_as_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unset = {key: value for key, value in STRONG.items() if key != "OCC_ENV"}
+    code, output = _run(monkeypatch, {**unset, "OCC_BROKER_URL": "redis://redis:6379/0"})
+    assert code == 2
+    assert output.splitlines() == [
+        "weak: OCC_ENV is unset: every process but occ dev refuses to start",
+        "weak: OCC_BROKER_URL has no password",
+    ]

@@ -29,9 +29,14 @@ def production(**changes: object) -> dict[str, str]:
     return env
 
 
+def from_env(env: dict[str, str]) -> Settings:
+    """``Settings.from_env(env)``, in development unless ``env`` says otherwise."""
+    return Settings.from_env({"OCC_ENV": "development", **env})
+
+
 def refusal(env: dict[str, str]) -> errors.InvalidInput:
     with pytest.raises(errors.InvalidInput) as refused:
-        Settings.from_env(env)
+        from_env(env)
     return refused.value
 
 

@@ -13,13 +13,13 @@ from occ.drivers.compute.local import driver as local_driver
 from occ.drivers.compute.ssh import driver as ssh_driver
 from occ.foundation import errors
 from occ.settings.config import Settings
-from tests.unit.settings.support import refusal, yaml_file
+from tests.unit.settings.support import from_env, refusal, yaml_file
 
 
 def test_a_tenant_scoped_installation_needs_managed_namespaces() -> None:
     refused = refusal({"OCC_KUBERNETES_INSTALLATION": "tenant-scoped"})
     assert [error.pointer for error in refused.errors] == ["/kubernetes_managed_namespaces"]
-    settings = Settings.from_env(
+    settings = from_env(
         {
             "OCC_KUBERNETES_INSTALLATION": "tenant-scoped",
             "OCC_KUBERNETES_MANAGED_NAMESPACES": " team-a, team-b,team-a ",
@@ -49,9 +49,7 @@ def test_allowed_callers_and_authentication_cidrs_are_checked(tmp_path: Path) ->
         "    pods: {app: proxy}\n"
         "  - pods: {app: client}\n",
     )
-    settings = Settings.from_env(
-        {**env, "OCC_KUBERNETES_AUTHENTICATION_EGRESS": "10.0.0.0/8, ::1/128"}
-    )
+    settings = from_env({**env, "OCC_KUBERNETES_AUTHENTICATION_EGRESS": "10.0.0.0/8, ::1/128"})
     assert settings.kubernetes_allowed_callers == [
         {"namespace": {"kubernetes.io/metadata.name": "edge"}, "pods": {"app": "proxy"}},
         {"pods": {"app": "client"}},
@@ -65,10 +63,7 @@ def test_allowed_callers_and_authentication_cidrs_are_checked(tmp_path: Path) ->
 
 
 def test_the_token_lifetime_is_bounded() -> None:
-    assert (
-        Settings.from_env({"OCC_KUBERNETES_TOKEN_LIFETIME_S": "600"}).kubernetes_token_lifetime_s
-        == 600
-    )
+    assert from_env({"OCC_KUBERNETES_TOKEN_LIFETIME_S": "600"}).kubernetes_token_lifetime_s == 600
     for raw in ("599", "86401"):
         refused = refusal({"OCC_KUBERNETES_TOKEN_LIFETIME_S": raw})
         assert [error.pointer for error in refused.errors] == ["/kubernetes_token_lifetime_s"]
@@ -105,4 +100,4 @@ def test_the_observer_ticks_an_eighth_of_the_interval_within_bounds(
 
 def test_a_tick_period_must_be_positive() -> None:
     with pytest.raises(errors.InvalidInput):
-        Settings.from_env({"OCC_OBSERVER_TICK_MS": "0"})
+        from_env({"OCC_OBSERVER_TICK_MS": "0"})

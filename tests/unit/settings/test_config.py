@@ -16,6 +16,7 @@ from tests.unit.settings.support import (
     DB_PASSWORD,
     PEPPER,
     SECRET_KEY,
+    from_env,
     production,
     refusal,
     yaml_file,
@@ -23,7 +24,7 @@ from tests.unit.settings.support import (
 
 
 def test_repr_masks_every_credential() -> None:
-    settings = Settings.from_env(
+    settings = from_env(
         production(OCC_MIGRATION_DATABASE_URL=f"postgresql://owner:{DB_PASSWORD}x@db.example/occ")
     )
     shown = repr(settings)
@@ -38,7 +39,7 @@ def test_repr_masks_every_credential() -> None:
 
 
 def test_production_accepts_good_settings_without_warnings() -> None:
-    settings = Settings.from_env(production())
+    settings = from_env(production())
     assert settings.startup_warnings() == ()
 
 
@@ -58,11 +59,11 @@ def test_production_refuses_short_keys_naming_the_setting(variable: str, field: 
     assert [error.pointer for error in refused.errors] == [field]
     assert "at least 32 bytes" in refused.errors[0].message
     assert short not in str(refused.errors) and short not in refused.detail
-    Settings.from_env(production(**{variable: "x" * 32}))  # 32 bytes is enough
+    from_env(production(**{variable: "x" * 32}))  # 32 bytes is enough
 
 
 def test_development_accepts_short_keys_and_the_local_driver() -> None:
-    settings = Settings.from_env(
+    settings = from_env(
         {"OCC_API_KEY_PEPPER": "short", "OCC_SECRET_KEY": "short", "OCC_COMPUTE_DRIVER": "local"}
     )
     assert settings.compute_driver == "local"
@@ -85,7 +86,7 @@ def test_development_accepts_short_keys_and_the_local_driver() -> None:
 def test_production_warns_about_a_url_without_a_password(
     variable: str, url: str, field: str
 ) -> None:
-    settings = Settings.from_env(production(**{variable: url}))  # a warning, not an error
+    settings = from_env(production(**{variable: url}))  # a warning, not an error
     [warning] = settings.startup_warnings()
     assert warning.pointer == field
     assert "no password" in warning.message and url not in warning.message
@@ -116,7 +117,7 @@ def test_a_wrong_type_in_the_yaml_file_names_the_key(
 
 def test_the_yaml_file_is_typed_and_the_environment_overrides_it(tmp_path: Path) -> None:
     env = yaml_file(tmp_path, "lease_ms: 20000\nmax_attempts: 3\nlog_level: debug\n")
-    settings = Settings.from_env({**env, "OCC_WORKER_MAX_ATTEMPTS": "7"})
+    settings = from_env({**env, "OCC_WORKER_MAX_ATTEMPTS": "7"})
     assert (settings.lease_ms, settings.max_attempts, settings.log_level) == (20000, 7, "DEBUG")
 
 
@@ -192,7 +193,7 @@ def test_a_secret_can_be_read_from_the_file_its_file_variable_names(
     path.write_text(content + "\n")
     env = production(**{f"{variable}_FILE": path})
     env.pop(variable, None)
-    settings = Settings.from_env(env)
+    settings = from_env(env)
     assert getattr(settings, name) == value  # the trailing newline is not part of it
     assert content not in repr(settings)
 
@@ -226,7 +227,24 @@ def test_an_unusable_secret_file_names_the_variable_never_the_content(
 
 
 def test_a_file_variable_of_a_setting_that_is_no_secret_is_ignored(tmp_path: Path) -> None:
-    assert Settings.from_env({"OCC_ENV_FILE": str(tmp_path / "none")}).environment == "development"
+    env = {"OCC_ENV": "development", "OCC_ENV_FILE": str(tmp_path / "none")}
+    assert from_env(env).environment == "development"
+
+
+@pytest.mark.parametrize("env", [{}, {"OCC_ENV": ""}, {"OCC_ENV_FILE": "/dev/null"}])
+def test_an_unset_environment_is_refused_from_the_environment_only(env: dict[str, str]) -> None:
+    with pytest.raises(errors.EnvironmentNotSet) as refused:
+        Settings.from_env({**env, "OCC_LOG_LEVEL": "debug"})
+    assert refused.value.code == "ENVIRONMENT_NOT_SET"
+    assert [error.pointer for error in refused.value.errors] == ["/OCC_ENV"]
+    assert Settings().environment == "development"  # settings built in code need not say
+    assert "environment" not in Settings.from_env(env, require=False).model_fields_set
+
+
+def test_the_yaml_file_may_set_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text("environment: development\n")
+    assert Settings.from_env({"OCC_CONFIG_PATH": str(path)}).environment == "development"
 
 
 # -- conventional URLs and drivers -----------------------------------------------------------
@@ -237,7 +255,7 @@ def test_database_url_and_redis_url_are_fallbacks(tmp_path: Path) -> None:
         "DATABASE_URL": f"postgres://u:{DB_PASSWORD}@heroku.example:5432/d1",
         "REDIS_URL": f"rediss://:{BROKER_PASSWORD}@heroku.example:6380",
     }
-    settings = Settings.from_env(conventional)
+    settings = from_env(conventional)
     assert settings.database_url == f"postgresql+psycopg://u:{DB_PASSWORD}@heroku.example:5432/d1"
     assert settings.broker_url == conventional["REDIS_URL"]
     assert DB_PASSWORD not in repr(settings) and BROKER_PASSWORD not in repr(settings)
@@ -245,10 +263,10 @@ def test_database_url_and_redis_url_are_fallbacks(tmp_path: Path) -> None:
         "OCC_DATABASE_URL": "postgresql+psycopg://occ@own.example/occ",
         "OCC_BROKER_URL": "redis://own.example:6379/0",
     }
-    settings = Settings.from_env({**conventional, **own})
+    settings = from_env({**conventional, **own})
     assert (settings.database_url, settings.broker_url) == tuple(own.values())
     text = "database_url: postgresql://occ@yaml.example/occ\nbroker_url: redis://yaml.example\n"
-    settings = Settings.from_env({**conventional, **yaml_file(tmp_path, text)})
+    settings = from_env({**conventional, **yaml_file(tmp_path, text)})
     assert settings.database_url == "postgresql+psycopg://occ@yaml.example/occ"
     assert settings.broker_url == "redis://yaml.example"
 
@@ -293,14 +311,12 @@ def test_only_the_secrets_may_come_from_files() -> None:
 
 def test_a_platform_refuses_the_development_keys_whatever_occ_env_says() -> None:
     with pytest.raises(errors.InvalidSettings) as refused:
-        Settings.from_env({"DYNO": "web.1", "OCC_ENV": "development"})
+        from_env({"DYNO": "web.1", "OCC_ENV": "development"})
     assert refused.value.errors[0].pointer == "/api_key_pepper"
     assert "hosting platform" in refused.value.errors[0].message
     with pytest.raises(errors.InvalidSettings) as secret:
-        Settings.from_env({"DYNO": "web.1", "OCC_API_KEY_PEPPER": "p" * 40})
+        from_env({"DYNO": "web.1", "OCC_API_KEY_PEPPER": "p" * 40})
     assert secret.value.errors[0].pointer == "/secret_key"
-    chosen = Settings.from_env(
-        {"DYNO": "web.1", "OCC_API_KEY_PEPPER": "p" * 40, "OCC_SECRET_KEY": "s" * 40}
-    )
+    chosen = from_env({"DYNO": "web.1", "OCC_API_KEY_PEPPER": "p" * 40, "OCC_SECRET_KEY": "s" * 40})
     assert chosen.platform == "web.1" and chosen.environment == "development"
-    assert Settings.from_env({}).platform is None
+    assert from_env({}).platform is None

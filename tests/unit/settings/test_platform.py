@@ -6,7 +6,7 @@ import pytest
 
 from occ.settings.config import Settings
 from occ.settings.platform import mask_url_password
-from tests.unit.settings.support import production
+from tests.unit.settings.support import from_env, production
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_mask_url_password(url: str, masked: str) -> None:
     ],
 )
 def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalised: str) -> None:
-    settings = Settings.from_env({"OCC_DATABASE_URL": url, "OCC_MIGRATION_DATABASE_URL": url})
+    settings = from_env({"OCC_DATABASE_URL": url, "OCC_MIGRATION_DATABASE_URL": url})
     assert settings.database_url == settings.migration_database_url == normalised
     assert Settings(database_url=url).database_url == normalised
 
@@ -48,9 +48,9 @@ def test_postgresql_urls_are_normalised_to_the_psycopg_driver(url: str, normalis
     ],
 )
 def test_a_unix_socket_database_url_needs_no_password(url: str) -> None:
-    assert Settings.from_env(production(OCC_DATABASE_URL=url)).startup_warnings() == ()
+    assert from_env(production(OCC_DATABASE_URL=url)).startup_warnings() == ()
 
 
 def test_a_broker_other_than_redis_is_not_warned_about() -> None:
-    settings = Settings.from_env(production(OCC_BROKER_URL="filesystem://"))
+    settings = from_env(production(OCC_BROKER_URL="filesystem://"))
     assert settings.startup_warnings() == ()

@@ -120,6 +120,7 @@ def test_documented_fallbacks_apply_when_the_setting_is_set_nowhere() -> None:
         value = SAMPLES.get(key, "redis://fallback.example:6379/0")
         # real keys: on a platform the development ones are refused
         keys = {
+            "OCC_ENV": "development",
             "OCC_API_KEY_PEPPER": SAMPLES["api_key_pepper"],
             "OCC_SECRET_KEY": SAMPLES["secret_key"],
         }
@@ -129,6 +130,9 @@ def test_documented_fallbacks_apply_when_the_setting_is_set_nowhere() -> None:
 def test_documented_defaults_are_the_defaults() -> None:
     defaults = Settings()
     for entry in reference.entries():
+        if entry.variable is not None and entry.variable.required:
+            assert entry.default == "required", entry.key
+            continue
         value = getattr(defaults, entry.key)
         shown = "unset" if value is None else f"`{value}`"
         assert entry.default.endswith(shown), entry.key
@@ -146,7 +150,11 @@ def test_the_readme_table_summarises_each_setting_yaml_only_ones_last() -> None:
         "YAML only: `sandbox_egress_allow`",
     ]
     environment = next(row for row in rows if row[0] == "`OCC_ENV`")
-    assert environment[2] == "`development` or `production`"  # the first sentence, no stop
+    assert environment[1:] == (  # the first sentence, no stop
+        "required",
+        "`development` or `production`, always said: every process but `occ dev` (which sets"
+        " `development`) refuses to start without it",
+    )
 
 
 def test_the_reference_gives_every_key_its_variable_kind_and_description() -> None:

@@ -18,17 +18,22 @@ OIDC = {
 
 
 def _env(**changes: str) -> dict[str, str]:
-    return {"OCC_AUTH_SECRET": SECRET, "OCC_AUTH_BASE_URL": "http://127.0.0.1:8000", **changes}
+    return {
+        "OCC_ENV": "development",
+        "OCC_AUTH_SECRET": SECRET,
+        "OCC_AUTH_BASE_URL": "http://127.0.0.1:8000",
+        **changes,
+    }
 
 
 def _refused(env: dict[str, str]) -> errors.InvalidSettings:
     with pytest.raises(errors.InvalidSettings) as refused:
-        Settings.from_env(env)
+        Settings.from_env({"OCC_ENV": "development", **env})
     return refused.value
 
 
 def test_sign_in_is_off_by_default() -> None:
-    assert Settings.from_env({}).sign_in_providers == ()
+    assert Settings.from_env({"OCC_ENV": "development"}).sign_in_providers == ()
 
 
 def test_each_provider_is_on_when_its_client_is_set() -> None:
@@ -137,7 +142,7 @@ def test_secrets_come_from_files_and_never_reach_repr(tmp_path: Path) -> None:
 
 
 def test_session_timeouts_must_be_positive() -> None:
-    refused = _refused({"OCC_AUTH_SESSION_IDLE_MS": "0"})
+    refused = _refused({"OCC_ENV": "development", "OCC_AUTH_SESSION_IDLE_MS": "0"})
 
     assert [e.pointer for e in refused.errors] == ["/auth_session_idle_ms"]
 

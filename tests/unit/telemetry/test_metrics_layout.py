@@ -142,6 +142,7 @@ def test_occ_api_loads_the_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
         raise SystemExit(0)
 
     monkeypatch.setattr(os, "execv", fake_execv)
+    monkeypatch.setenv("OCC_ENV", "development")
     result = CliRunner().invoke(cli.cli, ["api"])
     assert result.exit_code == 0, result.output
     assert _config(calls[-1]) == gunicorn_hooks.CONFIG_OPTION

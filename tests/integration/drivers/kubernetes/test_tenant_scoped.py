@@ -213,6 +213,7 @@ def test_occ_kubernetes_verify_prints_each_namespace_and_fails_on_a_missing_role
 ) -> None:
     _provisioned(kube_api, *MANAGED, granted=("tenant-a",))
     env = {
+        "OCC_ENV": "development",
         "OCC_KUBERNETES_KUBECONFIG": str(kubeconfig),
         "OCC_KUBERNETES_GATEWAY_IMAGE": helpers.GATEWAY_IMAGE,
         "OCC_KUBERNETES_INSTALLATION": "tenant-scoped",
