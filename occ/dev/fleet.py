@@ -78,6 +78,7 @@ class Fleet:
         *,
         policy: restarts.RestartPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
+        log_limits: logs.Limits = logs.DEFAULT_LIMITS,
     ) -> None:
         names = [spec.name for spec in specs]
         if len(set(names)) != len(names):
@@ -85,7 +86,9 @@ class Fleet:
         self.policy = policy or restarts.RestartPolicy()
         self.clock = clock
         self._slots = {
-            spec.name: _Slot(spec, logs.RotatingLog(logs_dir / f"{spec.name}.log"))
+            spec.name: _Slot(
+                spec, logs.RotatingLog.limited(logs_dir / f"{spec.name}.log", log_limits)
+            )
             for spec in specs
         }
         self._stopping = False

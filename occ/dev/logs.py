@@ -1,12 +1,13 @@
 """Log files of ``occ dev``: appended across starts and restarts, rotated by size.
 
 Every file under ``<home>/logs`` (``dev.log`` and one per child) is opened for appending and
-rotated once it reaches ``MAX_BYTES``: ``name.log`` becomes ``name.log.1``, which becomes
-``name.log.2``; at most ``FILES`` files per name are kept. Every file is created 0600 (an
+rotated once it reaches ``Limits.max_bytes`` (``OCC_LOG_FILE_MAX_BYTES``): ``name.log`` becomes
+``name.log.1``, which becomes ``name.log.2``; at most ``Limits.files`` files per name are kept
+(``OCC_LOG_FILE_BACKUPS`` rotated ones beside the current one). Every file is created 0600 (an
 older one is narrowed to it): a child's output may name what only its owner should read.
-``dev.log`` holds occ dev's own
-records in occ's log format (one JSON object per line, ``observability.JsonFormatter``), its
-events and its supervisor's messages alike. Nothing here decides what is logged.
+``dev.log`` holds occ dev's own records in occ's log format (one JSON object per line,
+``observability.JsonFormatter``), its events and its supervisor's messages alike. Nothing here
+decides what is logged.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import logging
 import logging.handlers
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
+from occ.settings.config import Settings
 from occ.telemetry import observability
 
 MAX_BYTES: Final = 10 * 1024 * 1024
@@ -28,6 +31,22 @@ SERVICE: Final = "occ-dev"
 
 _CHUNK: Final = 64 * 1024
 FILE_MODE: Final = 0o600
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How large a log file grows before it is rotated, and how many files a name keeps."""
+
+    max_bytes: int = MAX_BYTES
+    files: int = FILES
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """The limits the settings give every log file occ writes."""
+        return cls(max_bytes=settings.log_file_max_bytes, files=settings.log_file_backups + 1)
+
+
+DEFAULT_LIMITS: Final = Limits()
 
 
 def _private(path: Path) -> int:
@@ -58,6 +77,10 @@ def rotate(path: Path, files: int = FILES) -> None:
 
 class RotatingLog:
     """One log file that threads may append bytes to; it rotates before it passes the limit."""
+
+    @classmethod
+    def limited(cls, path: Path, limits: Limits) -> RotatingLog:
+        return cls(path, max_bytes=limits.max_bytes, files=limits.files)
 
     def __init__(self, path: Path, *, max_bytes: int = MAX_BYTES, files: int = FILES) -> None:
         self.path = path
@@ -112,11 +135,11 @@ class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return os.fdopen(_private(Path(self.baseFilename)), "a", encoding=self.encoding)
 
 
-def file_handler(path: Path) -> logging.Handler:
+def file_handler(path: Path, limits: Limits = DEFAULT_LIMITS) -> logging.Handler:
     """A handler appending to ``path`` (``dev.log``) with the same rotation as the children."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = _PrivateRotatingFileHandler(
-        path, mode="a", maxBytes=MAX_BYTES, backupCount=FILES - 1, encoding="utf-8"
+        path, mode="a", maxBytes=limits.max_bytes, backupCount=limits.files - 1, encoding="utf-8"
     )
     handler.setFormatter(observability.JsonFormatter(SERVICE))
     return handler

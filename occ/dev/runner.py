@@ -38,6 +38,7 @@ from occ.dev import (
     terminal,
 )
 from occ.drivers.compute import local
+from occ.foundation import errors as foundation_errors
 from occ.settings.config import Settings
 from occ.tasks import names
 
@@ -62,6 +63,7 @@ class Runner:
         self.fleet: fleet.Fleet | None = None
         self.listener: socket.socket | None = None
         self.settings: Settings | None = None
+        self.log_limits = logs.Limits()
         self.signals: list[int] = []
         self.raise_on_signal = True
         self.ready = False
@@ -79,7 +81,8 @@ class Runner:
         except errors.DevError as exc:
             terminal.error(str(exc))
             return 1
-        handler = _log_to_file(self.layout.log("dev"))
+        self.log_limits = _log_limits(self.environ)
+        handler = _log_to_file(self.layout.log("dev"), self.log_limits)
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
         }
@@ -131,7 +134,7 @@ class Runner:
             flower.check_port(flower_port)
         env = self._base_env()
         self.postgres = postgres.start_for(self.layout.root / "pg", env)
-        redis_log = logs.RotatingLog(self.layout.log("redis"))
+        redis_log = logs.RotatingLog.limited(self.layout.log("redis"), self.log_limits)
         self.broker = broker.start_for(self.layout.root, redis_log, self.layout.run, env)
         settings = self.settings = Settings.from_env(env)
         bootstrap.migrate(settings)
@@ -146,7 +149,7 @@ class Runner:
             specs.append(
                 flower.spec(env=env, cwd=self.broker.cwd, port=flower_port, basic_auth=basic_auth)
             )
-        self.fleet = fleet.Fleet(specs, self.layout.logs)
+        self.fleet = fleet.Fleet(specs, self.layout.logs, log_limits=self.log_limits)
         self.fleet.start()
         self._write_pids()
 
@@ -317,9 +320,18 @@ class Runner:
             client.close()
 
 
-def _log_to_file(path: Path) -> logging.Handler:
+def _log_limits(environ: dict[str, str]) -> logs.Limits:
+    """The rotation of occ dev's logs, from the settings in ``environ``; the defaults when they
+    are invalid (the start-up, which reads them again, says why)."""
+    try:
+        return logs.Limits.of(Settings.from_env(environ, require=False))
+    except foundation_errors.OccError:
+        return logs.Limits()
+
+
+def _log_to_file(path: Path, limits: logs.Limits) -> logging.Handler:
     """Send this process's log records to ``dev.log`` (appended, rotated), not the terminal."""
-    handler = logs.file_handler(path)
+    handler = logs.file_handler(path, limits)
     root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.INFO)

@@ -50,6 +50,15 @@ class Serving(Topic):
     """Threshold of every process's logs (occ's, Celery's, gunicorn's): ``DEBUG``, ``INFO``,
     ``WARNING``, ``ERROR`` or ``CRITICAL``, in any case."""
 
+    log_file_max_bytes: Annotated[int, Variable("OCC_LOG_FILE_MAX_BYTES")] = 10 * 1024 * 1024
+    """Size at which a log file occ writes is rotated: the ``local`` driver's ``effects.jsonl``
+    and each gateway's ``gateway.log``, and ``occ dev``'s logs. The newest lines stay at the
+    file's own name; ``name.1`` holds the ones before them."""
+
+    log_file_backups: Annotated[int, Variable("OCC_LOG_FILE_BACKUPS")] = 2
+    """Rotated files kept beside each log file (``name.1`` ... ``name.N``): a log takes at most
+    about ``(N + 1) * OCC_LOG_FILE_MAX_BYTES`` of disk."""
+
     startup_wait_ms: Annotated[int, Variable("OCC_STARTUP_WAIT_MS")] = 120_000
     """How long the API (gunicorn's master), the workers and beat wait at start-up for a
     migrated, bootstrapped database before they exit (status 3)."""
@@ -120,7 +129,16 @@ class Serving(Topic):
 
     @pydantic.model_validator(mode="after")
     def _serving_holds(self) -> Serving:
-        require_positive(self, ("startup_wait_ms", "api_header_timeout_ms", "api_read_timeout_ms"))
+        require_positive(
+            self,
+            (
+                "log_file_max_bytes",
+                "log_file_backups",
+                "startup_wait_ms",
+                "api_header_timeout_ms",
+                "api_read_timeout_ms",
+            ),
+        )
         require_positive(self, QUOTAS)
         for name in RATE_LIMITS:
             rate = getattr(self, name)

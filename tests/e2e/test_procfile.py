@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 import pytest
 
+from occ.drivers.compute.local import logfiles
 from tests.e2e.test_dev import _request, _still_running, _wait_for_status
 from tests.support import brokers, databases, gateways
 from tests.support.processes import wait_for
@@ -119,10 +120,12 @@ class Honcho:
 
     def note_processes(self) -> None:
         """Remember every process below honcho now (to check they are all gone at the end),
-        but the gateways: an Agent's runtime runs in a session of its own and outlives them."""
+        but the gateways and their log writers: an Agent's runtime runs in a session of its own
+        and outlives them."""
         for process in psutil.Process(self.popen.pid).children(recursive=True):
             try:
-                if "occ.drivers.gateway" not in " ".join(process.cmdline()):
+                command = " ".join(process.cmdline())
+                if "occ.drivers.gateway" not in command and logfiles.__file__ not in command:
                     self.seen[process.pid] = process
             except psutil.NoSuchProcess:
                 continue

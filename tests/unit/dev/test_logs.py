@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from occ.dev import home, logs
+from occ.settings.config import Settings
 from occ.telemetry import observability
 
 
@@ -110,3 +111,25 @@ def test_the_homes_directories_are_its_owners_alone(tmp_path: Path) -> None:
     made.create()
     for directory in (made.root, made.logs, made.run):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+
+
+def test_the_settings_set_the_limits_of_every_log(tmp_path: Path) -> None:
+    env = {"OCC_ENV": "development", "OCC_LOG_FILE_MAX_BYTES": "300", "OCC_LOG_FILE_BACKUPS": "1"}
+    limits = logs.Limits.of(Settings.from_env(env))
+    assert limits == logs.Limits(max_bytes=300, files=2)
+    assert logs.Limits.of(Settings()) == logs.Limits(max_bytes=10 * 1024 * 1024, files=3)
+
+    child = logs.RotatingLog.limited(tmp_path / "api.log", limits)
+    handler = logs.file_handler(tmp_path / "dev.log", limits)
+    record = logging.LogRecord("occ.dev", logging.INFO, __file__, 1, "x" * 80, None, None)
+    try:
+        for _ in range(20):
+            child.write(b"y" * 79 + b"\n")
+            handler.emit(record)
+    finally:
+        child.close()
+        handler.close()
+    for name in ("api.log", "dev.log"):
+        kept = sorted(path.name for path in tmp_path.glob(f"{name}*"))
+        assert kept == [name, f"{name}.1"]
+        assert all((tmp_path / file).stat().st_size <= 300 for file in kept)

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.local import gateways, journal, observation, store
+from occ.drivers.compute.local import gateways, journal, logfiles, observation, store
 from occ.foundation import fingerprints
 from occ.settings.config import Settings
 
@@ -55,12 +55,15 @@ class LocalComputeDriver:
         maintenance_interval_s: float | None = None,
         probe_timeout_s: float = 0.3,
         stop_timeout_s: float = 10.0,
+        rotation: logfiles.Rotation | None = None,
     ) -> None:
         """``harness_commands`` maps a harness id to a command template (else the stand-in
-        gateway runs); ``maintenance_interval_s`` enables the maintenance chain."""
+        gateway runs); ``maintenance_interval_s`` enables the maintenance chain; ``rotation``
+        bounds the journal and every gateway log."""
         self.root = root
         self.layout = store.Layout(root)
-        self.journal = journal.Journal(self.layout.journal)
+        self.rotation = rotation or logfiles.Rotation()
+        self.journal = journal.Journal(self.layout.journal, self.rotation)
         self.effect_delay_s = effect_delay_s
         self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
         self.harness_commands = {
@@ -85,6 +88,9 @@ class LocalComputeDriver:
             effect_delay_s=settings.local_effect_delay_ms / 1000,
             maintenance_interval_s=(settings.maintenance_interval_ms or MAINTENANCE_INTERVAL_MS)
             / 1000,
+            rotation=logfiles.Rotation(
+                max_bytes=settings.log_file_max_bytes, backups=settings.log_file_backups
+            ),
         )
 
     def revision_capabilities(self, revision: base.RevisionSpec) -> base.Capabilities:
@@ -338,13 +344,14 @@ class LocalComputeDriver:
                 credential_file=credential_file,
             )
             env = gateways.environment(directory, environment, stand_in=template is None)
-            log = store.open_for_append(directory / store.LOG)
+            if preferred is not None and port != preferred:
+                line = gateways.port_taken_line(preferred, port)
+                logfiles.append(directory / store.LOG, line, self.rotation)
+            log = logfiles.start_writer(directory / store.LOG, self.rotation)
             try:
-                if preferred is not None and port != preferred:
-                    os.write(log, gateways.port_taken_line(preferred, port))
                 pid = gateways.start(command, directory, env, log)
             finally:
-                os.close(log)
+                os.close(log)  # the gateway holds the pipe now: its end is the writer's end
         except OSError as exc:
             self.hooks.compensate_workload_start(operation, revision)
             if isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError):

@@ -6,8 +6,9 @@ the worker's pid and the ids it touched. The ``ended`` line adds ``endedAt`` and
 ``outcome`` (``done``, or the class of the exception that ended it, ``Aborted`` included).
 An effect that a killed worker never finished has no ``ended`` line.
 
-Each line is appended with a single ``write`` so lines of concurrent workers never
-interleave. Only ids and timings go in: never a credential or a configuration value.
+Lines of concurrent workers never interleave: each is appended whole under the log's lock, and
+the file is rotated by size (``logfiles``), so ``entries`` reads the rotated files too, oldest
+first. Only ids and timings go in: never a credential or a configuration value.
 """
 
 from __future__ import annotations
@@ -20,32 +21,32 @@ from pathlib import Path
 from typing import Any
 
 from occ.drivers.compute import base
-from occ.drivers.compute.local import store
+from occ.drivers.compute.local import logfiles, store
 
 
 class Journal:
-    """Appends to and reads ``effects.jsonl`` in its root."""
+    """Appends to and reads ``effects.jsonl`` in its root, rotated as ``rotation`` says."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, rotation: logfiles.Rotation | None = None) -> None:
         self.path = path
+        self.rotation = rotation or logfiles.Rotation()
 
     def record(self, entry: Mapping[str, Any]) -> None:
-        """Append one line (one ``write``: lines never interleave)."""
+        """Append one line (whole, under the lock: lines never interleave)."""
         store.make_directories(self.path.parent)
         line = (json.dumps(entry, separators=(",", ":")) + "\n").encode()
-        descriptor = store.open_for_append(self.path)
-        try:
-            os.write(descriptor, line)
-        finally:
-            os.close(descriptor)
+        logfiles.append(self.path, line, self.rotation)
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every recorded line, oldest first."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        """Every line still kept (the rotated files' and the current one's), oldest first."""
+        found: list[dict[str, Any]] = []
+        for path in logfiles.files(self.path, self.rotation):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                continue  # rotated away meanwhile
+            found.extend(json.loads(line) for line in text.splitlines() if line.strip())
+        return found
 
     def effect(
         self,

@@ -2,13 +2,15 @@
 
 Layout under the root::
 
-    effects.jsonl                        the effect journal (``journal``)
+    effects.jsonl                        the effect journal (``journal``), rotated by size
+                                         into effects.jsonl.1 ... (``logfiles``)
     namespaces/<namespace id>/           one directory per Namespace (namespace.json)
     agents/<agent id>/active.json        {"revisionId", "endpoint"}: the Agent's endpoint
     agents/<agent id>/.lock              serialises this Agent's effects across processes
     agents/<agent id>/revisions/<rev>/   configuration.json (the snapshot), runtime.json
-                                         (pid, port, startedAt, command, ...), gateway.log,
-                                         credential (the delivered harness credential)
+                                         (pid, port, startedAt, command, ...), gateway.log
+                                         (rotated like the journal), credential (the
+                                         delivered harness credential)
 
 Every file written here is created 0600 and every directory 0700: the tree holds a
 credential, and other users of the machine have no business reading the rest either.
@@ -166,17 +168,6 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (FileNotFoundError, NotADirectoryError, ValueError):
         return None
     return document if isinstance(document, dict) else None
-
-
-def open_for_append(path: Path) -> int:
-    """A descriptor appending to ``path`` (created 0600; an older file is narrowed to it)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    try:
-        os.fchmod(descriptor, FILE_MODE)
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return descriptor
 
 
 # -- locks ---------------------------------------------------------------------------------

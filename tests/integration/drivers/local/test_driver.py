@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.local import LocalComputeDriver
+from occ.drivers.compute.local import LocalComputeDriver, logfiles
 from occ.foundation import ids
 from tests.integration.drivers.local import support
+from tests.support.processes import wait_for
 
 # -- preparation and readiness -------------------------------------------------------------
 
@@ -164,8 +165,12 @@ def test_stop_keeps_the_files_and_a_later_prepare_starts_again(root: Path) -> No
     assert (directory / "configuration.json").exists()
     runtime = support.runtime(root, revision)
     assert runtime["pid"] is None and "stoppedAt" in runtime
-    log = (directory / "gateway.log").read_text(encoding="utf-8")
-    assert '"event":"gateway.stopped"' in log
+    log = directory / "gateway.log"  # written by the log's writer, which drains the pipe
+    wait_for(
+        lambda: '"event":"gateway.stopped"' in log.read_text(encoding="utf-8"),
+        timeout=10,
+        message="the gateway's last line in its log",
+    )
     assert driver.active_endpoint(revision.agent_id) == endpoint  # the reconciler's business
     driver.stop_revision(support.operation(), revision)  # idempotent when nothing runs
 
@@ -294,3 +299,59 @@ def test_a_running_gateway_that_fails_its_health_check_is_not_observed_healthy(
 
     assert observed[healthy.revision_id].healthy
     assert observed[sick.revision_id] == base.Observed(False, code="GATEWAY_UNHEALTHY")
+
+
+# -- gateway logs ----------------------------------------------------------------------------
+
+CHATTY = (
+    "import os, sys\n"
+    "for n in range(3000): print(f'chatty {n:06d} '.ljust(99, 'x'))\n"
+    "sys.stdout.flush()\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'occ.drivers.gateway', *sys.argv[1:]])\n"
+)
+"""A harness that writes 300 kB before it becomes the stand-in gateway."""
+
+
+def _log_writers(directory: Path) -> list[int]:
+    """Processes whose command line names the revision's ``gateway.log``: its writer."""
+    log = str(directory / "gateway.log").encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and log in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return [pid for pid in found if support.running(pid)]
+
+
+def test_a_gateways_output_is_rotated_by_size_and_its_writer_ends_with_it(root: Path) -> None:
+    rotation = logfiles.Rotation(max_bytes=20_000, backups=2)
+    template = [sys.executable, "-c", CHATTY, *support.GATEWAY_ARGUMENTS]
+    driver = LocalComputeDriver(root, harness_commands={"chatty": template}, rotation=rotation)
+    revision = support.revision(ids.new("agent"), harness="chatty")
+    support.until_ready(driver, revision)
+    pid = driver.revision_process(revision.agent_id, revision.revision_id)
+    directory = support.revision_dir(root, revision)
+    log = directory / "gateway.log"
+    wait_for(
+        lambda: b'"event":"gateway.started"' in log.read_bytes(),
+        timeout=10,
+        message="the gateway's own first line in its log",
+    )
+
+    files = logfiles.files(log, rotation)
+    assert [file.name for file in files] == ["gateway.log.2", "gateway.log.1", "gateway.log"]
+    assert sum(file.stat().st_size for file in files) <= 3 * rotation.max_bytes
+    lines = b"".join(file.read_bytes() for file in files).splitlines()
+    chatty = [line for line in lines if line.startswith(b"chatty ")]
+    assert chatty[-1].startswith(b"chatty 002999 ")  # the newest lines, whole and in order
+    first = int(chatty[0].split()[1])
+    assert [int(line.split()[1]) for line in chatty] == list(range(first, 3000))
+    assert b'"event":"gateway.started"' in log.read_bytes()  # the newest at the log's name
+    [writer] = _log_writers(directory)
+    assert driver.gateway_processes() == [pid]  # the writer is no gateway
+
+    driver.retire_revision(support.operation(), revision)
+    wait_for(lambda: not _log_writers(directory), timeout=10, message="the writer to end")
+    assert not support.running(writer)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import stat
 import threading
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.local import journal
+from occ.drivers.compute.local import journal, logfiles
 
 
 def _operation(abort: threading.Event | None = None) -> base.Operation:
@@ -96,3 +97,52 @@ def test_lines_of_concurrent_writers_never_interleave(tmp_path: Path) -> None:
     assert sorted((e["writer"], e["number"]) for e in entries) == [
         (writer, number) for writer in range(4) for number in range(50)
     ]
+
+
+def _record(path: Path, rotation: logfiles.Rotation, writer: int, count: int) -> None:
+    effects = journal.Journal(path, rotation)
+    for number in range(count):
+        effects.record({"writer": writer, "number": number, "padding": "x" * 150})
+
+
+def _processes(path: Path, rotation: logfiles.Rotation, count: int) -> None:
+    """Four processes recording ``count`` entries each at once, as prefork workers do."""
+    context = multiprocessing.get_context("fork")
+    writers = [
+        context.Process(target=_record, args=(path, rotation, writer, count)) for writer in range(4)
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(60)
+        assert writer.exitcode == 0
+
+
+def test_processes_writing_past_the_limit_rotate_it_without_losing_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "effects.jsonl"
+    rotation = logfiles.Rotation(max_bytes=5_000, backups=100)  # room for every line
+    _processes(path, rotation, 100)
+
+    entries = journal.Journal(path, rotation).entries()
+    assert sorted((e["writer"], e["number"]) for e in entries) == [
+        (writer, number) for writer in range(4) for number in range(100)
+    ]
+    for writer in range(4):  # each writer's lines in its order, across the files
+        assert [e["number"] for e in entries if e["writer"] == writer] == list(range(100))
+    sizes = [file.stat().st_size for file in logfiles.files(path, rotation)]
+    assert len(sizes) > 10 and max(sizes) <= rotation.max_bytes
+
+
+def test_the_journal_keeps_its_newest_files_only(tmp_path: Path) -> None:
+    path = tmp_path / "effects.jsonl"
+    rotation = logfiles.Rotation(max_bytes=5_000, backups=2)
+    _processes(path, rotation, 100)
+
+    files = logfiles.files(path, rotation)
+    assert [file.name for file in files] == ["effects.jsonl.2", "effects.jsonl.1", "effects.jsonl"]
+    assert sum(file.stat().st_size for file in files) <= 3 * rotation.max_bytes
+    entries = journal.Journal(path, rotation).entries()
+    assert 0 < len(entries) < 400
+    for writer in range(4):  # what is kept of each writer is its newest lines, in order
+        numbers = [e["number"] for e in entries if e["writer"] == writer]
+        assert numbers == list(range(100 - len(numbers), 100))

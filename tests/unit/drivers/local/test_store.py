@@ -88,19 +88,6 @@ def test_read_json_is_none_for_missing_broken_or_non_object_documents(tmp_path: 
     assert store.read_json(tmp_path / "list.json" / "below") is None
 
 
-@pytest.mark.usefixtures("permissive_umask")
-def test_an_appended_file_is_0600_even_when_an_older_one_was_not(tmp_path: Path) -> None:
-    fresh, older = tmp_path / "fresh.log", tmp_path / "older.log"
-    older.write_text("before\n", encoding="utf-8")
-    os.chmod(older, 0o644)
-    for path in (fresh, older):
-        descriptor = store.open_for_append(path)
-        os.write(descriptor, b"line\n")
-        os.close(descriptor)
-        assert _mode(path) == 0o600
-    assert older.read_text(encoding="utf-8") == "before\nline\n"
-
-
 def test_remove_tree_is_idempotent(tmp_path: Path) -> None:
     directory = tmp_path / "revision"
     store.make_directories(directory / "inner")
