@@ -133,7 +133,8 @@ def environment(directory: Path, launch: Mapping[str, str], *, stand_in: bool) -
 
 
 def start(argv: Sequence[str], directory: Path, env: Mapping[str, str], log_descriptor: int) -> int:
-    """Start ``argv`` detached in ``directory``, output to the log; its pid (``OSError``)."""
+    """Start ``argv`` detached in ``directory``, its output to ``log_descriptor`` (the pipe of
+    the log's writer, ``logfiles``); its pid (``OSError``)."""
     process = subprocess.Popen(  # noqa: S603 - our own argv, no shell
         list(argv),
         stdin=subprocess.DEVNULL,
