@@ -182,9 +182,13 @@ def _open_lock(path: Path) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    """The writer: ``logfiles.py PATH MAX_BYTES BACKUPS``, copying stdin into the log."""
+    """The writer: ``logfiles.py PATH MAX_BYTES BACKUPS``, copying stdin into the log; status 1
+    when the log cannot be written (its revision directory was removed, say)."""
     path, max_bytes, backups = Path(argv[0]), int(argv[1]), int(argv[2])
-    copy(sys.stdin.fileno(), path, Rotation(max_bytes=max_bytes, backups=backups))
+    try:
+        copy(sys.stdin.fileno(), path, Rotation(max_bytes=max_bytes, backups=backups))
+    except OSError:
+        return 1
     return 0
 
 

@@ -151,3 +151,16 @@ def test_the_writer_bounds_the_log_of_a_chatty_process(tmp_path: Path) -> None:
     assert path.read_bytes().endswith(_line(4999))
     first = int(kept[0].split()[1])
     assert kept == [_line(number) for number in range(first, 5000)]  # a whole, ordered tail
+
+
+def test_the_writer_of_a_removed_directory_ends_quietly(tmp_path: Path) -> None:
+    directory = tmp_path / "revision"
+    directory.mkdir()
+    write_end, pid = _writer(directory / "gateway.log", ROTATION)
+    for file in directory.iterdir():
+        file.unlink()
+    directory.rmdir()  # a retirement removes the revision's directory
+    os.write(write_end, _line(1))
+    os.close(write_end)
+    wait_for(lambda: _ended(pid), timeout=10, message="the writer to end")
+    assert not directory.exists()  # nothing recreated
