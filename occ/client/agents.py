@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import click
 
+from occ.client import agent_progress as progress
 from occ.client import http, namespaced, resources, states, waiting
 from occ.client import session as shared
 from occ.foundation import harnesses
@@ -42,7 +43,6 @@ AGENT: Final = shared.View(
         "createdAt",
     ),
 )
-_STOP_DONE: Final = frozenset({"AGENT_STOPPED", "AGENT_ALREADY_STOPPED"})
 
 
 @click.group(cls=shared.ClientGroup)
@@ -281,7 +281,9 @@ def stop_agent(
         shared.path("namespaces", namespace_id, "agents", agent_id, "stop")
     )
     follow.show_or_wait(
-        accepted.data, lambda: _stopped(session, namespace_id, agent_id), f"agent {agent_id}"
+        accepted.data,
+        lambda: progress.stopped(session, namespace_id, agent_id),
+        f"agent {agent_id}",
     )
 
 
@@ -310,10 +312,10 @@ def get_deployment(
 ) -> None:
     """A deployment's status (--wait: until it is no longer pending)."""
     if not follow.wait:
-        shared.show(_deployment_path(session, namespace_id, agent_id, deployment), follow.form)
+        shared.show(progress.deployment(session, namespace_id, agent_id, deployment), follow.form)
         return
     shared.run_wait(
-        lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment)),
+        lambda: progress.settled(progress.deployment(session, namespace_id, agent_id, deployment)),
         label=f"deployment {deployment}",
         timeout_s=follow.timeout,
         form=follow.form,
@@ -348,72 +350,8 @@ def _deploy(session: shared.Session, namespace_id: str, agent_id: str, follow: _
             "agentId": agent_id,
             "state": states.DeploymentState.PENDING.value,
         },
-        lambda: _settled(_deployment_path(session, namespace_id, agent_id, deployment_id)),
+        lambda: progress.settled(
+            progress.deployment(session, namespace_id, agent_id, deployment_id)
+        ),
         f"deployment {deployment_id}",
     )
-
-
-def _deployment_path(
-    session: shared.Session, namespace_id: str, agent_id: str, deployment_id: str
-) -> Any:
-    return session.get(
-        shared.path("namespaces", namespace_id, "agents", agent_id, "deployments", deployment_id)
-    )
-
-
-def _settled(deployment: Any) -> waiting.Observation:
-    """A deployment: pending goes on, active is done, anything else ended otherwise."""
-    state = deployment["state"]
-    progress = (deployment.get("progress") or {}).get("code")
-    if state == states.DeploymentState.PENDING:
-        return waiting.Observation(state, progress=progress)
-    if state == states.DeploymentState.ACTIVE:
-        return waiting.Observation(state, ended=True, data=deployment)
-    error = deployment.get("error") or {}
-    return waiting.Observation(
-        state,
-        ended=True,
-        failed=True,
-        code=error.get("code") or deployment.get("reasonCode") or state.upper(),
-        message=error.get("message") or f"the deployment is {state}",
-        data=deployment,
-    )
-
-
-def _stopped(session: shared.Session, namespace_id: str, agent_id: str) -> waiting.Observation:
-    agent = session.get(shared.path("namespaces", namespace_id, "agents", agent_id))
-    work = _latest_stop(session, namespace_id, agent_id)
-    if work is None:  # the caller may not read the work queue: the Agent alone must tell
-        if agent["desiredRuntimeState"] != states.DesiredRuntimeState.STOPPED:
-            return waiting.Observation(
-                "superseded", ended=True, failed=True, code="STOP_SUPERSEDED", data=agent
-            )
-        done = agent["activeRevisionId"] is None
-        return waiting.Observation("stopped" if done else "stopping", ended=done, data=agent)
-    if work["state"] in (states.WorkState.QUEUED, states.WorkState.CLAIMED):
-        return waiting.Observation("stopping", progress=work.get("lastProgressCode"))
-    code = work.get("reasonCode")
-    if work["state"] == states.WorkState.SUCCEEDED and code in _STOP_DONE:
-        return waiting.Observation("stopped", ended=True, data=agent)
-    return waiting.Observation(
-        "failed" if work["state"] == states.WorkState.FAILED_PERMANENT else "superseded",
-        ended=True,
-        failed=True,
-        code=code or "FAILED",
-        message=f"the stop of agent {agent_id} ended {code} (work {work['id']})",
-        data=agent,
-    )
-
-
-def _latest_stop(session: shared.Session, namespace_id: str, agent_id: str) -> Any:
-    """The Agent's newest stop work item, or ``None`` when the caller may not read work."""
-    try:
-        items = session.get(
-            shared.path("work"), {"namespaceId": namespace_id, "agentId": agent_id, "limit": 50}
-        )
-    except http.ApiError as error:
-        if error.status in (403, 404):
-            return None
-        raise
-    prefix = f"agent:{agent_id}:reconcile:stopped:"
-    return next((item for item in items if str(item["id"]).startswith(prefix)), None)
