@@ -192,9 +192,9 @@ namespaced.get_command(agents, "agents", AGENT, "One Agent (id or name).")
     click.option("--name", "new_name", default=None, help="A new name."),
     click.option(
         "--grant-runtime-access/--no-grant-runtime-access",
-        default=True,
-        show_default=True,
-        help="Let its service principal read a new Configuration and use a new Secret.",
+        default=None,
+        help="Let its service principal read a new Configuration and use a new Secret "
+        "(default: when you hold installation:administer).",
     ),
     click.option("--deploy", is_flag=True, help="Deploy the edited draft right away."),
 )
@@ -209,13 +209,13 @@ def update_agent(
     harness: str | None,
     harness_version: str | None,
     new_name: str | None,
-    grant_runtime_access: bool,
+    grant_runtime_access: bool | None,
     deploy: bool,
 ) -> None:
     """Edit the draft (--deploy: then deploy it; --wait follows the deploy).
 
     A new Configuration or Secret is granted to the Agent's service principal as create does
-    (unless --no-grant-runtime-access).
+    (the API's default: when you may grant it; --no-grant-runtime-access: never).
     """
     if follow.wait and not deploy:
         raise click.UsageError("--wait follows the deploy: give --deploy too")
@@ -239,9 +239,9 @@ def update_agent(
         raise click.UsageError(
             "give what changes: --configuration, --secret, --harness, --harness-version or --name"
         )
+    if grant_runtime_access is not None:  # else the API's default, the same as create's
+        body["grantRuntimeAccess"] = grant_runtime_access
     updated = session.client.patch(agent_path, body).data
-    if grant_runtime_access and (configuration is not None or secret is not None):
-        session.client.post(f"{agent_path}/runtime-access")
     if not deploy:
         shared.show(updated, follow.form, AGENT)
         shared.hint(f"occ agents deploy {updated['name']} -n {namespace_id} --wait")

@@ -32,6 +32,8 @@ from occ.state import quotas as quota_rows
 from occ.state.db import Database, Session
 
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_RUNTIME_RESOURCES: Final = frozenset({"configuration_id", "harness_auth_secret_id"})
+"""Draft columns naming what the runtime reads: a new one may be granted at once."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +62,8 @@ class UpdateAgent:
     harness: agents.Harness | None = None
     execution_mode: harnesses.ExecutionMode | None = None
     harness_auth: agents.HarnessAuth | None = None
+    grant_runtime_access: bool | None = False
+    """For a new Configuration or Secret, as at creation (``None``: when the caller may)."""
     if_match: preconditions.Expected | None = None
 
 
@@ -200,7 +204,21 @@ def update_agent(
         check_execution_mode(columns, current=agent)
         check_references(session, namespace.id, columns)
         updated = agents.update_draft(session, agent.id, columns)
-        change.audit("agent", agent.id, namespace.id, {"changes": request})
+        granted = None
+        if columns.keys() & _RUNTIME_RESOURCES:
+            decision = runtime_access.decide(
+                session,
+                actor_id,
+                "agents.update",
+                {"changes": request, "grantRuntimeAccess": True},
+                wanted=command.grant_runtime_access,
+            )
+            if decision is not None:
+                granted = runtime_access.grant(
+                    session, actor_id=actor_id, agent=updated, decision=decision
+                )
+        details = {"changes": request, **({} if granted is None else {"runtimeAccess": granted})}
+        change.audit("agent", agent.id, namespace.id, details)
         return observed_agents.observe(session, updated)
 
 

@@ -90,6 +90,7 @@ def update_agent(body: dict[str, Any], namespace_id: str, agent_id: str) -> dict
         harness=None if "harness" not in body else _harness(body["harness"]),
         execution_mode=None if mode is None else harnesses.ExecutionMode(mode),
         harness_auth=None if "harness_auth" not in body else _harness_auth(body["harness_auth"]),
+        grant_runtime_access=body.get("grant_runtime_access"),
         if_match=preconditions.expected(),
     )
     return calls.item(agents.update_agent, command)

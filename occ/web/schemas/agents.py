@@ -111,6 +111,16 @@ class AgentUpdate(common.Request):
         data_key="executionMode", validate=validate.OneOf(EXECUTION_MODES)
     )
     harness_auth = fields.Nested(AgentHarnessAuthInput, data_key="harnessAuth")
+    grant_runtime_access = _JsonBoolean(
+        data_key="grantRuntimeAccess",
+        allow_none=False,
+        metadata={
+            "description": "as at creation, for a new configurationId or harnessAuth Secret: "
+            "true needs installation:administer (else 403), false grants nothing; left out, "
+            "it grants when the caller holds installation:administer. Ignored when neither "
+            "changes"
+        },
+    )
 
 
 class AgentActionBody(common.Request):

@@ -267,3 +267,68 @@ def test_granting_afterwards_needs_installation_administer_and_the_agent(
     )
     assert missing.status_code == 404, missing.json
     assert _counts(db) == before
+
+
+def _second_configuration(client: FlaskClient, admin: Caller, world: World) -> str:
+    created = client.post(
+        f"/v1/namespaces/{world.namespace_id}/configurations",
+        json={"name": "second", "document": {}},
+        headers=admin.headers,
+    )
+    assert created.status_code == 201, created.json
+    return str(json_of(created)["data"]["id"])
+
+
+def test_an_update_grants_a_new_configuration_as_creation_does(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    response = client.post(world.agents, json=body(world), headers=admin.headers)
+    agent = json_of(response)["data"]
+    second = _second_configuration(client, admin, world)
+    path = f"{world.agents}/{agent['id']}"
+
+    renamed = client.patch(path, json={"name": "renamed"}, headers=admin.headers)
+    assert renamed.status_code == 200, renamed.json
+    before = _bindings_of(db, agent["servicePrincipalId"])
+    assert ("configuration", second) not in [(b.resource_kind, b.resource_id) for b in before]
+
+    updated = client.patch(path, json={"configurationId": second}, headers=admin.headers)
+
+    assert updated.status_code == 200, updated.json
+    after = _bindings_of(db, agent["servicePrincipalId"])
+    assert ("configuration", second) in [(b.resource_kind, b.resource_id) for b in after]
+    [audited] = [e for e in _audit(db, "agents.update") if "runtimeAccess" in e["details"]]
+    assert set(audited["details"]["runtimeAccess"]["bindingIds"]) == {
+        b.id for b in after if b.resource_id == second
+    }
+    deploy = client.post(f"{path}/deploy", headers=admin.headers)
+    assert deploy.status_code == 202, deploy.json
+
+
+def test_an_update_declining_the_grant_or_by_a_tenant_binds_nothing_and_denies_nothing(
+    client: FlaskClient, admin: Caller, db: Database, world: World
+) -> None:
+    response = client.post(world.agents, json=body(world), headers=admin.headers)
+    agent = json_of(response)["data"]
+    second = _second_configuration(client, admin, world)
+    path = f"{world.agents}/{agent['id']}"
+    held = _bindings_of(db, agent["servicePrincipalId"])
+    tenant = _caller(db, admin, ["agent:update", "agent:read", "namespace:read"], world.namespace_id)
+
+    declined = client.patch(
+        path, json={"configurationId": second, "grantRuntimeAccess": False}, headers=admin.headers
+    )
+    assert declined.status_code == 200, declined.json
+    by_tenant = client.patch(
+        path, json={"configurationId": world.configuration_id}, headers=tenant.headers
+    )
+    assert by_tenant.status_code == 200, by_tenant.json
+    assert _bindings_of(db, agent["servicePrincipalId"]) == held
+
+    refused = client.patch(
+        path, json={"configurationId": second, "grantRuntimeAccess": True}, headers=tenant.headers
+    )
+    assert refused.status_code == 403, refused.json
+    agent_now = json_of(client.get(path, headers=admin.headers))["data"]
+    assert agent_now["configurationId"] == world.configuration_id  # nothing changed
+    assert _bindings_of(db, agent["servicePrincipalId"]) == held
