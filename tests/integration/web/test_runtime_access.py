@@ -313,7 +313,9 @@ def test_an_update_declining_the_grant_or_by_a_tenant_binds_nothing_and_denies_n
     second = _second_configuration(client, admin, world)
     path = f"{world.agents}/{agent['id']}"
     held = _bindings_of(db, agent["servicePrincipalId"])
-    tenant = _caller(db, admin, ["agent:update", "agent:read", "namespace:read"], world.namespace_id)
+    tenant = _caller(
+        db, admin, ["agent:update", "agent:read", "namespace:read"], world.namespace_id
+    )
 
     declined = client.patch(
         path, json={"configurationId": second, "grantRuntimeAccess": False}, headers=admin.headers
