@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from occ.reconcile import agent_delete, agent_stop, kinds, namespace, revision
+from occ.reconcile import (
+    agent_delete,
+    agent_stop,
+    credential_withdrawal,
+    kinds,
+    namespace,
+    revision,
+)
 from occ.state.work_keys import WorkKind
 
 HANDLERS: Final[Mapping[WorkKind, kinds.Handler[Any]]] = kinds.index(
@@ -17,6 +24,7 @@ HANDLERS: Final[Mapping[WorkKind, kinds.Handler[Any]]] = kinds.index(
     namespace.DELETED,
     agent_stop.HANDLER,
     agent_delete.HANDLER,
+    credential_withdrawal.HANDLER,
     revision.DEPLOYMENT,
     revision.MAINTENANCE,
 )

@@ -104,3 +104,23 @@ def mark_withdrawn(session: orm.Session, namespace_id: str, account_id: str) -> 
         ).values(updated_at=sa.func.clock_timestamp())
     )
     return get(session, namespace_id, account_id)
+
+
+def agents_running_on(session: orm.Session, namespace_id: str, account_id: str) -> list[str]:
+    """Ids of the Namespace's live Agents whose active revision pins the account, locked
+    (``FOR UPDATE``) in id order."""
+    agents = cast(sa.Table, models.Agent.__table__)
+    revisions = cast(sa.Table, models.AgentRevision.__table__)
+    query = (
+        sa.select(agents.c.id)
+        .join(revisions, revisions.c.id == agents.c.active_revision_id)
+        .where(
+            agents.c.namespace_id == namespace_id,
+            agents.c.status == "active",
+            revisions.c.harness_auth["kind"].astext == "managedAccount",
+            revisions.c.harness_auth["accountId"].astext == account_id,
+        )
+        .order_by(agents.c.id)
+        .with_for_update(of=agents)
+    )
+    return [str(agent_id) for agent_id in session.execute(query).scalars()]

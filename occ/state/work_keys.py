@@ -9,6 +9,8 @@ so a repeated admission finds the item it already made (enqueue is idempotent on
     namespace:<namespace id>:reconcile:deleted       NAMESPACE_DELETED
     agent:<agent id>:reconcile:stopped:<uuid4>       AGENT_STOPPED (one per stop request)
     agent:<agent id>:reconcile:deleted               AGENT_DELETED
+    agent:<agent id>:withdrawal:<account id>         CREDENTIAL_SOURCE_WITHDRAWAL (the Agent's
+                                                     managed account was withdrawn)
     agent_revision:<revision id>:reconcile           REVISION_RECONCILE (the deployment)
     agent_revision:<revision id>:maintenance:<n>     REVISION_MAINTENANCE (a repair, admitted
                                                      in second n of the epoch)
@@ -42,6 +44,7 @@ class WorkKind(enum.StrEnum):
     NAMESPACE_DELETED = "namespace_deleted"
     AGENT_STOPPED = "agent_stopped"
     AGENT_DELETED = "agent_deleted"
+    CREDENTIAL_SOURCE_WITHDRAWAL = "credential_source_withdrawal"
     REVISION_RECONCILE = "revision_reconcile"
     REVISION_MAINTENANCE = "revision_maintenance"
 
@@ -127,6 +130,14 @@ SPECS: Final[Mapping[WorkKind, KindSpec]] = {
             Subject.AGENT,
             Priority.INTENT,
             agent_target="deleted",
+        ),
+        KindSpec(
+            WorkKind.CREDENTIAL_SOURCE_WITHDRAWAL,
+            "agent:{subject}:withdrawal:{discriminator}",
+            Subject.AGENT,
+            Priority.INTENT,
+            discriminator=f"acc_{UUID4}",
+            agent_target="stopped",
         ),
         KindSpec(
             WorkKind.REVISION_RECONCILE,

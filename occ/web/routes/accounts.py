@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from occ.controller import accounts
+from occ.controller import account_withdrawals, accounts
 from occ.web import calls, locations
 from occ.web.routes import blueprints
 from occ.web.schemas import accounts as schemas
@@ -44,3 +44,22 @@ def list_accounts(query: dict[str, Any], namespace_id: str) -> dict[str, Any]:
 @blueprint.operation("GET", "/<account_id>", item=schemas.Account, requires="account:read")
 def get_account(namespace_id: str, account_id: str) -> dict[str, Any]:
     return calls.item(accounts.get_account, namespace_id=namespace_id, account_id=account_id)
+
+
+@blueprint.operation(
+    "POST",
+    "/<account_id>/withdrawal",
+    body=schemas.AccountWithdrawalBody,
+    body_required=False,
+    item=schemas.AccountWithdrawal,
+    requires="installation:administer",
+)
+def record_withdrawal(body: dict[str, Any], namespace_id: str, account_id: str) -> dict[str, Any]:
+    """Record that the account Backend withdrew the account (occ asks the Backend): every Agent
+    running on it is set to stopped by its own credential-source withdrawal work."""
+    return calls.item(
+        account_withdrawals.record_withdrawal,
+        namespace_id=namespace_id,
+        account_id=account_id,
+        backend=calls.context().drivers.accounts,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import marshmallow as ma
 from marshmallow import fields
 
 from occ.web.schemas import common
@@ -40,3 +41,16 @@ class Account(common.Updated):
         allow_none=True,
         metadata={"description": "When occ learnt that the Backend withdrew it (null: live)."},
     )
+
+
+class AccountWithdrawalBody(common.Request):
+    """No body (an empty JSON object is accepted too)."""
+
+    EXAMPLE: ClassVar[dict[str, Any]] = {}
+
+
+class AccountWithdrawal(ma.Schema):
+    """A recorded withdrawal: the account, and the Agents whose stop it admitted."""
+
+    account = fields.Nested(Account, required=True)
+    agent_ids = fields.List(fields.String(), data_key="agentIds", required=True)

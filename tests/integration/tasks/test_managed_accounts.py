@@ -8,6 +8,7 @@ the Backend, or an actor who lost ``account:read``, is refused before any Comput
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.request
 from pathlib import Path
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from occ.controller import accounts, agents, deployments, installation
+from occ.controller import account_withdrawals, accounts, agents, deployments, installation
 from occ.drivers.account import standin
-from occ.foundation import fingerprints
+from occ.drivers.compute.local import LocalComputeDriver
+from occ.foundation import errors, fingerprints
 from occ.state import agents as agent_rows
 from occ.state import models
 from occ.state import restrictions as restriction_rows
@@ -241,3 +243,70 @@ def test_an_actor_who_lost_account_read_is_refused_before_effects(
     # audited like every re-authorization refusal of a deploy: on the Agent
     assert _denials(db, revision_id) == [("agents.deploy", "agent", "AUTHORIZATION_DENIED")]
     assert not (local_root / "agents" / world.agent_id).exists()
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "State:\tZ" not in status.read_text(encoding="utf-8")
+
+
+def test_a_withdrawn_account_stops_the_agent_with_its_own_work_and_audit(
+    db: Database,
+    account_env: dict[str, str],
+    fleet: processes.Fleet,
+    backend_root: Path,
+    local_root: Path,
+) -> None:
+    backend = standin.StandinBackend(backend_root)
+    world = _world(db, account_env, backend)
+    account_id = _account_id(db, world)
+    revision_id = _deploy(db, world, backend)
+    fleet.worker("drivers")
+    processes.nudge(account_env)
+    wait_for(
+        lambda: worlds.state_is(db, world, revision_id, "active"),
+        timeout=30,
+        message="the managed-account revision to become active",
+    )
+    pid = LocalComputeDriver(local_root).revision_process(world.agent_id, revision_id)
+    assert _alive(pid)
+
+    record = functools.partial(
+        account_withdrawals.record_withdrawal,
+        db,
+        world.admin,
+        namespace_id=world.namespace_id,
+        account_id=account_id,
+        backend=backend,
+    )
+    with pytest.raises(errors.Conflict):  # occ asks the Backend, never takes it on trust
+        record()
+    backend.withdraw(account_id)
+    recorded = record()
+    assert recorded.agent_ids == (world.agent_id,) and recorded.account.withdrawn
+    work_id = f"agent:{world.agent_id}:withdrawal:{account_id}"
+    processes.nudge(account_env)
+
+    def stopped() -> bool:
+        return worlds.agent(db, world).active_revision_id is None and not _alive(pid)
+
+    wait_for(stopped, timeout=30, message="the withdrawal to stop the Agent")
+    with db.transaction() as session:
+        work = session.execute(
+            sa.select(
+                models.ControllerWork.kind,
+                models.ControllerWork.state,
+                models.ControllerWork.reason_code,
+            ).where(models.ControllerWork.id == work_id)
+        ).one()
+        events = session.execute(
+            sa.select(models.AuditEvent.action, models.AuditEvent.details["reasonCode"].astext)
+            .where(models.AuditEvent.work_id == work_id)
+            .order_by(models.AuditEvent.sequence)
+        ).all()
+    assert tuple(work) == ("credential_source_withdrawal", "succeeded", "AGENT_STOPPED")
+    assert ("agents.credential_source_withdrawal", "AGENT_STOPPED") in [tuple(e) for e in events]
+    assert worlds.agent(db, world).desired_runtime_state == "stopped"
+    assert record().agent_ids == ()  # a repeat admits nothing: no Agent runs on it any more

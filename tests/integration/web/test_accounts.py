@@ -150,3 +150,23 @@ def test_without_a_backend_issuing_conflicts(
         problem(answer, 409, "NAMESPACE_NOT_READY")
     finally:
         application.extensions["occ"].runtime.database.dispose()
+
+
+def test_a_withdrawal_is_recorded_only_once_the_backend_withdrew(
+    client: FlaskClient, db: Database, admin: Caller, ns: str, backend_root: Path
+) -> None:
+    account_id = json_of(issue(client, admin, ns))["data"]["id"]
+    path = f"{base(ns)}/{account_id}/withdrawal"
+    problem(client.post(path, headers=admin.headers), 409, "RESOURCE_CONFLICT")
+    reader = caller(db, "account:read", "namespace:read", namespace_id=ns)
+    problem(client.post(path, headers=reader.headers), 403, "FORBIDDEN")
+
+    standin.StandinBackend(backend_root).withdraw(account_id)
+    recorded = client.post(path, json={}, headers=admin.headers)
+    assert recorded.status_code == 200, recorded.json
+    data = json_of(recorded)["data"]
+    assert data["agentIds"] == [] and data["account"]["withdrawnAt"] is not None
+    read = json_of(client.get(f"{base(ns)}/{account_id}", headers=admin.headers))["data"]
+    assert read["withdrawnAt"] == data["account"]["withdrawnAt"]
+    withdrawals = models.AuditEvent.action == "accounts.withdrawal"
+    assert audits.count(db, withdrawals, models.AuditEvent.resource_id == account_id) == 1

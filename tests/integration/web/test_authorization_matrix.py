@@ -51,6 +51,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/stop"): {},
     ("POST", "/v1/namespaces/<namespace_id>/agents/<agent_id>/repair"): {},
     ("POST", "/v1/namespaces/<namespace_id>/accounts"): {"name": "m2", "workspace": "w"},
+    ("POST", "/v1/namespaces/<namespace_id>/accounts/<account_id>/withdrawal"): {},
     ("POST", "/v1/namespaces/<namespace_id>/configurations"): {"name": "c2", "document": {}},
     ("PATCH", "/v1/namespaces/<namespace_id>/configurations/<configuration_id>"): {
         "document": {"changed": True}

@@ -26,6 +26,9 @@ def test_every_kind_formats_and_parses_back(subject: str, request: uuid.UUID, bu
         WorkKind.NAMESPACE_DELETED: work_keys.namespace_deleted(f"ns_{subject}"),
         WorkKind.AGENT_STOPPED: work_keys.agent_stopped(f"agt_{subject}", request),
         WorkKind.AGENT_DELETED: work_keys.agent_deleted(f"agt_{subject}"),
+        WorkKind.CREDENTIAL_SOURCE_WITHDRAWAL: WorkKey(
+            WorkKind.CREDENTIAL_SOURCE_WITHDRAWAL, f"agt_{subject}", f"acc_{request}"
+        ),
         WorkKind.REVISION_RECONCILE: work_keys.revision_reconcile(f"rev_{subject}"),
         WorkKind.REVISION_MAINTENANCE: work_keys.revision_maintenance(f"rev_{subject}", bucket),
     }
@@ -96,6 +99,7 @@ def test_what_a_user_asked_for_is_intent_and_a_repair_is_upkeep() -> None:
         WorkKind.NAMESPACE_DELETED: work_keys.Priority.INTENT,
         WorkKind.AGENT_STOPPED: work_keys.Priority.INTENT,
         WorkKind.AGENT_DELETED: work_keys.Priority.INTENT,
+        WorkKind.CREDENTIAL_SOURCE_WITHDRAWAL: work_keys.Priority.INTENT,
         WorkKind.REVISION_RECONCILE: work_keys.Priority.INTENT,
         WorkKind.REVISION_MAINTENANCE: work_keys.Priority.REPAIR,
     }
