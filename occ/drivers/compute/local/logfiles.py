@@ -110,7 +110,7 @@ def start_writer(path: Path, rotation: Rotation) -> int:
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            cwd=path.parent,
+            cwd="/",  # not the revision's directory, which a retirement removes
             env={},
             start_new_session=True,
             close_fds=True,

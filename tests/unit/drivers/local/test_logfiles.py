@@ -156,7 +156,10 @@ def test_the_writer_bounds_the_log_of_a_chatty_process(tmp_path: Path) -> None:
 def test_the_writer_of_a_removed_directory_ends_quietly(tmp_path: Path) -> None:
     directory = tmp_path / "revision"
     directory.mkdir()
-    write_end, pid = _writer(directory / "gateway.log", ROTATION)
+    log = directory / "gateway.log"
+    write_end, pid = _writer(log, ROTATION)
+    os.write(write_end, _line(0))
+    wait_for(lambda: log.read_bytes() == _line(0), timeout=10, message="the writer to copy")
     for file in directory.iterdir():
         file.unlink()
     directory.rmdir()  # a retirement removes the revision's directory
