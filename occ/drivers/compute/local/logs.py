@@ -1,11 +1,11 @@
 """The ``local`` driver's runtime logs: a revision's ``gateway.log``, read-only.
 
-The last ``tail`` lines are read backwards in blocks, never the whole file. A gateway writes
-no timestamp of its own to each line, so ``since`` keeps the lines from the first JSON line
-whose ``time`` is at or after it (the stand-in gateway's events carry one; a log without any
-answers nothing older than ``since`` can be told apart from, so it answers every line).
-Following polls the file; when it is replaced (rotated) or truncated, reading starts again at
-the new file's start.
+The last ``tail`` lines are read backwards in blocks, never the whole file, and from the
+rotated files (``gateway.log.1`` and older, ``logfiles``) when the current one holds fewer.
+A gateway writes no timestamp of its own to each line, so ``since`` keeps the lines from the
+first JSON line whose ``time`` is at or after it (the stand-in gateway's events carry one; a
+log without any answers every line). Following polls the file; when it is replaced (rotated)
+or truncated, reading starts again at the new file's start.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from occ.drivers.compute import runtime_logs
-from occ.drivers.compute.local import store
+from occ.drivers.compute.local import logfiles, store
 from occ.settings.config import Settings
 
 POLL_S: Final = 0.2
@@ -52,7 +52,11 @@ class LocalLogs:
             raise runtime_logs.unavailable(type(exc).__name__) from None
         stop = runtime_logs.Stop(query.follow_s if query.follow else 0.0, time.monotonic)
         try:
-            first = _since(follower.tail(query.tail), query.since)  # as the file is now
+            current = follower.tail(query.tail)  # as the file is now
+            if query.tail is None or len(current) < query.tail:
+                current = _rotated_lines(path) + current
+                current = current[max(len(current) - query.tail, 0) :] if query.tail else current
+            first = _since(current, query.since)
         except OSError as exc:
             follower.close()
             raise runtime_logs.unavailable(type(exc).__name__) from None
@@ -98,7 +102,7 @@ class _Follower:
             return []
         found = complete.split(b"\n")
         if count is not None:
-            found = found[len(found) - count :] if count else []
+            found = found[max(len(found) - count, 0) :] if count else []
         return [runtime_logs.cut(line.decode("utf-8", "replace")) for line in found]
 
     def new_lines(self) -> list[str]:
@@ -130,6 +134,26 @@ class _Follower:
             return []
         self.handle.seek(start + len(complete) + 1)
         return [runtime_logs.cut(line.decode("utf-8", "replace")) for line in complete.split(b"\n")]
+
+
+def _rotated_lines(path: Path) -> list[str]:
+    """The lines of the rotated files of ``path`` (``gateway.log.1`` and older), oldest first."""
+    files = []
+    number = 1
+    while (older := logfiles.rotated(path, number)).exists():
+        files.append(older)
+        number += 1
+    lines: list[str] = []
+    for older in reversed(files):
+        try:
+            data = older.read_bytes()
+        except OSError:
+            continue  # rotated away meanwhile
+        lines += [
+            runtime_logs.cut(line.decode("utf-8", "replace"))
+            for line in data.split(b"\n")[: -1 if data.endswith(b"\n") else None]
+        ]
+    return lines
 
 
 def _since(lines: list[str], since: dt.datetime | None) -> list[str]:

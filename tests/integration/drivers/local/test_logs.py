@@ -114,6 +114,19 @@ def test_close_ends_a_follow_early_and_a_rotated_file_is_read_anew(
     assert time.monotonic() - started < 5.0
 
 
+def test_tail_reads_on_into_the_rotated_files(root: Path, running: base.RevisionSpec) -> None:
+    reader = local_logs.LocalLogs(root)
+    log = support.revision_dir(root, running) / "gateway.log"
+    current = list(reader.read_logs(_target(running), runtime_logs.LogQuery()))
+    log.with_name("gateway.log.2").write_text("oldest 1\noldest 2\n", encoding="utf-8")
+    log.with_name("gateway.log.1").write_text("older\n", encoding="utf-8")
+    everything = list(reader.read_logs(_target(running), runtime_logs.LogQuery()))
+    assert everything == ["oldest 1", "oldest 2", "older", *current]
+    last = list(reader.read_logs(_target(running), runtime_logs.LogQuery(tail=len(current) + 2)))
+    assert last == ["oldest 2", "older", *current]
+    assert list(reader.read_logs(_target(running), runtime_logs.LogQuery(tail=1))) == current[-1:]
+
+
 def test_a_revision_without_a_log_is_unavailable(root: Path) -> None:
     spec = support.revision(ids.new("agent"))
     with pytest.raises(base.PermanentDriverError) as raised:
