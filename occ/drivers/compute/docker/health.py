@@ -63,18 +63,23 @@ class State(enum.Enum):
     UNHEALTHY = "unhealthy"
     """It runs and its health check failed: the pass fails."""
     EXITED = "exited"
-    """It does not run (exited, restarting): the next pass starts it again."""
+    """It does not run (exited, restarting, paused): the next pass starts or unpauses it."""
 
 
 def state_of(inspected: Mapping[str, Any]) -> State:
-    """The state of a container from the engine's ``inspect`` document."""
+    """The state of a container from the engine's ``inspect`` document.
+
+    The engine also says ``unhealthy`` whenever it stops probing: from a pause until the first
+    probe after the unpause. Only a failed probe (a failing streak) makes a container
+    unhealthy here; without one it is still ``starting``."""
     state = inspected.get("State") or {}
-    if not state.get("Running") or state.get("Restarting"):
+    if not state.get("Running") or state.get("Restarting") or state.get("Paused"):
         return State.EXITED
-    health = (state.get("Health") or {}).get("Status")
-    if health in (None, "", "none", "healthy"):
+    health = state.get("Health") or {}
+    status = health.get("Status")
+    if status in (None, "", "none", "healthy"):
         return State.PROBE
-    if health == "unhealthy":
+    if status == "unhealthy" and health.get("FailingStreak", 0) > 0:
         return State.UNHEALTHY
     return State.STARTING
 

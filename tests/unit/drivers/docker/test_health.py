@@ -9,10 +9,17 @@ import pytest
 from occ.drivers.compute.docker import health
 
 
-def _inspected(running: bool, status: str | None, *, restarting: bool = False) -> dict[str, Any]:
-    state: dict[str, Any] = {"Running": running, "Restarting": restarting}
+def _inspected(
+    running: bool,
+    status: str | None,
+    *,
+    restarting: bool = False,
+    paused: bool = False,
+    failing: int = 1,
+) -> dict[str, Any]:
+    state: dict[str, Any] = {"Running": running, "Restarting": restarting, "Paused": paused}
     if status is not None:
-        state["Health"] = {"Status": status}
+        state["Health"] = {"Status": status, "FailingStreak": failing}
     return {"State": state}
 
 
@@ -23,6 +30,10 @@ def _inspected(running: bool, status: str | None, *, restarting: bool = False) -
         (_inspected(True, None), health.State.PROBE),
         (_inspected(True, "starting"), health.State.STARTING),
         (_inspected(True, "unhealthy"), health.State.UNHEALTHY),
+        # the engine says unhealthy while it does not probe: paused, or unpaused and not yet
+        # probed again (no failing streak)
+        (_inspected(True, "unhealthy", paused=True, failing=0), health.State.EXITED),
+        (_inspected(True, "unhealthy", failing=0), health.State.STARTING),
         (_inspected(False, "healthy"), health.State.EXITED),
         (_inspected(True, "healthy", restarting=True), health.State.EXITED),
         ({}, health.State.EXITED),
