@@ -109,6 +109,8 @@ class DockerComputeDriver:
                 memory_bytes=settings.docker_memory_bytes,
                 nano_cpus=settings.docker_nano_cpus,
                 pids=settings.docker_pids_limit,
+                log_max_bytes=settings.log_file_max_bytes,
+                log_files=settings.log_file_backups + 1,
             ),
             maintenance_interval_s=(settings.maintenance_interval_ms or MAINTENANCE_INTERVAL_MS)
             / 1000,

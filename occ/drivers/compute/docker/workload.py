@@ -46,6 +46,10 @@ class Limits:
     memory_bytes: int
     nano_cpus: int
     pids: int
+    log_max_bytes: int = 10 * 1024 * 1024
+    """The size at which the engine rotates the container's log (``OCC_LOG_FILE_MAX_BYTES``)."""
+    log_files: int = 3
+    """The log files the engine keeps, the current one included (``OCC_LOG_FILE_BACKUPS`` + 1)."""
 
 
 def gateway_config(
@@ -98,6 +102,14 @@ def gateway_config(
             "nano_cpus": limits.nano_cpus,
             "pids_limit": limits.pids,
             "restart_policy": {"Name": "no"},
+            # the engine writes the gateway's output: bounded like every log occ writes
+            "log_config": {
+                "type": "json-file",
+                "config": {
+                    "max-size": str(limits.log_max_bytes),
+                    "max-file": str(limits.log_files),
+                },
+            },
         },
         "networking": {
             network: [naming.revision_alias(revision.revision_id)],

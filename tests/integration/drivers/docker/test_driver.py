@@ -141,6 +141,10 @@ def test_a_prepared_revision_is_a_hardened_healthy_container_serving_its_snapsho
     )
     assert host["PortBindings"] == {"8080/tcp": [{"HostIp": "127.0.0.1", "HostPort": ""}]}
     assert host["RestartPolicy"]["Name"] in ("no", "")
+    assert host["LogConfig"] == {
+        "Type": "json-file",
+        "Config": {"max-size": str(LIMITS.log_max_bytes), "max-file": str(LIMITS.log_files)},
+    }
     assert set(host["Tmpfs"]) == {workload.SECRETS_DIR}
     assert host["Binds"] == [f"{naming.snapshot(spec.revision_id)}:{workload.CONFIG_DIR}:ro"]
     assert attrs["Config"]["User"] == workload.USER

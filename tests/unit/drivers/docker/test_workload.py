@@ -48,6 +48,10 @@ def test_the_create_arguments_are_hardened_and_hold_no_credential() -> None:
     assert host["init"] is True
     assert host["port_bindings"] == {workload.PORT: ("127.0.0.1", None)}
     assert (host["mem_limit"], host["memswap_limit"], host["pids_limit"]) == (1 << 27, 1 << 27, 32)
+    assert host["log_config"] == {
+        "type": "json-file",
+        "config": {"max-size": str(10 * 1024 * 1024), "max-file": "3"},
+    }
     assert config["user"] == workload.USER
     assert config["stdin_open"] is True
     assert config["environment"] == {"HOOK_TOKEN": "opaque-abc"}
