@@ -86,6 +86,8 @@ def test_a_person_runs_an_agent_from_the_console(
     expect(page.locator("#deployment-state")).to_have_text("active", timeout=ACTIVE_WITHIN_MS)
     expect(page.locator("#agent-endpoint")).not_to_have_text("—")
     expect(page.locator("#revisions tbody tr")).to_have_count(1)
+    page.get_by_role("button", name="Show the last 200 lines").click()
+    expect(page.locator("#runtime-logs")).to_contain_text("gateway.started", timeout=30_000)
     shot(page, "agent")
     page.goto(namespace_url)
     expect(page.locator("[data-field=status]").nth(1)).to_have_text("active")
@@ -98,6 +100,14 @@ def test_a_person_runs_an_agent_from_the_console(
     page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete Agent").click()
     expect(page).to_have_url(namespace_url)
+
+    # the operator views: what was done, and the work that did it
+    page.goto(f"{console.base_url}/console/audit")
+    expect(page.locator("tbody tr").first).to_contain_text("agents.")
+    shot(page, "audit")
+    page.goto(f"{console.base_url}/console/work")
+    expect(page.locator("tbody tr").first).not_to_contain_text("No work")
+    shot(page, "work")
 
     # a second person, without permissions, sees nothing of it
     other = browser.new_context()

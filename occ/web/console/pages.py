@@ -176,7 +176,7 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
             "revisions": revisions,
             "may": {
                 action: _may(f"agent:{action}", "agent", agent_id, namespace_id)
-                for action in ("deploy", "operate", "delete")
+                for action in ("deploy", "operate", "delete", "read_logs")
             },
             "deployment": deployment if deployment.isascii() and len(deployment) < 100 else "",
         },

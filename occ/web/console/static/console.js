@@ -142,6 +142,44 @@
     });
   }
 
+  // the runtime's last lines (text/plain, credentials already redacted by the API); a
+  // refusal shows the problem's detail instead
+  async function showLogs(button) {
+    var into = document.getElementById(button.getAttribute("data-logs-into"));
+    var message = document.getElementById(button.getAttribute("data-logs-into") + "-message");
+    button.disabled = true;
+    try {
+      var response = await fetch(button.getAttribute("data-logs"), {
+        headers: { "Accept": "text/plain, application/problem+json" },
+        credentials: "same-origin"
+      });
+      if (response.status === 401) {
+        window.location.assign("/console/sign-in?next=" + encodeURIComponent(window.location.pathname));
+        return;
+      }
+      if (!response.ok) {
+        var problem = null;
+        try { problem = await response.json(); } catch (error) { problem = null; }
+        message.textContent = (problem && (problem.detail || problem.title)) || "The request failed (" + response.status + ").";
+        message.hidden = false;
+        into.hidden = true;
+        return;
+      }
+      into.textContent = await response.text();
+      into.hidden = false;
+      message.hidden = true;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("button[data-logs]");
+    if (button && !button.disabled) {
+      showLogs(button);
+    }
+  });
+
   document.querySelectorAll("[data-live]").forEach(function (element) {
     var every = Number(element.getAttribute("data-interval") || 1000);
     refresh(element);
