@@ -138,7 +138,7 @@ def test_a_person_runs_an_agent_from_the_console(
     expect(page).to_have_url(re.compile(r"/console/sign-in"))
 
 
-def test_an_administrator_mints_a_key_and_binds_a_role_in_a_namespace(
+def test_an_administrator_mints_and_revokes_a_key_and_binds_a_role_in_a_namespace(
     page: Page, console: Console
 ) -> None:
     sign_in(page, console, "cy@example.com")
@@ -169,4 +169,16 @@ def test_an_administrator_mints_a_key_and_binds_a_role_in_a_namespace(
     page.locator("#binding-namespace").select_option(namespace_id)
     page.get_by_role("button", name="Bind the Role").click()
     expect(page.locator("#bindings tr", has_text="Namespace team-keys")).to_have_count(1)
+    live_keys = page.locator("#keys tr[data-key]")
+    expect(live_keys).to_have_count(1)  # the one minted above, never its value
     shot(page, "people")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    live_keys.get_by_role("button", name=re.compile("Revoke key")).click()
+    expect(live_keys).to_have_count(0)
+    refused = page.request.get(
+        f"{console.base_url}/v1/namespaces",
+        headers={"Authorization": f"Bearer {key}"},
+        fail_on_status_code=False,
+    )
+    assert refused.status == 401

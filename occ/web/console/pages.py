@@ -240,17 +240,26 @@ def work_page() -> str:
 @blueprint.route("/people", methods=["GET"])
 @access.authenticated
 def people_page() -> str:
-    """Principals (with minting an API key), Roles and bindings (Installation-wide or in a
-    Namespace), for administrators of the Installation (403 else)."""
+    """Principals (with minting an API key), their live API keys (to revoke), Roles and
+    bindings (Installation-wide or in a Namespace), for administrators of the Installation
+    (403 else)."""
     principal_list = calls.call(principals.list_principals, _LIST_LIMIT)
     role_list = calls.call(roles.list_roles, _LIST_LIMIT)
     binding_list = calls.call(access_bindings.list_bindings, _LIST_LIMIT)
     namespace_list = calls.call(namespaces.list_namespaces, _LIST_LIMIT)
+    keys = [
+        key
+        for principal in principal_list
+        if principal.agent_id is None
+        for key in calls.call(principals.list_api_keys, _LIST_LIMIT, principal_id=principal.id)
+        if key.revoked_at is None
+    ]
     return _render(
         "people.html",
         {
             "title": "People and access",
             "principals": principal_list,
+            "keys": keys,
             "roles": role_list,
             "bindings": binding_list,
             "namespaces": namespace_list,
