@@ -36,9 +36,15 @@ GUNICORN_STARTUP_FAILURES: Final = frozenset({3, 4})
 
 
 def specs(
-    *, layout: home.Home, env: Mapping[str, str], cwd: Path, listener_fd: int
+    *,
+    layout: home.Home,
+    env: Mapping[str, str],
+    cwd: Path,
+    listener_fd: int,
+    task_events: bool = False,
 ) -> list[fleet.ChildSpec]:
-    """The API on the inherited socket ``listener_fd``, both workers and beat, run in ``cwd``."""
+    """The API on the inherited socket ``listener_fd``, both workers and beat, run in ``cwd``;
+    ``task_events``: the workers send task events from their start (for Flower)."""
     # prefork on kombu's polling transports (filesystem) hangs at shutdown in billiard's
     # pool teardown; threads are the other pool the driver tasks support
     polling = env["OCC_BROKER_URL"].startswith("filesystem:")
@@ -59,6 +65,8 @@ def specs(
                 argv += ("--no-control-socket",)  # else one shared socket under $HOME
             failures, pass_fds = GUNICORN_STARTUP_FAILURES, (listener_fd,)
         if process.worker is not None:
+            if task_events:
+                argv += (table.TASK_EVENTS,)
             marker = layout.marker(run.name)
             environment.update(_listener_port(env, WORKERS.index(run.name)))
             environment["OCC_WORKER_READINESS_PATH"] = str(marker)

@@ -142,7 +142,13 @@ class Runner:
         bootstrap.sign_in_link(settings, self.layout.sign_in_link)
         home.empty_metrics(self.layout)
         specs = children.specs(
-            layout=self.layout, env=env, cwd=self.broker.cwd, listener_fd=self.listener.fileno()
+            layout=self.layout,
+            env=env,
+            cwd=self.broker.cwd,
+            listener_fd=self.listener.fileno(),
+            # from their start: Flower's own request to send events comes seconds later, and
+            # the work of those first seconds would never show
+            task_events=flower_port is not None,
         )
         if flower_port is not None:
             basic_auth = flower.credential(self.layout)

@@ -143,8 +143,9 @@ _IMAGE_API = ("--bind", "0.0.0.0:8000", "--workers", "2")
 _DEV_API = ("--bind", "fd://{listener_fd}", "--workers", "2", "--graceful-timeout", "10")
 _LOG = ("-l", "INFO")
 _QUIET = ("--without-gossip", "--without-mingle")
-_EVENTS = "-E"  # Flower shows the tasks from their events
-_PRODUCTION_WORKER = (*_LOG, "-c", "4", _EVENTS, *_QUIET)
+TASK_EVENTS: Final = "-E"
+"""A worker's flag to send task events: Flower shows the tasks from them."""
+_PRODUCTION_WORKER = (*_LOG, "-c", "4", TASK_EVENTS, *_QUIET)
 _DEV_WORKER = (*_LOG, "-c", "2", *_QUIET)
 # Celery has no flag for the soft shutdown window: 20 s ends about 10 s before Heroku's SIGKILL
 # and within the pods' grace period
@@ -194,7 +195,7 @@ CONTROL: Final = Process(
         ),
         Layout.COMPOSE: Run("control", CONTROL_WORKER.argv(*_PRODUCTION_WORKER)),
         Layout.KUBERNETES: Run(
-            "occ-control", CONTROL_WORKER.through_occ(4, _EVENTS, *_QUIET), replicas=1
+            "occ-control", CONTROL_WORKER.through_occ(4, TASK_EVENTS, *_QUIET), replicas=1
         ),
         Layout.DEV: Run("control", CONTROL_WORKER.argv(*_DEV_WORKER)),
     },
@@ -218,7 +219,7 @@ DRIVERS: Final = Process(
         Layout.COMPOSE: Run("worker", DRIVER_WORKER.argv(*_PRODUCTION_WORKER, _SOFT_SHUTDOWN)),
         Layout.KUBERNETES: Run(
             "occ-drivers",
-            DRIVER_WORKER.through_occ(4, _EVENTS, *_QUIET, _SOFT_SHUTDOWN),
+            DRIVER_WORKER.through_occ(4, TASK_EVENTS, *_QUIET, _SOFT_SHUTDOWN),
             replicas=2,
         ),
         Layout.DEV: Run("drivers", DRIVER_WORKER.argv(*_DEV_WORKER, pool="{drivers_pool}")),

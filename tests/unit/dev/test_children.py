@@ -44,6 +44,24 @@ def test_each_command_line_is_the_tables_run_by_this_interpreter(tmp_path: Path)
         assert argv == (sys.executable, "-m", *run.filled(values)), run.name
 
 
+def test_only_workers_send_task_events_and_only_when_asked(tmp_path: Path) -> None:
+    quiet = _specs(tmp_path)
+    evented = {
+        spec.name: spec
+        for spec in children.specs(
+            layout=home.Home(tmp_path),
+            env=REDIS,
+            cwd=tmp_path,
+            listener_fd=LISTENER_FD,
+            task_events=True,
+        )
+    }
+    for name, spec in evented.items():
+        assert table.TASK_EVENTS not in quiet[name].argv, name
+        wanted = name in children.WORKERS
+        assert (spec.argv[-1] == table.TASK_EVENTS) is wanted, name
+
+
 def test_a_polling_broker_gives_the_driver_worker_the_threads_pool(tmp_path: Path) -> None:
     for broker, pool in (("filesystem://", "threads"), ("redis://h:6379/0", "prefork")):
         argv = _specs(tmp_path, {"OCC_BROKER_URL": broker})[children.DRIVERS].argv
