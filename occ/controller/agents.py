@@ -1,7 +1,8 @@
 """Agent drafts: create, read, list and edit; the lookups other Agent use cases share.
 
 Stop and delete are in ``occ.controller.agent_lifecycle``; deploy, revisions and deployment
-status in ``occ.controller.deployments``. A change takes its command value (``CreateAgent``,
+status in ``occ.controller.deployments``; a draft's fields are checked by
+``occ.controller.agent_drafts``. A change takes its command value (``CreateAgent``,
 ``UpdateAgent``). Every mutation locks the Namespace row (shared) and then the Agent row, and
 writes the state change and its audit event in one transaction; a draft creates no work. They
 return ``occ.controller.observed_agents.ObservedAgent`` values (the Agent with its runtime
@@ -10,7 +11,6 @@ status, read in the same transaction).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,6 +18,7 @@ from typing import Any, Final
 from occ import iam
 from occ.controller import (
     admission,
+    agent_drafts,
     listing,
     observed_agents,
     preconditions,
@@ -27,11 +28,10 @@ from occ.controller import (
 from occ.controller import namespaces as namespace_cases
 from occ.controller.changes import Change
 from occ.foundation import errors, harnesses, ids
-from occ.state import accounts, agents, configurations, iam_policy, keyset, namespaces, secrets
+from occ.state import agents, iam_policy, keyset, namespaces
 from occ.state import quotas as quota_rows
 from occ.state.db import Database, Session
 
-_VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 _RUNTIME_RESOURCES: Final = frozenset({"configuration_id", "harness_auth_secret_id"})
 """Draft columns naming what the runtime reads: a new one may be granted at once."""
 
@@ -94,15 +94,15 @@ def create_agent(
         Conflict: the name is taken in the Namespace, or its ``agent-runtime`` Role differs.
     """
     admission.require_id("namespace", command.namespace_id)
-    columns = draft_columns(
+    columns = agent_drafts.draft_columns(
         name=command.name,
         configuration_id=command.configuration_id,
         harness=command.harness,
         execution_mode=command.execution_mode,
         harness_auth=command.harness_auth,
     )
-    check_execution_mode(columns, current=None)
-    request = describe(columns)
+    agent_drafts.check_execution_mode(columns, current=None)
+    request = agent_drafts.describe(columns)
     action = "agents.create"
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, command.namespace_id)
@@ -117,7 +117,7 @@ def create_agent(
         )
         if namespace.status == namespaces.NamespaceStatus.DELETING:
             raise errors.NamespaceNotReady("the Namespace is being deleted")
-        check_references(session, namespace.id, columns)
+        agent_drafts.check_references(session, namespace.id, columns)
         quotas.enforce(session, namespace.id, "agents", quota_defaults)
         grant_decision = runtime_access.decide(
             session,
@@ -179,7 +179,7 @@ def update_agent(
         Conflict: the new name is taken.
     """
     require_ids(command.namespace_id, command.agent_id)
-    columns = draft_columns(
+    columns = agent_drafts.draft_columns(
         name=command.name,
         configuration_id=command.configuration_id,
         harness=command.harness,
@@ -188,7 +188,7 @@ def update_agent(
     )
     if not columns:
         raise errors.InvalidInput.at((), "give at least one field to change")
-    request = describe(columns)
+    request = agent_drafts.describe(columns)
     with admission.guarded(db, actor_id) as session:
         namespace, agent, change = locked(
             session,
@@ -201,8 +201,8 @@ def update_agent(
         preconditions.check(command.if_match, version(agent))
         if agent.deleting:
             raise errors.AgentDeleting("the Agent is being deleted")
-        check_execution_mode(columns, current=agent)
-        check_references(session, namespace.id, columns)
+        agent_drafts.check_execution_mode(columns, current=agent)
+        agent_drafts.check_references(session, namespace.id, columns)
         updated = agents.update_draft(session, agent.id, columns)
         granted = None
         if columns.keys() & _RUNTIME_RESOURCES:
@@ -267,113 +267,6 @@ def list_agents(
             window=window,
         )
         return keyset.Page(observed_agents.observe_all(session, visible), visible.next_after)
-
-
-# -- input --------------------------------------------------------------------------------------
-
-
-def draft_columns(
-    *,
-    name: str | None,
-    configuration_id: str | None,
-    harness: agents.Harness | None,
-    execution_mode: harnesses.ExecutionMode | None,
-    harness_auth: agents.HarnessAuth | None,
-) -> dict[str, Any]:
-    """The draft columns the given fields set, each checked on its own, in this order
-    (``InvalidInput`` at the field's path); ``None`` sets nothing.
-
-    The web layer's schema already made sure of the harness and execution mode catalogues and
-    of the harness authentication's kind.
-    """
-    columns: dict[str, Any] = {}
-    if name is not None:
-        columns["name"] = admission.name(name, ("name",))
-    if configuration_id is not None:
-        columns["configuration_id"] = ids.require(
-            "configuration", configuration_id, ("configuration_id",)
-        )
-    if harness is not None:
-        if not _VERSION.fullmatch(harness.version):
-            raise errors.InvalidInput.at(
-                ("harness", "version"), "must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
-            )
-        columns["harness_id"] = str(harness.id)
-        columns["harness_version"] = harness.version
-    if execution_mode is not None:
-        columns["execution_mode"] = str(execution_mode)
-    if harness_auth is not None:
-        columns.update(harness_auth_columns(harness_auth))
-    return columns
-
-
-def harness_auth_columns(harness_auth: agents.HarnessAuth) -> dict[str, str | None]:
-    """The draft's two source columns for ``harness_auth``: one set, the other cleared."""
-    if harness_auth.kind == agents.ACCOUNT_SOURCE:
-        account_id = ids.require("account", harness_auth.account_id, ("harness_auth", "account_id"))
-        return {"harness_auth_secret_id": None, "harness_auth_account_id": account_id}
-    secret_id = ids.require("secret", harness_auth.secret_id, ("harness_auth", "secret_id"))
-    return {"harness_auth_secret_id": secret_id, "harness_auth_account_id": None}
-
-
-def check_execution_mode(columns: Mapping[str, Any], *, current: agents.Agent | None) -> None:
-    """The execution mode must be the harness's own (openclaw embedded, codex dedicated)."""
-    harness_id = columns.get("harness_id", current.harness_id if current else None)
-    mode = columns.get("execution_mode", current.execution_mode if current else None)
-    if harness_id is not None and harnesses.MODES[harness_id] != mode:
-        raise errors.InvalidInput.at(
-            ("execution_mode",),
-            f"must be {harnesses.MODES[harness_id]} for harness {harness_id}",
-        )
-
-
-def check_references(session: Session, namespace_id: str, columns: Mapping[str, Any]) -> None:
-    """The referenced Configuration and Secret must exist in the Namespace."""
-    configuration_id = columns.get("configuration_id")
-    if configuration_id is not None and not configurations.hold_reference(
-        session, namespace_id, configuration_id
-    ):
-        raise errors.InvalidInput.at(
-            ("configuration_id",), "no such configuration in this Namespace"
-        )
-    secret_id = columns.get("harness_auth_secret_id")
-    if secret_id is not None and not secrets.hold_reference(session, namespace_id, secret_id):
-        raise errors.InvalidInput.at(
-            ("harness_auth", "secret_id"), "no such secret in this Namespace"
-        )
-    account_id = columns.get("harness_auth_account_id")
-    if account_id is not None:
-        account = accounts.get(session, namespace_id, account_id, lock=True)
-        if account is None:
-            raise errors.InvalidInput.at(
-                ("harness_auth", "account_id"), "no such account in this Namespace"
-            )
-        if account.withdrawn:
-            raise errors.InvalidInput.at(
-                ("harness_auth", "account_id"), "the account Backend withdrew this account"
-            )
-
-
-def describe(columns: Mapping[str, Any]) -> dict[str, Any]:
-    """Parsed draft columns as audit details (camelCase, ids only)."""
-    details: dict[str, Any] = {}
-    for key, name in (
-        ("name", "name"),
-        ("configuration_id", "configurationId"),
-        ("execution_mode", "executionMode"),
-    ):
-        if key in columns:
-            details[name] = columns[key]
-    if "harness_id" in columns:
-        details["harness"] = {"id": columns["harness_id"], "version": columns["harness_version"]}
-    if columns.get("harness_auth_secret_id") is not None:
-        details["harnessAuth"] = {"kind": "secret", "secretId": columns["harness_auth_secret_id"]}
-    if columns.get("harness_auth_account_id") is not None:
-        details["harnessAuth"] = {
-            "kind": agents.ACCOUNT_SOURCE,
-            "accountId": columns["harness_auth_account_id"],
-        }
-    return details
 
 
 # -- shared with occ.controller.agent_lifecycle and occ.controller.deployments --------------
