@@ -3,6 +3,7 @@ proxy, and what a command imports."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import socket
@@ -105,37 +106,32 @@ def test_nothing_listening_or_not_http_is_unreachable() -> None:
     assert raised.value.code == "UNREACHABLE"
     assert "occ_k_s" not in str(raised.value)
 
-    with socket.socket() as listener:  # answers garbage, then closes
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-
-        def babble() -> None:
-            connection, _ = listener.accept()
-            with connection:
-                connection.recv(65536)
-                connection.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
-
-        threading.Thread(target=babble, daemon=True).start()
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1/x"
-        with pytest.raises(wire.Unreachable, match="not HTTP"):
-            wire.exchange("GET", url, {}, None, timeout_s=5)
+    garbage = b"SSH-2.0-OpenSSH\r\n\r\n"
+    with _answering(garbage) as url, pytest.raises(wire.Unreachable, match="not HTTP"):
+        wire.exchange("GET", f"{url}/v1/x", {}, None, timeout_s=5)
 
 
 def test_a_short_answer_is_unreachable_not_truncated() -> None:
+    short = b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{}"
+    with _answering(short) as url, pytest.raises(wire.Unreachable, match="ended early"):
+        wire.exchange("GET", f"{url}/", {}, None, timeout_s=5)
+
+
+@contextlib.contextmanager
+def _answering(reply: bytes) -> Iterator[str]:
+    """The base URL of a one-shot server that reads a request, sends ``reply`` and closes."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
 
-        def short() -> None:
+        def answer() -> None:
             connection, _ = listener.accept()
             with connection:
                 connection.recv(65536)
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{}")
+                connection.sendall(reply)
 
-        threading.Thread(target=short, daemon=True).start()
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
-        with pytest.raises(wire.Unreachable, match="ended early"):
-            wire.exchange("GET", url, {}, None, timeout_s=5)
+        threading.Thread(target=answer, daemon=True).start()
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
 
 
 def test_a_proxy_in_the_environment_goes_through_urllib(api: str) -> None:
