@@ -27,8 +27,8 @@ from occ.controller import (
 from occ.drivers.compute.kubernetes import client, cluster_config, naming
 from occ.state import models
 from occ.state.db import Database
-from tests.integration.drivers.kubernetes import helpers
-from tests.support import processes, worker_worlds, worlds
+from tests.integration.drivers.kubernetes import fleets
+from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -127,26 +127,7 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     db: Database, env: dict[str, str], fleet: processes.Fleet, cluster: Cluster
 ) -> None:
     admin = worlds.installation_admin(db, "agents")
-    env.update(
-        OCC_COMPUTE_DRIVER="kubernetes",
-        OCC_KUBERNETES_KUBECONFIG=str(cluster.kubeconfig),
-        OCC_KUBERNETES_GATEWAY_IMAGE=helpers.GATEWAY_IMAGE,
-        OCC_CLAIM_INTERVAL_MS="500",
-        OCC_UNREADY_RECHECK_MS="200",
-    )
-    fleet.control_worker()
-    fleet.worker("drivers", concurrency=2)
-    fleet.beat()
-
-    world = worker_worlds.reconciled(
-        db,
-        env,
-        admin=admin,
-        compute_driver="kubernetes",
-        secret_value=helpers.CREDENTIAL,
-        document={"model": "m"},
-        timeout=TIMEOUT,
-    )
+    world = fleets.reconciled(db, env, fleet, cluster.kubeconfig, admin=admin)
     namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
     assert cluster.get("namespaces", None, namespace) is not None
 

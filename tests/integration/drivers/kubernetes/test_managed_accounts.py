@@ -14,8 +14,8 @@ from occ.drivers.compute.kubernetes import client, cluster_config, naming
 from occ.foundation import fingerprints
 from occ.state import agents as agent_rows
 from occ.state.db import Database
-from tests.integration.drivers.kubernetes import helpers
-from tests.support import processes, worker_worlds, worlds
+from tests.integration.drivers.kubernetes import fleets
+from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -33,27 +33,15 @@ def test_the_account_token_is_delivered_like_a_secret(
 ) -> None:
     admin = worlds.installation_admin(db, "accounts")
     backend_root = tmp_path / "accounts"
-    env.update(
-        OCC_COMPUTE_DRIVER="kubernetes",
-        OCC_KUBERNETES_KUBECONFIG=str(kubeconfig),
-        OCC_KUBERNETES_GATEWAY_IMAGE=helpers.GATEWAY_IMAGE,
-        OCC_CLAIM_INTERVAL_MS="500",
-        OCC_UNREADY_RECHECK_MS="200",
+    world = fleets.reconciled(
+        db,
+        env,
+        fleet,
+        kubeconfig,
+        admin=admin,
         OCC_ACCOUNT_BACKEND="standin",
         OCC_ACCOUNT_BACKEND_ROOT=str(backend_root),
         OCC_FINGERPRINT_KEY=FINGERPRINT_KEY,
-    )
-    fleet.control_worker()
-    fleet.worker("drivers", concurrency=2)
-    fleet.beat()
-    world = worker_worlds.reconciled(
-        db,
-        env,
-        admin=admin,
-        compute_driver="kubernetes",
-        secret_value=helpers.CREDENTIAL,
-        document={"model": "m"},
-        timeout=TIMEOUT,
     )
     backend = standin.StandinBackend(backend_root)
     account = accounts.issue_account(

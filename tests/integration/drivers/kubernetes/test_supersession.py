@@ -20,8 +20,8 @@ from occ.drivers.compute.kubernetes import naming
 from occ.foundation import harnesses
 from occ.state import models
 from occ.state.db import Database
-from tests.integration.drivers.kubernetes import helpers
-from tests.support import processes, worker_worlds, worlds
+from tests.integration.drivers.kubernetes import fleets
+from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -69,27 +69,16 @@ def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
     kubeconfig: Path,
 ) -> None:
     admin = worlds.installation_admin(db, "agents")
-    env.update(
-        OCC_COMPUTE_DRIVER="kubernetes",
-        OCC_KUBERNETES_KUBECONFIG=str(kubeconfig),
-        OCC_KUBERNETES_GATEWAY_IMAGE=helpers.GATEWAY_IMAGE,
-        OCC_CLAIM_INTERVAL_MS="300",
-        OCC_UNREADY_RECHECK_MS="200",
-        OCC_MAINTENANCE_INTERVAL_MS=str(MAINTENANCE_INTERVAL_MS),
-        OCC_OBSERVER_TICK_MS="200",
-    )
-    fleet.control_worker()
-    fleet.worker("drivers", concurrency=2)
-    fleet.beat()
-    world = worker_worlds.reconciled(
+    world = fleets.reconciled(
         db,
         env,
+        fleet,
+        kubeconfig,
         admin=admin,
-        compute_driver="kubernetes",
-        secret_value=helpers.CREDENTIAL,
-        document={"model": "m"},
-        timeout=TIMEOUT,
         harness=harnesses.Harness.CODEX,
+        OCC_CLAIM_INTERVAL_MS="300",
+        OCC_MAINTENANCE_INTERVAL_MS=str(MAINTENANCE_INTERVAL_MS),
+        OCC_OBSERVER_TICK_MS="200",
     )
     namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
 
