@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from occ.reconcile import revision_snapshot
 from occ.state import agents, deploys, repairs, revisions, values
 from occ.state.db import Session
 
@@ -41,10 +42,4 @@ def deployment_failed(session: Session, item: values.WorkItem, details: Mapping[
         ):
             agents.clear_active(session, agent.id, revision.id)
     # owned like a repair (whoever deployed the revision), with the next free repair id
-    repair_owner = values.WorkOwner(
-        namespace_id=revision.namespace_id,
-        actor_id=revision.actor_id,
-        agent_id=revision.agent_id,
-        revision_id=revision.id,
-    )
-    repairs.enqueue(session, repair_owner)
+    repairs.enqueue(session, revision_snapshot.repair_owner(revision))

@@ -169,3 +169,25 @@ def snapshot(
         age_ms=age_ms,
         retire=retire,
     )
+
+
+def repair_target(agent: agents.Agent | None, retired_id: str) -> str | None:
+    """The active revision to repair once revision ``retired_id``'s runtime was retired, or
+    ``None``: the Agent is gone, not wanted running, runs no revision, or runs the retired
+    one."""
+    if agent is None or agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING:
+        return None
+    active_id = agent.active_revision_id
+    if active_id is None or active_id == retired_id:
+        return None
+    return active_id
+
+
+def repair_owner(revision: revisions.Revision) -> values.WorkOwner:
+    """Who owns a repair of ``revision``: like any repair, whoever deployed it."""
+    return values.WorkOwner(
+        namespace_id=revision.namespace_id,
+        actor_id=revision.actor_id,
+        agent_id=revision.agent_id,
+        revision_id=revision.id,
+    )

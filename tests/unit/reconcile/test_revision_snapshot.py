@@ -189,3 +189,33 @@ def test_with_several_broken_facts_the_first_in_order_decides(broken: set[int]) 
     missing = [i for i in broken if i < 3]
     first = min(missing) if missing else min(broken)
     assert _refusal(read) == BREAKS[first][2]
+
+
+def test_a_retirement_repairs_the_agents_other_running_active_revision() -> None:
+    world = scenarios.agent(revisions=2, active=1)
+    active, failed = world.revisions
+
+    assert revision_snapshot.repair_target(world.agent, failed.id) == active.id
+    owner = revision_snapshot.repair_owner(active)
+    assert (owner.namespace_id, owner.actor_id) == (active.namespace_id, active.actor_id)
+    assert (owner.agent_id, owner.revision_id) == (active.agent_id, active.id)
+
+
+@pytest.mark.parametrize(
+    ("case", "active", "desired"),
+    [
+        ("the agent runs the retired revision", 2, agents.DesiredRuntimeState.RUNNING),
+        ("the agent runs no revision", None, agents.DesiredRuntimeState.RUNNING),
+        ("the agent is stopped", 1, agents.DesiredRuntimeState.STOPPED),
+    ],
+)
+def test_a_retirement_repairs_nothing_when(
+    case: str, active: int | None, desired: agents.DesiredRuntimeState
+) -> None:
+    world = scenarios.agent(revisions=2, active=active, desired_runtime_state=desired)
+
+    assert revision_snapshot.repair_target(world.agent, world.revisions[1].id) is None
+
+
+def test_a_retirement_repairs_nothing_for_a_deleted_agent() -> None:
+    assert revision_snapshot.repair_target(None, "rev") is None
