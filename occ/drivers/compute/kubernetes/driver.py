@@ -30,6 +30,7 @@ from occ.drivers.compute.kubernetes import (
     client,
     configured,
     ensure,
+    gateway,
     informer,
     manifests,
     namespaces,
@@ -81,6 +82,7 @@ class KubernetesComputeDriver:
         )
         self.steps = ensure.Steps(api)
         self.options = options
+        self.gateways = gateway.Gateways(self.steps, options)
         self.network = network if network is not None else policies.NetworkOptions()
         self.policy = policy if policy is not None else namespaces.Policy(prefix="occ-")
         self.hooks = hooks if hooks is not None else lifecycle.HookDispatcher()
@@ -208,7 +210,7 @@ class KubernetesComputeDriver:
             namespace,
             manifests.service(revision, namespace, selects=None),
         )
-        return self._start_dedicated(operation, revision, namespace)
+        return self.gateways.start_dedicated(self.hooks, operation, revision, namespace)
 
     def _stage_credential(
         self, operation: base.Operation, revision: base.RevisionSpec, namespace: str
@@ -231,24 +233,6 @@ class KubernetesComputeDriver:
                 CREDENTIAL_MISSING, "the revision has no harness credential to deliver"
             )
 
-    def _start_dedicated(
-        self, operation: base.Operation, revision: base.RevisionSpec, namespace: str
-    ) -> base.Observation:
-        own = manifests.deployment_name(revision)
-        for other in self.api.find(
-            client.DEPLOYMENT, namespace, naming.owned_by_agent(revision.agent_id)
-        ):
-            if ensure.metadata(other).get("name") == own:
-                continue
-            spec, status = other.get("spec") or {}, other.get("status") or {}
-            if (spec.get("replicas") or 0) > 0 or (status.get("replicas") or 0) > 0:
-                return base.Pending("an earlier revision's gateway still runs")
-        deployment = self._apply_gateway(operation, revision, namespace, replicas=1)
-        verdict = rollout.deployment_verdict(deployment, revision.revision_id)
-        observation = rollout.observation(verdict)
-        self._revoke_failed_launch(operation, revision, observation)
-        return observation
-
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Activation | base.Pending | base.Failed:
@@ -256,11 +240,11 @@ class KubernetesComputeDriver:
         operation.check()
         namespace = self._required_namespace(revision.namespace_id)
         if manifests.mode_of(revision) == naming.EMBEDDED:
-            deployment: Mapping[str, Any] | None = self._apply_gateway(
-                operation, revision, namespace, replicas=1
+            deployment: Mapping[str, Any] | None = self.gateways.apply(
+                self.hooks, operation, revision, namespace, replicas=1
             )
         else:
-            deployment = self._gateway_of(revision, namespace)
+            deployment = self.gateways.running(revision, namespace)
             if deployment is None:
                 return base.Pending("the revision's gateway does not exist (not prepared)")
             service = manifests.service(revision, namespace, selects=revision.revision_id)
@@ -277,7 +261,7 @@ class KubernetesComputeDriver:
             policies.close(self.steps, operation, revision, namespace, self.network)
             return base.Activation(manifests.endpoint(revision, namespace))
         if manifests.mode_of(revision) == naming.EMBEDDED:
-            self._revoke_failed_launch(operation, revision, observation)
+            gateway.revoke_failed_launch(self.hooks, operation, revision, observation)
         return observation
 
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
@@ -291,18 +275,18 @@ class KubernetesComputeDriver:
             return
         if self.hooks:
             self.hooks.before_workload_stop(operation, revision)
-        self._apply_gateway(operation, revision, namespace, replicas=0, launch=False)
+        self.gateways.apply(self.hooks, operation, revision, namespace, replicas=0, launch=False)
 
     def retire_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Remove the revision's own objects (and its gateway when it still runs it)."""
         placed = self._placed(operation, revision)
         if placed is None:
             return
-        namespace, gateway = placed
-        if gateway is not None:
+        namespace, deployment = placed
+        if deployment is not None:
             if self.hooks:
                 self.hooks.before_workload_stop(operation, revision)
-            self.steps.deleted(operation, client.DEPLOYMENT, namespace, gateway)
+            self.steps.deleted(operation, client.DEPLOYMENT, namespace, deployment)
         revision_id = revision.revision_id
         for kind, name, role in (
             (client.CONFIG_MAP, naming.configuration_map(revision_id), naming.Role.CONFIGURATION),
@@ -359,50 +343,4 @@ class KubernetesComputeDriver:
         namespace = self.kubernetes_namespace(revision.namespace_id)
         if namespace is None:
             return None
-        return namespace, self._gateway_of(revision, namespace)
-
-    def _gateway_of(self, revision: base.RevisionSpec, namespace: str) -> dict[str, Any] | None:
-        """The Deployment running ``revision`` (embedded: only while its template does)."""
-        current = self.steps.owned(
-            client.DEPLOYMENT,
-            namespace,
-            manifests.deployment_name(revision),
-            manifests.gateway_labels(revision),
-        )
-        if current is None:
-            return None
-        if (
-            manifests.mode_of(revision) == naming.EMBEDDED
-            and rollout.template_revision(current) != revision.revision_id
-        ):
-            return None  # the Agent's gateway runs another revision now
-        return current
-
-    def _apply_gateway(
-        self,
-        operation: base.Operation,
-        revision: base.RevisionSpec,
-        namespace: str,
-        *,
-        replicas: int,
-        launch: bool = True,
-    ) -> dict[str, Any]:
-        environment: Mapping[str, str] = {}
-        if launch and self.hooks:
-            environment = self.hooks.before_workload_start(operation, revision)
-        desired = manifests.gateway_deployment(
-            revision, namespace, self.options, replicas=replicas, environment=environment
-        )
-        try:
-            return self.steps.applied(operation, client.DEPLOYMENT, namespace, desired)
-        except BaseException:
-            if launch and self.hooks:  # the launch did not happen: revoke what the hooks granted
-                self.hooks.compensate_workload_start(operation, revision)
-            raise
-
-    def _revoke_failed_launch(
-        self, operation: base.Operation, revision: base.RevisionSpec, observation: base.Observation
-    ) -> None:
-        """A launch observed ``Failed`` revokes what ``before_workload_start`` granted."""
-        if isinstance(observation, base.Failed) and self.hooks:
-            self.hooks.compensate_workload_start(operation, revision)
+        return namespace, self.gateways.running(revision, namespace)

@@ -1,9 +1,10 @@
 """The ``LocalComputeDriver``: the Compute Driver contract over directories and processes.
 
 Namespaces are directories; each Agent revision is one gateway process on 127.0.0.1
-(``gateways``). State lives on disk under the root (``store``), never only in memory, so a
-restarted worker finds everything again; every operation is journalled (``journal``);
-observations read the process table and the gateways' health (``observation``).
+(``gateways``, started by ``gateway_start``). State lives on disk under the root (``store``),
+never only in memory, so a restarted worker finds everything again; every operation is
+journalled (``journal``); observations read the process table and the gateways' health
+(``observation``).
 
 Start failures: a gateway that exits before it ever answered healthy is restarted once by
 the next ``prepare_revision``; when the restarted one exits too, ``prepare_revision`` revokes
@@ -28,7 +29,14 @@ from typing import Any, Final
 
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.local import gateways, journal, logfiles, observation, store
+from occ.drivers.compute.local import (
+    gateway_start,
+    gateways,
+    journal,
+    logfiles,
+    observation,
+    store,
+)
 from occ.foundation import fingerprints
 from occ.settings.config import Settings
 
@@ -296,7 +304,16 @@ class LocalComputeDriver:
                         permanent=False,
                         reason=f"the gateway exited before it became healthy ({restarts} starts)",
                     )
-            started = self._start(operation, revision, directory, restarts, runtime.get("port"))
+            started = gateway_start.start(
+                operation,
+                revision,
+                directory,
+                template=self.harness_commands.get(revision.harness_id),
+                hooks=self.hooks,
+                rotation=self.rotation,
+                restarts=restarts,
+                previous_port=runtime.get("port"),
+            )
             if isinstance(started, base.Failed):
                 return started
             runtime = started
@@ -310,73 +327,6 @@ class LocalComputeDriver:
         if runtime.get("healthyAt") is None:
             store.write_json(runtime_path, {**runtime, "healthyAt": time.time()})
         return base.Ready({"endpoint": gateways.endpoint(port)}, warnings)
-
-    def _start(
-        self,
-        operation: base.Operation,
-        revision: base.RevisionSpec,
-        directory: Path,
-        restarts: int,
-        previous_port: object,
-    ) -> dict[str, Any] | base.Failed:
-        """Run the launch hooks and start the gateway, on the revision's previous port when it
-        is free (so its endpoint outlives a restart of the worker or of ``occ dev``); its new
-        ``runtime.json``."""
-        template = self.harness_commands.get(revision.harness_id)
-        credential = directory / store.CREDENTIAL
-        credential_file = credential if credential.is_file() else None
-        if credential_file is None and gateways.needs_credential(template):
-            return base.Failed(
-                "RUNTIME_STARTUP_FAILED",
-                permanent=True,
-                reason="the harness command needs a credential file and none was delivered",
-            )
-        environment = self.hooks.before_workload_start(operation, revision)
-        try:
-            operation.check()
-            preferred = previous_port if isinstance(previous_port, int) else None
-            port = gateways.free_port(preferred)
-            command = gateways.command(
-                template,
-                revision,
-                port=port,
-                snapshot=directory / store.SNAPSHOT,
-                credential_file=credential_file,
-            )
-            env = gateways.environment(directory, environment, stand_in=template is None)
-            if preferred is not None and port != preferred:
-                line = gateways.port_taken_line(preferred, port)
-                logfiles.append(directory / store.LOG, line, self.rotation)
-            log = logfiles.start_writer(directory / store.LOG, self.rotation)
-            try:
-                pid = gateways.start(command, directory, env, log)
-            finally:
-                os.close(log)  # the gateway holds the pipe now: its end is the writer's end
-        except OSError as exc:
-            self.hooks.compensate_workload_start(operation, revision)
-            if isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError):
-                return base.Failed(
-                    "RUNTIME_STARTUP_FAILED",
-                    permanent=True,
-                    reason=f"the gateway command cannot run: {type(exc).__name__}",
-                )
-            raise base.TransientDriverError("RUNTIME_STARTUP_FAILED", type(exc).__name__) from None
-        except BaseException:
-            self.hooks.compensate_workload_start(operation, revision)
-            raise
-        runtime: dict[str, Any] = {
-            "namespaceId": revision.namespace_id,
-            "agentId": revision.agent_id,
-            "revisionId": revision.revision_id,
-            "pid": pid,
-            "port": port,
-            "startedAt": time.time(),
-            "command": command,
-            "restarts": restarts,
-            "environmentNames": sorted(environment),
-        }
-        store.write_json(directory / store.RUNTIME, runtime)
-        return runtime
 
     def _stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         gateways.reap_children()
