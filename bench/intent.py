@@ -32,7 +32,7 @@ import sqlalchemy as sa
 
 from bench.support import log, percentile, report
 from occ.reconcile import upkeep
-from occ.state import values, work_queue
+from occ.state import values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import databases, queue_steps, rows
 
@@ -169,7 +169,7 @@ def pickup(w: World, *, backlog: bool, deploys: int, verbose: bool) -> list[floa
             nudged.wait(0.05)  # the nudge of an admission or a completion, else beat's tick
             nudged.clear()
             with w.app.transaction() as session:
-                batch = work_queue.claim_share(
+                batch = work_claims.claim_share(
                     session, POLICY, max_in_flight=IN_FLIGHT, min_room=IN_FLIGHT // 4
                 )
             for claim in batch.claims:
@@ -305,7 +305,7 @@ def _claim_latencies(w: World, until: Callable[[], bool]) -> list[float]:
     while not until():
         with w.app.transaction() as session:
             started = time.perf_counter()
-            claims = work_queue.claim(session, POLICY, limit=10)
+            claims = work_claims.claim(session, POLICY, limit=10)
             samples.append((time.perf_counter() - started) * 1000)
         with w.app.autocommit_connection() as connection:
             for claim in claims:

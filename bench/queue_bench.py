@@ -36,7 +36,7 @@ statements, then VACUUM ANALYZE (and CHECKPOINT when the user may).
 
 Claim latency: 3,000 queued items over 1,000 lanes, 64 live claims (busy lanes), and 1,000 or
 1,000,000 succeeded rows (one INSERT ... SELECT generate_series). One thread times
-``work_queue.claim(limit=10)`` (the statement and its rows, not BEGIN or COMMIT) after a
+``work_claims.claim(limit=10)`` (the statement and its rows, not BEGIN or COMMIT) after a
 warm-up, so the figures are those of the prepared statement's steady-state plan; each claimed
 batch is then released, which keeps every count constant from sample to sample.
 
@@ -74,7 +74,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from bench.support import figure, log, percentile, say
-from occ.state import db, schema, values, work_queue
+from occ.state import db, schema, values, work_claims, work_queue
 
 WORKERS = 4
 """Worker threads of the throughput phases (the machine this was tuned on has 2 cores)."""
@@ -415,7 +415,7 @@ def _worker(
         while not stop.is_set():
             try:
                 with database.transaction() as session:
-                    claims = work_queue.claim(session, POLICY, limit=batch)
+                    claims = work_claims.claim(session, POLICY, limit=batch)
             except sa_exc.IntegrityError:
                 # the unique one-claim-per-lane index fired: the claim SQL let two heads through
                 counters.unique_violations += 1
@@ -557,14 +557,14 @@ class ClaimSampler:
         self.label = f"{queued} queued, {terminal} terminal rows"
         self.database = db.Database(url, pool_size=2, application_name="occ-bench")
         with self.database.transaction() as session:
-            work_queue.claim(session, HOLD_POLICY, limit=LATENCY_IN_FLIGHT)
+            work_claims.claim(session, HOLD_POLICY, limit=LATENCY_IN_FLIGHT)
 
     def sample(self) -> float:
         """Milliseconds of one claim statement and its rows (not BEGIN or COMMIT)."""
         with self.database.transaction() as session:
             session.execute(sa.text("SELECT 1"))  # BEGIN goes out here, outside the timing
             before = time.perf_counter()
-            claims = work_queue.claim(session, POLICY, limit=LATENCY_LIMIT)
+            claims = work_claims.claim(session, POLICY, limit=LATENCY_LIMIT)
             elapsed = time.perf_counter() - before
         with self.database.transaction() as session:
             for dispatch in claims:

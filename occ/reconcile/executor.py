@@ -29,7 +29,7 @@ from occ.reconcile import (
     upkeep,
 )
 from occ.reconcile.context import ClaimContext
-from occ.state import values, work_queue, work_reads
+from occ.state import values, work_claims, work_queue, work_reads
 from occ.state.db import Database
 from occ.state.work_keys import WorkKey
 from occ.telemetry import clock_skew, metrics, observability
@@ -42,7 +42,7 @@ def claim_batch(
 ) -> list[values.Claim]:
     """Claim what the fleet's in-flight budget has room for (committed before dispatch)."""
     with database.transaction() as session, metrics.CLAIM_DURATION.time():
-        return work_queue.claim_within_budget(session, policy, max_in_flight=max_in_flight)
+        return work_claims.claim_within_budget(session, policy, max_in_flight=max_in_flight)
 
 
 CLAIM_SHARE: Final = 4
@@ -51,12 +51,12 @@ CLAIM_SHARE: Final = 4
 
 def claim_share(
     database: Database, policy: values.QueuePolicy, *, max_in_flight: int
-) -> work_queue.Batch:
+) -> work_claims.Batch:
     """What ``occ.claim`` runs: a batch once a quarter of the budget is free, and whether a
     backlog remains (then the control worker claims again soon)."""
     min_room = max(max_in_flight // CLAIM_SHARE, 1)
     with database.transaction() as session, metrics.CLAIM_DURATION.time():
-        return work_queue.claim_share(
+        return work_claims.claim_share(
             session, policy, max_in_flight=max_in_flight, min_room=min_room
         )
 

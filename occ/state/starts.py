@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from occ.state import hot_statements, namespaces, queries, rows, values, work_queue
+from occ.state import hot_statements, namespaces, queries, rows, values, work_queue, work_rows
 
 SQL: Final = queries.load("starts.sql")
 HOT: Final = hot_statements.compile_all(SQL, "start_namespace_work")
@@ -44,4 +44,4 @@ def start_namespace_work(
         return None
     columns = rows.unprefixed(row, _NAMESPACE_PREFIX)
     namespace = None if columns["id"] is None else namespaces.of_columns(columns)
-    return NamespaceStart(work_queue.claim_of(row), namespace)
+    return NamespaceStart(work_rows.claim_of(row), namespace)

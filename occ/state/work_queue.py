@@ -1,5 +1,5 @@
-"""The durable work queue: enqueue, claim, start, renew, release, defer_dispatch, defer, retry,
-complete, fail, recover_stale.
+"""The durable work queue: enqueue, start, renew, release, defer_dispatch, defer, retry, complete,
+fail, recover_stale (claiming is ``work_claims``'s).
 
 Runs the named statements of ``sql/work_queue.sql`` on the caller's session, and the one-row
 transitions of a claim on a session or an autocommit connection (``hot_statements.Target``);
@@ -16,36 +16,19 @@ import datetime as dt
 import json
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ.foundation import codes, errors
-from occ.state import hot_statements, queries, values
-from occ.state.work_keys import Priority, WorkKey, WorkKind
+from occ.state import hot_statements, queries, values, work_rows
+from occ.state.work_keys import WorkKey, WorkKind
 
 SQL: Final = queries.load("work_queue.sql")
 HOT: Final = hot_statements.compile_all(
     SQL, "start", "renew", "release", "defer_dispatch", "complete", "fail", "retry", "defer"
 )
 """The one-row transitions every item runs, executed below SQLAlchemy's execution layer."""
-
-LANE_LOCK_CLASS: Final = 204
-"""First key of the transaction-scoped advisory locks that keep two claimers off one lane."""
-
-_CLAIM_RACE_RETRIES: Final = 3
-
-INTENT_RESERVE: Final = 4
-"""One in this many seats of the in-flight budget (at least one) is kept for the intent class:
-repairs and periodic upkeep together hold at most the rest, so a deploy behind a flood of
-upkeep is claimed at the next claim instead of when the flood drains."""
-
-_CLASSES: Final = sorted(Priority, reverse=True)
-
-_Row = Mapping[Any, Any]
-"""A row by column name: SQLAlchemy's ``RowMapping`` or a hot statement's dict."""
 
 
 def enqueue(
@@ -60,11 +43,11 @@ def enqueue(
     row = session.execute(SQL["enqueue"], params).mappings().first()
     if row is None:
         row = session.execute(SQL["get"], {"work_id": str(key)}).mappings().one()
-        if _owner(row) != owner:
+        if work_rows.owner_of(row) != owner:
             raise errors.IdempotencyConflict(
                 "the work key already belongs to another owner, actor or target"
             )
-    return _item(row)
+    return work_rows.item_of(row)
 
 
 def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | None]:
@@ -86,102 +69,7 @@ def item_parameters(key: WorkKey, owner: values.WorkOwner) -> dict[str, str | No
 def get(session: orm.Session, key: WorkKey | str) -> values.WorkItem | None:
     """The item, or ``None``."""
     row = session.execute(SQL["get"], {"work_id": str(key)}).mappings().first()
-    return None if row is None else _item(row)
-
-
-@dataclass(frozen=True)
-class Batch:
-    """What one budgeted claim took, and whether a backlog likely remains."""
-
-    claims: list[values.Claim]
-    more: bool
-    """The claim filled its limit: a backlog likely remains, claim again soon (the control
-    worker re-claims instead of waiting for a nudge)."""
-
-
-def claim_within_budget(
-    session: orm.Session, policy: values.QueuePolicy, *, max_in_flight: int
-) -> list[values.Claim]:
-    """Claim at most ``max_in_flight`` minus the live claims, one claimer at a time.
-
-    Claim batches of every control worker wait for each other (a transaction-scoped advisory
-    lock), so the fleet never holds more than ``max_in_flight`` claims and nothing outlives
-    its dispatch lease waiting in the broker.
-    """
-    return claim_share(session, policy, max_in_flight=max_in_flight, min_room=1).claims
-
-
-def claim_share(
-    session: orm.Session, policy: values.QueuePolicy, *, max_in_flight: int, min_room: int
-) -> Batch:
-    """``claim_within_budget``, but only when at least ``min_room`` of the budget is free.
-
-    With less room (and some claims live) nothing is claimed: one small claim per completion
-    costs a claim statement for an item or two; a later nudge (a completion's) claims once the
-    share is free. ``more`` says whether to claim again soon. Classes below intent together
-    hold at most ``upkeep_budget(max_in_flight)`` claims, so a flood of upkeep always leaves
-    room (a quarter, ``min_room`` at the default share) for the next intent item.
-    """
-    session.execute(SQL["serialize_claimers"])
-    live, upkeep = _live_by_class(session)
-    room = max_in_flight - live
-    if room <= 0 or (room < min_room and live > 0):
-        return Batch([], False)
-    claims = claim(
-        session, policy, limit=room, upkeep_limit=max(upkeep_budget(max_in_flight) - upkeep, 0)
-    )
-    return Batch(claims, len(claims) == room)
-
-
-def upkeep_budget(max_in_flight: int) -> int:
-    """How many claims the classes below intent may hold together (``INTENT_RESERVE``)."""
-    return max(max_in_flight - max(max_in_flight // INTENT_RESERVE, 1), 1)
-
-
-def claim(
-    session: orm.Session,
-    policy: values.QueuePolicy,
-    *,
-    limit: int,
-    upkeep_limit: int | None = None,
-    window: int | None = None,
-) -> list[values.Claim]:
-    """Claim up to ``limit`` ready items, at most one per lane, each with a dispatch token,
-    and at most ``upkeep_limit`` (unset: ``limit``) of them below the intent class.
-
-    One statement: scans a bounded window of each class's range of the ready index, keeps the
-    head of each lane that has no live claim (its highest class first), gives the classes
-    weighted turns (``Priority``: the n-th head of a class of weight w at turn n / w), and
-    locks the first ``2 * limit`` heads by turn with ``SKIP LOCKED`` plus a non-blocking
-    advisory lock on the lane, so racing claimers skip each other instead of waiting or
-    colliding, and no claim takes more than ``2 * limit`` lane locks.
-    """
-    if limit <= 0:
-        return []
-    params = {
-        "limit": limit,
-        "upkeep_limit": limit if upkeep_limit is None else upkeep_limit,
-        "intent": int(Priority.INTENT),
-        "priorities": [int(p) for p in _CLASSES],
-        "heads": 2 * limit,
-        "window": window or max(limit * 20, 1000),
-        "max_attempts": policy.max_attempts,
-        "dispatch_lease_ms": policy.dispatch_lease_ms,
-    }
-    for attempt in range(_CLAIM_RACE_RETRIES):
-        try:
-            # a savepoint: a lane collision (the unique index backstop) costs one retry, not
-            # the caller's transaction
-            with session.begin_nested():
-                rows = session.connection().execute(SQL["claim"], params).mappings().all()
-            break
-        except sa_exc.IntegrityError:
-            if attempt == _CLAIM_RACE_RETRIES - 1:
-                raise
-    ordered = sorted(
-        rows, key=lambda r: (-r["priority"], r["available_at"], r["created_at"], r["id"])
-    )
-    return [claim_of(row) for row in ordered]
+    return None if row is None else work_rows.item_of(row)
 
 
 def start(
@@ -204,7 +92,7 @@ def start_token(
     row = hot_statements.first(
         session, HOT["start"], start_parameters(policy, work_id, dispatch_token)
     )
-    return None if row is None else claim_of(row)
+    return None if row is None else work_rows.claim_of(row)
 
 
 def start_parameters(
@@ -241,17 +129,6 @@ def pending(session: orm.Session) -> int:
     return int(session.execute(SQL["pending"]).scalar_one())
 
 
-def live_claims(session: orm.Session) -> int:
-    """How many items are claimed right now (dispatched or running)."""
-    return _live_by_class(session)[0]
-
-
-def _live_by_class(session: orm.Session) -> tuple[int, int]:
-    """The live claims, and how many of them are below the intent class."""
-    row = session.execute(SQL["live_claims"], {"intent": int(Priority.INTENT)}).one()
-    return int(row.live), int(row.upkeep)
-
-
 # -- transitions of a claim ---------------------------------------------------------------------
 
 
@@ -281,7 +158,7 @@ def renew_lease(
         session, "renew", claim, lease_ms=policy.lease_ms, progress_code=progress_code
     )
     return values.Renewal(
-        claim=claim_of(row),
+        claim=work_rows.claim_of(row),
         lease_left_ms=float(row["lease_left_ms"]),
         database_now=row["database_now"],
     )
@@ -317,7 +194,7 @@ def complete(
     """Finish the item successfully with a specific success code."""
     codes.require(code, codes.Outcome.SUCCESS)
     row = _one_fenced(session, "complete", claim, code=code, result_data=_json(result_data))
-    return _item(row)
+    return work_rows.item_of(row)
 
 
 def fail(
@@ -330,7 +207,7 @@ def fail(
     """Finish the item as permanently failed."""
     codes.require(code)
     row = _one_fenced(session, "fail", claim, code=code, result_data=_json(result_data))
-    return _item(row)
+    return work_rows.item_of(row)
 
 
 def retry(
@@ -339,7 +216,7 @@ def retry(
     """A dependency failed: requeue after backoff keeping the attempt, or fail at the limit."""
     codes.require(code, codes.Outcome.RETRY)
     row = _one_fenced(session, "retry", claim, code=code, max_attempts=policy.max_attempts)
-    return _item(row)
+    return work_rows.item_of(row)
 
 
 def defer(
@@ -368,7 +245,7 @@ def defer(
         timeout_ms=policy.convergence_timeout_ms,
         runtime_failure=runtime_failure,
     )
-    return _item(row)
+    return work_rows.item_of(row)
 
 
 # -- recovery -----------------------------------------------------------------------------------
@@ -395,11 +272,11 @@ def recover_stale(
         next_available_in_ms=min((int(row["available_in_ms"]) for row in requeued), default=None),
         failed=tuple(row["id"] for row in failed),
         exhausted=tuple(row["id"] for row in exhausted),
-        failed_items=tuple(_item(row) for row in (*failed, *exhausted)),
+        failed_items=tuple(work_rows.item_of(row) for row in (*failed, *exhausted)),
     )
 
 
-# -- rows -------------------------------------------------------------------------------------
+# -- statements -------------------------------------------------------------------------------
 
 
 def _one_fenced(
@@ -414,56 +291,3 @@ def _one_fenced(
 
 def _json(data: Mapping[str, Any] | None) -> str | None:
     return None if data is None else json.dumps(data, separators=(",", ":"))
-
-
-def _owner(row: _Row) -> values.WorkOwner:
-    return values.WorkOwner(
-        namespace_id=row["namespace_id"],
-        actor_id=row["actor_id"],
-        agent_id=row["agent_id"],
-        revision_id=row["revision_id"],
-    )
-
-
-def _key(row: _Row) -> WorkKey:
-    key = WorkKey.parse(row["id"])
-    if key.kind != row["kind"]:
-        raise ValueError(f"work item {row['id']} has kind {row['kind']}")  # the CHECK prevents it
-    return key
-
-
-def _item(row: _Row) -> values.WorkItem:
-    return values.WorkItem(
-        id=row["id"],
-        key=_key(row),
-        owner=_owner(row),
-        state=values.WorkState(row["state"]),
-        attempt_count=row["attempt_count"],
-        available_at=row["available_at"],
-        claimed=row["claim_token"] is not None,
-        started=row["started_at"] is not None,
-        lease_expires_at=row["lease_expires_at"],
-        completed_at=row["completed_at"],
-        reason_code=row["reason_code"],
-        result_data=row["result_data"],
-        last_progress_code=row["last_progress_code"],
-        last_progress_at=row["last_progress_at"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
-
-
-def claim_of(row: _Row) -> values.Claim:
-    """The claim of a row with a claim's columns (a start's, a renewal's, a claim's)."""
-    token = row["claim_token"]
-    return values.Claim(
-        work_id=row["id"],
-        key=_key(row),
-        token=token if isinstance(token, uuid.UUID) else uuid.UUID(str(token)),
-        owner=_owner(row),
-        attempt_count=row["attempt_count"],
-        claimed_at=row["claimed_at"],
-        lease_expires_at=row["lease_expires_at"],
-        created_at=row["created_at"],
-        running=row["started_at"] is not None,
-    )

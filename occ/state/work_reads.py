@@ -17,7 +17,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models, rows, values, work_keys, work_queue
+from occ.state import models, rows, values, work_keys, work_rows
 from occ.state.work_keys import WorkKind
 
 _WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
@@ -51,7 +51,7 @@ def page(
         sa.select(_WORK).where(*where).order_by(work.created_at.desc(), work.id.desc()).limit(limit)
     )
     # the queue's own row conversion: one WorkItem conversion for every reader
-    return [work_queue._item(row) for row in session.execute(query).mappings()]
+    return [work_rows.item_of(row) for row in session.execute(query).mappings()]
 
 
 def targets(kind: WorkKind) -> tuple[str | None, str | None]:

@@ -8,7 +8,7 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models, values, work_queue
+from occ.state import models, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import rows
 
@@ -99,7 +99,7 @@ class Queue:
     def claim_one(self, policy: values.QueuePolicy | None = None) -> values.Claim:
         """Claim exactly one dispatch."""
         with self.db.transaction() as session:
-            claims = work_queue.claim(session, policy or self.policy, limit=1)
+            claims = work_claims.claim(session, policy or self.policy, limit=1)
         assert len(claims) == 1
         return claims[0]
 

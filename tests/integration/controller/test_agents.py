@@ -22,7 +22,16 @@ from occ.controller import (
 )
 from occ.foundation import errors, harnesses, ids
 from occ.state import agents as agent_rows
-from occ.state import audit, iam_policy, models, revisions, values, work_keys, work_queue
+from occ.state import (
+    audit,
+    iam_policy,
+    models,
+    revisions,
+    values,
+    work_claims,
+    work_keys,
+    work_queue,
+)
 from occ.state.db import Database
 from tests.integration.controller.support import count, events, work
 from tests.support import grants, rows
@@ -422,7 +431,7 @@ def test_stop_enqueues_its_own_item(db: Database, admin: str, world: World) -> N
 
 def fail_work(db: Database, policy: values.QueuePolicy, work_id: str) -> None:
     with db.transaction() as session:
-        [dispatch] = work_queue.claim(session, policy, limit=1)
+        [dispatch] = work_claims.claim(session, policy, limit=1)
     assert dispatch.work_id == work_id
     with db.transaction() as session:
         run = work_queue.start(session, policy, dispatch)

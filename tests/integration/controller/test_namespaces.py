@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from occ import iam
 from occ.controller import installation, namespaces
 from occ.foundation import errors, ids
-from occ.state import audit, iam_policy, models, values, work_keys, work_queue
+from occ.state import audit, iam_policy, models, values, work_claims, work_keys, work_queue
 from occ.state import roles as role_rows
 from occ.state.db import Database
 from tests.integration.controller.support import count, events, work
@@ -23,7 +23,7 @@ def fail_work(db: Database, policy: values.QueuePolicy, work_id: str) -> None:
     """Run the queue until ``work_id`` is failed_permanent (completing what comes before it)."""
     for _ in range(5):
         with db.transaction() as session:
-            claims = work_queue.claim(session, policy, limit=10)
+            claims = work_claims.claim(session, policy, limit=10)
         for dispatch in claims:
             with db.transaction() as session:
                 run = work_queue.start(session, policy, dispatch)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from occ.state import values, work_queue, work_reads
+from occ.state import values, work_claims, work_queue, work_reads
 from occ.state.db import Database
 from tests.support import databases, queue_steps, rows
 
@@ -49,7 +49,7 @@ def history(
         )
         queue_steps.fill(session, actor, 200)
     with db.transaction() as session:
-        assert len(work_queue.claim(session, policy, limit=20)) == 20
+        assert len(work_claims.claim(session, policy, limit=20)) == 20
     with owner_db.autocommit_connection() as connection:
         databases.psycopg_of(connection).execute("VACUUM ANALYZE occ.controller_work")
 

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ.foundation import errors
-from occ.state import audit, models, publications, values, work_queue
+from occ.state import audit, models, publications, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import rows
 
@@ -22,7 +22,7 @@ def _running(db: Database, policy: values.QueuePolicy, actor: str) -> values.Cla
         key, owner = rows.namespace_work(namespace_id, actor, "ready")
         work_queue.enqueue(session, key, owner)
     with db.transaction() as session:
-        [dispatch] = work_queue.claim(session, policy, limit=1)
+        [dispatch] = work_claims.claim(session, policy, limit=1)
         run = work_queue.start(session, policy, dispatch)
     assert run is not None
     return run

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from occ.foundation import errors
-from occ.state import finalizers, models, values, work_queue
+from occ.state import finalizers, models, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import rows
 from tests.support.queue_steps import Queue, enqueue_revision
@@ -179,7 +179,7 @@ def test_defer_without_delay_waits_the_backoff(
     waited = (result.available_at - now).total_seconds()
     assert 0.4 < waited <= 1.0  # 1 s cap for one attempt, equal jitter: never below half
     with db.transaction() as session:
-        assert work_queue.claim(session, policy, limit=1) == []
+        assert work_claims.claim(session, policy, limit=1) == []
     assert queue.item(work_id).attempt_count == 0
 
 
@@ -360,14 +360,14 @@ def test_one_live_claim_per_lane_and_lanes_are_independent(
                 enqueue_revision(session, namespace_id, agent_id, actor, number)
         work_queue.enqueue(session, *rows.namespace_work(namespace_id, actor))
     with db.transaction() as session:
-        first = work_queue.claim(session, policy, limit=10)
+        first = work_claims.claim(session, policy, limit=10)
     # one head per Agent lane, and Namespace work is its own lane
     assert sorted(c.owner.agent_id or c.owner.namespace_id for c in first) == sorted(
         [agent_a, agent_b, namespace_id]
     )
     with db.transaction() as session:
-        assert work_queue.claim(session, policy, limit=10) == []
-        assert work_queue.live_claims(session) == 3
+        assert work_claims.claim(session, policy, limit=10) == []
+        assert work_claims.live_claims(session) == 3
     # heads are taken in admission order within a lane
     with db.transaction() as session:
         numbers = {
@@ -394,7 +394,7 @@ def test_a_dispatch_a_worker_cannot_read_waits_with_its_attempt_refunded(
     assert item.last_progress_code == "WORK_VERSION_UNSUPPORTED"
     assert queue.evidence_codes(work_id)[-1] == "WORK_VERSION_UNSUPPORTED"
     with db.transaction() as session:
-        assert work_queue.claim(session, policy, limit=1) == []  # not before the delay
+        assert work_claims.claim(session, policy, limit=1) == []  # not before the delay
         # the spent token changes nothing; a run token cannot defer a dispatch
         assert not work_queue.defer_dispatch(
             session, work_id, dispatch.token, code="WORK_VERSION_UNSUPPORTED", delay_ms=0

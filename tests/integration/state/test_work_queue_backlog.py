@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from occ.state import values, work_queue
+from occ.state import values, work_claims
 from occ.state.db import Database
 from tests.support import queue_steps
 
@@ -30,7 +30,7 @@ def test_a_claim_over_100k_queued_items_takes_at_most_twice_its_limit_in_lane_lo
         expected = session.execute(_OLDEST, {"limit": LIMIT}).scalars().all()
 
     with db.transaction() as session:
-        claims = work_queue.claim(session, policy, limit=LIMIT)
+        claims = work_claims.claim(session, policy, limit=LIMIT)
         locks = session.execute(_MY_ADVISORY_LOCKS).scalar_one()
 
     assert [claim.work_id for claim in claims] == expected  # the oldest heads, in order

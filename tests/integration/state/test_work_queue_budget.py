@@ -3,7 +3,7 @@ backlog remains."""
 
 from __future__ import annotations
 
-from occ.state import values, work_queue
+from occ.state import values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import rows
 
@@ -20,9 +20,9 @@ def _enqueue(db: Database, count: int) -> None:
             work_queue.enqueue(session, key, owner)
 
 
-def _share(db: Database, policy: values.QueuePolicy) -> work_queue.Batch:
+def _share(db: Database, policy: values.QueuePolicy) -> work_claims.Batch:
     with db.transaction() as session:
-        return work_queue.claim_share(session, policy, max_in_flight=BUDGET, min_room=MIN_ROOM)
+        return work_claims.claim_share(session, policy, max_in_flight=BUDGET, min_room=MIN_ROOM)
 
 
 def _finish(db: Database, policy: values.QueuePolicy, dispatch: values.Claim) -> None:
@@ -61,5 +61,5 @@ def test_an_idle_fleet_claims_even_below_the_share(
 ) -> None:
     _enqueue(db, 1)
     with db.transaction() as session:
-        batch = work_queue.claim_share(session, policy, max_in_flight=BUDGET, min_room=BUDGET)
+        batch = work_claims.claim_share(session, policy, max_in_flight=BUDGET, min_room=BUDGET)
     assert len(batch.claims) == 1 and not batch.more

@@ -11,7 +11,7 @@ import time
 
 import sqlalchemy as sa
 
-from occ.state import models, values, work_queue
+from occ.state import models, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import queue_steps, rows
 
@@ -63,7 +63,7 @@ def test_claimers_never_overlap_in_a_lane_and_finish_everything_once(
                     # wait longer than 50 ms errors. (Sub-millisecond waits do occur, rarely:
                     # PostgreSQL's own hand-offs while a row a claimer just looked at commits.)
                     session.execute(sa.text("SET LOCAL lock_timeout = '50ms'"))
-                    claims = work_queue.claim(session, policy, limit=rng.randint(1, 8))
+                    claims = work_claims.claim(session, policy, limit=rng.randint(1, 8))
                 if not claims:
                     time.sleep(0.001)
                     continue

@@ -24,7 +24,7 @@ from hypothesis.stateful import (
 )
 
 from occ.foundation import errors
-from occ.state import values, work_keys, work_queue
+from occ.state import values, work_claims, work_keys, work_queue
 from occ.state.db import Database
 from tests.support import databases, rows
 
@@ -116,7 +116,7 @@ class QueueMachine(RuleBasedStateMachine):
         busy = {i.lane for i in self.items.values() if i.state == "claimed"}
         free = {i.lane for i in self.items.values() if i.state == "queued"} - busy
         with self.app.transaction() as session:
-            taken = work_queue.claim(session, POLICY, limit=limit)
+            taken = work_claims.claim(session, POLICY, limit=limit)
         assert len(taken) == min(limit, len(free))
         assert len({self.items[c.work_id].lane for c in taken}) == len(taken)
         for claim in taken:

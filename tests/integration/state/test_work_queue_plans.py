@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import hot_statements, publications, starts, values, work_queue
+from occ.state import hot_statements, publications, starts, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.support import queue_steps
 
@@ -35,7 +35,7 @@ def admin(
     with owner_db.transaction() as session:
         queue_steps.fill(session, actor, QUEUED)
     with db.transaction() as session:
-        assert len(work_queue.claim(session, policy, limit=CLAIMED)) == CLAIMED
+        assert len(work_claims.claim(session, policy, limit=CLAIMED)) == CLAIMED
     with owner_db.transaction() as session:
         session.execute(sa.text("SET LOCAL plan_cache_mode = force_generic_plan"))
         yield session

@@ -8,7 +8,7 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from occ.state import values, work_keys, work_queue
+from occ.state import values, work_claims, work_keys
 from occ.state.db import Database
 from occ.state.work_keys import Priority, WorkKind
 from tests.support import queue_steps, rows
@@ -47,7 +47,7 @@ def test_a_deploy_is_claimed_before_an_older_backlog_of_repairs(
     deploy = _deploy(db, namespace_id, actor)
 
     with db.transaction() as session:
-        claims = work_queue.claim(session, policy, limit=1)
+        claims = work_claims.claim(session, policy, limit=1)
 
     assert [claim.work_id for claim in claims] == [deploy]
 
@@ -68,7 +68,7 @@ def test_under_a_flood_of_intent_repairs_still_get_their_share_of_every_batch(
 
     for _ in range(3):
         with db.transaction() as session:
-            kinds = _kinds(work_queue.claim(session, policy, limit=limit))
+            kinds = _kinds(work_claims.claim(session, policy, limit=limit))
         repairs = kinds.count(WorkKind.REVISION_MAINTENANCE)
         intent = len(kinds) - repairs
         assert len(kinds) == limit
@@ -88,7 +88,7 @@ def test_a_lane_runs_its_intent_before_its_older_repairs(
         deploy = queue_steps.enqueue_revision(session, namespace_id, agent_id, actor, 2)
 
     with db.transaction() as session:
-        claims = work_queue.claim(session, policy, limit=5)
+        claims = work_claims.claim(session, policy, limit=5)
 
     assert [claim.work_id for claim in claims] == [deploy]  # one claim per lane, intent first
 
@@ -101,16 +101,16 @@ def test_upkeep_never_holds_the_whole_budget_so_a_deploy_is_claimed_at_once(
         queue_steps.fill_repairs(session, namespace_id, actor, lanes=REPAIR_LANES, per_lane=2)
 
     with db.transaction() as session:
-        first = work_queue.claim_share(session, policy, max_in_flight=budget, min_room=2)
-    assert len(first.claims) == work_queue.upkeep_budget(budget) == 6
+        first = work_claims.claim_share(session, policy, max_in_flight=budget, min_room=2)
+    assert len(first.claims) == work_claims.upkeep_budget(budget) == 6
     assert set(_kinds(first.claims)) == {WorkKind.REVISION_MAINTENANCE}
     with db.transaction() as session:  # the reserve is for intent only
-        held = work_queue.claim_share(session, policy, max_in_flight=budget, min_room=1)
+        held = work_claims.claim_share(session, policy, max_in_flight=budget, min_room=1)
     assert held.claims == []
 
     deploy = _deploy(db, namespace_id, actor)
     with db.transaction() as session:
-        second = work_queue.claim_share(session, policy, max_in_flight=budget, min_room=2)
+        second = work_claims.claim_share(session, policy, max_in_flight=budget, min_room=2)
 
     assert [claim.work_id for claim in second.claims] == [deploy]
 
@@ -119,7 +119,7 @@ def test_upkeep_never_holds_the_whole_budget_so_a_deploy_is_claimed_at_once(
 def test_the_upkeep_budget_leaves_a_quarter_for_intent_but_never_nothing_for_upkeep(
     budget: int, upkeep: int
 ) -> None:
-    assert work_queue.upkeep_budget(budget) == upkeep
+    assert work_claims.upkeep_budget(budget) == upkeep
 
 
 _INDEX_READ = re.compile(
@@ -133,7 +133,7 @@ def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
     with owner_db.transaction() as session:
         queue_steps.fill_repairs(session, namespace_id, actor, lanes=50, per_lane=1_000)
         queue_steps.fill(session, actor, 50_000)
-    statement = work_queue.SQL["claim"]
+    statement = work_claims.SQL["claim"]
     window = 1_000
     params = {
         "limit": 10,

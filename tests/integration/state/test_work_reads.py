@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from occ.state import values, work_queue, work_reads
+from occ.state import values, work_claims, work_queue, work_reads
 from occ.state.db import Database
 from occ.state.work_keys import WorkKind
 from tests.support import rows
@@ -34,7 +34,7 @@ def test_pages_run_newest_first_and_continue_below_a_position(db: Database) -> N
 def test_pages_filter_by_state_and_namespace(db: Database, policy: values.QueuePolicy) -> None:
     _, namespace_ids = _world(db)
     with db.transaction() as session:
-        (claimed,) = work_queue.claim(session, policy, limit=1)
+        (claimed,) = work_claims.claim(session, policy, limit=1)
     with db.snapshot() as session:
         queued = work_reads.page(session, state=values.WorkState.QUEUED, limit=10)
         mine = work_reads.page(session, namespace_id=namespace_ids[1], limit=10)

@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from occ.foundation import ids
-from occ.state import audit, models, values, work_queue
+from occ.state import audit, models, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
@@ -600,7 +600,7 @@ def claim_run(db: Database, policy: values.QueuePolicy, work_id: str) -> values.
     """Claim and start ``work_id``, releasing anything else the claim picked up."""
     for _ in range(5):
         with db.transaction() as session:
-            claims = work_queue.claim(session, policy, limit=10)
+            claims = work_claims.claim(session, policy, limit=10)
         for dispatch in claims:
             with db.transaction() as session:
                 if dispatch.work_id != work_id:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from flask.testing import FlaskClient
 
 from occ.foundation import ids
-from occ.state import models, values, work_queue
+from occ.state import models, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller, problem, revoke, walk
@@ -90,7 +90,7 @@ def test_work_list_represents_items_in_camel_case_without_tokens(
 ) -> None:
     namespace_id = create_namespace(client, admin, "team-a")
     with db.transaction() as session:
-        (dispatch,) = work_queue.claim(session, policy, limit=1)
+        (dispatch,) = work_claims.claim(session, policy, limit=1)
     response = get(client, "/v1/work", admin)
     assert response.status_code == 200, response.json
     assert json_of(response)["meta"] == {
@@ -119,7 +119,7 @@ def test_work_item_by_id_with_colons(
     namespace_id = create_namespace(client, admin, "team-a")
     work_id = f"namespace:{namespace_id}:reconcile:ready"
     with db.transaction() as session:
-        (dispatch,) = work_queue.claim(session, policy, limit=1)
+        (dispatch,) = work_claims.claim(session, policy, limit=1)
     with db.transaction() as session:
         run = work_queue.start(session, policy, dispatch)
         assert run is not None
@@ -162,7 +162,7 @@ def test_work_filters(
             session, *rows.revision_work(second, agent_id, revision_id, admin.principal_id)
         )
     with db.transaction() as session:
-        claimed = work_queue.claim(session, policy, limit=2)
+        claimed = work_claims.claim(session, policy, limit=2)
     assert len(claimed) == 2  # the two oldest lane heads: the Namespaces' ready work
     claimed_ids = {c.work_id for c in claimed}
 

@@ -1,4 +1,4 @@
-"""The column types and key factories the table declarations of ``models`` share.
+"""The column types and key factories the table declarations share.
 
 Text ids, database-set timestamps, the Namespace reference, the keys of a row named in a
 Namespace, the ``(scope, id)`` foreign keys that keep references inside one Namespace (or
