@@ -33,8 +33,7 @@ _CREATE_ONLY: Final = ("get", "list", "create", "delete")
 _NEVER_DELETED: Final = ("get", "list", "create", "patch")
 """Namespace policy objects, removed only with their namespace."""
 
-REQUIRED_ACCESS: Final = (
-    *((verb, client.NAMESPACE) for verb in _WRITE),
+_OBJECT_ACCESS: Final = (
     *(
         (verb, kind)
         for kind in (
@@ -47,6 +46,12 @@ REQUIRED_ACCESS: Final = (
         for verb in _WRITE
     ),
     *((verb, kind) for kind in (client.CONFIG_MAP, client.CLAIM) for verb in _CREATE_ONLY),
+)
+"""The (verb, kind) pairs of occ's own objects in a namespace, the same in either installation."""
+
+REQUIRED_ACCESS: Final = (
+    *((verb, client.NAMESPACE) for verb in _WRITE),
+    *_OBJECT_ACCESS,
     *((verb, kind) for kind in (client.QUOTA, client.LIMITS) for verb in _NEVER_DELETED),
     ("list", client.ENDPOINT_SLICE),
     *(("watch", kind.kind) for kind in watched.KINDS),
@@ -58,18 +63,7 @@ observation cache."""
 NAMESPACED_ACCESS: Final = (
     ("get", client.NAMESPACE),
     ("patch", client.NAMESPACE),
-    *(
-        (verb, kind)
-        for kind in (
-            client.SECRET,
-            client.SERVICE_ACCOUNT,
-            client.SERVICE,
-            client.DEPLOYMENT,
-            client.NETWORK_POLICY,
-        )
-        for verb in _WRITE
-    ),
-    *((verb, kind) for kind in (client.CONFIG_MAP, client.CLAIM) for verb in _CREATE_ONLY),
+    *_OBJECT_ACCESS,
     ("list", client.ENDPOINT_SLICE),
     *(("watch", kind.kind) for kind in watched.KINDS if kind.kind.namespaced),
 )
