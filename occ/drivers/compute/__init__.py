@@ -5,7 +5,8 @@ runtime log reader, likewise."""
 from __future__ import annotations
 
 import importlib
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from occ.drivers.compute import base, hooks, runtime_logs
 from occ.foundation import errors
@@ -30,25 +31,22 @@ def load(
     name: str, settings: Settings, *, hooks: hooks.HookDispatcher | None = None
 ) -> base.ComputeDriver:
     """The Compute Driver called ``name``, built from ``settings`` with ``hooks`` attached."""
-    target = _DRIVERS.get(name)
-    if target is None:
-        raise errors.InvalidSettings.at(
-            ("compute_driver",), f"unknown compute driver; known: {sorted(_DRIVERS)}"
-        )
-    module_name, _, class_name = target.partition(":")
-    driver_class = getattr(importlib.import_module(module_name), class_name)
-    driver: base.ComputeDriver = driver_class.from_settings(settings, hooks=hooks)
+    driver: base.ComputeDriver = _class_of(_DRIVERS, name).from_settings(settings, hooks=hooks)
     return driver
 
 
 def logs(name: str, settings: Settings) -> runtime_logs.LogReader:
     """The runtime log reader of the Compute Driver called ``name``, built from ``settings``."""
-    target = _LOG_READERS.get(name)
+    reader: runtime_logs.LogReader = _class_of(_LOG_READERS, name).from_settings(settings)
+    return reader
+
+
+def _class_of(table: Mapping[str, str], name: str) -> Any:
+    """The class ``table`` names for the driver ``name`` (``module:Class``), imported now."""
+    target = table.get(name)
     if target is None:
         raise errors.InvalidSettings.at(
-            ("compute_driver",), f"unknown compute driver; known: {sorted(_LOG_READERS)}"
+            ("compute_driver",), f"unknown compute driver; known: {sorted(table)}"
         )
     module_name, _, class_name = target.partition(":")
-    reader_class = getattr(importlib.import_module(module_name), class_name)
-    reader: runtime_logs.LogReader = reader_class.from_settings(settings)
-    return reader
+    return getattr(importlib.import_module(module_name), class_name)
