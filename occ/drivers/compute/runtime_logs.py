@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -104,6 +104,43 @@ def cut(line: str) -> str:
     """``line`` without its line end, at most ``MAX_LINE_BYTES`` long."""
     line = line.rstrip("\r\n")
     return line if len(line) <= MAX_LINE_BYTES else line[:MAX_LINE_BYTES]
+
+
+def streamed(
+    chunks: Iterable[bytes],
+    close: Callable[[], None],
+    query: LogQuery,
+    *,
+    unterminated_last_line: bool = True,
+    release: Callable[[], None] | None = None,
+) -> LogLines:
+    """``LogLines`` over a byte stream ``close`` ends: its lines decoded and ``cut``, the last
+    one without a line end too when ``unterminated_last_line``. A follow's timer closes the
+    stream at the deadline; once the lines end the stream is closed, then ``release``d."""
+    timer = threading.Timer(query.follow_s, close) if query.follow else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+
+    def lines() -> Iterator[str]:
+        pending = b""
+        try:
+            for chunk in chunks:
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    yield cut(line.decode("utf-8", "replace"))
+                pending = pending[:MAX_LINE_BYTES]
+            if pending and unterminated_last_line:
+                yield cut(pending.decode("utf-8", "replace"))
+        finally:
+            if timer is not None:
+                timer.cancel()
+            close()
+            if release is not None:
+                release()
+
+    return LogLines(lines(), close)
 
 
 def unavailable(reason: str) -> base.PermanentDriverError:

@@ -1,13 +1,11 @@
 """The ``docker`` driver's runtime logs: the revision's gateway container output, read-only.
 
 The engine answers the last ``tail`` lines, those since ``since`` and, when following, new
-ones until the deadline, when the stream is closed (a timer ends a quiet follow too).
+ones until the deadline, when the stream is closed (a timer ends a quiet follow too:
+``runtime_logs.streamed``).
 """
 
 from __future__ import annotations
-
-import threading
-from collections.abc import Iterator
 
 from occ.drivers.compute import runtime_logs
 from occ.drivers.compute.docker import engine, naming
@@ -38,25 +36,4 @@ class DockerLogs:
             )
         except engine.NotFound:
             raise runtime_logs.unavailable("the revision's gateway container is gone") from None
-        timer = threading.Timer(query.follow_s, close) if query.follow else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
-
-        def lines() -> Iterator[str]:
-            pending = b""
-            try:
-                for chunk in chunks:
-                    pending += chunk
-                    *complete, pending = pending.split(b"\n")
-                    for line in complete:
-                        yield runtime_logs.cut(line.decode("utf-8", "replace"))
-                    pending = pending[: runtime_logs.MAX_LINE_BYTES]
-                if pending:
-                    yield runtime_logs.cut(pending.decode("utf-8", "replace"))
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                close()
-
-        return runtime_logs.LogLines(lines(), close)
+        return runtime_logs.streamed(chunks, close, query)

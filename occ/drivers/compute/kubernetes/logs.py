@@ -109,31 +109,15 @@ class KubernetesLogs:
                     sock.shutdown(socket.SHUT_RDWR)
             response.close()
 
-        timer = threading.Timer(query.follow_s, close) if query.follow else None
-        if timer is not None:
-            timer.daemon = True
-            timer.start()
+        def chunks() -> Iterator[bytes]:
+            # a read failing is the stream closed at the deadline, or cut: the end
+            with contextlib.suppress(Exception):
+                yield from response.stream(_CHUNK, decode_content=True)
 
-        def lines() -> Iterator[str]:
-            pending = b""
-            try:
-                for chunk in response.stream(_CHUNK, decode_content=True):
-                    pending += chunk
-                    *complete, pending = pending.split(b"\n")
-                    for line in complete:
-                        yield runtime_logs.cut(line.decode("utf-8", "replace"))
-                    pending = pending[: runtime_logs.MAX_LINE_BYTES]
-            except Exception:  # noqa: S110 - closed at the deadline, or cut: the end
-                pass
-            finally:
-                if timer is not None:
-                    timer.cancel()
-                close()
-                response.release_conn()
-            if pending and not closed.is_set():
-                yield runtime_logs.cut(pending.decode("utf-8", "replace"))
-
-        return runtime_logs.LogLines(lines(), close)
+        # a line the Pod log API left unterminated is the one the deadline cut: dropped
+        return runtime_logs.streamed(
+            chunks(), close, query, unterminated_last_line=False, release=response.release_conn
+        )
 
 
 def _revision_of(pod: dict[str, Any]) -> str | None:
