@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from occ.drivers.compute import base, standin
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.ssh import bundle, connection, hosts, observation, units
+from occ.drivers.compute.ssh import bundle, connection, hosts, hostside, observation, units
 from occ.settings.config import Settings
 
 HOST_REMOVED: Final = observation.HOST_REMOVED
@@ -42,7 +42,6 @@ COMMAND_FAILED: Final = "SSH_HOST_COMMAND_FAILED"
 NOT_READY: Final = "REVISION_INCOMPLETE"
 MAINTENANCE_INTERVAL_S: Final = 30.0
 _PERMANENT: Final = frozenset({"SSH_REQUEST_INVALID"})
-_HTTP_OK: Final = (b"HTTP/1.0 200", b"HTTP/1.1 200")
 
 
 class SshComputeDriver:
@@ -294,7 +293,7 @@ class SshComputeDriver:
                 response = self.connections.get(operation, host, port, "/healthz")
             except base.TransientDriverError:
                 response = b""
-            if _answers_for(response, revision_id):
+            if hostside.answers_for(response, revision_id):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -364,14 +363,3 @@ def _answer(stdout: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return answer if isinstance(answer, dict) else None
-
-
-def _answers_for(response: bytes, revision_id: str) -> bool:
-    head, _, body = response.partition(b"\r\n\r\n")
-    if not head.startswith(_HTTP_OK):
-        return False
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return False
-    return isinstance(document, dict) and document.get("revisionId") == revision_id

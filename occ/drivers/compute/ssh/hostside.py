@@ -268,7 +268,13 @@ def gateway_healthy(port: int, revision_id: str) -> bool:
                 answer += chunk
     except OSError:
         return False
-    head, _, body = answer.partition(b"\r\n\r\n")
+    return answers_for(answer, revision_id)
+
+
+def answers_for(response: bytes, revision_id: str) -> bool:
+    """Whether an HTTP ``response`` to ``GET /healthz`` is 200 with a JSON body naming
+    ``revision_id`` (the driver checks the answers it reads through SSH with it too)."""
+    head, _, body = response.partition(b"\r\n\r\n")
     if not head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
         return False
     try:
