@@ -12,13 +12,11 @@ from __future__ import annotations
 import secrets
 import socket
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from occ.dev import errors, fleet, home
+from occ.dev import errors, fleet, home, readiness
 from occ.process_table import table
 
 NAME: Final = "flower"
@@ -71,10 +69,4 @@ def spec(*, env: Mapping[str, str], cwd: Path, port: int, basic_auth: str) -> fl
 
 def ready(flower_url: str) -> bool:
     """Whether Flower answers its (unauthenticated) ``/healthcheck`` with 200."""
-    try:
-        with urllib.request.urlopen(  # noqa: S310 - our own loopback URL
-            f"{flower_url}/healthcheck", timeout=2
-        ) as response:
-            return int(response.status) == 200
-    except (urllib.error.URLError, OSError):
-        return False
+    return readiness.answers_ok(f"{flower_url}/healthcheck")

@@ -25,15 +25,18 @@ MARKER_GRACE_S: Final = 10.0
 """A worker that answers ``ping`` but writes no readiness marker is accepted after this."""
 
 
-def api_ready(api_url: str) -> bool:
-    """Whether ``GET {api_url}/readyz`` answers 200."""
+def answers_ok(url: str) -> bool:
+    """Whether ``GET url`` (a child's own loopback URL) answers 200 within 2 s."""
     try:
-        with urllib.request.urlopen(  # noqa: S310 - our own loopback URL
-            f"{api_url}/readyz", timeout=2
-        ) as response:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback
             return int(response.status) == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+def api_ready(api_url: str) -> bool:
+    """Whether ``GET {api_url}/readyz`` answers 200."""
+    return answers_ok(f"{api_url}/readyz")
 
 
 class CeleryPinger:
