@@ -24,15 +24,21 @@ down_revision = "0017"
 
 UUID4 = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
 
-UPGRADE = rf"""
-ALTER INDEX occ.audit_events_pkey RENAME TO audit_events_unpartitioned_pkey;
-ALTER INDEX occ.audit_events_sequence_key RENAME TO audit_events_unpartitioned_sequence_key;
-ALTER INDEX occ.audit_events_namespace RENAME TO audit_events_unpartitioned_namespace;
-ALTER INDEX occ.audit_events_resource RENAME TO audit_events_unpartitioned_resource;
-ALTER INDEX occ.audit_events_work RENAME TO audit_events_unpartitioned_work;
-ALTER TABLE occ.audit_events RENAME TO audit_events_unpartitioned;
 
-CREATE TABLE occ.audit_events (
+def _renamed(suffix: str) -> str:
+    """``audit_events`` and its indexes renamed out of the way, to ``audit_events_{suffix}``."""
+    indexes = ("pkey", "sequence_key", "namespace", "resource", "work")
+    renames = "".join(
+        f"ALTER INDEX occ.audit_events_{index} RENAME TO audit_events_{suffix}_{index};\n"
+        for index in indexes
+    )
+    return f"{renames}ALTER TABLE occ.audit_events RENAME TO audit_events_{suffix};\n"
+
+
+def _audit_table(keys: str, partitioning: str) -> str:
+    """``audit_events`` as migration 0001 made it, with ``keys`` (constraints) and
+    ``partitioning`` (a ``PARTITION BY`` clause or nothing)."""
+    return rf"""CREATE TABLE occ.audit_events (
   id text NOT NULL,
   sequence bigint GENERATED ALWAYS AS IDENTITY,
   occurred_at timestamptz NOT NULL DEFAULT clock_timestamp(),
@@ -44,15 +50,29 @@ CREATE TABLE occ.audit_events (
   resource_id text,
   work_id text,
   outcome text NOT NULL,
-  details jsonb NOT NULL DEFAULT '{{}}'::jsonb,
+  details jsonb NOT NULL DEFAULT '{{}}'::jsonb,{keys}
   CONSTRAINT audit_events_id_format CHECK (id ~ '^aud_{UUID4}$'),
   CONSTRAINT audit_events_kind_valid
     CHECK (kind IN ('bootstrap', 'mutation', 'access', 'authorization_denial')),
   CONSTRAINT audit_events_action_format CHECK (action ~ '^[a-z][a-z0-9_.:-]{{0,127}}$'),
   CONSTRAINT audit_events_outcome_valid CHECK (outcome IN ('success', 'denied', 'failure')),
   CONSTRAINT audit_events_details_object CHECK (jsonb_typeof(details) = 'object')
-) PARTITION BY RANGE (occurred_at);
-CREATE TABLE occ.audit_events_default PARTITION OF occ.audit_events DEFAULT;
+){partitioning};
+"""
+
+
+_INDEXES_AND_TRIGGER = r"""
+CREATE INDEX audit_events_namespace ON occ.audit_events (namespace_id, sequence);
+CREATE INDEX audit_events_resource ON occ.audit_events (resource_id, sequence);
+CREATE INDEX audit_events_work ON occ.audit_events (work_id, sequence);
+CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON occ.audit_events
+  FOR EACH ROW EXECUTE FUNCTION occ.reject_row_mutation();
+"""
+
+UPGRADE = (
+    _renamed("unpartitioned")
+    + _audit_table("", " PARTITION BY RANGE (occurred_at)")
+    + r"""CREATE TABLE occ.audit_events_default PARTITION OF occ.audit_events DEFAULT;
 
 CREATE TABLE occ.audit_exports (
   partition_name text NOT NULL,
@@ -116,12 +136,9 @@ DROP TABLE occ.audit_events_unpartitioned;
 ALTER TABLE occ.audit_events
   ADD CONSTRAINT audit_events_pkey PRIMARY KEY (id, occurred_at),
   ADD CONSTRAINT audit_events_sequence_key UNIQUE (sequence, occurred_at);
-CREATE INDEX audit_events_namespace ON occ.audit_events (namespace_id, sequence);
-CREATE INDEX audit_events_resource ON occ.audit_events (resource_id, sequence);
-CREATE INDEX audit_events_work ON occ.audit_events (work_id, sequence);
-CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON occ.audit_events
-  FOR EACH ROW EXECUTE FUNCTION occ.reject_row_mutation();
 """
+    + _INDEXES_AND_TRIGGER
+)
 
 GRANTS = r"""
 GRANT SELECT, INSERT ON occ.audit_events TO occ_app;
@@ -136,46 +153,18 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    keys = """
+  CONSTRAINT audit_events_pkey PRIMARY KEY (id),
+  CONSTRAINT audit_events_sequence_key UNIQUE (sequence),"""
     steps.execute(
-        rf"""
-        ALTER TABLE occ.audit_events RENAME TO audit_events_partitioned;
-        ALTER INDEX occ.audit_events_pkey RENAME TO audit_events_partitioned_pkey;
-        ALTER INDEX occ.audit_events_sequence_key RENAME TO audit_events_partitioned_sequence_key;
-        ALTER INDEX occ.audit_events_namespace RENAME TO audit_events_partitioned_namespace;
-        ALTER INDEX occ.audit_events_resource RENAME TO audit_events_partitioned_resource;
-        ALTER INDEX occ.audit_events_work RENAME TO audit_events_partitioned_work;
-        CREATE TABLE occ.audit_events (
-          id text NOT NULL,
-          sequence bigint GENERATED ALWAYS AS IDENTITY,
-          occurred_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-          kind text NOT NULL,
-          action text NOT NULL,
-          actor_id text NOT NULL,
-          namespace_id text,
-          resource_kind text,
-          resource_id text,
-          work_id text,
-          outcome text NOT NULL,
-          details jsonb NOT NULL DEFAULT '{{}}'::jsonb,
-          CONSTRAINT audit_events_pkey PRIMARY KEY (id),
-          CONSTRAINT audit_events_sequence_key UNIQUE (sequence),
-          CONSTRAINT audit_events_id_format CHECK (id ~ '^aud_{UUID4}$'),
-          CONSTRAINT audit_events_kind_valid
-            CHECK (kind IN ('bootstrap', 'mutation', 'access', 'authorization_denial')),
-          CONSTRAINT audit_events_action_format CHECK (action ~ '^[a-z][a-z0-9_.:-]{{0,127}}$'),
-          CONSTRAINT audit_events_outcome_valid
-            CHECK (outcome IN ('success', 'denied', 'failure')),
-          CONSTRAINT audit_events_details_object CHECK (jsonb_typeof(details) = 'object')
-        );
-        CREATE INDEX audit_events_namespace ON occ.audit_events (namespace_id, sequence);
-        CREATE INDEX audit_events_resource ON occ.audit_events (resource_id, sequence);
-        CREATE INDEX audit_events_work ON occ.audit_events (work_id, sequence);
-        CREATE TRIGGER audit_events_append_only BEFORE UPDATE OR DELETE ON occ.audit_events
-          FOR EACH ROW EXECUTE FUNCTION occ.reject_row_mutation();
-        INSERT INTO occ.audit_events OVERRIDING SYSTEM VALUE SELECT * FROM occ.audit_events_partitioned;
-        DROP TABLE occ.audit_events_partitioned;
-        DROP FUNCTION occ.ensure_audit_partitions(timestamptz, integer);
-        DROP TABLE occ.audit_exports;
-        """
+        _renamed("partitioned")
+        + _audit_table(keys, "")
+        + _INDEXES_AND_TRIGGER
+        + """
+INSERT INTO occ.audit_events OVERRIDING SYSTEM VALUE SELECT * FROM occ.audit_events_partitioned;
+DROP TABLE occ.audit_events_partitioned;
+DROP FUNCTION occ.ensure_audit_partitions(timestamptz, integer);
+DROP TABLE occ.audit_exports;
+"""
     )
     steps.grant_to_app_role("GRANT SELECT, INSERT ON occ.audit_events TO occ_app")

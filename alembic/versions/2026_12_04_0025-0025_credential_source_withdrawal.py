@@ -20,98 +20,63 @@ def _id(prefix: str, column: str) -> str:
     return f"{column} ~ '^{prefix}_{UUID4}$'"
 
 
-def _shape(row: str) -> str:
-    """The shape check of migration 0009 with the withdrawal kind."""
-    return f"""
-  CASE {row}kind
-    WHEN 'namespace_ready' THEN
-      {row}agent_id IS NULL AND {row}revision_id IS NULL AND {row}agent_target IS NULL
+_KIND_SHAPES_0009: tuple[tuple[str, str], ...] = (
+    (
+        "namespace_ready",
+        """{row}agent_id IS NULL AND {row}revision_id IS NULL AND {row}agent_target IS NULL
       AND {row}namespace_target = 'ready'
-      AND {row}id = 'namespace:' || {row}namespace_id || ':reconcile:ready'
-    WHEN 'namespace_deleted' THEN
-      {row}agent_id IS NULL AND {row}revision_id IS NULL AND {row}agent_target IS NULL
+      AND {row}id = 'namespace:' || {row}namespace_id || ':reconcile:ready'""",
+    ),
+    (
+        "namespace_deleted",
+        """{row}agent_id IS NULL AND {row}revision_id IS NULL AND {row}agent_target IS NULL
       AND {row}namespace_target = 'deleted'
-      AND {row}id = 'namespace:' || {row}namespace_id || ':reconcile:deleted'
-    WHEN 'agent_stopped' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
+      AND {row}id = 'namespace:' || {row}namespace_id || ':reconcile:deleted'""",
+    ),
+    (
+        "agent_stopped",
+        """{row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
       AND {row}agent_target = 'stopped'
-      AND {row}id ~ ('^agent:' || {row}agent_id || ':reconcile:stopped:{UUID4}$')
-    WHEN 'agent_deleted' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
+      AND {row}id ~ ('^agent:' || {row}agent_id || ':reconcile:stopped:{uuid4}$')""",
+    ),
+    (
+        "agent_deleted",
+        """{row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
       AND {row}agent_target = 'deleted'
-      AND {row}id = 'agent:' || {row}agent_id || ':reconcile:deleted'
-    WHEN 'credential_source_withdrawal' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
+      AND {row}id = 'agent:' || {row}agent_id || ':reconcile:deleted'""",
+    ),
+    (
+        "revision_reconcile",
+        """{row}agent_id IS NOT NULL AND {row}revision_id IS NOT NULL
+      AND {row}namespace_target IS NULL AND {row}agent_target IS NULL
+      AND {row}id = 'agent_revision:' || {row}revision_id || ':reconcile'""",
+    ),
+    (
+        "revision_maintenance",
+        """{row}agent_id IS NOT NULL AND {row}revision_id IS NOT NULL
+      AND {row}namespace_target IS NULL AND {row}agent_target IS NULL
+      AND {row}id ~ ('^agent_revision:' || {row}revision_id || ':maintenance:[0-9]{{1,15}}$')""",
+    ),
+)
+"""Each work kind's shape as migration 0009 checks it, in its order (``{row}``: the column
+prefix)."""
+
+_WITHDRAWAL_SHAPE = (
+    "credential_source_withdrawal",
+    """{row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
       AND {row}agent_target = 'stopped'
-      AND {row}id ~ ('^agent:' || {row}agent_id || ':withdrawal:acc_{UUID4}$')
-    WHEN 'revision_reconcile' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NOT NULL
-      AND {row}namespace_target IS NULL AND {row}agent_target IS NULL
-      AND {row}id = 'agent_revision:' || {row}revision_id || ':reconcile'
-    WHEN 'revision_maintenance' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NOT NULL
-      AND {row}namespace_target IS NULL AND {row}agent_target IS NULL
-      AND {row}id ~ ('^agent_revision:' || {row}revision_id || ':maintenance:[0-9]{{1,15}}$')
-    ELSE false
-  END"""
+      AND {row}id ~ ('^agent:' || {row}agent_id || ':withdrawal:acc_{uuid4}$')""",
+)
+_WITH_WITHDRAWAL = (*_KIND_SHAPES_0009[:4], _WITHDRAWAL_SHAPE, *_KIND_SHAPES_0009[4:])
 
 
-def _owner(row: str) -> str:
-    return (
-        f"{_id('ns', row + 'namespace_id')}"
-        f" AND ({row}agent_id IS NULL OR {_id('agt', row + 'agent_id')})"
-        f" AND ({row}revision_id IS NULL OR {_id('rev', row + 'revision_id')})"
-        f" AND {_id('prn', row + 'actor_id')}"
+def _shape(row: str, kinds: tuple[tuple[str, str], ...]) -> str:
+    """The shape check over ``kinds`` (name, condition), its columns read from ``row``."""
+    cases = "".join(
+        f"    WHEN '{kind}' THEN\n      {condition.format(row=row, uuid4=UUID4)}\n"
+        for kind, condition in kinds
     )
-
-
-def _length(row: str) -> str:
-    return f"char_length({row}id) BETWEEN 1 AND 512"
-
-
-def _old_shape(row: str) -> str:
-    """The shape check of migration 0009."""
-    return f"""
-  CASE {row}kind
-    WHEN 'namespace_ready' THEN
-      {row}agent_id IS NULL AND {row}revision_id IS NULL AND {row}agent_target IS NULL
-      AND {row}namespace_target = 'ready'
-      AND {row}id = 'namespace:' || {row}namespace_id || ':reconcile:ready'
-    WHEN 'namespace_deleted' THEN
-      {row}agent_id IS NULL AND {row}revision_id IS NULL AND {row}agent_target IS NULL
-      AND {row}namespace_target = 'deleted'
-      AND {row}id = 'namespace:' || {row}namespace_id || ':reconcile:deleted'
-    WHEN 'agent_stopped' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
-      AND {row}agent_target = 'stopped'
-      AND {row}id ~ ('^agent:' || {row}agent_id || ':reconcile:stopped:{UUID4}$')
-    WHEN 'agent_deleted' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NULL AND {row}namespace_target IS NULL
-      AND {row}agent_target = 'deleted'
-      AND {row}id = 'agent:' || {row}agent_id || ':reconcile:deleted'
-    WHEN 'revision_reconcile' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NOT NULL
-      AND {row}namespace_target IS NULL AND {row}agent_target IS NULL
-      AND {row}id = 'agent_revision:' || {row}revision_id || ':reconcile'
-    WHEN 'revision_maintenance' THEN
-      {row}agent_id IS NOT NULL AND {row}revision_id IS NOT NULL
-      AND {row}namespace_target IS NULL AND {row}agent_target IS NULL
-      AND {row}id ~ ('^agent_revision:' || {row}revision_id || ':maintenance:[0-9]{{1,15}}$')
-    ELSE false
-  END"""
-
-
-def _owner(row: str) -> str:
-    return (
-        f"{_id('ns', row + 'namespace_id')}"
-        f" AND ({row}agent_id IS NULL OR {_id('agt', row + 'agent_id')})"
-        f" AND ({row}revision_id IS NULL OR {_id('rev', row + 'revision_id')})"
-        f" AND {_id('prn', row + 'actor_id')}"
-    )
-
-
-def _length(row: str) -> str:
-    return f"char_length({row}id) BETWEEN 1 AND 512"
+    return f"\n  CASE {row}kind\n{cases}    ELSE false\n  END"
 
 
 def _owner(row: str) -> str:
@@ -160,11 +125,11 @@ $$;
 
 
 def upgrade() -> None:
-    steps.execute(_checks(_shape("NEW.")))
+    steps.execute(_checks(_shape("NEW.", _WITH_WITHDRAWAL)))
     steps.execute(_priority(withdrawal=True))
 
 
 def downgrade() -> None:
     steps.execute("DELETE FROM occ.controller_work WHERE kind = 'credential_source_withdrawal'")
     steps.execute(_priority(withdrawal=False))
-    steps.execute(_checks(_old_shape("NEW.")))
+    steps.execute(_checks(_shape("NEW.", _KIND_SHAPES_0009)))
