@@ -10,10 +10,10 @@ by the tests that start a worker with a shifted clock.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+from scripts import debian_packages
 
 LIBRARY_NAME = "libfaketimeMT.so.1"
 """The multi-threaded variant (the workers run threads)."""
@@ -51,22 +51,11 @@ def install() -> Path:
     found = library()
     if found is not None:
         return found
-    apt_get = shutil.which("apt-get")
-    if apt_get is None or os.geteuid() != 0:
-        raise FaketimeError("no libfaketime, and apt-get is unavailable or this is not root")
     say("installing faketime (apt-get)")
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for arguments in (["update", "-qq"], ["install", "-y", "-qq", "faketime"]):
-        result = subprocess.run(  # noqa: S603 - fixed arguments
-            [apt_get, *arguments],
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=600,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise FaketimeError(f"apt-get {arguments[0]} failed: {result.stderr.strip()[-300:]}")
+    try:
+        debian_packages.install("faketime", timeout_s=600)
+    except debian_packages.PackagesUnavailable as exc:
+        raise FaketimeError(f"no libfaketime: {exc}") from exc
     found = library()
     if found is None:
         raise FaketimeError("faketime is installed but its library was not found")

@@ -60,7 +60,7 @@ import psycopg
 import redis
 
 from occ.dev.broker import throwaway_redis_options
-from scripts import docker_engine, faketime
+from scripts import debian_packages, docker_engine, faketime
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".test-services"
@@ -462,27 +462,12 @@ def find_chromium() -> str | None:
     found = shutil.which("chromium")
     if found:
         return found
-    apt_get = shutil.which("apt-get")
-    if apt_get is None or os.geteuid() != 0:
-        say("no chromium, and apt-get is unavailable or this is not root: browser tests skip")
-        return None
     say("installing chromium (apt-get)")
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for arguments in (
-        ["update", "-qq"],
-        ["install", "-y", "-qq", "--no-install-recommends", "chromium"],
-    ):
-        result = subprocess.run(  # noqa: S603 - a fixed command line
-            [apt_get, *arguments],
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=900,
-            check=False,
-        )
-        if result.returncode != 0:
-            say(f"apt-get {arguments[0]} failed: {result.stderr.strip()[-300:]}")
-            return None
+    try:
+        debian_packages.install("--no-install-recommends", "chromium", timeout_s=900)
+    except debian_packages.PackagesUnavailable as exc:
+        say(f"no chromium: {exc}: browser tests skip")
+        return None
     return shutil.which("chromium")
 
 
