@@ -6,7 +6,9 @@ then the credential); supersession and stop checks without Compute; stopped pred
 the revision needs them; preparation; activation in the driver's ``activation_order`` around
 the claim-fenced compare-and-set of the active pointer; retirement of earlier revisions; then
 the publication that appends the activation audit and completes the item, its result the
-startup warnings the runtime reported (``startup_warnings``; maintenance records none).
+startup warnings the runtime reported (``startup_warnings``: judged from preparation's
+``Ready`` before activation, or from the ``Activation`` of a driver whose runtime starts only
+then; maintenance records none).
 Every Compute call runs under a freshly renewed claim; a pass that loses its claim anywhere
 publishes nothing; a
 pass that finds its revision already active (a recovered or maintenance pass) resumes at
@@ -120,6 +122,10 @@ def run_pass(
     activation = _activate(driver, guard, spec)
     if not isinstance(activation, base.Activation):
         return _unfinished(store, activation, unready_recheck_ms)
+    if activation.warnings is not None:  # a runtime that starts at activation reports here
+        warnings = startup_warnings.judged(activation.warnings)
+        if warnings is None:
+            return store.fail(Code.INVALID_DRIVER_OBSERVATION)
     try:
         _each(guard, driver.retire_revision, snapshot.earlier)
     except (base.TransientDriverError, base.PermanentDriverError):

@@ -1,6 +1,7 @@
 """The startup warnings a runtime reported, judged before a deployment may succeed with them.
 
-A driver reads them from the runtime (``base.Ready.warnings``); the worker keeps them only
+A driver reads them from the runtime (``base.Ready.warnings``, or ``base.Activation.warnings``
+when its runtime starts only at activation, as ``ssh``'s does); the worker keeps them only
 when every one is a reason-code-shaped ``code`` with a bounded ``detail``, none repeats, and
 there are at most ``MAX_WARNINGS``: malformed evidence cannot establish success, so the pass
 fails ``INVALID_DRIVER_OBSERVATION`` instead. A deploy's success result carries them

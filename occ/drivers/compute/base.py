@@ -201,9 +201,15 @@ class RevisionSpec:
 
 @dataclass(frozen=True)
 class Activation:
-    """An activated revision: where the Agent's stable endpoint now points."""
+    """An activated revision: where the Agent's stable endpoint now points.
+
+    A driver whose runtime starts only at activation (``ssh``: the Agent's unit restarts on
+    the revision then) adds the ``warnings`` that runtime reported at start; ``None`` means
+    the driver reported them with its preparation's ``Ready``.
+    """
 
     endpoint: str | None = None
+    warnings: tuple[StartupWarning, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -69,3 +69,43 @@ def test_a_repair_publishes_no_warnings() -> None:
 
     assert run.run().code == Code.REVISION_ALREADY_ACTIVE
     assert run.store.warnings == ()
+
+
+def test_a_runtime_that_starts_at_activation_reports_its_warnings_there() -> None:
+    run = passes.harness()
+    run.driver.script("activate_revision", base.Activation("e", (W("PLUGIN_UNAVAILABLE", "x"),)))
+
+    assert run.run().code == Code.REVISION_ACTIVATED
+    assert run.store.warnings == ({"code": "PLUGIN_UNAVAILABLE", "detail": "x"},)
+
+
+def test_an_activations_warnings_replace_the_preparations() -> None:
+    run = passes.harness()
+    run.driver.script("prepare_revision", base.Ready({}, (W("PLUGIN_UNAVAILABLE", "memory"),)))
+    run.driver.script("activate_revision", base.Activation("e", ()))
+
+    assert run.run().code == Code.REVISION_ACTIVATED
+    assert run.store.warnings == ()
+
+
+def test_malformed_warnings_at_activation_fail_the_deploy_before_retirement() -> None:
+    run = passes.harness(scenarios.agent(revisions=2, active=1))
+    run.driver.script("activate_revision", base.Activation("e", (W("bad code", "x"),)))
+
+    result = run.run()
+
+    assert (result.outcome, result.code) == (
+        codes.Outcome.PERMANENT,
+        Code.INVALID_DRIVER_OBSERVATION,
+    )
+    assert run.store.warnings == ()
+    assert run.driver.count("retire_revision") == 0
+
+
+def test_a_repair_publishes_no_warnings_its_activation_reports() -> None:
+    world = scenarios.agent(revisions=1, active=1, maintenance_bucket=7)
+    run = passes.harness(world, maintenance_interval_s=60)
+    run.driver.script("activate_revision", base.Activation("e", (W("PLUGIN_UNAVAILABLE", "x"),)))
+
+    assert run.run().code == Code.REVISION_ALREADY_ACTIVE
+    assert run.store.warnings == ()
