@@ -29,9 +29,12 @@ POLICY = values.QueuePolicy(
 """The queue policy of the in-process workers."""
 
 
-def ready_world(db: Database, document: dict[str, Any] | None = None) -> worlds.World:
-    """An Installation, a Namespace set ready (its own work item done) and one ``local`` Agent
-    in it, as the administrator made them, its configuration ``document`` (default empty)."""
+def ready_world(
+    db: Database, document: dict[str, Any] | None = None, *, compute_driver: str = "local"
+) -> worlds.World:
+    """An Installation, a Namespace set ready (its own work item done) and one Agent in it on
+    ``compute_driver``, as the administrator made them, its configuration ``document``
+    (default empty)."""
     admin = worlds.installation_admin(db, "reconcile")
     namespace_id = namespace_status.created_ready(db, admin=admin)
     with db.transaction() as session:
@@ -46,7 +49,7 @@ def ready_world(db: Database, document: dict[str, Any] | None = None) -> worlds.
         db,
         admin=admin,
         namespace_id=namespace_id,
-        compute_driver="local",
+        compute_driver=compute_driver,
         store=secret_store.SecretStore.from_settings(Settings()),
         secret_value="v",
         document=document or {},

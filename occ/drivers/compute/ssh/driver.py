@@ -11,7 +11,8 @@ user, removed on retirement.
   own and starts nothing; ``activate_revision`` (after the worker committed the pointer) runs
   ``before_workload_start``, writes the Agent's unit with the accepted placeholders and
   restarts it when it changed or stopped, then reads the gateway's ``/healthz`` through an
-  SSH tunnel. A failed activation revokes what the hooks granted (``before_workload_stop``).
+  SSH tunnel: the activation carries the startup warnings the gateway answers with there. A
+  failed activation revokes what the hooks granted (``before_workload_stop``).
 * ``stop_revision`` and ``retire_revision`` revoke first, then stop (and remove exactly the
   revision's files, and the unit when it runs that revision).
 * Observation is one command per host (``observe``) listing every Namespace, Agent, revision
@@ -158,7 +159,8 @@ class SshComputeDriver:
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Activation | base.Pending | base.Failed:
-        """Point the Agent's unit at the revision (restarting it), then check its health."""
+        """Point the Agent's unit at the revision (restarting it), then check its health: the
+        activation carries the startup warnings its gateway reports in ``/healthz``."""
         host, seen = self._placed(operation, revision.namespace_id)
         environment = self.hooks.before_workload_start(operation, revision)
         try:
@@ -177,13 +179,13 @@ class SshComputeDriver:
             )
             answer = self._call(operation, host, "activate", {**_ids(revision), "unitText": unit})
             port = int(answer["port"])
-            healthy = self._healthy(operation, host, port, revision.revision_id)
+            warnings = self._startup_warnings(operation, host, port, revision.revision_id)
         except BaseException:
             self.hooks.compensate_workload_start(operation, revision)
             raise
-        if not healthy:
+        if warnings is None:
             return base.Pending(NOT_READY)
-        return base.Activation(f"http://{host.host}:{port}")
+        return base.Activation(f"http://{host.host}:{port}", warnings)
 
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         """Revoke, then stop the unit when it runs this revision; keep every file."""
@@ -284,19 +286,23 @@ class SshComputeDriver:
         self.hooks.before_workload_stop(operation, revision)
         self._call(operation, host, verb, _ids(revision))
 
-    def _healthy(
+    def _startup_warnings(
         self, operation: base.Operation, host: hosts.Host, port: int, revision_id: str
-    ) -> bool:
+    ) -> tuple[base.StartupWarning, ...] | None:
+        """The startup warnings of the gateway once its ``/healthz`` answers for the revision
+        (asked again for up to ``readiness_wait_s``); ``None`` when it does not in time."""
         deadline = time.monotonic() + self.readiness_wait_s
         while True:
             try:
                 response = self.connections.get(operation, host, port, "/healthz")
             except base.TransientDriverError:
                 response = b""
-            if hostside.answers_for(response, revision_id):
-                return True
+            document = hostside.health_document(response, revision_id)
+            warnings = None if document is None else standin.startup_warnings(document)
+            if warnings is not None:
+                return warnings
             if time.monotonic() >= deadline:
-                return False
+                return None
             operation.wait(0.1)
 
     def _call(

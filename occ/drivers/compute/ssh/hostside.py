@@ -268,20 +268,22 @@ def gateway_healthy(port: int, revision_id: str) -> bool:
                 answer += chunk
     except OSError:
         return False
-    return answers_for(answer, revision_id)
+    return health_document(answer, revision_id) is not None
 
 
-def answers_for(response: bytes, revision_id: str) -> bool:
-    """Whether an HTTP ``response`` to ``GET /healthz`` is 200 with a JSON body naming
-    ``revision_id`` (the driver checks the answers it reads through SSH with it too)."""
+def health_document(response: bytes, revision_id: str) -> dict[str, Any] | None:
+    """The JSON body of an HTTP ``response`` to ``GET /healthz`` that is 200 naming
+    ``revision_id``, else ``None`` (the driver reads the answers it gets through SSH with it
+    too, and their startup ``warnings``)."""
     head, _, body = response.partition(b"\r\n\r\n")
     if not head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
-        return False
+        return None
     try:
         document = json.loads(body)
     except ValueError:
-        return False
-    return isinstance(document, dict) and document.get("revisionId") == revision_id
+        return None
+    named = isinstance(document, dict) and document.get("revisionId") == revision_id
+    return document if named else None
 
 
 # -- verbs -------------------------------------------------------------------------------
