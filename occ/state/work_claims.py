@@ -63,16 +63,20 @@ def claim_share(
     costs a claim statement for an item or two; a later nudge (a completion's) claims once the
     share is free. ``more`` says whether to claim again soon. Classes below intent together
     hold at most ``upkeep_budget(max_in_flight)`` claims, so a flood of upkeep always leaves
-    room (a quarter, ``min_room`` at the default share) for the next intent item.
+    room (a quarter, ``min_room`` at the default share) for the next intent item. Upkeep is
+    claimed a share at a time too: with less than ``min_room`` of its own room free, the claim
+    takes intent only and reads no lower class, so under a flood of upkeep most claims cost
+    what an idle queue's does and a deploy waits behind at most one upkeep claim.
     """
     session.execute(SQL["serialize_claimers"])
     live, upkeep = _live_by_class(session)
     room = max_in_flight - live
     if room <= 0 or (room < min_room and live > 0):
         return Batch([], False)
-    claims = claim(
-        session, policy, limit=room, upkeep_limit=max(upkeep_budget(max_in_flight) - upkeep, 0)
-    )
+    upkeep_room = max(upkeep_budget(max_in_flight) - upkeep, 0)
+    if upkeep_room < min_room and upkeep > 0:
+        upkeep_room = 0  # a seat or two: wait for a share
+    claims = claim(session, policy, limit=room, upkeep_limit=upkeep_room)
     return Batch(claims, len(claims) == room)
 
 
@@ -90,7 +94,8 @@ def claim(
     window: int | None = None,
 ) -> list[values.Claim]:
     """Claim up to ``limit`` ready items, at most one per lane, each with a dispatch token,
-    and at most ``upkeep_limit`` (unset: ``limit``) of them below the intent class.
+    and at most ``upkeep_limit`` (unset: ``limit``) of them below the intent class (0: the
+    classes below intent are not read at all).
 
     One statement: scans a bounded window of each class's range of the ready index, keeps the
     head of each lane that has no live claim (its highest class first), gives the classes
@@ -105,7 +110,7 @@ def claim(
         "limit": limit,
         "upkeep_limit": limit if upkeep_limit is None else upkeep_limit,
         "intent": int(Priority.INTENT),
-        "priorities": [int(p) for p in _CLASSES],
+        "priorities": [int(p) for p in _CLASSES if upkeep_limit != 0 or p >= Priority.INTENT],
         "heads": 2 * limit,
         "window": window or max(limit * 20, 1000),
         "max_attempts": policy.max_attempts,

@@ -8,7 +8,7 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from occ.state import values, work_claims, work_keys
+from occ.state import values, work_claims, work_keys, work_queue
 from occ.state.db import Database
 from occ.state.work_keys import Priority, WorkKind
 from tests.support import queue_steps, rows
@@ -19,6 +19,13 @@ REPAIR_LANES = 30
 
 def _kinds(claims: list[values.Claim]) -> list[WorkKind]:
     return [claim.key.kind for claim in claims]
+
+
+def _finish(db: Database, policy: values.QueuePolicy, dispatch: values.Claim) -> None:
+    with db.transaction() as session:
+        run = work_queue.start(session, policy, dispatch)
+        assert run is not None
+        work_queue.complete(session, run)
 
 
 def _deploy(db: Database, namespace_id: str, actor: str, name: str = "deployed") -> str:
@@ -113,6 +120,35 @@ def test_upkeep_never_holds_the_whole_budget_so_a_deploy_is_claimed_at_once(
         second = work_claims.claim_share(session, policy, max_in_flight=budget, min_room=2)
 
     assert [claim.work_id for claim in second.claims] == [deploy]
+
+
+def test_upkeep_is_claimed_a_share_at_a_time_while_intent_is_claimed_at_once(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    """A completion that frees one upkeep seat does not cost an upkeep claim (which reads the
+    upkeep classes' backlog); a deploy admitted meanwhile is still claimed alone."""
+    budget, share = 8, 2
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=REPAIR_LANES, per_lane=2)
+
+    def claim_share() -> list[values.Claim]:
+        with db.transaction() as session:
+            return work_claims.claim_share(
+                session, policy, max_in_flight=budget, min_room=share
+            ).claims
+
+    first = claim_share()
+    assert len(first) == work_claims.upkeep_budget(budget)
+    _finish(db, policy, first[0])
+    assert claim_share() == []  # one upkeep seat free: less than a share
+
+    deploy = _deploy(db, namespace_id, actor)
+    assert [claim.work_id for claim in claim_share()] == [deploy]
+
+    _finish(db, policy, first[1])
+    refill = claim_share()
+    assert len(refill) == share
+    assert set(_kinds(refill)) == {WorkKind.REVISION_MAINTENANCE}
 
 
 @pytest.mark.parametrize(("budget", "upkeep"), [(1, 1), (2, 1), (4, 3), (8, 6), (64, 48)])
