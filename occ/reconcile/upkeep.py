@@ -12,21 +12,28 @@ removed is gone, what it kept is read again).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from occ.settings.config import Settings
 from occ.state import audit_partitions, idempotency, retention, values
-from occ.state.db import Database
+from occ.state.db import Database, Session
 
 BATCH: Final = 500
 """Rows a batch removes at most (one short transaction)."""
+PAUSE: Final = 1.0
+"""After each batch a run rests this many times as long as the batch took, so a prune holds
+at most half of one database connection's time and the claims beside it keep their latency
+(``bench/intent.py``'s prune phase)."""
 RUN_BUDGET_S: Final = 10.0
 """How long one run prunes before it leaves the rest to the next (well inside the control
 tasks' 30 s soft limit)."""
 DAY_MS: Final = 86_400_000
+
+_Removed = TypeVar("_Removed")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,11 +73,21 @@ def prune(
     *,
     batch: int = BATCH,
     budget_s: float = RUN_BUDGET_S,
+    pause: float = PAUSE,
     clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> PruneReport:
     """Create the audit months ahead, then remove expired work history and idempotency
-    records, a batch per transaction."""
+    records, a batch per transaction, resting ``pause`` times as long as each batch took."""
     deadline = clock() + budget_s
+
+    def rested(remove: Callable[[Session], _Removed]) -> _Removed:
+        started = clock()
+        with database.transaction() as session:
+            removed = remove(session)
+        sleep((clock() - started) * pause)
+        return removed
+
     with database.transaction() as session:
         audit_partitions.ensure(session)
     work = batches = 0
@@ -82,19 +99,25 @@ def prune(
         while True:
             if clock() >= deadline:
                 return PruneReport(work, 0, batches, finished=False)
-            with database.transaction() as session:
-                done = retention.prune_work(
-                    session, state, older_than_ms=older_than_ms, after=after, limit=batch
+            done = rested(
+                functools.partial(
+                    retention.prune_work,
+                    state=state,
+                    older_than_ms=older_than_ms,
+                    after=after,
+                    limit=batch,
                 )
+            )
             work, batches, after = work + done.pruned, batches + 1, done.position
             if done.scanned < batch:
                 break
     records = 0
     while clock() < deadline:
-        with database.transaction() as session:
-            removed = retention.prune_idempotency(
-                session, older_than_ms=keep.idempotency_ms, limit=batch
+        removed = rested(
+            functools.partial(
+                retention.prune_idempotency, older_than_ms=keep.idempotency_ms, limit=batch
             )
+        )
         records, batches = records + removed, batches + 1
         if removed < batch:
             return PruneReport(work, records, batches, finished=True)

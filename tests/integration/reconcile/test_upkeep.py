@@ -60,11 +60,30 @@ def test_a_run_stops_at_its_budget_and_the_next_goes_on(db: Database, owner_db: 
     actor, namespace_id = _world(db)
     _history(owner_db, namespace_id, actor)
     keep = upkeep.Retention(succeeded_ms=7 * upkeep.DAY_MS, failed_ms=30 * upkeep.DAY_MS)
-    ticks = itertools.count()
+    ticks = itertools.count()  # a second each time the run reads the clock: three a batch
 
-    first = upkeep.prune(db, keep, batch=2, budget_s=3, clock=lambda: float(next(ticks)))
-    second = upkeep.prune(db, keep, batch=2)
+    first = upkeep.prune(
+        db, keep, batch=2, budget_s=6, clock=lambda: float(next(ticks)), sleep=lambda _: None
+    )
+    second = upkeep.prune(db, keep, batch=2, pause=0)
 
     assert (first.batches, first.finished) == (2, False)
     assert first.work == 4
     assert second.finished and first.work + second.work == 10
+
+
+def test_a_run_rests_after_each_batch_as_long_as_the_batch_took(
+    db: Database, owner_db: Database
+) -> None:
+    actor, namespace_id = _world(db)
+    _history(owner_db, namespace_id, actor)
+    keep = upkeep.Retention(succeeded_ms=7 * upkeep.DAY_MS, failed_ms=30 * upkeep.DAY_MS)
+    ticks = itertools.count(step=0.5)  # a batch takes half a second
+    rests: list[float] = []
+
+    report = upkeep.prune(
+        db, keep, batch=4, budget_s=1_000, clock=lambda: next(ticks), sleep=rests.append
+    )
+
+    assert report.finished
+    assert rests == [0.5 * upkeep.PAUSE] * report.batches
