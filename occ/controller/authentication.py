@@ -28,8 +28,8 @@ def authenticate(db: Database, *, presented_key: str, pepper: str) -> str:
         if found.principal_disabled:
             raise errors.Unauthenticated("the API key's principal is disabled")
         if found.touch_due:
-            api_keys.touch(connection, found.key.id)
-        return found.key.principal_id
+            api_keys.touch(connection, found.credential.id)
+        return found.credential.principal_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +57,7 @@ def authenticate_session(
         found = user_sessions.identify(
             connection, presented=presented_token, secret_key=secret_key, idle=idle
         )
-        issuer = None if found is None else found.session.issuer
+        issuer = None if found is None else found.credential.issuer
         if found is None or (
             issuer != user_sessions.CLI_ISSUER if cli else issuer in user_sessions.COOKIE_REFUSED
         ):
@@ -65,5 +65,5 @@ def authenticate_session(
         if found.principal_disabled:
             raise errors.Unauthenticated("the session's principal is disabled")
         if found.touch_due:
-            user_sessions.touch(connection, found.session.id)
-        return SignedIn(principal_id=found.session.principal_id, session_id=found.session.id)
+            user_sessions.touch(connection, found.credential.id)
+        return SignedIn(principal_id=found.credential.principal_id, session_id=found.credential.id)

@@ -200,9 +200,9 @@ def _revoke_presented(
     )
     if proven is None:
         return None
-    revoked = user_sessions.revoke(session, proven.session.id)
+    revoked = user_sessions.revoke(session, proven.credential.id)
     assert revoked is not None
-    _audit_revoked(session, proven.session.principal_id, revoked, reason)
+    _audit_revoked(session, proven.credential.principal_id, revoked, reason)
     return revoked.id
 
 
@@ -318,9 +318,9 @@ def redeem(
         proven = user_sessions.identify(
             session, presented=token, secret_key=policy_.secret_key, idle=_NEVER_IDLE
         )
-        if proven is None or proven.session.issuer != spends or proven.principal_disabled:
+        if proven is None or proven.credential.issuer != spends or proven.principal_disabled:
             return None
-        link = user_sessions.get(session, proven.session.id, lock=True)
+        link = user_sessions.get(session, proven.credential.id, lock=True)
         if link is None or link.revoked_at is not None:
             return None
         spent = user_sessions.revoke(session, link.id)

@@ -7,10 +7,6 @@ Takes the caller's session and never commits.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
-import re
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -18,11 +14,10 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.foundation import ids
-from occ.state import hot_statements, models, revocable, rows
+from occ.state import hot_statements, keyed_hashes, models, revocable, rows
 
 PREFIX: Final = "occ_"
-_PRESENTED = re.compile(rf"occ_(key_{ids.UUID4_PATTERN})_([0-9a-f]{{64}})")
+_PRESENTED: Final = keyed_hashes.KeyedHash("api_key", PREFIX, "_")
 _KEYS: Final = cast(sa.Table, models.ApiKey.__table__)
 
 
@@ -49,24 +44,17 @@ class MintedKey:
     plaintext: str = field(repr=False)
 
 
-def _digest(pepper: str, key_id: str, secret: str) -> str:
-    return hmac.new(pepper.encode(), f"{key_id}:{secret}".encode(), hashlib.sha256).hexdigest()
-
-
 def mint(session: orm.Session, *, principal_id: str, pepper: str) -> MintedKey:
     """Create a key for a principal."""
-    key_id = ids.new("api_key")
-    secret = secrets.token_hex(32)
+    issued = _PRESENTED.issue(pepper)
     key = _VALUES.inserted(
-        session, id=key_id, principal_id=principal_id, secret_hash=_digest(pepper, key_id, secret)
+        session, id=issued.id, principal_id=principal_id, secret_hash=issued.hashed
     )
-    return MintedKey(key=key, plaintext=f"{PREFIX}{key_id}_{secret}")
+    return MintedKey(key=key, plaintext=issued.presented)
 
 
-def parse(presented: str) -> tuple[str, str] | None:
-    """``(key_id, secret)`` of a well-formed presented key, else ``None``."""
-    match = _PRESENTED.fullmatch(presented)
-    return None if match is None else (match.group(1), match.group(2))
+parse: Final = _PRESENTED.parse
+"""``(key_id, secret)`` of a well-formed presented key, else ``None``."""
 
 
 def _proven(
@@ -74,17 +62,8 @@ def _proven(
 ) -> Mapping[Any, Any] | None:
     """The row ``read`` finds for the key id of ``presented`` if it is live and its hash
     matches the presented secret (compared in constant time); ``None`` otherwise."""
-    parsed = parse(presented)
-    if parsed is None:
-        return None
-    key_id, secret = parsed
-    row = read(key_id)
-    # an unknown id still costs one digest comparison, so timing does not tell ids apart
-    expected = row["secret_hash"] if row is not None else _digest(pepper, key_id, "")
-    matches = hmac.compare_digest(expected, _digest(pepper, key_id, secret))
-    if row is None or not matches or row["revoked_at"] is not None:
-        return None
-    return row
+    row = _PRESENTED.proven(presented, pepper, read, "secret_hash")
+    return None if row is None or row["revoked_at"] is not None else row
 
 
 def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | None:
@@ -96,16 +75,6 @@ def verify(session: orm.Session, *, presented: str, pepper: str) -> ApiKey | Non
         lambda key_id: session.execute(query.where(_KEYS.c.id == key_id)).mappings().first(),
     )
     return None if row is None else _VALUES.make(row)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Identified:
-    """A live key that a presented key proves, with what authentication needs of its owner."""
-
-    key: ApiKey
-    principal_disabled: bool
-    touch_due: bool
-    """``last_used_at`` is unset or older than ``TOUCH_EVERY`` (``touch`` would record use)."""
 
 
 TOUCH_EVERY: Final = dt.timedelta(seconds=60)
@@ -120,9 +89,12 @@ _IDENTIFY = sa.text("""
      WHERE k.id = :key_id""")
 
 
-def identify(target: hot_statements.Target, *, presented: str, pepper: str) -> Identified | None:
+def identify(
+    target: hot_statements.Target, *, presented: str, pepper: str
+) -> keyed_hashes.Identified[ApiKey] | None:
     """Like ``verify`` in one statement (a hot statement: every request runs it), with the
-    owner's state and whether to ``touch``."""
+    owner's state and whether to ``touch`` (``last_used_at`` is unset or older than
+    ``TOUCH_EVERY``)."""
     row = _proven(
         presented,
         pepper,
@@ -132,8 +104,8 @@ def identify(target: hot_statements.Target, *, presented: str, pepper: str) -> I
     )
     if row is None:
         return None
-    return Identified(
-        key=_VALUES.make(row),
+    return keyed_hashes.Identified(
+        credential=_VALUES.make(row),
         principal_disabled=bool(row["principal_disabled"]),
         touch_due=bool(row["touch_due"]),
     )

@@ -11,20 +11,15 @@ commits.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import hmac
-import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.foundation import ids
-from occ.state import hot_statements, models, revocable, rows
+from occ.state import hot_statements, keyed_hashes, models, revocable, rows
 
-_PRESENTED = re.compile(rf"(ses_{ids.UUID4_PATTERN})\.([0-9a-f]{{64}})")
+_PRESENTED: Final = keyed_hashes.KeyedHash("user_session", "", ".")
 _SESSIONS: Final = cast(sa.Table, models.UserSession.__table__)
 TOUCH_EVERY: Final = dt.timedelta(seconds=60)
 ONE_TIME_ISSUER: Final = "occ:one-time-link"
@@ -64,16 +59,8 @@ class StartedSession:
     token: str = field(repr=False)
 
 
-def _digest(secret_key: str, session_id: str, secret: str) -> str:
-    return hmac.new(
-        secret_key.encode(), f"{session_id}:{secret}".encode(), hashlib.sha256
-    ).hexdigest()
-
-
-def parse(presented: str) -> tuple[str, str] | None:
-    """``(session_id, secret)`` of a well-formed token, else ``None``."""
-    match = _PRESENTED.fullmatch(presented)
-    return None if match is None else (match.group(1), match.group(2))
+parse: Final = _PRESENTED.parse
+"""``(session_id, secret)`` of a well-formed token, else ``None``."""
 
 
 def start(
@@ -85,26 +72,16 @@ def start(
     lifetime: dt.timedelta,
 ) -> StartedSession:
     """A new session of the principal, ending for good ``lifetime`` from now."""
-    session_id = ids.new("user_session")
-    secret = secrets.token_hex(32)
+    issued = _PRESENTED.issue(secret_key)
     started = _VALUES.inserted(
         session,
-        id=session_id,
+        id=issued.id,
         principal_id=principal_id,
         issuer=issuer,
-        token_hash=_digest(secret_key, session_id, secret),
+        token_hash=issued.hashed,
         expires_at=sa.func.clock_timestamp() + lifetime,
     )
-    return StartedSession(session=started, token=f"{session_id}.{secret}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Identified:
-    """A live session that a presented token proves, and what authentication needs."""
-
-    session: UserSession
-    principal_disabled: bool
-    touch_due: bool
+    return StartedSession(session=started, token=issued.presented)
 
 
 # the session, its principal's state, whether it is live and whether use is due for recording
@@ -130,25 +107,23 @@ _HOT: Final = hot_statements.compile_all(
 
 def identify(
     target: hot_statements.Target, *, presented: str, secret_key: str, idle: dt.timedelta
-) -> Identified | None:
+) -> keyed_hashes.Identified[UserSession] | None:
     """The live session ``presented`` proves (compared in constant time), else ``None``:
     malformed, unknown, wrong secret, revoked, past its absolute or idle timeout."""
-    parsed = parse(presented)
-    if parsed is None:
-        return None
-    session_id, secret = parsed
-    row = hot_statements.first(
-        target,
-        _HOT["identify"],
-        {"session_id": session_id, "idle": idle, "touch_every": TOUCH_EVERY},
+    row = _PRESENTED.proven(
+        presented,
+        secret_key,
+        lambda session_id: hot_statements.first(
+            target,
+            _HOT["identify"],
+            {"session_id": session_id, "idle": idle, "touch_every": TOUCH_EVERY},
+        ),
+        "token_hash",
     )
-    # an unknown id still costs one digest comparison, so timing does not tell ids apart
-    expected = row["token_hash"] if row is not None else _digest(secret_key, session_id, "")
-    matches = hmac.compare_digest(expected, _digest(secret_key, session_id, secret))
-    if row is None or not matches or not row["live"]:
+    if row is None or not row["live"]:
         return None
-    return Identified(
-        session=_VALUES.make(row),
+    return keyed_hashes.Identified(
+        credential=_VALUES.make(row),
         principal_disabled=bool(row["principal_disabled"]),
         touch_due=bool(row["touch_due"]),
     )
