@@ -14,9 +14,18 @@ from dataclasses import dataclass
 
 from occ.controller import admission, deletions, observed_agents, preconditions
 from occ.controller import agents as agent_use_cases
+from occ.controller.changes import Change
 from occ.foundation import errors
-from occ.state import agents, repairs, runtime_observations, values, work_keys, work_queue
-from occ.state.db import Database
+from occ.state import (
+    agents,
+    namespaces,
+    repairs,
+    runtime_observations,
+    values,
+    work_keys,
+    work_queue,
+)
+from occ.state.db import Database, Session
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,16 +65,9 @@ def stop_agent(db: Database, actor_id: str, command: StopAgent) -> observed_agen
     """
     agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     with admission.guarded(db, actor_id) as session:
-        namespace, agent, change = agent_use_cases.locked(
-            session,
-            actor_id,
-            command.namespace_id,
-            command.agent_id,
-            verb="stop",
-            permission="agent:operate",
+        namespace, agent, change = _locked_undeleted(
+            session, actor_id, command, verb="stop", permission="agent:operate"
         )
-        if agent.deleting:
-            raise errors.AgentDeleting("the Agent is being deleted")
         stopped = agents.set_desired_state(session, agent.id, agents.DesiredRuntimeState.STOPPED)
         key = work_keys.agent_stopped(agent.id)
         work_queue.enqueue(session, key, _work_owner(agent, actor_id))
@@ -98,16 +100,9 @@ def repair_agent(
     """
     agent_use_cases.require_ids(command.namespace_id, command.agent_id)
     with admission.guarded(db, actor_id) as session:
-        namespace, agent, change = agent_use_cases.locked(
-            session,
-            actor_id,
-            command.namespace_id,
-            command.agent_id,
-            verb="repair",
-            permission="agent:deploy",
+        namespace, agent, change = _locked_undeleted(
+            session, actor_id, command, verb="repair", permission="agent:deploy"
         )
-        if agent.deleting:
-            raise errors.AgentDeleting("the Agent is being deleted")
         revision_id = agent.active_revision_id
         if agent.desired_runtime_state != agents.DesiredRuntimeState.RUNNING or not revision_id:
             raise errors.AgentNotRunning("the Agent has no running revision to repair")
@@ -131,6 +126,29 @@ def repair_agent(
             work_id=str(key) if key else None,
         )
         return observed_agents.observe(session, agent)
+
+
+def _locked_undeleted(
+    session: Session,
+    actor_id: str,
+    command: StopAgent | RepairAgent,
+    *,
+    verb: str,
+    permission: str,
+) -> tuple[namespaces.Namespace, agents.Agent, Change]:
+    """``agents.locked`` for an action that needs the Agent not being deleted
+    (``AgentDeleting`` otherwise)."""
+    namespace, agent, change = agent_use_cases.locked(
+        session,
+        actor_id,
+        command.namespace_id,
+        command.agent_id,
+        verb=verb,
+        permission=permission,
+    )
+    if agent.deleting:
+        raise errors.AgentDeleting("the Agent is being deleted")
+    return namespace, agent, change
 
 
 def delete_agent(
