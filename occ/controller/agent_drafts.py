@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from occ.controller import admission
 from occ.foundation import errors, harnesses, ids
@@ -16,20 +16,30 @@ from occ.state.db import Session
 _VERSION: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-def draft_columns(
-    *,
-    name: str | None,
-    configuration_id: str | None,
-    harness: agents.Harness | None,
-    execution_mode: harnesses.ExecutionMode | None,
-    harness_auth: agents.HarnessAuth | None,
-) -> dict[str, Any]:
+class Draft(Protocol):
+    """The fields of an Agent's draft a command gives (a creation all, an update some)."""
+
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def configuration_id(self) -> str | None: ...
+    @property
+    def harness(self) -> agents.Harness | None: ...
+    @property
+    def execution_mode(self) -> harnesses.ExecutionMode | None: ...
+    @property
+    def harness_auth(self) -> agents.HarnessAuth | None: ...
+
+
+def draft_columns(draft: Draft) -> dict[str, Any]:
     """The draft columns the given fields set, each checked on its own, in this order
     (``InvalidInput`` at the field's path); ``None`` sets nothing.
 
     The web layer's schema already made sure of the harness and execution mode catalogues and
     of the harness authentication's kind.
     """
+    name, configuration_id, harness = draft.name, draft.configuration_id, draft.harness
+    execution_mode, harness_auth = draft.execution_mode, draft.harness_auth
     columns: dict[str, Any] = {}
     if name is not None:
         columns["name"] = admission.name(name, ("name",))

@@ -94,13 +94,7 @@ def create_agent(
         Conflict: the name is taken in the Namespace, or its ``agent-runtime`` Role differs.
     """
     admission.require_id("namespace", command.namespace_id)
-    columns = agent_drafts.draft_columns(
-        name=command.name,
-        configuration_id=command.configuration_id,
-        harness=command.harness,
-        execution_mode=command.execution_mode,
-        harness_auth=command.harness_auth,
-    )
+    columns = agent_drafts.draft_columns(command)
     agent_drafts.check_execution_mode(columns, current=None)
     request = agent_drafts.describe(columns)
     action = "agents.create"
@@ -179,13 +173,7 @@ def update_agent(
         Conflict: the new name is taken.
     """
     require_ids(command.namespace_id, command.agent_id)
-    columns = agent_drafts.draft_columns(
-        name=command.name,
-        configuration_id=command.configuration_id,
-        harness=command.harness,
-        execution_mode=command.execution_mode,
-        harness_auth=command.harness_auth,
-    )
+    columns = agent_drafts.draft_columns(command)
     if not columns:
         raise errors.InvalidInput.at((), "give at least one field to change")
     request = agent_drafts.describe(columns)

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from occ.controller import agent_drafts
+from occ.controller import agents as agent_use_cases
 from occ.foundation import errors, harnesses
 from occ.state import agents
 
@@ -17,15 +18,12 @@ ACCOUNT = f"acc_{uuid.uuid4()}"
 
 
 def _columns(**fields: object) -> dict[str, object]:
-    given: dict[str, object] = {
-        "name": None,
-        "configuration_id": None,
-        "harness": None,
-        "execution_mode": None,
-        "harness_auth": None,
-    }
-    given.update(fields)
-    return agent_drafts.draft_columns(**given)  # type: ignore[arg-type]
+    update = agent_use_cases.UpdateAgent(
+        namespace_id=f"ns_{uuid.uuid4()}",
+        agent_id=f"agt_{uuid.uuid4()}",
+        **fields,  # type: ignore[arg-type]
+    )
+    return agent_drafts.draft_columns(update)
 
 
 def test_only_the_given_fields_become_columns_and_a_source_clears_the_other() -> None:
