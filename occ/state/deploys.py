@@ -127,28 +127,31 @@ def deployment(session: orm.Session, revision_id: str) -> values.WorkItem | None
 def pending_successor(session: orm.Session, agent_id: str, revision_number: int) -> str | None:
     """The newest revision of the Agent after ``revision_number`` whose deployment is still
     under way (admitted: queued or claimed), or ``None``."""
-    statement = (
-        sa.select(_REVISIONS.c.id)
-        .join(
-            _WORK,
-            (_WORK.c.agent_id == _REVISIONS.c.agent_id) & (_WORK.c.revision_id == _REVISIONS.c.id),
-        )
-        .where(
-            _REVISIONS.c.agent_id == agent_id,
-            _REVISIONS.c.revision_number > revision_number,
-            _WORK.c.kind == KIND,
-            _WORK.c.state.in_((values.WorkState.QUEUED, values.WorkState.CLAIMED)),
-        )
-        .order_by(_REVISIONS.c.revision_number.desc())
-        .limit(1)
+    return _newest_deployed(
+        session,
+        agent_id,
+        _REVISIONS.c.revision_number > revision_number,
+        _WORK.c.state.in_((values.WorkState.QUEUED, values.WorkState.CLAIMED)),
     )
-    found: str | None = session.execute(statement).scalar_one_or_none()
-    return found
 
 
 def last_succeeded(session: orm.Session, agent_id: str, revision_number: int) -> str | None:
     """The newest revision of the Agent before ``revision_number`` whose deployment
     succeeded in activating it (``REVISION_ACTIVATED`` / ``REVISION_ALREADY_ACTIVE``), or
+    ``None``."""
+    return _newest_deployed(
+        session,
+        agent_id,
+        _REVISIONS.c.revision_number < revision_number,
+        _WORK.c.state == values.WorkState.SUCCEEDED,
+        _WORK.c.reason_code.in_(ACTIVATED),
+    )
+
+
+def _newest_deployed(
+    session: orm.Session, agent_id: str, *conditions: sa.ColumnElement[bool]
+) -> str | None:
+    """The newest revision of the Agent whose deployment item meets ``conditions``, or
     ``None``."""
     statement = (
         sa.select(_REVISIONS.c.id)
@@ -156,13 +159,7 @@ def last_succeeded(session: orm.Session, agent_id: str, revision_number: int) ->
             _WORK,
             (_WORK.c.agent_id == _REVISIONS.c.agent_id) & (_WORK.c.revision_id == _REVISIONS.c.id),
         )
-        .where(
-            _REVISIONS.c.agent_id == agent_id,
-            _REVISIONS.c.revision_number < revision_number,
-            _WORK.c.kind == KIND,
-            _WORK.c.state == values.WorkState.SUCCEEDED,
-            _WORK.c.reason_code.in_(ACTIVATED),
-        )
+        .where(_REVISIONS.c.agent_id == agent_id, _WORK.c.kind == KIND, *conditions)
         .order_by(_REVISIONS.c.revision_number.desc())
         .limit(1)
     )
