@@ -10,9 +10,11 @@ framing).
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import flask
 
@@ -47,6 +49,7 @@ CONTENT_SECURITY_POLICY: Final = (
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 _LIST_LIMIT: Final = keyset.Window(limit=200)
+_Choice = TypeVar("_Choice", bound=enum.StrEnum)
 
 
 @blueprint.after_request
@@ -187,17 +190,10 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
 @access.authenticated
 @query_parameters.accepts("namespace", "kind")
 def audit_page() -> str:
-    namespace_id = flask.request.args.get("namespace") or None
-    kind = flask.request.args.get("kind") or None
-    if kind is not None and kind not in audit.KINDS:
-        raise errors.NotFound("no such audit event kind")
+    chosen = _Filters.chosen("kind", audit.EventKind, "no such audit event kind")
     page = calls.call(
         operations.list_audit_events,
-        operations.AuditFilter(
-            namespace_id=namespace_id,
-            kind=None if kind is None else audit.EventKind(kind),
-            limit=100,
-        ),
+        operations.AuditFilter(namespace_id=chosen.namespace_id, kind=chosen.value, limit=100),
     )
     return _render(
         "audit.html",
@@ -205,7 +201,7 @@ def audit_page() -> str:
             "title": "Audit events",
             "events": page.items,
             "kinds": sorted(audit.KINDS),
-            "chosen": {"namespace": namespace_id or "", "kind": kind or ""},
+            "chosen": chosen.shown,
         },
     )
 
@@ -214,17 +210,10 @@ def audit_page() -> str:
 @access.authenticated
 @query_parameters.accepts("namespace", "state")
 def work_page() -> str:
-    namespace_id = flask.request.args.get("namespace") or None
-    state = flask.request.args.get("state") or None
-    if state is not None and state not in set(values.WorkState):
-        raise errors.NotFound("no such work state")
+    chosen = _Filters.chosen("state", values.WorkState, "no such work state")
     page = calls.call(
         operations.list_work,
-        operations.WorkFilter(
-            namespace_id=namespace_id,
-            state=None if state is None else values.WorkState(state),
-            limit=100,
-        ),
+        operations.WorkFilter(namespace_id=chosen.namespace_id, state=chosen.value, limit=100),
     )
     return _render(
         "work.html",
@@ -232,9 +221,31 @@ def work_page() -> str:
             "title": "Work items",
             "items": page.items,
             "states": [str(s) for s in values.WorkState],
-            "chosen": {"namespace": namespace_id or "", "state": state or ""},
+            "chosen": chosen.shown,
         },
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Filters(Generic[_Choice]):
+    """A ledger page's filters from its query: the Namespace, and one value of an enum (the
+    event kind, the work state)."""
+
+    namespace_id: str | None
+    value: _Choice | None
+    shown: dict[str, str]
+    """Each filter as the page's form shows it chosen (``""``: any)."""
+
+    @classmethod
+    def chosen(cls, name: str, choices: type[_Choice], unknown: str) -> _Filters[_Choice]:
+        """The query's ``namespace`` and ``name``; ``NotFound`` (saying ``unknown``) for a
+        ``name`` that is not one of ``choices``."""
+        namespace_id = flask.request.args.get("namespace") or None
+        given = flask.request.args.get(name) or None
+        if given is not None and given not in set(choices):
+            raise errors.NotFound(unknown)
+        value = None if given is None else choices(given)
+        return cls(namespace_id, value, {"namespace": namespace_id or "", name: given or ""})
 
 
 @blueprint.route("/people", methods=["GET"])

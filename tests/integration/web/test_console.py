@@ -69,6 +69,25 @@ def test_a_page_the_person_may_not_open_answers_a_403_page(
     assert answer.headers["Content-Security-Policy"] == pages.CONTENT_SECURITY_POLICY
 
 
+def test_the_ledger_pages_filter_by_namespace_and_one_known_value(
+    visitor: FlaskClient, provider: oidc_provider.Provider, db: Database, admin: Caller
+) -> None:
+    sign_in(visitor, provider, "petra-sub")
+    me = current(visitor)
+    grants.give(db, me["principalId"], ["installation:administer", "installation:read"])
+
+    work = visitor.get("/console/work?namespace=ns_chosen&state=queued")
+    audit = visitor.get("/console/audit?kind=access")
+
+    assert work.status_code == 200 and audit.status_code == 200
+    assert b'value="ns_chosen"' in work.data
+    assert b'<option value="queued" selected>' in work.data
+    assert b'<option value="claimed" >' in work.data
+    assert b'<option value="access" selected>' in audit.data
+    assert visitor.get("/console/work?state=lost").status_code == 404
+    assert visitor.get("/console/audit?kind=lost").status_code == 404
+
+
 def test_the_script_and_styles_are_served_from_this_origin(visitor: FlaskClient) -> None:
     script = visitor.get("/console/static/console.js")
     styles = visitor.get("/console/static/console.css")
