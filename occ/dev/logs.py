@@ -7,7 +7,8 @@ rotated once it reaches ``Limits.max_bytes`` (``OCC_LOG_FILE_MAX_BYTES``): ``nam
 older one is narrowed to it): a child's output may name what only its owner should read.
 ``dev.log`` holds occ dev's own records in occ's log format (one JSON object per line,
 ``observability.JsonFormatter``), its events and its supervisor's messages alike. Nothing here
-decides what is logged.
+decides what is logged. Opening, naming and shifting the files is the local driver's
+``logfiles``, whose gateway logs rotate the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
+from occ.drivers.compute.local import logfiles
 from occ.settings.config import Settings
 from occ.telemetry import observability
 
@@ -30,7 +32,6 @@ SERVICE: Final = "occ-dev"
 """The service ``dev.log``'s lines name."""
 
 _CHUNK: Final = 64 * 1024
-FILE_MODE: Final = 0o600
 
 
 @dataclass(frozen=True)
@@ -49,28 +50,9 @@ class Limits:
 DEFAULT_LIMITS: Final = Limits()
 
 
-def _private(path: Path) -> int:
-    """A descriptor appending to ``path``, created (or narrowed to) ``FILE_MODE``."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-    try:
-        os.fchmod(descriptor, FILE_MODE)
-    except BaseException:
-        os.close(descriptor)
-        raise
-    return descriptor
-
-
-def rotated(path: Path, number: int) -> Path:
-    """The ``number``-th older file of ``path`` (``name.log.1`` is the newest rotated one)."""
-    return path.with_name(f"{path.name}.{number}")
-
-
 def rotate(path: Path, files: int = FILES) -> None:
     """Shift ``path`` to ``path.1`` (and so on), dropping the oldest beyond ``files``."""
-    for number in range(files - 1, 0, -1):
-        source = path if number == 1 else rotated(path, number - 1)
-        if source.exists():
-            os.replace(source, rotated(path, number))
+    logfiles.shift(path, files - 1)
     if files <= 1:
         path.unlink(missing_ok=True)
 
@@ -95,7 +77,7 @@ class RotatingLog:
             if handle.tell() and handle.tell() + len(data) > self.max_bytes:
                 handle.close()
                 rotate(self.path, self.files)
-                handle = self._handle = os.fdopen(_private(self.path), "ab")
+                handle = self._handle = os.fdopen(logfiles.open_appending(self.path), "ab")
             handle.write(data)
             handle.flush()
 
@@ -114,7 +96,7 @@ class RotatingLog:
     def _open(self) -> IO[bytes]:
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = os.fdopen(_private(self.path), "ab")
+            self._handle = os.fdopen(logfiles.open_appending(self.path), "ab")
         return self._handle
 
     def _copy(self, stream: IO[bytes]) -> None:
@@ -129,10 +111,12 @@ class RotatingLog:
 
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """The standard rotating handler, its files created ``FILE_MODE``."""
+    """The standard rotating handler, its files created ``logfiles.FILE_MODE``."""
 
     def _open(self) -> IO[str]:  # type: ignore[override]  # typeshed's TextIOWrapper
-        return os.fdopen(_private(Path(self.baseFilename)), "a", encoding=self.encoding)
+        return os.fdopen(
+            logfiles.open_appending(Path(self.baseFilename)), "a", encoding=self.encoding
+        )
 
 
 def file_handler(path: Path, limits: Limits = DEFAULT_LIMITS) -> logging.Handler:

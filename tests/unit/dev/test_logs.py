@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from occ.dev import home, logs
+from occ.drivers.compute.local import logfiles
 from occ.settings.config import Settings
 from occ.telemetry import observability
 
@@ -36,8 +37,8 @@ def test_a_log_rotates_by_size_and_keeps_three_files(tmp_path: Path) -> None:
         "drivers.log.2",
     ]
     assert path.read_bytes().startswith(b"9")
-    assert logs.rotated(path, 1).read_bytes().startswith(b"8")
-    assert logs.rotated(path, 2).read_bytes().startswith(b"7")
+    assert logfiles.rotated(path, 1).read_bytes().startswith(b"8")
+    assert logfiles.rotated(path, 2).read_bytes().startswith(b"7")
     assert all(p.stat().st_size <= 100 for p in tmp_path.iterdir())
 
 
@@ -97,7 +98,7 @@ def test_every_log_file_is_its_owners_alone(tmp_path: Path) -> None:
     assert stat.S_IMODE(older.stat().st_mode) == 0o600
     log.write(b"second line\n")  # rotates: the new file is created 0600
     log.close()
-    for path in (older, logs.rotated(older, 1)):
+    for path in (older, logfiles.rotated(older, 1)):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     handler = logs.file_handler(tmp_path / "dev.log")
     handler.emit(logging.LogRecord("occ", logging.INFO, __file__, 1, "started", None, None))

@@ -63,7 +63,7 @@ def files(path: Path, rotation: Rotation) -> list[Path]:
 def create(path: Path) -> None:
     """Create the log at ``path`` empty unless it exists, with its lock file (both 0600): the
     log is where readers look at once, and neither file appears later, at a writer's whim."""
-    os.close(_open(path))
+    os.close(open_appending(path))
     os.close(_open_lock(path))
 
 
@@ -71,7 +71,7 @@ def append(path: Path, data: bytes, rotation: Rotation) -> None:
     """Append ``data`` (whole lines, as the writer passes them) to the log at ``path``,
     rotating first whenever the next lines would take the file past ``rotation.max_bytes``."""
     with _locked(path):
-        descriptor = _open(path)
+        descriptor = open_appending(path)
         try:
             size = os.fstat(descriptor).st_size
             batch = bytearray()
@@ -81,8 +81,8 @@ def append(path: Path, data: bytes, rotation: Rotation) -> None:
                     batch.clear()
                     os.close(descriptor)
                     descriptor = -1
-                    _shift(path, rotation.backups)
-                    descriptor = _open(path)
+                    shift(path, rotation.backups)
+                    descriptor = open_appending(path)
                     size = 0
                 batch += line
             _write(descriptor, batch)
@@ -140,7 +140,7 @@ def copy(source: int, path: Path, rotation: Rotation) -> None:
         append(path, pending, rotation)
 
 
-def _shift(path: Path, backups: int) -> None:
+def shift(path: Path, backups: int) -> None:
     """``path`` to ``path.1``, ``path.1`` to ``path.2`` ...; the oldest past ``backups`` goes."""
     for number in range(backups, 0, -1):
         source = path if number == 1 else rotated(path, number - 1)
@@ -148,7 +148,7 @@ def _shift(path: Path, backups: int) -> None:
             os.replace(source, rotated(path, number))
 
 
-def _open(path: Path) -> int:
+def open_appending(path: Path) -> int:
     """A descriptor appending to ``path`` (created 0600; an older file is narrowed to it)."""
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
     try:
