@@ -1,8 +1,9 @@
 """The stand-in gateway (``occ.drivers.gateway``) as every Compute Driver starts and probes it.
 
 Its options for one revision (the drivers add where it listens and how the credential
-arrives), the configuration file it reads, and the one ``GET /healthz`` that says a gateway
-answers for that revision and which startup warnings it reported. Pure functions plus that
+arrives), the configuration file it reads, its endpoint on the loopback, and the one
+``GET /healthz`` there that says a gateway answers for that revision and which startup
+warnings it reported. Pure functions plus that
 probe; nothing here starts, finds or ends a process or a container.
 """
 
@@ -14,6 +15,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from occ.drivers.compute import base
+
+LOOPBACK: Final = "127.0.0.1"
+"""Where the local driver's gateways listen and the docker driver's are published."""
 
 _HEALTH_BODY_LIMIT: Final = 65_536
 
@@ -43,17 +47,24 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def answers_for(host: str, port: int, revision_id: str, *, timeout_s: float) -> bool:
-    """One ``GET /healthz`` (no proxy): 200 with a JSON body naming this revision."""
-    return status_of(host, port, revision_id, timeout_s=timeout_s) is not None
+def endpoint(port: int) -> str:
+    """The endpoint of a gateway listening on ``LOOPBACK:port``."""
+    return f"http://{LOOPBACK}:{port}"
+
+
+def answers_for(port: int, revision_id: str, *, timeout_s: float) -> bool:
+    """One ``GET /healthz`` on ``LOOPBACK:port`` (no proxy): 200 with a JSON body naming this
+    revision."""
+    return status_of(port, revision_id, timeout_s=timeout_s) is not None
 
 
 def status_of(
-    host: str, port: int, revision_id: str, *, timeout_s: float
+    port: int, revision_id: str, *, timeout_s: float
 ) -> tuple[base.StartupWarning, ...] | None:
-    """One ``GET /healthz`` (no proxy): the startup warnings of a gateway that answers 200
-    for this revision; ``None`` when it does not (or its answer is malformed)."""
-    connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    """One ``GET /healthz`` on ``LOOPBACK:port`` (no proxy): the startup warnings of a gateway
+    that answers 200 for this revision; ``None`` when it does not (or its answer is
+    malformed)."""
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=timeout_s)
     try:
         connection.request("GET", "/healthz")
         response = connection.getresponse()

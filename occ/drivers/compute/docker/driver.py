@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, ParamSpec, TypeVar
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.docker import engine as docker_engine
 from occ.drivers.compute.docker import health, naming, owned, snapshots, workload
@@ -218,7 +218,7 @@ class DockerComputeDriver:
         port = workload.published_port(self.engine.container(container["Id"]))
         if port is None:
             return base.Pending(NOT_READY)
-        return base.Activation(workload.endpoint(port))
+        return base.Activation(standin.endpoint(port))
 
     @_classified
     def stop_revision(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
@@ -313,11 +313,11 @@ class DockerComputeDriver:
                     UNHEALTHY, permanent=True, reason="the gateway's health check failed"
                 )
             if state == health.State.PROBE and port is not None:
-                warnings = workload.startup_warnings(
+                warnings = standin.status_of(
                     port, revision.revision_id, timeout_s=self.probe_timeout_s
                 )
                 if warnings is not None:
-                    return base.Ready({"endpoint": workload.endpoint(port)}, warnings)
+                    return base.Ready({"endpoint": standin.endpoint(port)}, warnings)
             if state == health.State.EXITED or time.monotonic() >= deadline:
                 return base.Pending("REVISION_INCOMPLETE")  # an exited one restarts next pass
             operation.wait(0.05)
@@ -389,4 +389,4 @@ def _observed(container: Mapping[str, Any] | None) -> base.Observed:
     port = workload.listed_port(container)
     if port is None:
         return base.Observed(False, code=NOT_READY)
-    return base.Observed(True, workload.endpoint(port))
+    return base.Observed(True, standin.endpoint(port))

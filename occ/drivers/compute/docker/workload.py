@@ -27,7 +27,7 @@ from occ.drivers.compute.docker import naming
 PORT: Final = 8080
 """The gateway's port inside the container."""
 
-HOST: Final = "127.0.0.1"
+HOST: Final = standin.LOOPBACK
 """The only host address a gateway port is published on."""
 
 USER: Final = "10001:10001"
@@ -177,20 +177,3 @@ def listed_port(container: Mapping[str, Any]) -> int | None:
         ):
             return int(binding["PublicPort"])
     return None
-
-
-def endpoint(port: int) -> str:
-    return f"http://{HOST}:{port}"
-
-
-def answers_for(port: int, revision_id: str, *, timeout_s: float) -> bool:
-    """One ``GET /healthz`` on the published port: 200 naming this revision."""
-    return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
-
-
-def startup_warnings(
-    port: int, revision_id: str, *, timeout_s: float
-) -> tuple[base.StartupWarning, ...] | None:
-    """One ``GET /healthz`` on the published port: the startup warnings of a gateway that
-    answers for this revision; ``None`` when it does not."""
-    return standin.status_of(HOST, port, revision_id, timeout_s=timeout_s)

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.local import (
     gateway_start,
@@ -174,7 +174,7 @@ class LocalComputeDriver:
                 raise base.TransientDriverError(
                     observation.NOT_RUNNING, "the revision's gateway is not running"
                 )
-            endpoint = gateways.endpoint(int(runtime["port"]))
+            endpoint = standin.endpoint(int(runtime["port"]))
             pointer = {"revisionId": revision.revision_id, "endpoint": endpoint}
             active = self.layout.active_pointer(revision.agent_id)
             if store.read_json(active) != pointer:
@@ -319,14 +319,12 @@ class LocalComputeDriver:
             runtime = started
         operation.check()
         port = int(runtime["port"])
-        warnings = gateways.startup_warnings(
-            port, revision.revision_id, timeout_s=self.probe_timeout_s
-        )
+        warnings = standin.status_of(port, revision.revision_id, timeout_s=self.probe_timeout_s)
         if warnings is None:
             return base.Pending("REVISION_INCOMPLETE")
         if runtime.get("healthyAt") is None:
             store.write_json(runtime_path, {**runtime, "healthyAt": time.time()})
-        return base.Ready({"endpoint": gateways.endpoint(port)}, warnings)
+        return base.Ready({"endpoint": standin.endpoint(port)}, warnings)
 
     def _stop(self, operation: base.Operation, revision: base.RevisionSpec) -> None:
         gateways.reap_children()

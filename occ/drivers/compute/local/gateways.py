@@ -33,7 +33,7 @@ from typing import Any, Final
 import occ
 from occ.drivers.compute import base, standin
 
-HOST: Final = "127.0.0.1"
+HOST: Final = standin.LOOPBACK
 """Where every gateway listens."""
 
 MARKER: Final = "OCC_GATEWAY_DIR"
@@ -176,23 +176,6 @@ def port_taken_line(previous: int, port: int) -> bytes:
         f"gateway listens on {port} now, and the Agent's endpoint follows",
     }
     return (json.dumps(document, separators=(",", ":")) + "\n").encode()
-
-
-def endpoint(port: int) -> str:
-    return f"http://{HOST}:{port}"
-
-
-def healthy(port: int, revision_id: str, *, timeout_s: float) -> bool:
-    """One ``GET /healthz``: 200 naming this revision (a short timeout, no proxy)."""
-    return standin.answers_for(HOST, port, revision_id, timeout_s=timeout_s)
-
-
-def startup_warnings(
-    port: int, revision_id: str, *, timeout_s: float
-) -> tuple[base.StartupWarning, ...] | None:
-    """One ``GET /healthz``: the startup warnings of a gateway answering for this revision;
-    ``None`` when it does not answer for it."""
-    return standin.status_of(HOST, port, revision_id, timeout_s=timeout_s)
 
 
 # -- finding -------------------------------------------------------------------------------

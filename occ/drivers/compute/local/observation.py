@@ -9,7 +9,7 @@ import concurrent.futures
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 from occ.drivers.compute.local import gateways, store
 
 NOT_RUNNING: Final = "REVISION_NOT_RUNNING"
@@ -43,7 +43,7 @@ def observe(
     for revision_id, healthy in _health_of(ports).items():
         port = ports[revision_id]
         observed[revision_id] = (
-            base.Observed(True, gateways.endpoint(port))
+            base.Observed(True, standin.endpoint(port))
             if healthy
             else base.Observed(False, code=UNHEALTHY)
         )
@@ -57,7 +57,7 @@ def _health_of(ports: Mapping[str, int]) -> dict[str, bool]:
 
     def check(item: tuple[str, int]) -> bool:
         revision_id, port = item
-        return gateways.healthy(port, revision_id, timeout_s=OBSERVE_HEALTH_TIMEOUT_S)
+        return standin.answers_for(port, revision_id, timeout_s=OBSERVE_HEALTH_TIMEOUT_S)
 
     workers = min(OBSERVE_HEALTH_CHECKS, len(ports))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:

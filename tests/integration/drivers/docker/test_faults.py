@@ -14,6 +14,7 @@ import docker.errors
 import pytest
 
 from occ.controller import installation
+from occ.drivers.compute import standin
 from occ.drivers.compute.docker import workload
 from occ.state.db import Database
 from scripts import docker_engine
@@ -69,7 +70,7 @@ def _deploy_with_paused_gateway(
 
 def _published_endpoint(client: Any, container_id: str) -> str | None:
     port = workload.published_port(client.api.inspect_container(container_id))
-    return None if port is None else workload.endpoint(port)
+    return None if port is None else standin.endpoint(port)
 
 
 def test_the_engine_stopped_mid_deploy_the_work_retries_and_converges_when_it_is_back(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, standin
 from occ.drivers.compute.local import gateways
 from tests.support import specs
 
@@ -132,12 +132,12 @@ def test_the_probe_wants_200_naming_the_revision(
 ) -> None:
     health_server.answer = (status, json.dumps(body).encode())
     port = health_server.server_address[1]
-    assert gateways.healthy(int(port), "rev_1", timeout_s=2) is healthy
+    assert standin.answers_for(int(port), "rev_1", timeout_s=2) is healthy
 
 
 def test_the_probe_of_a_port_nobody_listens_on_is_unhealthy() -> None:
     port = gateways.free_port()
-    assert gateways.healthy(port, "rev_1", timeout_s=0.5) is False
+    assert standin.answers_for(port, "rev_1", timeout_s=0.5) is False
 
 
 def test_a_process_that_is_no_gateway_is_not_taken_for_one(tmp_path: Path) -> None:
