@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 import flask
@@ -190,19 +190,13 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
 @access.authenticated
 @query_parameters.accepts("namespace", "kind")
 def audit_page() -> str:
-    chosen = _Filters.chosen("kind", audit.EventKind, "no such audit event kind")
+    filters = _Filters.chosen("kind", sorted(audit.EventKind), "no such audit event kind")
     page = calls.call(
         operations.list_audit_events,
-        operations.AuditFilter(namespace_id=chosen.namespace_id, kind=chosen.value, limit=100),
+        operations.AuditFilter(namespace_id=filters.namespace_id, kind=filters.value, limit=100),
     )
     return _render(
-        "audit.html",
-        {
-            "title": "Audit events",
-            "events": page.items,
-            "kinds": sorted(audit.KINDS),
-            "chosen": chosen.shown,
-        },
+        "audit.html", {"title": "Audit events", "events": page.items, "filters": filters}
     )
 
 
@@ -210,42 +204,34 @@ def audit_page() -> str:
 @access.authenticated
 @query_parameters.accepts("namespace", "state")
 def work_page() -> str:
-    chosen = _Filters.chosen("state", values.WorkState, "no such work state")
+    filters = _Filters.chosen("state", list(values.WorkState), "no such work state")
     page = calls.call(
         operations.list_work,
-        operations.WorkFilter(namespace_id=chosen.namespace_id, state=chosen.value, limit=100),
+        operations.WorkFilter(namespace_id=filters.namespace_id, state=filters.value, limit=100),
     )
-    return _render(
-        "work.html",
-        {
-            "title": "Work items",
-            "items": page.items,
-            "states": [str(s) for s in values.WorkState],
-            "chosen": chosen.shown,
-        },
-    )
+    return _render("work.html", {"title": "Work items", "items": page.items, "filters": filters})
 
 
 @dataclasses.dataclass(frozen=True)
 class _Filters(Generic[_Choice]):
-    """A ledger page's filters from its query: the Namespace, and one value of an enum (the
-    event kind, the work state)."""
+    """A ledger page's filters from its query: the Namespace, and one of the ``choices`` of the
+    filter ``name`` (the event kind, the work state), in the order the form lists them."""
 
+    name: str
+    choices: Sequence[_Choice]
     namespace_id: str | None
     value: _Choice | None
-    shown: dict[str, str]
-    """Each filter as the page's form shows it chosen (``""``: any)."""
 
     @classmethod
-    def chosen(cls, name: str, choices: type[_Choice], unknown: str) -> _Filters[_Choice]:
+    def chosen(cls, name: str, choices: Sequence[_Choice], unknown: str) -> _Filters[_Choice]:
         """The query's ``namespace`` and ``name``; ``NotFound`` (saying ``unknown``) for a
         ``name`` that is not one of ``choices``."""
         namespace_id = flask.request.args.get("namespace") or None
         given = flask.request.args.get(name) or None
-        if given is not None and given not in set(choices):
+        value = next((choice for choice in choices if choice == given), None)
+        if given is not None and value is None:
             raise errors.NotFound(unknown)
-        value = None if given is None else choices(given)
-        return cls(namespace_id, value, {"namespace": namespace_id or "", name: given or ""})
+        return cls(name, choices, namespace_id, value)
 
 
 @blueprint.route("/people", methods=["GET"])
