@@ -1,10 +1,11 @@
-"""Specs as a Compute Driver receives them, for the driver tests that need only a few fields."""
+"""Specs as a Compute Driver receives them, for the driver tests that need only a few fields,
+and the log target of a revision a test started."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from occ.drivers.compute import base
+from occ.drivers.compute import base, runtime_logs
 
 
 def revision(**fields: Any) -> base.RevisionSpec:
@@ -23,3 +24,13 @@ def revision(**fields: Any) -> base.RevisionSpec:
         "service_principal_id": "prn_1",
     }
     return base.RevisionSpec(**{**defaults, **fields})
+
+
+def log_target(spec: base.RevisionSpec) -> runtime_logs.LogTarget:
+    """Where a log reader finds the output of the revision ``spec`` started."""
+    return runtime_logs.LogTarget(
+        namespace_id=spec.namespace_id,
+        agent_id=spec.agent_id,
+        revision_id=spec.revision_id,
+        harness_mode=spec.harness_mode,
+    )

@@ -16,15 +16,7 @@ from occ.drivers.compute.docker import DockerComputeDriver, engine
 from occ.drivers.compute.docker import logs as docker_logs
 from tests.integration.drivers.docker.objects import revision
 from tests.support.processes import wait_for
-
-
-def _target(spec: base.RevisionSpec) -> runtime_logs.LogTarget:
-    return runtime_logs.LogTarget(
-        namespace_id=spec.namespace_id,
-        agent_id=spec.agent_id,
-        revision_id=spec.revision_id,
-        harness_mode=spec.harness_mode,
-    )
+from tests.support.specs import log_target
 
 
 @pytest.fixture
@@ -46,7 +38,7 @@ def running(
     observation = driver.prepare_revision(operation, spec)
     assert isinstance(observation, base.Ready), observation
     wait_for(
-        lambda: list(reader.read_logs(_target(spec), runtime_logs.LogQuery())),
+        lambda: list(reader.read_logs(log_target(spec), runtime_logs.LogQuery())),
         timeout=10,
         message="the gateway's first line",
     )
@@ -61,16 +53,15 @@ def _events(lines: list[str]) -> list[Any]:
 def test_tail_and_since_read_the_gateway_containers_output(
     reader: docker_logs.DockerLogs, running: base.RevisionSpec
 ) -> None:
-    everything = list(reader.read_logs(_target(running), runtime_logs.LogQuery()))
+    target = log_target(running)
+    everything = list(reader.read_logs(target, runtime_logs.LogQuery()))
     assert _events(everything) == ["gateway.started"]
-    assert (
-        list(reader.read_logs(_target(running), runtime_logs.LogQuery(tail=1))) == (everything[-1:])
-    )
-    assert list(reader.read_logs(_target(running), runtime_logs.LogQuery(tail=0))) == []
+    assert list(reader.read_logs(target, runtime_logs.LogQuery(tail=1))) == (everything[-1:])
+    assert list(reader.read_logs(target, runtime_logs.LogQuery(tail=0))) == []
     soon = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
-    assert list(reader.read_logs(_target(running), runtime_logs.LogQuery(since=soon))) == []
+    assert list(reader.read_logs(target, runtime_logs.LogQuery(since=soon))) == []
     hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
-    since = list(reader.read_logs(_target(running), runtime_logs.LogQuery(since=hour_ago)))
+    since = list(reader.read_logs(target, runtime_logs.LogQuery(since=hour_ago)))
     assert since[: len(everything)] == everything
 
 
@@ -81,7 +72,7 @@ def test_follow_streams_until_the_container_stops(
     running: base.RevisionSpec,
 ) -> None:
     lines = reader.read_logs(
-        _target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
+        log_target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
     )
     threading.Timer(0.5, driver.stop_revision, (operation, running)).start()
     started = time.monotonic()
@@ -94,10 +85,10 @@ def test_a_quiet_follow_ends_at_its_deadline_or_when_closed(
 ) -> None:
     started = time.monotonic()
     query = runtime_logs.LogQuery(tail=0, follow=True, follow_s=1.5)
-    assert list(reader.read_logs(_target(running), query)) == []
+    assert list(reader.read_logs(log_target(running), query)) == []
     assert 1.0 <= time.monotonic() - started < 8.0
     lines = reader.read_logs(
-        _target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
+        log_target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
     )
     started = time.monotonic()
     threading.Timer(0.3, lines.close).start()
@@ -109,5 +100,5 @@ def test_a_revision_without_a_container_is_unavailable(
     reader: docker_logs.DockerLogs, namespace_id: str
 ) -> None:
     with pytest.raises(base.PermanentDriverError) as raised:
-        reader.read_logs(_target(revision(namespace_id, "agt_none")), runtime_logs.LogQuery())
+        reader.read_logs(log_target(revision(namespace_id, "agt_none")), runtime_logs.LogQuery())
     assert raised.value.code == runtime_logs.UNAVAILABLE

@@ -16,15 +16,7 @@ from occ.drivers.compute.kubernetes import logs as kubernetes_logs
 from occ.settings.config import Settings
 from tests.integration.drivers.kubernetes import helpers
 from tests.support.kube_api import FakeKubeAPI
-
-
-def _target(revision: base.RevisionSpec) -> runtime_logs.LogTarget:
-    return runtime_logs.LogTarget(
-        namespace_id=revision.namespace_id,
-        agent_id=revision.agent_id,
-        revision_id=revision.revision_id,
-        harness_mode=revision.harness_mode,
-    )
+from tests.support.specs import log_target
 
 
 @pytest.fixture
@@ -57,18 +49,17 @@ def test_tail_and_since_read_the_revisions_gateway_pod(
     deployed: tuple[str, str, base.RevisionSpec],
 ) -> None:
     namespace, pod, revision = deployed
-    assert reader.pod(_target(revision)) == (namespace, pod)
-    assert list(reader.read_logs(_target(revision), runtime_logs.LogQuery())) == [
+    target = log_target(revision)
+    assert reader.pod(target) == (namespace, pod)
+    assert list(reader.read_logs(target, runtime_logs.LogQuery())) == [
         f"line {n}" for n in range(1, 6)
     ]
-    assert list(reader.read_logs(_target(revision), runtime_logs.LogQuery(tail=2))) == [
+    assert list(reader.read_logs(target, runtime_logs.LogQuery(tail=2))) == [
         "line 4",
         "line 5",
     ]
     hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
-    assert (
-        len(list(reader.read_logs(_target(revision), runtime_logs.LogQuery(since=hour_ago)))) == 5
-    )
+    assert len(list(reader.read_logs(target, runtime_logs.LogQuery(since=hour_ago)))) == 5
     [request] = [entry for entry in kube_api.journal if entry.path.endswith("/log")][-1:]
     assert request.query["container"] == ["gateway"]
     assert 3600 <= int(request.query["sinceSeconds"][0]) <= 3610
@@ -82,7 +73,7 @@ def test_follow_streams_new_lines_until_its_deadline(
     namespace, pod, revision = deployed
     query = runtime_logs.LogQuery(tail=1, follow=True, follow_s=2.0)
     started = time.monotonic()
-    lines = reader.read_logs(_target(revision), query)
+    lines = reader.read_logs(log_target(revision), query)
     seen = iter(lines)
     assert next(seen) == "line 5"
     threading.Timer(0.3, kube_api.write_log, (namespace, pod, "later")).start()
@@ -96,7 +87,7 @@ def test_close_ends_a_follow_early(
 ) -> None:
     _, _, revision = deployed
     lines = reader.read_logs(
-        _target(revision), runtime_logs.LogQuery(tail=0, follow=True, follow_s=30.0)
+        log_target(revision), runtime_logs.LogQuery(tail=0, follow=True, follow_s=30.0)
     )
     started = time.monotonic()
     threading.Timer(0.3, lines.close).start()
@@ -113,9 +104,9 @@ def test_a_revision_without_a_pod_is_unavailable(
     namespace, pod, revision = deployed
     other = specs.revision()
     with pytest.raises(base.PermanentDriverError) as raised:
-        reader.read_logs(_target(other), runtime_logs.LogQuery())
+        reader.read_logs(log_target(other), runtime_logs.LogQuery())
     assert raised.value.code == runtime_logs.UNAVAILABLE
     kube_api.remove("pods", namespace, pod)
     with pytest.raises(base.PermanentDriverError) as gone:
-        reader.read_logs(_target(revision), runtime_logs.LogQuery())
+        reader.read_logs(log_target(revision), runtime_logs.LogQuery())
     assert gone.value.code == runtime_logs.UNAVAILABLE
