@@ -4,7 +4,6 @@ a reference, a creation that fails leaves no value behind, and a deletion remove
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,6 @@ import sqlalchemy as sa
 
 from occ.controller import namespaces, secrets
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.secret import kubernetes
 from occ.foundation import errors
 from occ.settings.config import Settings
@@ -28,29 +26,16 @@ VALUE = "sk-kept-in-kubernetes"
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, Settings]]:
-    with FakeKubeAPI(validate=True) as fake:
-        yield (
-            fake,
-            Settings(
-                kubernetes_kubeconfig=str(fake.write_kubeconfig(tmp_path / "kubeconfig")),
-                kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
-            ),
-        )
+    with helpers.validating_cluster(tmp_path) as cluster:
+        yield cluster
 
 
 def _tenant(db: Database, owner_db: Database, admin: str, settings: Settings) -> tuple[str, str]:
     command = namespaces.CreateNamespace(name="team-k")
     namespace_id = namespaces.create_namespace(db, admin, command).id
     namespace_status.set_status(owner_db, namespace_id)
-    compute = KubernetesComputeDriver.from_settings(settings)
     spec = base.NamespaceSpec(id=namespace_id, name="team-k")
-    assert isinstance(
-        compute.ensure_namespace(base.Operation("w", "t", threading.Event()), spec), base.Ready
-    )
-    name = compute.kubernetes_namespace(namespace_id)
-    compute.api.close()
-    assert name is not None
-    return namespace_id, name
+    return namespace_id, helpers.tenant(settings, spec)
 
 
 def _stored(db: Database, secret_id: str) -> bytes:

@@ -15,7 +15,6 @@ import pytest
 import sqlalchemy as sa
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.secret import kubernetes
 from occ.reconcile import executor
@@ -32,14 +31,8 @@ VALUE = "sk-from-a-kubernetes-secret"
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, Settings]]:
-    with FakeKubeAPI(validate=True) as fake:
-        yield (
-            fake,
-            Settings(
-                kubernetes_kubeconfig=str(fake.write_kubeconfig(tmp_path / "kubeconfig")),
-                kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
-            ),
-        )
+    with helpers.validating_cluster(tmp_path) as cluster:
+        yield cluster
 
 
 def _run_one(db: Database, worker: Worker, policy: values.QueuePolicy) -> str | None:
@@ -66,13 +59,8 @@ def test_the_credential_is_unsealed_through_the_selected_secret_driver(
         session.execute(sa.update(models.ControllerWork).values(
             state="succeeded", completed_at=sa.func.clock_timestamp(), reason_code="NAMESPACE_READY"
         ))  # fmt: skip
-    compute = KubernetesComputeDriver.from_settings(settings)
     spec = base.NamespaceSpec(id=namespace_id, name="team")
-    assert isinstance(
-        compute.ensure_namespace(base.Operation("w", "t", threading.Event()), spec), base.Ready
-    )
-    kubernetes_namespace = compute.kubernetes_namespace(namespace_id)
-    compute.api.close()
+    kubernetes_namespace = helpers.tenant(settings, spec)
     store = kubernetes.KubernetesSecrets.from_settings(settings)
     world = worlds.make(
         db,

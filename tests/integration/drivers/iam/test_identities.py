@@ -5,7 +5,6 @@ un-emptied Namespace from being deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,6 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.iam import identities
 from occ.foundation import ids
 from tests.integration.drivers.local import support
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "local"
-    try:
-        yield root
-    finally:
-        support.kill_every_gateway(root)
 
 
 def _environment(pid: int) -> list[bytes]:

@@ -1,13 +1,19 @@
-"""Helpers of the ``kubernetes`` driver tests: specs, a full deploy, observations, object
-versions, the watches of the observation cache."""
+"""Helpers of the ``kubernetes`` driver tests: a validating fake cluster, specs, a tenant or a
+full deploy, observations, object versions, the watches of the observation cache."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver, informer, naming, watched
+from occ.settings.config import Settings
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -25,6 +31,36 @@ AGENT_PLURALS = (
 WATCHED_PLURALS = frozenset(kind.kind.plural for kind in watched.KINDS)
 """The kinds the observation cache lists and watches."""
 OBSERVED_TIMEOUT = 10.0
+
+
+@contextlib.contextmanager
+def validating_cluster(tmp_path: Path, **settings: Any) -> Iterator[tuple[FakeKubeAPI, Settings]]:
+    """A fake API server that validates what it is sent, and the Settings of drivers that talk
+    to it (``settings`` add to them); on the way out, asserts nothing sent was invalid."""
+    with FakeKubeAPI(validate=True) as fake:
+        yield (
+            fake,
+            Settings(
+                kubernetes_kubeconfig=str(fake.write_kubeconfig(tmp_path / "kubeconfig")),
+                kubernetes_gateway_image=GATEWAY_IMAGE,
+                **settings,
+            ),
+        )
+        assert fake.validation_errors == []
+
+
+def tenant(settings: Settings, namespace: base.NamespaceSpec) -> str:
+    """Ensure ``namespace`` with the Compute Driver of ``settings`` (asserting it is ready at
+    once); its Kubernetes name."""
+    compute = KubernetesComputeDriver.from_settings(settings)
+    try:
+        operation = base.Operation("w", "t", threading.Event())
+        assert isinstance(compute.ensure_namespace(operation, namespace), base.Ready)
+        name = compute.kubernetes_namespace(namespace.id)
+    finally:
+        compute.api.close()
+    assert name is not None
+    return name
 
 
 @dataclass

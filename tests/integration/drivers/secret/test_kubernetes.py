@@ -4,7 +4,6 @@ tenant-local Kubernetes Secrets, a reference in the row, ownership checked on ev
 from __future__ import annotations
 
 import base64
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.secret import kubernetes
 from occ.foundation import errors
 from occ.settings.config import Settings
@@ -24,26 +22,14 @@ VALUE = "sk-tenant-local-\u00e9"
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, Settings]]:
-    with FakeKubeAPI(validate=True) as fake:
-        settings = Settings(
-            kubernetes_kubeconfig=str(fake.write_kubeconfig(tmp_path / "kubeconfig")),
-            kubernetes_gateway_image=helpers.GATEWAY_IMAGE,
-            secret_driver="kubernetes",
-        )
-        yield fake, settings
-        assert fake.validation_errors == []
+    with helpers.validating_cluster(tmp_path, secret_driver="kubernetes") as cluster:
+        yield cluster
 
 
 def _tenant(settings: Settings) -> tuple[str, str]:
     """A Namespace made ready by the kubernetes Compute Driver: its id and Kubernetes name."""
-    compute = KubernetesComputeDriver.from_settings(settings)
     namespace = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="team")
-    operation = base.Operation("w", "t", threading.Event())
-    assert isinstance(compute.ensure_namespace(operation, namespace), base.Ready)
-    name = compute.kubernetes_namespace(namespace.id)
-    compute.api.close()
-    assert name is not None
-    return namespace.id, name
+    return namespace.id, helpers.tenant(settings, namespace)
 
 
 def test_a_value_lives_in_a_tenant_local_secret_and_the_row_keeps_a_reference(
