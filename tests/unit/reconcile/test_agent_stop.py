@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,17 +24,22 @@ def _requested_after(world: scenarios.Scenario, number: int) -> dt.datetime:
     return world.numbered(number).created_at + dt.timedelta(seconds=1)
 
 
+def _plan(world: scenarios.Scenario, requested_after: int) -> agent_stop.StopPlan | codes.Code:
+    """The plan of this driver's stop requested right after revision ``requested_after``."""
+    return agent_stop.plan_stop(
+        world.agent,
+        world.revisions,
+        requested_at=_requested_after(world, requested_after),
+        driver_name=DRIVER,
+    )
+
+
 def test_the_active_revision_stops_first_then_the_others_of_this_driver() -> None:
     world = scenarios.agent(
         revisions=4, active=2, desired_runtime_state=STOPPED, on_other_driver=(3,)
     )
 
-    plan = agent_stop.plan_stop(
-        world.agent,
-        world.revisions,
-        requested_at=_requested_after(world, 4),
-        driver_name=DRIVER,
-    )
+    plan = _plan(world, 4)
 
     assert isinstance(plan, agent_stop.StopPlan)
     assert plan.active == world.numbered(2)
@@ -43,56 +49,41 @@ def test_the_active_revision_stops_first_then_the_others_of_this_driver() -> Non
 def test_a_revision_made_after_the_request_is_not_stopped() -> None:
     world = scenarios.agent(revisions=3, active=1, desired_runtime_state=STOPPED)
 
-    plan = agent_stop.plan_stop(
-        world.agent, world.revisions, requested_at=_requested_after(world, 2), driver_name=DRIVER
-    )
+    plan = _plan(world, 2)
 
     assert isinstance(plan, agent_stop.StopPlan)
     assert [r.revision_number for r in plan.others] == [2]
 
 
-def test_an_agent_wanted_running_again_supersedes_the_stop() -> None:
-    world = scenarios.agent(revisions=2, active=2)
-
-    assert (
-        agent_stop.plan_stop(
-            world.agent,
-            world.revisions,
-            requested_at=_requested_after(world, 2),
-            driver_name=DRIVER,
-        )
-        == Code.STOP_SUPERSEDED
-    )
-
-
-def test_an_active_revision_made_after_the_request_supersedes_the_stop() -> None:
-    world = scenarios.agent(revisions=2, active=2, desired_runtime_state=STOPPED)
-
-    assert (
-        agent_stop.plan_stop(
-            world.agent,
-            world.revisions,
-            requested_at=_requested_after(world, 1),
-            driver_name=DRIVER,
-        )
-        == Code.STOP_SUPERSEDED
-    )
-
-
-def test_an_active_revision_of_another_driver_fails_the_stop() -> None:
-    world = scenarios.agent(
-        revisions=2, active=2, desired_runtime_state=STOPPED, on_other_driver=(2,)
-    )
-
-    assert (
-        agent_stop.plan_stop(
-            world.agent,
-            world.revisions,
-            requested_at=_requested_after(world, 2),
-            driver_name=DRIVER,
-        )
-        == Code.COMPUTE_DRIVER_MISMATCH
-    )
+@pytest.mark.parametrize(
+    ("world", "requested_after", "ending"),
+    [
+        pytest.param(
+            scenarios.agent(revisions=2, active=2),
+            2,
+            Code.STOP_SUPERSEDED,
+            id="agent-wanted-running-again",
+        ),
+        pytest.param(
+            scenarios.agent(revisions=2, active=2, desired_runtime_state=STOPPED),
+            1,
+            Code.STOP_SUPERSEDED,
+            id="active-revision-made-after-the-request",
+        ),
+        pytest.param(
+            scenarios.agent(
+                revisions=2, active=2, desired_runtime_state=STOPPED, on_other_driver=(2,)
+            ),
+            2,
+            Code.COMPUTE_DRIVER_MISMATCH,
+            id="active-revision-of-another-driver",
+        ),
+    ],
+)
+def test_a_stop_ends_before_any_effect(
+    world: scenarios.Scenario, requested_after: int, ending: codes.Code
+) -> None:
+    assert _plan(world, requested_after) == ending
 
 
 @given(
@@ -112,12 +103,7 @@ def test_a_plan_stops_each_revision_of_this_driver_at_most_once(
         on_other_driver=tuple(other - {active} if active else other),
     )
 
-    plan = agent_stop.plan_stop(
-        world.agent,
-        world.revisions,
-        requested_at=_requested_after(world, requested),
-        driver_name=DRIVER,
-    )
+    plan = _plan(world, requested)
 
     if active is not None and active > requested:
         assert plan == Code.STOP_SUPERSEDED
