@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,24 @@ from tests.support import older_release, shifted_clocks
 
 def _seed() -> int:
     return int(os.environ.get("OCC_TEST_CHAOS_SEED") or random.SystemRandom().randrange(1, 10**6))
+
+
+def _variant_run(
+    tmp_path: Path, *, settle_s: float, worker_env: Mapping[str, Mapping[str, str]], variant: str
+) -> harness.Figures:
+    """A run of the long tier's variants, sized by ``OCC_TEST_CHAOS_VARIANT_ITEMS``,
+    ``OCC_TEST_CHAOS_VARIANT_FAULTS`` and ``OCC_TEST_CHAOS_VARIANT_DURATION_S`` (120 items,
+    12 faults, 60 s by default)."""
+    return harness.run(
+        tmp_path,
+        seed=_seed(),
+        items=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_ITEMS", "120")),
+        faults=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_FAULTS", "12")),
+        duration_s=float(os.environ.get("OCC_TEST_CHAOS_VARIANT_DURATION_S", "60")),
+        settle_s=settle_s,
+        worker_env=worker_env,
+        variant=variant,
+    )
 
 
 def _assert_clean(figures: harness.Figures) -> None:
@@ -46,12 +65,8 @@ def test_chaos_with_the_control_worker_a_minute_off(tmp_path: Path, offset_s: in
     """The control worker (which claims and dispatches) reads a wall clock a minute ahead or
     behind (libfaketime): no dispatch may be dropped or held for it. The driver workers keep
     the true clock, so the effect journal's times stay comparable for the checker."""
-    figures = harness.run(
+    figures = _variant_run(
         tmp_path,
-        seed=_seed(),
-        items=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_ITEMS", "120")),
-        faults=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_FAULTS", "12")),
-        duration_s=float(os.environ.get("OCC_TEST_CHAOS_VARIANT_DURATION_S", "60")),
         settle_s=180.0,
         worker_env={"control": shifted_clocks.environment(offset_s)},
         variant=f"control-clock{offset_s:+d}s",
@@ -64,12 +79,8 @@ def test_chaos_with_the_control_worker_a_minute_off(tmp_path: Path, offset_s: in
 def test_chaos_with_a_driver_worker_of_the_older_release(tmp_path: Path) -> None:
     """A rolling upgrade under faults: ``drivers-b`` reads payload version 1 only and defers
     every dispatch to ``drivers-a``, the new release's (docs/operations.md, Rolling upgrades)."""
-    figures = harness.run(
+    figures = _variant_run(
         tmp_path,
-        seed=_seed(),
-        items=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_ITEMS", "120")),
-        faults=int(os.environ.get("OCC_TEST_CHAOS_VARIANT_FAULTS", "12")),
-        duration_s=float(os.environ.get("OCC_TEST_CHAOS_VARIANT_DURATION_S", "60")),
         settle_s=240.0,
         worker_env={"drivers-b": older_release.environment()},
         variant="drivers-b-older-release",
