@@ -18,6 +18,7 @@ from occ.controller import (
     agents,
     deployment_status,
     deployments,
+    quotas,
     revision_reads,
 )
 from occ.foundation import errors, harnesses, ids
@@ -32,6 +33,7 @@ from occ.state import (
     work_keys,
     work_queue,
 )
+from occ.state import quotas as quota_rows
 from occ.state.db import Database
 from tests.integration.controller.support import count, events, work
 from tests.support import grants, rows
@@ -59,8 +61,16 @@ def make_world(db: Database, admin: str, *, status: str = "ready") -> World:
 
 
 def create(
-    db: Database, actor_id: str, world: World, *, name: str = "helper", empower: bool = True
+    db: Database,
+    actor_id: str,
+    world: World,
+    *,
+    name: str = "helper",
+    empower: bool = True,
+    quota_defaults: quota_rows.Counts = quotas.UNSET,
 ) -> agent_rows.Agent:
+    """An embedded ``openclaw`` Agent on the World's Configuration and Secret, created by
+    ``actor_id``; with ``empower``, its service principal holds the runtime permissions."""
     view = agents.create_agent(
         db,
         actor_id,
@@ -73,6 +83,7 @@ def create(
             harness_auth=agent_rows.HarnessAuth("secret", world.secret_id),
         ),
         compute_driver="local",
+        quota_defaults=quota_defaults,
     )
     if empower:
         grant(db, view.service_principal_id, *RUNTIME_PERMISSIONS, namespace_id=world.namespace_id)

@@ -8,14 +8,13 @@ from concurrent import futures
 
 import pytest
 
-from occ.controller import agents, configurations, quotas, secrets
-from occ.foundation import errors, harnesses
-from occ.state import agents as agent_rows
+from occ.controller import configurations, quotas, secrets
+from occ.foundation import errors
 from occ.state import models, secret_store
 from occ.state import quotas as quota_rows
 from occ.state.db import Database
 from tests.integration.controller.support import count, events
-from tests.integration.controller.test_agents import World, make_world
+from tests.integration.controller.test_agents import World, create, make_world
 
 CONCURRENT = 8
 _SET = "namespaces.set_quotas"
@@ -23,20 +22,7 @@ DEFAULTS = quota_rows.Counts(agents=2, revisions_per_agent=3, secrets=2, configu
 
 
 def _create_agent(db: Database, admin: str, world: World, name: str) -> str:
-    return agents.create_agent(
-        db,
-        admin,
-        agents.CreateAgent(
-            namespace_id=world.namespace_id,
-            name=name,
-            configuration_id=world.configuration_id,
-            harness=agent_rows.Harness("openclaw", "1.2.3"),
-            execution_mode=harnesses.ExecutionMode.EMBEDDED,
-            harness_auth=agent_rows.HarnessAuth("secret", world.secret_id),
-        ),
-        compute_driver="local",
-        quota_defaults=DEFAULTS,
-    ).id
+    return create(db, admin, world, name=name, empower=False, quota_defaults=DEFAULTS).id
 
 
 def _actions(db: Database, namespace_id: str, action: str) -> list[str]:
