@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,11 +21,11 @@ from kombu.entity import Queue
 from kombu.messaging import Consumer
 from kombu.transport import redis as kombu_redis
 
-from occ.controller import namespaces
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
 from occ.state.db import Database
 from occ.tasks import broker_guard
+from tests.integration.tasks import support
 from tests.support import processes, servers
 from tests.support.processes import wait_for
 
@@ -106,15 +105,6 @@ def test_the_guard_makes_that_close_a_connection_error(
 # -- the broker restarted under the fleet, ten times --------------------------------------------
 
 
-def _admit(db: Database, admin: str, count: int) -> list[str]:
-    return [
-        namespaces.create_namespace(
-            db, admin, namespaces.CreateNamespace(name=f"ns-{uuid.uuid4().hex[:8]}")
-        ).id
-        for _ in range(count)
-    ]
-
-
 def _not_ready(db: Database, namespace_ids: list[str]) -> list[str]:
     with db.transaction() as session:
         rows = session.execute(
@@ -175,7 +165,7 @@ def test_ten_broker_restarts_in_a_row_no_worker_exits_and_everything_completes(
     for repetition in range(REPETITIONS):
         moment = ("idle", "mid claim", "mid effect")[repetition % 3]
         if moment != "idle":
-            before = _admit(db, admin, 3)
+            before = support.admit_namespaces(db, admin, 3)
             admitted += before
             if moment == "mid effect":
                 started = len(_effects(local_root))
@@ -189,7 +179,7 @@ def test_ten_broker_restarts_in_a_row_no_worker_exits_and_everything_completes(
                     message="an effect to start",
                 )
         private_redis.kill()
-        during = _admit(db, admin, 2)  # admitted while the broker is gone
+        during = support.admit_namespaces(db, admin, 2)  # admitted while the broker is gone
         admitted += during
         time.sleep(0.3 + 0.2 * (repetition % 4))  # the outage itself: 0.3 to 0.9 s
         private_redis.start()

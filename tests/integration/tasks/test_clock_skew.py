@@ -5,27 +5,17 @@ timestamp from another host's clock. Each skewed process says so once (``clock.s
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 import sqlalchemy as sa
 
-from occ.controller import namespaces
 from occ.state import models
 from occ.state.db import Database
+from tests.integration.tasks import support
 from tests.support import processes, shifted_clocks
 from tests.support.processes import wait_for
 
 SKEW_S = 60
-
-
-def _admit(db: Database, admin: str, count: int) -> list[str]:
-    return [
-        namespaces.create_namespace(
-            db, admin, namespaces.CreateNamespace(name=f"skew-{uuid.uuid4().hex[:8]}")
-        ).id
-        for _ in range(count)
-    ]
 
 
 def _ready(db: Database, namespace_ids: list[str]) -> bool:
@@ -76,7 +66,7 @@ def test_a_worker_a_minute_off_still_completes_every_item_once(
         "drivers", concurrency=3, extra_env=skewed if shifted == "drivers" else None
     )
     fleet.beat()  # recovery requeues a dispatch that outlived its 3 s lease in the broker
-    namespace_ids = _admit(db, admin, 3)
+    namespace_ids = support.admit_namespaces(db, admin, 3, prefix="skew")
     processes.nudge(env)
 
     wait_for(lambda: _ready(db, namespace_ids), timeout=90, message="every namespace to be ready")

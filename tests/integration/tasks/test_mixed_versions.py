@@ -8,27 +8,16 @@ upgrades)."""
 
 from __future__ import annotations
 
-import uuid
-
 import sqlalchemy as sa
 
-from occ.controller import namespaces
 from occ.state import models
 from occ.state.db import Database
 from occ.tasks import names
+from tests.integration.tasks import support
 from tests.support import older_release, processes
 from tests.support.processes import wait_for
 
 CODE = "WORK_VERSION_UNSUPPORTED"
-
-
-def _admit(db: Database, admin: str, count: int) -> list[str]:
-    return [
-        namespaces.create_namespace(
-            db, admin, namespaces.CreateNamespace(name=f"mixed-{uuid.uuid4().hex[:8]}")
-        ).id
-        for _ in range(count)
-    ]
 
 
 def _work_ids(namespace_ids: list[str]) -> list[str]:
@@ -69,7 +58,7 @@ def test_old_driver_workers_defer_newer_payloads_until_a_new_worker_runs_them(
     fleet.control_worker()  # the new release claims and dispatches
     old = fleet.worker("old-drivers", extra_env=older_release.environment())
     fleet.beat()
-    work_ids = _work_ids(_admit(db, admin, 3))
+    work_ids = _work_ids(support.admit_namespaces(db, admin, 3, prefix="mixed"))
     processes.nudge(env)
 
     wait_for(

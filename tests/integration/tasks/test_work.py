@@ -11,14 +11,12 @@ import itertools
 import os
 import signal
 import threading
-import uuid
 from pathlib import Path
 from typing import Any
 
 import redis
 import sqlalchemy as sa
 
-from occ.controller import namespaces
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import executor
 from occ.runtime.composition import queue_policy
@@ -28,6 +26,7 @@ from occ.state.db import Database
 from occ.state.work_keys import WorkKind
 from occ.tasks import app as tasks_app
 from occ.web.app import create_app
+from tests.integration.tasks import support
 from tests.support import audits, processes, work_history
 from tests.support.processes import wait_for
 
@@ -36,15 +35,6 @@ LEASE_MS = 2_000
 
 def _settings(env: dict[str, str]) -> Settings:
     return Settings.from_env(env)
-
-
-def _admit(db: Database, admin: str, count: int) -> list[str]:
-    return [
-        namespaces.create_namespace(
-            db, admin, namespaces.CreateNamespace(name=f"ns-{uuid.uuid4().hex[:8]}")
-        ).id
-        for _ in range(count)
-    ]
 
 
 def _statuses(db: Database, namespace_ids: list[str]) -> dict[str, str]:
@@ -145,7 +135,7 @@ def test_a_redelivered_run_work_message_runs_the_effect_once(
     db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet, local_root: Path
 ) -> None:
     fleet.worker("drivers", concurrency=2)
-    [namespace_id] = _admit(db, admin, 1)
+    [namespace_id] = support.admit_namespaces(db, admin, 1)
     settings = _settings(env)
     claims = executor.claim_batch(db, queue_policy(settings), max_in_flight=10)
     assert [c.owner.namespace_id for c in claims] == [namespace_id]
@@ -175,7 +165,7 @@ def test_broker_loss_while_queued_and_in_flight_still_completes_everything_once(
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "400"
     fleet.control_worker()
     fleet.worker("drivers", concurrency=2)
-    namespace_ids = _admit(db, admin, 12)
+    namespace_ids = support.admit_namespaces(db, admin, 12)
     processes.nudge(env)
     wait_for(
         lambda: len(LocalComputeDriver(local_root).effects()) >= 1,
@@ -201,7 +191,7 @@ def test_two_beats_and_four_workers_never_reconcile_one_item_twice_at_once(
         fleet.worker(f"drivers{number}")
     fleet.beat("beat1")
     fleet.beat("beat2")
-    namespace_ids = _admit(db, admin, 16)
+    namespace_ids = support.admit_namespaces(db, admin, 16)
     _wait_ready(db, namespace_ids, timeout=90, what="every namespace")
     _assert_exactly_once(db, namespace_ids)
     by_work = _effects_do_not_overlap(local_root)
@@ -294,7 +284,7 @@ def _effect_in_flight(
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = str(delay_ms)
     fleet.control_worker()
     process = fleet.worker(worker)
-    [namespace_id] = _admit(db, admin, 1)
+    [namespace_id] = support.admit_namespaces(db, admin, 1)
     processes.nudge(env)
     work_id = f"namespace:{namespace_id}:reconcile:ready"
     wait_for(
@@ -332,7 +322,7 @@ def test_a_worker_refuses_to_start_before_bootstrap(
 def test_beat_prunes_expired_history_and_keeps_what_is_read(
     db: Database, owner_db: Database, admin: str, env: dict[str, str], fleet: processes.Fleet
 ) -> None:
-    [namespace_id] = _admit(db, admin, 1)
+    [namespace_id] = support.admit_namespaces(db, admin, 1)
     agent = work_history.Agent(owner_db, namespace_id, admin, "pruned")
     revision = agent.revision()
     agent.activate(revision)
@@ -386,7 +376,7 @@ def test_flower_sees_the_work_with_its_kind_and_owner_and_not_the_ticks(
                     return bool(probes)
 
                 wait_for(probed, timeout=30, message="the event receiver to listen")
-            [namespace_id] = _admit(db, admin, 1)
+            [namespace_id] = support.admit_namespaces(db, admin, 1)
             celery.send_task(tasks_app.CLAIM, queue=tasks_app.CONTROL_QUEUE)
             celery.send_task(tasks_app.RECOVER_STALE, queue=tasks_app.CONTROL_QUEUE)
             _wait_ready(db, [namespace_id], timeout=30, what="the namespace")
