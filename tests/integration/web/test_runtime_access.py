@@ -30,9 +30,30 @@ def _caller(db: Database, admin: Caller, permissions: list[str], namespace_id: s
     return caller(db, *permissions, namespace_id=namespace_id, name="tenant")
 
 
-def _bindings_of(db: Database, principal_id: str) -> list[iam_policy.AccessBinding]:
+def _created(client: FlaskClient, by: Caller, world: World, **fields: Any) -> dict[str, Any]:
+    """Create an Agent in ``world`` (``fields`` added to its body) as ``by``, asserting the
+    201; its representation."""
+    response = client.post(world.agents, json=body(world, **fields), headers=by.headers)
+    assert response.status_code == 201, response.json
+    agent: dict[str, Any] = json_of(response)["data"]
+    return agent
+
+
+def _deploy(client: FlaskClient, admin: Caller, world: World, agent: dict[str, Any]) -> None:
+    deploy = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
+    assert deploy.status_code == 202, deploy.json
+
+
+def _bindings_of(db: Database, agent: dict[str, Any]) -> list[iam_policy.AccessBinding]:
+    """The access bindings of the Agent's service principal."""
     with db.snapshot() as session:
-        return iam_policy.list_bindings(session, principal_id=principal_id)
+        return iam_policy.list_bindings(session, principal_id=agent["servicePrincipalId"])
+
+
+def _runtime_role(db: Database, world: World) -> role_rows.Role | None:
+    """The Namespace's built-in ``agent-runtime`` Role, if it has been made."""
+    with db.snapshot() as session:
+        return role_rows.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
 
 
 def _counts(db: Database) -> tuple[int, ...]:
@@ -57,14 +78,8 @@ def _audit(db: Database, action: str) -> list[dict[str, Any]]:
 def test_granted_runtime_access_is_exact_audited_and_lets_the_deploy_through(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    response = client.post(
-        world.agents, json=body(world, grantRuntimeAccess=True), headers=admin.headers
-    )
-    assert response.status_code == 201, response.json
-    agent = json_of(response)["data"]
-    principal_id = agent["servicePrincipalId"]
-
-    bindings = _bindings_of(db, principal_id)
+    agent = _created(client, admin, world, grantRuntimeAccess=True)
+    bindings = _bindings_of(db, agent)
     assert sorted((b.resource_kind, b.resource_id) for b in bindings) == sorted(
         [("configuration", world.configuration_id), ("secret", world.secret_id)]
     )
@@ -92,17 +107,10 @@ def test_granted_runtime_access_is_exact_audited_and_lets_the_deploy_through(
         ],
     }
 
-    deploy = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
-    assert deploy.status_code == 202, deploy.json
+    _deploy(client, admin, world, agent)
 
     # a second Agent reuses the Namespace's Role
-    second = client.post(
-        world.agents,
-        json=body(world, name="second", grantRuntimeAccess=True),
-        headers=admin.headers,
-    )
-    assert second.status_code == 201, second.json
-    again = _bindings_of(db, json_of(second)["data"]["servicePrincipalId"])
+    again = _bindings_of(db, _created(client, admin, world, name="second", grantRuntimeAccess=True))
     assert {b.role_id for b in again} == {role.id}
     assert len(_audit(db, "roles.create")) == 1
 
@@ -119,51 +127,35 @@ def test_a_caller_who_may_not_create_bindings_is_refused_and_nothing_is_written(
     assert refused.status_code == 403, refused.json
     assert "installation:administer" in json_of(refused)["detail"]
     assert _counts(db) == before
-    with db.snapshot() as session:
-        role = role_rows.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
-    assert role is None
+    assert _runtime_role(db, world) is None
     [denial] = _audit(db, "agents.create")
     assert denial["details"]["permission"] == "installation:administer"
 
     # without the grant the same caller may create the Agent
-    plain = client.post(world.agents, json=body(world), headers=tenant.headers)
-    assert plain.status_code == 201, plain.json
-    assert _bindings_of(db, json_of(plain)["data"]["servicePrincipalId"]) == []
+    assert _bindings_of(db, _created(client, tenant, world)) == []
 
 
 def test_left_out_an_administrator_grants_as_the_cli_does(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    response = client.post(world.agents, json=body(world), headers=admin.headers)
-    assert response.status_code == 201, response.json
-    agent = json_of(response)["data"]
-    bindings = _bindings_of(db, agent["servicePrincipalId"])
+    agent = _created(client, admin, world)
+    bindings = _bindings_of(db, agent)
     assert sorted((b.resource_kind, b.resource_id) for b in bindings) == sorted(
         [("configuration", world.configuration_id), ("secret", world.secret_id)]
     )
-    deploy = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
-    assert deploy.status_code == 202, deploy.json
+    _deploy(client, admin, world, agent)
 
-    declined = client.post(
-        world.agents,
-        json=body(world, name="plain", grantRuntimeAccess=False),
-        headers=admin.headers,
-    )
-    assert declined.status_code == 201, declined.json
-    assert _bindings_of(db, json_of(declined)["data"]["servicePrincipalId"]) == []
+    declined = _created(client, admin, world, name="plain", grantRuntimeAccess=False)
+    assert _bindings_of(db, declined) == []
 
 
 def test_left_out_a_caller_who_may_not_grant_gets_an_agent_without_a_grant_or_a_denial(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
     tenant = _caller(db, admin, ["agent:create", "namespace:read"], world.namespace_id)
-    response = client.post(world.agents, json=body(world), headers=tenant.headers)
-    assert response.status_code == 201, response.json
-    agent = json_of(response)["data"]
-    assert _bindings_of(db, agent["servicePrincipalId"]) == []
-    with db.snapshot() as session:
-        role = role_rows.find_role(session, name="agent-runtime", namespace_id=world.namespace_id)
-    assert role is None
+    agent = _created(client, tenant, world)
+    assert _bindings_of(db, agent) == []
+    assert _runtime_role(db, world) is None
     assert _audit(db, "access_bindings.create") == []
     [created] = _audit(db, "agents.create")  # the creation only: no denial was audited
     assert created["resource_id"] == agent["id"]
@@ -201,9 +193,7 @@ def test_a_foreign_agent_runtime_role_is_not_widened_or_reused(
 def test_a_deploy_refused_for_the_service_principal_names_the_permission(
     client: FlaskClient, admin: Caller, world: World
 ) -> None:
-    agent = json_of(
-        client.post(world.agents, json=body(world, grantRuntimeAccess=False), headers=admin.headers)
-    )["data"]
+    agent = _created(client, admin, world, grantRuntimeAccess=False)
     refused = client.post(f"{world.agents}/{agent['id']}/deploy", headers=admin.headers)
     assert refused.status_code == 403, refused.json
     detail = json_of(refused)["detail"]
@@ -215,9 +205,7 @@ def test_a_deploy_refused_for_the_service_principal_names_the_permission(
 def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = json_of(
-        client.post(world.agents, json=body(world, grantRuntimeAccess=False), headers=admin.headers)
-    )["data"]
+    agent = _created(client, admin, world, grantRuntimeAccess=False)
     agent_path = f"{world.agents}/{agent['id']}"
     refused = client.post(f"{agent_path}/deploy", headers=admin.headers)
     assert refused.status_code == 403, refused.json
@@ -226,7 +214,7 @@ def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
     granted = client.post(f"{agent_path}/runtime-access", headers=admin.headers)
     assert granted.status_code == 200, granted.json
     answer = json_of(granted)["data"]
-    bindings = _bindings_of(db, agent["servicePrincipalId"])
+    bindings = _bindings_of(db, agent)
     assert sorted((b.resource_kind, b.resource_id) for b in bindings) == sorted(
         [("configuration", world.configuration_id), ("secret", world.secret_id)]
     )
@@ -239,19 +227,16 @@ def test_runtime_access_granted_afterwards_lets_a_refused_deploy_through(
     again = client.post(f"{agent_path}/runtime-access", json={}, headers=admin.headers)
     assert again.status_code == 200, again.json
     assert json_of(again)["data"]["bindingIds"] == []
-    assert len(_bindings_of(db, agent["servicePrincipalId"])) == 2
+    assert len(_bindings_of(db, agent)) == 2
     assert len(_audit(db, "access_bindings.create")) == 2
 
-    deploy = client.post(f"{agent_path}/deploy", headers=admin.headers)
-    assert deploy.status_code == 202, deploy.json
+    _deploy(client, admin, world, agent)
 
 
 def test_granting_afterwards_needs_installation_administer_and_the_agent(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = json_of(
-        client.post(world.agents, json=body(world, grantRuntimeAccess=False), headers=admin.headers)
-    )["data"]
+    agent = _created(client, admin, world, grantRuntimeAccess=False)
     agent_path = f"{world.agents}/{agent['id']}/runtime-access"
     reader = _caller(db, admin, ["agent:read", "namespace:read"], world.namespace_id)
     stranger = _caller(db, admin, [], world.namespace_id)
@@ -282,37 +267,34 @@ def _second_configuration(client: FlaskClient, admin: Caller, world: World) -> s
 def test_an_update_grants_a_new_configuration_as_creation_does(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    response = client.post(world.agents, json=body(world), headers=admin.headers)
-    agent = json_of(response)["data"]
+    agent = _created(client, admin, world)
     second = _second_configuration(client, admin, world)
     path = f"{world.agents}/{agent['id']}"
 
     renamed = client.patch(path, json={"name": "renamed"}, headers=admin.headers)
     assert renamed.status_code == 200, renamed.json
-    before = _bindings_of(db, agent["servicePrincipalId"])
+    before = _bindings_of(db, agent)
     assert ("configuration", second) not in [(b.resource_kind, b.resource_id) for b in before]
 
     updated = client.patch(path, json={"configurationId": second}, headers=admin.headers)
 
     assert updated.status_code == 200, updated.json
-    after = _bindings_of(db, agent["servicePrincipalId"])
+    after = _bindings_of(db, agent)
     assert ("configuration", second) in [(b.resource_kind, b.resource_id) for b in after]
     [audited] = [e for e in _audit(db, "agents.update") if "runtimeAccess" in e["details"]]
     assert set(audited["details"]["runtimeAccess"]["bindingIds"]) == {
         b.id for b in after if b.resource_id == second
     }
-    deploy = client.post(f"{path}/deploy", headers=admin.headers)
-    assert deploy.status_code == 202, deploy.json
+    _deploy(client, admin, world, agent)
 
 
 def test_an_update_declining_the_grant_or_by_a_tenant_binds_nothing_and_denies_nothing(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    response = client.post(world.agents, json=body(world), headers=admin.headers)
-    agent = json_of(response)["data"]
+    agent = _created(client, admin, world)
     second = _second_configuration(client, admin, world)
     path = f"{world.agents}/{agent['id']}"
-    held = _bindings_of(db, agent["servicePrincipalId"])
+    held = _bindings_of(db, agent)
     tenant = _caller(
         db, admin, ["agent:update", "agent:read", "namespace:read"], world.namespace_id
     )
@@ -325,7 +307,7 @@ def test_an_update_declining_the_grant_or_by_a_tenant_binds_nothing_and_denies_n
         path, json={"configurationId": world.configuration_id}, headers=tenant.headers
     )
     assert by_tenant.status_code == 200, by_tenant.json
-    assert _bindings_of(db, agent["servicePrincipalId"]) == held
+    assert _bindings_of(db, agent) == held
 
     refused = client.patch(
         path, json={"configurationId": second, "grantRuntimeAccess": True}, headers=tenant.headers
@@ -333,4 +315,4 @@ def test_an_update_declining_the_grant_or_by_a_tenant_binds_nothing_and_denies_n
     assert refused.status_code == 403, refused.json
     agent_now = json_of(client.get(path, headers=admin.headers))["data"]
     assert agent_now["configurationId"] == world.configuration_id  # nothing changed
-    assert _bindings_of(db, agent["servicePrincipalId"]) == held
+    assert _bindings_of(db, agent) == held
