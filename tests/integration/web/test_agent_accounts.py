@@ -61,6 +61,20 @@ def managed(account_id: str) -> dict[str, Any]:
     return {"kind": "managedAccount", "accountId": account_id}
 
 
+def _managed_agent(
+    client: FlaskClient, db: Database, admin: Caller, world: World, account_id: str
+) -> dict[str, Any]:
+    """An Agent created on the managed account ``account_id`` (asserting the 201) whose service
+    principal may read its Configuration: the runtime needs nothing on the account."""
+    created = client.post(
+        world.agents, json=body(world, harnessAuth=managed(account_id)), headers=admin.headers
+    )
+    assert created.status_code == 201, created.json
+    agent: dict[str, Any] = json_of(created)["data"]
+    empower(db, agent, "configuration:read")
+    return agent
+
+
 def test_an_agent_takes_a_managed_account_and_a_deploy_pins_it(
     client: FlaskClient,
     db: Database,
@@ -69,13 +83,8 @@ def test_an_agent_takes_a_managed_account_and_a_deploy_pins_it(
     account_id: str,
     backend: standin.StandinBackend,
 ) -> None:
-    created = client.post(
-        world.agents, json=body(world, harnessAuth=managed(account_id)), headers=admin.headers
-    )
-    assert created.status_code == 201, created.json
-    agent = json_of(created)["data"]
+    agent = _managed_agent(client, db, admin, world, account_id)
     assert agent["harnessAuth"] == managed(account_id)
-    empower(db, agent, "configuration:read")  # the runtime needs nothing on the account
 
     deployed = client.post(f"{world.agents}/{agent['id']}/deploy", json={}, headers=admin.headers)
     assert deployed.status_code == 202, deployed.json
@@ -141,11 +150,7 @@ def test_a_withdrawn_account_is_refused_on_the_draft_and_on_deploy(
     account_id: str,
     backend: standin.StandinBackend,
 ) -> None:
-    created = client.post(
-        world.agents, json=body(world, harnessAuth=managed(account_id)), headers=admin.headers
-    )
-    agent = json_of(created)["data"]
-    empower(db, agent, "configuration:read")
+    agent = _managed_agent(client, db, admin, world, account_id)
     backend.withdraw(account_id)
     deployed = client.post(f"{world.agents}/{agent['id']}/deploy", json={}, headers=admin.headers)
     problem(deployed, 409, "RESOURCE_CONFLICT")
@@ -168,11 +173,7 @@ def test_a_withdrawn_account_is_refused_on_the_draft_and_on_deploy(
 def test_deploying_needs_account_read_on_the_account(
     client: FlaskClient, db: Database, admin: Caller, world: World, account_id: str
 ) -> None:
-    created = client.post(
-        world.agents, json=body(world, harnessAuth=managed(account_id)), headers=admin.headers
-    )
-    agent = json_of(created)["data"]
-    empower(db, agent, "configuration:read")
+    agent = _managed_agent(client, db, admin, world, account_id)
     deployer = caller(
         db, "agent:read", "agent:deploy", "configuration:read", namespace_id=world.namespace_id
     )
