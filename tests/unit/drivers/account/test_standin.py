@@ -11,6 +11,15 @@ from occ.drivers.account import Binding, Credential, standin
 from occ.foundation import errors, ids
 
 
+def _issued(backend: standin.StandinBackend) -> tuple[str, str]:
+    """An account ``backend`` issued in ``research``: its id and current token reference."""
+    account_id = ids.new("account")
+    backend.issue("ns_x", account_id, "research")
+    reference = backend.current_token(account_id)
+    assert reference is not None
+    return account_id, reference
+
+
 def test_an_issued_account_has_a_current_token_any_instance_sees(tmp_path: Path) -> None:
     backend = standin.StandinBackend(tmp_path)
     account_id = ids.new("account")
@@ -28,9 +37,7 @@ def test_an_issued_account_has_a_current_token_any_instance_sees(tmp_path: Path)
 
 
 def test_files_are_the_owners_only(tmp_path: Path) -> None:
-    backend = standin.StandinBackend(tmp_path / "root")
-    account_id = ids.new("account")
-    backend.issue("ns_x", account_id, "research")
+    account_id, _ = _issued(standin.StandinBackend(tmp_path / "root"))
     for path in (tmp_path / "root" / "accounts" / f"{account_id}.json",):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "root").stat().st_mode) == 0o700
@@ -38,10 +45,7 @@ def test_files_are_the_owners_only(tmp_path: Path) -> None:
 
 def test_withdrawal_ends_the_current_token_and_its_value(tmp_path: Path) -> None:
     backend = standin.StandinBackend(tmp_path)
-    account_id = ids.new("account")
-    backend.issue("ns_x", account_id, "research")
-    reference = backend.current_token(account_id)
-    assert reference is not None
+    account_id, reference = _issued(backend)
     backend.withdraw(account_id)
     backend.withdraw(account_id)  # idempotent
     assert backend.withdrawn(account_id)
@@ -54,10 +58,7 @@ def test_withdrawal_ends_the_current_token_and_its_value(tmp_path: Path) -> None
 
 def test_rotation_keeps_the_old_reference_answerable(tmp_path: Path) -> None:
     backend = standin.StandinBackend(tmp_path)
-    account_id = ids.new("account")
-    backend.issue("ns_x", account_id, "research")
-    first = backend.current_token(account_id)
-    assert first is not None
+    account_id, first = _issued(backend)
     second = backend.rotate(account_id)
     assert backend.current_token(account_id) == second != first
     assert backend.token_value(first) != backend.token_value(second)
@@ -66,10 +67,7 @@ def test_rotation_keeps_the_old_reference_answerable(tmp_path: Path) -> None:
 
 def test_a_moved_account_lives_under_another_workspace(tmp_path: Path) -> None:
     backend = standin.StandinBackend(tmp_path)
-    account_id = ids.new("account")
-    backend.issue("ns_x", account_id, "research")
-    reference = backend.current_token(account_id)
-    assert reference is not None
+    account_id, reference = _issued(backend)
     backend.move(account_id, "sales")
     credential = backend.credential(reference)
     assert credential is not None and credential.binding.workspace == "sales"
