@@ -1,6 +1,7 @@
-"""Helpers of the reconcile tests that run work in-process: a ready world, a worker on a
-``local`` driver and its gateways killed at teardown, one item run, work run until it ends, and
-the authorization denials audited for an item."""
+"""Helpers of the reconcile tests that run work in-process: a ready world and its deploy, a
+worker on a ``local`` driver and its gateways killed at teardown, one item run, work run until
+it ends, the ``worker.completed`` events logged for an item, and the authorization denials
+audited for an item."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from occ.drivers.compute.local import LocalComputeDriver
@@ -20,6 +22,7 @@ from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import models, secret_store, values
 from occ.state.db import Database
+from occ.telemetry import observability
 from tests.support import namespace_status, worlds
 from tests.support.processes import wait_for
 
@@ -131,3 +134,20 @@ def denials(db: Database, work_id: str) -> list[str]:
                 )
             ).scalars()
         )
+
+
+def deploy(db: Database, world: worlds.World) -> tuple[str, str]:
+    """Deploy the World's Agent: the revision's id and the id of its reconcile work item."""
+    revision_id = worlds.deploy(db, world)
+    return revision_id, f"agent_revision:{revision_id}:reconcile"
+
+
+def completed_events(caplog: pytest.LogCaptureFixture, work_id: str) -> list[dict[str, object]]:
+    """The ``worker.completed`` events ``caplog`` holds for ``work_id``, in order."""
+    return [
+        dict(event)
+        for record in caplog.records
+        if (event := getattr(record, observability.EVENT_ATTRIBUTE, None))
+        and event["event"] == "worker.completed"
+        and event.get("workId") == work_id
+    ]

@@ -19,7 +19,6 @@ from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import models, values
 from occ.state.db import Database
-from occ.telemetry import observability
 from tests.integration.reconcile import support
 from tests.support import worlds
 
@@ -40,25 +39,15 @@ def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
     support.kill_gateways(root)
 
 
-def _completed(caplog: pytest.LogCaptureFixture, work_id: str) -> list[dict[str, object]]:
-    events = []
-    for record in caplog.records:
-        event = getattr(record, observability.EVENT_ATTRIBUTE, None)
-        if event and event["event"] == "worker.completed" and event.get("workId") == work_id:
-            events.append(dict(event))
-    return events
-
-
 def test_a_deploys_passes_carry_its_timing_and_the_unfinished_ones_their_cause(
     db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = support.ready_world(db)
-    revision_id = worlds.deploy(db, world)
-    work_id = f"agent_revision:{revision_id}:reconcile"
+    _, work_id = support.deploy(db, world)
     with caplog.at_level(logging.INFO, logger="occ"):
         support.run_until(db, worker, work_id, ended=("succeeded", "failed_permanent"))
 
-    passes = _completed(caplog, work_id)
+    passes = support.completed_events(caplog, work_id)
     assert passes and passes[-1]["code"] == "REVISION_ACTIVATED"
     for number, event in enumerate(passes, start=1):
         assert all(isinstance(event[name], int | float) for name in TIMING), event
@@ -98,6 +87,6 @@ def test_stop_work_carries_no_deployment_timing(
     with caplog.at_level(logging.INFO, logger="occ"):
         support.run_until(db, worker, work_id, ended=("succeeded", "failed_permanent"))
 
-    [stopped] = _completed(caplog, work_id)
+    [stopped] = support.completed_events(caplog, work_id)
     assert stopped["code"] == "AGENT_STOPPED"
     assert not set(TIMING[1:]) & set(stopped) and "durationMs" in stopped

@@ -23,7 +23,6 @@ from occ.reconcile.environment import Worker
 from occ.settings.config import Settings
 from occ.state import models, values
 from occ.state.db import Database
-from occ.telemetry import observability
 from tests.integration.reconcile import support
 from tests.support import worlds
 from tests.support.processes import wait_for
@@ -90,16 +89,6 @@ def _result(db: Database, work_id: str) -> object:
         return row.result_data
 
 
-def _completed(caplog: pytest.LogCaptureFixture, work_id: str) -> list[dict[str, object]]:
-    return [
-        dict(event)
-        for record in caplog.records
-        if (event := getattr(record, observability.EVENT_ATTRIBUTE, None))
-        and event["event"] == "worker.completed"
-        and event.get("workId") == work_id
-    ]
-
-
 def _kill_and_observe(db: Database, worker: Worker, agent_id: str, revision_id: str) -> str:
     """Kill the revision's gateway, let the observer admit a repair; the repair's work id."""
     driver = worker.driver
@@ -128,14 +117,13 @@ def test_the_warnings_a_gateway_reported_reach_the_result_the_event_and_the_stat
     db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = support.ready_world(db, DOCUMENT)
-    revision_id = worlds.deploy(db, world)
-    work_id = f"agent_revision:{revision_id}:reconcile"
+    revision_id, work_id = support.deploy(db, world)
 
     with caplog.at_level(logging.INFO, logger="occ"):
         assert _run_until_done(db, worker, work_id) == "REVISION_ACTIVATED"
 
     assert _result(db, work_id) == {"warnings": WARNINGS}
-    assert _completed(caplog, work_id)[-1]["warnings"] == WARNINGS
+    assert support.completed_events(caplog, work_id)[-1]["warnings"] == WARNINGS
     status = worlds.deployment(db, world, revision_id)
     assert status.state == "active" and status.error is None
     assert [dict(warning) for warning in status.warnings] == WARNINGS
@@ -145,13 +133,12 @@ def test_a_deploy_whose_gateway_reports_nothing_has_no_warnings(
     db: Database, worker: Worker, caplog: pytest.LogCaptureFixture
 ) -> None:
     world = support.ready_world(db)
-    revision_id = worlds.deploy(db, world)
-    work_id = f"agent_revision:{revision_id}:reconcile"
+    revision_id, work_id = support.deploy(db, world)
     with caplog.at_level(logging.INFO, logger="occ"):
         _run_until_done(db, worker, work_id)
 
     assert _result(db, work_id) is None
-    assert _completed(caplog, work_id)[-1]["warnings"] == []
+    assert support.completed_events(caplog, work_id)[-1]["warnings"] == []
     assert worlds.deployment(db, world, revision_id).warnings == ()
 
 
