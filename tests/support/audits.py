@@ -1,5 +1,5 @@
-"""Counting audit events, for the tests that assert how often something happened, and the
-headline of one event.
+"""Counting audit events, for the tests that assert how often something happened; the
+headline of one event; the authorization denials a work item audited.
 
 Reads only (as occ_app, in a transaction of its own); which events count is the caller's.
 """
@@ -30,3 +30,20 @@ def reconcile_passes(db: Database, work_id: str) -> int:
 def headline(event: audit.AuditEvent) -> tuple[str, str, str, str]:
     """What happened, in the order assertions name it: kind, action, actor and outcome."""
     return (event.kind, event.action, event.actor_id, event.outcome)
+
+
+def denials(db: Database, work_id: str) -> list[tuple[str, str, str]]:
+    """The authorization denials audited for ``work_id``: action, resource kind and reason
+    code of each."""
+    with db.transaction() as session:
+        rows = session.execute(
+            sa.select(
+                models.AuditEvent.action,
+                models.AuditEvent.resource_kind,
+                models.AuditEvent.details["reasonCode"].astext,
+            ).where(
+                models.AuditEvent.kind == "authorization_denial",
+                models.AuditEvent.work_id == work_id,
+            )
+        ).all()
+    return [(row[0], row[1], row[2]) for row in rows]

@@ -1,15 +1,17 @@
 """Worlds (see ``worlds``) for tests whose real worker processes reconcile the Namespace: the
-Secret store those workers use, and a Namespace they make ready before its Agent is made."""
+Secret store those workers use, a Namespace they make ready (or one moved to ready as they
+would) before its Agents are made, and the wait for a deployment the workers carry out."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from occ.controller import namespaces
 from occ.foundation import harnesses
 from occ.state import secret_store
 from occ.state.db import Database
-from tests.support import processes, worlds
+from tests.support import namespace_status, processes, worlds
 
 
 def store(env: dict[str, str]) -> secret_store.SecretStore:
@@ -51,4 +53,46 @@ def reconciled(
         secret_value=secret_value,
         document=document,
         harness=harness,
+    )
+
+
+def ready(
+    db: Database,
+    env: dict[str, str],
+    *,
+    admin: str,
+    secret_value: str,
+    agent_names: Sequence[str] = ("agent",),
+    compute_driver: str = "local",
+    document: dict[str, Any] | None = None,
+) -> list[worlds.World]:
+    """A Namespace ``team`` moved to ready as its worker would (see
+    ``namespace_status.created_ready``), its resources sealed with the store of ``env``'s
+    workers, and one ``compute_driver`` Agent per name (see ``worlds.make_many``)."""
+    return worlds.make_many(
+        db,
+        admin=admin,
+        namespace_id=namespace_status.created_ready(db, admin=admin),
+        compute_driver=compute_driver,
+        store=store(env),
+        secret_value=secret_value,
+        agent_names=agent_names,
+        document=document,
+    )
+
+
+def wait_state(
+    db: Database,
+    world: worlds.World,
+    revision_id: str,
+    state: str,
+    what: str = "the deployment",
+    timeout: float = 30.0,
+) -> None:
+    """Wait up to ``timeout`` seconds for the deployment of ``revision_id`` to reach ``state``
+    (``what`` names it in the failure)."""
+    processes.wait_for(
+        lambda: worlds.state_is(db, world, revision_id, state),
+        timeout=timeout,
+        message=f"{what} to become {state}",
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ.controller import (
+    accounts,
     agents,
     configurations,
     deployment_status,
@@ -22,10 +23,12 @@ from occ.controller import (
     revision_reads,
     secrets,
 )
+from occ.drivers.account import AccountBackend
 from occ.drivers.secret import SecretDriver
 from occ.foundation import harnesses
 from occ.state import agents as agent_rows
 from occ.state import iam_policy
+from occ.state import restrictions as restriction_rows
 from occ.state import roles as role_rows
 from occ.state.db import Database
 
@@ -207,14 +210,37 @@ def make_many(
     return made
 
 
-def deploy(db: Database, world: World) -> str:
-    """Deploy the World's Agent; the new deployment's (revision's) id."""
+def deploy(db: Database, world: World, *, accounts: AccountBackend | None = None) -> str:
+    """Deploy the World's Agent (its managed account, if any, checked at ``accounts``); the new
+    deployment's (revision's) id."""
     accepted = deployments.deploy_agent(
         db,
         world.admin,
         deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
+        accounts=accounts,
     )
     return accepted.deployment_id
+
+
+def use_managed_account(db: Database, world: World, backend: AccountBackend) -> str:
+    """Have ``backend`` issue the account ``codex`` (workspace ``research``) in the World's
+    Namespace and make it its Agent's harness authentication; the account's id."""
+    account = accounts.issue_account(
+        db,
+        world.admin,
+        accounts.IssueAccount(namespace_id=world.namespace_id, name="codex", workspace="research"),
+        backend=backend,
+    )
+    agents.update_agent(
+        db,
+        world.admin,
+        agents.UpdateAgent(
+            namespace_id=world.namespace_id,
+            agent_id=world.agent_id,
+            harness_auth=agent_rows.HarnessAuth(agent_rows.ACCOUNT_SOURCE, account_id=account.id),
+        ),
+    )
+    return account.id
 
 
 def deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:
@@ -242,3 +268,15 @@ def agent_gone(db: Database, world: World) -> bool:
     """Whether the World's Agent row is gone (its deletion finalized)."""
     with db.transaction() as session:
         return agent_rows.get(session, world.namespace_id, world.agent_id) is None
+
+
+def restrict_admin(db: Database, world: World, permission: str) -> None:
+    """Take ``permission`` from the World's administrator in its Namespace (a restriction)."""
+    with db.transaction() as session:
+        restriction_rows.insert(
+            session,
+            permission=permission,
+            created_by=world.admin,
+            principal_id=world.admin,
+            namespace_id=world.namespace_id,
+        )

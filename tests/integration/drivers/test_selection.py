@@ -19,7 +19,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.iam import identities
 from occ.settings.config import Settings
 from occ.state.db import Database
-from tests.support import namespace_status, processes, worker_worlds, worlds
+from tests.support import processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 SELECTED = {"OCC_SANDBOX_DRIVER": "reference", "OCC_IAM_HOOK": "runtime-identities"}
@@ -53,14 +53,7 @@ def test_selected_owners_take_part_in_a_deploy_and_a_stop(
     fleet.control_worker()
     fleet.worker("drivers")
     admin = worlds.installation_admin(db, "owners")
-    world = worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_status.created_ready(db, admin=admin),
-        compute_driver="local",
-        store=worker_worlds.store(env),
-        secret_value="sk-never-an-owners",
-    )
+    [world] = worker_worlds.ready(db, env, admin=admin, secret_value="sk-never-an-owners")
     # the API selects from the same startup configuration
     sandbox = selection.select(Settings(sandbox_driver="reference")).sandbox
     assert sandbox is not None
@@ -71,11 +64,7 @@ def test_selected_owners_take_part_in_a_deploy_and_a_stop(
         sandbox=sandbox,
     ).deployment_id
     processes.nudge(env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "active"),
-        timeout=30,
-        message="the sandboxed revision to become active",
-    )
+    worker_worlds.wait_state(db, world, revision_id, "active", "the sandboxed revision")
 
     pid = gateways.revision_process(world.agent_id, revision_id)
     assert pid is not None

@@ -24,9 +24,8 @@ from occ.controller import (
 )
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
-from occ.state import restrictions as restriction_rows
 from occ.state.db import Database
-from tests.support import audits, namespace_status, processes, worker_worlds, worlds
+from tests.support import audits, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 World = worlds.World
@@ -50,34 +49,17 @@ def _make_world(
 ) -> World:
     admin = worlds.installation_admin(db, "agents")
     # Namespace reconciliation is shown elsewhere
-    namespace_id = namespace_status.created_ready(db, admin=admin)
-    return worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver="local",
-        store=worker_worlds.store(env),
-        secret_value="sk-never-logged",
-        document=document,
+    [world] = worker_worlds.ready(
+        db, env, admin=admin, secret_value="sk-never-logged", document=document
     )
-
-
-def _wait_state(
-    db: Database, world: World, revision_id: str, state: str, what: str, timeout: float = 30
-) -> None:
-    """Wait for the deployment of ``revision_id`` to reach ``state``."""
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, state),
-        timeout=timeout,
-        message=f"{what} to become {state}",
-    )
+    return world
 
 
 def _deploy_until_active(db: Database, env: dict[str, str], world: World, what: str) -> str:
     """Deploy, nudge the workers and wait for the revision to become active; its id."""
     revision_id = worlds.deploy(db, world)
     processes.nudge(env)
-    _wait_state(db, world, revision_id, "active", what)
+    worker_worlds.wait_state(db, world, revision_id, "active", what)
     return revision_id
 
 
@@ -215,7 +197,7 @@ def test_the_older_of_two_racing_deploys_is_superseded_without_compute(
         )
     fleet.worker("drivers", concurrency=2)
     processes.nudge(env)
-    _wait_state(db, world, newer, "active", "the newer revision")
+    worker_worlds.wait_state(db, world, newer, "active", "the newer revision")
     with db.transaction() as session:
         session.execute(
             sa.update(models.ControllerWork)
@@ -243,27 +225,15 @@ def test_revoking_deploy_before_processing_denies_without_starting_anything(
 ) -> None:
     world = _make_world(db, env)
     revision_id = worlds.deploy(db, world)
-    with db.transaction() as session:
-        restriction_rows.insert(
-            session,
-            permission="agent:deploy",
-            created_by=world.admin,
-            principal_id=world.admin,
-            namespace_id=world.namespace_id,
-        )
+    worlds.restrict_admin(db, world, "agent:deploy")
     fleet.worker("drivers")
     processes.nudge(env)
-    _wait_state(db, world, revision_id, "failed", "the deployment")
+    worker_worlds.wait_state(db, world, revision_id, "failed", "the deployment")
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "AUTHORIZATION_DENIED"
-    with db.transaction() as session:
-        denials = session.execute(
-            sa.select(models.AuditEvent.action).where(
-                models.AuditEvent.kind == "authorization_denial",
-                models.AuditEvent.work_id == f"agent_revision:{revision_id}:reconcile",
-            )
-        ).all()
-    assert [row.action for row in denials] == ["agents.deploy"]
+    assert audits.denials(db, f"agent_revision:{revision_id}:reconcile") == [
+        ("agents.deploy", "agent", "AUTHORIZATION_DENIED")
+    ]
     assert not (local_root / "agents" / world.agent_id).exists()
 
 
@@ -357,7 +327,9 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_and_is_retir
         message="the unhealthy gateway to start",
     )
     pid = _gateway_pid(local_root, revision_id)
-    _wait_state(db, world, revision_id, "failed", "the deployment (at its deadline)", timeout=40)
+    worker_worlds.wait_state(
+        db, world, revision_id, "failed", "the deployment (at its deadline)", timeout=40
+    )
     view = worlds.deployment(db, world, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
     assert view.error is not None and view.error.data == {"timeoutMs": 6000}
@@ -402,7 +374,9 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     env["OCC_LOCAL_EFFECT_DELAY_MS"] = "0"
     fleet.worker("rescuer")
     fleet.beat()
-    _wait_state(db, world, revision_id, "active", "the recovered activation", timeout=40)
+    worker_worlds.wait_state(
+        db, world, revision_id, "active", "the recovered activation", timeout=40
+    )
     agent = worlds.agent(db, world)
     assert agent.active_revision_id == revision_id
     assert _activation_audits(db, revision_id) == 1

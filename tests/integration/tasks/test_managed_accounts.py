@@ -11,21 +11,20 @@ from __future__ import annotations
 import functools
 import json
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from occ.controller import account_withdrawals, accounts, agents, deployments, installation
+from occ.controller import account_withdrawals, installation
 from occ.drivers.account import standin
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.foundation import errors, fingerprints
-from occ.state import agents as agent_rows
 from occ.state import models
-from occ.state import restrictions as restriction_rows
 from occ.state.db import Database
-from tests.support import namespace_status, processes, worker_worlds, worlds
+from tests.support import audits, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 FINGERPRINT_KEY = "managed-account-test-fingerprint-key"
@@ -63,30 +62,8 @@ def control(
 def _world(db: Database, env: dict[str, str], backend: standin.StandinBackend) -> worlds.World:
     """An Agent whose harness authentication is a managed account of its Namespace."""
     admin = worlds.installation_admin(db, "accounts")
-    namespace_id = namespace_status.created_ready(db, admin=admin)
-    world = worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver="local",
-        store=worker_worlds.store(env),
-        secret_value="sk-unused-secret",
-    )
-    account = accounts.issue_account(
-        db,
-        admin,
-        accounts.IssueAccount(namespace_id=namespace_id, name="codex", workspace="research"),
-        backend=backend,
-    )
-    agents.update_agent(
-        db,
-        admin,
-        agents.UpdateAgent(
-            namespace_id=namespace_id,
-            agent_id=world.agent_id,
-            harness_auth=agent_rows.HarnessAuth(agent_rows.ACCOUNT_SOURCE, account_id=account.id),
-        ),
-    )
+    [world] = worker_worlds.ready(db, env, admin=admin, secret_value="sk-unused-secret")
+    worlds.use_managed_account(db, world, backend)
     return world
 
 
@@ -96,14 +73,18 @@ def _account_id(db: Database, world: worlds.World) -> str:
     return agent.harness_auth_account_id
 
 
-def _deploy(db: Database, world: worlds.World, backend: standin.StandinBackend) -> str:
-    accepted = deployments.deploy_agent(
-        db,
-        world.admin,
-        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
-        accounts=backend,
-    )
-    return accepted.deployment_id
+def _run_drivers_until(
+    db: Database,
+    env: dict[str, str],
+    fleet: processes.Fleet,
+    world: worlds.World,
+    revision_id: str,
+    state: str,
+) -> None:
+    """Start a drivers worker, wake the workers and wait for the deployment to reach ``state``."""
+    fleet.worker("drivers")
+    processes.nudge(env)
+    worker_worlds.wait_state(db, world, revision_id, state, "the managed-account revision")
 
 
 def _pinned(db: Database, revision_id: str) -> dict[str, Any]:
@@ -122,21 +103,6 @@ def _health(endpoint: str) -> dict[str, Any]:
         return body
 
 
-def _denials(db: Database, revision_id: str) -> list[tuple[str, str, str]]:
-    with db.transaction() as session:
-        rows = session.execute(
-            sa.select(
-                models.AuditEvent.action,
-                models.AuditEvent.resource_kind,
-                models.AuditEvent.details["reasonCode"].astext,
-            ).where(
-                models.AuditEvent.kind == "authorization_denial",
-                models.AuditEvent.work_id == f"agent_revision:{revision_id}:reconcile",
-            )
-        ).all()
-    return [(row[0], row[1], row[2]) for row in rows]
-
-
 def test_a_deploy_pins_the_token_reference_and_delivers_the_token(
     db: Database,
     account_env: dict[str, str],
@@ -148,7 +114,7 @@ def test_a_deploy_pins_the_token_reference_and_delivers_the_token(
     account_id = _account_id(db, world)
     reference = backend.current_token(account_id)
     assert reference is not None
-    revision_id = _deploy(db, world, backend)
+    revision_id = worlds.deploy(db, world, accounts=backend)
     assert _pinned(db, revision_id) == {
         "kind": "managedAccount",
         "accountId": account_id,
@@ -160,13 +126,7 @@ def test_a_deploy_pins_the_token_reference_and_delivers_the_token(
     # a rotation after the deploy never changes what the revision pinned
     backend.rotate(account_id)
 
-    fleet.worker("drivers")
-    processes.nudge(account_env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "active"),
-        timeout=30,
-        message="the managed-account revision to become active",
-    )
+    _run_drivers_until(db, account_env, fleet, world, revision_id, "active")
     endpoint = worlds.agent(db, world).endpoint
     assert endpoint is not None
     expected = fingerprints.of(
@@ -187,61 +147,49 @@ def test_a_deploy_pins_the_token_reference_and_delivers_the_token(
     assert token not in stored and token not in work
 
 
-def test_a_credential_moved_at_the_backend_is_refused_before_effects(
-    db: Database,
-    account_env: dict[str, str],
-    fleet: processes.Fleet,
-    backend_root: Path,
-    local_root: Path,
+def _move_to_another_workspace(
+    db: Database, world: worlds.World, backend: standin.StandinBackend
 ) -> None:
-    backend = standin.StandinBackend(backend_root)
-    world = _world(db, account_env, backend)
-    revision_id = _deploy(db, world, backend)
     backend.move(_account_id(db, world), "sales")
 
-    fleet.worker("drivers")
-    processes.nudge(account_env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "failed"),
-        timeout=30,
-        message="the deployment to be refused",
-    )
-    assert worlds.deployment(db, world, revision_id).reason_code == "CREDENTIAL_BACKEND_MISMATCH"
-    assert _denials(db, revision_id) == [
-        ("agents.deploy", "account", "CREDENTIAL_BACKEND_MISMATCH")
-    ]
-    assert not (local_root / "agents" / world.agent_id).exists()
+
+def _take_account_read(db: Database, world: worlds.World, backend: standin.StandinBackend) -> None:
+    worlds.restrict_admin(db, world, "account:read")
 
 
-def test_an_actor_who_lost_account_read_is_refused_before_effects(
+@pytest.mark.parametrize(
+    ("spoil", "denial"),
+    [
+        pytest.param(
+            _move_to_another_workspace,
+            ("agents.deploy", "account", "CREDENTIAL_BACKEND_MISMATCH"),
+            id="credential-moved-at-the-backend",
+        ),
+        # audited like every re-authorization refusal of a deploy: on the Agent
+        pytest.param(
+            _take_account_read,
+            ("agents.deploy", "agent", "AUTHORIZATION_DENIED"),
+            id="actor-lost-account-read",
+        ),
+    ],
+)
+def test_a_spoiled_credential_is_refused_before_effects(
     db: Database,
     account_env: dict[str, str],
     fleet: processes.Fleet,
     backend_root: Path,
     local_root: Path,
+    spoil: Callable[[Database, worlds.World, standin.StandinBackend], None],
+    denial: tuple[str, str, str],
 ) -> None:
     backend = standin.StandinBackend(backend_root)
     world = _world(db, account_env, backend)
-    revision_id = _deploy(db, world, backend)
-    with db.transaction() as session:
-        restriction_rows.insert(
-            session,
-            permission="account:read",
-            created_by=world.admin,
-            principal_id=world.admin,
-            namespace_id=world.namespace_id,
-        )
+    revision_id = worlds.deploy(db, world, accounts=backend)
+    spoil(db, world, backend)
 
-    fleet.worker("drivers")
-    processes.nudge(account_env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "failed"),
-        timeout=30,
-        message="the deployment to be refused",
-    )
-    assert worlds.deployment(db, world, revision_id).reason_code == "AUTHORIZATION_DENIED"
-    # audited like every re-authorization refusal of a deploy: on the Agent
-    assert _denials(db, revision_id) == [("agents.deploy", "agent", "AUTHORIZATION_DENIED")]
+    _run_drivers_until(db, account_env, fleet, world, revision_id, "failed")
+    assert worlds.deployment(db, world, revision_id).reason_code == denial[2]
+    assert audits.denials(db, f"agent_revision:{revision_id}:reconcile") == [denial]
     assert not (local_root / "agents" / world.agent_id).exists()
 
 
@@ -262,14 +210,8 @@ def test_a_withdrawn_account_stops_the_agent_with_its_own_work_and_audit(
     backend = standin.StandinBackend(backend_root)
     world = _world(db, account_env, backend)
     account_id = _account_id(db, world)
-    revision_id = _deploy(db, world, backend)
-    fleet.worker("drivers")
-    processes.nudge(account_env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "active"),
-        timeout=30,
-        message="the managed-account revision to become active",
-    )
+    revision_id = worlds.deploy(db, world, accounts=backend)
+    _run_drivers_until(db, account_env, fleet, world, revision_id, "active")
     pid = LocalComputeDriver(local_root).revision_process(world.agent_id, revision_id)
     assert _alive(pid)
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
 from occ.state.db import Database
-from tests.support import audits, namespace_status, processes, worker_worlds, worlds
+from tests.support import audits, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 AGENTS = 4
@@ -24,13 +24,10 @@ AGENTS = 4
 
 def _world(db: Database, env: dict[str, str], admin: str) -> list[worlds.World]:
     """``AGENTS`` local Agents in one ready Namespace."""
-    namespace_id = namespace_status.created_ready(db, admin=admin)
-    return worlds.make_many(
+    return worker_worlds.ready(
         db,
+        env,
         admin=admin,
-        namespace_id=namespace_id,
-        compute_driver="local",
-        store=worker_worlds.store(env),
         secret_value="sk-two-hosts",
         agent_names=[f"agent-{index}" for index in range(AGENTS)],
     )

@@ -8,11 +8,9 @@ import base64
 import json
 from pathlib import Path
 
-from occ.controller import accounts, agents, deployments
 from occ.drivers.account import standin
 from occ.drivers.compute.kubernetes import client, cluster_config, naming
 from occ.foundation import fingerprints
-from occ.state import agents as agent_rows
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import fleets
 from tests.support import processes, worlds
@@ -44,31 +42,12 @@ def test_the_account_token_is_delivered_like_a_secret(
         OCC_FINGERPRINT_KEY=FINGERPRINT_KEY,
     )
     backend = standin.StandinBackend(backend_root)
-    account = accounts.issue_account(
-        db,
-        admin,
-        accounts.IssueAccount(namespace_id=world.namespace_id, name="codex", workspace="research"),
-        backend=backend,
-    )
-    agents.update_agent(
-        db,
-        admin,
-        agents.UpdateAgent(
-            namespace_id=world.namespace_id,
-            agent_id=world.agent_id,
-            harness_auth=agent_rows.HarnessAuth(agent_rows.ACCOUNT_SOURCE, account_id=account.id),
-        ),
-    )
-    reference = backend.current_token(account.id)
+    account_id = worlds.use_managed_account(db, world, backend)
+    reference = backend.current_token(account_id)
     assert reference is not None
     token = backend.token_value(reference)
 
-    revision_id = deployments.deploy_agent(
-        db,
-        admin,
-        deployments.Deploy(namespace_id=world.namespace_id, agent_id=world.agent_id),
-        accounts=backend,
-    ).deployment_id
+    revision_id = worlds.deploy(db, world, accounts=backend)
     processes.nudge(env)
     namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
     api = client.KubernetesApi(
