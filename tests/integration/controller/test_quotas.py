@@ -3,6 +3,7 @@ refusal writes nothing, and an administrator's override (audited) wins over the 
 
 from __future__ import annotations
 
+import functools
 import threading
 from concurrent import futures
 
@@ -52,19 +53,20 @@ def test_concurrent_agent_creates_never_pass_the_quota_together(db: Database, ad
 
 def test_an_override_wins_over_the_default_and_is_audited(db: Database, admin: str) -> None:
     world = make_world(db, admin)  # one Secret and one Configuration already
-    store = secret_store.SecretStore("quota-test-key")
+    create_second_secret = functools.partial(
+        secrets.create_secret,
+        db,
+        admin,
+        secrets.CreateSecret(namespace_id=world.namespace_id, name="two", value="v"),
+        store=secret_store.SecretStore("quota-test-key"),
+        quota_defaults=DEFAULTS,
+    )
     command = quotas.SetQuotas(namespace_id=world.namespace_id, limits={"secrets": 1})
     set_to = quotas.set_quotas(db, admin, command, defaults=DEFAULTS)
     assert set_to.secrets == quotas.Quota(limit=1, used=1, overridden=True)
     assert set_to.configurations == quotas.Quota(limit=3, used=1, overridden=False)
     with pytest.raises(errors.QuotaExceeded) as refused:
-        secrets.create_secret(
-            db,
-            admin,
-            secrets.CreateSecret(namespace_id=world.namespace_id, name="two", value="v"),
-            store=store,
-            quota_defaults=DEFAULTS,
-        )
+        create_second_secret()
     assert (refused.value.quota, refused.value.limit, refused.value.usage) == ("secrets", 1, 1)
     assert "v" not in str(refused.value)
     assert count(db, models.Secret) == 1
@@ -74,13 +76,7 @@ def test_an_override_wins_over_the_default_and_is_audited(db: Database, admin: s
     # null returns the quota to the default, which admits a second Secret
     command = quotas.SetQuotas(namespace_id=world.namespace_id, limits={"secrets": None})
     assert quotas.set_quotas(db, admin, command, defaults=DEFAULTS).secrets.limit == 2
-    secrets.create_secret(
-        db,
-        admin,
-        secrets.CreateSecret(namespace_id=world.namespace_id, name="two", value="v"),
-        store=store,
-        quota_defaults=DEFAULTS,
-    )
+    create_second_secret()
     configurations.create_configuration(
         db,
         admin,

@@ -10,9 +10,9 @@ import pytest
 
 from occ.controller import agent_lifecycle
 from occ.state import models, values
-from occ.state import restrictions as restriction_rows
 from occ.state.db import Database
 from tests.integration.reconcile import support
+from tests.support import worlds
 
 POLICY = values.QueuePolicy()
 
@@ -40,14 +40,8 @@ def test_an_actor_refused_after_admission_fails_the_item_without_compute(
 ) -> None:
     world = support.ready_world(db)
     admit(db, world.admin, world.namespace_id, world.agent_id)
-    with db.transaction() as session:  # allowed at admission, no longer when the worker runs
-        restriction_rows.insert(
-            session,
-            permission=permission,
-            created_by=world.admin,
-            principal_id=world.admin,
-            namespace_id=world.namespace_id,
-        )
+    # allowed at admission, no longer when the worker runs
+    worlds.restrict_admin(db, world, permission)
 
     driver, claim, result = support.run_the_one_item(db, tmp_path, POLICY)
 
