@@ -15,6 +15,7 @@ error names the setting and never a value it could not use. (The Secret Driver i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -98,14 +99,8 @@ def account_backend(settings: Settings) -> AccountBackend | None:
     if settings.account_backend is None:
         return None
     if settings.account_backend not in ACCOUNT_BACKENDS:
-        raise errors.InvalidSettings.at(
-            ("account_backend",),
-            f"unknown account Backend; known: {', '.join(ACCOUNT_BACKENDS)}",
-        )
-    if settings.environment == "production":
-        raise errors.InvalidSettings.at(
-            ("account_backend",), "the standin account Backend is for development"
-        )
+        raise _unknown("account_backend", "account Backend", ACCOUNT_BACKENDS)
+    _development_only(settings, "account_backend", "the standin account Backend")
     return standin_accounts.StandinBackend(Path(settings.account_backend_root).resolve())
 
 
@@ -115,14 +110,8 @@ def _configuration(settings: Settings) -> ConfigurationDriver:
     if chosen == configuration_database.DRIVER_ID:
         return configuration_database.DATABASE
     if chosen != configuration_filesystem.DRIVER_ID:
-        raise errors.InvalidSettings.at(
-            ("configuration_driver",),
-            f"unknown Configuration Driver; known: {', '.join(CONFIGURATION_DRIVERS)}",
-        )
-    if settings.environment == "production":
-        raise errors.InvalidSettings.at(
-            ("configuration_driver",), "the filesystem Configuration Driver is for development"
-        )
+        raise _unknown("configuration_driver", "Configuration Driver", CONFIGURATION_DRIVERS)
+    _development_only(settings, "configuration_driver", "the filesystem Configuration Driver")
     if not settings.development_configuration_root:
         raise errors.InvalidSettings.at(
             ("development_configuration_root",), "the filesystem Configuration Driver needs it"
@@ -139,9 +128,7 @@ def _sandbox(settings: Settings) -> reference.ReferenceSandbox | None:
             )
         return None
     if settings.sandbox_driver not in SANDBOX_DRIVERS:
-        raise errors.InvalidSettings.at(
-            ("sandbox_driver",), f"unknown sandbox driver; known: {', '.join(SANDBOX_DRIVERS)}"
-        )
+        raise _unknown("sandbox_driver", "sandbox driver", SANDBOX_DRIVERS)
     try:
         return reference.ReferenceSandbox(settings.sandbox_egress_allow or ())
     except ValueError as exc:
@@ -150,10 +137,19 @@ def _sandbox(settings: Settings) -> reference.ReferenceSandbox | None:
 
 def _iam_hook(settings: Settings) -> identities.RuntimeIdentities:
     if settings.iam_hook not in IAM_HOOKS:
-        raise errors.InvalidSettings.at(
-            ("iam_hook",), f"unknown IAM hook; known: {', '.join(IAM_HOOKS)}"
-        )
+        raise _unknown("iam_hook", "IAM hook", IAM_HOOKS)
     return identities.RuntimeIdentities(Path(settings.iam_identity_root).resolve())
+
+
+def _unknown(field: str, what: str, known: Iterable[str]) -> errors.InvalidSettings:
+    """The error of the setting ``field`` naming none of the ``known`` choices of ``what``."""
+    return errors.InvalidSettings.at((field,), f"unknown {what}; known: {', '.join(known)}")
+
+
+def _development_only(settings: Settings, field: str, what: str) -> None:
+    """Refuse ``what``, the stand-in the setting ``field`` selects, in production."""
+    if settings.environment == "production":
+        raise errors.InvalidSettings.at((field,), f"{what} is for development")
 
 
 def _order(configured: str | None, available: dict[str, hooks.LifecycleHooks]) -> tuple[str, ...]:
