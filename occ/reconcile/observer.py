@@ -10,6 +10,8 @@ pure):
 * healthy, at the endpoint the Agent published, and recorded ready: nothing at all is written;
 * healthy but recorded otherwise (a repair worked, or nothing was recorded yet): ``ready`` is
   recorded;
+* starting (it runs and its health check has neither passed since it started nor failed: a
+  restart on its way back): nothing is written, the next interval looks again;
 * different (gone, not ready, drifted, another endpoint): a repair is admitted
   (``maintenance``), one at a time per revision and spaced while it stays degraded, at most
   ``maintenance.MAX_REPAIRS`` in a row: then nothing more until a person acts (a new deploy,
@@ -54,6 +56,8 @@ class Verdict(enum.StrEnum):
     EXHAUSTED = "exhausted"
     """Different, but its repairs ran out: quiet until a person acts (a deploy, a repair)."""
     DEPLOYING = "deploying"
+    STARTING = "starting"
+    """Not healthy yet but on its way (``Observed.starting``): looked at next interval."""
 
 
 def judge(due: observations.Due, seen: base.Observed, now: dt.datetime) -> Verdict:
@@ -62,6 +66,8 @@ def judge(due: observations.Due, seen: base.Observed, now: dt.datetime) -> Verdi
         return Verdict.DEPLOYING
     if seen.healthy and seen.endpoint == due.endpoint:
         return Verdict.UNCHANGED if due.observed == Status.READY else Verdict.RECOVERED
+    if seen.starting and not seen.healthy:
+        return Verdict.STARTING
     if due.repairs >= maintenance.MAX_REPAIRS:
         return Verdict.EXHAUSTED
     if due.repair_after is not None and due.repair_after > now:

@@ -223,6 +223,10 @@ class Observed:
     """Where the Agent's stable endpoint reaches it now, as activation would publish it."""
     code: str | None = None
     """Why it is not healthy: a driver code (gone, not ready, drifted, an object lost)."""
+    starting: bool = False
+    """Not healthy, but on its way: it runs and its health check has not passed since it
+    (re)started, nor failed. The observer repairs nothing and looks again at the next
+    interval; a runtime that never gets there fails its check, and is then not starting."""
 
 
 @runtime_checkable

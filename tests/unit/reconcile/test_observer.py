@@ -34,6 +34,7 @@ def _due(**changes: Any) -> observations.Due:
 
 
 HEALTHY = base.Observed(True, "http://published")
+STARTING = base.Observed(False, "http://published", "REVISION_NOT_READY", starting=True)
 
 
 @pytest.mark.parametrize(
@@ -69,6 +70,9 @@ HEALTHY = base.Observed(True, "http://published")
             HEALTHY,
             Verdict.RECOVERED,
         ),
+        (_due(), STARTING, Verdict.STARTING),  # a restart on its way back: no repair
+        (_due(observed=DEGRADED, repairs=1, repair_after=NOW), STARTING, Verdict.STARTING),
+        (_due(observed=None), STARTING, Verdict.STARTING),  # nothing recorded until it is ready
         (_due(deploying=True), base.Observed(False), Verdict.DEPLOYING),
         (_due(deploying=True), HEALTHY, Verdict.DEPLOYING),
     ],
