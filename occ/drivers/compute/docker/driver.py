@@ -24,7 +24,7 @@ from typing import Any, Final, ParamSpec, TypeVar
 from occ.drivers.compute import base, standin
 from occ.drivers.compute import hooks as lifecycle
 from occ.drivers.compute.docker import engine as docker_engine
-from occ.drivers.compute.docker import health, naming, owned, snapshots, workload
+from occ.drivers.compute.docker import health, naming, observation, owned, snapshots, workload
 from occ.settings.config import Settings
 
 MIN_API_VERSION: Final = (1, 40)
@@ -33,8 +33,8 @@ MIN_API_VERSION: Final = (1, 40)
 IMAGE_MISSING: Final = snapshots.IMAGE_MISSING
 NOT_OWNED: Final = snapshots.NOT_OWNED
 NETWORK_IN_USE: Final = "DOCKER_NETWORK_IN_USE"
-NOT_READY: Final = "REVISION_NOT_READY"
-GONE: Final = "REVISION_NOT_RUNNING"
+NOT_READY: Final = observation.NOT_READY
+GONE: Final = observation.GONE
 """An observed revision has no gateway container."""
 UNHEALTHY: Final = "RUNTIME_STARTUP_FAILED"
 """A started gateway's health check failed: the deployment fails (the engine judged it)."""
@@ -257,9 +257,10 @@ class DockerComputeDriver:
     def observe_revisions(
         self, revisions: Sequence[base.RevisionSpec]
     ) -> Mapping[str, base.Observed]:
-        """One container listing for the whole fleet: a revision is healthy while its gateway
-        container runs and its health check (when it has one) does not say unhealthy; its
-        endpoint is the published port."""
+        """One container listing for the whole fleet, judged as a deploy pass judges a
+        container (``observation``): a revision is healthy while its gateway container runs
+        and its health check (when it has one) passed; ``starting`` while the check has neither
+        passed nor failed since a start; its endpoint is the published port."""
         labels = {naming.MANAGED: "true", naming.DRIVER: self.name, naming.ROLE: naming.GATEWAY}
         listed = {
             (container.get("Labels") or {}).get(naming.REVISION_ID): container
@@ -268,7 +269,7 @@ class DockerComputeDriver:
         observed: dict[str, base.Observed] = {}
         for revision in revisions:
             container = listed.get(revision.revision_id)
-            observed[revision.revision_id] = _observed(container)
+            observed[revision.revision_id] = observation.observed(container, self.engine.container)
         return observed
 
     # -- helpers for tests and tools ------------------------------------------------------
@@ -378,15 +379,3 @@ class DockerComputeDriver:
 def _aliases(container: Mapping[str, Any], network: str) -> list[str]:
     networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
     return list((networks.get(network) or {}).get("Aliases") or [])
-
-
-def _observed(container: Mapping[str, Any] | None) -> base.Observed:
-    """A listed gateway container as an observation (``None``: no container)."""
-    if container is None:
-        return base.Observed(False, code=GONE)
-    if container.get("State") != "running" or "(unhealthy)" in str(container.get("Status", "")):
-        return base.Observed(False, code=NOT_READY)
-    port = workload.listed_port(container)
-    if port is None:
-        return base.Observed(False, code=NOT_READY)
-    return base.Observed(True, standin.endpoint(port))

@@ -1,6 +1,7 @@
 """The ``docker`` driver on a real Docker Engine counts a gateway ready only once the engine's
 health check passed (``starting`` waits, ``unhealthy`` fails the pass), and reports the startup
-warnings the gateway itself answers with."""
+warnings the gateway itself answers with; its fleet observation judges the same way (a check
+on its way is ``starting``, neither healthy nor to repair; a failed one is not ready)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import DockerComputeDriver, health, naming
+from occ.drivers.compute.docker import driver as driver_module
 from tests.integration.drivers.docker.objects import make_driver, revision
 from tests.support.processes import wait_for
 
@@ -79,3 +81,68 @@ def test_a_ready_gateway_reports_the_warnings_it_started_with(
 
     assert warned.warnings == (base.StartupWarning("PLUGIN_UNAVAILABLE", "memory"),)
     assert plain.warnings == ()
+
+
+def _observed(driver: DockerComputeDriver, spec: base.RevisionSpec) -> base.Observed:
+    return driver.observe_revisions([spec])[spec.revision_id]
+
+
+def test_the_observer_sees_a_starting_gateway_as_starting_not_healthy(
+    docker_host: str, operation: base.Operation, namespace_id: str, client: Any
+) -> None:
+    slow = health.HealthCheck(interval_s=6.0, retries=1, start_period_s=30.0)
+    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=slow)
+    spec = revision(namespace_id, "agt_observed_starting")
+    assert driver.prepare_revision(operation, spec) == base.Pending("REVISION_INCOMPLETE")
+
+    seen = _observed(driver, spec)
+
+    assert _engine_health(client, spec) == "starting"
+    assert (seen.healthy, seen.starting, seen.code) == (False, True, driver_module.NOT_READY)
+    ready = _ready(driver, operation, spec)
+    assert _observed(driver, spec) == base.Observed(True, ready.details["endpoint"])
+
+
+def test_the_observer_sees_a_gateway_stuck_unhealthy_as_not_ready(
+    docker_host: str, operation: base.Operation, namespace_id: str, client: Any
+) -> None:
+    quick = health.HealthCheck(interval_s=0.5, timeout_s=1.0, retries=1, start_period_s=0.0)
+    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=quick)
+    spec = revision(namespace_id, "agt_observed_sick", document={"standIn": {"healthy": False}})
+    driver.prepare_revision(operation, spec)
+    wait_for(
+        lambda: _engine_health(client, spec) == "unhealthy",
+        timeout=30,
+        message="the engine to find the gateway unhealthy",
+    )
+
+    seen = _observed(driver, spec)
+
+    assert (seen.healthy, seen.starting, seen.code) == (False, False, driver_module.NOT_READY)
+
+
+def test_the_observer_sees_an_unpaused_gateway_before_its_next_probe_as_starting(
+    docker_host: str, operation: base.Operation, namespace_id: str, client: Any
+) -> None:
+    # the engine says "unhealthy" from a pause until its first probe after the unpause, one
+    # interval later: no probe failed, so this is a gateway on its way back, not a sick one
+    check = health.HealthCheck(interval_s=6.0, retries=1, start_period_s=30.0)
+    driver = make_driver(docker_host, health_check=check)
+    spec = revision(namespace_id, "agt_observed_unpaused")
+    endpoint = _ready(driver, operation, spec).details["endpoint"]
+    container = client.containers.get(naming.gateway(spec.revision_id))
+    container.pause()
+    paused = _observed(driver, spec)
+    assert (paused.healthy, paused.starting) == (False, False)  # not serving: a repair unpauses
+    container.unpause()
+    state = client.api.inspect_container(container.id)["State"]
+
+    seen = _observed(driver, spec)
+
+    assert (state["Health"]["Status"], state["Health"]["FailingStreak"]) == ("unhealthy", 0)
+    assert (seen.healthy, seen.starting) == (False, True)
+    wait_for(
+        lambda: _observed(driver, spec) == base.Observed(True, endpoint),
+        timeout=30,
+        message="the next probe to find the gateway healthy",
+    )
