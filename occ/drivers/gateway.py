@@ -198,7 +198,7 @@ def serve(
     )
     thread.start()
     _event(
-        "gateway.started",
+        gateway_warnings.STARTED,
         revisionId=revision_id,
         agentId=agent_id,
         port=port,

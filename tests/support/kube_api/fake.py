@@ -50,14 +50,14 @@ class FakeKubeAPI:
     ) -> None:
         self.token = token
         self._store = store.Store(history_limit)
-        self.simulation = simulation.Simulation(self._store)
+        self._logs = pod_logs.PodLogs()
+        self.simulation = simulation.Simulation(self._store, self._logs)
         self._verbs = verbs.Verbs(
             self._store, self.simulation, validate=validate, schema_version=schema_version
         )
         self._authorizer = access.Authorizer()
         self._faults = faults.Faults()
         self._journal = faults.Journal()
-        self._logs = pod_logs.PodLogs()
         self._dispatcher = dispatch.Dispatcher(self._verbs, self._authorizer, token, self._logs)
         self._http: server.KubeHTTPServer | None = None
         self._bookmark_interval_s: float | None = None
@@ -232,6 +232,12 @@ class FakeKubeAPI:
     def write_log(self, namespace: str, pod: str, line: str, container: str = "gateway") -> None:
         """The container of the Pod writes ``line`` to its log (followers get it at once)."""
         self._logs.write(namespace, pod, container, line)
+
+    def restart_container(
+        self, namespace: str, pod: str, lines: list[str], container: str = "gateway"
+    ) -> None:
+        """The container of the Pod starts again and prints ``lines`` (its log is them alone)."""
+        self._logs.restart(namespace, pod, container, lines)
 
     def create_foreign(self, plural: str, namespace: str | None, body: Obj) -> Obj:
         """Someone else creates an object (as through the API, so it is complete and valid)."""

@@ -1,10 +1,12 @@
 """The fake apiserver's Pod logs: lines a test writes, read as the ``pods/log`` subresource.
 
 Models ``GET /api/v1/namespaces/<ns>/pods/<name>/log`` with ``container`` (required when the
-Pod has more than one), ``tailLines``, ``sinceSeconds`` and ``follow`` (the answer stays open
-and new lines arrive as they are written, until the client leaves or the server stops). The
-log of a container is the lines written for it, each with the time it was written; a Pod that
-goes keeps nothing (its log is gone with it). It must not speak HTTP: the server streams.
+Pod has more than one), ``tailLines``, ``sinceSeconds``, ``limitBytes`` (the answer ends after
+that many bytes, mid-line if need be) and ``follow`` (the answer stays open and new lines
+arrive as they are written, until the client leaves or the server stops). The log of a
+container is the lines written for it, each with the time it was written, since it last
+started (``restart``); a Pod that goes keeps nothing (its log is gone with it). It must not
+speak HTTP: the server streams.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Read:
     tail_lines: int | None
     since_seconds: int | None
     follow: bool
+    limit_bytes: int | None = None
 
 
 class PodLogs:
@@ -40,6 +43,13 @@ class PodLogs:
     def write(self, namespace: str, pod: str, container: str, line: str) -> None:
         with self._changed:
             self._lines.setdefault((namespace, pod, container), []).append((time.time(), line))
+            self._changed.notify_all()
+
+    def restart(self, namespace: str, pod: str, container: str, lines: list[str]) -> None:
+        """The container starts (again): its log is ``lines`` alone."""
+        with self._changed:
+            now = time.time()
+            self._lines[(namespace, pod, container)] = [(now, line) for line in lines]
             self._changed.notify_all()
 
     def clear(self) -> None:
@@ -68,6 +78,7 @@ class PodLogs:
             _number(query, "tailLines", minimum=0),
             _number(query, "sinceSeconds", minimum=1),
             (_last(query, "follow") or "").lower() == "true",
+            _number(query, "limitBytes", minimum=1),
         )
 
     def lines(self, read: Read, stopped: Callable[[], bool]) -> Iterator[str]:

@@ -241,7 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
             if not read.follow:
-                data = "".join(f"{line}\n" for line in lines).encode()
+                data = "".join(f"{line}\n" for line in lines).encode()[: read.limit_bytes]
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -250,10 +250,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             self.wfile.flush()
+            left = read.limit_bytes
             for line in lines:
-                data = f"{line}\n".encode()
+                data = f"{line}\n".encode()[:left]
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+                if left is not None:
+                    left -= len(data)
+                    if left <= 0:  # the limit: the answer ends
+                        self.wfile.write(b"0\r\n\r\n")
+                        break
             self.close_connection = True
         except OSError:
             self.close_connection = True  # the client went away

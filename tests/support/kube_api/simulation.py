@@ -1,7 +1,8 @@
 """The controllers a real cluster runs, reduced to explicit, deterministic steps.
 
 Models the Deployment controller (status after a rollout that succeeded, is still waiting,
-or exceeded its progress deadline, plus the Pods it would run), the EndpointSlice
+or exceeded its progress deadline, plus the Pods it would run, whose containers start with the
+log lines a stand-in gateway prints: ``pods``), the EndpointSlice
 controller (one slice per selecting Service, labelled with the Service's labels as the real
 controller does, endpoints from matching Pods) and the namespace controller (a Terminating
 namespace empties, then goes). Nothing happens by itself unless a test asks for it
@@ -16,7 +17,7 @@ import ipaddress
 import json
 from typing import Any, Literal
 
-from tests.support.kube_api import resources, selectors, store
+from tests.support.kube_api import pod_logs, pods, resources, selectors, store
 
 Obj = resources.Obj
 Readiness = bool | Literal["deadline"]
@@ -41,8 +42,9 @@ def _digest(*parts: str, length: int) -> str:
 class Simulation:
     """Controller behaviour on top of a store."""
 
-    def __init__(self, objects: store.Store) -> None:
+    def __init__(self, objects: store.Store, logs: pod_logs.PodLogs | None = None) -> None:
         self.store = objects
+        self.logs = logs if logs is not None else pod_logs.PodLogs()
         self.auto_rollout = False
         self.auto_finish_namespace_deletion = False
         self._pod_ips = _POD_NETWORK.hosts()
@@ -137,30 +139,45 @@ class Simulation:
         for pod in self._pods_of(deployment):
             if pod["metadata"]["name"] not in wanted:
                 self.store.remove("pods", namespace, pod["metadata"]["name"])
-        pods = resources.by_plural("pods")
+        pod_resource = resources.by_plural("pods")
         for pod_name in sorted(wanted):
             existing = self.store.get("pods", namespace, pod_name)
             pod_ip = (existing or {}).get("status", {}).get("podIP") or str(next(self._pod_ips))
-            pod = _pod(
+            pod = pods.pod(
                 template,
                 namespace,
                 pod_name,
                 replica_set,
+                _digest(replica_set, length=16),
                 template_hash,
                 pod_ip,
                 ready,
                 waiting_reason,
             )
-            resources.apply_defaults(pods, pod)
+            resources.apply_defaults(pod_resource, pod)
             if existing is None:
-                self.store.create(pods, pod, _CONTROLLER, "Update")
+                self.store.create(pod_resource, pod, _CONTROLLER, "Update")
+                if ready:
+                    self._start_containers(pod)
                 continue
             if existing["status"].get("containerStatuses") and ready == all(
                 status.get("ready") for status in existing["status"]["containerStatuses"]
             ):
                 pod["status"]["containerStatuses"] = existing["status"]["containerStatuses"]
+            elif ready:
+                self._start_containers(pod)
             pod["metadata"] = {**existing["metadata"], **pod["metadata"]}
-            self.store.update(pods, pod, _CONTROLLER, "Update")
+            self.store.update(pod_resource, pod, _CONTROLLER, "Update")
+
+    def _start_containers(self, pod: Obj) -> None:
+        """Each container of the Pod starts: its log is what it prints at start."""
+        namespace, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        spec = pod.get("spec") or {}
+        for container in spec.get("containers") or []:
+            lines = pods.start_lines(
+                container, spec, lambda map_name: self.store.get("configmaps", namespace, map_name)
+            )
+            self.logs.restart(namespace, name, container.get("name", ""), lines)
 
     # -- EndpointSlice controller ---------------------------------------------------------
 
@@ -310,73 +327,6 @@ def _keep_condition_times(status: Obj, previous: Obj) -> None:
             condition["lastTransitionTime"] = old.get(
                 "lastTransitionTime", condition["lastTransitionTime"]
             )
-
-
-def _pod(
-    template: Obj,
-    namespace: str,
-    name: str,
-    replica_set: str,
-    template_hash: str,
-    pod_ip: str,
-    ready: bool,
-    waiting_reason: str,
-) -> Obj:
-    labels = dict((template.get("metadata") or {}).get("labels") or {})
-    labels["pod-template-hash"] = template_hash
-    spec = json.loads(json.dumps(template.get("spec") or {}))
-    condition = "True" if ready else "False"
-    statuses = []
-    for container in spec.get("containers") or []:
-        state = (
-            {"running": {"startedAt": store.now()}}
-            if ready
-            else {"waiting": {"reason": waiting_reason}}
-        )
-        statuses.append(
-            {
-                "name": container.get("name", ""),
-                "image": container.get("image", ""),
-                "imageID": "",
-                "ready": ready,
-                "restartCount": 0,
-                "started": ready,
-                "state": state,
-            }
-        )
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": labels,
-            "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
-            "ownerReferences": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "ReplicaSet",
-                    "name": replica_set,
-                    "uid": _digest(replica_set, length=16),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": spec,
-        "status": {
-            "phase": "Running" if ready else "Pending",
-            "podIP": pod_ip,
-            "podIPs": [{"ip": pod_ip}],
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {"type": "Initialized", "status": "True"},
-                {"type": "ContainersReady", "status": condition},
-                {"type": "Ready", "status": condition},
-            ],
-            "containerStatuses": statuses,
-        },
-    }
 
 
 def _endpoint(pod: Obj) -> Obj:

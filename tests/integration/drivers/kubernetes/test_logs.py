@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
 from pathlib import Path
@@ -51,15 +52,15 @@ def test_tail_and_since_read_the_revisions_gateway_pod(
     namespace, pod, revision = deployed
     target = log_target(revision)
     assert reader.pod(target) == (namespace, pod)
-    assert list(reader.read_logs(target, runtime_logs.LogQuery())) == [
-        f"line {n}" for n in range(1, 6)
-    ]
+    started, *written = reader.read_logs(target, runtime_logs.LogQuery())
+    assert json.loads(started)["event"] == "gateway.started"  # printed as the gateway started
+    assert written == [f"line {n}" for n in range(1, 6)]
     assert list(reader.read_logs(target, runtime_logs.LogQuery(tail=2))) == [
         "line 4",
         "line 5",
     ]
     hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
-    assert len(list(reader.read_logs(target, runtime_logs.LogQuery(since=hour_ago)))) == 5
+    assert len(list(reader.read_logs(target, runtime_logs.LogQuery(since=hour_ago)))) == 6
     [request] = [entry for entry in kube_api.journal if entry.path.endswith("/log")][-1:]
     assert request.query["container"] == ["gateway"]
     assert 3600 <= int(request.query["sinceSeconds"][0]) <= 3610
