@@ -32,6 +32,8 @@ _CREATE_ONLY: Final = ("get", "list", "create", "delete")
 """Objects created once and never changed: the revision's ConfigMap, the Agent's volume."""
 _NEVER_DELETED: Final = ("get", "list", "create", "patch")
 """Namespace policy objects, removed only with their namespace."""
+_STARTUP_WARNINGS: Final = (("list", client.POD), ("get", client.POD_LOG))
+"""A gateway's startup warnings: its revision's ready Pod found, the start of its log read."""
 
 _OBJECT_ACCESS: Final = (
     *(
@@ -54,6 +56,7 @@ REQUIRED_ACCESS: Final = (
     *_OBJECT_ACCESS,
     *((verb, kind) for kind in (client.QUOTA, client.LIMITS) for verb in _NEVER_DELETED),
     ("list", client.ENDPOINT_SLICE),
+    *_STARTUP_WARNINGS,
     *(("watch", kind.kind) for kind in watched.KINDS),
 )
 """Every (verb, kind) the driver uses in a ``cluster`` installation, checked cluster-wide by
@@ -65,6 +68,7 @@ NAMESPACED_ACCESS: Final = (
     ("patch", client.NAMESPACE),
     *_OBJECT_ACCESS,
     ("list", client.ENDPOINT_SLICE),
+    *_STARTUP_WARNINGS,
     *(("watch", kind.kind) for kind in watched.KINDS if kind.kind.namespaced),
 )
 """Every (verb, kind) the driver uses in one managed namespace of a ``tenant-scoped``
@@ -77,7 +81,7 @@ cache lists and watches each kind in the namespace."""
 @dataclass(frozen=True)
 class Verification:
     """What the start-up verification found: per scope (``cluster`` or a namespace), the
-    ``verb plural`` occ may not do (none: all granted), and how many accesses it checked."""
+    ``verb resource`` occ may not do (none: all granted), and how many accesses it checked."""
 
     installation: str
     checked: int
@@ -108,7 +112,7 @@ class Verification:
 def missing_in(api: client.KubernetesApi, namespace: str) -> tuple[str, ...]:
     """What occ may not do in ``namespace`` of what a tenant-scoped installation needs."""
     return tuple(
-        f"{verb} {kind.plural}"
+        f"{verb} {kind.resource}"
         for verb, kind in NAMESPACED_ACCESS
         if not api.allowed(verb, kind, namespace)
     )
@@ -124,7 +128,9 @@ def verify(
         checked = len(NAMESPACED_ACCESS) * len(namespaces)
     else:
         denied = tuple(
-            f"{verb} {kind.plural}" for verb, kind in REQUIRED_ACCESS if not api.allowed(verb, kind)
+            f"{verb} {kind.resource}"
+            for verb, kind in REQUIRED_ACCESS
+            if not api.allowed(verb, kind)
         )
         found = [("cluster", denied)]
         checked = len(REQUIRED_ACCESS)

@@ -59,6 +59,13 @@ class Kind:
     plural: str
     group: str = ""
     namespaced: bool = True
+    subresource: str = ""
+    """A subresource RBAC names apart (``log`` of ``pods``); empty for the object itself."""
+
+    @property
+    def resource(self) -> str:
+        """The resource as RBAC names it: ``pods``, or ``pods/log`` for a subresource."""
+        return f"{self.plural}/{self.subresource}" if self.subresource else self.plural
 
 
 NAMESPACE: Final = Kind("Namespace", "CoreV1Api", "namespace", "namespaces", namespaced=False)
@@ -78,6 +85,8 @@ NETWORK_POLICY: Final = Kind(
 ENDPOINT_SLICE: Final = Kind(
     "EndpointSlice", "DiscoveryV1Api", "endpoint_slice", "endpointslices", "discovery.k8s.io"
 )
+POD: Final = Kind("Pod", "CoreV1Api", "pod", "pods")
+POD_LOG: Final = Kind("Pod", "CoreV1Api", "pod_log", "pods", subresource="log")
 
 
 class KubernetesApi:
@@ -342,7 +351,11 @@ class KubernetesApi:
         """Whether occ's identity may ``verb`` ``kind`` (a SelfSubjectAccessReview)."""
         api = k8s.AuthorizationV1Api(self._api_client())
         attributes = k8s.V1ResourceAttributes(
-            verb=verb, group=kind.group, resource=kind.plural, namespace=namespace
+            verb=verb,
+            group=kind.group,
+            resource=kind.plural,
+            subresource=kind.subresource or None,
+            namespace=namespace,
         )
         review = k8s.V1SelfSubjectAccessReview(
             api_version="authorization.k8s.io/v1",

@@ -38,6 +38,7 @@ from occ.drivers.compute.kubernetes import (
     observation,
     policies,
     rollout,
+    startup,
 )
 from occ.settings.config import Settings
 
@@ -236,7 +237,8 @@ class KubernetesComputeDriver:
     def activate_revision(
         self, operation: base.Operation, revision: base.RevisionSpec
     ) -> base.Activation | base.Pending | base.Failed:
-        """Serve the Agent's endpoint from ``revision``; ``Pending`` until it is ready."""
+        """Serve the Agent's endpoint from ``revision``; ``Pending`` until it is ready, then with
+        the startup warnings its gateway printed (``startup``)."""
         operation.check()
         namespace = self._required_namespace(revision.namespace_id)
         if manifests.mode_of(revision) == naming.EMBEDDED:
@@ -258,8 +260,10 @@ class KubernetesComputeDriver:
         verdict = rollout.gateway_verdict(deployment, slices, revision.revision_id)
         observation = rollout.observation(verdict)
         if isinstance(observation, base.Ready):
+            observation = startup.observed(self.api, namespace, revision)
+        if isinstance(observation, base.Ready):
             policies.close(self.steps, operation, revision, namespace, self.network)
-            return base.Activation(manifests.endpoint(revision, namespace))
+            return base.Activation(manifests.endpoint(revision, namespace), observation.warnings)
         if manifests.mode_of(revision) == naming.EMBEDDED:
             gateway.revoke_failed_launch(self.hooks, operation, revision, observation)
         return observation

@@ -3,7 +3,8 @@
 The Pod is the newest gateway Pod of the Agent whose template names the revision (its
 ``occ.dev/revision-id`` annotation or label); the log is the ``gateway`` container's, read
 with the Pod log API (``tailLines``, ``sinceSeconds``, ``follow``). A follow is a read with a
-timeout of what is left of its time, and a timer closes it at the deadline.
+timeout of what is left of its time, and a timer closes it at the deadline. ``head`` reads the
+start of a log (``limitBytes``): where the gateway printed its startup warnings.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from occ.drivers.compute import runtime_logs
 from occ.drivers.compute.kubernetes import client, cluster_config, failures, namespaces, naming
 from occ.settings.config import Settings
 
-PODS: Final = client.Kind("Pod", "CoreV1Api", "pod", "pods")
+PODS: Final = client.POD
 CONTAINER: Final = "gateway"
 """The gateway Pod's container whose log is read."""
 _CHUNK: Final = 16 * 1024
@@ -118,6 +119,39 @@ class KubernetesLogs:
         return runtime_logs.streamed(
             chunks(), close, query, unterminated_last_line=False, release=response.release_conn
         )
+
+
+def head(api: client.KubernetesApi, namespace: str, pod: str, *, limit_bytes: int) -> bytes | None:
+    """The first ``limit_bytes`` of the gateway container's log; ``None`` when it cannot be
+    read yet: the Pod is gone (404) or its container has not started (400)."""
+    if api.limiter is not None:
+        api.limiter.acquire()
+    with k8s.ApiClient(api.configuration) as pool:
+        core: Any = k8s.CoreV1Api(pool)
+        try:
+            response = core.read_namespaced_pod_log(
+                pod,
+                namespace,
+                container=CONTAINER,
+                limit_bytes=limit_bytes,
+                _preload_content=False,  # raw bytes: a JSON line must not be parsed as a model
+                _request_timeout=api.timeout_s,
+            )
+            read = b""
+            try:
+                for chunk in response.stream(_CHUNK, decode_content=True):
+                    read += chunk
+                    if len(read) >= limit_bytes:
+                        break
+            finally:
+                response.release_conn()
+            return read[:limit_bytes]
+        except k8s.ApiException as exc:
+            if exc.status in (400, 404):
+                return None
+            raise failures.answered("read pod log", exc) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise failures.unanswered("read pod log", exc) from None
 
 
 def _revision_of(pod: dict[str, Any]) -> str | None:

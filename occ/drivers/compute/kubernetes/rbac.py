@@ -29,7 +29,7 @@ def rules(needed: Iterable[tuple[str, client.Kind]] = access.NAMESPACED_ACCESS) 
     one rule."""
     verbs: dict[tuple[str, str], set[str]] = {}
     for verb, kind in needed:
-        verbs.setdefault((kind.group, kind.plural), set()).add(verb)
+        verbs.setdefault((kind.group, kind.resource), set()).add(verb)
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for (group, plural), granted in verbs.items():
         ordered = tuple(verb for verb in _VERB_ORDER if verb in granted)

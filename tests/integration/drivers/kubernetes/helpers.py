@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,15 @@ class Specs:
     number: int = 0
 
     def revision(
-        self, *, mode: str = "embedded", agent_id: str | None = None, credential: bool = True
+        self,
+        *,
+        mode: str = "embedded",
+        agent_id: str | None = None,
+        credential: bool = True,
+        document: Mapping[str, Any] | None = None,
     ) -> base.RevisionSpec:
+        """A fresh revision of ``agent_id`` (the Agent's by default); ``document``: its
+        configuration (a stand-in model by default)."""
         self.number += 1
         return base.RevisionSpec(
             namespace_id=self.namespace.id,
@@ -81,7 +88,9 @@ class Specs:
             revision_id=f"rev_{uuid.uuid4()}",
             revision_number=self.number,
             configuration_generation=self.number,
-            configuration_document={"model": "stand-in", "number": self.number},
+            configuration_document=(
+                {"model": "stand-in", "number": self.number} if document is None else document
+            ),
             harness_id="openclaw" if mode == "embedded" else "codex",
             harness_version="1.0.0",
             harness_mode=mode,

@@ -141,7 +141,7 @@ def test_preflight_lists_what_each_namespace_misses(
         assert refused.value.reason.startswith("namespace tenant-b: occ may not get namespaces")
         assert "tenant-a" not in refused.value.reason
         for verb, kind in access.NAMESPACED_ACCESS:
-            assert f"{verb} {kind.plural}" in refused.value.reason
+            assert f"{verb} {kind.resource}" in refused.value.reason
         kube_api.grant_only(rbac.provisioning(MANAGED))
         verification = access.check(driver.api, access.TENANT_SCOPED, MANAGED)
         assert verification.lines(everything=True) == [
@@ -228,7 +228,7 @@ def test_occ_kubernetes_verify_prints_each_namespace_and_fails_on_a_missing_role
         f"{2 * count} accesses checked",
         f"namespace tenant-a: ok ({count} accesses granted)",
         "namespace tenant-b: occ may not "
-        + ", ".join(f"{verb} {kind.plural}" for verb, kind in access.NAMESPACED_ACCESS),
+        + ", ".join(f"{verb} {kind.resource}" for verb, kind in access.NAMESPACED_ACCESS),
     ]
     assert "occ lacks access it needs" in result.output
 

@@ -27,7 +27,7 @@ def _expanded(rules: list[dict[str, list[str]]]) -> set[tuple[str, str, str]]:
 
 def test_the_role_grants_exactly_the_namespaced_access_and_no_wildcard() -> None:
     role = rbac.role("tenant-a")
-    needed = {(kind.group, kind.plural, verb) for verb, kind in access.NAMESPACED_ACCESS}
+    needed = {(kind.group, kind.resource, verb) for verb, kind in access.NAMESPACED_ACCESS}
     assert _expanded(role["rules"]) == needed
     assert "*" not in str(role["rules"])
     assert not any("resourceNames" in rule for rule in role["rules"])
@@ -89,3 +89,11 @@ def test_with_namespace_each_namespace_comes_first_at_the_restricted_level() -> 
     for mode in ("enforce", "audit", "warn"):
         assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
     assert [d["kind"] for d in rest] == ["Role", "RoleBinding"]
+
+
+def test_the_role_lets_occ_read_the_gateway_pods_start_line() -> None:
+    granted = _expanded(rbac.role("tenant-a")["rules"])
+    assert ("", "pods/log", "get") in granted  # the gateway's startup warnings
+    assert ("", "pods", "list") in granted  # which Pod of the revision is ready
+    assert ("", "pods", "get") not in granted
+    assert ("", "pods/log", "list") not in granted
