@@ -71,6 +71,10 @@ def test_a_person_runs_an_agent_from_the_console(
     page.locator("#configuration-name").fill("base")
     page.get_by_role("button", name="Create Configuration").click()
     expect(page.get_by_text("base", exact=False).first).to_be_visible()
+    # a refused change shows the problem's detail where the form says, and nothing reloads
+    page.locator("#configuration-name").fill("base")
+    page.get_by_role("button", name="Create Configuration").click()
+    expect(page.get_by_text("with this name already exists in the Namespace")).to_be_visible()
     page.locator("#secret-name").fill("model-token")
     page.locator("#secret-value").fill("s3cret-value-never-shown")
     page.get_by_role("button", name="Create Secret").click()

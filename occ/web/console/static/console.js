@@ -39,6 +39,22 @@
     });
   }
 
+  // a request to the API on the session's cookie; a 401 (the session ended) goes to sign-in
+  // and answers null
+  async function request(url, init) {
+    var response = await fetch(url, Object.assign({ credentials: "same-origin" }, init));
+    if (response.status === 401) {
+      window.location.assign("/console/sign-in?next=" + encodeURIComponent(window.location.pathname));
+      return null;
+    }
+    return response;
+  }
+
+  // what a refused request says: the problem's detail or title, else its status
+  function refusal(problem, status) {
+    return (problem && (problem.detail || problem.title)) || "The request failed (" + status + ").";
+  }
+
   async function submit(form) {
     var parts = form.getAttribute("data-api").split(" ");
     var method = parts[0];
@@ -68,7 +84,7 @@
       setPath(body, field.name, value);
     }
     var headers = { "Accept": "application/json", "X-CSRF-Token": csrf };
-    var init = { method: method, headers: headers, credentials: "same-origin" };
+    var init = { method: method, headers: headers };
     if (method === "POST" || method === "PATCH") {
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
@@ -78,15 +94,14 @@
     });
     buttons.forEach(function (button) { button.disabled = true; });
     try {
-      var response = await fetch(url, init);
-      var payload = null;
-      try { payload = await response.json(); } catch (error) { payload = null; }
-      if (response.status === 401) {
-        window.location.assign("/console/sign-in?next=" + encodeURIComponent(window.location.pathname));
+      var response = await request(url, init);
+      if (!response) {
         return;
       }
+      var payload = null;
+      try { payload = await response.json(); } catch (error) { payload = null; }
       if (!response.ok) {
-        show(form, (payload && (payload.detail || payload.title)) || "The request failed (" + response.status + ").");
+        show(form, refusal(payload, response.status));
         return;
       }
       var reveal = form.getAttribute("data-reveal");
@@ -114,15 +129,10 @@
   });
 
   async function refresh(element) {
-    var response = await fetch(element.getAttribute("data-live"), {
-      headers: { "Accept": "application/json" },
-      credentials: "same-origin"
+    var response = await request(element.getAttribute("data-live"), {
+      headers: { "Accept": "application/json" }
     });
-    if (response.status === 401) {
-      window.location.assign("/console/sign-in?next=" + encodeURIComponent(window.location.pathname));
-      return;
-    }
-    if (!response.ok) {
+    if (!response || !response.ok) {
       return;
     }
     var payload = await response.json();
@@ -149,18 +159,16 @@
     var message = document.getElementById(button.getAttribute("data-logs-into") + "-message");
     button.disabled = true;
     try {
-      var response = await fetch(button.getAttribute("data-logs"), {
-        headers: { "Accept": "text/plain, application/problem+json" },
-        credentials: "same-origin"
+      var response = await request(button.getAttribute("data-logs"), {
+        headers: { "Accept": "text/plain, application/problem+json" }
       });
-      if (response.status === 401) {
-        window.location.assign("/console/sign-in?next=" + encodeURIComponent(window.location.pathname));
+      if (!response) {
         return;
       }
       if (!response.ok) {
         var problem = null;
         try { problem = await response.json(); } catch (error) { problem = null; }
-        message.textContent = (problem && (problem.detail || problem.title)) || "The request failed (" + response.status + ").";
+        message.textContent = refusal(problem, response.status);
         message.hidden = false;
         into.hidden = true;
         return;
