@@ -127,13 +127,7 @@ def defer_unreadable(worker: Worker, work_id: str, dispatch_token: str, *, versi
                 connection, work_id, token, code=code, delay_ms=UNREADABLE_DEFERRAL_MS
             )
     except errors.DependencyUnavailable as exc:
-        observability.log(
-            "worker.error",
-            level=logging.ERROR,
-            code=codes.Code.WORKER_UNAVAILABLE,
-            error=exc.code,
-            workId=work_id,
-        )
+        _log_unavailable(exc, workId=work_id)
         return False
     if deferred:
         observability.log(
@@ -145,6 +139,17 @@ def defer_unreadable(worker: Worker, work_id: str, dispatch_token: str, *, versi
             delayMs=UNREADABLE_DEFERRAL_MS,
         )
     return deferred
+
+
+def _log_unavailable(exc: errors.DependencyUnavailable, **fields: Any) -> None:
+    """``worker.error``: a dependency (the database, the broker) was unavailable mid-item."""
+    observability.log(
+        "worker.error",
+        level=logging.ERROR,
+        code=codes.Code.WORKER_UNAVAILABLE,
+        error=exc.code,
+        **fields,
+    )
 
 
 def run(
@@ -183,13 +188,7 @@ def run(
         except (base.Aborted, errors.ClaimLost):
             return _stopped(worker, context, fields)
         except errors.DependencyUnavailable as exc:
-            observability.log(
-                "worker.error",
-                level=logging.ERROR,
-                code=codes.Code.WORKER_UNAVAILABLE,
-                error=exc.code,
-                **fields,
-            )
+            _log_unavailable(exc, **fields)
             return None
         except (SystemExit, KeyboardInterrupt):
             # the worker is being torn down (e.g. the end of a soft shutdown): give the claim back

@@ -74,18 +74,14 @@ def activation(
     )
     if not audit.has_event(session, revision.id, ACTIVATE_ACTION):
         previous = snapshot.active.id if snapshot.active else None
-        audit.work_event(
+        _audit_runtime(
             session,
-            context.claim,
-            action=ACTIVATE_ACTION,
-            resource_kind="agent_revision",
-            resource_id=revision.id,
-            details={
-                "computeDriverId": worker.driver.name,
-                "reasonCode": code,
-                "previousRevisionId": previous if previous != revision.id else None,
-                "revisionNumber": revision.revision_number,
-            },
+            worker,
+            context,
+            ACTIVATE_ACTION,
+            revision,
+            reasonCode=code,
+            previousRevisionId=previous if previous != revision.id else None,
         )
     pass_report.startup_warnings(warnings)
     return settle.complete(
@@ -136,18 +132,14 @@ def retirement(
     deployment = deploys.deployment(session, revision.id)
     revisions.record_retired(session, revision.agent_id, (revision.id,))
     _repair_active(session, revision)
-    audit.work_event(
+    _audit_runtime(
         session,
-        context.claim,
-        action=RETIRE_ACTION,
-        resource_kind="agent_revision",
-        resource_id=revision.id,
-        details={
-            "computeDriverId": worker.driver.name,
-            "reasonCode": Code.REVISION_RETIRED,
-            "deploymentReasonCode": deployment.reason_code if deployment else None,
-            "revisionNumber": revision.revision_number,
-        },
+        worker,
+        context,
+        RETIRE_ACTION,
+        revision,
+        reasonCode=Code.REVISION_RETIRED,
+        deploymentReasonCode=deployment.reason_code if deployment else None,
     )
     return settle.complete(session, context, Code.REVISION_RETIRED)
 
@@ -172,6 +164,30 @@ def supersession(session: Session, context: ClaimContext, snapshot: Snapshot) ->
 def observation_code(code: str) -> str:
     """A driver's code as an observation's reason (codes are data, shaped like occ's own)."""
     return code if codes.is_code_shaped(code) else Code.RUNTIME_STARTUP_FAILED
+
+
+def _audit_runtime(
+    session: Session,
+    worker: environment.Worker,
+    context: ClaimContext,
+    action: str,
+    revision: revisions.Revision,
+    **details: str | None,
+) -> None:
+    """The audit event of what the pass did to ``revision``'s runtime: ``details`` with the
+    driver and the revision number."""
+    audit.work_event(
+        session,
+        context.claim,
+        action=action,
+        resource_kind="agent_revision",
+        resource_id=revision.id,
+        details={
+            "computeDriverId": worker.driver.name,
+            **details,
+            "revisionNumber": revision.revision_number,
+        },
+    )
 
 
 def _repair_active(session: Session, retired: revisions.Revision) -> None:
