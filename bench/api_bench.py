@@ -52,8 +52,6 @@ import http.client
 import json
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -70,15 +68,26 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import redis
 import sqlalchemy as sa
 
-from bench.support import answers, figure, percentile, say
+from bench import api_server
+from bench.support import figure, percentile, say
 from occ.controller import installation
 from occ.state import api_keys
 from occ.state.db import Database
 from tests.support import brokers, databases, servers
-from tests.support.processes import poll
 
 WORKERS = 2
 WORKER_THREADS = 4
+GTHREAD = (
+    "--worker-class",
+    "gthread",
+    "--threads",
+    str(WORKER_THREADS),
+    "--keep-alive",
+    "30",
+    "--timeout",
+    "60",
+)
+"""The server's gthread workers: a few threads each, kept-alive connections."""
 REDIS_CANDIDATE_DBS = tuple(range(12, 0, -1))
 """Redis databases the benchmark may take for its broker when ``OCC_BENCH_REDIS_URL`` is not
 set: the first that is empty and has no client connected (other suites pick fixed numbers)."""
@@ -89,7 +98,6 @@ admission's hot path was reworked)."""
 ONE_AGENT_TARGET = 0.8
 """deploys/s to one Agent as a share of deploys/s spread over the Agents (0.55 to 0.6 before)."""
 
-READY_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0
 
 
@@ -246,73 +254,6 @@ def measure(
     return Sample(latencies=latencies, errors=errors, duration_s=duration_s)
 
 
-# -- the server -------------------------------------------------------------------------------
-
-
-def start_server(
-    urls: databases.DatabaseUrls, port: int, pepper: str, broker_url: str, log_file: Any
-) -> subprocess.Popen[bytes]:
-    env = {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
-    env.update(
-        {
-            "OCC_ENV": "development",
-            "OCC_DATABASE_URL": urls.app,
-            "OCC_MIGRATION_DATABASE_URL": urls.owner,
-            "OCC_BROKER_URL": broker_url,
-            "OCC_API_KEY_PEPPER": pepper,
-            "OCC_SECRET_KEY": secrets.token_hex(32),
-            # the bench's clients share one key and one address: it measures the server, not
-            # the request limits (docs/security.md), which would refuse most of its requests
-            "OCC_RATE_LIMIT_PER_PRINCIPAL": "off",
-            "OCC_RATE_LIMIT_PER_ADDRESS": "off",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    command = [
-        *servers.API_COMMAND,
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(WORKERS),
-        "--worker-class",
-        "gthread",
-        "--threads",
-        str(WORKER_THREADS),
-        "--keep-alive",
-        "30",
-        "--graceful-timeout",
-        "5",
-        "--timeout",
-        "60",
-    ]
-    return subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-
-
-def wait_ready(server: subprocess.Popen[bytes], port: int, log_path: str) -> None:
-    def ready() -> bool:
-        if server.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with {server.returncode}:\n{tail(log_path)}")
-        return answers(port, "/readyz", timeout=2)
-
-    if not poll(ready, timeout=READY_TIMEOUT_S, interval=0.1):
-        raise RuntimeError(f"gunicorn was not ready in {READY_TIMEOUT_S} s:\n{tail(log_path)}")
-
-
-def stop_server(server: subprocess.Popen[bytes]) -> None:
-    if server.poll() is not None:
-        return
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait(timeout=15)
-
-
-def tail(path: str, lines: int = 40) -> str:
-    return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-
-
 # -- the world --------------------------------------------------------------------------------
 
 
@@ -439,8 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.NamedTemporaryFile(prefix="occ-api-bench-", suffix=".log") as server_log:
         try:
             key = bootstrap(urls, pepper)
-            server = start_server(urls, port, pepper, broker_url, server_log)
-            wait_ready(server, port, server_log.name)
+            server = api_server.start(
+                urls, port, pepper, broker_url, server_log, workers=WORKERS, options=GTHREAD
+            )
+            api_server.wait_ready(server, port, server_log.name)
             setup = Client(port, key)
             world = build_world(setup, urls, max(1, args.agents))
             setup.close()
@@ -522,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"nudges waiting in occ.control: {broker.llen('occ.control')}")
         finally:
             if server is not None:
-                stop_server(server)
+                api_server.stop(server)
             broker.flushdb()
             broker.close()
             databases.drop_database(urls)

@@ -43,17 +43,12 @@ def members(database: Database) -> list[Member]:
         found = session.execute(_REVISIONS).all()
     return [
         Member(
-            base.RevisionSpec(
-                namespace_id=row.namespace_id,
+            kube_seed.first_revision(
+                row.namespace_id,
                 agent_id=row.agent_id,
                 revision_id=row.id,
-                revision_number=1,
-                configuration_generation=1,
-                configuration_document={"model": "fleet"},
-                harness_id="openclaw",
-                harness_version="1.0.0",
-                harness_mode="embedded",
                 service_principal_id="prn_unused",
+                model="fleet",
             ),
             naming.kubernetes_namespace(PREFIX, row.namespace_id),
         )

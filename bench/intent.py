@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from bench.support import log, percentile, report
 from occ.reconcile import upkeep
@@ -55,18 +56,6 @@ DAYS: Final = 60
 DAYS_QUICK: Final = 40
 SETTLED_FROM: Final = 31
 """The first day judged for flatness: the failed items' 30 days of retention are full."""
-
-_REPAIR_BACKLOG: Final = sa.text("""
-    INSERT INTO occ.controller_work
-      (id, kind, namespace_id, agent_id, revision_id, actor_id, available_at, created_at,
-       updated_at)
-    SELECT 'agent_revision:' || r.id || ':maintenance:' || n, 'revision_maintenance',
-           r.namespace_id, r.agent_id, r.id, :actor,
-           clock_timestamp() - interval '1 hour' + n * interval '1 millisecond',
-           clock_timestamp(), clock_timestamp()
-      FROM occ.agent_revisions r CROSS JOIN generate_series(1, :per_lane) n
-     WHERE r.id = ANY(:revisions)
-""")
 
 _FINISHED: Final = sa.text("""
     WITH lanes AS (
@@ -144,6 +133,33 @@ def _vacuum(w: World, table: str = "occ.controller_work") -> None:
         databases.psycopg_of(connection).execute(f"VACUUM ANALYZE {table}")
 
 
+def _finish(session: orm.Session, w: World, *, first: int, count: int, ended: dt.datetime) -> None:
+    """``count`` finished repairs (one in 20 failed), numbered from ``first``, spread over the
+    repair lanes, all ended at ``ended``."""
+    session.execute(
+        _FINISHED,
+        {
+            "actor": w.actor,
+            "first": first,
+            "count": count,
+            "finished_at": ended,
+            "revisions": w.repair_revisions,
+            "lanes": len(w.repair_revisions),
+        },
+    )
+
+
+def _history_beside_queue(w: World, *, first: int, count: int, ended: dt.datetime) -> None:
+    """An empty queue given ``count`` finished rows (``_finish``, written without triggers)
+    and 3,000 queued items, then vacuumed."""
+    _empty_queue(w)
+    with w.owner.transaction() as session:
+        session.execute(sa.text("SET LOCAL session_replication_role = replica"))
+        _finish(session, w, first=first, count=count, ended=ended)
+        queue_steps.fill(session, w.actor, 3_000)
+    _vacuum(w)
+
+
 # -- pickup -------------------------------------------------------------------------------
 
 
@@ -153,13 +169,8 @@ def pickup(w: World, *, backlog: bool, deploys: int, verbose: bool) -> list[floa
     _empty_queue(w)
     if backlog:
         with w.owner.transaction() as session:
-            session.execute(
-                _REPAIR_BACKLOG,
-                {
-                    "actor": w.actor,
-                    "per_lane": REPAIRS // REPAIR_LANES,
-                    "revisions": w.repair_revisions,
-                },
+            queue_steps.queue_repairs(
+                session, w.actor, w.repair_revisions, per_lane=REPAIRS // REPAIR_LANES
             )
         _vacuum(w)
     claimed: queue.Queue[values.Claim | None] = queue.Queue()
@@ -259,17 +270,7 @@ def days(w: World, *, count: int, per_day: int, verbose: bool) -> list[Day]:
     for day in range(1, count + 1):
         with w.owner.transaction() as session:
             starts[day] = work_queue.database_now(session)
-            session.execute(
-                _FINISHED,
-                {
-                    "actor": w.actor,
-                    "first": day * per_day,
-                    "count": per_day,
-                    "finished_at": starts[day],
-                    "revisions": w.repair_revisions,
-                    "lanes": len(w.repair_revisions),
-                },
-            )
+            _finish(session, w, first=day * per_day, count=per_day, ended=starts[day])
             now = work_queue.database_now(session)
         ages = {}
         for kept_days in (7, 30):
@@ -322,22 +323,9 @@ def prune_beside_claims(
 ) -> tuple[float, list[float], list[float]]:
     """``history`` expired terminal rows and 3,000 queued items: the claim's latencies for
     ``window_s`` before, during (until the prune ends) and after a prune; the prune's rows/s."""
-    _empty_queue(w)
-    with w.owner.transaction() as session:
-        session.execute(sa.text("SET LOCAL session_replication_role = replica"))
-        session.execute(
-            _FINISHED,
-            {
-                "actor": w.actor,
-                "first": 10_000_000,
-                "count": history,
-                "finished_at": dt.datetime.now(dt.UTC) - dt.timedelta(hours=1),
-                "revisions": w.repair_revisions,
-                "lanes": len(w.repair_revisions),
-            },
-        )
-        queue_steps.fill(session, w.actor, 3_000)
-    _vacuum(w)
+    _history_beside_queue(
+        w, first=10_000_000, count=history, ended=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    )
     keep = upkeep.Retention(succeeded_ms=60_000, failed_ms=60_000)
 
     def for_window() -> Callable[[], bool]:
@@ -371,22 +359,7 @@ def prune_beside_claims(
 def health_ms(w: World, *, history: int, samples: int = 50) -> tuple[float, float]:
     """The median ``worker.health`` count (``work_queue.pending``) over ``history`` finished
     rows and 3,000 queued, in ms; and the work table's bytes per row with its indexes."""
-    _empty_queue(w)
-    with w.owner.transaction() as session:
-        session.execute(sa.text("SET LOCAL session_replication_role = replica"))
-        session.execute(
-            _FINISHED,
-            {
-                "actor": w.actor,
-                "first": 20_000_000,
-                "count": history,
-                "finished_at": dt.datetime.now(dt.UTC),
-                "revisions": w.repair_revisions,
-                "lanes": len(w.repair_revisions),
-            },
-        )
-        queue_steps.fill(session, w.actor, 3_000)
-    _vacuum(w)
+    _history_beside_queue(w, first=20_000_000, count=history, ended=dt.datetime.now(dt.UTC))
     timings = []
     with w.app.snapshot() as session:
         for _ in range(samples):

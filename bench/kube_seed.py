@@ -19,6 +19,29 @@ from tests.support.kube_api import FakeKubeAPI
 DONE: Final = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}
 
 
+def first_revision(
+    namespace_id: str,
+    *,
+    agent_id: str,
+    revision_id: str,
+    service_principal_id: str,
+    model: str,
+) -> base.RevisionSpec:
+    """An embedded openclaw Agent's first revision, as the kubernetes driver's spec."""
+    return base.RevisionSpec(
+        namespace_id=namespace_id,
+        agent_id=agent_id,
+        revision_id=revision_id,
+        revision_number=1,
+        configuration_generation=1,
+        configuration_document={"model": model},
+        harness_id="openclaw",
+        harness_version="1.0.0",
+        harness_mode="embedded",
+        service_principal_id=service_principal_id,
+    )
+
+
 def agent_objects(
     revision: base.RevisionSpec, namespace: str, options: manifests.GatewayOptions
 ) -> Iterator[tuple[str, Any]]:

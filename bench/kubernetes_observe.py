@@ -67,17 +67,12 @@ OPTIONS: Final = gateway_options(Settings(kubernetes_gateway_image=GATEWAY_IMAGE
 
 
 def _revision(namespace_id: str) -> base.RevisionSpec:
-    return base.RevisionSpec(
-        namespace_id=namespace_id,
+    return kube_seed.first_revision(
+        namespace_id,
         agent_id=f"agt_{uuid.uuid4()}",
         revision_id=f"rev_{uuid.uuid4()}",
-        revision_number=1,
-        configuration_generation=1,
-        configuration_document={"model": "stand-in"},
-        harness_id="openclaw",
-        harness_version="1.0.0",
-        harness_mode="embedded",
         service_principal_id=f"prn_{uuid.uuid4()}",
+        model="stand-in",
     )
 
 

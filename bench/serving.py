@@ -52,19 +52,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import api_server
 from bench.api_bench import (
     Client,
     Figures,
     bootstrap,
     measure,
     redis_url,
-    stop_server,
-    wait_ready,
 )
 from bench.support import figure, say
 from occ.web import serving
@@ -74,45 +72,6 @@ WORKERS = 2
 P99_TARGET = 2.0
 """p99 with the slow connections held, as a multiple of the idle p99 (at most)."""
 SLOW_HEAD = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Slow: "
-
-
-def start(
-    urls: databases.DatabaseUrls,
-    port: int,
-    pepper: str,
-    broker_url: str,
-    log_file: Any,
-    worker_class: str,
-) -> subprocess.Popen[bytes]:
-    env = {name: value for name, value in os.environ.items() if not name.startswith("OCC_")}
-    env.update(
-        {
-            "OCC_ENV": "development",
-            "OCC_DATABASE_URL": urls.app,
-            "OCC_BROKER_URL": broker_url,
-            "OCC_API_KEY_PEPPER": pepper,
-            "OCC_SECRET_KEY": secrets.token_hex(32),
-            # the bench's clients share one key and one address: it measures the server, not
-            # the request limits (docs/security.md), which would refuse most of its requests
-            "OCC_RATE_LIMIT_PER_PRINCIPAL": "off",
-            "OCC_RATE_LIMIT_PER_ADDRESS": "off",
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    command = [
-        *servers.API_COMMAND,
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(WORKERS),
-        "--worker-class",
-        worker_class,
-        "--logger-class",
-        serving.LOGGER_CLASS,
-        "--graceful-timeout",
-        "5",
-    ]
-    return subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
 
 
 class SlowClients:
@@ -199,8 +158,13 @@ def main(argv: list[str] | None = None) -> int:
                 (occ_port, serving.WORKER_CLASS),
                 (sync_port, "sync"),
             ):
-                running.append(start(urls, port, pepper, broker_url, server_log, worker_class))
-                wait_ready(running[-1], port, server_log.name)
+                options = ("--worker-class", worker_class, "--logger-class", serving.LOGGER_CLASS)
+                running.append(
+                    api_server.start(
+                        urls, port, pepper, broker_url, server_log, workers=WORKERS, options=options
+                    )
+                )
+                api_server.wait_ready(running[-1], port, server_log.name)
             setup = Client(occ_port, key)
             namespace = setup.json("POST", "/v1/namespaces", {"name": "bench"}, expect=201)
             setup.close()
@@ -273,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         finally:
             for server in running:
-                stop_server(server)
+                api_server.stop(server)
             databases.drop_database(urls)
     return 0
 

@@ -76,9 +76,17 @@ def fill_repairs(
                 owner, namespace_id=namespace_id, agent_id=agent_id, actor_id=actor_id, number=1
             )
         )
-    owner.execute(_REPAIRS, {"actor": actor_id, "per_lane": per_lane, "revisions": revisions})
+    queue_repairs(owner, actor_id, revisions, per_lane=per_lane)
     owner.execute(sa.text("ANALYZE occ.controller_work"))
     return agents
+
+
+def queue_repairs(
+    owner: orm.Session, actor_id: str, revisions: list[str], *, per_lane: int
+) -> None:
+    """``per_lane`` repairs of each of ``revisions`` queued and due, a millisecond apart and
+    older than ``fill``'s items, in one statement (run as the owner)."""
+    owner.execute(_REPAIRS, {"actor": actor_id, "per_lane": per_lane, "revisions": revisions})
 
 
 @dataclass(frozen=True)
