@@ -10,10 +10,10 @@ by the tests that start a worker with a shifted clock.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from scripts import debian_packages
+from scripts.service_finding import say
 
 LIBRARY_NAME = "libfaketimeMT.so.1"
 """The multi-threaded variant (the workers run threads)."""
@@ -28,10 +28,6 @@ SEARCHED = (
 
 class FaketimeError(RuntimeError):
     """libfaketime is missing and could not be installed."""
-
-
-def say(message: str) -> None:
-    print(f"test-services: {message}", file=sys.stderr, flush=True)
 
 
 def library() -> Path | None:
