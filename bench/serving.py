@@ -57,13 +57,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import api_server
-from bench.api_bench import (
-    Client,
-    Figures,
-    bootstrap,
-    measure,
-    redis_url,
-)
+from bench.api_bench import bootstrap, redis_url
+from bench.api_load import Client, Figures, measure
 from bench.support import figure, say
 from occ.web import serving
 from tests.support import databases, servers
