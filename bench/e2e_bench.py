@@ -64,13 +64,11 @@ A run with the defaults (``--items 500 --samples 200``) takes about a minute on 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -78,22 +76,20 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
-import sqlalchemy as sa
 
-from bench import noop_app
+from bench import e2e_installation, plain_celery, process_cpu
+from bench.e2e_installation import READY_TIMEOUT_S
 from bench.support import BenchError, log, percentile, report
 from bench.workers import (
     CLAIM_INTERVAL_MS,
     OCC_APP,
-    POLL_S,
     Fleet,
     driver_durations,
     exit_on_sigterm,
     fleet_env,
     scratch,
-    wait_for,
 )
-from occ.controller import installation, namespaces
+from occ.controller import installation
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.settings.config import Settings
 from occ.state.db import Database
@@ -107,167 +103,22 @@ WARMUP_ITEMS: Final = 20
 NUDGE_BEAT_MS: Final = CLAIM_INTERVAL_MS
 POLL_BEAT_MS: Final = 250
 SPACING_S: Final = (0.02, 0.05)
-READY_TIMEOUT_S: Final = 60.0
 
 TARGET_RATIO: Final = 0.25
 TARGET_NUDGE_P99_MS: Final = 50.0
-
-NOOP_APP: Final = "bench.noop_app"
-
-
-# -- processes --------------------------------------------------------------------------------
-
-
-# -- CPU accounting (Linux /proc; diagnostics for -v) ------------------------------------------
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process (0 when it is gone or /proc is missing)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _family(pid: int) -> list[int]:
-    """``pid`` and its descendants (a worker and its pool processes)."""
-    parents: dict[int, int] = {}
-    with contextlib.suppress(OSError):
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, IndexError, ValueError):
-                    stat = (entry / "stat").read_text(encoding="utf-8")
-                    parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    family, frontier = [pid], [pid]
-    while frontier:
-        frontier = [child for child, parent in parents.items() if parent in frontier]
-        family.extend(frontier)
-    return family
-
-
-def cpu_groups(fleet: Fleet, occ: Occ | None, broker: redis.Redis) -> dict[str, list[int]]:
-    """The processes whose CPU a phase spends, by role."""
-    groups: dict[str, list[int]] = {}
-    for process in fleet.processes:
-        role = process.name.rsplit("-", 1)[0]
-        groups.setdefault(role, []).extend(_family(process.popen.pid))
-    if occ is not None:
-        with occ.database.engine.connect() as connection:
-            groups["postgres"] = [
-                int(pid)
-                for pid in connection.execute(
-                    sa.text(
-                        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND application_name = 'occ-worker'"
-                    )
-                ).scalars()
-            ]
-    with contextlib.suppress(redis.RedisError, KeyError, ValueError):
-        groups["redis"] = [int(broker.info("server")["process_id"])]
-    groups["bench"] = [os.getpid()]
-    return groups
-
-
-def cpu_snapshot(groups: dict[str, list[int]]) -> dict[str, float]:
-    return {role: sum(_cpu_s(pid) for pid in pids) for role, pids in groups.items()}
-
-
-def cpu_report(
-    before: dict[str, float], after: dict[str, float], count: int, elapsed: float
-) -> str:
-    spent = {role: (after[role] - before.get(role, 0.0)) * 1000 / count for role in after}
-    capacity = (os.cpu_count() or 1) * elapsed * 1000 / count
-    parts = ", ".join(f"{role} {value:.2f}" for role, value in spent.items())
-    return f"CPU ms per item: {parts}; total {sum(spent.values()):.2f} of {capacity:.2f} available"
 
 
 # -- the occ side ----------------------------------------------------------------------------
 
 
-def work_id(namespace_id: str) -> str:
-    return f"namespace:{namespace_id}:reconcile:ready"
-
-
-@dataclass
-class Occ:
-    """This process's view of the installation: admissions, nudges and status counts."""
-
-    database: Database
-    admin_id: str
-    nudger: nudge.Nudger
-    sequence: int = 0
-
-    def admit(self) -> str:
-        self.sequence += 1
-        view = namespaces.create_namespace(
-            self.database, self.admin_id, namespaces.CreateNamespace(name=f"bench-{self.sequence}")
-        )
-        return view.id
-
-    def live_claims(self) -> int:
-        with self.database.engine.connect() as connection:
-            return int(
-                connection.execute(
-                    sa.text("SELECT count(*) FROM occ.controller_work WHERE state = 'claimed'")
-                ).scalar_one()
-            )
-
-    def counts(self) -> dict[str, int]:
-        with self.database.engine.connect() as connection:
-            rows = connection.execute(
-                sa.text("SELECT status, count(*) FROM occ.namespaces GROUP BY status")
-            ).all()
-        return {str(status): int(count) for status, count in rows}
-
-    def wait_ready(self, total: int, *, timeout: float, fleet: Fleet) -> float:
-        """Poll every 20 ms until ``total`` Namespaces are ready; the monotonic time then."""
-        deadline = time.monotonic() + timeout
-        while True:
-            counts = self.counts()
-            now = time.monotonic()
-            if counts.get("ready", 0) >= total:
-                return now
-            if counts.get("failed", 0):
-                raise BenchError(f"{counts['failed']} Namespaces failed: {counts}")
-            if now > deadline:
-                raise BenchError(f"timed out waiting for {total} ready Namespaces: {counts}")
-            fleet.check()
-            time.sleep(POLL_S)
-
-
-def settle(occ: Occ, broker: redis.Redis) -> None:
-    """Wait until no claim is live and no message waits in the broker: the fleet is idle."""
-
-    def idle() -> bool:
-        waiting = sum(int(broker.llen(key)) for key in broker.scan_iter(_type="LIST"))
-        return waiting == 0 and occ.live_claims() == 0
-
-    for _ in range(2):  # idle twice, a quarter second apart
-        wait_for(idle, timeout=READY_TIMEOUT_S, message="the fleet to become idle")
-        time.sleep(0.25)
-
-
-def quiesce(occ: Occ, broker: redis.Redis, verbose: bool, before: str) -> None:
-    """Drop nudges still queued for the control worker, then wait until the fleet is idle.
-
-    Runs between phases once every Namespace is ready: a left-over ``occ.claim`` can only
-    claim nothing, but it would sit in front of the next phase's nudges.
-    """
-    stale = 0
-    for key in broker.scan_iter(match=f"{tasks_app.CONTROL_QUEUE}*", _type="LIST"):
-        stale += int(broker.llen(key))
-        broker.delete(key)
-    settle(occ, broker)
-    log(verbose, f"{stale} stale occ.claim messages were still queued before {before}: dropped")
-
-
-def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int, verbose: bool) -> float:
+def occ_throughput(
+    occ: e2e_installation.Occ, fleet: Fleet, broker: redis.Redis, items: int, verbose: bool
+) -> float:
     warm = [occ.admit() for _ in range(WARMUP_ITEMS)]
     occ.nudger.send_now()
     occ.wait_ready(len(warm), timeout=READY_TIMEOUT_S, fleet=fleet)
     log(verbose, f"occ warm-up: {len(warm)} items ready")
-    quiesce(occ, broker, verbose, "the throughput run")
+    e2e_installation.quiesce(occ, broker, verbose, "the throughput run")
 
     started = time.perf_counter()
     ids = [occ.admit() for _ in range(items)]
@@ -279,16 +130,20 @@ def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int, verb
         f"({items / admitted_in:.0f}/s); ready before the nudge: {before}",
     )
 
-    groups = {role: pids for role, pids in cpu_groups(fleet, occ, broker).items() if role != "noop"}
-    cpu_before = cpu_snapshot(groups)
+    groups = {
+        role: pids
+        for role, pids in e2e_installation.cpu_groups(fleet, occ, broker).items()
+        if role != "noop"
+    }
+    cpu_before = process_cpu.snapshot(groups)
     begin = time.monotonic()
     occ.nudger.send_now()
     end = occ.wait_ready(len(warm) + items, timeout=max(READY_TIMEOUT_S, items / 5), fleet=fleet)
     elapsed = end - begin
-    cpu_after = cpu_snapshot(groups)
+    cpu_after = process_cpu.snapshot(groups)
     log(verbose, f"occ: {items} items ready {elapsed:.2f} s after the nudge")
-    log(verbose, f"occ: {cpu_report(cpu_before, cpu_after, items, elapsed)}")
-    durations = driver_durations(fleet, {work_id(i) for i in ids})
+    log(verbose, f"occ: {process_cpu.report(cpu_before, cpu_after, items, elapsed)}")
+    durations = driver_durations(fleet, {e2e_installation.work_id(i) for i in ids})
     if durations:
         log(
             verbose,
@@ -301,7 +156,7 @@ def occ_throughput(occ: Occ, fleet: Fleet, broker: redis.Redis, items: int, verb
 
 
 def pickup_latencies(
-    occ: Occ,
+    occ: e2e_installation.Occ,
     fleet: Fleet,
     broker: redis.Redis,
     local_root: Path,
@@ -312,7 +167,7 @@ def pickup_latencies(
 ) -> list[float]:
     """Milliseconds from each admission's commit to the start of its effect."""
     label = "nudge" if with_nudge else "poll"
-    quiesce(occ, broker, verbose, f"the pickup run ({label})")
+    e2e_installation.quiesce(occ, broker, verbose, f"the pickup run ({label})")
     beat = fleet.beat(f"beat-{label}", NUDGE_BEAT_MS if with_nudge else POLL_BEAT_MS)
     total = occ.counts().get("ready", 0)
     # warm-up: one admission picked up by the nudge, or (without it) by a running beat
@@ -326,7 +181,7 @@ def pickup_latencies(
     admitted: dict[str, float] = {}
     for _ in range(samples):
         namespace_id = occ.admit()
-        admitted[work_id(namespace_id)] = time.time()
+        admitted[e2e_installation.work_id(namespace_id)] = time.time()
         if with_nudge:
             occ.nudger.send_now()
         time.sleep(spacing.uniform(*SPACING_S))
@@ -349,56 +204,19 @@ def pickup_latencies(
     return latencies
 
 
-# -- the plain Celery side -------------------------------------------------------------------
-
-
-class PlainCelery:
-    """The baseline: ``noop_app``'s two worker processes, started once, run in slices."""
-
-    def __init__(self, env: dict[str, str], fleet: Fleet, counter: redis.Redis) -> None:
-        self.fleet, self.counter = fleet, counter
-        self.workers = [
-            fleet.worker(
-                f"noop-{i}", app=NOOP_APP, queues=noop_app.QUEUE, pool="prefork", concurrency=1
-            )
-            for i in (1, 2)
-        ]
-        self.app = noop_app.create(Settings.from_env(env))
-        self.groups = {
-            role: pids
-            for role, pids in cpu_groups(fleet, None, counter).items()
-            if role in ("noop", "redis", "bench")
-        }
-        self.run(WARMUP_ITEMS)
-
-    def run(self, count: int) -> tuple[float, str]:
-        """Seconds from the first publish until ``count`` tasks ran, and their CPU report."""
-        self.counter.set(noop_app.COUNTER, 0)
-        cpu_before = cpu_snapshot(self.groups)
-        begin = time.monotonic()
-        for _ in range(count):
-            self.app.send_task(noop_app.NOOP, queue=noop_app.QUEUE)
-        while int(self.counter.get(noop_app.COUNTER) or 0) < count:
-            if time.monotonic() - begin > READY_TIMEOUT_S + count / 50:
-                done = int(self.counter.get(noop_app.COUNTER) or 0)
-                raise BenchError(f"plain Celery: only {done} of {count} tasks completed")
-            self.fleet.check()
-            time.sleep(POLL_S)
-        elapsed = time.monotonic() - begin
-        return elapsed, cpu_report(cpu_before, cpu_snapshot(self.groups), count, elapsed)
-
-    def close(self) -> None:
-        for worker in self.workers:
-            self.fleet.stop(worker)
-        self.app.close()
-
-
 def bracketed_throughputs(
-    occ: Occ, env: dict[str, str], fleet: Fleet, counter: redis.Redis, items: int, verbose: bool
+    occ: e2e_installation.Occ,
+    env: dict[str, str],
+    fleet: Fleet,
+    counter: redis.Redis,
+    items: int,
+    verbose: bool,
 ) -> tuple[float, float]:
     """occ's items/s and plain Celery's tasks/s, Celery's run split in two halves that bracket
     occ's (a drift in the machine's other load during the run moves both sides alike)."""
-    celery = PlainCelery(env, fleet, counter)
+    celery = plain_celery.PlainCelery(
+        env, fleet, counter, warmup_items=WARMUP_ITEMS, timeout_s=READY_TIMEOUT_S
+    )
     try:
         first = items // 2 or 1
         second = max(items - first, 1)
@@ -461,7 +279,7 @@ def measure(
     try:
         boot = installation.bootstrap_installation(database, name="bench", admin_name="admin")
         assert boot.admin_principal_id is not None
-        occ = Occ(database, boot.admin_principal_id, nudge.Nudger(celery))
+        occ = e2e_installation.Occ(database, boot.admin_principal_id, nudge.Nudger(celery))
 
         fleet.worker(
             "control",
