@@ -7,6 +7,7 @@ import base64
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -26,18 +27,35 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeKubeAPI, Settings]]:
         yield cluster
 
 
-def _tenant(settings: Settings) -> tuple[str, str]:
-    """A Namespace made ready by the kubernetes Compute Driver: its id and Kubernetes name."""
+class Tenant(NamedTuple):
+    """A Namespace made ready by the kubernetes Compute Driver in the fake cluster, and the
+    Secret Driver on that cluster."""
+
+    fake: FakeKubeAPI
+    driver: kubernetes.KubernetesSecrets
+    namespace_id: str
+    kubernetes_namespace: str
+
+
+@pytest.fixture
+def driver(cluster: tuple[FakeKubeAPI, Settings]) -> Iterator[kubernetes.KubernetesSecrets]:
+    """The Secret Driver on the fake cluster; its client is closed after the test."""
+    driver = kubernetes.KubernetesSecrets.from_settings(cluster[1])
+    yield driver
+    driver.api.close()
+
+
+@pytest.fixture
+def tenant(cluster: tuple[FakeKubeAPI, Settings], driver: kubernetes.KubernetesSecrets) -> Tenant:
+    fake, settings = cluster
     namespace = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="team")
-    return namespace.id, helpers.tenant(settings, namespace)
+    return Tenant(fake, driver, namespace.id, helpers.tenant(settings, namespace))
 
 
 def test_a_value_lives_in_a_tenant_local_secret_and_the_row_keeps_a_reference(
-    cluster: tuple[FakeKubeAPI, Settings],
+    tenant: Tenant,
 ) -> None:
-    fake, settings = cluster
-    namespace_id, kubernetes_namespace = _tenant(settings)
-    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    fake, driver, namespace_id, kubernetes_namespace = tenant
     secret_id = f"sec_{uuid.uuid4()}"
     stored = driver.seal(namespace_id, secret_id, VALUE)
     assert VALUE.encode() not in stored and stored.startswith(b"kubernetes-secret:v1:")
@@ -52,15 +70,12 @@ def test_a_value_lives_in_a_tenant_local_secret_and_the_row_keeps_a_reference(
     assert fake.get("secrets", kubernetes_namespace, kubernetes.object_name(secret_id)) is None
     with pytest.raises(errors.SecretUnreadable):
         driver.unseal(namespace_id, secret_id, stored)
-    driver.api.close()
 
 
 def test_a_reference_to_another_secret_and_a_foreign_object_are_refused(
-    cluster: tuple[FakeKubeAPI, Settings],
+    tenant: Tenant,
 ) -> None:
-    fake, settings = cluster
-    namespace_id, kubernetes_namespace = _tenant(settings)
-    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    fake, driver, namespace_id, kubernetes_namespace = tenant
     first, second = f"sec_{uuid.uuid4()}", f"sec_{uuid.uuid4()}"
     stored = driver.seal(namespace_id, first, VALUE)
     with pytest.raises(errors.SecretUnreadable):
@@ -83,28 +98,21 @@ def test_a_reference_to_another_secret_and_a_foreign_object_are_refused(
             namespace_id, second, b"kubernetes-secret:v1:" + kubernetes.object_name(second).encode()
         )
     assert "not occ's" in raised.value.detail
-    driver.api.close()
 
 
 def test_a_namespace_without_its_kubernetes_namespace_is_unavailable_for_now(
-    cluster: tuple[FakeKubeAPI, Settings],
+    driver: kubernetes.KubernetesSecrets,
 ) -> None:
-    _, settings = cluster
-    driver = kubernetes.KubernetesSecrets.from_settings(settings)
     with pytest.raises(errors.DependencyUnavailable) as raised:
         driver.seal(f"ns_{uuid.uuid4()}", f"sec_{uuid.uuid4()}", VALUE)
     assert VALUE not in str(raised.value)
-    driver.api.close()
 
 
 def test_an_api_failure_is_a_dependency_failure_without_the_value(
-    cluster: tuple[FakeKubeAPI, Settings],
+    tenant: Tenant,
 ) -> None:
-    fake, settings = cluster
-    namespace_id, _ = _tenant(settings)
-    driver = kubernetes.KubernetesSecrets.from_settings(settings)
+    fake, driver, namespace_id, _ = tenant
     fake.inject("PATCH", r"/secrets/", status=500)
     with pytest.raises(errors.DependencyUnavailable) as raised:
         driver.seal(namespace_id, f"sec_{uuid.uuid4()}", VALUE)
     assert VALUE not in str(raised.value)
-    driver.api.close()
