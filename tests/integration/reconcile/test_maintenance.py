@@ -89,7 +89,11 @@ def _local(worker: Worker) -> LocalComputeDriver:
     return worker.driver
 
 
-def _kill(worker: Worker, world: worlds.World, revision_id: str) -> None:
+def _killed(db: Database, worker: Worker) -> tuple[worlds.World, str, int]:
+    """A ready world whose revision became active, then lost its gateway process: the world,
+    the revision and the killed gateway's pid."""
+    world = support.ready_world(db)
+    revision_id = _activate(db, worker, world)
     driver = _local(worker)
     pid = driver.revision_process(world.agent_id, revision_id)
     assert pid is not None
@@ -99,6 +103,7 @@ def _kill(worker: Worker, world: worlds.World, revision_id: str) -> None:
         timeout=10,
         message="the gateway to be gone",
     )
+    return world, revision_id, pid
 
 
 def test_an_idle_fleet_is_observed_without_a_work_row_an_audit_row_or_a_repair(
@@ -121,10 +126,7 @@ def test_an_idle_fleet_is_observed_without_a_work_row_an_audit_row_or_a_repair(
 def test_a_killed_gateway_gets_one_repair_which_restarts_it_and_records_it_ready(
     db: Database, worker: Worker
 ) -> None:
-    world = support.ready_world(db)
-    revision = _activate(db, worker, world)
-    first_pid = _local(worker).revision_process(world.agent_id, revision)
-    _kill(worker, world, revision)
+    world, revision, first_pid = _killed(db, worker)
     _rewind(db)
 
     tick = executor.observe(worker)
@@ -145,15 +147,13 @@ def test_a_killed_gateway_gets_one_repair_which_restarts_it_and_records_it_ready
 
 
 def test_repairs_of_a_runtime_that_stays_gone_are_spaced(db: Database, worker: Worker) -> None:
-    world = support.ready_world(db)
-    revision = _activate(db, worker, world)
+    _, revision, _ = _killed(db, worker)
     with db.transaction() as session:  # the runtime was repaired three times already
         session.execute(
             sa.update(models.AgentRuntime).values(
                 repairs=3, repair_after=sa.func.clock_timestamp() + sa.text("interval '1 hour'")
             )
         )
-    _kill(worker, world, revision)
     _rewind(db)
 
     assert executor.observe(worker).verdicts == {observer.Verdict.SPACED: 1}
@@ -163,9 +163,7 @@ def test_repairs_of_a_runtime_that_stays_gone_are_spaced(db: Database, worker: W
 def test_a_revision_a_newer_deploy_is_replacing_is_left_to_that_deploy(
     db: Database, worker: Worker
 ) -> None:
-    world = support.ready_world(db)
-    first = _activate(db, worker, world)
-    _kill(worker, world, first)
+    world, first, _ = _killed(db, worker)
     worlds.deploy(db, world)  # admitted, not run
     _rewind(db)
 
@@ -176,9 +174,7 @@ def test_a_revision_a_newer_deploy_is_replacing_is_left_to_that_deploy(
 def test_a_repair_of_a_revision_a_newer_deploy_was_admitted_over_does_nothing(
     db: Database, worker: Worker
 ) -> None:
-    world = support.ready_world(db)
-    first = _activate(db, worker, world)
-    _kill(worker, world, first)
+    world, first, _ = _killed(db, worker)
     _rewind(db)
     executor.observe(worker)  # admits the repair
     [repair] = _repairs(db, first)
@@ -262,8 +258,7 @@ def test_a_cursor_far_behind_catches_up_on_one_interval_only(db: Database, worke
 def test_the_activation_is_audited_once_however_many_events_follow(
     db: Database, worker: Worker
 ) -> None:
-    world = support.ready_world(db)
-    revision = _activate(db, worker, world)
+    world, revision, _ = _killed(db, worker)
     with db.transaction() as session:  # 60 later events about the revision
         for _ in range(60):
             session.execute(
@@ -273,7 +268,6 @@ def test_the_activation_is_audited_once_however_many_events_follow(
                 ),
                 {"actor": world.admin, "ns": world.namespace_id, "rev": revision},
             )
-    _kill(worker, world, revision)
     _rewind(db)
     executor.observe(worker)
     [repair] = _repairs(db, revision)
@@ -294,9 +288,7 @@ def test_the_activation_is_audited_once_however_many_events_follow(
 def test_a_driver_that_cannot_observe_now_leaves_the_fleet_for_the_next_interval(
     db: Database, worker: Worker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = support.ready_world(db)
-    revision = _activate(db, worker, world)
-    _kill(worker, world, revision)
+    _, revision, _ = _killed(db, worker)
     _rewind(db)
 
     def not_now(revisions: object) -> object:
@@ -336,9 +328,7 @@ def _settle_queued(db: Database, worker: Worker) -> None:
 def test_denied_repairs_stop_after_the_bound_until_a_person_asks_again(
     db: Database, worker: Worker
 ) -> None:
-    world = support.ready_world(db)
-    revision = _activate(db, worker, world)
-    _kill(worker, world, revision)
+    world, revision, _ = _killed(db, worker)
     with db.transaction() as session:  # the runtime grant of the Agent's principal is removed
         session.execute(
             sa.update(models.AccessBinding)
