@@ -19,19 +19,42 @@ def store(env: dict[str, str]) -> secret_store.SecretStore:
     return secret_store.SecretStore(env["OCC_SECRET_KEY"])
 
 
-def reconciled(
+def ready(
     db: Database,
     env: dict[str, str],
     *,
     admin: str,
-    compute_driver: str,
     secret_value: str,
+    compute_driver: str = "local",
+    agent_names: Sequence[str] = ("agent",),
     document: dict[str, Any] | None = None,
-    timeout: float = 30.0,
     harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
-) -> worlds.World:
+    reconciled_within: float | None = None,
+) -> list[worlds.World]:
+    """A ready Namespace ``team``, its resources sealed with the store of ``env``'s workers
+    and one ``compute_driver`` Agent per name (see ``worlds.make_many``). With
+    ``reconciled_within``, the workers, woken, make the Namespace ready within that many
+    seconds; without, it is moved to ready as they would (``namespace_status.created_ready``)."""
+    if reconciled_within is None:
+        namespace_id = namespace_status.created_ready(db, admin=admin)
+    else:
+        namespace_id = _reconciled_namespace(db, env, admin=admin, timeout=reconciled_within)
+    return worlds.make_many(
+        db,
+        admin=admin,
+        namespace_id=namespace_id,
+        compute_driver=compute_driver,
+        store=store(env),
+        secret_value=secret_value,
+        agent_names=agent_names,
+        document=document,
+        harness=harness,
+    )
+
+
+def _reconciled_namespace(db: Database, env: dict[str, str], *, admin: str, timeout: float) -> str:
     """A Namespace ``team`` that the workers of ``env``, woken, make ready within ``timeout``
-    seconds, then its resources and one ``compute_driver`` Agent (see ``worlds.make``)."""
+    seconds; its id."""
     namespace_id = namespaces.create_namespace(
         db, admin, namespaces.CreateNamespace(name="team")
     ).id
@@ -44,41 +67,7 @@ def reconciled(
         timeout=timeout,
         message="the Namespace to become ready",
     )
-    return worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver=compute_driver,
-        store=store(env),
-        secret_value=secret_value,
-        document=document,
-        harness=harness,
-    )
-
-
-def ready(
-    db: Database,
-    env: dict[str, str],
-    *,
-    admin: str,
-    secret_value: str,
-    agent_names: Sequence[str] = ("agent",),
-    compute_driver: str = "local",
-    document: dict[str, Any] | None = None,
-) -> list[worlds.World]:
-    """A Namespace ``team`` moved to ready as its worker would (see
-    ``namespace_status.created_ready``), its resources sealed with the store of ``env``'s
-    workers, and one ``compute_driver`` Agent per name (see ``worlds.make_many``)."""
-    return worlds.make_many(
-        db,
-        admin=admin,
-        namespace_id=namespace_status.created_ready(db, admin=admin),
-        compute_driver=compute_driver,
-        store=store(env),
-        secret_value=secret_value,
-        agent_names=agent_names,
-        document=document,
-    )
+    return namespace_id
 
 
 def wait_state(

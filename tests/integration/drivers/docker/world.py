@@ -23,14 +23,16 @@ World = worlds.World
 def make(db: Database, env: dict[str, str], *, document: dict[str, Any] | None = None) -> World:
     """Bootstrap, a Namespace reconciled by the workers (its network), a Configuration, a
     Secret and a ``docker`` Agent whose service principal may use both."""
-    return worker_worlds.reconciled(
+    [world] = worker_worlds.ready(
         db,
         env,
         admin=worlds.installation_admin(db, "docker"),
         compute_driver="docker",
         secret_value=SECRET_VALUE,
         document=document,
+        reconciled_within=30.0,
     )
+    return world
 
 
 def namespace_status(db: Database, namespace_id: str) -> str | None:

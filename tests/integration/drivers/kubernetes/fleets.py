@@ -39,13 +39,14 @@ def reconciled(
     fleet.control_worker()
     fleet.worker("drivers", concurrency=2)
     fleet.beat()
-    return worker_worlds.reconciled(
+    [world] = worker_worlds.ready(
         db,
         env,
         admin=admin,
         compute_driver="kubernetes",
         secret_value=helpers.CREDENTIAL,
         document={"model": "m"},
-        timeout=TIMEOUT,
         harness=harness,
+        reconciled_within=TIMEOUT,
     )
+    return world
