@@ -21,7 +21,7 @@ from occ.foundation import harnesses
 from occ.state import models
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import fleets
-from tests.support import processes, worlds
+from tests.support import processes, worker_worlds, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
 
@@ -61,6 +61,23 @@ def _admitted_at(db: Database, revision_id: str) -> Any:
         ).scalar_one()
 
 
+def _rolled_out(
+    db: Database, kube_api: FakeKubeAPI, world: worlds.World, revision_id: str, what: str
+) -> str:
+    """Wait for the revision's gateway, play its finished rollout (the test is the Deployment
+    controller) and wait for the revision to become active; the gateway's name."""
+    namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
+    gateway = naming.dedicated_deployment(revision_id)
+    wait_for(
+        lambda: kube_api.get("deployments", namespace, gateway) is not None,
+        timeout=TIMEOUT,
+        message=f"{what}'s gateway",
+    )
+    kube_api.mark_rollout(namespace, gateway)
+    worker_worlds.wait_state(db, world, revision_id, "active", what, timeout=TIMEOUT)
+    return gateway
+
+
 def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
     db: Database,
     env: dict[str, str],
@@ -84,18 +101,7 @@ def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
 
     first = worlds.deploy(db, world)
     processes.nudge(env)
-    first_gateway = naming.dedicated_deployment(first)
-    wait_for(
-        lambda: kube_api.get("deployments", namespace, first_gateway) is not None,
-        timeout=TIMEOUT,
-        message="the first revision's gateway",
-    )
-    kube_api.mark_rollout(namespace, first_gateway)
-    wait_for(
-        lambda: worlds.state_is(db, world, first, "active"),
-        timeout=TIMEOUT,
-        message="the first revision to become active",
-    )
+    first_gateway = _rolled_out(db, kube_api, world, first, "the first revision")
 
     second = worlds.deploy(db, world)
     processes.nudge(env)
@@ -133,15 +139,4 @@ def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
     assert kube_api.get("deployments", namespace, naming.dedicated_deployment(second)) is None
 
     kube_api.mark_rollout(namespace, first_gateway)  # its Pods are gone now
-    second_gateway = naming.dedicated_deployment(second)
-    wait_for(
-        lambda: kube_api.get("deployments", namespace, second_gateway) is not None,
-        timeout=TIMEOUT,
-        message="the second revision's gateway",
-    )
-    kube_api.mark_rollout(namespace, second_gateway)
-    wait_for(
-        lambda: worlds.state_is(db, world, second, "active"),
-        timeout=TIMEOUT,
-        message="the second revision to become active",
-    )
+    _rolled_out(db, kube_api, world, second, "the second revision")
