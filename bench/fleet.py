@@ -37,10 +37,10 @@ Set-up: ``OCC_TEST_DATABASE_URL`` names a PostgreSQL server (a scratch database 
 dropped). The fleet is made in bulk (``bench/fleet_world.py``: rows as occ's deploys leave
 them, and each Agent's objects in the fake Kubernetes API server of the tests, started in this
 process, with the kubernetes driver's own manifests, rollouts done). Observers are separate
-processes (``multiprocessing``, spawned) that run the fleet observer's tick
-(``occ.reconcile.observer.tick``) the way beat and the control worker do: a tick every
-``Settings.observer_tick_period_ms`` (an eighth of the interval, 1-10 s), the next at once while
-more is due. They build the kubernetes driver from settings and reach the
+processes (``bench/fleet_observers.py``: ``multiprocessing``, spawned) that run the fleet
+observer's tick (``occ.reconcile.observer.tick``) the way beat and the control worker do: a
+tick every ``Settings.observer_tick_period_ms`` (an eighth of the interval, 1-10 s), the next at
+once while more is due. They build the kubernetes driver from settings and reach the
 fake over HTTP through a kubeconfig, as a worker reaches a cluster. Rows come from
 ``pg_stat_user_tables``, commits from ``pg_stat_database``, CPU from ``/proc`` (the observer
 processes and every PostgreSQL backend), API calls from the fake's journal.
@@ -52,12 +52,9 @@ import argparse
 import collections
 import multiprocessing
 import os
-import queue
 import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -66,7 +63,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import sqlalchemy as sa
 
-from bench import deploys, fleet_world, intent, workers
+from bench import deploys, fleet_observers, fleet_world, intent, workers
+from bench.fleet_observers import GATEWAY_IMAGE, SECRET_KEY
 from bench.support import BenchError, log, percentile, report
 from occ.drivers.compute.kubernetes import manifests
 from occ.drivers.compute.kubernetes.configured import gateway_options
@@ -76,160 +74,11 @@ from occ.state.db import Database
 from tests.support import fleets
 from tests.support.kube_api import FakeKubeAPI
 
-GATEWAY_IMAGE: Final = "registry.example/occ-gateway:bench"
-SECRET_KEY: Final = "fleet-bench-secret-key"
 STEADY_INTERVAL_MS: Final = 60_000
 REPAIR_INTERVAL_MS: Final = 10_000
 THROUGHPUT_S: Final = 12.0
 OVERLOAD_S: Final = 12.0
 REPAIR_TIMEOUT_S: Final = 60.0
-
-
-# -- the observer processes ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Run:
-    """How an observer process runs: its settings and for how long."""
-
-    database_url: str
-    kubeconfig: str
-    interval_ms: int
-    duration_s: float
-    limit: int = 1_000
-    """Most Agents one tick takes (the observer's batch)."""
-    repair: bool = False
-    """Also run the repairs it admits (in this process, as a driver worker would)."""
-
-
-@dataclass
-class Result:
-    """What one observer process counted."""
-
-    observations: int = 0
-    ticks: int = 0
-    statements: int = 0
-    cpu_s: float = 0.0
-    lags: list[float] = field(default_factory=list)
-    verdicts: dict[str, int] = field(default_factory=dict)
-
-
-def observe(run: Run, results: Any, ready: Any, go: Any) -> None:
-    """An observer process: build a worker as the control worker does, tick for a while."""
-    from occ.drivers import compute  # noqa: PLC0415 - in the spawned process only
-    from occ.drivers.compute.kubernetes.driver import KubernetesComputeDriver  # noqa: PLC0415
-    from occ.reconcile import environment, executor, observer  # noqa: PLC0415
-    from occ.runtime import composition  # noqa: PLC0415
-    from occ.settings.config import Settings  # noqa: PLC0415
-
-    settings = Settings(
-        database_url=run.database_url,
-        compute_driver="kubernetes",
-        kubernetes_kubeconfig=run.kubeconfig,
-        kubernetes_gateway_image=GATEWAY_IMAGE,
-        maintenance_interval_ms=run.interval_ms,
-        secret_key=SECRET_KEY,
-    )
-    tick_s = settings.observer_tick_period_ms / 1000  # beat's period, as production derives it
-    database = Database(run.database_url, pool_size=3, application_name="occ-fleet-observer")
-    worker = environment.Worker(
-        database=database,
-        policy=composition.queue_policy(settings),
-        driver=compute.load("kubernetes", settings),
-        shutdown=threading.Event(),
-        settings=settings,
-    )
-    result = Result()
-
-    def counted(*_: object) -> None:
-        result.statements += 1
-
-    observer.tick(worker, limit=1)  # connects, and starts what the driver keeps (a cache)
-    driver = worker.driver
-    assert isinstance(driver, KubernetesComputeDriver)
-    # the cache's first lists are its start, not observing: they are not counted
-    driver.informer.start()
-    workers.wait_for(
-        lambda: driver.informer.store.synced, timeout=300, interval=0.05, message="the cache"
-    )
-    ready.put(os.getpid())
-    go.wait()
-    sa.event.listen(database.engine, "before_cursor_execute", counted)
-    cpu = os.times()
-    deadline = time.monotonic() + run.duration_s
-    while time.monotonic() < deadline:
-        started = time.monotonic()
-        tick = observer.tick(worker, limit=run.limit)
-        result.ticks += 1
-        result.observations += tick.observed
-        if result.ticks > 1:  # the first tick's lag is the process's start, not observing
-            result.lags.append(tick.lag_s)
-        for verdict, count in tick.verdicts.items():
-            result.verdicts[str(verdict)] = result.verdicts.get(str(verdict), 0) + count
-        if run.repair:
-            for claim in executor.claim_batch(database, worker.policy, max_in_flight=8):
-                executor.run(worker, claim.work_id, str(claim.token))
-        if tick.caught_up or tick.held:
-            time.sleep(max(tick_s - (time.monotonic() - started), 0.0))
-    after = os.times()
-    result.cpu_s = (after.user - cpu.user) + (after.system - cpu.system)
-    sa.event.remove(database.engine, "before_cursor_execute", counted)
-    database.dispose()
-    results.put(result)
-
-
-def run_observers(
-    run: Run, processes: int, on_ready: Callable[[], None] | None = None
-) -> tuple[list[Result], float]:
-    """``processes`` observers started together; their results and PostgreSQL's CPU seconds.
-    ``on_ready`` runs once every observer has started (its cache synced), right before they
-    begin."""
-    context = multiprocessing.get_context("spawn")
-    results, ready, go = context.Queue(), context.Queue(), context.Event()
-    started = [
-        context.Process(target=observe, args=(run, results, ready, go), daemon=True)
-        for _ in range(processes)
-    ]
-    for process in started:
-        process.start()
-    for _ in started:
-        ready.get(timeout=120)
-    if on_ready is not None:
-        on_ready()
-    database = sa.engine.make_url(run.database_url).database or ""
-    postgres_before = postgres_cpu_s(database)
-    go.set()
-    collected = []
-    for _ in started:
-        try:
-            collected.append(results.get(timeout=run.duration_s + 120))
-        except queue.Empty as exc:
-            raise BenchError("an observer process did not report") from exc
-    for process in started:
-        process.join(timeout=30)
-    return collected, postgres_cpu_s(database) - postgres_before
-
-
-def postgres_cpu_s(database: str) -> float:
-    """CPU seconds so far of the PostgreSQL backends connected to ``database`` (``/proc``; a
-    backend's command line names its database), so that other work on a shared server is not
-    counted. Backends that ended since are not counted either: observers keep theirs open."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    marker = f" {database} ".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "comm").read_text().strip() != "postgres":
-                continue
-            if marker not in (entry / "cmdline").read_bytes().replace(b"\0", b" ") + b" ":
-                continue
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 # -- the database's own counts -------------------------------------------------------------
@@ -329,14 +178,14 @@ def steady(
 ) -> dict[str, float]:
     """One observer at the default 60 s interval for one interval: every Agent observed once."""
     set_cursor(owner, 0)
-    run = Run(url, kubeconfig, STEADY_INTERVAL_MS, STEADY_INTERVAL_MS / 1000)
+    run = fleet_observers.Run(url, kubeconfig, STEADY_INTERVAL_MS, STEADY_INTERVAL_MS / 1000)
     before: list[tuple[int, int, int]] = []
 
     def begin() -> None:  # what the observer's start (its cache's lists) did is not counted
         fake.clear_journal()
         before.append(database_counts(owner))
 
-    [result], postgres_s = run_observers(run, 1, on_ready=begin)
+    [result], postgres_s = fleet_observers.run_observers(run, 1, on_ready=begin)
     [(inserted, written, commits)] = before
     calls = [request for request in fake.journal if "watch" not in request.query]
     api_calls = len(calls)
@@ -371,8 +220,8 @@ def scaling(owner: Database, url: str, kubeconfig: str, n: int, verbose: bool) -
     interval_ms = max(n // 50, 100)  # the fleet would need 50,000 observations a second
     for processes in (1, 2, 4):
         set_cursor(owner, interval_ms)
-        results, postgres_s = run_observers(
-            Run(url, kubeconfig, interval_ms, THROUGHPUT_S), processes
+        results, postgres_s = fleet_observers.run_observers(
+            fleet_observers.Run(url, kubeconfig, interval_ms, THROUGHPUT_S), processes
         )
         observed = sum(result.observations for result in results)
         cpu_s = sum(result.cpu_s for result in results) + postgres_s
@@ -393,7 +242,9 @@ def overload(
     set_cursor(owner, 0)
     before = work_rows(owner)
     inserted, _, _ = database_counts(owner)
-    [result], _ = run_observers(Run(url, kubeconfig, interval_ms, OVERLOAD_S), 1)
+    [result], _ = fleet_observers.run_observers(
+        fleet_observers.Run(url, kubeconfig, interval_ms, OVERLOAD_S), 1
+    )
     inserted_after, _, _ = database_counts(owner)
     log(verbose, f"{n}: overload interval {interval_ms} ms, {work_rows(owner) - before} work rows")
     return {
@@ -416,10 +267,12 @@ def repair(
     member = fleet[len(fleet) // 2]
     fake.simulation.auto_rollout = True
     set_cursor(owner, 0)
-    run = Run(url, kubeconfig, REPAIR_INTERVAL_MS, REPAIR_TIMEOUT_S, repair=True)
+    run = fleet_observers.Run(url, kubeconfig, REPAIR_INTERVAL_MS, REPAIR_TIMEOUT_S, repair=True)
     context = multiprocessing.get_context("spawn")
     results, ready, go = context.Queue(), context.Queue(), context.Event()
-    process = context.Process(target=observe, args=(run, results, ready, go), daemon=True)
+    process = context.Process(
+        target=fleet_observers.observe, args=(run, results, ready, go), daemon=True
+    )
     process.start()
     ready.get(timeout=120)
     go.set()

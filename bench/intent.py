@@ -18,24 +18,21 @@ Prints ``name=value`` figures on stdout and a summary with the targets on stderr
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime as dt
-import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Final
 
 import sqlalchemy as sa
-from sqlalchemy import orm
 
+from bench import intent_world
 from bench.support import log, percentile, report
 from occ.reconcile import upkeep
 from occ.state import values, work_claims, work_queue
-from occ.state.db import Database
-from tests.support import databases, queue_steps, rows
+from tests.support import queue_steps
 
 POLICY: Final = values.QueuePolicy(
     lease_ms=60_000, dispatch_lease_ms=60_000, max_attempts=5, convergence_timeout_ms=3_600_000
@@ -46,7 +43,6 @@ PASS_S: Final = 0.02
 """How long a simulated pass takes between its start and its completion."""
 RUNNERS: Final = 4
 REPAIRS: Final = 10_000
-REPAIR_LANES: Final = 1_000
 DEPLOY_EVERY_S: Final = 0.2
 PICKUP_DEPLOYS: Final = 40
 """Deploys of one pickup phase; the phases alternate idle and behind the repairs."""
@@ -57,122 +53,19 @@ DAYS_QUICK: Final = 40
 SETTLED_FROM: Final = 31
 """The first day judged for flatness: the failed items' 30 days of retention are full."""
 
-_FINISHED: Final = sa.text("""
-    WITH lanes AS (
-      SELECT r.id, r.namespace_id, r.agent_id, row_number() OVER (ORDER BY r.id) - 1 AS k
-        FROM occ.agent_revisions r WHERE r.id = ANY(:revisions)
-    )
-    INSERT INTO occ.controller_work
-      (id, kind, namespace_id, agent_id, revision_id, actor_id, state, available_at,
-       created_at, updated_at, completed_at, reason_code)
-    SELECT 'agent_revision:' || r.id || ':maintenance:' || (:first + n), 'revision_maintenance',
-           r.namespace_id, r.agent_id, r.id, :actor,
-           CASE WHEN n % 20 = 0 THEN 'failed_permanent' ELSE 'succeeded' END,
-           clock_timestamp(), clock_timestamp(), clock_timestamp(),
-           CAST(:finished_at AS timestamptz),
-           CASE WHEN n % 20 = 0 THEN 'RUNTIME_STARTUP_FAILED' ELSE 'REVISION_ACTIVATED' END
-      FROM generate_series(1, :count) n JOIN lanes r ON r.k = n % :lanes
-""")
-
-
-@dataclasses.dataclass
-class World:
-    """The scratch database, as the app and as the owner, and the rows every phase uses."""
-
-    urls: databases.DatabaseUrls
-    app: Database
-    owner: Database
-    actor: str
-    namespace_id: str
-    repair_revisions: list[str]
-    deploy_agents: list[str]
-    numbers: dict[str, int] = dataclasses.field(default_factory=dict)
-
-
-@contextlib.contextmanager
-def world(verbose: bool) -> Iterator[World]:
-    urls = databases.create_test_database(f"occ_intent_bench_{os.getpid()}")
-    app, owner = Database(urls.app, pool_size=8), Database(urls.owner, pool_size=2)
-    try:
-        started = time.perf_counter()
-        with owner.transaction() as session:
-            actor = rows.principal(session)
-            namespace_id = rows.namespace(session, created_by=actor, status="ready")
-            revisions = []
-            for n in range(REPAIR_LANES):
-                agent_id = rows.agent(session, namespace_id=namespace_id, name=f"r{n}")
-                revisions.append(
-                    rows.revision(
-                        session,
-                        namespace_id=namespace_id,
-                        agent_id=agent_id,
-                        actor_id=actor,
-                        number=1,
-                    )
-                )
-            deployers = [
-                rows.agent(session, namespace_id=namespace_id, name=f"d{n}") for n in range(100)
-            ]
-        log(verbose, f"world: {time.perf_counter() - started:.1f} s")
-        yield World(urls, app, owner, actor, namespace_id, revisions, deployers)
-    finally:
-        app.dispose()
-        owner.dispose()
-        databases.drop_database(urls)
-
-
-def _empty_queue(w: World) -> None:
-    """No work rows, and none of the Namespaces ``queue_steps.fill`` made."""
-    with w.owner.transaction() as session:
-        session.execute(sa.text("DELETE FROM occ.controller_work"))
-        session.execute(sa.text("DELETE FROM occ.namespaces WHERE name LIKE 'backlog-%'"))
-
-
-def _vacuum(w: World, table: str = "occ.controller_work") -> None:
-    with w.owner.autocommit_connection() as connection:
-        databases.psycopg_of(connection).execute(f"VACUUM ANALYZE {table}")
-
-
-def _finish(session: orm.Session, w: World, *, first: int, count: int, ended: dt.datetime) -> None:
-    """``count`` finished repairs (one in 20 failed), numbered from ``first``, spread over the
-    repair lanes, all ended at ``ended``."""
-    session.execute(
-        _FINISHED,
-        {
-            "actor": w.actor,
-            "first": first,
-            "count": count,
-            "finished_at": ended,
-            "revisions": w.repair_revisions,
-            "lanes": len(w.repair_revisions),
-        },
-    )
-
-
-def _history_beside_queue(w: World, *, first: int, count: int, ended: dt.datetime) -> None:
-    """An empty queue given ``count`` finished rows (``_finish``, written without triggers)
-    and 3,000 queued items, then vacuumed."""
-    _empty_queue(w)
-    with w.owner.transaction() as session:
-        session.execute(sa.text("SET LOCAL session_replication_role = replica"))
-        _finish(session, w, first=first, count=count, ended=ended)
-        queue_steps.fill(session, w.actor, 3_000)
-    _vacuum(w)
-
-
 # -- pickup -------------------------------------------------------------------------------
 
 
-def pickup(w: World, *, backlog: bool, deploys: int, verbose: bool) -> list[float]:
+def pickup(w: intent_world.World, *, backlog: bool, deploys: int, verbose: bool) -> list[float]:
     """Deploys admitted every ``DEPLOY_EVERY_S`` while the claim loop and the runners work (with
     ``REPAIRS`` due repairs waiting, or none); each deploy's admission-to-claim time, in ms."""
-    _empty_queue(w)
+    intent_world.empty_queue(w)
     if backlog:
         with w.owner.transaction() as session:
             queue_steps.queue_repairs(
-                session, w.actor, w.repair_revisions, per_lane=REPAIRS // REPAIR_LANES
+                session, w.actor, w.repair_revisions, per_lane=REPAIRS // intent_world.REPAIR_LANES
             )
-        _vacuum(w)
+        intent_world.vacuum(w)
     claimed: queue.Queue[values.Claim | None] = queue.Queue()
     waits: list[float] = []
     admitted: set[str] = set()
@@ -254,7 +147,7 @@ class Day:
     """Its indexes' pages."""
 
 
-def days(w: World, *, count: int, per_day: int, verbose: bool) -> list[Day]:
+def days(w: intent_world.World, *, count: int, per_day: int, verbose: bool) -> list[Day]:
     """``count`` accelerated days, each ending ``per_day`` items (one in 20 failed) and then
     pruned with the default retention (7 days succeeded, 30 failed) counted in these days,
     then vacuumed as autovacuum would; the work table at the end of each day.
@@ -262,15 +155,15 @@ def days(w: World, *, count: int, per_day: int, verbose: bool) -> list[Day]:
     A day is as long as its work takes, and its items finish at its start: the prune's ages
     reach back, on the database clock, to between day N - 7 (N - 30) and the day after it, so
     day N removes exactly what ended on day N - 7 (N - 30) and before."""
-    _empty_queue(w)
-    _vacuum(w)
+    intent_world.empty_queue(w)
+    intent_world.vacuum(w)
     never = 10**12
     starts: dict[int, dt.datetime] = {}
     sizes = []
     for day in range(1, count + 1):
         with w.owner.transaction() as session:
             starts[day] = work_queue.database_now(session)
-            _finish(session, w, first=day * per_day, count=per_day, ended=starts[day])
+            intent_world.finish(session, w, first=day * per_day, count=per_day, ended=starts[day])
             now = work_queue.database_now(session)
         ages = {}
         for kept_days in (7, 30):
@@ -284,7 +177,7 @@ def days(w: World, *, count: int, per_day: int, verbose: bool) -> list[Day]:
             )
         keep = upkeep.Retention(succeeded_ms=ages[7], failed_ms=ages[30], idempotency_ms=never)
         upkeep.prune(w.app, keep, budget_s=60)
-        _vacuum(w)
+        intent_world.vacuum(w)
         with w.owner.transaction() as session:
             found = session.execute(
                 sa.text(
@@ -304,7 +197,7 @@ def days(w: World, *, count: int, per_day: int, verbose: bool) -> list[Day]:
 # -- prune beside the claim ---------------------------------------------------------------
 
 
-def _claim_latencies(w: World, until: Callable[[], bool]) -> list[float]:
+def _claim_latencies(w: intent_world.World, until: Callable[[], bool]) -> list[float]:
     """``claim(limit=10)`` timed again and again (each batch released) until ``until()``."""
     samples = []
     while not until():
@@ -319,11 +212,11 @@ def _claim_latencies(w: World, until: Callable[[], bool]) -> list[float]:
 
 
 def prune_beside_claims(
-    w: World, *, history: int, window_s: float, verbose: bool
+    w: intent_world.World, *, history: int, window_s: float, verbose: bool
 ) -> tuple[float, list[float], list[float]]:
     """``history`` expired terminal rows and 3,000 queued items: the claim's latencies for
     ``window_s`` before, during (until the prune ends) and after a prune; the prune's rows/s."""
-    _history_beside_queue(
+    intent_world.history_beside_queue(
         w, first=10_000_000, count=history, ended=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     )
     keep = upkeep.Retention(succeeded_ms=60_000, failed_ms=60_000)
@@ -356,10 +249,12 @@ def prune_beside_claims(
 # -- health -------------------------------------------------------------------------------
 
 
-def health_ms(w: World, *, history: int, samples: int = 50) -> tuple[float, float]:
+def health_ms(w: intent_world.World, *, history: int, samples: int = 50) -> tuple[float, float]:
     """The median ``worker.health`` count (``work_queue.pending``) over ``history`` finished
     rows and 3,000 queued, in ms; and the work table's bytes per row with its indexes."""
-    _history_beside_queue(w, first=20_000_000, count=history, ended=dt.datetime.now(dt.UTC))
+    intent_world.history_beside_queue(
+        w, first=20_000_000, count=history, ended=dt.datetime.now(dt.UTC)
+    )
     timings = []
     with w.app.snapshot() as session:
         for _ in range(samples):
@@ -377,7 +272,7 @@ def measure(*, quick: bool, verbose: bool) -> tuple[dict[str, float], list[str]]
     """Every phase's figures, and a summary line per target (``bench/fleet.py`` prints them
     too)."""
     figures: dict[str, float] = {}
-    with world(verbose) as w:
+    with intent_world.world(verbose) as w:
         idle: list[float] = []
         busy: list[float] = []
         for _ in range(PICKUP_ROUNDS_QUICK if quick else PICKUP_ROUNDS):
