@@ -60,16 +60,24 @@ def ready_world(
 
 
 def local_worker(
-    db: Database, root: Path, *, interval_s: float = 60.0, policy: values.QueuePolicy = POLICY
+    db: Database,
+    root: Path,
+    *,
+    interval_s: float = 60.0,
+    policy: values.QueuePolicy = POLICY,
+    unready_recheck_ms: int = 500,
 ) -> Worker:
     """A worker in this process on a ``local`` driver under ``root`` (observing every
-    ``interval_s``); ``kill_gateways(root)`` ends what it started."""
+    ``interval_s``, rechecking an unready runtime after ``unready_recheck_ms``);
+    ``kill_gateways(root)`` ends what it started."""
     return Worker(
         database=db,
         policy=policy,
         driver=LocalComputeDriver(root, maintenance_interval_s=interval_s),
         shutdown=threading.Event(),
-        settings=Settings(database_url="postgresql://unused"),
+        settings=Settings(
+            database_url="postgresql://unused", unready_recheck_ms=unready_recheck_ms
+        ),
     )
 
 

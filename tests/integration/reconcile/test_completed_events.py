@@ -6,7 +6,6 @@ and stop work carries no deployment timing."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from occ.controller import agent_lifecycle
-from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile.environment import Worker
-from occ.settings.config import Settings
 from occ.state import models, values
 from occ.state.db import Database
 from tests.integration.reconcile import support
@@ -29,13 +26,7 @@ TIMING = ("durationMs", "deployPasses", "prepareMs", "readinessWaitMs", "activat
 @pytest.fixture
 def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
     root = tmp_path / "local"
-    yield Worker(
-        database=db,
-        policy=POLICY,
-        driver=LocalComputeDriver(root, maintenance_interval_s=3600.0),
-        shutdown=threading.Event(),
-        settings=Settings(database_url="postgresql://unused", unready_recheck_ms=50),
-    )
+    yield support.local_worker(db, root, interval_s=3600.0, policy=POLICY, unready_recheck_ms=50)
     support.kill_gateways(root)
 
 

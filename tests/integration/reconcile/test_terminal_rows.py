@@ -5,12 +5,9 @@ never rewrites it, nor any other terminal row."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import os
 import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,18 +33,10 @@ WARNINGS = [{"code": "PLUGIN_UNAVAILABLE", "detail": "memory"}]
 @pytest.fixture
 def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
     root = tmp_path / "local"
-    yield Worker(
-        database=db,
-        policy=POLICY,
-        driver=LocalComputeDriver(root, maintenance_interval_s=INTERVAL_S),
-        shutdown=threading.Event(),
-        settings=Settings(database_url="postgresql://unused", unready_recheck_ms=50),
+    yield support.local_worker(
+        db, root, interval_s=INTERVAL_S, policy=POLICY, unready_recheck_ms=50
     )
-    for runtime in root.glob("agents/*/revisions/*/runtime.json"):
-        pid = json.loads(runtime.read_text(encoding="utf-8")).get("pid")
-        if isinstance(pid, int):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    support.kill_gateways(root)
 
 
 def _run_until_done(db: Database, worker: Worker, work_id: str) -> str:
