@@ -264,12 +264,16 @@ def _second_configuration(client: FlaskClient, admin: Caller, world: World) -> s
     return str(json_of(created)["data"]["id"])
 
 
+def _to_update(client: FlaskClient, admin: Caller, world: World) -> tuple[dict[str, Any], str, str]:
+    """An Agent to update, a second Configuration to move it to, and the Agent's path."""
+    agent = _created(client, admin, world)
+    return agent, _second_configuration(client, admin, world), f"{world.agents}/{agent['id']}"
+
+
 def test_an_update_grants_a_new_configuration_as_creation_does(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = _created(client, admin, world)
-    second = _second_configuration(client, admin, world)
-    path = f"{world.agents}/{agent['id']}"
+    agent, second, path = _to_update(client, admin, world)
 
     renamed = client.patch(path, json={"name": "renamed"}, headers=admin.headers)
     assert renamed.status_code == 200, renamed.json
@@ -291,9 +295,7 @@ def test_an_update_grants_a_new_configuration_as_creation_does(
 def test_an_update_declining_the_grant_or_by_a_tenant_binds_nothing_and_denies_nothing(
     client: FlaskClient, admin: Caller, db: Database, world: World
 ) -> None:
-    agent = _created(client, admin, world)
-    second = _second_configuration(client, admin, world)
-    path = f"{world.agents}/{agent['id']}"
+    agent, second, path = _to_update(client, admin, world)
     held = _bindings_of(db, agent)
     tenant = _caller(
         db, admin, ["agent:update", "agent:read", "namespace:read"], world.namespace_id
