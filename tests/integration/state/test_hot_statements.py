@@ -61,19 +61,27 @@ def test_a_constraint_violation_is_sqlalchemys_integrity_error_with_its_paramete
     assert "parameters" not in str(raised.value)
 
 
+def _insert_after_losing_the_backend(
+    owner_db: Database, pid: int, connection: hot_statements.Target
+) -> None:
+    """Terminate the backend ``pid`` (as the owner), then insert a probe row on ``connection``,
+    which must find its connection invalidated."""
+    with owner_db.transaction() as admin:
+        admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+    try:
+        hot_statements.first(connection, HOT["insert"], {"id": "a", "n": 1})
+    except sa_exc.OperationalError as exc:
+        assert exc.connection_invalidated
+        raise
+
+
 def test_a_lost_connection_is_invalidated_and_reported_as_unavailable(
     db: Database, owner_db: Database
 ) -> None:
     with pytest.raises(errors.DependencyUnavailable), db.transaction() as session:
         session.execute(_SQL["create"])
         pid = session.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
-        with owner_db.transaction() as admin:
-            admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
-        try:
-            hot_statements.first(session, HOT["insert"], {"id": "a", "n": 1})
-        except sa_exc.OperationalError as exc:
-            assert exc.connection_invalidated
-            raise
+        _insert_after_losing_the_backend(owner_db, pid, session)
     # the pool never hands the dead connection out again
     db.ping()
 
@@ -112,13 +120,7 @@ def test_a_lost_autocommit_connection_is_invalidated_and_reported_as_unavailable
 ) -> None:
     with pytest.raises(errors.DependencyUnavailable), db.autocommit_connection() as connection:
         pid = databases.psycopg_of(connection).info.backend_pid
-        with owner_db.transaction() as admin:
-            admin.execute(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
-        try:
-            hot_statements.first(connection, HOT["insert"], {"id": "a", "n": 1})
-        except sa_exc.OperationalError as exc:
-            assert exc.connection_invalidated
-            raise
+        _insert_after_losing_the_backend(owner_db, pid, connection)
     assert not connection.connection.is_valid
     db.ping()
 
