@@ -9,6 +9,7 @@ import pytest
 
 from occ.foundation import errors
 from occ.settings.config import Settings
+from tests.unit.settings.support import production
 
 SECRET = "a" * 32
 OIDC = {
@@ -147,13 +148,7 @@ def test_session_timeouts_must_be_positive() -> None:
     assert [e.pointer for e in refused.errors] == ["/auth_session_idle_ms"]
 
 
-PRODUCTION = {
-    "OCC_ENV": "production",
-    "OCC_API_KEY_PEPPER": "p" * 40,
-    "OCC_SECRET_KEY": "k" * 40,
-    "OCC_COMPUTE_DRIVER": "kubernetes",
-    "OCC_KUBERNETES_GATEWAY_IMAGE": "registry.example/gateway:1",
-}
+PRODUCTION = production()
 NATIVE = {"OCC_AUTH_NATIVE_ADMIN": "on"}
 
 

@@ -7,16 +7,9 @@ import pytest
 
 from occ.settings.config import Settings
 from occ.web import cookies
+from tests.unit.settings.support import production
 
-PRODUCTION = {
-    "OCC_ENV": "production",
-    "OCC_API_KEY_PEPPER": "p" * 40,
-    "OCC_SECRET_KEY": "k" * 40,
-    "OCC_COMPUTE_DRIVER": "kubernetes",
-    "OCC_KUBERNETES_GATEWAY_IMAGE": "registry.example/gateway:1",
-    "OCC_AUTH_SECRET": "s" * 40,
-    "OCC_AUTH_BASE_URL": "https://occ.example.com",
-}
+PRODUCTION = production(OCC_AUTH_SECRET="s" * 40, OCC_AUTH_BASE_URL="https://occ.example.com")
 
 
 def set_cookie(settings: Settings) -> str:
