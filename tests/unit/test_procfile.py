@@ -389,19 +389,6 @@ def test_dockerfile_installs_the_source_tree_and_runs_unprivileged() -> None:
 # -- the thin wrappers --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def exec_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    calls: list[list[str]] = []
-
-    def fake_execv(path: str, argv: list[str]) -> None:
-        calls.append(list(argv))
-        raise SystemExit(0)
-
-    monkeypatch.setattr(os, "execv", fake_execv)
-    monkeypatch.setenv("OCC_ENV", "development")
-    return calls
-
-
 def _run(arguments: list[str], calls: list[list[str]]) -> list[str]:
     result = CliRunner().invoke(cli.cli, arguments)
     assert result.exit_code == 0, result.output

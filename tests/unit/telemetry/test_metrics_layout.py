@@ -12,7 +12,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -134,15 +133,7 @@ def test_occ_dev_empties_the_metrics_of_a_previous_run(tmp_path: Path) -> None:
     assert layout.metrics.is_dir() and list(layout.metrics.iterdir()) == []
 
 
-def test_occ_api_loads_the_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[list[str]] = []
-
-    def fake_execv(path: str, argv: list[str]) -> None:
-        calls.append(list(argv))
-        raise SystemExit(0)
-
-    monkeypatch.setattr(os, "execv", fake_execv)
-    monkeypatch.setenv("OCC_ENV", "development")
+def test_occ_api_loads_the_hooks(exec_calls: list[list[str]]) -> None:
     result = CliRunner().invoke(cli.cli, ["api"])
     assert result.exit_code == 0, result.output
-    assert _config(calls[-1]) == gunicorn_hooks.CONFIG_OPTION
+    assert _config(exec_calls[-1]) == gunicorn_hooks.CONFIG_OPTION
