@@ -15,6 +15,7 @@ from typing import Any
 
 from occ.controller import (
     accounts,
+    agent_lifecycle,
     agents,
     configurations,
     deployment_status,
@@ -241,6 +242,15 @@ def use_managed_account(db: Database, world: World, backend: AccountBackend) -> 
         ),
     )
     return account.id
+
+
+def stop(db: Database, world: World) -> None:
+    """Ask for the World's Agent to be stopped (as its administrator)."""
+    agent_lifecycle.stop_agent(
+        db,
+        world.admin,
+        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
+    )
 
 
 def deployment(db: Database, world: World, revision_id: str) -> deployment_status.DeploymentView:

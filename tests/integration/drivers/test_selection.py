@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from occ.controller import agent_lifecycle, deployments, installation
+from occ.controller import deployments, installation
 from occ.drivers import selection
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.iam import identities
@@ -76,11 +76,7 @@ def test_selected_owners_take_part_in_a_deploy_and_a_stop(
     assert record["revokedAt"] is None
     assert "sk-never-an-owners" not in "".join(p.read_text() for p in ledger.rglob("*.json"))
 
-    agent_lifecycle.stop_agent(
-        db,
-        world.admin,
-        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
-    )
+    worlds.stop(db, world)
     processes.nudge(env)
     wait_for(
         lambda: owner.records(world.namespace_id)[0]["revokedAt"] is not None,

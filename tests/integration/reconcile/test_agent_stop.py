@@ -8,7 +8,6 @@ import threading
 
 import sqlalchemy as sa
 
-from occ.controller import agent_lifecycle
 from occ.drivers.compute import base
 from occ.reconcile import executor
 from occ.reconcile.environment import Worker
@@ -41,11 +40,7 @@ def _stopping_two(db: Database) -> tuple[worlds.World, list[str], fake_driver.Fa
             .where(models.Agent.id == world.agent_id)
             .values(active_revision_id=second)
         )
-    agent_lifecycle.stop_agent(
-        db,
-        world.admin,
-        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
-    )
+    worlds.stop(db, world)
     return world, [second, first], fake_driver.FakeComputeDriver(name="local")
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from occ.controller import agent_lifecycle
 from occ.reconcile.environment import Worker
 from occ.state import models, values
 from occ.state.db import Database
@@ -66,11 +65,7 @@ def test_stop_work_carries_no_deployment_timing(
         f"agent_revision:{worlds.deploy(db, world)}:reconcile",
         ended=("succeeded", "failed_permanent"),
     )
-    agent_lifecycle.stop_agent(
-        db,
-        world.admin,
-        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
-    )
+    worlds.stop(db, world)
     with db.transaction() as session:
         [work_id] = session.execute(
             sa.select(models.ControllerWork.id).where(models.ControllerWork.kind == "agent_stopped")

@@ -247,11 +247,7 @@ def test_stop_then_deploy_again_then_delete_removes_everything(
     driver = LocalComputeDriver(local_root)
     first_pid = driver.revision_process(world.agent_id, first)
 
-    agent_lifecycle.stop_agent(
-        db,
-        world.admin,
-        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
-    )
+    worlds.stop(db, world)
     processes.nudge(env)
     wait_for(
         lambda: worlds.agent(db, world).active_revision_id is None,

@@ -16,7 +16,7 @@ from occ.state import models
 from occ.state.db import Database
 from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import owned_objects, sweep
-from tests.support import processes
+from tests.support import processes, worlds
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.usefixtures("control")
@@ -85,9 +85,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
     )
     assert world.deployment(db, w, first).state == "superseded"
 
-    agent_lifecycle.stop_agent(
-        db, w.admin, agent_lifecycle.StopAgent(namespace_id=w.namespace_id, agent_id=w.agent_id)
-    )
+    worlds.stop(db, w)
     world.send_nudge(docker_env)
     wait_for(lambda: world.agent(db, w).active_revision_id is None, timeout=60, message="stopped")
     [stopped] = world.gateways(client, revision_id=second)

@@ -149,11 +149,7 @@ def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     assert cluster.get("secrets", namespace, naming.credential_secret(first)) is None
     assert cluster.get("configmaps", namespace, naming.configuration_map(second)) is not None
 
-    agent_lifecycle.stop_agent(
-        db,
-        admin,
-        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
-    )
+    worlds.stop(db, world)
     processes.nudge(env)
 
     def stopped() -> bool:

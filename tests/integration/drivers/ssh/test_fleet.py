@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from occ.controller import agent_lifecycle, installation, namespaces
+from occ.controller import installation, namespaces
 from occ.drivers.compute.ssh import hostside
 from occ.state.db import Database
 from tests.support import processes, ssh_server, worker_worlds, worlds
@@ -77,11 +77,7 @@ def test_a_deploy_and_a_stop_through_the_fleet(
     unit = root / "units" / hostside.unit_name(world.agent_id)
     assert unit.read_text().splitlines()[0] == f"{hostside.REVISION_LINE}{revision_id}"
 
-    agent_lifecycle.stop_agent(
-        db,
-        world.admin,
-        agent_lifecycle.StopAgent(namespace_id=world.namespace_id, agent_id=world.agent_id),
-    )
+    worlds.stop(db, world)
     processes.nudge(env)
     pid_file = root / "run" / f"{hostside.unit_name(world.agent_id)[: -len('.service')]}.pid"
     wait_for(lambda: not pid_file.exists(), timeout=30, message="the stop to stop the unit")
