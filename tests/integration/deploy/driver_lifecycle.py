@@ -12,7 +12,7 @@ import threading
 import uuid
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.settings.config import Settings
 from tests.integration.drivers.kubernetes import helpers
 from tests.support.kube_api import FakeKubeAPI
@@ -48,15 +48,7 @@ def run(kube_api: FakeKubeAPI, settings: Settings) -> None:
 
     name = driver.kubernetes_namespace(specs.namespace.id)
     assert name is not None
-    dedicated_agent = f"agt_{uuid.uuid4()}"
-    one = specs.revision(mode="dedicated", agent_id=dedicated_agent)
-    helpers.deploy(driver, kube_api, operation, one)
-    two = specs.revision(mode="dedicated", agent_id=dedicated_agent)
-    assert isinstance(driver.prepare_revision(operation, two), base.Pending)
-    driver.stop_revision(operation, one)
-    kube_api.mark_rollout(name, naming.dedicated_deployment(one.revision_id))
-    helpers.deploy(driver, kube_api, operation, two)
-    driver.retire_revision(operation, one)
+    dedicated_agent = helpers.dedicated_handover(driver, kube_api, operation, specs, name)
 
     driver.delete_agent_credentials(operation, specs.namespace.id, specs.agent_id)
     driver.delete_agent_credentials(operation, specs.namespace.id, dedicated_agent)

@@ -133,6 +133,28 @@ def deploy(
     return activation
 
 
+def dedicated_handover(
+    driver: KubernetesComputeDriver,
+    kube_api: FakeKubeAPI,
+    operation: base.Operation,
+    specs: Specs,
+    namespace: str,
+) -> str:
+    """A new dedicated Agent in Kubernetes namespace ``namespace``: its first revision
+    deployed, then its second, which waits (pending) until the first is stopped and its Pods
+    are gone, then takes over, and the first is retired. The dedicated Agent's id."""
+    agent_id = f"agt_{uuid.uuid4()}"
+    one = specs.revision(mode="dedicated", agent_id=agent_id)
+    deploy(driver, kube_api, operation, one)
+    two = specs.revision(mode="dedicated", agent_id=agent_id)
+    assert isinstance(driver.prepare_revision(operation, two), base.Pending)
+    driver.stop_revision(operation, one)
+    kube_api.mark_rollout(namespace, naming.dedicated_deployment(one.revision_id))
+    deploy(driver, kube_api, operation, two)
+    driver.retire_revision(operation, one)
+    return agent_id
+
+
 def deployed(
     driver: KubernetesComputeDriver,
     kube_api: FakeKubeAPI,
