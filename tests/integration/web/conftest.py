@@ -3,6 +3,7 @@ a ready Namespace."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,12 +42,21 @@ def settings(database_urls: databases.DatabaseUrls) -> Settings:
     )
 
 
-@pytest.fixture
-def app(db: Database, settings: Settings) -> Iterator[flask.Flask]:
+@contextlib.contextmanager
+def testing_app(settings: Settings) -> Iterator[flask.Flask]:
+    """The API of ``settings`` in testing mode; its database engine is disposed of at the end."""
     application = create_app(settings)
     application.testing = True
-    yield application
-    application.extensions["occ"].runtime.database.dispose()
+    try:
+        yield application
+    finally:
+        application.extensions["occ"].runtime.database.dispose()
+
+
+@pytest.fixture
+def app(db: Database, settings: Settings) -> Iterator[flask.Flask]:
+    with testing_app(settings) as application:
+        yield application
 
 
 @pytest.fixture
@@ -107,18 +117,15 @@ def provider() -> Iterator[oidc_provider.Provider]:
 def signin_app(
     db: Database, settings: Settings, provider: oidc_provider.Provider
 ) -> Iterator[flask.Flask]:
-    application = create_app(
-        settings.replace(
-            auth_secret=signing.AUTH_SECRET,
-            auth_base_url=signing.BASE_URL,
-            auth_oidc_discovery_url=provider.discovery_url,
-            auth_oidc_client_id=oidc_provider.CLIENT_ID,
-            auth_oidc_client_secret=oidc_provider.CLIENT_SECRET,
-        )
+    signing_in = settings.replace(
+        auth_secret=signing.AUTH_SECRET,
+        auth_base_url=signing.BASE_URL,
+        auth_oidc_discovery_url=provider.discovery_url,
+        auth_oidc_client_id=oidc_provider.CLIENT_ID,
+        auth_oidc_client_secret=oidc_provider.CLIENT_SECRET,
     )
-    application.testing = True
-    yield application
-    application.extensions["occ"].runtime.database.dispose()
+    with testing_app(signing_in) as application:
+        yield application
 
 
 @pytest.fixture

@@ -17,8 +17,7 @@ from occ.foundation import ids
 from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
-from occ.web.app import create_app
-from tests.integration.web.conftest import Caller
+from tests.integration.web.conftest import Caller, testing_app
 from tests.integration.web.support import caller, problem
 from tests.support import audits, grants
 from tests.support.responses import json_of
@@ -35,12 +34,9 @@ def backend_root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def app(db: Database, settings: Settings, backend_root: Path) -> Iterator[flask.Flask]:
-    application = create_app(
-        settings.replace(account_backend="standin", account_backend_root=str(backend_root))
-    )
-    application.testing = True
-    yield application
-    application.extensions["occ"].runtime.database.dispose()
+    selected = settings.replace(account_backend="standin", account_backend_root=str(backend_root))
+    with testing_app(selected) as application:
+        yield application
 
 
 def issue(client: FlaskClient, who: Caller, namespace_id: str, name: str = "codex") -> Any:
@@ -138,8 +134,7 @@ def test_an_unknown_account_is_not_found(client: FlaskClient, admin: Caller, ns:
 def test_without_a_backend_issuing_conflicts(
     db: Database, settings: Settings, admin: Caller
 ) -> None:
-    application = create_app(settings)
-    try:
+    with testing_app(settings) as application:
         client = application.test_client()
         created = client.post("/v1/namespaces", json={"name": "plain"}, headers=admin.headers)
         namespace_id = json_of(created)["data"]["id"]
@@ -148,8 +143,6 @@ def test_without_a_backend_issuing_conflicts(
         )
         # the Namespace is still provisioning: readiness is checked before the Backend
         problem(answer, 409, "NAMESPACE_NOT_READY")
-    finally:
-        application.extensions["occ"].runtime.database.dispose()
 
 
 def test_a_withdrawal_is_recorded_only_once_the_backend_withdrew(

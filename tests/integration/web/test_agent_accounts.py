@@ -17,8 +17,7 @@ from occ.foundation import ids
 from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
-from occ.web.app import create_app
-from tests.integration.web.conftest import Caller
+from tests.integration.web.conftest import Caller, testing_app
 from tests.integration.web.support import caller, problem
 from tests.integration.web.test_agents import World, body, empower, make_world
 from tests.support import grants
@@ -35,10 +34,8 @@ def app(db: Database, settings: Settings, tmp_path: Path) -> Iterator[flask.Flas
     selected = settings.replace(
         account_backend="standin", account_backend_root=str(tmp_path / "accounts")
     )
-    application = create_app(selected)
-    application.testing = True
-    yield application
-    application.extensions["occ"].runtime.database.dispose()
+    with testing_app(selected) as application:
+        yield application
 
 
 @pytest.fixture

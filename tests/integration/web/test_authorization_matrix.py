@@ -23,8 +23,7 @@ from occ.state import api_keys, iam_policy, models
 from occ.state import roles as role_rows
 from occ.state.db import Database
 from occ.web import access
-from occ.web.app import create_app
-from tests.integration.web.conftest import PEPPER, Caller
+from tests.integration.web.conftest import PEPPER, Caller, testing_app
 from tests.support.responses import json_of
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
@@ -77,10 +76,8 @@ def _routes(app: flask.Flask) -> list[tuple[str, str, str]]:
 def app(db: Database, settings: Settings, tmp_path: Path) -> Iterator[flask.Flask]:
     """The API with the stand-in account Backend, so that account routes have an account."""
     selected = settings.replace(account_backend="standin", account_backend_root=str(tmp_path))
-    application = create_app(selected)
-    application.testing = True
-    yield application
-    application.extensions["occ"].runtime.database.dispose()
+    with testing_app(selected) as application:
+        yield application
 
 
 @pytest.fixture

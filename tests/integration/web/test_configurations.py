@@ -15,9 +15,8 @@ from occ.foundation import ids
 from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
-from occ.web.app import create_app
 from tests.integration.web import support
-from tests.integration.web.conftest import Caller, namespace
+from tests.integration.web.conftest import Caller, namespace, testing_app
 from tests.integration.web.support import caller, problem
 from tests.support import rows
 from tests.support.responses import json_of
@@ -240,10 +239,8 @@ def filesystem_client(
     """The API with the filesystem Configuration Driver under a fresh root."""
     root = tmp_path / "configurations"
     chosen = {"configuration_driver": "filesystem", "development_configuration_root": str(root)}
-    app = create_app(settings.replace(**chosen))
-    app.testing = True
-    yield app.test_client(), root
-    app.extensions["occ"].runtime.database.dispose()
+    with testing_app(settings.replace(**chosen)) as app:
+        yield app.test_client(), root
 
 
 def test_the_filesystem_driver_keeps_each_generation_in_a_file_the_api_writes(

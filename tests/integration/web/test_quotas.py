@@ -7,17 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import flask
 import pytest
 from flask.testing import FlaskClient
 
 from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
-from occ.web.app import create_app
 from tests.integration.controller.support import count
 from tests.integration.web import support
-from tests.integration.web.conftest import Caller
+from tests.integration.web.conftest import Caller, testing_app
 from tests.integration.web.test_agents import World, body, deployable, make_world
 from tests.support.responses import json_of
 
@@ -26,14 +24,11 @@ from tests.support.responses import json_of
 def client(db: Database, settings: Settings) -> Iterator[FlaskClient]:
     """An API whose defaults are small: 2 Agents, 3 revisions each, 2 Secrets, 3
     Configurations a Namespace."""
-    app: flask.Flask = create_app(
-        settings.replace(
-            quota_agents=2, quota_revisions_per_agent=3, quota_secrets=2, quota_configurations=3
-        )
+    small = settings.replace(
+        quota_agents=2, quota_revisions_per_agent=3, quota_secrets=2, quota_configurations=3
     )
-    app.testing = True
-    yield app.test_client()
-    app.extensions["occ"].runtime.database.dispose()
+    with testing_app(small) as app:
+        yield app.test_client()
 
 
 @pytest.fixture
