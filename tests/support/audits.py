@@ -1,10 +1,13 @@
-"""Counting audit events, for the tests that assert how often something happened; the
-headline of one event; the authorization denials a work item audited.
+"""Counting audit events, for the tests that assert how often something happened (or how
+many passes ended with a code); the headline of one event; the authorization denials a work
+item audited.
 
 Reads only (as occ_app, in a transaction of its own); which events count is the caller's.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import sqlalchemy as sa
 
@@ -25,6 +28,22 @@ def count(db: Database, *conditions: sa.ColumnElement[bool]) -> int:
 def reconcile_passes(db: Database, work_id: str) -> int:
     """How many passes the work item has had (each audits one ``reconcile`` event)."""
     return count(db, models.AuditEvent.work_id == work_id, models.AuditEvent.action == "reconcile")
+
+
+def passes_ending(db: Database, work_ids: Iterable[str], code: str) -> dict[str, int]:
+    """How many ``reconcile`` passes of each of ``work_ids`` ended with ``code`` (items with
+    none are left out)."""
+    with db.transaction() as session:
+        rows = session.execute(
+            sa.select(models.AuditEvent.work_id, sa.func.count())
+            .where(
+                models.AuditEvent.work_id.in_(list(work_ids)),
+                models.AuditEvent.action == "reconcile",
+                models.AuditEvent.details["reasonCode"].astext == code,
+            )
+            .group_by(models.AuditEvent.work_id)
+        ).all()
+    return {str(work_id): int(count) for work_id, count in rows}
 
 
 def headline(event: audit.AuditEvent) -> tuple[str, str, str, str]:

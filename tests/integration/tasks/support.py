@@ -1,5 +1,5 @@
 """Namespaces admitted through the use case for the worker tests, whose real workers then
-reconcile them."""
+reconcile them, and the ids of their work items."""
 
 from __future__ import annotations
 
@@ -17,3 +17,8 @@ def admit_namespaces(db: Database, admin: str, count: int, *, prefix: str = "ns"
         ).id
         for _ in range(count)
     ]
+
+
+def ready_work_ids(namespace_ids: list[str]) -> list[str]:
+    """The ids of the work items that make the Namespaces ready, in order."""
+    return [f"namespace:{n}:reconcile:ready" for n in namespace_ids]

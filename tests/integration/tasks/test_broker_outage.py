@@ -26,7 +26,7 @@ from occ.state import models
 from occ.state.db import Database
 from occ.tasks import broker_guard
 from tests.integration.tasks import support
-from tests.support import processes, servers
+from tests.support import audits, processes, servers
 from tests.support.processes import wait_for
 
 LEASE_MS = 2_000
@@ -117,21 +117,6 @@ def _not_ready(db: Database, namespace_ids: list[str]) -> list[str]:
     )
 
 
-def _completions(db: Database, namespace_ids: list[str]) -> dict[str, int]:
-    work_ids = [f"namespace:{n}:reconcile:ready" for n in namespace_ids]
-    with db.transaction() as session:
-        rows = session.execute(
-            sa.select(models.AuditEvent.work_id, sa.func.count())
-            .where(
-                models.AuditEvent.work_id.in_(work_ids),
-                models.AuditEvent.action == "reconcile",
-                models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
-            )
-            .group_by(models.AuditEvent.work_id)
-        ).all()
-    return {str(work_id): int(count) for work_id, count in rows}
-
-
 def _effects(local_root: Path) -> list[dict[str, object]]:
     return LocalComputeDriver(local_root).effects()
 
@@ -198,7 +183,7 @@ def test_ten_broker_restarts_in_a_row_no_worker_exits_and_everything_completes(
         recoveries.append(time.monotonic() - back)
         exited = [p.name for p in fleet_processes if p.popen.poll() is not None]
         assert not exited, f"repetition {repetition}: {exited} exited"
-    completions = _completions(db, admitted)
+    completions = audits.passes_ending(db, support.ready_work_ids(admitted), "NAMESPACE_READY")
     assert completions == {f"namespace:{n}:reconcile:ready": 1 for n in admitted}
     for process in fleet_processes:
         assert "Unrecoverable error" not in process.text(), process.name

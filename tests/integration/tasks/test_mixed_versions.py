@@ -14,28 +14,10 @@ from occ.state import models
 from occ.state.db import Database
 from occ.tasks import names
 from tests.integration.tasks import support
-from tests.support import older_release, processes
+from tests.support import audits, older_release, processes
 from tests.support.processes import wait_for
 
 CODE = "WORK_VERSION_UNSUPPORTED"
-
-
-def _work_ids(namespace_ids: list[str]) -> list[str]:
-    return [f"namespace:{n}:reconcile:ready" for n in namespace_ids]
-
-
-def _evidence(db: Database, work_ids: list[str], code: str) -> dict[str, int]:
-    with db.transaction() as session:
-        rows = session.execute(
-            sa.select(models.AuditEvent.work_id, sa.func.count())
-            .where(
-                models.AuditEvent.work_id.in_(work_ids),
-                models.AuditEvent.action == "reconcile",
-                models.AuditEvent.details["reasonCode"].astext == code,
-            )
-            .group_by(models.AuditEvent.work_id)
-        ).all()
-    return {str(work_id): int(count) for work_id, count in rows}
 
 
 def _states(db: Database, work_ids: list[str]) -> dict[str, tuple[str, int]]:
@@ -58,11 +40,11 @@ def test_old_driver_workers_defer_newer_payloads_until_a_new_worker_runs_them(
     fleet.control_worker()  # the new release claims and dispatches
     old = fleet.worker("old-drivers", extra_env=older_release.environment())
     fleet.beat()
-    work_ids = _work_ids(support.admit_namespaces(db, admin, 3, prefix="mixed"))
+    work_ids = support.ready_work_ids(support.admit_namespaces(db, admin, 3, prefix="mixed"))
     processes.nudge(env)
 
     wait_for(
-        lambda: set(_evidence(db, work_ids, CODE)) == set(work_ids),
+        lambda: set(audits.passes_ending(db, work_ids, CODE)) == set(work_ids),
         timeout=60,
         message="the old worker to defer every item",
     )
@@ -74,7 +56,7 @@ def test_old_driver_workers_defer_newer_payloads_until_a_new_worker_runs_them(
 
     new = fleet.worker("new-drivers")
     wait_for(
-        lambda: _evidence(db, work_ids, "NAMESPACE_READY") == dict.fromkeys(work_ids, 1),
+        lambda: audits.passes_ending(db, work_ids, "NAMESPACE_READY") == dict.fromkeys(work_ids, 1),
         timeout=90,
         message="the new worker to complete every item once",
     )
