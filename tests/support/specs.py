@@ -26,6 +26,11 @@ def revision(**fields: Any) -> base.RevisionSpec:
     return base.RevisionSpec(**{**defaults, **fields})
 
 
+def credential(value: str | None) -> base.Credential | None:
+    """A revision's credential of ``value`` under the tests' fingerprint key (none without)."""
+    return None if value is None else base.Credential(value, "test-fingerprint-key")
+
+
 def log_target(spec: base.RevisionSpec) -> runtime_logs.LogTarget:
     """Where a log reader finds the output of the revision ``spec`` started."""
     return runtime_logs.LogTarget(

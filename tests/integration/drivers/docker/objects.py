@@ -13,6 +13,7 @@ import pytest
 from occ.drivers.compute import base
 from occ.drivers.compute.docker import DockerComputeDriver, engine, naming, workload
 from scripts import docker_engine
+from tests.support import specs
 
 IMAGE = "occ-standin-gateway:dev"
 LIMITS = workload.Limits(memory_bytes=128 * 1024 * 1024, nano_cpus=500_000_000, pids=64)
@@ -47,20 +48,15 @@ def revision(
     document: dict[str, Any] | None = None,
     credential: str | None = "sk-docker-test-credential",
 ) -> base.RevisionSpec:
-    return base.RevisionSpec(
+    return specs.revision(
         namespace_id=namespace_id,
         agent_id=agent_id,
         revision_id=f"rev_{uuid.uuid4().hex[:12]}",
         revision_number=number,
         configuration_generation=number,
         configuration_document=document or {"model": "stand-in", "n": number},
-        harness_id="openclaw",
-        harness_version="1.0.0",
-        harness_mode="embedded",
         service_principal_id="prn_test",
-        credential=None
-        if credential is None
-        else base.Credential(credential, "test-fingerprint-key"),
+        credential=specs.credential(credential),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.foundation import ids
+from tests.support import specs
 from tests.support.processes import wait_for
 
 READY_TIMEOUT = 20.0
@@ -82,7 +83,7 @@ def revision(
     document: dict[str, Any] | None = None,
     credential: str | None = None,
 ) -> base.RevisionSpec:
-    return base.RevisionSpec(
+    return specs.revision(
         namespace_id="ns_test",
         agent_id=agent_id,
         revision_id=ids.new("agent_revision"),
@@ -90,12 +91,8 @@ def revision(
         configuration_generation=generation,
         configuration_document=document or {"model": "m", "revision": number},
         harness_id=harness,
-        harness_version="1.0.0",
-        harness_mode="embedded",
         service_principal_id="prn_test",
-        credential=None
-        if credential is None
-        else base.Credential(credential, "test-fingerprint-key"),
+        credential=specs.credential(credential),
     )
 
 
