@@ -15,6 +15,7 @@ from occ.drivers.compute import base, runtime_logs
 from occ.drivers.compute.docker import DockerComputeDriver, engine
 from occ.drivers.compute.docker import logs as docker_logs
 from tests.integration.drivers.docker.objects import revision
+from tests.support import log_follows
 from tests.support.processes import wait_for
 from tests.support.specs import log_target
 
@@ -87,13 +88,7 @@ def test_a_quiet_follow_ends_at_its_deadline_or_when_closed(
     query = runtime_logs.LogQuery(tail=0, follow=True, follow_s=1.5)
     assert list(reader.read_logs(log_target(running), query)) == []
     assert 1.0 <= time.monotonic() - started < 8.0
-    lines = reader.read_logs(
-        log_target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=60.0)
-    )
-    started = time.monotonic()
-    threading.Timer(0.3, lines.close).start()
-    assert list(lines) == []
-    assert time.monotonic() - started < 8.0
+    log_follows.assert_closed_early(log_follows.follow(reader, running, 60.0), within_s=8.0)
 
 
 def test_a_revision_without_a_container_is_unavailable(

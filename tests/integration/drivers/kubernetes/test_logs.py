@@ -16,6 +16,7 @@ from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
 from occ.drivers.compute.kubernetes import logs as kubernetes_logs
 from occ.settings.config import Settings
 from tests.integration.drivers.kubernetes import helpers
+from tests.support import log_follows
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.specs import log_target
 
@@ -87,13 +88,7 @@ def test_close_ends_a_follow_early(
     reader: kubernetes_logs.KubernetesLogs, deployed: tuple[str, str, base.RevisionSpec]
 ) -> None:
     _, _, revision = deployed
-    lines = reader.read_logs(
-        log_target(revision), runtime_logs.LogQuery(tail=0, follow=True, follow_s=30.0)
-    )
-    started = time.monotonic()
-    threading.Timer(0.3, lines.close).start()
-    assert list(lines) == []
-    assert time.monotonic() - started < 5.0
+    log_follows.assert_closed_early(log_follows.follow(reader, revision, 30.0), within_s=5.0)
 
 
 def test_a_revision_without_a_pod_is_unavailable(

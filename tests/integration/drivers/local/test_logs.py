@@ -16,6 +16,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.drivers.compute.local import logs as local_logs
 from occ.foundation import ids
 from tests.integration.drivers.local import support
+from tests.support import log_follows
 from tests.support.processes import wait_for
 from tests.support.specs import log_target
 
@@ -94,16 +95,11 @@ def test_close_ends_a_follow_early_and_a_rotated_file_is_read_anew(
 ) -> None:
     reader = local_logs.LocalLogs(root)
     log = support.revision_dir(root, running) / "gateway.log"
-    lines = reader.read_logs(
-        log_target(running), runtime_logs.LogQuery(tail=0, follow=True, follow_s=30.0)
-    )
+    lines = log_follows.follow(reader, running, 30.0)
     log.rename(log.with_name("gateway.log.1"))
     log.write_text("after rotation\n", encoding="utf-8")
     assert next(iter(lines)) == "after rotation"
-    started = time.monotonic()
-    threading.Timer(0.3, lines.close).start()
-    assert list(lines) == []
-    assert time.monotonic() - started < 5.0
+    log_follows.assert_closed_early(lines, within_s=5.0)
 
 
 def test_tail_reads_on_into_the_rotated_files(root: Path, running: base.RevisionSpec) -> None:
