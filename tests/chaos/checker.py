@@ -14,12 +14,22 @@
   through a fault;
 * one activation audit per activated revision;
 * no gateway process left for an Agent that was deleted.
+
+The journal's times are compared with each other, with the database's audit times and with the
+harness's kill, stop and fault times, so they must all read one clock. A driver worker's wall
+clock may be shifted (a chaos variant sets one a minute off), so its ``startedAt``/``endedAt``
+are not used as times: every effect is placed by its ``startedMonotonic``/``endedMonotonic``
+readings, taken on the machine's one monotonic clock (libfaketime leaves it alone), and moved
+onto the harness's true wall clock by ``JournalClock``. The difference between an entry's own
+wall time and that placement is the writer's clock offset, counted in ``Report.clock_offsets``
+(a variant's test asserts its shifted worker journalled effects with the offset it was given).
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +39,35 @@ import sqlalchemy as sa
 from occ.foundation import codes
 from occ.state.db import Database
 from tests.chaos import world as chaos_world
+
+
+@dataclass(frozen=True)
+class JournalClock:
+    """Places journal entries on the harness's wall clock by their monotonic readings."""
+
+    wall_minus_monotonic: float
+    """The harness's wall clock minus the machine's monotonic clock, read together."""
+
+    @classmethod
+    def now(cls) -> JournalClock:
+        """Read in this (unshifted) process: both clocks are the machine's true ones."""
+        return cls(time.time() - time.monotonic())
+
+    def started(self, entry: Mapping[str, Any]) -> float:
+        return float(entry["startedMonotonic"]) + self.wall_minus_monotonic
+
+    def ended(self, entry: Mapping[str, Any]) -> float:
+        return float(entry["endedMonotonic"]) + self.wall_minus_monotonic
+
+    def offsets(self, entries: Iterable[Mapping[str, Any]]) -> dict[int, int]:
+        """Effects by their writer's wall-clock offset (whole seconds, ``startedAt`` minus
+        the true start)."""
+        found = collections.Counter(
+            round(float(e["startedAt"]) - self.started(e))
+            for e in entries
+            if e["phase"] == "started"
+        )
+        return dict(sorted(found.items()))
 
 
 @dataclass(frozen=True)
@@ -66,6 +105,8 @@ class Report:
     cancelled: int = 0
     superseded: int = 0
     completed_at: dict[str, float] = field(default_factory=dict)
+    clock_offsets: dict[int, int] = field(default_factory=dict)
+    """Journalled effects by their writer's wall-clock offset in seconds (``{0: n}`` unskewed)."""
 
     def violations(self) -> dict[str, list[Any]]:
         found: dict[str, list[Any]] = {
@@ -132,9 +173,12 @@ def terminal(owner: Database, admitted: Iterable[chaos_world.Admitted]) -> set[s
 
 
 def intervals(
-    entries: list[dict[str, Any]], lanes: Mapping[str, str], killed_at: Mapping[int, float]
+    entries: list[dict[str, Any]],
+    lanes: Mapping[str, str],
+    killed_at: Mapping[int, float],
+    clock: JournalClock,
 ) -> list[Interval]:
-    """One interval per journalled effect, with its lane."""
+    """One interval per journalled effect, with its lane, on the harness's clock."""
     ended = {(e["token"], e["op"], e["startedAt"]): e for e in entries if e["phase"] == "ended"}
     found = []
     for entry in entries:
@@ -142,19 +186,20 @@ def intervals(
             continue
         lane = entry.get("agentId") or lanes.get(entry["workId"]) or entry.get("namespaceId")
         end = ended.get((entry["token"], entry["op"], entry["startedAt"]))
+        started = clock.started(entry)
         if end is not None:
             found.append(
                 Interval(
-                    str(lane), entry["workId"], entry["token"], entry["startedAt"],
-                    end["endedAt"], end["outcome"], entry["op"], entry["pid"],
+                    str(lane), entry["workId"], entry["token"], started, clock.ended(end),
+                    end["outcome"], entry["op"], entry["pid"],
                 )
             )  # fmt: skip
         else:
             killed = killed_at.get(entry["pid"])
-            stop = killed if killed is not None and killed >= entry["startedAt"] else None
+            stop = killed if killed is not None and killed >= started else None
             found.append(
                 Interval(
-                    str(lane), entry["workId"], entry["token"], entry["startedAt"], stop,
+                    str(lane), entry["workId"], entry["token"], started, stop,
                     "killed", entry["op"], entry["pid"],
                 )
             )  # fmt: skip
@@ -210,6 +255,7 @@ def check(
     entries: list[dict[str, Any]],
     lanes: Mapping[str, str],
     killed_at: Mapping[int, float],
+    clock: JournalClock,
     *,
     max_attempts: int,
     gateways_left: list[int],
@@ -217,8 +263,8 @@ def check(
     frozen: list[tuple[tuple[int, ...], float, float]],
 ) -> Report:
     audits = _audits(owner)
-    report = Report(items=len(admitted))
-    found = intervals(entries, lanes, killed_at)
+    report = Report(items=len(admitted), clock_offsets=clock.offsets(entries))
+    found = intervals(entries, lanes, killed_at, clock)
     by_work: dict[str, list[Interval]] = collections.defaultdict(list)
     for interval in found:
         by_work[interval.work_id].append(interval)

@@ -52,6 +52,7 @@ class Figures:
         kinds = collections.Counter(f.kind for f in self.faults)
         by_kind = " ".join(f"{kind}={kinds[kind]}" for kind in nemesis.KINDS)
         r = self.report
+        skewed = sum(count for offset, count in r.clock_offsets.items() if offset != 0)
         return (
             f"chaos: seed={self.seed}{f' variant={self.variant}' if self.variant else ''}"
             f" items={r.items} faults={len(self.faults)} ({by_kind})"
@@ -62,6 +63,7 @@ class Figures:
             f" orphans={len(r.orphans)} activation_dups={len(r.activation_dups)}"
             f" extra_passes={r.extra_passes} worker_exits={len(self.unexpected_exits)}"
             f" max_recovery_s={self.max_recovery_s:.1f} runtime_s={self.runtime_s:.0f}"
+            f"{f' skewed_effects={skewed}' if skewed else ''}"
         )
 
 
@@ -181,6 +183,7 @@ def run(
             driver.effects(),
             lanes,
             fleet.killed_at,
+            checker.JournalClock.now(),
             max_attempts=MAX_ATTEMPTS,
             gateways_left=gateways_left,
             frozen=injector.frozen,

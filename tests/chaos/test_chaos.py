@@ -63,8 +63,8 @@ def test_quick_chaos_run(tmp_path: Path) -> None:
 @pytest.mark.parametrize("offset_s", [60, -60])
 def test_chaos_with_the_control_worker_a_minute_off(tmp_path: Path, offset_s: int) -> None:
     """The control worker (which claims and dispatches) reads a wall clock a minute ahead or
-    behind (libfaketime): no dispatch may be dropped or held for it. The driver workers keep
-    the true clock, so the effect journal's times stay comparable for the checker."""
+    behind (libfaketime): no dispatch may be dropped or held for it, and no effect is
+    journalled with a skewed clock."""
     figures = _variant_run(
         tmp_path,
         settle_s=180.0,
@@ -72,6 +72,27 @@ def test_chaos_with_the_control_worker_a_minute_off(tmp_path: Path, offset_s: in
         variant=f"control-clock{offset_s:+d}s",
     )
     _assert_clean(figures)
+    assert set(figures.report.clock_offsets) == {0}, figures.report.clock_offsets
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("offset_s", [60, -60])
+def test_chaos_with_a_driver_worker_a_minute_off(tmp_path: Path, offset_s: int) -> None:
+    """``drivers-a`` (the driver worker the silent database cuts off) reads a wall clock a
+    minute ahead or behind while its effects run, stop and are killed: leases are judged on the
+    database clock and the worker's own monotonic clock, so nothing is lost or published stale.
+    The checker places its journalled effects by their monotonic readings (``checker``), and
+    the run must show that worker journalling effects with the offset it was given."""
+    figures = _variant_run(
+        tmp_path,
+        settle_s=180.0,
+        worker_env={"drivers-a": shifted_clocks.environment(offset_s)},
+        variant=f"drivers-a-clock{offset_s:+d}s",
+    )
+    _assert_clean(figures)
+    offsets = figures.report.clock_offsets
+    assert set(offsets) == {0, offset_s} and offsets[offset_s] > 0, offsets
 
 
 @pytest.mark.chaos

@@ -6,6 +6,13 @@ the worker's pid and the ids it touched. The ``ended`` line adds ``endedAt`` and
 ``outcome`` (``done``, or the class of the exception that ended it, ``Aborted`` included).
 An effect that a killed worker never finished has no ``ended`` line.
 
+Each time is written twice: ``startedAt``/``endedAt`` from the worker's wall clock (epoch
+seconds, for people), and ``startedMonotonic``/``endedMonotonic`` from the machine's monotonic
+clock. The local driver's writers share one machine, whose monotonic clock (Linux
+``CLOCK_MONOTONIC``) is one clock for all its processes and moves with no wall-clock setting or
+step: the monotonic readings are what orders the effects of different workers, even when one
+worker's wall clock is wrong.
+
 Lines of concurrent workers never interleave: each is appended whole under the log's lock, and
 the file is rotated by size (``logfiles``), so ``entries`` reads the rotated files too, oldest
 first. Only ids and timings go in: never a credential or a configuration value.
@@ -80,10 +87,12 @@ class Effect:
         self.journal, self.operation, self.op, self.fields = journal, operation, op, fields
         self.delay_s = delay_s
         self.started = 0.0
+        self.started_monotonic = 0.0
 
     def __enter__(self) -> None:
         self.operation.check()
         self.started = time.time()
+        self.started_monotonic = time.monotonic()
         self.journal.record(self._entry("started"))
         if self.delay_s:
             try:
@@ -97,7 +106,8 @@ class Effect:
 
     def _ended(self, kind: type[BaseException] | None) -> None:
         outcome = "done" if kind is None else kind.__name__
-        self.journal.record(self._entry("ended", endedAt=time.time(), outcome=outcome))
+        ended = {"endedAt": time.time(), "endedMonotonic": time.monotonic()}
+        self.journal.record(self._entry("ended", **ended, outcome=outcome))
 
     def _entry(self, phase: str, **more: Any) -> dict[str, Any]:
         return {
@@ -107,6 +117,7 @@ class Effect:
             "token": self.operation.claim_token,
             "pid": os.getpid(),
             "startedAt": self.started,
+            "startedMonotonic": self.started_monotonic,
             **self.fields,
             **more,
         }

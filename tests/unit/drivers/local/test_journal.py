@@ -34,6 +34,7 @@ def test_an_effect_journals_started_and_ended_with_its_claim(tmp_path: Path) -> 
     assert started["pid"] == os.getpid()
     assert ended["outcome"] == "done"
     assert started["startedAt"] == ended["startedAt"] <= ended["endedAt"]
+    assert started["startedMonotonic"] == ended["startedMonotonic"] <= ended["endedMonotonic"]
     assert stat.S_IMODE(effects.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(effects.path.parent.stat().st_mode) == 0o700
 
