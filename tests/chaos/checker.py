@@ -307,7 +307,9 @@ def check(
         tokens = list(dict.fromkeys(i.token for i in effects))
         report.extra_passes += max(0, len(tokens) - 1)
         if publications and effects:
-            report.stale_publications += _stale(item.work_id, effects, float(publications[0]["at"]))
+            report.stale_publications += stale_publication(
+                item.work_id, effects, float(publications[0]["at"])
+            )
     report.lane_overlaps = _overlaps(found, frozen)
     activations = collections.Counter(
         a["resource_id"] for a in audits.get("", []) if a["action"] == "agents.lifecycle.activate"
@@ -336,7 +338,7 @@ def _row(owner: Database, work_id: str) -> str | None:
     return str(dict(row)) if row else None
 
 
-def _stale(work_id: str, effects: list[Interval], published_at: float) -> list[str]:
+def stale_publication(work_id: str, effects: list[Interval], published_at: float) -> list[str]:
     """The publisher is the token of the last effect done before the publication; a newer
     claim's effect starting between that token's first effect and the publication makes it
     stale."""
