@@ -302,7 +302,9 @@ def check(
         lifetime = (item.admitted_at, report.completed_at[item.work_id])
         touched = any(start <= lifetime[1] and lifetime[0] <= end for start, end in fault_windows)
         if isinstance(attempts, int) and attempts > 1 and not touched:
-            report.unexplained_retries.append(f"{item.work_id}: {attempts} attempts")
+            report.unexplained_retries.append(
+                f"{item.work_id}: {attempts} attempts in [{lifetime[0]:.2f}, {lifetime[1]:.2f}]"
+            )
         effects = sorted(by_work.get(item.work_id, []), key=lambda i: i.started)
         tokens = list(dict.fromkeys(i.token for i in effects))
         report.extra_passes += max(0, len(tokens) - 1)
@@ -348,4 +350,10 @@ def stale_publication(work_id: str, effects: list[Interval], published_at: float
     publisher = done[-1].token
     first = min(i.started for i in effects if i.token == publisher)
     newer = [i for i in effects if i.token != publisher and first < i.started < published_at]
-    return [f"{work_id}: published by a token older than {newer[0].token[:8]}"] if newer else []
+    if not newer:
+        return []
+    history = "; ".join(i.describe() for i in effects)
+    return [
+        f"{work_id}: published at {published_at:.2f} by a token older than"
+        f" {newer[0].token[:8]} (effects: {history})"
+    ]
