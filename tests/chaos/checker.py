@@ -310,7 +310,7 @@ def check(
         report.extra_passes += max(0, len(tokens) - 1)
         if publications and effects:
             report.stale_publications += stale_publication(
-                item.work_id, effects, float(publications[0]["at"])
+                item.work_id, effects, float(publications[0]["at"]), killed_at
             )
     report.lane_overlaps = _overlaps(found, frozen)
     activations = collections.Counter(
@@ -340,11 +340,30 @@ def _row(owner: Database, work_id: str) -> str | None:
     return str(dict(row)) if row else None
 
 
-def stale_publication(work_id: str, effects: list[Interval], published_at: float) -> list[str]:
-    """The publisher is the token of the last effect done before the publication; a newer
-    claim's effect starting between that token's first effect and the publication makes it
-    stale."""
-    done = [i for i in effects if i.outcome == "done" and (i.ended or 0) <= published_at + 0.5]
+KILL_SLACK_S = 1.0
+"""How long after its process's kill a statement it sent may still commit."""
+
+
+def stale_publication(
+    work_id: str,
+    effects: list[Interval],
+    published_at: float,
+    killed_at: Mapping[int, float],
+) -> list[str]:
+    """The publisher is the token of the last effect done before the publication by a process
+    still alive then (a process killed before it published nothing); a newer claim's effect
+    starting between that token's first effect and the publication makes it stale.
+
+    A publishing claim that journalled no effect is not seen: when the claims before it ran in
+    processes killed since, nothing is said; otherwise the last of them is taken for the
+    publisher (docs/reliability.md, the open finding on the publisher)."""
+    done = [
+        i
+        for i in effects
+        if i.outcome == "done"
+        and (i.ended or 0) <= published_at + 0.5
+        and killed_at.get(i.pid, float("inf")) > published_at - KILL_SLACK_S
+    ]
     if not done:
         return []
     publisher = done[-1].token

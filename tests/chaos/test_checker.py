@@ -50,7 +50,7 @@ def test_a_stale_publication_is_found_whichever_worker_is_skewed(
     clock = checker.JournalClock(WALL_MINUS_MONOTONIC)
     found = checker.intervals(entries, {}, {}, clock)
     published_at = WALL_MINUS_MONOTONIC + 4.0
-    (stale,) = checker.stale_publication(WORK, found, published_at)
+    (stale,) = checker.stale_publication(WORK, found, published_at, {})
     assert stale.startswith(f"{WORK}: published at {published_at:.2f} by a token older than new")
     assert clock.offsets(entries) == {**{0: 1}, offset_s: 1}
 
@@ -75,7 +75,7 @@ def test_the_workers_wall_times_would_misread_it(
         for e in entries
     ]
     found = checker.intervals(as_if_true, {}, {}, checker.JournalClock(WALL_MINUS_MONOTONIC))
-    misreadings = checker.stale_publication(WORK, found, WALL_MINUS_MONOTONIC + 4.0)
+    misreadings = checker.stale_publication(WORK, found, WALL_MINUS_MONOTONIC + 4.0, {})
     assert len(misreadings) == len(misread)
     assert all(text in reading for text, reading in zip(misread, misreadings, strict=True))
 
@@ -83,3 +83,29 @@ def test_the_workers_wall_times_would_misread_it(
 def test_an_unskewed_journal_has_one_offset() -> None:
     entries = _stale_holder_publishes("old", 0)
     assert checker.JournalClock(WALL_MINUS_MONOTONIC).offsets(entries) == {0: 2}
+
+
+def _killed_claim_then_a_publication_without_effects() -> list[dict[str, Any]]:
+    """Seed 730514's revision: a claim prepares and defers itself, the next claim's prepare is
+    killed with its process at 0.98 s, and a third claim publishes at 5.9 s with no effect."""
+    return [
+        *_effect("first", 300, 0.0, 0.18, 0),
+        {
+            "phase": "started", "op": "prepare_revision", "workId": WORK, "token": "killed",
+            "pid": 300, "agentId": "agt_1", "startedAt": 0.63 + WALL_MINUS_MONOTONIC,
+            "startedMonotonic": 0.63,
+        },
+    ]  # fmt: skip
+
+
+def test_a_claim_whose_process_was_killed_is_not_taken_for_the_publisher() -> None:
+    clock = checker.JournalClock(WALL_MINUS_MONOTONIC)
+    killed_at = {300: WALL_MINUS_MONOTONIC + 0.77}
+    found = checker.intervals(
+        _killed_claim_then_a_publication_without_effects(), {}, killed_at, clock
+    )
+    published_at = WALL_MINUS_MONOTONIC + 5.9
+    assert checker.stale_publication(WORK, found, published_at, killed_at) == []
+    # had the first claim's process lived on, the killed claim's effect would make it stale
+    (stale,) = checker.stale_publication(WORK, found, published_at, {})
+    assert "a token older than killed" in stale
