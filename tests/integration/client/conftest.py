@@ -66,6 +66,17 @@ class Operator:
         self.runs.append(ran)
         return ran
 
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """``occ`` with ``args`` in the background, its stdout and stderr piped (not kept)."""
+        return subprocess.Popen(
+            [sys.executable, "-c", "from occ.cli import main; main()", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.environment(),
+            cwd=self.home,
+        )
+
     def ok(self, *args: str, stdin: str | None = None) -> Ran:
         ran = self.run(*args, stdin=stdin)
         assert ran.exit_status == 0, ran

@@ -6,8 +6,6 @@ works, stops working once revoked, and ``occ logout`` revokes it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,14 +50,7 @@ def login_in_browser(operator: Operator, provider: oidc_provider.Provider, subje
     """Run ``occ login --browser`` and be its browser: open the URL it prints, sign in on the
     provider's form, follow the redirects back to the client's loopback port."""
     args = ("login", "--browser", "--no-open", "--url", operator.api_url, "--timeout", "60")
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from occ.cli import main; main()", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=operator.environment(),
-        cwd=operator.home,
-    )
+    process = operator.start(*args)
     watchdog = threading.Timer(120, process.kill)  # a hung client fails the test, not the run
     watchdog.start()
     try:

@@ -10,8 +10,6 @@ the next-step hints on stderr.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -32,14 +30,7 @@ class _Watcher:
 
     def __init__(self, operator: Operator, *args: str) -> None:
         self.lines: list[str] = []
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", "from occ.cli import main; main()", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=operator.environment(),
-            cwd=operator.home,
-        )
+        self.process = operator.start(*args)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
