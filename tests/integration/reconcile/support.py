@@ -1,7 +1,7 @@
-"""Helpers of the reconcile tests that run work in-process: a ready world and its deploy, a
-worker on a ``local`` driver and its gateways killed at teardown, one item run, work run until
-it ends, the ``worker.completed`` events logged for an item, and the authorization denials
-audited for an item."""
+"""Helpers of the reconcile tests that run work in-process: a ready world and its deploy, work
+ended as if done, a worker on a ``local`` driver and its gateways killed at teardown, one item
+run, work run until it ends, the ``worker.completed`` events logged for an item, and the
+authorization denials audited for an item."""
 
 from __future__ import annotations
 
@@ -40,14 +40,7 @@ def ready_world(
     (default empty)."""
     admin = worlds.installation_admin(db, "reconcile")
     namespace_id = namespace_status.created_ready(db, admin=admin)
-    with db.transaction() as session:
-        session.execute(
-            sa.update(models.ControllerWork).values(
-                state="succeeded",
-                completed_at=sa.func.clock_timestamp(),
-                reason_code="NAMESPACE_READY",
-            )
-        )
+    finish_all_work(db, "NAMESPACE_READY")
     return worlds.make(
         db,
         admin=admin,
@@ -57,6 +50,16 @@ def ready_world(
         secret_value="v",
         document=document or {},
     )
+
+
+def finish_all_work(db: Database, reason_code: str) -> None:
+    """End every work item succeeded with ``reason_code``, as if its worker had done it."""
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.ControllerWork).values(
+                state="succeeded", completed_at=sa.func.clock_timestamp(), reason_code=reason_code
+            )
+        )
 
 
 def local_worker(

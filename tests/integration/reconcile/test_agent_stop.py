@@ -27,14 +27,8 @@ def _stopping_two(db: Database) -> tuple[worlds.World, list[str], fake_driver.Fa
     driver the stop will run on."""
     world = support.ready_world(db)
     first, second = worlds.deploy(db, world), worlds.deploy(db, world)
+    support.finish_all_work(db, "REVISION_ACTIVATED")
     with db.transaction() as session:
-        session.execute(
-            sa.update(models.ControllerWork).values(
-                state="succeeded",
-                completed_at=sa.func.clock_timestamp(),
-                reason_code="REVISION_ACTIVATED",
-            )
-        )
         session.execute(
             sa.update(models.Agent)
             .where(models.Agent.id == world.agent_id)

@@ -23,6 +23,7 @@ from occ.settings.config import Settings
 from occ.state import models, values
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import helpers
+from tests.integration.reconcile import support
 from tests.support import namespace_status, worlds
 from tests.support.kube_api import FakeKubeAPI
 
@@ -55,10 +56,7 @@ def test_the_credential_is_unsealed_through_the_selected_secret_driver(
     fake, settings = cluster
     admin = worlds.installation_admin(db, "secrets")
     namespace_id = namespace_status.created_ready(db, admin=admin)
-    with db.transaction() as session:  # the Namespace's own work is done
-        session.execute(sa.update(models.ControllerWork).values(
-            state="succeeded", completed_at=sa.func.clock_timestamp(), reason_code="NAMESPACE_READY"
-        ))  # fmt: skip
+    support.finish_all_work(db, "NAMESPACE_READY")  # the Namespace's own work is done
     spec = base.NamespaceSpec(id=namespace_id, name="team")
     kubernetes_namespace = helpers.tenant(settings, spec)
     store = kubernetes.KubernetesSecrets.from_settings(settings)
