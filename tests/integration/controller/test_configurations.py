@@ -75,6 +75,32 @@ class Unusable:
     snapshot = transaction
 
 
+def _update(
+    db: Database, actor_id: str, namespace_id: str, configuration_id: str, **changes: Any
+) -> configuration_rows.Configuration:
+    """Update the Configuration as ``actor_id`` with ``changes`` (a name, a document)."""
+    return configurations.update_configuration(
+        db,
+        actor_id,
+        configurations.UpdateConfiguration(
+            namespace_id=namespace_id, configuration_id=configuration_id, **changes
+        ),
+    )
+
+
+def _delete(
+    db: Database, actor_id: str, namespace_id: str, configuration_id: str
+) -> configuration_rows.Configuration:
+    """Delete the Configuration as ``actor_id``; what the use case returns."""
+    return configurations.delete_configuration(
+        db,
+        actor_id,
+        configurations.DeleteConfiguration(
+            namespace_id=namespace_id, configuration_id=configuration_id
+        ),
+    )
+
+
 # -- configurations: create ---------------------------------------------------------------------
 
 
@@ -155,11 +181,7 @@ def test_content_keeps_a_namespace_from_being_deleted(
         namespaces.delete_namespace(
             db, admin, namespaces.DeleteNamespace(namespace_id=namespace_id)
         )
-    configurations.delete_configuration(
-        db,
-        admin,
-        configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
-    )
+    _delete(db, admin, namespace_id, view.id)
     assert (
         namespaces.delete_namespace(
             db, admin, namespaces.DeleteNamespace(namespace_id=namespace_id)
@@ -394,19 +416,9 @@ def test_reader_may_not_update_or_delete(db: Database, admin: str, namespace_id:
     view = create(db, admin, namespace_id)
     reader = principal(db, "configuration:read", namespace_id=namespace_id)
     with pytest.raises(errors.Forbidden):
-        configurations.update_configuration(
-            db,
-            reader,
-            configurations.UpdateConfiguration(
-                namespace_id=namespace_id, configuration_id=view.id, document={}
-            ),
-        )
+        _update(db, reader, namespace_id, view.id, document={})
     with pytest.raises(errors.Forbidden):
-        configurations.delete_configuration(
-            db,
-            reader,
-            configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
-        )
+        _delete(db, reader, namespace_id, view.id)
     assert (
         configurations.get_configuration(
             db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
@@ -472,34 +484,16 @@ def test_every_update_moves_the_generation_by_one(
     db: Database, admin: str, namespace_id: str
 ) -> None:
     view = create(db, admin, namespace_id)
-    renamed = configurations.update_configuration(
-        db,
-        admin,
-        configurations.UpdateConfiguration(
-            namespace_id=namespace_id, configuration_id=view.id, name="renamed"
-        ),
-    )
+    renamed = _update(db, admin, namespace_id, view.id, name="renamed")
     assert (renamed.name, renamed.document, renamed.generation) == ("renamed", {"model": "gpt"}, 2)
     assert renamed.updated_at > view.updated_at and renamed.created_at == view.created_at
-    replaced = configurations.update_configuration(
-        db,
-        admin,
-        configurations.UpdateConfiguration(
-            namespace_id=namespace_id, configuration_id=view.id, document={"model": "other"}
-        ),
-    )
+    replaced = _update(db, admin, namespace_id, view.id, document={"model": "other"})
     assert (replaced.name, replaced.document, replaced.generation) == (
         "renamed",
         {"model": "other"},
         3,
     )
-    both = configurations.update_configuration(
-        db,
-        admin,
-        configurations.UpdateConfiguration(
-            namespace_id=namespace_id, configuration_id=view.id, name="both", document={}
-        ),
-    )
+    both = _update(db, admin, namespace_id, view.id, name="both", document={})
     assert (both.name, both.document, both.generation) == ("both", {}, 4)
 
     updates = [e for e in events(db, resource_id=view.id) if e.action == "configurations.update"]
@@ -525,13 +519,7 @@ def test_renaming_onto_a_taken_name_conflicts(db: Database, admin: str, namespac
     create(db, admin, namespace_id, name="taken")
     view = create(db, admin, namespace_id, name="mine")
     with pytest.raises(errors.Conflict):
-        configurations.update_configuration(
-            db,
-            admin,
-            configurations.UpdateConfiguration(
-                namespace_id=namespace_id, configuration_id=view.id, name="taken"
-            ),
-        )
+        _update(db, admin, namespace_id, view.id, name="taken")
     current = configurations.get_configuration(
         db, actor_id=admin, namespace_id=namespace_id, configuration_id=view.id
     )
@@ -583,19 +571,9 @@ def test_update_needs_a_ready_namespace(
     view = create(db, admin, namespace_id)
     namespace_status.set_status(owner_db, namespace_id, "failed")
     with pytest.raises(errors.NamespaceNotReady):
-        configurations.update_configuration(
-            db,
-            admin,
-            configurations.UpdateConfiguration(
-                namespace_id=namespace_id, configuration_id=view.id, name="later"
-            ),
-        )
+        _update(db, admin, namespace_id, view.id, name="later")
     # deletion stays possible, so the Namespace can still be emptied
-    configurations.delete_configuration(
-        db,
-        admin,
-        configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
-    )
+    _delete(db, admin, namespace_id, view.id)
     assert count(db, models.Configuration) == 0
 
 
@@ -604,21 +582,13 @@ def test_update_needs_a_ready_namespace(
 
 def test_delete_removes_the_row_and_audits(db: Database, admin: str, namespace_id: str) -> None:
     view = create(db, admin, namespace_id)
-    removed = configurations.delete_configuration(
-        db,
-        admin,
-        configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
-    )
+    removed = _delete(db, admin, namespace_id, view.id)
     assert removed == view
     assert count(db, models.Configuration) == 0
     event = events(db, resource_id=view.id)[0]
     assert (event.action, event.details["name"]) == ("configurations.delete", "base")
     with pytest.raises(errors.NotFound):
-        configurations.delete_configuration(
-            db,
-            admin,
-            configurations.DeleteConfiguration(namespace_id=namespace_id, configuration_id=view.id),
-        )
+        _delete(db, admin, namespace_id, view.id)
 
 
 def test_a_configuration_used_by_an_agent_is_kept(
