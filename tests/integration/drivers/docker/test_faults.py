@@ -20,7 +20,7 @@ from occ.state.db import Database
 from scripts import docker_engine
 from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import sweep
-from tests.support import processes
+from tests.support import processes, worker_worlds
 from tests.support.processes import wait_for
 
 
@@ -109,11 +109,8 @@ def test_the_engine_stopped_mid_deploy_the_work_retries_and_converges_when_it_is
 
     started = time.monotonic()
     own_engine.start()
-    wait_for(
-        lambda: world.state_is(db, w, revision_id, "active"),
-        timeout=60,
-        message="the deploy to converge after the engine is back",
-    )
+    # the deploy converges once the engine is back
+    worker_worlds.wait_state(db, w, revision_id, "active", timeout=60)
     assert world.deployment(db, w, revision_id).reason_code != "MAX_ATTEMPTS_EXHAUSTED"
     client = docker.DockerClient(base_url=own_engine.host, timeout=30)
     try:
@@ -151,11 +148,8 @@ def test_a_driver_worker_killed_mid_deploy_leaves_one_gateway_for_the_active_rev
 
         fleet.worker("rescuer")
         fleet.beat()
-        wait_for(
-            lambda: world.state_is(db, w, revision_id, "active"),
-            timeout=60,
-            message="recovery to finish the deploy",
-        )
+        # recovery finishes the deploy
+        worker_worlds.wait_state(db, w, revision_id, "active", timeout=60)
         assert interrupted, "the deploy finished before the worker was killed"
         [container] = world.gateways(client, revision_id=revision_id)
         assert container.status == "running"  # the rescuer's pass unpaused it

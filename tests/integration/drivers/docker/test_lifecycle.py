@@ -16,7 +16,7 @@ from occ.state import models
 from occ.state.db import Database
 from tests.integration.drivers.docker import world
 from tests.integration.drivers.docker.objects import owned_objects, sweep
-from tests.support import processes, worlds
+from tests.support import processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.usefixtures("control")
@@ -54,7 +54,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
 
     first = world.deploy(db, w)
     world.send_nudge(docker_env)
-    wait_for(lambda: world.state_is(db, w, first, "active"), timeout=60, message="first active")
+    worker_worlds.wait_state(db, w, first, "active", "the first revision", timeout=60)
     endpoint = world.agent(db, w).endpoint
     assert endpoint is not None and endpoint.startswith("http://127.0.0.1:")
     health = world.health(endpoint)
@@ -75,7 +75,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
 
     second = world.deploy(db, w)
     world.send_nudge(docker_env)
-    wait_for(lambda: world.state_is(db, w, second, "active"), timeout=60, message="second active")
+    worker_worlds.wait_state(db, w, second, "active", "the second revision", timeout=60)
     endpoint = world.agent(db, w).endpoint
     assert endpoint is not None and world.health(endpoint)["revisionId"] == second
     wait_for(
@@ -94,7 +94,7 @@ def test_namespace_deploy_redeploy_stop_deploy_delete_on_docker(
 
     third = world.deploy(db, w)
     world.send_nudge(docker_env)
-    wait_for(lambda: world.state_is(db, w, third, "active"), timeout=60, message="third active")
+    worker_worlds.wait_state(db, w, third, "active", "the third revision", timeout=60)
     endpoint = world.agent(db, w).endpoint
     assert endpoint is not None and world.health(endpoint)["revisionId"] == third
 
@@ -149,11 +149,8 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_and_is_retir
     swept.append(w.namespace_id)
     revision_id = world.deploy(db, w)
     world.send_nudge(docker_env)
-    wait_for(
-        lambda: world.state_is(db, w, revision_id, "failed"),
-        timeout=60,
-        message="the deployment to fail at its deadline",
-    )
+    # the deployment fails at its deadline
+    worker_worlds.wait_state(db, w, revision_id, "failed", timeout=60)
     view = world.deployment(db, w, revision_id)
     assert view.reason_code == "CONVERGENCE_DEADLINE_EXCEEDED"
     work_id = f"agent_revision:{revision_id}:reconcile"

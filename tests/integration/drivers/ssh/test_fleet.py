@@ -66,11 +66,7 @@ def test_a_deploy_and_a_stop_through_the_fleet(
     )
     revision_id = worlds.deploy(db, world)
     processes.nudge(env)
-    wait_for(
-        lambda: worlds.state_is(db, world, revision_id, "active"),
-        timeout=60,
-        message="the revision to become active on the SSH host",
-    )
+    worker_worlds.wait_state(db, world, revision_id, "active", "the revision on ssh", timeout=60)
     endpoint = worlds.agent(db, world).endpoint
     assert endpoint is not None
     assert _health(endpoint)["revisionId"] == revision_id
