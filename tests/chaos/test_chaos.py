@@ -40,6 +40,16 @@ def _variant_run(
     )
 
 
+def _skewed_run(tmp_path: Path, process: str, offset_s: int) -> harness.Figures:
+    """A variant run whose fleet ``process`` reads a wall clock ``offset_s`` seconds off."""
+    return _variant_run(
+        tmp_path,
+        settle_s=180.0,
+        worker_env={process: shifted_clocks.environment(offset_s)},
+        variant=f"{process}-clock{offset_s:+d}s",
+    )
+
+
 def _assert_clean(figures: harness.Figures) -> None:
     print(figures.line(), flush=True)
     for fault in figures.faults:
@@ -65,12 +75,7 @@ def test_chaos_with_the_control_worker_a_minute_off(tmp_path: Path, offset_s: in
     """The control worker (which claims and dispatches) reads a wall clock a minute ahead or
     behind (libfaketime): no dispatch may be dropped or held for it, and no effect is
     journalled with a skewed clock."""
-    figures = _variant_run(
-        tmp_path,
-        settle_s=180.0,
-        worker_env={"control": shifted_clocks.environment(offset_s)},
-        variant=f"control-clock{offset_s:+d}s",
-    )
+    figures = _skewed_run(tmp_path, "control", offset_s)
     _assert_clean(figures)
     assert set(figures.report.clock_offsets) == {0}, figures.report.clock_offsets
 
@@ -84,12 +89,7 @@ def test_chaos_with_a_driver_worker_a_minute_off(tmp_path: Path, offset_s: int) 
     database clock and the worker's own monotonic clock, so nothing is lost or published stale.
     The checker places its journalled effects by their monotonic readings (``checker``), and
     the run must show that worker journalling effects with the offset it was given."""
-    figures = _variant_run(
-        tmp_path,
-        settle_s=180.0,
-        worker_env={"drivers-a": shifted_clocks.environment(offset_s)},
-        variant=f"drivers-a-clock{offset_s:+d}s",
-    )
+    figures = _skewed_run(tmp_path, "drivers-a", offset_s)
     _assert_clean(figures)
     offsets = figures.report.clock_offsets
     assert set(offsets) == {0, offset_s} and offsets[offset_s] > 0, offsets
