@@ -39,6 +39,14 @@ def body(response: TestResponse) -> dict[str, Any]:
     return found
 
 
+def signed_in(
+    visitor: FlaskClient, provider: oidc_provider.Provider, subject: str
+) -> dict[str, Any]:
+    """Sign ``subject`` in as a visitor would; the session it now holds (see ``current``)."""
+    sign_in(visitor, provider, subject)
+    return current(visitor)
+
+
 def current(visitor: FlaskClient) -> dict[str, Any]:
     answer = visitor.get("/v1/sessions/current")
     assert answer.status_code == 200, answer.json

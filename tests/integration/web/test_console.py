@@ -11,7 +11,7 @@ from occ.state.db import Database
 from occ.web import access
 from occ.web.console import pages
 from tests.integration.web.conftest import Caller, namespace
-from tests.integration.web.signing import current, sign_in
+from tests.integration.web.signing import sign_in, signed_in
 from tests.support import grants, oidc_provider
 
 
@@ -42,8 +42,7 @@ def test_a_signed_in_person_sees_what_iam_lets_them_read_escaped(
     owner_db: Database,
     admin: Caller,
 ) -> None:
-    sign_in(visitor, provider, "nora-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "nora-sub")
     hidden = namespace(client, owner_db, admin, "not-yours")
     shown = namespace(client, owner_db, admin, "<b>team</b>")
     grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
@@ -72,8 +71,7 @@ def test_a_page_the_person_may_not_open_answers_a_403_page(
 def test_the_ledger_pages_filter_by_namespace_and_one_known_value(
     visitor: FlaskClient, provider: oidc_provider.Provider, db: Database, admin: Caller
 ) -> None:
-    sign_in(visitor, provider, "petra-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "petra-sub")
     grants.give(db, me["principalId"], ["installation:administer", "installation:read"])
 
     work = visitor.get("/console/work?namespace=ns_chosen&state=queued")
@@ -111,8 +109,7 @@ def test_an_action_the_person_may_not_take_is_disabled(
     owner_db: Database,
     admin: Caller,
 ) -> None:
-    sign_in(visitor, provider, "pia-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "pia-sub")
     shown = namespace(client, owner_db, admin, "team-p")
     grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
 
@@ -134,8 +131,7 @@ def test_an_administrator_sees_people_and_bindings_and_others_get_403(
     admin: Caller,
 ) -> None:
     provider.set_user("rita-sub", name="Rita <Admin>")
-    sign_in(visitor, provider, "rita-sub")
-    rita = current(visitor)
+    rita = signed_in(visitor, provider, "rita-sub")
     other = signin_app.test_client()
     sign_in(other, provider, "sam-sub")
     assert other.get("/console/people").status_code == 403

@@ -16,7 +16,14 @@ from occ.controller import sign_in as sign_in_cases
 from occ.state import audit, models
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
-from tests.integration.web.signing import AUTH_SECRET, body, current, session_cookie, sign_in
+from tests.integration.web.signing import (
+    AUTH_SECRET,
+    body,
+    current,
+    session_cookie,
+    sign_in,
+    signed_in,
+)
 from tests.support import grants, oidc_provider
 from tests.support.processes import wait_for
 
@@ -51,12 +58,10 @@ def test_a_person_signs_in_with_a_cookie_that_is_host_only_httponly_and_lax(
 def test_the_same_subject_signs_in_as_the_same_principal_and_the_old_session_is_rotated(
     visitor: FlaskClient, provider: oidc_provider.Provider
 ) -> None:
-    sign_in(visitor, provider, "bob-sub")
-    first = current(visitor)
+    first = signed_in(visitor, provider, "bob-sub")
     first_cookie = session_cookie(visitor)
 
-    sign_in(visitor, provider, "bob-sub")
-    second = current(visitor)
+    second = signed_in(visitor, provider, "bob-sub")
 
     assert second["principalId"] == first["principalId"]
     assert second["id"] != first["id"]
@@ -72,8 +77,7 @@ def test_the_same_subject_signs_in_as_the_same_principal_and_the_old_session_is_
 def test_a_signed_in_person_is_authorized_by_the_same_iam_as_a_key(
     visitor: FlaskClient, provider: oidc_provider.Provider, db: Database, admin: Caller
 ) -> None:
-    sign_in(visitor, provider, "carol-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "carol-sub")
     csrf = {"X-CSRF-Token": me["csrfToken"]}
 
     assert body(visitor.get("/v1/namespaces"))["data"] == []
@@ -91,8 +95,7 @@ def test_a_signed_in_person_is_authorized_by_the_same_iam_as_a_key(
 def test_a_change_made_with_the_cookie_needs_the_csrf_token(
     visitor: FlaskClient, provider: oidc_provider.Provider, db: Database, owner_db: Database
 ) -> None:
-    sign_in(visitor, provider, "dave-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "dave-sub")
     grants.give(db, me["principalId"], ["namespace:create", "namespace:read"])
 
     for headers in ({}, {"X-CSRF-Token": "0" * 64}):
@@ -118,8 +121,7 @@ def test_an_api_key_keeps_working_beside_a_cookie(
 def test_a_revoked_session_stops_authenticating_at_once(
     visitor: FlaskClient, provider: oidc_provider.Provider, db: Database
 ) -> None:
-    sign_in(visitor, provider, "frank-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "frank-sub")
 
     without_token = visitor.delete(f"/v1/sessions/{me['id']}")
     assert without_token.status_code == 403
@@ -156,8 +158,7 @@ def test_an_administrator_revokes_another_persons_session_and_others_may_not(
 def test_an_idle_or_expired_session_ends(
     visitor: FlaskClient, provider: oidc_provider.Provider, owner_db: Database, column: str
 ) -> None:
-    sign_in(visitor, provider, f"ivy-{column}")
-    me = current(visitor)
+    me = signed_in(visitor, provider, f"ivy-{column}")
     with owner_db.transaction() as session:
         table = cast(sa.Table, models.UserSession.__table__)
         session.execute(
@@ -177,8 +178,7 @@ def test_an_idle_or_expired_session_ends(
 def test_a_disabled_principal_cannot_sign_in_or_use_its_session(
     visitor: FlaskClient, provider: oidc_provider.Provider, admin: Caller
 ) -> None:
-    sign_in(visitor, provider, "jack-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "jack-sub")
 
     disabled = visitor.delete(f"/v1/principals/{me['principalId']}", headers=admin.headers)
     assert disabled.status_code == 200, disabled.json
@@ -195,8 +195,7 @@ def test_a_disabled_principal_cannot_sign_in_or_use_its_session(
 def test_sign_out_revokes_the_session_and_clears_the_cookie(
     visitor: FlaskClient, provider: oidc_provider.Provider
 ) -> None:
-    sign_in(visitor, provider, "kim-sub")
-    me = current(visitor)
+    me = signed_in(visitor, provider, "kim-sub")
     token = session_cookie(visitor)
 
     assert visitor.post("/auth/sign-out").status_code == 403
