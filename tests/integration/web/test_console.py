@@ -4,7 +4,11 @@ escaping, the Content-Security-Policy, and the 403 and 404 pages (the browser su
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import flask
+import pytest
 from flask.testing import FlaskClient
 
 from occ.state.db import Database
@@ -34,18 +38,39 @@ def test_the_sign_in_page_lists_the_providers_under_a_strict_policy(visitor: Fla
     assert b"<script>" not in answer.data and b" on" + b"click" not in answer.data
 
 
-def test_a_signed_in_person_sees_what_iam_lets_them_read_escaped(
+ReaderOf = Callable[[str, str], tuple[dict[str, Any], str]]
+
+
+@pytest.fixture
+def reader_of(
     visitor: FlaskClient,
     client: FlaskClient,
     provider: oidc_provider.Provider,
     db: Database,
     owner_db: Database,
     admin: Caller,
+) -> ReaderOf:
+    """Sign a subject in as the visitor and let them read a new ready Namespace of a name:
+    their session and the Namespace's id."""
+
+    def reader(subject: str, name: str) -> tuple[dict[str, Any], str]:
+        me = signed_in(visitor, provider, subject)
+        shown = namespace(client, owner_db, admin, name)
+        grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
+        return me, shown
+
+    return reader
+
+
+def test_a_signed_in_person_sees_what_iam_lets_them_read_escaped(
+    visitor: FlaskClient,
+    client: FlaskClient,
+    owner_db: Database,
+    admin: Caller,
+    reader_of: ReaderOf,
 ) -> None:
-    me = signed_in(visitor, provider, "nora-sub")
     hidden = namespace(client, owner_db, admin, "not-yours")
-    shown = namespace(client, owner_db, admin, "<b>team</b>")
-    grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
+    me, _ = reader_of("nora-sub", "<b>team</b>")
 
     page = visitor.get("/console/namespaces")
 
@@ -102,16 +127,9 @@ def test_every_console_route_declares_who_may_open_it(signin_app: flask.Flask) -
 
 
 def test_an_action_the_person_may_not_take_is_disabled(
-    visitor: FlaskClient,
-    client: FlaskClient,
-    provider: oidc_provider.Provider,
-    db: Database,
-    owner_db: Database,
-    admin: Caller,
+    visitor: FlaskClient, db: Database, reader_of: ReaderOf
 ) -> None:
-    me = signed_in(visitor, provider, "pia-sub")
-    shown = namespace(client, owner_db, admin, "team-p")
-    grants.give(db, me["principalId"], ["namespace:read"], namespace_id=shown)
+    me, shown = reader_of("pia-sub", "team-p")
 
     read_only = visitor.get("/console/namespaces").get_data(as_text=True)
 
