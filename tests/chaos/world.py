@@ -105,7 +105,7 @@ class World:
             namespace_rows.transition(
                 session, namespace_id, expected="provisioning", status="ready"
             )
-        made = worlds.make(
+        [made] = worlds.make(
             db,
             admin=admin,
             namespace_id=namespace_id,
@@ -113,7 +113,7 @@ class World:
             store=secret_store.SecretStore(secret_key),
             secret_value=self.secret_value,
             document={"m": "x"},
-            agent_name=f"agent-{lane}",
+            agent_names=(f"agent-{lane}",),
         )
         return AgentLane(namespace_id, made.agent_id)
 

@@ -32,14 +32,14 @@ def ready(
     reconciled_within: float | None = None,
 ) -> list[worlds.World]:
     """A ready Namespace ``team``, its resources sealed with the store of ``env``'s workers
-    and one ``compute_driver`` Agent per name (see ``worlds.make_many``). With
+    and one ``compute_driver`` Agent per name (see ``worlds.make``). With
     ``reconciled_within``, the workers, woken, make the Namespace ready within that many
     seconds; without, it is moved to ready as they would (``namespace_status.created_ready``)."""
     if reconciled_within is None:
         namespace_id = namespace_status.created_ready(db, admin=admin)
     else:
         namespace_id = _reconciled_namespace(db, env, admin=admin, timeout=reconciled_within)
-    return worlds.make_many(
+    return worlds.make(
         db,
         admin=admin,
         namespace_id=namespace_id,

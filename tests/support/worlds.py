@@ -146,39 +146,12 @@ def make(
     compute_driver: str,
     store: SecretDriver,
     secret_value: str,
-    document: dict[str, Any] | None = None,
-    agent_name: str = "agent",
-    harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
-) -> World:
-    """The resources of ``namespace_id`` (which must be ready) and one Agent on them."""
-    (world,) = make_many(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver=compute_driver,
-        store=store,
-        secret_value=secret_value,
-        document=document,
-        agent_names=(agent_name,),
-        harness=harness,
-    )
-    return world
-
-
-def make_many(
-    db: Database,
-    *,
-    admin: str,
-    namespace_id: str,
-    compute_driver: str,
-    store: SecretDriver,
-    secret_value: str,
-    agent_names: Sequence[str],
+    agent_names: Sequence[str] = ("agent",),
     document: dict[str, Any] | None = None,
     harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
 ) -> list[World]:
-    """The resources of ``namespace_id`` (which must be ready) and one Agent on them per name,
-    a World each, in the order of ``agent_names``."""
+    """The resources of ``namespace_id`` (which must be ready) and one Agent on them per name
+    (one, ``agent``, by default), a World each, in the order of ``agent_names``."""
     resources = namespace_resources(
         db,
         admin=admin,

@@ -41,7 +41,7 @@ def ready_world(
     admin = worlds.installation_admin(db, "reconcile")
     namespace_id = namespace_status.created_ready(db, admin=admin)
     finish_all_work(db, "NAMESPACE_READY")
-    return worlds.make(
+    [world] = worlds.make(
         db,
         admin=admin,
         namespace_id=namespace_id,
@@ -50,6 +50,7 @@ def ready_world(
         secret_value="v",
         document=document or {},
     )
+    return world
 
 
 def finish_all_work(db: Database, reason_code: str) -> None:

@@ -60,7 +60,7 @@ def test_the_credential_is_unsealed_through_the_selected_secret_driver(
     spec = base.NamespaceSpec(id=namespace_id, name="team")
     kubernetes_namespace = helpers.tenant(settings, spec)
     store = kubernetes.KubernetesSecrets.from_settings(settings)
-    world = worlds.make(
+    [world] = worlds.make(
         db,
         admin=admin,
         namespace_id=namespace_id,
