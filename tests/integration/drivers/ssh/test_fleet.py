@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from occ.controller import installation, namespaces
+from occ.controller import installation
 from occ.drivers.compute.ssh import hostside
 from occ.state.db import Database
 from tests.support import processes, ssh_server, worker_worlds, worlds
@@ -22,10 +22,6 @@ def _health(endpoint: str) -> dict[str, Any]:
     with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
         body: dict[str, Any] = json.loads(response.read())
         return body
-
-
-def _status(db: Database, admin: str, namespace_id: str) -> str:
-    return str(namespaces.get_namespace(db, admin, namespace_id=namespace_id).status)
 
 
 def test_a_deploy_and_a_stop_through_the_fleet(
@@ -47,23 +43,10 @@ def test_a_deploy_and_a_stop_through_the_fleet(
     fleet.worker("drivers")
     admin = worlds.installation_admin(db, "ssh")
     # the fleet places the Namespace on the host and makes it ready
-    command = namespaces.CreateNamespace(name="team")
-    namespace_id = namespaces.create_namespace(db, admin, command).id
-    processes.nudge(env)
-    wait_for(
-        lambda: _status(db, admin, namespace_id) == "ready",
-        timeout=60,
-        message="the Namespace to become ready on the SSH host",
+    [world] = worker_worlds.ready(
+        db, env, admin=admin, secret_value="sk-over-ssh", compute_driver="ssh", reconciled_within=60
     )
-    assert (root / "namespaces" / namespace_id).is_dir()
-    world = worlds.make(
-        db,
-        admin=admin,
-        namespace_id=namespace_id,
-        compute_driver="ssh",
-        store=worker_worlds.store(env),
-        secret_value="sk-over-ssh",
-    )
+    assert (root / "namespaces" / world.namespace_id).is_dir()
     revision_id = worlds.deploy(db, world)
     processes.nudge(env)
     worker_worlds.wait_state(db, world, revision_id, "active", "the revision on ssh", timeout=60)
