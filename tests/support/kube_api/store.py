@@ -91,6 +91,17 @@ class Store:
     def _stored(self, plural: str, namespace: str | None, name: str) -> Obj | None:
         return self._objects.get(plural, {}).get(namespace or "", {}).get(name)
 
+    def _existing(
+        self, resource: resources.Resource, metadata: Obj, verb: str
+    ) -> tuple[str | None, Obj]:
+        """The namespace and stored object that ``metadata`` names; ``KeyError`` (naming the
+        ``verb`` refused) when there is none."""
+        namespace = metadata.get("namespace") if resource.namespaced else None
+        old = self._stored(resource.plural, namespace, metadata["name"])
+        if old is None:
+            raise KeyError(f"no {resource.plural} {namespace}/{metadata['name']} to {verb}")
+        return namespace, old
+
     def get(self, plural: str, namespace: str | None, name: str) -> Obj | None:
         with self.lock:
             obj = self._stored(plural, namespace, name)
@@ -190,11 +201,7 @@ class Store:
         metadata and status bumps generation; a deleting object without finalizers goes.
         """
         with self.lock:
-            metadata = new["metadata"]
-            namespace = metadata.get("namespace") if resource.namespaced else None
-            old = self._stored(resource.plural, namespace, metadata["name"])
-            if old is None:
-                raise KeyError(f"no {resource.plural} {namespace}/{metadata['name']} to update")
+            namespace, old = self._existing(resource, new["metadata"], "update")
             if _content(old) == _content(new):
                 return copy.deepcopy(old)
             stored = copy.deepcopy(new)
@@ -219,11 +226,7 @@ class Store:
     def mark_deleting(self, resource: resources.Resource, obj: Obj) -> Obj:
         """Set ``deletionTimestamp`` on an object that must wait (finalizers, namespaces)."""
         with self.lock:
-            metadata = obj["metadata"]
-            namespace = metadata.get("namespace") if resource.namespaced else None
-            old = self._stored(resource.plural, namespace, metadata["name"])
-            if old is None:
-                raise KeyError(f"no {resource.plural} {namespace}/{metadata['name']} to delete")
+            _, old = self._existing(resource, obj["metadata"], "delete")
             if old["metadata"].get("deletionTimestamp"):
                 return copy.deepcopy(old)
             stored = {**old, "metadata": dict(old["metadata"])}
