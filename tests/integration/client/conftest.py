@@ -1,6 +1,7 @@
 """A running occ for the client: the API under gunicorn, control and driver workers and beat on
 the test database and a private Redis database, an administrator's key in a file, and a way to
-run ``occ`` client commands as the operator would (a subprocess, its own config directory).
+run ``occ`` client commands as the operator would (a subprocess, its own config directory);
+the sign-in provider is the web tests' own.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from occ.controller import installation
 from occ.state import api_keys
 from occ.state.db import Database
+from tests.integration.web.conftest import provider  # noqa: F401  (the sign-in tests')
 from tests.support import brokers, databases, gateways, processes, servers
 
 PEPPER = "test-pepper"

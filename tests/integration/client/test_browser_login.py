@@ -19,12 +19,6 @@ from tests.support import oidc_provider, servers
 AUTH_SECRET = "a-sign-in-secret-of-the-client-tests"
 
 
-@pytest.fixture(scope="module")
-def provider() -> Iterator[oidc_provider.Provider]:
-    with oidc_provider.running() as running:
-        yield running
-
-
 @pytest.fixture
 def signing_in(
     environment: dict[str, str],
