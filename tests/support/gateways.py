@@ -1,4 +1,5 @@
-"""Stop every stand-in gateway a test's local driver left running under its root."""
+"""Stand-in gateways in the tests: stop every one a test's local driver left running under
+its root, and read a gateway's health answer."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import contextlib
 import json
 import os
 import signal
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 
 def stop_all(root: Path) -> list[int]:
@@ -30,3 +33,11 @@ def stop_all(root: Path) -> list[int]:
                 os.kill(pid, signal.SIGKILL)
                 stopped.append(pid)
     return stopped
+
+
+def health(endpoint: str) -> dict[str, Any]:
+    """The gateway at ``endpoint``'s ``GET /healthz`` answer (its revision, credential
+    fingerprint and the like)."""
+    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
+        body: dict[str, Any] = json.loads(response.read())
+        return body

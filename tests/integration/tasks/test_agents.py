@@ -25,7 +25,7 @@ from occ.controller import (
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
 from occ.state.db import Database
-from tests.support import audits, processes, worker_worlds, worlds
+from tests.support import audits, gateways, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 World = worlds.World
@@ -77,12 +77,6 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
-
-
-def _health(endpoint: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=2) as response:
-        body: dict[str, Any] = json.loads(response.read())
-        return body
 
 
 def _alive(pid: int | None) -> bool:
@@ -147,14 +141,14 @@ def test_deploy_redeploy_and_one_activation_audit_per_revision(
     first = _deploy_until_active(db, env, world, "the first revision")
     endpoint = worlds.agent(db, world).endpoint
     assert endpoint is not None
-    assert _health(endpoint)["revisionId"] == first
+    assert gateways.health(endpoint)["revisionId"] == first
     driver = LocalComputeDriver(local_root)
     first_pid = driver.revision_process(world.agent_id, first)
     assert _alive(first_pid)
 
     second = _deploy_until_active(db, env, world, "the second revision")
     endpoint = worlds.agent(db, world).endpoint
-    assert endpoint is not None and _health(endpoint)["revisionId"] == second
+    assert endpoint is not None and gateways.health(endpoint)["revisionId"] == second
     wait_for(lambda: not _alive(first_pid), timeout=10, message="the old gateway to stop")
     assert worlds.deployment(db, world, first).state == "superseded"
     assert (_activation_audits(db, first), _activation_audits(db, second)) == (1, 1)
@@ -376,4 +370,5 @@ def test_a_worker_killed_during_activation_leaves_one_active_revision_and_one_au
     agent = worlds.agent(db, world)
     assert agent.active_revision_id == revision_id
     assert _activation_audits(db, revision_id) == 1
-    assert agent.endpoint is not None and _health(agent.endpoint)["revisionId"] == revision_id
+    assert agent.endpoint is not None
+    assert gateways.health(agent.endpoint)["revisionId"] == revision_id

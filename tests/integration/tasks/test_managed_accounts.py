@@ -9,8 +9,6 @@ the Backend, or an actor who lost ``account:read``, is refused before any Comput
 from __future__ import annotations
 
 import functools
-import json
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.foundation import errors, fingerprints
 from occ.state import models
 from occ.state.db import Database
-from tests.support import audits, processes, worker_worlds, worlds
+from tests.support import audits, gateways, processes, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 FINGERPRINT_KEY = "managed-account-test-fingerprint-key"
@@ -97,12 +95,6 @@ def _pinned(db: Database, revision_id: str) -> dict[str, Any]:
     return pinned
 
 
-def _health(endpoint: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=2) as response:
-        body: dict[str, Any] = json.loads(response.read())
-        return body
-
-
 def test_a_deploy_pins_the_token_reference_and_delivers_the_token(
     db: Database,
     account_env: dict[str, str],
@@ -132,7 +124,7 @@ def test_a_deploy_pins_the_token_reference_and_delivers_the_token(
     expected = fingerprints.of(
         backend.token_value(reference), fingerprints.revision_key(FINGERPRINT_KEY, revision_id)
     )
-    assert _health(endpoint)["credentialFingerprint"] == expected
+    assert gateways.health(endpoint)["credentialFingerprint"] == expected
     token = backend.token_value(reference)
     with db.transaction() as session:
         stored = session.execute(

@@ -3,8 +3,6 @@ the reads the lifecycle tests wait on (deployments, Agents, work rows, engine ob
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from typing import Any
 
 from occ.drivers.compute.docker import naming
@@ -13,6 +11,7 @@ from occ.settings.config import Settings
 from occ.state import models
 from occ.state.db import Database
 from tests.support import audits, processes, worker_worlds, worlds
+from tests.support import gateways as stand_in_gateways
 
 SECRET_VALUE = "sk-docker-lifecycle-never-logged"
 
@@ -53,10 +52,7 @@ agent_gone = worlds.agent_gone
 reconcile_passes = audits.reconcile_passes
 
 
-def health(endpoint: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
-        body: dict[str, Any] = json.loads(response.read())
-        return body
+health = stand_in_gateways.health
 
 
 def gateways(client: Any, **labels: str) -> list[Any]:

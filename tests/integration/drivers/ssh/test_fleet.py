@@ -4,24 +4,15 @@ revision, and a stop stops the unit."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from occ.controller import installation
 from occ.drivers.compute.ssh import hostside
 from occ.state.db import Database
-from tests.support import processes, ssh_server, worker_worlds, worlds
+from tests.support import gateways, processes, ssh_server, worker_worlds, worlds
 from tests.support.processes import wait_for
-
-
-def _health(endpoint: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
-        body: dict[str, Any] = json.loads(response.read())
-        return body
 
 
 def test_a_deploy_and_a_stop_through_the_fleet(
@@ -52,7 +43,7 @@ def test_a_deploy_and_a_stop_through_the_fleet(
     worker_worlds.wait_state(db, world, revision_id, "active", "the revision on ssh", timeout=60)
     endpoint = worlds.agent(db, world).endpoint
     assert endpoint is not None
-    assert _health(endpoint)["revisionId"] == revision_id
+    assert gateways.health(endpoint)["revisionId"] == revision_id
     unit = root / "units" / hostside.unit_name(world.agent_id)
     assert unit.read_text().splitlines()[0] == f"{hostside.REVISION_LINE}{revision_id}"
 
