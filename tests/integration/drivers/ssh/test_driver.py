@@ -7,13 +7,10 @@ pinned one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import pwd
 import shutil
 import subprocess
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,11 +18,18 @@ from occ.drivers.compute import base, hooks
 from occ.drivers.compute.ssh import SshComputeDriver, connection, hostside
 from occ.drivers.compute.ssh import driver as ssh_driver
 from tests.integration.drivers.ssh.conftest import CREDENTIAL, MakeDriver, namespace, revision
-from tests.support import ssh_server
+from tests.support import gateways, ssh_server
 from tests.support.hook_owners import RecordingOwner
 from tests.support.processes import wait_for
 
 PLACEHOLDER = {"RUNTIME_IDENTITY": "opaque-identity:ssh-1"}
+
+
+def _placed(driver: SshComputeDriver, operation: base.Operation) -> base.NamespaceSpec:
+    """A new Namespace, ensured on the driver's host."""
+    ns = namespace()
+    driver.ensure_namespace(operation, ns)
+    return ns
 
 
 def _active(
@@ -55,22 +59,15 @@ def _status(pid: int) -> dict[str, str]:
     return {key: value.strip() for key, _, value in (line.partition(":") for line in lines)}
 
 
-def _health(endpoint: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{endpoint}/healthz", timeout=3) as response:
-        body: dict[str, Any] = json.loads(response.read())
-        return body
-
-
 def test_the_unit_is_hardened_accepted_by_systemd_and_runs_as_the_agents_user(
     make_driver: MakeDriver, root: Path, operation: base.Operation, tmp_path: Path
 ) -> None:
     owner = RecordingOwner(environment=PLACEHOLDER)
     driver = make_driver(hooks=hooks.HookDispatcher([owner]))
-    ns = namespace()
-    driver.ensure_namespace(operation, ns)
+    ns = _placed(driver, operation)
     spec = revision(ns.id)
     activation = _active(driver, operation, spec)
-    health = _health(str(activation.endpoint))
+    health = gateways.health(str(activation.endpoint))
     assert health["revisionId"] == spec.revision_id
     assert (
         health["credentialFingerprint"]
@@ -119,8 +116,7 @@ def test_retirement_removes_exactly_the_revisions_files_and_unit(
     make_driver: MakeDriver, root: Path, operation: base.Operation
 ) -> None:
     driver = make_driver()
-    ns = namespace()
-    driver.ensure_namespace(operation, ns)
+    ns = _placed(driver, operation)
     first = revision(ns.id)
     _active(driver, operation, first)
     second = revision(ns.id, first.agent_id, 2)
@@ -129,7 +125,7 @@ def test_retirement_removes_exactly_the_revisions_files_and_unit(
 
     driver.retire_revision(operation, first)  # the unit runs the second: it stays
     assert sorted(p.name for p in revisions.iterdir()) == [second.revision_id]
-    assert _health(str(second_endpoint))["revisionId"] == second.revision_id
+    assert gateways.health(str(second_endpoint))["revisionId"] == second.revision_id
     driver.retire_revision(operation, second)
     assert not _unit(root, first.agent_id).exists()
     assert list(revisions.iterdir()) == []
@@ -143,8 +139,7 @@ def test_a_failed_activation_compensates_the_launch_hooks(
 ) -> None:
     owner = RecordingOwner(environment=PLACEHOLDER)
     driver = make_driver(hooks=hooks.HookDispatcher([owner]))
-    ns = namespace()
-    driver.ensure_namespace(operation, ns)
+    ns = _placed(driver, operation)
     spec = revision(ns.id)  # never prepared: the host refuses to activate it
     with pytest.raises(base.TransientDriverError) as raised:
         driver.activate_revision(operation, spec)
@@ -157,14 +152,13 @@ def test_a_failed_revocation_keeps_the_gateway(
 ) -> None:
     owner = RecordingOwner()
     driver = make_driver(hooks=hooks.HookDispatcher([owner]))
-    ns = namespace()
-    driver.ensure_namespace(operation, ns)
+    ns = _placed(driver, operation)
     spec = revision(ns.id)
     endpoint = str(_active(driver, operation, spec).endpoint)
     owner.fail["before_workload_stop"] = base.TransientDriverError("REVOCATION_PENDING")
     with pytest.raises(base.TransientDriverError):
         driver.stop_revision(operation, spec)
-    assert _health(endpoint)["revisionId"] == spec.revision_id
+    assert gateways.health(endpoint)["revisionId"] == spec.revision_id
     del owner.fail["before_workload_stop"]
     driver.stop_revision(operation, spec)
     assert not (root / "run" / f"{hostside.unit_name(spec.agent_id)[:-8]}.pid").exists()
@@ -174,8 +168,7 @@ def test_observation_is_one_command_per_host_for_many_agents(
     make_driver: MakeDriver, operation: base.Operation
 ) -> None:
     driver = make_driver(observation_ttl_s=30)
-    ns = namespace()
-    driver.ensure_namespace(operation, ns)
+    ns = _placed(driver, operation)
     specs = [revision(ns.id) for _ in range(3)]
     for spec in specs:  # nothing staged: each stop only observes
         driver.stop_revision(operation, spec)
@@ -201,8 +194,7 @@ def test_a_host_that_is_down_defers_the_work(
 def test_a_host_removed_from_the_pool_fails_its_agents_work(
     make_driver: MakeDriver, ssh_host: ssh_server.Server, operation: base.Operation
 ) -> None:
-    ns = namespace()
-    make_driver().ensure_namespace(operation, ns)
+    ns = _placed(make_driver(), operation)
     other_root = ssh_server.new_root()  # another host: another file system
     try:
         driver = make_driver([ssh_host.pool_entry("host-b")], at=other_root)
@@ -228,8 +220,7 @@ def test_a_unit_whose_gateway_fails_its_health_check_is_not_observed_healthy(
     make_driver: MakeDriver, operation: base.Operation
 ) -> None:
     driver = make_driver(observation_ttl_s=0)
-    ns = namespace()
-    driver.ensure_namespace(operation, ns)
+    ns = _placed(driver, operation)
     healthy = revision(ns.id)
     sick = dataclasses.replace(
         revision(ns.id), configuration_document={"standIn": {"healthy": False}}
