@@ -5,6 +5,9 @@ gateway.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import NamedTuple
+
 import pytest
 
 from occ.drivers.compute import base, hooks
@@ -17,10 +20,21 @@ from tests.support.kube_api import FakeKubeAPI
 PLACEHOLDER = {"RUNTIME_IDENTITY": "opaque-identity:test-1"}
 
 
-def _driver(make_driver: MakeDriver, owner: RecordingOwner) -> KubernetesComputeDriver:
+class Hooked(NamedTuple):
+    """A driver whose one hook owner records its calls."""
+
+    driver: KubernetesComputeDriver
+    owner: RecordingOwner
+
+
+@pytest.fixture
+def hooked(make_driver: MakeDriver) -> Iterator[Hooked]:
+    """A driver hooked to an owner that hands the gateway a placeholder identity; its client
+    is closed after the test."""
+    owner = RecordingOwner(environment=PLACEHOLDER)
     driver = make_driver()
     driver.hooks = hooks.HookDispatcher([owner])
-    return driver
+    yield Hooked(driver, owner)
 
 
 def _container_environment(kube_api: FakeKubeAPI, namespace: str, name: str) -> dict[str, str]:
@@ -31,13 +45,9 @@ def _container_environment(kube_api: FakeKubeAPI, namespace: str, name: str) -> 
 
 
 def test_hooks_run_at_the_seeds_points_and_placeholders_reach_the_gateway(
-    make_driver: MakeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: helpers.Specs,
+    hooked: Hooked, kube_api: FakeKubeAPI, operation: base.Operation, specs: helpers.Specs
 ) -> None:
-    owner = RecordingOwner(environment=PLACEHOLDER)
-    driver = _driver(make_driver, owner)
+    driver, owner = hooked
     namespace, revision = helpers.deployed(driver, kube_api, operation, specs)
     assert owner.stages()[0] == "after_namespace_prepared"
     assert "before_workload_start" in owner.stages()
@@ -48,17 +58,12 @@ def test_hooks_run_at_the_seeds_points_and_placeholders_reach_the_gateway(
     driver.retire_revision(operation, revision)
     assert owner.calls == [("before_workload_stop", revision.revision_id)]
     owner.assert_saw_no_secret()
-    driver.api.close()
 
 
 def test_a_failed_activation_apply_compensates_the_launch_hooks(
-    make_driver: MakeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: helpers.Specs,
+    hooked: Hooked, kube_api: FakeKubeAPI, operation: base.Operation, specs: helpers.Specs
 ) -> None:
-    owner = RecordingOwner(environment=PLACEHOLDER)
-    driver = _driver(make_driver, owner)
+    driver, owner = hooked
     helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
@@ -71,17 +76,12 @@ def test_a_failed_activation_apply_compensates_the_launch_hooks(
         ("before_workload_stop", revision.revision_id),
     ]
     owner.assert_saw_no_secret()
-    driver.api.close()
 
 
 def test_a_rollout_past_its_deadline_compensates_the_launch_hooks(
-    make_driver: MakeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: helpers.Specs,
+    hooked: Hooked, kube_api: FakeKubeAPI, operation: base.Operation, specs: helpers.Specs
 ) -> None:
-    owner = RecordingOwner(environment=PLACEHOLDER)
-    driver = _driver(make_driver, owner)
+    driver, owner = hooked
     namespace = helpers.ready_namespace(driver, operation, specs)
     revision = specs.revision()
     assert isinstance(driver.prepare_revision(operation, revision), base.Ready)
@@ -91,17 +91,12 @@ def test_a_rollout_past_its_deadline_compensates_the_launch_hooks(
     failed = driver.activate_revision(operation, revision)
     assert isinstance(failed, base.Failed)
     assert owner.calls[-1] == ("before_workload_stop", revision.revision_id)
-    driver.api.close()
 
 
 def test_a_failed_revocation_keeps_the_gateway_for_the_retry(
-    make_driver: MakeDriver,
-    kube_api: FakeKubeAPI,
-    operation: base.Operation,
-    specs: helpers.Specs,
+    hooked: Hooked, kube_api: FakeKubeAPI, operation: base.Operation, specs: helpers.Specs
 ) -> None:
-    owner = RecordingOwner()
-    driver = _driver(make_driver, owner)
+    driver, owner = hooked
     namespace, revision = helpers.deployed(driver, kube_api, operation, specs)
     owner.fail["before_workload_stop"] = base.TransientDriverError("REVOCATION_PENDING")
     with pytest.raises(base.TransientDriverError):
@@ -110,4 +105,3 @@ def test_a_failed_revocation_keeps_the_gateway_for_the_retry(
     del owner.fail["before_workload_stop"]
     driver.retire_revision(operation, revision)
     assert kube_api.get("deployments", namespace, helpers.gateway_name(revision)) is None
-    driver.api.close()
