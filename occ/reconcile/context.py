@@ -133,6 +133,7 @@ class ClaimContext:
             claim_token=str(self._claim.token),
             abort=self.abort,
             leased=self.leased,
+            attempt=self._claim.attempt_count,
         )
 
     def leased(self) -> bool:

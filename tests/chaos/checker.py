@@ -8,8 +8,9 @@
 * no two effects of one lane overlap in time (a killed pool process's open effect ends when
   it was killed, a stopped process does nothing until it is continued; an aborted effect
   acted on nothing and is left out);
-* no publication by a stale token: the effect that preceded a publication belongs to the
-  newest claim that ran the item;
+* no publication by a stale claim: no claim newer than the publisher (its attempt as its
+  worker's ``worker.completed`` names it, read from the fleet's logs) had begun its effects
+  (``publishers``);
 * attempt counts within the budget, and more than one attempt only for an item that lived
   through a fault;
 * one activation audit per activated revision;
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,54 +39,8 @@ import sqlalchemy as sa
 from occ.foundation import codes
 from occ.state.db import Database
 from tests.chaos import world as chaos_world
-
-
-@dataclass(frozen=True)
-class JournalClock:
-    """Places journal entries on the harness's wall clock by their monotonic readings."""
-
-    wall_minus_monotonic: float
-    """The harness's wall clock minus the machine's monotonic clock, read together."""
-
-    @classmethod
-    def now(cls) -> JournalClock:
-        """Read in this (unshifted) process: both clocks are the machine's true ones."""
-        return cls(time.time() - time.monotonic())
-
-    def started(self, entry: Mapping[str, Any]) -> float:
-        return float(entry["startedMonotonic"]) + self.wall_minus_monotonic
-
-    def ended(self, entry: Mapping[str, Any]) -> float:
-        return float(entry["endedMonotonic"]) + self.wall_minus_monotonic
-
-    def offsets(self, entries: Iterable[Mapping[str, Any]]) -> dict[int, int]:
-        """Effects by their writer's wall-clock offset (whole seconds, ``startedAt`` minus
-        the true start)."""
-        found = collections.Counter(
-            round(float(e["startedAt"]) - self.started(e))
-            for e in entries
-            if e["phase"] == "started"
-        )
-        return dict(sorted(found.items()))
-
-
-@dataclass(frozen=True)
-class Interval:
-    lane: str
-    work_id: str
-    token: str
-    started: float
-    ended: float | None  # None: never ended and never killed
-    outcome: str
-    op: str = ""
-    pid: int = 0
-
-    def describe(self) -> str:
-        end = "open" if self.ended is None else f"{self.ended:.2f}"
-        return (
-            f"{self.work_id} {self.op} token {self.token[:8]} pid {self.pid}"
-            f" [{self.started:.2f}, {end}] {self.outcome}"
-        )
+from tests.chaos.effects import Interval, JournalClock, intervals
+from tests.chaos.publishers import stale_publication
 
 
 @dataclass
@@ -102,6 +56,9 @@ class Report:
     activation_dups: list[str] = field(default_factory=list)
     orphans: list[int] = field(default_factory=list)
     extra_passes: int = 0
+    publishers_named: int = 0
+    """Publications judged with their publisher's attempt (its ``worker.completed``), not by
+    the journal's tokens alone."""
     cancelled: int = 0
     superseded: int = 0
     completed_at: dict[str, float] = field(default_factory=dict)
@@ -172,40 +129,6 @@ def terminal(owner: Database, admitted: Iterable[chaos_world.Admitted]) -> set[s
     return done
 
 
-def intervals(
-    entries: list[dict[str, Any]],
-    lanes: Mapping[str, str],
-    killed_at: Mapping[int, float],
-    clock: JournalClock,
-) -> list[Interval]:
-    """One interval per journalled effect, with its lane, on the harness's clock."""
-    ended = {(e["token"], e["op"], e["startedAt"]): e for e in entries if e["phase"] == "ended"}
-    found = []
-    for entry in entries:
-        if entry["phase"] != "started":
-            continue
-        lane = entry.get("agentId") or lanes.get(entry["workId"]) or entry.get("namespaceId")
-        end = ended.get((entry["token"], entry["op"], entry["startedAt"]))
-        started = clock.started(entry)
-        if end is not None:
-            found.append(
-                Interval(
-                    str(lane), entry["workId"], entry["token"], started, clock.ended(end),
-                    end["outcome"], entry["op"], entry["pid"],
-                )
-            )  # fmt: skip
-        else:
-            killed = killed_at.get(entry["pid"])
-            stop = killed if killed is not None and killed >= started else None
-            found.append(
-                Interval(
-                    str(lane), entry["workId"], entry["token"], started, stop,
-                    "killed", entry["op"], entry["pid"],
-                )
-            )  # fmt: skip
-    return found
-
-
 def _segments(
     interval: Interval, frozen: list[tuple[tuple[int, ...], float, float]]
 ) -> list[tuple[float, float]]:
@@ -261,6 +184,7 @@ def check(
     gateways_left: list[int],
     fault_windows: list[tuple[float, float]],
     frozen: list[tuple[tuple[int, ...], float, float]],
+    published_by: Mapping[str, list[int]],
 ) -> Report:
     audits = _audits(owner)
     report = Report(items=len(admitted), clock_offsets=clock.offsets(entries))
@@ -309,8 +233,14 @@ def check(
         tokens = list(dict.fromkeys(i.token for i in effects))
         report.extra_passes += max(0, len(tokens) - 1)
         if publications and effects:
+            publishers = published_by.get(item.work_id)
+            report.publishers_named += bool(publishers)
             report.stale_publications += stale_publication(
-                item.work_id, effects, float(publications[0]["at"]), killed_at
+                item.work_id,
+                effects,
+                float(publications[0]["at"]),
+                killed_at,
+                min(publishers) if publishers else None,
             )
     report.lane_overlaps = _overlaps(found, frozen)
     activations = collections.Counter(
@@ -338,41 +268,3 @@ def _row(owner: Database, work_id: str) -> str | None:
             .first()
         )
     return str(dict(row)) if row else None
-
-
-KILL_SLACK_S = 1.0
-"""How long after its process's kill a statement it sent may still commit."""
-
-
-def stale_publication(
-    work_id: str,
-    effects: list[Interval],
-    published_at: float,
-    killed_at: Mapping[int, float],
-) -> list[str]:
-    """The publisher is the token of the last effect done before the publication by a process
-    still alive then (a process killed before it published nothing); a newer claim's effect
-    starting between that token's first effect and the publication makes it stale.
-
-    A publishing claim that journalled no effect is not seen: when the claims before it ran in
-    processes killed since, nothing is said; otherwise the last of them is taken for the
-    publisher (docs/reliability.md, the open finding on the publisher)."""
-    done = [
-        i
-        for i in effects
-        if i.outcome == "done"
-        and (i.ended or 0) <= published_at + 0.5
-        and killed_at.get(i.pid, float("inf")) > published_at - KILL_SLACK_S
-    ]
-    if not done:
-        return []
-    publisher = done[-1].token
-    first = min(i.started for i in effects if i.token == publisher)
-    newer = [i for i in effects if i.token != publisher and first < i.started < published_at]
-    if not newer:
-        return []
-    history = "; ".join(i.describe() for i in effects)
-    return [
-        f"{work_id}: published at {published_at:.2f} by a token older than"
-        f" {newer[0].token[:8]} (effects: {history})"
-    ]

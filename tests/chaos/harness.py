@@ -25,7 +25,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.foundation import errors
 from occ.settings.config import Settings
 from occ.state.db import Database
-from tests.chaos import checker, nemesis, proxy, world
+from tests.chaos import checker, effects, nemesis, proxy, publishers, world
 from tests.chaos import cluster as chaos_cluster
 from tests.support import databases, servers
 
@@ -59,7 +59,8 @@ class Figures:
             f" lost={len(r.lost)} failed={len(r.failed)}"
             f" overtaken_by_delete={r.cancelled + r.superseded}"
             f" dup_publications={len(r.dup_publications)} lane_overlaps={len(r.lane_overlaps)}"
-            f" stale_publications={len(r.stale_publications)} stuck={len(r.lost)}"
+            f" stale_publications={len(r.stale_publications)}"
+            f" (publishers_named={r.publishers_named}) stuck={len(r.lost)}"
             f" orphans={len(r.orphans)} activation_dups={len(r.activation_dups)}"
             f" extra_passes={r.extra_passes} worker_exits={len(self.unexpected_exits)}"
             f" max_recovery_s={self.max_recovery_s:.1f} runtime_s={self.runtime_s:.0f}"
@@ -183,10 +184,11 @@ def run(
             driver.effects(),
             lanes,
             fleet.killed_at,
-            checker.JournalClock.now(),
+            effects.JournalClock.now(),
             max_attempts=MAX_ATTEMPTS,
             gateways_left=gateways_left,
             frozen=injector.frozen,
+            published_by=publishers.publishing_attempts(fleet.logs().values()),
             fault_windows=[
                 (f.started_at, f.ended_at + 2 * LEASE_MS / 1000 + 1.0) for f in injector.done
             ],

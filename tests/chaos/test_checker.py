@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.chaos import checker
+from tests.chaos import effects, publishers
 
 WALL_MINUS_MONOTONIC = 1_800_000_000.0
 WORK = "agent_revision:rev_1:deploy:1"
@@ -47,10 +47,10 @@ def test_a_stale_publication_is_found_whichever_worker_is_skewed(
     skewed: str, offset_s: int
 ) -> None:
     entries = _stale_holder_publishes(skewed, offset_s)
-    clock = checker.JournalClock(WALL_MINUS_MONOTONIC)
-    found = checker.intervals(entries, {}, {}, clock)
+    clock = effects.JournalClock(WALL_MINUS_MONOTONIC)
+    found = effects.intervals(entries, {}, {}, clock)
     published_at = WALL_MINUS_MONOTONIC + 4.0
-    (stale,) = checker.stale_publication(WORK, found, published_at, {})
+    (stale,) = publishers.stale_publication(WORK, found, published_at, {})
     assert stale.startswith(f"{WORK}: published at {published_at:.2f} by a token older than new")
     assert clock.offsets(entries) == {**{0: 1}, offset_s: 1}
 
@@ -74,15 +74,15 @@ def test_the_workers_wall_times_would_misread_it(
         | ({"endedMonotonic": e["endedAt"] - WALL_MINUS_MONOTONIC} if "endedAt" in e else {})
         for e in entries
     ]
-    found = checker.intervals(as_if_true, {}, {}, checker.JournalClock(WALL_MINUS_MONOTONIC))
-    misreadings = checker.stale_publication(WORK, found, WALL_MINUS_MONOTONIC + 4.0, {})
+    found = effects.intervals(as_if_true, {}, {}, effects.JournalClock(WALL_MINUS_MONOTONIC))
+    misreadings = publishers.stale_publication(WORK, found, WALL_MINUS_MONOTONIC + 4.0, {})
     assert len(misreadings) == len(misread)
     assert all(text in reading for text, reading in zip(misread, misreadings, strict=True))
 
 
 def test_an_unskewed_journal_has_one_offset() -> None:
     entries = _stale_holder_publishes("old", 0)
-    assert checker.JournalClock(WALL_MINUS_MONOTONIC).offsets(entries) == {0: 2}
+    assert effects.JournalClock(WALL_MINUS_MONOTONIC).offsets(entries) == {0: 2}
 
 
 def _killed_claim_then_a_publication_without_effects() -> list[dict[str, Any]]:
@@ -99,13 +99,13 @@ def _killed_claim_then_a_publication_without_effects() -> list[dict[str, Any]]:
 
 
 def test_a_claim_whose_process_was_killed_is_not_taken_for_the_publisher() -> None:
-    clock = checker.JournalClock(WALL_MINUS_MONOTONIC)
+    clock = effects.JournalClock(WALL_MINUS_MONOTONIC)
     killed_at = {300: WALL_MINUS_MONOTONIC + 0.77}
-    found = checker.intervals(
+    found = effects.intervals(
         _killed_claim_then_a_publication_without_effects(), {}, killed_at, clock
     )
     published_at = WALL_MINUS_MONOTONIC + 5.9
-    assert checker.stale_publication(WORK, found, published_at, killed_at) == []
+    assert publishers.stale_publication(WORK, found, published_at, killed_at) == []
     # had the first claim's process lived on, the killed claim's effect would make it stale
-    (stale,) = checker.stale_publication(WORK, found, published_at, {})
+    (stale,) = publishers.stale_publication(WORK, found, published_at, {})
     assert "a token older than killed" in stale

@@ -128,6 +128,9 @@ class Operation:
     claim_token: str
     abort: threading.Event
     leased: Callable[[], bool] = field(default=lambda: True, compare=False)
+    attempt: int = 0
+    """The claim's attempt number (1 for an item's first claim; 0 outside a claim), as the
+    worker knows it: the effect journal names it, as ``worker.completed`` does."""
 
     def check(self) -> None:
         """Raise ``Aborted`` once the claim is lost, its lease may have run out, or the worker

@@ -116,6 +116,7 @@ def test_a_worker_shutdown_interrupts_the_pass_without_losing_the_claim() -> Non
 
     assert claim.interrupted and claim.abort.is_set() and not claim.lost
     assert claim.operation().abort is claim.abort
+    assert claim.operation().attempt == 1  # the claim's, as the journal names it
 
 
 def test_a_renewal_just_after_a_confirmation_needs_no_database() -> None:

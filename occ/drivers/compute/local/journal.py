@@ -1,8 +1,8 @@
 """The effect journal: one ``started`` and one ``ended`` line per driver effect.
 
 ``effects.jsonl`` is the record fault tests read to prove that no item ran twice at once:
-each line carries the operation, the work id and the claim token that made the effect,
-the worker's pid and the ids it touched. The ``ended`` line adds ``endedAt`` and the
+each line carries the operation, the work id, the claim token and attempt number that made the
+effect, the worker's pid and the ids it touched. The ``ended`` line adds ``endedAt`` and the
 ``outcome`` (``done``, or the class of the exception that ended it, ``Aborted`` included).
 An effect that a killed worker never finished has no ``ended`` line.
 
@@ -115,6 +115,7 @@ class Effect:
             "op": self.op,
             "workId": self.operation.work_id,
             "token": self.operation.claim_token,
+            "attempt": self.operation.attempt,
             "pid": os.getpid(),
             "startedAt": self.started,
             "startedMonotonic": self.started_monotonic,

@@ -15,7 +15,9 @@ from occ.drivers.compute.local import journal, logfiles
 
 
 def _operation(abort: threading.Event | None = None) -> base.Operation:
-    return base.Operation(work_id="work_1", claim_token="token_1", abort=abort or threading.Event())
+    return base.Operation(
+        work_id="work_1", claim_token="token_1", abort=abort or threading.Event(), attempt=2
+    )
 
 
 def _phases(effects: journal.Journal) -> list[tuple[str, str, str | None]]:
@@ -29,6 +31,7 @@ def test_an_effect_journals_started_and_ended_with_its_claim(tmp_path: Path) -> 
         assert _phases(effects) == [("ensure_namespace", "started", None)]
     started, ended = effects.entries()
     assert started["token"] == ended["token"] == "token_1"
+    assert started["attempt"] == ended["attempt"] == 2
     assert started["workId"] == ended["workId"] == "work_1"
     assert started["namespaceId"] == ended["namespaceId"] == "ns_1"
     assert started["pid"] == os.getpid()
