@@ -100,7 +100,9 @@ def test_occ_dev_runs_flower_on_loopback_behind_a_generated_password(
     for child in flower.children(recursive=True):
         listening |= {c.laddr for c in child.net_connections() if c.status == psutil.CONN_LISTEN}
     assert {(address.ip, address.port) for address in listening} == {("127.0.0.1", port)}
-    assert all(password not in " ".join(p.cmdline()) for p in psutil.process_iter())
+    # (a zombie's or a vanished process's command line reads as None: it holds nothing)
+    command_lines = [p.info["cmdline"] or [] for p in psutil.process_iter(["cmdline"])]
+    assert all(password not in " ".join(line) for line in command_lines)
 
     # the work shows on Flower with its Namespace's name
     key = Path(ready["adminKeyFile"]).read_text().strip()
