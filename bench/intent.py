@@ -6,7 +6,7 @@ retention), in one run on a scratch database:
 * **days**: the work table's rows and size at the end of accelerated days (a day is as long
   as its work takes) of a steady fleet's work with retention on;
 * **prune**: rows pruned per second, and the claim's p99 while a prune runs against the
-  same claims without one (before and after, averaged);
+  same claims without one, timed in alternating two-second slices;
 * **health**: ``worker.health``'s pending count over a deep history against a shallow one.
 
 Prints ``name=value`` figures on stdout and a summary with the targets on stderr.
@@ -48,6 +48,8 @@ PICKUP_DEPLOYS: Final = 40
 """Deploys of one pickup phase; the phases alternate idle and behind the repairs."""
 PICKUP_ROUNDS: Final = 4
 PICKUP_ROUNDS_QUICK: Final = 2
+PRUNE_SLICE_S: Final = 2.0
+"""The claims are timed in turns: this long beside a prune, this long without one."""
 DAYS: Final = 60
 DAYS_QUICK: Final = 40
 SETTLED_FROM: Final = 31
@@ -212,38 +214,52 @@ def _claim_latencies(w: intent_world.World, until: Callable[[], bool]) -> list[f
 
 
 def prune_beside_claims(
-    w: intent_world.World, *, history: int, window_s: float, verbose: bool
+    w: intent_world.World, *, history: int, slice_s: float, verbose: bool
 ) -> tuple[float, list[float], list[float]]:
-    """``history`` expired terminal rows and 3,000 queued items: the claim's latencies for
-    ``window_s`` before, during (until the prune ends) and after a prune; the prune's rows/s."""
+    """``history`` expired terminal rows and 3,000 queued items: the claim's latencies in
+    alternating slices of ``slice_s``, without a prune and with one (a run whose budget is the
+    slice), until the history is gone, so that a noisy stretch of the machine falls on both;
+    the prune's rows per second of its own slices."""
     intent_world.history_beside_queue(
         w, first=10_000_000, count=history, ended=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     )
     keep = upkeep.Retention(succeeded_ms=60_000, failed_ms=60_000)
 
-    def for_window() -> Callable[[], bool]:
-        end = time.monotonic() + window_s
+    def for_slice() -> Callable[[], bool]:
+        end = time.monotonic() + slice_s
         return lambda: time.monotonic() >= end
 
-    _claim_latencies(w, for_window())  # warm-up: the prepared plan settles
-    before = _claim_latencies(w, for_window())
-    done = threading.Event()
-    result: list[upkeep.PruneReport] = []
+    _claim_latencies(w, for_slice())  # warm-up: the prepared plan settles
+    quiet: list[float] = []
+    during: list[float] = []
+    pruned, pruning_s = 0, 0.0
+    while True:
+        quiet += _claim_latencies(w, for_slice())
+        done = threading.Event()
+        result: list[upkeep.PruneReport] = []
+        thread = threading.Thread(target=_prune_slice, args=(w, keep, slice_s, result, done))
+        started = time.perf_counter()
+        thread.start()
+        during += _claim_latencies(w, done.is_set)
+        thread.join()
+        pruning_s += time.perf_counter() - started
+        pruned += result[0].work
+        if result[0].finished:
+            break
+    quiet += _claim_latencies(w, for_slice())
+    log(verbose, f"prune: {pruned} rows in {pruning_s:.1f} s of pruning slices")
+    return pruned / pruning_s, quiet, during
 
-    def prune() -> None:
-        result.append(upkeep.prune(w.app, keep, budget_s=600))
-        done.set()
 
-    started = time.perf_counter()
-    thread = threading.Thread(target=prune)
-    thread.start()
-    during = _claim_latencies(w, done.is_set)
-    thread.join()
-    elapsed = time.perf_counter() - started
-    after = _claim_latencies(w, for_window())
-    pruned = result[0].work
-    log(verbose, f"prune: {pruned} rows in {elapsed:.1f} s")
-    return pruned / elapsed, before + after, during
+def _prune_slice(
+    w: intent_world.World,
+    keep: upkeep.Retention,
+    slice_s: float,
+    result: list[upkeep.PruneReport],
+    done: threading.Event,
+) -> None:
+    result.append(upkeep.prune(w.app, keep, budget_s=slice_s))
+    done.set()
 
 
 # -- health -------------------------------------------------------------------------------
@@ -292,7 +308,7 @@ def measure(*, quick: bool, verbose: bool) -> tuple[dict[str, float], list[str]]
         figures["last_day_work_indexes_mb"] = last.index_bytes / 1e6
 
         rate, quiet, pruning = prune_beside_claims(
-            w, history=100_000 if quick else 300_000, window_s=5.0, verbose=verbose
+            w, history=100_000 if quick else 300_000, slice_s=PRUNE_SLICE_S, verbose=verbose
         )
         figures["prune_rows_per_s"] = rate
         figures["claim_p99_ms_quiet"] = percentile(quiet, 0.99)

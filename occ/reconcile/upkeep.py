@@ -26,10 +26,11 @@ BATCH: Final = 100
 """Rows a batch removes at most (one short transaction). Small, because a claim's commit waits
 for the write-ahead log ahead of it: a 500-row batch (its page images included) held the
 claims beside it up twice as long at p99 as a 100-row one (``bench/intent.py``)."""
-PAUSE: Final = 1.0
+PAUSE: Final = 3.0
 """After each batch a run rests this many times as long as the batch took, so a prune holds
-at most half of one database connection's time and the claims beside it keep their latency
-(``bench/intent.py``'s prune phase)."""
+at most a quarter of one database connection's time and the claims beside it keep their
+latency (``bench/intent.py``'s prune phase: 1.24x the claim's quiet p99 resting as long as a
+batch, 1.11x resting three times as long, at 13,000 and 5,300 rows/s)."""
 RUN_BUDGET_S: Final = 10.0
 """How long one run prunes before it leaves the rest to the next (well inside the control
 tasks' 30 s soft limit)."""
