@@ -93,7 +93,13 @@ def _writer(path: Path, rotation: logfiles.Rotation) -> tuple[int, int]:
     """The write end of a new writer's pipe and the writer's pid (the only process whose
     command line names ``path``)."""
     write_end = logfiles.start_writer(path, rotation)
-    [pid] = [pid for pid, argv in _processes() if str(path).encode() in argv]
+
+    def named() -> list[int]:
+        return [pid for pid, argv in _processes() if str(path).encode() in argv]
+
+    # a process's command line can read empty for a moment while it starts (seen once in a
+    # full run); a writer that died would never be named and fails the wait
+    [pid] = wait_for(named, timeout=10, message="the writer's command line")
     return write_end, pid
 
 
