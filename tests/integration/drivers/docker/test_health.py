@@ -14,6 +14,9 @@ from occ.drivers.compute.docker import driver as driver_module
 from tests.integration.drivers.docker.objects import make_driver, revision
 from tests.support.processes import wait_for
 
+STARTING_FOR_30_S = health.HealthCheck(interval_s=6.0, retries=1, start_period_s=30.0)
+"""A health check still ``starting`` for the whole of a test (its first probe comes at 6 s)."""
+
 
 def _engine_health(client: Any, spec: base.RevisionSpec) -> str:
     attrs = client.api.inspect_container(naming.gateway(spec.revision_id))
@@ -23,8 +26,7 @@ def _engine_health(client: Any, spec: base.RevisionSpec) -> str:
 def test_a_gateway_is_not_ready_while_the_engines_health_check_is_starting(
     docker_host: str, operation: base.Operation, namespace_id: str, client: Any
 ) -> None:
-    slow = health.HealthCheck(interval_s=6.0, retries=1, start_period_s=30.0)
-    driver = make_driver(docker_host, readiness_wait_s=1.0, health_check=slow)
+    driver = make_driver(docker_host, readiness_wait_s=1.0, health_check=STARTING_FOR_30_S)
     spec = revision(namespace_id, "agt_starting")
 
     assert driver.prepare_revision(operation, spec) == base.Pending("REVISION_INCOMPLETE")
@@ -90,8 +92,7 @@ def _observed(driver: DockerComputeDriver, spec: base.RevisionSpec) -> base.Obse
 def test_the_observer_sees_a_starting_gateway_as_starting_not_healthy(
     docker_host: str, operation: base.Operation, namespace_id: str, client: Any
 ) -> None:
-    slow = health.HealthCheck(interval_s=6.0, retries=1, start_period_s=30.0)
-    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=slow)
+    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=STARTING_FOR_30_S)
     spec = revision(namespace_id, "agt_observed_starting")
     assert driver.prepare_revision(operation, spec) == base.Pending("REVISION_INCOMPLETE")
 
