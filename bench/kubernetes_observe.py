@@ -48,7 +48,7 @@ from bench.support import BenchError, log, report
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import (
     KubernetesComputeDriver,
-    client,
+    kinds,
     naming,
     watched,
 )
@@ -190,7 +190,7 @@ def _list_latency(
 ) -> dict[str, float]:
     """How long the fake takes to list every Deployment, and one namespace's by label."""
     namespace = naming.kubernetes_namespace("occ-", revision.namespace_id)
-    core: Any = driver.api._api(client.DEPLOYMENT)
+    core: Any = driver.api._api(kinds.DEPLOYMENT)
 
     def every() -> object:
         return core.list_deployment_for_all_namespaces(_preload_content=False).data

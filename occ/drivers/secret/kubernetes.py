@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, cluster_config, naming
+from occ.drivers.compute.kubernetes import client, cluster_config, kinds, naming
 from occ.foundation import errors
 from occ.settings.config import Settings
 
@@ -69,7 +69,7 @@ class KubernetesSecrets:
             "data": {KEY: base64.b64encode(value.encode()).decode("ascii")},
         }
         with _translated("write"):
-            self.api.apply(client.SECRET, namespace, body)
+            self.api.apply(kinds.SECRET, namespace, body)
         return _PREFIX + name.encode()
 
     def unseal(self, namespace_id: str, secret_id: str, stored: bytes) -> str:
@@ -90,12 +90,12 @@ class KubernetesSecrets:
             metadata = found["metadata"]
             namespace, name, uid = metadata["namespace"], metadata["name"], metadata["uid"]
             with _translated("delete"):
-                self.api.delete(client.SECRET, namespace, name, uid)
+                self.api.delete(kinds.SECRET, namespace, name, uid)
 
     def _owned(self, namespace_id: str, secret_id: str) -> Mapping[str, Any] | None:
         namespace = self._namespace(namespace_id)
         with _translated("read"):
-            found = self.api.read(client.SECRET, namespace, object_name(secret_id))
+            found = self.api.read(kinds.SECRET, namespace, object_name(secret_id))
         if found is None:
             return None
         metadata = found.get("metadata") or {}
@@ -110,7 +110,7 @@ class KubernetesSecrets:
 
     def _namespace(self, namespace_id: str) -> str:
         with _translated("find the Namespace of"):
-            found = self.api.find(client.NAMESPACE, None, naming.owned_by_namespace(namespace_id))
+            found = self.api.find(kinds.NAMESPACE, None, naming.owned_by_namespace(namespace_id))
         live = [obj for obj in found if not (obj.get("metadata") or {}).get("deletionTimestamp")]
         if len(live) != 1:
             raise errors.DependencyUnavailable(

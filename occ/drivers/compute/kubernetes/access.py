@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, watched
+from occ.drivers.compute.kubernetes import client, kinds, watched
 from occ.telemetry import observability
 
 MINIMUM_VERSION: Final = (1, 30)
@@ -32,30 +32,30 @@ _CREATE_ONLY: Final = ("get", "list", "create", "delete")
 """Objects created once and never changed: the revision's ConfigMap, the Agent's volume."""
 _NEVER_DELETED: Final = ("get", "list", "create", "patch")
 """Namespace policy objects, removed only with their namespace."""
-_STARTUP_WARNINGS: Final = (("list", client.POD), ("get", client.POD_LOG))
+_STARTUP_WARNINGS: Final = (("list", kinds.POD), ("get", kinds.POD_LOG))
 """A gateway's startup warnings: its revision's ready Pod found, the start of its log read."""
 
 _OBJECT_ACCESS: Final = (
     *(
         (verb, kind)
         for kind in (
-            client.SECRET,
-            client.SERVICE_ACCOUNT,
-            client.SERVICE,
-            client.DEPLOYMENT,
-            client.NETWORK_POLICY,
+            kinds.SECRET,
+            kinds.SERVICE_ACCOUNT,
+            kinds.SERVICE,
+            kinds.DEPLOYMENT,
+            kinds.NETWORK_POLICY,
         )
         for verb in _WRITE
     ),
-    *((verb, kind) for kind in (client.CONFIG_MAP, client.CLAIM) for verb in _CREATE_ONLY),
+    *((verb, kind) for kind in (kinds.CONFIG_MAP, kinds.CLAIM) for verb in _CREATE_ONLY),
 )
 """The (verb, kind) pairs of occ's own objects in a namespace, the same in either installation."""
 
 REQUIRED_ACCESS: Final = (
-    *((verb, client.NAMESPACE) for verb in _WRITE),
+    *((verb, kinds.NAMESPACE) for verb in _WRITE),
     *_OBJECT_ACCESS,
-    *((verb, kind) for kind in (client.QUOTA, client.LIMITS) for verb in _NEVER_DELETED),
-    ("list", client.ENDPOINT_SLICE),
+    *((verb, kind) for kind in (kinds.QUOTA, kinds.LIMITS) for verb in _NEVER_DELETED),
+    ("list", kinds.ENDPOINT_SLICE),
     *_STARTUP_WARNINGS,
     *(("watch", kind.kind) for kind in watched.KINDS),
 )
@@ -64,10 +64,10 @@ REQUIRED_ACCESS: Final = (
 observation cache."""
 
 NAMESPACED_ACCESS: Final = (
-    ("get", client.NAMESPACE),
-    ("patch", client.NAMESPACE),
+    ("get", kinds.NAMESPACE),
+    ("patch", kinds.NAMESPACE),
     *_OBJECT_ACCESS,
-    ("list", client.ENDPOINT_SLICE),
+    ("list", kinds.ENDPOINT_SLICE),
     *_STARTUP_WARNINGS,
     *(("watch", kind.kind) for kind in watched.KINDS if kind.kind.namespaced),
 )

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from occ.drivers.compute.kubernetes import client, naming, watched
+from occ.drivers.compute.kubernetes import client, kinds, naming, watched
 
 Wire = client.Wire
 Key = tuple[str, str]
@@ -31,7 +31,7 @@ def _key(record: Mapping[str, Any]) -> Key:
     return (str(metadata.get("namespace") or ""), str(metadata.get("name")))
 
 
-def stream(kind: client.Kind, namespace: str | None = None) -> str:
+def stream(kind: kinds.Kind, namespace: str | None = None) -> str:
     """The name of the stream that keeps ``kind`` (in ``namespace``) current."""
     return kind.plural if namespace is None else f"{kind.plural} in {namespace}"
 
@@ -55,7 +55,7 @@ class View:
     def __init__(self, store: ObjectCache) -> None:
         self._store = store
 
-    def get(self, kind: client.Kind, namespace: str | None, name: str) -> Wire | None:
+    def get(self, kind: kinds.Kind, namespace: str | None, name: str) -> Wire | None:
         return self._store.objects[kind.plural].get((namespace or "", name))
 
     def slices(self, namespace: str, service: str) -> list[Wire]:
@@ -72,7 +72,7 @@ class ObjectCache:
 
     def __init__(
         self,
-        kinds: Sequence[client.Kind],
+        cached: Sequence[kinds.Kind],
         *,
         clock: Callable[[], float] = time.monotonic,
         streams: Sequence[str] | None = None,
@@ -80,16 +80,16 @@ class ObjectCache:
         self.clock = clock
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
-        self.objects: dict[str, dict[Key, Wire]] = {kind.plural: {} for kind in kinds}
+        self.objects: dict[str, dict[Key, Wire]] = {kind.plural: {} for kind in cached}
         self.slices: dict[Key, dict[str, Wire]] = {}
         self.namespaces: dict[str, dict[str, Wire]] = {}
         self._alive_at: dict[str, float] = {}
-        self.streams = tuple(streams) if streams else tuple(kind.plural for kind in kinds)
+        self.streams = tuple(streams) if streams else tuple(kind.plural for kind in cached)
 
     # -- writes (the watches) ---------------------------------------------------------------
 
     def replace(
-        self, kind: client.Kind, records: Iterable[Wire], namespace: str | None = None
+        self, kind: kinds.Kind, records: Iterable[Wire], namespace: str | None = None
     ) -> None:
         """Everything of ``kind`` (in ``namespace``), as a list found it (its stream is synced
         and alive)."""
@@ -104,19 +104,19 @@ class ObjectCache:
             self._alive_at[stream(kind, namespace)] = self.clock()
             self.changed.notify_all()
 
-    def put(self, kind: client.Kind, record: Wire) -> None:
+    def put(self, kind: kinds.Kind, record: Wire) -> None:
         """An object added or changed."""
         with self.lock:
             self._store(kind, record)
 
-    def drop(self, kind: client.Kind, record: Wire) -> None:
+    def drop(self, kind: kinds.Kind, record: Wire) -> None:
         """An object deleted (or no longer selected)."""
         with self.lock:
             old = self.objects[kind.plural].pop(_key(record), None)
             if old is not None:
                 self._unindex(kind, old)
 
-    def alive(self, kind: client.Kind, namespace: str | None = None) -> None:
+    def alive(self, kind: kinds.Kind, namespace: str | None = None) -> None:
         """The cluster just proved ``kind``'s records (in ``namespace``) current (a synced
         stream only)."""
         name = stream(kind, namespace)
@@ -125,27 +125,27 @@ class ObjectCache:
                 self._alive_at[name] = self.clock()
                 self.changed.notify_all()
 
-    def _store(self, kind: client.Kind, record: Wire) -> None:
+    def _store(self, kind: kinds.Kind, record: Wire) -> None:
         key = _key(record)
         old = self.objects[kind.plural].get(key)
         if old is not None:
             self._unindex(kind, old)
         self.objects[kind.plural][key] = record
-        if kind == client.ENDPOINT_SLICE:
+        if kind == kinds.ENDPOINT_SLICE:
             service = _label(record, watched.SERVICE_NAME)
             if service is not None:
                 self.slices.setdefault((key[0], service), {})[key[1]] = record
-        elif kind == client.NAMESPACE:
+        elif kind == kinds.NAMESPACE:
             namespace_id = _label(record, naming.NAMESPACE_ID)
             if namespace_id is not None:
                 self.namespaces.setdefault(namespace_id, {})[key[1]] = record
 
-    def _unindex(self, kind: client.Kind, record: Wire) -> None:
+    def _unindex(self, kind: kinds.Kind, record: Wire) -> None:
         namespace, name = _key(record)
-        if kind == client.ENDPOINT_SLICE:
+        if kind == kinds.ENDPOINT_SLICE:
             service = _label(record, watched.SERVICE_NAME) or ""
             _discard(self.slices, (namespace, service), name)
-        elif kind == client.NAMESPACE:
+        elif kind == kinds.NAMESPACE:
             _discard(self.namespaces, _label(record, naming.NAMESPACE_ID) or "", name)
 
     # -- reads (the observations) -----------------------------------------------------------

@@ -25,7 +25,7 @@ import urllib3
 from kubernetes import client as k8s
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import failures, ratelimit
+from occ.drivers.compute.kubernetes import failures, kinds, ratelimit
 
 FIELD_MANAGER: Final = "occ"
 APPLY: Final = "application/apply-patch+yaml"
@@ -47,46 +47,6 @@ class Page:
     items: list[Wire]
     resource_version: str
     resume: str | None
-
-
-@dataclass(frozen=True)
-class Kind:
-    """One object kind: where its typed methods live and how RBAC names it."""
-
-    kind: str
-    api: str
-    suffix: str
-    plural: str
-    group: str = ""
-    namespaced: bool = True
-    subresource: str = ""
-    """A subresource RBAC names apart (``log`` of ``pods``); empty for the object itself."""
-
-    @property
-    def resource(self) -> str:
-        """The resource as RBAC names it: ``pods``, or ``pods/log`` for a subresource."""
-        return f"{self.plural}/{self.subresource}" if self.subresource else self.plural
-
-
-NAMESPACE: Final = Kind("Namespace", "CoreV1Api", "namespace", "namespaces", namespaced=False)
-CONFIG_MAP: Final = Kind("ConfigMap", "CoreV1Api", "config_map", "configmaps")
-SECRET: Final = Kind("Secret", "CoreV1Api", "secret", "secrets")
-SERVICE_ACCOUNT: Final = Kind("ServiceAccount", "CoreV1Api", "service_account", "serviceaccounts")
-SERVICE: Final = Kind("Service", "CoreV1Api", "service", "services")
-CLAIM: Final = Kind(
-    "PersistentVolumeClaim", "CoreV1Api", "persistent_volume_claim", "persistentvolumeclaims"
-)
-QUOTA: Final = Kind("ResourceQuota", "CoreV1Api", "resource_quota", "resourcequotas")
-LIMITS: Final = Kind("LimitRange", "CoreV1Api", "limit_range", "limitranges")
-DEPLOYMENT: Final = Kind("Deployment", "AppsV1Api", "deployment", "deployments", "apps")
-NETWORK_POLICY: Final = Kind(
-    "NetworkPolicy", "NetworkingV1Api", "network_policy", "networkpolicies", "networking.k8s.io"
-)
-ENDPOINT_SLICE: Final = Kind(
-    "EndpointSlice", "DiscoveryV1Api", "endpoint_slice", "endpointslices", "discovery.k8s.io"
-)
-POD: Final = Kind("Pod", "CoreV1Api", "pod", "pods")
-POD_LOG: Final = Kind("Pod", "CoreV1Api", "pod_log", "pods", subresource="log")
 
 
 class KubernetesApi:
@@ -116,7 +76,7 @@ class KubernetesApi:
     def host(self) -> str:
         return str(self.configuration.host)
 
-    def _api(self, kind: Kind) -> Any:
+    def _api(self, kind: kinds.Kind) -> Any:
         return getattr(k8s, kind.api)(self._api_client())
 
     def _api_client(self) -> k8s.ApiClient:
@@ -154,28 +114,30 @@ class KubernetesApi:
         wire = api_client.sanitize_for_serialization(model)
         return wire if isinstance(wire, dict) else {}
 
-    def _method(self, verb: str, kind: Kind) -> Callable[..., Any]:
+    def _method(self, verb: str, kind: kinds.Kind) -> Callable[..., Any]:
         scope = "namespaced_" if kind.namespaced else ""
         method: Callable[..., Any] = getattr(self._api(kind), f"{verb}_{scope}{kind.suffix}")
         return method
 
     @staticmethod
-    def _where(kind: Kind, namespace: str | None) -> dict[str, Any]:
+    def _where(kind: kinds.Kind, namespace: str | None) -> dict[str, Any]:
         return {"namespace": namespace} if kind.namespaced else {}
 
     # -- object verbs -------------------------------------------------------------------
 
-    def read(self, kind: Kind, namespace: str | None, name: str) -> Wire | None:
+    def read(self, kind: kinds.Kind, namespace: str | None, name: str) -> Wire | None:
         """The object, or ``None`` when it does not exist."""
         model = self._on_objects("read", kind, namespace, name, missing_ok=True)
         return None if model is None else self._wire(model)
 
-    def find(self, kind: Kind, namespace: str | None, selector: str) -> list[Wire]:
+    def find(self, kind: kinds.Kind, namespace: str | None, selector: str) -> list[Wire]:
         """The objects matching the label selector ``selector``."""
         result = self._on_objects("list", kind, namespace, label_selector=selector)
         return [self._wire(item) for item in (result.items or [])]
 
-    def create(self, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Wire | None:
+    def create(
+        self, kind: kinds.Kind, namespace: str | None, body: Mapping[str, Any]
+    ) -> Wire | None:
         """Create the object; ``None`` when one with that name already exists."""
         model = self._on_objects(
             "create",
@@ -187,7 +149,7 @@ class KubernetesApi:
         )
         return None if model is None else self._wire(model)
 
-    def apply(self, kind: Kind, namespace: str | None, body: Mapping[str, Any]) -> Wire:
+    def apply(self, kind: kinds.Kind, namespace: str | None, body: Mapping[str, Any]) -> Wire:
         """Server-side apply of the whole desired object (occ's field manager, forced)."""
         model = self._on_objects(
             "patch",
@@ -203,7 +165,7 @@ class KubernetesApi:
         return self._wire(model)
 
     def merge_patch(
-        self, kind: Kind, namespace: str | None, name: str, patch: Mapping[str, Any]
+        self, kind: kinds.Kind, namespace: str | None, name: str, patch: Mapping[str, Any]
     ) -> Wire:
         """An RFC 7386 merge patch (used only for occ's keys on an adopted namespace)."""
         model = self._on_objects(
@@ -217,7 +179,7 @@ class KubernetesApi:
         )
         return self._wire(model)
 
-    def delete(self, kind: Kind, namespace: str | None, name: str, uid: str) -> None:
+    def delete(self, kind: kinds.Kind, namespace: str | None, name: str, uid: str) -> None:
         """Delete the object with this ``uid``; already gone (404) or replaced (409) is done."""
         options = k8s.V1DeleteOptions(
             preconditions=k8s.V1Preconditions(uid=uid), propagation_policy="Background"
@@ -229,7 +191,7 @@ class KubernetesApi:
     def _on_objects(
         self,
         verb: str,
-        kind: Kind,
+        kind: kinds.Kind,
         namespace: str | None,
         *names: str,
         label: str | None = None,
@@ -258,7 +220,7 @@ class KubernetesApi:
 
     def list_page(
         self,
-        kind: Kind,
+        kind: kinds.Kind,
         selector: str,
         *,
         limit: int,
@@ -290,7 +252,7 @@ class KubernetesApi:
 
     def watch(
         self,
-        kind: Kind,
+        kind: kinds.Kind,
         selector: str,
         *,
         resource_version: str,
@@ -316,7 +278,7 @@ class KubernetesApi:
         )
 
     def _collection(
-        self, kind: Kind, accept: str | None, namespace: str | None, **arguments: Any
+        self, kind: kinds.Kind, accept: str | None, namespace: str | None, **arguments: Any
     ) -> Any:
         api = getattr(k8s, kind.api)(self._stream_client())
         if kind.namespaced and namespace is not None:
@@ -347,7 +309,7 @@ class KubernetesApi:
             ) from None
         return major, minor
 
-    def allowed(self, verb: str, kind: Kind, namespace: str | None = None) -> bool:
+    def allowed(self, verb: str, kind: kinds.Kind, namespace: str | None = None) -> bool:
         """Whether occ's identity may ``verb`` ``kind`` (a SelfSubjectAccessReview)."""
         api = k8s.AuthorizationV1Api(self._api_client())
         attributes = k8s.V1ResourceAttributes(

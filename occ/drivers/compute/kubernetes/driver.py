@@ -32,6 +32,7 @@ from occ.drivers.compute.kubernetes import (
     ensure,
     gateway,
     informer,
+    kinds,
     manifests,
     namespaces,
     naming,
@@ -180,20 +181,20 @@ class KubernetesComputeDriver:
         steps = self.steps
         steps.created(
             operation,
-            client.CONFIG_MAP,
+            kinds.CONFIG_MAP,
             namespace,
             manifests.configuration_map(revision, namespace),
         )
         self._stage_credential(operation, revision, namespace)
         steps.applied(
             operation,
-            client.SERVICE_ACCOUNT,
+            kinds.SERVICE_ACCOUNT,
             namespace,
             manifests.service_account(revision, namespace),
         )
         steps.created(
             operation,
-            client.CLAIM,
+            kinds.CLAIM,
             namespace,
             manifests.state_claim(revision, namespace, self.options),
         )
@@ -201,13 +202,13 @@ class KubernetesComputeDriver:
         policies.stage(steps, operation, revision, namespace, self.network)
         if manifests.mode_of(revision) == naming.EMBEDDED:
             service = manifests.service(revision, namespace, selects=revision.revision_id)
-            steps.applied(operation, client.SERVICE, namespace, service)
+            steps.applied(operation, kinds.SERVICE, namespace, service)
             return base.Ready({"namespace": namespace})
         # dedicated: the Service keeps selecting the active revision (or nothing) until
         # activation; only create it when it is missing
         steps.created(
             operation,
-            client.SERVICE,
+            kinds.SERVICE,
             namespace,
             manifests.service(revision, namespace, selects=None),
         )
@@ -220,11 +221,11 @@ class KubernetesComputeDriver:
             secret = manifests.credential_secret(
                 revision, namespace, revision.credential, self.options.fingerprint_key_id
             )
-            self.steps.applied(operation, client.SECRET, namespace, secret)
+            self.steps.applied(operation, kinds.SECRET, namespace, secret)
             return
         expected = manifests.credential_secret(revision, namespace, base.Credential("", ""))
         existing = self.steps.owned(
-            client.SECRET,
+            kinds.SECRET,
             namespace,
             naming.credential_secret(revision.revision_id),
             expected["metadata"]["labels"],
@@ -250,10 +251,10 @@ class KubernetesComputeDriver:
             if deployment is None:
                 return base.Pending("the revision's gateway does not exist (not prepared)")
             service = manifests.service(revision, namespace, selects=revision.revision_id)
-            self.steps.applied(operation, client.SERVICE, namespace, service)
+            self.steps.applied(operation, kinds.SERVICE, namespace, service)
         operation.check()
         slices = self.api.find(
-            client.ENDPOINT_SLICE,
+            kinds.ENDPOINT_SLICE,
             namespace,
             naming.selector({"kubernetes.io/service-name": naming.agent_object(revision.agent_id)}),
         )
@@ -290,11 +291,11 @@ class KubernetesComputeDriver:
         if deployment is not None:
             if self.hooks:
                 self.hooks.before_workload_stop(operation, revision)
-            self.steps.deleted(operation, client.DEPLOYMENT, namespace, deployment)
+            self.steps.deleted(operation, kinds.DEPLOYMENT, namespace, deployment)
         revision_id = revision.revision_id
         for kind, name, role in (
-            (client.CONFIG_MAP, naming.configuration_map(revision_id), naming.Role.CONFIGURATION),
-            (client.SECRET, naming.credential_secret(revision_id), naming.Role.CREDENTIAL),
+            (kinds.CONFIG_MAP, naming.configuration_map(revision_id), naming.Role.CONFIGURATION),
+            (kinds.SECRET, naming.credential_secret(revision_id), naming.Role.CREDENTIAL),
         ):
             expected = manifests.revision_labels(role, revision)
             current = self.steps.owned(kind, namespace, name, expected)

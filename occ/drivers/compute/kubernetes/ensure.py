@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, failures, naming
+from occ.drivers.compute.kubernetes import client, failures, kinds, naming
 
 NOT_OWNED: Final = "KUBERNETES_OBJECT_NOT_OWNED"
 ID_LABELS: Final = (naming.NAMESPACE_ID, naming.AGENT_ID, naming.REVISION_ID, naming.ROLE)
@@ -54,7 +54,7 @@ def is_owned(obj: Mapping[str, Any], expected: Mapping[str, str]) -> bool:
     return all(found.get(key) == expected[key] for key in ID_LABELS if key in expected)
 
 
-def require_owned(kind: client.Kind, obj: Mapping[str, Any], expected: Mapping[str, str]) -> None:
+def require_owned(kind: kinds.Kind, obj: Mapping[str, Any], expected: Mapping[str, str]) -> None:
     if not is_owned(obj, expected):
         name = metadata(obj).get("name", "?")
         raise base.PermanentDriverError(
@@ -75,7 +75,7 @@ class Steps:
     def applied(
         self,
         operation: base.Operation,
-        kind: client.Kind,
+        kind: kinds.Kind,
         namespace: str | None,
         desired: Mapping[str, Any],
     ) -> dict[str, Any]:
@@ -91,7 +91,7 @@ class Steps:
     def created(
         self,
         operation: base.Operation,
-        kind: client.Kind,
+        kind: kinds.Kind,
         namespace: str | None,
         desired: Mapping[str, Any],
     ) -> dict[str, Any]:
@@ -114,7 +114,7 @@ class Steps:
 
     def owned(
         self,
-        kind: client.Kind,
+        kind: kinds.Kind,
         namespace: str | None,
         name: str,
         expected: Mapping[str, str],
@@ -126,7 +126,7 @@ class Steps:
         return current
 
     def deleted(
-        self, operation: base.Operation, kind: client.Kind, namespace: str, obj: Mapping[str, Any]
+        self, operation: base.Operation, kind: kinds.Kind, namespace: str, obj: Mapping[str, Any]
     ) -> None:
         """Delete ``obj`` under its uid (already deleting: nothing to do)."""
         if deleting(obj):
@@ -138,13 +138,14 @@ class Steps:
     def delete_all(
         self,
         operation: base.Operation,
-        kinds: Sequence[client.Kind],
+        of_kinds: Sequence[kinds.Kind],
         namespace: str,
         selector: str,
     ) -> int:
-        """Delete every object of ``kinds`` matching ``selector``; how many were still there."""
+        """Delete every object of ``of_kinds`` matching ``selector``; how many were still
+        there."""
         remaining = 0
-        for kind in kinds:
+        for kind in of_kinds:
             operation.check()
             for obj in self.api.find(kind, namespace, selector):
                 if labels_of(obj).get(naming.MANAGED_BY) != naming.MANAGER:

@@ -14,7 +14,7 @@ from typing import Any
 
 from occ.drivers.compute import base
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.kubernetes import client, ensure, manifests, naming, rollout
+from occ.drivers.compute.kubernetes import ensure, kinds, manifests, naming, rollout
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Gateways:
     def running(self, revision: base.RevisionSpec, namespace: str) -> dict[str, Any] | None:
         """The Deployment running ``revision`` (embedded: only while its template does)."""
         current = self.steps.owned(
-            client.DEPLOYMENT,
+            kinds.DEPLOYMENT,
             namespace,
             manifests.deployment_name(revision),
             manifests.gateway_labels(revision),
@@ -60,7 +60,7 @@ class Gateways:
             revision, namespace, self.options, replicas=replicas, environment=environment
         )
         try:
-            return self.steps.applied(operation, client.DEPLOYMENT, namespace, desired)
+            return self.steps.applied(operation, kinds.DEPLOYMENT, namespace, desired)
         except BaseException:
             if launch and hooks:  # the launch did not happen: revoke what the hooks granted
                 hooks.compensate_workload_start(operation, revision)
@@ -77,7 +77,7 @@ class Gateways:
         ``Pending`` while one still runs, else the rollout's observation."""
         own = manifests.deployment_name(revision)
         for other in self.steps.api.find(
-            client.DEPLOYMENT, namespace, naming.owned_by_agent(revision.agent_id)
+            kinds.DEPLOYMENT, namespace, naming.owned_by_agent(revision.agent_id)
         ):
             if ensure.metadata(other).get("name") == own:
                 continue

@@ -21,10 +21,17 @@ import urllib3
 from kubernetes import client as k8s
 
 from occ.drivers.compute import runtime_logs
-from occ.drivers.compute.kubernetes import client, cluster_config, failures, namespaces, naming
+from occ.drivers.compute.kubernetes import (
+    client,
+    cluster_config,
+    failures,
+    kinds,
+    namespaces,
+    naming,
+)
 from occ.settings.config import Settings
 
-PODS: Final = client.POD
+PODS: Final = kinds.POD
 CONTAINER: Final = "gateway"
 """The gateway Pod's container whose log is read."""
 _CHUNK: Final = 16 * 1024

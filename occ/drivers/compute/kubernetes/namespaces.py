@@ -21,24 +21,31 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import access, client, ensure, namespace_manifests, naming
+from occ.drivers.compute.kubernetes import (
+    access,
+    client,
+    ensure,
+    kinds,
+    namespace_manifests,
+    naming,
+)
 
 NAMESPACE_MISSING: Final = "KUBERNETES_NAMESPACE_MISSING"
 NOT_MANAGED: Final = "KUBERNETES_NAMESPACE_NOT_MANAGED"
 
 AGENT_KINDS: Final = (
-    client.DEPLOYMENT,
-    client.SERVICE,
-    client.CONFIG_MAP,
-    client.SECRET,
-    client.SERVICE_ACCOUNT,
-    client.CLAIM,
-    client.NETWORK_POLICY,
+    kinds.DEPLOYMENT,
+    kinds.SERVICE,
+    kinds.CONFIG_MAP,
+    kinds.SECRET,
+    kinds.SERVICE_ACCOUNT,
+    kinds.CLAIM,
+    kinds.NETWORK_POLICY,
 )
 """The kinds occ creates for an Agent and its revisions, in teardown order (workloads first,
 their NetworkPolicies last)."""
 
-OWNED_KINDS: Final = (*AGENT_KINDS, client.QUOTA, client.LIMITS)
+OWNED_KINDS: Final = (*AGENT_KINDS, kinds.QUOTA, kinds.LIMITS)
 """Every kind occ creates inside a namespace, in teardown order (an Agent's first)."""
 
 TENANT_KINDS: Final = AGENT_KINDS
@@ -72,7 +79,7 @@ def find(api: client.KubernetesApi, policy: Policy, namespace_id: str) -> str | 
     may not list namespaces)."""
     if policy.tenant_scoped:
         for name in policy.managed:
-            found = api.read(client.NAMESPACE, None, name)
+            found = api.read(kinds.NAMESPACE, None, name)
             if found is None or terminating(found):
                 continue
             if ensure.is_owned(found, {naming.NAMESPACE_ID: namespace_id}):
@@ -80,7 +87,7 @@ def find(api: client.KubernetesApi, policy: Policy, namespace_id: str) -> str | 
         return None
     live = [
         obj
-        for obj in api.find(client.NAMESPACE, None, naming.owned_by_namespace(namespace_id))
+        for obj in api.find(kinds.NAMESPACE, None, naming.owned_by_namespace(namespace_id))
         if not terminating(obj)
     ]
     return str(ensure.metadata(live[0]).get("name")) if len(live) == 1 else None
@@ -103,7 +110,7 @@ def ensure_infrastructure(
         waiting = _unprovisioned(api, policy, name)
         if waiting is not None:
             return waiting
-    current = api.read(client.NAMESPACE, None, name)
+    current = api.read(kinds.NAMESPACE, None, name)
     if current is None:
         if adopted:
             raise base.PermanentDriverError(
@@ -111,10 +118,10 @@ def ensure_infrastructure(
             )
         operation.check()
         current = api.create(
-            client.NAMESPACE, None, namespace_manifests.namespace(name, namespace.id)
+            kinds.NAMESPACE, None, namespace_manifests.namespace(name, namespace.id)
         )
         if current is None:
-            current = api.read(client.NAMESPACE, None, name)
+            current = api.read(kinds.NAMESPACE, None, name)
             if current is None:
                 return base.Pending("the namespace appeared and vanished meanwhile")
     if terminating(current):
@@ -129,13 +136,13 @@ def ensure_infrastructure(
         patch = namespace_manifests.adoption_patch(namespace.id)
         if not ensure.contains(current, patch):
             operation.check()
-            api.merge_patch(client.NAMESPACE, None, name, patch)
+            api.merge_patch(kinds.NAMESPACE, None, name, patch)
     else:
         desired = namespace_manifests.namespace(name, namespace.id)
-        ensure.require_owned(client.NAMESPACE, current, desired["metadata"]["labels"])
+        ensure.require_owned(kinds.NAMESPACE, current, desired["metadata"]["labels"])
         if not ensure.contains(current, desired):  # a label removed behind occ's back
             operation.check()
-            api.merge_patch(client.NAMESPACE, None, name, {"metadata": desired["metadata"]})
+            api.merge_patch(kinds.NAMESPACE, None, name, {"metadata": desired["metadata"]})
     _ensure_policies(steps, policy, operation, namespace, name, adopted=adopted)
     return name
 
@@ -168,18 +175,18 @@ def _ensure_policies(
     adopted: bool,
 ) -> None:
     deny = namespace_manifests.default_deny(name, namespace.id, adopted=adopted)
-    steps.applied(operation, client.NETWORK_POLICY, name, deny)
+    steps.applied(operation, kinds.NETWORK_POLICY, name, deny)
     steps.applied(
-        operation, client.NETWORK_POLICY, name, namespace_manifests.allow_dns(name, namespace.id)
+        operation, kinds.NETWORK_POLICY, name, namespace_manifests.allow_dns(name, namespace.id)
     )
     if adopted:
         return  # the tenant's own quota and limits stay theirs
     if policy.resource_quota:
         quota = namespace_manifests.resource_quota(name, namespace.id, policy.resource_quota)
-        steps.applied(operation, client.QUOTA, name, quota)
+        steps.applied(operation, kinds.QUOTA, name, quota)
     if policy.limit_range:
         limits = namespace_manifests.limit_range(name, namespace.id, policy.limit_range)
-        steps.applied(operation, client.LIMITS, name, limits)
+        steps.applied(operation, kinds.LIMITS, name, limits)
 
 
 def delete_infrastructure(
@@ -196,7 +203,7 @@ def delete_infrastructure(
     api = steps.api
     name = name_of(policy, namespace)
     operation.check()
-    current = api.read(client.NAMESPACE, None, name)
+    current = api.read(kinds.NAMESPACE, None, name)
     if current is None:
         return base.Ready()
     labels = ensure.labels_of(current)
@@ -211,13 +218,13 @@ def delete_infrastructure(
         before_delete()
         operation.check()
         uid = str(ensure.metadata(current).get("uid"))
-        api.delete(client.NAMESPACE, None, name, uid)
+        api.delete(kinds.NAMESPACE, None, name, uid)
         return base.Pending("the namespace is terminating")
     before_delete()
-    kinds = TENANT_KINDS if policy.tenant_scoped else OWNED_KINDS
-    remaining = steps.delete_all(operation, kinds, name, naming.owned_by_namespace(namespace.id))
+    owned = TENANT_KINDS if policy.tenant_scoped else OWNED_KINDS
+    remaining = steps.delete_all(operation, owned, name, naming.owned_by_namespace(namespace.id))
     if remaining:
         return base.Pending("occ's objects in the adopted namespace are being deleted")
     operation.check()
-    api.merge_patch(client.NAMESPACE, None, name, namespace_manifests.release_patch())
+    api.merge_patch(kinds.NAMESPACE, None, name, namespace_manifests.release_patch())
     return base.Ready()

@@ -16,8 +16,8 @@ from typing import Final
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import (
     cache,
-    client,
     ensure,
+    kinds,
     manifests,
     namespaces,
     naming,
@@ -34,24 +34,24 @@ GATEWAY_NOT_READY: Final = "KUBERNETES_GATEWAY_NOT_READY"
 """The gateway's rollout is not done (or scaled to zero), or no endpoint is ready."""
 
 
-def needed(revision: base.RevisionSpec) -> Iterator[tuple[client.Kind, str, dict[str, str]]]:
+def needed(revision: base.RevisionSpec) -> Iterator[tuple[kinds.Kind, str, dict[str, str]]]:
     """Each object the revision runs with: its kind, name and the labels that make it occ's."""
     agent_id, revision_id = revision.agent_id, revision.revision_id
     agent_labels = {naming.NAMESPACE_ID: revision.namespace_id, naming.AGENT_ID: agent_id}
     yield (
-        client.DEPLOYMENT,
+        kinds.DEPLOYMENT,
         manifests.deployment_name(revision),
         manifests.gateway_labels(revision),
     )
     for kind, name, role in (
-        (client.SERVICE, naming.agent_object(agent_id), naming.Role.SERVICE),
-        (client.SERVICE_ACCOUNT, naming.agent_object(agent_id), naming.Role.SERVICE_ACCOUNT),
-        (client.CLAIM, naming.state_claim(agent_id), naming.Role.STATE),
+        (kinds.SERVICE, naming.agent_object(agent_id), naming.Role.SERVICE),
+        (kinds.SERVICE_ACCOUNT, naming.agent_object(agent_id), naming.Role.SERVICE_ACCOUNT),
+        (kinds.CLAIM, naming.state_claim(agent_id), naming.Role.STATE),
     ):
         yield kind, name, {**agent_labels, naming.ROLE: role}
     for kind, name, role in (
-        (client.CONFIG_MAP, naming.configuration_map(revision_id), naming.Role.CONFIGURATION),
-        (client.SECRET, naming.credential_secret(revision_id), naming.Role.CREDENTIAL),
+        (kinds.CONFIG_MAP, naming.configuration_map(revision_id), naming.Role.CONFIGURATION),
+        (kinds.SECRET, naming.credential_secret(revision_id), naming.Role.CREDENTIAL),
     ):
         yield kind, name, manifests.revision_labels(role, revision)
 
@@ -74,17 +74,17 @@ def observe(
     namespace = namespace_of(view, revision.namespace_id)
     if namespace is None:
         return base.Observed(False, code=namespaces.NAMESPACE_MISSING)
-    found: dict[client.Kind, cache.Wire] = {}
+    found: dict[kinds.Kind, cache.Wire] = {}
     for kind, name, labels in needed(revision):
         current = view.get(kind, namespace, name)
         if current is None or ensure.deleting(current) or not ensure.is_owned(current, labels):
             return base.Observed(False, code=OBJECT_LOST)
         found[kind] = current
-    if fingerprint_key_id is not None and client.SECRET in found:
-        annotations = ensure.metadata(found[client.SECRET]).get("annotations") or {}
+    if fingerprint_key_id is not None and kinds.SECRET in found:
+        annotations = ensure.metadata(found[kinds.SECRET]).get("annotations") or {}
         if annotations.get(naming.FINGERPRINT_KEY_ANNOTATION) != fingerprint_key_id:
             return base.Observed(False, code=FINGERPRINT_STALE)
-    gateway, service = found[client.DEPLOYMENT], found[client.SERVICE]
+    gateway, service = found[kinds.DEPLOYMENT], found[kinds.SERVICE]
     selects = (service.get("spec") or {}).get("selector") or {}
     expected = naming.gateway_selector(
         revision.agent_id, manifests.mode_of(revision), revision.revision_id

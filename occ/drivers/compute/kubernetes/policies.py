@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import agent_policies, client, ensure, failures
+from occ.drivers.compute.kubernetes import agent_policies, ensure, failures, kinds
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def stage(
 ) -> None:
     """The revision's runtime policy, and the authentication egress opened for it."""
     runtime = agent_policies.runtime(revision, namespace, options.callers, options.port)
-    steps.applied(operation, client.NETWORK_POLICY, namespace, runtime)
+    steps.applied(operation, kinds.NETWORK_POLICY, namespace, runtime)
     _authentication(steps, operation, revision, namespace, options, open_egress=True)
 
 
@@ -60,10 +60,10 @@ def retire(
     """Remove the revision's runtime policy (its pods get no ingress after that)."""
     name = agent_policies.runtime_name(revision.revision_id)
     current = steps.owned(
-        client.NETWORK_POLICY, namespace, name, agent_policies.runtime_labels(revision)
+        kinds.NETWORK_POLICY, namespace, name, agent_policies.runtime_labels(revision)
     )
     if current is not None:
-        steps.deleted(operation, client.NETWORK_POLICY, namespace, current)
+        steps.deleted(operation, kinds.NETWORK_POLICY, namespace, current)
 
 
 def _authentication(
@@ -84,7 +84,7 @@ def _authentication(
         if not open_egress:
             return  # nothing to close
         operation.check()
-        if steps.api.create(client.NETWORK_POLICY, namespace, desired) is not None:
+        if steps.api.create(kinds.NETWORK_POLICY, namespace, desired) is not None:
             return
         current = _current(steps, revision, namespace)  # created meanwhile: judge it
         if current is None:
@@ -96,14 +96,14 @@ def _authentication(
     if ensure.contains(current, desired):
         return
     operation.check()
-    steps.api.apply(client.NETWORK_POLICY, namespace, _precondition(desired, current))
+    steps.api.apply(kinds.NETWORK_POLICY, namespace, _precondition(desired, current))
 
 
 def _current(
     steps: ensure.Steps, revision: base.RevisionSpec, namespace: str
 ) -> dict[str, Any] | None:
     return steps.owned(
-        client.NETWORK_POLICY,
+        kinds.NETWORK_POLICY,
         namespace,
         agent_policies.authentication_name(revision.agent_id),
         agent_policies.authentication_labels(revision),

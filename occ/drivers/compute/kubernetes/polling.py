@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import cache, client, watched
+from occ.drivers.compute.kubernetes import cache, client, kinds, watched
 from occ.telemetry import observability
 
 INTERVAL_S: Final = 15.0
@@ -27,7 +27,7 @@ INTERVAL_S: Final = 15.0
 class NamespacePoller:
     """Reads the managed namespaces into the cache (``run`` is a thread's target)."""
 
-    kind: Final = client.NAMESPACE
+    kind: Final = kinds.NAMESPACE
 
     def __init__(
         self,
@@ -62,10 +62,10 @@ class NamespacePoller:
         """One round: every managed namespace that exists, as the cache keeps it."""
         records = []
         for name in self.namespaces:
-            found = self.api.read(client.NAMESPACE, None, name)
+            found = self.api.read(kinds.NAMESPACE, None, name)
             if found is not None:
                 records.append(watched.metadata_record(found))
-        self.store.replace(client.NAMESPACE, records)
+        self.store.replace(kinds.NAMESPACE, records)
 
     def interrupt(self) -> None:
         """Nothing to break: the thread waits on ``stop``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from occ.drivers.compute.kubernetes import access, client, namespace_manifests, naming
+from occ.drivers.compute.kubernetes import access, kinds, namespace_manifests, naming
 
 ROLE_NAME: Final = "occ-compute-driver"
 DEFAULT_SUBJECT_NAMESPACE: Final = "occ-system"
@@ -24,7 +24,7 @@ _VERB_ORDER: Final = ("get", "list", "watch", "create", "patch", "delete")
 Manifest = naming.Manifest
 
 
-def rules(needed: Iterable[tuple[str, client.Kind]] = access.NAMESPACED_ACCESS) -> list[Manifest]:
+def rules(needed: Iterable[tuple[str, kinds.Kind]] = access.NAMESPACED_ACCESS) -> list[Manifest]:
     """RBAC rules granting exactly ``needed``: resources with the same group and verbs share
     one rule."""
     verbs: dict[tuple[str, str], set[str]] = {}

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from occ.drivers import gateway_warnings
 from occ.drivers.compute import base, standin
-from occ.drivers.compute.kubernetes import client, logs, naming
+from occ.drivers.compute.kubernetes import client, kinds, logs, naming
 from occ.foundation import codes
 
 LOG_LIMIT_BYTES: Final = 64 * 1024
@@ -74,7 +74,7 @@ def observed(
     selector = naming.selector(
         {naming.AGENT_ID: revision.agent_id, naming.ROLE: naming.Role.GATEWAY}
     )
-    pod = ready_pod(api.find(client.POD, namespace, selector), revision.revision_id)
+    pod = ready_pod(api.find(kinds.POD, namespace, selector), revision.revision_id)
     if pod is None:
         return base.Ready()
     read = logs.head(api, namespace, pod, limit_bytes=LOG_LIMIT_BYTES)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from occ.drivers.compute.kubernetes import client, naming
+from occ.drivers.compute.kubernetes import client, kinds, naming
 
 Wire = client.Wire
 
@@ -43,7 +43,7 @@ keys and values, and namespace names, are interned: an Agent's objects share the
 class Watched:
     """One watched kind: whether its watch sends metadata only, and what a record keeps."""
 
-    kind: client.Kind
+    kind: kinds.Kind
     metadata_only: bool
     keep: Callable[[Mapping[str, Any]], Wire]
 
@@ -133,13 +133,13 @@ def endpoint_slice_record(obj: Mapping[str, Any]) -> Wire:
 
 
 KINDS: Final = (
-    Watched(client.NAMESPACE, True, metadata_record),
-    Watched(client.DEPLOYMENT, False, deployment_record),
-    Watched(client.SERVICE, False, service_record),
-    Watched(client.ENDPOINT_SLICE, False, endpoint_slice_record),
-    Watched(client.CONFIG_MAP, True, metadata_record),
-    Watched(client.SECRET, True, secret_record),
-    Watched(client.SERVICE_ACCOUNT, True, metadata_record),
-    Watched(client.CLAIM, True, metadata_record),
+    Watched(kinds.NAMESPACE, True, metadata_record),
+    Watched(kinds.DEPLOYMENT, False, deployment_record),
+    Watched(kinds.SERVICE, False, service_record),
+    Watched(kinds.ENDPOINT_SLICE, False, endpoint_slice_record),
+    Watched(kinds.CONFIG_MAP, True, metadata_record),
+    Watched(kinds.SECRET, True, secret_record),
+    Watched(kinds.SERVICE_ACCOUNT, True, metadata_record),
+    Watched(kinds.CLAIM, True, metadata_record),
 )
 """Every kind the cache watches (preflight checks ``list`` and ``watch`` on each)."""

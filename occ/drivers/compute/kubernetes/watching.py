@@ -28,7 +28,7 @@ from typing import Any, Final
 import urllib3
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import cache, client, failures, watched
+from occ.drivers.compute.kubernetes import cache, client, failures, kinds, watched
 from occ.telemetry import observability
 
 PAGE_SIZE: Final = 500
@@ -89,7 +89,7 @@ class Reflector:
         self._response_lock = threading.Lock()
 
     @property
-    def kind(self) -> client.Kind:
+    def kind(self) -> kinds.Kind:
         return self.watched.kind
 
     def run(self) -> None:
@@ -239,7 +239,7 @@ def _lines(response: Any) -> Iterator[bytes]:
 def _log(
     event: str,
     level: int,
-    kind: client.Kind,
+    kind: kinds.Kind,
     exc_info: BaseException | None = None,
     **fields: Any,
 ) -> None:

@@ -24,7 +24,7 @@ from occ.controller import (
     namespaces,
     secrets,
 )
-from occ.drivers.compute.kubernetes import client, cluster_config, naming
+from occ.drivers.compute.kubernetes import client, cluster_config, kinds, naming
 from occ.state import models
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import fleets
@@ -34,12 +34,12 @@ from tests.support.processes import wait_for
 
 TIMEOUT = 40.0
 KINDS = {
-    "configmaps": client.CONFIG_MAP,
-    "secrets": client.SECRET,
-    "serviceaccounts": client.SERVICE_ACCOUNT,
-    "services": client.SERVICE,
-    "persistentvolumeclaims": client.CLAIM,
-    "deployments": client.DEPLOYMENT,
+    "configmaps": kinds.CONFIG_MAP,
+    "secrets": kinds.SECRET,
+    "serviceaccounts": kinds.SERVICE_ACCOUNT,
+    "services": kinds.SERVICE,
+    "persistentvolumeclaims": kinds.CLAIM,
+    "deployments": kinds.DEPLOYMENT,
 }
 
 
@@ -54,7 +54,7 @@ class Cluster:
         )
 
     def get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
-        kind = client.NAMESPACE if plural == "namespaces" else KINDS[plural]
+        kind = kinds.NAMESPACE if plural == "namespaces" else KINDS[plural]
         return self.api.read(kind, namespace, name)
 
     def objects(self, plural: str, namespace: str, selector: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from occ.drivers.account import standin
-from occ.drivers.compute.kubernetes import client, cluster_config, naming
+from occ.drivers.compute.kubernetes import client, cluster_config, kinds, naming
 from occ.foundation import fingerprints
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import fleets
@@ -56,7 +56,7 @@ def test_the_account_token_is_delivered_like_a_secret(
     gateway = naming.agent_object(world.agent_id)
 
     def template_runs_revision() -> bool:
-        deployment = api.read(client.DEPLOYMENT, namespace, gateway)
+        deployment = api.read(kinds.DEPLOYMENT, namespace, gateway)
         if deployment is None:
             return False
         annotations = deployment["spec"]["template"]["metadata"].get("annotations") or {}
@@ -70,12 +70,12 @@ def test_the_account_token_is_delivered_like_a_secret(
         message="the managed-account revision to become active",
     )
 
-    secret = api.read(client.SECRET, namespace, naming.credential_secret(revision_id))
+    secret = api.read(kinds.SECRET, namespace, naming.credential_secret(revision_id))
     assert secret is not None
     expected = fingerprints.of(token, fingerprints.revision_key(FINGERPRINT_KEY, revision_id))
     assert secret["metadata"]["annotations"][naming.FINGERPRINT_ANNOTATION] == expected
     values = [base64.b64decode(value).decode() for value in secret["data"].values()]
     assert token in values
-    deployment = api.read(client.DEPLOYMENT, namespace, gateway)
+    deployment = api.read(kinds.DEPLOYMENT, namespace, gateway)
     assert deployment is not None and token not in json.dumps(deployment)
     assert kube_api.validation_errors == []

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from occ.drivers.compute.kubernetes import cache, client, naming, watched
+from occ.drivers.compute.kubernetes import cache, kinds, naming, watched
 from tests.support.clock import ManualClock
 
 BOUND_S = 60.0
@@ -41,13 +41,13 @@ def test_a_kind_is_stale_until_listed_then_until_its_proof_of_life_is_too_old() 
     clock = ManualClock()
     store = _store(clock)
     assert sorted(store.stale(BOUND_S)) == sorted(kind.kind.plural for kind in watched.KINDS)
-    store.alive(client.DEPLOYMENT)  # a watch event before any list proves nothing
+    store.alive(kinds.DEPLOYMENT)  # a watch event before any list proves nothing
     assert "deployments" in store.stale(BOUND_S)
     _synced(store)
     assert store.synced and store.stale(BOUND_S) == []
 
     clock.advance(BOUND_S - 1)
-    store.alive(client.DEPLOYMENT)
+    store.alive(kinds.DEPLOYMENT)
     clock.advance(2)
     assert "deployments" not in store.stale(BOUND_S)
     assert "services" in store.stale(BOUND_S)
@@ -56,7 +56,7 @@ def test_a_kind_is_stale_until_listed_then_until_its_proof_of_life_is_too_old() 
 
 def test_endpoint_slices_are_indexed_by_their_service_through_every_change() -> None:
     store = _synced(_store())
-    kind = client.ENDPOINT_SLICE
+    kind = kinds.ENDPOINT_SLICE
     store.put(kind, _slice("web-1", "web"))
     store.put(kind, _slice("web-2", "web"))
     store.put(kind, _slice("api-1", "api"))
@@ -79,13 +79,13 @@ def test_endpoint_slices_are_indexed_by_their_service_through_every_change() -> 
 
 def test_namespaces_are_indexed_by_the_occ_namespace_they_belong_to() -> None:
     store = _synced(_store())
-    store.put(client.NAMESPACE, _namespace("occ-1", "ns_a"))
-    store.put(client.NAMESPACE, _namespace("tenant", "ns_b"))
-    store.put(client.NAMESPACE, _namespace("tenant", "ns_a"))  # adopted by another Namespace
+    store.put(kinds.NAMESPACE, _namespace("occ-1", "ns_a"))
+    store.put(kinds.NAMESPACE, _namespace("tenant", "ns_b"))
+    store.put(kinds.NAMESPACE, _namespace("tenant", "ns_a"))  # adopted by another Namespace
     with store.view() as view:
         assert _names(view.namespaces("ns_a")) == ["occ-1", "tenant"]
         assert view.namespaces("ns_b") == []
-    store.drop(client.NAMESPACE, _namespace("occ-1", "ns_a"))
+    store.drop(kinds.NAMESPACE, _namespace("occ-1", "ns_a"))
     with store.view() as view:
         assert _names(view.namespaces("ns_a")) == ["tenant"]
     assert store.counts()["namespaces"] == 1
@@ -153,7 +153,7 @@ def test_a_deployment_record_keeps_what_the_rollout_rule_reads() -> None:
 def test_the_cache_reads_only_metadata_of_kinds_whose_contents_it_never_needs(
     kind: watched.Watched,
 ) -> None:
-    needs_contents = {client.DEPLOYMENT, client.SERVICE, client.ENDPOINT_SLICE}
+    needs_contents = {kinds.DEPLOYMENT, kinds.SERVICE, kinds.ENDPOINT_SLICE}
     assert kind.metadata_only is (kind.kind not in needs_contents)
 
 
@@ -161,19 +161,19 @@ def test_per_namespace_streams_list_and_age_apart() -> None:
     """A tenant-scoped cache: a list in one namespace replaces only that namespace's records,
     and each namespace's stream is fresh or stale on its own."""
     clock = ManualClock()
-    streams = [cache.stream(client.ENDPOINT_SLICE, name) for name in ("team-a", "team-b")]
-    store = cache.ObjectCache([client.ENDPOINT_SLICE], clock=clock, streams=streams)
+    streams = [cache.stream(kinds.ENDPOINT_SLICE, name) for name in ("team-a", "team-b")]
+    store = cache.ObjectCache([kinds.ENDPOINT_SLICE], clock=clock, streams=streams)
     assert store.stale(BOUND_S) == ["endpointslices in team-a", "endpointslices in team-b"]
-    store.replace(client.ENDPOINT_SLICE, [_slice("a1", "svc", "team-a")], "team-a")
-    store.replace(client.ENDPOINT_SLICE, [_slice("b1", "svc", "team-b")], "team-b")
+    store.replace(kinds.ENDPOINT_SLICE, [_slice("a1", "svc", "team-a")], "team-a")
+    store.replace(kinds.ENDPOINT_SLICE, [_slice("b1", "svc", "team-b")], "team-b")
     assert store.synced and store.stale(BOUND_S) == []
 
-    store.replace(client.ENDPOINT_SLICE, [_slice("a2", "svc", "team-a")], "team-a")
+    store.replace(kinds.ENDPOINT_SLICE, [_slice("a2", "svc", "team-a")], "team-a")
     with store.view() as view:
         assert _names(view.slices("team-a", "svc")) == ["a2"]
         assert _names(view.slices("team-b", "svc")) == ["b1"]
 
     clock.advance(BOUND_S - 1)
-    store.alive(client.ENDPOINT_SLICE, "team-a")
+    store.alive(kinds.ENDPOINT_SLICE, "team-a")
     clock.advance(2)
     assert store.stale(BOUND_S) == ["endpointslices in team-b"]

@@ -16,7 +16,7 @@ import pytest
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import (
     cache,
-    client,
+    kinds,
     manifests,
     namespaces,
     naming,
@@ -28,7 +28,7 @@ from occ.drivers.compute.kubernetes import (
 NAMESPACE = "occ-0123456789abcde"
 OPTIONS = manifests.GatewayOptions(image="registry.example/gateway:1")
 DONE = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}
-World = dict[client.Kind, list[dict[str, Any]]]
+World = dict[kinds.Kind, list[dict[str, Any]]]
 
 
 def _revision(mode: str = "embedded") -> base.RevisionSpec:
@@ -63,18 +63,18 @@ def _world(revision: base.RevisionSpec) -> World:
     }
     labels = naming.labels(naming.Role.NAMESPACE, namespace_id=revision.namespace_id)
     return {
-        client.NAMESPACE: [{"metadata": {"name": NAMESPACE, "labels": labels}}],
-        client.DEPLOYMENT: [deployment],
-        client.SERVICE: [service],
-        client.ENDPOINT_SLICE: [endpoint_slice],
-        client.CONFIG_MAP: [manifests.configuration_map(revision, NAMESPACE)],
-        client.SECRET: [
+        kinds.NAMESPACE: [{"metadata": {"name": NAMESPACE, "labels": labels}}],
+        kinds.DEPLOYMENT: [deployment],
+        kinds.SERVICE: [service],
+        kinds.ENDPOINT_SLICE: [endpoint_slice],
+        kinds.CONFIG_MAP: [manifests.configuration_map(revision, NAMESPACE)],
+        kinds.SECRET: [
             manifests.credential_secret(
                 revision, NAMESPACE, base.Credential("s", "test-fingerprint-key")
             )
         ],
-        client.SERVICE_ACCOUNT: [manifests.service_account(revision, NAMESPACE)],
-        client.CLAIM: [manifests.state_claim(revision, NAMESPACE, OPTIONS)],
+        kinds.SERVICE_ACCOUNT: [manifests.service_account(revision, NAMESPACE)],
+        kinds.CLAIM: [manifests.state_claim(revision, NAMESPACE, OPTIONS)],
     }
 
 
@@ -104,7 +104,7 @@ def _with_key_id(world: World, revision: base.RevisionSpec, key_id: str) -> Worl
     secret = manifests.credential_secret(
         revision, NAMESPACE, base.Credential("s", "test-fingerprint-key"), key_id
     )
-    return {**world, client.SECRET: [secret]}
+    return {**world, kinds.SECRET: [secret]}
 
 
 def _observe_keyed(world: World, revision: base.RevisionSpec, key_id: str) -> base.Observed:
@@ -115,13 +115,13 @@ def _observe_keyed(world: World, revision: base.RevisionSpec, key_id: str) -> ba
         return observation.observe(view, revision, fingerprint_key_id=key_id)
 
 
-def _changed(world: World, kind: client.Kind, change: Callable[[dict[str, Any]], None]) -> World:
+def _changed(world: World, kind: kinds.Kind, change: Callable[[dict[str, Any]], None]) -> World:
     changed = copy.deepcopy(world)
     change(changed[kind][0])
     return changed
 
 
-def _gone(world: World, kind: client.Kind) -> World:
+def _gone(world: World, kind: kinds.Kind) -> World:
     return {**world, kind: []}
 
 
@@ -136,16 +136,16 @@ def test_a_healthy_revision_is_observed_at_its_activation_endpoint(mode: str) ->
 @pytest.mark.parametrize(
     "kind",
     [
-        client.DEPLOYMENT,
-        client.SERVICE,
-        client.CONFIG_MAP,
-        client.SECRET,
-        client.SERVICE_ACCOUNT,
-        client.CLAIM,
+        kinds.DEPLOYMENT,
+        kinds.SERVICE,
+        kinds.CONFIG_MAP,
+        kinds.SECRET,
+        kinds.SERVICE_ACCOUNT,
+        kinds.CLAIM,
     ],
     ids=lambda kind: kind.plural,
 )
-def test_a_lost_deleting_or_foreign_object_is_an_object_lost(kind: client.Kind) -> None:
+def test_a_lost_deleting_or_foreign_object_is_an_object_lost(kind: kinds.Kind) -> None:
     revision = _revision()
     world = _world(revision)
     assert _observe(_gone(world, kind), revision).code == observation.OBJECT_LOST
@@ -164,23 +164,23 @@ def test_a_lost_deleting_or_foreign_object_is_an_object_lost(kind: client.Kind) 
 def test_another_revisions_objects_do_not_stand_in_for_the_revisions_own() -> None:
     revision, other = _revision(), _revision()
     world = _world(revision)
-    world[client.CONFIG_MAP] = _world(other)[client.CONFIG_MAP]
+    world[kinds.CONFIG_MAP] = _world(other)[kinds.CONFIG_MAP]
     assert _observe(world, revision).code == observation.OBJECT_LOST
 
 
 def test_a_namespace_missing_terminating_or_ambiguous_is_namespace_missing() -> None:
     revision = _revision()
     world = _world(revision)
-    assert _observe(_gone(world, client.NAMESPACE), revision).code == (namespaces.NAMESPACE_MISSING)
+    assert _observe(_gone(world, kinds.NAMESPACE), revision).code == (namespaces.NAMESPACE_MISSING)
 
     def terminating(obj: dict[str, Any]) -> None:
         obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
 
-    changed = _changed(world, client.NAMESPACE, terminating)
+    changed = _changed(world, kinds.NAMESPACE, terminating)
     assert _observe(changed, revision).code == namespaces.NAMESPACE_MISSING
-    twin = copy.deepcopy(world[client.NAMESPACE][0])
+    twin = copy.deepcopy(world[kinds.NAMESPACE][0])
     twin["metadata"]["name"] = "tenant-twin"
-    ambiguous = {**world, client.NAMESPACE: [*world[client.NAMESPACE], twin]}
+    ambiguous = {**world, kinds.NAMESPACE: [*world[kinds.NAMESPACE], twin]}
     assert _observe(ambiguous, revision).code == namespaces.NAMESPACE_MISSING
 
 
@@ -191,7 +191,7 @@ def test_a_template_of_another_revision_is_drift() -> None:
         annotations = obj["spec"]["template"]["metadata"]["annotations"]
         annotations[naming.REVISION_ANNOTATION] = f"rev_{uuid.uuid4()}"
 
-    world = _changed(_world(revision), client.DEPLOYMENT, other_template)
+    world = _changed(_world(revision), kinds.DEPLOYMENT, other_template)
     assert _observe(world, revision).code == observation.GATEWAY_DRIFTED
 
 
@@ -202,7 +202,7 @@ def test_a_service_that_selects_other_pods_is_drift(mode: str) -> None:
     def other_pods(obj: dict[str, Any]) -> None:
         obj["spec"]["selector"][naming.ROLE] = "something-else"
 
-    world = _changed(_world(revision), client.SERVICE, other_pods)
+    world = _changed(_world(revision), kinds.SERVICE, other_pods)
     assert _observe(world, revision).code == observation.GATEWAY_DRIFTED
 
 
@@ -210,22 +210,22 @@ def test_a_service_that_selects_other_pods_is_drift(mode: str) -> None:
     ("kind", "change", "code"),
     [
         (
-            client.ENDPOINT_SLICE,
+            kinds.ENDPOINT_SLICE,
             lambda obj: obj["endpoints"][0]["conditions"].update(ready=False),
             observation.GATEWAY_NOT_READY,
         ),
         (
-            client.DEPLOYMENT,
+            kinds.DEPLOYMENT,
             lambda obj: obj["status"].update(availableReplicas=0),
             observation.GATEWAY_NOT_READY,
         ),
         (
-            client.DEPLOYMENT,
+            kinds.DEPLOYMENT,
             lambda obj: obj["spec"].update(replicas=0),  # stopped
             observation.GATEWAY_NOT_READY,
         ),
         (
-            client.DEPLOYMENT,
+            kinds.DEPLOYMENT,
             lambda obj: obj["status"].update(
                 conditions=[{"type": "Progressing", "reason": rollout.PROGRESS_DEADLINE_EXCEEDED}]
             ),
@@ -235,7 +235,7 @@ def test_a_service_that_selects_other_pods_is_drift(mode: str) -> None:
     ids=["no-ready-endpoint", "unavailable", "scaled-to-zero", "deadline"],
 )
 def test_a_rollout_not_done_is_not_ready(
-    kind: client.Kind, change: Callable[[dict[str, Any]], None], code: str
+    kind: kinds.Kind, change: Callable[[dict[str, Any]], None], code: str
 ) -> None:
     revision = _revision()
     world = _changed(_world(revision), kind, change)
@@ -248,5 +248,5 @@ def test_the_endpoints_of_another_service_do_not_count() -> None:
     def elsewhere(obj: dict[str, Any]) -> None:
         obj["metadata"]["labels"][watched.SERVICE_NAME] = "agt-someone-else"
 
-    world = _changed(_world(revision), client.ENDPOINT_SLICE, elsewhere)
+    world = _changed(_world(revision), kinds.ENDPOINT_SLICE, elsewhere)
     assert _observe(world, revision).code == observation.GATEWAY_NOT_READY
