@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
-import queue
+import multiprocessing.queues
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +28,7 @@ from typing import Final
 
 import sqlalchemy as sa
 
-from bench import intent_world
+from bench import intent_workers, intent_world
 from bench.support import log, percentile, report
 from occ.reconcile import upkeep
 from occ.state import values, work_claims, work_queue
@@ -60,7 +60,10 @@ SETTLED_FROM: Final = 31
 
 def pickup(w: intent_world.World, *, backlog: bool, deploys: int, verbose: bool) -> list[float]:
     """Deploys admitted every ``DEPLOY_EVERY_S`` while the claim loop and the runners work (with
-    ``REPAIRS`` due repairs waiting, or none); each deploy's admission-to-claim time, in ms."""
+    ``REPAIRS`` due repairs waiting, or none); each deploy's admission-to-claim time, in ms.
+
+    The claim loop is a thread of this process, as in a control worker; the runners are
+    processes of their own, as driver workers are (``intent_workers``)."""
     intent_world.empty_queue(w)
     if backlog:
         with w.owner.transaction() as session:
@@ -68,11 +71,11 @@ def pickup(w: intent_world.World, *, backlog: bool, deploys: int, verbose: bool)
                 session, w.actor, w.repair_revisions, per_lane=REPAIRS // intent_world.REPAIR_LANES
             )
         intent_world.vacuum(w)
-    claimed: queue.Queue[values.Claim | None] = queue.Queue()
+    claimed: multiprocessing.queues.Queue[values.Claim | None] = intent_workers.CONTEXT.Queue()
+    nudged = intent_workers.CONTEXT.Event()
     waits: list[float] = []
     admitted: set[str] = set()
     stop = threading.Event()
-    nudged = threading.Event()
 
     def claim_loop() -> None:
         while not stop.is_set():
@@ -89,26 +92,20 @@ def pickup(w: intent_world.World, *, backlog: bool, deploys: int, verbose: bool)
             if batch.more:
                 nudged.set()
 
-    def runner() -> None:
-        while True:
-            claim = claimed.get()
-            if claim is None:
-                return
-            with w.app.autocommit_connection() as connection:
-                run = work_queue.start(connection, POLICY, claim)
-            time.sleep(PASS_S)
-            if run is not None:
-                with w.app.autocommit_connection() as connection:
-                    work_queue.complete(connection, run)
-            nudged.set()
-
-    threads = [threading.Thread(target=claim_loop)] + [
-        threading.Thread(target=runner) for _ in range(RUNNERS)
+    runners = [
+        intent_workers.CONTEXT.Process(
+            target=intent_workers.run_claims,
+            args=(w.urls.app, POLICY, claimed, nudged, PASS_S),
+            daemon=True,
+        )
+        for _ in range(RUNNERS)
     ]
-    for thread in threads:
-        thread.start()
+    for runner in runners:
+        runner.start()
+    loop = threading.Thread(target=claim_loop)
+    loop.start()
     try:
-        time.sleep(1.0)  # the loop at its steady state first
+        time.sleep(2.0)  # the runners started and the loop at its steady state first
         for n in range(deploys):
             agent_id = w.deploy_agents[n % len(w.deploy_agents)]
             number = w.numbers[agent_id] = w.numbers.get(agent_id, 0) + 1
@@ -123,11 +120,11 @@ def pickup(w: intent_world.World, *, backlog: bool, deploys: int, verbose: bool)
             time.sleep(0.05)
     finally:
         stop.set()
-        threads[0].join()
-        for _ in range(RUNNERS):
+        loop.join()
+        for _ in runners:
             claimed.put(None)
-        for thread in threads[1:]:
-            thread.join()
+        for runner in runners:
+            runner.join(timeout=30)
     with w.app.snapshot() as session:
         left = work_queue.pending(session)
     log(verbose, f"pickup backlog={backlog}: {len(waits)} deploys claimed, {left} pending after")
@@ -220,8 +217,9 @@ def prune_beside_claims(
 ) -> tuple[float, list[float], list[float]]:
     """``history`` expired terminal rows and 3,000 queued items: the claim's latencies in
     alternating slices of ``slice_s``, without a prune and with one (a run whose budget is the
-    slice), until the history is gone, so that a noisy stretch of the machine falls on both;
-    the prune's rows per second of its own slices."""
+    slice, in a process of its own as beat's prune task is), until the history is gone, so
+    that a noisy stretch of the machine falls on both; the prune's rows per second of its own
+    slices."""
     intent_world.history_beside_queue(
         w, first=10_000_000, count=history, ended=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
     )
@@ -231,37 +229,25 @@ def prune_beside_claims(
         end = time.monotonic() + slice_s
         return lambda: time.monotonic() >= end
 
-    _claim_latencies(w, for_slice())  # warm-up: the prepared plan settles
-    quiet: list[float] = []
-    during: list[float] = []
-    pruned, pruning_s = 0, 0.0
-    while True:
+    pruner = intent_workers.Pruner(w.urls.app)
+    try:
+        _claim_latencies(w, for_slice())  # warm-up: the prepared plan settles
+        quiet: list[float] = []
+        during: list[float] = []
+        pruned, pruning_s = 0, 0.0
+        while True:
+            quiet += _claim_latencies(w, for_slice())
+            pruner.start(keep, slice_s)
+            during += _claim_latencies(w, lambda: not pruner.running())
+            report, took_s = pruner.result()
+            pruned, pruning_s = pruned + report.work, pruning_s + took_s
+            if report.finished:
+                break
         quiet += _claim_latencies(w, for_slice())
-        done = threading.Event()
-        result: list[upkeep.PruneReport] = []
-        thread = threading.Thread(target=_prune_slice, args=(w, keep, slice_s, result, done))
-        started = time.perf_counter()
-        thread.start()
-        during += _claim_latencies(w, done.is_set)
-        thread.join()
-        pruning_s += time.perf_counter() - started
-        pruned += result[0].work
-        if result[0].finished:
-            break
-    quiet += _claim_latencies(w, for_slice())
+    finally:
+        pruner.close()
     log(verbose, f"prune: {pruned} rows in {pruning_s:.1f} s of pruning slices")
     return pruned / pruning_s, quiet, during
-
-
-def _prune_slice(
-    w: intent_world.World,
-    keep: upkeep.Retention,
-    slice_s: float,
-    result: list[upkeep.PruneReport],
-    done: threading.Event,
-) -> None:
-    result.append(upkeep.prune(w.app, keep, budget_s=slice_s))
-    done.set()
 
 
 # -- health -------------------------------------------------------------------------------

@@ -22,15 +22,18 @@ from occ.settings.config import Settings
 from occ.state import audit_partitions, idempotency, retention, values
 from occ.state.db import Database, Session
 
-BATCH: Final = 100
-"""Rows a batch removes at most (one short transaction). Small, because a claim's commit waits
-for the write-ahead log ahead of it: a 500-row batch (its page images included) held the
-claims beside it up twice as long at p99 as a 100-row one (``bench/intent.py``)."""
-PAUSE: Final = 3.0
+BATCH: Final = 50
+"""Rows a batch removes at most (one short transaction). Small, because a claim beside a batch
+shares the database's cores and write-ahead log with it: the shorter the batch, the less a
+claim that meets one waits (``bench/intent.py``)."""
+PAUSE: Final = 5.0
 """After each batch a run rests this many times as long as the batch took, so a prune holds
-at most a quarter of one database connection's time and the claims beside it keep their
-latency (``bench/intent.py``'s prune phase: 1.24x the claim's quiet p99 resting as long as a
-batch, 1.11x resting three times as long, at 13,000 and 5,300 rows/s)."""
+at most a sixth of one database connection's time. The prune phase of ``bench/intent.py``,
+settings side by side (claim p99 beside a prune / without one, rows a second): 100 rows
+resting 3x: 1.13x to 1.22x in five runs, about 6,000 rows/s; 50 rows resting 5x: 1.08x and
+1.09x, about 2,100 rows/s; 25 rows resting 3x: 1.06x and 1.13x. 2,000 rows a second is some
+30 million a day at one 10 s run a minute, far beyond what a fleet's history grows by
+(docs/operations.md, Disk per Agent-day)."""
 RUN_BUDGET_S: Final = 10.0
 """How long one run prunes before it leaves the rest to the next (well inside the control
 tasks' 30 s soft limit)."""

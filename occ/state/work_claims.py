@@ -31,6 +31,16 @@ upkeep is claimed at the next claim instead of when the flood drains."""
 
 _CLASSES: Final = sorted(Priority, reverse=True)
 
+ROWS_PER_SEAT: Final = 20
+"""Ready rows a claim reads from each class per seat it may fill (past busy lanes): room for
+lanes that queue several items of one class."""
+MIN_WINDOW: Final = 1000
+"""The fewest rows a claim reads from each intent class."""
+MIN_UPKEEP_WINDOW: Final = 100
+"""The fewest rows a claim with a share of upkeep seats reads from each class below intent:
+those seats are few (a quarter of the budget at a time), so a window sized to them keeps a
+claim behind a flood of upkeep about as cheap as an idle queue's (``bench/intent.py``)."""
+
 
 @dataclass(frozen=True)
 class Batch:
@@ -97,25 +107,18 @@ def claim(
     and at most ``upkeep_limit`` (unset: ``limit``) of them below the intent class (0: the
     classes below intent are not read at all).
 
-    One statement: scans a bounded window of each class's range of the ready index, keeps the
-    head of each lane that has no live claim (its highest class first), gives the classes
-    weighted turns (``Priority``: the n-th head of a class of weight w at turn n / w), and
-    locks the first ``2 * limit`` heads by turn with ``SKIP LOCKED`` plus a non-blocking
-    advisory lock on the lane, so racing claimers skip each other instead of waiting or
-    colliding, and no claim takes more than ``2 * limit`` lane locks.
+    One statement: scans a bounded window of each class's range of the ready index past the
+    lanes that have a live claim (``window``, unset: ``ROWS_PER_SEAT`` a seat; smaller for the
+    classes below intent when ``upkeep_limit`` is set), keeps the head of each lane (its
+    highest class first), gives the classes weighted turns (``Priority``: the n-th head of a
+    class of weight w at turn n / w), and locks the first ``2 * limit`` heads by turn with
+    ``SKIP LOCKED`` plus a non-blocking advisory lock on the lane, so racing claimers skip
+    each other instead of waiting or colliding, and no claim takes more than ``2 * limit``
+    lane locks.
     """
     if limit <= 0:
         return []
-    params = {
-        "limit": limit,
-        "upkeep_limit": limit if upkeep_limit is None else upkeep_limit,
-        "intent": int(Priority.INTENT),
-        "priorities": [int(p) for p in _CLASSES if upkeep_limit != 0 or p >= Priority.INTENT],
-        "heads": 2 * limit,
-        "window": window or max(limit * 20, 1000),
-        "max_attempts": policy.max_attempts,
-        "dispatch_lease_ms": policy.dispatch_lease_ms,
-    }
+    params = claim_parameters(policy, limit=limit, upkeep_limit=upkeep_limit, window=window)
     for attempt in range(_CLAIM_RACE_RETRIES):
         try:
             # a savepoint: a lane collision (the unique index backstop) costs one retry, not
@@ -130,6 +133,29 @@ def claim(
         rows, key=lambda r: (-r["priority"], r["available_at"], r["created_at"], r["id"])
     )
     return [work_rows.claim_of(row) for row in ordered]
+
+
+def claim_parameters(
+    policy: values.QueuePolicy, *, limit: int, upkeep_limit: int | None, window: int | None
+) -> dict[str, object]:
+    """The claim statement's parameters (see ``claim``)."""
+    window = window or max(limit * ROWS_PER_SEAT, MIN_WINDOW)
+    upkeep_window = (
+        window
+        if upkeep_limit is None
+        else min(window, max(upkeep_limit * ROWS_PER_SEAT, MIN_UPKEEP_WINDOW))
+    )
+    return {
+        "limit": limit,
+        "upkeep_limit": limit if upkeep_limit is None else upkeep_limit,
+        "intent": int(Priority.INTENT),
+        "priorities": [int(p) for p in _CLASSES if upkeep_limit != 0 or p >= Priority.INTENT],
+        "heads": 2 * limit,
+        "window": window,
+        "upkeep_window": upkeep_window,
+        "max_attempts": policy.max_attempts,
+        "dispatch_lease_ms": policy.dispatch_lease_ms,
+    }
 
 
 def live_claims(session: orm.Session) -> int:

@@ -16,9 +16,15 @@ SELECT count(*) AS live, count(*) FILTER (WHERE priority < :intent) AS upkeep
 -- Claim up to :limit ready items, the head of each lane without a live claim, with dispatch
 -- tokens: classes by weighted turns, oldest first within a class, at most :upkeep_limit below
 -- the :intent class.
-WITH candidates AS (
+WITH busy AS MATERIALIZED (
+  -- the lanes that have a live claim, read once
+  SELECT lane FROM occ.controller_work WHERE state = 'claimed'
+), candidates AS (
   -- a bounded window of each class's range of the ready index (priority, available_at, ...),
-  -- oldest first: the cost grows with neither the backlog nor the depth of another class
+  -- oldest first, past the lanes that have a live claim: the cost grows with neither the
+  -- backlog nor the depth of another class. A class below :intent reads :upkeep_window rows,
+  -- sized to its few seats; NOT IN runs as one hashed subplan over the busy lanes (an
+  -- anti-join's generic plan compared every pair); lane is NOT NULL
   SELECT r.id, r.lane, r.priority, r.available_at, r.created_at
     FROM unnest(CAST(:priorities AS smallint[])) AS class(priority)
    CROSS JOIN LATERAL (
@@ -26,21 +32,18 @@ WITH candidates AS (
        FROM occ.controller_work w
       WHERE w.state = 'queued' AND w.priority = class.priority
         AND w.available_at <= clock_timestamp() AND w.attempt_count < :max_attempts
+        AND w.lane NOT IN (SELECT busy.lane FROM busy)
       ORDER BY w.available_at, w.created_at, w.id
-      LIMIT :window
+      LIMIT CASE WHEN class.priority >= :intent THEN :window ELSE :upkeep_window END
    ) r
 ), heads AS (
-  -- the first candidate of every lane that has no live claim (its highest class, then its
-  -- oldest); NOT IN runs as one hashed subplan over the claimed rows (an anti-join's generic
-  -- plan compared every pair); lane is NOT NULL
+  -- the first candidate of every lane (its highest class, then its oldest)
   SELECT id, priority, available_at, created_at FROM (
     SELECT c.id, c.priority, c.available_at, c.created_at,
            row_number() OVER (PARTITION BY c.lane
                               ORDER BY c.priority DESC, c.available_at, c.created_at, c.id)
              AS position
       FROM candidates c
-     WHERE c.lane NOT IN (SELECT busy.lane FROM occ.controller_work busy
-                           WHERE busy.state = 'claimed')
   ) ranked
    WHERE position = 1
 ), turns AS (

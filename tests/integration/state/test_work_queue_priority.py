@@ -171,16 +171,7 @@ def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
         queue_steps.fill(session, actor, 50_000)
     statement = work_claims.SQL["claim"]
     window = 1_000
-    params = {
-        "limit": 10,
-        "upkeep_limit": 10,
-        "intent": int(Priority.INTENT),
-        "priorities": [int(p) for p in sorted(Priority, reverse=True)],
-        "heads": 20,
-        "window": window,
-        "max_attempts": policy.max_attempts,
-        "dispatch_lease_ms": policy.dispatch_lease_ms,
-    }
+    params = work_claims.claim_parameters(policy, limit=10, upkeep_limit=None, window=window)
     with db.transaction() as session:
         plan = "\n".join(
             session.execute(
@@ -193,3 +184,69 @@ def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
     reads = [int(n) for n in _INDEX_READ.findall(plan)]
     assert reads, plan
     assert max(reads) <= window, plan
+
+
+_CANDIDATES = re.compile(r"CTE Scan on candidates .*actual time=\S+ rows=(\d+)")
+
+
+def test_a_share_of_upkeep_seats_reads_a_window_sized_to_them(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=50, per_lane=100)
+        queue_steps.fill(session, actor, 5_000)
+
+    def candidates(upkeep_limit: int | None) -> int:
+        params = work_claims.claim_parameters(
+            policy, limit=16, upkeep_limit=upkeep_limit, window=None
+        )
+        with db.transaction() as session:
+            plan = "\n".join(
+                session.execute(
+                    sa.text(f"EXPLAIN (ANALYZE, COSTS OFF) {work_claims.SQL['claim'].text}"),
+                    params,
+                ).scalars()
+            )
+            session.rollback()
+        [read] = [int(n) for n in _CANDIDATES.findall(plan)]
+        return read
+
+    # the intent class's window, and the repairs' class: a full one, or one sized to 4 seats
+    assert candidates(None) == 2 * work_claims.MIN_WINDOW
+    assert candidates(4) == work_claims.MIN_WINDOW + work_claims.MIN_UPKEEP_WINDOW
+
+
+def test_lanes_with_a_live_claim_do_not_fill_the_window(
+    db: Database, owner_db: Database, policy: values.QueuePolicy, actor: str, namespace_id: str
+) -> None:
+    with owner_db.transaction() as session:
+        queue_steps.fill_repairs(session, namespace_id, actor, lanes=2, per_lane=20)
+    with db.transaction() as session:
+        [first] = work_claims.claim(session, policy, limit=1)
+    with owner_db.transaction() as session:
+        # every queued item of the claimed lane is older than the other lane's
+        busy = (
+            session.execute(
+                sa.text(
+                    "UPDATE occ.controller_work SET available_at = available_at - interval '1 day'"
+                    " WHERE lane = (SELECT lane FROM occ.controller_work WHERE id = :id)"
+                    "   AND state = 'queued' RETURNING lane"
+                ),
+                {"id": first.work_id},
+            )
+            .scalars()
+            .all()
+        )
+        other_head = session.execute(
+            sa.text(
+                "SELECT id FROM occ.controller_work WHERE state = 'queued' AND lane <> :lane"
+                " ORDER BY available_at, created_at, id LIMIT 1"
+            ),
+            {"lane": busy[0]},
+        ).scalar_one()
+    assert len(busy) == 19
+
+    with db.transaction() as session:
+        claims = work_claims.claim(session, policy, limit=1, window=5)
+
+    assert [claim.work_id for claim in claims] == [other_head]
