@@ -30,7 +30,7 @@ PAUSE: Final = 5.0
 """After each batch a run rests this many times as long as the batch took, so a prune holds
 at most a sixth of one database connection's time. The prune phase of ``bench/intent.py``,
 settings side by side (claim p99 beside a prune / without one, rows a second): 100 rows
-resting 3x: 1.13x to 1.22x in five runs, about 6,000 rows/s; 50 rows resting 5x: 1.08x and
+resting 3x: 1.13x to 1.22x in four runs, about 6,000 rows/s; 50 rows resting 5x: 1.08x and
 1.09x, about 2,100 rows/s; 25 rows resting 3x: 1.06x and 1.13x. 2,000 rows a second is some
 30 million a day at one 10 s run a minute, far beyond what a fleet's history grows by
 (docs/operations.md, Disk per Agent-day)."""
