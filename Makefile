@@ -25,7 +25,7 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help venv install services services-stop lint format typecheck imports generate pytest \
 	openapi-lint \
-	test dev bench fleet intent coverage chaos clean distclean
+	test dev bench fleet intent audit-migration coverage chaos clean distclean
 
 help:
 	@echo "make dev        run occ on this machine (occ dev)"
@@ -40,6 +40,7 @@ help:
 	@echo "make bench      bench/queue_bench.py --quick (database occ_bench on the test server)"
 	@echo "make fleet      bench/fleet.py: observing 1,000 and 10,000 idle Agents (about 15 min)"
 	@echo "make intent     bench/intent.py: priority pickup, retention, prune, health (INTENT_ARGS)"
+	@echo "make audit-migration  bench/audit_migration.py: migration 0018 over 5 million events"
 	@echo "make coverage   the default suite under coverage; prints a report (no threshold)"
 	@echo "make chaos      the long chaos run (OCC_TEST_CHAOS_SEED/_ITEMS/_FAULTS/_DURATION_S)"
 	@echo "make services   find or start PostgreSQL and Redis for the tests"
@@ -136,6 +137,11 @@ fleet: services
 # INTENT_ARGS='--quick' for a 1-million-row history instead of 5 million.
 intent: services
 	. $(ENV_FILE) && PYTHONPATH=. $(PY) bench/intent.py -v $(INTENT_ARGS)
+
+# Migration 0018 over a populated audit log (bench/README.md): a scratch database on the test
+# server; AUDIT_ARGS='--events 1000000' for a smaller log.
+audit-migration: services
+	. $(ENV_FILE) && PYTHONPATH=. $(PY) bench/audit_migration.py -v $(AUDIT_ARGS)
 
 clean: services-stop
 	rm -rf .test-services .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache \

@@ -50,80 +50,30 @@ from __future__ import annotations
 
 import argparse
 import collections
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import sqlalchemy as sa
 
-from bench import deploys, fleet_observers, fleet_world, intent, workers
+from bench import deploys, fleet_counts, fleet_observers, fleet_repair, fleet_world, intent, workers
 from bench.fleet_observers import GATEWAY_IMAGE, SECRET_KEY
 from bench.support import BenchError, log, percentile, report
-from occ.drivers.compute.kubernetes import manifests
 from occ.drivers.compute.kubernetes.configured import gateway_options
 from occ.settings.config import Settings
-from occ.state import models, secret_store
+from occ.state import secret_store
 from occ.state.db import Database
 from tests.support import fleets
 from tests.support.kube_api import FakeKubeAPI
 
 STEADY_INTERVAL_MS: Final = 60_000
-REPAIR_INTERVAL_MS: Final = 10_000
 THROUGHPUT_S: Final = 12.0
 OVERLOAD_S: Final = 12.0
-REPAIR_TIMEOUT_S: Final = 60.0
-
-
-# -- the database's own counts -------------------------------------------------------------
-
-
-_ROWS: Final = sa.text("""
-    SELECT coalesce(sum(n_tup_ins), 0) AS inserted,
-           coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) AS written
-      FROM pg_stat_user_tables WHERE schemaname = 'occ'
-""")
-_COMMITS: Final = sa.text(
-    "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
-)
-
-
-def database_counts(owner: Database) -> tuple[int, int, int]:
-    """(rows inserted, rows written, transactions committed) so far, as the statistics say."""
-    time.sleep(1.2)  # backends report their counts at most once a second
-    with owner.transaction() as session:
-        session.execute(sa.text("SELECT pg_stat_clear_snapshot()"))
-        rows = session.execute(_ROWS).one()
-        commits = session.execute(_COMMITS).scalar_one()
-    return int(rows.inserted), int(rows.written), int(commits)
-
-
-def set_cursor(owner: Database, behind_ms: int) -> None:
-    """Put the kubernetes fleet's cursor ``behind_ms`` behind now (made if missing)."""
-    with owner.transaction() as session:
-        session.execute(
-            sa.text("""
-                INSERT INTO occ.observer_cursors (compute_driver, observed_until)
-                VALUES ('kubernetes', clock_timestamp() - :behind * interval '1 millisecond')
-                ON CONFLICT (compute_driver) DO UPDATE SET observed_until = excluded.observed_until
-            """),
-            {"behind": behind_ms},
-        )
-
-
-def work_rows(owner: Database) -> int:
-    with owner.transaction() as session:
-        return int(
-            session.execute(
-                sa.select(sa.func.count()).select_from(models.ControllerWork)
-            ).scalar_one()
-        )
 
 
 # -- one fleet size --------------------------------------------------------------------------
@@ -166,7 +116,9 @@ def measure(n: int, phases: Sequence[str], verbose: bool) -> dict[str, float]:
                 capacity = figures["procs_1_observations_per_s"]
                 figures.update(overload(owner, urls.app, kubeconfig, n, capacity, verbose))
             if "repair" in phases:
-                figures.update(repair(owner, urls.app, kubeconfig, fake, fleet, verbose))
+                figures.update(
+                    fleet_repair.repair(owner, urls.app, kubeconfig, fake, fleet, verbose)
+                )
         finally:
             fake.stop()
             owner.dispose()
@@ -177,13 +129,13 @@ def steady(
     owner: Database, url: str, kubeconfig: str, fake: FakeKubeAPI, n: int, verbose: bool
 ) -> dict[str, float]:
     """One observer at the default 60 s interval for one interval: every Agent observed once."""
-    set_cursor(owner, 0)
+    fleet_counts.set_cursor(owner, 0)
     run = fleet_observers.Run(url, kubeconfig, STEADY_INTERVAL_MS, STEADY_INTERVAL_MS / 1000)
     before: list[tuple[int, int, int]] = []
 
     def begin() -> None:  # what the observer's start (its cache's lists) did is not counted
         fake.clear_journal()
-        before.append(database_counts(owner))
+        before.append(fleet_counts.database_counts(owner))
 
     [result], postgres_s = fleet_observers.run_observers(run, 1, on_ready=begin)
     [(inserted, written, commits)] = before
@@ -192,7 +144,7 @@ def steady(
     paths = collections.Counter(f"{request.method} {request.path}" for request in calls)
     log(verbose, f"{n}: API calls while observing: {paths.most_common(5)}")
     watches = len(fake.journal) - api_calls
-    inserted_after, written_after, commits_after = database_counts(owner)
+    inserted_after, written_after, commits_after = fleet_counts.database_counts(owner)
     observed = max(result.observations, 1)
     cpu_ms = (result.cpu_s + postgres_s) * 1000 / observed
     log(verbose, f"{n}: steady {result.observations} observations, verdicts {result.verdicts}")
@@ -219,7 +171,7 @@ def scaling(owner: Database, url: str, kubeconfig: str, n: int, verbose: bool) -
     figures: dict[str, float] = {}
     interval_ms = max(n // 50, 100)  # the fleet would need 50,000 observations a second
     for processes in (1, 2, 4):
-        set_cursor(owner, interval_ms)
+        fleet_counts.set_cursor(owner, interval_ms)
         results, postgres_s = fleet_observers.run_observers(
             fleet_observers.Run(url, kubeconfig, interval_ms, THROUGHPUT_S), processes
         )
@@ -239,125 +191,20 @@ def overload(
 ) -> dict[str, float]:
     """One observer whose interval asks five times what it can observe: lag, never rows."""
     interval_ms = max(int(n / (5 * max(capacity, 1.0)) * 1000), 1)
-    set_cursor(owner, 0)
-    before = work_rows(owner)
-    inserted, _, _ = database_counts(owner)
+    fleet_counts.set_cursor(owner, 0)
+    before = fleet_counts.work_rows(owner)
+    inserted, _, _ = fleet_counts.database_counts(owner)
     [result], _ = fleet_observers.run_observers(
         fleet_observers.Run(url, kubeconfig, interval_ms, OVERLOAD_S), 1
     )
-    inserted_after, _, _ = database_counts(owner)
-    log(verbose, f"{n}: overload interval {interval_ms} ms, {work_rows(owner) - before} work rows")
+    inserted_after, _, _ = fleet_counts.database_counts(owner)
+    grown = fleet_counts.work_rows(owner) - before
+    log(verbose, f"{n}: overload interval {interval_ms} ms, {grown} work rows")
     return {
         "overload_new_rows": inserted_after - inserted,
         "overload_lag_max_s": max(result.lags, default=0.0),
         "overload_interval_s": interval_ms / 1000,
     }
-
-
-def repair(
-    owner: Database,
-    url: str,
-    kubeconfig: str,
-    fake: FakeKubeAPI,
-    fleet: list[fleet_world.Member],
-    verbose: bool,
-) -> dict[str, float]:
-    """A gateway Deployment deleted behind occ's back: the time until its Agent is recorded
-    ready again, the repair run by the observing process itself, at a 10 s interval."""
-    member = fleet[len(fleet) // 2]
-    fake.simulation.auto_rollout = True
-    set_cursor(owner, 0)
-    run = fleet_observers.Run(url, kubeconfig, REPAIR_INTERVAL_MS, REPAIR_TIMEOUT_S, repair=True)
-    context = multiprocessing.get_context("spawn")
-    results, ready, go = context.Queue(), context.Queue(), context.Event()
-    process = context.Process(
-        target=fleet_observers.observe, args=(run, results, ready, go), daemon=True
-    )
-    process.start()
-    ready.get(timeout=120)
-    go.set()
-    fake.remove("deployments", member.kubernetes_namespace, manifests.deployment_name(member.spec))
-    killed = time.monotonic()
-
-    def ready_again() -> bool:
-        with owner.transaction() as session:
-            row = session.execute(
-                sa.select(models.AgentRuntime.status, models.AgentRuntime.repairs).where(
-                    models.AgentRuntime.agent_id == member.spec.agent_id
-                )
-            ).one()
-        return row.status == "ready" and repaired(owner, member)
-
-    try:
-        workers.wait_for(ready_again, timeout=REPAIR_TIMEOUT_S, interval=0.1, message="a repair")
-    except BenchError as exc:
-        raise BenchError(f"{exc}; its work: {work_of(owner, member)}") from None
-    latency = time.monotonic() - killed
-    log(verbose, f"repaired: {work_of(owner, member)}")
-    log(verbose, f"repair timeline (s after the deletion): {timeline(owner, member, killed)}")
-    process.terminate()
-    process.join(timeout=10)
-    log(verbose, f"repair in {latency:.1f} s at a {REPAIR_INTERVAL_MS / 1000:.0f} s interval")
-    return {
-        "repair_latency_s": latency,
-        "repair_latency_intervals": latency * 1000 / REPAIR_INTERVAL_MS,
-    }
-
-
-def work_of(owner: Database, member: fleet_world.Member) -> list[tuple[str, str, str | None]]:
-    """(kind, state, reason code) of the member's work items, for a failure's message."""
-    work = models.ControllerWork
-    with owner.transaction() as session:
-        rows = session.execute(
-            sa.select(work.kind, work.state, work.reason_code, work.last_progress_code).where(
-                work.revision_id == member.spec.revision_id
-            )
-        ).all()
-    return [(row.kind, row.state, row.reason_code or row.last_progress_code) for row in rows]
-
-
-def timeline(owner: Database, member: fleet_world.Member, killed: float) -> list[str]:
-    """When the member's repairs were admitted, last progressed and completed, in seconds
-    after ``killed`` (a ``time.monotonic()``), for ``-v``."""
-    work, runtime = models.ControllerWork, models.AgentRuntime
-    offset = time.time() - time.monotonic()
-    with owner.transaction() as session:
-        rows = session.execute(
-            sa.select(
-                work.created_at, work.last_progress_at, work.completed_at, work.last_progress_code
-            ).where(
-                work.revision_id == member.spec.revision_id,
-                work.kind == "revision_maintenance",
-            )
-        ).all()
-        observed = session.execute(
-            sa.select(runtime.observed_at).where(runtime.agent_id == member.spec.agent_id)
-        ).scalar_one()
-
-    def since(moment: Any) -> str:
-        return "-" if moment is None else f"{moment.timestamp() - offset - killed:.1f}"
-
-    return [
-        f"admitted {since(row.created_at)} progressed {since(row.last_progress_at)} "
-        f"({row.last_progress_code}) completed {since(row.completed_at)}"
-        for row in rows
-    ] + [f"observed ready {since(observed)}"]
-
-
-def repaired(owner: Database, member: fleet_world.Member) -> bool:
-    """A repair of the member's revision succeeded."""
-    with owner.transaction() as session:
-        return bool(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.ControllerWork)
-                .where(
-                    models.ControllerWork.revision_id == member.spec.revision_id,
-                    models.ControllerWork.state == "succeeded",
-                    models.ControllerWork.kind == "revision_maintenance",
-                )
-            ).scalar_one()
-        )
 
 
 # -- main ------------------------------------------------------------------------------------
