@@ -158,6 +158,16 @@ def test_the_upkeep_budget_leaves_a_quarter_for_intent_but_never_nothing_for_upk
     assert work_claims.upkeep_budget(budget) == upkeep
 
 
+def _claim_plan(db: Database, params: dict[str, object]) -> str:
+    """EXPLAIN ANALYZE of the claim statement (rolled back: nothing stays claimed)."""
+    statement = work_claims.SQL["claim"]
+    with db.transaction() as session:
+        lines = session.execute(sa.text(f"EXPLAIN (ANALYZE, COSTS OFF) {statement.text}"), params)
+        plan = "\n".join(lines.scalars())
+        session.rollback()
+    return plan
+
+
 _INDEX_READ = re.compile(
     r"Index Only Scan using controller_work_ready .*actual time=\S+ rows=(\d+)"
 )
@@ -169,16 +179,9 @@ def test_the_claim_reads_a_bounded_window_of_each_class_over_a_deep_backlog(
     with owner_db.transaction() as session:
         queue_steps.fill_repairs(session, namespace_id, actor, lanes=50, per_lane=1_000)
         queue_steps.fill(session, actor, 50_000)
-    statement = work_claims.SQL["claim"]
     window = 1_000
     params = work_claims.claim_parameters(policy, limit=10, upkeep_limit=None, window=window)
-    with db.transaction() as session:
-        plan = "\n".join(
-            session.execute(
-                sa.text(f"EXPLAIN (ANALYZE, COSTS OFF) {statement.text}"), params
-            ).scalars()
-        )
-        session.rollback()
+    plan = _claim_plan(db, params)
 
     assert "Seq Scan on controller_work" not in plan, plan
     reads = [int(n) for n in _INDEX_READ.findall(plan)]
@@ -200,14 +203,7 @@ def test_a_share_of_upkeep_seats_reads_a_window_sized_to_them(
         params = work_claims.claim_parameters(
             policy, limit=16, upkeep_limit=upkeep_limit, window=None
         )
-        with db.transaction() as session:
-            plan = "\n".join(
-                session.execute(
-                    sa.text(f"EXPLAIN (ANALYZE, COSTS OFF) {work_claims.SQL['claim'].text}"),
-                    params,
-                ).scalars()
-            )
-            session.rollback()
+        plan = _claim_plan(db, params)
         [read] = [int(n) for n in _CANDIDATES.findall(plan)]
         return read
 
