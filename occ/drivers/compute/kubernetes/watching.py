@@ -182,9 +182,14 @@ class Reflector:
         )
         with self._response_lock:
             self._response = response
+            # a stop whose interrupt came while the watch was being opened found no response
+            # to break: seen here, under the lock the interrupt takes after setting stop
+            stopping = self.stop.is_set()
         events = 0
         ended = False
         try:
+            if stopping:
+                return version
             self.store.alive(self.kind, self.namespace)
             for line in _lines(response):
                 if self.stop.is_set():
