@@ -1,9 +1,10 @@
 """What occ installs on every SSH host: the host helper and the stand-in gateway's library.
 
 One tar archive, built once per process from occ's own source files: ``bin/occ-host.py``
-(``hostside``) and, under ``lib/``, the stand-in gateway with the two modules it imports. Its
-digest names the version; a host whose ``<root>/.occ-bundle`` holds another digest gets the
-archive again, over the stdin of one SSH command.
+(``hostside``) with ``bin/gateway_health.py`` beside it, and, under ``lib/``, the stand-in
+gateway with the two modules it imports. Its digest names the version; a host whose
+``<root>/.occ-bundle`` holds another digest gets the archive again, over the stdin of one SSH
+command.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import Final
 
 import occ
-from occ.drivers.compute.ssh import hostside
+from occ.drivers.compute.ssh import gateway_health, hostside
 
 HELPER: Final = "bin/occ-host.py"
+HELPER_COMPANION: Final = "bin/gateway_health.py"
+"""The module the helper imports, beside it (``bin`` is the helper's first import path)."""
 MARKER: Final = ".occ-bundle"
 
 _PACKAGE: Final = Path(occ.__file__).resolve().parent
@@ -67,6 +70,7 @@ def build() -> Bundle:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         _add(archive, HELPER, Path(hostside.__file__).read_bytes())
+        _add(archive, HELPER_COMPANION, Path(gateway_health.__file__).read_bytes())
         for name in _LIBRARY:
             _add(archive, f"lib/occ/{name}", (_PACKAGE / name).read_bytes())
     data = buffer.getvalue()

@@ -35,7 +35,14 @@ from typing import Any, Final
 
 from occ.drivers.compute import base, standin
 from occ.drivers.compute import hooks as lifecycle
-from occ.drivers.compute.ssh import bundle, connection, hosts, hostside, observation, units
+from occ.drivers.compute.ssh import (
+    bundle,
+    connection,
+    gateway_health,
+    hosts,
+    observation,
+    units,
+)
 from occ.settings.config import Settings
 
 HOST_REMOVED: Final = observation.HOST_REMOVED
@@ -297,7 +304,7 @@ class SshComputeDriver:
                 response = self.connections.get(operation, host, port, "/healthz")
             except base.TransientDriverError:
                 response = b""
-            document = hostside.health_document(response, revision_id)
+            document = gateway_health.document(response, revision_id)
             warnings = None if document is None else standin.startup_warnings(document)
             if warnings is not None:
                 return warnings

@@ -1,6 +1,7 @@
 """The helper the ``ssh`` driver installs on every host: one verb per SSH command.
 
-Standard library only; occ copies this file to ``<root>/bin/occ-host.py`` and runs it as
+Standard library only; occ copies this file to ``<root>/bin/occ-host.py``, with the one module
+it imports (``gateway_health``, the ``/healthz`` probe) beside it, and runs it as
 ``python3 <root>/bin/occ-host.py <verb>`` with a JSON request on stdin, as root (directly or
 through ``sudo -n``). It answers one JSON line on stdout, ``{"ok": true, ...}`` or
 ``{"ok": false, "code", "reason"}``, and never echoes its input: a staged credential travels
@@ -36,13 +37,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+try:
+    from occ.drivers.compute.ssh import gateway_health
+except ImportError:  # on a host, where occ is not installed: its copy beside this file
+    import gateway_health  # type: ignore[import-not-found, no-redef]
+
 ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 REVISION_LINE = "# occ-revision="
 SYSTEMD_UNITS = Path("/etc/systemd/system")
 STOP_TIMEOUT_S = 10.0
-HEALTH_TIMEOUT_S = 0.5
-"""How long an observation waits for one gateway's ``/healthz``."""
-HEALTH_ANSWER_LIMIT = 65536
 FINGERPRINT_KEY = "fingerprint-key"
 """The revision's fingerprint key beside its credential (``occ.foundation.fingerprints``)."""
 
@@ -255,37 +258,6 @@ def supervise(request: dict[str, Any], service: dict[str, list[str]]) -> None:
         os._exit(127)
 
 
-def gateway_healthy(port: int, revision_id: str) -> bool:
-    """One ``GET /healthz`` on 127.0.0.1: 200 with a JSON body naming ``revision_id``."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=HEALTH_TIMEOUT_S) as s:
-            s.sendall(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-            answer = b""
-            while len(answer) < HEALTH_ANSWER_LIMIT:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-    except OSError:
-        return False
-    return health_document(answer, revision_id) is not None
-
-
-def health_document(response: bytes, revision_id: str) -> dict[str, Any] | None:
-    """The JSON body of an HTTP ``response`` to ``GET /healthz`` that is 200 naming
-    ``revision_id``, else ``None`` (the driver reads the answers it gets through SSH with it
-    too, and their startup ``warnings``)."""
-    head, _, body = response.partition(b"\r\n\r\n")
-    if not head.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
-        return None
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return None
-    named = isinstance(document, dict) and document.get("revisionId") == revision_id
-    return document if named else None
-
-
 # -- verbs -------------------------------------------------------------------------------
 
 
@@ -309,7 +281,9 @@ def observe(request: dict[str, Any]) -> dict[str, Any]:
                 "unitRevision": running,
                 "active": active,
                 "port": port,
-                "healthy": bool(active and port and running and gateway_healthy(port, running)),
+                "healthy": bool(
+                    active and port and running and gateway_health.healthy(port, running)
+                ),
             }
         namespaces[namespace.name] = {"agents": agents}
     return {"namespaces": namespaces, "systemd": uses_systemd(request)}
