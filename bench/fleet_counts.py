@@ -1,5 +1,5 @@
-"""What the fleet benchmark reads from the database itself: rows and commits as PostgreSQL's
-statistics count them, the kubernetes fleet's observation cursor, and the work table's size."""
+"""What the fleet benchmarks read from the database itself: rows and commits as PostgreSQL's
+statistics count them, the kubernetes fleet's observation cursor, and work rows counted."""
 
 from __future__ import annotations
 
@@ -44,10 +44,12 @@ def set_cursor(owner: Database, behind_ms: int) -> None:
         )
 
 
-def work_rows(owner: Database) -> int:
-    with owner.transaction() as session:
+def work_rows(database: Database, *conditions: sa.ColumnElement[bool]) -> int:
+    """How many work items meet every condition (on ``models.ControllerWork`` columns; none:
+    the whole table)."""
+    with database.transaction() as session:
         return int(
             session.execute(
-                sa.select(sa.func.count()).select_from(models.ControllerWork)
+                sa.select(sa.func.count()).select_from(models.ControllerWork).where(*conditions)
             ).scalar_one()
         )

@@ -112,15 +112,12 @@ def timeline(owner: Database, member: fleet_world.Member, killed: float) -> list
 
 def repaired(owner: Database, member: fleet_world.Member) -> bool:
     """A repair of the member's revision succeeded."""
-    with owner.transaction() as session:
-        return bool(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.ControllerWork)
-                .where(
-                    models.ControllerWork.revision_id == member.spec.revision_id,
-                    models.ControllerWork.state == "succeeded",
-                    models.ControllerWork.kind == "revision_maintenance",
-                )
-            ).scalar_one()
+    work = models.ControllerWork
+    return bool(
+        fleet_counts.work_rows(
+            owner,
+            work.revision_id == member.spec.revision_id,
+            work.state == "succeeded",
+            work.kind == "revision_maintenance",
         )
+    )

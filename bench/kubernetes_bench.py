@@ -63,7 +63,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import sqlalchemy as sa
 
-from bench import deploys, workers
+from bench import deploys, fleet_counts, workers
 from bench.support import BenchError, log, report
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models, values, work_keys, work_queue
@@ -91,20 +91,12 @@ PER_NAMESPACE: Final = 10
 
 def busy_work(database: Database) -> int:
     """Work items claimed, or queued and due: what an idle fleet has none of."""
-    with database.transaction() as session:
-        return int(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.ControllerWork)
-                .where(
-                    (models.ControllerWork.state == "claimed")
-                    | (
-                        (models.ControllerWork.state == "queued")
-                        & (models.ControllerWork.available_at <= sa.func.now())
-                    )
-                )
-            ).scalar_one()
-        )
+    work = models.ControllerWork
+    return fleet_counts.work_rows(
+        database,
+        (work.state == "claimed")
+        | ((work.state == "queued") & (work.available_at <= sa.func.now())),
+    )
 
 
 def wait_idle(database: Database, fleet: workers.Fleet) -> None:
