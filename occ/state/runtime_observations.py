@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -62,13 +62,7 @@ def record(
     }
     if status == RuntimeStatus.READY:
         values.update(repairs=0, repair_after=None)  # a ready runtime needs no repair
-    session.execute(
-        pg.insert(_TABLE)
-        .values(agent_id=agent_id, **values)
-        .on_conflict_do_update(
-            index_elements=[_TABLE.c.agent_id], set_={**values, "observed_at": _NOW}
-        )
-    )
+    _replace(session, agent_id, values)
 
 
 def admit_repair(
@@ -95,13 +89,7 @@ def admit_repair(
         "repairs": count,
         "repair_after": _NOW + sa.func.make_interval(0, 0, 0, 0, 0, 0, spacing_ms(count) / 1000),
     }
-    session.execute(
-        pg.insert(_TABLE)
-        .values(agent_id=agent_id, **values)
-        .on_conflict_do_update(
-            index_elements=[_TABLE.c.agent_id], set_={**values, "observed_at": _NOW}
-        )
-    )
+    _replace(session, agent_id, values)
     return int(count)
 
 
@@ -176,3 +164,15 @@ def active_revisions(session: orm.Session, compute_driver: str) -> list[ActiveRe
         )
         for row in session.execute(query)
     ]
+
+
+def _replace(session: orm.Session, agent_id: str, values: Mapping[str, object]) -> None:
+    """Write the Agent's observation row of ``values``, observed now (inserted, or replacing
+    the one it had)."""
+    session.execute(
+        pg.insert(_TABLE)
+        .values(agent_id=agent_id, **values)
+        .on_conflict_do_update(
+            index_elements=[_TABLE.c.agent_id], set_={**values, "observed_at": _NOW}
+        )
+    )
