@@ -104,11 +104,7 @@ def identify(
     )
     if row is None:
         return None
-    return keyed_hashes.Identified(
-        credential=_VALUES.make(row),
-        principal_disabled=bool(row["principal_disabled"]),
-        touch_due=bool(row["touch_due"]),
-    )
+    return keyed_hashes.identified(row, _VALUES.make)
 
 
 _TOUCH = sa.text("""

@@ -93,3 +93,13 @@ class Identified(Generic[D]):
     principal_disabled: bool
     touch_due: bool
     """Its use is due for recording (``touch`` would record it)."""
+
+
+def identified(row: Mapping[Any, Any], make: Callable[[Mapping[Any, Any]], D]) -> Identified[D]:
+    """The ``Identified`` of the row an identifying statement read: the credential ``make``
+    builds of it, with the row's ``principal_disabled`` and ``touch_due``."""
+    return Identified(
+        credential=make(row),
+        principal_disabled=bool(row["principal_disabled"]),
+        touch_due=bool(row["touch_due"]),
+    )

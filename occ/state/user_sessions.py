@@ -122,11 +122,7 @@ def identify(
     )
     if row is None or not row["live"]:
         return None
-    return keyed_hashes.Identified(
-        credential=_VALUES.make(row),
-        principal_disabled=bool(row["principal_disabled"]),
-        touch_due=bool(row["touch_due"]),
-    )
+    return keyed_hashes.identified(row, _VALUES.make)
 
 
 def touch(target: hot_statements.Target, session_id: str) -> None:
