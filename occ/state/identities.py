@@ -12,7 +12,6 @@ from typing import Final, cast
 
 import sqlalchemy as sa
 from sqlalchemy import orm
-from sqlalchemy.dialects import postgresql as pg
 
 from occ.state import models, rows
 
@@ -39,11 +38,9 @@ def find(session: orm.Session, *, issuer: str, subject: str) -> Identity | None:
 
 def link(session: orm.Session, *, issuer: str, subject: str, principal_id: str) -> Identity | None:
     """Link the pair to the principal; ``None`` when another transaction linked it first."""
-    statement = (
-        pg.insert(_IDENTITIES)
-        .values(issuer=issuer, subject=subject, principal_id=principal_id)
-        .on_conflict_do_nothing(index_elements=["issuer", "subject"])
-    )
+    statement = _VALUES.insert(
+        issuer=issuer, subject=subject, principal_id=principal_id
+    ).on_conflict_do_nothing(index_elements=["issuer", "subject"])
     return _VALUES.returned(session, statement)
 
 
