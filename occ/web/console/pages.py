@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Generic, TypeVar
 
 import flask
@@ -186,32 +187,6 @@ def agent_page(namespace_id: str, agent_id: str) -> str:
     )
 
 
-@blueprint.route("/audit", methods=["GET"])
-@access.authenticated
-@query_parameters.accepts("namespace", "kind")
-def audit_page() -> str:
-    filters = _Filters.chosen("kind", sorted(audit.EventKind), "no such audit event kind")
-    page = calls.call(
-        operations.list_audit_events,
-        operations.AuditFilter(namespace_id=filters.namespace_id, kind=filters.value, limit=100),
-    )
-    return _render(
-        "audit.html", {"title": "Audit events", "events": page.items, "filters": filters}
-    )
-
-
-@blueprint.route("/work", methods=["GET"])
-@access.authenticated
-@query_parameters.accepts("namespace", "state")
-def work_page() -> str:
-    filters = _Filters.chosen("state", list(values.WorkState), "no such work state")
-    page = calls.call(
-        operations.list_work,
-        operations.WorkFilter(namespace_id=filters.namespace_id, state=filters.value, limit=100),
-    )
-    return _render("work.html", {"title": "Work items", "items": page.items, "filters": filters})
-
-
 @dataclasses.dataclass(frozen=True)
 class _Filters(Generic[_Choice]):
     """A ledger page's filters from its query: the Namespace, and one of the ``choices`` of the
@@ -232,6 +207,44 @@ class _Filters(Generic[_Choice]):
         if given is not None and value is None:
             raise errors.NotFound(unknown)
         return cls(name, choices, namespace_id, value)
+
+
+def _ledger_page(
+    path: str, name: str, choices: Sequence[_Choice], unknown: str
+) -> Callable[[Callable[[_Filters[_Choice]], str]], Callable[[], str]]:
+    """Route ``GET path`` to a ledger page any signed-in caller may open: its query is the
+    ``namespace`` and the filter ``name`` (one of ``choices``; ``unknown`` refuses another),
+    which the view is given as its ``_Filters``."""
+
+    def declare(view: Callable[[_Filters[_Choice]], str]) -> Callable[[], str]:
+        @functools.wraps(view)
+        def filtered() -> str:
+            return view(_Filters.chosen(name, choices, unknown))
+
+        accepted = query_parameters.accepts("namespace", name)(filtered)
+        return blueprint.route(path, methods=["GET"])(access.authenticated(accepted))
+
+    return declare
+
+
+@_ledger_page("/audit", "kind", sorted(audit.EventKind), "no such audit event kind")
+def audit_page(filters: _Filters[audit.EventKind]) -> str:
+    page = calls.call(
+        operations.list_audit_events,
+        operations.AuditFilter(namespace_id=filters.namespace_id, kind=filters.value, limit=100),
+    )
+    return _render(
+        "audit.html", {"title": "Audit events", "events": page.items, "filters": filters}
+    )
+
+
+@_ledger_page("/work", "state", list(values.WorkState), "no such work state")
+def work_page(filters: _Filters[values.WorkState]) -> str:
+    page = calls.call(
+        operations.list_work,
+        operations.WorkFilter(namespace_id=filters.namespace_id, state=filters.value, limit=100),
+    )
+    return _render("work.html", {"title": "Work items", "items": page.items, "filters": filters})
 
 
 @blueprint.route("/people", methods=["GET"])
