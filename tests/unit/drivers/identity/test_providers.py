@@ -36,11 +36,16 @@ def test_no_provider_is_configured_by_default() -> None:
     assert providers.configured(Settings()) == ()
 
 
-def test_the_authorization_url_carries_pkce_state_and_the_redirect() -> None:
+def _github_client() -> oidc.Client:
+    """A client of the GitHub preset, configured with its id and secret only."""
     github = providers.configured(
         Settings(**BASE, auth_github_client_id="gh", auth_github_client_secret="gh-secret")
     )[0]
-    client = oidc.Client(github, redirect_uri="http://127.0.0.1:8000/auth/callback/github")
+    return oidc.Client(github, redirect_uri="http://127.0.0.1:8000/auth/callback/github")
+
+
+def test_the_authorization_url_carries_pkce_state_and_the_redirect() -> None:
+    client = _github_client()
 
     url, pending = client.begin()
 
@@ -53,10 +58,7 @@ def test_the_authorization_url_carries_pkce_state_and_the_redirect() -> None:
 
 
 def test_a_callback_with_another_state_is_refused_before_any_request() -> None:
-    github = providers.configured(
-        Settings(**BASE, auth_github_client_id="gh", auth_github_client_secret="gh-secret")
-    )[0]
-    client = oidc.Client(github, redirect_uri="http://127.0.0.1:8000/auth/callback/github")
+    client = _github_client()
     _, pending = client.begin()
 
     with pytest.raises(errors.Unauthenticated):
