@@ -241,38 +241,20 @@ def test_stale_resource_version_is_a_conflict(clients: Clients, ns: str) -> None
     created = clients.core.create_namespaced_config_map(
         ns, wire({"metadata": {"name": "cfg"}, "data": {"k": "v"}})
     )
-    current = clients.core.replace_namespaced_config_map(
-        "cfg",
-        ns,
-        wire(
-            {
-                "metadata": {
-                    "name": "cfg",
-                    "resourceVersion": present(created.metadata).resource_version,
-                },
-                "data": {"k": "w"},
-            }
-        ),
-    )
-    assert present(current.metadata).resource_version != present(created.metadata).resource_version
-    stale = {
-        "metadata": {"resourceVersion": present(created.metadata).resource_version},
-        "data": {"k": "x"},
-    }
+    created_version = present(created.metadata).resource_version
+
+    def replace_at_created_version(data: dict[str, str]) -> client.V1ConfigMap:
+        """Replace ``cfg`` with ``data``, on the condition it is still at its first version."""
+        metadata = {"name": "cfg", "resourceVersion": created_version}
+        return clients.core.replace_namespaced_config_map(
+            "cfg", ns, wire({"metadata": metadata, "data": data})
+        )
+
+    current = replace_at_created_version({"k": "w"})
+    assert present(current.metadata).resource_version != created_version
+    stale = {"metadata": {"resourceVersion": created_version}, "data": {"k": "x"}}
     calls: tuple[Callable[[], object], ...] = (
-        lambda: clients.core.replace_namespaced_config_map(
-            "cfg",
-            ns,
-            wire(
-                {
-                    **stale,
-                    "metadata": {
-                        "name": "cfg",
-                        "resourceVersion": present(created.metadata).resource_version,
-                    },
-                }
-            ),
-        ),
+        lambda: replace_at_created_version({"k": "x"}),
         lambda: clients.core.patch_namespaced_config_map("cfg", ns, stale, _content_type=MERGE),
     )
     for call in calls:
