@@ -7,7 +7,7 @@ Each test states one apiserver behaviour the driver's observation cache relies o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -45,6 +45,29 @@ def _taken(events: Iterator[dict[str, Any]], count: int) -> list[tuple[str, str,
         if len(taken) == count:
             break
     return taken
+
+
+def _raw_watch(
+    list_objects: Callable[..., object],
+    ns: str,
+    start: str | None,
+    *,
+    timeout_s: int,
+    **arguments: Any,
+) -> urllib3.BaseHTTPResponse:
+    """The undecoded event stream of a watch in ``ns`` from version ``start``; ``list_objects``
+    is the client's list call of the kind watched."""
+    return raw(
+        list_objects(
+            ns,
+            watch=True,
+            resource_version=start,
+            timeout_seconds=timeout_s,
+            _preload_content=False,
+            _request_timeout=READ_TIMEOUT,
+            **arguments,
+        )
+    )
 
 
 def _raw_lines(response: urllib3.BaseHTTPResponse) -> Iterator[dict[str, Any]]:
@@ -114,11 +137,7 @@ def test_a_compacted_version_is_answered_with_an_expired_status_event(
     clients.core.create_namespaced_config_map(ns, wire(_config_map("a")))
     newest = fake.compact()
 
-    answer = raw(
-        clients.core.list_namespaced_config_map(
-            ns, watch=True, resource_version=start, _preload_content=False, timeout_seconds=5
-        )
-    )
+    answer = _raw_watch(clients.core.list_namespaced_config_map, ns, start, timeout_s=5)
     assert answer.status == 200  # the real watch cache answers 200, then the error event
     (error,) = list(_raw_lines(answer))
     assert error["type"] == "ERROR"
@@ -188,16 +207,7 @@ def test_cut_watches_break_the_open_streams_and_the_server_keeps_answering(
     clients: Clients, fake: kube_api.FakeKubeAPI, ns: str
 ) -> None:
     start = present(clients.core.list_namespaced_config_map(ns).metadata).resource_version
-    stream = raw(
-        clients.core.list_namespaced_config_map(
-            ns,
-            watch=True,
-            resource_version=start,
-            timeout_seconds=60,
-            _preload_content=False,
-            _request_timeout=READ_TIMEOUT,
-        )
-    )
+    stream = _raw_watch(clients.core.list_namespaced_config_map, ns, start, timeout_s=60)
     assert fake.cut_watches() == 1
     with pytest.raises(urllib3.exceptions.ProtocolError):
         list(_raw_lines(stream))
@@ -260,16 +270,12 @@ def test_metadata_only_lists_and_watches_carry_no_contents(clients: Clients, ns:
     }
     assert item["metadata"]["labels"] == {"a": "b"}
 
-    watched = raw(
-        clients.core.list_namespaced_secret(
-            ns,
-            watch=True,
-            resource_version=start,
-            timeout_seconds=5,
-            _preload_content=False,
-            _request_timeout=READ_TIMEOUT,
-            _headers={"Accept": f"{METADATA_WATCH},application/json"},
-        )
+    watched = _raw_watch(
+        clients.core.list_namespaced_secret,
+        ns,
+        start,
+        timeout_s=5,
+        _headers={"Accept": f"{METADATA_WATCH},application/json"},
     )
     event = next(_raw_lines(watched))
     watched.close()
