@@ -16,6 +16,10 @@ from tests.support.processes import wait_for
 
 STARTING_FOR_30_S = health.HealthCheck(interval_s=6.0, retries=1, start_period_s=30.0)
 """A health check still ``starting`` for the whole of a test (its first probe comes at 6 s)."""
+FAILS_AT_ONCE = health.HealthCheck(interval_s=0.5, timeout_s=1.0, retries=1, start_period_s=0.0)
+"""A health check that finds a sick gateway ``unhealthy`` after its first probe."""
+SICK: dict[str, Any] = {"standIn": {"healthy": False}}
+"""The document of a stand-in gateway that fails its health check."""
 
 
 def _engine_health(client: Any, spec: base.RevisionSpec) -> str:
@@ -23,13 +27,23 @@ def _engine_health(client: Any, spec: base.RevisionSpec) -> str:
     return str(attrs["State"]["Health"]["Status"])
 
 
+def _pending_while_starting(
+    docker_host: str, operation: base.Operation, spec: base.RevisionSpec, readiness_wait_s: float
+) -> DockerComputeDriver:
+    """A driver whose pass over ``spec`` waited while the engine's health check was starting."""
+    driver = make_driver(
+        docker_host, readiness_wait_s=readiness_wait_s, health_check=STARTING_FOR_30_S
+    )
+    assert driver.prepare_revision(operation, spec) == base.Pending("REVISION_INCOMPLETE")
+    return driver
+
+
 def test_a_gateway_is_not_ready_while_the_engines_health_check_is_starting(
     docker_host: str, operation: base.Operation, namespace_id: str, client: Any
 ) -> None:
-    driver = make_driver(docker_host, readiness_wait_s=1.0, health_check=STARTING_FOR_30_S)
     spec = revision(namespace_id, "agt_starting")
 
-    assert driver.prepare_revision(operation, spec) == base.Pending("REVISION_INCOMPLETE")
+    driver = _pending_while_starting(docker_host, operation, spec, readiness_wait_s=1.0)
     # the gateway already answers for its revision: only the engine's verdict is missing
     assert _engine_health(client, spec) == "starting"
 
@@ -47,9 +61,8 @@ def test_a_gateway_is_not_ready_while_the_engines_health_check_is_starting(
 def test_a_gateway_the_engine_finds_unhealthy_fails_the_pass(
     docker_host: str, operation: base.Operation, namespace_id: str, client: Any
 ) -> None:
-    quick = health.HealthCheck(interval_s=0.5, timeout_s=1.0, retries=1, start_period_s=0.0)
-    driver = make_driver(docker_host, readiness_wait_s=1.0, health_check=quick)
-    spec = revision(namespace_id, "agt_unhealthy", document={"standIn": {"healthy": False}})
+    driver = make_driver(docker_host, readiness_wait_s=1.0, health_check=FAILS_AT_ONCE)
+    spec = revision(namespace_id, "agt_unhealthy", document=SICK)
     deadline = time.monotonic() + 30
 
     observation = driver.prepare_revision(operation, spec)
@@ -92,9 +105,8 @@ def _observed(driver: DockerComputeDriver, spec: base.RevisionSpec) -> base.Obse
 def test_the_observer_sees_a_starting_gateway_as_starting_not_healthy(
     docker_host: str, operation: base.Operation, namespace_id: str, client: Any
 ) -> None:
-    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=STARTING_FOR_30_S)
     spec = revision(namespace_id, "agt_observed_starting")
-    assert driver.prepare_revision(operation, spec) == base.Pending("REVISION_INCOMPLETE")
+    driver = _pending_while_starting(docker_host, operation, spec, readiness_wait_s=0.5)
 
     seen = _observed(driver, spec)
 
@@ -107,9 +119,8 @@ def test_the_observer_sees_a_starting_gateway_as_starting_not_healthy(
 def test_the_observer_sees_a_gateway_stuck_unhealthy_as_not_ready(
     docker_host: str, operation: base.Operation, namespace_id: str, client: Any
 ) -> None:
-    quick = health.HealthCheck(interval_s=0.5, timeout_s=1.0, retries=1, start_period_s=0.0)
-    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=quick)
-    spec = revision(namespace_id, "agt_observed_sick", document={"standIn": {"healthy": False}})
+    driver = make_driver(docker_host, readiness_wait_s=0.5, health_check=FAILS_AT_ONCE)
+    spec = revision(namespace_id, "agt_observed_sick", document=SICK)
     driver.prepare_revision(operation, spec)
     wait_for(
         lambda: _engine_health(client, spec) == "unhealthy",
