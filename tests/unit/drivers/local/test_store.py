@@ -11,6 +11,7 @@ import pytest
 
 from occ.drivers.compute import base
 from occ.drivers.compute.local import store
+from tests.support.held_elsewhere import held_elsewhere
 
 
 def _mode(path: Path) -> int:
@@ -99,18 +100,7 @@ def test_remove_tree_is_idempotent(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("permissive_umask")
 def test_the_agent_lock_excludes_a_second_holder_until_released(tmp_path: Path) -> None:
     agent = tmp_path / "agents" / "agt_1"
-    entered = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        with store.agent_lock(_operation(), agent):
-            entered.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert entered.wait(10)
+    with held_elsewhere(lambda: store.agent_lock(_operation(), agent)):
         assert _mode(agent / ".lock") == 0o600
         assert _mode(agent) == 0o700
         waiting = _operation()
@@ -119,9 +109,6 @@ def test_the_agent_lock_excludes_a_second_holder_until_released(tmp_path: Path) 
         with pytest.raises(base.Aborted), store.agent_lock(waiting, agent):
             pytest.fail("the lock was taken twice")
         timer.cancel()
-    finally:
-        release.set()
-        holder.join(10)
     with store.agent_lock(_operation(), agent):  # free again
         pass
 
