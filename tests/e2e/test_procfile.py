@@ -24,13 +24,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
 from occ.drivers.compute.local import logfiles
-from tests.e2e.test_dev import _request, _still_running, _wait_for_status
+from tests.e2e import admin_api
+from tests.e2e.test_dev import _still_running
 from tests.support import brokers, databases, gateways
 from tests.support.processes import wait_for
 
@@ -184,12 +184,6 @@ def _admin_key(output: str) -> str | None:
     return None
 
 
-def _call(api_url: str, key: str, method: str, path: str, body: Any = None) -> Any:
-    code, document = _request(method, f"{api_url}{path}", key, body)
-    assert code < 300, (method, path, code, document)
-    return document["data"]
-
-
 def test_honcho_starts_the_procfile_deploys_an_agent_and_stops_cleanly(
     honcho: tuple[Honcho, int],
 ) -> None:
@@ -224,40 +218,20 @@ def test_honcho_starts_the_procfile_deploys_an_agent_and_stops_cleanly(
     assert _status(flower_url, {"Authorization": "Basic " + _basic(user, password)}) == 200
 
     # -- a deployed Agent, through the API, both workers and beat -------------------------------
-    namespace_id = _call(api_url, key, "POST", "/v1/namespaces", {"name": "procfile"})["id"]
-    _wait_for_status(api_url, key, namespace_id, "ready")
-    base_path = f"/v1/namespaces/{namespace_id}"
-    configuration = _call(
-        api_url, key, "POST", f"{base_path}/configurations", {"name": "c", "document": {}}
-    )
-    secret = _call(
-        api_url, key, "POST", f"{base_path}/secrets", {"name": "s", "value": "harness-credential"}
-    )
-    agent = _call(
-        api_url,
-        key,
-        "POST",
-        f"{base_path}/agents",
-        {
-            "name": "procfile-agent",
-            "configurationId": configuration["id"],
-            "harness": {"id": "openclaw", "version": "2026.1.0"},
-            "executionMode": "embedded",
-            "harnessAuth": {"kind": "secret", "secretId": secret["id"]},
-            "grantRuntimeAccess": True,
-        },
-    )
-    agent_path = f"{base_path}/agents/{agent['id']}"
-    deployment = _call(api_url, key, "POST", f"{agent_path}/deploy")
+    api = admin_api.Api(api_url, key)
+    namespace_id = admin_api.ready_namespace(api, "procfile")
+    [agent_id] = admin_api.embedded_agents(api, namespace_id, ["procfile-agent"])
+    agent_path = f"/v1/namespaces/{namespace_id}/agents/{agent_id}"
+    deployment = api.call("POST", f"{agent_path}/deploy")
     deployment_path = f"{agent_path}/deployments/{deployment['deploymentId']}"
 
     def active() -> bool:
-        state = _call(api_url, key, "GET", deployment_path)["state"]
+        state = api.call("GET", deployment_path)["state"]
         assert state in ("pending", "active"), state
         return bool(state == "active")
 
     wait_for(active, timeout=DEPLOY_DEADLINE_S, interval=0.2, message="the deployment to be active")
-    endpoint = _call(api_url, key, "GET", agent_path)["endpoint"]
+    endpoint = api.call("GET", agent_path)["endpoint"]
     assert endpoint
     wait_for(
         lambda: _status(f"{endpoint}/healthz") == 200,

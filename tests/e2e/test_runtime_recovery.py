@@ -20,8 +20,8 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.e2e import dev_process
-from tests.e2e.test_dev import READY_DEADLINE_S, STOP_DEADLINE_S, _request, _wait_for_status
+from tests.e2e import admin_api, dev_process
+from tests.e2e.test_dev import READY_DEADLINE_S, STOP_DEADLINE_S
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -47,43 +47,19 @@ def run_dev(home: Path) -> Iterator[Any]:
     dev_process.stop_all(started)
 
 
-class Api:
-    """The administrator's view of a running ``occ dev``."""
-
-    def __init__(self, ready: dict[str, Any]) -> None:
-        self.url = ready["apiUrl"]
-        self.key = Path(ready["adminKeyFile"]).read_text().strip()
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        code, document = _request(method, f"{self.url}{path}", self.key, body)
-        assert code < 300, (method, path, code, document)
-        return document["data"]
+def _admin_api(ready: dict[str, Any]) -> admin_api.Api:
+    """The administrator's API of a running ``occ dev`` (what it printed once ready)."""
+    return admin_api.Api(ready["apiUrl"], Path(ready["adminKeyFile"]).read_text().strip())
 
 
-def _running_agents(api: Api, count: int) -> tuple[str, list[str]]:
+def _running_agents(api: admin_api.Api, count: int) -> tuple[str, list[str]]:
     """A ready Namespace with ``count`` Agents deployed (their service principals granted what a
     deploy needs); the Namespace id and the Agent ids."""
-    namespace_id = api.call("POST", "/v1/namespaces", {"name": "runtime"})["id"]
-    _wait_for_status(api.url, api.key, namespace_id, "ready")
-    base = f"/v1/namespaces/{namespace_id}"
-    configuration = api.call("POST", f"{base}/configurations", {"name": "c", "document": {}})
-    secret = api.call("POST", f"{base}/secrets", {"name": "s", "value": "harness-credential"})
-    agent_ids = []
-    for number in range(count):
-        agent = api.call(
-            "POST",
-            f"{base}/agents",
-            {
-                "name": f"agent-{number}",
-                "configurationId": configuration["id"],
-                "harness": {"id": "openclaw", "version": "2026.1.0"},
-                "executionMode": "embedded",
-                "harnessAuth": {"kind": "secret", "secretId": secret["id"]},
-                "grantRuntimeAccess": True,
-            },
-        )
-        api.call("POST", f"{base}/agents/{agent['id']}/deploy")
-        agent_ids.append(agent["id"])
+    namespace_id = admin_api.ready_namespace(api, "runtime")
+    names = [f"agent-{number}" for number in range(count)]
+    agent_ids = admin_api.embedded_agents(api, namespace_id, names)
+    for agent_id in agent_ids:
+        api.call("POST", f"/v1/namespaces/{namespace_id}/agents/{agent_id}/deploy")
     for agent_id in agent_ids:
 
         def ready(agent_id: str = agent_id) -> bool:
@@ -98,7 +74,7 @@ def _running_agents(api: Api, count: int) -> tuple[str, list[str]]:
     return namespace_id, agent_ids
 
 
-def _agent(api: Api, namespace_id: str, agent_id: str) -> dict[str, Any]:
+def _agent(api: admin_api.Api, namespace_id: str, agent_id: str) -> dict[str, Any]:
     data: dict[str, Any] = api.call("GET", f"/v1/namespaces/{namespace_id}/agents/{agent_id}")
     return data
 
@@ -124,7 +100,7 @@ def _gateway_pid(revision_id: str) -> int:
 
 def test_a_killed_gateway_is_back_within_one_interval(run_dev: Any) -> None:
     dev = run_dev()
-    api = Api(dev.wait_ready(READY_DEADLINE_S))
+    api = _admin_api(dev.wait_ready(READY_DEADLINE_S))
     namespace_id, [agent_id] = _running_agents(api, 1)
     before = _agent(api, namespace_id, agent_id)
     assert _healthy(before["endpoint"])
@@ -157,7 +133,7 @@ def test_a_killed_gateway_is_back_within_one_interval(run_dev: Any) -> None:
 
 def test_running_agents_answer_within_one_interval_after_a_restart(run_dev: Any) -> None:
     dev = run_dev()
-    api = Api(dev.wait_ready(READY_DEADLINE_S))
+    api = _admin_api(dev.wait_ready(READY_DEADLINE_S))
     namespace_id, agent_ids = _running_agents(api, 3)
     endpoints = [_agent(api, namespace_id, a)["endpoint"] for a in agent_ids]
     assert dev.stop(signal.SIGINT, STOP_DEADLINE_S) == 0, "".join(dev.stderr)
@@ -167,7 +143,7 @@ def test_running_agents_answer_within_one_interval_after_a_restart(run_dev: Any)
     again = run_dev()
     ready_again = again.wait_ready(READY_DEADLINE_S)
     started_at = time.monotonic()
-    api = Api(ready_again)
+    api = _admin_api(ready_again)
 
     def all_answer() -> bool:
         return all(_healthy(_agent(api, namespace_id, a)["endpoint"]) for a in agent_ids)
