@@ -2,11 +2,13 @@
 
 ``kube_api`` is one fake server per test; ``make_driver`` builds drivers the way a worker
 does (``from_settings`` with a kubeconfig file), so the real client, its configuration
-loading, JSON and model parsing all run. ``specs`` mints Namespace and revision specs.
+loading, JSON and model parsing all run. ``specs`` mints Namespace and revision specs;
+``reconcile`` starts real workers and beat on the fake server and makes a world they reconciled.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,11 +20,14 @@ import pytest
 from occ.drivers.compute import base
 from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.settings.config import Settings
-from tests.integration.drivers.kubernetes import helpers
-from tests.integration.tasks.conftest import broker_url, env, fleet, local_root  # noqa: F401
+from occ.state.db import Database
+from tests.integration.drivers.kubernetes import fleets, helpers
+from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 
 MakeDriver = Callable[..., KubernetesComputeDriver]
+Reconcile = Callable[..., worlds.World]
+"""``fleets.reconciled`` on the fake server's cluster: its keyword arguments, the world."""
 
 
 @pytest.fixture
@@ -35,6 +40,13 @@ def kube_api() -> Iterator[FakeKubeAPI]:
 @pytest.fixture
 def kubeconfig(kube_api: FakeKubeAPI, tmp_path: Path) -> Path:
     return kube_api.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+@pytest.fixture
+def reconcile(
+    db: Database, env: dict[str, str], fleet: processes.Fleet, kubeconfig: Path
+) -> Reconcile:
+    return functools.partial(fleets.reconciled, db, env, fleet, kubeconfig)
 
 
 @pytest.fixture

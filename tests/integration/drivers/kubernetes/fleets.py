@@ -20,12 +20,14 @@ def reconciled(
     fleet: processes.Fleet,
     kubeconfig: Path,
     *,
-    admin: str,
+    installation: str,
     harness: harnesses.Harness = harnesses.Harness.OPENCLAW,
     **settings: str,
 ) -> worlds.World:
     """Start the workers and beat on ``kubeconfig``'s cluster (``settings``: more ``OCC_*``
-    variables, or other values of the defaults here) and make a world they reconciled."""
+    variables, or other values of the defaults here) and make a world they reconciled, in a new
+    Installation called ``installation`` (its administrator: the world's ``admin``)."""
+    admin = worlds.installation_admin(db, installation)  # workers wait for a bootstrap
     env.update(
         {
             "OCC_COMPUTE_DRIVER": "kubernetes",

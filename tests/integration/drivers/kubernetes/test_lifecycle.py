@@ -126,8 +126,8 @@ def _tombstoned(db: Database, namespace_id: str) -> bool:
 def test_namespace_agent_deploy_redeploy_stop_delete_through_workers(
     db: Database, env: dict[str, str], fleet: processes.Fleet, cluster: Cluster
 ) -> None:
-    admin = worlds.installation_admin(db, "agents")
-    world = fleets.reconciled(db, env, fleet, cluster.kubeconfig, admin=admin)
+    world = fleets.reconciled(db, env, fleet, cluster.kubeconfig, installation="agents")
+    admin = world.admin
     namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
     assert cluster.get("namespaces", None, namespace) is not None
 

@@ -12,7 +12,7 @@ from occ.drivers.account import standin
 from occ.drivers.compute.kubernetes import client, cluster_config, kinds, naming
 from occ.foundation import fingerprints
 from occ.state.db import Database
-from tests.integration.drivers.kubernetes import fleets
+from tests.integration.drivers.kubernetes.conftest import Reconcile
 from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
@@ -24,19 +24,14 @@ FINGERPRINT_KEY = "managed-account-kubernetes-fingerprint-key"
 def test_the_account_token_is_delivered_like_a_secret(
     db: Database,
     env: dict[str, str],
-    fleet: processes.Fleet,
     kube_api: FakeKubeAPI,
     kubeconfig: Path,
+    reconcile: Reconcile,
     tmp_path: Path,
 ) -> None:
-    admin = worlds.installation_admin(db, "accounts")
     backend_root = tmp_path / "accounts"
-    world = fleets.reconciled(
-        db,
-        env,
-        fleet,
-        kubeconfig,
-        admin=admin,
+    world = reconcile(
+        installation="accounts",
         OCC_ACCOUNT_BACKEND="standin",
         OCC_ACCOUNT_BACKEND_ROOT=str(backend_root),
         OCC_FINGERPRINT_KEY=FINGERPRINT_KEY,

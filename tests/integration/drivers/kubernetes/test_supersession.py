@@ -11,7 +11,6 @@ newer revision could wait forever).
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,7 +19,7 @@ from occ.drivers.compute.kubernetes import naming
 from occ.foundation import harnesses
 from occ.state import models
 from occ.state.db import Database
-from tests.integration.drivers.kubernetes import fleets
+from tests.integration.drivers.kubernetes.conftest import Reconcile
 from tests.support import processes, worker_worlds, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
@@ -79,19 +78,10 @@ def _rolled_out(
 
 
 def test_maintenance_never_restarts_a_revision_that_a_newer_deploy_is_stopping(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    kube_api: FakeKubeAPI,
-    kubeconfig: Path,
+    db: Database, env: dict[str, str], kube_api: FakeKubeAPI, reconcile: Reconcile
 ) -> None:
-    admin = worlds.installation_admin(db, "agents")
-    world = fleets.reconciled(
-        db,
-        env,
-        fleet,
-        kubeconfig,
-        admin=admin,
+    world = reconcile(
+        installation="agents",
         harness=harnesses.Harness.CODEX,
         OCC_CLAIM_INTERVAL_MS="300",
         OCC_MAINTENANCE_INTERVAL_MS=str(MAINTENANCE_INTERVAL_MS),

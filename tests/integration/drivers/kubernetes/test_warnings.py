@@ -5,7 +5,6 @@ deploy through real workers ends with them in its deployment status."""
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming, star
 from occ.foundation import codes
 from occ.state.db import Database
 from tests.integration.drivers.kubernetes import fleets, helpers
+from tests.integration.drivers.kubernetes.conftest import Reconcile
 from tests.support import processes, worlds
 from tests.support.kube_api import FakeKubeAPI
 from tests.support.processes import wait_for
@@ -111,14 +111,9 @@ def test_a_log_without_a_start_line_or_not_readable_yet_has_no_warnings(
 
 
 def test_a_deploy_ends_with_its_gateways_warnings_in_the_deployment_status(
-    db: Database,
-    env: dict[str, str],
-    fleet: processes.Fleet,
-    kube_api: FakeKubeAPI,
-    kubeconfig: Path,
+    db: Database, env: dict[str, str], kube_api: FakeKubeAPI, reconcile: Reconcile
 ) -> None:
-    admin = worlds.installation_admin(db, "warnings")
-    world = fleets.reconciled(db, env, fleet, kubeconfig, admin=admin)
+    world = reconcile(installation="warnings")
     namespace = naming.kubernetes_namespace("occ-", world.namespace_id)
     gateway = naming.agent_object(world.agent_id)
 
@@ -147,7 +142,7 @@ def test_a_deploy_ends_with_its_gateways_warnings_in_the_deployment_status(
 
     configurations.update_configuration(
         db,
-        admin,
+        world.admin,
         configurations.UpdateConfiguration(
             namespace_id=world.namespace_id,
             configuration_id=world.configuration_id,
