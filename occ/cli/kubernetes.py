@@ -32,24 +32,44 @@ def kubernetes() -> None:
     help="The workers' ServiceAccount, as namespace/name.",
 )
 @click.option(
+    "--api-service-account",
+    default=f"{rbac.DEFAULT_SUBJECT_NAMESPACE}/{rbac.DEFAULT_API_SUBJECT_NAME}",
+    show_default=True,
+    help="The API's ServiceAccount, as namespace/name; it may read gateway logs "
+    "(occ agents logs). Empty: print no Role for it.",
+)
+@click.option(
     "--with-namespace",
     is_flag=True,
     help="Also print each Namespace, at the restricted Pod Security level.",
 )
 def kubernetes_rbac(
-    namespaces: tuple[str, ...], service_account: str, with_namespace: bool
+    namespaces: tuple[str, ...],
+    service_account: str,
+    api_service_account: str,
+    with_namespace: bool,
 ) -> None:
-    """Print the Role and RoleBinding occ needs in each namespace (kubectl apply -f -)."""
-    subject_namespace, slash, subject_name = service_account.partition("/")
-    if not slash or not subject_namespace or not subject_name:
-        raise click.BadParameter("give it as namespace/name", param_hint="--service-account")
+    """Print the Roles and RoleBindings occ needs in each namespace (kubectl apply -f -)."""
+    subject_namespace, subject_name = _account(service_account, "--service-account")
+    api_subject = (
+        _account(api_service_account, "--api-service-account") if api_service_account else None
+    )
     manifests = rbac.provisioning(
         namespaces,
         subject_namespace=subject_namespace,
         subject_name=subject_name,
+        api_subject=api_subject,
         with_namespace=with_namespace,
     )
     click.echo(yaml.safe_dump_all(manifests, sort_keys=False), nl=False)
+
+
+def _account(given: str, option: str) -> tuple[str, str]:
+    """``namespace/name`` of a ServiceAccount option, split."""
+    namespace, slash, name = given.partition("/")
+    if not slash or not namespace or not name:
+        raise click.BadParameter("give it as namespace/name", param_hint=option)
+    return namespace, name
 
 
 @kubernetes.command("verify")

@@ -1,9 +1,9 @@
 """The manifests under ``deploy/kubernetes/``, loaded as plain documents for the tests.
 
 Reads the YAML files (every document of every file) and offers the views the tests need:
-documents by kind, pod templates with their containers, a container's environment, and the
-NetworkPolicies that select a pod. Pure reading: it never writes a file and never talks to
-a cluster.
+documents by kind, pod templates with their containers, a container's environment and the
+settings a workload loads, the RBAC rules bound to a ServiceAccount, and the NetworkPolicies
+that select a pod. It never talks to a cluster.
 """
 
 from __future__ import annotations
@@ -15,11 +15,22 @@ from typing import Any, Final
 
 import yaml
 
+from occ.settings.config import Settings
+
 DIRECTORY: Final = Path(__file__).resolve().parents[3] / "deploy" / "kubernetes"
 KUSTOMIZATION: Final = "kustomization.yaml"
 WORKLOAD_KINDS: Final = ("Deployment", "Job")
 
 Document = dict[str, Any]
+
+STAND_INS: Final = {
+    "database-url": "postgresql+psycopg://occ_app:pw@postgres.test:5432/occ",
+    "broker-url": "redis://:pw@redis.test:6379/0",
+    "api-key-pepper": "0123456789abcdef" * 4,
+    "secret-key": "fedcba9876543210" * 4,
+    "migration-database-url": "postgresql+psycopg://occ:pw@postgres.test:5432/occ",
+}
+"""Values a real operator would put into the Secrets (for checks that need valid ones)."""
 
 
 @dataclass(frozen=True)
@@ -144,3 +155,44 @@ def egress_ports(labels: Mapping[str, str]) -> set[int]:
         for rule in spec.get("egress") or []
         for port in rule.get("ports") or []
     }
+
+
+def container_environment(container: Mapping[str, Any]) -> dict[str, str]:
+    """The environment a container gets, with stand-ins for the Secrets' values."""
+    env = dict(config_map_data("occ-settings"))
+    for name, entry in environment(container).items():
+        if "value" in entry:
+            env[name] = entry["value"]
+        else:
+            env[name] = STAND_INS[entry["valueFrom"]["secretKeyRef"]["key"]]
+    env.pop("OCC_CONFIG_PATH", None)  # a path inside the pod
+    return env
+
+
+def settings_of(name: str, tmp_path: Path, kubeconfig: Path | None = None) -> Settings:
+    """The settings workload ``name`` loads (the driver policy's file written under
+    ``tmp_path`` where it mounts it; with ``kubeconfig``: for the fake cluster)."""
+    (container,) = workload(name).pod["containers"]
+    env = container_environment(container)
+    if "OCC_CONFIG_PATH" in environment(container):
+        policy = tmp_path / "settings.yaml"
+        policy.write_text(config_map_data("occ-driver-policy")["settings.yaml"])
+        env["OCC_CONFIG_PATH"] = str(policy)
+    if kubeconfig is not None:
+        env["OCC_KUBERNETES_KUBECONFIG"] = str(kubeconfig)
+    return Settings.from_env(env)
+
+
+def bound_rules(service_account: str) -> list[Document]:
+    """The rules of every ClusterRole bound to ServiceAccount ``service_account``."""
+    bound = {
+        binding.document["roleRef"]["name"]
+        for binding in of_kind("ClusterRoleBinding")
+        if any(subject["name"] == service_account for subject in binding.document["subjects"])
+    }
+    return [
+        rule
+        for role in of_kind("ClusterRole")
+        if role.name in bound
+        for rule in role.document["rules"]
+    ]

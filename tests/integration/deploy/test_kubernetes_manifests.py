@@ -4,9 +4,8 @@ Every object validates against the Kubernetes 1.34 schema (strict); the kustomiz
 every file and builds; pods are restricted, probed and sized; commands and replicas are the
 process table's, and run the Procfile's options through the real ``occ`` CLI; secrets are
 placeholders that occ refuses, reached only by reference; the NetworkPolicies fence the API and
-let only the workers reach the API server.
-The RBAC rules are compared with what the ``kubernetes`` driver actually asks of the fake API
-server over its whole lifecycle: every request needs a rule and every rule a request.
+let only the workers and the API reach the API server, each bound to its own role
+(``test_kubernetes_rbac.py`` compares the roles with what occ asks of the API server).
 """
 
 from __future__ import annotations
@@ -25,13 +24,11 @@ import pytest
 import yaml
 
 from occ import cli
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.foundation import errors
 from occ.process_table import table
 from occ.process_table.table import Layout
 from occ.settings.config import Settings
-from tests.integration.deploy import driver_lifecycle, kubernetes_access, kubernetes_files
-from tests.support.kube_api import FakeKubeAPI
+from tests.integration.deploy import kubernetes_files
 
 ROOT: Final = kubernetes_files.DIRECTORY.parents[1]
 SCHEMA_VERSION: Final = "1.34"
@@ -45,16 +42,15 @@ SECRET_SETTINGS: Final = (
     "OCC_API_KEY_PEPPER",
     "OCC_SECRET_KEY",
 )
-STAND_INS: Final = {
-    "database-url": "postgresql+psycopg://occ_app:pw@postgres.test:5432/occ",
-    "broker-url": "redis://:pw@redis.test:6379/0",
-    "api-key-pepper": "0123456789abcdef" * 4,
-    "secret-key": "fedcba9876543210" * 4,
-    "migration-database-url": "postgresql+psycopg://occ:pw@postgres.test:5432/occ",
-}
-"""Values a real operator would put into the Secrets (for checks that need valid ones)."""
 
 Document = dict[str, Any]
+TALKS_TO_KUBERNETES: Final = {
+    "control": "occ-compute-driver",
+    "drivers": "occ-compute-driver",
+    "api": "occ-log-reader",
+}
+"""The components that use the Kubernetes API, and the one ClusterRole each is bound to: the
+workers run the driver, the API reads gateway logs."""
 
 
 # -- schema and kustomization ----------------------------------------------------------------
@@ -158,18 +154,22 @@ def test_pods_meet_the_restricted_level_with_a_read_only_root(
 
 
 @pytest.mark.parametrize("workload", kubernetes_files.workloads(), ids=lambda w: w.name)
-def test_only_the_workers_mount_a_kubernetes_token(workload: kubernetes_files.Workload) -> None:
+def test_only_the_workers_and_the_api_mount_a_kubernetes_token(
+    workload: kubernetes_files.Workload,
+) -> None:
     accounts = {m.name: m.document for m in kubernetes_files.of_kind("ServiceAccount")}
     account = accounts[workload.pod["serviceAccountName"]]
-    assert account["automountServiceAccountToken"] is False
-    is_worker = workload.labels["app.kubernetes.io/component"] in ("control", "drivers")
-    assert workload.pod["automountServiceAccountToken"] is is_worker
+    assert account["automountServiceAccountToken"] is False  # each pod opts in
+    component = workload.labels["app.kubernetes.io/component"]
+    talks_to_kubernetes = component in TALKS_TO_KUBERNETES
+    assert workload.pod["automountServiceAccountToken"] is talks_to_kubernetes
     bound = {
-        subject["name"]
+        binding.document["roleRef"]["name"]
         for binding in kubernetes_files.of_kind("ClusterRoleBinding")
         for subject in binding.document["subjects"]
+        if subject["name"] == workload.pod["serviceAccountName"]
     }
-    assert (workload.pod["serviceAccountName"] in bound) is is_worker
+    assert bound == ({TALKS_TO_KUBERNETES[component]} if talks_to_kubernetes else set())
 
 
 def test_the_api_is_probed_on_healthz_and_readyz_and_served_internally() -> None:
@@ -221,18 +221,6 @@ def _options(argv: list[str]) -> set[tuple[str, ...]]:
     return found
 
 
-def _container_environment(container: Mapping[str, Any]) -> dict[str, str]:
-    """The environment a container gets, with stand-ins for the Secrets' values."""
-    env = dict(kubernetes_files.config_map_data("occ-settings"))
-    for name, entry in kubernetes_files.environment(container).items():
-        if "value" in entry:
-            env[name] = entry["value"]
-        else:
-            env[name] = STAND_INS[entry["valueFrom"]["secretKeyRef"]["key"]]
-    env.pop("OCC_CONFIG_PATH", None)  # a path inside the pod
-    return env
-
-
 def _exec_argv(container: Mapping[str, Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What ``occ`` replaces itself with for this container's command."""
     command = container["command"]
@@ -240,7 +228,7 @@ def _exec_argv(container: Mapping[str, Any], monkeypatch: pytest.MonkeyPatch) ->
     executed: list[list[str]] = []
     monkeypatch.setattr(cli.processes, "_exec_python_module", executed.append)
     result = click.testing.CliRunner().invoke(
-        cli.cli, command[1:], env=_container_environment(container)
+        cli.cli, command[1:], env=kubernetes_files.container_environment(container)
     )
     assert result.exit_code == 0, result.output
     (argv,) = executed
@@ -345,22 +333,10 @@ def test_occ_refuses_to_start_with_the_placeholder_secrets() -> None:
         assert ".invalid:" in placeholders[name]  # a host that never resolves
 
 
-def _driver_settings(tmp_path: Path, kubeconfig: Path | None) -> Settings:
-    """The workers' settings from the manifests (with a kubeconfig: for the fake cluster)."""
-    (container,) = kubernetes_files.workload("occ-drivers").pod["containers"]
-    env = _container_environment(container)
-    policy = tmp_path / "settings.yaml"
-    policy.write_text(kubernetes_files.config_map_data("occ-driver-policy")["settings.yaml"])
-    env["OCC_CONFIG_PATH"] = str(policy)
-    if kubeconfig is not None:
-        env["OCC_KUBERNETES_KUBECONFIG"] = str(kubeconfig)
-    return Settings.from_env(env)
-
-
 def test_the_workers_settings_load_and_choose_the_in_cluster_kubernetes_driver(
     tmp_path: Path,
 ) -> None:
-    settings = _driver_settings(tmp_path, None)
+    settings = kubernetes_files.settings_of("occ-drivers", tmp_path)
     assert settings.environment == "production"
     assert settings.compute_driver == "kubernetes"
     assert settings.kubernetes_kubeconfig is None  # the ConfigMap sets none: in-cluster
@@ -389,59 +365,4 @@ def test_network_policies_fence_every_pod(workload: kubernetes_files.Workload) -
     ports = kubernetes_files.egress_ports(workload.labels)
     assert {53, 5432, 6379} <= ports
     reaches_api_server = {443, 6443} <= ports
-    assert reaches_api_server is (component in ("control", "drivers")), component
-
-
-# -- RBAC against what the driver does -------------------------------------------------------
-
-
-def _rules() -> list[Document]:
-    return [
-        rule
-        for m in kubernetes_files.manifests()
-        if m.kind in ("ClusterRole", "Role")
-        for rule in m.document["rules"]
-    ]
-
-
-@pytest.fixture
-def kube_api() -> Iterator[FakeKubeAPI]:
-    with FakeKubeAPI(validate=True) as fake:
-        yield fake
-        assert fake.validation_errors == [], "occ sent an object a real API server refuses"
-
-
-def test_the_cluster_role_grants_exactly_what_the_driver_uses(
-    kube_api: FakeKubeAPI, tmp_path: Path
-) -> None:
-    settings = _driver_settings(tmp_path, kube_api.write_kubeconfig(tmp_path / "kubeconfig"))
-    driver_lifecycle.run(kube_api, settings)
-    assert all(request.status is not None for request in kube_api.journal)
-    assert not [r for r in kube_api.journal if r.status in (401, 403)]
-    used = kubernetes_access.used(kube_api.journal)
-    # the one non-resource path; every cluster lets every user read it (public-info-viewer)
-    assert used.non_resource_paths == {"/version"}
-    granted = kubernetes_access.granted(_rules())
-    missing = sorted(str(access) for access in used.access - granted)
-    unused = sorted(str(access) for access in granted - used.access)
-    assert (missing, unused) == ([], []), f"missing: {missing}; granted but unused: {unused}"
-
-
-def test_preflight_passes_with_only_the_granted_rules(
-    kube_api: FakeKubeAPI, tmp_path: Path
-) -> None:
-    settings = _driver_settings(tmp_path, kube_api.write_kubeconfig(tmp_path / "kubeconfig"))
-    driver = KubernetesComputeDriver.from_settings(settings)
-    driver.preflight()
-    asked = {
-        review
-        for review in map(kubernetes_access.access_review, kube_api.journal)
-        if review is not None
-    }
-    granted = kubernetes_access.granted(_rules())
-    for access in asked - granted:
-        kube_api.deny(access.verb, access.resource)
-    try:
-        driver.preflight()
-    finally:
-        driver.api.close()
+    assert reaches_api_server is (component in TALKS_TO_KUBERNETES), component

@@ -5,7 +5,8 @@ ClusterRole grants the same; occ creates the namespaces it works in and watches 
 of them). ``tenant-scoped``: ``NAMESPACED_ACCESS`` in each managed namespace (the Role that
 ``occ kubernetes rbac`` prints), nothing cluster-wide. A test derives both from a whole
 lifecycle against the fake API server, so a worker with too little access exits before it
-claims work, with the list of what it may not do.
+claims work, with the list of what it may not do. The API reads gateway logs and needs far
+less: ``LOG_READER_ACCESS`` (``NAMESPACED_LOG_READER_ACCESS`` per managed namespace).
 """
 
 from __future__ import annotations
@@ -76,6 +77,20 @@ installation: the namespace itself is only read and labelled (a Role in a namesp
 grant ``get`` and ``patch`` of that namespace and no other), occ's objects are written as in
 a ``cluster`` installation, quotas and limit ranges are the tenant's, and the observation
 cache lists and watches each kind in the namespace."""
+
+
+LOG_READER_ACCESS: Final = (("list", kinds.NAMESPACE), ("list", kinds.POD), ("get", kinds.POD_LOG))
+"""What the API needs for ``occ agents logs`` in a ``cluster`` installation, and nothing more:
+the Namespace's Kubernetes namespace found by label, its gateway Pods listed, one Pod's log
+read. The API never writes to Kubernetes."""
+
+NAMESPACED_LOG_READER_ACCESS: Final = (
+    ("get", kinds.NAMESPACE),
+    ("list", kinds.POD),
+    ("get", kinds.POD_LOG),
+)
+"""The same read in one managed namespace of a ``tenant-scoped`` installation, where the
+namespace is read by name."""
 
 
 @dataclass(frozen=True)

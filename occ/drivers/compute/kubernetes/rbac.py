@@ -1,10 +1,12 @@
-"""The Role and RoleBinding of a tenant-scoped installation, as ``occ kubernetes rbac`` prints
+"""The Roles and RoleBindings of a tenant-scoped installation, as ``occ kubernetes rbac`` prints
 them for an administrator to apply in each managed namespace (and, if asked, the namespace
 itself at the restricted Pod Security level).
 
-The rules are ``access.NAMESPACED_ACCESS`` and nothing more: one rule per API group and set
-of verbs, in a stable order, so that the printed Role, the start-up verification and the test
-that runs the driver with exactly this Role agree. Pure: builds dicts, talks to nothing.
+The workers' Role is ``access.NAMESPACED_ACCESS`` and nothing more: one rule per API group and
+set of verbs, in a stable order, so that the printed Role, the start-up verification and the
+test that runs the driver with exactly this Role agree. The API's Role,
+``access.NAMESPACED_LOG_READER_ACCESS``, lets it read gateway logs (``occ agents logs``).
+Pure: builds dicts, talks to nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from typing import Final
 from occ.drivers.compute.kubernetes import access, kinds, namespace_manifests, naming
 
 ROLE_NAME: Final = "occ-compute-driver"
+LOG_READER_ROLE_NAME: Final = "occ-log-reader"
 DEFAULT_SUBJECT_NAMESPACE: Final = "occ-system"
 DEFAULT_SUBJECT_NAME: Final = "occ-worker"
 """The workers' ServiceAccount in ``deploy/kubernetes``."""
+DEFAULT_API_SUBJECT_NAME: Final = "occ-api"
+"""The API's ServiceAccount in ``deploy/kubernetes``: it reads gateway logs only."""
 
 _VERB_ORDER: Final = ("get", "list", "watch", "create", "patch", "delete")
 
@@ -44,13 +49,18 @@ def _labels() -> dict[str, str]:
     return {"app.kubernetes.io/name": "occ", "app.kubernetes.io/part-of": "occ"}
 
 
-def role(namespace: str) -> Manifest:
-    """What occ may do in ``namespace``."""
+def role(
+    namespace: str,
+    *,
+    name: str = ROLE_NAME,
+    needed: Iterable[tuple[str, kinds.Kind]] = access.NAMESPACED_ACCESS,
+) -> Manifest:
+    """A Role granting ``needed`` in ``namespace``: by default, what occ's workers may do."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": {"name": ROLE_NAME, "namespace": namespace, "labels": _labels()},
-        "rules": rules(),
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels()},
+        "rules": rules(needed),
     }
 
 
@@ -59,13 +69,14 @@ def role_binding(
     *,
     subject_namespace: str = DEFAULT_SUBJECT_NAMESPACE,
     subject_name: str = DEFAULT_SUBJECT_NAME,
+    name: str = ROLE_NAME,
 ) -> Manifest:
-    """The Role bound to occ's workers' ServiceAccount."""
+    """The Role ``name`` bound to a ServiceAccount (by default, the workers')."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": {"name": ROLE_NAME, "namespace": namespace, "labels": _labels()},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ROLE_NAME},
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels()},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [
             {"kind": "ServiceAccount", "name": subject_name, "namespace": subject_namespace}
         ],
@@ -87,10 +98,12 @@ def provisioning(
     *,
     subject_namespace: str = DEFAULT_SUBJECT_NAMESPACE,
     subject_name: str = DEFAULT_SUBJECT_NAME,
+    api_subject: tuple[str, str] | None = (DEFAULT_SUBJECT_NAMESPACE, DEFAULT_API_SUBJECT_NAME),
     with_namespace: bool = False,
 ) -> list[Manifest]:
-    """The Role and RoleBinding of every namespace, in order (each after its Namespace when
-    ``with_namespace``)."""
+    """The Roles and RoleBindings of every namespace, in order (each after its Namespace when
+    ``with_namespace``): the workers', then the API's log read for ``api_subject``
+    (namespace, name; ``None``: the API reads no logs)."""
     return [
         manifest
         for name in namespaces
@@ -98,5 +111,20 @@ def provisioning(
             *((namespace(name),) if with_namespace else ()),
             role(name),
             role_binding(name, subject_namespace=subject_namespace, subject_name=subject_name),
+            *_log_reader(name, api_subject),
         )
     ]
+
+
+def _log_reader(namespace: str, subject: tuple[str, str] | None) -> tuple[Manifest, ...]:
+    if subject is None:
+        return ()
+    subject_namespace, subject_name = subject
+    binding = role_binding(
+        namespace,
+        subject_namespace=subject_namespace,
+        subject_name=subject_name,
+        name=LOG_READER_ROLE_NAME,
+    )
+    reader = role(namespace, name=LOG_READER_ROLE_NAME, needed=access.NAMESPACED_LOG_READER_ACCESS)
+    return reader, binding

@@ -1,7 +1,10 @@
-"""The tenant-scoped Role and RoleBinding: exactly the namespaced access the driver checks,
-valid for every supported API server version, and what ``occ kubernetes rbac`` prints."""
+"""The tenant-scoped Roles and RoleBindings: exactly the namespaced access the driver checks
+(and the API's log read), valid for every supported API server version, and what
+``occ kubernetes rbac`` prints."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 import yaml
@@ -62,11 +65,40 @@ def test_occ_kubernetes_rbac_prints_a_role_and_binding_per_namespace() -> None:
     assert result.exit_code == 0, result.output
     documents = list(yaml.safe_load_all(result.output))
     assert documents == rbac.provisioning(["tenant-a", "tenant-b"])
-    assert [(d["kind"], d["metadata"]["namespace"]) for d in documents] == [
-        ("Role", "tenant-a"),
-        ("RoleBinding", "tenant-a"),
-        ("Role", "tenant-b"),
-        ("RoleBinding", "tenant-b"),
+    assert [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in documents] == [
+        (kind, name, namespace)
+        for namespace in ("tenant-a", "tenant-b")
+        for name in (rbac.ROLE_NAME, rbac.LOG_READER_ROLE_NAME)
+        for kind in ("Role", "RoleBinding")
+    ]
+
+
+def test_the_api_may_only_read_gateway_logs_in_a_managed_namespace() -> None:
+    reader, binding = rbac.provisioning(["tenant-a"])[2:]
+    assert _expanded(reader["rules"]) == {
+        ("", "namespaces", "get"),
+        ("", "pods", "list"),
+        ("", "pods/log", "get"),
+    }
+    assert binding["roleRef"]["name"] == reader["metadata"]["name"] == rbac.LOG_READER_ROLE_NAME
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "occ-api", "namespace": "occ-system"}
+    ]
+
+
+def test_occ_kubernetes_rbac_names_the_apis_account_or_leaves_it_out() -> None:
+    def printed(*options: str) -> list[dict[str, Any]]:
+        result = CliRunner().invoke(cli, ["kubernetes", "rbac", "--namespace", "a", *options])
+        assert result.exit_code == 0, result.output
+        return list(yaml.safe_load_all(result.output))
+
+    named = printed("--api-service-account", "ops/occ-web")
+    assert named[-1]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "occ-web", "namespace": "ops"}
+    ]
+    assert [d["metadata"]["name"] for d in printed("--api-service-account", "")] == [
+        rbac.ROLE_NAME,
+        rbac.ROLE_NAME,
     ]
 
 
@@ -76,6 +108,11 @@ def test_occ_kubernetes_rbac_refuses_a_malformed_service_account() -> None:
     )
     assert result.exit_code == 2
     assert "namespace/name" in result.output
+    result = CliRunner().invoke(
+        cli, ["kubernetes", "rbac", "--namespace", "a", "--api-service-account", "occ-api"]
+    )
+    assert result.exit_code == 2
+    assert "--api-service-account" in result.output
 
 
 def test_with_namespace_each_namespace_comes_first_at_the_restricted_level() -> None:
@@ -88,7 +125,7 @@ def test_with_namespace_each_namespace_comes_first_at_the_restricted_level() -> 
     labels = first["metadata"]["labels"]
     for mode in ("enforce", "audit", "warn"):
         assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
-    assert [d["kind"] for d in rest] == ["Role", "RoleBinding"]
+    assert [d["kind"] for d in rest] == ["Role", "RoleBinding", "Role", "RoleBinding"]
 
 
 def test_the_role_lets_occ_read_the_gateway_pods_start_line() -> None:
