@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from occ.controller import admission, changes, installation, namespaces, policy
+from occ.controller import admission, namespaces, policy
 from occ.drivers.account import AccountBackend
 from occ.foundation import errors
 from occ.state import accounts, agents, values, work_queue
@@ -50,14 +50,7 @@ def record_withdrawal(
     admission.require_id("account", account_id)
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            ACTION,
-            policy.PERMISSION,
-            installation.resource(session),
-            request={"accountId": account_id},
-        )
+        change = policy.administer(session, actor_id, ACTION, {"accountId": account_id})
         account = admission.found(
             accounts.get(session, namespace.id, account_id, lock=True), "account"
         )
@@ -77,9 +70,6 @@ def record_withdrawal(
             )
             work_queue.enqueue(session, key, owner)
             work_ids.append(str(key))
-        change = changes.Change(
-            session=session, actor_id=actor_id, action=ACTION, decision=decision
-        )
         change.audit(
             "account",
             account.id,

@@ -14,9 +14,7 @@ from typing import Final
 
 from occ.controller import (
     admission,
-    changes,
     contents,
-    installation,
     namespaces,
     policy,
     preconditions,
@@ -72,14 +70,7 @@ def issue_account(
     request = {"name": name, "workspace": command.workspace}
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, command.namespace_id, lock=True)
-        decision = admission.require(
-            session,
-            actor_id,
-            ISSUE_ACTION,
-            policy.PERMISSION,
-            installation.resource(session),
-            request=request,
-        )
+        change = policy.administer(session, actor_id, ISSUE_ACTION, request)
         admission.require_ready(namespace.status)
         if backend is None:
             raise errors.Conflict("no account Backend is selected (OCC_ACCOUNT_BACKEND)")
@@ -95,9 +86,6 @@ def issue_account(
             driver=binding.driver,
             workspace=binding.workspace,
             created_by=actor_id,
-        )
-        change = changes.Change(
-            session=session, actor_id=actor_id, action=ISSUE_ACTION, decision=decision
         )
         change.audit(
             "account",
