@@ -7,8 +7,9 @@ A change takes its command value (``CreateNamespace``, ``DeleteNamespace``). The
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from occ import iam
 from occ.controller import admission, deletions, installation, listing, preconditions
@@ -134,16 +135,7 @@ def get_namespace(db: Database, actor_id: str, *, namespace_id: str) -> namespac
         NotFound: no such live Namespace, or the caller may not read it (audited).
     """
     with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = live(session, namespace_id)
-        admission.require(
-            session,
-            actor_id,
-            "namespaces.read",
-            "namespace:read",
-            iam.Resource.namespace(namespace.id),
-            hide_unless_readable=True,
-        )
-        return namespace
+        return readable(session, actor_id, "namespaces.read", namespace_id)
 
 
 def list_namespaces(
@@ -160,6 +152,30 @@ def list_namespaces(
             read=lambda rows: namespaces.list_live(session, rows),
             window=window,
         )
+
+
+def readable(
+    session: Session,
+    actor_id: str,
+    action: str,
+    namespace_id: str,
+    *,
+    lock: bool = False,
+    request: Mapping[str, Any] | None = None,
+) -> namespaces.Namespace:
+    """The live Namespace with this id, once ``namespace:read`` on it allowed ``action``;
+    ``NotFound`` (a denial audited) when the caller may not read it."""
+    namespace = live(session, namespace_id, lock=lock)
+    admission.require(
+        session,
+        actor_id,
+        action,
+        "namespace:read",
+        iam.Resource.namespace(namespace.id),
+        hide_unless_readable=True,
+        request=request,
+    )
+    return namespace
 
 
 def live(session: Session, namespace_id: str, *, lock: bool = False) -> namespaces.Namespace:

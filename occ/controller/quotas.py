@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from occ import iam
-from occ.controller import admission, installation
+from occ.controller import admission, policy
 from occ.controller import namespaces as namespace_cases
 from occ.foundation import errors
 from occ.state import quotas as state
@@ -120,14 +119,8 @@ def get_quotas(
         NotFound: no such live Namespace, or the caller may not read it.
     """
     with admission.guarded(db, actor_id, read_only=True) as session:
-        namespace = namespace_cases.live(session, namespace_id)
-        admission.require(
-            session,
-            actor_id,
-            "namespaces.get_quotas",
-            "namespace:read",
-            iam.Resource.namespace(namespace.id),
-            hide_unless_readable=True,
+        namespace = namespace_cases.readable(
+            session, actor_id, "namespaces.get_quotas", namespace_id
         )
         return _read(session, namespace.id, defaults)
 
@@ -149,25 +142,11 @@ def set_quotas(
         if value is not None and not 0 <= value <= LIMIT_MAX:
             raise errors.InvalidInput.at((name,), f"must be from 0 to {LIMIT_MAX}, or null")
     with admission.guarded(db, actor_id) as session:
-        namespace = namespace_cases.live(session, command.namespace_id, lock=True)
         request = {"quotas": {API_NAMES[name]: v for name, v in command.limits.items()}}
-        admission.require(
-            session,
-            actor_id,
-            _ACTION,
-            "namespace:read",
-            iam.Resource.namespace(namespace.id),
-            hide_unless_readable=True,
-            request=request,
+        namespace = namespace_cases.readable(
+            session, actor_id, _ACTION, command.namespace_id, lock=True, request=request
         )
-        change = admission.permitted_change(
-            session,
-            actor_id,
-            _ACTION,
-            "installation:administer",
-            installation.resource(session),
-            request=request,
-        )
+        change = policy.administer(session, actor_id, _ACTION, request)
         before = state.overrides(session, namespace.id)
         after = state.put(
             session,
