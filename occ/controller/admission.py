@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypedDict, TypeVar, Unpack
 
 from occ import iam
 from occ.controller import changes, idempotency
@@ -107,13 +107,7 @@ def guarded(db: Database, actor_id: str, *, read_only: bool = False) -> Iterator
             # counted, not recorded one by one: an outsider cannot grow the audit at its rate
             with db.transaction() as session:
                 audit.tally_hidden_denial(
-                    session,
-                    action=denied.action,
-                    actor_id=actor_id,
-                    namespace_id=denied.resource.namespace_id,
-                    resource_kind=denied.resource.kind,
-                    resource_id=denied.resource.id,
-                    details=details,
+                    session, **_denial(actor_id, denied.action, denied.resource, details)
                 )
             raise errors.NotFound(f"the {denied.resource.kind} does not exist") from None
         _audit_denial(db, actor_id, denied.action, denied.resource, details)
@@ -128,14 +122,23 @@ def _audit_denial(
         audit.append(
             session,
             kind=audit.EventKind.AUTHORIZATION_DENIAL,
-            action=action,
-            actor_id=actor_id,
             outcome=audit.EventOutcome.DENIED,
-            namespace_id=resource.namespace_id,
-            resource_kind=resource.kind,
-            resource_id=resource.id,
-            details=details,
+            **_denial(actor_id, action, resource, details),
         )
+
+
+def _denial(
+    actor_id: str, action: str, resource: iam.Resource, details: Mapping[str, Any]
+) -> audit.Change:
+    """What a denial's audit records, counted or not: the action, the caller and the resource."""
+    return audit.Change(
+        action=action,
+        actor_id=actor_id,
+        namespace_id=resource.namespace_id,
+        resource_kind=resource.kind,
+        resource_id=resource.id,
+        details=details,
+    )
 
 
 def require(
@@ -175,27 +178,24 @@ def require(
     )
 
 
+class ChangeChecks(TypedDict, total=False):
+    """What ``permitted_change`` passes on to ``require``."""
+
+    hide_unless_readable: bool
+    request: Mapping[str, Any] | None
+
+
 def permitted_change(
     session: Session,
     actor_id: str,
     action: str,
     permission: str,
     resource: iam.Resource,
-    *,
-    hide_unless_readable: bool = False,
-    request: Mapping[str, Any] | None = None,
+    **checks: Unpack[ChangeChecks],
 ) -> changes.Change:
     """The change ``permission`` on ``resource`` allows ``action`` to make, or ``Denied`` (see
     ``require``)."""
-    decision = require(
-        session,
-        actor_id,
-        action,
-        permission,
-        resource,
-        hide_unless_readable=hide_unless_readable,
-        request=request,
-    )
+    decision = require(session, actor_id, action, permission, resource, **checks)
     return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)
 
 
