@@ -93,14 +93,12 @@ def drop_partitions(database: Database, *, before: dt.datetime, force: bool) -> 
         for month in months:
             events = counted[month.name][0]
             audit_partitions.drop(session, month)
-            audit.append(
+            audit.mutation(
                 session,
-                kind=audit.EventKind.MUTATION,
                 action=DROP_ACTION,
                 actor_id=actor,
                 resource_kind="audit_partition",
                 resource_id=month.name,
-                outcome=audit.EventOutcome.SUCCESS,
                 details={
                     "rangeStart": month.start.isoformat(),
                     "rangeEnd": month.end.isoformat(),
