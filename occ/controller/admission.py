@@ -199,6 +199,29 @@ def permitted_change(
     return changes.Change(session=session, actor_id=actor_id, action=action, decision=decision)
 
 
+def permitted_verb(
+    session: Session,
+    actor_id: str,
+    kind: str,
+    verb: str,
+    resource: iam.Resource,
+    *,
+    permission: str | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> changes.Change:
+    """The change ``permission`` (``<kind>:<verb>`` unless given) on ``resource`` allows the
+    action ``<kind>s.<verb>`` to make; hidden (404) when the caller may not even read."""
+    return permitted_change(
+        session,
+        actor_id,
+        f"{kind}s.{verb}",
+        permission or f"{kind}:{verb}",
+        resource,
+        hide_unless_readable=True,
+        request=request,
+    )
+
+
 def present(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 

@@ -97,17 +97,11 @@ def create_agent(
     columns = agent_drafts.draft_columns(command)
     agent_drafts.check_execution_mode(columns, current=None)
     request = agent_drafts.describe(columns)
-    action = "agents.create"
     with admission.guarded(db, actor_id) as session:
         namespace = lock_namespace(session, command.namespace_id)
-        change = admission.permitted_change(
-            session,
-            actor_id,
-            action,
-            "agent:create",
-            iam.Resource.namespace(namespace.id),
-            hide_unless_readable=True,
-            request=request,
+        parent = iam.Resource.namespace(namespace.id)
+        change = admission.permitted_verb(
+            session, actor_id, "agent", "create", parent, request=request
         )
         if namespace.status == namespaces.NamespaceStatus.DELETING:
             raise errors.NamespaceNotReady("the Namespace is being deleted")
@@ -116,7 +110,7 @@ def create_agent(
         grant_decision = runtime_access.decide(
             session,
             actor_id,
-            action,
+            change.action,
             {**request, "grantRuntimeAccess": True},
             wanted=command.grant_runtime_access,
         )
@@ -295,14 +289,8 @@ def locked(
     caller may not read the Agent, ``Forbidden`` (audited) when it lacks the permission."""
     namespace = lock_namespace(session, namespace_id)
     agent = find(session, namespace.id, agent_id, lock=True)
-    change = admission.permitted_change(
-        session,
-        actor_id,
-        f"agents.{verb}",
-        permission or f"agent:{verb}",
-        resource(agent),
-        hide_unless_readable=True,
-        request=request,
+    change = admission.permitted_verb(
+        session, actor_id, "agent", verb, resource(agent), permission=permission, request=request
     )
     return namespace, agent, change
 

@@ -200,12 +200,6 @@ class Items(Generic[T]):
     ) -> changes.Change:
         """The change ``permission`` (``<kind>:<verb>``) on ``resource`` allows the action
         ``<kind>s.<verb>`` to make; hidden (404) when the caller may not even read."""
-        return admission.permitted_change(
-            session,
-            actor_id,
-            f"{self.kind}s.{verb}",
-            permission or f"{self.kind}:{verb}",
-            resource,
-            hide_unless_readable=True,
-            request=request,
+        return admission.permitted_verb(
+            session, actor_id, self.kind, verb, resource, permission=permission, request=request
         )
