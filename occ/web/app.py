@@ -134,6 +134,7 @@ def create_app(
     app.before_request(preconditions.check_if_match)
     app.before_request(idempotency.claim_or_replay)
     app.after_request(_finish)
+    app.after_request(rate_limits.tell_remaining)
     app.after_request(idempotency.record_outcome)
     app.after_request(preconditions.tag_response)  # after_request runs last-registered first
     return app

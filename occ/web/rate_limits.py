@@ -14,7 +14,10 @@ Three limits, each a setting (``off`` turns one off):
 
 A request over a limit answers 429 ``RATE_LIMITED`` with ``Retry-After`` and the
 ``RateLimit-Limit``, ``RateLimit-Remaining`` and ``RateLimit-Reset`` headers (seconds until
-the window ends). The counts use the ``limits`` package's fixed-window strategy on the Redis of
+the window ends). Every other response that a limit counted carries the same three headers
+for the limit with the fewest requests left, so a client can slow down before it is refused
+(one Redis round trip more per response, for the window's end). The counts use the
+``limits`` package's fixed-window strategy on the Redis of
 ``Settings.rate_limit_storage_url`` (the broker's when unset). Redis being unreachable never
 refuses a request: the limit then does not apply and ``http.rate-limit-unavailable`` is logged.
 """
@@ -22,6 +25,7 @@ refuses a request: the limit then does not apply and ``http.rate-limit-unavailab
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import Final
@@ -40,6 +44,17 @@ EXEMPT_ENDPOINTS: Final = frozenset({"health.healthz", "metrics.get_metrics"})
 _FAILED_AUTH: Final = "failed-auth"
 _ADDRESS: Final = "address"
 _PRINCIPAL: Final = "principal"
+_TIGHTEST: Final = "occ_rate_limit_tightest"
+"""``flask.g``: the ``_Counted`` limit of this request with the fewest requests left."""
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """A limit this request was counted against, and what the count left."""
+
+    item: limits.RateLimitItem
+    identifiers: tuple[str, ...]
+    remaining: int
 
 
 @dataclass(frozen=True)
@@ -150,15 +165,46 @@ def count_failed_authentication() -> None:
 def _count(
     configured: Limits, item: limits.RateLimitItem, kind: str, who: str, detail: str
 ) -> None:
-    """One more request of ``who`` against ``item``; ``RateLimited`` once past it."""
+    """One more request of ``who`` against ``item``; ``RateLimited`` once past it. The same
+    increment as ``limiter.hit``, keeping the count for the response's headers."""
     try:
-        if configured.limiter.hit(item, kind, who):
+        count = configured.limiter.storage.incr(
+            item.key_for(kind, who), item.get_expiry(), amount=1
+        )
+        if count <= item.amount:
+            _keep_tightest(_Counted(item, (kind, who), item.amount - count))
             return
         refused = _refusal(configured, item, detail, kind, who)
     except Exception as exc:
         _unavailable(exc)
         return
     raise refused
+
+
+def _keep_tightest(counted: _Counted) -> None:
+    tightest: _Counted | None = flask.g.get(_TIGHTEST)
+    if tightest is None or counted.remaining < tightest.remaining:
+        setattr(flask.g, _TIGHTEST, counted)
+
+
+def tell_remaining(response: flask.Response) -> flask.Response:
+    """``after_request``: the ``RateLimit-*`` headers of the tightest limit that counted this
+    request (a refusal already carries its own)."""
+    configured = _configured()
+    tightest: _Counted | None = flask.g.get(_TIGHTEST)
+    if configured is None or tightest is None or "RateLimit-Limit" in response.headers:
+        return response
+    try:
+        ends_at = configured.limiter.storage.get_expiry(
+            tightest.item.key_for(*tightest.identifiers)
+        )
+    except Exception as exc:
+        _unavailable(exc)
+        return response
+    response.headers["RateLimit-Limit"] = str(tightest.item.amount)
+    response.headers["RateLimit-Remaining"] = str(tightest.remaining)
+    response.headers["RateLimit-Reset"] = str(max(0, math.ceil(ends_at - time.time())))
+    return response
 
 
 def _refusal(

@@ -1,6 +1,7 @@
 """Requests are limited per client address and per principal, failed authentication per
 address much harder, in Redis, shared by API processes: 429 problem+json with ``Retry-After``
-and ``RateLimit-*`` headers (a failed-authentication refusal never looks at the key)."""
+and ``RateLimit-*`` headers (a failed-authentication refusal never looks at the key); every
+counted response tells the tightest limit's remaining requests."""
 
 from __future__ import annotations
 
@@ -167,3 +168,43 @@ def test_requests_are_limited_per_address_with_or_without_credentials(
     assert _get(first, address + "-other", admin.key).status_code == 200
     for app in apps:
         app.extensions["occ"].runtime.database.dispose()
+
+
+def test_counted_responses_tell_the_tightest_limits_remaining_requests(
+    settings: Settings, admin: Caller, address: str
+) -> None:
+    per_address, per_principal = LIMIT + 2, LIMIT
+    (app,) = _two_apps(
+        settings.replace(
+            rate_limit_per_address=f"{per_address}/minute",
+            rate_limit_per_principal=f"{per_principal}/minute",
+        )
+    )[:1]
+    client = app.test_client()
+    anonymous = client.get("/v1/openapi.json", environ_base={"REMOTE_ADDR": address})
+    assert anonymous.status_code == 200  # only the address limit counts it
+    _tells(anonymous, per_address, per_address - 1)
+    for n in range(per_principal):  # the principal's limit is now the tighter one
+        response = _get(client, address, admin.key)
+        assert response.status_code == 200
+        _tells(response, per_principal, per_principal - n - 1)
+    _refused_for(_get(client, address, admin.key), per_principal)
+    probe = client.get("/healthz", environ_base={"REMOTE_ADDR": address})
+    assert "RateLimit-Limit" not in probe.headers  # never counted, so never told
+    app.extensions["occ"].runtime.database.dispose()
+
+
+def test_no_limit_no_headers(settings: Settings, admin: Caller, address: str) -> None:
+    (app,) = _two_apps(
+        settings.replace(rate_limit_per_address="off", rate_limit_per_principal="off")
+    )[:1]
+    response = _get(app.test_client(), address, admin.key)
+    assert response.status_code == 200
+    assert not [name for name, _ in response.headers.items() if name.startswith("RateLimit")]
+    app.extensions["occ"].runtime.database.dispose()
+
+
+def _tells(response: TestResponse, limit: int, remaining: int) -> None:
+    assert response.headers["RateLimit-Limit"] == str(limit)
+    assert response.headers["RateLimit-Remaining"] == str(remaining)
+    assert 1 <= int(response.headers["RateLimit-Reset"]) <= 60
