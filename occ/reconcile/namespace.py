@@ -326,20 +326,15 @@ def _lifecycle(
 
 def _disable_principals(session: Session, context: ClaimContext, namespace_id: str) -> None:
     """The Namespace's service principals go with it: disabled and their keys revoked, in the
-    tombstone's transaction, one audit event each."""
-    claim = context.claim
+    tombstone's transaction, one audit event each (the item's Namespace is this one)."""
     for principal in iam_policy.disable_scoped_to(session, namespace_id):
         revoked_keys = api_keys.revoke_all_of(session, principal.id)
-        audit.append(
+        audit.work_event(
             session,
-            kind="mutation",
+            context.claim,
             action="principals.disable",
-            actor_id=claim.owner.actor_id,
-            outcome="success",
-            namespace_id=namespace_id,
             resource_kind="principal",
             resource_id=principal.id,
-            work_id=claim.work_id,
             details={"reason": "namespace_deleted", "revokedKeyIds": revoked_keys},
         )
 
