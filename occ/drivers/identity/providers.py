@@ -15,6 +15,7 @@ GITHUB_ISSUER: Final = "https://github.com"
 GITHUB_AUTHORIZATION_URL: Final = "https://github.com/login/oauth/authorize"
 GITHUB_TOKEN_URL: Final = "https://github.com/login/oauth/access_token"  # noqa: S105
 GITHUB_USER_URL: Final = "https://api.github.com/user"
+OPENID_SCOPE: Final = "openid profile email"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,13 +57,12 @@ def configured(settings: Settings) -> tuple[Provider, ...]:
     found: list[Provider] = []
     if settings.auth_oidc_client_id and settings.auth_oidc_discovery_url:
         found.append(
-            Provider(
-                name="oidc",
-                label="Single sign-on",
-                client_id=settings.auth_oidc_client_id,
-                client_secret=settings.auth_oidc_client_secret,
-                scope="openid profile email",
-                discovery_url=settings.auth_oidc_discovery_url,
+            _openid_connect(
+                "oidc",
+                "Single sign-on",
+                settings.auth_oidc_client_id,
+                settings.auth_oidc_client_secret,
+                settings.auth_oidc_discovery_url,
             )
         )
     if settings.auth_github_client_id:
@@ -78,13 +78,27 @@ def configured(settings: Settings) -> tuple[Provider, ...]:
         )
     if settings.auth_google_client_id:
         found.append(
-            Provider(
-                name="google",
-                label="Google",
-                client_id=settings.auth_google_client_id,
-                client_secret=settings.auth_google_client_secret,
-                scope="openid profile email",
-                discovery_url=GOOGLE_DISCOVERY_URL,
+            _openid_connect(
+                "google",
+                "Google",
+                settings.auth_google_client_id,
+                settings.auth_google_client_secret,
+                GOOGLE_DISCOVERY_URL,
             )
         )
     return tuple(found)
+
+
+def _openid_connect(
+    name: str, label: str, client_id: str, client_secret: str | None, discovery_url: str
+) -> Provider:
+    """An OpenID Connect issuer found by its discovery document, asked for the standard
+    profile claims."""
+    return Provider(
+        name=name,
+        label=label,
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=OPENID_SCOPE,
+        discovery_url=discovery_url,
+    )
