@@ -82,7 +82,6 @@ HANDLER = kinds.Handler(
     kind=WorkKind.AGENT_DELETED,
     start=kinds.start_claim,
     reconcile=reconcile,
-    metric_label="agent",
     operation="agent.deleted",
     ends=kinds.AgentOperation("delete", frozenset({Code.AGENT_DELETED})),
 )

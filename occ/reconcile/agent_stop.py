@@ -149,7 +149,6 @@ HANDLER = kinds.Handler(
     kind=WorkKind.AGENT_STOPPED,
     start=kinds.start_claim,
     reconcile=reconcile,
-    metric_label="agent",
     operation="agent.stopped",
     ends=kinds.AgentOperation("stop", frozenset({Code.AGENT_STOPPED})),
 )

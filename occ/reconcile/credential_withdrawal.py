@@ -88,6 +88,5 @@ HANDLER = kinds.Handler(
     kind=WorkKind.CREDENTIAL_SOURCE_WITHDRAWAL,
     start=kinds.start_claim,
     reconcile=reconcile,
-    metric_label="agent",
     operation="agent.credential_source_withdrawal",
 )

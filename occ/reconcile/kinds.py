@@ -13,13 +13,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from occ.foundation import codes
 from occ.reconcile import environment, outcome
 from occ.reconcile.context import ClaimContext, FailureEffect, no_effect
 from occ.state import values, work_queue
-from occ.state.work_keys import WorkKind
+from occ.state.work_keys import SPECS, Subject, WorkKind
 
 Loaded = TypeVar("Loaded")
 """What a kind's start reads beside the claim for its pass (``None`` for most kinds)."""
@@ -56,6 +56,14 @@ class AgentOperation:
     codes: frozenset[codes.Code]
 
 
+METRIC_LABELS: Final = {
+    Subject.NAMESPACE: "namespace",
+    Subject.AGENT: "agent",
+    Subject.REVISION: "agent_revision",
+}
+"""The ``work_kind`` label of the reconciliation metrics, by what a kind's items are about."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Handler(Generic[Loaded]):
     """Everything the workers know about one work kind."""
@@ -63,8 +71,6 @@ class Handler(Generic[Loaded]):
     kind: WorkKind
     start: Starter[Loaded]
     reconcile: Reconciler[Loaded]
-    metric_label: str
-    """The ``work_kind`` label of the reconciliation metrics."""
     operation: str
     """The ``operation`` field of log lines."""
     on_failed: FailureEffect = field(default=no_effect)
@@ -74,6 +80,11 @@ class Handler(Generic[Loaded]):
     deploy_timing: bool = False
     """Whether ``worker.completed`` carries the deployment's timing (a revision's deploy work
     only: maintenance, cleanup and stop work carry none)."""
+
+    @property
+    def metric_label(self) -> str:
+        """The ``work_kind`` label of the reconciliation metrics: the kind's subject."""
+        return METRIC_LABELS[SPECS[self.kind].subject]
 
 
 def index(*handlers: Handler[Any]) -> Mapping[WorkKind, Handler[Any]]:

@@ -185,7 +185,6 @@ READY = kinds.Handler(
     kind=WorkKind.NAMESPACE_READY,
     start=start_with_namespace,
     reconcile=ensure,
-    metric_label="namespace",
     operation="namespace.ready",
     on_failed=_fail_provisioning_namespace,
 )
@@ -193,7 +192,6 @@ DELETED = kinds.Handler(
     kind=WorkKind.NAMESPACE_DELETED,
     start=start_with_namespace,
     reconcile=delete,
-    metric_label="namespace",
     operation="namespace.deleted",
 )
 

@@ -347,7 +347,6 @@ DEPLOYMENT = kinds.Handler(
     kind=WorkKind.REVISION_RECONCILE,
     start=kinds.start_claim,
     reconcile=deploy,
-    metric_label="agent_revision",
     operation="agent_revision.reconcile",
     on_failed=retirement.deployment_failed,
     ends=kinds.AgentOperation(
@@ -359,6 +358,5 @@ MAINTENANCE = kinds.Handler(
     kind=WorkKind.REVISION_MAINTENANCE,
     start=kinds.start_claim,
     reconcile=maintain,
-    metric_label="agent_revision",
     operation="agent_revision.maintenance",
 )
