@@ -22,7 +22,7 @@ from occ.foundation import errors, harnesses, ids
 from occ.state import agents as agent_rows
 from occ.state import audit, configurations, models, revisions, work_keys
 from occ.state.db import Database
-from tests.support import databases, grants, processes, rows, statements
+from tests.support import databases, grants, locks, processes, rows, statements
 
 THREADS = 8
 DEPLOYS_PER_THREAD = 5
@@ -286,7 +286,7 @@ def test_a_draft_changed_before_the_lock_is_checked_again_under_it(
         thread = threading.Thread(target=deployer)
         thread.start()
         processes.wait_for(
-            lambda: lock_waiters(owner_db) > 0,
+            lambda: locks.waiters(owner_db) > 0,
             timeout=10,
             message="the deploy waiting on the Agent row lock",
         )
@@ -309,18 +309,6 @@ def test_a_draft_changed_before_the_lock_is_checked_again_under_it(
     assert accepted.revision.configuration_document == {"name": "newer"}
     [event] = deploy_events(db, world)
     assert event.details["configurationId"] == new_configuration
-
-
-def lock_waiters(owner_db: Database) -> int:
-    with owner_db.transaction() as session:
-        return int(
-            session.execute(
-                sa.text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database()"
-                )
-            ).scalar_one()
-        )
 
 
 def test_a_selected_sandbox_pins_its_transformed_copy_under_the_source_identity(

@@ -23,7 +23,7 @@ from occ.reconcile.environment import Worker
 from occ.state import models, observations
 from occ.state.db import Database
 from tests.integration.reconcile import support
-from tests.support import worlds
+from tests.support import locks, worlds
 from tests.support.processes import wait_for
 
 INTERVAL_S = 60.0
@@ -206,7 +206,7 @@ def test_an_observer_waits_for_a_short_hold_of_the_cursor_then_observes(
         session.execute(sa.text("SELECT 1 FROM occ.observer_cursors FOR UPDATE"))
         waiting = threading.Thread(target=lambda: ticks.append(executor.observe(worker)))
         waiting.start()
-        wait_for(lambda: _waiting_for_a_lock(db), timeout=8, interval=0.01)
+        wait_for(lambda: locks.waiters(db) > 0, timeout=8, interval=0.01)
     waiting.join(timeout=30)
 
     assert len(ticks) == 1
@@ -227,19 +227,6 @@ def test_an_observer_gives_up_on_a_hold_past_the_wait_and_does_nothing(
 
     assert held.held and held.observed == 0
     assert waited_s >= observations.CURSOR_WAIT_MS / 1000 * 0.9
-
-
-def _waiting_for_a_lock(db: Database) -> bool:
-    """Some session of this database is blocked on a row lock."""
-    with db.snapshot() as session:
-        return bool(
-            session.execute(
-                sa.text(
-                    "SELECT EXISTS (SELECT 1 FROM pg_stat_activity"
-                    " WHERE datname = current_database() AND wait_event_type = 'Lock')"
-                )
-            ).scalar_one()
-        )
 
 
 def test_a_cursor_far_behind_catches_up_on_one_interval_only(db: Database, worker: Worker) -> None:

@@ -12,10 +12,9 @@ from werkzeug.test import TestResponse
 
 from occ.state import models
 from occ.state.db import Database
-from tests.integration.controller.test_deployments import lock_waiters
 from tests.integration.web import support, test_agents
 from tests.integration.web.conftest import Caller
-from tests.support import processes
+from tests.support import locks, processes
 from tests.support.responses import json_of
 
 
@@ -52,7 +51,7 @@ def racing(
             threads[-1].start()
 
             def waiting(index: int = index) -> bool:
-                return lock_waiters(owner_db) > index
+                return locks.waiters(owner_db) > index
 
             processes.wait_for(
                 waiting,
