@@ -9,10 +9,10 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from occ.state import models
+from occ.state import models, work_keys
 from occ.state.db import Database
 from tests.integration.tasks import support
-from tests.support import processes, shifted_clocks
+from tests.support import audits, processes, shifted_clocks
 from tests.support.processes import wait_for
 
 SKEW_S = 60
@@ -24,21 +24,6 @@ def _ready(db: Database, namespace_ids: list[str]) -> bool:
             sa.select(models.Namespace.status).where(models.Namespace.id.in_(namespace_ids))
         ).scalars()
         return set(statuses) == {"ready"}
-
-
-def _completions(db: Database, namespace_id: str) -> int:
-    with db.transaction() as session:
-        return int(
-            session.execute(
-                sa.select(sa.func.count())
-                .select_from(models.AuditEvent)
-                .where(
-                    models.AuditEvent.work_id == f"namespace:{namespace_id}:reconcile:ready",
-                    models.AuditEvent.action == "reconcile",
-                    models.AuditEvent.details["reasonCode"].astext == "NAMESPACE_READY",
-                )
-            ).scalar_one()
-        )
 
 
 def _skew_events(process: processes.Process) -> list[dict[str, object]]:
@@ -71,7 +56,8 @@ def test_a_worker_a_minute_off_still_completes_every_item_once(
 
     wait_for(lambda: _ready(db, namespace_ids), timeout=90, message="every namespace to be ready")
 
-    assert [_completions(db, n) for n in namespace_ids] == [1, 1, 1]
+    work_ids = [str(work_keys.namespace_ready(n)) for n in namespace_ids]
+    assert audits.passes_ending(db, work_ids, "NAMESPACE_READY") == dict.fromkeys(work_ids, 1)
     skewed_process, other = (control, drivers) if shifted == "control" else (drivers, control)
     [event] = _skew_events(skewed_process)  # once, however many measurements followed
     assert abs(int(str(event["skewMs"])) - offset_s * 1000) < 5_000
