@@ -22,6 +22,21 @@ from tests.support.kube_api import FakeKubeAPI
 POLICY = values.QueuePolicy()
 
 
+def _admin(db: Database) -> str:
+    """The first administrator of a newly bootstrapped Installation."""
+    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
+    assert boot.admin_principal_id is not None
+    return boot.admin_principal_id
+
+
+def _restrict_creation(db: Database, admin: str, namespace_id: str) -> restriction_rows.Restriction:
+    """A Restriction, added by ``admin``, of ``namespace:create`` narrowed to the Namespace."""
+    with db.transaction() as session:
+        return restriction_rows.insert(
+            session, permission="namespace:create", created_by=admin, namespace_id=namespace_id
+        )
+
+
 def test_a_revoked_actor_fails_the_namespace_without_compute(db: Database, tmp_path: Path) -> None:
     boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
     assert boot.admin_principal_id is not None
@@ -100,11 +115,9 @@ def test_a_namespace_whose_role_is_missing_stays_provisioning_with_the_driver_co
 ) -> None:
     """Tenant-scoped: a Namespace placed where occ's Role was not applied yet is deferred, not
     failed, and its pass's audit names ``KUBERNETES_PERMISSION_MISSING``; nothing is written."""
-    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
-    assert boot.admin_principal_id is not None
     namespace_id = namespaces.create_namespace(
         db,
-        boot.admin_principal_id,
+        _admin(db),
         namespaces.CreateNamespace(name="tenant", existing_namespace="tenant-b"),
     ).id
     with FakeKubeAPI(validate=True) as fake:
@@ -151,18 +164,11 @@ def test_a_restriction_on_the_namespace_refuses_its_provisioning(
 ) -> None:
     """A Restriction narrowed to the Namespace (added while it is provisioning) beats the
     Installation-wide grant the creation was admitted under: no tenant infrastructure."""
-    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
-    assert boot.admin_principal_id is not None
+    admin = _admin(db)
     namespace_id = namespaces.create_namespace(
-        db, boot.admin_principal_id, namespaces.CreateNamespace(name="held")
+        db, admin, namespaces.CreateNamespace(name="held")
     ).id
-    with db.transaction() as session:
-        restriction = restriction_rows.insert(
-            session,
-            permission="namespace:create",
-            created_by=boot.admin_principal_id,
-            namespace_id=namespace_id,
-        )
+    restriction = _restrict_creation(db, admin, namespace_id)
 
     driver, claim, result = support.run_the_one_item(db, tmp_path, POLICY)
 
@@ -184,22 +190,11 @@ def test_a_restriction_on_the_namespace_refuses_its_provisioning(
 def test_a_restriction_elsewhere_does_not_hold_provisioning_back(
     db: Database, tmp_path: Path
 ) -> None:
-    boot = installation.bootstrap_installation(db, name="n", admin_name="admin")
-    assert boot.admin_principal_id is not None
-    other = namespaces.create_namespace(
-        db, boot.admin_principal_id, namespaces.CreateNamespace(name="other")
-    ).id
+    admin = _admin(db)
+    other = namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="other")).id
     support.run_the_one_item(db, tmp_path, POLICY)
-    namespaces.create_namespace(
-        db, boot.admin_principal_id, namespaces.CreateNamespace(name="free")
-    )
-    with db.transaction() as session:
-        restriction_rows.insert(
-            session,
-            permission="namespace:create",
-            created_by=boot.admin_principal_id,
-            namespace_id=other,
-        )
+    namespaces.create_namespace(db, admin, namespaces.CreateNamespace(name="free"))
+    _restrict_creation(db, admin, other)
 
     _, _, result = support.run_the_one_item(db, tmp_path, POLICY)
 
