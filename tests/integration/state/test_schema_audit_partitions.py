@@ -5,9 +5,11 @@ and the log stays append-only."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from occ.state import schema
 from occ.state.db import Database
@@ -21,6 +23,11 @@ _OLD_EVENTS = sa.text("""
       FROM generate_series(1, 2000) n
 """)
 _EVENTS = sa.text("SELECT id, sequence, occurred_at, details FROM occ.audit_events ORDER BY id")
+
+
+def _value(session: orm.Session, sql: str, **params: object) -> Any:
+    """The one value ``sql`` selects."""
+    return session.execute(sa.text(sql), params).scalar_one()
 
 
 def test_the_events_of_an_unpartitioned_log_move_into_month_partitions() -> None:
@@ -38,29 +45,24 @@ def test_the_events_of_an_unpartitioned_log_move_into_month_partitions() -> None
 
         with owner.transaction() as session:
             assert session.execute(_EVENTS).all() == before
-            kind = session.execute(
-                sa.text("SELECT relkind FROM pg_class WHERE oid = 'occ.audit_events'::regclass")
-            ).scalar_one()
-            months = session.execute(
-                sa.text(
-                    "SELECT count(*) FROM pg_inherits WHERE inhparent = "
-                    "'occ.audit_events'::regclass"
-                )
-            ).scalar_one()
-            in_default = session.execute(
-                sa.text("SELECT count(*) FROM occ.audit_events_default")
-            ).scalar_one()
+            kind = _value(
+                session, "SELECT relkind FROM pg_class WHERE oid = 'occ.audit_events'::regclass"
+            )
+            months = _value(
+                session,
+                "SELECT count(*) FROM pg_inherits WHERE inhparent = 'occ.audit_events'::regclass",
+            )
+            in_default = _value(session, "SELECT count(*) FROM occ.audit_events_default")
         assert kind == "p" and months >= 4 + 1 and in_default == 0  # every month, + default
         with app.transaction() as session:
-            event_id = session.execute(
-                sa.text(
-                    "SELECT occ.append_audit_event('mutation', 'test.after', 'prn_test', NULL, "
-                    "NULL, NULL, NULL, 'success', '{}')"
-                )
-            ).scalar_one()
-            new = session.execute(
-                sa.text("SELECT sequence FROM occ.audit_events WHERE id = :id"), {"id": event_id}
-            ).scalar_one()
+            event_id = _value(
+                session,
+                "SELECT occ.append_audit_event('mutation', 'test.after', 'prn_test', NULL, "
+                "NULL, NULL, NULL, 'success', '{}')",
+            )
+            new = _value(
+                session, "SELECT sequence FROM occ.audit_events WHERE id = :id", id=event_id
+            )
         assert new > max(row.sequence for row in before)
         with (
             pytest.raises(sa.exc.DBAPIError, match="immutable"),
