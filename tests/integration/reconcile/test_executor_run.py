@@ -25,7 +25,7 @@ from tests.integration.reconcile.test_executor import (
     _expire,
     _namespace_and_audits,
 )
-from tests.support import fake_driver, worlds
+from tests.support import fake_driver, work_items, worlds
 
 
 def _worker(db: Database, driver: base.ComputeDriver) -> executor.Worker:
@@ -39,17 +39,14 @@ def _worker(db: Database, driver: base.ComputeDriver) -> executor.Worker:
 
 
 def _work_row(db: Database, work_id: str) -> tuple[object, ...]:
-    with db.transaction() as session:
-        row = session.execute(
-            sa.select(
-                models.ControllerWork.state,
-                models.ControllerWork.reason_code,
-                models.ControllerWork.attempt_count,
-                models.ControllerWork.last_progress_code,
-                models.ControllerWork.updated_at,
-            ).where(models.ControllerWork.id == work_id)
-        ).one()
-    return tuple(row)
+    [item] = work_items.matching(db, models.ControllerWork.id == work_id)
+    return (
+        item.state,
+        item.reason_code,
+        item.attempt_count,
+        item.last_progress_code,
+        item.updated_at,
+    )
 
 
 def test_a_redelivered_run_work_after_the_item_ran_has_no_effect(

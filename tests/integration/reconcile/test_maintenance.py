@@ -23,7 +23,7 @@ from occ.reconcile.environment import Worker
 from occ.state import models, observations
 from occ.state.db import Database
 from tests.integration.reconcile import support
-from tests.support import locks, worlds
+from tests.support import locks, work_items, worlds
 from tests.support.processes import wait_for
 
 INTERVAL_S = 60.0
@@ -61,14 +61,8 @@ def _counts(db: Database) -> tuple[int, int]:
 
 
 def _repairs(db: Database, revision_id: str) -> list[models.ControllerWork]:
-    with db.transaction() as session:
-        return list(
-            session.scalars(
-                sa.select(models.ControllerWork)
-                .where(models.ControllerWork.id.like(f"agent_revision:{revision_id}:maintenance:%"))
-                .order_by(models.ControllerWork.created_at)
-            )
-        )
+    maintenance = f"agent_revision:{revision_id}:maintenance:%"
+    return work_items.matching(db, models.ControllerWork.id.like(maintenance))
 
 
 def _runtime(db: Database, agent_id: str) -> tuple[str, str, int] | None:

@@ -22,7 +22,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.foundation import errors, fingerprints
 from occ.state import models
 from occ.state.db import Database
-from tests.support import audits, gateways, processes, worker_worlds, worlds
+from tests.support import audits, gateways, processes, work_items, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 FINGERPRINT_KEY = "managed-account-test-fingerprint-key"
@@ -227,20 +227,18 @@ def test_a_withdrawn_account_stops_the_agent_with_its_own_work_and_audit(
         return worlds.agent(db, world).active_revision_id is None and not _alive(pid)
 
     wait_for(stopped, timeout=30, message="the withdrawal to stop the Agent")
+    [work] = work_items.matching(db, models.ControllerWork.id == work_id)
     with db.transaction() as session:
-        work = session.execute(
-            sa.select(
-                models.ControllerWork.kind,
-                models.ControllerWork.state,
-                models.ControllerWork.reason_code,
-            ).where(models.ControllerWork.id == work_id)
-        ).one()
         events = session.execute(
             sa.select(models.AuditEvent.action, models.AuditEvent.details["reasonCode"].astext)
             .where(models.AuditEvent.work_id == work_id)
             .order_by(models.AuditEvent.sequence)
         ).all()
-    assert tuple(work) == ("credential_source_withdrawal", "succeeded", "AGENT_STOPPED")
+    assert (work.kind, work.state, work.reason_code) == (
+        "credential_source_withdrawal",
+        "succeeded",
+        "AGENT_STOPPED",
+    )
     assert ("agents.credential_source_withdrawal", "AGENT_STOPPED") in [tuple(e) for e in events]
     assert worlds.agent(db, world).desired_runtime_state == "stopped"
     assert record().agent_ids == ()  # a repeat admits nothing: no Agent runs on it any more

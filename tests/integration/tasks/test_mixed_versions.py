@@ -8,28 +8,19 @@ upgrades)."""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from occ.state import models
 from occ.state.db import Database
 from occ.tasks import names
 from tests.integration.tasks import support
-from tests.support import audits, older_release, processes
+from tests.support import audits, older_release, processes, work_items
 from tests.support.processes import wait_for
 
 CODE = "WORK_VERSION_UNSUPPORTED"
 
 
 def _states(db: Database, work_ids: list[str]) -> dict[str, tuple[str, int]]:
-    with db.transaction() as session:
-        rows = session.execute(
-            sa.select(
-                models.ControllerWork.id,
-                models.ControllerWork.state,
-                models.ControllerWork.attempt_count,
-            ).where(models.ControllerWork.id.in_(work_ids))
-        ).all()
-    return {row.id: (row.state, row.attempt_count) for row in rows}
+    items = work_items.matching(db, models.ControllerWork.id.in_(work_ids))
+    return {item.id: (item.state, item.attempt_count) for item in items}
 
 
 def test_old_driver_workers_defer_newer_payloads_until_a_new_worker_runs_them(

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.state import models
 from occ.state.db import Database
-from tests.support import audits, processes, worker_worlds, worlds
+from tests.support import audits, processes, work_items, worker_worlds, worlds
 from tests.support.processes import wait_for
 
 AGENTS = 4
@@ -42,15 +42,8 @@ def _runtime_status(db: Database, agent_id: str) -> str | None:
 
 def _work(db: Database, revision_id: str) -> list[tuple[str, str, int]]:
     """(kind, state, attempts) of every work item of the revision."""
-    with db.transaction() as session:
-        rows = session.execute(
-            sa.select(
-                models.ControllerWork.kind,
-                models.ControllerWork.state,
-                models.ControllerWork.attempt_count,
-            ).where(models.ControllerWork.revision_id == revision_id)
-        ).all()
-    return [(row.kind, row.state, row.attempt_count) for row in rows]
+    items = work_items.matching(db, models.ControllerWork.revision_id == revision_id)
+    return [(item.kind, item.state, item.attempt_count) for item in items]
 
 
 def _repairs(
@@ -58,13 +51,10 @@ def _repairs(
 ) -> list[tuple[str, int, dt.datetime, dt.datetime | None]]:
     """(state, attempts, admitted, completed) of the revision's repairs, in admission order."""
     work = models.ControllerWork
-    with db.transaction() as session:
-        rows = session.execute(
-            sa.select(work.state, work.attempt_count, work.created_at, work.completed_at)
-            .where(work.revision_id == revision_id, work.kind == "revision_maintenance")
-            .order_by(work.created_at)
-        ).all()
-    return [(row.state, row.attempt_count, row.created_at, row.completed_at) for row in rows]
+    repairs = work_items.matching(
+        db, work.revision_id == revision_id, work.kind == "revision_maintenance"
+    )
+    return [(row.state, row.attempt_count, row.created_at, row.completed_at) for row in repairs]
 
 
 def _activations(db: Database, revision_id: str) -> int:

@@ -27,7 +27,7 @@ from occ.state.work_keys import WorkKind
 from occ.tasks import app as tasks_app
 from occ.web.app import create_app
 from tests.integration.tasks import support
-from tests.support import audits, processes, work_history
+from tests.support import audits, processes, work_history, work_items
 from tests.support.processes import wait_for
 
 LEASE_MS = 2_000
@@ -332,14 +332,9 @@ def test_beat_prunes_expired_history_and_keeps_what_is_read(
     fleet.beat()
 
     def left() -> set[str]:
-        with db.transaction() as session:
-            return set(
-                session.execute(
-                    sa.select(models.ControllerWork.id).where(
-                        models.ControllerWork.agent_id == agent.id
-                    )
-                ).scalars()
-            )
+        return {
+            item.id for item in work_items.matching(db, models.ControllerWork.agent_id == agent.id)
+        }
 
     wait_for(lambda: left() == {repairs[0]}, timeout=15, message="the expired repairs to go")
 

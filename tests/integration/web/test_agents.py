@@ -19,7 +19,7 @@ from occ.state import audit, models, values, work_claims, work_queue
 from occ.state.db import Database
 from tests.integration.web.conftest import Caller
 from tests.integration.web.support import caller
-from tests.support import grants, rows
+from tests.support import grants, rows, work_items
 from tests.support.responses import json_of
 
 UUID4 = ids.UUID4_PATTERN
@@ -113,14 +113,7 @@ def count(db: Database, model: type[models.Base], **where: Any) -> int:
 
 
 def work_ids(db: Database, agent_id: str) -> list[str]:
-    with db.transaction() as session:
-        return list(
-            session.scalars(
-                sa.select(models.ControllerWork.id)
-                .where(models.ControllerWork.agent_id == agent_id)
-                .order_by(models.ControllerWork.created_at)
-            )
-        )
+    return [item.id for item in work_items.matching(db, models.ControllerWork.agent_id == agent_id)]
 
 
 # -- drafts -------------------------------------------------------------------------------------
