@@ -4,7 +4,7 @@ renewal connection's timeout, a quarter of the lease, and stops the pass."""
 
 from __future__ import annotations
 
-import threading
+import contextlib
 import time
 from collections.abc import Iterator
 
@@ -18,6 +18,7 @@ from occ.state import values
 from occ.state.db import Database
 from occ.tasks import worker_process
 from tests.support import databases, rows
+from tests.support.held_elsewhere import held_elsewhere
 from tests.support.queue_steps import Queue
 
 POLICY = values.QueuePolicy(lease_ms=2_000, dispatch_lease_ms=30_000)
@@ -60,29 +61,21 @@ def test_a_renewal_that_hangs_fails_within_its_timeout_and_stops_the_pass(
     db: Database, owner_db: Database, renewals: Database, run: values.Claim
 ) -> None:
     claim = context.ClaimContext(db, POLICY, run, renewals=renewals)
-    locked = threading.Event()
-    release = threading.Event()
 
-    def hold_the_row() -> None:
+    @contextlib.contextmanager
+    def row_locked() -> Iterator[None]:
         with owner_db.transaction() as session:
             session.execute(
                 sa.text("SELECT 1 FROM occ.controller_work WHERE id = :id FOR UPDATE"),
                 {"id": run.work_id},
             )
-            locked.set()
-            release.wait(10)
+            yield
 
-    holder = threading.Thread(target=hold_the_row)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with held_elsewhere(row_locked):
         started = time.monotonic()
         with pytest.raises(errors.ClaimLost):
             claim.renew_now("REVISION_INCOMPLETE")
         waited_s = time.monotonic() - started
-    finally:
-        release.set()
-        holder.join(10)
 
     assert claim.stop_code == codes.Code.CLAIM_RENEWAL_FAILED and claim.abort.is_set()
     assert waited_s < POLICY.lease_ms / 3000
