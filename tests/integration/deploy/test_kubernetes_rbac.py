@@ -7,7 +7,6 @@ a request. Each identity is bound to its own role only.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from occ.drivers.compute import base, runtime_logs
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver, naming
+from occ.drivers.compute.kubernetes import KubernetesComputeDriver
 from occ.drivers.compute.kubernetes import logs as kubernetes_logs
 from tests.integration.deploy import driver_lifecycle, kubernetes_access, kubernetes_files
 from tests.integration.drivers.kubernetes import helpers
@@ -78,23 +77,11 @@ def test_preflight_passes_with_only_the_granted_rules(
 
 @pytest.fixture
 def deployed(kube_api: FakeKubeAPI, tmp_path: Path) -> base.RevisionSpec:
-    """A revision the workers deployed, its gateway Pod with a few lines of log."""
+    """A revision the workers deployed, its gateway Pod with a line of log."""
     kubeconfig = kube_api.write_kubeconfig(tmp_path / "kubeconfig")
-    driver = KubernetesComputeDriver.from_settings(
-        kubernetes_files.settings_of("occ-drivers", tmp_path, kubeconfig)
-    )
-    operation = base.Operation(work_id="work-1", claim_token="token-1", abort=threading.Event())
-    specs = helpers.Specs(
-        namespace=base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="team"),
-        agent_id=f"agt_{uuid.uuid4()}",
-    )
-    try:
-        namespace, revision = helpers.deployed(driver, kube_api, operation, specs)
-    finally:
-        driver.close()
-    [pod] = kube_api.objects("pods", namespace, naming.selector({naming.AGENT_ID: specs.agent_id}))
-    kube_api.write_log(namespace, str(pod["metadata"]["name"]), "hello")
-    return revision
+    settings = kubernetes_files.settings_of("occ-drivers", tmp_path, kubeconfig)
+    namespace = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="team")
+    return helpers.deployed_with_log(settings, kube_api, namespace, "hello")
 
 
 def _read_as_the_api(kube_api: FakeKubeAPI, tmp_path: Path, revision: base.RevisionSpec) -> None:

@@ -168,6 +168,23 @@ def deployed(
     return name, revision
 
 
+def deployed_with_log(
+    settings: Settings, kube_api: FakeKubeAPI, namespace: base.NamespaceSpec, line: str
+) -> base.RevisionSpec:
+    """A new Agent's revision deployed in ``namespace`` by a driver of ``settings`` (closed
+    after), its gateway Pod's log holding ``line``: what a log reader then finds."""
+    specs = Specs(namespace=namespace, agent_id=f"agt_{uuid.uuid4()}")
+    operation = base.Operation(work_id="work-1", claim_token="token-1", abort=threading.Event())
+    driver = KubernetesComputeDriver.from_settings(settings)
+    try:
+        name, revision = deployed(driver, kube_api, operation, specs)
+    finally:
+        driver.close()
+    [pod] = kube_api.objects("pods", name, naming.selector({naming.AGENT_ID: specs.agent_id}))
+    kube_api.write_log(name, str(pod["metadata"]["name"]), line)
+    return revision
+
+
 def gateway_name(revision: base.RevisionSpec) -> str:
     if revision.harness_mode == "dedicated":
         return naming.dedicated_deployment(revision.revision_id)

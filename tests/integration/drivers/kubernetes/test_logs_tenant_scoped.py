@@ -3,12 +3,11 @@ that ``occ kubernetes rbac`` prints beside the workers' (a fake API server enfor
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 
 from occ.drivers.compute import base, runtime_logs
-from occ.drivers.compute.kubernetes import KubernetesComputeDriver, access, naming, rbac
+from occ.drivers.compute.kubernetes import access, rbac
 from occ.drivers.compute.kubernetes import logs as kubernetes_logs
 from occ.settings.config import Settings
 from tests.integration.deploy import kubernetes_access
@@ -32,18 +31,8 @@ def test_the_api_reads_logs_with_the_printed_log_reader_role_alone(
     kube_api.create_foreign("namespaces", None, rbac.namespace(MANAGED))
     workers_role, workers_binding, *log_reader = rbac.provisioning([MANAGED])
     kube_api.grant_only([workers_role, workers_binding])
-    specs = helpers.Specs(
-        namespace=base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="a", existing_namespace=MANAGED),
-        agent_id=f"agt_{uuid.uuid4()}",
-    )
-    operation = base.Operation(work_id="w", claim_token="t", abort=threading.Event())
-    driver = KubernetesComputeDriver.from_settings(settings)
-    try:
-        _, revision = helpers.deployed(driver, kube_api, operation, specs)
-    finally:
-        driver.close()
-    [pod] = kube_api.objects("pods", MANAGED, naming.selector({naming.AGENT_ID: specs.agent_id}))
-    kube_api.write_log(MANAGED, str(pod["metadata"]["name"]), "hello")
+    namespace = base.NamespaceSpec(id=f"ns_{uuid.uuid4()}", name="a", existing_namespace=MANAGED)
+    revision = helpers.deployed_with_log(settings, kube_api, namespace, "hello")
 
     kube_api.grant_only(log_reader)
     before = len(kube_api.journal)
