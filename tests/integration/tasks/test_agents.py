@@ -326,9 +326,11 @@ def test_a_gateway_that_never_becomes_healthy_fails_at_the_deadline_and_is_retir
     with db.transaction() as session:
         row = session.get(models.ControllerWork, f"agent_revision:{revision_id}:reconcile")
         assert row is not None
-        # many unready passes, yet the attempt budget (2) was never spent: deferrals refund it
+        # more unready passes than the attempt budget (2), yet it was never spent: deferrals
+        # refund it (how many more depends on the machine's speed, so only "more" is asserted)
         assert row.attempt_count <= 1
-    assert audits.reconcile_passes(db, f"agent_revision:{revision_id}:reconcile") > 3
+    passes = audits.reconcile_passes(db, f"agent_revision:{revision_id}:reconcile")
+    assert passes > int(env["OCC_WORKER_MAX_ATTEMPTS"])
     # the failed candidate keeps no runtime and no credential: the failure admitted its
     # retirement in the same transaction, and a worker carried it out, audited
     retired = wait_for(
