@@ -22,8 +22,8 @@ RUN mkdir occ && touch occ/__init__.py && pip install -e . && rm -rf occ
 # the source tree: the package and the Alembic migrations (alembic.ini, alembic/) it runs
 COPY . .
 RUN pip install --no-deps -e . \
-    && mkdir -p /run/occ /var/lib/occ/local /var/lib/occ/metrics \
-    && chown occ:occ /run/occ /var/lib/occ /var/lib/occ/local /var/lib/occ/metrics
+    && mkdir -p /run/occ /run/occ-docker /var/lib/occ/local /var/lib/occ/metrics \
+    && chown occ:occ /run/occ /run/occ-docker /var/lib/occ /var/lib/occ/local /var/lib/occ/metrics
 
 USER occ
 

@@ -61,6 +61,7 @@ SERVER_COMMANDS: Final = {
         "dev",
         "Run the API, both workers and beat on this machine, with embedded services.",
     ),
+    "docker": Lazy("occ.cli.docker", "docker", "Helpers of the docker Compute Driver."),
     "doctor": Lazy(
         "occ.cli.doctor",
         "doctor",

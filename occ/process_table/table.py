@@ -1,6 +1,7 @@
 """The table of occ's processes: what each one is for and how every layout runs it.
 
-One ``Process`` per kind of process (release, API, control worker, driver worker, beat, Flower)
+One ``Process`` per kind of process (release, API, control worker, driver worker, beat, Flower,
+and compose's docker log gate)
 holds its role, the queue, pool and node name of a Celery worker, and one ``Run`` per
 ``Layout`` that runs it: the layout's name for it and the command line. The layouts are the
 ``Procfile`` (Heroku, honcho), ``docker-compose.yml`` (whose ``api`` command is also the image's
@@ -133,6 +134,8 @@ RELEASE_STEPS: Final = "occ db upgrade && occ bootstrap --if-missing"
 PROCFILE_METRICS: Final = f"${{{metrics_directory.VARIABLE}:-/tmp/occ-metrics}}"
 """The Procfile's base of the programs' metrics directories (one directory per program below)."""
 IMAGE_METRICS: Final = "/var/lib/occ/metrics"
+DOCKER_SOCKET: Final = "/var/run/docker.sock"
+"""The Docker Engine's socket where compose mounts it."""
 """The image's metrics directory, which compose sets too: a container runs one program."""
 
 _IDLE_UNDER_HONCHO = 'if [ -n "$HONCHO_PROCESS_NAME" ]; then exec tail -f /dev/null; fi'
@@ -263,7 +266,23 @@ FLOWER: Final = Process(
     },
 )
 
-PROCESSES: Final = (RELEASE, API, CONTROL, DRIVERS, BEAT, FLOWER)
+LOG_GATE_SOCKET: Final = "/run/occ-docker/docker.sock"
+"""Where compose's log gate listens, in the volume it shares with the API."""
+LOG_GATE: Final = Process(
+    name="docker log gate",
+    role="the API's gateway log reads, in front of the Docker Engine; nothing else",
+    command="occ docker log-gate",
+    runs={
+        # the API reads gateway logs through it instead of holding the engine's socket; the
+        # other layouts' API reaches its engine (or cluster) itself
+        Layout.COMPOSE: Run(
+            "docker-log-gate",
+            ("occ", "docker", "log-gate", "--socket", LOG_GATE_SOCKET, "--engine", DOCKER_SOCKET),
+        ),
+    },
+)
+
+PROCESSES: Final = (RELEASE, API, CONTROL, DRIVERS, BEAT, FLOWER, LOG_GATE)
 
 
 def runs(layout: Layout) -> tuple[tuple[Process, Run], ...]:

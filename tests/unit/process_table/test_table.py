@@ -39,7 +39,11 @@ def test_named_refuses_a_name_the_layout_does_not_use() -> None:
 
 
 def test_the_procfile_runs_every_process_and_occ_dev_every_long_running_one() -> None:
-    assert [process for process, _ in table.runs(Layout.PROCFILE)] == list(table.PROCESSES)
+    procfile = [process for process, _ in table.runs(Layout.PROCFILE)]
+    assert procfile == [process for process in table.PROCESSES if process is not table.LOG_GATE]
+    # compose alone keeps the engine's socket from its API
+    assert [run.name for _, run in table.runs(Layout.COMPOSE)][-1] == "docker-log-gate"
+    assert list(table.LOG_GATE.runs) == [Layout.COMPOSE]
     in_dev = [process for process, _ in table.runs(Layout.DEV)]
     assert in_dev == [table.API, table.CONTROL, table.DRIVERS, table.BEAT]
     assert table.RELEASE.dev_in_process  # the migration and bootstrap, before the children

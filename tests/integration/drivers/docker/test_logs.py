@@ -1,5 +1,7 @@
 """The ``docker`` driver's runtime logs on a real Docker Engine: the gateway container's
-output, tail, since, follow until the container stops or the deadline, close."""
+output, tail, since, follow until the container stops or the deadline, close; each read
+straight from the engine and again through the log gate (``log_gate``), as the API reads in
+docker compose."""
 
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from tests.support.processes import wait_for
 from tests.support.specs import log_target
 
 
-@pytest.fixture
-def reader(docker_host: str) -> docker_logs.DockerLogs:
-    return docker_logs.DockerLogs(engine.Engine(docker_host, timeout_s=10))
+@pytest.fixture(params=["engine", "gate"])
+def reader(request: pytest.FixtureRequest, docker_host: str) -> docker_logs.DockerLogs:
+    host = docker_host if request.param == "engine" else request.getfixturevalue("gate_host")
+    return docker_logs.DockerLogs(engine.Engine(host, timeout_s=10))
 
 
 @pytest.fixture
