@@ -30,9 +30,9 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Final
 
+from occ.drivers.compute.docker import naming
 from occ.telemetry import observability
 
-GATEWAY: Final = re.compile(r"occ-gw-[0-9a-f]{16}")
 """The name of an occ gateway container (``naming.gateway``)."""
 _VERSIONED: Final = re.compile(r"/v1\.[0-9]{1,3}(/.*)")
 _RELAYED_HEADERS: Final = ("Content-Type", "Api-Version", "Docker-Experimental", "Ostype")
@@ -67,7 +67,11 @@ def passage(method: str, target: str) -> Passage | None:
     if path in ("/_ping", "/version"):
         return Passage(Reach.ENGINE, target)
     parts = path.split("/")
-    if len(parts) != 4 or parts[:2] != ["", "containers"] or not GATEWAY.fullmatch(parts[2]):
+    if (
+        len(parts) != 4
+        or parts[:2] != ["", "containers"]
+        or not naming.GATEWAY_NAME.fullmatch(parts[2])
+    ):
         return None
     if parts[3] == "logs":
         return Passage(Reach.LOGS, target)
@@ -86,8 +90,8 @@ def cut_inspection(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _EngineConnection(http.client.HTTPConnection):
-    """HTTP to the engine over its unix socket."""
+class UnixConnection(http.client.HTTPConnection):
+    """HTTP over a unix socket: the engine's, or the gate's own."""
 
     def __init__(self, path: str, timeout_s: float) -> None:
         super().__init__("docker", timeout=timeout_s)
@@ -141,7 +145,7 @@ class _Relay(http.server.BaseHTTPRequestHandler):
             self._drain_body()  # closing on an unread body would reset the client's read
             self._answer(403, {"message": "the log gate lets through gateway log reads only"})
             return
-        engine = _EngineConnection(self.server.engine_path, self.server.idle_s)
+        engine = UnixConnection(self.server.engine_path, self.server.idle_s)
         try:
             engine.request(self.command, allowed.target)
             response = engine.getresponse()

@@ -11,6 +11,7 @@ Pure functions only: nothing here talks to the engine.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -33,6 +34,10 @@ SNAPSHOT: Final = "snapshot"
 SNAPSHOT_WRITER: Final = "snapshot-writer"
 
 _HASH_LENGTH: Final = 16
+_GATEWAY_PREFIX: Final = "occ-gw-"
+
+GATEWAY_NAME: Final = re.compile(re.escape(_GATEWAY_PREFIX) + f"[0-9a-f]{{{_HASH_LENGTH}}}")
+"""What every gateway container's name matches, and nothing else occ names does."""
 
 
 def digest(value: str) -> str:
@@ -47,7 +52,7 @@ def network(namespace_id: str) -> str:
 
 def gateway(revision_id: str) -> str:
     """The revision's gateway container."""
-    return f"occ-gw-{digest(revision_id)}"
+    return _GATEWAY_PREFIX + digest(revision_id)
 
 
 def snapshot(revision_id: str) -> str:

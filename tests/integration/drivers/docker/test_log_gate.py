@@ -4,31 +4,18 @@ reads themselves through the gate: ``test_logs.py``)."""
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 from typing import Any
 
 import pytest
 
 from occ.drivers.compute import base
-from occ.drivers.compute.docker import DockerComputeDriver, naming
+from occ.drivers.compute.docker import DockerComputeDriver, log_gate, naming
 from tests.integration.drivers.docker.objects import revision
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str) -> None:
-        super().__init__("docker", timeout=10)
-        self.socket_path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self.socket_path)
-
-
 def ask(host: str, method: str, target: str, body: Any = None) -> tuple[int, Any]:
-    connection = _UnixConnection(host.removeprefix("unix://"))
+    connection = log_gate.UnixConnection(host.removeprefix("unix://"), timeout_s=10)
     try:
         payload = None if body is None else json.dumps(body)
         headers = {} if body is None else {"Content-Type": "application/json"}
