@@ -1,7 +1,7 @@
 """What occ installs on every SSH host: the host helper and the stand-in gateway's library.
 
 One tar archive, built once per process from occ's own source files: ``bin/occ-host.py``
-(``hostside``) with ``bin/gateway_health.py`` beside it, and, under ``lib/``, the stand-in
+(``hostside``) with the two modules it imports beside it, and, under ``lib/``, the stand-in
 gateway with the two modules it imports. Its digest names the version; a host whose
 ``<root>/.occ-bundle`` holds another digest gets the archive again, over the stdin of one SSH
 command.
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Final
 
 import occ
-from occ.drivers.compute.ssh import gateway_health, hostside
+from occ.drivers.compute.ssh import gateway_health, host_supervisor, hostside
 
 HELPER: Final = "bin/occ-host.py"
-HELPER_COMPANION: Final = "bin/gateway_health.py"
-"""The module the helper imports, beside it (``bin`` is the helper's first import path)."""
+HELPER_COMPANIONS: Final = (gateway_health, host_supervisor)
+"""The modules the helper imports, beside it in ``bin`` (the helper's first import path)."""
 MARKER: Final = ".occ-bundle"
 
 _PACKAGE: Final = Path(occ.__file__).resolve().parent
@@ -70,7 +70,9 @@ def build() -> Bundle:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         _add(archive, HELPER, Path(hostside.__file__).read_bytes())
-        _add(archive, HELPER_COMPANION, Path(gateway_health.__file__).read_bytes())
+        for companion in HELPER_COMPANIONS:
+            source = Path(str(companion.__file__))
+            _add(archive, f"bin/{source.name}", source.read_bytes())
         for name in _LIBRARY:
             _add(archive, f"lib/occ/{name}", (_PACKAGE / name).read_bytes())
     data = buffer.getvalue()

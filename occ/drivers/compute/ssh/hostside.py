@@ -1,46 +1,40 @@
 """The helper the ``ssh`` driver installs on every host: one verb per SSH command.
 
-Standard library only; occ copies this file to ``<root>/bin/occ-host.py``, with the one module
-it imports (``gateway_health``, the ``/healthz`` probe) beside it, and runs it as
-``python3 <root>/bin/occ-host.py <verb>`` with a JSON request on stdin, as root (directly or
-through ``sudo -n``). It answers one JSON line on stdout, ``{"ok": true, ...}`` or
+Standard library only; occ copies this file to ``<root>/bin/occ-host.py``, with the two modules
+it imports beside it (``gateway_health``, the ``/healthz`` probe, and ``host_supervisor``),
+and runs it as ``python3 <root>/bin/occ-host.py <verb>`` with a JSON request on stdin, as root
+(directly or through ``sudo -n``). It answers one JSON line on stdout, ``{"ok": true, ...}`` or
 ``{"ok": false, "code", "reason"}``, and never echoes its input: a staged credential travels
 only on stdin and lands only in its 0600 file.
 
 Layout under the root: ``namespaces/<ns>/agents/<agent>/revisions/<rev>/`` holds a revision's
 ``config.json`` (0644), ``credential`` and its ``fingerprint-key`` (0600, owned by the Agent's
-user); the Agent's
-``port`` file keeps its gateway's port across revisions. Each Agent has one unit, whose first
-line names the revision it runs. Where systemd is PID 1 units live in ``/etc/systemd/system``
-and run under systemd; elsewhere (containers, CI) they live in ``<root>/units`` and this file
-supervises them itself: the same unit file's ``User``, ``WorkingDirectory``, ``Environment``
-and ``ExecStart``, with ``NoNewPrivileges`` and the ``Limit*`` and ``TasksMax`` limits applied
-(the namespace sandboxing of ``Protect*`` needs systemd).
+user); the Agent's ``port`` file keeps its gateway's port across revisions. Each Agent has one
+unit, whose first line names the revision it runs. Where systemd is PID 1 units live in
+``/etc/systemd/system`` and run under systemd; elsewhere (containers, CI) they live in
+``<root>/units`` and ``host_supervisor`` runs them from the same unit files, with their state
+under ``<root>/run``.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import json
 import os
 import pwd
 import re
-import resource
-import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 try:
-    from occ.drivers.compute.ssh import gateway_health
-except ImportError:  # on a host, where occ is not installed: its copy beside this file
+    from occ.drivers.compute.ssh import gateway_health, host_supervisor
+except ImportError:  # on a host, where occ is not installed: their copies beside this file
     import gateway_health  # type: ignore[import-not-found, no-redef]
+    import host_supervisor  # type: ignore[import-not-found, no-redef]
 
 ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 REVISION_LINE = "# occ-revision="
@@ -146,38 +140,17 @@ def systemctl(*arguments: str) -> int:
     ).returncode
 
 
-def supervised_pid(request: dict[str, Any]) -> int | None:
-    """The supervised unit's pid when it still runs (the recorded start time must match)."""
-    try:
-        pid_text, started = run_state(request).with_suffix(".pid").read_text().split()
-        stat = Path(f"/proc/{pid_text}/stat").read_text()
-    except (FileNotFoundError, ValueError):
-        return None
-    fields = stat.rpartition(")")[2].split()
-    if fields[0] in ("Z", "X") or fields[19] != started:
-        return None
-    return int(pid_text)
-
-
 def unit_active(request: dict[str, Any]) -> bool:
     if uses_systemd(request):
         return systemctl("is-active", "--quiet", unit(request)) == 0
-    return supervised_pid(request) is not None
+    return host_supervisor.running_pid(run_state(request)) is not None
 
 
 def unit_stop(request: dict[str, Any]) -> None:
     if uses_systemd(request):
         systemctl("disable", "--now", unit(request))
         return
-    pid = supervised_pid(request)
-    if pid is not None:
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while supervised_pid(request) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if supervised_pid(request) is not None:
-            os.killpg(pid, signal.SIGKILL)
-    run_state(request).with_suffix(".pid").unlink(missing_ok=True)
+    host_supervisor.stop(run_state(request), STOP_TIMEOUT_S)
 
 
 def unit_restart(request: dict[str, Any]) -> None:
@@ -187,75 +160,9 @@ def unit_restart(request: dict[str, Any]) -> None:
             raise Refused("RUNTIME_STARTUP_FAILED", "systemd could not start the unit")
         return
     unit_stop(request)
-    supervise(request, parse_unit(unit_path(request).read_text(encoding="utf-8")))
-
-
-def parse_unit(text: str) -> dict[str, list[str]]:
-    """The ``[Service]`` keys of a unit file, each with its values in order."""
-    keys: dict[str, list[str]] = {}
-    section = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("["):
-            section = line
-        elif section == "[Service]" and "=" in line:
-            key, _, value = line.partition("=")
-            keys.setdefault(key.strip(), []).append(value.strip())
-    return keys
-
-
-def supervise(request: dict[str, Any], service: dict[str, list[str]]) -> None:
-    """Start the unit's ``ExecStart`` detached, as its user, with its environment and limits."""
-    state = run_state(request)
-    state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    pid_file = state.with_suffix(".pid")
-    pid_file.unlink(missing_ok=True)
-    user = pwd.getpwnam(service["User"][-1])
-    environment = {"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"}
-    for line in service.get("Environment", []):
-        for entry in shlex.split(line):
-            name, _, value = entry.partition("=")
-            environment[name] = value
-    argv = shlex.split(service["ExecStart"][-1])
-    if os.fork() != 0:
-        deadline = time.monotonic() + 5
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if supervised_pid(request) is None:
-            raise Refused("RUNTIME_STARTUP_FAILED", "the supervised unit did not start")
-        return
-    try:  # the child: a session of its own, then the grandchild runs the unit
-        os.setsid()
-        if os.fork() != 0:
-            os._exit(0)
-        os.setpgid(0, 0)  # a group of its own: a stop signals the unit and its children
-        log = os.open(state.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.closerange(3, 1024)
-        stat = Path(f"/proc/{os.getpid()}/stat").read_text().rpartition(")")[2].split()
-        pid_file.write_text(f"{os.getpid()} {stat[19]}\n")
-        os.chdir(service.get("WorkingDirectory", ["/"])[-1])
-        limits = {
-            "LimitNOFILE": resource.RLIMIT_NOFILE,
-            "TasksMax": resource.RLIMIT_NPROC,
-        }
-        for key, limit in limits.items():
-            if key in service:
-                cap = int(service[key][-1])
-                resource.setrlimit(limit, (cap, cap))
-        os.setgroups([])
-        os.setgid(user.pw_gid)
-        os.setuid(user.pw_uid)
-        if service.get("NoNewPrivileges", ["no"])[-1] == "yes":
-            ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-        os.execve(argv[0], argv, environment)  # noqa: S606 - the unit's own command
-    finally:
-        os._exit(127)
+    service = host_supervisor.parse_unit(unit_path(request).read_text(encoding="utf-8"))
+    if not host_supervisor.start(run_state(request), service):
+        raise Refused("RUNTIME_STARTUP_FAILED", "the supervised unit did not start")
 
 
 # -- verbs -------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from occ.drivers.compute.ssh import hostside, units
+from occ.drivers.compute.ssh import host_supervisor, hostside, units
 from occ.foundation import fingerprints
 from tests.support import specs
 
@@ -29,7 +29,7 @@ def test_the_unit_names_its_revision_and_runs_as_the_agents_user() -> None:
     assert text.splitlines()[0] == "# occ-revision=rev_9"
     assert f"User={hostside.user_name('agt_7')}" in text
     assert hostside.unit_name("agt_7").startswith("occ-agent-")
-    service = hostside.parse_unit(text)
+    service = host_supervisor.parse_unit(text)
     assert service["ExecStart"][0].startswith("/usr/bin/python3 -m occ.drivers.gateway")
     assert "--port @PORT@" in service["ExecStart"][0]
     assert (
@@ -43,7 +43,9 @@ def test_the_unit_names_its_revision_and_runs_as_the_agents_user() -> None:
 
 
 def test_the_unit_is_hardened_and_limited() -> None:
-    service = hostside.parse_unit(_render(limits=units.Limits(memory_bytes=1 << 28, tasks=64)))
+    service = host_supervisor.parse_unit(
+        _render(limits=units.Limits(memory_bytes=1 << 28, tasks=64))
+    )
     for key, value in {
         "NoNewPrivileges": "yes",
         "ProtectSystem": "strict",
@@ -60,7 +62,9 @@ def test_the_unit_is_hardened_and_limited() -> None:
 
 
 def test_a_configured_command_gets_no_library_path() -> None:
-    service = hostside.parse_unit(_render(command=["/opt/openclaw/bin/gateway"], credential=False))
+    service = host_supervisor.parse_unit(
+        _render(command=["/opt/openclaw/bin/gateway"], credential=False)
+    )
     assert service["ExecStart"][0].startswith("/opt/openclaw/bin/gateway --host 127.0.0.1")
     assert "--credential-file" not in service["ExecStart"][0]
     assert service["Environment"] == ['"SANDBOX_PROFILE=opaque-sandbox:1"']
