@@ -1,26 +1,21 @@
 """Operator read use cases: the work queue (``installation:administer``) and the audit ledger
 (``installation:read``), both checked on the Installation.
 
-Read-only snapshots; pages are keyset pages (newest first) with an opaque cursor for work
-items and a sequence number for audit events, filtered by a ``WorkFilter`` or an
-``AuditFilter`` (the web layer's query schemas check each filter's form; a cursor and a work
-id are checked here, before any query). Items are ``occ.state.values.WorkItem`` values, which
-never carry a claim token.
+Read-only snapshots; pages are keyset pages, newest first: work items in a ``keyset`` window
+(the web layer makes its position an opaque cursor, as for every list), audit events below a
+sequence number; filtered by a ``WorkFilter`` or an ``AuditFilter`` (the web layer's query
+schemas check each filter's form; a work id is checked here too, before any query). Items
+are ``occ.state.values.WorkItem`` values, which never carry a claim token.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import datetime as dt
-import json
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final
 
-from occ.controller import admission, installation
+from occ.controller import admission, installation, listing
 from occ.foundation import errors, ids
-from occ.state import audit, values, work_queue, work_reads
+from occ.state import audit, keyset, values, work_queue, work_reads
 from occ.state.db import Database, Session
 from occ.state.work_keys import WorkKey
 
@@ -38,21 +33,18 @@ RESOURCE_ID_PATTERN: Final = (
 )
 """Any prefixed occ id."""
 
-_CURSOR_MAX: Final = 512
-
-T = TypeVar("T")
+FIRST_PAGE: Final = keyset.Window(limit=DEFAULT_LIMIT)
 
 
 @dataclass(frozen=True, kw_only=True)
 class WorkFilter:
-    """Which work items a page lists: those matching every given filter, at most ``limit``,
-    older than the item ``cursor`` names."""
+    """Which work items a page lists: those matching every given filter, in the ``window``
+    (``keyset.NEWEST_FIRST``) the page asks for."""
 
     state: values.WorkState | None = None
     namespace_id: str | None = None
     agent_id: str | None = None
-    limit: int = DEFAULT_LIMIT
-    cursor: str | None = None
+    window: keyset.Window = FIRST_PAGE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,14 +61,6 @@ class AuditFilter:
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkPage:
-    """One page of work items, newest first; ``next_cursor`` fetches the next (older) page."""
-
-    items: list[values.WorkItem]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
 class AuditPage:
     """One page of audit events, newest first; ``next_before`` fetches the next (older) page."""
 
@@ -84,33 +68,25 @@ class AuditPage:
     next_before: int | None
 
 
-def list_work(db: Database, actor_id: str, query: WorkFilter) -> WorkPage:
+def list_work(db: Database, actor_id: str, query: WorkFilter) -> keyset.Page[values.WorkItem]:
     """Work items matching every given filter, newest first (``installation:administer``).
 
     Raises:
-        InvalidInput: a bad ``cursor`` (before any query).
         Forbidden: the caller may not administer the Installation (audited).
     """
-    position = None if query.cursor is None else decode_cursor(query.cursor)
-    items, last = _newest_first(
-        db,
-        actor_id,
-        "work.list",
-        "installation:administer",
-        read=lambda session, rows: work_reads.page(
-            session,
-            state=query.state,
-            namespace_id=query.namespace_id,
-            agent_id=query.agent_id,
-            after=position,
-            limit=rows,
-        ),
-        limit=query.limit,
-    )
-    return WorkPage(
-        items=items,
-        next_cursor=None if last is None else encode_cursor(last.created_at, last.id),
-    )
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        _require_installation(session, actor_id, "work.list", "installation:administer")
+        return listing.page(
+            lambda window: work_reads.page(
+                session,
+                window,
+                state=query.state,
+                namespace_id=query.namespace_id,
+                agent_id=query.agent_id,
+            ),
+            query.window,
+            keyset.NEWEST_FIRST,
+        )
 
 
 def get_work(db: Database, actor_id: str, *, work_id: str) -> values.WorkItem:
@@ -141,22 +117,19 @@ def list_audit_events(db: Database, actor_id: str, query: AuditFilter) -> AuditP
     """
     if query.work_id is not None and not valid_work_id(query.work_id):
         raise errors.InvalidInput.at(("work_id",), "must be a work id")
-    items, last = _newest_first(
-        db,
-        actor_id,
-        "audit_events.list",
-        "installation:read",
-        read=lambda session, rows: audit.list_events(
+    with admission.guarded(db, actor_id, read_only=True) as session:
+        _require_installation(session, actor_id, "audit_events.list", "installation:read")
+        rows = audit.list_events(
             session,
             namespace_id=query.namespace_id,
             resource_id=query.resource_id,
             work_id=query.work_id,
             kind=query.kind,
             before_sequence=query.before,
-            limit=rows,
-        ),
-        limit=query.limit,
-    )
+            limit=query.limit + 1,  # one more: whether a next page exists
+        )
+    items = rows[: query.limit]
+    last = items[-1] if len(rows) > query.limit and items else None
     return AuditPage(items=items, next_before=None if last is None else last.sequence)
 
 
@@ -176,44 +149,3 @@ def _require_installation(
 ) -> None:
     resource = installation.resource(session)
     admission.require(session, actor_id, action, permission, resource, hide_unless_readable=hide)
-
-
-def _newest_first(
-    db: Database,
-    actor_id: str,
-    action: str,
-    permission: str,
-    *,
-    read: Callable[[Session, int], list[T]],
-    limit: int,
-) -> tuple[list[T], T | None]:
-    """The first ``limit`` rows ``read`` returns (asked for one more) in a read-only
-    transaction, once ``permission`` on the Installation allowed ``action``; and the last of
-    them when more rows follow (where the next page starts)."""
-    with admission.guarded(db, actor_id, read_only=True) as session:
-        _require_installation(session, actor_id, action, permission)
-        rows = read(session, limit + 1)
-    items = rows[:limit]
-    return items, items[-1] if len(rows) > limit and items else None
-
-
-def encode_cursor(created_at: dt.datetime, work_id: str) -> str:
-    """The opaque cursor of the page that continues below ``(created_at, work_id)``."""
-    raw = json.dumps([created_at.isoformat(), work_id], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
-    """The position an ``encode_cursor`` cursor names, or ``InvalidInput`` at ``cursor``."""
-    invalid = errors.InvalidInput.at(("cursor",), "is not a cursor this API returned")
-    if not 1 <= len(cursor) <= _CURSOR_MAX:
-        raise invalid
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, work_id = json.loads(raw.decode("utf-8"))
-        created_at = dt.datetime.fromisoformat(created)
-    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
-        raise invalid from None
-    if created_at.tzinfo is None or not valid_work_id(work_id):
-        raise invalid
-    return created_at, work_id

@@ -11,6 +11,7 @@ are plain tuples of ints and strings (the web layer makes them opaque cursors).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -91,6 +92,15 @@ def _by_creation(query: Any, table: sa.Table, after: Key | None) -> Any:
     return query.where(sa.tuple_(table.c.created_at, table.c.id) > sa.tuple_(moment, item_id))
 
 
+def _newest_first(query: Any, table: sa.Table, after: Key | None) -> Any:
+    query = query.order_by(table.c.created_at.desc(), table.c.id.desc())
+    if after is None:
+        return query
+    micros, item_id = after
+    moment = _EPOCH + dt.timedelta(microseconds=int(micros))
+    return query.where(sa.tuple_(table.c.created_at, table.c.id) < sa.tuple_(moment, item_id))
+
+
 def _newest_revision_first(query: Any, table: sa.Table, after: Key | None) -> Any:
     query = query.order_by(table.c.revision_number.desc())
     if after is None:
@@ -105,6 +115,8 @@ BY_CREATION: Final = Order(
     _valid=lambda key: 0 <= int(key[0]) <= _LATEST_MICROS and "\x00" not in str(key[1]),
 )
 """Oldest first, ties by id: the order of every resource list but revisions."""
+NEWEST_FIRST: Final = dataclasses.replace(BY_CREATION, _apply=_newest_first)
+"""Newest first, ties by id descending: the operator's view of the work queue."""
 NEWEST_REVISION_FIRST: Final = Order(
     key=lambda item: (-int(item.revision_number),),
     shape=(int,),

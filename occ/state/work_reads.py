@@ -9,7 +9,6 @@ selects rows and hands them to that conversion.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final, cast
@@ -17,7 +16,7 @@ from typing import Any, Final, cast
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from occ.state import models, rows, values, work_keys, work_rows
+from occ.state import keyset, models, rows, values, work_keys, work_rows
 from occ.state.work_keys import WorkKind
 
 _WORK: Final = cast(sa.Table, models.ControllerWork.__table__)
@@ -34,22 +33,15 @@ class Backlog:
 
 def page(
     session: orm.Session,
+    window: keyset.Window,
     *,
     state: values.WorkState | None = None,
     namespace_id: str | None = None,
     agent_id: str | None = None,
-    after: tuple[dt.datetime, str] | None = None,
-    limit: int,
 ) -> list[values.WorkItem]:
-    """Items matching every given filter, newest first (``created_at``, then id), at most
-    ``limit``; ``after`` continues below that ``(created_at, id)`` position."""
-    work = _WORK.c
+    """The items of ``window`` (``keyset.NEWEST_FIRST``) that match every given filter."""
     where = rows.given(_WORK, state=state, namespace_id=namespace_id, agent_id=agent_id)
-    if after is not None:
-        where.append(sa.tuple_(work.created_at, work.id) < after)
-    query = (
-        sa.select(_WORK).where(*where).order_by(work.created_at.desc(), work.id.desc()).limit(limit)
-    )
+    query = keyset.NEWEST_FIRST.window(sa.select(_WORK).where(*where), _WORK, window)
     # the queue's own row conversion: one WorkItem conversion for every reader
     return [work_rows.item_of(row) for row in session.execute(query).mappings()]
 

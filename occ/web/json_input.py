@@ -150,9 +150,15 @@ class Parser(flaskparser.FlaskParser):
     ) -> NoReturn:
         _before_body_error(req)
         messages = error.messages
-        # webargs files messages under their location ("json", "query"): pointers start below
-        if isinstance(messages, Mapping) and set(messages) <= {"json", "query", "path"}:
-            messages = {k: v for part in messages.values() for k, v in part.items()}
+        # webargs files one schema's messages under its location: a body field's pointer
+        # starts at the body (``/name``), a query parameter's under ``/query`` (as an unknown
+        # one's does)
+        if isinstance(messages, Mapping) and len(messages) == 1:
+            [(location, fields)] = messages.items()
+            if location in ("json", "path"):
+                messages = fields
+            elif location == "query":
+                messages = {"query": fields}
         raise problems.InvalidRequest("the request is invalid", field_errors(messages))
 
 

@@ -242,9 +242,9 @@ def audit_page(filters: _Filters[audit.EventKind]) -> str:
 def work_page(filters: _Filters[values.WorkState]) -> str:
     page = calls.call(
         operations.list_work,
-        operations.WorkFilter(namespace_id=filters.namespace_id, state=filters.value, limit=100),
+        operations.WorkFilter(namespace_id=filters.namespace_id, state=filters.value),
     )
-    return _render("work.html", {"title": "Work items", "items": page.items, "filters": filters})
+    return _render("work.html", {"title": "Work items", "items": page, "filters": filters})
 
 
 @blueprint.route("/people", methods=["GET"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from occ.controller import operations
-from occ.state import values
-from occ.web import calls
+from occ.state import keyset, values
+from occ.web import calls, pagination
 from occ.web.routes import blueprints
 from occ.web.schemas import operations as schemas
 
@@ -18,18 +18,20 @@ blueprint = blueprints.Blueprint(
 )
 
 
-@blueprint.operation("GET", "", query=schemas.WorkQuery, answers=schemas.WorkItemListResponse)
+@blueprint.operation(
+    "GET", "", query=schemas.WorkQuery, answers=pagination.envelope(schemas.WorkItem)
+)
 def list_work(query: dict[str, Any]) -> dict[str, Any]:
-    """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor."""
+    """Work items, newest first, filtered by state, Namespace and Agent; paged by cursor (a
+    cursor of one filter is refused under another, as on every list)."""
     state = query.get("state")
     work_filter = operations.WorkFilter(
         state=None if state is None else values.WorkState(state),
         namespace_id=query.get("namespace_id"),
         agent_id=query.get("agent_id"),
-        limit=query["limit"],
-        cursor=query.get("cursor"),
+        window=pagination.window(query, keyset.NEWEST_FIRST),
     )
-    return schemas.work_page(calls.call(operations.list_work, work_filter))
+    return pagination.page(calls.call(operations.list_work, work_filter))
 
 
 @blueprint.operation("GET", "/<work_id>", item=schemas.WorkItem)

@@ -15,6 +15,7 @@ from occ.controller import operations
 from occ.foundation import ids
 from occ.state import audit, values, work_reads
 from occ.state.work_keys import WorkKind
+from occ.web import pagination
 from occ.web.schemas import common
 
 WORK_STATES = [state.value for state in values.WorkState]
@@ -38,6 +39,12 @@ def _limit() -> fields.Integer:
     )
 
 
+def _exact_work_id(value: str) -> None:
+    """The exact shapes the pattern outlines (``operations.valid_work_id``)."""
+    if not operations.valid_work_id(value):
+        raise ma.ValidationError("must be a work id")
+
+
 class Query(ma.Schema):
     """Query parameters are a closed set too: an unknown one is an error."""
 
@@ -45,15 +52,12 @@ class Query(ma.Schema):
         unknown = ma.RAISE
 
 
-class WorkQuery(Query):
+class WorkQuery(pagination.PageQuery):
+    """The filters, ``limit`` and ``cursor``; an unknown parameter is an error."""
+
     state = fields.String(validate=validate.OneOf(WORK_STATES))
     namespace_id = fields.String(data_key="namespaceId", validate=_id("namespace"))
     agent_id = fields.String(data_key="agentId", validate=_id("agent"))
-    limit = _limit()
-    cursor = fields.String(
-        validate=validate.Length(min=1, max=512),
-        metadata={"description": "``meta.nextCursor`` of the previous page."},
-    )
 
 
 class AuditEventQuery(Query):
@@ -67,6 +71,7 @@ class AuditEventQuery(Query):
         validate=[
             validate.Length(max=operations.WORK_ID_MAX),
             validate.Regexp(operations.WORK_ID_PATTERN, error="must be a work id"),
+            _exact_work_id,
         ],
     )
     kind = fields.String(validate=validate.OneOf(AUDIT_KINDS))
@@ -132,30 +137,13 @@ class AuditEvent(ma.Schema):
     details = fields.Dict(required=True)
 
 
-class WorkPageMeta(common.Meta):
-    next_cursor = fields.String(data_key="nextCursor", required=True, allow_none=True)
-
-
 class AuditPageMeta(common.Meta):
     next_before = fields.Integer(data_key="nextBefore", required=True, allow_none=True)
-
-
-class WorkItemListResponse(ma.Schema):
-    data = fields.List(fields.Nested(WorkItem), required=True)
-    meta = fields.Nested(WorkPageMeta, required=True)
 
 
 class AuditEventListResponse(ma.Schema):
     data = fields.List(fields.Nested(AuditEvent), required=True)
     meta = fields.Nested(AuditPageMeta, required=True)
-
-
-def work_page(page: operations.WorkPage) -> dict[str, Any]:
-    """The envelope of a page of work items."""
-    return {
-        "data": page.items,
-        "meta": {"request_id": flask.g.get("request_id"), "next_cursor": page.next_cursor},
-    }
 
 
 def audit_page(page: operations.AuditPage) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from occ.state import values, work_claims, work_queue, work_reads
+from occ.state import keyset, values, work_claims, work_queue, work_reads
 from occ.state.db import Database
 from occ.state.work_keys import WorkKind
 from tests.support import rows
+
+_TEN = keyset.Window(limit=10)
 
 
 def _world(db: Database) -> tuple[str, list[str]]:
@@ -23,10 +25,10 @@ def test_pages_run_newest_first_and_continue_below_a_position(db: Database) -> N
     _, namespace_ids = _world(db)
     newest_first = [f"namespace:{n}:reconcile:ready" for n in reversed(namespace_ids)]
     with db.snapshot() as session:
-        first = work_reads.page(session, limit=2)
+        first = work_reads.page(session, keyset.Window(limit=2))
         assert [item.id for item in first] == newest_first[:2]
-        last = first[-1]
-        rest = work_reads.page(session, after=(last.created_at, last.id), limit=2)
+        after = keyset.NEWEST_FIRST.key(first[-1])
+        rest = work_reads.page(session, keyset.Window(after=after, limit=2))
     assert [item.id for item in rest] == newest_first[2:]
     assert {item.kind for item in first + rest} == {WorkKind.NAMESPACE_READY}
 
@@ -36,9 +38,9 @@ def test_pages_filter_by_state_and_namespace(db: Database, policy: values.QueueP
     with db.transaction() as session:
         (claimed,) = work_claims.claim(session, policy, limit=1)
     with db.snapshot() as session:
-        queued = work_reads.page(session, state=values.WorkState.QUEUED, limit=10)
-        mine = work_reads.page(session, namespace_id=namespace_ids[1], limit=10)
-        by_claim = work_reads.page(session, state=values.WorkState.CLAIMED, limit=10)
+        queued = work_reads.page(session, _TEN, state=values.WorkState.QUEUED)
+        mine = work_reads.page(session, _TEN, namespace_id=namespace_ids[1])
+        by_claim = work_reads.page(session, _TEN, state=values.WorkState.CLAIMED)
     assert [item.id for item in by_claim] == [claimed.work_id]
     assert claimed.work_id not in {item.id for item in queued} and len(queued) == 2
     assert [item.owner.namespace_id for item in mine] == [namespace_ids[1]]
@@ -56,7 +58,7 @@ def test_backlog_counts_pending_items_and_ages_the_oldest(db: Database) -> None:
         assert work_reads.backlog(session) == work_reads.Backlog(pending=0, oldest_age_s=0.0)
     _world(db)
     with db.transaction() as session:
-        oldest = work_reads.page(session, limit=3)[-1]
+        oldest = work_reads.page(session, keyset.Window(limit=3))[-1]
         work_queue_now = work_queue.database_now(session)
         backlog = work_reads.backlog(session)
     assert backlog.pending == 3

@@ -124,14 +124,14 @@ def test_a_follow_streams_and_ends_when_the_client_leaves(
 @pytest.mark.parametrize(
     ("query", "pointer"),
     [
-        ("tail=-1", "/tail"),
-        ("tail=10001", "/tail"),
-        ("tail=lots", "/tail"),
-        ("since=yesterday", "/since"),
-        ("since=2026-01-01T00:00:00", "/since"),
-        ("since=99999999999h", "/since"),
-        ("since=9000h", "/since"),
-        ("follow=maybe", "/follow"),
+        ("tail=-1", "/query/tail"),
+        ("tail=10001", "/query/tail"),
+        ("tail=lots", "/query/tail"),
+        ("since=yesterday", "/query/since"),
+        ("since=2026-01-01T00:00:00", "/query/since"),
+        ("since=99999999999h", "/query/since"),
+        ("since=9000h", "/query/since"),
+        ("follow=maybe", "/query/follow"),
         ("lines=3", "/query/lines"),
     ],
 )

@@ -206,23 +206,35 @@ def test_work_pages_newest_first(client: FlaskClient, admin: Caller) -> None:
     assert len(pages) == 3
 
 
+def test_a_work_cursor_is_refused_under_other_filters(client: FlaskClient, admin: Caller) -> None:
+    for n in range(3):
+        create_namespace(client, admin, f"team-{n}")
+    cursor = json_of(get(client, "/v1/work", admin, limit=1))["meta"]["nextCursor"]
+    assert cursor is not None
+    refused = get(client, "/v1/work", admin, limit=1, cursor=cursor, state="queued")
+    problem(refused, 400, "INVALID_REQUEST")
+    assert pointers(refused) == ["/query/cursor"]
+    following = get(client, "/v1/work", admin, limit=2, cursor=cursor)  # the size may change
+    assert len(json_of(following)["data"]) == 2
+
+
 # -- work: bad input ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("query", "pointer"),
     [
-        ({"state": "done"}, "/state"),
-        ({"namespaceId": "ns_nope"}, "/namespaceId"),
-        ({"namespaceId": ids.new("agent")}, "/namespaceId"),
-        ({"agentId": "agt_1"}, "/agentId"),
-        ({"limit": "0"}, "/limit"),
-        ({"limit": "501"}, "/limit"),
-        ({"limit": "ten"}, "/limit"),
-        ({"limit": "1.5"}, "/limit"),
-        ({"cursor": "not-a-cursor"}, "/cursor"),
-        ({"cursor": "W10"}, "/cursor"),  # base64url of "[]"
-        ({"cursor": "x" * 600}, "/cursor"),
+        ({"state": "done"}, "/query/state"),
+        ({"namespaceId": "ns_nope"}, "/query/namespaceId"),
+        ({"namespaceId": ids.new("agent")}, "/query/namespaceId"),
+        ({"agentId": "agt_1"}, "/query/agentId"),
+        ({"limit": "0"}, "/query/limit"),
+        ({"limit": "501"}, "/query/limit"),
+        ({"limit": "ten"}, "/query/limit"),
+        ({"limit": "1.5"}, "/query/limit"),
+        ({"cursor": "not-a-cursor"}, "/query/cursor"),
+        ({"cursor": "W10"}, "/query/cursor"),  # base64url of "[]"
+        ({"cursor": "x" * 600}, "/query/cursor"),
         ({"colour": "red"}, "/query/colour"),  # unknown: refused before the schema
     ],
 )
@@ -300,19 +312,19 @@ def test_audit_events_page_backwards_by_sequence(client: FlaskClient, admin: Cal
 @pytest.mark.parametrize(
     ("query", "pointer"),
     [
-        ({"namespaceId": "team-a"}, "/namespaceId"),
-        ({"resourceId": "something"}, "/resourceId"),
-        ({"resourceId": "ns_" + "0" * 36}, "/resourceId"),
-        ({"workId": "no spaces allowed"}, "/workId"),
-        ({"workId": "namespace:" + "x" * 250}, "/workId"),
-        ({"workId": "namespace:ns_nope:reconcile:ready"}, "/workId"),
-        ({"workId": f"agent:{ids.new('namespace')}:reconcile:deleted"}, "/workId"),
-        ({"kind": "everything"}, "/kind"),
-        ({"before": "0"}, "/before"),
-        ({"before": "-3"}, "/before"),
-        ({"before": str(2**63)}, "/before"),
-        ({"before": "soon"}, "/before"),
-        ({"limit": "0"}, "/limit"),
+        ({"namespaceId": "team-a"}, "/query/namespaceId"),
+        ({"resourceId": "something"}, "/query/resourceId"),
+        ({"resourceId": "ns_" + "0" * 36}, "/query/resourceId"),
+        ({"workId": "no spaces allowed"}, "/query/workId"),
+        ({"workId": "namespace:" + "x" * 250}, "/query/workId"),
+        ({"workId": "namespace:ns_nope:reconcile:ready"}, "/query/workId"),
+        ({"workId": f"agent:{ids.new('namespace')}:reconcile:deleted"}, "/query/workId"),
+        ({"kind": "everything"}, "/query/kind"),
+        ({"before": "0"}, "/query/before"),
+        ({"before": "-3"}, "/query/before"),
+        ({"before": str(2**63)}, "/query/before"),
+        ({"before": "soon"}, "/query/before"),
+        ({"limit": "0"}, "/query/limit"),
         ({"sort": "asc"}, "/query/sort"),  # unknown: refused before the schema
     ],
 )

@@ -77,8 +77,8 @@ def test_revisions_page_newest_first(client: FlaskClient, admin: Caller, db: Dat
 )
 def test_every_list_refuses_a_bad_page(client: FlaskClient, admin: Caller, path: str) -> None:
     for query, pointer in (
-        ({"limit": "0"}, "/limit"),
-        ({"limit": "501"}, "/limit"),
+        ({"limit": "0"}, "/query/limit"),
+        ({"limit": "501"}, "/query/limit"),
         ({"cursor": "not-a-cursor"}, "/query/cursor"),
         ({"cursor": "WyJ4Il0"}, "/query/cursor"),  # base64url of ["x"]: not this list's key
         ({"cursor": "WzEwMDAwMDAwMDAwMDAwMDAwMDAwMCwieCJd"}, "/query/cursor"),  # [1e20, "x"]
@@ -271,7 +271,7 @@ def test_a_bad_name_filter_is_refused_and_other_lists_have_none(
 ) -> None:
     refused = client.get("/v1/namespaces", query_string={"name": ""}, headers=admin.headers)
     assert refused.status_code == 400, refused.json
-    assert [e["pointer"] for e in json_of(refused)["errors"]] == ["/name"]
+    assert [e["pointer"] for e in json_of(refused)["errors"]] == ["/query/name"]
     unknown = client.get("/v1/roles", query_string={"name": "admin"}, headers=admin.headers)
     assert unknown.status_code == 400, unknown.json
     assert [e["pointer"] for e in json_of(unknown)["errors"]] == ["/query/name"]

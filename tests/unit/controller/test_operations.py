@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 
 import pytest
 
 from occ.controller import operations
-from occ.foundation import errors, ids
+from occ.foundation import ids
 from occ.state import work_keys
 
 
@@ -47,24 +46,3 @@ def test_every_kind_of_work_id_is_valid(key: work_keys.WorkKey) -> None:
 )
 def test_anything_else_is_not(value: object) -> None:
     assert not operations.valid_work_id(value)
-
-
-def test_a_cursor_names_the_position_it_was_made_from() -> None:
-    key = work_keys.namespace_ready(ids.new("namespace"))
-    created_at = dt.datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=dt.UTC)
-    cursor = operations.encode_cursor(created_at, str(key))
-    assert operations.decode_cursor(cursor) == (created_at, str(key))
-
-
-@pytest.mark.parametrize(
-    "cursor",
-    [
-        "",
-        "not base64 !",
-        "W10",  # []
-        "x" * 600,
-    ],
-)
-def test_a_cursor_this_api_did_not_make_is_refused(cursor: str) -> None:
-    with pytest.raises(errors.InvalidInput):
-        operations.decode_cursor(cursor)
