@@ -58,7 +58,7 @@ class Work(Topic):
 
     prune_interval_ms: Annotated[int, Variable("OCC_PRUNE_INTERVAL_MS")] = 60_000
     """Beat period of ``occ.prune``: each run removes expired work history and idempotency
-    records in batches of a few hundred rows, each its own short transaction."""
+    records in batches of 50 rows, each its own short transaction."""
 
     max_in_flight: Annotated[int, Variable("OCC_MAX_IN_FLIGHT")] = 64
     """Most items claimed at once across the fleet."""
