@@ -15,7 +15,6 @@ from occ.controller import operations
 from occ.foundation import ids
 from occ.state import audit, values, work_reads
 from occ.state.work_keys import WorkKind
-from occ.web import pagination
 from occ.web.schemas import common
 
 WORK_STATES = [state.value for state in values.WorkState]
@@ -52,12 +51,15 @@ class Query(ma.Schema):
         unknown = ma.RAISE
 
 
-class WorkQuery(pagination.PageQuery):
-    """The filters, ``limit`` and ``cursor``; an unknown parameter is an error."""
-
+class WorkQuery(Query):
     state = fields.String(validate=validate.OneOf(WORK_STATES))
     namespace_id = fields.String(data_key="namespaceId", validate=_id("namespace"))
     agent_id = fields.String(data_key="agentId", validate=_id("agent"))
+    limit = _limit()
+    cursor = fields.String(
+        validate=validate.Length(min=1, max=512),
+        metadata={"description": "``meta.nextCursor`` of the previous page."},
+    )
 
 
 class AuditEventQuery(Query):
