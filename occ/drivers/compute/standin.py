@@ -79,6 +79,12 @@ def status_of(
         document = json.loads(body)
     except ValueError:
         return None
+    return status_in(document, revision_id)
+
+
+def status_in(document: object, revision_id: str) -> tuple[base.StartupWarning, ...] | None:
+    """The startup warnings of a ``/healthz`` document that names this revision; ``None`` when
+    it names another or is malformed."""
     if not isinstance(document, dict) or document.get("revisionId") != revision_id:
         return None
     return startup_warnings(document)

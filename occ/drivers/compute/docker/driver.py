@@ -314,14 +314,24 @@ class DockerComputeDriver:
                     UNHEALTHY, permanent=True, reason="the gateway's health check failed"
                 )
             if state == health.State.PROBE and port is not None:
-                warnings = standin.status_of(
-                    port, revision.revision_id, timeout_s=self.probe_timeout_s
-                )
+                warnings = self._status(found, port, revision.revision_id)
                 if warnings is not None:
                     return base.Ready({"endpoint": standin.endpoint(port)}, warnings)
             if state == health.State.EXITED or time.monotonic() >= deadline:
                 return base.Pending("REVISION_INCOMPLETE")  # an exited one restarts next pass
             operation.wait(0.05)
+
+    def _status(
+        self, inspected: Mapping[str, Any], port: int, revision_id: str
+    ) -> tuple[base.StartupWarning, ...] | None:
+        """The gateway's startup warnings once it answers for this revision: as its health
+        check reported them to the engine (so a worker in a container of its own, which cannot
+        reach the host's loopback, sees them too), else asked on the published port (a
+        container whose check prints nothing)."""
+        document = health.reported(inspected)
+        if document is not None:
+            return standin.status_in(document, revision_id)
+        return standin.status_of(port, revision_id, timeout_s=self.probe_timeout_s)
 
     def _create_gateway(
         self, operation: base.Operation, revision: base.RevisionSpec, network: str

@@ -11,6 +11,7 @@ gateway itself for its revision and its startup warnings. Pure functions of the 
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,9 +23,18 @@ PROBE: Final = (
     "import socket,sys\n"
     f"s=socket.create_connection(('127.0.0.1',{PORT}),2)\n"
     "s.sendall(b'GET /healthz HTTP/1.0\\r\\n\\r\\n')\n"
-    "sys.exit(0 if s.recv(12)[9:12]==b'200' else 1)\n"
+    "a=b''\n"
+    "while len(a)<65536:\n"
+    " c=s.recv(4096)\n"
+    " if not c:break\n"
+    " a+=c\n"
+    "h,_,b=a.partition(b'\\r\\n\\r\\n')\n"
+    "sys.stdout.buffer.write(b)\n"
+    "sys.exit(0 if h[9:12]==b'200' else 1)\n"
 )
-"""The engine's health check: ``/healthz`` answers 200 (no shell, no curl in the image)."""
+"""The engine's health check: ``/healthz`` answers 200 (no shell, no curl in the image). It
+prints the answer's body, which the engine keeps in the container's health log: the driver
+reads the gateway's status there, from wherever it reaches the engine."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +67,8 @@ class State(enum.Enum):
     """What the engine says of a gateway container."""
 
     PROBE = "probe"
-    """It runs and its health check passed (or it has none): ask the gateway itself."""
+    """It runs and its health check passed (or it has none): read its status (``reported``),
+    else ask the gateway itself."""
     STARTING = "starting"
     """It runs, its health check has not passed yet: not ready, wait."""
     UNHEALTHY = "unhealthy"
@@ -82,6 +93,19 @@ def state_of(inspected: Mapping[str, Any]) -> State:
     if status == "unhealthy" and health.get("FailingStreak", 0) > 0:
         return State.UNHEALTHY
     return State.STARTING
+
+
+def reported(inspected: Mapping[str, Any]) -> object:
+    """The gateway's ``/healthz`` document as the engine's latest health check printed it, if
+    that check passed and printed JSON; ``None`` otherwise (no check yet, a check of an older
+    occ that prints nothing, or an answer cut at the engine's 4 KiB)."""
+    log = ((inspected.get("State") or {}).get("Health") or {}).get("Log") or []
+    if not log or log[-1].get("ExitCode") != 0:
+        return None
+    try:
+        return json.loads(log[-1].get("Output") or "")
+    except ValueError:
+        return None
 
 
 DEFAULT: Final = HealthCheck()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -53,3 +54,27 @@ def test_the_engine_health_check_probes_healthz_at_the_configured_pace() -> None
     assert "/healthz" in config["test"][-1]
     assert (config["interval"], config["timeout"]) == (500_000_000, 1_000_000_000)
     assert (config["retries"], config["start_period"]) == (2, 0)
+
+
+def _with_health_log(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"State": {"Running": True, "Health": {"Status": "healthy", "Log": list(entries)}}}
+
+
+def test_the_status_is_read_from_the_latest_passing_check() -> None:
+    document = {"revisionId": "rev_1", "warnings": []}
+    passed = {"ExitCode": 0, "Output": json.dumps(document)}
+    assert health.reported(_with_health_log({"ExitCode": 1, "Output": ""}, passed)) == document
+
+
+@pytest.mark.parametrize(
+    "inspected",
+    [
+        {"State": {"Running": True}},  # no health check
+        _with_health_log(),  # no check ran yet
+        _with_health_log({"ExitCode": 0, "Output": '{"revisionId": "rev_1"}'}, {"ExitCode": 1}),
+        _with_health_log({"ExitCode": 0, "Output": ""}),  # an older occ's check prints nothing
+        _with_health_log({"ExitCode": 0, "Output": '{"revisionId": "rev_1", "warn'}),  # cut
+    ],
+)
+def test_no_status_without_a_passing_check_that_printed_one(inspected: dict[str, Any]) -> None:
+    assert health.reported(inspected) is None
