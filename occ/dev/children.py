@@ -5,6 +5,8 @@ Builds each ``fleet.ChildSpec`` from the process table's ``occ dev`` runs
 interpreter (``python -m gunicorn``, ``python -m celery``); the environment, with the child's
 own ``PROMETHEUS_MULTIPROC_DIR`` under the home and, when ``OCC_METRICS_PORT`` is set, a
 listener port of its own per worker; the working directory and the start-up failure statuses.
+The children run in the home's ``run`` directory, so ``anchored`` makes the paths of this
+machine that the environment names relative to where ``occ dev`` started absolute first.
 Also the ``fleet.StopStage`` list. Stop order: no new claims first (beat, the API, the control
 worker), then the driver worker takes what was already dispatched and its warm shutdown
 releases every claim it holds. Nothing here starts a process.
@@ -33,6 +35,33 @@ WORKERS: Final[tuple[str, ...]] = (CONTROL, DRIVERS)
 
 GUNICORN_STARTUP_FAILURES: Final = frozenset({3, 4})
 """gunicorn's exit statuses when a worker failed to boot (3) or the app failed to load (4)."""
+
+
+LOCAL_PATHS: Final = frozenset(
+    {
+        "OCC_CONFIG_PATH",
+        "OCC_KUBERNETES_KUBECONFIG",
+        "OCC_ACCOUNT_BACKEND_ROOT",
+        "OCC_DEVELOPMENT_CONFIGURATION_ROOT",
+        "OCC_IAM_IDENTITY_ROOT",
+        "OCC_LOCAL_ROOT",
+        "OCC_WORKER_READINESS_PATH",
+    }
+)
+"""The settings' variables that name a path on this machine (``OCC_SSH_ROOT`` names one on
+the SSH hosts), besides every secret's ``OCC_*_FILE``."""
+
+
+def anchored(env: Mapping[str, str], directory: Path) -> dict[str, str]:
+    """``env`` with each relative path of this machine made absolute against ``directory``."""
+    return {
+        name: str(directory / value) if _names_local_path(name) and value else value
+        for name, value in env.items()
+    }
+
+
+def _names_local_path(variable: str) -> bool:
+    return variable in LOCAL_PATHS or (variable.startswith("OCC_") and variable.endswith("_FILE"))
 
 
 def specs(

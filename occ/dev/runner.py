@@ -189,10 +189,8 @@ class Runner:
             env.setdefault("OCC_ACCOUNT_BACKEND", "standin")
             env.setdefault("OCC_ACCOUNT_BACKEND_ROOT", str(self.layout.root / "accounts"))
         env["OCC_COMPUTE_DRIVER"] = self.options.compute or env.get("OCC_COMPUTE_DRIVER") or "local"
-        if env.get("OCC_CONFIG_PATH"):
-            env["OCC_CONFIG_PATH"] = str(Path(env["OCC_CONFIG_PATH"]).resolve())
         env["PYTHONUNBUFFERED"] = "1"
-        return env
+        return children.anchored(env, Path.cwd())
 
     def _own_broker_url(self) -> str | None:
         """The URL of the Redis occ dev runs (loopback, no password), else ``None``: a broker

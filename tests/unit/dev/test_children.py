@@ -10,6 +10,8 @@ from pathlib import Path
 from occ.dev import children, fleet, home
 from occ.process_table import table
 from occ.process_table.table import Layout
+from occ.settings import sources
+from occ.settings.config import Settings
 from occ.tasks import lifecycle
 
 REDIS = {"OCC_BROKER_URL": "redis://127.0.0.1:6379/0"}
@@ -89,3 +91,35 @@ def test_the_api_gets_no_control_socket_from_the_gunicorn_that_has_one(tmp_path:
     argv = _specs(tmp_path)[children.API].argv
     has_one = children.package_version("gunicorn") >= (25, 1)
     assert ("--no-control-socket" in argv) is has_one
+
+
+def test_relative_paths_of_this_machine_are_anchored_where_occ_dev_started() -> None:
+    started_in = Path("/home/dev/project")
+    env = {
+        "OCC_CONFIG_PATH": "occ.yaml",
+        "OCC_KUBERNETES_KUBECONFIG": "../kube/config",
+        "OCC_SECRET_KEY_FILE": "secrets/key",
+        "OCC_ACCOUNT_BACKEND_ROOT": "/srv/accounts",
+        "OCC_SSH_ROOT": "var/occ",  # a path on the SSH hosts
+        "OCC_WORKER_READINESS_PATH": "",
+        "HOME_FILE": "notes",  # not occ's
+    }
+    assert children.anchored(env, started_in) == {
+        "OCC_CONFIG_PATH": "/home/dev/project/occ.yaml",
+        "OCC_KUBERNETES_KUBECONFIG": "/home/dev/project/../kube/config",
+        "OCC_SECRET_KEY_FILE": "/home/dev/project/secrets/key",
+        "OCC_ACCOUNT_BACKEND_ROOT": "/srv/accounts",
+        "OCC_SSH_ROOT": "var/occ",
+        "OCC_WORKER_READINESS_PATH": "",
+        "HOME_FILE": "notes",
+    }
+
+
+def test_every_settings_variable_that_names_a_path_is_placed() -> None:
+    named = {
+        variable.name
+        for variable in sources.variables(Settings).values()
+        if variable.name.endswith(("_PATH", "_ROOT", "_KUBECONFIG", "_DIR"))
+    }
+    # OCC_CONFIG_PATH names the settings file itself, read before any setting
+    assert named | {"OCC_CONFIG_PATH"} == children.LOCAL_PATHS | {"OCC_SSH_ROOT"}
