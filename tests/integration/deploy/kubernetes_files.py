@@ -83,6 +83,10 @@ def one(kind: str, name: str) -> Document:
     return found
 
 
+LISTENS_ON: Final = {"api": 8000, "control": 9101, "drivers": 9101}
+"""The one port each component takes connections on (the API's HTTP, the workers' metrics)."""
+
+
 @dataclass(frozen=True)
 class Workload:
     """A Deployment or Job: its name and its pod template."""

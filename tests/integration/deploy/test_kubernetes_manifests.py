@@ -28,7 +28,6 @@ from occ.foundation import errors
 from occ.process_table import table
 from occ.process_table.table import Layout
 from occ.settings.config import Settings
-from occ.telemetry import metrics_directory
 from tests.integration.deploy import kubernetes_files
 
 ROOT: Final = kubernetes_files.DIRECTORY.parents[1]
@@ -152,30 +151,6 @@ def test_pods_meet_the_restricted_level_with_a_read_only_root(
         assert "emptyDir" in volumes[mounts["/tmp"]], "/tmp must be an emptyDir"
         for bound in ("requests", "limits"):
             assert set(container["resources"][bound]) >= {"cpu", "memory"}, bound
-
-
-@pytest.mark.parametrize(
-    "workload",
-    [w for w in kubernetes_files.workloads() if w.kind == "Deployment"],
-    ids=lambda w: w.name,
-)
-def test_each_program_can_claim_its_metrics_directory(
-    workload: kubernetes_files.Workload,
-) -> None:
-    """Each program refuses to start unless it claims its ``PROMETHEUS_MULTIPROC_DIR``; under
-    a read-only root that directory must be a writable volume of the pod's own."""
-    volumes = {volume["name"]: volume for volume in workload.pod["volumes"]}
-    for container in workload.pod["containers"]:
-        environment = kubernetes_files.container_environment(container)
-        directory = environment.get(metrics_directory.VARIABLE, table.IMAGE_METRICS)
-        holding = [
-            mount
-            for mount in container["volumeMounts"]
-            if f"{directory}/".startswith(f"{mount['mountPath'].rstrip('/')}/")
-        ]
-        assert holding, f"{directory} is on the read-only root"
-        mount = max(holding, key=lambda mount: len(mount["mountPath"]))
-        assert not mount.get("readOnly") and "emptyDir" in volumes[mount["name"]]
 
 
 @pytest.mark.parametrize("workload", kubernetes_files.workloads(), ids=lambda w: w.name)
@@ -378,13 +353,15 @@ def test_network_policies_fence_every_pod(workload: kubernetes_files.Workload) -
     ingress_policies = kubernetes_files.policies_for(workload.labels, "Ingress")
     ingress = [rule for spec in ingress_policies for rule in spec.get("ingress") or []]
     assert any(not spec.get("ingress") for spec in ingress_policies), "no default deny"
-    if component == "api":
+    if component in kubernetes_files.LISTENS_ON:
         sources = [source for rule in ingress for source in rule["from"]]
         assert sources and all(
             set(source) <= {"podSelector", "namespaceSelector"}
             and all((sel.get("matchLabels") or {}) for sel in source.values())
             for source in sources
-        ), "the API admits only labelled pods and namespaces"
+        ), f"{component} admits only labelled pods and namespaces"
+        ports = {port["port"] for rule in ingress for port in rule["ports"]}
+        assert ports == {kubernetes_files.LISTENS_ON[component]}, component
     else:
         assert ingress == [], f"{component} takes no connections"
     ports = kubernetes_files.egress_ports(workload.labels)
