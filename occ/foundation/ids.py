@@ -47,9 +47,15 @@ def is_valid(kind: str, value: object) -> bool:
     return isinstance(value, str) and _COMPILED[kind].fullmatch(value) is not None
 
 
+def refusal(kind: str) -> str:
+    """What a value that is not an id of ``kind`` is told (``must be an agent id (agt_...)``)."""
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"must be {article} {kind.replace('_', ' ')} id ({PREFIXES[kind]}_<uuid4>)"
+
+
 def require(kind: str, value: object, path: errors.Path) -> str:
     """``value`` as an id of ``kind``, or ``InvalidInput`` at ``path``."""
     if not is_valid(kind, value):
-        raise errors.InvalidInput.at(path, f"must be a {kind} id ({PREFIXES[kind]}_<uuid4>)")
+        raise errors.InvalidInput.at(path, refusal(kind))
     assert isinstance(value, str)
     return value

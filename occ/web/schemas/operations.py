@@ -24,9 +24,7 @@ AUDIT_OUTCOMES = [outcome.value for outcome in audit.EventOutcome]
 
 
 def _id(kind: str) -> validate.Regexp:
-    return validate.Regexp(
-        ids.pattern(kind), error=f"must be a {kind} id ({ids.PREFIXES[kind]}_<uuid4>)"
-    )
+    return validate.Regexp(ids.pattern(kind), error=ids.refusal(kind))
 
 
 def _limit() -> fields.Integer:
@@ -70,11 +68,8 @@ class AuditEventQuery(Query):
     )
     work_id = fields.String(
         data_key="workId",
-        validate=[
-            validate.Length(max=operations.WORK_ID_MAX),
-            validate.Regexp(operations.WORK_ID_PATTERN, error="must be a work id"),
-            _exact_work_id,
-        ],
+        validate=_exact_work_id,
+        metadata={"pattern": operations.WORK_ID_PATTERN, "maxLength": operations.WORK_ID_MAX},
     )
     kind = fields.String(validate=validate.OneOf(AUDIT_KINDS))
     before = fields.Integer(
