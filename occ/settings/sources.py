@@ -122,9 +122,13 @@ class YamlSource(Source):
     def __call__(self) -> dict[str, Any]:
         try:
             document = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeError, yaml.YAMLError) as exc:
+        except (OSError, UnicodeError) as exc:
             raise errors.InvalidSettings.at(
                 ("OCC_CONFIG_PATH",), f"cannot read settings file: {exc}"
+            ) from None
+        except yaml.YAMLError as exc:
+            raise errors.InvalidSettings.at(
+                ("OCC_CONFIG_PATH",), f"settings file is not YAML: {_where(exc)}"
             ) from None
         if not isinstance(document, dict):
             raise errors.InvalidSettings.at(
@@ -135,6 +139,17 @@ class YamlSource(Source):
             raise errors.InvalidSettings.at((unknown[0],), "unknown setting")
         self.origins = {name: name for name in document}
         return document
+
+
+def _where(error: yaml.YAMLError) -> str:
+    """What is wrong and where, without the line itself: PyYAML's message quotes it, and the
+    line may hold a secret (``secret_key: @...`` is not YAML). The problem names one character
+    or a token at most."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or "cannot be parsed"
+    if mark is None:
+        return str(problem)
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
 
 
 def _is_integer(settings_cls: type[BaseSettings], name: str) -> bool:

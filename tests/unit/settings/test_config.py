@@ -247,6 +247,15 @@ def test_the_yaml_file_may_set_the_environment(tmp_path: Path) -> None:
     assert Settings.from_env({"OCC_CONFIG_PATH": str(path)}).environment == "development"
 
 
+def test_a_settings_file_that_is_not_yaml_is_refused_without_its_line(tmp_path: Path) -> None:
+    secret = "@Zq9-not-yaml-" + "k" * 32  # a generated key may start with a YAML indicator
+    refused = refusal(yaml_file(tmp_path, f"environment: development\nsecret_key: {secret}\n"))
+    [error] = refused.errors
+    assert error.pointer == "/OCC_CONFIG_PATH"
+    assert "line 2, column 13" in error.message
+    assert "Zq9" not in str(refused) + error.message
+
+
 # -- conventional URLs and drivers -----------------------------------------------------------
 
 
