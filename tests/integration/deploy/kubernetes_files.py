@@ -2,13 +2,14 @@
 
 Reads the YAML files (every document of every file) and offers the views the tests need:
 documents by kind, pod templates with their containers, a container's environment and the
-settings a workload loads, the RBAC rules bound to a ServiceAccount, and the NetworkPolicies
-that select a pod. It never talks to a cluster.
+settings a workload loads, the RBAC rules bound to a ServiceAccount, the NetworkPolicies
+that select a pod, and the objects of an opt-in component under ``components/``. It never
+talks to a cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -18,7 +19,10 @@ import yaml
 from occ.settings.config import Settings
 
 DIRECTORY: Final = Path(__file__).resolve().parents[3] / "deploy" / "kubernetes"
+COMPONENTS: Final = DIRECTORY / "components"
 KUSTOMIZATION: Final = "kustomization.yaml"
+SUPPORTED_VERSIONS: Final = ("1.30", "1.31", "1.32", "1.33", "1.34")
+"""From the driver's oldest supported API server to the newest the fake speaks."""
 WORKLOAD_KINDS: Final = ("Deployment", "Job")
 
 Document = dict[str, Any]
@@ -49,9 +53,10 @@ class Manifest:
         return str((self.document.get("metadata") or {}).get("name"))
 
 
-def files() -> list[Path]:
-    """Every YAML file of the directory, the kustomization included."""
-    return sorted(path for path in DIRECTORY.iterdir() if path.suffix in (".yaml", ".yml"))
+def files(directory: Path = DIRECTORY) -> list[Path]:
+    """Every YAML file of the directory (its subdirectories left out), the kustomization
+    included."""
+    return sorted(path for path in directory.iterdir() if path.suffix in (".yaml", ".yml"))
 
 
 def load(path: Path) -> list[Document]:
@@ -69,6 +74,16 @@ def manifests() -> list[Manifest]:
     return [
         Manifest(path.name, document)
         for path in files()
+        if path.name != KUSTOMIZATION
+        for document in load(path)
+    ]
+
+
+def component(name: str) -> list[Manifest]:
+    """Every document of component ``name``'s files (its patches too), in file order."""
+    return [
+        Manifest(path.name, document)
+        for path in files(COMPONENTS / name)
         if path.name != KUSTOMIZATION
         for document in load(path)
     ]
@@ -161,9 +176,13 @@ def egress_ports(labels: Mapping[str, str]) -> set[int]:
     }
 
 
-def container_environment(container: Mapping[str, Any]) -> dict[str, str]:
-    """The environment a container gets, with stand-ins for the Secrets' values."""
-    env = dict(config_map_data("occ-settings"))
+def container_environment(
+    container: Mapping[str, Any], patched: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment a container gets, with stand-ins for the Secrets' values (``patched``:
+    what an overlay's patch adds to occ-settings, which the container's own ``env`` overrides
+    as ``envFrom`` is)."""
+    env = config_map_data("occ-settings") | dict(patched or {})
     for name, entry in environment(container).items():
         if "value" in entry:
             env[name] = entry["value"]
@@ -173,11 +192,17 @@ def container_environment(container: Mapping[str, Any]) -> dict[str, str]:
     return env
 
 
-def settings_of(name: str, tmp_path: Path, kubeconfig: Path | None = None) -> Settings:
+def settings_of(
+    name: str,
+    tmp_path: Path,
+    kubeconfig: Path | None = None,
+    patched: Mapping[str, str] | None = None,
+) -> Settings:
     """The settings workload ``name`` loads (the driver policy's file written under
-    ``tmp_path`` where it mounts it; with ``kubeconfig``: for the fake cluster)."""
+    ``tmp_path`` where it mounts it; with ``kubeconfig``: for the fake cluster; ``patched``:
+    what an overlay's patch adds to occ-settings)."""
     (container,) = workload(name).pod["containers"]
-    env = container_environment(container)
+    env = container_environment(container, patched)
     if "OCC_CONFIG_PATH" in environment(container):
         policy = tmp_path / "settings.yaml"
         policy.write_text(config_map_data("occ-driver-policy")["settings.yaml"])
@@ -187,16 +212,19 @@ def settings_of(name: str, tmp_path: Path, kubeconfig: Path | None = None) -> Se
     return Settings.from_env(env)
 
 
-def bound_rules(service_account: str) -> list[Document]:
-    """The rules of every ClusterRole bound to ServiceAccount ``service_account``."""
+def bound_rules(service_account: str, added: Iterable[Manifest] = ()) -> list[Document]:
+    """The rules of every ClusterRole bound to ServiceAccount ``service_account`` (among the
+    directory's objects and those ``added``, a component's)."""
+    objects = [*manifests(), *added]
     bound = {
         binding.document["roleRef"]["name"]
-        for binding in of_kind("ClusterRoleBinding")
-        if any(subject["name"] == service_account for subject in binding.document["subjects"])
+        for binding in objects
+        if binding.kind == "ClusterRoleBinding"
+        and any(subject["name"] == service_account for subject in binding.document["subjects"])
     }
     return [
         rule
-        for role in of_kind("ClusterRole")
-        if role.name in bound
+        for role in objects
+        if role.kind == "ClusterRole" and role.name in bound
         for rule in role.document["rules"]
     ]

@@ -32,8 +32,7 @@ from tests.integration.deploy import kubernetes_files
 
 ROOT: Final = kubernetes_files.DIRECTORY.parents[1]
 SCHEMA_VERSION: Final = "1.34"
-SUPPORTED_VERSIONS: Final = ("1.30", "1.31", "1.32", "1.33", "1.34")
-"""From the driver's oldest supported API server to the newest the fake speaks."""
+SUPPORTED_VERSIONS: Final = kubernetes_files.SUPPORTED_VERSIONS
 PLACEHOLDER: Final = "REPLACE-ME"
 SECRET_SETTINGS: Final = (
     "OCC_DATABASE_URL",

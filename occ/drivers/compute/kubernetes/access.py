@@ -6,7 +6,8 @@ of them). ``tenant-scoped``: ``NAMESPACED_ACCESS`` in each managed namespace (th
 ``occ kubernetes rbac`` prints), nothing cluster-wide. A test derives both from a whole
 lifecycle against the fake API server, so a worker with too little access exits before it
 claims work, with the list of what it may not do. The API reads gateway logs and needs far
-less: ``LOG_READER_ACCESS`` (``NAMESPACED_LOG_READER_ACCESS`` per managed namespace).
+less: ``LOG_READER_ACCESS`` (``NAMESPACED_LOG_READER_ACCESS`` per managed namespace), and with
+the kubernetes Secret Driver ``SECRET_VALUE_ACCESS`` besides.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ cache lists and watches each kind in the namespace."""
 LOG_READER_ACCESS: Final = (("list", kinds.NAMESPACE), ("list", kinds.POD), ("get", kinds.POD_LOG))
 """What the API needs for ``occ agents logs`` in a ``cluster`` installation, and nothing more:
 the Namespace's Kubernetes namespace found by label, its gateway Pods listed, one Pod's log
-read. The API never writes to Kubernetes."""
+read. Without the kubernetes Secret Driver, the API never writes to Kubernetes."""
 
 NAMESPACED_LOG_READER_ACCESS: Final = (
     ("get", kinds.NAMESPACE),
@@ -91,6 +92,15 @@ NAMESPACED_LOG_READER_ACCESS: Final = (
 )
 """The same read in one managed namespace of a ``tenant-scoped`` installation, where the
 namespace is read by name."""
+
+SECRET_VALUE_ACCESS: Final = tuple(
+    (verb, kinds.SECRET) for verb in ("get", "create", "patch", "delete")
+)
+"""What the API needs besides ``LOG_READER_ACCESS`` to keep Secret values with the kubernetes
+Secret Driver (``OCC_SECRET_DRIVER=kubernetes``), cluster-wide: a value applied server-side
+(``patch``, and ``create`` when the apply creates it), read and deleted by name. The
+Namespace's Kubernetes namespace is found by label, a ``list`` of namespaces the log reader
+already has; so the driver needs a ``cluster`` installation."""
 
 
 @dataclass(frozen=True)
