@@ -62,6 +62,13 @@ class Platform(Topic):
             raise errors.InvalidSettings.at(("environment",), "must be development or production")
         if not self.database_url.startswith(("postgresql", "postgres")):
             raise errors.InvalidSettings.at(("database_url",), "must be a PostgreSQL URL")
+        for name in ("database_url", "migration_database_url", "broker_url"):
+            url = getattr(self, name)
+            if url and not _user_part_is_escaped(url):
+                # never the URL: its clients would split it inside the password and echo a piece
+                raise errors.InvalidSettings.at(
+                    (name,), "its password must be percent-encoded (it holds / ? # or @)"
+                )
         return self
 
     @property
@@ -110,3 +117,13 @@ def _expects_password(url: str) -> bool:
 def _has_password(url: str) -> bool:
     user_part, at, _ = url.partition("://")[2].rpartition("@")
     return bool(at) and ":" in user_part and user_part.partition(":")[2] != ""
+
+
+def _user_part_is_escaped(url: str) -> bool:
+    """Whether the URL's user part, if any, holds no reserved character: the authority (up to
+    the first ``/``, ``?`` or ``#``) has at most one ``@``, and nothing after it has one unless
+    the authority does (``redis://:pa/ss@host`` parses as host ``:pa``)."""
+    rest = url.partition("://")[2]
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, after = rest[:cut], rest[cut:]
+    return authority.count("@") <= 1 and ("@" in authority or "@" not in after)

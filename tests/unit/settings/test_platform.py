@@ -6,7 +6,7 @@ import pytest
 
 from occ.settings.config import Settings
 from occ.settings.platform import mask_url_password
-from tests.unit.settings.support import from_env, production
+from tests.unit.settings.support import from_env, production, refusal
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,31 @@ def test_a_unix_socket_database_url_needs_no_password(url: str) -> None:
 def test_a_broker_other_than_redis_is_not_warned_about() -> None:
     settings = from_env(production(OCC_BROKER_URL="filesystem://"))
     assert settings.startup_warnings() == ()
+
+
+@pytest.mark.parametrize(
+    ("variable", "setting", "url"),
+    [
+        ("OCC_BROKER_URL", "broker_url", "redis://:Pw9-slash/tail-sEcReT@redis.example:6379/0"),
+        ("OCC_DATABASE_URL", "database_url", "postgresql://occ:Pw9@at-tail-sEcReT@db.example/occ"),
+        (
+            "OCC_MIGRATION_DATABASE_URL",
+            "migration_database_url",
+            "postgres://o:Pw9#tail-sEcReT@d/o",
+        ),
+        ("OCC_BROKER_URL", "broker_url", "redis://:Pw9?tail-sEcReT@redis.example:6379/0"),
+    ],
+)
+def test_a_url_whose_password_is_not_percent_encoded_is_refused_unshown(
+    variable: str, setting: str, url: str
+) -> None:
+    refused = refusal(production(**{variable: url}))
+    [error] = refused.errors
+    assert error.pointer == f"/{setting}"
+    assert "percent-encoded" in error.message
+    assert "sEcReT" not in str(refused) + error.message
+
+
+def test_a_percent_encoded_password_with_reserved_characters_is_taken() -> None:
+    url = "rediss://:Pw9%2Fslash%40at@redis.example:6380/0"
+    assert from_env(production(OCC_BROKER_URL=url)).broker_url == url
