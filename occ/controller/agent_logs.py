@@ -4,7 +4,7 @@
 even read it), finds its running revision (else ``AgentNotRunning``), records one ``access``
 audit event for the read (never one per line), and opens the Compute Driver's log reader. Each
 line is redacted before it leaves: the revision's harness credential and its fingerprint key
-never pass, wherever they stand in a line. Bounds: at most ``MAX_TAIL`` lines back, and a
+never pass, in any form ``redaction`` knows, wherever they stand in a line. Bounds: at most ``MAX_TAIL`` lines back, and a
 follow ends after ``MAX_FOLLOW_S``.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from occ.controller import admission
+from occ.controller import admission, redaction
 from occ.controller import agents as agent_cases
 from occ.controller import namespaces as namespace_cases
 from occ.drivers.compute import base, runtime_logs
@@ -33,9 +33,6 @@ MAX_TAIL: Final = 10_000
 """The most lines back one read answers."""
 MAX_FOLLOW_S: Final = 300.0
 """How long one follow lasts at most; a client that wants more reads again."""
-REDACTED: Final = "[REDACTED]"
-MIN_REDACTED_LENGTH: Final = 4
-"""Shorter values are not hunted in lines (they would blank ordinary words)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,15 +121,8 @@ def open_logs(
 
 
 def redacted(lines: Iterable[str], hidden: Iterable[str]) -> Iterator[str]:
-    """``lines`` with every occurrence of each hidden value replaced by ``REDACTED``."""
-    values = sorted(
-        {value for value in hidden if len(value) >= MIN_REDACTED_LENGTH}, key=len, reverse=True
-    )
-    for line in lines:
-        for value in values:
-            if value in line:
-                line = line.replace(value, REDACTED)  # noqa: PLW2901
-        yield line
+    """``lines`` with every form of each hidden value replaced (``redaction``)."""
+    return redaction.Redactor(hidden, cut_at=runtime_logs.MAX_LINE_BYTES).lines(lines)
 
 
 def _running_revision(session: Session, agent: agents.Agent) -> revisions.Revision:

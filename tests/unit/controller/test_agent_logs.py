@@ -16,7 +16,7 @@ def test_every_occurrence_of_every_hidden_value_is_redacted() -> None:
         "token=[REDACTED] and [REDACTED]",
         "key [REDACTED]",
         "plain line",
-        "ab is short",  # shorter than MIN_REDACTED_LENGTH: not hunted
+        "ab is short",  # shorter than redaction.MIN_LENGTH: not hunted
     ]
 
 
