@@ -246,22 +246,23 @@ BEAT: Final = Process(
 )
 
 _FLOWER = (*CELERY, "flower", "--read-only")
-_FLOWER_AUTH = "--basic-auth=${FLOWER_BASIC_AUTH:?set FLOWER_BASIC_AUTH to user:password}"
-_COMPOSE_FLOWER = 'auth="$(cat /run/secrets/flower_basic_auth)" && exec ' + shell.line(
-    (
-        *_FLOWER,
-        "--address=0.0.0.0",
-        "--port=5555",
-        "--basic-auth=${auth:?the flower_basic_auth secret is empty}",
-    )
+# Flower reads its credentials from FLOWER_BASIC_AUTH, never from its command line (which every
+# user of the host can read); the shell stops before Flower starts when they are missing
+_PROCFILE_FLOWER = (
+    ': "${FLOWER_BASIC_AUTH:?set FLOWER_BASIC_AUTH to user:password}" && exec '
+    + shell.line((*_FLOWER, "--port=$PORT"))
+)
+_COMPOSE_FLOWER = (
+    'FLOWER_BASIC_AUTH="$(cat /run/secrets/flower_basic_auth)" && '
+    ': "${FLOWER_BASIC_AUTH:?the flower_basic_auth secret is empty}" && '
+    "export FLOWER_BASIC_AUTH && exec " + shell.line((*_FLOWER, "--address=0.0.0.0", "--port=5555"))
 )
 FLOWER: Final = Process(
     name="Flower",
     role="task visibility; keep it private",
     command=shell.line(_FLOWER),
     runs={
-        # without credentials the shell stops at the expansion, before Flower starts
-        Layout.PROCFILE: Run("flower", (*_FLOWER, "--port=$PORT", _FLOWER_AUTH)),
+        Layout.PROCFILE: Run("flower", (*SHELL, _PROCFILE_FLOWER)),
         Layout.COMPOSE: Run("flower", (*SHELL, _COMPOSE_FLOWER)),
     },
 )

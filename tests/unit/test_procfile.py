@@ -166,9 +166,13 @@ def test_flower_binds_port_read_only() -> None:
     assert "--read-only" in argv
 
 
-def test_flower_requires_basic_auth() -> None:
-    argv = _celery(_procfile()["flower"], "flower")
-    assert re.fullmatch(r"\$\{FLOWER_BASIC_AUTH:\?[^}]+\}", _option(argv, "--basic-auth") or "")
+def test_flower_takes_its_credentials_from_the_environment_never_its_command_line() -> None:
+    words = _procfile()["flower"]
+    guard, exec_ = words[:3], words[3:]
+    assert guard[0] == ":" and guard[2] == "&&", words  # the shell checks the variable first
+    assert re.fullmatch(r"\$\{FLOWER_BASIC_AUTH:\?[^}]+\}", guard[1])
+    assert exec_[0] == "exec"
+    assert _option(_celery(exec_, "flower"), "--basic-auth") is None
 
 
 def test_flower_refuses_to_start_without_credentials() -> None:
@@ -313,10 +317,14 @@ def test_compose_flower_requires_its_credentials_from_the_secret() -> None:
     flower = _services()["flower"]
     script = _command(flower)
     assert script[:2] == ["sh", "-c"]
-    assert "/run/secrets/flower_basic_auth" in script[2]
-    argv = _celery(shlex.split(script[2].split("exec ", 1)[1]), "flower")
+    steps = [shlex.split(step) for step in script[2].split(" && ")]
+    assert steps[0] == ["FLOWER_BASIC_AUTH=$$(cat /run/secrets/flower_basic_auth)"]
+    assert steps[1][0] == ":" and re.fullmatch(r"\$\$\{FLOWER_BASIC_AUTH:\?[^}]+\}", steps[1][1])
+    assert steps[2] == ["export", "FLOWER_BASIC_AUTH"]
+    assert steps[3][0] == "exec"
+    argv = _celery(steps[3][1:], "flower")
     assert "--read-only" in argv
-    assert re.fullmatch(r"\$\$\{auth:\?[^}]+\}", _option(argv, "--basic-auth") or "")
+    assert _option(argv, "--basic-auth") is None  # never on the command line
     assert "flower_basic_auth" in flower["secrets"]
 
 

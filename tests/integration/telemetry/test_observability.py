@@ -98,7 +98,10 @@ def _start(
 ) -> Process:
     assignments = _ASSIGNMENTS.match(command)
     assert assignments is not None
-    program = f"{assignments.group(0)}exec {command[assignments.end() :]}"
+    execs_itself = " && exec " in command  # a script that checks first (Flower's credentials)
+    program = (
+        command if execs_itself else f"{assignments.group(0)}exec {command[assignments.end() :]}"
+    )
     log = directory / f"{name}.log"
     with log.open("wb") as handle:
         popen = subprocess.Popen(
