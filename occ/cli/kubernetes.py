@@ -39,6 +39,12 @@ def kubernetes() -> None:
     "(occ agents logs). Empty: print no Role for it.",
 )
 @click.option(
+    "--secret-values",
+    is_flag=True,
+    help="Also let the API's ServiceAccount keep Secret values in each namespace "
+    "(OCC_SECRET_DRIVER=kubernetes).",
+)
+@click.option(
     "--with-namespace",
     is_flag=True,
     help="Also print each Namespace, at the restricted Pod Security level.",
@@ -47,6 +53,7 @@ def kubernetes_rbac(
     namespaces: tuple[str, ...],
     service_account: str,
     api_service_account: str,
+    secret_values: bool,
     with_namespace: bool,
 ) -> None:
     """Print the Roles and RoleBindings occ needs in each namespace (kubectl apply -f -)."""
@@ -54,11 +61,14 @@ def kubernetes_rbac(
     api_subject = (
         _account(api_service_account, "--api-service-account") if api_service_account else None
     )
+    if secret_values and api_subject is None:
+        raise click.UsageError("--secret-values grants the API's ServiceAccount: name one")
     manifests = rbac.provisioning(
         namespaces,
         subject_namespace=subject_namespace,
         subject_name=subject_name,
         api_subject=api_subject,
+        secret_values=secret_values,
         with_namespace=with_namespace,
     )
     click.echo(yaml.safe_dump_all(manifests, sort_keys=False), nl=False)

@@ -18,7 +18,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from occ.drivers.compute import base
-from occ.drivers.compute.kubernetes import client, cluster_config, kinds, naming
+from occ.drivers.compute.kubernetes import (
+    client,
+    cluster_config,
+    configured,
+    kinds,
+    namespaces,
+    naming,
+)
 from occ.foundation import errors
 from occ.settings.config import Settings
 
@@ -34,8 +41,9 @@ class KubernetesSecrets:
 
     id: Final = DRIVER_ID
 
-    def __init__(self, api: client.KubernetesApi) -> None:
+    def __init__(self, api: client.KubernetesApi, policy: namespaces.Policy) -> None:
         self.api = api
+        self.policy = policy
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KubernetesSecrets:
@@ -47,7 +55,8 @@ class KubernetesSecrets:
         return cls(
             client.KubernetesApi(
                 configuration, timeout_s=settings.kubernetes_request_timeout_ms / 1000
-            )
+            ),
+            configured.namespace_policy(settings),
         )
 
     def __repr__(self) -> str:
@@ -110,13 +119,12 @@ class KubernetesSecrets:
 
     def _namespace(self, namespace_id: str) -> str:
         with _translated("find the Namespace of"):
-            found = self.api.find(kinds.NAMESPACE, None, naming.owned_by_namespace(namespace_id))
-        live = [obj for obj in found if not (obj.get("metadata") or {}).get("deletionTimestamp")]
-        if len(live) != 1:
+            found = namespaces.find(self.api, self.policy, namespace_id)
+        if found is None:
             raise errors.DependencyUnavailable(
                 "the Namespace's Kubernetes namespace is not ready for Secrets yet"
             )
-        return str(live[0]["metadata"]["name"])
+        return found
 
 
 def object_name(secret_id: str) -> str:

@@ -96,11 +96,11 @@ namespace is read by name."""
 SECRET_VALUE_ACCESS: Final = tuple(
     (verb, kinds.SECRET) for verb in ("get", "create", "patch", "delete")
 )
-"""What the API needs besides ``LOG_READER_ACCESS`` to keep Secret values with the kubernetes
-Secret Driver (``OCC_SECRET_DRIVER=kubernetes``), cluster-wide: a value applied server-side
-(``patch``, and ``create`` when the apply creates it), read and deleted by name. The
-Namespace's Kubernetes namespace is found by label, a ``list`` of namespaces the log reader
-already has; so the driver needs a ``cluster`` installation."""
+"""What the API needs besides the log reader's access to keep Secret values with the kubernetes
+Secret Driver (``OCC_SECRET_DRIVER=kubernetes``), cluster-wide or in each managed namespace of
+a ``tenant-scoped`` installation: a value applied server-side (``patch``, and ``create`` when
+the apply creates it), read and deleted by name. The Namespace's Kubernetes namespace is found
+as the log reader finds it (by label, or each managed one read by name)."""
 
 
 @dataclass(frozen=True)

@@ -53,13 +53,7 @@ def parts(settings: Settings) -> Parts:
     return Parts(
         api=api,
         options=gateway_options(settings),
-        policy=namespaces.Policy(
-            prefix=settings.kubernetes_namespace_prefix,
-            resource_quota=settings.kubernetes_resource_quota,
-            limit_range=settings.kubernetes_limit_range,
-            installation=settings.kubernetes_installation,
-            managed=settings.managed_namespaces,
-        ),
+        policy=namespace_policy(settings),
         network=policies.NetworkOptions(
             callers=tuple(settings.kubernetes_allowed_callers or ()),
             authentication_egress=settings.authentication_egress,
@@ -68,6 +62,18 @@ def parts(settings: Settings) -> Parts:
         maintenance_interval_s=(
             settings.maintenance_interval_ms / 1000 if settings.maintenance_interval_ms else None
         ),
+    )
+
+
+def namespace_policy(settings: Settings) -> namespaces.Policy:
+    """How occ built from ``settings`` names, fills and finds the Namespaces' Kubernetes
+    namespaces (the driver, and the API's log reader and Secret Driver, which only find)."""
+    return namespaces.Policy(
+        prefix=settings.kubernetes_namespace_prefix,
+        resource_quota=settings.kubernetes_resource_quota,
+        limit_range=settings.kubernetes_limit_range,
+        installation=settings.kubernetes_installation,
+        managed=settings.managed_namespaces,
     )
 
 

@@ -24,6 +24,7 @@ from occ.drivers.compute import runtime_logs
 from occ.drivers.compute.kubernetes import (
     client,
     cluster_config,
+    configured,
     failures,
     kinds,
     namespaces,
@@ -52,12 +53,7 @@ class KubernetesLogs:
         api = client.KubernetesApi(
             configuration, timeout_s=settings.kubernetes_request_timeout_ms / 1000
         )
-        policy = namespaces.Policy(
-            prefix=settings.kubernetes_namespace_prefix,
-            installation=settings.kubernetes_installation,
-            managed=settings.managed_namespaces,
-        )
-        return cls(api, policy)
+        return cls(api, configured.namespace_policy(settings))
 
     def pod(self, target: runtime_logs.LogTarget) -> tuple[str, str]:
         """The namespace and name of the revision's newest gateway Pod."""

@@ -18,6 +18,7 @@ from occ.drivers.compute.kubernetes import access, kinds, namespace_manifests, n
 
 ROLE_NAME: Final = "occ-compute-driver"
 LOG_READER_ROLE_NAME: Final = "occ-log-reader"
+SECRET_VALUES_ROLE_NAME: Final = "occ-secret-values"
 DEFAULT_SUBJECT_NAMESPACE: Final = "occ-system"
 DEFAULT_SUBJECT_NAME: Final = "occ-worker"
 """The workers' ServiceAccount in ``deploy/kubernetes``."""
@@ -99,11 +100,13 @@ def provisioning(
     subject_namespace: str = DEFAULT_SUBJECT_NAMESPACE,
     subject_name: str = DEFAULT_SUBJECT_NAME,
     api_subject: tuple[str, str] | None = (DEFAULT_SUBJECT_NAMESPACE, DEFAULT_API_SUBJECT_NAME),
+    secret_values: bool = False,
     with_namespace: bool = False,
 ) -> list[Manifest]:
     """The Roles and RoleBindings of every namespace, in order (each after its Namespace when
-    ``with_namespace``): the workers', then the API's log read for ``api_subject``
-    (namespace, name; ``None``: the API reads no logs)."""
+    ``with_namespace``): the workers', then the API's for ``api_subject`` (namespace, name;
+    ``None``: none): its log read, and with ``secret_values`` the kubernetes Secret Driver's
+    values."""
     return [
         manifest
         for name in namespaces
@@ -111,20 +114,29 @@ def provisioning(
             *((namespace(name),) if with_namespace else ()),
             role(name),
             role_binding(name, subject_namespace=subject_namespace, subject_name=subject_name),
-            *_log_reader(name, api_subject),
+            *_api_roles(name, api_subject, secret_values=secret_values),
         )
     ]
 
 
-def _log_reader(namespace: str, subject: tuple[str, str] | None) -> tuple[Manifest, ...]:
+def _api_roles(
+    namespace: str, subject: tuple[str, str] | None, *, secret_values: bool
+) -> tuple[Manifest, ...]:
     if subject is None:
         return ()
     subject_namespace, subject_name = subject
-    binding = role_binding(
-        namespace,
-        subject_namespace=subject_namespace,
-        subject_name=subject_name,
-        name=LOG_READER_ROLE_NAME,
+    needs: list[tuple[str, Iterable[tuple[str, kinds.Kind]]]] = [
+        (LOG_READER_ROLE_NAME, access.NAMESPACED_LOG_READER_ACCESS)
+    ]
+    if secret_values:
+        needs.append((SECRET_VALUES_ROLE_NAME, access.SECRET_VALUE_ACCESS))
+    return tuple(
+        manifest
+        for name, needed in needs
+        for manifest in (
+            role(namespace, name=name, needed=needed),
+            role_binding(
+                namespace, subject_namespace=subject_namespace, subject_name=subject_name, name=name
+            ),
+        )
     )
-    reader = role(namespace, name=LOG_READER_ROLE_NAME, needed=access.NAMESPACED_LOG_READER_ACCESS)
-    return reader, binding

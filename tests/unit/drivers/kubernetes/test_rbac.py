@@ -86,12 +86,13 @@ def test_the_api_may_only_read_gateway_logs_in_a_managed_namespace() -> None:
     ]
 
 
-def test_occ_kubernetes_rbac_names_the_apis_account_or_leaves_it_out() -> None:
-    def printed(*options: str) -> list[dict[str, Any]]:
-        result = CliRunner().invoke(cli, ["kubernetes", "rbac", "--namespace", "a", *options])
-        assert result.exit_code == 0, result.output
-        return list(yaml.safe_load_all(result.output))
+def printed(*options: str) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(cli, ["kubernetes", "rbac", "--namespace", "a", *options])
+    assert result.exit_code == 0, result.output
+    return list(yaml.safe_load_all(result.output))
 
+
+def test_occ_kubernetes_rbac_names_the_apis_account_or_leaves_it_out() -> None:
     named = printed("--api-service-account", "ops/occ-web")
     assert named[-1]["subjects"] == [
         {"kind": "ServiceAccount", "name": "occ-web", "namespace": "ops"}
@@ -100,6 +101,26 @@ def test_occ_kubernetes_rbac_names_the_apis_account_or_leaves_it_out() -> None:
         rbac.ROLE_NAME,
         rbac.ROLE_NAME,
     ]
+
+
+def test_with_secret_values_the_api_may_also_keep_secret_values() -> None:
+    shown = printed("--secret-values", "--namespace", "b")
+    names = [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in shown]
+    assert names[-2:] == [
+        ("Role", "occ-secret-values", "b"),
+        ("RoleBinding", "occ-secret-values", "b"),
+    ]
+    assert shown[-2]["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]}
+    ]
+    assert shown[-1]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "occ-api", "namespace": "occ-system"}
+    ]
+    refused = CliRunner().invoke(
+        cli,
+        ["kubernetes", "rbac", "--namespace", "a", "--api-service-account", "", "--secret-values"],
+    )
+    assert refused.exit_code == 2 and "--secret-values" in refused.output
 
 
 def test_occ_kubernetes_rbac_refuses_a_malformed_service_account() -> None:
