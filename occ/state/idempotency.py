@@ -60,9 +60,14 @@ def reserve(session: orm.Session, scope: Scope, fingerprint: str) -> bool:
     """Write the key's record for the change this transaction makes; ``False`` when another
     request holds it (a concurrent one waits here until the holder's transaction ended).
 
-    An expired record is taken over.
+    An expired record is taken over; one the prune deleted while the take-over waited for it
+    leaves the key free, which a second insert takes.
     """
-    return _insert(session, scope, fingerprint) or _take_over(session, scope, fingerprint)
+    return (
+        _insert(session, scope, fingerprint)
+        or _take_over(session, scope, fingerprint)
+        or _insert(session, scope, fingerprint)
+    )
 
 
 def find(session: orm.Session, scope: Scope) -> Record | None:

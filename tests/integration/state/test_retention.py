@@ -4,12 +4,14 @@ the rows something still reads; idempotency records go after their 24 hours."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 import sqlalchemy as sa
 
-from occ.state import retention, values, work_queue
+from occ.state import idempotency, retention, values, work_queue
 from occ.state.db import Database
-from tests.support import rows
+from tests.support import locks, rows
+from tests.support.processes import wait_for
 from tests.support.work_history import Agent
 
 DAY_MS = 86_400_000
@@ -123,3 +125,37 @@ def test_idempotency_records_go_after_their_retention(db: Database, owner_db: Da
     with db.transaction() as session:
         left = session.execute(sa.text("SELECT key FROM occ.idempotency_keys")).scalars().all()
     assert left == ["key-3"]
+
+
+def test_an_expired_key_is_taken_when_the_prune_deletes_it_meanwhile(
+    db: Database, owner_db: Database
+) -> None:
+    with owner_db.transaction() as session:
+        principal = rows.principal(session)
+        session.execute(
+            sa.text(
+                "INSERT INTO occ.idempotency_keys (principal_id, route, key, fingerprint, "
+                "created_at) VALUES (:p, 'route', 'key', :fp, now() - interval '2 days')"
+            ),
+            {"p": principal, "fp": "0" * 64},
+        )
+    scope = idempotency.Scope(principal_id=principal, route="route", key="key")
+    retention_ms = int(dt.timedelta(hours=24).total_seconds() * 1000)
+    reserved: list[bool] = []
+
+    def reserve() -> None:
+        with db.transaction() as session:
+            reserved.append(idempotency.reserve(session, scope, "1" * 64))
+
+    racing = threading.Thread(target=reserve)
+    with db.transaction() as pruning:
+        # the prune has locked the expired record (its CTE) and not deleted it yet: the
+        # request's insert meets the record, its take-over waits for the lock
+        pruning.execute(sa.text("SELECT 1 FROM occ.idempotency_keys FOR UPDATE"))
+        racing.start()
+        wait_for(lambda: locks.waiters(owner_db) >= 1, timeout=10, message="the take-over to wait")
+        assert retention.prune_idempotency(pruning, older_than_ms=retention_ms, limit=10) == 1
+    racing.join(timeout=10)
+    assert reserved == [True]  # the key is free once the prune committed: a request takes it
+    with db.transaction() as session:
+        assert idempotency.find(session, scope) is not None
