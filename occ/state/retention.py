@@ -3,8 +3,10 @@
 Each call removes at most ``limit`` rows in the caller's transaction, oldest first, skipping
 rows another transaction holds; the use case (``occ.reconcile.upkeep``) commits each batch
 before the next, so no prune holds locks or a snapshot for long. Work rows are removed through
-``occ.prune_work`` (migration 0015), which keeps the rows something still reads: the newest
-row of each lane, kind and outcome, and the deployment of each Agent's active revision.
+``occ.prune_work`` (migrations 0015 and 0026), which keeps the rows something still reads: the
+newest row of each lane, kind and outcome, the newest deployment of a lane that activated its
+revision (a failed deploy rolls back to it), and the deployment of each Agent's active
+revision.
 Takes the caller's session and never commits.
 """
 

@@ -43,9 +43,16 @@ class Agent:
         return revision_id
 
     def finished(
-        self, work_id: str, kind: str, revision_id: str, state: values.WorkState, days_ago: float
+        self,
+        work_id: str,
+        kind: str,
+        revision_id: str,
+        state: values.WorkState,
+        days_ago: float,
+        code: str | None = None,
     ) -> str:
-        code = "REVISION_ACTIVATED" if state == SUCCEEDED else "RUNTIME_STARTUP_FAILED"
+        if code is None:
+            code = "REVISION_ACTIVATED" if state == SUCCEEDED else "RUNTIME_STARTUP_FAILED"
         with self.owner_db.transaction() as session:
             session.execute(
                 _FINISHED,
@@ -63,11 +70,12 @@ class Agent:
             )
         return work_id
 
-    def deployed(self, state: values.WorkState, days_ago: float) -> str:
-        """A new revision whose deployment finished ``days_ago``; its work id."""
+    def deployed(self, state: values.WorkState, days_ago: float, code: str | None = None) -> str:
+        """A new revision whose deployment finished ``days_ago`` (with ``code``, else the
+        outcome's usual one); its work id."""
         revision_id = self.revision()
         work_id = f"agent_revision:{revision_id}:reconcile"
-        return self.finished(work_id, "revision_reconcile", revision_id, state, days_ago)
+        return self.finished(work_id, "revision_reconcile", revision_id, state, days_ago, code)
 
     def repaired(self, revision_id: str, second: int, days_ago: float) -> str:
         work_id = f"agent_revision:{revision_id}:maintenance:{second}"

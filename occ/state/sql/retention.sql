@@ -4,8 +4,9 @@
 
 -- name: prune_work
 -- One batch of terminal work rows of :state older than :older_than_ms (occ.prune_work,
--- migration 0015: the newest row of each lane, kind and outcome, and an active revision's
--- deployment, are kept), resuming after (:after_finished, :after_id).
+-- migrations 0015 and 0026: the newest row of each lane, kind and outcome, the newest
+-- deployment of a lane that activated its revision, and an active revision's deployment are
+-- kept), resuming after (:after_finished, :after_id).
 SELECT pruned, scanned, last_finished, last_id
   FROM occ.prune_work(:state, :older_than_ms, :after_finished, :after_id, :limit);
 

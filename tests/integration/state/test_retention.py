@@ -8,7 +8,7 @@ import threading
 
 import sqlalchemy as sa
 
-from occ.state import idempotency, retention, values, work_queue
+from occ.state import deploys, idempotency, retention, values, work_queue
 from occ.state.db import Database
 from tests.support import locks, rows
 from tests.support.processes import wait_for
@@ -70,6 +70,26 @@ def test_a_prune_keeps_what_is_still_read_and_removes_the_rest(
     # the newest succeeded deployment is ``young``: the older ``latest`` is neither newest nor
     # active, so it went
     assert latest not in kept
+
+
+def test_a_prune_keeps_the_activation_a_failing_deploy_rolls_back_to(
+    db: Database, owner_db: Database, actor: str, namespace_id: str
+) -> None:
+    agent = Agent(owner_db, namespace_id, actor, "rollback")
+    older = agent.deployed(SUCCEEDED, days_ago=21)
+    target = agent.deployed(SUCCEEDED, days_ago=20)
+    superseded = agent.deployed(SUCCEEDED, days_ago=10, code="REVISION_SUPERSEDED")
+    failing = agent.revision()  # its deployment moved the pointer and has not ended yet
+    agent.activate(failing)
+
+    for state in (SUCCEEDED, FAILED):
+        _walk(db, state, older_than_ms=7 * DAY_MS, limit=2)
+
+    kept = _ids(db)
+    assert {target, superseded} <= kept  # the newest activation, and the lane's newest result
+    assert older not in kept  # an older activation is nobody's rollback target
+    with db.transaction() as session:
+        assert deploys.last_succeeded(session, agent.id, 4) == agent.revisions[1]
 
 
 def test_a_walk_goes_in_bounded_batches_and_reads_a_kept_row_once(
