@@ -3,8 +3,9 @@
 A command gets a ``Session`` (``pass_session``) holding the ``http.Client`` built from the
 profile and the environment. Failures end as one line, ``occ: error: CODE: detail``, with exit
 status 2 (``fail``); a ``--wait`` that ended badly exits 1 and one that timed out 3.
-Namespaces, Configurations, Secrets and Agents may be named by id or by name (looked up with
-the API's exact ``name`` filter); a list is read to its end, page after page.
+Namespaces, Configurations, Secrets and Agents may be named by id (the full ``ns_<uuid4>``
+form; anything else, ``ns_prod`` too, is a name) or by name (looked up with the API's exact
+``name`` filter); a list is read to its end, page after page.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from occ.client import http, output, profile, waiting, wire
+from occ.foundation import ids
 
 F = TypeVar("F", bound=Callable[..., Any])
 PAGE_SIZE = 500
 """Items per request when the client reads a whole list (the API's largest page)."""
+_KIND_OF = {"configurations": "configuration", "secrets": "secret", "agents": "agent"}
+"""The id kind (``occ.foundation.ids``) of a Namespace's collection's members."""
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 """A click option or argument (or a stack of them) as one decorator."""
 
@@ -287,7 +291,7 @@ def namespace_id(session: Session, reference: str | None) -> str:
                 "which Namespace? give -n NAMESPACE, or set a default: "
                 "occ config set namespace NAME"
             )
-    if reference.startswith("ns_"):
+    if ids.is_valid("namespace", reference):
         return reference
     return _by_name(session, path("namespaces"), reference, "namespace")
 
@@ -295,8 +299,7 @@ def namespace_id(session: Session, reference: str | None) -> str:
 def member_id(session: Session, namespace: str, collection: str, reference: str) -> str:
     """The id of a Namespace's Configuration, Secret or Agent named or identified by
     ``reference``."""
-    prefixes = {"configurations": "cfg_", "secrets": "sec_", "agents": "agt_"}
-    if reference.startswith(prefixes[collection]):
+    if ids.is_valid(_KIND_OF[collection], reference):
         return reference
     return _by_name(
         session, path("namespaces", namespace, collection), reference, collection.rstrip("s")

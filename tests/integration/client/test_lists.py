@@ -8,6 +8,7 @@ Agent are as reachable as the first.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -73,3 +74,28 @@ def test_every_kind_lists_and_finds_its_250th_item(
     missing = operator.run("agents", "get", "agent-999", "-n", team)
     assert missing.exit_status == 2
     assert "NOT_FOUND: no agent named 'agent-999'" in missing.stderr
+
+
+def test_a_name_that_starts_like_an_id_is_found_by_name(
+    api_only: Operator, installed: Installed, db: Database
+) -> None:
+    operator = api_only
+    with db.transaction() as session:
+        home = rows.namespace(session, created_by=installed.admin_id, name="ns_prod")
+        configuration_id, _ = rows.configuration_and_secret(
+            session, home, document={}, configuration_name="cfg_main", secret_name="sec_token"
+        )
+        agent_id = rows.agent(session, namespace_id=home, name="agt_helper")
+    operator.ok("login", "--url", operator.api_url, "--key-file", str(operator.key_file))
+
+    def got(*args: str) -> Any:
+        return json.loads(operator.ok(*args, "-o", "json").stdout)
+
+    assert got("namespaces", "get", "ns_prod")["id"] == home
+    assert got("namespaces", "get", home)["name"] == "ns_prod"  # the full id form is an id
+    assert got("configurations", "get", "cfg_main", "-n", "ns_prod")["id"] == configuration_id
+    assert got("agents", "get", "agt_helper", "-n", "ns_prod")["id"] == agent_id
+    operator.ok("secrets", "delete", "sec_token", "-n", "ns_prod")
+    assert _names(operator, "secrets", "list", "-n", "ns_prod") == []
+    missing = operator.run("namespaces", "get", "ns_missing")
+    assert "NOT_FOUND: no namespace named 'ns_missing'" in missing.stderr
