@@ -1,10 +1,10 @@
-"""The client's entry: ``register`` adds its commands to ``occ``; login, work, audit and can-i.
+"""The client's entry: ``register`` adds its commands to ``occ``; login, config and can-i.
 
 ``occ login`` checks the key against the API before it writes the profile, or with
 ``--browser`` signs a person in (``occ.client.browser_login``); ``occ logout`` revokes a CLI
 token and forgets the credential. ``occ auth can-i``
 asks ``POST /v1/authorization-checks`` and exits 0 for yes, 1 for no. The resource commands are
-in ``occ.client.resources`` and ``occ.client.agents``.
+in ``occ.client.resources`` and ``occ.client.agents``, work and audit in ``occ.client.ledgers``.
 """
 
 from __future__ import annotations
@@ -19,17 +19,15 @@ from occ.client import (
     agents,
     browser_login,
     http,
+    ledgers,
     profile,
     quotas,
     resources,
-    states,
     waiting,
     wire,
 )
 from occ.client import session as shared
 
-WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
-AUDIT_COLUMNS: Final = ("sequence", "occurredAt", "kind", "action", "outcome", "resourceId")
 _KINDS: Final = {
     "ns": "namespace",
     "cfg": "configuration",
@@ -193,100 +191,6 @@ def completion(shell: str) -> None:
 
 
 @click.group(cls=shared.ClientGroup)
-def work() -> None:
-    """Read the work queue (needs installation:administer)."""
-
-
-@work.command("list")
-@click.option("--state", type=click.Choice([state.value for state in states.WorkState]))
-@click.option("-n", "--namespace", default=None, help="Only this Namespace's (id or name).")
-@click.option("--agent", default=None, help="Only this Agent's (id).")
-@click.option("--limit", type=click.IntRange(1, 500), default=None)
-@click.option("--cursor", default=None, help="The previous page's nextCursor.")
-@shared.output_option
-@shared.pass_session
-def list_work(
-    session: shared.Session,
-    *,
-    state: str | None,
-    namespace: str | None,
-    agent: str | None,
-    limit: int | None,
-    cursor: str | None,
-    form: str,
-) -> None:
-    """Work items, newest first (one page)."""
-    query = {
-        "state": state,
-        "namespaceId": None if namespace is None else shared.namespace_id(session, namespace),
-        "agentId": agent,
-        "limit": limit,
-        "cursor": cursor,
-    }
-    answer = session.client.get(shared.path("work"), query)
-    _page(answer, form, WORK_COLUMNS, "nextCursor")
-
-
-@work.command("get")
-@click.argument("work_id")
-@shared.output_option
-@shared.pass_session
-def get_work(session: shared.Session, *, work_id: str, form: str) -> None:
-    """One work item by its id (kind:target:...)."""
-    shared.show(session.get(shared.path("work", work_id)), form)
-
-
-@click.group(cls=shared.ClientGroup)
-def audit() -> None:
-    """Read the audit log (needs installation:read)."""
-
-
-@audit.command("list")
-@click.option("-n", "--namespace", default=None, help="Only this Namespace's (id or name).")
-@click.option("--resource", "resource_id", default=None, help="Only events about this id.")
-@click.option("--work", "work_id", default=None, help="Only events of this work item.")
-@click.option(
-    "--kind", type=click.Choice(("bootstrap", "mutation", "access", "authorization_denial"))
-)
-@click.option("--before", type=click.IntRange(min=1), default=None, help="A nextBefore.")
-@click.option("--limit", type=click.IntRange(1, 500), default=None)
-@shared.output_option
-@shared.pass_session
-def list_audit(
-    session: shared.Session,
-    *,
-    namespace: str | None,
-    resource_id: str | None,
-    work_id: str | None,
-    kind: str | None,
-    before: int | None,
-    limit: int | None,
-    form: str,
-) -> None:
-    """Audit events, newest first (one page)."""
-    query = {
-        "namespaceId": None if namespace is None else shared.namespace_id(session, namespace),
-        "resourceId": resource_id,
-        "workId": work_id,
-        "kind": kind,
-        "before": before,
-        "limit": limit,
-    }
-    answer = session.client.get(shared.path("audit-events"), query)
-    _page(answer, form, AUDIT_COLUMNS, "nextBefore")
-
-
-def _page(answer: http.Answer, form: str, columns: tuple[str, ...], next_name: str) -> None:
-    if form != "table":
-        shared.show(answer.data, form)
-        return
-    shared.show(answer.data, form, columns)
-    following = answer.meta.get(next_name)
-    if following is not None:
-        click.echo(f"(more: --{next_name[4:].lower()} {following})", err=True)
-
-
-@click.group(cls=shared.ClientGroup)
 def auth() -> None:
     """Ask what current policy allows."""
 
@@ -356,8 +260,8 @@ def register(group: click.Group) -> None:
         resources.secrets,
         agents.agents,
         agents.deployments,
-        work,
-        audit,
+        ledgers.work,
+        ledgers.audit,
         auth,
     ):
         group.add_command(command)
