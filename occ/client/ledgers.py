@@ -17,8 +17,10 @@ import click
 from occ.client import http, states
 from occ.client import session as shared
 
-WORK_COLUMNS: Final = ("id", "state", "reasonCode", "attemptCount", "createdAt")
-AUDIT_COLUMNS: Final = ("sequence", "occurredAt", "kind", "action", "outcome", "resourceId")
+WORK: Final = shared.View("work", ("id", "state", "reasonCode", "attemptCount", "createdAt"))
+AUDIT: Final = shared.View(
+    "auditevent", ("sequence", "occurredAt", "kind", "action", "outcome", "resourceId")
+)
 
 page_size_option = click.option(
     "--limit",
@@ -67,7 +69,7 @@ def list_work(
     items, following = _read(
         session, shared.path("work"), query, ("cursor", "nextCursor"), cursor, every=every
     )
-    shared.show(items, form, WORK_COLUMNS)
+    shared.show(items, form, WORK)
     _hint_next("occ work list", filters, "--cursor", following)
 
 
@@ -77,7 +79,7 @@ def list_work(
 @shared.pass_session
 def get_work(session: shared.Session, *, work_id: str, form: str) -> None:
     """One work item by its id (kind:target:...)."""
-    shared.show(session.get(shared.path("work", work_id)), form)
+    shared.show(session.get(shared.path("work", work_id)), form, WORK)
 
 
 @click.group(cls=shared.ClientGroup)
@@ -127,7 +129,7 @@ def list_audit(
     items, following = _read(
         session, shared.path("audit-events"), query, ("before", "nextBefore"), before, every=every
     )
-    shared.show(items, form, AUDIT_COLUMNS)
+    shared.show(items, form, AUDIT)
     _hint_next("occ audit list", filters, "--before", following)
 
 

@@ -55,12 +55,14 @@ def render(
 
 
 def name_of(item: Any, kind: str) -> str:
-    """``kind/name`` of an item (its id when it has no name), as ``-o name`` prints it."""
+    """``kind/name`` of an item (its id when it has no name), as ``-o name`` prints it; without
+    ``kind``, the one its id's prefix names, else the bare name or id."""
     if not isinstance(item, dict):
         return cell(item)
-    label = item.get("name") or item.get("id") or item.get("deploymentId")
+    label = cell(item.get("name") or item.get("id") or item.get("deploymentId"))
     prefix = str(item.get("id") or item.get("deploymentId") or "").split("_", 1)[0]
-    return f"{kind or _KINDS.get(prefix, prefix)}/{cell(label)}"
+    kind = kind or _KINDS.get(prefix, "")
+    return f"{kind}/{label}" if kind else label
 
 
 def table(rows: Sequence[Any], columns: Sequence[str]) -> str:

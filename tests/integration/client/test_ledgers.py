@@ -8,6 +8,7 @@ and that command reads on; ``--all`` reads every page.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from typing import Any
 
@@ -57,6 +58,9 @@ def test_every_page_of_work_is_reachable_in_every_format(api_only: Operator) -> 
     assert _next_command(table) == following
     named = operator.ok("work", "list", "--state", "queued", "--limit", "2", "-o", "name")
     assert _next_command(named) == following
+    assert named.stdout.splitlines() == [f"work/{item['id']}" for item in _json(first)]
+    audit = operator.ok("audit", "list", "--kind", "mutation", "--limit", "1", "-o", "name")
+    assert re.fullmatch(r"auditevent/aud_[0-9a-f-]{36}\n", audit.stdout), audit
 
     every = operator.ok("work", "list", "--state", "queued", "--limit", "2", "--all", "-o", "json")
     assert {item["id"] for item in _json(every)} == expected

@@ -48,3 +48,9 @@ def test_wide_adds_columns_and_name_prints_kind_slash_name() -> None:
     # without a kind, an id's prefix names it; an item without a name shows its id
     assert output.render({"id": "agt_1", "name": "helper"}, "name") == "agent/helper"
     assert output.render([{"id": "cfg_9"}], "name") == "configuration/cfg_9"
+
+
+def test_name_of_an_item_whose_id_names_no_kind_is_the_bare_id() -> None:
+    work = {"id": "namespace:ns_1:reconcile:ready", "state": "queued"}
+    assert output.render([work], "name") == "namespace:ns_1:reconcile:ready"
+    assert output.render([work], "name", kind="work") == "work/namespace:ns_1:reconcile:ready"
