@@ -16,17 +16,37 @@ from typing import Any, Final
 from occ.client import wire
 
 USER_AGENT: Final = "occ-client"
+UNREACHABLE: Final = "UNREACHABLE"
 TIMEOUT_S: Final = 30.0
 
 
-class ApiError(Exception):
-    """A refused or failed request: the problem's code and detail (or the client's own)."""
+TRANSIENT_STATUSES: Final = frozenset({429, 503})
+"""Refusals that say "try again later" (with ``Retry-After``)."""
 
-    def __init__(self, code: str, detail: str, status: int | None = None) -> None:
+
+class ApiError(Exception):
+    """A refused or failed request: the problem's code and detail (or the client's own), and
+    the seconds ``Retry-After`` asked to wait."""
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        status: int | None = None,
+        *,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
         self.status = status
+        self.retry_after_s = retry_after_s
+
+    @property
+    def transient(self) -> bool:
+        """Whether the same request may succeed later: rate limited (429), unavailable (503),
+        or no answer at all."""
+        return self.status in TRANSIENT_STATUSES or self.code == UNREACHABLE
 
 
 @dataclass(frozen=True)
@@ -90,10 +110,10 @@ class Client:
             )
         except wire.Unreachable as error:
             raise ApiError(
-                "UNREACHABLE", f"cannot reach the API at {self.url}: {error.reason}"
+                UNREACHABLE, f"cannot reach the API at {self.url}: {error.reason}"
             ) from None
         if response.status >= 300:  # the API redirects nowhere
-            raise problem(response.status, response.body)
+            raise problem(response.status, response.body, response.headers)
         return _answer(response.status, response.body)
 
 
@@ -110,8 +130,9 @@ def _answer(status: int, raw: bytes) -> Answer:
     return Answer(status, document["data"], meta if isinstance(meta, dict) else {})
 
 
-def problem(status: int, raw: bytes) -> ApiError:
-    """The ``ApiError`` of a problem answer (its code, detail and field errors)."""
+def problem(status: int, raw: bytes, headers: Mapping[str, str] | None = None) -> ApiError:
+    """The ``ApiError`` of a problem answer (its code, detail and field errors, and its
+    ``Retry-After`` in seconds)."""
     try:
         document = json.loads(raw) if raw else {}
     except ValueError:
@@ -127,7 +148,9 @@ def problem(status: int, raw: bytes) -> ApiError:
             for item in errors
             if isinstance(item, dict)
         )
-    return ApiError(code, detail, status)
+    retry_after = (headers or {}).get("retry-after", "").strip()
+    retry_after_s = float(retry_after) if retry_after.isdigit() else None  # never an HTTP date
+    return ApiError(code, detail, status, retry_after_s=retry_after_s)
 
 
 def check_url(url: str) -> str:

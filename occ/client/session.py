@@ -184,19 +184,25 @@ def show_or_watch(
     read: Callable[[], Any], form: str, view: View, *, watch: bool, interval: float
 ) -> None:
     """Print what ``read`` answers; with ``--watch``, then each item that changed (and a line
-    on stderr for each one gone) every ``interval`` seconds, until Ctrl-C."""
+    on stderr for each one gone) every ``interval`` seconds, until Ctrl-C. A read refused for
+    now (429, 503) or unanswered is tried again, after the ``Retry-After`` asked."""
     shown = read()
     show(shown, form, view)
     if not watch:
         return
     seen = _by_key(shown)
+    pause = interval
     try:
         while True:
             sys.stdout.flush()
-            time.sleep(interval)
+            time.sleep(pause)
+            pause = interval
             try:
                 current = read()
             except http.ApiError as error:
+                if error.transient:
+                    pause = max(interval, error.retry_after_s or 0.0)
+                    continue
                 if error.status != 404 or isinstance(shown, list):
                     raise
                 click.echo(f"{output.name_of(shown, view.kind)} deleted", err=True)

@@ -1,6 +1,8 @@
 """``--wait``: poll an asynchronous operation until it settles, show progress, say how it ended.
 
-``wait`` calls an observation function until it reports an end or the timeout passes. Progress
+``wait`` calls an observation function until it reports an end or the timeout passes; a look the
+API refused for now (429, 503) or that found it unreachable is tried again, after the
+``Retry-After`` asked (within the timeout), and shows as the progress code. Progress
 goes to stderr: one line rewritten with ``\\r`` on a terminal, plain lines (one per change)
 otherwise. Exit statuses: 0 the operation reached its goal, 1 it ended otherwise (with its reason
 code), 3 the timeout passed first (2 is click's usage error and every ``occ: error`` line).
@@ -12,6 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
+
+from occ.client import http
 
 EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
@@ -89,12 +93,21 @@ def wait(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Outcome:
-    """Observe until the operation ends or ``timeout_s`` passed (exit status in the outcome)."""
+    """Observe until the operation ends or ``timeout_s`` passed (exit status in the outcome);
+    an ``http.ApiError`` that is not ``transient`` ends the wait."""
     started = clock()
     deadline = started + timeout_s
+    observation = Observation("unknown")
     try:
         while True:
-            observation = observe()
+            pause = interval_s
+            try:
+                observation = observe()
+            except http.ApiError as error:
+                if not error.transient:
+                    raise
+                observation = Observation(observation.state, progress=error.code)
+                pause = interval_s if error.retry_after_s is None else error.retry_after_s
             now = clock()
             progress.show(observation, now - started)
             if observation.ended:
@@ -102,6 +115,6 @@ def wait(
                 return Outcome(status, observation, now - started)
             if now >= deadline:
                 return Outcome(EXIT_TIMEOUT, observation, now - started)
-            sleep(max(0.0, min(interval_s, deadline - now)))
+            sleep(max(0.0, min(pause, deadline - now)))
     finally:
         progress.close()

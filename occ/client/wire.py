@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import socket
 import urllib.parse
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 PROXY_VARIABLES: Final = ("http_proxy", "https_proxy", "all_proxy")
@@ -22,10 +22,12 @@ _MAX_HEAD: Final = 64 * 1024
 
 @dataclass(frozen=True)
 class Response:
-    """A complete answer: its status and body (whatever the status)."""
+    """A complete answer: its status, body (whatever the status) and headers (names in lower
+    case)."""
 
     status: int
     body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class Unreachable(Exception):
@@ -119,15 +121,15 @@ def _parsed(received: bytes, *, head_only: bool) -> Response:
         fields[name.strip().lower()] = value.strip()
     status = int(code)
     if head_only or status in (204, 304) or 100 <= status < 200:
-        return Response(status, b"")
+        return Response(status, b"", fields)
     if "chunked" in fields.get("transfer-encoding", "").lower():
-        return Response(status, _unchunked(rest))
+        return Response(status, _unchunked(rest), fields)
     length = fields.get("content-length")
     if length is not None:
         if not length.isdigit() or len(rest) < int(length):
             raise Unreachable("the answer ended early")
-        return Response(status, rest[: int(length)])
-    return Response(status, rest)
+        return Response(status, rest[: int(length)], fields)
+    return Response(status, rest, fields)
 
 
 def _unchunked(data: bytes) -> bytes:
@@ -161,8 +163,12 @@ def _through_urllib(
     request = urllib.request.Request(url, data=body, method=method, headers=dict(headers))  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310
-            return Response(int(answer.status), answer.read())
+            return Response(int(answer.status), answer.read(), _lowered(answer.headers.items()))
     except urllib.error.HTTPError as refused:
-        return Response(refused.code, refused.read())
+        return Response(refused.code, refused.read(), _lowered(refused.headers.items()))
     except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
         raise Unreachable(str(getattr(error, "reason", error))) from None
+
+
+def _lowered(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    return {name.lower(): value for name, value in pairs}

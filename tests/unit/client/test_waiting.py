@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
-from occ.client import waiting
+import pytest
+
+from occ.client import http, waiting
 
 
 class FakeClock:
@@ -20,17 +23,29 @@ class FakeClock:
 
 
 def _run(
-    observations: list[waiting.Observation], timeout_s: float, terminal: bool
+    observations: list[waiting.Observation | http.ApiError], timeout_s: float, terminal: bool
 ) -> tuple[waiting.Outcome, str]:
     clock, stream, pending = FakeClock(), io.StringIO(), iter(observations)
     outcome = waiting.wait(
-        lambda: next(pending),
+        _raising(lambda: next(pending)),
         timeout_s=timeout_s,
         progress=waiting.Progress(stream, terminal=terminal, label="deployment rev_1"),
         clock=clock,
         sleep=clock.sleep,
     )
     return outcome, stream.getvalue()
+
+
+def _raising(
+    look: Callable[[], waiting.Observation | http.ApiError],
+) -> Callable[[], waiting.Observation]:
+    def observe() -> waiting.Observation:
+        seen = look()
+        if isinstance(seen, http.ApiError):
+            raise seen
+        return seen
+
+    return observe
 
 
 PENDING = waiting.Observation("pending", progress="RUNTIME_STARTING")
@@ -58,3 +73,38 @@ def test_the_timeout_exits_3_after_the_last_look() -> None:
     outcome, _ = _run([PENDING] * 10, 0.5, terminal=False)
     assert outcome.exit_status == 3
     assert outcome.elapsed_s == 0.5
+
+
+RATE_LIMITED = http.ApiError("RATE_LIMITED", "slow down", 429, retry_after_s=5)
+UNAVAILABLE = http.ApiError("DEPENDENCY_UNAVAILABLE", "try later", 503)
+UNREACHABLE = http.ApiError("UNREACHABLE", "cannot reach the API")
+
+
+def test_a_look_refused_for_now_is_tried_again_after_its_retry_after() -> None:
+    done = waiting.Observation("active", ended=True)
+    outcome, printed = _run(
+        [PENDING, RATE_LIMITED, UNAVAILABLE, UNREACHABLE, done], 30, terminal=False
+    )
+    assert (outcome.exit_status, outcome.last.state) == (0, "active")
+    # 0.5 s, then the 5 s Retry-After, then the poll interval (no Retry-After) twice
+    assert outcome.elapsed_s == 0.5 + 5 + 0.5 + 0.5
+    assert printed.splitlines() == [
+        "deployment rev_1: pending RUNTIME_STARTING (0.0 s)",
+        "deployment rev_1: pending RATE_LIMITED (0.5 s)",
+        "deployment rev_1: pending DEPENDENCY_UNAVAILABLE (5.5 s)",
+        "deployment rev_1: pending UNREACHABLE (6.0 s)",
+        "deployment rev_1: active (6.5 s)",
+    ]
+
+
+def test_a_retry_after_past_the_timeout_is_cut_to_it_and_times_out() -> None:
+    outcome, _ = _run([RATE_LIMITED, RATE_LIMITED, PENDING], 2, terminal=False)
+    assert (outcome.exit_status, outcome.last.state, outcome.elapsed_s) == (3, "unknown", 2)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 500])
+def test_any_other_refusal_ends_the_wait(status: int) -> None:
+    refused = http.ApiError("REFUSED", "no", status, retry_after_s=1)
+    with pytest.raises(http.ApiError) as raised:
+        _run([PENDING, refused, PENDING], 30, terminal=False)
+    assert raised.value is refused

@@ -47,6 +47,13 @@ class _Api(http.server.BaseHTTPRequestHandler):
         elif self.path == "/missing":
             problem = {"code": "NOT_FOUND", "detail": "no such thing", "status": 404}
             self._send(404, json.dumps(problem).encode())
+        elif self.path == "/busy":
+            problem = {"code": "RATE_LIMITED", "detail": "slow down", "status": 429}
+            self.send_response(429)
+            self.send_header("Retry-After", "7")
+            self.send_header("Content-Length", str(len(json.dumps(problem))))
+            self.end_headers()
+            self.wfile.write(json.dumps(problem).encode())
         elif self.path == "/empty":
             self.send_response(204)
             self.end_headers()
@@ -77,9 +84,9 @@ def test_answers_with_a_length_chunks_and_none(api: str) -> None:
     assert client.get("/v1/things", {"name": "a b", "skip": None}).data == {
         "path": "/v1/things?name=a+b"
     }
-    assert wire.exchange("GET", f"{api}/chunked", {}, None, timeout_s=5) == wire.Response(
-        200, CHUNKED_BODY
-    )
+    chunked = wire.exchange("GET", f"{api}/chunked", {}, None, timeout_s=5)
+    assert (chunked.status, chunked.body) == (200, CHUNKED_BODY)
+    assert chunked.headers["transfer-encoding"] == "chunked"
     assert client.get("/empty") == client_http.Answer(204, None)
     created = client.post("/v1/things", {"name": "ä"})
     assert (created.status, created.data) == (201, {"received": {"name": "ä"}})
@@ -97,13 +104,25 @@ def test_a_problem_answer_is_an_api_error(api: str) -> None:
     )
 
 
+@pytest.mark.parametrize("via_proxy", [False, True])
+def test_a_refusal_for_now_carries_its_retry_after(api: str, *, via_proxy: bool) -> None:
+    client = client_http.Client(api, "occ_k_s", timeout_s=5, via_proxy=via_proxy)
+    with pytest.raises(client_http.ApiError) as raised:
+        client.get("/busy")
+    assert (raised.value.code, raised.value.retry_after_s) == ("RATE_LIMITED", 7)
+    assert raised.value.transient
+    with pytest.raises(client_http.ApiError) as missing:
+        client.get("/missing")
+    assert (missing.value.retry_after_s, missing.value.transient) == (None, False)
+
+
 def test_nothing_listening_or_not_http_is_unreachable() -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     with pytest.raises(client_http.ApiError) as raised:
         client_http.Client(f"http://127.0.0.1:{port}", "occ_k_s", timeout_s=5).get("/v1/x")
-    assert raised.value.code == "UNREACHABLE"
+    assert raised.value.code == "UNREACHABLE" and raised.value.transient
     assert "occ_k_s" not in str(raised.value)
 
     garbage = b"SSH-2.0-OpenSSH\r\n\r\n"
