@@ -86,19 +86,29 @@ def login(
             key = signed_in.token
             who = f" as {signed_in.principal_id} (token {signed_in.session_id})"
         else:
-            key = profile.check_key(key_file.read_text(encoding="utf-8"))
+            key = profile.check_key(_read_key(key_file))
             client = http.Client(http.check_url(url), key, via_proxy=wire.proxied(environ))
             client.get(shared.path("namespaces"))  # 401 for a key the API does not know
             who = ""
         where = profile.save(environ, profile.Profile(client.url, key))
-    except OSError as error:
-        shared.fail("INVALID_FILE", f"cannot read {key_file}: {type(error).__name__}")
+    except profile.ProfileFileError as error:
+        shared.fail(error.code, str(error))
     except profile.ProfileError as error:
         shared.fail("INVALID_KEY", str(error))
     except http.ApiError as error:
         shared.fail(error.code, error.detail)
+    except OSError as error:  # the browser sign-in's listener
+        shared.fail("OS_ERROR", shared.os_error(error))
     click.echo(f"logged in to {client.url}{who} (profile {where})")
     shared.hint("occ namespaces create NAME --wait")
+
+
+def _read_key(key_file: Path) -> str:
+    try:
+        return key_file.read_text(encoding="utf-8")
+    except (OSError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) else None
+        shared.fail("INVALID_FILE", f"cannot read {key_file}: {reason or type(error).__name__}")
 
 
 def _show_sign_in(link: str, *, open_browser: bool) -> None:
@@ -122,7 +132,7 @@ def logout(session: shared.Session) -> None:
             _revoke_own(session.client, session_id)
         where = profile.forget_key(session.environ)
     except profile.ProfileError as error:
-        shared.fail("NOT_LOGGED_IN", str(error))
+        shared.fail(error.code, str(error))
     except http.ApiError as error:
         shared.fail(error.code, error.detail)
     ended = "revoked and forgotten" if session_id is not None else "forgotten (not revoked)"

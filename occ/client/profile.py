@@ -31,6 +31,14 @@ _CLI_TOKEN: Final = re.compile(
 class ProfileError(Exception):
     """No usable profile: what is missing and how to get it (never the key)."""
 
+    code = "NOT_LOGGED_IN"
+
+
+class ProfileFileError(ProfileError):
+    """The profile file cannot be read (or is not a profile) or cannot be written."""
+
+    code = "PROFILE_UNUSABLE"
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -72,8 +80,14 @@ def cli_session_of(key: str) -> str | None:
 
 
 def load(environ: Mapping[str, str]) -> Profile:
-    """The profile with ``OCC_URL`` / ``OCC_API_KEY`` applied over the file's fields."""
-    stored = stored_fields(environ)
+    """The profile with ``OCC_URL`` / ``OCC_API_KEY`` applied over the file's fields (with both
+    set, a file that cannot be read is left aside)."""
+    try:
+        stored = stored_fields(environ)
+    except ProfileFileError:
+        if not (environ.get("OCC_URL") and environ.get("OCC_API_KEY")):
+            raise
+        stored = {}
     url = environ.get("OCC_URL") or stored.get("url")
     key = environ.get("OCC_API_KEY") or stored.get("key")
     if not isinstance(url, str) or not isinstance(key, str):
@@ -100,14 +114,22 @@ def stored_fields(environ: Mapping[str, str]) -> dict[str, object]:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as error:
-        raise ProfileError(f"cannot read the profile {where}: {type(error).__name__}") from None
-    return dict(document) if isinstance(document, dict) else {}
+        raise ProfileFileError(
+            f"cannot read the profile {where}: {_reason(error, where)}"
+        ) from None
+    if not isinstance(document, dict):
+        raise ProfileFileError(f"cannot read the profile {where}: not a JSON object")
+    return dict(document)
 
 
 def save(environ: Mapping[str, str], profile: Profile) -> Path:
     """Write the URL and key (0600, replacing any earlier file atomically), keeping the
-    default Namespace when the URL stays the same; its path."""
-    stored = stored_fields(environ)
+    default Namespace when the URL stays the same (a file that cannot be read is replaced);
+    its path."""
+    try:
+        stored = stored_fields(environ)
+    except ProfileFileError:
+        stored = {}
     fields: dict[str, object] = {"url": profile.url, "key": profile.key}
     namespace = profile.namespace or stored.get("namespace")
     if namespace and stored.get("url") in (None, profile.url):
@@ -137,6 +159,16 @@ def set_field(environ: Mapping[str, str], name: str, value: str | None) -> Path:
 def write(environ: Mapping[str, str], fields: Mapping[str, object]) -> Path:
     """Write the profile file (0600 in a 0700 directory, replacing it atomically); its path."""
     where = path(environ)
+    try:
+        _replace(where, fields)
+    except OSError as error:
+        raise ProfileFileError(
+            f"cannot write the profile {where}: {_reason(error, where)}"
+        ) from None
+    return where
+
+
+def _replace(where: Path, fields: Mapping[str, object]) -> None:
     where.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     temporary = where.with_name(f".{FILE_NAME}.{os.getpid()}")
     descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -150,4 +182,12 @@ def write(environ: Mapping[str, str], fields: Mapping[str, object]) -> Path:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    return where
+
+
+def _reason(error: Exception, where: Path) -> str:
+    """Why a file operation on the profile ``where`` failed (and on which other file)."""
+    if not isinstance(error, OSError) or not error.strerror:
+        return type(error).__name__
+    if error.filename is None or Path(error.filename) == where:
+        return error.strerror
+    return f"{error.filename}: {error.strerror}"

@@ -40,7 +40,7 @@ def fail(code: str, detail: str, exit_status: int = waiting.EXIT_ERROR) -> NoRet
 
 
 class ClientGroup(click.Group):
-    """A command group whose commands' API and profile errors end through ``fail``."""
+    """A command group whose commands' API, profile and file errors end through ``fail``."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -48,7 +48,15 @@ class ClientGroup(click.Group):
         except http.ApiError as error:
             fail(error.code, error.detail)
         except profile.ProfileError as error:
-            fail("NOT_LOGGED_IN", str(error))
+            fail(error.code, str(error))
+        except OSError as error:
+            fail("OS_ERROR", os_error(error))
+
+
+def os_error(error: OSError) -> str:
+    """An ``OSError`` in one line: its file (if any) and the system's reason."""
+    reason = error.strerror or type(error).__name__
+    return f"{error.filename}: {reason}" if error.filename is not None else reason
 
 
 @dataclass(frozen=True)

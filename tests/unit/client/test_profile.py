@@ -66,3 +66,31 @@ def test_the_default_namespace_is_set_kept_across_login_and_overridden(tmp_path:
     assert profile.load(environ).namespace is None
     with pytest.raises(profile.ProfileError, match="not a profile setting"):
         profile.set_field(environ, "key", "occ_x_y")
+
+
+def test_a_profile_that_cannot_be_written_says_so(tmp_path: Path) -> None:
+    (tmp_path / "occ").write_text("a file where the directory should be")
+    environ = {"XDG_CONFIG_HOME": str(tmp_path)}
+    expected = f"cannot write the profile {tmp_path / 'occ' / 'profile.json'}: "
+    with pytest.raises(profile.ProfileFileError, match=expected) as refused:
+        profile.write(environ, {"url": "http://127.0.0.1:8000"})
+    assert refused.value.code == "PROFILE_UNUSABLE"
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", None])
+def test_an_unreadable_profile_is_left_aside_when_the_environment_gives_all(
+    tmp_path: Path, content: str | None
+) -> None:
+    where = tmp_path / "occ" / "profile.json"
+    where.parent.mkdir()
+    if content is None:
+        where.mkdir()  # read_text: IsADirectoryError
+    else:
+        where.write_text(content)
+    environ = {"XDG_CONFIG_HOME": str(tmp_path)}
+    with pytest.raises(profile.ProfileFileError, match=f"cannot read the profile {where}"):
+        profile.load(environ)
+    with pytest.raises(profile.ProfileFileError):  # the URL alone does not do
+        profile.load({**environ, "OCC_URL": "http://127.0.0.1:8000"})
+    loaded = profile.load({**environ, "OCC_URL": "http://127.0.0.1:8000", "OCC_API_KEY": KEY})
+    assert (loaded.url, loaded.key, loaded.namespace) == ("http://127.0.0.1:8000", KEY, None)
