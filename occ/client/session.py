@@ -2,7 +2,8 @@
 
 A command gets a ``Session`` (``pass_session``) holding the ``http.Client`` built from the
 profile and the environment. Failures end as one line, ``occ: error: CODE: detail``, with exit
-status 2 (``fail``); a ``--wait`` that ended badly exits 1 and one that timed out 3.
+status 2 (``fail``); a ``--wait`` that ended badly exits 1, one that timed out 3 and one
+stopped by Ctrl-C 130.
 Namespaces, Configurations, Secrets and Agents may be named by id (the full ``ns_<uuid4>``
 form; anything else, ``ns_prod`` too, is a name) or by name (looked up with the API's exact
 ``name`` filter); a list is read to its end, page after page.
@@ -273,11 +274,13 @@ def run_wait(
         progress=waiting.Progress(stream, terminal=stream.isatty(), label=label),
     )
     last = outcome.last
-    if outcome.exit_status == waiting.EXIT_TIMEOUT:
+    if outcome.exit_status in (waiting.EXIT_TIMEOUT, waiting.EXIT_INTERRUPTED):
+        ended = "TIMEOUT" if outcome.exit_status == waiting.EXIT_TIMEOUT else "INTERRUPTED"
         fail(
-            "TIMEOUT",
-            f"{label} is still {last.state} after {outcome.elapsed_s:.1f} s",
-            waiting.EXIT_TIMEOUT,
+            ended,
+            f"{label} is still {last.state} after {outcome.elapsed_s:.1f} s (the wait stopped, "
+            "not the operation)",
+            outcome.exit_status,
         )
     if last.data is not None:
         show(last.data, form)

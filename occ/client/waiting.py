@@ -5,7 +5,8 @@ API refused for now (429, 503) or that found it unreachable is tried again, afte
 ``Retry-After`` asked (within the timeout), and shows as the progress code. Progress
 goes to stderr: one line rewritten with ``\\r`` on a terminal, plain lines (one per change)
 otherwise. Exit statuses: 0 the operation reached its goal, 1 it ended otherwise (with its reason
-code), 3 the timeout passed first (2 is click's usage error and every ``occ: error`` line).
+code), 3 the timeout passed first, 130 Ctrl-C stopped the wait (not the operation; 2 is click's
+usage error and every ``occ: error`` line).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_ERROR: Final = 2
 EXIT_TIMEOUT: Final = 3
+EXIT_INTERRUPTED: Final = 130
 
 DEFAULT_TIMEOUT_S: Final = 300.0
 POLL_INTERVAL_S: Final = 0.5
@@ -93,8 +95,8 @@ def wait(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Outcome:
-    """Observe until the operation ends or ``timeout_s`` passed (exit status in the outcome);
-    an ``http.ApiError`` that is not ``transient`` ends the wait."""
+    """Observe until the operation ends, ``timeout_s`` passed or Ctrl-C (exit status in the
+    outcome); an ``http.ApiError`` that is not ``transient`` ends the wait."""
     started = clock()
     deadline = started + timeout_s
     observation = Observation("unknown")
@@ -116,5 +118,7 @@ def wait(
             if now >= deadline:
                 return Outcome(EXIT_TIMEOUT, observation, now - started)
             sleep(max(0.0, min(pause, deadline - now)))
+    except KeyboardInterrupt:
+        return Outcome(EXIT_INTERRUPTED, observation, clock() - started)
     finally:
         progress.close()

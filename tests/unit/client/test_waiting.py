@@ -23,7 +23,7 @@ class FakeClock:
 
 
 def _run(
-    observations: list[waiting.Observation | http.ApiError], timeout_s: float, terminal: bool
+    observations: list[waiting.Observation | BaseException], timeout_s: float, terminal: bool
 ) -> tuple[waiting.Outcome, str]:
     clock, stream, pending = FakeClock(), io.StringIO(), iter(observations)
     outcome = waiting.wait(
@@ -37,11 +37,11 @@ def _run(
 
 
 def _raising(
-    look: Callable[[], waiting.Observation | http.ApiError],
+    look: Callable[[], waiting.Observation | BaseException],
 ) -> Callable[[], waiting.Observation]:
     def observe() -> waiting.Observation:
         seen = look()
-        if isinstance(seen, http.ApiError):
+        if isinstance(seen, BaseException):
             raise seen
         return seen
 
@@ -108,3 +108,9 @@ def test_any_other_refusal_ends_the_wait(status: int) -> None:
     with pytest.raises(http.ApiError) as raised:
         _run([PENDING, refused, PENDING], 30, terminal=False)
     assert raised.value is refused
+
+
+def test_ctrl_c_ends_the_wait_with_130_and_the_last_look() -> None:
+    outcome, printed = _run([PENDING, KeyboardInterrupt()], 30, terminal=True)
+    assert (outcome.exit_status, outcome.last) == (130, PENDING)
+    assert printed.endswith("\n")  # the rewritten line is closed
