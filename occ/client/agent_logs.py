@@ -93,7 +93,8 @@ def lines(
             for raw in response:
                 yield raw.decode("utf-8", "replace")
     except urllib.error.HTTPError as error:
-        raise http.problem(error.code, error.read()) from None
+        headers = {name.lower(): value for name, value in error.headers.items()}
+        raise http.problem(error.code, error.read(), headers) from None
     except (TimeoutError, urllib.error.URLError, ConnectionError) as error:
         reason = getattr(error, "reason", error)
         raise http.ApiError(

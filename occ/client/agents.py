@@ -339,7 +339,7 @@ def _deploy(session: shared.Session, namespace_id: str, agent_id: str, follow: _
         if error.status == 403 and "service principal" in error.detail:
             shared.fail(
                 error.code,
-                f"{error.detail}; next: occ agents grant-runtime-access {agent_id} "
+                f"{error.message}; next: occ agents grant-runtime-access {agent_id} "
                 f"-n {namespace_id} (an administrator), then deploy again",
             )
         raise

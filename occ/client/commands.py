@@ -96,7 +96,7 @@ def login(
     except profile.ProfileError as error:
         shared.fail("INVALID_KEY", str(error))
     except http.ApiError as error:
-        shared.fail(error.code, error.detail)
+        shared.fail(error.code, error.message)
     except OSError as error:  # the browser sign-in's listener
         shared.fail("OS_ERROR", shared.os_error(error))
     click.echo(f"logged in to {client.url}{who} (profile {where})")
@@ -134,7 +134,7 @@ def logout(session: shared.Session) -> None:
     except profile.ProfileError as error:
         shared.fail(error.code, str(error))
     except http.ApiError as error:
-        shared.fail(error.code, error.detail)
+        shared.fail(error.code, error.message)
     ended = "revoked and forgotten" if session_id is not None else "forgotten (not revoked)"
     click.echo(f"logged out of {loaded.url}: the credential was {ended} (profile {where})")
 

@@ -1,8 +1,8 @@
 """A small JSON client of the occ REST API (``occ.client.wire``): requests, envelopes, problems.
 
 Answers ``data`` (and ``meta``) of the envelope, or raises ``ApiError`` with the problem's
-``code`` and ``detail``. The key goes only into the ``Authorization`` header: never into an
-error, a URL or a log.
+``code``, ``detail`` and ``requestId``. The key goes only into the ``Authorization`` header:
+never into an error, a URL or a log.
 """
 
 from __future__ import annotations
@@ -35,12 +35,22 @@ class ApiError(Exception):
         status: int | None = None,
         *,
         retry_after_s: float | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
         self.status = status
         self.retry_after_s = retry_after_s
+        self.request_id = request_id
+
+    @property
+    def message(self) -> str:
+        """The detail as a user reads it: a server error (5xx) names its request, for the
+        API's logs."""
+        if self.request_id is None or self.status is None or self.status < 500:
+            return self.detail
+        return f"{self.detail} (request {self.request_id})"
 
     @property
     def transient(self) -> bool:
@@ -131,8 +141,8 @@ def _answer(status: int, raw: bytes) -> Answer:
 
 
 def problem(status: int, raw: bytes, headers: Mapping[str, str] | None = None) -> ApiError:
-    """The ``ApiError`` of a problem answer (its code, detail and field errors, and its
-    ``Retry-After`` in seconds)."""
+    """The ``ApiError`` of a problem answer (its code, detail and field errors, its
+    ``Retry-After`` in seconds and its request id)."""
     try:
         document = json.loads(raw) if raw else {}
     except ValueError:
@@ -148,9 +158,17 @@ def problem(status: int, raw: bytes, headers: Mapping[str, str] | None = None) -
             for item in errors
             if isinstance(item, dict)
         )
-    retry_after = (headers or {}).get("retry-after", "").strip()
+    headers = headers or {}
+    retry_after = headers.get("retry-after", "").strip()
     retry_after_s = float(retry_after) if retry_after.isdigit() else None  # never an HTTP date
-    return ApiError(code, detail, status, retry_after_s=retry_after_s)
+    request_id = document.get("requestId") or headers.get("x-request-id")
+    return ApiError(
+        code,
+        detail,
+        status,
+        retry_after_s=retry_after_s,
+        request_id=None if request_id is None else str(request_id),
+    )
 
 
 def check_url(url: str) -> str:

@@ -47,7 +47,7 @@ class ClientGroup(click.Group):
         try:
             return super().invoke(ctx)
         except http.ApiError as error:
-            fail(error.code, error.detail)
+            fail(error.code, error.message)
         except profile.ProfileError as error:
             fail(error.code, str(error))
         except OSError as error:

@@ -54,6 +54,9 @@ class _Api(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(json.dumps(problem))))
             self.end_headers()
             self.wfile.write(json.dumps(problem).encode())
+        elif self.path == "/broken":
+            problem = {"code": "INTERNAL", "detail": "it broke", "requestId": "req_1"}
+            self._send(500, json.dumps(problem).encode())
         elif self.path == "/empty":
             self.send_response(204)
             self.end_headers()
@@ -114,6 +117,17 @@ def test_a_refusal_for_now_carries_its_retry_after(api: str, *, via_proxy: bool)
     with pytest.raises(client_http.ApiError) as missing:
         client.get("/missing")
     assert (missing.value.retry_after_s, missing.value.transient) == (None, False)
+
+
+def test_a_server_error_names_its_request(api: str) -> None:
+    client = client_http.Client(api, "occ_k_s", timeout_s=5)
+    with pytest.raises(client_http.ApiError) as broken:
+        client.get("/broken")
+    assert (broken.value.request_id, broken.value.message) == ("req_1", "it broke (request req_1)")
+    refused = client_http.problem(404, b'{"detail": "gone", "requestId": "req_2"}')
+    assert (refused.request_id, refused.message) == ("req_2", "gone")  # a refusal: kept short
+    no_body = client_http.problem(502, b"", {"x-request-id": "req_3"})
+    assert no_body.message == "the API answered 502 (request req_3)"
 
 
 def test_nothing_listening_or_not_http_is_unreachable() -> None:
