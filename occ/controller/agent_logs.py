@@ -4,8 +4,8 @@
 even read it), finds its running revision (else ``AgentNotRunning``), records one ``access``
 audit event for the read (never one per line), and opens the Compute Driver's log reader. Each
 line is redacted before it leaves: the revision's harness credential and its fingerprint key
-never pass, in any form ``redaction`` knows, wherever they stand in a line. Bounds: at most ``MAX_TAIL`` lines back, and a
-follow ends after ``MAX_FOLLOW_S``.
+never pass, in any form ``redaction`` knows, wherever they stand in a line. Bounds: at most
+``MAX_TAIL`` lines back, and a follow ends after ``MAX_FOLLOW_S``.
 """
 
 from __future__ import annotations

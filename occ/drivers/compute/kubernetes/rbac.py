@@ -18,7 +18,7 @@ from occ.drivers.compute.kubernetes import access, kinds, namespace_manifests, n
 
 ROLE_NAME: Final = "occ-compute-driver"
 LOG_READER_ROLE_NAME: Final = "occ-log-reader"
-SECRET_VALUES_ROLE_NAME: Final = "occ-secret-values"
+SECRET_VALUES_ROLE_NAME: Final = "occ-secret-values"  # noqa: S105 - a Role's name
 DEFAULT_SUBJECT_NAMESPACE: Final = "occ-system"
 DEFAULT_SUBJECT_NAME: Final = "occ-worker"
 """The workers' ServiceAccount in ``deploy/kubernetes``."""
