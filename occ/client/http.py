@@ -2,13 +2,15 @@
 
 Answers ``data`` (and ``meta``) of the envelope, or raises ``ApiError`` with the problem's
 ``code``, ``detail`` and ``requestId``. The key goes only into the ``Authorization`` header:
-never into an error, a URL or a log.
+never into an error, a URL or a log. Every POST carries an ``Idempotency-Key`` of its own and
+is sent once more, with the same key, when no answer came: the API applies it at most once.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.parse
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -113,15 +115,29 @@ class Client:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        try:
-            # check_url admitted only http and https URLs into a Client
-            response = wire.exchange(
-                method, target, headers, data, timeout_s=self.timeout_s, via_proxy=self.via_proxy
-            )
-        except wire.Unreachable as error:
-            raise ApiError(
-                UNREACHABLE, f"cannot reach the API at {self.url}: {error.reason}"
-            ) from None
+        sends = 1
+        if method == "POST":  # a change: the key lets a second send after no answer be safe
+            headers["Idempotency-Key"] = f"occ-cli-{uuid.uuid4()}"
+            sends = 2
+        for send in range(1, sends + 1):
+            try:
+                # check_url admitted only http and https URLs into a Client
+                response = wire.exchange(
+                    method,
+                    target,
+                    headers,
+                    data,
+                    timeout_s=self.timeout_s,
+                    via_proxy=self.via_proxy,
+                )
+                break
+            except wire.Unreachable as error:
+                if send < sends:
+                    continue
+                outcome = " (if it arrived, it may have been applied)" if sends > 1 else ""
+                raise ApiError(
+                    UNREACHABLE, f"cannot reach the API at {self.url}: {error.reason}{outcome}"
+                ) from None
         if response.status >= 300:  # the API redirects nowhere
             raise problem(response.status, response.body, response.headers)
         return _answer(response.status, response.body)
