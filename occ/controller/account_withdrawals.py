@@ -6,6 +6,11 @@ account's ``withdrawnAt`` and, for every live Agent whose active revision pins t
 sets desired ``stopped`` and admits its own ``credential_source_withdrawal`` work
 (``occ.reconcile.credential_withdrawal``), in one transaction with its audit
 (``accounts.withdrawal``). A repeat admits nothing new (the work ids are per Agent and account).
+
+A deploy pass of a revision pinning the account that has not moved the Agent's pointer yet
+needs no stop: the move reads the account under a shared lock, which waits for this
+transaction's ``FOR UPDATE`` on it (or this waits for the move, and then finds the Agent), and
+fails the deployment ``CREDENTIAL_WITHDRAWN`` (``account_credentials.withdrawn_meanwhile``).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ def record_withdrawal(
     with admission.guarded(db, actor_id) as session:
         namespace = namespaces.live(session, namespace_id, lock=True)
         change = policy.administer(session, actor_id, ACTION, {"accountId": account_id})
+        # FOR UPDATE: a pass moving a pointer to a revision pinning it waits, or is waited for
         account = admission.found(
             accounts.get(session, namespace.id, account_id, lock=True), "account"
         )

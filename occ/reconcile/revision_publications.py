@@ -13,6 +13,7 @@ from typing import Literal
 from occ.drivers.compute import base
 from occ.foundation import codes
 from occ.reconcile import (
+    account_credentials,
     environment,
     outcome,
     pass_report,
@@ -36,9 +37,13 @@ def move_pointer(
     session: Session, worker: environment.Worker, context: ClaimContext, snapshot: Snapshot
 ) -> Moved | outcome.PassResult:
     """The compare-and-set of the Agent's active revision (``stopped``: the Agent is no longer
-    wanted running; a changed pointer retries the pass)."""
+    wanted running; a changed pointer retries the pass; a pinned account whose withdrawal occ
+    recorded since the pass's credential check fails it, ``account_credentials``)."""
     agent, revision = snapshot.agent, snapshot.revision
     agents.lock_namespace(session, agent.namespace_id)
+    withdrawn = account_credentials.withdrawn_meanwhile(session, context, revision)
+    if withdrawn is not None:
+        return withdrawn
     current = agents.get(session, agent.namespace_id, agent.id, lock=True)
     if current is not None and current.desired_runtime_state != agents.DesiredRuntimeState.RUNNING:
         return "stopped"

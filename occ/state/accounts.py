@@ -92,6 +92,14 @@ list_in: Final = _VALUES.list_in
 ``window``)."""
 
 
+def get_shared(session: orm.Session, namespace_id: str, account_id: str) -> Account | None:
+    """The account under a shared row lock (``FOR SHARE``), or ``None``: a withdrawal being
+    recorded (``get`` with ``lock``, ``FOR UPDATE``) commits before this read, or waits for the
+    caller's transaction to end."""
+    query = _VALUES.select(_ACCOUNTS.c.id == account_id, _ACCOUNTS.c.namespace_id == namespace_id)
+    return rows.first(session, query.with_for_update(read=True), _VALUES.make)
+
+
 def mark_withdrawn(session: orm.Session, namespace_id: str, account_id: str) -> Account | None:
     """Record that the Backend withdrew the account (the first moment is kept): the row then,
     or ``None`` if it is missing."""
