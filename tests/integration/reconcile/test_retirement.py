@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from occ.controller import account_withdrawals
+from occ.controller import agents as agent_cases
+from occ.drivers.account import standin
 from occ.drivers.compute import base
 from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import retirement, specs
@@ -109,3 +112,51 @@ def test_a_failed_first_revision_clears_the_pointer(db: Database, worker: Worker
     assert _agent(db, world).active_revision_id is None
     [item] = _retirements(db, first)
     support.run_until(db, worker, item.id, "REVISION_RETIRED")
+
+
+def _succeeded(db: Database, revision_id: str) -> None:
+    """End the revision's deployment as one that activated it."""
+    with db.transaction() as session:
+        session.execute(
+            sa.update(models.ControllerWork)
+            .where(models.ControllerWork.id == f"agent_revision:{revision_id}:reconcile")
+            .values(
+                state="succeeded",
+                reason_code="REVISION_ACTIVATED",
+                completed_at=sa.func.clock_timestamp(),
+            )
+        )
+
+
+def test_the_pointer_never_goes_back_to_a_revision_on_a_withdrawn_account(
+    db: Database, tmp_path: Path
+) -> None:
+    world = support.ready_world(db)
+    backend = standin.StandinBackend(tmp_path / "accounts")
+    account_id = worlds.use_managed_account(db, world, backend)
+    first = worlds.deploy(db, world, accounts=backend)
+    _succeeded(db, first)
+    with db.transaction() as session:
+        assert agents.activate(session, world.agent_id, expected=None, candidate=first)
+    agent_cases.update_agent(
+        db,
+        world.admin,
+        agent_cases.UpdateAgent(
+            namespace_id=world.namespace_id,
+            agent_id=world.agent_id,
+            harness_auth=agents.HarnessAuth(agents.SECRET_SOURCE, secret_id=world.secret_id),
+        ),
+    )
+    second = worlds.deploy(db, world)
+    with db.transaction() as session:  # the second's pass moved the pointer
+        assert agents.activate(session, world.agent_id, expected=first, candidate=second)
+    backend.withdraw(account_id)
+    recorded = account_withdrawals.record_withdrawal(
+        db, world.admin, namespace_id=world.namespace_id, account_id=account_id, backend=backend
+    )
+    assert recorded.agent_ids == ()  # no Agent runs on it: the pointer names the second
+
+    _fail_deployment(db, world, second)
+
+    # the first is the newest revision that activated, but its credential source is withdrawn
+    assert _agent(db, world).active_revision_id is None
