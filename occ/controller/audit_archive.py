@@ -5,7 +5,8 @@ drop-partition``, which the database owner runs).
 A drop refuses a month that was never exported, or that gained events since its export,
 unless forced; it detaches and drops the month's partition and audits itself
 (``audit.partition.drop``) in the same transaction. The current month and later ones are
-never dropped.
+never dropped. A drop waits for the log only briefly: beside a long reader (an export still
+streaming) it gives up (``AuditLogBusy``) rather than hold every audit write up behind it.
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def drop_partitions(database: Database, *, before: dt.datetime, force: bool) -> 
 
     Raises:
         Conflict: a month was not exported, or gained events since (unless ``force``).
+        AuditLogBusy: a long reader holds the log (nothing was dropped).
     """
-    with database.transaction() as session:
+    with database.transaction() as session, audit_partitions.lock_wait_bounded(session):
         now = audit_partitions.current_month_start(session)
         months = [m for m in audit_partitions.months(session) if m.end <= min(before, now)]
         exported = audit_partitions.exports(session)

@@ -21,7 +21,8 @@
     │   ├── LogsUnsupported     the Compute Driver cannot read runtime logs
     │   ├── LastAdministrator   no acting administrator of the Installation would be left
     │   ├── IdempotencyConflict a work key already belongs to another owner
-    │   └── IdempotencyKeyInUse  a request with this Idempotency-Key applied or is applying
+    │   ├── IdempotencyKeyInUse  a request with this Idempotency-Key applied or is applying
+    │   └── AuditLogBusy        a long reader holds the audit log; its DDL gave up
     ├── PreconditionFailed      the resource changed since the caller read it (If-Match)
     ├── ClaimLost               a claim-fenced write found no live claim
     ├── UnknownOutcome          a COMMIT may or may not have happened
@@ -236,6 +237,13 @@ class IdempotencyKeyInUse(Conflict):
     """A request with this ``Idempotency-Key`` is still running; retry once it answered."""
 
     code = "IDEMPOTENCY_KEY_IN_USE"
+
+
+class AuditLogBusy(Conflict):
+    """The audit log is busy: an export or another long reader holds it, so its partitions
+    cannot change now (nothing was changed); retry once the reader is done."""
+
+    code = "AUDIT_LOG_BUSY"
 
 
 class PreconditionFailed(OccError):

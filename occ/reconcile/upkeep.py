@@ -1,7 +1,8 @@
 """Upkeep of the database: history nothing reads any more is removed (``occ.prune``).
 
 A run first makes sure the audit log's month partitions exist ahead of time
-(``audit_partitions.ensure``: this month and the next two), then walks the terminal work rows
+(``audit_partitions.ensure``: this month and the next two; while a long reader holds the log,
+the next run does, ``worker.audit-partitions-deferred``), then walks the terminal work rows
 of each outcome past its retention (``Retention``, from ``OCC_WORK_RETENTION_SUCCEEDED_DAYS``
 and ``OCC_WORK_RETENTION_FAILED_DAYS``), then the idempotency records past their 24 hours, in
 batches of ``BATCH`` rows, each batch a transaction of its own: no prune holds row locks or a
@@ -13,14 +14,17 @@ removed is gone, what it kept is read again).
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
+from occ.foundation import errors
 from occ.settings.config import Settings
 from occ.state import audit_partitions, idempotency, retention, values
 from occ.state.db import Database, Session
+from occ.telemetry import observability
 
 BATCH: Final = 50
 """Rows a batch removes at most (one short transaction). Small, because a claim beside a batch
@@ -83,8 +87,9 @@ def prune(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> PruneReport:
-    """Create the audit months ahead, then remove expired work history and idempotency
-    records, a batch per transaction, resting ``pause`` times as long as each batch took."""
+    """Create the audit months ahead (unless the audit log is busy), then remove expired work
+    history and idempotency records, a batch per transaction, resting ``pause`` times as long
+    as each batch took."""
     deadline = clock() + budget_s
 
     def rested(remove: Callable[[Session], _Removed]) -> _Removed:
@@ -94,8 +99,15 @@ def prune(
         sleep((clock() - started) * pause)
         return removed
 
-    with database.transaction() as session:
-        audit_partitions.ensure(session)
+    try:
+        with database.transaction() as session, audit_partitions.lock_wait_bounded(session):
+            audit_partitions.ensure(session)
+    except errors.AuditLogBusy:  # the months are made ahead: a later run makes them
+        observability.log(
+            "worker.audit-partitions-deferred",
+            level=logging.WARNING,
+            reason=f"a long reader held the audit log past {audit_partitions.LOCK_WAIT_MS} ms",
+        )
     work = batches = 0
     for state, older_than_ms in (
         (values.WorkState.SUCCEEDED, keep.succeeded_ms),

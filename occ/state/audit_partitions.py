@@ -6,11 +6,13 @@ exported, and dropping one.
 object, in sequence order), recorded in ``audit_exports``, then detached and dropped by the
 owner. Takes the caller's session and never commits; the owner's session for ``drop`` (the
 application role may create partitions ahead, through ``occ.ensure_audit_partitions``, but
-never remove one).
+never remove one). Creating or detaching a month needs the whole log to itself, so its
+transaction waits for that briefly (``lock_wait_bounded``) and never behind a long reader.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 from collections.abc import Iterator
@@ -18,9 +20,11 @@ from dataclasses import dataclass
 from typing import Final, cast
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
+from occ.foundation import errors
 from occ.state import audit, models
 
 _EVENTS: Final = cast(sa.Table, models.AuditEvent.__table__)
@@ -28,12 +32,20 @@ _EXPORTS: Final = cast(sa.Table, models.AuditExport.__table__)
 _NAME: Final = re.compile(r"audit_events_y([0-9]{4})m([0-9]{2})")
 MONTHS_AHEAD: Final = 2
 """Months past the current one whose partitions exist ahead of their first event."""
+LOCK_WAIT_MS: Final = 250
+"""How long a transaction that creates or detaches a month waits for a lock. The DDL takes
+ACCESS EXCLUSIVE on ``audit_events``, and every audit write queues behind it while it waits:
+behind a long reader (``occ audit export`` streams from one snapshot) they would all wait for
+as long as it reads. Past this the DDL gives up (``AuditLogBusy``), so a write waits this long
+at most; an ordinary write's transaction ends well within it."""
 
 _PARTITIONS: Final = sa.text("""
     SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
      WHERE i.inhparent = 'occ.audit_events'::regclass
 """)
 _ENSURE: Final = sa.text("SELECT occ.ensure_audit_partitions(:from_, :months_ahead)")
+_LOCK_WAIT: Final = sa.text("SELECT set_config('lock_timeout', :lock_timeout, true)")
+_LOCK_NOT_AVAILABLE: Final = "55P03"
 _MONTH_START: Final = sa.text(
     "SELECT date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 )
@@ -74,6 +86,23 @@ def months(session: orm.Session) -> list[Month]:
     """The month partitions that exist, oldest first."""
     found = (Month.named(name) for name in session.execute(_PARTITIONS).scalars())
     return sorted((m for m in found if m is not None), key=lambda m: m.start)
+
+
+@contextlib.contextmanager
+def lock_wait_bounded(session: orm.Session) -> Iterator[None]:
+    """For the rest of the session's transaction, wait at most ``LOCK_WAIT_MS`` for any lock
+    (a transaction-local ``lock_timeout``); a lock not granted by then, inside the block,
+    raises ``AuditLogBusy`` and leaves the transaction to be rolled back."""
+    session.execute(_LOCK_WAIT, {"lock_timeout": f"{LOCK_WAIT_MS}ms"})
+    try:
+        yield
+    except sa_exc.OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+            raise
+        raise errors.AuditLogBusy(
+            "the audit log is busy: an export or another long reader holds it (its lock was"
+            f" not granted within {LOCK_WAIT_MS} ms); nothing was changed, retry once it is done"
+        ) from exc
 
 
 def ensure(

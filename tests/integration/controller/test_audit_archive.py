@@ -1,5 +1,6 @@
 """The audit log's months on PostgreSQL: exported in sequence order (and resumed where an
-export stopped), dropped only once exported, each drop audited."""
+export stopped), dropped only once exported, each drop audited, and refused while a long
+reader holds the log rather than holding up its writers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from occ.controller import audit_archive, installation
 from occ.foundation import errors
 from occ.state import audit, audit_partitions
 from occ.state.db import Database
+from tests.support import audit_log
 
 _PAST = sa.text("""
     INSERT INTO occ.audit_events (id, occurred_at, kind, action, actor_id, outcome)
@@ -150,6 +152,29 @@ def test_the_current_month_and_later_ones_are_never_dropped(
     )
     assert left[0].start == current.start
     assert len(left) == 1 + audit_partitions.MONTHS_AHEAD
+
+
+def test_a_drop_beside_a_long_reader_answers_busy_and_holds_no_writer_up(
+    db: Database, owner_db: Database, history: list[audit_partitions.Month]
+) -> None:
+    older, _ = history
+    audit_archive.export(owner_db, before=older.end, after_sequence=None, write=lambda _: None)
+
+    def drop() -> audit_archive.Dropped:
+        return audit_archive.drop_partitions(owner_db, before=older.end, force=False)
+
+    with audit_log.read_elsewhere(owner_db):  # a later export streaming
+        beside = audit_log.ddl_beside_a_write(drop, db, owner_db)
+
+    assert beside.written, "an audit write waited behind the drop's DETACH PARTITION"
+    assert isinstance(beside.outcome, errors.AuditLogBusy)
+    assert beside.outcome.code == "AUDIT_LOG_BUSY"
+    assert audit_partitions.LOCK_WAIT_MS / 1000 <= beside.elapsed_s < audit_log.DEADLINE_S / 2
+    with owner_db.transaction() as session:
+        assert older.name in {m.name for m in audit_partitions.months(session)}
+    assert _drops(db) == []
+
+    assert drop() == audit_archive.Dropped((older.name,), 30)  # the reader is done: retried
 
 
 def test_the_audit_log_stays_append_only(

@@ -1,17 +1,20 @@
 """A prune run on PostgreSQL: every expired outcome and the idempotency records, a batch per
-transaction, within its time budget."""
+transaction, within its time budget; the audit months ahead, unless the audit log is busy."""
 
 from __future__ import annotations
 
 import itertools
+import logging
 
+import pytest
 import sqlalchemy as sa
 
 from occ.reconcile import upkeep
 from occ.settings.config import Settings
-from occ.state import values
+from occ.state import audit_partitions, values
 from occ.state.db import Database
-from tests.support import rows
+from occ.telemetry import observability
+from tests.support import audit_log, rows
 from tests.support.work_history import Agent
 
 SUCCEEDED = values.WorkState.SUCCEEDED
@@ -87,3 +90,40 @@ def test_a_run_rests_after_each_batch_as_long_as_the_batch_took(
 
     assert report.finished
     assert rests == [0.5 * upkeep.PAUSE] * report.batches
+
+
+def _months(db: Database) -> list[str]:
+    with db.transaction() as session:
+        return [month.name for month in audit_partitions.months(session)]
+
+
+def test_a_run_beside_a_long_reader_of_the_audit_log_leaves_its_months_to_the_next(
+    db: Database, owner_db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    with owner_db.transaction() as session:  # the last month ahead is still to be made
+        last = audit_partitions.months(session)[-1].name
+        session.execute(sa.text(f'DROP TABLE occ."{last}"'))
+    keep = upkeep.Retention.of(Settings())
+
+    with (
+        caplog.at_level(logging.INFO, logger="occ"),
+        audit_log.read_elsewhere(owner_db),  # an export streaming
+    ):
+        beside = audit_log.ddl_beside_a_write(lambda: upkeep.prune(db, keep, pause=0), db, owner_db)
+        during = _months(db)
+
+    assert beside.written, "an audit write waited behind the prune's partition DDL"
+    assert isinstance(beside.outcome, upkeep.PruneReport) and beside.outcome.finished
+    assert audit_partitions.LOCK_WAIT_MS / 1000 <= beside.elapsed_s < audit_log.DEADLINE_S / 2
+    assert last not in during
+    deferred = [
+        event
+        for record in caplog.records
+        if (event := getattr(record, observability.EVENT_ATTRIBUTE, None))
+        and event["event"] == "worker.audit-partitions-deferred"
+    ]
+    assert len(deferred) == 1
+
+    upkeep.prune(db, keep, pause=0)
+
+    assert last in _months(db)
