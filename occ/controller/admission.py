@@ -226,14 +226,24 @@ def present(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
+_INVISIBLE: Final = frozenset({"Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories a name may not hold: format characters (zero-width, bidirectional
+controls), surrogates, line and paragraph separators."""
+
+
 def name(value: str, path: errors.Path) -> str:
-    """A resource name: 1..200 characters, no surrounding whitespace, no control characters."""
+    """A resource name: 1..200 characters, no surrounding whitespace, no control characters,
+    nor invisible ones that make two names look alike (format characters such as zero-width
+    spaces and bidirectional overrides, line and paragraph separators)."""
     if not 1 <= len(value) <= NAME_MAX:
         raise errors.InvalidInput.at(path, f"must be 1 to {NAME_MAX} characters long")
     if value != value.strip():
         raise errors.InvalidInput.at(path, "must not start or end with whitespace")
-    if any(unicodedata.category(character) == "Cc" for character in value):
+    categories = {unicodedata.category(character) for character in value}
+    if "Cc" in categories:
         raise errors.InvalidInput.at(path, "must not contain control characters")
+    if categories & _INVISIBLE:
+        raise errors.InvalidInput.at(path, "must not contain invisible or direction characters")
     return value
 
 

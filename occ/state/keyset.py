@@ -77,6 +77,10 @@ class Order:
         return query if window.limit is None else query.limit(window.limit)
 
 
+def _plain(text: str) -> bool:
+    return text.isascii() and text.isprintable()
+
+
 def _micros(moment: dt.datetime) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
@@ -112,7 +116,8 @@ BY_CREATION: Final = Order(
     key=lambda item: (_micros(item.created_at), str(item.id)),
     shape=(int, str),
     _apply=_by_creation,
-    _valid=lambda key: 0 <= int(key[0]) <= _LATEST_MICROS and "\x00" not in str(key[1]),
+    # ids are ASCII: a NUL or a lone surrogate from a forged cursor never reaches SQL
+    _valid=lambda key: 0 <= int(key[0]) <= _LATEST_MICROS and _plain(str(key[1])),
 )
 """Oldest first, ties by id: the order of every resource list but revisions."""
 NEWEST_FIRST: Final = dataclasses.replace(BY_CREATION, _apply=_newest_first)

@@ -57,7 +57,10 @@ def request_of(arguments: Mapping[str, str]) -> dict[str, str]:
 
 def is_loopback_redirect(url: str) -> bool:
     """Whether ``url`` is ``http`` to a loopback IP literal with a port, and nothing else (no
-    user, query or fragment)."""
+    user, query or fragment), written in visible ASCII only: ``urlsplit`` drops tabs and line
+    ends it meets, which a ``Location`` header may not carry."""
+    if not all("!" <= character <= "~" for character in url):
+        return False
     try:
         parsed = urllib.parse.urlsplit(url)
         port = parsed.port

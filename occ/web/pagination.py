@@ -16,6 +16,7 @@ import base64
 import binascii
 import hashlib
 import json
+import unicodedata
 from typing import Any, Final
 
 import flask
@@ -37,6 +38,12 @@ _PAGE_PARAMETERS: Final = frozenset({"cursor", "limit"})
 BY_CREATION: Final = keyset.BY_CREATION
 """Oldest first, ties by id: the order of every resource list but revisions."""
 NEWEST_REVISION_FIRST: Final = keyset.NEWEST_REVISION_FIRST
+
+
+def _no_control_characters(value: str) -> None:
+    # no name holds one (admission.name), and PostgreSQL text cannot hold a NUL
+    if any(unicodedata.category(character) in ("Cc", "Cs") for character in value):
+        raise ma.ValidationError("must not contain control characters")
 
 
 class PageQuery(ma.Schema):
@@ -62,7 +69,10 @@ class NamedPageQuery(PageQuery):
     name instead of reading it whole."""
 
     name = fields.String(
-        validate=validate.Length(min=1, max=MAX_NAME_CHARS),
+        validate=[
+            validate.Length(min=1, max=MAX_NAME_CHARS),
+            _no_control_characters,
+        ],
         metadata={"description": "Only the item of exactly this name.", "example": "team-a"},
     )
 

@@ -58,7 +58,12 @@ def tag_response(response: flask.Response) -> flask.Response:
 
 
 def check_if_match() -> None:
-    """``before_request``: 412 when a PATCH's or DELETE's ``If-Match`` names no current tag."""
+    """``before_request``: 412 when a PATCH's or DELETE's ``If-Match`` names no current tag.
+
+    A request routing refused (no such URL, or a method it does not allow) is left to its
+    404 or 405: it was not authenticated, and no view of it runs."""
+    if flask.request.url_rule is None:
+        return
     wanted = expected()
     if wanted is not None and flask.request.method in CONDITIONAL_METHODS:
         preconditions.check(wanted, _current_tag())

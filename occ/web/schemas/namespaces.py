@@ -52,6 +52,7 @@ def _limit(description: str, data_key: str | None = None) -> fields.Integer:
     return fields.Integer(
         data_key=data_key,
         allow_none=True,
+        strict=True,  # 1.5 or "5" is refused, not rounded or parsed
         validate=validate.Range(min=0, max=quotas.LIMIT_MAX),
         metadata={"description": description + " (null: the installation default)"},
     )

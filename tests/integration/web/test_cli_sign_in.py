@@ -147,6 +147,9 @@ def test_disabling_the_person_ends_their_cli_token(
         ("redirect_uri", "http://localhost:45678/callback"),
         ("redirect_uri", "http://127.0.0.1/callback"),
         ("redirect_uri", "http://127.0.0.1:45678/callback?next=x"),
+        # urlsplit drops line ends: the URL checked would not be the one sent back
+        ("redirect_uri", "http://127.0.0.1:45678/cb\r\nSet-Cookie: a=b"),
+        ("redirect_uri", "http://127.0.0.1:45678/c\tb"),
         ("state", "short"),
         ("code_challenge", "not-a-hash"),
     ],

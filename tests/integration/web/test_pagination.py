@@ -269,9 +269,10 @@ def test_a_name_filter_keeps_to_what_the_caller_may_read(
 def test_a_bad_name_filter_is_refused_and_other_lists_have_none(
     client: FlaskClient, admin: Caller
 ) -> None:
-    refused = client.get("/v1/namespaces", query_string={"name": ""}, headers=admin.headers)
-    assert refused.status_code == 400, refused.json
-    assert [e["pointer"] for e in json_of(refused)["errors"]] == ["/query/name"]
+    for bad in ("", "a\x00b", "tab\there"):
+        refused = client.get("/v1/namespaces", query_string={"name": bad}, headers=admin.headers)
+        assert refused.status_code == 400, refused.json
+        assert [e["pointer"] for e in json_of(refused)["errors"]] == ["/query/name"]
     unknown = client.get("/v1/roles", query_string={"name": "admin"}, headers=admin.headers)
     assert unknown.status_code == 400, unknown.json
     assert [e["pointer"] for e in json_of(unknown)["errors"]] == ["/query/name"]

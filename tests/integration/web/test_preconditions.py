@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 
 import flask
+import pytest
 import sqlalchemy as sa
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
@@ -193,3 +194,20 @@ def test_a_delete_racing_a_patch_with_one_tag_fails_and_deletes_nothing(
     current = json_of(client.get(url, headers=admin.headers))["data"]
     assert current["name"] == "renamed" and current["status"] != "deleting"
     assert test_agents.count(db, models.AuditEvent, action="agents.delete") == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("DELETE", "/v1/installation", 405),
+        ("DELETE", "/v1/work/abc", 405),
+        ("PATCH", "/healthz", 405),
+        ("PATCH", "/v1/nope", 404),
+    ],
+)
+def test_if_match_on_a_request_routing_refuses_leaves_it_to_its_404_or_405(
+    client: FlaskClient, method: str, path: str, status: int
+) -> None:
+    # no credentials: the refusal comes before anything reads who is asking
+    response = client.open(path, method=method, headers={"If-Match": '"x"'})
+    assert response.status_code == status, response.get_data(as_text=True)

@@ -151,6 +151,8 @@ def test_only_an_administrator_sets_quotas(
         ({"agents": -1}, "/agents"),
         ({"revisionsPerAgent": 1_000_001}, "/revisionsPerAgent"),
         ({"secrets": "many"}, "/secrets"),
+        ({"agents": 1.5}, "/agents"),  # not rounded down
+        ({"agents": "5"}, "/agents"),  # not parsed from text
         ({"widgets": 1}, "/widgets"),
     ],
 )
