@@ -2,7 +2,8 @@
 
 The answer is ``text/plain``, one redacted line per line, streamed as the Compute Driver reads
 them; a follow ends after the use case's bound or when the client goes away (the reader is
-closed either way). Errors before the first line are problem+json like any other.
+closed either way), and one principal holds at most ``log_follows.MAX_PER_PRINCIPAL`` follows
+at once in a process. Errors before the first line are problem+json like any other.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import flask
 
 from occ.controller import agent_logs
 from occ.drivers import compute
-from occ.web import access, calls
+from occ.web import access, calls, log_follows
 from occ.web.routes import blueprints
 from occ.web.schemas import logs as schemas
 
@@ -50,22 +51,33 @@ def read_agent_logs(query: dict[str, Any], namespace_id: str, agent_id: str) -> 
         since=None if query.get("since") is None else schemas.moment(query["since"]),
         follow=query["follow"],
     )
-    lines = calls.call(
-        agent_logs.open_logs,
-        command,
-        reader=compute.logs(settings.compute_driver, settings),
-        secret_driver=context.secrets,
-        fingerprint_key=settings.credential_fingerprint_key,
-    )
+    principal_id = access.principal_id()
+    if command.follow:
+        log_follows.enter(principal_id)  # before anything is opened: a refusal holds nothing
+    try:
+        lines = calls.call(
+            agent_logs.open_logs,
+            command,
+            reader=compute.logs(settings.compute_driver, settings),
+            secret_driver=context.secrets,
+            fingerprint_key=settings.credential_fingerprint_key,
+        )
+    except BaseException:
+        if command.follow:
+            log_follows.leave(principal_id)
+        raise
 
     def body() -> Iterator[bytes]:
-        try:
-            for line in lines:
-                yield line.encode() + b"\n"
-        finally:
-            lines.close()
+        for line in lines:
+            yield line.encode() + b"\n"
+
+    def ended() -> None:  # the WSGI server's close(): also when the body never started
+        lines.close()
+        if command.follow:
+            log_follows.leave(principal_id)
 
     response = flask.Response(body(), content_type="text/plain; charset=utf-8")
+    response.call_on_close(ended)
     response.headers["Cache-Control"] = "no-store"
     response.headers["X-Accel-Buffering"] = "no"  # a proxy must pass a follow line by line
     return response

@@ -14,6 +14,7 @@ from occ.foundation import fingerprints
 from occ.settings.config import Settings
 from occ.state import api_keys, audit
 from occ.state.db import Database
+from occ.web import log_follows
 from tests.integration.web import support
 from tests.integration.web.conftest import PEPPER, Caller
 from tests.integration.web.test_agents import World, activate, create, empower, make_world
@@ -119,6 +120,27 @@ def test_a_follow_streams_and_ends_when_the_client_leaves(
         handle.write(f"later {SECRET}\n")
     assert next(chunks) == b"later [REDACTED]\n"
     response.close()  # the client goes away: the reader is closed
+
+
+def test_a_principal_holds_a_bounded_number_of_follows_at_once(
+    client: FlaskClient, admin: Caller, running: Running
+) -> None:
+    follow = f"{running.path}?tail=1&follow=true"
+    held = [
+        client.get(follow, headers=admin.headers, buffered=False)
+        for _ in range(log_follows.MAX_PER_PRINCIPAL)
+    ]
+    assert [response.status_code for response in held] == [200] * len(held)
+    refused = client.get(follow, headers=admin.headers)
+    support.problem(refused, 429, "RATE_LIMITED")
+    assert refused.headers["Retry-After"] == str(log_follows.RETRY_AFTER_S)
+    assert client.get(running.path, headers=admin.headers).status_code == 200  # a tail is no follow
+    held.pop().close()  # one ends (never read: closed all the same)
+    again = client.get(follow, headers=admin.headers, buffered=False)
+    assert again.status_code == 200
+    for response in [*held, again]:
+        response.close()
+    assert log_follows.held(admin.principal_id) == 0
 
 
 @pytest.mark.parametrize(
