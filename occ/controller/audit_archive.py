@@ -78,6 +78,8 @@ def drop_partitions(database: Database, *, before: dt.datetime, force: bool) -> 
         now = audit_partitions.current_month_start(session)
         months = [m for m in audit_partitions.months(session) if m.end <= min(before, now)]
         exported = audit_partitions.exports(session)
+        for month in months:  # an event still being written there is counted, or waited for
+            audit_partitions.hold(session, month)
         counted = {m.name: audit_partitions.count(session, m) for m in months}
         unexported = [
             m.name

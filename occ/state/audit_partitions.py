@@ -139,6 +139,14 @@ def current_month_start(session: orm.Session) -> dt.datetime:
     return start
 
 
+def hold(session: orm.Session, month: Month) -> None:
+    """Keep writers out of the month's partition until the transaction ends (``SHARE``: what
+    is counted next is what is dropped), once those already writing there committed."""
+    if _NAME.fullmatch(month.name) is None:
+        raise ValueError("not a month partition")
+    session.execute(sa.text(f'LOCK TABLE occ."{month.name}" IN SHARE MODE'))
+
+
 def count(session: orm.Session, month: Month) -> tuple[int, int | None]:
     """The events of ``month`` and its highest sequence number."""
     event = _EVENTS.c

@@ -5,6 +5,7 @@ reader holds the log rather than holding up its writers."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 import pytest
 import sqlalchemy as sa
@@ -13,7 +14,7 @@ from occ.controller import audit_archive, installation
 from occ.foundation import errors
 from occ.state import audit, audit_partitions
 from occ.state.db import Database
-from tests.support import audit_log
+from tests.support import audit_log, locks, processes
 
 _PAST = sa.text("""
     INSERT INTO occ.audit_events (id, occurred_at, kind, action, actor_id, outcome)
@@ -175,6 +176,40 @@ def test_a_drop_beside_a_long_reader_answers_busy_and_holds_no_writer_up(
     assert _drops(db) == []
 
     assert drop() == audit_archive.Dropped((older.name,), 30)  # the reader is done: retried
+
+
+def test_an_event_written_into_an_exported_month_meanwhile_is_never_dropped_unseen(
+    db: Database,
+    owner_db: Database,
+    history: list[audit_partitions.Month],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    older, _ = history
+    audit_archive.export(owner_db, before=older.end, after_sequence=None, write=lambda _: None)
+    monkeypatch.setattr(audit_partitions, "LOCK_WAIT_MS", 10_000)  # the drop waits this out
+    outcome: list[object] = []
+    with owner_db.transaction() as writing:
+        # a writer whose event falls into the exported month has not committed yet
+        writing.execute(_PAST, {"at": older.start, "count": 1})
+
+        def drop() -> None:
+            try:
+                outcome.append(
+                    audit_archive.drop_partitions(owner_db, before=older.end, force=False)
+                )
+            except errors.Conflict as refused:
+                outcome.append(refused)
+
+        dropping = threading.Thread(target=drop)
+        dropping.start()
+        processes.wait_for(
+            lambda: locks.waiters(owner_db) >= 1, timeout=10, message="the drop to wait"
+        )
+    dropping.join(timeout=15)
+    [refused] = outcome
+    assert isinstance(refused, errors.Conflict) and older.name in str(refused)
+    with owner_db.transaction() as session:
+        assert older.name in {m.name for m in audit_partitions.months(session)}
 
 
 def test_the_audit_log_stays_append_only(
