@@ -108,6 +108,10 @@ def prune(
             level=logging.WARNING,
             reason=f"a long reader held the audit log past {audit_partitions.LOCK_WAIT_MS} ms",
         )
+    except errors.Conflict as blocked:  # an operator's to clear; the history is pruned meanwhile
+        observability.log(
+            "worker.audit-partitions-failed", level=logging.ERROR, reason=str(blocked)
+        )
     work = batches = 0
     for state, older_than_ms in (
         (values.WorkState.SUCCEEDED, keep.succeeded_ms),

@@ -46,6 +46,7 @@ _PARTITIONS: Final = sa.text("""
 _ENSURE: Final = sa.text("SELECT occ.ensure_audit_partitions(:from_, :months_ahead)")
 _LOCK_WAIT: Final = sa.text("SELECT set_config('lock_timeout', :lock_timeout, true)")
 _LOCK_NOT_AVAILABLE: Final = "55P03"
+_CHECK_VIOLATION: Final = "23514"
 _MONTH_START: Final = sa.text(
     "SELECT date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 )
@@ -109,9 +110,18 @@ def ensure(
     session: orm.Session, *, since: dt.datetime | None = None, months_ahead: int = MONTHS_AHEAD
 ) -> int:
     """Create the month partitions from ``since`` (unset: now) to ``months_ahead`` months
-    past the current one that do not exist yet; how many were created."""
+    past the current one that do not exist yet; how many were created. ``Conflict`` when a
+    month cannot be made because its events wait in the default partition."""
     params = {"from_": since or dt.datetime.now(dt.UTC), "months_ahead": months_ahead}
-    return int(session.execute(_ENSURE, params).scalar_one())
+    try:
+        return int(session.execute(_ENSURE, params).scalar_one())
+    except sa.exc.IntegrityError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _CHECK_VIOLATION:
+            raise
+        raise errors.Conflict(
+            "a month to be made has events in the default partition (audit_events_default),"
+            " written while it was missing: move them out, then the month can be made"
+        ) from None
 
 
 def events(

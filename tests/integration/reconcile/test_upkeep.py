@@ -127,3 +127,35 @@ def test_a_run_beside_a_long_reader_of_the_audit_log_leaves_its_months_to_the_ne
     upkeep.prune(db, keep, pause=0)
 
     assert last in _months(db)
+
+
+def test_a_month_blocked_by_the_default_partition_is_reported_and_history_still_pruned(
+    db: Database, owner_db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    actor, namespace_id = _world(db)
+    _history(owner_db, namespace_id, actor)
+    with owner_db.transaction() as session:  # the last month ahead went missing, and an event
+        last = audit_partitions.months(session)[-1]  # of it landed in the default partition
+        session.execute(sa.text(f'DROP TABLE occ."{last.name}"'))
+        session.execute(
+            sa.text(
+                "INSERT INTO occ.audit_events (id, occurred_at, kind, action, actor_id, outcome)"
+                " VALUES ('aud_' || gen_random_uuid(), :at, 'mutation', 'test.event',"
+                " 'prn_test', 'success')"
+            ),
+            {"at": last.start},
+        )
+    keep = upkeep.Retention.of(Settings())
+
+    with caplog.at_level(logging.INFO, logger="occ"):
+        report = upkeep.prune(db, keep, batch=4, pause=0)
+
+    assert (report.work, report.finished) == (10, True)  # the work history went all the same
+    failed = [
+        event
+        for record in caplog.records
+        if (event := getattr(record, observability.EVENT_ATTRIBUTE, None))
+        and event["event"] == "worker.audit-partitions-failed"
+    ]
+    assert len(failed) == 1 and "audit_events_default" in failed[0]["reason"]
+    assert last.name not in _months(db)
