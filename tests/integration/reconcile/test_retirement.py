@@ -19,7 +19,7 @@ from occ.drivers.compute.local import LocalComputeDriver
 from occ.reconcile import retirement, specs
 from occ.reconcile.environment import Worker
 from occ.state import agents, deploys, models, revisions
-from occ.state.db import Database
+from occ.state.db import Database, Session
 from tests.integration.reconcile import support
 from tests.support import worlds
 
@@ -30,19 +30,20 @@ def worker(db: Database, tmp_path: Path) -> Iterator[Worker]:
     support.kill_gateways(tmp_path / "local")
 
 
+def _end(session: Session, revision_id: str, state: str, code: str) -> None:
+    """End the revision's deployment in ``state`` with ``code`` (without a claim)."""
+    session.execute(
+        sa.update(models.ControllerWork)
+        .where(models.ControllerWork.id == f"agent_revision:{revision_id}:reconcile")
+        .values(state=state, reason_code=code, completed_at=sa.func.clock_timestamp())
+    )
+
+
 def _fail_deployment(db: Database, world: worlds.World, revision_id: str) -> None:
     """End the revision's deployment failed for good, applying its kind's effect, as every
     terminal failure does (here without a claim: the effect is what is under test)."""
     with db.transaction() as session:
-        session.execute(
-            sa.update(models.ControllerWork)
-            .where(models.ControllerWork.id == f"agent_revision:{revision_id}:reconcile")
-            .values(
-                state="failed_permanent",
-                reason_code="RUNTIME_STARTUP_FAILED",
-                completed_at=sa.func.clock_timestamp(),
-            )
-        )
+        _end(session, revision_id, "failed_permanent", "RUNTIME_STARTUP_FAILED")
         item = deploys.deployment(session, revision_id)
         assert item is not None
         retirement.deployment_failed(session, item, {})
@@ -114,20 +115,6 @@ def test_a_failed_first_revision_clears_the_pointer(db: Database, worker: Worker
     support.run_until(db, worker, item.id, "REVISION_RETIRED")
 
 
-def _succeeded(db: Database, revision_id: str) -> None:
-    """End the revision's deployment as one that activated it."""
-    with db.transaction() as session:
-        session.execute(
-            sa.update(models.ControllerWork)
-            .where(models.ControllerWork.id == f"agent_revision:{revision_id}:reconcile")
-            .values(
-                state="succeeded",
-                reason_code="REVISION_ACTIVATED",
-                completed_at=sa.func.clock_timestamp(),
-            )
-        )
-
-
 def test_the_pointer_never_goes_back_to_a_revision_on_a_withdrawn_account(
     db: Database, tmp_path: Path
 ) -> None:
@@ -135,8 +122,8 @@ def test_the_pointer_never_goes_back_to_a_revision_on_a_withdrawn_account(
     backend = standin.StandinBackend(tmp_path / "accounts")
     account_id = worlds.use_managed_account(db, world, backend)
     first = worlds.deploy(db, world, accounts=backend)
-    _succeeded(db, first)
     with db.transaction() as session:
+        _end(session, first, "succeeded", "REVISION_ACTIVATED")
         assert agents.activate(session, world.agent_id, expected=None, candidate=first)
     agent_cases.update_agent(
         db,
