@@ -71,6 +71,10 @@ class Serving(Topic):
     """How long one read of a request's body, or one write of its answer, may wait for the
     client before the connection is closed."""
 
+    api_body_timeout_ms: Annotated[int, Variable("OCC_API_BODY_TIMEOUT_MS")] = 10_000
+    """How long the API waits for a request's whole body, from its first read: a body still
+    arriving then is answered 408 ``REQUEST_TIMEOUT`` and its connection closed."""
+
     api_not_found_floor_ms: Annotated[int, Variable("OCC_API_NOT_FOUND_FLOOR_MS")] = 50
     """Shortest time an authenticated request answered 404 takes: a resource the caller may not
     see and one that does not exist answer alike, in time too (0: no floor)."""
@@ -137,6 +141,7 @@ class Serving(Topic):
                 "startup_wait_ms",
                 "api_header_timeout_ms",
                 "api_read_timeout_ms",
+                "api_body_timeout_ms",
             ),
         )
         require_positive(self, QUOTAS)

@@ -69,6 +69,7 @@ _TITLES: Final = {
     403: "Forbidden",
     404: "Not found",
     405: "Method not allowed",
+    408: "Request timeout",
     409: "Conflict",
     413: "Payload too large",
     414: "URI too long",
@@ -117,6 +118,7 @@ _REFUSAL_CODES: Final = (
     "REQUEST_HEADER_FIELDS_TOO_LARGE",
     "EXPECTATION_FAILED",
     "UNSUPPORTED_TRANSFER_CODING",
+    "REQUEST_TIMEOUT",
 )
 
 

@@ -9,11 +9,14 @@ request. Every other error goes to gunicorn's own handling.
 
 ``ProblemWorker`` is gunicorn's gevent worker: each connection is a greenlet, so a slow or idle
 client costs a greenlet and a socket, never a worker (gunicorn's sync worker, which occ ran
-before, is held by one client sending its request a byte at a time). Two read timeouts bound
-what a connection may hold: its request line and header fields must arrive within
-``Settings.api_header_timeout_ms`` (so must the next request on a kept-alive connection), and each
-read of its body or write of its answer must progress within ``Settings.api_read_timeout_ms``;
-either closes the connection. A worker serves at most gunicorn's ``--worker-connections`` at once.
+before, is held by one client sending its request a byte at a time). Three timeouts bound what
+a connection may hold: its request line and header fields must arrive within
+``Settings.api_header_timeout_ms`` (so must the next request on a kept-alive connection), closing
+it quietly; its whole body within ``Settings.api_body_timeout_ms`` of the app's first read of it
+(``BodyDeadline``), answering 408 ``REQUEST_TIMEOUT``; and each read of its body or write of its
+answer must progress within ``Settings.api_read_timeout_ms``, closing it. Writing the answer has
+no total bound: a streamed answer (a log follow) lasts as long as its view lets it. A worker
+serves at most gunicorn's ``--worker-connections`` at once.
 
 ``JsonLogger`` is gunicorn's logger with occ's JSON format (``occ.telemetry.observability``) on its
 error log and its access log (when one is configured), at ``Settings.log_level``; an access line is
@@ -29,9 +32,11 @@ import contextlib
 import json
 import logging
 import socket
+import time
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 from gunicorn import glogging, util
 from gunicorn.http import errors as http_errors
@@ -61,9 +66,28 @@ class Refusal:
     detail: str
 
 
+class BodyTimeout(BaseException):
+    """A request's body did not arrive within ``Settings.api_body_timeout_ms``.
+
+    A ``BaseException``, as ``gevent.Timeout`` is: no ``except Exception`` in the app takes it
+    for its own error, so it reaches ``ProblemWorker.handle_error``.
+    """
+
+    def __init__(self, answering: bool) -> None:
+        super().__init__("the request's body did not arrive in time")
+        self.answering = answering
+        """Whether the app had begun its answer (then the connection closes unanswered)."""
+
+
 _MALFORMED: Final = Refusal(400, "Bad Request", "MALFORMED_REQUEST", "the request is malformed")
 
-REFUSALS: Final[tuple[tuple[type[Exception], Refusal], ...]] = (
+REFUSALS: Final[tuple[tuple[type[BaseException], Refusal], ...]] = (
+    (
+        BodyTimeout,
+        Refusal(
+            408, "Request Timeout", "REQUEST_TIMEOUT", "the request's body did not arrive in time"
+        ),
+    ),
     (
         http_errors.LimitRequestLine,
         Refusal(414, "URI Too Long", "URI_TOO_LONG", "the request line is too long"),
@@ -102,7 +126,7 @@ REFUSALS: Final[tuple[tuple[type[Exception], Refusal], ...]] = (
     (http_errors.InvalidProxyLine, _MALFORMED),
     (http_errors.InvalidSchemeHeaders, _MALFORMED),
 )
-"""Request-parse errors and their answers; the first matching class wins."""
+"""Request-parse errors (and a late body) and their answers; the first matching class wins."""
 
 
 def refusal_for(error: BaseException) -> Refusal | None:
@@ -136,24 +160,110 @@ class ReadTimeouts:
 
     header_s: float
     read_s: float
+    body_s: float
 
     @classmethod
     def of(cls, settings: Settings) -> ReadTimeouts:
-        return cls(settings.api_header_timeout_ms / 1000, settings.api_read_timeout_ms / 1000)
+        return cls(
+            settings.api_header_timeout_ms / 1000,
+            settings.api_read_timeout_ms / 1000,
+            settings.api_body_timeout_ms / 1000,
+        )
 
 
 DEFAULT_TIMEOUTS: Final = ReadTimeouts.of(Settings())
 """The timeouts when the settings are invalid (the app then says why and refuses to serve)."""
 
 
+T = TypeVar("T")
+
+
+class Body(Protocol):
+    """The reads of a ``wsgi.input`` (PEP 3333)."""
+
+    def read(self, size: int | None = ..., /) -> bytes: ...
+
+    def readline(self, size: int | None = ..., /) -> bytes: ...
+
+    def readlines(self, size: int | None = ..., /) -> list[bytes]: ...
+
+
+class DeadlineInput:
+    """``wsgi.input`` whose reads all end within ``seconds`` of the first one's start: a read
+    still waiting for the client then raises ``BodyTimeout``."""
+
+    def __init__(self, body: Body, seconds: float) -> None:
+        self._body = body
+        self._seconds = seconds
+        self._deadline: float | None = None
+        self.answering = False
+        """Set once the app has called ``start_response``."""
+
+    def read(self, size: int | None = None) -> bytes:
+        return self._within(self._body.read, size)
+
+    def readline(self, size: int | None = None) -> bytes:
+        return self._within(self._body.readline, size)
+
+    def readlines(self, size: int | None = None) -> list[bytes]:
+        return self._within(self._body.readlines, size)
+
+    def __iter__(self) -> DeadlineInput:
+        return self
+
+    def __next__(self) -> bytes:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def _within(self, read: Callable[[int | None], T], size: int | None) -> T:
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + self._seconds
+        late = BodyTimeout(self.answering)
+        if now >= self._deadline:
+            raise late
+        with ggevent.gevent.Timeout(self._deadline - now, late):
+            return read(size)
+
+
+class BodyDeadline:
+    """WSGI middleware bounding the time the app waits for a request's body (``DeadlineInput``);
+    the answer's writing is not bounded by it."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        body = DeadlineInput(environ["wsgi.input"], self.seconds)
+        environ["wsgi.input"] = body
+
+        def answering(*args: Any) -> Any:
+            body.answering = True
+            return start_response(*args)
+
+        return self.app(environ, answering)
+
+
 class ProblemWorker(ggevent.GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
-    """gunicorn's gevent worker with read timeouts, answering parse errors with problem+json."""
+    """gunicorn's gevent worker with read timeouts, answering parse errors (and a body past its
+    deadline) with problem+json."""
 
     timeouts: ReadTimeouts = DEFAULT_TIMEOUTS
+    wsgi: Callable[..., Iterable[bytes]]
+    """The app gunicorn calls: occ's, under ``BodyDeadline``."""
 
     def init_process(self) -> None:
         self.timeouts = _timeouts()
         super().init_process()
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        self.wsgi = BodyDeadline(self.wsgi, self.timeouts.body_s)
 
     def timeout_ctx(self) -> Any:
         """The bound on reading one request's line and header fields: the connection closes
@@ -171,7 +281,8 @@ class ProblemWorker(ggevent.GeventWorker):  # type: ignore[misc]  # gunicorn shi
             super().handle_error(req, client, addr, exc)
             return
         request_id = f"req_{uuid.uuid4()}"
-        # never the request itself: the line or a header may carry a credential
+        # never the request line or a header: they may carry a credential
+        where: dict[str, Any] = {} if req is None else {"method": req.method, "path": req.path}
         observability.log(
             "http.rejected",
             level=logging.WARNING,
@@ -179,7 +290,10 @@ class ProblemWorker(ggevent.GeventWorker):  # type: ignore[misc]  # gunicorn shi
             status=refusal.status,
             code=refusal.code,
             error=type(exc).__name__,
+            **where,
         )
+        if isinstance(exc, BodyTimeout) and exc.answering:
+            return  # part of the app's answer may be out: the connection closes unanswered
         with contextlib.suppress(OSError):  # the client is gone: nothing to answer
             util.write_nonblock(client, response_bytes(refusal, request_id))
 

@@ -6,11 +6,7 @@ read timeouts close them."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +15,8 @@ from typing import Any
 import pytest
 
 from occ.web import serving
-from tests.support import databases, processes, servers
+from tests.integration.web import gunicorn_api
+from tests.support import databases
 
 MARKER = "sensitive-token-7f3a"
 """Put in every refused request: it must never come back in an answer."""
@@ -32,83 +29,15 @@ SLOW_CLIENTS = 200
 @pytest.fixture
 def api(database_urls: databases.DatabaseUrls, tmp_path: Path) -> Iterator[tuple[str, int]]:
     """gunicorn with occ's worker class on a free loopback port, stopped at the end."""
-    port = servers.free_port()
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OCC_")},
-        "OCC_ENV": "development",
-        "OCC_DATABASE_URL": database_urls.app,
-        "OCC_BROKER_URL": os.environ.get("OCC_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
-        "OCC_API_KEY_PEPPER": "serving-test-pepper",
         "OCC_API_HEADER_TIMEOUT_MS": str(HEADER_TIMEOUT_MS),
         "OCC_API_READ_TIMEOUT_MS": str(READ_TIMEOUT_MS),
-        # its unauthenticated requests come from 127.0.0.1 like every other test's
-        "OCC_RATE_LIMIT_FAILED_AUTH": "off",
-        "OCC_RATE_LIMIT_PER_PRINCIPAL": "off",
-        "OCC_RATE_LIMIT_PER_ADDRESS": "off",
     }
-    log_path = tmp_path / "gunicorn.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "occ.web.app:create_app()",
-                "--worker-class",
-                serving.WORKER_CLASS,
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "1",
-            ],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        processes.wait_for(
-            lambda: process.poll() is not None or _status_of(port, "/healthz") == 200,
-            timeout=30,
-            message="gunicorn to answer /healthz",
-        )
-        assert process.poll() is None, log_path.read_text()[-3000:]
+    with gunicorn_api.running(database_urls, tmp_path / "gunicorn.log", env) as port:
         yield "127.0.0.1", port
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(10)
 
 
-def _exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send ``raw`` and read the whole answer (gunicorn closes the connection after it)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
-        connection.sendall(raw)
-        received = b""
-        while chunk := connection.recv(65536):
-            received += chunk
-    head, _, body = received.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(status_line.split()[1]), headers, body
-
-
-def _status_of(port: int, path: str) -> int | None:
-    try:
-        status, _, _ = _exchange(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    except OSError:
-        return None
-    return status
-
-
-def _problem(answer: tuple[int, dict[str, str], bytes], status: int, code: str) -> dict[str, Any]:
+def _problem(answer: gunicorn_api.Answer, status: int, code: str) -> dict[str, Any]:
     got, headers, body = answer
     assert got == status, (got, headers, body[:300])
     assert headers["content-type"] == "application/problem+json"
@@ -125,7 +54,7 @@ def _problem(answer: tuple[int, dict[str, str], bytes], status: int, code: str) 
 def test_a_uri_over_the_limit_is_414_problem_json(api: tuple[str, int]) -> None:
     _, port = api
     path = f"/v1/namespaces?{MARKER}=" + "a" * 5 * 1024
-    answer = _exchange(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    answer = gunicorn_api.exchange(port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     document = _problem(answer, 414, "URI_TOO_LONG")
     assert document["title"] == "URI too long"
 
@@ -133,28 +62,30 @@ def test_a_uri_over_the_limit_is_414_problem_json(api: tuple[str, int]) -> None:
 def test_header_fields_over_the_limit_are_431_problem_json(api: tuple[str, int]) -> None:
     _, port = api
     header = f"X-Padding: {MARKER}{'b' * 20 * 1024}"
-    answer = _exchange(port, f"GET /healthz HTTP/1.1\r\nHost: x\r\n{header}\r\n\r\n".encode())
+    answer = gunicorn_api.exchange(
+        port, f"GET /healthz HTTP/1.1\r\nHost: x\r\n{header}\r\n\r\n".encode()
+    )
     document = _problem(answer, 431, "REQUEST_HEADER_FIELDS_TOO_LARGE")
     assert document["title"] == "Request header fields too large"
 
 
 def test_a_malformed_request_is_400_problem_json(api: tuple[str, int]) -> None:
     _, port = api
-    answer = _exchange(
+    answer = gunicorn_api.exchange(
         port, f"GET /healthz HTTP/1.1\r\nHost: x\r\nBad{MARKER} Header\r\n\r\n".encode()
     )
     _problem(answer, 400, "MALFORMED_REQUEST")
-    answer = _exchange(port, f"G@T /{MARKER} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    answer = gunicorn_api.exchange(port, f"G@T /{MARKER} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     _problem(answer, 400, "MALFORMED_REQUEST")
 
 
 def test_requests_gunicorn_can_parse_still_reach_the_app(api: tuple[str, int]) -> None:
     _, port = api
-    status, headers, body = _exchange(
+    status, headers, body = gunicorn_api.exchange(
         port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     assert status == 200 and json.loads(body) == {"status": "ok"}
-    status, headers, body = _exchange(
+    status, headers, body = gunicorn_api.exchange(
         port, b"GET /v1/namespaces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     assert status == 401 and headers["content-type"] == "application/problem+json"
@@ -175,17 +106,6 @@ def _slow_clients(port: int, count: int) -> list[socket.socket]:
     return held
 
 
-def _closed_by_server(connection: socket.socket, within_s: float) -> bool:
-    """Whether the server closed ``connection`` (EOF or reset) within ``within_s``."""
-    connection.settimeout(within_s)
-    try:
-        return connection.recv(1024) == b""
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-
-
 def test_slow_clients_hold_no_worker(api: tuple[str, int]) -> None:
     """One worker, 200 connections that never finish their request line: /healthz and the app
     still answer (the sync worker answered nothing while two were held)."""
@@ -193,11 +113,11 @@ def test_slow_clients_hold_no_worker(api: tuple[str, int]) -> None:
     held = _slow_clients(port, SLOW_CLIENTS)
     try:
         for _ in range(20):  # each within _exchange's socket timeout, far under the held ones'
-            status, _, body = _exchange(
+            status, _, body = gunicorn_api.exchange(
                 port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
             )
             assert status == 200 and json.loads(body) == {"status": "ok"}
-        status, _, _ = _exchange(
+        status, _, _ = gunicorn_api.exchange(
             port, b"GET /v1/namespaces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         )
         assert status == 401
@@ -219,7 +139,7 @@ def test_a_request_head_sent_a_byte_at_a_time_is_cut_at_the_header_timeout(
             except (BrokenPipeError, ConnectionResetError):
                 closed = True
                 break
-            if _closed_by_server(connection, 0.05):
+            if gunicorn_api.closed_by_server(connection, 0.05):
                 closed = True
                 break
         elapsed = time.monotonic() - began
@@ -232,7 +152,7 @@ def test_an_idle_connection_is_closed_at_the_header_timeout(api: tuple[str, int]
     _, port = api
     with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
         began = time.monotonic()
-        assert _closed_by_server(connection, HEADER_TIMEOUT_MS / 1000 + 5)
+        assert gunicorn_api.closed_by_server(connection, HEADER_TIMEOUT_MS / 1000 + 5)
         # the first read waits no longer than the read timeout
         assert time.monotonic() - began < HEADER_TIMEOUT_MS / 1000
 

@@ -1,12 +1,17 @@
-"""occ's gunicorn logger: gunicorn's error and access lines are occ's JSON lines."""
+"""occ's gunicorn logger: gunicorn's error and access lines are occ's JSON lines; the deadline
+on reading a request's body."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import logging
+import time
+from collections.abc import Iterator
 from types import SimpleNamespace
+from typing import Any
 
+import gevent
 import pytest
 from gunicorn.config import Config
 
@@ -52,3 +57,59 @@ def test_an_access_line_is_the_http_access_event_without_query_or_headers(
     assert (line["method"], line["path"], line["status"]) == ("GET", "/v1/agents", 200)
     assert line["durationMs"] == 7.0 and line["service"] == "occ-api"
     assert "secret" not in json.dumps(line)
+
+
+class _Body:
+    """A request body whose bytes arrive ``delay_s`` after each read asks for them."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    def read(self, size: int | None = None) -> bytes:
+        gevent.sleep(self.delay_s)
+        return b"x"
+
+    readline = read
+
+    def readlines(self, size: int | None = None) -> list[bytes]:
+        return [self.read()]
+
+
+def test_a_read_still_waiting_at_the_deadline_raises_body_timeout() -> None:
+    body = serving.DeadlineInput(_Body(delay_s=30), seconds=0.05)
+    began = time.monotonic()
+    with pytest.raises(serving.BodyTimeout) as raised:
+        body.read(10)
+    assert time.monotonic() - began < 5
+    assert not raised.value.answering
+    assert serving.refusal_for(raised.value) == serving.REFUSALS[0][1]
+    assert serving.REFUSALS[0][1].code == "REQUEST_TIMEOUT"
+
+
+def test_the_deadline_counts_from_the_first_read_and_binds_every_later_one() -> None:
+    body = serving.DeadlineInput(_Body(delay_s=0), seconds=0.05)
+    gevent.sleep(0.1)  # the app worked before it read: not the client's time
+    assert body.read() == b"x"
+    gevent.sleep(0.1)
+    with pytest.raises(serving.BodyTimeout):
+        body.readline()
+
+
+def test_the_deadline_binds_reading_the_request_not_writing_the_answer() -> None:
+    """An answer streamed for longer than the deadline is not cut; a read of the body while
+    answering still is, marked so that nothing more is written."""
+    reads: list[Any] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
+        reads.append(environ["wsgi.input"])
+        environ["wsgi.input"].read()
+        start_response("200 OK", [])
+        for _ in range(3):
+            gevent.sleep(0.05)
+            yield b"line\n"
+
+    answer = serving.BodyDeadline(app, seconds=0.05)({"wsgi.input": _Body(0)}, lambda *_: None)
+    assert b"".join(answer) == b"line\n" * 3
+    with pytest.raises(serving.BodyTimeout) as raised:
+        reads[0].read()
+    assert raised.value.answering
