@@ -200,7 +200,7 @@ def test_a_delete_racing_a_patch_with_one_tag_fails_and_deletes_nothing(
     ("method", "path", "status"),
     [
         ("DELETE", "/v1/installation", 405),
-        ("DELETE", "/v1/work/abc", 405),
+        ("DELETE", "/v1/namespaces", 405),
         ("PATCH", "/healthz", 405),
         ("PATCH", "/v1/nope", 404),
     ],
