@@ -25,7 +25,7 @@ from sqlalchemy import orm
 from sqlalchemy.dialects import postgresql as pg
 
 from occ.foundation import errors
-from occ.state import audit, models
+from occ.state import audit, db, models
 
 _EVENTS: Final = cast(sa.Table, models.AuditEvent.__table__)
 _EXPORTS: Final = cast(sa.Table, models.AuditExport.__table__)
@@ -44,8 +44,6 @@ _PARTITIONS: Final = sa.text("""
      WHERE i.inhparent = 'occ.audit_events'::regclass
 """)
 _ENSURE: Final = sa.text("SELECT occ.ensure_audit_partitions(:from_, :months_ahead)")
-_LOCK_WAIT: Final = sa.text("SELECT set_config('lock_timeout', :lock_timeout, true)")
-_LOCK_NOT_AVAILABLE: Final = "55P03"
 _CHECK_VIOLATION: Final = "23514"
 _MONTH_START: Final = sa.text(
     "SELECT date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
@@ -94,11 +92,11 @@ def lock_wait_bounded(session: orm.Session) -> Iterator[None]:
     """For the rest of the session's transaction, wait at most ``LOCK_WAIT_MS`` for any lock
     (a transaction-local ``lock_timeout``); a lock not granted by then, inside the block,
     raises ``AuditLogBusy`` and leaves the transaction to be rolled back."""
-    session.execute(_LOCK_WAIT, {"lock_timeout": f"{LOCK_WAIT_MS}ms"})
+    db.wait_for_locks_at_most(session, LOCK_WAIT_MS)
     try:
         yield
     except sa_exc.OperationalError as exc:
-        if getattr(exc.orig, "sqlstate", None) != _LOCK_NOT_AVAILABLE:
+        if db.sqlstate(exc) != db.LOCK_NOT_AVAILABLE:
             raise
         raise errors.AuditLogBusy(
             "the audit log is busy: an export or another long reader holds it (its lock was"
@@ -115,8 +113,8 @@ def ensure(
     params = {"from_": since or dt.datetime.now(dt.UTC), "months_ahead": months_ahead}
     try:
         return int(session.execute(_ENSURE, params).scalar_one())
-    except sa.exc.IntegrityError as exc:
-        if getattr(exc.orig, "sqlstate", None) != _CHECK_VIOLATION:
+    except sa_exc.IntegrityError as exc:
+        if db.sqlstate(exc) != _CHECK_VIOLATION:
             raise
         raise errors.Conflict(
             "a month to be made has events in the default partition (audit_events_default),"
@@ -141,20 +139,14 @@ def events(
 
 def current_month_start(session: orm.Session) -> dt.datetime:
     """The first instant of the current month (UTC) on the database clock."""
-    start: dt.datetime = session.execute(
-        sa.text(
-            "SELECT date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
-        )
-    ).scalar_one()
+    start: dt.datetime = session.execute(_MONTH_START).scalar_one()
     return start
 
 
 def hold(session: orm.Session, month: Month) -> None:
     """Keep writers out of the month's partition until the transaction ends (``SHARE``: what
     is counted next is what is dropped), once those already writing there committed."""
-    if _NAME.fullmatch(month.name) is None:
-        raise ValueError("not a month partition")
-    session.execute(sa.text(f'LOCK TABLE occ."{month.name}" IN SHARE MODE'))
+    session.execute(sa.text(f"LOCK TABLE {_partition(month)} IN SHARE MODE"))
 
 
 def count(session: orm.Session, month: Month) -> tuple[int, int | None]:
@@ -191,7 +183,13 @@ def exports(session: orm.Session) -> dict[str, Export]:
 
 def drop(session: orm.Session, month: Month) -> None:
     """Detach the month's partition and drop it, with its events (the owner's session)."""
+    partition = _partition(month)
+    session.execute(sa.text(f"ALTER TABLE occ.audit_events DETACH PARTITION {partition}"))
+    session.execute(sa.text(f"DROP TABLE {partition}"))
+
+
+def _partition(month: Month) -> str:
+    """The month's partition as SQL names it (its name checked: it is written into the SQL)."""
     if _NAME.fullmatch(month.name) is None:
         raise ValueError("not a month partition")
-    session.execute(sa.text(f'ALTER TABLE occ.audit_events DETACH PARTITION occ."{month.name}"'))
-    session.execute(sa.text(f'DROP TABLE occ."{month.name}"'))
+    return f'occ."{month.name}"'

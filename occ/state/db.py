@@ -218,6 +218,23 @@ def _reachable() -> Iterator[None]:
         raise errors.DependencyUnavailable("the database is unavailable") from exc
 
 
+LOCK_NOT_AVAILABLE: Final = "55P03"
+"""The SQLSTATE of a lock not granted within the transaction's ``lock_timeout``."""
+_LOCK_TIMEOUT: Final = sa.text("SELECT set_config('lock_timeout', :lock_timeout, true)")
+
+
+def wait_for_locks_at_most(session: orm.Session, milliseconds: int) -> None:
+    """For the rest of the session's transaction, give up on a lock not granted within
+    ``milliseconds``: the statement fails with ``LOCK_NOT_AVAILABLE`` (``sqlstate``)."""
+    session.execute(_LOCK_TIMEOUT, {"lock_timeout": f"{milliseconds}ms"})
+
+
+def sqlstate(error: sa_exc.DBAPIError) -> str | None:
+    """The SQLSTATE PostgreSQL reported with ``error``, if any."""
+    state = getattr(error.orig, "sqlstate", None)
+    return None if state is None else str(state)
+
+
 def violated_constraint(error: sa_exc.IntegrityError) -> str | None:
     """The name of the constraint PostgreSQL reported, if any."""
     return getattr(getattr(error.orig, "diag", None), "constraint_name", None)

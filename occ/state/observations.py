@@ -20,14 +20,13 @@ from typing import Any, Final
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
-from occ.state import deploys, queries, revisions, runtime_observations
+from occ.state import db, deploys, queries, revisions, runtime_observations
 
 SQL: Final = queries.load("observations.sql")
 CURSOR_WAIT_MS: Final = 200
 """How long a tick waits for the cursor while another observer moves it (a hold lasts one short
 transaction: a few milliseconds). Only a hold longer than this, a stuck transaction, skips the
 tick; skipping at once would leave the second observer of a busy fleet idle most of the time."""
-_LOCK_NOT_AVAILABLE: Final = "55P03"
 PHASES: Final = 1_000_000
 """The phases an interval is divided into (``agents.observe_phase`` lies in ``[0, PHASES)``)."""
 
@@ -103,7 +102,8 @@ def claim_window(
     Agents fall due in it; ``None`` when another observer held the cursor for longer than
     ``CURSOR_WAIT_MS``."""
     params: dict[str, Any] = {"compute_driver": compute_driver, "interval_ms": interval_ms}
-    session.execute(SQL["cursor_wait"], {"lock_timeout": f"{CURSOR_WAIT_MS}ms"})
+    # the rest of the tick's short transaction only touches the cursor row it then holds
+    db.wait_for_locks_at_most(session, CURSOR_WAIT_MS)
     try:
         # a savepoint: a lock that does not come in time costs this tick, not the transaction
         with session.begin_nested():
@@ -112,7 +112,7 @@ def claim_window(
                 session.execute(SQL["open_cursor"], params)
                 cursor = session.execute(SQL["lock_cursor"], params).mappings().one()
     except sa_exc.OperationalError as exc:
-        if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+        if db.sqlstate(exc) == db.LOCK_NOT_AVAILABLE:
             return None
         raise
     now: dt.datetime = cursor["now"]

@@ -11,6 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
+from occ.state import db
+
 _NOT_READABLE: Final = frozenset({"42P01", "3F000", "42501"})
 """SQLSTATEs of a version table that is missing (no migration yet: undefined table or schema)
 or not readable (before the migration that grants it to the app role)."""
@@ -25,6 +27,6 @@ def applied(session: orm.Session) -> str | None:
     try:
         return session.execute(sa.text("SELECT version_num FROM occ.alembic_version")).scalar()
     except sa_exc.ProgrammingError as exc:
-        if getattr(exc.orig, "sqlstate", None) in _NOT_READABLE:
+        if db.sqlstate(exc) in _NOT_READABLE:
             return None
         raise

@@ -13,11 +13,6 @@ INSERT INTO occ.observer_cursors (compute_driver, observed_until)
 VALUES (:compute_driver, clock_timestamp() - :interval_ms * interval '1 millisecond')
 ON CONFLICT (compute_driver) DO NOTHING;
 
--- name: cursor_wait
--- How long this transaction waits for a lock before giving up (the rest of the tick's short
--- transaction only touches the cursor row it then holds).
-SELECT set_config('lock_timeout', :lock_timeout, true);
-
 -- name: lock_cursor
 -- The driver's cursor and the database clock. Another observer holds it only for its own
 -- window's short transaction, so this waits (up to the lock timeout) rather than skips.
